@@ -1,0 +1,68 @@
+// Package storage connects to the S3-compatible object store (MinIO) through minio-go/v7.
+package storage
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/minio/minio-go/v7"
+	"github.com/minio/minio-go/v7/pkg/credentials"
+)
+
+// Config is the object-store part of a service's configuration.
+type Config struct {
+	Endpoint  string `env:"SHIPFILE_S3_ENDPOINT" default:"127.0.0.1:9000" help:"S3 endpoint host:port"`
+	AccessKey string `env:"SHIPFILE_S3_ACCESS_KEY" default:"minioadmin" help:"S3 access key"`
+	SecretKey string `env:"SHIPFILE_S3_SECRET_KEY" default:"minioadmin" secret:"true" help:"S3 secret key"`
+	Bucket    string `env:"SHIPFILE_S3_BUCKET" default:"shipfile" help:"bucket holding package files"`
+	UseSSL    bool   `env:"SHIPFILE_S3_USE_SSL" default:"false" help:"use HTTPS to reach S3"`
+}
+
+// Store is a client bound to one bucket.
+type Store struct {
+	Client *minio.Client
+	Bucket string
+}
+
+// Open creates the client and makes sure the bucket exists.
+func Open(ctx context.Context, cfg Config) (*Store, error) {
+	client, err := minio.New(cfg.Endpoint, &minio.Options{
+		Creds:  credentials.NewStaticV4(cfg.AccessKey, cfg.SecretKey, ""),
+		Secure: cfg.UseSSL,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("storage: %w", err)
+	}
+	s := &Store{Client: client, Bucket: cfg.Bucket}
+	if err := s.EnsureBucket(ctx); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// EnsureBucket creates the bucket when it does not exist yet.
+func (s *Store) EnsureBucket(ctx context.Context) error {
+	ok, err := s.Client.BucketExists(ctx, s.Bucket)
+	if err != nil {
+		return fmt.Errorf("storage: bucket %q: %w", s.Bucket, err)
+	}
+	if ok {
+		return nil
+	}
+	if err := s.Client.MakeBucket(ctx, s.Bucket, minio.MakeBucketOptions{}); err != nil {
+		// Another instance may have created it in the meantime.
+		if exists, err2 := s.Client.BucketExists(ctx, s.Bucket); err2 == nil && exists {
+			return nil
+		}
+		return fmt.Errorf("storage: create bucket %q: %w", s.Bucket, err)
+	}
+	return nil
+}
+
+// Check reports whether the bucket is reachable.
+func (s *Store) Check(ctx context.Context) error {
+	if _, err := s.Client.BucketExists(ctx, s.Bucket); err != nil {
+		return fmt.Errorf("storage: %w", err)
+	}
+	return nil
+}

@@ -1,0 +1,3 @@
+module github.com/shipfile/shipfile/proto
+
+go 1.26.8

@@ -1,0 +1,317 @@
+package app
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"net/mail"
+	"regexp"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"golang.org/x/crypto/argon2"
+)
+
+// IdentityStore is the persistence the identity service needs.
+type IdentityStore interface {
+	CreateUser(ctx context.Context, u NewUser, passwordHash string) (User, error)
+	GetUser(ctx context.Context, id int64) (User, error)
+	GetUserByEmail(ctx context.Context, email string) (User, error)
+	ListUsers(ctx context.Context) ([]User, error)
+	CountUsers(ctx context.Context) (int64, error)
+	UpdateUser(ctx context.Context, id int64, p UserPatch, passwordHash *string) (User, error)
+	CreateToken(ctx context.Context, t NewToken) (Token, error)
+	ListTokens(ctx context.Context, userID int64) ([]Token, error)
+	DeleteToken(ctx context.Context, userID, id int64) error
+	TokenOwner(ctx context.Context, hash []byte) (TokenOwner, error)
+	TouchToken(ctx context.Context, id int64) error
+}
+
+// Identity manages users and API tokens.
+type Identity struct {
+	store IdentityStore
+	now   func() time.Time
+}
+
+// NewIdentity returns the identity service on store.
+func NewIdentity(store IdentityStore) *Identity {
+	return &Identity{store: store, now: time.Now}
+}
+
+// Limits of identity fields.
+const (
+	MaxNameLen        = 100
+	MaxEmailLen       = 254
+	MinPasswordLen    = 10
+	MaxPasswordLen    = 1024
+	tokenPrefix       = "sf_"
+	tokenRandomBytes  = 32
+	tokenDisplayChars = 11
+	// lastUsedResolution bounds how often a token's last_used_at is written, so a busy
+	// token does not cost a database write per request.
+	lastUsedResolution = time.Minute
+)
+
+// rawTokenPattern is the exact shape of a raw API token: sf_ + 43 base64url characters.
+var rawTokenPattern = regexp.MustCompile(`^sf_[A-Za-z0-9_-]{43}$`)
+
+// CreateUser validates and stores a new user. A duplicate e-mail (in any case) is a
+// conflict.
+func (s *Identity) CreateUser(ctx context.Context, in NewUser) (User, error) {
+	email, err := normalizeEmail(in.Email)
+	if err != nil {
+		return User{}, err
+	}
+	in.Email = email
+	if err := validateName(in.Name); err != nil {
+		return User{}, err
+	}
+	if !in.Role.Valid() {
+		return User{}, Invalid("role must be admin or regular")
+	}
+	var hash string
+	if in.Password != "" {
+		if hash, err = hashPassword(in.Password); err != nil {
+			return User{}, err
+		}
+	}
+	return s.store.CreateUser(ctx, in, hash)
+}
+
+// SetupFirstAdmin creates the first admin while no user exists; afterwards it answers
+// not found, as the setup page disappears.
+func (s *Identity) SetupFirstAdmin(ctx context.Context, in NewUser) (User, error) {
+	n, err := s.store.CountUsers(ctx)
+	if err != nil {
+		return User{}, err
+	}
+	if n > 0 {
+		return User{}, NotFound("setup")
+	}
+	if in.Password == "" {
+		return User{}, Invalid("password is required")
+	}
+	in.Role = RoleAdmin
+	return s.CreateUser(ctx, in)
+}
+
+// NeedsSetup reports whether no user exists yet.
+func (s *Identity) NeedsSetup(ctx context.Context) (bool, error) {
+	n, err := s.store.CountUsers(ctx)
+	return n == 0, err
+}
+
+// UpdateUser applies a patch to a user.
+func (s *Identity) UpdateUser(ctx context.Context, id int64, p UserPatch) (User, error) {
+	if p.Email != nil {
+		email, err := normalizeEmail(*p.Email)
+		if err != nil {
+			return User{}, err
+		}
+		p.Email = &email
+	}
+	if p.Name != nil {
+		if err := validateName(*p.Name); err != nil {
+			return User{}, err
+		}
+	}
+	if p.Role != nil && !p.Role.Valid() {
+		return User{}, Invalid("role must be admin or regular")
+	}
+	var hash *string
+	if p.Password != nil {
+		h, err := hashPassword(*p.Password)
+		if err != nil {
+			return User{}, err
+		}
+		hash = &h
+	}
+	return s.store.UpdateUser(ctx, id, p, hash)
+}
+
+// ListUsers returns every user, oldest first.
+func (s *Identity) ListUsers(ctx context.Context) ([]User, error) { return s.store.ListUsers(ctx) }
+
+// UserByEmail finds a user by e-mail address, in any case.
+func (s *Identity) UserByEmail(ctx context.Context, email string) (User, error) {
+	return s.store.GetUserByEmail(ctx, email)
+}
+
+// CheckPassword returns the user with that e-mail and password, for the web UI's login.
+// Unknown users, wrong passwords and disabled users all fail the same way.
+func (s *Identity) CheckPassword(ctx context.Context, email, password string) (User, error) {
+	u, err := s.store.GetUserByEmail(ctx, email)
+	if err != nil {
+		if errors.Is(err, ErrNotFound) {
+			// Spend the same time as a real check, so timing does not reveal users.
+			_ = verifyPassword(dummyHash, password)
+			return User{}, ErrUnauthenticated
+		}
+		return User{}, err
+	}
+	if u.Disabled || u.PasswordHash == "" || !verifyPassword(u.PasswordHash, password) {
+		return User{}, ErrUnauthenticated
+	}
+	return u, nil
+}
+
+// CreateToken mints an API token for the user and returns its record with the raw
+// value, which is never available again.
+func (s *Identity) CreateToken(ctx context.Context, userID int64, name string, expiresAt *time.Time) (Token, string, error) {
+	if err := validateName(name); err != nil {
+		return Token{}, "", err
+	}
+	if expiresAt != nil && !expiresAt.After(s.now()) {
+		return Token{}, "", Invalid("expires_at must be in the future")
+	}
+	raw, err := newRawToken()
+	if err != nil {
+		return Token{}, "", err
+	}
+	sum := sha256.Sum256([]byte(raw))
+	t, err := s.store.CreateToken(ctx, NewToken{
+		UserID:    userID,
+		Name:      name,
+		Prefix:    raw[:tokenDisplayChars],
+		Hash:      sum[:],
+		ExpiresAt: expiresAt,
+	})
+	if err != nil {
+		return Token{}, "", err
+	}
+	return t, raw, nil
+}
+
+// ListTokens returns the user's tokens, newest first.
+func (s *Identity) ListTokens(ctx context.Context, userID int64) ([]Token, error) {
+	return s.store.ListTokens(ctx, userID)
+}
+
+// RevokeToken deletes one of the user's tokens; another user's token is not found.
+func (s *Identity) RevokeToken(ctx context.Context, userID, id int64) error {
+	return s.store.DeleteToken(ctx, userID, id)
+}
+
+// Authenticate resolves a raw bearer token to its user and token id. Malformed,
+// unknown, expired and revoked tokens, and tokens of disabled users, are all
+// ErrUnauthenticated.
+func (s *Identity) Authenticate(ctx context.Context, raw string) (User, int64, error) {
+	if !rawTokenPattern.MatchString(raw) {
+		return User{}, 0, ErrUnauthenticated
+	}
+	sum := sha256.Sum256([]byte(raw))
+	owner, err := s.store.TokenOwner(ctx, sum[:])
+	if errors.Is(err, ErrNotFound) {
+		return User{}, 0, ErrUnauthenticated
+	}
+	if err != nil {
+		return User{}, 0, err
+	}
+	now := s.now()
+	if owner.ExpiresAt != nil && !now.Before(*owner.ExpiresAt) {
+		return User{}, 0, ErrUnauthenticated
+	}
+	if owner.User.Disabled {
+		return User{}, 0, ErrUnauthenticated
+	}
+	if owner.LastUsedAt == nil || now.Sub(*owner.LastUsedAt) >= lastUsedResolution {
+		if err := s.store.TouchToken(ctx, owner.TokenID); err != nil {
+			return User{}, 0, err
+		}
+	}
+	return owner.User, owner.TokenID, nil
+}
+
+func newRawToken() (string, error) {
+	b := make([]byte, tokenRandomBytes)
+	if _, err := rand.Read(b); err != nil {
+		return "", fmt.Errorf("token: %w", err)
+	}
+	return tokenPrefix + base64.RawURLEncoding.EncodeToString(b), nil
+}
+
+func validateName(name string) error {
+	n := utf8.RuneCountInString(name)
+	if strings.TrimSpace(name) == "" || n > MaxNameLen {
+		return Invalid("name must be 1 to %d characters", MaxNameLen)
+	}
+	if strings.ContainsFunc(name, isControl) {
+		return Invalid("name must not contain control characters")
+	}
+	return nil
+}
+
+func isControl(r rune) bool { return r < 0x20 || r == 0x7f }
+
+// normalizeEmail checks that s is a bare e-mail address and returns it trimmed.
+func normalizeEmail(s string) (string, error) {
+	s = strings.TrimSpace(s)
+	if s == "" || len(s) > MaxEmailLen {
+		return "", Invalid("email must be a valid address of at most %d characters", MaxEmailLen)
+	}
+	addr, err := mail.ParseAddress(s)
+	if err != nil || addr.Address != s || addr.Name != "" {
+		return "", Invalid("email must be a valid address")
+	}
+	return s, nil
+}
+
+// ValidEmail reports whether s is a bare e-mail address.
+func ValidEmail(s string) bool {
+	_, err := normalizeEmail(s)
+	return err == nil
+}
+
+// argon2id parameters (OWASP's recommended minimum: 19 MiB, 2 passes, 1 lane).
+const (
+	argonTime    = 2
+	argonMemory  = 19 * 1024
+	argonThreads = 1
+	argonKeyLen  = 32
+	argonSaltLen = 16
+)
+
+var dummyHash, _ = hashPassword("not a real password")
+
+func hashPassword(pw string) (string, error) {
+	if utf8.RuneCountInString(pw) < MinPasswordLen {
+		return "", Invalid("password must be at least %d characters", MinPasswordLen)
+	}
+	if len(pw) > MaxPasswordLen {
+		return "", Invalid("password must be at most %d bytes", MaxPasswordLen)
+	}
+	salt := make([]byte, argonSaltLen)
+	if _, err := rand.Read(salt); err != nil {
+		return "", err
+	}
+	key := argon2.IDKey([]byte(pw), salt, argonTime, argonMemory, argonThreads, argonKeyLen)
+	return fmt.Sprintf("$argon2id$v=%d$m=%d,t=%d,p=%d$%s$%s", argon2.Version, argonMemory, argonTime, argonThreads,
+		base64.RawStdEncoding.EncodeToString(salt), base64.RawStdEncoding.EncodeToString(key)), nil
+}
+
+func verifyPassword(encoded, pw string) bool {
+	parts := strings.Split(encoded, "$")
+	if len(parts) != 6 || parts[1] != "argon2id" {
+		return false
+	}
+	var m, t uint32
+	var p uint8
+	if _, err := fmt.Sscanf(parts[3], "m=%d,t=%d,p=%d", &m, &t, &p); err != nil {
+		return false
+	}
+	salt, err := base64.RawStdEncoding.DecodeString(parts[4])
+	if err != nil {
+		return false
+	}
+	want, err := base64.RawStdEncoding.DecodeString(parts[5])
+	if err != nil {
+		return false
+	}
+	got := argon2.IDKey([]byte(pw), salt, t, m, p, uint32(len(want)))
+	return subtle.ConstantTimeCompare(got, want) == 1
+}

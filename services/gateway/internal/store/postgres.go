@@ -1,0 +1,178 @@
+// Package store implements the gateway's persistence on PostgreSQL. The SQL lives in
+// queries.sql and is compiled by sqlc (make generate) into the *.gen.go files; this
+// file adapts the generated code to the app package's types and errors.
+package store
+
+import (
+	"context"
+	"errors"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/shipfile/shipfile/services/gateway/internal/app"
+)
+
+// PostgreSQL error codes the store maps to application errors.
+const (
+	pgUniqueViolation = "23505"
+)
+
+// Postgres is the gateway's store on a pgx pool.
+type Postgres struct {
+	pool *pgxpool.Pool
+	q    *Queries
+}
+
+var _ app.IdentityStore = (*Postgres)(nil)
+
+// NewPostgres returns the store on pool.
+func NewPostgres(pool *pgxpool.Pool) *Postgres {
+	return &Postgres{pool: pool, q: New(pool)}
+}
+
+// CreateUser inserts a user; a duplicate e-mail is a conflict.
+func (s *Postgres) CreateUser(ctx context.Context, u app.NewUser, passwordHash string) (app.User, error) {
+	row, err := s.q.CreateUser(ctx, CreateUserParams{
+		Email: u.Email, Name: u.Name, Role: string(u.Role), PasswordHash: nonEmpty(passwordHash),
+	})
+	if err != nil {
+		return app.User{}, mapUserErr(err)
+	}
+	return toUser(row), nil
+}
+
+// GetUser returns the user with that id.
+func (s *Postgres) GetUser(ctx context.Context, id int64) (app.User, error) {
+	row, err := s.q.GetUser(ctx, id)
+	if err != nil {
+		return app.User{}, mapUserErr(err)
+	}
+	return toUser(row), nil
+}
+
+// GetUserByEmail returns the user with that e-mail, in any case.
+func (s *Postgres) GetUserByEmail(ctx context.Context, email string) (app.User, error) {
+	row, err := s.q.GetUserByEmail(ctx, email)
+	if err != nil {
+		return app.User{}, mapUserErr(err)
+	}
+	return toUser(row), nil
+}
+
+// ListUsers returns every user, oldest first.
+func (s *Postgres) ListUsers(ctx context.Context) ([]app.User, error) {
+	rows, err := s.q.ListUsers(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]app.User, len(rows))
+	for i, r := range rows {
+		out[i] = toUser(r)
+	}
+	return out, nil
+}
+
+// CountUsers returns how many users exist.
+func (s *Postgres) CountUsers(ctx context.Context) (int64, error) { return s.q.CountUsers(ctx) }
+
+// UpdateUser applies the non-nil fields of p.
+func (s *Postgres) UpdateUser(ctx context.Context, id int64, p app.UserPatch, passwordHash *string) (app.User, error) {
+	var role *string
+	if p.Role != nil {
+		r := string(*p.Role)
+		role = &r
+	}
+	row, err := s.q.UpdateUser(ctx, UpdateUserParams{
+		ID: id, Email: p.Email, Name: p.Name, Role: role, Disabled: p.Disabled, PasswordHash: passwordHash,
+	})
+	if err != nil {
+		return app.User{}, mapUserErr(err)
+	}
+	return toUser(row), nil
+}
+
+// CreateToken stores a token's hash and display prefix.
+func (s *Postgres) CreateToken(ctx context.Context, t app.NewToken) (app.Token, error) {
+	row, err := s.q.CreateToken(ctx, CreateTokenParams{
+		UserID: t.UserID, Name: t.Name, Prefix: t.Prefix, TokenHash: t.Hash, ExpiresAt: t.ExpiresAt,
+	})
+	if err != nil {
+		return app.Token{}, err
+	}
+	return toToken(ListTokensRow(row)), nil
+}
+
+// ListTokens returns the user's tokens, newest first.
+func (s *Postgres) ListTokens(ctx context.Context, userID int64) ([]app.Token, error) {
+	rows, err := s.q.ListTokens(ctx, userID)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]app.Token, len(rows))
+	for i, r := range rows {
+		out[i] = toToken(r)
+	}
+	return out, nil
+}
+
+// DeleteToken removes one of the user's tokens.
+func (s *Postgres) DeleteToken(ctx context.Context, userID, id int64) error {
+	n, err := s.q.DeleteToken(ctx, DeleteTokenParams{ID: id, UserID: userID})
+	if err != nil {
+		return err
+	}
+	if n == 0 {
+		return app.NotFound("token")
+	}
+	return nil
+}
+
+// TokenOwner resolves a token hash to the token and its user.
+func (s *Postgres) TokenOwner(ctx context.Context, hash []byte) (app.TokenOwner, error) {
+	row, err := s.q.TokenOwner(ctx, hash)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return app.TokenOwner{}, app.NotFound("token")
+	}
+	if err != nil {
+		return app.TokenOwner{}, err
+	}
+	return app.TokenOwner{TokenID: row.TokenID, ExpiresAt: row.ExpiresAt, LastUsedAt: row.LastUsedAt, User: toUser(row.User)}, nil
+}
+
+// TouchToken records that the token was just used.
+func (s *Postgres) TouchToken(ctx context.Context, id int64) error { return s.q.TouchToken(ctx, id) }
+
+func mapUserErr(err error) error {
+	if errors.Is(err, pgx.ErrNoRows) {
+		return app.NotFound("user")
+	}
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) && pgErr.Code == pgUniqueViolation {
+		return app.Conflict("a user with that email already exists")
+	}
+	return err
+}
+
+func toUser(r User) app.User {
+	u := app.User{ID: r.ID, Email: r.Email, Name: r.Name, Role: app.Role(r.Role), Disabled: r.Disabled, CreatedAt: r.CreatedAt}
+	if r.PasswordHash != nil {
+		u.PasswordHash = *r.PasswordHash
+	}
+	return u
+}
+
+func toToken(r ListTokensRow) app.Token {
+	return app.Token{
+		ID: r.ID, UserID: r.UserID, Name: r.Name, Prefix: r.Prefix,
+		CreatedAt: r.CreatedAt, ExpiresAt: r.ExpiresAt, LastUsedAt: r.LastUsedAt,
+	}
+}
+
+func nonEmpty(s string) *string {
+	if s == "" {
+		return nil
+	}
+	return &s
+}

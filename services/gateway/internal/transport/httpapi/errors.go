@@ -1,0 +1,109 @@
+package httpapi
+
+import (
+	"errors"
+	"html/template"
+	"log/slog"
+	"net/http"
+	"strings"
+
+	"github.com/gin-gonic/gin"
+
+	"github.com/shipfile/shipfile/services/gateway/internal/app"
+)
+
+// statusOf maps an application error kind to its HTTP status.
+var statusOf = map[app.Kind]int{
+	app.KindInternal:        http.StatusInternalServerError,
+	app.KindInvalid:         http.StatusUnprocessableEntity,
+	app.KindUnauthenticated: http.StatusUnauthorized,
+	app.KindForbidden:       http.StatusForbidden,
+	app.KindNotFound:        http.StatusNotFound,
+	app.KindConflict:        http.StatusConflict,
+	app.KindGone:            http.StatusGone,
+	app.KindTooLarge:        http.StatusRequestEntityTooLarge,
+}
+
+// httpError is an error raised by the transport itself with a status that has no
+// application kind (405, 415, 429).
+type httpError struct {
+	status int
+	detail string
+}
+
+func (e *httpError) Error() string { return e.detail }
+
+// errorMiddleware is the one place that turns errors into answers: handlers call
+// c.Error(err) and return; after the chain runs, the last error is written as
+// {"detail": "..."} (or an HTML page outside /api/). Unknown errors are logged in full
+// and answered 500 with a plain message.
+func errorMiddleware(log *slog.Logger) gin.HandlerFunc {
+	return func(c *gin.Context) {
+		c.Next()
+		if len(c.Errors) == 0 || c.Writer.Written() {
+			return
+		}
+		writeError(c, log, c.Errors.Last().Err)
+	}
+}
+
+func writeError(c *gin.Context, log *slog.Logger, err error) {
+	status, detail := classify(err)
+	if status == http.StatusInternalServerError {
+		log.Error("request failed", "route", c.FullPath(), "method", c.Request.Method, "err", err)
+	}
+	if status == http.StatusUnauthorized {
+		c.Header("WWW-Authenticate", `Bearer realm="shipfile"`)
+	}
+	if isAPI(c) {
+		c.AbortWithStatusJSON(status, gin.H{"detail": detail})
+		return
+	}
+	c.Abort()
+	c.Status(status)
+	c.Header("Content-Type", "text/html; charset=utf-8")
+	_ = errorPage.Execute(c.Writer, map[string]any{"Status": status, "Title": http.StatusText(status), "Detail": detail})
+}
+
+func classify(err error) (int, string) {
+	var he *httpError
+	if errors.As(err, &he) {
+		return he.status, he.detail
+	}
+	var mbe *http.MaxBytesError
+	if errors.As(err, &mbe) {
+		return http.StatusRequestEntityTooLarge, "request body too large"
+	}
+	var ae *app.Error
+	if errors.As(err, &ae) {
+		return statusOf[ae.Kind], ae.Detail
+	}
+	return http.StatusInternalServerError, "internal server error"
+}
+
+func isAPI(c *gin.Context) bool {
+	return strings.HasPrefix(c.Request.URL.Path, "/api/")
+}
+
+// recovery answers a panic with a plain 500, never a stack trace.
+func recovery(log *slog.Logger) gin.HandlerFunc {
+	return gin.CustomRecoveryWithWriter(nil, func(c *gin.Context, rec any) {
+		log.Error("panic", "route", c.FullPath(), "method", c.Request.Method, "panic", rec)
+		writeError(c, log, errors.New("panic"))
+	})
+}
+
+func notFound(c *gin.Context) {
+	_ = c.Error(&httpError{status: http.StatusNotFound, detail: "not found"})
+}
+
+func methodNotAllowed(c *gin.Context) {
+	_ = c.Error(&httpError{status: http.StatusMethodNotAllowed, detail: "method not allowed"})
+}
+
+var errorPage = template.Must(template.New("error").Parse(`<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><title>{{.Status}} {{.Title}} · shipfile</title>
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<style>body{font-family:system-ui,sans-serif;max-width:40rem;margin:4rem auto;padding:0 1rem;color:#222}</style>
+</head><body><h1>{{.Title}}</h1><p>{{.Detail}}</p><p><a href="/">shipfile</a></p></body></html>
+`))

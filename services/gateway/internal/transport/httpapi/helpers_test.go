@@ -1,0 +1,190 @@
+package httpapi_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gin-gonic/gin"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/shipfile/shipfile/pkg/database"
+	"github.com/shipfile/shipfile/pkg/ops"
+	"github.com/shipfile/shipfile/pkg/pgtest"
+	"github.com/shipfile/shipfile/services/gateway/internal/app"
+	"github.com/shipfile/shipfile/services/gateway/internal/store"
+	"github.com/shipfile/shipfile/services/gateway/internal/transport/httpapi"
+	"github.com/shipfile/shipfile/services/gateway/migrations"
+)
+
+// testAPI is a gateway router on its own fresh database, served by httptest.
+type testAPI struct {
+	t        *testing.T
+	url      string
+	pool     *pgxpool.Pool
+	identity *app.Identity
+	engine   *gin.Engine
+}
+
+func defaultConfig() httpapi.Config {
+	return httpapi.Config{MaxJSONBytes: 1 << 20, RatePerSecond: 1000, RateBurst: 1000}
+}
+
+func newTestAPI(t *testing.T, cfg httpapi.Config) *testAPI {
+	t.Helper()
+	url := pgtest.New(t, migrations.Version(), migrations.Up)
+	ctx := context.Background()
+	pool, err := database.Open(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pool.Close)
+	identity := app.NewIdentity(store.NewPostgres(pool))
+	engine, err := httpapi.New(httpapi.Deps{
+		Log:      slog.New(slog.DiscardHandler),
+		Identity: identity,
+		Registry: ops.NewRegistry(),
+		Checks:   []ops.Check{{Name: "postgres", Fn: pool.Ping}},
+		Config:   cfg,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := &testAPI{t: t, pool: pool, identity: identity, engine: engine}
+	srv := httptest.NewServer(engine)
+	t.Cleanup(srv.Close)
+	a.url = srv.URL
+	return a
+}
+
+// user creates a user with a token and returns both.
+func (a *testAPI) user(email string, role app.Role) (app.User, string) {
+	a.t.Helper()
+	ctx := context.Background()
+	u, err := a.identity.CreateUser(ctx, app.NewUser{Email: email, Name: "Test " + string(role), Role: role})
+	if err != nil {
+		a.t.Fatal(err)
+	}
+	_, raw, err := a.identity.CreateToken(ctx, u.ID, "test", nil)
+	if err != nil {
+		a.t.Fatal(err)
+	}
+	return u, raw
+}
+
+type response struct {
+	status int
+	header http.Header
+	body   []byte
+}
+
+func (r response) json(t *testing.T) map[string]any {
+	t.Helper()
+	var m map[string]any
+	if err := json.Unmarshal(r.body, &m); err != nil {
+		t.Fatalf("body is not a JSON object: %v: %s", err, r.body)
+	}
+	return m
+}
+
+// do sends a request; body may be nil, a string (sent as is) or a value (encoded as JSON).
+func (a *testAPI) do(method, path, token string, body any, headers ...string) response {
+	a.t.Helper()
+	var rd io.Reader
+	contentType := ""
+	switch b := body.(type) {
+	case nil:
+	case string:
+		rd = bytes.NewBufferString(b)
+		contentType = "application/json"
+	default:
+		buf, err := json.Marshal(b)
+		if err != nil {
+			a.t.Fatal(err)
+		}
+		rd = bytes.NewReader(buf)
+		contentType = "application/json"
+	}
+	req, err := http.NewRequest(method, a.url+path, rd)
+	if err != nil {
+		a.t.Fatal(err)
+	}
+	if contentType != "" {
+		req.Header.Set("Content-Type", contentType)
+	}
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	for i := 0; i+1 < len(headers); i += 2 {
+		if headers[i] == "X-Raw-Body" {
+			req.Body = io.NopCloser(strings.NewReader(headers[i+1]))
+			req.ContentLength = int64(len(headers[i+1]))
+			continue
+		}
+		req.Header.Set(headers[i], headers[i+1])
+	}
+	client := &http.Client{Timeout: 30 * time.Second}
+	resp, err := client.Do(req)
+	if err != nil {
+		a.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		a.t.Fatal(err)
+	}
+	return response{status: resp.StatusCode, header: resp.Header, body: b}
+}
+
+// expect fails the test unless the status is want; for errors it also checks the
+// {"detail": "..."} shape.
+func expect(t *testing.T, r response, want int) {
+	t.Helper()
+	if r.status != want {
+		t.Fatalf("status = %d, want %d; body: %s", r.status, want, r.body)
+	}
+	if want >= 400 {
+		m := r.json(t)
+		if d, ok := m["detail"].(string); !ok || d == "" || len(m) != 1 {
+			t.Fatalf("error body = %s, want exactly {\"detail\": \"...\"}", r.body)
+		}
+		if ct := r.header.Get("Content-Type"); ct != "application/json; charset=utf-8" {
+			t.Fatalf("error Content-Type = %q", ct)
+		}
+	}
+}
+
+// post sends a raw body with a content type.
+func (a *testAPI) post(path, contentType, body string) response {
+	a.t.Helper()
+	return a.do("POST", path, "", nil, "Content-Type", contentType, "X-Raw-Body", body)
+}
+
+func ptr[T any](v T) *T { return &v }
+
+func keys(m map[string]any) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	return out
+}
+
+// assertUTC checks that v is an RFC 3339 date-time in UTC ending in Z.
+func assertUTC(t *testing.T, v any) {
+	t.Helper()
+	s, ok := v.(string)
+	if !ok || !strings.HasSuffix(s, "Z") {
+		t.Fatalf("date-time = %v, want RFC 3339 UTC ending in Z", v)
+	}
+	if _, err := time.Parse(time.RFC3339Nano, s); err != nil {
+		t.Fatalf("date-time %q: %v", s, err)
+	}
+}

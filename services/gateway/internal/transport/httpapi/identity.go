@@ -1,0 +1,209 @@
+package httpapi
+
+import (
+	"net/http"
+	"time"
+
+	"github.com/gin-gonic/gin"
+
+	"github.com/shipfile/shipfile/services/gateway/internal/app"
+)
+
+// meResponse is GET /api/v1/me.
+type meResponse struct {
+	ID        int64     `json:"id"`
+	Email     string    `json:"email"`
+	Name      string    `json:"name"`
+	Role      string    `json:"role"`
+	CreatedAt time.Time `json:"created_at"`
+}
+
+// userResponse is a user record in the admin API.
+type userResponse struct {
+	ID        int64     `json:"id"`
+	Email     string    `json:"email"`
+	Name      string    `json:"name"`
+	Role      string    `json:"role"`
+	Disabled  bool      `json:"disabled"`
+	CreatedAt time.Time `json:"created_at"`
+}
+
+// tokenResponse is an API token record; Token is set only in the creation answer.
+type tokenResponse struct {
+	ID         int64      `json:"id"`
+	Name       string     `json:"name"`
+	Prefix     string     `json:"prefix"`
+	Token      string     `json:"token,omitempty"`
+	CreatedAt  time.Time  `json:"created_at"`
+	ExpiresAt  *time.Time `json:"expires_at"`
+	LastUsedAt *time.Time `json:"last_used_at"`
+}
+
+type listResponse[T any] struct {
+	Items []T `json:"items"`
+}
+
+func toUserResponse(u app.User) userResponse {
+	return userResponse{ID: u.ID, Email: u.Email, Name: u.Name, Role: string(u.Role), Disabled: u.Disabled, CreatedAt: u.CreatedAt.UTC()}
+}
+
+func toTokenResponse(t app.Token, raw string) tokenResponse {
+	return tokenResponse{
+		ID: t.ID, Name: t.Name, Prefix: t.Prefix, Token: raw,
+		CreatedAt: t.CreatedAt.UTC(), ExpiresAt: utcPtr(t.ExpiresAt), LastUsedAt: utcPtr(t.LastUsedAt),
+	}
+}
+
+func utcPtr(t *time.Time) *time.Time {
+	if t == nil {
+		return nil
+	}
+	u := t.UTC()
+	return &u
+}
+
+func (h *handlers) me(c *gin.Context) {
+	u := currentUser(c)
+	c.JSON(http.StatusOK, meResponse{ID: u.ID, Email: u.Email, Name: u.Name, Role: string(u.Role), CreatedAt: u.CreatedAt.UTC()})
+}
+
+func (h *handlers) listTokens(c *gin.Context) {
+	tokens, err := h.identity.ListTokens(c.Request.Context(), currentUser(c).ID)
+	if err != nil {
+		_ = c.Error(err)
+		return
+	}
+	out := make([]tokenResponse, 0, len(tokens))
+	for _, t := range tokens {
+		out = append(out, toTokenResponse(t, ""))
+	}
+	c.JSON(http.StatusOK, listResponse[tokenResponse]{Items: out})
+}
+
+type createTokenRequest struct {
+	Name      *string `json:"name"`
+	ExpiresAt *string `json:"expires_at"`
+}
+
+func (h *handlers) createToken(c *gin.Context) {
+	var req createTokenRequest
+	if err := decodeJSON(c, h.maxJSON, &req); err != nil {
+		_ = c.Error(err)
+		return
+	}
+	name, err := required("name", req.Name)
+	if err != nil {
+		_ = c.Error(err)
+		return
+	}
+	expires, err := parseTime("expires_at", req.ExpiresAt)
+	if err != nil {
+		_ = c.Error(err)
+		return
+	}
+	t, raw, err := h.identity.CreateToken(c.Request.Context(), currentUser(c).ID, name, expires)
+	if err != nil {
+		_ = c.Error(err)
+		return
+	}
+	c.JSON(http.StatusCreated, toTokenResponse(t, raw))
+}
+
+func (h *handlers) deleteToken(c *gin.Context) {
+	id, err := pathID(c, "id", "token")
+	if err != nil {
+		_ = c.Error(err)
+		return
+	}
+	if err := h.identity.RevokeToken(c.Request.Context(), currentUser(c).ID, id); err != nil {
+		_ = c.Error(err)
+		return
+	}
+	c.Status(http.StatusNoContent)
+}
+
+func (h *handlers) listUsers(c *gin.Context) {
+	users, err := h.identity.ListUsers(c.Request.Context())
+	if err != nil {
+		_ = c.Error(err)
+		return
+	}
+	out := make([]userResponse, 0, len(users))
+	for _, u := range users {
+		out = append(out, toUserResponse(u))
+	}
+	c.JSON(http.StatusOK, listResponse[userResponse]{Items: out})
+}
+
+type createUserRequest struct {
+	Email    *string `json:"email"`
+	Name     *string `json:"name"`
+	Role     *string `json:"role"`
+	Password *string `json:"password"`
+}
+
+func (h *handlers) createUser(c *gin.Context) {
+	var req createUserRequest
+	if err := decodeJSON(c, h.maxJSON, &req); err != nil {
+		_ = c.Error(err)
+		return
+	}
+	in := app.NewUser{Role: app.RoleRegular}
+	var err error
+	if in.Email, err = required("email", req.Email); err != nil {
+		_ = c.Error(err)
+		return
+	}
+	if in.Name, err = required("name", req.Name); err != nil {
+		_ = c.Error(err)
+		return
+	}
+	if req.Role != nil {
+		in.Role = app.Role(*req.Role)
+	}
+	if req.Password != nil {
+		in.Password = *req.Password
+		if in.Password == "" {
+			_ = c.Error(app.Invalid("password must be at least %d characters", app.MinPasswordLen))
+			return
+		}
+	}
+	u, err := h.identity.CreateUser(c.Request.Context(), in)
+	if err != nil {
+		_ = c.Error(err)
+		return
+	}
+	c.JSON(http.StatusCreated, toUserResponse(u))
+}
+
+type updateUserRequest struct {
+	Email    *string `json:"email"`
+	Name     *string `json:"name"`
+	Role     *string `json:"role"`
+	Disabled *bool   `json:"disabled"`
+	Password *string `json:"password"`
+}
+
+func (h *handlers) updateUser(c *gin.Context) {
+	id, err := pathID(c, "id", "user")
+	if err != nil {
+		_ = c.Error(err)
+		return
+	}
+	var req updateUserRequest
+	if err := decodeJSON(c, h.maxJSON, &req); err != nil {
+		_ = c.Error(err)
+		return
+	}
+	p := app.UserPatch{Email: req.Email, Name: req.Name, Disabled: req.Disabled, Password: req.Password}
+	if req.Role != nil {
+		r := app.Role(*req.Role)
+		p.Role = &r
+	}
+	u, err := h.identity.UpdateUser(c.Request.Context(), id, p)
+	if err != nil {
+		_ = c.Error(err)
+		return
+	}
+	c.JSON(http.StatusOK, toUserResponse(u))
+}

@@ -1,0 +1,141 @@
+// Package httpapi is the gateway's HTTP transport: the REST API under /api/v1, the docs,
+// the operational endpoints and the web pages, on gin.
+package httpapi
+
+import (
+	"log/slog"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/gin-gonic/gin"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/shipfile/shipfile/pkg/ops"
+	"github.com/shipfile/shipfile/services/gateway/internal/app"
+	"github.com/shipfile/shipfile/services/gateway/internal/docs"
+)
+
+// Config is the transport's share of the gateway configuration.
+type Config struct {
+	MaxJSONBytes   int64
+	RatePerSecond  float64
+	RateBurst      int
+	TrustedProxies []string
+}
+
+// Deps is what the router serves.
+type Deps struct {
+	Log      *slog.Logger
+	Identity *app.Identity
+	Registry *prometheus.Registry
+	Checks   []ops.Check
+	Config   Config
+}
+
+type handlers struct {
+	log      *slog.Logger
+	identity *app.Identity
+	maxJSON  int64
+	spec     *docs.Spec
+}
+
+// New builds the gin engine with every route.
+func New(d Deps) (*gin.Engine, error) {
+	spec, err := docs.LoadSpec()
+	if err != nil {
+		return nil, err
+	}
+	h := &handlers{log: d.Log, identity: d.Identity, maxJSON: d.Config.MaxJSONBytes, spec: spec}
+
+	gin.SetMode(gin.ReleaseMode)
+	r := gin.New()
+	r.HandleMethodNotAllowed = true
+	r.ContextWithFallback = true
+	if err := r.SetTrustedProxies(d.Config.TrustedProxies); err != nil {
+		return nil, err
+	}
+	r.Use(observe(d.Log, d.Registry), errorMiddleware(d.Log), recovery(d.Log))
+	r.NoRoute(notFound)
+	r.NoMethod(methodNotAllowed)
+
+	r.GET("/healthz", gin.WrapF(ops.Healthz))
+	r.GET("/readyz", gin.WrapH(ops.Readyz(d.Checks...)))
+	r.GET("/metrics", gin.WrapH(ops.Metrics(d.Registry)))
+	r.StaticFS(docs.AssetsPath, docs.Assets())
+	r.GET("/", h.home)
+	r.GET("/setup", h.setupForm)
+	r.POST("/setup", h.setupSubmit)
+
+	v1 := r.Group("/api/v1")
+	v1.GET("/health", h.health)
+	v1.GET("/openapi.json", h.openAPI)
+	v1.GET("/docs", h.swaggerUI)
+	v1.GET("/redoc", h.redoc)
+
+	authed := v1.Group("", authenticate(d.Identity), rateLimit(newLimiter(d.Config.RatePerSecond, d.Config.RateBurst)))
+	authed.GET("/me", h.me)
+	authed.GET("/me/tokens", h.listTokens)
+	authed.POST("/me/tokens", h.createToken)
+	authed.DELETE("/me/tokens/:id", h.deleteToken)
+
+	admin := authed.Group("/admin", requireAdmin)
+	admin.GET("/users", h.listUsers)
+	admin.POST("/users", h.createUser)
+	admin.PATCH("/users/:id", h.updateUser)
+	return r, nil
+}
+
+func (h *handlers) health(c *gin.Context) {
+	c.JSON(http.StatusOK, gin.H{"status": "ok"})
+}
+
+func (h *handlers) openAPI(c *gin.Context) {
+	c.Data(http.StatusOK, "application/json", h.spec.JSON)
+}
+
+func (h *handlers) swaggerUI(c *gin.Context) {
+	if err := docs.Page(c.Writer, "swagger", "/api/v1/openapi.json"); err != nil {
+		_ = c.Error(err)
+	}
+}
+
+func (h *handlers) redoc(c *gin.Context) {
+	if err := docs.Page(c.Writer, "redoc", "/api/v1/openapi.json"); err != nil {
+		_ = c.Error(err)
+	}
+}
+
+// observe logs each request and records its metrics. It logs the route template, never
+// the raw path or query, which may carry a magic-link token.
+func observe(log *slog.Logger, reg *prometheus.Registry) gin.HandlerFunc {
+	requests := prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "shipfile_http_requests_total",
+		Help: "HTTP requests answered by the gateway, by route and status.",
+	}, []string{"method", "route", "status"})
+	latency := prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Name:    "shipfile_http_request_duration_seconds",
+		Help:    "Time to answer HTTP requests, by route.",
+		Buckets: prometheus.DefBuckets,
+	}, []string{"method", "route"})
+	reg.MustRegister(requests, latency)
+	return func(c *gin.Context) {
+		start := time.Now()
+		c.Next()
+		route := c.FullPath()
+		if route == "" {
+			route = "unmatched"
+		}
+		status := c.Writer.Status()
+		elapsed := time.Since(start)
+		requests.WithLabelValues(c.Request.Method, route, strconv.Itoa(status)).Inc()
+		latency.WithLabelValues(c.Request.Method, route).Observe(elapsed.Seconds())
+		log.LogAttrs(c.Request.Context(), slog.LevelInfo, "request",
+			slog.String("method", c.Request.Method),
+			slog.String("route", route),
+			slog.Int("status", status),
+			slog.Duration("duration", elapsed),
+			slog.String("ip", c.ClientIP()),
+		)
+	}
+}
