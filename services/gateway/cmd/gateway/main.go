@@ -26,8 +26,8 @@ import (
 
 // Config is the gateway's configuration.
 type Config struct {
-	HTTPAddr        string        `env:"SHIPFILE_HTTP_ADDR" default:"127.0.0.1:8080" help:"address the API listens on"`
-	PublicURL       string        `env:"SHIPFILE_PUBLIC_URL" default:"http://127.0.0.1:8080" help:"public base URL (magic links)"`
+	HTTPAddr        string `env:"SHIPFILE_HTTP_ADDR" default:"127.0.0.1:8080" help:"address the API listens on"`
+	PublicURL       string `env:"SHIPFILE_PUBLIC_URL" default:"http://127.0.0.1:8080" help:"public base URL (magic links)"`
 	Database        database.Config
 	NATS            bus.Config
 	S3              storage.Config

@@ -112,4 +112,3 @@ func required(field string, s *string) (string, error) {
 	}
 	return *s, nil
 }
-
