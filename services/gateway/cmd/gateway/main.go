@@ -3,20 +3,17 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"os"
-	"os/signal"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/shipfile/shipfile/pkg/bus"
 	"github.com/shipfile/shipfile/pkg/config"
 	"github.com/shipfile/shipfile/pkg/database"
-	"github.com/shipfile/shipfile/pkg/logging"
 	"github.com/shipfile/shipfile/pkg/ops"
+	"github.com/shipfile/shipfile/pkg/service"
 	"github.com/shipfile/shipfile/pkg/storage"
 	"github.com/shipfile/shipfile/services/gateway/internal/app"
 	"github.com/shipfile/shipfile/services/gateway/internal/store"
@@ -38,18 +35,7 @@ type Config struct {
 	ShutdownTimeout time.Duration `env:"SHIPFILE_SHUTDOWN_TIMEOUT" default:"20s" help:"grace period for in-flight requests on SIGTERM"`
 }
 
-func main() {
-	log := logging.New("gateway")
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	if err := run(ctx, log, os.Args[1:]); err != nil {
-		if errors.Is(err, config.ErrHelp) {
-			return
-		}
-		log.Error("gateway stopped", "err", err)
-		os.Exit(1)
-	}
-}
+func main() { service.Main("gateway", run) }
 
 func run(ctx context.Context, log *slog.Logger, args []string) error {
 	var cfg Config
