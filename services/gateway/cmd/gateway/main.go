@@ -3,6 +3,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"os"
@@ -12,7 +13,9 @@ import (
 	"github.com/shipfile/shipfile/pkg/bus"
 	"github.com/shipfile/shipfile/pkg/config"
 	"github.com/shipfile/shipfile/pkg/database"
+	"github.com/shipfile/shipfile/pkg/events"
 	"github.com/shipfile/shipfile/pkg/ops"
+	"github.com/shipfile/shipfile/pkg/outbox"
 	"github.com/shipfile/shipfile/pkg/service"
 	"github.com/shipfile/shipfile/pkg/storage"
 	"github.com/shipfile/shipfile/services/gateway/internal/app"
@@ -29,6 +32,9 @@ type Config struct {
 	NATS            bus.Config
 	S3              storage.Config
 	MaxJSONBytes    int64         `env:"SHIPFILE_MAX_JSON_BYTES" default:"1048576" help:"largest accepted JSON request body"`
+	MaxFileSize     int64         `env:"SHIPFILE_MAX_FILE_SIZE" default:"10737418240" help:"largest accepted file, in bytes (10 GiB)"`
+	MaxFiles        int           `env:"SHIPFILE_MAX_FILES" default:"500" help:"most files in one package"`
+	UploadPartSize  int64         `env:"SHIPFILE_UPLOAD_PART_SIZE" default:"16777216" help:"multipart part size of uploads to S3, in bytes; bounds memory per upload (min 5 MiB)"`
 	RateLimit       int           `env:"SHIPFILE_RATE_LIMIT" default:"50" help:"requests per second per API token (0 disables)"`
 	RateBurst       int           `env:"SHIPFILE_RATE_BURST" default:"100" help:"burst of requests per API token"`
 	TrustedProxies  string        `env:"SHIPFILE_TRUSTED_PROXIES" default:"" help:"comma-separated proxy CIDRs whose X-Forwarded-For is trusted"`
@@ -62,11 +68,36 @@ func run(ctx context.Context, log *slog.Logger, args []string) error {
 		return err
 	}
 
-	identity := app.NewIdentity(store.NewPostgres(pool))
+	if err := events.EnsureStreams(ctx, nc.JS); err != nil {
+		return err
+	}
+	if cfg.UploadPartSize < 5<<20 {
+		return fmt.Errorf("SHIPFILE_UPLOAD_PART_SIZE must be at least 5 MiB")
+	}
+
+	db := store.NewPostgres(pool)
+	identity := app.NewIdentity(db)
+	packages := app.NewPackages(db, store.NewObjects(objects, uint64(cfg.UploadPartSize)),
+		app.Limits{MaxFileSize: cfg.MaxFileSize, MaxFiles: cfg.MaxFiles}, cfg.PublicURL)
 	reg := ops.NewRegistry()
+
+	// The relay publishes committed outbox rows. It stops after the HTTP server has
+	// drained, so the events of the last requests go out too; rows it leaves are
+	// published by another instance or at the next start.
+	relay := outbox.NewRelay(pool, nc.JS, outbox.Options{Log: log, Registerer: reg})
+	relayCtx, stopRelay := context.WithCancel(context.WithoutCancel(ctx))
+	relayDone := make(chan error, 1)
+	go func() { relayDone <- relay.Run(relayCtx) }()
+	defer func() {
+		stopRelay()
+		if err := <-relayDone; err != nil && !errors.Is(err, context.Canceled) {
+			log.Error("outbox relay", "err", err)
+		}
+	}()
 	router, err := httpapi.New(httpapi.Deps{
 		Log:      log,
 		Identity: identity,
+		Packages: packages,
 		Registry: reg,
 		Checks: []ops.Check{
 			{Name: "postgres", Fn: pool.Ping},
@@ -75,6 +106,7 @@ func run(ctx context.Context, log *slog.Logger, args []string) error {
 		},
 		Config: httpapi.Config{
 			MaxJSONBytes:   cfg.MaxJSONBytes,
+			MaxFileSize:    cfg.MaxFileSize,
 			RatePerSecond:  float64(cfg.RateLimit),
 			RateBurst:      cfg.RateBurst,
 			TrustedProxies: splitList(cfg.TrustedProxies),

@@ -21,6 +21,7 @@ const (
 	KindConflict                    // clashes with the current state: 409
 	KindGone                        // existed, or might have, and is no more: 410
 	KindTooLarge                    // over a size limit: 413
+	KindBadRequest                  // a request body that broke off or cannot be read: 400
 )
 
 // Error is an application error with a kind and a message safe to show the caller.

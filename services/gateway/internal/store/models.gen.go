@@ -6,6 +6,8 @@ package store
 
 import (
 	"time"
+
+	"github.com/google/uuid"
 )
 
 type ApiToken struct {
@@ -17,6 +19,68 @@ type ApiToken struct {
 	CreatedAt  time.Time
 	ExpiresAt  *time.Time
 	LastUsedAt *time.Time
+}
+
+type AuditLog struct {
+	ID          int64
+	CreatedAt   time.Time
+	Actor       string
+	ActorUserID *int64
+	Action      string
+	PackageID   *uuid.UUID
+	FileID      *uuid.UUID
+	Ip          string
+	UserAgent   string
+}
+
+type File struct {
+	ID          uuid.UUID
+	PackageID   uuid.UUID
+	Filename    string
+	Size        int64
+	ContentType string
+	Sha256      string
+	ObjectKey   string
+	UploadedBy  string
+	CreatedAt   time.Time
+}
+
+type ObjectDeletion struct {
+	ObjectKey string
+	CreatedAt time.Time
+}
+
+type Outbox struct {
+	ID          int64
+	MsgID       string
+	Subject     string
+	Payload     []byte
+	Ephemeral   bool
+	CreatedAt   time.Time
+	PublishedAt *time.Time
+	Attempts    int32
+	LastError   *string
+}
+
+type Package struct {
+	ID             uuid.UUID
+	OwnerUserID    int64
+	Title          string
+	RecipientEmail string
+	RecipientName  string
+	Direction      string
+	State          string
+	TtlDays        int32
+	Note           string
+	FileCount      int32
+	TotalSize      int64
+	CreatedAt      time.Time
+	FinalizedAt    *time.Time
+	ExpiresAt      time.Time
+	RevokedAt      *time.Time
+	LinkHash       []byte
+	LinkUseCount   int64
+	LinkLastUsedAt *time.Time
 }
 
 type User struct {

@@ -47,3 +47,67 @@ WHERE t.token_hash = $1;
 
 -- name: TouchToken :exec
 UPDATE api_tokens SET last_used_at = now() WHERE id = $1;
+
+-- name: InsertPackage :exec
+INSERT INTO packages (id, owner_user_id, title, recipient_email, recipient_name, direction, state,
+                      ttl_days, note, created_at, expires_at)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11);
+
+-- name: GetPackage :one
+SELECT * FROM packages WHERE id = $1;
+
+-- name: LockPackage :one
+SELECT * FROM packages WHERE id = $1 FOR UPDATE;
+
+-- name: SavePackage :exec
+UPDATE packages SET
+    state        = $2,
+    file_count   = $3,
+    total_size   = $4,
+    finalized_at = $5,
+    expires_at   = $6,
+    revoked_at   = $7,
+    link_hash    = $8
+WHERE id = $1;
+
+-- name: DeletePackageRow :exec
+DELETE FROM packages WHERE id = $1;
+
+-- name: PackageByLink :one
+SELECT * FROM packages WHERE link_hash = $1;
+
+-- name: UseLink :exec
+UPDATE packages SET link_use_count = link_use_count + 1, link_last_used_at = now() WHERE id = $1;
+
+-- name: InsertFile :exec
+INSERT INTO files (id, package_id, filename, size, content_type, sha256, object_key, uploaded_by, created_at)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9);
+
+-- name: ListFiles :many
+SELECT * FROM files WHERE package_id = $1 ORDER BY created_at, id;
+
+-- name: GetFile :one
+SELECT * FROM files WHERE package_id = $1 AND id = $2;
+
+-- name: DeleteFileRow :exec
+DELETE FROM files WHERE id = $1;
+
+-- name: FileKeys :many
+SELECT object_key FROM files WHERE package_id = $1;
+
+-- name: QueueObjectDeletion :exec
+INSERT INTO object_deletions (object_key) SELECT unnest(@keys::text[]) ON CONFLICT DO NOTHING;
+
+-- name: ObjectsDeleted :exec
+DELETE FROM object_deletions WHERE object_key = ANY(@keys::text[]);
+
+-- name: InsertAudit :exec
+INSERT INTO audit_log (actor, actor_user_id, action, package_id, file_id, ip, user_agent)
+VALUES ($1, $2, $3, $4, $5, $6, $7);
+
+-- name: ListAudit :many
+SELECT * FROM audit_log
+WHERE (sqlc.narg(package_id)::uuid IS NULL OR package_id = sqlc.narg(package_id))
+  AND (@before_id::bigint = 0 OR id < @before_id)
+ORDER BY id DESC
+LIMIT @max_rows;

@@ -8,6 +8,8 @@ package store
 import (
 	"context"
 	"time"
+
+	"github.com/google/uuid"
 )
 
 const countUsers = `-- name: CountUsers :one
@@ -99,6 +101,24 @@ func (q *Queries) CreateUser(ctx context.Context, arg CreateUserParams) (User, e
 	return i, err
 }
 
+const deleteFileRow = `-- name: DeleteFileRow :exec
+DELETE FROM files WHERE id = $1
+`
+
+func (q *Queries) DeleteFileRow(ctx context.Context, id uuid.UUID) error {
+	_, err := q.db.Exec(ctx, deleteFileRow, id)
+	return err
+}
+
+const deletePackageRow = `-- name: DeletePackageRow :exec
+DELETE FROM packages WHERE id = $1
+`
+
+func (q *Queries) DeletePackageRow(ctx context.Context, id uuid.UUID) error {
+	_, err := q.db.Exec(ctx, deletePackageRow, id)
+	return err
+}
+
 const deleteToken = `-- name: DeleteToken :execrows
 DELETE FROM api_tokens WHERE id = $1 AND user_id = $2
 `
@@ -114,6 +134,86 @@ func (q *Queries) DeleteToken(ctx context.Context, arg DeleteTokenParams) (int64
 		return 0, err
 	}
 	return result.RowsAffected(), nil
+}
+
+const fileKeys = `-- name: FileKeys :many
+SELECT object_key FROM files WHERE package_id = $1
+`
+
+func (q *Queries) FileKeys(ctx context.Context, packageID uuid.UUID) ([]string, error) {
+	rows, err := q.db.Query(ctx, fileKeys, packageID)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []string
+	for rows.Next() {
+		var object_key string
+		if err := rows.Scan(&object_key); err != nil {
+			return nil, err
+		}
+		items = append(items, object_key)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const getFile = `-- name: GetFile :one
+SELECT id, package_id, filename, size, content_type, sha256, object_key, uploaded_by, created_at FROM files WHERE package_id = $1 AND id = $2
+`
+
+type GetFileParams struct {
+	PackageID uuid.UUID
+	ID        uuid.UUID
+}
+
+func (q *Queries) GetFile(ctx context.Context, arg GetFileParams) (File, error) {
+	row := q.db.QueryRow(ctx, getFile, arg.PackageID, arg.ID)
+	var i File
+	err := row.Scan(
+		&i.ID,
+		&i.PackageID,
+		&i.Filename,
+		&i.Size,
+		&i.ContentType,
+		&i.Sha256,
+		&i.ObjectKey,
+		&i.UploadedBy,
+		&i.CreatedAt,
+	)
+	return i, err
+}
+
+const getPackage = `-- name: GetPackage :one
+SELECT id, owner_user_id, title, recipient_email, recipient_name, direction, state, ttl_days, note, file_count, total_size, created_at, finalized_at, expires_at, revoked_at, link_hash, link_use_count, link_last_used_at FROM packages WHERE id = $1
+`
+
+func (q *Queries) GetPackage(ctx context.Context, id uuid.UUID) (Package, error) {
+	row := q.db.QueryRow(ctx, getPackage, id)
+	var i Package
+	err := row.Scan(
+		&i.ID,
+		&i.OwnerUserID,
+		&i.Title,
+		&i.RecipientEmail,
+		&i.RecipientName,
+		&i.Direction,
+		&i.State,
+		&i.TtlDays,
+		&i.Note,
+		&i.FileCount,
+		&i.TotalSize,
+		&i.CreatedAt,
+		&i.FinalizedAt,
+		&i.ExpiresAt,
+		&i.RevokedAt,
+		&i.LinkHash,
+		&i.LinkUseCount,
+		&i.LinkLastUsedAt,
+	)
+	return i, err
 }
 
 const getUser = `-- name: GetUser :one
@@ -152,6 +252,181 @@ func (q *Queries) GetUserByEmail(ctx context.Context, email string) (User, error
 		&i.CreatedAt,
 	)
 	return i, err
+}
+
+const insertAudit = `-- name: InsertAudit :exec
+INSERT INTO audit_log (actor, actor_user_id, action, package_id, file_id, ip, user_agent)
+VALUES ($1, $2, $3, $4, $5, $6, $7)
+`
+
+type InsertAuditParams struct {
+	Actor       string
+	ActorUserID *int64
+	Action      string
+	PackageID   *uuid.UUID
+	FileID      *uuid.UUID
+	Ip          string
+	UserAgent   string
+}
+
+func (q *Queries) InsertAudit(ctx context.Context, arg InsertAuditParams) error {
+	_, err := q.db.Exec(ctx, insertAudit,
+		arg.Actor,
+		arg.ActorUserID,
+		arg.Action,
+		arg.PackageID,
+		arg.FileID,
+		arg.Ip,
+		arg.UserAgent,
+	)
+	return err
+}
+
+const insertFile = `-- name: InsertFile :exec
+INSERT INTO files (id, package_id, filename, size, content_type, sha256, object_key, uploaded_by, created_at)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
+`
+
+type InsertFileParams struct {
+	ID          uuid.UUID
+	PackageID   uuid.UUID
+	Filename    string
+	Size        int64
+	ContentType string
+	Sha256      string
+	ObjectKey   string
+	UploadedBy  string
+	CreatedAt   time.Time
+}
+
+func (q *Queries) InsertFile(ctx context.Context, arg InsertFileParams) error {
+	_, err := q.db.Exec(ctx, insertFile,
+		arg.ID,
+		arg.PackageID,
+		arg.Filename,
+		arg.Size,
+		arg.ContentType,
+		arg.Sha256,
+		arg.ObjectKey,
+		arg.UploadedBy,
+		arg.CreatedAt,
+	)
+	return err
+}
+
+const insertPackage = `-- name: InsertPackage :exec
+INSERT INTO packages (id, owner_user_id, title, recipient_email, recipient_name, direction, state,
+                      ttl_days, note, created_at, expires_at)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)
+`
+
+type InsertPackageParams struct {
+	ID             uuid.UUID
+	OwnerUserID    int64
+	Title          string
+	RecipientEmail string
+	RecipientName  string
+	Direction      string
+	State          string
+	TtlDays        int32
+	Note           string
+	CreatedAt      time.Time
+	ExpiresAt      time.Time
+}
+
+func (q *Queries) InsertPackage(ctx context.Context, arg InsertPackageParams) error {
+	_, err := q.db.Exec(ctx, insertPackage,
+		arg.ID,
+		arg.OwnerUserID,
+		arg.Title,
+		arg.RecipientEmail,
+		arg.RecipientName,
+		arg.Direction,
+		arg.State,
+		arg.TtlDays,
+		arg.Note,
+		arg.CreatedAt,
+		arg.ExpiresAt,
+	)
+	return err
+}
+
+const listAudit = `-- name: ListAudit :many
+SELECT id, created_at, actor, actor_user_id, action, package_id, file_id, ip, user_agent FROM audit_log
+WHERE ($1::uuid IS NULL OR package_id = $1)
+  AND ($2::bigint = 0 OR id < $2)
+ORDER BY id DESC
+LIMIT $3
+`
+
+type ListAuditParams struct {
+	PackageID *uuid.UUID
+	BeforeID  int64
+	MaxRows   int32
+}
+
+func (q *Queries) ListAudit(ctx context.Context, arg ListAuditParams) ([]AuditLog, error) {
+	rows, err := q.db.Query(ctx, listAudit, arg.PackageID, arg.BeforeID, arg.MaxRows)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []AuditLog
+	for rows.Next() {
+		var i AuditLog
+		if err := rows.Scan(
+			&i.ID,
+			&i.CreatedAt,
+			&i.Actor,
+			&i.ActorUserID,
+			&i.Action,
+			&i.PackageID,
+			&i.FileID,
+			&i.Ip,
+			&i.UserAgent,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const listFiles = `-- name: ListFiles :many
+SELECT id, package_id, filename, size, content_type, sha256, object_key, uploaded_by, created_at FROM files WHERE package_id = $1 ORDER BY created_at, id
+`
+
+func (q *Queries) ListFiles(ctx context.Context, packageID uuid.UUID) ([]File, error) {
+	rows, err := q.db.Query(ctx, listFiles, packageID)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []File
+	for rows.Next() {
+		var i File
+		if err := rows.Scan(
+			&i.ID,
+			&i.PackageID,
+			&i.Filename,
+			&i.Size,
+			&i.ContentType,
+			&i.Sha256,
+			&i.ObjectKey,
+			&i.UploadedBy,
+			&i.CreatedAt,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
 }
 
 const listTokens = `-- name: ListTokens :many
@@ -229,6 +504,121 @@ func (q *Queries) ListUsers(ctx context.Context) ([]User, error) {
 		return nil, err
 	}
 	return items, nil
+}
+
+const lockPackage = `-- name: LockPackage :one
+SELECT id, owner_user_id, title, recipient_email, recipient_name, direction, state, ttl_days, note, file_count, total_size, created_at, finalized_at, expires_at, revoked_at, link_hash, link_use_count, link_last_used_at FROM packages WHERE id = $1 FOR UPDATE
+`
+
+func (q *Queries) LockPackage(ctx context.Context, id uuid.UUID) (Package, error) {
+	row := q.db.QueryRow(ctx, lockPackage, id)
+	var i Package
+	err := row.Scan(
+		&i.ID,
+		&i.OwnerUserID,
+		&i.Title,
+		&i.RecipientEmail,
+		&i.RecipientName,
+		&i.Direction,
+		&i.State,
+		&i.TtlDays,
+		&i.Note,
+		&i.FileCount,
+		&i.TotalSize,
+		&i.CreatedAt,
+		&i.FinalizedAt,
+		&i.ExpiresAt,
+		&i.RevokedAt,
+		&i.LinkHash,
+		&i.LinkUseCount,
+		&i.LinkLastUsedAt,
+	)
+	return i, err
+}
+
+const objectsDeleted = `-- name: ObjectsDeleted :exec
+DELETE FROM object_deletions WHERE object_key = ANY($1::text[])
+`
+
+func (q *Queries) ObjectsDeleted(ctx context.Context, keys []string) error {
+	_, err := q.db.Exec(ctx, objectsDeleted, keys)
+	return err
+}
+
+const packageByLink = `-- name: PackageByLink :one
+SELECT id, owner_user_id, title, recipient_email, recipient_name, direction, state, ttl_days, note, file_count, total_size, created_at, finalized_at, expires_at, revoked_at, link_hash, link_use_count, link_last_used_at FROM packages WHERE link_hash = $1
+`
+
+func (q *Queries) PackageByLink(ctx context.Context, linkHash []byte) (Package, error) {
+	row := q.db.QueryRow(ctx, packageByLink, linkHash)
+	var i Package
+	err := row.Scan(
+		&i.ID,
+		&i.OwnerUserID,
+		&i.Title,
+		&i.RecipientEmail,
+		&i.RecipientName,
+		&i.Direction,
+		&i.State,
+		&i.TtlDays,
+		&i.Note,
+		&i.FileCount,
+		&i.TotalSize,
+		&i.CreatedAt,
+		&i.FinalizedAt,
+		&i.ExpiresAt,
+		&i.RevokedAt,
+		&i.LinkHash,
+		&i.LinkUseCount,
+		&i.LinkLastUsedAt,
+	)
+	return i, err
+}
+
+const queueObjectDeletion = `-- name: QueueObjectDeletion :exec
+INSERT INTO object_deletions (object_key) SELECT unnest($1::text[]) ON CONFLICT DO NOTHING
+`
+
+func (q *Queries) QueueObjectDeletion(ctx context.Context, keys []string) error {
+	_, err := q.db.Exec(ctx, queueObjectDeletion, keys)
+	return err
+}
+
+const savePackage = `-- name: SavePackage :exec
+UPDATE packages SET
+    state        = $2,
+    file_count   = $3,
+    total_size   = $4,
+    finalized_at = $5,
+    expires_at   = $6,
+    revoked_at   = $7,
+    link_hash    = $8
+WHERE id = $1
+`
+
+type SavePackageParams struct {
+	ID          uuid.UUID
+	State       string
+	FileCount   int32
+	TotalSize   int64
+	FinalizedAt *time.Time
+	ExpiresAt   time.Time
+	RevokedAt   *time.Time
+	LinkHash    []byte
+}
+
+func (q *Queries) SavePackage(ctx context.Context, arg SavePackageParams) error {
+	_, err := q.db.Exec(ctx, savePackage,
+		arg.ID,
+		arg.State,
+		arg.FileCount,
+		arg.TotalSize,
+		arg.FinalizedAt,
+		arg.ExpiresAt,
+		arg.RevokedAt,
+		arg.LinkHash,
+	)
+	return err
 }
 
 const tokenOwner = `-- name: TokenOwner :one
@@ -312,4 +702,13 @@ func (q *Queries) UpdateUser(ctx context.Context, arg UpdateUserParams) (User, e
 		&i.CreatedAt,
 	)
 	return i, err
+}
+
+const useLink = `-- name: UseLink :exec
+UPDATE packages SET link_use_count = link_use_count + 1, link_last_used_at = now() WHERE id = $1
+`
+
+func (q *Queries) UseLink(ctx context.Context, id uuid.UUID) error {
+	_, err := q.db.Exec(ctx, useLink, id)
+	return err
 }

@@ -22,6 +22,7 @@ var statusOf = map[app.Kind]int{
 	app.KindConflict:        http.StatusConflict,
 	app.KindGone:            http.StatusGone,
 	app.KindTooLarge:        http.StatusRequestEntityTooLarge,
+	app.KindBadRequest:      http.StatusBadRequest,
 }
 
 // httpError is an error raised by the transport itself with a status that has no
@@ -49,6 +50,12 @@ func errorMiddleware(log *slog.Logger) gin.HandlerFunc {
 
 func writeError(c *gin.Context, log *slog.Logger, err error) {
 	status, detail := classify(err)
+	if c.Writer.Written() {
+		// The answer has started (a stream failed midway): it cannot change now.
+		log.Error("request failed after the answer started", "route", c.FullPath(), "err", err)
+		c.Abort()
+		return
+	}
 	if status == http.StatusInternalServerError {
 		log.Error("request failed", "route", c.FullPath(), "method", c.Request.Method, "err", err)
 	}
@@ -88,6 +95,9 @@ func isAPI(c *gin.Context) bool {
 // recovery answers a panic with a plain 500, never a stack trace.
 func recovery(log *slog.Logger) gin.HandlerFunc {
 	return gin.CustomRecoveryWithWriter(nil, func(c *gin.Context, rec any) {
+		if rec == http.ErrAbortHandler {
+			panic(rec) // let net/http cut the connection of a stream that failed midway
+		}
 		log.Error("panic", "route", c.FullPath(), "method", c.Request.Method, "panic", rec)
 		writeError(c, log, errors.New("panic"))
 	})

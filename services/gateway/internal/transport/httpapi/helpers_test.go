@@ -3,6 +3,7 @@ package httpapi_test
 import (
 	"bytes"
 	"context"
+	"crypto/rand"
 	"encoding/json"
 	"io"
 	"log/slog"
@@ -14,10 +15,13 @@ import (
 
 	"github.com/gin-gonic/gin"
 	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/minio/minio-go/v7"
 
+	"github.com/shipfile/shipfile/pkg/config"
 	"github.com/shipfile/shipfile/pkg/database"
 	"github.com/shipfile/shipfile/pkg/ops"
 	"github.com/shipfile/shipfile/pkg/pgtest"
+	"github.com/shipfile/shipfile/pkg/storage"
 	"github.com/shipfile/shipfile/services/gateway/internal/app"
 	"github.com/shipfile/shipfile/services/gateway/internal/store"
 	"github.com/shipfile/shipfile/services/gateway/internal/transport/httpapi"
@@ -31,10 +35,50 @@ type testAPI struct {
 	pool     *pgxpool.Pool
 	identity *app.Identity
 	engine   *gin.Engine
+	objects  *storage.Store
 }
 
+// testMaxFileSize is the file size limit of test gateways, small enough to cross.
+const testMaxFileSize = 4 << 20
+
 func defaultConfig() httpapi.Config {
-	return httpapi.Config{MaxJSONBytes: 1 << 20, RatePerSecond: 1000, RateBurst: 1000}
+	return httpapi.Config{MaxJSONBytes: 1 << 20, MaxFileSize: testMaxFileSize, RatePerSecond: 1000, RateBurst: 1000}
+}
+
+// testStorage opens MinIO (SHIPFILE_S3_* or the defaults) with a bucket of the test's
+// own, removed with its objects when the test ends.
+func testStorage(t *testing.T) *storage.Store {
+	t.Helper()
+	var cfg storage.Config
+	if err := config.Load(&cfg); err != nil {
+		t.Fatal(err)
+	}
+	cfg.Bucket = "test-" + strings.ToLower(rand.Text()[:16])
+	ctx := context.Background()
+	s, err := storage.Open(ctx, cfg)
+	if err != nil {
+		t.Fatalf("MinIO at %s is not reachable (start it with make up or make test): %v", cfg.Endpoint, err)
+	}
+	t.Cleanup(func() {
+		for obj := range s.Client.ListObjects(ctx, s.Bucket, minio.ListObjectsOptions{Recursive: true}) {
+			_ = s.Client.RemoveObject(ctx, s.Bucket, obj.Key, minio.RemoveObjectOptions{})
+		}
+		_ = s.Client.RemoveBucket(ctx, s.Bucket)
+	})
+	return s
+}
+
+// objectKeys lists every object in the test's bucket.
+func (a *testAPI) objectKeys() []string {
+	a.t.Helper()
+	var keys []string
+	for obj := range a.objects.Client.ListObjects(context.Background(), a.objects.Bucket, minio.ListObjectsOptions{Recursive: true}) {
+		if obj.Err != nil {
+			a.t.Fatal(obj.Err)
+		}
+		keys = append(keys, obj.Key)
+	}
+	return keys
 }
 
 func newTestAPI(t *testing.T, cfg httpapi.Config) *testAPI {
@@ -46,10 +90,15 @@ func newTestAPI(t *testing.T, cfg httpapi.Config) *testAPI {
 		t.Fatal(err)
 	}
 	t.Cleanup(pool.Close)
-	identity := app.NewIdentity(store.NewPostgres(pool))
+	db := store.NewPostgres(pool)
+	identity := app.NewIdentity(db)
+	objects := testStorage(t)
+	packages := app.NewPackages(db, store.NewObjects(objects, 5<<20),
+		app.Limits{MaxFileSize: cfg.MaxFileSize, MaxFiles: 5}, "http://shipfile.test")
 	engine, err := httpapi.New(httpapi.Deps{
 		Log:      slog.New(slog.DiscardHandler),
 		Identity: identity,
+		Packages: packages,
 		Registry: ops.NewRegistry(),
 		Checks:   []ops.Check{{Name: "postgres", Fn: pool.Ping}},
 		Config:   cfg,
@@ -57,7 +106,7 @@ func newTestAPI(t *testing.T, cfg httpapi.Config) *testAPI {
 	if err != nil {
 		t.Fatal(err)
 	}
-	a := &testAPI{t: t, pool: pool, identity: identity, engine: engine}
+	a := &testAPI{t: t, pool: pool, identity: identity, engine: engine, objects: objects}
 	srv := httptest.NewServer(engine)
 	t.Cleanup(srv.Close)
 	a.url = srv.URL

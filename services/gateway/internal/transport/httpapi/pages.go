@@ -78,6 +78,33 @@ button{margin-top:1rem;padding:.5rem 1.2rem;font:inherit}.error{color:#b00020}</
 <label>Password (at least 10 characters) <input type="password" name="password" required minlength="10"></label>
 <button type="submit">Create administrator</button>
 </form></body></html>{{end}}
+{{define "recipient"}}{{template "head"}}
+<h2>{{.P.Title}}</h2>
+{{with .P.Note}}<p style="white-space:pre-wrap">{{.}}</p>{{end}}
+<p>Available until {{.P.ExpiresAt.Format "2006-01-02 15:04 UTC"}}.</p>
+{{if eq .P.Direction "outbound"}}
+<ul>{{range .P.Files}}<li><a href="{{.DownloadURL}}" download>{{.Filename}}</a> ({{.Size}} bytes)</li>{{end}}</ul>
+{{if .P.Files}}<p><a href="/api/v1/links/{{.Token}}/archive">Download all as zip</a></p>{{end}}
+{{else}}
+<p>Files received so far: {{len .P.Files}}.</p>
+<form id="upload" method="post" enctype="multipart/form-data" action="/api/v1/links/{{.Token}}/files">
+<label>Choose a file <input type="file" name="file" required></label>
+<button type="submit">Upload</button>
+</form>
+<p id="status"></p>
+<script>
+document.getElementById("upload").addEventListener("submit", async (ev) => {
+  ev.preventDefault();
+  const status = document.getElementById("status");
+  status.textContent = "Uploading…";
+  const res = await fetch(ev.target.action, {method: "POST", body: new FormData(ev.target)});
+  const body = await res.json().catch(() => ({}));
+  status.textContent = res.ok ? "Uploaded " + body.filename + "." : "Upload failed: " + (body.detail || res.status);
+  if (res.ok) setTimeout(() => location.reload(), 800);
+});
+</script>
+{{end}}
+</body></html>{{end}}
 {{define "done"}}{{template "head"}}
 <p>Administrator {{.Email}} created. Create an API token with
 <code>shipctl token create --email {{.Email}} --name cli</code>.</p>

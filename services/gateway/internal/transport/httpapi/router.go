@@ -19,6 +19,7 @@ import (
 // Config is the transport's share of the gateway configuration.
 type Config struct {
 	MaxJSONBytes   int64
+	MaxFileSize    int64
 	RatePerSecond  float64
 	RateBurst      int
 	TrustedProxies []string
@@ -28,16 +29,19 @@ type Config struct {
 type Deps struct {
 	Log      *slog.Logger
 	Identity *app.Identity
+	Packages *app.Packages
 	Registry *prometheus.Registry
 	Checks   []ops.Check
 	Config   Config
 }
 
 type handlers struct {
-	log      *slog.Logger
-	identity *app.Identity
-	maxJSON  int64
-	spec     *docs.Spec
+	log         *slog.Logger
+	identity    *app.Identity
+	packages    *app.Packages
+	maxJSON     int64
+	maxFileSize int64
+	spec        *docs.Spec
 }
 
 // New builds the gin engine with every route.
@@ -46,7 +50,10 @@ func New(d Deps) (*gin.Engine, error) {
 	if err != nil {
 		return nil, err
 	}
-	h := &handlers{log: d.Log, identity: d.Identity, maxJSON: d.Config.MaxJSONBytes, spec: spec}
+	h := &handlers{
+		log: d.Log, identity: d.Identity, packages: d.Packages,
+		maxJSON: d.Config.MaxJSONBytes, maxFileSize: d.Config.MaxFileSize, spec: spec,
+	}
 
 	gin.SetMode(gin.ReleaseMode)
 	r := gin.New()
@@ -66,6 +73,7 @@ func New(d Deps) (*gin.Engine, error) {
 	r.GET("/", h.home)
 	r.GET("/setup", h.setupForm)
 	r.POST("/setup", h.setupSubmit)
+	r.GET("/p/:token", h.recipientPage)
 
 	v1 := r.Group("/api/v1")
 	v1.GET("/health", h.health)
@@ -73,13 +81,31 @@ func New(d Deps) (*gin.Engine, error) {
 	v1.GET("/docs", h.swaggerUI)
 	v1.GET("/redoc", h.redoc)
 
+	// The recipient's side: the magic link is the only credential.
+	v1.GET("/links/:token", h.viewLink)
+	v1.GET("/links/:token/files/:file_id", h.downloadViaLink)
+	v1.HEAD("/links/:token/files/:file_id", h.downloadViaLink)
+	v1.GET("/links/:token/archive", h.archiveViaLink)
+	v1.POST("/links/:token/files", h.uploadViaLink)
+
 	authed := v1.Group("", authenticate(d.Identity), rateLimit(newLimiter(d.Config.RatePerSecond, d.Config.RateBurst)))
 	authed.GET("/me", h.me)
 	authed.GET("/me/tokens", h.listTokens)
 	authed.POST("/me/tokens", h.createToken)
 	authed.DELETE("/me/tokens/:id", h.deleteToken)
 
+	authed.GET("/packages", h.listPackages)
+	authed.POST("/packages", h.createPackage)
+	authed.GET("/packages/:id", h.getPackage)
+	authed.DELETE("/packages/:id", h.deletePackage)
+	authed.POST("/packages/:id/files", h.uploadFile)
+	authed.GET("/packages/:id/files/:file_id/content", h.downloadFile)
+	authed.DELETE("/packages/:id/files/:file_id", h.removeFile)
+	authed.POST("/packages/:id/finalize", h.finalizePackage)
+	authed.POST("/packages/:id/revoke", h.revokePackage)
+
 	admin := authed.Group("/admin", requireAdmin)
+	admin.GET("/audit", h.listAudit)
 	admin.GET("/users", h.listUsers)
 	admin.POST("/users", h.createUser)
 	admin.PATCH("/users/:id", h.updateUser)

@@ -1,0 +1,230 @@
+// Package events names shipfile's JetStream streams and subjects, creates the streams,
+// and turns the protobuf contracts of package eventsv1 (an Envelope per package event, a
+// MailJob per recipient e-mail) into outbox messages, so a service publishes them in the
+// transaction of the change they announce.
+//
+// Package events go on SHIPFILE_EVENTS (subjects shipfile.events.<type>, kept for a
+// while, fanned out to any number of consumers); mail jobs go on the work queue
+// SHIPFILE_MAIL (subjects shipfile.mail.<kind>, removed once acknowledged). Each message's
+// id is its Nats-Msg-Id, so a re-publish within the duplicate window is dropped.
+package events
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/timestamppb"
+
+	"github.com/shipfile/shipfile/pkg/events/eventsv1"
+	"github.com/shipfile/shipfile/pkg/outbox"
+)
+
+// Stream names and subject prefixes.
+const (
+	// StreamEvents holds every package event, retained by limits (DefaultEventsMaxAge).
+	StreamEvents = "SHIPFILE_EVENTS"
+	// StreamMail is the work queue of mail jobs: a job is removed once acknowledged.
+	StreamMail = "SHIPFILE_MAIL"
+	// SubjectPrefix starts the subject of every package event.
+	SubjectPrefix = "shipfile.events."
+	// MailSubjectPrefix starts the subject of every mail job.
+	MailSubjectPrefix = "shipfile.mail."
+)
+
+// Version is the schema version of the eventsv1 payloads, set in Envelope.version.
+const Version = 1
+
+// Event types: the Envelope's type and the last tokens of its subject.
+const (
+	TypePackageCreated      = "package.created"
+	TypePackageFinalized    = "package.finalized"
+	TypePackageFileUploaded = "package.file_uploaded"
+	TypePackageDownloaded   = "package.downloaded"
+	TypePackageRevoked      = "package.revoked"
+	TypePackageDeleted      = "package.deleted"
+	TypePackageExpired      = "package.expired"
+)
+
+// Types lists every package event type, in the order of the seed's table.
+var Types = []string{
+	TypePackageCreated,
+	TypePackageFinalized,
+	TypePackageFileUploaded,
+	TypePackageDownloaded,
+	TypePackageRevoked,
+	TypePackageDeleted,
+	TypePackageExpired,
+}
+
+// Mail job kinds: the MailJob's kind and the last token of its subject.
+const (
+	MailKindOutbound = "outbound" // files shared with the recipient
+	MailKindInbound  = "inbound"  // files requested from the recipient
+)
+
+// ErrInvalid is returned for an envelope or mail job that cannot be published as it is.
+var ErrInvalid = errors.New("events: invalid message")
+
+// Subject is the subject of a package event of the given type:
+// Subject("package.created") == "shipfile.events.package.created".
+func Subject(eventType string) string { return SubjectPrefix + eventType }
+
+// MailSubject is the subject of a mail job of the given kind:
+// MailSubject("outbound") == "shipfile.mail.outbound".
+func MailSubject(kind string) string { return MailSubjectPrefix + kind }
+
+// NewEventID returns a new event or job id: a UUIDv7, so ids sort by creation time.
+func NewEventID() string {
+	id, err := uuid.NewV7()
+	if err != nil {
+		// NewV7 fails only when the system's random source does; a v4 id is still unique.
+		return uuid.NewString()
+	}
+	return id.String()
+}
+
+// NewEnvelope returns an envelope of the given type with a new event id, version
+// Version and occurred_at set; the caller sets its data, e.g.
+// env.Data = &eventsv1.Envelope_PackageCreated{PackageCreated: …}.
+func NewEnvelope(eventType string, occurredAt time.Time) *eventsv1.Envelope {
+	return &eventsv1.Envelope{
+		EventId:    NewEventID(),
+		Type:       eventType,
+		Version:    Version,
+		OccurredAt: timestamppb.New(occurredAt),
+	}
+}
+
+// TypeOf returns the event type that matches the envelope's data, or "" when its data
+// is unset.
+func TypeOf(env *eventsv1.Envelope) string {
+	switch env.GetData().(type) {
+	case *eventsv1.Envelope_PackageCreated:
+		return TypePackageCreated
+	case *eventsv1.Envelope_PackageFinalized:
+		return TypePackageFinalized
+	case *eventsv1.Envelope_FileUploaded:
+		return TypePackageFileUploaded
+	case *eventsv1.Envelope_PackageDownloaded:
+		return TypePackageDownloaded
+	case *eventsv1.Envelope_PackageRevoked:
+		return TypePackageRevoked
+	case *eventsv1.Envelope_PackageDeleted:
+		return TypePackageDeleted
+	case *eventsv1.Envelope_PackageExpired:
+		return TypePackageExpired
+	default:
+		return ""
+	}
+}
+
+// MarshalEnvelope encodes env (proto.Marshal) after checking it has an id, a type that
+// is a valid subject token sequence and, when its data is set, agrees with the data.
+func MarshalEnvelope(env *eventsv1.Envelope) ([]byte, error) {
+	if err := validateEnvelope(env); err != nil {
+		return nil, err
+	}
+	b, err := proto.Marshal(env)
+	if err != nil {
+		return nil, fmt.Errorf("events: marshal envelope %s: %w", env.GetEventId(), err)
+	}
+	return b, nil
+}
+
+// UnmarshalEnvelope decodes an envelope from a message body.
+func UnmarshalEnvelope(data []byte) (*eventsv1.Envelope, error) {
+	env := &eventsv1.Envelope{}
+	if err := proto.Unmarshal(data, env); err != nil {
+		return nil, fmt.Errorf("events: unmarshal envelope: %w", err)
+	}
+	return env, nil
+}
+
+// MarshalMailJob encodes job (proto.Marshal) after checking it has an id and a kind.
+func MarshalMailJob(job *eventsv1.MailJob) ([]byte, error) {
+	if err := validateMailJob(job); err != nil {
+		return nil, err
+	}
+	b, err := proto.Marshal(job)
+	if err != nil {
+		return nil, fmt.Errorf("events: marshal mail job %s: %w", job.GetJobId(), err)
+	}
+	return b, nil
+}
+
+// UnmarshalMailJob decodes a mail job from a message body.
+func UnmarshalMailJob(data []byte) (*eventsv1.MailJob, error) {
+	job := &eventsv1.MailJob{}
+	if err := proto.Unmarshal(data, job); err != nil {
+		return nil, fmt.Errorf("events: unmarshal mail job: %w", err)
+	}
+	return job, nil
+}
+
+// EventMessage builds the outbox message that publishes env on Subject(env.Type) with
+// env.EventId as Nats-Msg-Id.
+func EventMessage(env *eventsv1.Envelope) (outbox.Message, error) {
+	b, err := MarshalEnvelope(env)
+	if err != nil {
+		return outbox.Message{}, err
+	}
+	return outbox.Message{ID: env.GetEventId(), Subject: Subject(env.GetType()), Data: b}, nil
+}
+
+// MailMessage builds the outbox message that puts job on the mail queue, subject
+// MailSubject(job.Kind), with job.JobId as Nats-Msg-Id. It is ephemeral: the job carries
+// the raw magic link, so its payload is erased from the outbox once published.
+func MailMessage(job *eventsv1.MailJob) (outbox.Message, error) {
+	b, err := MarshalMailJob(job)
+	if err != nil {
+		return outbox.Message{}, err
+	}
+	return outbox.Message{ID: job.GetJobId(), Subject: MailSubject(job.GetKind()), Data: b, Ephemeral: true}, nil
+}
+
+func validateEnvelope(env *eventsv1.Envelope) error {
+	if env == nil {
+		return fmt.Errorf("%w: nil envelope", ErrInvalid)
+	}
+	if env.GetEventId() == "" {
+		return fmt.Errorf("%w: envelope without event_id", ErrInvalid)
+	}
+	if !validTokens(env.GetType()) {
+		return fmt.Errorf("%w: envelope %s: type %q is not a subject suffix", ErrInvalid, env.GetEventId(), env.GetType())
+	}
+	if t := TypeOf(env); t != "" && t != env.GetType() {
+		return fmt.Errorf("%w: envelope %s: type %q but data of %q", ErrInvalid, env.GetEventId(), env.GetType(), t)
+	}
+	return nil
+}
+
+func validateMailJob(job *eventsv1.MailJob) error {
+	if job == nil {
+		return fmt.Errorf("%w: nil mail job", ErrInvalid)
+	}
+	if job.GetJobId() == "" {
+		return fmt.Errorf("%w: mail job without job_id", ErrInvalid)
+	}
+	if !validTokens(job.GetKind()) {
+		return fmt.Errorf("%w: mail job %s: kind %q is not a subject suffix", ErrInvalid, job.GetJobId(), job.GetKind())
+	}
+	return nil
+}
+
+// validTokens reports whether s is one or more dot-separated NATS subject tokens without
+// wildcards or white space.
+func validTokens(s string) bool {
+	if s == "" {
+		return false
+	}
+	for tok := range strings.SplitSeq(s, ".") {
+		if tok == "" || tok == "*" || tok == ">" || strings.ContainsAny(tok, " \t\r\n*>") {
+			return false
+		}
+	}
+	return true
+}

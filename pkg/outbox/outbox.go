@@ -1,0 +1,105 @@
+// Package outbox is shipfile's transactional outbox. A service writes the messages it
+// means to publish into the outbox table in the same PostgreSQL transaction as the state
+// change they announce (Insert); a Relay publishes committed rows to NATS JetStream with
+// their id as Nats-Msg-Id and marks them published. A message is therefore published if
+// and only if its transaction commits — at least once, and exactly once as far as the
+// stream's duplicate window reaches.
+package outbox
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// Channel is the PostgreSQL notification channel Insert signals and the Relay listens on.
+const Channel = "shipfile_outbox"
+
+// Schema is the outbox table: a goose migration whose text is, byte for byte, the
+// gateway's services/gateway/migrations/00003_outbox.sql (a test keeps them equal).
+//
+// Rows are published in id order; a row is pending while published_at is NULL. The
+// relay never remembers a high-water mark, so a row whose transaction commits after a
+// row with a higher id is still found. Ephemeral rows (mail jobs, which carry the magic
+// link) lose their payload once published.
+const Schema = `-- +goose Up
+CREATE TABLE outbox (
+    id           bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+    msg_id       text        NOT NULL UNIQUE,  -- Nats-Msg-Id: the event id or mail job id
+    subject      text        NOT NULL,
+    payload      bytea,                        -- NULL once published when ephemeral
+    ephemeral    boolean     NOT NULL DEFAULT false,
+    created_at   timestamptz NOT NULL DEFAULT now(),
+    published_at timestamptz,
+    attempts     integer     NOT NULL DEFAULT 0,
+    last_error   text,
+    -- A pending row always has something to publish.
+    CONSTRAINT outbox_pending_payload CHECK (published_at IS NOT NULL OR payload IS NOT NULL)
+);
+-- The relay's scan: pending rows in id order. Small, as rows leave it once published.
+CREATE INDEX outbox_unpublished_idx ON outbox (id) WHERE published_at IS NULL;
+
+-- +goose Down
+DROP TABLE outbox;
+`
+
+// UpSQL is the Up part of Schema, for applying the table without goose (tests).
+func UpSQL() string {
+	up, _, _ := strings.Cut(Schema, "-- +goose Down")
+	return up
+}
+
+// ErrInvalidMessage is returned by Insert for a message without an ID or a subject.
+var ErrInvalidMessage = errors.New("outbox: invalid message")
+
+// Message is one row to publish.
+type Message struct {
+	// ID is the Nats-Msg-Id (a UUIDv7): the stream drops a second copy within its
+	// duplicate window. It is unique in the table.
+	ID string
+	// Subject is the NATS subject to publish on; a JetStream stream must bind it.
+	Subject string
+	// Data is the message body.
+	Data []byte
+	// Ephemeral erases the payload (sets it NULL) from the table once published — for
+	// mail jobs, which carry secrets.
+	Ephemeral bool
+}
+
+// Insert writes messages in the caller's transaction and NOTIFYs the relay (pg_notify on
+// channel Channel), so they are published only if the transaction commits. The
+// notification too is delivered only on commit.
+func Insert(ctx context.Context, tx pgx.Tx, msgs ...Message) error {
+	if len(msgs) == 0 {
+		return nil
+	}
+	ids := make([]string, len(msgs))
+	subjects := make([]string, len(msgs))
+	payloads := make([][]byte, len(msgs))
+	ephemeral := make([]bool, len(msgs))
+	for i, m := range msgs {
+		if m.ID == "" || m.Subject == "" {
+			return fmt.Errorf("%w: message %d needs an ID and a subject", ErrInvalidMessage, i)
+		}
+		ids[i], subjects[i], ephemeral[i] = m.ID, m.Subject, m.Ephemeral
+		payloads[i] = m.Data
+		if payloads[i] == nil {
+			payloads[i] = []byte{} // NULL means "erased"; an empty body is not that
+		}
+	}
+	b := &pgx.Batch{}
+	// WITH ORDINALITY keeps the caller's order in the identity column, hence on the bus.
+	b.Queue(`INSERT INTO outbox (msg_id, subject, payload, ephemeral)
+		SELECT m.msg_id, m.subject, m.payload, m.ephemeral
+		FROM unnest($1::text[], $2::text[], $3::bytea[], $4::boolean[])
+			WITH ORDINALITY AS m (msg_id, subject, payload, ephemeral, n)
+		ORDER BY m.n`, ids, subjects, payloads, ephemeral)
+	b.Queue(`SELECT pg_notify($1, '')`, Channel)
+	if err := tx.SendBatch(ctx, b).Close(); err != nil {
+		return fmt.Errorf("outbox: insert: %w", err)
+	}
+	return nil
+}

@@ -1,0 +1,636 @@
+package outbox_test
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/shipfile/shipfile/pkg/events/eventstest"
+	"github.com/shipfile/shipfile/pkg/outbox"
+	"github.com/shipfile/shipfile/pkg/pgtest"
+)
+
+// migrationFile is the gateway's copy of outbox.Schema.
+const migrationFile = "../../services/gateway/migrations/00003_outbox.sql"
+
+func TestSchemaMatchesGatewayMigration(t *testing.T) {
+	t.Parallel()
+	b, err := os.ReadFile(migrationFile)
+	if err != nil {
+		t.Fatalf("read the gateway's migration: %v", err)
+	}
+	if string(b) != outbox.Schema {
+		t.Errorf("%s differs from outbox.Schema; make them identical (the migration is a copy of the constant)", migrationFile)
+	}
+	if up := outbox.UpSQL(); !strings.Contains(up, "CREATE TABLE outbox") || strings.Contains(up, "DROP TABLE") {
+		t.Errorf("UpSQL() is not the Up part of the migration:\n%s", up)
+	}
+}
+
+// fixture is one test's database, stream and subject prefix.
+type fixture struct {
+	pool    *pgxpool.Pool
+	js      jetstream.JetStream
+	stream  jetstream.Stream
+	subject string // bound to the stream
+}
+
+func setup(t *testing.T) *fixture {
+	t.Helper()
+	sum := sha256.Sum256([]byte(outbox.Schema))
+	url := pgtest.New(t, "outbox_"+hex.EncodeToString(sum[:])[:16], func(ctx context.Context, url string) error {
+		conn, err := pgx.Connect(ctx, url)
+		if err != nil {
+			return err
+		}
+		defer conn.Close(ctx)
+		_, err = conn.Exec(ctx, outbox.UpSQL())
+		return err
+	})
+	pool, err := pgxpool.New(t.Context(), url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pool.Close)
+	js := eventstest.Connect(t)
+	stream, prefix := eventstest.Stream(t, js, jetstream.StreamConfig{
+		Storage:    jetstream.FileStorage,
+		Duplicates: 2 * time.Minute,
+	})
+	return &fixture{pool: pool, js: js, stream: stream, subject: prefix + ".x"}
+}
+
+// msg returns a message for the fixture's stream with a fresh UUIDv7 id.
+func (f *fixture) msg(data string) outbox.Message {
+	return outbox.Message{ID: uuid.Must(uuid.NewV7()).String(), Subject: f.subject, Data: []byte(data)}
+}
+
+// insert writes msgs in one transaction and commits it.
+func (f *fixture) insert(t *testing.T, msgs ...outbox.Message) {
+	t.Helper()
+	err := pgx.BeginFunc(t.Context(), f.pool, func(tx pgx.Tx) error {
+		return outbox.Insert(t.Context(), tx, msgs...)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// storedMsg is one message in the stream.
+type storedMsg struct {
+	seq  uint64
+	id   string
+	data string
+}
+
+// stored lists the stream's messages in sequence order.
+func (f *fixture) stored(t *testing.T) []storedMsg {
+	t.Helper()
+	ctx := t.Context()
+	info, err := f.stream.Info(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []storedMsg
+	if info.State.Msgs == 0 {
+		return out
+	}
+	for seq := info.State.FirstSeq; seq <= info.State.LastSeq; seq++ {
+		m, err := f.stream.GetMsg(ctx, seq)
+		if errors.Is(err, jetstream.ErrMsgNotFound) {
+			continue
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, storedMsg{seq: seq, id: m.Header.Get(jetstream.MsgIDHeader), data: string(m.Data)})
+	}
+	if uint64(len(out)) != info.State.Msgs {
+		t.Fatalf("read %d messages, the stream says %d", len(out), info.State.Msgs)
+	}
+	return out
+}
+
+func (f *fixture) count(t *testing.T) uint64 {
+	t.Helper()
+	info, err := f.stream.Info(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return info.State.Msgs
+}
+
+// row is the relay's bookkeeping of one message.
+type row struct {
+	id        int64
+	payload   []byte
+	published bool
+	attempts  int
+	lastError *string
+}
+
+func (f *fixture) row(t *testing.T, msgID string) row {
+	t.Helper()
+	var r row
+	err := f.pool.QueryRow(t.Context(), `SELECT id, payload, published_at IS NOT NULL, attempts, last_error
+		FROM outbox WHERE msg_id = $1`, msgID).Scan(&r.id, &r.payload, &r.published, &r.attempts, &r.lastError)
+	if err != nil {
+		t.Fatalf("row %s: %v", msgID, err)
+	}
+	return r
+}
+
+func (f *fixture) pending(t *testing.T) int {
+	t.Helper()
+	var n int
+	if err := f.pool.QueryRow(t.Context(), `SELECT count(*) FROM outbox WHERE published_at IS NULL`).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+// run starts r.Run for the rest of the test and checks that it returns nil when stopped.
+func run(t *testing.T, r *outbox.Relay) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- r.Run(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Errorf("Run returned %v, want nil after cancel", err)
+			}
+		case <-time.After(15 * time.Second):
+			t.Errorf("Run did not return within 15s of cancel")
+		}
+	})
+}
+
+// waitFor polls cond until it holds, failing the test after timeout.
+func waitFor(t *testing.T, timeout time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("not within %v: %s", timeout, what)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+func TestInsertPublishesOnlyCommitted(t *testing.T) {
+	t.Parallel()
+	f := setup(t)
+	ctx := t.Context()
+	committed := []outbox.Message{f.msg("first"), f.msg("second"), f.msg("")}
+	rolledBack := f.msg("never")
+	f.insert(t, committed...)
+
+	tx, err := f.pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := outbox.Insert(ctx, tx, rolledBack); err != nil {
+		t.Fatal(err)
+	}
+	if err := tx.Rollback(ctx); err != nil {
+		t.Fatal(err)
+	}
+
+	r := outbox.NewRelay(f.pool, f.js, outbox.Options{})
+	for range 2 { // a second flush finds nothing more to publish
+		if err := r.Flush(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	got := f.stored(t)
+	if len(got) != len(committed) {
+		t.Fatalf("stream holds %d messages, want %d: %+v", len(got), len(committed), got)
+	}
+	for i, m := range committed {
+		t.Run(fmt.Sprintf("message %d", i), func(t *testing.T) {
+			if got[i].id != m.ID || got[i].data != string(m.Data) {
+				t.Errorf("stream[%d] = id %q data %q, want id %q data %q (insertion order)", i, got[i].id, got[i].data, m.ID, m.Data)
+			}
+			r := f.row(t, m.ID)
+			if !r.published || r.attempts != 1 || r.lastError != nil || string(r.payload) != string(m.Data) {
+				t.Errorf("row = published %v attempts %d last_error %v payload %q; want published once, payload kept",
+					r.published, r.attempts, r.lastError, r.payload)
+			}
+		})
+	}
+	var n int
+	if err := f.pool.QueryRow(ctx, `SELECT count(*) FROM outbox WHERE msg_id = $1`, rolledBack.ID).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	if n != 0 {
+		t.Errorf("rolled-back message has %d rows", n)
+	}
+}
+
+func TestInsertRejects(t *testing.T) {
+	t.Parallel()
+	f := setup(t)
+	dup := f.msg("a")
+	f.insert(t, dup)
+	tests := []struct {
+		name  string
+		msgs  []outbox.Message
+		check func(error) bool
+	}{
+		{"no id", []outbox.Message{{Subject: f.subject, Data: []byte("x")}}, func(err error) bool { return errors.Is(err, outbox.ErrInvalidMessage) }},
+		{"no subject", []outbox.Message{{ID: "x", Data: []byte("x")}}, func(err error) bool { return errors.Is(err, outbox.ErrInvalidMessage) }},
+		{"duplicate id", []outbox.Message{dup}, func(err error) bool {
+			var pgErr *pgconn.PgError
+			return errors.As(err, &pgErr) && pgErr.Code == "23505"
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			err := pgx.BeginFunc(t.Context(), f.pool, func(tx pgx.Tx) error {
+				return outbox.Insert(t.Context(), tx, tt.msgs...)
+			})
+			if !tt.check(err) {
+				t.Errorf("Insert: err = %v", err)
+			}
+		})
+	}
+}
+
+func TestLateCommitIsNotSkipped(t *testing.T) {
+	t.Parallel()
+	f := setup(t)
+	ctx := t.Context()
+	r := outbox.NewRelay(f.pool, f.js, outbox.Options{})
+
+	a, b := f.msg("A"), f.msg("B")
+	txA, err := f.pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer txA.Rollback(context.Background()) //nolint:errcheck
+	if err := outbox.Insert(ctx, txA, a); err != nil {
+		t.Fatal(err)
+	}
+	f.insert(t, b)
+	if err := r.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got := f.stored(t); len(got) != 1 || got[0].id != b.ID {
+		t.Fatalf("after B committed: stream = %+v, want B alone", got)
+	}
+
+	if err := txA.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if ra, rb := f.row(t, a.ID), f.row(t, b.ID); ra.id >= rb.id {
+		t.Fatalf("A has id %d, B %d: the test needs A's id lower", ra.id, rb.id)
+	}
+	if err := r.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	got := f.stored(t)
+	ids := []string{}
+	for _, m := range got {
+		ids = append(ids, m.id)
+	}
+	if want := []string{b.ID, a.ID}; !slices.Equal(ids, want) {
+		t.Errorf("stream ids = %v, want %v (B, then the late A)", ids, want)
+	}
+}
+
+func TestConcurrentRelaysPublishEachOnce(t *testing.T) {
+	t.Parallel()
+	f := setup(t)
+	const total, perTx = 200, 5
+	reg := prometheus.NewRegistry()
+	for range 2 {
+		run(t, outbox.NewRelay(f.pool, f.js, outbox.Options{
+			PollInterval: 50 * time.Millisecond,
+			BatchSize:    7, // several batches, so the relays interleave
+			Registerer:   reg,
+		}))
+	}
+
+	want := map[string]string{}
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	for w := range 4 { // writers committing while the relays run
+		wg.Go(func() {
+			for i := range total / 4 / perTx {
+				msgs := make([]outbox.Message, perTx)
+				for j := range msgs {
+					msgs[j] = f.msg(fmt.Sprintf("w%d-%d-%d", w, i, j))
+				}
+				err := pgx.BeginFunc(context.Background(), f.pool, func(tx pgx.Tx) error {
+					return outbox.Insert(context.Background(), tx, msgs...)
+				})
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				mu.Lock()
+				for _, m := range msgs {
+					want[m.ID] = string(m.Data)
+				}
+				mu.Unlock()
+			}
+		})
+	}
+	wg.Wait()
+	if len(want) != total {
+		t.Fatalf("inserted %d messages, want %d", len(want), total)
+	}
+	waitFor(t, 30*time.Second, "every row published", func() bool { return f.pending(t) == 0 })
+
+	got := f.stored(t)
+	if len(got) != total {
+		t.Errorf("stream holds %d messages, want %d", len(got), total)
+	}
+	seen := map[string]bool{}
+	for _, m := range got {
+		if seen[m.id] {
+			t.Errorf("message %s stored twice", m.id)
+		}
+		seen[m.id] = true
+		if w, ok := want[m.id]; !ok || w != m.data {
+			t.Errorf("stored %s = %q, inserted %q (known: %v)", m.id, m.data, w, ok)
+		}
+	}
+	// Each row was published by one relay in one pass: the stream's dedupe was not needed.
+	var republished int
+	if err := f.pool.QueryRow(t.Context(), `SELECT count(*) FROM outbox WHERE attempts <> 1`).Scan(&republished); err != nil {
+		t.Fatal(err)
+	}
+	if republished != 0 {
+		t.Errorf("%d rows were published more than once", republished)
+	}
+	if n := metric(t, reg, "shipfile_outbox_published_total"); n != total {
+		t.Errorf("shipfile_outbox_published_total = %v, want %d", n, total)
+	}
+}
+
+// metric is the value of the registered counter or gauge with the given name.
+func metric(t *testing.T, reg *prometheus.Registry, name string) float64 {
+	t.Helper()
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() != name || len(mf.GetMetric()) != 1 {
+			continue
+		}
+		m := mf.GetMetric()[0]
+		if c := m.GetCounter(); c != nil {
+			return c.GetValue()
+		}
+		return m.GetGauge().GetValue()
+	}
+	t.Fatalf("metric %s not registered", name)
+	return 0
+}
+
+func TestEphemeralPayloadErased(t *testing.T) {
+	t.Parallel()
+	f := setup(t)
+	secret, plain := f.msg("magic link: secret"), f.msg("public")
+	secret.Ephemeral = true
+	f.insert(t, secret, plain)
+	if err := outbox.NewRelay(f.pool, f.js, outbox.Options{}).Flush(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name        string
+		msg         outbox.Message
+		wantPayload []byte
+	}{
+		{"ephemeral", secret, nil},
+		{"kept", plain, plain.Data},
+	}
+	stored := map[string]string{}
+	for _, m := range f.stored(t) {
+		stored[m.id] = m.data
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := f.row(t, tt.msg.ID)
+			if !r.published || !bytes.Equal(r.payload, tt.wantPayload) || (tt.wantPayload == nil) != (r.payload == nil) {
+				t.Errorf("row: published %v payload %q, want published, payload %q", r.published, r.payload, tt.wantPayload)
+			}
+			if stored[tt.msg.ID] != string(tt.msg.Data) {
+				t.Errorf("stream has %q, want %q", stored[tt.msg.ID], tt.msg.Data)
+			}
+		})
+	}
+}
+
+func TestRepublishAfterCrashIsDeduplicated(t *testing.T) {
+	t.Parallel()
+	f := setup(t)
+	ctx := t.Context()
+	m := f.msg("once")
+	f.insert(t, m)
+	r := outbox.NewRelay(f.pool, f.js, outbox.Options{})
+	if err := r.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	// A crash between the PubAck and the commit leaves the row unmarked.
+	if _, err := f.pool.Exec(ctx, `UPDATE outbox SET published_at = NULL WHERE msg_id = $1`, m.ID); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if row := f.row(t, m.ID); !row.published || row.attempts != 2 {
+		t.Errorf("row: published %v attempts %d, want published again (2 attempts)", row.published, row.attempts)
+	}
+	if got := f.stored(t); len(got) != 1 || got[0].id != m.ID || got[0].data != "once" {
+		t.Errorf("stream = %+v, want one copy", got)
+	}
+}
+
+// listener returns the backend pid of the relay's LISTEN connection to f's database,
+// or 0 while it is not waiting for notifications.
+func (f *fixture) listener(t *testing.T) int {
+	t.Helper()
+	var pid int
+	err := f.pool.QueryRow(t.Context(), `SELECT coalesce(max(pid), 0) FROM pg_stat_activity
+		WHERE datname = current_database() AND application_name = $1
+		  AND state = 'idle' AND query ILIKE 'LISTEN%'`, outbox.ListenerAppName).Scan(&pid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pid
+}
+
+func TestListenWakesRelay(t *testing.T) {
+	t.Parallel()
+	f := setup(t)
+	// Polling alone would take a minute: only a notification publishes within 2s.
+	run(t, outbox.NewRelay(f.pool, f.js, outbox.Options{PollInterval: time.Minute}))
+	var pid int
+	waitFor(t, 10*time.Second, "relay listening", func() bool { pid = f.listener(t); return pid != 0 })
+
+	published := 0
+	publishOne := func(t *testing.T) {
+		t.Helper()
+		m := f.msg(fmt.Sprintf("wake %d", published))
+		f.insert(t, m)
+		published++
+		waitFor(t, 2*time.Second, "published after commit", func() bool { return f.count(t) == uint64(published) })
+		if got := f.stored(t); got[len(got)-1].id != m.ID {
+			t.Fatalf("last stored message %s, want %s", got[len(got)-1].id, m.ID)
+		}
+	}
+	for range 3 {
+		publishOne(t)
+	}
+
+	// The LISTEN connection drops: the relay reconnects and is woken again.
+	if _, err := f.pool.Exec(t.Context(), `SELECT pg_terminate_backend($1)`, pid); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 10*time.Second, "relay listening again", func() bool {
+		p := f.listener(t)
+		return p != 0 && p != pid
+	})
+	for range 2 {
+		publishOne(t)
+	}
+}
+
+func TestPublishErrorKeepsOrderAndRetries(t *testing.T) {
+	t.Parallel()
+	f := setup(t)
+	var logs safeBuffer
+	log := slog.New(slog.NewTextHandler(&logs, nil))
+	// A subject no stream binds yet: JetStream answers "no responders".
+	unbound := eventstest.Prefix()
+	first := outbox.Message{ID: uuid.Must(uuid.NewV7()).String(), Subject: unbound + ".x", Data: []byte("secret-first"), Ephemeral: true}
+	second := outbox.Message{ID: uuid.Must(uuid.NewV7()).String(), Subject: unbound + ".x", Data: []byte("secret-second"), Ephemeral: true}
+	f.insert(t, first, second)
+	reg := prometheus.NewRegistry()
+	run(t, outbox.NewRelay(f.pool, f.js, outbox.Options{PollInterval: 50 * time.Millisecond, Log: log, Registerer: reg}))
+
+	waitFor(t, 10*time.Second, "failure recorded twice", func() bool {
+		r := f.row(t, first.ID)
+		return r.attempts >= 2 && r.lastError != nil
+	})
+	if r := f.row(t, second.ID); r.published || r.attempts != 0 {
+		t.Errorf("second row: published %v attempts %d; want it waiting behind the first", r.published, r.attempts)
+	}
+	if n := metric(t, reg, "shipfile_outbox_publish_errors_total"); n < 2 {
+		t.Errorf("shipfile_outbox_publish_errors_total = %v, want ≥ 2", n)
+	}
+	waitFor(t, 5*time.Second, "pending gauge", func() bool {
+		return metric(t, reg, "shipfile_outbox_pending") == 2
+	})
+
+	// The stream appears: the relay's retry publishes both, in order.
+	s, err := f.js.CreateStream(t.Context(), jetstream.StreamConfig{
+		Name:       eventstest.StreamName(unbound),
+		Subjects:   []string{unbound + ".>"},
+		Storage:    jetstream.FileStorage,
+		Duplicates: 2 * time.Minute,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	eventstest.DeleteOnCleanup(t, f.js, eventstest.StreamName(unbound))
+	waitFor(t, 45*time.Second, "published after the stream appeared", func() bool { return f.pending(t) == 0 })
+	for i, m := range []outbox.Message{first, second} {
+		got, err := s.GetMsg(t.Context(), uint64(i+1))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got.Header.Get(jetstream.MsgIDHeader) != m.ID || string(got.Data) != string(m.Data) {
+			t.Errorf("seq %d = %s %q, want %s %q", i+1, got.Header.Get(jetstream.MsgIDHeader), got.Data, m.ID, m.Data)
+		}
+	}
+	if r := f.row(t, first.ID); r.lastError != nil {
+		t.Errorf("last_error %q kept after success", *r.lastError)
+	}
+	out := logs.String()
+	if !strings.Contains(out, "outbox: publish") || !strings.Contains(out, first.ID) {
+		t.Errorf("the failure was not logged with the message id:\n%s", out)
+	}
+	if strings.Contains(out, "secret") {
+		t.Errorf("a payload reached the log:\n%s", out)
+	}
+}
+
+func TestCleanupDeletesOldPublishedRows(t *testing.T) {
+	t.Parallel()
+	f := setup(t)
+	ctx := t.Context()
+	old, recent, pending := f.msg("old"), f.msg("recent"), f.msg("pending")
+	f.insert(t, old, recent)
+	r := outbox.NewRelay(f.pool, f.js, outbox.Options{Retention: time.Hour})
+	if err := r.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	f.insert(t, pending)
+	if _, err := f.pool.Exec(ctx, `UPDATE outbox SET published_at = now() - interval '2 hours' WHERE msg_id = $1`, old.ID); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.pool.Exec(ctx, `UPDATE outbox SET created_at = now() - interval '2 hours' WHERE msg_id = $1`, pending.ID); err != nil {
+		t.Fatal(err)
+	}
+	n, err := r.Cleanup(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n != 1 {
+		t.Errorf("deleted %d rows, want 1", n)
+	}
+	rows, err := f.pool.Query(ctx, `SELECT msg_id FROM outbox ORDER BY id`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	left, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{recent.ID, pending.ID}; !slices.Equal(left, want) {
+		t.Errorf("rows left %v, want %v (recent and pending)", left, want)
+	}
+}
+
+// safeBuffer is a bytes.Buffer safe for the relay's goroutine and the test.
+type safeBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *safeBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *safeBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}

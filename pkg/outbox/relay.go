@@ -1,0 +1,439 @@
+package outbox
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// Defaults of Options.
+const (
+	DefaultPollInterval = time.Second
+	DefaultBatchSize    = 100
+	DefaultRetention    = 24 * time.Hour
+)
+
+const (
+	// listenerAppName names the relay's LISTEN connection in pg_stat_activity.
+	listenerAppName = "shipfile-outbox-listener"
+	// maxCleanupInterval bounds how long published rows outlive Retention.
+	maxCleanupInterval = 5 * time.Minute
+	// cleanupChunk bounds one DELETE, keeping its locks and WAL burst short.
+	cleanupChunk = 1000
+	// Back-off between failed publish passes and between LISTEN reconnects.
+	minBackoff = 100 * time.Millisecond
+	maxBackoff = 30 * time.Second
+	// markTimeout bounds recording a batch's outcome once ctx is cancelled.
+	markTimeout = 10 * time.Second
+	// lastErrorMax bounds the stored error text.
+	lastErrorMax = 1000
+)
+
+// Options tune a Relay. The zero value is usable.
+type Options struct {
+	// PollInterval is the fallback polling period, for a notification that was lost
+	// (default DefaultPollInterval). Pending rows are normally published as soon as
+	// their transaction commits, woken by LISTEN.
+	PollInterval time.Duration
+	// BatchSize is how many rows one transaction publishes at most (default DefaultBatchSize).
+	BatchSize int
+	// Retention is how long published rows stay in the table, for inspection, before
+	// they are deleted (default DefaultRetention).
+	Retention time.Duration
+	// Log receives the relay's warnings and errors; nil discards them. Payloads are
+	// never logged: mail jobs carry secrets.
+	Log *slog.Logger
+	// Registerer, when set, gets the relay's metrics: shipfile_outbox_published_total,
+	// shipfile_outbox_publish_errors_total, shipfile_outbox_pending and
+	// shipfile_outbox_oldest_pending_seconds.
+	Registerer prometheus.Registerer
+}
+
+// Relay publishes committed outbox rows to JetStream. Several relays (one per gateway
+// instance) may run against one database: each batch locks its rows with FOR UPDATE SKIP
+// LOCKED, so they never publish the same row at once, and a row published again after a
+// crash (published, but not yet marked) is dropped by the stream's duplicate window.
+type Relay struct {
+	pool    *pgxpool.Pool
+	js      jetstream.JetStream
+	opts    Options
+	log     *slog.Logger
+	metrics *metrics
+}
+
+// NewRelay returns a relay publishing the outbox rows of pool's database to js.
+func NewRelay(pool *pgxpool.Pool, js jetstream.JetStream, opts Options) *Relay {
+	if opts.PollInterval <= 0 {
+		opts.PollInterval = DefaultPollInterval
+	}
+	if opts.BatchSize <= 0 {
+		opts.BatchSize = DefaultBatchSize
+	}
+	if opts.Retention <= 0 {
+		opts.Retention = DefaultRetention
+	}
+	log := opts.Log
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	log = log.With("component", "outbox")
+	return &Relay{
+		pool:    pool,
+		js:      js,
+		opts:    opts,
+		log:     log,
+		metrics: newMetrics(opts.Registerer, log),
+	}
+}
+
+// Run publishes until ctx is cancelled, then returns nil. It is woken by LISTEN on
+// Channel over a dedicated connection (reconnected with back-off when it drops) and
+// polls every PollInterval as a fallback. Failed publishes are recorded on the row
+// (attempts, last_error), logged and retried with back-off; Run does not return them.
+// Published rows older than Retention are deleted now and then.
+func (r *Relay) Run(ctx context.Context) error {
+	wake := make(chan struct{}, 1)
+	listenerDone := make(chan struct{})
+	go func() {
+		defer close(listenerDone)
+		r.listen(ctx, wake)
+	}()
+	defer func() { <-listenerDone }()
+
+	poll := time.NewTicker(r.opts.PollInterval)
+	defer poll.Stop()
+	cleanupEvery := min(r.opts.Retention, maxCleanupInterval)
+	nextCleanup := time.Now() // once at start, then every cleanupEvery
+	backoff := newBackoff()
+
+	for {
+		if time.Now().After(nextCleanup) {
+			if _, err := r.cleanup(ctx); err != nil && ctx.Err() == nil {
+				r.log.Warn("outbox: delete published rows", "err", err)
+			}
+			nextCleanup = time.Now().Add(cleanupEvery)
+		}
+		err := r.Flush(ctx)
+		r.updatePending(ctx)
+		if ctx.Err() != nil {
+			return nil
+		}
+		if err != nil {
+			// The failing row stays first in line; wait before trying it again.
+			r.log.Error("outbox: publish", "err", err)
+			if !sleep(ctx, backoff.next()) {
+				return nil
+			}
+			continue
+		}
+		backoff.reset()
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-wake:
+		case <-poll.C:
+		}
+	}
+}
+
+// Flush publishes everything pending now, batch by batch, and returns the first error.
+// Rows another relay holds locked at that moment are left to it. Tests call Flush, and
+// a gateway at shutdown (with a fresh, bounded context).
+func (r *Relay) Flush(ctx context.Context) error {
+	for {
+		n, err := r.publishBatch(ctx)
+		if err != nil {
+			return err
+		}
+		if n < r.opts.BatchSize {
+			return nil
+		}
+	}
+}
+
+// row is one pending outbox row.
+type row struct {
+	id        int64
+	msgID     string
+	subject   string
+	payload   []byte
+	ephemeral bool
+}
+
+// publishBatch publishes up to BatchSize pending rows in one transaction, in id order,
+// stopping at the first failure so that order is kept. It returns how many rows it
+// locked.
+func (r *Relay) publishBatch(ctx context.Context) (int, error) {
+	tx, err := r.pool.Begin(ctx)
+	if err != nil {
+		return 0, fmt.Errorf("outbox: begin: %w", err)
+	}
+	defer tx.Rollback(context.WithoutCancel(ctx)) //nolint:errcheck // a no-op after Commit
+
+	rows, err := tx.Query(ctx, `SELECT id, msg_id, subject, payload, ephemeral
+		FROM outbox
+		WHERE published_at IS NULL
+		ORDER BY id
+		LIMIT $1
+		FOR UPDATE SKIP LOCKED`, r.opts.BatchSize)
+	if err != nil {
+		return 0, fmt.Errorf("outbox: select pending: %w", err)
+	}
+	batch, err := pgx.CollectRows(rows, func(rw pgx.CollectableRow) (row, error) {
+		var x row
+		err := rw.Scan(&x.id, &x.msgID, &x.subject, &x.payload, &x.ephemeral)
+		return x, err
+	})
+	if err != nil {
+		return 0, fmt.Errorf("outbox: select pending: %w", err)
+	}
+	if len(batch) == 0 {
+		return 0, nil
+	}
+
+	published := make([]int64, 0, len(batch))
+	var failed *row
+	var pubErr error
+	for i, m := range batch {
+		if _, err := r.js.Publish(ctx, m.subject, m.payload, jetstream.WithMsgID(m.msgID)); err != nil {
+			failed, pubErr = &batch[i], err
+			r.metrics.publishError()
+			break
+		}
+		published = append(published, m.id)
+	}
+
+	// Record even when ctx was cancelled mid-batch: what reached the stream should not
+	// be published again if this can still be marked.
+	mctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), markTimeout)
+	defer cancel()
+	if len(published) > 0 {
+		if _, err := tx.Exec(mctx, `UPDATE outbox
+			SET published_at = now(),
+			    attempts = attempts + 1,
+			    last_error = NULL,
+			    payload = CASE WHEN ephemeral THEN NULL ELSE payload END
+			WHERE id = ANY($1)`, published); err != nil {
+			return 0, fmt.Errorf("outbox: mark published: %w", err)
+		}
+	}
+	if failed != nil {
+		if _, err := tx.Exec(mctx, `UPDATE outbox SET attempts = attempts + 1, last_error = $2 WHERE id = $1`,
+			failed.id, truncate(pubErr.Error(), lastErrorMax)); err != nil {
+			return 0, fmt.Errorf("outbox: record failed publish of %s: %w", failed.msgID, err)
+		}
+	}
+	if err := tx.Commit(mctx); err != nil {
+		return 0, fmt.Errorf("outbox: commit: %w", err)
+	}
+	r.metrics.published(len(published))
+	if failed != nil {
+		return len(batch), fmt.Errorf("outbox: publish %s on %s: %w", failed.msgID, failed.subject, pubErr)
+	}
+	return len(batch), nil
+}
+
+// cleanup deletes published rows older than Retention, a chunk at a time, and returns
+// how many it deleted.
+func (r *Relay) cleanup(ctx context.Context) (int64, error) {
+	var total int64
+	for {
+		tag, err := r.pool.Exec(ctx, `DELETE FROM outbox WHERE id IN (
+			SELECT id FROM outbox
+			WHERE published_at < now() - $1 * interval '1 microsecond'
+			LIMIT $2
+			FOR UPDATE SKIP LOCKED)`, r.opts.Retention.Microseconds(), cleanupChunk)
+		if err != nil {
+			return total, fmt.Errorf("outbox: delete published: %w", err)
+		}
+		total += tag.RowsAffected()
+		if tag.RowsAffected() < cleanupChunk {
+			return total, nil
+		}
+	}
+}
+
+// updatePending refreshes the pending gauges, when metrics are on.
+func (r *Relay) updatePending(ctx context.Context) {
+	if r.metrics == nil || ctx.Err() != nil {
+		return
+	}
+	var n int64
+	var oldest *time.Time
+	err := r.pool.QueryRow(ctx, `SELECT count(*), min(created_at) FROM outbox WHERE published_at IS NULL`).Scan(&n, &oldest)
+	if err != nil {
+		if ctx.Err() == nil {
+			r.log.Warn("outbox: count pending", "err", err)
+		}
+		return
+	}
+	age := 0.0
+	if oldest != nil {
+		age = max(time.Since(*oldest).Seconds(), 0)
+	}
+	r.metrics.setPending(n, age)
+}
+
+// listen keeps a dedicated connection LISTENing on Channel and signals wake for every
+// notification, and once after each (re)connect for what was committed meanwhile.
+func (r *Relay) listen(ctx context.Context, wake chan<- struct{}) {
+	backoff := newBackoff()
+	for ctx.Err() == nil {
+		err := r.listenOnce(ctx, wake, backoff)
+		if ctx.Err() != nil {
+			return
+		}
+		d := backoff.next()
+		r.log.Warn("outbox: listen connection lost; polling until it is back", "err", err, "retry_in", d)
+		if !sleep(ctx, d) {
+			return
+		}
+	}
+}
+
+func (r *Relay) listenOnce(ctx context.Context, wake chan<- struct{}, backoff *backoff) error {
+	cfg := r.pool.Config().ConnConfig.Copy()
+	if cfg.RuntimeParams == nil {
+		cfg.RuntimeParams = map[string]string{}
+	}
+	cfg.RuntimeParams["application_name"] = listenerAppName
+	conn, err := pgx.ConnectConfig(ctx, cfg)
+	if err != nil {
+		return fmt.Errorf("connect: %w", err)
+	}
+	defer conn.Close(context.WithoutCancel(ctx))
+	if _, err := conn.Exec(ctx, "LISTEN "+pgx.Identifier{Channel}.Sanitize()); err != nil {
+		return fmt.Errorf("listen: %w", err)
+	}
+	backoff.reset()
+	signal(wake)
+	for {
+		if _, err := conn.WaitForNotification(ctx); err != nil {
+			return fmt.Errorf("wait: %w", err)
+		}
+		signal(wake)
+	}
+}
+
+// signal wakes the publisher without blocking; one pending wake-up is enough.
+func signal(wake chan<- struct{}) {
+	select {
+	case wake <- struct{}{}:
+	default:
+	}
+}
+
+// sleep waits d, or less when ctx ends; it reports whether ctx is still live.
+func sleep(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
+	}
+}
+
+// backoff is exponential back-off with full jitter between minBackoff and maxBackoff.
+type backoff struct{ cur time.Duration }
+
+func newBackoff() *backoff { return &backoff{} }
+
+func (b *backoff) next() time.Duration {
+	if b.cur == 0 {
+		b.cur = minBackoff
+	} else {
+		b.cur = min(2*b.cur, maxBackoff)
+	}
+	// Half fixed, half random: spread retries of several relays apart.
+	return b.cur/2 + rand.N(b.cur/2+1)
+}
+
+func (b *backoff) reset() { b.cur = 0 }
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n]
+}
+
+// metrics are the relay's Prometheus collectors; a nil *metrics records nothing.
+type metrics struct {
+	publishedTotal prometheus.Counter
+	errorsTotal    prometheus.Counter
+	pending        prometheus.Gauge
+	oldestPending  prometheus.Gauge
+}
+
+func newMetrics(reg prometheus.Registerer, log *slog.Logger) *metrics {
+	if reg == nil {
+		return nil
+	}
+	m := &metrics{
+		publishedTotal: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "shipfile_outbox_published_total",
+			Help: "Outbox messages published to JetStream and marked published.",
+		}),
+		errorsTotal: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "shipfile_outbox_publish_errors_total",
+			Help: "Failed attempts to publish an outbox message.",
+		}),
+		pending: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "shipfile_outbox_pending",
+			Help: "Outbox messages not yet published.",
+		}),
+		oldestPending: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "shipfile_outbox_oldest_pending_seconds",
+			Help: "Age of the oldest outbox message not yet published (0 when none).",
+		}),
+	}
+	m.publishedTotal = register(reg, m.publishedTotal, log)
+	m.errorsTotal = register(reg, m.errorsTotal, log)
+	m.pending = register(reg, m.pending, log)
+	m.oldestPending = register(reg, m.oldestPending, log)
+	return m
+}
+
+// register registers c, or returns the collector already registered under its name
+// (a second relay in one process shares the first one's metrics).
+func register[C prometheus.Collector](reg prometheus.Registerer, c C, log *slog.Logger) C {
+	if err := reg.Register(c); err != nil {
+		var are prometheus.AlreadyRegisteredError
+		if errors.As(err, &are) {
+			if existing, ok := are.ExistingCollector.(C); ok {
+				return existing
+			}
+		}
+		log.Warn("outbox: register metric", "err", err)
+	}
+	return c
+}
+
+func (m *metrics) published(n int) {
+	if m != nil {
+		m.publishedTotal.Add(float64(n))
+	}
+}
+
+func (m *metrics) publishError() {
+	if m != nil {
+		m.errorsTotal.Inc()
+	}
+}
+
+func (m *metrics) setPending(n int64, oldestSeconds float64) {
+	if m != nil {
+		m.pending.Set(float64(n))
+		m.oldestPending.Set(oldestSeconds)
+	}
+}

@@ -1,0 +1,91 @@
+#!/usr/bin/env bash
+# generate.sh regenerates shipfile's generated code (`make generate`):
+#
+#   1. protobuf: proto/events/v1/*.proto → pkg/events/eventsv1/*.pb.go
+#      (buf generate with proto/buf.yaml + proto/buf.gen.yaml, plugin protoc-gen-go)
+#   2. sqlc:     services/gateway/internal/store/queries.sql → *.gen.go
+#      (sqlc generate with services/gateway/sqlc.yaml)
+#
+# The tools are pinned below and installed with `go install module@version` into
+# ${SHIPFILE_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/shipfile}/bin when missing or
+# built from another version (the same cache scripts/dev.sh uses). Only the Go module
+# proxy is needed. Without buf (e.g. it cannot be built here), protoc from the
+# operating system's protobuf-compiler package is used instead when it is on PATH.
+set -euo pipefail
+
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+CACHE=${SHIPFILE_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/shipfile}
+CACHE_BIN=$CACHE/bin
+
+# Pinned tools: module and version (`go list -m -versions MODULE` lists newer ones).
+BUF_MODULE=github.com/bufbuild/buf
+BUF_PKG=github.com/bufbuild/buf/cmd/buf
+BUF_VERSION=v1.75.0
+PROTOC_GEN_GO_MODULE=google.golang.org/protobuf
+PROTOC_GEN_GO_PKG=google.golang.org/protobuf/cmd/protoc-gen-go
+# Keep equal to google.golang.org/protobuf in pkg/go.mod: the generated code and the
+# runtime it calls must agree.
+PROTOC_GEN_GO_VERSION=v1.36.12
+SQLC_MODULE=github.com/sqlc-dev/sqlc
+SQLC_PKG=github.com/sqlc-dev/sqlc/cmd/sqlc
+SQLC_VERSION=v1.30.0
+
+log() { printf '==> %s\n' "$*" >&2; }
+die() { printf 'generate: %s\n' "$*" >&2; exit 1; }
+
+# go_tool NAME MODULE PACKAGE VERSION: prints the path of the pinned binary in the cache,
+# installing it when absent or built from another version.
+go_tool() {
+	local name=$1 module=$2 pkg=$3 version=$4 bin=$CACHE_BIN/$1 have=""
+	if [[ -x $bin ]]; then
+		# The main module's version is on the "mod" line of `go version -m`.
+		have=$(go version -m "$bin" 2>/dev/null | awk -v m="$module" '$1 == "mod" && $2 == m { print $3; exit }') || true
+		if [[ $have == "$version" ]]; then
+			printf '%s\n' "$bin"
+			return 0
+		fi
+	fi
+	command -v go >/dev/null || die "$name is not in $CACHE_BIN and Go is not installed to build it"
+	log "installing $pkg@$version into $CACHE_BIN"
+	mkdir -p "$CACHE_BIN"
+	# Outside any module, so the repo's go.work does not take part.
+	if ! (cd "$CACHE" && GOWORK=off GOFLAGS='' GOBIN=$CACHE_BIN go install "$pkg@$version") >&2; then
+		return 1
+	fi
+	printf '%s\n' "$bin"
+}
+
+gen_proto() {
+	local protoc_gen_go buf
+	protoc_gen_go=$(go_tool protoc-gen-go "$PROTOC_GEN_GO_MODULE" "$PROTOC_GEN_GO_PKG" "$PROTOC_GEN_GO_VERSION") ||
+		die "go install $PROTOC_GEN_GO_PKG@$PROTOC_GEN_GO_VERSION failed"
+	# buf.gen.yaml names the plugin "protoc-gen-go": the pinned one comes first on PATH.
+	PATH="$(dirname "$protoc_gen_go"):$PATH"
+	export PATH
+	mkdir -p "$ROOT/pkg/events/eventsv1"
+	if buf=$(go_tool buf "$BUF_MODULE" "$BUF_PKG" "$BUF_VERSION"); then
+		log "buf generate (proto/ → pkg/events/eventsv1)"
+		(cd "$ROOT/proto" && "$buf" generate)
+	elif command -v protoc >/dev/null; then
+		log "buf unavailable; protoc $(protoc --version) (proto/ → pkg/events/eventsv1)"
+		(cd "$ROOT/proto" && protoc -I . \
+			--plugin=protoc-gen-go="$protoc_gen_go" \
+			--go_out="$ROOT/pkg/events/eventsv1" \
+			--go_opt=module=github.com/shipfile/shipfile/pkg/events/eventsv1 \
+			events/v1/*.proto)
+	else
+		die "neither buf ($BUF_PKG@$BUF_VERSION) could be installed nor protoc found (apt-get install protobuf-compiler)"
+	fi
+}
+
+gen_sqlc() {
+	local sqlc
+	sqlc=$(go_tool sqlc "$SQLC_MODULE" "$SQLC_PKG" "$SQLC_VERSION") ||
+		die "go install $SQLC_PKG@$SQLC_VERSION failed"
+	log "sqlc generate (services/gateway)"
+	(cd "$ROOT/services/gateway" && "$sqlc" generate)
+}
+
+gen_proto
+gen_sqlc
+log "generated code is up to date"

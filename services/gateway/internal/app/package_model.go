@@ -1,0 +1,112 @@
+package app
+
+import (
+	"time"
+
+	"github.com/google/uuid"
+)
+
+// State is where a package is in its life.
+type State string
+
+// The package states.
+const (
+	StateDraft   State = "draft"
+	StateActive  State = "active"
+	StateRevoked State = "revoked"
+	StateExpired State = "expired"
+)
+
+// Direction says who sends the files.
+type Direction string
+
+// The package directions.
+const (
+	Outbound Direction = "outbound" // the owner sends files to the recipient
+	Inbound  Direction = "inbound"  // the owner asks the recipient for files
+)
+
+// Uploader is who added a file.
+type Uploader string
+
+// The uploaders.
+const (
+	ByOwner     Uploader = "owner"
+	ByRecipient Uploader = "recipient"
+)
+
+// Package is a bundle of files exchanged through a magic link.
+type Package struct {
+	ID             uuid.UUID
+	OwnerUserID    int64
+	Title          string
+	RecipientEmail string
+	RecipientName  string
+	Direction      Direction
+	State          State
+	TTLDays        int
+	Note           string
+	FileCount      int
+	TotalSize      int64
+	CreatedAt      time.Time
+	FinalizedAt    *time.Time
+	ExpiresAt      time.Time
+	RevokedAt      *time.Time
+	LinkHash       []byte
+	LinkUseCount   int64
+	LinkLastUsedAt *time.Time
+}
+
+// File is one file of a package; its bytes live in object storage under ObjectKey.
+type File struct {
+	ID          uuid.UUID
+	PackageID   uuid.UUID
+	Filename    string
+	Size        int64
+	ContentType string
+	SHA256      string
+	ObjectKey   string
+	UploadedBy  Uploader
+	CreatedAt   time.Time
+}
+
+// AuditEntry is one line of the audit log.
+type AuditEntry struct {
+	ID          int64
+	CreatedAt   time.Time
+	Actor       string // "user", "link" or "system"
+	ActorUserID *int64
+	Action      string
+	PackageID   *uuid.UUID
+	FileID      *uuid.UUID
+	IP          string
+	UserAgent   string
+}
+
+// Client is who is calling, for the audit log.
+type Client struct {
+	IP        string
+	UserAgent string
+}
+
+// PackageFilter selects and pages packages for a list.
+type PackageFilter struct {
+	OwnerUserID *int64 // nil: every owner (admins)
+	State       *State
+	Direction   *Direction
+	Limit       int
+	After       *PackageCursor
+}
+
+// PackageCursor is the keyset position after which a page starts (newest first).
+type PackageCursor struct {
+	CreatedAt time.Time
+	ID        uuid.UUID
+}
+
+// AuditFilter selects and pages audit entries (newest first).
+type AuditFilter struct {
+	PackageID *uuid.UUID
+	Limit     int
+	BeforeID  int64 // 0: from the newest
+}

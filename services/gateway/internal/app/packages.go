@@ -1,0 +1,654 @@
+package app
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"io"
+	"mime"
+	"strings"
+	"time"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/google/uuid"
+
+	"github.com/shipfile/shipfile/pkg/events/eventsv1"
+)
+
+// Effects are what a change writes beside it, in the same database transaction: the
+// events for the bus, mail jobs for the mailer and audit entries.
+type Effects struct {
+	Events []*eventsv1.Envelope
+	Mail   []*eventsv1.MailJob
+	Audit  []AuditEntry
+}
+
+// PackageStore is the persistence the package service needs. Every method that
+// changes a package locks its row, runs the given change (which applies the state
+// table and names the effects), saves the package and writes the effects in one
+// transaction; an error from the change rolls everything back.
+type PackageStore interface {
+	CreatePackage(ctx context.Context, p Package, fx Effects) error
+	GetPackage(ctx context.Context, id uuid.UUID) (Package, error)
+	ListPackages(ctx context.Context, f PackageFilter) ([]Package, error)
+	ListFiles(ctx context.Context, packageID uuid.UUID) ([]File, error)
+	GetFile(ctx context.Context, packageID, fileID uuid.UUID) (File, error)
+	ChangePackage(ctx context.Context, id uuid.UUID, change func(p *Package) (Effects, error)) (Package, error)
+	AddFile(ctx context.Context, f File, change func(p *Package) (Effects, error)) (Package, error)
+	RemoveFile(ctx context.Context, packageID, fileID uuid.UUID, change func(p *Package, f File) (Effects, error)) error
+	DeletePackage(ctx context.Context, id uuid.UUID, change func(p *Package) (Effects, error)) (objectKeys []string, err error)
+	PackageByLink(ctx context.Context, hash []byte) (Package, error)
+	RecordLinkUse(ctx context.Context, packageID uuid.UUID, fx Effects) error
+	WriteEffects(ctx context.Context, fx Effects) error
+	ListAudit(ctx context.Context, f AuditFilter) ([]AuditEntry, error)
+	ObjectsDeleted(ctx context.Context, keys []string) error
+	GetUser(ctx context.Context, id int64) (User, error)
+}
+
+// Object is a stored file's bytes, seekable for ranges.
+type Object interface {
+	io.ReadSeekCloser
+}
+
+// ObjectStore keeps file bytes.
+type ObjectStore interface {
+	// Put streams r to key and returns the number of bytes stored. On error nothing
+	// remains under key.
+	Put(ctx context.Context, key string, r io.Reader, contentType string) (int64, error)
+	Open(ctx context.Context, key string) (Object, error)
+	Remove(ctx context.Context, key string) error
+}
+
+// Limits bound packages and uploads.
+type Limits struct {
+	MaxFileSize int64 // bytes per file
+	MaxFiles    int   // files per package
+}
+
+// Packages is the package service: drafts, files, finalizing, links, revoking, deleting.
+type Packages struct {
+	store     PackageStore
+	objects   ObjectStore
+	limits    Limits
+	publicURL string
+	now       func() time.Time
+}
+
+// NewPackages returns the package service.
+func NewPackages(store PackageStore, objects ObjectStore, limits Limits, publicURL string) *Packages {
+	return &Packages{store: store, objects: objects, limits: limits, publicURL: strings.TrimRight(publicURL, "/"), now: time.Now}
+}
+
+// Field limits of a package.
+const (
+	MaxTitleLen     = 200
+	MaxNoteLen      = 2000
+	MaxRecipientLen = 200
+	MinTTLDays      = 1
+	MaxTTLDays      = 90
+	DefaultTTLDays  = 7
+	MaxFilenameLen  = 255
+	linkTokenBytes  = 32
+)
+
+// NewPackage is the input of Create. Nil fields take their defaults.
+type NewPackage struct {
+	Title          *string
+	RecipientEmail *string
+	RecipientName  *string
+	Direction      *string
+	TTLDays        *int
+	Note           *string
+}
+
+// Create validates and stores a draft package, with its package.created event.
+func (s *Packages) Create(ctx context.Context, owner User, client Client, in NewPackage) (Package, error) {
+	p := Package{
+		OwnerUserID: owner.ID,
+		Direction:   Outbound,
+		State:       StateDraft,
+		TTLDays:     DefaultTTLDays,
+	}
+	if in.Title == nil {
+		return Package{}, Invalid("title is required")
+	}
+	p.Title = *in.Title
+	if n := utf8.RuneCountInString(p.Title); strings.TrimSpace(p.Title) == "" || n > MaxTitleLen || strings.ContainsFunc(p.Title, isControl) {
+		return Package{}, Invalid("title must be 1 to %d characters without control characters", MaxTitleLen)
+	}
+	if in.RecipientEmail == nil {
+		return Package{}, Invalid("recipient_email is required")
+	}
+	email, err := normalizeEmail(*in.RecipientEmail)
+	if err != nil {
+		return Package{}, Invalid("recipient_email must be a valid e-mail address")
+	}
+	p.RecipientEmail = email
+	if in.RecipientName != nil {
+		p.RecipientName = *in.RecipientName
+		if utf8.RuneCountInString(p.RecipientName) > MaxRecipientLen || strings.ContainsFunc(p.RecipientName, isControl) {
+			return Package{}, Invalid("recipient_name must be at most %d characters without control characters", MaxRecipientLen)
+		}
+	}
+	if in.Direction != nil {
+		p.Direction = Direction(*in.Direction)
+		if p.Direction != Outbound && p.Direction != Inbound {
+			return Package{}, Invalid("direction must be outbound or inbound")
+		}
+	}
+	if in.TTLDays != nil {
+		p.TTLDays = *in.TTLDays
+		if p.TTLDays < MinTTLDays || p.TTLDays > MaxTTLDays {
+			return Package{}, Invalid("ttl_days must be between %d and %d", MinTTLDays, MaxTTLDays)
+		}
+	}
+	if in.Note != nil {
+		p.Note = *in.Note
+		if utf8.RuneCountInString(p.Note) > MaxNoteLen || strings.ContainsFunc(p.Note, isNoteControl) {
+			return Package{}, Invalid("note must be at most %d characters", MaxNoteLen)
+		}
+	}
+	p.ID, err = uuid.NewV7()
+	if err != nil {
+		return Package{}, err
+	}
+	now := s.now().UTC().Truncate(time.Microsecond)
+	p.CreatedAt = now
+	p.ExpiresAt = now.Add(time.Duration(p.TTLDays) * 24 * time.Hour)
+	fx := Effects{
+		Events: []*eventsv1.Envelope{packageCreated(p)},
+		Audit:  []AuditEntry{userAudit(owner, client, "package.create", p.ID, nil)},
+	}
+	if err := s.store.CreatePackage(ctx, p, fx); err != nil {
+		return Package{}, err
+	}
+	return p, nil
+}
+
+// Get returns a package the user may see, with its files.
+func (s *Packages) Get(ctx context.Context, u User, id uuid.UUID) (Package, []File, error) {
+	p, err := s.visible(ctx, u, id)
+	if err != nil {
+		return Package{}, nil, err
+	}
+	files, err := s.store.ListFiles(ctx, id)
+	return p, files, err
+}
+
+// List returns a page of the packages the user may see, newest first.
+func (s *Packages) List(ctx context.Context, u User, f PackageFilter) ([]Package, error) {
+	if !u.IsAdmin() {
+		f.OwnerUserID = &u.ID
+	}
+	return s.store.ListPackages(ctx, f)
+}
+
+// visible loads a package and checks that the user owns it or is an admin.
+func (s *Packages) visible(ctx context.Context, u User, id uuid.UUID) (Package, error) {
+	p, err := s.store.GetPackage(ctx, id)
+	if err != nil {
+		return Package{}, err
+	}
+	if err := mayManage(u, p); err != nil {
+		return Package{}, err
+	}
+	return p, nil
+}
+
+func mayManage(u User, p Package) error {
+	if p.OwnerUserID != u.ID && !u.IsAdmin() {
+		return Forbidden("this package belongs to another user")
+	}
+	return nil
+}
+
+// Upload is a file arriving as a stream.
+type Upload struct {
+	Filename    string
+	ContentType string
+	Body        io.Reader
+}
+
+// UploadAsOwner streams a file into a draft package the user may manage.
+func (s *Packages) UploadAsOwner(ctx context.Context, u User, client Client, id uuid.UUID, up Upload) (File, error) {
+	p, err := s.visible(ctx, u, id)
+	if err != nil {
+		return File{}, err
+	}
+	return s.upload(ctx, p, up, ByOwner, OpOwnerUpload, userAudit(u, client, "file.upload", id, nil))
+}
+
+// upload checks what it can before taking the bytes, streams them to storage, then
+// records the file in one transaction that checks the state again. When the
+// transaction fails the stored object is removed, so no object outlives a failed
+// upload.
+func (s *Packages) upload(ctx context.Context, p Package, up Upload, by Uploader, op Op, audit AuditEntry) (File, error) {
+	probe := p
+	if err := probe.apply(op); err != nil {
+		return File{}, err
+	}
+	if p.FileCount >= s.limits.MaxFiles {
+		return File{}, Conflict("package already has the maximum of %d files", s.limits.MaxFiles)
+	}
+	if err := ValidateFilename(up.Filename); err != nil {
+		return File{}, err
+	}
+	fileID, err := uuid.NewV7()
+	if err != nil {
+		return File{}, err
+	}
+	f := File{
+		ID:          fileID,
+		PackageID:   p.ID,
+		Filename:    up.Filename,
+		ContentType: normalizeContentType(up.ContentType),
+		ObjectKey:   objectKey(p.ID, fileID),
+		UploadedBy:  by,
+	}
+
+	h := sha256.New()
+	body := &limitedReader{r: io.TeeReader(up.Body, h), left: s.limits.MaxFileSize}
+	size, err := s.objects.Put(ctx, f.ObjectKey, body, f.ContentType)
+	if err == nil && (body.over || body.readErr != nil) {
+		// The store may take a short read for the end of the stream (minio-go treats
+		// io.ErrUnexpectedEOF so); the body's own failure decides.
+		err = errors.Join(errBodyFailed, s.objects.Remove(context.WithoutCancel(ctx), f.ObjectKey))
+	}
+	if err != nil {
+		if body.over {
+			return File{}, &Error{Kind: KindTooLarge, Detail: fmt.Sprintf("file is larger than the limit of %d bytes", s.limits.MaxFileSize)}
+		}
+		if body.readErr != nil {
+			return File{}, &Error{Kind: KindBadRequest, Detail: "the upload broke off or is malformed: " + body.readErr.Error()}
+		}
+		var ae *Error
+		if errors.As(err, &ae) {
+			return File{}, err
+		}
+		return File{}, fmt.Errorf("store object: %w", err)
+	}
+	f.Size = size
+	f.SHA256 = fmt.Sprintf("%x", h.Sum(nil))
+	f.CreatedAt = s.now().UTC().Truncate(time.Microsecond)
+	audit.FileID = &f.ID
+
+	_, err = s.store.AddFile(ctx, f, func(p *Package) (Effects, error) {
+		if err := p.apply(op); err != nil {
+			return Effects{}, err
+		}
+		if p.FileCount >= s.limits.MaxFiles {
+			return Effects{}, Conflict("package already has the maximum of %d files", s.limits.MaxFiles)
+		}
+		p.FileCount++
+		p.TotalSize += f.Size
+		return Effects{Events: []*eventsv1.Envelope{fileUploaded(*p, f)}, Audit: []AuditEntry{audit}}, nil
+	})
+	if err != nil {
+		// The row was not written: the object must not stay behind.
+		if rmErr := s.objects.Remove(context.WithoutCancel(ctx), f.ObjectKey); rmErr != nil {
+			err = errors.Join(err, fmt.Errorf("remove object after failed upload: %w", rmErr))
+		}
+		return File{}, err
+	}
+	return f, nil
+}
+
+// OpenFile opens a file of a package the user may see, for the owner's download.
+func (s *Packages) OpenFile(ctx context.Context, u User, id, fileID uuid.UUID) (File, Object, error) {
+	if _, err := s.visible(ctx, u, id); err != nil {
+		return File{}, nil, err
+	}
+	return s.open(ctx, id, fileID)
+}
+
+func (s *Packages) open(ctx context.Context, id, fileID uuid.UUID) (File, Object, error) {
+	f, err := s.store.GetFile(ctx, id, fileID)
+	if err != nil {
+		return File{}, nil, err
+	}
+	obj, err := s.objects.Open(ctx, f.ObjectKey)
+	if err != nil {
+		return File{}, nil, err
+	}
+	return f, obj, nil
+}
+
+// RemoveFile removes a file from a draft package.
+func (s *Packages) RemoveFile(ctx context.Context, u User, client Client, id, fileID uuid.UUID) error {
+	if _, err := s.visible(ctx, u, id); err != nil {
+		return err
+	}
+	var key string
+	err := s.store.RemoveFile(ctx, id, fileID, func(p *Package, f File) (Effects, error) {
+		if err := p.apply(OpRemoveFile); err != nil {
+			return Effects{}, err
+		}
+		p.FileCount--
+		p.TotalSize -= f.Size
+		key = f.ObjectKey
+		return Effects{Audit: []AuditEntry{userAudit(u, client, "file.remove", id, &fileID)}}, nil
+	})
+	if err != nil {
+		return err
+	}
+	s.removeObjects(ctx, []string{key})
+	return nil
+}
+
+// Finalize seals a draft, mints its magic link and queues the recipient's e-mail. It
+// returns the package and the link, which is never available again.
+func (s *Packages) Finalize(ctx context.Context, u User, client Client, id uuid.UUID) (Package, string, error) {
+	if _, err := s.visible(ctx, u, id); err != nil {
+		return Package{}, "", err
+	}
+	token, hash, err := newLinkToken()
+	if err != nil {
+		return Package{}, "", err
+	}
+	link := s.publicURL + "/p/" + token
+	p, err := s.store.ChangePackage(ctx, id, func(p *Package) (Effects, error) {
+		if err := p.apply(OpFinalize); err != nil {
+			return Effects{}, err
+		}
+		if p.Direction == Outbound && p.FileCount == 0 {
+			return Effects{}, Conflict("package has no files")
+		}
+		owner, err := s.store.GetUser(ctx, p.OwnerUserID)
+		if err != nil {
+			return Effects{}, err
+		}
+		now := s.now().UTC().Truncate(time.Microsecond)
+		p.FinalizedAt = &now
+		p.ExpiresAt = now.Add(time.Duration(p.TTLDays) * 24 * time.Hour)
+		p.LinkHash = hash
+		return Effects{
+			Events: []*eventsv1.Envelope{packageFinalized(*p)},
+			Mail:   []*eventsv1.MailJob{mailJob(*p, owner, link)},
+			Audit:  []AuditEntry{userAudit(u, client, "package.finalize", id, nil)},
+		}, nil
+	})
+	if err != nil {
+		return Package{}, "", err
+	}
+	return p, link, nil
+}
+
+// Revoke kills the active link of a package at once.
+func (s *Packages) Revoke(ctx context.Context, u User, client Client, id uuid.UUID) (Package, error) {
+	if _, err := s.visible(ctx, u, id); err != nil {
+		return Package{}, err
+	}
+	return s.store.ChangePackage(ctx, id, func(p *Package) (Effects, error) {
+		if err := p.apply(OpRevoke); err != nil {
+			return Effects{}, err
+		}
+		now := s.now().UTC().Truncate(time.Microsecond)
+		p.RevokedAt = &now
+		return Effects{
+			Events: []*eventsv1.Envelope{packageRevoked(*p, u.ID)},
+			Audit:  []AuditEntry{userAudit(u, client, "package.revoke", id, nil)},
+		}, nil
+	})
+}
+
+// Delete removes a package, its files and their objects for good.
+func (s *Packages) Delete(ctx context.Context, u User, client Client, id uuid.UUID) error {
+	if _, err := s.visible(ctx, u, id); err != nil {
+		return err
+	}
+	keys, err := s.store.DeletePackage(ctx, id, func(p *Package) (Effects, error) {
+		return Effects{
+			Events: []*eventsv1.Envelope{packageDeleted(*p, u.ID)},
+			Audit:  []AuditEntry{userAudit(u, client, "package.delete", id, nil)},
+		}, nil
+	})
+	if err != nil {
+		return err
+	}
+	s.removeObjects(ctx, keys)
+	return nil
+}
+
+// removeObjects deletes objects whose rows are gone. Their keys were queued in the
+// same transaction, so one that fails here stays queued for a later sweep.
+func (s *Packages) removeObjects(ctx context.Context, keys []string) {
+	ctx = context.WithoutCancel(ctx)
+	var done []string
+	for _, k := range keys {
+		if err := s.objects.Remove(ctx, k); err == nil {
+			done = append(done, k)
+		}
+	}
+	if len(done) > 0 {
+		_ = s.store.ObjectsDeleted(ctx, done)
+	}
+}
+
+// SweepDeletedObjects removes objects still queued for deletion, after a failure
+// between a row's deletion and its object's.
+func (s *Packages) SweepDeletedObjects(ctx context.Context, keys []string) {
+	s.removeObjects(ctx, keys)
+}
+
+// Audit returns a page of the audit log (admins only; checked by the transport).
+func (s *Packages) Audit(ctx context.Context, f AuditFilter) ([]AuditEntry, error) {
+	return s.store.ListAudit(ctx, f)
+}
+
+// ErrLinkGone is the one answer for an unknown, revoked, expired or deleted link: it
+// gives no hint which.
+var ErrLinkGone = &Error{Kind: KindGone, Detail: "this link is no longer valid"}
+
+// resolveLink finds the active package of a raw link token. Invalid attempts are
+// audited.
+func (s *Packages) resolveLink(ctx context.Context, token string, client Client) (Package, error) {
+	hash, ok := linkHash(token)
+	if ok {
+		p, err := s.store.PackageByLink(ctx, hash)
+		if err == nil && p.apply(OpUseLink) == nil && s.now().Before(p.ExpiresAt) {
+			return p, nil
+		}
+		if err != nil && !errors.Is(err, ErrNotFound) {
+			return Package{}, err
+		}
+	}
+	_ = s.store.WriteEffects(ctx, Effects{Audit: []AuditEntry{linkAudit(client, "link.invalid", nil, nil)}})
+	return Package{}, ErrLinkGone
+}
+
+// ViewLink returns the package and files behind a link, recording the visit.
+func (s *Packages) ViewLink(ctx context.Context, token string, client Client) (Package, []File, error) {
+	p, err := s.resolveLink(ctx, token, client)
+	if err != nil {
+		return Package{}, nil, err
+	}
+	files, err := s.store.ListFiles(ctx, p.ID)
+	if err != nil {
+		return Package{}, nil, err
+	}
+	err = s.store.RecordLinkUse(ctx, p.ID, Effects{Audit: []AuditEntry{linkAudit(client, "link.view", &p.ID, nil)}})
+	return p, files, err
+}
+
+// DownloadViaLink opens a file through a link. A counted download (a whole file or
+// a range from byte 0) fires package.downloaded.
+func (s *Packages) DownloadViaLink(ctx context.Context, token string, client Client, fileID uuid.UUID, counted bool) (File, Object, error) {
+	p, err := s.resolveLink(ctx, token, client)
+	if err != nil {
+		return File{}, nil, err
+	}
+	f, err := s.store.GetFile(ctx, p.ID, fileID)
+	if err != nil {
+		return File{}, nil, err
+	}
+	fx := Effects{Audit: []AuditEntry{linkAudit(client, "file.download", &p.ID, &f.ID)}}
+	if counted {
+		fx.Events = []*eventsv1.Envelope{packageDownloaded(p, f.ID.String(), f.Filename)}
+	}
+	if err := s.store.RecordLinkUse(ctx, p.ID, fx); err != nil {
+		return File{}, nil, err
+	}
+	obj, err := s.objects.Open(ctx, f.ObjectKey)
+	if err != nil {
+		return File{}, nil, err
+	}
+	return f, obj, nil
+}
+
+// ArchiveViaLink returns the files of a link's package for a zip of them all,
+// recording the download, and a function to open each file's bytes.
+func (s *Packages) ArchiveViaLink(ctx context.Context, token string, client Client) (Package, []File, func(File) (Object, error), error) {
+	p, err := s.resolveLink(ctx, token, client)
+	if err != nil {
+		return Package{}, nil, nil, err
+	}
+	files, err := s.store.ListFiles(ctx, p.ID)
+	if err != nil {
+		return Package{}, nil, nil, err
+	}
+	fx := Effects{
+		Events: []*eventsv1.Envelope{packageDownloaded(p, "", ArchiveName(p))},
+		Audit:  []AuditEntry{linkAudit(client, "archive.download", &p.ID, nil)},
+	}
+	if err := s.store.RecordLinkUse(ctx, p.ID, fx); err != nil {
+		return Package{}, nil, nil, err
+	}
+	open := func(f File) (Object, error) { return s.objects.Open(ctx, f.ObjectKey) }
+	return p, files, open, nil
+}
+
+// UploadViaLink streams a recipient's file into an active inbound package.
+func (s *Packages) UploadViaLink(ctx context.Context, token string, client Client, up Upload) (File, error) {
+	p, err := s.resolveLink(ctx, token, client)
+	if err != nil {
+		return File{}, err
+	}
+	if p.Direction != Inbound {
+		return File{}, Conflict("this package does not accept uploads")
+	}
+	f, err := s.upload(ctx, p, up, ByRecipient, OpRecipientUpload, linkAudit(client, "file.upload", &p.ID, nil))
+	if err != nil {
+		return File{}, err
+	}
+	if err := s.store.RecordLinkUse(ctx, p.ID, Effects{}); err != nil {
+		return File{}, err
+	}
+	return f, nil
+}
+
+// ArchiveName is the file name of the zip of a package's files.
+func ArchiveName(p Package) string {
+	name := strings.Map(func(r rune) rune {
+		if r == '/' || r == '\\' || isControl(r) || r == '"' {
+			return '_'
+		}
+		return r
+	}, strings.TrimSpace(p.Title))
+	if name == "" {
+		name = "package"
+	}
+	return name + ".zip"
+}
+
+// ValidateFilename accepts a plain file name: no path separators, no "." or "..", no
+// control characters, at most 255 bytes.
+func ValidateFilename(name string) error {
+	switch {
+	case name == "" || strings.TrimSpace(name) == "":
+		return Invalid("the file part needs a filename")
+	case len(name) > MaxFilenameLen:
+		return Invalid("filename must be at most %d bytes", MaxFilenameLen)
+	case !utf8.ValidString(name):
+		return Invalid("filename must be valid UTF-8")
+	case strings.ContainsAny(name, `/\`) || name == "." || name == "..":
+		return Invalid("filename must not contain a path")
+	case strings.ContainsFunc(name, func(r rune) bool { return unicode.IsControl(r) }):
+		return Invalid("filename must not contain control characters")
+	}
+	return nil
+}
+
+func normalizeContentType(ct string) string {
+	mt, params, err := mime.ParseMediaType(ct)
+	if err != nil || ct == "" {
+		return "application/octet-stream"
+	}
+	return mime.FormatMediaType(mt, params)
+}
+
+func objectKey(packageID, fileID uuid.UUID) string {
+	return "packages/" + packageID.String() + "/" + fileID.String()
+}
+
+func newLinkToken() (token string, hash []byte, err error) {
+	b := make([]byte, linkTokenBytes)
+	if _, err := rand.Read(b); err != nil {
+		return "", nil, err
+	}
+	token = base64.RawURLEncoding.EncodeToString(b)
+	sum := sha256.Sum256([]byte(token))
+	return token, sum[:], nil
+}
+
+// linkHash hashes a raw link token, refusing anything that is not 43 base64url
+// characters without touching the database.
+func linkHash(token string) ([]byte, bool) {
+	if len(token) != 43 {
+		return nil, false
+	}
+	if _, err := base64.RawURLEncoding.DecodeString(token); err != nil {
+		return nil, false
+	}
+	sum := sha256.Sum256([]byte(token))
+	return sum[:], true
+}
+
+func isNoteControl(r rune) bool { return isControl(r) && r != '\n' && r != '\r' && r != '\t' }
+
+func userAudit(u User, c Client, action string, pkg uuid.UUID, file *uuid.UUID) AuditEntry {
+	id := u.ID
+	return AuditEntry{Actor: "user", ActorUserID: &id, Action: action, PackageID: &pkg, FileID: file, IP: c.IP, UserAgent: c.UserAgent}
+}
+
+func linkAudit(c Client, action string, pkg, file *uuid.UUID) AuditEntry {
+	return AuditEntry{Actor: "link", Action: action, PackageID: pkg, FileID: file, IP: c.IP, UserAgent: c.UserAgent}
+}
+
+// limitedReader fails once more than left bytes have been read, and remembers that it
+// did, so the caller can tell "too large" from other failures.
+type limitedReader struct {
+	r       io.Reader
+	left    int64
+	over    bool
+	readErr error // a failure of the body itself, not of storage
+}
+
+// errBodyFailed marks an upload whose body failed after the store accepted it.
+var errBodyFailed = errors.New("upload body failed")
+
+// ErrTooLarge is the read error of a body over its limit.
+var ErrTooLarge = &Error{Kind: KindTooLarge, Detail: "file too large"}
+
+func (l *limitedReader) Read(p []byte) (int, error) {
+	if l.left < 0 {
+		l.over = true
+		return 0, ErrTooLarge
+	}
+	if int64(len(p)) > l.left+1 {
+		p = p[:l.left+1]
+	}
+	n, err := l.r.Read(p)
+	if err != nil && err != io.EOF {
+		l.readErr = err
+	}
+	l.left -= int64(n)
+	if l.left < 0 {
+		l.over = true
+		return n, ErrTooLarge
+	}
+	return n, err
+}

@@ -1,0 +1,47 @@
+package app
+
+import "slices"
+
+// Op is an operation on a package that the state table governs.
+type Op string
+
+// The operations of the state table.
+const (
+	OpOwnerUpload     Op = "add files to"
+	OpRemoveFile      Op = "remove files from"
+	OpFinalize        Op = "finalize"
+	OpRecipientUpload Op = "upload to"
+	OpRevoke          Op = "revoke"
+	OpUseLink         Op = "use the link of"
+)
+
+// transition is one row of the state table: the states an operation is allowed from,
+// and the state it leads to ("" keeps the state).
+type transition struct {
+	from []State
+	to   State
+}
+
+// transitions is the package state table, the one place that decides which moves are
+// allowed. Deletion is allowed from every state and expiry belongs to the expiry service.
+var transitions = map[Op]transition{
+	OpOwnerUpload:     {from: []State{StateDraft}},
+	OpRemoveFile:      {from: []State{StateDraft}},
+	OpFinalize:        {from: []State{StateDraft}, to: StateActive},
+	OpRecipientUpload: {from: []State{StateActive}},
+	OpRevoke:          {from: []State{StateActive}, to: StateRevoked},
+	OpUseLink:         {from: []State{StateActive}},
+}
+
+// apply checks that op is allowed in the package's state and moves it to the next
+// state. A move that is not allowed is a conflict naming the state.
+func (p *Package) apply(op Op) error {
+	t, ok := transitions[op]
+	if !ok || !slices.Contains(t.from, p.State) {
+		return Conflict("cannot %s a package in state %s", op, p.State)
+	}
+	if t.to != "" {
+		p.State = t.to
+	}
+	return nil
+}

@@ -1,0 +1,330 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+
+	"github.com/shipfile/shipfile/pkg/events"
+	"github.com/shipfile/shipfile/pkg/outbox"
+	"github.com/shipfile/shipfile/services/gateway/internal/app"
+)
+
+var _ app.PackageStore = (*Postgres)(nil)
+
+// CreatePackage inserts a draft and writes its effects.
+func (s *Postgres) CreatePackage(ctx context.Context, p app.Package, fx app.Effects) error {
+	return pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		q := s.q.WithTx(tx)
+		if err := q.InsertPackage(ctx, InsertPackageParams{
+			ID: p.ID, OwnerUserID: p.OwnerUserID, Title: p.Title, RecipientEmail: p.RecipientEmail,
+			RecipientName: p.RecipientName, Direction: string(p.Direction), State: string(p.State),
+			TtlDays: int32(p.TTLDays), Note: p.Note, CreatedAt: p.CreatedAt, ExpiresAt: p.ExpiresAt,
+		}); err != nil {
+			return err
+		}
+		return writeEffects(ctx, tx, fx)
+	})
+}
+
+// GetPackage returns a package by id.
+func (s *Postgres) GetPackage(ctx context.Context, id uuid.UUID) (app.Package, error) {
+	row, err := s.q.GetPackage(ctx, id)
+	if err != nil {
+		return app.Package{}, notFound(err, "package")
+	}
+	return toPackage(row), nil
+}
+
+// PackageByLink returns the package whose magic link hashes to hash.
+func (s *Postgres) PackageByLink(ctx context.Context, hash []byte) (app.Package, error) {
+	row, err := s.q.PackageByLink(ctx, hash)
+	if err != nil {
+		return app.Package{}, notFound(err, "package")
+	}
+	return toPackage(row), nil
+}
+
+// packageColumns lists the packages table's columns in the order scanPackage reads them.
+const packageColumns = `id, owner_user_id, title, recipient_email, recipient_name, direction, state, ttl_days,
+	note, file_count, total_size, created_at, finalized_at, expires_at, revoked_at, link_hash, link_use_count,
+	link_last_used_at`
+
+// ListPackages returns a page of packages, newest first, after the cursor. The filter
+// is dynamic, so this query is written by hand.
+func (s *Postgres) ListPackages(ctx context.Context, f app.PackageFilter) ([]app.Package, error) {
+	var where []string
+	var args []any
+	arg := func(v any) string {
+		args = append(args, v)
+		return fmt.Sprintf("$%d", len(args))
+	}
+	if f.OwnerUserID != nil {
+		where = append(where, "owner_user_id = "+arg(*f.OwnerUserID))
+	}
+	if f.State != nil {
+		where = append(where, "state = "+arg(string(*f.State)))
+	}
+	if f.Direction != nil {
+		where = append(where, "direction = "+arg(string(*f.Direction)))
+	}
+	if f.After != nil {
+		where = append(where, fmt.Sprintf("(created_at, id) < (%s, %s)", arg(f.After.CreatedAt), arg(f.After.ID)))
+	}
+	sql := "SELECT " + packageColumns + " FROM packages"
+	if len(where) > 0 {
+		sql += " WHERE " + strings.Join(where, " AND ")
+	}
+	sql += " ORDER BY created_at DESC, id DESC LIMIT " + arg(f.Limit)
+	rows, err := s.pool.Query(ctx, sql, args...)
+	if err != nil {
+		return nil, err
+	}
+	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (app.Package, error) {
+		var p Package
+		err := r.Scan(&p.ID, &p.OwnerUserID, &p.Title, &p.RecipientEmail, &p.RecipientName, &p.Direction, &p.State,
+			&p.TtlDays, &p.Note, &p.FileCount, &p.TotalSize, &p.CreatedAt, &p.FinalizedAt, &p.ExpiresAt, &p.RevokedAt,
+			&p.LinkHash, &p.LinkUseCount, &p.LinkLastUsedAt)
+		return toPackage(p), err
+	})
+}
+
+// ListFiles returns a package's files, oldest first.
+func (s *Postgres) ListFiles(ctx context.Context, packageID uuid.UUID) ([]app.File, error) {
+	rows, err := s.q.ListFiles(ctx, packageID)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]app.File, len(rows))
+	for i, r := range rows {
+		out[i] = toFile(r)
+	}
+	return out, nil
+}
+
+// GetFile returns one file of a package.
+func (s *Postgres) GetFile(ctx context.Context, packageID, fileID uuid.UUID) (app.File, error) {
+	row, err := s.q.GetFile(ctx, GetFileParams{PackageID: packageID, ID: fileID})
+	if err != nil {
+		return app.File{}, notFound(err, "file")
+	}
+	return toFile(row), nil
+}
+
+// ChangePackage locks the package row, lets change mutate it, saves it and writes the
+// effects, in one transaction.
+func (s *Postgres) ChangePackage(ctx context.Context, id uuid.UUID, change func(p *app.Package) (app.Effects, error)) (app.Package, error) {
+	var out app.Package
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		p, err := s.locked(ctx, tx, id)
+		if err != nil {
+			return err
+		}
+		fx, err := change(&p)
+		if err != nil {
+			return err
+		}
+		if err := save(ctx, s.q.WithTx(tx), p); err != nil {
+			return err
+		}
+		out = p
+		return writeEffects(ctx, tx, fx)
+	})
+	return out, err
+}
+
+// AddFile records a stored file in its package.
+func (s *Postgres) AddFile(ctx context.Context, f app.File, change func(p *app.Package) (app.Effects, error)) (app.Package, error) {
+	var out app.Package
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		p, err := s.locked(ctx, tx, f.PackageID)
+		if err != nil {
+			return err
+		}
+		fx, err := change(&p)
+		if err != nil {
+			return err
+		}
+		q := s.q.WithTx(tx)
+		if err := q.InsertFile(ctx, InsertFileParams{
+			ID: f.ID, PackageID: f.PackageID, Filename: f.Filename, Size: f.Size, ContentType: f.ContentType,
+			Sha256: f.SHA256, ObjectKey: f.ObjectKey, UploadedBy: string(f.UploadedBy), CreatedAt: f.CreatedAt,
+		}); err != nil {
+			return err
+		}
+		if err := save(ctx, q, p); err != nil {
+			return err
+		}
+		out = p
+		return writeEffects(ctx, tx, fx)
+	})
+	return out, err
+}
+
+// RemoveFile deletes a file's row and queues its object for deletion.
+func (s *Postgres) RemoveFile(ctx context.Context, packageID, fileID uuid.UUID, change func(p *app.Package, f app.File) (app.Effects, error)) error {
+	return pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		p, err := s.locked(ctx, tx, packageID)
+		if err != nil {
+			return err
+		}
+		q := s.q.WithTx(tx)
+		row, err := q.GetFile(ctx, GetFileParams{PackageID: packageID, ID: fileID})
+		if err != nil {
+			return notFound(err, "file")
+		}
+		fx, err := change(&p, toFile(row))
+		if err != nil {
+			return err
+		}
+		if err := q.DeleteFileRow(ctx, fileID); err != nil {
+			return err
+		}
+		if err := q.QueueObjectDeletion(ctx, []string{row.ObjectKey}); err != nil {
+			return err
+		}
+		if err := save(ctx, q, p); err != nil {
+			return err
+		}
+		return writeEffects(ctx, tx, fx)
+	})
+}
+
+// DeletePackage deletes a package and its files, queueing their objects for deletion,
+// and returns the queued keys.
+func (s *Postgres) DeletePackage(ctx context.Context, id uuid.UUID, change func(p *app.Package) (app.Effects, error)) ([]string, error) {
+	var keys []string
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		p, err := s.locked(ctx, tx, id)
+		if err != nil {
+			return err
+		}
+		fx, err := change(&p)
+		if err != nil {
+			return err
+		}
+		q := s.q.WithTx(tx)
+		if keys, err = q.FileKeys(ctx, id); err != nil {
+			return err
+		}
+		if err := q.QueueObjectDeletion(ctx, keys); err != nil {
+			return err
+		}
+		if err := q.DeletePackageRow(ctx, id); err != nil {
+			return err
+		}
+		return writeEffects(ctx, tx, fx)
+	})
+	return keys, err
+}
+
+// RecordLinkUse counts a use of the package's link and writes the effects.
+func (s *Postgres) RecordLinkUse(ctx context.Context, packageID uuid.UUID, fx app.Effects) error {
+	return pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		if err := s.q.WithTx(tx).UseLink(ctx, packageID); err != nil {
+			return err
+		}
+		return writeEffects(ctx, tx, fx)
+	})
+}
+
+// WriteEffects writes effects that belong to no package change.
+func (s *Postgres) WriteEffects(ctx context.Context, fx app.Effects) error {
+	return pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error { return writeEffects(ctx, tx, fx) })
+}
+
+// ObjectsDeleted forgets deletion requests whose objects are gone.
+func (s *Postgres) ObjectsDeleted(ctx context.Context, keys []string) error {
+	return s.q.ObjectsDeleted(ctx, keys)
+}
+
+// ListAudit returns a page of the audit log, newest first.
+func (s *Postgres) ListAudit(ctx context.Context, f app.AuditFilter) ([]app.AuditEntry, error) {
+	rows, err := s.q.ListAudit(ctx, ListAuditParams{PackageID: f.PackageID, BeforeID: f.BeforeID, MaxRows: int32(f.Limit)})
+	if err != nil {
+		return nil, err
+	}
+	out := make([]app.AuditEntry, len(rows))
+	for i, r := range rows {
+		out[i] = app.AuditEntry{
+			ID: r.ID, CreatedAt: r.CreatedAt, Actor: r.Actor, ActorUserID: r.ActorUserID, Action: r.Action,
+			PackageID: r.PackageID, FileID: r.FileID, IP: r.Ip, UserAgent: r.UserAgent,
+		}
+	}
+	return out, nil
+}
+
+func (s *Postgres) locked(ctx context.Context, tx pgx.Tx, id uuid.UUID) (app.Package, error) {
+	row, err := s.q.WithTx(tx).LockPackage(ctx, id)
+	if err != nil {
+		return app.Package{}, notFound(err, "package")
+	}
+	return toPackage(row), nil
+}
+
+func save(ctx context.Context, q *Queries, p app.Package) error {
+	return q.SavePackage(ctx, SavePackageParams{
+		ID: p.ID, State: string(p.State), FileCount: int32(p.FileCount), TotalSize: p.TotalSize,
+		FinalizedAt: p.FinalizedAt, ExpiresAt: p.ExpiresAt, RevokedAt: p.RevokedAt, LinkHash: p.LinkHash,
+	})
+}
+
+// writeEffects writes audit entries, and events and mail jobs as outbox rows, in tx.
+func writeEffects(ctx context.Context, tx pgx.Tx, fx app.Effects) error {
+	q := New(tx)
+	for _, a := range fx.Audit {
+		if err := q.InsertAudit(ctx, InsertAuditParams{
+			Actor: a.Actor, ActorUserID: a.ActorUserID, Action: a.Action, PackageID: a.PackageID, FileID: a.FileID,
+			Ip: a.IP, UserAgent: a.UserAgent,
+		}); err != nil {
+			return err
+		}
+	}
+	msgs := make([]outbox.Message, 0, len(fx.Events)+len(fx.Mail))
+	for _, e := range fx.Events {
+		m, err := events.EventMessage(e)
+		if err != nil {
+			return err
+		}
+		msgs = append(msgs, m)
+	}
+	for _, j := range fx.Mail {
+		m, err := events.MailMessage(j)
+		if err != nil {
+			return err
+		}
+		msgs = append(msgs, m)
+	}
+	if len(msgs) == 0 {
+		return nil
+	}
+	return outbox.Insert(ctx, tx, msgs...)
+}
+
+func notFound(err error, what string) error {
+	if errors.Is(err, pgx.ErrNoRows) {
+		return app.NotFound(what)
+	}
+	return err
+}
+
+func toPackage(r Package) app.Package {
+	return app.Package{
+		ID: r.ID, OwnerUserID: r.OwnerUserID, Title: r.Title, RecipientEmail: r.RecipientEmail,
+		RecipientName: r.RecipientName, Direction: app.Direction(r.Direction), State: app.State(r.State),
+		TTLDays: int(r.TtlDays), Note: r.Note, FileCount: int(r.FileCount), TotalSize: r.TotalSize,
+		CreatedAt: r.CreatedAt, FinalizedAt: r.FinalizedAt, ExpiresAt: r.ExpiresAt, RevokedAt: r.RevokedAt,
+		LinkHash: r.LinkHash, LinkUseCount: r.LinkUseCount, LinkLastUsedAt: r.LinkLastUsedAt,
+	}
+}
+
+func toFile(r File) app.File {
+	return app.File{
+		ID: r.ID, PackageID: r.PackageID, Filename: r.Filename, Size: r.Size, ContentType: r.ContentType,
+		SHA256: r.Sha256, ObjectKey: r.ObjectKey, UploadedBy: app.Uploader(r.UploadedBy), CreatedAt: r.CreatedAt,
+	}
+}

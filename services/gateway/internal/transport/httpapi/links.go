@@ -1,0 +1,165 @@
+package httpapi
+
+import (
+	"archive/zip"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/gin-gonic/gin"
+
+	"github.com/shipfile/shipfile/services/gateway/internal/app"
+)
+
+// linkResponse is what a recipient sees of a package through its link.
+type linkResponse struct {
+	ID        string             `json:"id"`
+	Title     string             `json:"title"`
+	Note      string             `json:"note"`
+	Direction string             `json:"direction"`
+	State     string             `json:"state"`
+	ExpiresAt time.Time          `json:"expires_at"`
+	FileCount int                `json:"file_count"`
+	TotalSize int64              `json:"total_size"`
+	Files     []linkFileResponse `json:"files"`
+}
+
+type linkFileResponse struct {
+	fileResponse
+	DownloadURL string `json:"download_url"`
+}
+
+func toLinkResponse(token string, p app.Package, files []app.File) linkResponse {
+	out := linkResponse{
+		ID: p.ID.String(), Title: p.Title, Note: p.Note, Direction: string(p.Direction), State: string(p.State),
+		ExpiresAt: p.ExpiresAt.UTC(), FileCount: p.FileCount, TotalSize: p.TotalSize, Files: make([]linkFileResponse, len(files)),
+	}
+	for i, f := range files {
+		out.Files[i] = linkFileResponse{toFileResponse(f), "/api/v1/links/" + token + "/files/" + f.ID.String()}
+	}
+	return out
+}
+
+func (h *handlers) viewLink(c *gin.Context) {
+	token := c.Param("token")
+	p, files, err := h.packages.ViewLink(c.Request.Context(), token, client(c))
+	if err != nil {
+		_ = c.Error(err)
+		return
+	}
+	c.Header("Cache-Control", "private, no-store")
+	c.JSON(http.StatusOK, toLinkResponse(token, p, files))
+}
+
+func (h *handlers) downloadViaLink(c *gin.Context) {
+	fileID, err := pathUUID(c, "file_id", "file")
+	if err != nil {
+		_ = c.Error(err)
+		return
+	}
+	// A HEAD, or a range that does not start at byte 0, resumes or probes a download
+	// rather than starting one, so it does not fire package.downloaded.
+	counted := c.Request.Method == http.MethodGet && startsAtZero(c.GetHeader("Range"))
+	f, obj, err := h.packages.DownloadViaLink(c.Request.Context(), c.Param("token"), client(c), fileID, counted)
+	if err != nil {
+		_ = c.Error(err)
+		return
+	}
+	defer obj.Close()
+	serveFile(c, f, obj)
+}
+
+func startsAtZero(rng string) bool {
+	if rng == "" {
+		return true
+	}
+	spec, ok := strings.CutPrefix(strings.TrimSpace(rng), "bytes=")
+	return ok && strings.HasPrefix(strings.TrimSpace(spec), "0-")
+}
+
+// archiveViaLink streams every file of the package as one zip, stored without
+// compression (files are streamed straight from storage, nothing is buffered).
+func (h *handlers) archiveViaLink(c *gin.Context) {
+	p, files, open, err := h.packages.ArchiveViaLink(c.Request.Context(), c.Param("token"), client(c))
+	if err != nil {
+		_ = c.Error(err)
+		return
+	}
+	w := c.Writer
+	w.Header().Set("Content-Type", "application/zip")
+	w.Header().Set("Content-Disposition", attachment(app.ArchiveName(p)))
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	w.Header().Set("Cache-Control", "private, no-store")
+	w.WriteHeader(http.StatusOK)
+	zw := zip.NewWriter(w)
+	names := map[string]int{}
+	for _, f := range files {
+		if err := addToZip(zw, f, uniqueName(names, f.Filename), open); err != nil {
+			// The status is sent; all we can do is cut the stream so the client sees a
+			// broken zip rather than a short one that looks whole.
+			h.log.Error("zip stream failed", "package_id", p.ID, "file_id", f.ID, "err", err)
+			panic(http.ErrAbortHandler)
+		}
+	}
+	if err := zw.Close(); err != nil {
+		h.log.Warn("zip stream close failed", "package_id", p.ID, "err", err)
+	}
+}
+
+func addToZip(zw *zip.Writer, f app.File, name string, open func(app.File) (app.Object, error)) error {
+	obj, err := open(f)
+	if err != nil {
+		return err
+	}
+	defer obj.Close()
+	hdr := &zip.FileHeader{Name: name, Method: zip.Store, Modified: f.CreatedAt}
+	hdr.SetMode(0o644)
+	dst, err := zw.CreateHeader(hdr)
+	if err != nil {
+		return err
+	}
+	_, err = io.Copy(dst, obj)
+	return err
+}
+
+// uniqueName keeps names within one zip distinct: "a.txt", "a (2).txt", ...
+func uniqueName(seen map[string]int, name string) string {
+	seen[name]++
+	n := seen[name]
+	if n == 1 {
+		return name
+	}
+	ext := ""
+	if i := strings.LastIndexByte(name, '.'); i > 0 {
+		name, ext = name[:i], name[i:]
+	}
+	candidate := fmt.Sprintf("%s (%d)%s", name, n, ext)
+	return uniqueName(seen, candidate)
+}
+
+func (h *handlers) uploadViaLink(c *gin.Context) {
+	token := c.Param("token")
+	f, err := h.withUpload(c, func(up app.Upload) (app.File, error) {
+		return h.packages.UploadViaLink(c.Request.Context(), token, client(c), up)
+	})
+	if err != nil {
+		_ = c.Error(err)
+		return
+	}
+	c.JSON(http.StatusCreated, toFileResponse(f))
+}
+
+// recipientPage is the recipient's HTML page behind a magic link.
+func (h *handlers) recipientPage(c *gin.Context) {
+	token := c.Param("token")
+	p, files, err := h.packages.ViewLink(c.Request.Context(), token, client(c))
+	if err != nil {
+		_ = c.Error(err)
+		return
+	}
+	c.Header("Cache-Control", "private, no-store")
+	c.Header("Referrer-Policy", "no-referrer")
+	render(c, http.StatusOK, "recipient", map[string]any{"P": toLinkResponse(token, p, files), "Token": token})
+}

@@ -1,0 +1,464 @@
+package httpapi
+
+import (
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"io"
+	"mime"
+	"mime/multipart"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/gin-gonic/gin"
+	"github.com/google/uuid"
+
+	"github.com/shipfile/shipfile/services/gateway/internal/app"
+)
+
+// packageResponse is a package record.
+type packageResponse struct {
+	ID             string         `json:"id"`
+	Title          string         `json:"title"`
+	RecipientEmail string         `json:"recipient_email"`
+	RecipientName  string         `json:"recipient_name"`
+	Direction      string         `json:"direction"`
+	State          string         `json:"state"`
+	TTLDays        int            `json:"ttl_days"`
+	Note           string         `json:"note"`
+	OwnerUserID    int64          `json:"owner_user_id"`
+	FileCount      int            `json:"file_count"`
+	TotalSize      int64          `json:"total_size"`
+	CreatedAt      time.Time      `json:"created_at"`
+	FinalizedAt    *time.Time     `json:"finalized_at"`
+	ExpiresAt      time.Time      `json:"expires_at"`
+	RevokedAt      *time.Time     `json:"revoked_at"`
+	LinkUseCount   int64          `json:"link_use_count"`
+	LinkLastUsedAt *time.Time     `json:"link_last_used_at"`
+	Files          []fileResponse `json:"files,omitempty"`
+	MagicLink      string         `json:"magic_link,omitempty"`
+}
+
+// fileResponse is a file record.
+type fileResponse struct {
+	ID          string    `json:"id"`
+	Filename    string    `json:"filename"`
+	Size        int64     `json:"size"`
+	ContentType string    `json:"content_type"`
+	SHA256      string    `json:"sha256"`
+	UploadedBy  string    `json:"uploaded_by"`
+	CreatedAt   time.Time `json:"created_at"`
+}
+
+func toPackageResponse(p app.Package) packageResponse {
+	return packageResponse{
+		ID: p.ID.String(), Title: p.Title, RecipientEmail: p.RecipientEmail, RecipientName: p.RecipientName,
+		Direction: string(p.Direction), State: string(p.State), TTLDays: p.TTLDays, Note: p.Note,
+		OwnerUserID: p.OwnerUserID, FileCount: p.FileCount, TotalSize: p.TotalSize, CreatedAt: p.CreatedAt.UTC(),
+		FinalizedAt: utcPtr(p.FinalizedAt), ExpiresAt: p.ExpiresAt.UTC(), RevokedAt: utcPtr(p.RevokedAt),
+		LinkUseCount: p.LinkUseCount, LinkLastUsedAt: utcPtr(p.LinkLastUsedAt),
+	}
+}
+
+func toFileResponses(files []app.File) []fileResponse {
+	out := make([]fileResponse, len(files))
+	for i, f := range files {
+		out[i] = toFileResponse(f)
+	}
+	return out
+}
+
+func toFileResponse(f app.File) fileResponse {
+	return fileResponse{
+		ID: f.ID.String(), Filename: f.Filename, Size: f.Size, ContentType: f.ContentType, SHA256: f.SHA256,
+		UploadedBy: string(f.UploadedBy), CreatedAt: f.CreatedAt.UTC(),
+	}
+}
+
+func client(c *gin.Context) app.Client {
+	return app.Client{IP: c.ClientIP(), UserAgent: c.Request.UserAgent()}
+}
+
+// pathUUID parses a UUID path parameter; anything else cannot name a resource.
+func pathUUID(c *gin.Context, name, what string) (uuid.UUID, error) {
+	id, err := uuid.Parse(c.Param(name))
+	if err != nil {
+		return uuid.UUID{}, app.NotFound(what)
+	}
+	return id, nil
+}
+
+type createPackageRequest struct {
+	Title          *string `json:"title"`
+	RecipientEmail *string `json:"recipient_email"`
+	RecipientName  *string `json:"recipient_name"`
+	Direction      *string `json:"direction"`
+	TTLDays        *int    `json:"ttl_days"`
+	Note           *string `json:"note"`
+}
+
+func (h *handlers) createPackage(c *gin.Context) {
+	var req createPackageRequest
+	if err := decodeJSON(c, h.maxJSON, &req); err != nil {
+		_ = c.Error(err)
+		return
+	}
+	p, err := h.packages.Create(c.Request.Context(), currentUser(c), client(c), app.NewPackage(req))
+	if err != nil {
+		_ = c.Error(err)
+		return
+	}
+	c.JSON(http.StatusCreated, toPackageResponse(p))
+}
+
+// Page sizes of lists.
+const (
+	defaultPageSize = 20
+	maxPageSize     = 100
+)
+
+func pageLimit(c *gin.Context) (int, error) {
+	raw, ok := c.GetQuery("limit")
+	if !ok {
+		return defaultPageSize, nil
+	}
+	n, err := strconv.Atoi(raw)
+	if err != nil || n < 1 || n > maxPageSize {
+		return 0, app.Invalid("limit must be an integer from 1 to %d", maxPageSize)
+	}
+	return n, nil
+}
+
+func (h *handlers) listPackages(c *gin.Context) {
+	f := app.PackageFilter{}
+	var err error
+	if f.Limit, err = pageLimit(c); err != nil {
+		_ = c.Error(err)
+		return
+	}
+	if s, ok := c.GetQuery("state"); ok {
+		st := app.State(s)
+		if st != app.StateDraft && st != app.StateActive && st != app.StateRevoked && st != app.StateExpired {
+			_ = c.Error(app.Invalid("state must be draft, active, revoked or expired"))
+			return
+		}
+		f.State = &st
+	}
+	if d, ok := c.GetQuery("direction"); ok {
+		dir := app.Direction(d)
+		if dir != app.Outbound && dir != app.Inbound {
+			_ = c.Error(app.Invalid("direction must be outbound or inbound"))
+			return
+		}
+		f.Direction = &dir
+	}
+	if cur := c.Query("cursor"); cur != "" {
+		if f.After, err = decodeCursor(cur); err != nil {
+			_ = c.Error(err)
+			return
+		}
+	}
+	// One more than the page tells whether another page follows.
+	f.Limit++
+	pkgs, err := h.packages.List(c.Request.Context(), currentUser(c), f)
+	if err != nil {
+		_ = c.Error(err)
+		return
+	}
+	var next *string
+	if len(pkgs) == f.Limit {
+		pkgs = pkgs[:f.Limit-1]
+		last := pkgs[len(pkgs)-1]
+		cur := encodeCursor(app.PackageCursor{CreatedAt: last.CreatedAt, ID: last.ID})
+		next = &cur
+	}
+	items := make([]packageResponse, len(pkgs))
+	for i, p := range pkgs {
+		items[i] = toPackageResponse(p)
+	}
+	c.JSON(http.StatusOK, gin.H{"items": items, "next_cursor": next})
+}
+
+func encodeCursor(cur app.PackageCursor) string {
+	return base64.RawURLEncoding.EncodeToString(fmt.Appendf(nil, "%d.%s", cur.CreatedAt.UnixMicro(), cur.ID))
+}
+
+func decodeCursor(s string) (*app.PackageCursor, error) {
+	bad := app.Invalid("cursor is not one this API handed out")
+	b, err := base64.RawURLEncoding.DecodeString(s)
+	if err != nil {
+		return nil, bad
+	}
+	micros, id, ok := strings.Cut(string(b), ".")
+	if !ok {
+		return nil, bad
+	}
+	us, err := strconv.ParseInt(micros, 10, 64)
+	if err != nil {
+		return nil, bad
+	}
+	uid, err := uuid.Parse(id)
+	if err != nil {
+		return nil, bad
+	}
+	return &app.PackageCursor{CreatedAt: time.UnixMicro(us).UTC(), ID: uid}, nil
+}
+
+func (h *handlers) getPackage(c *gin.Context) {
+	id, err := pathUUID(c, "id", "package")
+	if err != nil {
+		_ = c.Error(err)
+		return
+	}
+	p, files, err := h.packages.Get(c.Request.Context(), currentUser(c), id)
+	if err != nil {
+		_ = c.Error(err)
+		return
+	}
+	resp := toPackageResponse(p)
+	resp.Files = toFileResponses(files)
+	if resp.Files == nil {
+		resp.Files = []fileResponse{}
+	}
+	c.JSON(http.StatusOK, detailResponse{resp, resp.Files})
+}
+
+// detailResponse is a package with its files, always listed (even when empty).
+type detailResponse struct {
+	packageResponse
+	Files []fileResponse `json:"files"`
+}
+
+func (h *handlers) deletePackage(c *gin.Context) {
+	id, err := pathUUID(c, "id", "package")
+	if err != nil {
+		_ = c.Error(err)
+		return
+	}
+	if err := h.packages.Delete(c.Request.Context(), currentUser(c), client(c), id); err != nil {
+		_ = c.Error(err)
+		return
+	}
+	c.Status(http.StatusNoContent)
+}
+
+func (h *handlers) finalizePackage(c *gin.Context) {
+	id, err := pathUUID(c, "id", "package")
+	if err != nil {
+		_ = c.Error(err)
+		return
+	}
+	p, link, err := h.packages.Finalize(c.Request.Context(), currentUser(c), client(c), id)
+	if err != nil {
+		_ = c.Error(err)
+		return
+	}
+	resp := toPackageResponse(p)
+	resp.MagicLink = link
+	c.JSON(http.StatusOK, resp)
+}
+
+func (h *handlers) revokePackage(c *gin.Context) {
+	id, err := pathUUID(c, "id", "package")
+	if err != nil {
+		_ = c.Error(err)
+		return
+	}
+	p, err := h.packages.Revoke(c.Request.Context(), currentUser(c), client(c), id)
+	if err != nil {
+		_ = c.Error(err)
+		return
+	}
+	c.JSON(http.StatusOK, toPackageResponse(p))
+}
+
+func (h *handlers) uploadFile(c *gin.Context) {
+	id, err := pathUUID(c, "id", "package")
+	if err != nil {
+		_ = c.Error(err)
+		return
+	}
+	f, err := h.withUpload(c, func(up app.Upload) (app.File, error) {
+		return h.packages.UploadAsOwner(c.Request.Context(), currentUser(c), client(c), id, up)
+	})
+	if err != nil {
+		_ = c.Error(err)
+		return
+	}
+	c.JSON(http.StatusCreated, toFileResponse(f))
+}
+
+// withUpload finds the multipart part named "file" and hands its stream to store,
+// never buffering the file: no FormFile, no temporary file.
+func (h *handlers) withUpload(c *gin.Context, store func(app.Upload) (app.File, error)) (app.File, error) {
+	mt, params, err := mime.ParseMediaType(c.GetHeader("Content-Type"))
+	if err != nil || mt != "multipart/form-data" || params["boundary"] == "" {
+		return app.File{}, &httpError{status: http.StatusUnsupportedMediaType, detail: "Content-Type must be multipart/form-data with the file in a part named \"file\""}
+	}
+	// The whole body may be the file plus a little multipart framing.
+	body := http.MaxBytesReader(c.Writer, c.Request.Body, h.maxFileSize+1<<20)
+	mr := multipart.NewReader(body, params["boundary"])
+	for {
+		part, err := mr.NextPart()
+		if errors.Is(err, io.EOF) {
+			return app.File{}, app.Invalid("the multipart body has no part named \"file\"")
+		}
+		if err != nil {
+			var mbe *http.MaxBytesError
+			if errors.As(err, &mbe) {
+				return app.File{}, &app.Error{Kind: app.KindTooLarge, Detail: "request body too large"}
+			}
+			return app.File{}, &app.Error{Kind: app.KindBadRequest, Detail: "malformed multipart body"}
+		}
+		if part.FormName() != "file" {
+			part.Close()
+			continue
+		}
+		// The raw filename: Part.FileName would strip a path and hide "../" from the check.
+		_, dp, _ := mime.ParseMediaType(part.Header.Get("Content-Disposition"))
+		defer part.Close()
+		return store(app.Upload{Filename: dp["filename"], ContentType: part.Header.Get("Content-Type"), Body: part})
+	}
+}
+
+func (h *handlers) removeFile(c *gin.Context) {
+	id, err := pathUUID(c, "id", "package")
+	if err != nil {
+		_ = c.Error(err)
+		return
+	}
+	fileID, err := pathUUID(c, "file_id", "file")
+	if err != nil {
+		_ = c.Error(err)
+		return
+	}
+	if err := h.packages.RemoveFile(c.Request.Context(), currentUser(c), client(c), id, fileID); err != nil {
+		_ = c.Error(err)
+		return
+	}
+	c.Status(http.StatusNoContent)
+}
+
+func (h *handlers) downloadFile(c *gin.Context) {
+	id, err := pathUUID(c, "id", "package")
+	if err != nil {
+		_ = c.Error(err)
+		return
+	}
+	fileID, err := pathUUID(c, "file_id", "file")
+	if err != nil {
+		_ = c.Error(err)
+		return
+	}
+	f, obj, err := h.packages.OpenFile(c.Request.Context(), currentUser(c), id, fileID)
+	if err != nil {
+		_ = c.Error(err)
+		return
+	}
+	defer obj.Close()
+	serveFile(c, f, obj)
+}
+
+// serveFile answers with a file's bytes as an attachment, with ranges and ETag.
+func serveFile(c *gin.Context, f app.File, obj app.Object) {
+	w := c.Writer
+	w.Header().Set("Content-Type", f.ContentType)
+	w.Header().Set("Content-Disposition", attachment(f.Filename))
+	w.Header().Set("ETag", `"`+f.SHA256+`"`)
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	w.Header().Set("Cache-Control", "private, no-store")
+	http.ServeContent(w, c.Request, "", f.CreatedAt, obj)
+}
+
+// attachment builds a Content-Disposition with an ASCII fallback filename and the
+// RFC 6266 / RFC 5987 filename* carrying the real UTF-8 name.
+func attachment(name string) string {
+	fallback := strings.Map(func(r rune) rune {
+		if r < 0x20 || r > 0x7e || r == '"' || r == '\\' || r == '%' {
+			return '_'
+		}
+		return r
+	}, name)
+	return fmt.Sprintf(`attachment; filename="%s"; filename*=UTF-8''%s`, fallback, rfc5987(name))
+}
+
+// rfc5987 percent-encodes everything but RFC 5987's attr-char.
+func rfc5987(s string) string {
+	var b strings.Builder
+	for _, c := range []byte(s) {
+		if c < 0x80 && (('a' <= c && c <= 'z') || ('A' <= c && c <= 'Z') || ('0' <= c && c <= '9') || strings.IndexByte("!#$&+-.^_`|~", c) >= 0) {
+			b.WriteByte(c)
+			continue
+		}
+		fmt.Fprintf(&b, "%%%02X", c)
+	}
+	return b.String()
+}
+
+// auditResponse is an audit log entry.
+type auditResponse struct {
+	ID          int64     `json:"id"`
+	CreatedAt   time.Time `json:"created_at"`
+	Actor       string    `json:"actor"`
+	ActorUserID *int64    `json:"actor_user_id"`
+	Action      string    `json:"action"`
+	PackageID   *string   `json:"package_id"`
+	FileID      *string   `json:"file_id"`
+	IP          string    `json:"ip"`
+	UserAgent   string    `json:"user_agent"`
+}
+
+func (h *handlers) listAudit(c *gin.Context) {
+	f := app.AuditFilter{}
+	var err error
+	if f.Limit, err = pageLimit(c); err != nil {
+		_ = c.Error(err)
+		return
+	}
+	if s := c.Query("package_id"); s != "" {
+		id, err := uuid.Parse(s)
+		if err != nil {
+			_ = c.Error(app.Invalid("package_id must be a UUID"))
+			return
+		}
+		f.PackageID = &id
+	}
+	if cur := c.Query("cursor"); cur != "" {
+		n, err := strconv.ParseInt(cur, 10, 64)
+		if err != nil || n <= 0 {
+			_ = c.Error(app.Invalid("cursor is not one this API handed out"))
+			return
+		}
+		f.BeforeID = n
+	}
+	f.Limit++
+	entries, err := h.packages.Audit(c.Request.Context(), f)
+	if err != nil {
+		_ = c.Error(err)
+		return
+	}
+	var next *string
+	if len(entries) == f.Limit {
+		entries = entries[:f.Limit-1]
+		cur := strconv.FormatInt(entries[len(entries)-1].ID, 10)
+		next = &cur
+	}
+	items := make([]auditResponse, len(entries))
+	for i, e := range entries {
+		items[i] = auditResponse{
+			ID: e.ID, CreatedAt: e.CreatedAt.UTC(), Actor: e.Actor, ActorUserID: e.ActorUserID, Action: e.Action,
+			PackageID: uuidString(e.PackageID), FileID: uuidString(e.FileID), IP: e.IP, UserAgent: e.UserAgent,
+		}
+	}
+	c.JSON(http.StatusOK, gin.H{"items": items, "next_cursor": next})
+}
+
+func uuidString(id *uuid.UUID) *string {
+	if id == nil {
+		return nil
+	}
+	s := id.String()
+	return &s
+}
