@@ -1,0 +1,151 @@
+package e2e
+
+import (
+	"context"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/minio/minio-go/v7"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/shipfile/shipfile/pkg/events"
+)
+
+var (
+	listAll    = minio.ListObjectsOptions{Recursive: true}
+	removeOpts = minio.RemoveObjectOptions{}
+)
+
+// natsServerBin finds a nats-server binary: SHIPFILE_NATS_SERVER_BIN, the project's
+// cache (scripts/dev.sh installs the pinned one there), PATH, or Debian's.
+func natsServerBin(t testing.TB) string {
+	t.Helper()
+	candidates := []string{os.Getenv("SHIPFILE_NATS_SERVER_BIN")}
+	if dir, err := os.UserCacheDir(); err == nil {
+		candidates = append(candidates, filepath.Join(dir, "shipfile", "bin", "nats-server"))
+	}
+	if p, err := exec.LookPath("nats-server"); err == nil {
+		candidates = append(candidates, p)
+	}
+	candidates = append(candidates, "/usr/sbin/nats-server")
+	for _, c := range candidates {
+		if c == "" {
+			continue
+		}
+		if fi, err := os.Stat(c); err == nil && !fi.IsDir() {
+			return c
+		}
+	}
+	t.Fatal("no nats-server binary: run make test (it installs one) or set SHIPFILE_NATS_SERVER_BIN")
+	return ""
+}
+
+// startNATS runs a private JetStream server, so the test may freeze it.
+func startNATS(t testing.TB) (*exec.Cmd, string) {
+	t.Helper()
+	addr := freeAddr(t)
+	host, port, _ := net.SplitHostPort(addr)
+	cmd := exec.Command(natsServerBin(t), "-a", host, "-p", port, "-js", "-sd", t.TempDir())
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = cmd.Process.Signal(syscall.SIGCONT)
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+	})
+	url := "nats://" + addr
+	waitFor(t, 20*time.Second, "nats-server", func() bool {
+		nc, err := nats.Connect(url)
+		if err != nil {
+			return false
+		}
+		nc.Close()
+		return true
+	})
+	return cmd, url
+}
+
+// TestCrashBetweenCommitAndPublish kills the gateway (SIGKILL) after a change is
+// committed but before its event is published: the NATS server is frozen (SIGSTOP), so
+// the publish cannot complete. After a restart the event is in the stream exactly once,
+// whether or not the frozen server had taken the first attempt.
+func TestCrashBetweenCommitAndPublish(t *testing.T) {
+	natsCmd, natsURL := startNATS(t)
+	e := newEnv(t, natsURL)
+	gw := startGateway(t, e.vars)
+
+	if err := natsCmd.Process.Signal(syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	status, pkg := postJSON(t, gw.url("/api/v1/packages"), e.token, map[string]any{"title": "Crash", "recipient_email": "r@example.com"})
+	if status != http.StatusCreated {
+		t.Fatalf("create: %d %v", status, pkg)
+	}
+
+	ctx := context.Background()
+	db, err := pgx.Connect(ctx, e.dbURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close(ctx)
+	var msgID string
+	var published bool
+	if err := db.QueryRow(ctx, `SELECT msg_id, published_at IS NOT NULL FROM outbox WHERE subject = $1`,
+		events.Subject(events.TypePackageCreated)).Scan(&msgID, &published); err != nil {
+		t.Fatal(err)
+	}
+	if published {
+		t.Fatal("the event was published while NATS was frozen")
+	}
+
+	gw.kill()
+	if err := natsCmd.Process.Signal(syscall.SIGCONT); err != nil {
+		t.Fatal(err)
+	}
+	startGateway(t, e.vars)
+	waitFor(t, 30*time.Second, "the outbox row to be published", func() bool {
+		err := db.QueryRow(ctx, `SELECT published_at IS NOT NULL FROM outbox WHERE msg_id = $1`, msgID).Scan(&published)
+		return err == nil && published
+	})
+
+	nc, err := nats.Connect(natsURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stream, err := js.Stream(ctx, events.StreamEvents)
+	if err != nil {
+		t.Fatal(err)
+	}
+	info, err := stream.Info(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if info.State.Msgs != 1 {
+		t.Fatalf("stream holds %d messages, want exactly 1", info.State.Msgs)
+	}
+	msg, err := stream.GetMsg(ctx, info.State.FirstSeq)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := msg.Header.Get("Nats-Msg-Id"); got != msgID {
+		t.Fatalf("Nats-Msg-Id = %q, want %q", got, msgID)
+	}
+	env, err := events.UnmarshalEnvelope(msg.Data)
+	if err != nil || env.GetPackageCreated().GetPackage().GetPackageId() != pkg["id"] {
+		t.Fatalf("event = %v, %v", env, err)
+	}
+}
