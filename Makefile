@@ -1,0 +1,84 @@
+# shipfile — `make` lists the targets. Each Go target loops over the modules of go.work.
+
+SHELL := bash
+.SHELLFLAGS := -eu -o pipefail -c
+.DEFAULT_GOAL := help
+
+GO ?= go
+# The modules of go.work, listed explicitly (check-modules fails when the two differ);
+# SERVICES are the ones with binaries.
+MODULES := pkg proto services/gateway services/mailer services/expiry services/webhooks
+SERVICES := services/gateway services/mailer services/expiry services/webhooks
+BIN := $(CURDIR)/bin
+# `go list -m -versions honnef.co/go/tools`: v0.8.2 is staticcheck 2026.2.2 (knows Go 1.26).
+STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
+
+.PHONY: help up down test test-race bench lint fmt generate migrate assets build clean check-modules
+
+help: ## list the targets
+	@echo "usage: make <target>"
+	@awk 'BEGIN { FS = ":.*## " } /^[a-z-]+:.*## / { printf "  %-14s %s\n", $$1, $$2 }' $(MAKEFILE_LIST)
+
+up: ## start PostgreSQL, NATS, MinIO, maildev and the four services in the background
+	@bash scripts/dev.sh up
+
+down: ## stop what `make up` / `make test` started (and nothing else)
+	@bash scripts/dev.sh down
+
+test: ## every test, with PostgreSQL, NATS, MinIO and SMTP started as by `make up`
+	@bash scripts/dev.sh test
+
+test-race: check-modules assets ## go test -race in each module (expects the infrastructure; see `make test`)
+	@for m in $(MODULES); do \
+		echo "==> go test -race $$m"; \
+		if ! (cd $$m && $(GO) test -race -count=1 -timeout 20m ./...); then \
+			echo "FAIL: module $$m; the modules after it were not run" >&2; exit 1; \
+		fi; \
+	done; \
+	echo "ok: all modules pass: $(MODULES)"
+
+bench: check-modules assets ## benchmarks of each module
+	@for m in $(MODULES); do \
+		echo "==> go test -bench $$m"; \
+		(cd $$m && $(GO) test -run '^$$' -bench . -benchmem ./...) || { echo "FAIL: bench in $$m" >&2; exit 1; }; \
+	done
+
+lint: check-modules assets ## go vet + staticcheck in each module
+	@for m in $(MODULES); do \
+		echo "==> vet + staticcheck $$m"; \
+		(cd $$m && $(GO) vet ./... && $(GO) run $(STATICCHECK) ./...) || { echo "FAIL: lint in $$m" >&2; exit 1; }; \
+	done
+
+fmt: check-modules ## gofmt -w every module
+	@for m in $(MODULES); do gofmt -l -w $$m; done
+
+generate: ## regenerate code (sqlc, oapi-codegen, protobuf): scripts/generate.sh
+	@bash scripts/generate.sh
+
+migrate: build ## apply the schema migrations (bin/shipctl migrate, settings from .run/env)
+	@bash scripts/dev.sh exec bin/shipctl migrate
+
+assets: ## fetch the API docs assets (Swagger UI, ReDoc): scripts/assets.sh
+	@bash scripts/assets.sh
+
+build: assets ## build the binaries into bin/: gateway shipctl mailer expiry webhooks
+	@mkdir -p $(BIN)
+	@for m in $(SERVICES); do \
+		echo "==> go build $$m"; \
+		(cd $$m && $(GO) build -o $(BIN)/ ./cmd/...) || { echo "FAIL: build in $$m" >&2; exit 1; }; \
+	done
+
+check-modules: ## fail when MODULES and the modules of go.work differ (skipped for `make X MODULES=...`)
+ifneq ($(origin MODULES),command line)
+	@want=$$($(GO) work edit -json | sed -n 's/^[[:space:]]*"DiskPath": "\.\/\(.*\)"[,]*$$/\1/p' | sort); \
+	have=$$(printf '%s\n' $(MODULES) | sort); \
+	if [ "$$want" != "$$have" ]; then \
+		echo "Makefile MODULES ($$(echo $$have)) differ from go.work ($$(echo $$want)); update MODULES" >&2; exit 1; \
+	fi
+else
+	@:
+endif
+
+clean: ## remove bin/ and the Go test cache (.run/ stays: `make down` first)
+	rm -rf $(BIN)
+	$(GO) clean -testcache

@@ -1,0 +1,799 @@
+#!/usr/bin/env bash
+# dev.sh runs shipfile on this machine, without Docker.
+#
+#   scripts/dev.sh infra   PostgreSQL, NATS JetStream and MinIO reachable; settings in .run/env
+#   scripts/dev.sh up      infra + SMTP catcher (maildev) + make build + the four services
+#   scripts/dev.sh down    stop what dev.sh started (pid files under .run/pids), nothing else
+#   scripts/dev.sh test    infra + SMTP catcher, make test-race, then stop what this run started
+#   scripts/dev.sh status  what dev.sh started and whether it still runs
+#   scripts/dev.sh exec CMD...  run CMD with .run/env overlaid by the caller's SHIPFILE_* variables
+#
+# A component already listening on its default port is reused (PostgreSQL on 5432, NATS on
+# 4222 when it has JetStream and is recent enough, MinIO on 9000, an SMTP catcher on 1025);
+# otherwise dev.sh starts its own and records it in .run/pids/<name>.pid, logging to
+# .run/logs/<name>.log. Tools it needs are installed, pinned, into a cache outside the repo:
+# ${SHIPFILE_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/shipfile}/bin (Go module proxy) and
+# deploy/maildev/node_modules (npm ci). The caller's SHIPFILE_* variables always win over
+# .run/env.
+#
+# Knobs (environment):
+#   SHIPFILE_NATS_MIN_VERSION      oldest NATS server reused on the default port (2.9.0)
+#   SHIPFILE_DEV_PG_PORT           PostgreSQL port to reuse (5432)
+#   SHIPFILE_DEV_PG_FALLBACK_PORT  port of dev.sh's own throwaway cluster (5433)
+#   SHIPFILE_DEV_NATS_PORT         NATS port to reuse (4222)
+#   SHIPFILE_DEV_NATS_FALLBACK_PORT port of dev.sh's own nats-server (4223)
+#   SHIPFILE_DEV_MINIO_PORT        MinIO S3 port, reused or started (9000)
+#   SHIPFILE_DEV_MINIO_CONSOLE_PORT MinIO console port (9001)
+#   SHIPFILE_DEV_SMTP_PORT         maildev SMTP port, reused or started (1025)
+#   SHIPFILE_DEV_MAIL_WEB_PORT     maildev web port (1080)
+#   SHIPFILE_DEV_TIMEOUT           seconds to wait for anything to come up (90)
+#   SHIPFILE_HTTP_ADDR, SHIPFILE_MAILER_ADDR, SHIPFILE_EXPIRY_ADDR, SHIPFILE_WEBHOOKS_ADDR
+#                                  where the services listen (127.0.0.1:8080 … :8083)
+# shellcheck disable=SC2016 # the `bash -c '…'` probes expand their own $0 and $1.
+set -euo pipefail
+
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+RUN=$ROOT/.run
+PIDS=$RUN/pids
+LOGS=$RUN/logs
+ENV_FILE=$RUN/env
+CACHE=${SHIPFILE_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/shipfile}
+CACHE_BIN=$CACHE/bin
+MAILDEV_DIR=$ROOT/deploy/maildev
+
+# Pinned tools, installed with `go install module@version` into $CACHE_BIN.
+NATS_MODULE=github.com/nats-io/nats-server/v2
+NATS_VERSION=v2.12.3
+MINIO_MODULE=github.com/minio/minio
+MINIO_VERSION=v0.0.0-20260212201848-7aac2a2c5b7c
+
+NATS_MIN_VERSION=${SHIPFILE_NATS_MIN_VERSION:-2.9.0}
+PG_PORT=${SHIPFILE_DEV_PG_PORT:-5432}
+PG_FALLBACK_PORT=${SHIPFILE_DEV_PG_FALLBACK_PORT:-5433}
+NATS_PORT=${SHIPFILE_DEV_NATS_PORT:-4222}
+NATS_FALLBACK_PORT=${SHIPFILE_DEV_NATS_FALLBACK_PORT:-4223}
+MINIO_PORT=${SHIPFILE_DEV_MINIO_PORT:-9000}
+MINIO_CONSOLE_PORT=${SHIPFILE_DEV_MINIO_CONSOLE_PORT:-9001}
+SMTP_PORT=${SHIPFILE_DEV_SMTP_PORT:-1025}
+MAIL_WEB_PORT=${SHIPFILE_DEV_MAIL_WEB_PORT:-1080}
+TIMEOUT=${SHIPFILE_DEV_TIMEOUT:-90}
+STOP_TIMEOUT=20
+MINIO_USER=minioadmin
+MINIO_PASSWORD=minioadmin
+
+SERVICES=(gateway mailer expiry webhooks)
+# Stop order for `down`: services, then what they depend on.
+STOP_ORDER=(gateway mailer expiry webhooks maildev minio nats pg)
+
+# The caller's own SHIPFILE_* variables, re-applied over .run/env wherever it is loaded.
+declare -A CALLER=()
+for _v in $(compgen -e); do
+	if [[ $_v == SHIPFILE_* ]]; then CALLER[$_v]=${!_v}; fi
+done
+unset _v
+
+# Components this invocation started (what `test` stops on exit).
+STARTED=()
+# Resolved settings, written to .run/env.
+PG_URL_PORT="" NATS_URL="" S3_ENDPOINT="" SMTP_ADDR="" MAIL_WEB_URL=""
+
+log() { printf '==> %s\n' "$*" >&2; }
+warn() { printf 'dev.sh: %s\n' "$*" >&2; }
+die() {
+	printf 'dev.sh: error: %s\n' "$*" >&2
+	exit 1
+}
+caller_set() { [[ -v CALLER[$1] ]]; }
+have() { command -v "$1" >/dev/null 2>&1; }
+
+# ---------------------------------------------------------------------------------------
+# probes
+
+# port_open HOST PORT: something accepts TCP connections there.
+port_open() { timeout 2 bash -c 'exec 3<>"/dev/tcp/$0/$1"' "$1" "$2" 2>/dev/null; }
+
+# http_status URL: prints the HTTP status code (000 when nothing answers).
+http_status() {
+	local url=$1 code
+	if have curl; then
+		code=$(curl -s -o /dev/null -m 3 -w '%{http_code}' "$url" 2>/dev/null) || true
+		printf '%s\n' "${code:-000}"
+		return
+	fi
+	local rest=${url#http://} hostport path host port
+	hostport=${rest%%/*}
+	path=/${rest#*/}
+	[[ $rest == */* ]] || path=/
+	host=${hostport%:*}
+	port=${hostport##*:}
+	code=$(timeout 3 bash -c '
+		exec 3<>"/dev/tcp/$0/$1" || exit 1
+		printf "GET %s HTTP/1.0\r\nHost: %s:%s\r\nConnection: close\r\n\r\n" "$2" "$0" "$1" >&3
+		IFS=" " read -r _ status _ <&3 && printf "%s\n" "$status"' "$host" "$port" "$path" 2>/dev/null) || true
+	printf '%s\n' "${code:-000}"
+}
+
+# nats_info HOST PORT: the INFO line a NATS server sends first on connect.
+nats_info() {
+	timeout 3 bash -c 'exec 3<>"/dev/tcp/$0/$1" && IFS= read -r line <&3 && printf "%s\n" "$line"' "$1" "$2" 2>/dev/null || true
+}
+
+# nats_usable HOST PORT: a NATS server with JetStream, version >= NATS_MIN_VERSION.
+# Prints why not on stderr.
+nats_usable() {
+	local info version
+	info=$(nats_info "$1" "$2")
+	[[ $info == INFO\ * ]] || return 1
+	version=$(sed -n 's/.*"version":"\([^"]*\)".*/\1/p' <<<"$info")
+	if [[ $info != *'"jetstream":true'* ]]; then
+		warn "NATS $version on $1:$2 has no JetStream; not using it"
+		return 1
+	fi
+	if ! version_ge "$version" "$NATS_MIN_VERSION"; then
+		warn "NATS $version on $1:$2 is older than $NATS_MIN_VERSION (SHIPFILE_NATS_MIN_VERSION); not using it"
+		return 1
+	fi
+}
+
+# version_ge A B: version A >= version B.
+version_ge() {
+	local a=${1#v} b=${2#v}
+	[[ $(printf '%s\n%s\n' "$a" "$b" | sort -V | head -n 1) == "$b" ]]
+}
+
+pg_ready() {
+	if have pg_isready; then
+		pg_isready -q -h 127.0.0.1 -p "$1" -t 2 >/dev/null 2>&1
+	else
+		psql -h 127.0.0.1 -p "$1" -U postgres -d postgres -tAc 'SELECT 1' >/dev/null 2>&1
+	fi
+}
+
+smtp_answers() {
+	local banner
+	banner=$(timeout 3 bash -c 'exec 3<>"/dev/tcp/127.0.0.1/$0" && IFS= read -r l <&3 && printf "%s\n" "$l"' "$1" 2>/dev/null) || true
+	[[ $banner == 220* ]]
+}
+
+# probe_addr ADDR: the address to probe for a listen address (0.0.0.0:80 → 127.0.0.1:80).
+probe_addr() {
+	local addr=$1 host port
+	host=${addr%:*}
+	port=${addr##*:}
+	case $host in "" | 0.0.0.0 | "[::]" | "::") host=127.0.0.1 ;; esac
+	printf '%s:%s\n' "$host" "$port"
+}
+
+# wait_for DESC NAME CMD...: polls CMD until it succeeds, for TIMEOUT seconds. NAME is the
+# component (for its log and pid file); when its process dies the wait ends early.
+wait_for() {
+	local desc=$1 name=$2
+	shift 2
+	local deadline=$((SECONDS + TIMEOUT)) pid
+	pid=$(pid_of "$name")
+	while ! "$@"; do
+		if [[ -n $pid ]] && ! alive "$pid"; then
+			warn "$name exited while waiting for $desc"
+			show_log "$name"
+			return 1
+		fi
+		if ((SECONDS >= deadline)); then
+			warn "timed out after ${TIMEOUT}s waiting for $desc"
+			show_log "$name"
+			return 1
+		fi
+		sleep 0.5
+	done
+}
+
+show_log() {
+	local f=$LOGS/$1.log
+	[[ -f $f ]] || f=$(pid_field "$1" log)
+	if [[ -n $f && -f $f ]]; then
+		printf -- '--- last lines of %s ---\n' "$f" >&2
+		tail -n 40 "$f" >&2
+		printf -- '---\n' >&2
+	fi
+}
+
+# ---------------------------------------------------------------------------------------
+# pid files: line 1 the pid, then key=value lines (cmd= a string its command line contains,
+# plus whatever else the component needs to be found again, e.g. port=).
+
+pidfile() { printf '%s/%s.pid\n' "$PIDS" "$1"; }
+
+pid_field() {
+	local f
+	f=$(pidfile "$1")
+	[[ -f $f ]] && sed -n "s/^$2=//p" "$f" | head -n 1
+	return 0
+}
+
+# alive PID: the process runs (a zombie, or one that vanishes meanwhile, does not).
+alive() {
+	local state
+	kill -0 "$1" 2>/dev/null || return 1
+	have ps || return 0
+	state=$(ps -o stat= -p "$1" 2>/dev/null) || return 1
+	[[ -n $state && $state != Z* ]]
+}
+
+cmdline_of() {
+	if [[ -r /proc/$1/cmdline ]]; then
+		tr '\0' ' ' <"/proc/$1/cmdline"
+	else
+		ps -o args= -p "$1" 2>/dev/null || true
+	fi
+}
+
+# pid_of NAME: the pid of our still-running NAME, or nothing (a stale pid file is removed).
+pid_of() {
+	local f pid token
+	f=$(pidfile "$1")
+	[[ -f $f ]] || return 0
+	pid=$(head -n 1 "$f")
+	token=$(pid_field "$1" cmd)
+	if [[ $pid =~ ^[0-9]+$ ]] && alive "$pid" && [[ -z $token || $(cmdline_of "$pid") == *"$token"* ]]; then
+		printf '%s\n' "$pid"
+	else
+		rm -f "$f"
+	fi
+}
+
+write_pidfile() {
+	local name=$1 pid=$2
+	shift 2
+	{
+		printf '%s\n' "$pid"
+		printf '%s\n' "$@"
+	} >"$(pidfile "$name")"
+}
+
+# start_bg NAME TOKEN CMD...: runs CMD in the background, logging to .run/logs/NAME.log.
+start_bg() {
+	local name=$1 token=$2
+	shift 2
+	local logf=$LOGS/$name.log
+	printf '\n=== %s: %s\n' "$(date -u +%FT%TZ)" "$*" >>"$logf"
+	# fd 9 is the setup lock; the process must not keep holding it.
+	nohup "$@" >>"$logf" 2>&1 </dev/null 9>&- &
+	write_pidfile "$name" "$!" "cmd=$token" "log=$logf"
+	STARTED+=("$name")
+}
+
+# ---------------------------------------------------------------------------------------
+# installs
+
+# go_tool NAME MODULE VERSION: path of the pinned binary in the cache, installed when absent
+# or built from another version.
+go_tool() {
+	local name=$1 module=$2 version=$3 bin=$CACHE_BIN/$1 have_version=""
+	if [[ -x $bin ]]; then
+		have_version=$(go version -m "$bin" 2>/dev/null | awk '$1 == "mod" { print $3; exit }') || true
+		if [[ $have_version == "$version" ]]; then
+			printf '%s\n' "$bin"
+			return
+		fi
+	fi
+	have go || die "$name is not in $CACHE_BIN and Go is not installed to build it"
+	log "installing $module@$version into $CACHE_BIN (takes a few minutes the first time)"
+	mkdir -p "$CACHE_BIN"
+	# Outside any module, so the repo's go.work does not take part.
+	(cd "$CACHE" && GOWORK=off GOBIN=$CACHE_BIN go install "$module@$version") >&2 ||
+		die "go install $module@$version failed"
+	printf '%s\n' "$bin"
+}
+
+maildev_bin() {
+	local bin=$MAILDEV_DIR/node_modules/maildev/bin/maildev
+	if [[ ! -f $bin ]]; then
+		have npm || die "npm is needed to install maildev (deploy/maildev/package.json)"
+		log "installing maildev with npm ci in deploy/maildev"
+		(cd "$MAILDEV_DIR" && npm ci --no-audit --no-fund) >&2 || die "npm ci in deploy/maildev failed"
+		[[ -f $bin ]] || die "npm ci did not produce $bin"
+	fi
+	printf '%s\n' "$bin"
+}
+
+# ---------------------------------------------------------------------------------------
+# PostgreSQL
+
+# As root, initdb and postgres refuse to run; they run as the postgres user instead.
+as_pg() {
+	if [[ $(id -u) == 0 ]]; then
+		runuser -u postgres -- "$@"
+	else
+		"$@"
+	fi
+}
+
+pg_bindir() {
+	local d
+	if [[ -n ${SHIPFILE_DEV_PG_BINDIR:-} ]]; then
+		printf '%s\n' "$SHIPFILE_DEV_PG_BINDIR"
+		return
+	fi
+	for d in $(printf '%s\n' /usr/lib/postgresql/*/bin | sort -V -r) /usr/local/opt/postgresql*/bin /opt/homebrew/bin; do
+		if [[ -x $d/initdb && -x $d/pg_ctl ]]; then
+			printf '%s\n' "$d"
+			return
+		fi
+	done
+	if have initdb && have pg_ctl; then
+		dirname "$(command -v initdb)"
+		return
+	fi
+	die "no PostgreSQL answers on 127.0.0.1:$PG_PORT and initdb/pg_ctl are not installed (set SHIPFILE_DEV_PG_BINDIR)"
+}
+
+# pg_base: where our throwaway cluster lives: .run normally; as root, a directory the
+# postgres user can reach when it cannot reach .run.
+pg_base() {
+	if [[ $(id -u) != 0 ]] || runuser -u postgres -- test -x "$RUN" 2>/dev/null; then
+		printf '%s\n' "$RUN"
+	else
+		printf '%s/shipfile-pg-%s\n' "${TMPDIR:-/tmp}" "$(printf '%s' "$ROOT" | cksum | cut -d' ' -f1)"
+	fi
+}
+
+ensure_pg() {
+	local pid port
+	pid=$(pid_of pg)
+	if [[ -n $pid ]]; then
+		port=$(pid_field pg port)
+		pg_ready "$port" || die "our PostgreSQL (pid $pid) runs but does not answer on 127.0.0.1:$port"
+		log "PostgreSQL: ours, already running on 127.0.0.1:$port"
+	elif pg_ready "$PG_PORT"; then
+		port=$PG_PORT
+		log "PostgreSQL: reusing 127.0.0.1:$port"
+	else
+		port=$PG_FALLBACK_PORT
+		start_pg "$port"
+	fi
+	ensure_database "$port" shipfile
+	PG_URL_PORT=$port
+}
+
+start_pg() {
+	local port=$1 bindir base data sock logf
+	bindir=$(pg_bindir)
+	base=$(pg_base)
+	data=$base/pg
+	sock=$base/pgsock
+	logf=$LOGS/pg.log
+	if pg_ready "$port" || port_open 127.0.0.1 "$port"; then
+		die "nothing answers on 127.0.0.1:$PG_PORT, but 127.0.0.1:$port (SHIPFILE_DEV_PG_FALLBACK_PORT) is taken by a server dev.sh did not start"
+	fi
+	mkdir -p "$base" "$sock"
+	# Unix socket paths are limited to ~107 bytes; use TCP only when ours would be longer.
+	((${#sock} < 90)) || sock=""
+	if [[ ! -f $data/PG_VERSION ]]; then
+		rm -rf "$data"
+	fi
+	mkdir -p "$data"
+	chmod 700 "$data"
+	if [[ $(id -u) == 0 ]]; then
+		[[ $base == "$RUN" ]] || logf=$base/pg.log
+		touch "$logf"
+		chown postgres "$logf"
+		[[ -z $sock ]] || chown postgres "$sock"
+		chown -R postgres "$data"
+	fi
+	if [[ ! -f $data/PG_VERSION ]]; then
+		log "PostgreSQL: creating a throwaway cluster in $data"
+		as_pg "$bindir/initdb" -D "$data" -U postgres --auth=trust -E UTF8 --locale=C >>"$logf" 2>&1 ||
+			{ show_log pg; die "initdb failed (log: $logf)"; }
+	fi
+	log "PostgreSQL: starting on 127.0.0.1:$port"
+	if ! as_pg "$bindir/pg_ctl" -D "$data" -l "$logf" -w -t "$TIMEOUT" \
+		-o "-p $port -c listen_addresses=127.0.0.1 -c unix_socket_directories='$sock' -c max_connections=300 -c fsync=off -c synchronous_commit=off -c full_page_writes=off" \
+		start >/dev/null 9>&-; then
+		tail -n 40 "$logf" >&2
+		die "PostgreSQL did not start (log: $logf)"
+	fi
+	write_pidfile pg "$(head -n 1 "$data/postmaster.pid")" "cmd=postgres" "port=$port" "data=$data" "bindir=$bindir" "log=$logf"
+	STARTED+=(pg)
+	wait_for "PostgreSQL on 127.0.0.1:$port" pg pg_ready "$port" || die "PostgreSQL did not become ready"
+}
+
+ensure_database() {
+	local port=$1 db=$2 psql_args
+	psql_args=(-h 127.0.0.1 -p "$port" -U postgres -d postgres -v ON_ERROR_STOP=1 -tA)
+	if [[ $(psql "${psql_args[@]}" -c "SELECT 1 FROM pg_database WHERE datname = '$db'" 2>&1) == 1 ]]; then
+		return
+	fi
+	log "PostgreSQL: creating database $db"
+	if ! psql "${psql_args[@]}" -c "CREATE DATABASE $db" >/dev/null; then
+		# Another dev.sh may have created it meanwhile.
+		[[ $(psql "${psql_args[@]}" -c "SELECT 1 FROM pg_database WHERE datname = '$db'") == 1 ]] ||
+			die "cannot create database $db on 127.0.0.1:$port as user postgres"
+	fi
+}
+
+# ---------------------------------------------------------------------------------------
+# NATS, MinIO, maildev
+
+ensure_nats() {
+	local pid port bin
+	pid=$(pid_of nats)
+	if [[ -n $pid ]]; then
+		port=$(pid_field nats port)
+		log "NATS: ours, already running on 127.0.0.1:$port"
+	elif nats_usable 127.0.0.1 "$NATS_PORT"; then
+		port=$NATS_PORT
+		log "NATS: reusing 127.0.0.1:$port"
+	else
+		port=$NATS_FALLBACK_PORT
+		if port_open 127.0.0.1 "$port"; then
+			die "127.0.0.1:$port (SHIPFILE_DEV_NATS_FALLBACK_PORT) is taken by a server dev.sh did not start"
+		fi
+		bin=$(go_tool nats-server "$NATS_MODULE" "$NATS_VERSION")
+		mkdir -p "$RUN/nats"
+		log "NATS: starting nats-server $NATS_VERSION with JetStream on 127.0.0.1:$port"
+		start_bg nats nats-server "$bin" -a 127.0.0.1 -p "$port" -js -sd "$RUN/nats"
+		printf 'port=%s\n' "$port" >>"$(pidfile nats)"
+	fi
+	wait_for "NATS JetStream on 127.0.0.1:$port" nats nats_usable 127.0.0.1 "$port" || die "NATS is not usable"
+	NATS_URL=nats://127.0.0.1:$port
+}
+
+minio_live() { [[ $(http_status "http://127.0.0.1:$MINIO_PORT/minio/health/live") == 200 ]]; }
+
+ensure_minio() {
+	local pid bin
+	pid=$(pid_of minio)
+	if [[ -n $pid ]]; then
+		log "MinIO: ours, already running on 127.0.0.1:$MINIO_PORT"
+	elif minio_live; then
+		log "MinIO: reusing 127.0.0.1:$MINIO_PORT"
+	else
+		if port_open 127.0.0.1 "$MINIO_PORT"; then
+			die "127.0.0.1:$MINIO_PORT is taken by something that is not a live MinIO (set SHIPFILE_DEV_MINIO_PORT)"
+		fi
+		bin=$(go_tool minio "$MINIO_MODULE" "$MINIO_VERSION")
+		mkdir -p "$RUN/minio"
+		log "MinIO: starting on 127.0.0.1:$MINIO_PORT (console 127.0.0.1:$MINIO_CONSOLE_PORT)"
+		MINIO_ROOT_USER=$MINIO_USER MINIO_ROOT_PASSWORD=$MINIO_PASSWORD MINIO_UPDATE=off \
+			start_bg minio minio "$bin" server "$RUN/minio" \
+			--address "127.0.0.1:$MINIO_PORT" --console-address "127.0.0.1:$MINIO_CONSOLE_PORT"
+	fi
+	wait_for "MinIO on 127.0.0.1:$MINIO_PORT" minio minio_live || die "MinIO did not become live"
+	S3_ENDPOINT=127.0.0.1:$MINIO_PORT
+}
+
+mail_web_up() { [[ $(http_status "http://127.0.0.1:$MAIL_WEB_PORT/") == 200 ]]; }
+maildev_ready() { smtp_answers "$SMTP_PORT" && mail_web_up; }
+
+# ensure_mail: an SMTP catcher on SMTP_PORT, unless the caller points the services at
+# their own SMTP server.
+ensure_mail() {
+	local pid bin
+	if caller_set SHIPFILE_SMTP_HOST || caller_set SHIPFILE_SMTP_PORT; then
+		log "SMTP: using the caller's ${SHIPFILE_SMTP_HOST:-127.0.0.1}:${SHIPFILE_SMTP_PORT:-1025}; no catcher started"
+		return
+	fi
+	pid=$(pid_of maildev)
+	if [[ -n $pid ]]; then
+		log "SMTP: our maildev, already running (SMTP 127.0.0.1:$SMTP_PORT, web 127.0.0.1:$MAIL_WEB_PORT)"
+	elif smtp_answers "$SMTP_PORT"; then
+		log "SMTP: reusing the SMTP server on 127.0.0.1:$SMTP_PORT"
+		SMTP_ADDR=127.0.0.1:$SMTP_PORT
+		if mail_web_up; then MAIL_WEB_URL=http://127.0.0.1:$MAIL_WEB_PORT; fi
+		return
+	else
+		if port_open 127.0.0.1 "$SMTP_PORT" || port_open 127.0.0.1 "$MAIL_WEB_PORT"; then
+			die "127.0.0.1:$SMTP_PORT or :$MAIL_WEB_PORT is taken by something that is not an SMTP catcher"
+		fi
+		have node || die "node is needed to run maildev"
+		bin=$(maildev_bin)
+		mkdir -p "$RUN/maildev"
+		log "SMTP: starting maildev (SMTP 127.0.0.1:$SMTP_PORT, web 127.0.0.1:$MAIL_WEB_PORT)"
+		start_bg maildev maildev node "$bin" --ip 127.0.0.1 --smtp "$SMTP_PORT" --web "$MAIL_WEB_PORT" \
+			--mail-directory "$RUN/maildev"
+	fi
+	wait_for "maildev on 127.0.0.1:$SMTP_PORT" maildev maildev_ready || die "maildev did not start"
+	SMTP_ADDR=127.0.0.1:$SMTP_PORT
+	MAIL_WEB_URL=http://127.0.0.1:$MAIL_WEB_PORT
+}
+
+# ---------------------------------------------------------------------------------------
+# .run/env
+
+write_env() {
+	local tmp=$ENV_FILE.tmp.$$
+	{
+		printf '# Written by scripts/dev.sh on %s. The caller'"'"'s own SHIPFILE_* variables win.\n' "$(date -u +%FT%TZ)"
+		kv SHIPFILE_DATABASE_URL "postgres://postgres@127.0.0.1:$PG_URL_PORT/shipfile?sslmode=disable"
+		kv SHIPFILE_TEST_DATABASE_URL "postgres://postgres@127.0.0.1:$PG_URL_PORT/postgres?sslmode=disable"
+		kv SHIPFILE_NATS_URL "$NATS_URL"
+		kv SHIPFILE_S3_ENDPOINT "$S3_ENDPOINT"
+		kv SHIPFILE_S3_ACCESS_KEY "$MINIO_USER"
+		kv SHIPFILE_S3_SECRET_KEY "$MINIO_PASSWORD"
+		kv SHIPFILE_S3_BUCKET shipfile
+		kv SHIPFILE_S3_USE_SSL false
+		if [[ -n $SMTP_ADDR ]]; then
+			kv SHIPFILE_SMTP_HOST "${SMTP_ADDR%:*}"
+			kv SHIPFILE_SMTP_PORT "${SMTP_ADDR##*:}"
+		fi
+		if [[ -n $MAIL_WEB_URL ]]; then
+			# maildev's REST API (GET /email) for tests that read the mail the services sent.
+			kv SHIPFILE_TEST_MAILDEV_URL "$MAIL_WEB_URL"
+		fi
+	} >"$tmp"
+	mv "$tmp" "$ENV_FILE"
+}
+
+# kv NAME VALUE: an export line, the value single-quoted.
+kv() { printf "export %s='%s'\n" "$1" "${2//\'/\'\\\'\'}"; }
+
+# load_env: .run/env, then the caller's SHIPFILE_* variables over it.
+load_env() {
+	local k
+	if [[ -f $ENV_FILE ]]; then
+		# shellcheck disable=SC1090
+		. "$ENV_FILE"
+	fi
+	for k in "${!CALLER[@]}"; do
+		export "$k=${CALLER[$k]}"
+	done
+}
+
+# ---------------------------------------------------------------------------------------
+# services
+
+svc_addr() {
+	case $1 in
+	gateway) probe_addr "${SHIPFILE_HTTP_ADDR:-127.0.0.1:8080}" ;;
+	mailer) probe_addr "${SHIPFILE_MAILER_ADDR:-127.0.0.1:8081}" ;;
+	expiry) probe_addr "${SHIPFILE_EXPIRY_ADDR:-127.0.0.1:8082}" ;;
+	webhooks) probe_addr "${SHIPFILE_WEBHOOKS_ADDR:-127.0.0.1:8083}" ;;
+	esac
+}
+
+svc_ready() { [[ $(http_status "http://$(svc_addr "$1")/readyz") == 200 ]]; }
+
+# start_service NAME: starts bin/NAME unless ours already runs; does not wait.
+start_service() {
+	local name=$1 pid addr
+	pid=$(pid_of "$name")
+	addr=$(svc_addr "$name")
+	if [[ -n $pid ]]; then
+		log "$name: already running (pid $pid, http://$addr)"
+		return
+	fi
+	[[ -x $ROOT/bin/$name ]] || die "bin/$name is missing; did make build work?"
+	if port_open "${addr%:*}" "${addr##*:}"; then
+		die "$name: $addr is taken by a process dev.sh did not start"
+	fi
+	log "$name: starting (http://$addr)"
+	(
+		load_env
+		if ! caller_set SHIPFILE_WEBHOOK_ALLOW_PRIVATE; then export SHIPFILE_WEBHOOK_ALLOW_PRIVATE=true; fi
+		if ! caller_set SHIPFILE_PUBLIC_URL; then
+			SHIPFILE_PUBLIC_URL="http://$(svc_addr gateway)"
+			export SHIPFILE_PUBLIC_URL
+		fi
+		cd "$ROOT"
+		start_bg "$name" "bin/$name" "$ROOT/bin/$name"
+	)
+}
+
+wait_service() {
+	wait_for "$1 at http://$(svc_addr "$1")/readyz" "$1" svc_ready "$1" ||
+		die "$1 did not become ready; see $LOGS/$1.log (make down stops what runs)"
+}
+
+# ---------------------------------------------------------------------------------------
+# stopping
+
+# stop_one NAME: stops our NAME (pid file), SIGTERM then SIGKILL after STOP_TIMEOUT.
+stop_one() {
+	local name=$1 pid deadline
+	pid=$(pid_of "$name")
+	if [[ -z $pid ]]; then
+		rm -f "$(pidfile "$name")"
+		return
+	fi
+	log "stopping $name (pid $pid)"
+	if [[ $name == pg ]]; then
+		as_pg "$(pid_field pg bindir)/pg_ctl" -D "$(pid_field pg data)" -m fast -w -t "$STOP_TIMEOUT" stop >/dev/null 2>&1 || true
+	else
+		kill -TERM "$pid" 2>/dev/null || true
+	fi
+	deadline=$((SECONDS + STOP_TIMEOUT))
+	while alive "$pid" && ((SECONDS < deadline)); do sleep 0.2; done
+	if alive "$pid"; then
+		warn "$name (pid $pid) still runs after ${STOP_TIMEOUT}s; sending SIGKILL"
+		kill -KILL "$pid" 2>/dev/null || true
+	fi
+	rm -f "$(pidfile "$name")"
+}
+
+# stop_all NAME...: stops the named components in STOP_ORDER, then any others named.
+stop_all() {
+	local n want=" $* " done=" "
+	for n in "${STOP_ORDER[@]}"; do
+		if [[ $want == *" $n "* ]]; then
+			stop_one "$n"
+			done+="$n "
+		fi
+	done
+	for n in "$@"; do
+		[[ $done == *" $n "* ]] || stop_one "$n"
+	done
+}
+
+# ---------------------------------------------------------------------------------------
+# commands
+
+prepare() {
+	mkdir -p "$PIDS" "$LOGS"
+	# One dev.sh at a time sets things up; the lock is released once the setup is done.
+	exec 9>"$RUN/lock"
+	if have flock; then
+		flock -w 600 9 || die "another scripts/dev.sh has held $RUN/lock for 10 minutes"
+	fi
+}
+
+unlock() { exec 9>&-; }
+
+infra() {
+	ensure_pg
+	ensure_nats
+	ensure_minio
+}
+
+cmd_infra() {
+	prepare
+	infra
+	keep_mail_settings
+	write_env
+	unlock
+	log "settings written to $ENV_FILE"
+	cat "$ENV_FILE"
+}
+
+# keep_mail_settings keeps the SMTP lines in .run/env while our maildev runs, so that
+# `infra` after `up` does not drop them.
+keep_mail_settings() {
+	if [[ -n $(pid_of maildev) ]] && maildev_ready; then
+		SMTP_ADDR=127.0.0.1:$SMTP_PORT
+		MAIL_WEB_URL=http://127.0.0.1:$MAIL_WEB_PORT
+	fi
+}
+
+cmd_up() {
+	local s
+	prepare
+	infra
+	ensure_mail
+	write_env
+	unlock
+	log "building (make build)"
+	make -C "$ROOT" --no-print-directory build || die "make build failed"
+	# The gateway applies the schema migrations at start; the others use that schema.
+	start_service gateway
+	wait_service gateway
+	for s in "${SERVICES[@]:1}"; do start_service "$s"; done
+	for s in "${SERVICES[@]:1}"; do wait_service "$s"; done
+	local gw mail
+	gw=$(svc_addr gateway)
+	mail=${MAIL_WEB_URL:-"none (mail goes to ${SHIPFILE_SMTP_HOST:-127.0.0.1}:${SHIPFILE_SMTP_PORT:-1025})"}
+	cat <<EOF
+
+shipfile is up.
+  API            http://$gw/api/v1
+  API docs       http://$gw/api/v1/docs  (Swagger UI)   http://$gw/api/v1/redoc  (ReDoc)
+  web UI         http://$gw/  (the first admin signs up at http://$gw/setup)
+  mail view      $mail
+  MinIO console  $(minio_console)
+  ops            mailer http://$(svc_addr mailer)  expiry http://$(svc_addr expiry)  webhooks http://$(svc_addr webhooks)  (/healthz /readyz /metrics)
+  settings       $ENV_FILE
+  logs           $LOGS/<name>.log
+  stop           make down
+EOF
+}
+
+minio_console() {
+	if [[ -n $(pid_of minio) ]]; then
+		printf 'http://127.0.0.1:%s (%s / %s)\n' "$MINIO_CONSOLE_PORT" "$MINIO_USER" "$MINIO_PASSWORD"
+	else
+		printf 'http://127.0.0.1:%s (not started by dev.sh; reused MinIO on :%s)\n' "$MINIO_CONSOLE_PORT" "$MINIO_PORT"
+	fi
+}
+
+cmd_down() {
+	local names=() f
+	mkdir -p "$PIDS"
+	for f in "$PIDS"/*.pid; do
+		[[ -e $f ]] || continue
+		f=${f##*/}
+		names+=("${f%.pid}")
+	done
+	if ((${#names[@]} == 0)); then
+		log "nothing to stop (no pid files in $PIDS)"
+		return
+	fi
+	stop_all "${names[@]}"
+	log "stopped what dev.sh started; anything else was left alone"
+}
+
+cmd_test() {
+	local rc
+	trap 'test_cleanup' EXIT
+	trap 'exit 130' INT
+	trap 'exit 143' TERM
+	prepare
+	infra
+	ensure_mail
+	write_env
+	unlock
+	load_env
+	log "running the tests (make test-race)"
+	set +e
+	make -C "$ROOT" --no-print-directory test-race
+	rc=$?
+	set -e
+	exit "$rc"
+}
+
+test_cleanup() {
+	local rc=$?
+	trap - EXIT INT TERM
+	if ((${#STARTED[@]} > 0)); then
+		log "stopping what this test run started: ${STARTED[*]}"
+		stop_all "${STARTED[@]}" || true
+	fi
+	exit "$rc"
+}
+
+cmd_status() {
+	local f name pid
+	mkdir -p "$PIDS"
+	for f in "$PIDS"/*.pid; do
+		[[ -e $f ]] || { log "dev.sh runs nothing"; return; }
+		name=${f##*/}
+		name=${name%.pid}
+		pid=$(pid_of "$name")
+		if [[ -n $pid ]]; then
+			printf '%-10s running (pid %s)\n' "$name" "$pid"
+		else
+			printf '%-10s not running (stale pid file removed)\n' "$name"
+		fi
+	done
+	[[ ! -f $ENV_FILE ]] || {
+		echo
+		cat "$ENV_FILE"
+	}
+}
+
+cmd_exec() {
+	(($# > 0)) || die "usage: dev.sh exec CMD [ARG...]"
+	load_env
+	cd "$ROOT"
+	exec "$@"
+}
+
+usage() {
+	sed -n '2,10p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'
+}
+
+main() {
+	local cmd=${1:-}
+	(($# == 0)) || shift
+	case $cmd in
+	infra) cmd_infra ;;
+	up) cmd_up ;;
+	down) cmd_down ;;
+	test) cmd_test ;;
+	status) cmd_status ;;
+	exec) cmd_exec "$@" ;;
+	-h | --help | help) usage ;;
+	*)
+		usage >&2
+		exit 2
+		;;
+	esac
+}
+
+main "$@"
