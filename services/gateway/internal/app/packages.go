@@ -485,15 +485,17 @@ func (s *Packages) DownloadViaLink(ctx context.Context, token string, client Cli
 	if err != nil {
 		return File{}, nil, err
 	}
+	// Open first: a download that cannot start is not recorded as one.
+	obj, err := s.objects.Open(ctx, f.ObjectKey)
+	if err != nil {
+		return File{}, nil, err
+	}
 	fx := Effects{Audit: []AuditEntry{linkAudit(client, "file.download", &p.ID, &f.ID)}}
 	if counted {
 		fx.Events = []*eventsv1.Envelope{packageDownloaded(p, f.ID.String(), f.Filename)}
 	}
 	if err := s.store.RecordLinkUse(ctx, p.ID, fx); err != nil {
-		return File{}, nil, err
-	}
-	obj, err := s.objects.Open(ctx, f.ObjectKey)
-	if err != nil {
+		obj.Close()
 		return File{}, nil, err
 	}
 	return f, obj, nil

@@ -313,6 +313,43 @@ func TestInboundFlow(t *testing.T) {
 	}
 }
 
+func TestDeadLinks(t *testing.T) {
+	t.Parallel()
+	a := newTestAPI(t, defaultConfig())
+	_, token := a.user("owner@example.com", app.RoleRegular)
+	live := func() (string, string) {
+		p := a.createPackage(token, map[string]any{"title": "T", "recipient_email": "r@example.com", "direction": "inbound"})
+		fin := a.do("POST", "/api/v1/packages/"+p["id"].(string)+"/finalize", token, nil).json(t)
+		return p["id"].(string), linkToken(t, fin["magic_link"])
+	}
+	expiredID, expired := live()
+	if _, err := a.pool.Exec(context.Background(), "UPDATE packages SET expires_at = now() - interval '1 second' WHERE id = $1", expiredID); err != nil {
+		t.Fatal(err)
+	}
+	deletedID, deleted := live()
+	expect(t, a.do("DELETE", "/api/v1/packages/"+deletedID, token, nil), http.StatusNoContent)
+	_, ok := live()
+	expect(t, a.do("GET", "/api/v1/links/"+ok, "", nil), http.StatusOK)
+
+	var bodies []string
+	for name, link := range map[string]string{"expired": expired, "deleted": deleted, "unknown": strings.Repeat("A", 43), "malformed": "short"} {
+		r := a.do("GET", "/api/v1/links/"+link, "", nil)
+		if r.status != http.StatusGone {
+			t.Fatalf("%s link: %d", name, r.status)
+		}
+		bodies = append(bodies, string(r.body))
+		expect(t, a.upload("/api/v1/links/"+link+"/files", "", "x.txt", []byte("x")), http.StatusGone)
+	}
+	for _, b := range bodies[1:] {
+		if b != bodies[0] {
+			t.Fatalf("dead links answer differently: %q vs %q", b, bodies[0])
+		}
+	}
+	if n := len(a.objectKeys()); n != 0 {
+		t.Fatalf("uploads through dead links left %d objects", n)
+	}
+}
+
 func TestPackageRules(t *testing.T) {
 	t.Parallel()
 	a := newTestAPI(t, defaultConfig())
