@@ -90,6 +90,15 @@ func pathUUID(c *gin.Context, name, what string) (uuid.UUID, error) {
 	return id, nil
 }
 
+// fileParams parses the package and file ids of a file route.
+func fileParams(c *gin.Context) (id, fileID uuid.UUID, err error) {
+	if id, err = pathUUID(c, "id", "package"); err != nil {
+		return id, fileID, err
+	}
+	fileID, err = pathUUID(c, "file_id", "file")
+	return id, fileID, err
+}
+
 type createPackageRequest struct {
 	Title          *string `json:"title"`
 	RecipientEmail *string `json:"recipient_email"`
@@ -324,12 +333,7 @@ func (h *handlers) withUpload(c *gin.Context, store func(app.Upload) (app.File, 
 }
 
 func (h *handlers) removeFile(c *gin.Context) {
-	id, err := pathUUID(c, "id", "package")
-	if err != nil {
-		_ = c.Error(err)
-		return
-	}
-	fileID, err := pathUUID(c, "file_id", "file")
+	id, fileID, err := fileParams(c)
 	if err != nil {
 		_ = c.Error(err)
 		return
@@ -342,12 +346,7 @@ func (h *handlers) removeFile(c *gin.Context) {
 }
 
 func (h *handlers) downloadFile(c *gin.Context) {
-	id, err := pathUUID(c, "id", "package")
-	if err != nil {
-		_ = c.Error(err)
-		return
-	}
-	fileID, err := pathUUID(c, "file_id", "file")
+	id, fileID, err := fileParams(c)
 	if err != nil {
 		_ = c.Error(err)
 		return
