@@ -33,6 +33,12 @@ const (
 	SubjectPrefix = "shipfile.events."
 	// MailSubjectPrefix starts the subject of every mail job.
 	MailSubjectPrefix = "shipfile.mail."
+	// StreamWebhooks is the work queue of webhook delivery jobs, one per event ×
+	// subscription: a job is removed once its delivery succeeded or finally failed.
+	StreamWebhooks = "SHIPFILE_WEBHOOKS"
+	// WebhookSubjectPrefix starts the subject of every webhook job:
+	// shipfile.webhooks.<hook id>.
+	WebhookSubjectPrefix = "shipfile.webhooks."
 )
 
 // Version is the schema version of the eventsv1 payloads, set in Envelope.version.
@@ -47,6 +53,9 @@ const (
 	TypePackageRevoked      = "package.revoked"
 	TypePackageDeleted      = "package.deleted"
 	TypePackageExpired      = "package.expired"
+	// TypeWebhookTest is the synthetic event of a subscription's Test button; it is not
+	// in Types, since subscriptions do not select it.
+	TypeWebhookTest = "webhook.test"
 )
 
 // Types lists every package event type, in the order of the seed's table.
@@ -117,6 +126,8 @@ func TypeOf(env *eventsv1.Envelope) string {
 		return TypePackageDeleted
 	case *eventsv1.Envelope_PackageExpired:
 		return TypePackageExpired
+	case *eventsv1.Envelope_WebhookTest:
+		return TypeWebhookTest
 	default:
 		return ""
 	}
@@ -184,6 +195,33 @@ func MailMessage(job *eventsv1.MailJob) (outbox.Message, error) {
 		return outbox.Message{}, err
 	}
 	return outbox.Message{ID: job.GetJobId(), Subject: MailSubject(job.GetKind()), Data: b, Ephemeral: true}, nil
+}
+
+// WebhookSubject is the subject of the delivery jobs of one subscription:
+// WebhookSubject(7) == "shipfile.webhooks.7".
+func WebhookSubject(hookID int64) string { return fmt.Sprintf("%s%d", WebhookSubjectPrefix, hookID) }
+
+// WebhookJobMessage builds the outbox message that queues a delivery job on
+// SHIPFILE_WEBHOOKS. msgID is its Nats-Msg-Id: the delivery id for the first delivery,
+// something new for each redelivery, so a redelivery is not dropped as a duplicate.
+func WebhookJobMessage(job *eventsv1.WebhookJob, msgID string) (outbox.Message, error) {
+	if job.GetDeliveryId() == "" || job.GetHookId() <= 0 || msgID == "" {
+		return outbox.Message{}, fmt.Errorf("%w: webhook job without delivery id, hook id or message id", ErrInvalid)
+	}
+	b, err := proto.Marshal(job)
+	if err != nil {
+		return outbox.Message{}, fmt.Errorf("events: marshal webhook job %s: %w", job.GetDeliveryId(), err)
+	}
+	return outbox.Message{ID: msgID, Subject: WebhookSubject(job.GetHookId()), Data: b}, nil
+}
+
+// UnmarshalWebhookJob decodes a webhook job from a message body.
+func UnmarshalWebhookJob(data []byte) (*eventsv1.WebhookJob, error) {
+	job := &eventsv1.WebhookJob{}
+	if err := proto.Unmarshal(data, job); err != nil {
+		return nil, fmt.Errorf("events: unmarshal webhook job: %w", err)
+	}
+	return job, nil
 }
 
 func validateEnvelope(env *eventsv1.Envelope) error {

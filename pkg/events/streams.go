@@ -52,10 +52,27 @@ func MailStream() jetstream.StreamConfig {
 	}
 }
 
-// EnsureStreams creates SHIPFILE_EVENTS and SHIPFILE_MAIL, or updates them to the
-// current configuration. Every service calls it at start; several at once is safe.
+// WebhooksStream is the configuration of SHIPFILE_WEBHOOKS: subjects
+// shipfile.webhooks.<hook id>, file storage, work-queue retention (a job is removed once
+// the dispatcher acknowledges it: delivered, or finally failed) and the duplicate window.
+func WebhooksStream() jetstream.StreamConfig {
+	return jetstream.StreamConfig{
+		Name:        StreamWebhooks,
+		Description: "shipfile webhook delivery jobs (eventsv1.WebhookJob)",
+		Subjects:    []string{WebhookSubjectPrefix + ">"},
+		Retention:   jetstream.WorkQueuePolicy,
+		Storage:     jetstream.FileStorage,
+		Discard:     jetstream.DiscardOld,
+		Duplicates:  DuplicateWindow,
+		Replicas:    1,
+	}
+}
+
+// EnsureStreams creates SHIPFILE_EVENTS, SHIPFILE_MAIL and SHIPFILE_WEBHOOKS, or updates
+// them to the current configuration. Every service calls it at start; several at once
+// is safe.
 func EnsureStreams(ctx context.Context, js jetstream.JetStream) error {
-	return EnsureStream(ctx, js, EventsStream(), MailStream())
+	return EnsureStream(ctx, js, EventsStream(), MailStream(), WebhooksStream())
 }
 
 // EnsureStream creates or updates each stream in cfgs (CreateOrUpdateStream). Two

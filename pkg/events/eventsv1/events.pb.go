@@ -48,6 +48,7 @@ type Envelope struct {
 	//	*Envelope_PackageRevoked
 	//	*Envelope_PackageDeleted
 	//	*Envelope_PackageExpired
+	//	*Envelope_WebhookTest
 	Data          isEnvelope_Data `protobuf_oneof:"data"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -181,6 +182,15 @@ func (x *Envelope) GetPackageExpired() *PackageExpired {
 	return nil
 }
 
+func (x *Envelope) GetWebhookTest() *WebhookTest {
+	if x != nil {
+		if x, ok := x.Data.(*Envelope_WebhookTest); ok {
+			return x.WebhookTest
+		}
+	}
+	return nil
+}
+
 type isEnvelope_Data interface {
 	isEnvelope_Data()
 }
@@ -213,6 +223,10 @@ type Envelope_PackageExpired struct {
 	PackageExpired *PackageExpired `protobuf:"bytes,16,opt,name=package_expired,json=packageExpired,proto3,oneof"`
 }
 
+type Envelope_WebhookTest struct {
+	WebhookTest *WebhookTest `protobuf:"bytes,17,opt,name=webhook_test,json=webhookTest,proto3,oneof"`
+}
+
 func (*Envelope_PackageCreated) isEnvelope_Data() {}
 
 func (*Envelope_PackageFinalized) isEnvelope_Data() {}
@@ -226,6 +240,8 @@ func (*Envelope_PackageRevoked) isEnvelope_Data() {}
 func (*Envelope_PackageDeleted) isEnvelope_Data() {}
 
 func (*Envelope_PackageExpired) isEnvelope_Data() {}
+
+func (*Envelope_WebhookTest) isEnvelope_Data() {}
 
 // Package is the part of a package every event carries.
 type Package struct {
@@ -716,6 +732,116 @@ func (x *PackageExpired) GetExpiresAt() *timestamppb.Timestamp {
 	return nil
 }
 
+// WebhookTest is the synthetic event an admin fires with a subscription's Test button
+// (type "webhook.test"). It goes to that one subscription, whatever its event selection.
+type WebhookTest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	HookId        int64                  `protobuf:"varint,1,opt,name=hook_id,json=hookId,proto3" json:"hook_id,omitempty"`
+	Message       string                 `protobuf:"bytes,2,opt,name=message,proto3" json:"message,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *WebhookTest) Reset() {
+	*x = WebhookTest{}
+	mi := &file_events_v1_events_proto_msgTypes[9]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *WebhookTest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*WebhookTest) ProtoMessage() {}
+
+func (x *WebhookTest) ProtoReflect() protoreflect.Message {
+	mi := &file_events_v1_events_proto_msgTypes[9]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use WebhookTest.ProtoReflect.Descriptor instead.
+func (*WebhookTest) Descriptor() ([]byte, []int) {
+	return file_events_v1_events_proto_rawDescGZIP(), []int{9}
+}
+
+func (x *WebhookTest) GetHookId() int64 {
+	if x != nil {
+		return x.HookId
+	}
+	return 0
+}
+
+func (x *WebhookTest) GetMessage() string {
+	if x != nil {
+		return x.Message
+	}
+	return ""
+}
+
+// WebhookJob asks a webhook dispatcher to (re)deliver one delivery: the row
+// webhook_deliveries.id = delivery_id holds the event, the exact body and the state.
+// Jobs travel on the work-queue stream SHIPFILE_WEBHOOKS, subject
+// shipfile.webhooks.<hook_id>, one message per event × subscription.
+type WebhookJob struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	DeliveryId    string                 `protobuf:"bytes,1,opt,name=delivery_id,json=deliveryId,proto3" json:"delivery_id,omitempty"` // UUID; X-Service-Delivery and webhook-id
+	HookId        int64                  `protobuf:"varint,2,opt,name=hook_id,json=hookId,proto3" json:"hook_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *WebhookJob) Reset() {
+	*x = WebhookJob{}
+	mi := &file_events_v1_events_proto_msgTypes[10]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *WebhookJob) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*WebhookJob) ProtoMessage() {}
+
+func (x *WebhookJob) ProtoReflect() protoreflect.Message {
+	mi := &file_events_v1_events_proto_msgTypes[10]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use WebhookJob.ProtoReflect.Descriptor instead.
+func (*WebhookJob) Descriptor() ([]byte, []int) {
+	return file_events_v1_events_proto_rawDescGZIP(), []int{10}
+}
+
+func (x *WebhookJob) GetDeliveryId() string {
+	if x != nil {
+		return x.DeliveryId
+	}
+	return ""
+}
+
+func (x *WebhookJob) GetHookId() int64 {
+	if x != nil {
+		return x.HookId
+	}
+	return 0
+}
+
 // MailJob asks the mailer to send one recipient e-mail.
 type MailJob struct {
 	state          protoimpl.MessageState `protogen:"open.v1"`
@@ -736,7 +862,7 @@ type MailJob struct {
 
 func (x *MailJob) Reset() {
 	*x = MailJob{}
-	mi := &file_events_v1_events_proto_msgTypes[9]
+	mi := &file_events_v1_events_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -748,7 +874,7 @@ func (x *MailJob) String() string {
 func (*MailJob) ProtoMessage() {}
 
 func (x *MailJob) ProtoReflect() protoreflect.Message {
-	mi := &file_events_v1_events_proto_msgTypes[9]
+	mi := &file_events_v1_events_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -761,7 +887,7 @@ func (x *MailJob) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MailJob.ProtoReflect.Descriptor instead.
 func (*MailJob) Descriptor() ([]byte, []int) {
-	return file_events_v1_events_proto_rawDescGZIP(), []int{9}
+	return file_events_v1_events_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *MailJob) GetJobId() string {
@@ -845,7 +971,7 @@ var File_events_v1_events_proto protoreflect.FileDescriptor
 
 const file_events_v1_events_proto_rawDesc = "" +
 	"\n" +
-	"\x16events/v1/events.proto\x12\x12shipfile.events.v1\x1a\x1fgoogle/protobuf/timestamp.proto\"\xca\x05\n" +
+	"\x16events/v1/events.proto\x12\x12shipfile.events.v1\x1a\x1fgoogle/protobuf/timestamp.proto\"\x90\x06\n" +
 	"\bEnvelope\x12\x19\n" +
 	"\bevent_id\x18\x01 \x01(\tR\aeventId\x12\x12\n" +
 	"\x04type\x18\x02 \x01(\tR\x04type\x12\x18\n" +
@@ -859,7 +985,8 @@ const file_events_v1_events_proto_rawDesc = "" +
 	"\x12package_downloaded\x18\r \x01(\v2%.shipfile.events.v1.PackageDownloadedH\x00R\x11packageDownloaded\x12M\n" +
 	"\x0fpackage_revoked\x18\x0e \x01(\v2\".shipfile.events.v1.PackageRevokedH\x00R\x0epackageRevoked\x12M\n" +
 	"\x0fpackage_deleted\x18\x0f \x01(\v2\".shipfile.events.v1.PackageDeletedH\x00R\x0epackageDeleted\x12M\n" +
-	"\x0fpackage_expired\x18\x10 \x01(\v2\".shipfile.events.v1.PackageExpiredH\x00R\x0epackageExpiredB\x06\n" +
+	"\x0fpackage_expired\x18\x10 \x01(\v2\".shipfile.events.v1.PackageExpiredH\x00R\x0epackageExpired\x12D\n" +
+	"\fwebhook_test\x18\x11 \x01(\v2\x1f.shipfile.events.v1.WebhookTestH\x00R\vwebhookTestB\x06\n" +
 	"\x04data\"\xa9\x01\n" +
 	"\aPackage\x12\x1d\n" +
 	"\n" +
@@ -899,7 +1026,15 @@ const file_events_v1_events_proto_rawDesc = "" +
 	"\x0ePackageExpired\x125\n" +
 	"\apackage\x18\x01 \x01(\v2\x1b.shipfile.events.v1.PackageR\apackage\x129\n" +
 	"\n" +
-	"expires_at\x18\x02 \x01(\v2\x1a.google.protobuf.TimestampR\texpiresAt\"\xe7\x02\n" +
+	"expires_at\x18\x02 \x01(\v2\x1a.google.protobuf.TimestampR\texpiresAt\"@\n" +
+	"\vWebhookTest\x12\x17\n" +
+	"\ahook_id\x18\x01 \x01(\x03R\x06hookId\x12\x18\n" +
+	"\amessage\x18\x02 \x01(\tR\amessage\"F\n" +
+	"\n" +
+	"WebhookJob\x12\x1f\n" +
+	"\vdelivery_id\x18\x01 \x01(\tR\n" +
+	"deliveryId\x12\x17\n" +
+	"\ahook_id\x18\x02 \x01(\x03R\x06hookId\"\xe7\x02\n" +
 	"\aMailJob\x12\x15\n" +
 	"\x06job_id\x18\x01 \x01(\tR\x05jobId\x12\x12\n" +
 	"\x04kind\x18\x02 \x01(\tR\x04kind\x12\x1d\n" +
@@ -931,7 +1066,7 @@ func file_events_v1_events_proto_rawDescGZIP() []byte {
 	return file_events_v1_events_proto_rawDescData
 }
 
-var file_events_v1_events_proto_msgTypes = make([]protoimpl.MessageInfo, 10)
+var file_events_v1_events_proto_msgTypes = make([]protoimpl.MessageInfo, 12)
 var file_events_v1_events_proto_goTypes = []any{
 	(*Envelope)(nil),              // 0: shipfile.events.v1.Envelope
 	(*Package)(nil),               // 1: shipfile.events.v1.Package
@@ -942,11 +1077,13 @@ var file_events_v1_events_proto_goTypes = []any{
 	(*PackageRevoked)(nil),        // 6: shipfile.events.v1.PackageRevoked
 	(*PackageDeleted)(nil),        // 7: shipfile.events.v1.PackageDeleted
 	(*PackageExpired)(nil),        // 8: shipfile.events.v1.PackageExpired
-	(*MailJob)(nil),               // 9: shipfile.events.v1.MailJob
-	(*timestamppb.Timestamp)(nil), // 10: google.protobuf.Timestamp
+	(*WebhookTest)(nil),           // 9: shipfile.events.v1.WebhookTest
+	(*WebhookJob)(nil),            // 10: shipfile.events.v1.WebhookJob
+	(*MailJob)(nil),               // 11: shipfile.events.v1.MailJob
+	(*timestamppb.Timestamp)(nil), // 12: google.protobuf.Timestamp
 }
 var file_events_v1_events_proto_depIdxs = []int32{
-	10, // 0: shipfile.events.v1.Envelope.occurred_at:type_name -> google.protobuf.Timestamp
+	12, // 0: shipfile.events.v1.Envelope.occurred_at:type_name -> google.protobuf.Timestamp
 	2,  // 1: shipfile.events.v1.Envelope.package_created:type_name -> shipfile.events.v1.PackageCreated
 	3,  // 2: shipfile.events.v1.Envelope.package_finalized:type_name -> shipfile.events.v1.PackageFinalized
 	4,  // 3: shipfile.events.v1.Envelope.file_uploaded:type_name -> shipfile.events.v1.FileUploaded
@@ -954,22 +1091,23 @@ var file_events_v1_events_proto_depIdxs = []int32{
 	6,  // 5: shipfile.events.v1.Envelope.package_revoked:type_name -> shipfile.events.v1.PackageRevoked
 	7,  // 6: shipfile.events.v1.Envelope.package_deleted:type_name -> shipfile.events.v1.PackageDeleted
 	8,  // 7: shipfile.events.v1.Envelope.package_expired:type_name -> shipfile.events.v1.PackageExpired
-	1,  // 8: shipfile.events.v1.PackageCreated.package:type_name -> shipfile.events.v1.Package
-	10, // 9: shipfile.events.v1.PackageCreated.expires_at:type_name -> google.protobuf.Timestamp
-	1,  // 10: shipfile.events.v1.PackageFinalized.package:type_name -> shipfile.events.v1.Package
-	10, // 11: shipfile.events.v1.PackageFinalized.expires_at:type_name -> google.protobuf.Timestamp
-	1,  // 12: shipfile.events.v1.FileUploaded.package:type_name -> shipfile.events.v1.Package
-	1,  // 13: shipfile.events.v1.PackageDownloaded.package:type_name -> shipfile.events.v1.Package
-	1,  // 14: shipfile.events.v1.PackageRevoked.package:type_name -> shipfile.events.v1.Package
-	1,  // 15: shipfile.events.v1.PackageDeleted.package:type_name -> shipfile.events.v1.Package
-	1,  // 16: shipfile.events.v1.PackageExpired.package:type_name -> shipfile.events.v1.Package
-	10, // 17: shipfile.events.v1.PackageExpired.expires_at:type_name -> google.protobuf.Timestamp
-	10, // 18: shipfile.events.v1.MailJob.expires_at:type_name -> google.protobuf.Timestamp
-	19, // [19:19] is the sub-list for method output_type
-	19, // [19:19] is the sub-list for method input_type
-	19, // [19:19] is the sub-list for extension type_name
-	19, // [19:19] is the sub-list for extension extendee
-	0,  // [0:19] is the sub-list for field type_name
+	9,  // 8: shipfile.events.v1.Envelope.webhook_test:type_name -> shipfile.events.v1.WebhookTest
+	1,  // 9: shipfile.events.v1.PackageCreated.package:type_name -> shipfile.events.v1.Package
+	12, // 10: shipfile.events.v1.PackageCreated.expires_at:type_name -> google.protobuf.Timestamp
+	1,  // 11: shipfile.events.v1.PackageFinalized.package:type_name -> shipfile.events.v1.Package
+	12, // 12: shipfile.events.v1.PackageFinalized.expires_at:type_name -> google.protobuf.Timestamp
+	1,  // 13: shipfile.events.v1.FileUploaded.package:type_name -> shipfile.events.v1.Package
+	1,  // 14: shipfile.events.v1.PackageDownloaded.package:type_name -> shipfile.events.v1.Package
+	1,  // 15: shipfile.events.v1.PackageRevoked.package:type_name -> shipfile.events.v1.Package
+	1,  // 16: shipfile.events.v1.PackageDeleted.package:type_name -> shipfile.events.v1.Package
+	1,  // 17: shipfile.events.v1.PackageExpired.package:type_name -> shipfile.events.v1.Package
+	12, // 18: shipfile.events.v1.PackageExpired.expires_at:type_name -> google.protobuf.Timestamp
+	12, // 19: shipfile.events.v1.MailJob.expires_at:type_name -> google.protobuf.Timestamp
+	20, // [20:20] is the sub-list for method output_type
+	20, // [20:20] is the sub-list for method input_type
+	20, // [20:20] is the sub-list for extension type_name
+	20, // [20:20] is the sub-list for extension extendee
+	0,  // [0:20] is the sub-list for field type_name
 }
 
 func init() { file_events_v1_events_proto_init() }
@@ -985,6 +1123,7 @@ func file_events_v1_events_proto_init() {
 		(*Envelope_PackageRevoked)(nil),
 		(*Envelope_PackageDeleted)(nil),
 		(*Envelope_PackageExpired)(nil),
+		(*Envelope_WebhookTest)(nil),
 	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
@@ -992,7 +1131,7 @@ func file_events_v1_events_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_events_v1_events_proto_rawDesc), len(file_events_v1_events_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   10,
+			NumMessages:   12,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

@@ -92,3 +92,47 @@ type User struct {
 	Disabled     bool
 	CreatedAt    time.Time
 }
+
+type WebhookAttempt struct {
+	ID              int64
+	DeliveryID      uuid.UUID
+	SubscriptionID  int64
+	Attempt         int32
+	StatusCode      *int32
+	Error           *string
+	DurationMs      int32
+	ResponseExcerpt *string
+	CreatedAt       time.Time
+}
+
+type WebhookDelivery struct {
+	ID             uuid.UUID
+	SubscriptionID int64
+	EventID        string
+	Event          string
+	Body           []byte
+	Status         string
+	Attempts       int32
+	RoundAttempts  int32
+	LastStatusCode *int32
+	LastError      *string
+	CreatedAt      time.Time
+	UpdatedAt      time.Time
+}
+
+type WebhookSubscription struct {
+	ID                  int64
+	Url                 string
+	Description         string
+	Events              []string
+	Secret              string
+	PreviousSecret      *string
+	PreviousSecretUntil *time.Time
+	Active              bool
+	DisabledReason      *string
+	DisabledAt          *time.Time
+	FailingSince        *time.Time
+	LastSuccessAt       *time.Time
+	CreatedAt           time.Time
+	UpdatedAt           time.Time
+}
