@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -16,6 +17,7 @@ import (
 	"github.com/gin-gonic/gin"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/minio/minio-go/v7"
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/shipfile/shipfile/pkg/config"
 	"github.com/shipfile/shipfile/pkg/database"
@@ -36,6 +38,32 @@ type testAPI struct {
 	identity *app.Identity
 	engine   *gin.Engine
 	objects  *storage.Store
+	registry *prometheus.Registry
+}
+
+// answered counts the requests the gateway finished on route with status.
+func (a *testAPI) answered(route string, status int) float64 {
+	a.t.Helper()
+	families, err := a.registry.Gather()
+	if err != nil {
+		a.t.Fatal(err)
+	}
+	var n float64
+	for _, f := range families {
+		if f.GetName() != "shipfile_http_requests_total" {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			labels := map[string]string{}
+			for _, l := range m.GetLabel() {
+				labels[l.GetName()] = l.GetValue()
+			}
+			if labels["route"] == route && labels["status"] == strconv.Itoa(status) {
+				n += m.GetCounter().GetValue()
+			}
+		}
+	}
+	return n
 }
 
 // testMaxFileSize is the file size limit of test gateways, small enough to cross.
@@ -95,18 +123,19 @@ func newTestAPI(t *testing.T, cfg httpapi.Config) *testAPI {
 	objects := testStorage(t)
 	packages := app.NewPackages(db, store.NewObjects(objects, 5<<20),
 		app.Limits{MaxFileSize: cfg.MaxFileSize, MaxFiles: 5}, "http://shipfile.test")
+	registry := ops.NewRegistry()
 	engine, err := httpapi.New(httpapi.Deps{
 		Log:      slog.New(slog.DiscardHandler),
 		Identity: identity,
 		Packages: packages,
-		Registry: ops.NewRegistry(),
+		Registry: registry,
 		Checks:   []ops.Check{{Name: "postgres", Fn: pool.Ping}},
 		Config:   cfg,
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	a := &testAPI{t: t, pool: pool, identity: identity, engine: engine, objects: objects}
+	a := &testAPI{t: t, pool: pool, identity: identity, engine: engine, objects: objects, registry: registry}
 	srv := httptest.NewServer(engine)
 	t.Cleanup(srv.Close)
 	a.url = srv.URL

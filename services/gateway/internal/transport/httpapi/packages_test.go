@@ -9,10 +9,12 @@ import (
 	"fmt"
 	"io"
 	"mime/multipart"
+	"net"
 	"net/http"
 	"net/textproto"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/shipfile/shipfile/services/gateway/internal/app"
 )
@@ -517,6 +519,29 @@ func TestUploadRejectsBadInput(t *testing.T) {
 	if n := a.rowCount("files"); n != 0 {
 		t.Fatalf("bad uploads left %d file rows", n)
 	}
+	t.Run("connection dropped mid-file", func(t *testing.T) {
+		conn, err := net.Dial("tcp", strings.TrimPrefix(a.url, "http://"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		head := "--b\r\nContent-Disposition: form-data; name=\"file\"; filename=\"big.bin\"\r\n\r\n"
+		fmt.Fprintf(conn, "POST %s HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer %s\r\n"+
+			"Content-Type: multipart/form-data; boundary=b\r\nContent-Length: %d\r\n\r\n%s",
+			path, token, 3<<20, head)
+		_, _ = conn.Write(bytes.Repeat([]byte("z"), 2<<20))
+		conn.Close()
+		// Wait until the gateway has finished with the broken request.
+		deadline := time.Now().Add(10 * time.Second)
+		for a.answered("/api/v1/packages/:id/files", http.StatusBadRequest) < 2 {
+			if time.Now().After(deadline) {
+				t.Fatal("the dropped upload was not answered 400")
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+		if keys := a.objectKeys(); len(keys) != 0 || a.rowCount("files") != 0 {
+			t.Fatalf("a dropped upload left objects %v or rows", keys)
+		}
+	})
 	// Exactly at the limit is fine.
 	expect(t, a.upload(path, token, "max.bin", bytes.Repeat([]byte("b"), testMaxFileSize)), http.StatusCreated)
 }
