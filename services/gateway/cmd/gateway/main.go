@@ -38,6 +38,7 @@ type Config struct {
 	RateLimit       int           `env:"SHIPFILE_RATE_LIMIT" default:"50" help:"requests per second per API token (0 disables)"`
 	RateBurst       int           `env:"SHIPFILE_RATE_BURST" default:"100" help:"burst of requests per API token"`
 	TrustedProxies  string        `env:"SHIPFILE_TRUSTED_PROXIES" default:"" help:"comma-separated proxy CIDRs whose X-Forwarded-For is trusted"`
+	WebhookPrivate  bool          `env:"SHIPFILE_WEBHOOK_ALLOW_PRIVATE" default:"false" help:"accept webhook URLs whose host is localhost or a loopback, private or link-local address"`
 	ShutdownTimeout time.Duration `env:"SHIPFILE_SHUTDOWN_TIMEOUT" default:"20s" help:"grace period for in-flight requests on SIGTERM"`
 }
 
@@ -79,6 +80,7 @@ func run(ctx context.Context, log *slog.Logger, args []string) error {
 	identity := app.NewIdentity(db)
 	packages := app.NewPackages(db, store.NewObjects(objects, uint64(cfg.UploadPartSize)),
 		app.Limits{MaxFileSize: cfg.MaxFileSize, MaxFiles: cfg.MaxFiles}, cfg.PublicURL)
+	webhooks := app.NewWebhooks(db, cfg.WebhookPrivate)
 	reg := ops.NewRegistry()
 
 	// The relay publishes committed outbox rows. It stops after the HTTP server has
@@ -98,6 +100,7 @@ func run(ctx context.Context, log *slog.Logger, args []string) error {
 		Log:      log,
 		Identity: identity,
 		Packages: packages,
+		Webhooks: webhooks,
 		Registry: reg,
 		Checks: []ops.Check{
 			{Name: "postgres", Fn: pool.Ping},

@@ -24,7 +24,8 @@ func TestUsageListsEveryVariable(t *testing.T) {
 	var buf bytes.Buffer
 	config.Usage(&buf, "gateway", &Config{})
 	for _, v := range []string{"SHIPFILE_HTTP_ADDR", "SHIPFILE_PUBLIC_URL", "SHIPFILE_DATABASE_URL", "SHIPFILE_NATS_URL",
-		"SHIPFILE_S3_ENDPOINT", "SHIPFILE_S3_ACCESS_KEY", "SHIPFILE_S3_SECRET_KEY", "SHIPFILE_S3_BUCKET", "SHIPFILE_S3_USE_SSL"} {
+		"SHIPFILE_S3_ENDPOINT", "SHIPFILE_S3_ACCESS_KEY", "SHIPFILE_S3_SECRET_KEY", "SHIPFILE_S3_BUCKET", "SHIPFILE_S3_USE_SSL",
+		"SHIPFILE_WEBHOOK_ALLOW_PRIVATE"} {
 		if !strings.Contains(buf.String(), v) {
 			t.Errorf("--help lacks %s", v)
 		}

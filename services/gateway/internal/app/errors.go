@@ -1,6 +1,6 @@
 // Package app is what the gateway does, independent of HTTP and SQL: identity (users,
-// API tokens) and, later, packages. It declares the Store it needs; internal/store
-// implements it on PostgreSQL.
+// API tokens), packages and webhook subscriptions. Each service declares the Store it
+// needs; internal/store implements them on PostgreSQL.
 package app
 
 import (

@@ -20,11 +20,13 @@ import (
 )
 
 // Effects are what a change writes beside it, in the same database transaction: the
-// events for the bus, mail jobs for the mailer and audit entries.
+// events for the bus, mail jobs for the mailer, delivery jobs for the webhook
+// dispatcher and audit entries.
 type Effects struct {
-	Events []*eventsv1.Envelope
-	Mail   []*eventsv1.MailJob
-	Audit  []AuditEntry
+	Events      []*eventsv1.Envelope
+	Mail        []*eventsv1.MailJob
+	WebhookJobs []WebhookJob
+	Audit       []AuditEntry
 }
 
 // PackageStore is the persistence the package service needs. Every method that

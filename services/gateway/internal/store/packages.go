@@ -273,7 +273,8 @@ func save(ctx context.Context, q *Queries, p app.Package) error {
 	})
 }
 
-// writeEffects writes audit entries, and events and mail jobs as outbox rows, in tx.
+// writeEffects writes audit entries, and events, mail jobs and webhook jobs as outbox
+// rows, in tx.
 func writeEffects(ctx context.Context, tx pgx.Tx, fx app.Effects) error {
 	q := New(tx)
 	for _, a := range fx.Audit {
@@ -284,7 +285,7 @@ func writeEffects(ctx context.Context, tx pgx.Tx, fx app.Effects) error {
 			return err
 		}
 	}
-	msgs := make([]outbox.Message, 0, len(fx.Events)+len(fx.Mail))
+	msgs := make([]outbox.Message, 0, len(fx.Events)+len(fx.Mail)+len(fx.WebhookJobs))
 	for _, e := range fx.Events {
 		m, err := events.EventMessage(e)
 		if err != nil {
@@ -294,6 +295,13 @@ func writeEffects(ctx context.Context, tx pgx.Tx, fx app.Effects) error {
 	}
 	for _, j := range fx.Mail {
 		m, err := events.MailMessage(j)
+		if err != nil {
+			return err
+		}
+		msgs = append(msgs, m)
+	}
+	for _, j := range fx.WebhookJobs {
+		m, err := events.WebhookJobMessage(j.Job, j.MsgID)
 		if err != nil {
 			return err
 		}

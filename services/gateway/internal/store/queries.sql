@@ -111,3 +111,56 @@ WHERE (sqlc.narg(package_id)::uuid IS NULL OR package_id = sqlc.narg(package_id)
   AND (@before_id::bigint = 0 OR id < @before_id)
 ORDER BY id DESC
 LIMIT @max_rows;
+
+-- name: InsertWebhook :one
+INSERT INTO webhook_subscriptions (url, description, events, secret, active, created_at, updated_at)
+VALUES (@url, @description, @events, @secret, @active, @created_at, @updated_at)
+RETURNING *;
+
+-- name: ListWebhooks :many
+SELECT * FROM webhook_subscriptions ORDER BY id;
+
+-- name: GetWebhook :one
+SELECT * FROM webhook_subscriptions WHERE id = $1;
+
+-- name: LockWebhook :one
+SELECT * FROM webhook_subscriptions WHERE id = $1 FOR UPDATE;
+
+-- name: HoldWebhook :one
+-- Keeps the subscription from being deleted until the transaction ends, without
+-- blocking the dispatcher's updates of its delivery state.
+SELECT id FROM webhook_subscriptions WHERE id = $1 FOR KEY SHARE;
+
+-- name: SaveWebhook :one
+-- last_success_at belongs to the dispatcher alone.
+UPDATE webhook_subscriptions SET
+    url                   = @url,
+    description           = @description,
+    events                = @events,
+    secret                = @secret,
+    previous_secret       = @previous_secret,
+    previous_secret_until = @previous_secret_until,
+    active                = @active,
+    disabled_reason       = @disabled_reason,
+    disabled_at           = @disabled_at,
+    failing_since         = @failing_since,
+    updated_at            = @updated_at
+WHERE id = @id
+RETURNING *;
+
+-- name: DeleteWebhook :execrows
+DELETE FROM webhook_subscriptions WHERE id = $1;
+
+-- name: RedeliverWebhookDelivery :execrows
+UPDATE webhook_deliveries SET status = 'pending', round_attempts = 0, updated_at = now()
+WHERE id = @id AND subscription_id = @subscription_id;
+
+-- name: ListWebhookAttempts :many
+SELECT a.id, a.delivery_id, d.event_id, d.event, a.attempt, a.status_code, a.error, a.duration_ms,
+       a.response_excerpt, a.created_at, d.status AS delivery_status
+FROM webhook_attempts a
+JOIN webhook_deliveries d ON d.id = a.delivery_id
+WHERE a.subscription_id = @subscription_id
+  AND (@before_id::bigint = 0 OR a.id < @before_id)
+ORDER BY a.id DESC
+LIMIT @max_rows;

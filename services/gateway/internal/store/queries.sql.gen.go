@@ -136,6 +136,18 @@ func (q *Queries) DeleteToken(ctx context.Context, arg DeleteTokenParams) (int64
 	return result.RowsAffected(), nil
 }
 
+const deleteWebhook = `-- name: DeleteWebhook :execrows
+DELETE FROM webhook_subscriptions WHERE id = $1
+`
+
+func (q *Queries) DeleteWebhook(ctx context.Context, id int64) (int64, error) {
+	result, err := q.db.Exec(ctx, deleteWebhook, id)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected(), nil
+}
+
 const fileKeys = `-- name: FileKeys :many
 SELECT object_key FROM files WHERE package_id = $1
 `
@@ -254,6 +266,44 @@ func (q *Queries) GetUserByEmail(ctx context.Context, email string) (User, error
 	return i, err
 }
 
+const getWebhook = `-- name: GetWebhook :one
+SELECT id, url, description, events, secret, previous_secret, previous_secret_until, active, disabled_reason, disabled_at, failing_since, last_success_at, created_at, updated_at FROM webhook_subscriptions WHERE id = $1
+`
+
+func (q *Queries) GetWebhook(ctx context.Context, id int64) (WebhookSubscription, error) {
+	row := q.db.QueryRow(ctx, getWebhook, id)
+	var i WebhookSubscription
+	err := row.Scan(
+		&i.ID,
+		&i.Url,
+		&i.Description,
+		&i.Events,
+		&i.Secret,
+		&i.PreviousSecret,
+		&i.PreviousSecretUntil,
+		&i.Active,
+		&i.DisabledReason,
+		&i.DisabledAt,
+		&i.FailingSince,
+		&i.LastSuccessAt,
+		&i.CreatedAt,
+		&i.UpdatedAt,
+	)
+	return i, err
+}
+
+const holdWebhook = `-- name: HoldWebhook :one
+SELECT id FROM webhook_subscriptions WHERE id = $1 FOR KEY SHARE
+`
+
+// Keeps the subscription from being deleted until the transaction ends, without
+// blocking the dispatcher's updates of its delivery state.
+func (q *Queries) HoldWebhook(ctx context.Context, id int64) (int64, error) {
+	row := q.db.QueryRow(ctx, holdWebhook, id)
+	err := row.Scan(&id)
+	return id, err
+}
+
 const insertAudit = `-- name: InsertAudit :exec
 INSERT INTO audit_log (actor, actor_user_id, action, package_id, file_id, ip, user_agent)
 VALUES ($1, $2, $3, $4, $5, $6, $7)
@@ -349,6 +399,52 @@ func (q *Queries) InsertPackage(ctx context.Context, arg InsertPackageParams) er
 		arg.ExpiresAt,
 	)
 	return err
+}
+
+const insertWebhook = `-- name: InsertWebhook :one
+INSERT INTO webhook_subscriptions (url, description, events, secret, active, created_at, updated_at)
+VALUES ($1, $2, $3, $4, $5, $6, $7)
+RETURNING id, url, description, events, secret, previous_secret, previous_secret_until, active, disabled_reason, disabled_at, failing_since, last_success_at, created_at, updated_at
+`
+
+type InsertWebhookParams struct {
+	Url         string
+	Description string
+	Events      []string
+	Secret      string
+	Active      bool
+	CreatedAt   time.Time
+	UpdatedAt   time.Time
+}
+
+func (q *Queries) InsertWebhook(ctx context.Context, arg InsertWebhookParams) (WebhookSubscription, error) {
+	row := q.db.QueryRow(ctx, insertWebhook,
+		arg.Url,
+		arg.Description,
+		arg.Events,
+		arg.Secret,
+		arg.Active,
+		arg.CreatedAt,
+		arg.UpdatedAt,
+	)
+	var i WebhookSubscription
+	err := row.Scan(
+		&i.ID,
+		&i.Url,
+		&i.Description,
+		&i.Events,
+		&i.Secret,
+		&i.PreviousSecret,
+		&i.PreviousSecretUntil,
+		&i.Active,
+		&i.DisabledReason,
+		&i.DisabledAt,
+		&i.FailingSince,
+		&i.LastSuccessAt,
+		&i.CreatedAt,
+		&i.UpdatedAt,
+	)
+	return i, err
 }
 
 const listAudit = `-- name: ListAudit :many
@@ -506,6 +602,108 @@ func (q *Queries) ListUsers(ctx context.Context) ([]User, error) {
 	return items, nil
 }
 
+const listWebhookAttempts = `-- name: ListWebhookAttempts :many
+SELECT a.id, a.delivery_id, d.event_id, d.event, a.attempt, a.status_code, a.error, a.duration_ms,
+       a.response_excerpt, a.created_at, d.status AS delivery_status
+FROM webhook_attempts a
+JOIN webhook_deliveries d ON d.id = a.delivery_id
+WHERE a.subscription_id = $1
+  AND ($2::bigint = 0 OR a.id < $2)
+ORDER BY a.id DESC
+LIMIT $3
+`
+
+type ListWebhookAttemptsParams struct {
+	SubscriptionID int64
+	BeforeID       int64
+	MaxRows        int32
+}
+
+type ListWebhookAttemptsRow struct {
+	ID              int64
+	DeliveryID      uuid.UUID
+	EventID         string
+	Event           string
+	Attempt         int32
+	StatusCode      *int32
+	Error           *string
+	DurationMs      int32
+	ResponseExcerpt *string
+	CreatedAt       time.Time
+	DeliveryStatus  string
+}
+
+func (q *Queries) ListWebhookAttempts(ctx context.Context, arg ListWebhookAttemptsParams) ([]ListWebhookAttemptsRow, error) {
+	rows, err := q.db.Query(ctx, listWebhookAttempts, arg.SubscriptionID, arg.BeforeID, arg.MaxRows)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []ListWebhookAttemptsRow
+	for rows.Next() {
+		var i ListWebhookAttemptsRow
+		if err := rows.Scan(
+			&i.ID,
+			&i.DeliveryID,
+			&i.EventID,
+			&i.Event,
+			&i.Attempt,
+			&i.StatusCode,
+			&i.Error,
+			&i.DurationMs,
+			&i.ResponseExcerpt,
+			&i.CreatedAt,
+			&i.DeliveryStatus,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const listWebhooks = `-- name: ListWebhooks :many
+SELECT id, url, description, events, secret, previous_secret, previous_secret_until, active, disabled_reason, disabled_at, failing_since, last_success_at, created_at, updated_at FROM webhook_subscriptions ORDER BY id
+`
+
+func (q *Queries) ListWebhooks(ctx context.Context) ([]WebhookSubscription, error) {
+	rows, err := q.db.Query(ctx, listWebhooks)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []WebhookSubscription
+	for rows.Next() {
+		var i WebhookSubscription
+		if err := rows.Scan(
+			&i.ID,
+			&i.Url,
+			&i.Description,
+			&i.Events,
+			&i.Secret,
+			&i.PreviousSecret,
+			&i.PreviousSecretUntil,
+			&i.Active,
+			&i.DisabledReason,
+			&i.DisabledAt,
+			&i.FailingSince,
+			&i.LastSuccessAt,
+			&i.CreatedAt,
+			&i.UpdatedAt,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const lockPackage = `-- name: LockPackage :one
 SELECT id, owner_user_id, title, recipient_email, recipient_name, direction, state, ttl_days, note, file_count, total_size, created_at, finalized_at, expires_at, revoked_at, link_hash, link_use_count, link_last_used_at FROM packages WHERE id = $1 FOR UPDATE
 `
@@ -532,6 +730,32 @@ func (q *Queries) LockPackage(ctx context.Context, id uuid.UUID) (Package, error
 		&i.LinkHash,
 		&i.LinkUseCount,
 		&i.LinkLastUsedAt,
+	)
+	return i, err
+}
+
+const lockWebhook = `-- name: LockWebhook :one
+SELECT id, url, description, events, secret, previous_secret, previous_secret_until, active, disabled_reason, disabled_at, failing_since, last_success_at, created_at, updated_at FROM webhook_subscriptions WHERE id = $1 FOR UPDATE
+`
+
+func (q *Queries) LockWebhook(ctx context.Context, id int64) (WebhookSubscription, error) {
+	row := q.db.QueryRow(ctx, lockWebhook, id)
+	var i WebhookSubscription
+	err := row.Scan(
+		&i.ID,
+		&i.Url,
+		&i.Description,
+		&i.Events,
+		&i.Secret,
+		&i.PreviousSecret,
+		&i.PreviousSecretUntil,
+		&i.Active,
+		&i.DisabledReason,
+		&i.DisabledAt,
+		&i.FailingSince,
+		&i.LastSuccessAt,
+		&i.CreatedAt,
+		&i.UpdatedAt,
 	)
 	return i, err
 }
@@ -584,6 +808,24 @@ func (q *Queries) QueueObjectDeletion(ctx context.Context, keys []string) error 
 	return err
 }
 
+const redeliverWebhookDelivery = `-- name: RedeliverWebhookDelivery :execrows
+UPDATE webhook_deliveries SET status = 'pending', round_attempts = 0, updated_at = now()
+WHERE id = $1 AND subscription_id = $2
+`
+
+type RedeliverWebhookDeliveryParams struct {
+	ID             uuid.UUID
+	SubscriptionID int64
+}
+
+func (q *Queries) RedeliverWebhookDelivery(ctx context.Context, arg RedeliverWebhookDeliveryParams) (int64, error) {
+	result, err := q.db.Exec(ctx, redeliverWebhookDelivery, arg.ID, arg.SubscriptionID)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected(), nil
+}
+
 const savePackage = `-- name: SavePackage :exec
 UPDATE packages SET
     state        = $2,
@@ -619,6 +861,74 @@ func (q *Queries) SavePackage(ctx context.Context, arg SavePackageParams) error 
 		arg.LinkHash,
 	)
 	return err
+}
+
+const saveWebhook = `-- name: SaveWebhook :one
+UPDATE webhook_subscriptions SET
+    url                   = $1,
+    description           = $2,
+    events                = $3,
+    secret                = $4,
+    previous_secret       = $5,
+    previous_secret_until = $6,
+    active                = $7,
+    disabled_reason       = $8,
+    disabled_at           = $9,
+    failing_since         = $10,
+    updated_at            = $11
+WHERE id = $12
+RETURNING id, url, description, events, secret, previous_secret, previous_secret_until, active, disabled_reason, disabled_at, failing_since, last_success_at, created_at, updated_at
+`
+
+type SaveWebhookParams struct {
+	Url                 string
+	Description         string
+	Events              []string
+	Secret              string
+	PreviousSecret      *string
+	PreviousSecretUntil *time.Time
+	Active              bool
+	DisabledReason      *string
+	DisabledAt          *time.Time
+	FailingSince        *time.Time
+	UpdatedAt           time.Time
+	ID                  int64
+}
+
+// last_success_at belongs to the dispatcher alone.
+func (q *Queries) SaveWebhook(ctx context.Context, arg SaveWebhookParams) (WebhookSubscription, error) {
+	row := q.db.QueryRow(ctx, saveWebhook,
+		arg.Url,
+		arg.Description,
+		arg.Events,
+		arg.Secret,
+		arg.PreviousSecret,
+		arg.PreviousSecretUntil,
+		arg.Active,
+		arg.DisabledReason,
+		arg.DisabledAt,
+		arg.FailingSince,
+		arg.UpdatedAt,
+		arg.ID,
+	)
+	var i WebhookSubscription
+	err := row.Scan(
+		&i.ID,
+		&i.Url,
+		&i.Description,
+		&i.Events,
+		&i.Secret,
+		&i.PreviousSecret,
+		&i.PreviousSecretUntil,
+		&i.Active,
+		&i.DisabledReason,
+		&i.DisabledAt,
+		&i.FailingSince,
+		&i.LastSuccessAt,
+		&i.CreatedAt,
+		&i.UpdatedAt,
+	)
+	return i, err
 }
 
 const tokenOwner = `-- name: TokenOwner :one

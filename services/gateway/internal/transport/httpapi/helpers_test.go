@@ -109,8 +109,23 @@ func (a *testAPI) objectKeys() []string {
 	return keys
 }
 
-func newTestAPI(t *testing.T, cfg httpapi.Config) *testAPI {
+// testOptions are the app settings a test may change.
+type testOptions struct {
+	allowPrivateWebhooks bool
+}
+
+// testOption changes a testOptions.
+type testOption func(*testOptions)
+
+// allowPrivateWebhooks sets SHIPFILE_WEBHOOK_ALLOW_PRIVATE=true for the test gateway.
+func allowPrivateWebhooks(o *testOptions) { o.allowPrivateWebhooks = true }
+
+func newTestAPI(t *testing.T, cfg httpapi.Config, opts ...testOption) *testAPI {
 	t.Helper()
+	var o testOptions
+	for _, opt := range opts {
+		opt(&o)
+	}
 	url := pgtest.New(t, migrations.Version(), migrations.Up)
 	ctx := context.Background()
 	pool, err := database.Open(ctx, url)
@@ -128,6 +143,7 @@ func newTestAPI(t *testing.T, cfg httpapi.Config) *testAPI {
 		Log:      slog.New(slog.DiscardHandler),
 		Identity: identity,
 		Packages: packages,
+		Webhooks: app.NewWebhooks(db, o.allowPrivateWebhooks),
 		Registry: registry,
 		Checks:   []ops.Check{{Name: "postgres", Fn: pool.Ping}},
 		Config:   cfg,

@@ -30,6 +30,7 @@ type Deps struct {
 	Log      *slog.Logger
 	Identity *app.Identity
 	Packages *app.Packages
+	Webhooks *app.Webhooks
 	Registry *prometheus.Registry
 	Checks   []ops.Check
 	Config   Config
@@ -39,6 +40,7 @@ type handlers struct {
 	log         *slog.Logger
 	identity    *app.Identity
 	packages    *app.Packages
+	webhooks    *app.Webhooks
 	maxJSON     int64
 	maxFileSize int64
 	spec        *docs.Spec
@@ -51,7 +53,7 @@ func New(d Deps) (*gin.Engine, error) {
 		return nil, err
 	}
 	h := &handlers{
-		log: d.Log, identity: d.Identity, packages: d.Packages,
+		log: d.Log, identity: d.Identity, packages: d.Packages, webhooks: d.Webhooks,
 		maxJSON: d.Config.MaxJSONBytes, maxFileSize: d.Config.MaxFileSize, spec: spec,
 	}
 
@@ -109,6 +111,15 @@ func New(d Deps) (*gin.Engine, error) {
 	admin.GET("/users", h.listUsers)
 	admin.POST("/users", h.createUser)
 	admin.PATCH("/users/:id", h.updateUser)
+	admin.GET("/webhooks", h.listWebhooks)
+	admin.POST("/webhooks", h.createWebhook)
+	admin.GET("/webhooks/:id", h.getWebhook)
+	admin.PATCH("/webhooks/:id", h.updateWebhook)
+	admin.DELETE("/webhooks/:id", h.deleteWebhook)
+	admin.POST("/webhooks/:id/test", h.testWebhook)
+	admin.POST("/webhooks/:id/rotate-secret", h.rotateWebhookSecret)
+	admin.GET("/webhooks/:id/deliveries", h.listWebhookDeliveries)
+	admin.POST("/webhooks/:id/deliveries/:delivery_id/redeliver", h.redeliverWebhook)
 	return r, nil
 }
 

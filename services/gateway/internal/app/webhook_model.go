@@ -1,0 +1,84 @@
+package app
+
+import (
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/shipfile/shipfile/pkg/events/eventsv1"
+)
+
+// Webhook is a subscription: where the dispatcher POSTs the selected events, signed
+// with Secret.
+type Webhook struct {
+	ID          int64
+	URL         string
+	Description string
+	Events      []string // selected package.* event types, in the order of events.Types
+	Secret      string
+	// After a rotation the old secret also signs webhook-signature until
+	// PreviousSecretUntil.
+	PreviousSecret      *string
+	PreviousSecretUntil *time.Time
+	Active              bool
+	DisabledReason      *string // why it is inactive; nil while active
+	DisabledAt          *time.Time
+	FailingSince        *time.Time // the first failed attempt since the last success
+	LastSuccessAt       *time.Time
+	CreatedAt           time.Time
+	UpdatedAt           time.Time
+}
+
+// NewWebhook is the input of Webhooks.Create. Nil fields take their defaults.
+type NewWebhook struct {
+	URL         *string
+	Events      *[]string
+	Description *string
+}
+
+// WebhookPatch changes some fields of a subscription; nil fields stay as they are.
+type WebhookPatch struct {
+	URL         *string
+	Events      *[]string
+	Description *string
+	Active      *bool
+}
+
+// DeliveryStatus is where a delivery is: being tried, done, or given up on.
+type DeliveryStatus string
+
+// The delivery statuses.
+const (
+	DeliveryPending   DeliveryStatus = "pending"
+	DeliverySucceeded DeliveryStatus = "succeeded"
+	DeliveryFailed    DeliveryStatus = "failed"
+)
+
+// WebhookAttempt is one attempt to deliver an event to a subscription, with the
+// current status of its delivery.
+type WebhookAttempt struct {
+	ID              int64
+	DeliveryID      uuid.UUID
+	EventID         string
+	Event           string
+	Attempt         int
+	StatusCode      *int
+	Error           *string
+	DurationMS      int
+	ResponseExcerpt *string
+	CreatedAt       time.Time
+	DeliveryStatus  DeliveryStatus
+}
+
+// WebhookAttemptFilter pages a subscription's attempts (newest first).
+type WebhookAttemptFilter struct {
+	WebhookID int64
+	Limit     int
+	BeforeID  int64 // 0: from the newest
+}
+
+// WebhookJob asks the dispatcher to (re)try a delivery; MsgID is its Nats-Msg-Id.
+type WebhookJob struct {
+	Job   *eventsv1.WebhookJob
+	MsgID string
+}

@@ -1,0 +1,319 @@
+package app
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/base64"
+	"fmt"
+	"net/netip"
+	"net/url"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/google/uuid"
+
+	"github.com/shipfile/shipfile/pkg/events"
+	"github.com/shipfile/shipfile/pkg/events/eventsv1"
+)
+
+// WebhookStore is the persistence the webhook service needs. ChangeWebhook locks the
+// subscription's row, runs the given change, saves the row and writes the effects in
+// one transaction; an error from the change rolls everything back.
+type WebhookStore interface {
+	CreateWebhook(ctx context.Context, w Webhook) (Webhook, error)
+	ListWebhooks(ctx context.Context) ([]Webhook, error)
+	GetWebhook(ctx context.Context, id int64) (Webhook, error)
+	ChangeWebhook(ctx context.Context, id int64, change func(w *Webhook) (Effects, error)) (Webhook, error)
+	DeleteWebhook(ctx context.Context, id int64) error
+	// WriteWebhookEffects writes effects that concern an existing subscription.
+	WriteWebhookEffects(ctx context.Context, id int64, fx Effects) error
+	// RedeliverWebhook puts a delivery of the subscription back to pending for a new
+	// round of attempts and writes the effects.
+	RedeliverWebhook(ctx context.Context, id int64, deliveryID uuid.UUID, fx Effects) error
+	ListWebhookAttempts(ctx context.Context, f WebhookAttemptFilter) ([]WebhookAttempt, error)
+}
+
+// Webhooks manages webhook subscriptions (admins only; checked by the transport). The
+// webhooks service delivers their events.
+type Webhooks struct {
+	store        WebhookStore
+	allowPrivate bool
+	now          func() time.Time
+}
+
+// NewWebhooks returns the webhook service. Unless allowPrivate, it refuses URLs whose
+// host is localhost or a loopback, private, link-local or unspecified address.
+func NewWebhooks(store WebhookStore, allowPrivate bool) *Webhooks {
+	return &Webhooks{store: store, allowPrivate: allowPrivate, now: time.Now}
+}
+
+// Limits and fixed values of webhook subscriptions.
+const (
+	MaxWebhookURLLen         = 2048
+	MaxWebhookDescriptionLen = 500
+	// WebhookSecretPrefix starts every signing secret; base64 of random bytes follows.
+	WebhookSecretPrefix = "whsec_"
+	webhookSecretBytes  = 32
+	// PreviousSecretTTL is how long a rotated-out secret keeps signing webhook-signature.
+	PreviousSecretTTL = 24 * time.Hour
+	// AdminDisabledReason is the disabled_reason of a subscription an admin turned off.
+	AdminDisabledReason = "disabled by an admin"
+	// WebhookTestMessage is the message of the webhook.test event.
+	WebhookTestMessage = "This is a test delivery from shipfile."
+)
+
+// Create validates and stores a new, active subscription with a fresh secret. The
+// returned record carries the secret, which no later read shows.
+func (s *Webhooks) Create(ctx context.Context, in NewWebhook) (Webhook, error) {
+	if in.URL == nil {
+		return Webhook{}, Invalid("url is required")
+	}
+	w := Webhook{URL: *in.URL, Events: slices.Clone(events.Types), Active: true}
+	if err := s.validateURL(w.URL); err != nil {
+		return Webhook{}, err
+	}
+	if in.Events != nil {
+		evs, err := normalizeEvents(*in.Events)
+		if err != nil {
+			return Webhook{}, err
+		}
+		w.Events = evs
+	}
+	if in.Description != nil {
+		if err := validateDescription(*in.Description); err != nil {
+			return Webhook{}, err
+		}
+		w.Description = *in.Description
+	}
+	secret, err := newWebhookSecret()
+	if err != nil {
+		return Webhook{}, err
+	}
+	w.Secret = secret
+	now := s.now().UTC().Truncate(time.Microsecond)
+	w.CreatedAt, w.UpdatedAt = now, now
+	return s.store.CreateWebhook(ctx, w)
+}
+
+// List returns every subscription, oldest first.
+func (s *Webhooks) List(ctx context.Context) ([]Webhook, error) { return s.store.ListWebhooks(ctx) }
+
+// Get returns one subscription.
+func (s *Webhooks) Get(ctx context.Context, id int64) (Webhook, error) {
+	return s.store.GetWebhook(ctx, id)
+}
+
+// Update applies a patch with the rules of Create. Turning a subscription on clears
+// why and since when it was off and its failure streak; turning an active one off
+// records that an admin did it (an inactive one keeps the reason it already has).
+func (s *Webhooks) Update(ctx context.Context, id int64, p WebhookPatch) (Webhook, error) {
+	if p.URL != nil {
+		if err := s.validateURL(*p.URL); err != nil {
+			return Webhook{}, err
+		}
+	}
+	var evs []string
+	if p.Events != nil {
+		var err error
+		if evs, err = normalizeEvents(*p.Events); err != nil {
+			return Webhook{}, err
+		}
+	}
+	if p.Description != nil {
+		if err := validateDescription(*p.Description); err != nil {
+			return Webhook{}, err
+		}
+	}
+	return s.store.ChangeWebhook(ctx, id, func(w *Webhook) (Effects, error) {
+		now := s.now().UTC().Truncate(time.Microsecond)
+		if p.URL != nil {
+			w.URL = *p.URL
+		}
+		if evs != nil {
+			w.Events = evs
+		}
+		if p.Description != nil {
+			w.Description = *p.Description
+		}
+		if p.Active != nil {
+			switch {
+			case *p.Active:
+				w.Active, w.DisabledReason, w.DisabledAt, w.FailingSince = true, nil, nil, nil
+			case w.Active:
+				reason := AdminDisabledReason
+				w.Active, w.DisabledReason, w.DisabledAt = false, &reason, &now
+			}
+		}
+		w.UpdatedAt = now
+		return Effects{}, nil
+	})
+}
+
+// Delete removes a subscription with its deliveries and their attempts.
+func (s *Webhooks) Delete(ctx context.Context, id int64) error { return s.store.DeleteWebhook(ctx, id) }
+
+// RotateSecret gives the subscription a new secret and returns it; it is never
+// available again. The old secret keeps signing webhook-signature for
+// PreviousSecretTTL, so receivers can switch without losing deliveries.
+func (s *Webhooks) RotateSecret(ctx context.Context, id int64) (string, error) {
+	secret, err := newWebhookSecret()
+	if err != nil {
+		return "", err
+	}
+	_, err = s.store.ChangeWebhook(ctx, id, func(w *Webhook) (Effects, error) {
+		now := s.now().UTC().Truncate(time.Microsecond)
+		old, until := w.Secret, now.Add(PreviousSecretTTL)
+		w.Secret, w.PreviousSecret, w.PreviousSecretUntil = secret, &old, &until
+		w.UpdatedAt = now
+		return Effects{}, nil
+	})
+	if err != nil {
+		return "", err
+	}
+	return secret, nil
+}
+
+// Test queues a webhook.test event for the subscription, whatever its selection and
+// even when it is inactive, and returns the event's id.
+func (s *Webhooks) Test(ctx context.Context, u User, c Client, id int64) (string, error) {
+	env := webhookTest(id)
+	actor := u.ID
+	fx := Effects{
+		Events: []*eventsv1.Envelope{env},
+		Audit:  []AuditEntry{{Actor: "user", ActorUserID: &actor, Action: "webhook.test", IP: c.IP, UserAgent: c.UserAgent}},
+	}
+	if err := s.store.WriteWebhookEffects(ctx, id, fx); err != nil {
+		return "", err
+	}
+	return env.GetEventId(), nil
+}
+
+// Redeliver starts a new round of attempts for one of the subscription's deliveries,
+// whatever its status: the same body under the same delivery id.
+func (s *Webhooks) Redeliver(ctx context.Context, id int64, deliveryID uuid.UUID) error {
+	fx := Effects{WebhookJobs: []WebhookJob{redeliveryJob(id, deliveryID.String())}}
+	return s.store.RedeliverWebhook(ctx, id, deliveryID, fx)
+}
+
+// Attempts returns a page of a subscription's delivery attempts, newest first.
+func (s *Webhooks) Attempts(ctx context.Context, f WebhookAttemptFilter) ([]WebhookAttempt, error) {
+	if _, err := s.store.GetWebhook(ctx, f.WebhookID); err != nil {
+		return nil, err
+	}
+	return s.store.ListWebhookAttempts(ctx, f)
+}
+
+// validateURL accepts an absolute http or https URL with a host and no user info. Unless
+// private targets are allowed, the host must not be localhost or a literal loopback,
+// private, link-local or unspecified address; the dispatcher checks the resolved
+// address again when it connects, so a name that resolves there is refused then.
+func (s *Webhooks) validateURL(raw string) error {
+	if raw == "" {
+		return Invalid("url is required")
+	}
+	if utf8.RuneCountInString(raw) > MaxWebhookURLLen {
+		return Invalid("url must be at most %d characters", MaxWebhookURLLen)
+	}
+	if strings.ContainsFunc(raw, func(r rune) bool { return unicode.IsSpace(r) || unicode.IsControl(r) }) {
+		return Invalid("url must not contain spaces or control characters")
+	}
+	u, err := url.Parse(raw)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Opaque != "" {
+		return Invalid("url must be an absolute http or https URL")
+	}
+	if u.User != nil {
+		return Invalid("url must not contain a user name or password")
+	}
+	host := u.Hostname()
+	if host == "" {
+		return Invalid("url must have a host")
+	}
+	if p := u.Port(); p != "" {
+		if n, err := strconv.Atoi(p); err != nil || n < 1 || n > 65535 {
+			return Invalid("url port must be from 1 to 65535")
+		}
+	}
+	addr, err := netip.ParseAddr(host)
+	isIP := err == nil
+	if !isIP && endsInNumber(host) {
+		// Resolvers read 127.1 or 2130706433 as addresses; only canonical ones are
+		// accepted, so the check below sees every literal address.
+		return Invalid("url host must be a domain name or an IP address in standard notation")
+	}
+	if s.allowPrivate {
+		return nil
+	}
+	if isLocalhost(host) || (isIP && privateAddr(addr.Unmap())) {
+		return Invalid("url host %s is a loopback, private or link-local address, which this server does not allow (SHIPFILE_WEBHOOK_ALLOW_PRIVATE)", host)
+	}
+	return nil
+}
+
+// endsInNumber reports whether host's last label is a number (decimal or 0x hex),
+// which makes it an IPv4 address to URL parsers and resolvers, never a domain name.
+func endsInNumber(host string) bool {
+	labels := strings.Split(strings.TrimSuffix(host, "."), ".")
+	last := strings.ToLower(labels[len(labels)-1])
+	if rest, ok := strings.CutPrefix(last, "0x"); ok {
+		return !strings.ContainsFunc(rest, func(r rune) bool { return !strings.ContainsRune("0123456789abcdef", r) })
+	}
+	return last != "" && !strings.ContainsFunc(last, func(r rune) bool { return r < '0' || r > '9' })
+}
+
+// isLocalhost reports whether host is localhost or a name under .localhost, which
+// resolve to loopback addresses (RFC 6761).
+func isLocalhost(host string) bool {
+	h := strings.ToLower(strings.TrimSuffix(host, "."))
+	return h == "localhost" || strings.HasSuffix(h, ".localhost")
+}
+
+func privateAddr(a netip.Addr) bool {
+	return a.IsLoopback() || a.IsPrivate() || a.IsLinkLocalUnicast() || a.IsLinkLocalMulticast() ||
+		a.IsInterfaceLocalMulticast() || a.IsUnspecified()
+}
+
+// normalizeEvents checks a selection of event types and returns it without
+// duplicates, in the order of events.Types.
+func normalizeEvents(in []string) ([]string, error) {
+	if len(in) == 0 {
+		return nil, Invalid("events must name at least one event (leave it out to select all of them)")
+	}
+	for _, e := range in {
+		if !slices.Contains(events.Types, e) {
+			return nil, Invalid("events: unknown event %q; the known events are %s", truncate(e, 100), strings.Join(events.Types, ", "))
+		}
+	}
+	out := make([]string, 0, len(in))
+	for _, t := range events.Types {
+		if slices.Contains(in, t) {
+			out = append(out, t)
+		}
+	}
+	return out, nil
+}
+
+func validateDescription(d string) error {
+	if utf8.RuneCountInString(d) > MaxWebhookDescriptionLen || strings.ContainsFunc(d, isNoteControl) {
+		return Invalid("description must be at most %d characters without control characters", MaxWebhookDescriptionLen)
+	}
+	return nil
+}
+
+func newWebhookSecret() (string, error) {
+	b := make([]byte, webhookSecretBytes)
+	if _, err := rand.Read(b); err != nil {
+		return "", fmt.Errorf("webhook secret: %w", err)
+	}
+	return WebhookSecretPrefix + base64.StdEncoding.EncodeToString(b), nil
+}
+
+func truncate(s string, n int) string {
+	if utf8.RuneCountInString(s) <= n {
+		return s
+	}
+	return string([]rune(s)[:n]) + "…"
+}

@@ -1,0 +1,154 @@
+package store
+
+import (
+	"context"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+
+	"github.com/shipfile/shipfile/services/gateway/internal/app"
+)
+
+var _ app.WebhookStore = (*Postgres)(nil)
+
+// CreateWebhook inserts a subscription and returns it with its id.
+func (s *Postgres) CreateWebhook(ctx context.Context, w app.Webhook) (app.Webhook, error) {
+	row, err := s.q.InsertWebhook(ctx, InsertWebhookParams{
+		Url: w.URL, Description: w.Description, Events: w.Events, Secret: w.Secret, Active: w.Active,
+		CreatedAt: w.CreatedAt, UpdatedAt: w.UpdatedAt,
+	})
+	if err != nil {
+		return app.Webhook{}, err
+	}
+	return toWebhook(row), nil
+}
+
+// ListWebhooks returns every subscription, oldest first.
+func (s *Postgres) ListWebhooks(ctx context.Context) ([]app.Webhook, error) {
+	rows, err := s.q.ListWebhooks(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]app.Webhook, len(rows))
+	for i, r := range rows {
+		out[i] = toWebhook(r)
+	}
+	return out, nil
+}
+
+// GetWebhook returns a subscription by id.
+func (s *Postgres) GetWebhook(ctx context.Context, id int64) (app.Webhook, error) {
+	row, err := s.q.GetWebhook(ctx, id)
+	if err != nil {
+		return app.Webhook{}, notFound(err, "webhook")
+	}
+	return toWebhook(row), nil
+}
+
+// ChangeWebhook locks the subscription's row, lets change mutate it, saves it and
+// writes the effects, in one transaction. The lock keeps the dispatcher's own updates
+// (failures, disabling) from being lost.
+func (s *Postgres) ChangeWebhook(ctx context.Context, id int64, change func(w *app.Webhook) (app.Effects, error)) (app.Webhook, error) {
+	var out app.Webhook
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		q := s.q.WithTx(tx)
+		row, err := q.LockWebhook(ctx, id)
+		if err != nil {
+			return notFound(err, "webhook")
+		}
+		w := toWebhook(row)
+		fx, err := change(&w)
+		if err != nil {
+			return err
+		}
+		saved, err := q.SaveWebhook(ctx, SaveWebhookParams{
+			ID: w.ID, Url: w.URL, Description: w.Description, Events: w.Events, Secret: w.Secret,
+			PreviousSecret: w.PreviousSecret, PreviousSecretUntil: w.PreviousSecretUntil, Active: w.Active,
+			DisabledReason: w.DisabledReason, DisabledAt: w.DisabledAt, FailingSince: w.FailingSince,
+			UpdatedAt: w.UpdatedAt,
+		})
+		if err != nil {
+			return err
+		}
+		out = toWebhook(saved)
+		return writeEffects(ctx, tx, fx)
+	})
+	return out, err
+}
+
+// DeleteWebhook deletes a subscription; its deliveries and their attempts go with it.
+func (s *Postgres) DeleteWebhook(ctx context.Context, id int64) error {
+	n, err := s.q.DeleteWebhook(ctx, id)
+	if err != nil {
+		return err
+	}
+	if n == 0 {
+		return app.NotFound("webhook")
+	}
+	return nil
+}
+
+// WriteWebhookEffects writes effects that concern the subscription, which must exist.
+func (s *Postgres) WriteWebhookEffects(ctx context.Context, id int64, fx app.Effects) error {
+	return pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		if _, err := s.q.WithTx(tx).HoldWebhook(ctx, id); err != nil {
+			return notFound(err, "webhook")
+		}
+		return writeEffects(ctx, tx, fx)
+	})
+}
+
+// RedeliverWebhook resets a delivery of the subscription to pending with a fresh
+// round of attempts and writes the effects, in one transaction.
+func (s *Postgres) RedeliverWebhook(ctx context.Context, id int64, deliveryID uuid.UUID, fx app.Effects) error {
+	return pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		q := s.q.WithTx(tx)
+		if _, err := q.HoldWebhook(ctx, id); err != nil {
+			return notFound(err, "webhook")
+		}
+		n, err := q.RedeliverWebhookDelivery(ctx, RedeliverWebhookDeliveryParams{ID: deliveryID, SubscriptionID: id})
+		if err != nil {
+			return err
+		}
+		if n == 0 {
+			return app.NotFound("delivery")
+		}
+		return writeEffects(ctx, tx, fx)
+	})
+}
+
+// ListWebhookAttempts returns a page of the subscription's attempts, newest first.
+func (s *Postgres) ListWebhookAttempts(ctx context.Context, f app.WebhookAttemptFilter) ([]app.WebhookAttempt, error) {
+	rows, err := s.q.ListWebhookAttempts(ctx, ListWebhookAttemptsParams{
+		SubscriptionID: f.WebhookID, BeforeID: f.BeforeID, MaxRows: int32(f.Limit),
+	})
+	if err != nil {
+		return nil, err
+	}
+	out := make([]app.WebhookAttempt, len(rows))
+	for i, r := range rows {
+		out[i] = app.WebhookAttempt{
+			ID: r.ID, DeliveryID: r.DeliveryID, EventID: r.EventID, Event: r.Event, Attempt: int(r.Attempt),
+			StatusCode: intPtr(r.StatusCode), Error: r.Error, DurationMS: int(r.DurationMs),
+			ResponseExcerpt: r.ResponseExcerpt, CreatedAt: r.CreatedAt, DeliveryStatus: app.DeliveryStatus(r.DeliveryStatus),
+		}
+	}
+	return out, nil
+}
+
+func toWebhook(r WebhookSubscription) app.Webhook {
+	return app.Webhook{
+		ID: r.ID, URL: r.Url, Description: r.Description, Events: r.Events, Secret: r.Secret,
+		PreviousSecret: r.PreviousSecret, PreviousSecretUntil: r.PreviousSecretUntil, Active: r.Active,
+		DisabledReason: r.DisabledReason, DisabledAt: r.DisabledAt, FailingSince: r.FailingSince,
+		LastSuccessAt: r.LastSuccessAt, CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt,
+	}
+}
+
+func intPtr(v *int32) *int {
+	if v == nil {
+		return nil
+	}
+	n := int(*v)
+	return &n
+}
