@@ -1,0 +1,176 @@
+package app_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"google.golang.org/protobuf/encoding/protojson"
+	"google.golang.org/protobuf/types/known/timestamppb"
+
+	"github.com/shipfile/shipfile/pkg/events"
+	"github.com/shipfile/shipfile/pkg/events/eventsv1"
+	"github.com/shipfile/shipfile/services/webhooks/internal/app"
+)
+
+// bodiesDir holds the golden vectors: <name>.envelope.json (protojson) and
+// <name>.body.json (the exact body, no trailing newline).
+const bodiesDir = "../../testdata/bodies"
+
+func loadEnvelope(t *testing.T, name string) *eventsv1.Envelope {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(bodiesDir, name+".envelope.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	env := &eventsv1.Envelope{}
+	if err := protojson.Unmarshal(b, env); err != nil {
+		t.Fatalf("%s: %v", name, err)
+	}
+	return env
+}
+
+func TestRenderBodyGolden(t *testing.T) {
+	names, err := filepath.Glob(filepath.Join(bodiesDir, "*.envelope.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := map[string]bool{}
+	for _, path := range names {
+		name := strings.TrimSuffix(filepath.Base(path), ".envelope.json")
+		t.Run(name, func(t *testing.T) {
+			env := loadEnvelope(t, name)
+			want, err := os.ReadFile(filepath.Join(bodiesDir, name+".body.json"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			typ, got, err := app.RenderBody(env)
+			if err != nil {
+				t.Fatal(err)
+			}
+			seen[typ] = true
+			if typ != env.GetType() {
+				t.Errorf("type %q, want %q", typ, env.GetType())
+			}
+			if !bytes.Equal(got, want) {
+				t.Errorf("body differs from %s.body.json\n got: %s\nwant: %s", name, got, want)
+			}
+		})
+	}
+	for _, typ := range append(append([]string(nil), events.Types...), events.TypeWebhookTest) {
+		if !seen[typ] {
+			t.Errorf("no golden vector for %s", typ)
+		}
+	}
+}
+
+// TestFinalizedBodyIsTheSeedsTable checks package.finalized against the seed's table:
+// exactly these 8 fields, in this order, with these JSON types.
+func TestFinalizedBodyIsTheSeedsTable(t *testing.T) {
+	_, body, err := app.RenderBody(loadEnvelope(t, "package.finalized"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []struct{ name, kind string }{
+		{"event", "string"}, {"timestamp", "string"}, {"package_id", "string"}, {"title", "string"},
+		{"recipient_email", "string"}, {"owner_user_id", "integer"}, {"file_count", "integer"}, {"expires_at", "string"},
+	}
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.UseNumber()
+	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
+		t.Fatalf("not an object: %s", body)
+	}
+	values := map[string]any{}
+	for i := 0; dec.More(); i++ {
+		tok, err := dec.Token()
+		if err != nil {
+			t.Fatal(err)
+		}
+		key := tok.(string)
+		var v any
+		if err := dec.Decode(&v); err != nil {
+			t.Fatal(err)
+		}
+		if i >= len(want) {
+			t.Fatalf("extra field %q", key)
+		}
+		if key != want[i].name {
+			t.Fatalf("field %d is %q, want %q", i, key, want[i].name)
+		}
+		switch want[i].kind {
+		case "string":
+			if _, ok := v.(string); !ok {
+				t.Errorf("%s is %T, want a string", key, v)
+			}
+		case "integer":
+			n, ok := v.(json.Number)
+			if _, err := n.Int64(); !ok || err != nil {
+				t.Errorf("%s is %v (%T), want an integer", key, v, v)
+			}
+		}
+		values[key] = v
+	}
+	if len(values) != len(want) {
+		t.Fatalf("%d fields, want %d", len(values), len(want))
+	}
+	if ts := values["timestamp"].(string); !strings.HasSuffix(ts, "Z") {
+		t.Errorf("timestamp %q does not end in Z", ts)
+	} else if _, err := time.Parse(time.RFC3339, ts); err != nil {
+		t.Errorf("timestamp %q is not RFC 3339: %v", ts, err)
+	}
+	exp := values["expires_at"].(string)
+	if _, err := time.Parse("2006-01-02T15:04:05", exp); err != nil {
+		t.Errorf("expires_at %q is not an ISO 8601 date-time without zone: %v", exp, err)
+	}
+	if strings.ContainsAny(exp, "Z+") {
+		t.Errorf("expires_at %q carries a zone", exp)
+	}
+}
+
+func TestRenderBodyPoison(t *testing.T) {
+	now := timestamppb.New(time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC))
+	pkg := &eventsv1.Package{PackageId: "p", OwnerUserId: 1}
+	cases := []struct {
+		name string
+		env  *eventsv1.Envelope
+	}{
+		{"no event id", &eventsv1.Envelope{Type: events.TypePackageRevoked, OccurredAt: now,
+			Data: &eventsv1.Envelope_PackageRevoked{PackageRevoked: &eventsv1.PackageRevoked{Package: pkg}}}},
+		{"no data", &eventsv1.Envelope{EventId: "e", Type: events.TypePackageRevoked, OccurredAt: now}},
+		{"data of another type", &eventsv1.Envelope{EventId: "e", Type: events.TypePackageDeleted, OccurredAt: now,
+			Data: &eventsv1.Envelope_PackageRevoked{PackageRevoked: &eventsv1.PackageRevoked{Package: pkg}}}},
+		{"unknown type", &eventsv1.Envelope{EventId: "e", Type: "package.renamed", OccurredAt: now}},
+		{"no occurred_at", &eventsv1.Envelope{EventId: "e", Type: events.TypePackageRevoked,
+			Data: &eventsv1.Envelope_PackageRevoked{PackageRevoked: &eventsv1.PackageRevoked{Package: pkg}}}},
+		{"no package", &eventsv1.Envelope{EventId: "e", Type: events.TypePackageRevoked, OccurredAt: now,
+			Data: &eventsv1.Envelope_PackageRevoked{PackageRevoked: &eventsv1.PackageRevoked{}}}},
+		{"no expires_at", &eventsv1.Envelope{EventId: "e", Type: events.TypePackageExpired, OccurredAt: now,
+			Data: &eventsv1.Envelope_PackageExpired{PackageExpired: &eventsv1.PackageExpired{Package: pkg}}}},
+		{"test without hook", &eventsv1.Envelope{EventId: "e", Type: events.TypeWebhookTest, OccurredAt: now,
+			Data: &eventsv1.Envelope_WebhookTest{WebhookTest: &eventsv1.WebhookTest{}}}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			if _, _, err := app.RenderBody(c.env); !errors.Is(err, app.ErrPoison) {
+				t.Errorf("err = %v, want ErrPoison", err)
+			}
+		})
+	}
+}
+
+func TestDeliveryIDIsStableUUIDv5(t *testing.T) {
+	// Computed independently: uuid5(DeliveryNamespace, "<event id>:<hook id>").
+	const want = "4527ab4b-476f-5b03-bbb6-7e9e56555f05"
+	if got := app.DeliveryID("0193a5f1-0000-7000-8000-000000000002", 7); got != want {
+		t.Errorf("DeliveryID = %s, want %s", got, want)
+	}
+	first, again, other := app.DeliveryID("e", 1), app.DeliveryID("e", 1), app.DeliveryID("e", 2)
+	if first != again || first == other {
+		t.Error("delivery ids must be stable per event and hook and differ between hooks")
+	}
+}

@@ -1,0 +1,82 @@
+package app_test
+
+import (
+	"encoding/json"
+	"os"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/shipfile/shipfile/services/webhooks/internal/app"
+)
+
+type signatureVector struct {
+	Name              string `json:"name"`
+	Secret            string `json:"secret"`
+	PreviousSecret    string `json:"previous_secret"`
+	DeliveryID        string `json:"delivery_id"`
+	Timestamp         int64  `json:"timestamp"`
+	Body              string `json:"body"`
+	XServiceSignature string `json:"x_service_signature"`
+	WebhookSignature  string `json:"webhook_signature"`
+}
+
+func TestHeadersMatchSignatureVectors(t *testing.T) {
+	b, err := os.ReadFile("../../testdata/signatures.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var vectors []signatureVector
+	if err := json.Unmarshal(b, &vectors); err != nil {
+		t.Fatal(err)
+	}
+	for _, v := range vectors {
+		t.Run(v.Name, func(t *testing.T) {
+			now := time.Unix(v.Timestamp, 0)
+			del := app.Delivery{
+				ID: v.DeliveryID, SubscriptionID: 12, Event: "package.finalized", Body: []byte(v.Body),
+				Subscription: app.Subscription{ID: 12, Secret: v.Secret, Active: true},
+			}
+			if v.PreviousSecret != "" {
+				del.Subscription.PreviousSecret = v.PreviousSecret
+				del.Subscription.PreviousSecretUntil = now.Add(time.Hour)
+			}
+			h := app.Headers(del, now)
+			want := map[string]string{
+				"Content-Type":        "application/json",
+				"User-Agent":          "Service-Webhook/1.0",
+				"X-Service-Event":     "package.finalized",
+				"X-Service-Signature": v.XServiceSignature,
+				"X-Service-Hook-Id":   "12",
+				"X-Service-Delivery":  v.DeliveryID,
+			}
+			for k, w := range want {
+				if got := h.Get(k); got != w {
+					t.Errorf("%s = %q, want %q", k, got, w)
+				}
+			}
+			for k, w := range map[string]string{
+				"webhook-id":        v.DeliveryID,
+				"webhook-timestamp": strconv.FormatInt(v.Timestamp, 10),
+				"webhook-signature": v.WebhookSignature,
+			} {
+				if got := h.Values(k); len(got) != 1 || got[0] != w {
+					t.Errorf("%s = %q, want %q", k, got, w)
+				}
+			}
+		})
+	}
+}
+
+func TestHeadersDropExpiredPreviousSecret(t *testing.T) {
+	now := time.Unix(1795281965, 0)
+	del := app.Delivery{ID: "d", SubscriptionID: 1, Event: "webhook.test", Body: []byte(`{}`),
+		Subscription: app.Subscription{Secret: "whsec_AAAA", PreviousSecret: "whsec_BBBB", PreviousSecretUntil: now}}
+	if sig := app.Headers(del, now).Get("webhook-signature"); len(sig) != len("v1,")+44 {
+		t.Errorf("webhook-signature %q: want only the current secret's once the grace period is over", sig)
+	}
+	del.Subscription.PreviousSecretUntil = now.Add(time.Second)
+	if sig := app.Headers(del, now).Get("webhook-signature"); len(sig) != 2*(len("v1,")+44)+1 {
+		t.Errorf("webhook-signature %q: want both secrets' during the grace period", sig)
+	}
+}

@@ -1,0 +1,55 @@
+package app
+
+import "github.com/prometheus/client_golang/prometheus"
+
+// Outcomes of a delivery job, the outcome label of shipfile_webhook_deliveries_total.
+const (
+	OutcomeSucceeded = "succeeded" // the receiver answered 2xx
+	OutcomeRetried   = "retried"   // the attempt failed; the job comes back after the schedule's wait
+	OutcomeFailed    = "failed"    // the delivery finally failed (schedule exhausted, subscription disabled)
+	OutcomeDisabled  = "disabled"  // the attempt disabled the subscription (410 Gone, failing too long)
+)
+
+// Metrics are the dispatcher's Prometheus metrics.
+type Metrics struct {
+	// Deliveries counts handled delivery jobs by outcome.
+	Deliveries *prometheus.CounterVec
+	// AttemptDuration observes the duration of each HTTP attempt.
+	AttemptDuration prometheus.Histogram
+	// QueueDepth is the delivery consumer's pending plus unacknowledged jobs.
+	QueueDepth prometheus.Gauge
+	// OldestPending is the age of the oldest pending delivery, in seconds.
+	OldestPending prometheus.Gauge
+}
+
+// NewMetrics creates the metrics and registers them on reg.
+func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
+	m := &Metrics{
+		Deliveries: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "shipfile_webhook_deliveries_total",
+			Help: "Webhook delivery jobs handled, by outcome (succeeded, retried, failed, disabled).",
+		}, []string{"outcome"}),
+		AttemptDuration: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "shipfile_webhook_attempt_duration_seconds",
+			Help:    "Duration of webhook delivery attempts (request sent to response read).",
+			Buckets: []float64{.01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30},
+		}),
+		QueueDepth: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "shipfile_webhook_queue_depth",
+			Help: "Delivery jobs waiting or in flight (the delivery consumer's pending plus ack-pending messages).",
+		}),
+		OldestPending: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "shipfile_webhook_oldest_pending_seconds",
+			Help: "Age of the oldest webhook delivery still pending, 0 when none is.",
+		}),
+	}
+	for _, o := range []string{OutcomeSucceeded, OutcomeRetried, OutcomeFailed, OutcomeDisabled} {
+		m.Deliveries.WithLabelValues(o)
+	}
+	for _, c := range []prometheus.Collector{m.Deliveries, m.AttemptDuration, m.QueueDepth, m.OldestPending} {
+		if err := reg.Register(c); err != nil {
+			return nil, err
+		}
+	}
+	return m, nil
+}

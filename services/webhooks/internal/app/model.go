@@ -1,0 +1,85 @@
+// Package app is what the webhook dispatcher does: it fans each package event out to
+// the subscriptions that selected it (one delivery row and one delivery job per event ×
+// subscription) and delivers each job as a signed POST, retrying on a schedule, keeping
+// a log of every attempt and disabling subscriptions whose receivers are gone.
+//
+// It declares the interfaces it needs (a store, a job publisher, a sender of requests)
+// and knows nothing of PostgreSQL, NATS or HTTP clients; internal/store and
+// internal/transport provide them.
+package app
+
+import (
+	"errors"
+	"time"
+)
+
+// Delivery states (webhook_deliveries.status).
+const (
+	StatusPending   = "pending"
+	StatusSucceeded = "succeeded"
+	StatusFailed    = "failed"
+)
+
+// Errors of the stores.
+var (
+	// ErrNotFound: the delivery or subscription does not exist (any more).
+	ErrNotFound = errors.New("not found")
+	// ErrPoison marks a message that can never be handled: it is terminated, not retried.
+	ErrPoison = errors.New("poison message")
+)
+
+// NewDelivery is a delivery row to insert: one event for one subscription.
+type NewDelivery struct {
+	ID             string // UUIDv5 of event id and hook id: the same on every fan-out
+	SubscriptionID int64
+	EventID        string
+	Event          string // event type, e.g. "package.finalized"
+	Body           []byte // the exact JSON body of every attempt
+}
+
+// Delivery is a delivery row with the subscription it goes to.
+type Delivery struct {
+	ID             string
+	SubscriptionID int64
+	EventID        string
+	Event          string
+	Body           []byte
+	Status         string
+	Attempts       int // in all
+	RoundAttempts  int // in the current round (a redelivery starts a new round)
+	Subscription   Subscription
+}
+
+// Subscription is what a delivery needs of its webhook subscription.
+type Subscription struct {
+	ID     int64
+	URL    string
+	Secret string
+	// PreviousSecret also signs webhook-signature until PreviousSecretUntil, after a
+	// rotation; empty when there is none.
+	PreviousSecret      string
+	PreviousSecretUntil time.Time
+	Active              bool
+	// FailingSince is the first failed attempt since the last success; zero while
+	// deliveries succeed.
+	FailingSince time.Time
+}
+
+// AttemptRecord is the outcome of one attempt, written in one transaction: a
+// webhook_attempts row, the delivery's counters and status, the subscription's health.
+type AttemptRecord struct {
+	DeliveryID     string
+	SubscriptionID int64
+	StatusCode     int    // 0 when no response came
+	Error          string // "" on success
+	Duration       time.Duration
+	// Excerpt is the start of the response body; HasResponse tells an empty body from
+	// no response at all.
+	Excerpt     string
+	HasResponse bool
+	Succeeded   bool
+	// Status is the delivery's status after the attempt.
+	Status string
+	// DisableReason, when set, disables the subscription (if still active) with this reason.
+	DisableReason string
+}

@@ -1,0 +1,155 @@
+// Package store keeps the dispatcher's state in PostgreSQL (pgx/v5): webhook
+// subscriptions (read), deliveries and the attempt log. The gateway owns the schema.
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/shipfile/shipfile/services/webhooks/internal/app"
+)
+
+// pgForeignKeyViolation is SQLSTATE 23503.
+const pgForeignKeyViolation = "23503"
+
+// Postgres is the dispatcher's store.
+type Postgres struct {
+	pool *pgxpool.Pool
+}
+
+var (
+	_ app.FanoutStore   = (*Postgres)(nil)
+	_ app.DeliveryStore = (*Postgres)(nil)
+)
+
+// New returns a store on pool.
+func New(pool *pgxpool.Pool) *Postgres { return &Postgres{pool: pool} }
+
+// ActiveSubscriptionIDs returns the ids of the active subscriptions that selected eventType.
+func (p *Postgres) ActiveSubscriptionIDs(ctx context.Context, eventType string) ([]int64, error) {
+	rows, err := p.pool.Query(ctx, qActiveSubscriptionIDs, eventType)
+	if err != nil {
+		return nil, fmt.Errorf("store: subscriptions of %s: %w", eventType, err)
+	}
+	ids, err := pgx.CollectRows(rows, pgx.RowTo[int64])
+	if err != nil {
+		return nil, fmt.Errorf("store: subscriptions of %s: %w", eventType, err)
+	}
+	return ids, nil
+}
+
+// InsertDelivery inserts d unless it exists; app.ErrNotFound when its subscription does not.
+func (p *Postgres) InsertDelivery(ctx context.Context, d app.NewDelivery) error {
+	_, err := p.pool.Exec(ctx, qInsertDelivery, d.ID, d.SubscriptionID, d.EventID, d.Event, d.Body)
+	if pgErr, ok := errors.AsType[*pgconn.PgError](err); ok && pgErr.Code == pgForeignKeyViolation {
+		return app.ErrNotFound
+	}
+	if err != nil {
+		return fmt.Errorf("store: insert delivery %s: %w", d.ID, err)
+	}
+	return nil
+}
+
+// Delivery returns the delivery with its subscription; app.ErrNotFound when gone.
+func (p *Postgres) Delivery(ctx context.Context, id string) (app.Delivery, error) {
+	var (
+		d                         app.Delivery
+		prevSecret                *string
+		prevUntil, failingSinceAt *time.Time
+	)
+	err := p.pool.QueryRow(ctx, qDelivery, id).Scan(
+		&d.ID, &d.SubscriptionID, &d.EventID, &d.Event, &d.Body, &d.Status, &d.Attempts, &d.RoundAttempts,
+		&d.Subscription.URL, &d.Subscription.Secret, &prevSecret, &prevUntil, &d.Subscription.Active, &failingSinceAt,
+	)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return app.Delivery{}, app.ErrNotFound
+	}
+	if err != nil {
+		return app.Delivery{}, fmt.Errorf("store: delivery %s: %w", id, err)
+	}
+	d.Subscription.ID = d.SubscriptionID
+	if prevSecret != nil {
+		d.Subscription.PreviousSecret = *prevSecret
+	}
+	if prevUntil != nil {
+		d.Subscription.PreviousSecretUntil = *prevUntil
+	}
+	if failingSinceAt != nil {
+		d.Subscription.FailingSince = *failingSinceAt
+	}
+	return d, nil
+}
+
+// MarkFailed sets a delivery that has not succeeded failed with reason.
+func (p *Postgres) MarkFailed(ctx context.Context, id, reason string) error {
+	tag, err := p.pool.Exec(ctx, qMarkFailed, id, reason)
+	if err != nil {
+		return fmt.Errorf("store: mark delivery %s failed: %w", id, err)
+	}
+	if tag.RowsAffected() == 0 {
+		return app.ErrNotFound
+	}
+	return nil
+}
+
+// RecordAttempt writes an attempt, the delivery's new state and the subscription's
+// health in one transaction, and returns the attempt's number.
+func (p *Postgres) RecordAttempt(ctx context.Context, rec app.AttemptRecord) (int, error) {
+	var attempt int
+	err := pgx.BeginFunc(ctx, p.pool, func(tx pgx.Tx) error {
+		// Subscription first, then delivery: the lock order of every writer of both.
+		if _, err := tx.Exec(ctx, qSubscriptionAfterAttempt, rec.SubscriptionID, rec.Succeeded, nullString(rec.DisableReason)); err != nil {
+			return err
+		}
+		err := tx.QueryRow(ctx, qDeliveryAfterAttempt, rec.DeliveryID, nullInt(rec.StatusCode), nullString(rec.Error), rec.Status).Scan(&attempt)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return app.ErrNotFound
+		}
+		if err != nil {
+			return err
+		}
+		var excerpt *string
+		if rec.HasResponse {
+			excerpt = &rec.Excerpt
+		}
+		_, err = tx.Exec(ctx, qInsertAttempt, rec.DeliveryID, rec.SubscriptionID, attempt,
+			nullInt(rec.StatusCode), nullString(rec.Error), rec.Duration.Milliseconds(), excerpt)
+		return err
+	})
+	if errors.Is(err, app.ErrNotFound) {
+		return 0, err
+	}
+	if err != nil {
+		return 0, fmt.Errorf("store: record attempt of %s: %w", rec.DeliveryID, err)
+	}
+	return attempt, nil
+}
+
+// OldestPending returns the age of the oldest pending delivery, 0 when none is.
+func (p *Postgres) OldestPending(ctx context.Context) (time.Duration, error) {
+	var secs float64
+	if err := p.pool.QueryRow(ctx, qOldestPending).Scan(&secs); err != nil {
+		return 0, fmt.Errorf("store: oldest pending delivery: %w", err)
+	}
+	return time.Duration(secs * float64(time.Second)), nil
+}
+
+func nullString(s string) *string {
+	if s == "" {
+		return nil
+	}
+	return &s
+}
+
+func nullInt(n int) *int {
+	if n == 0 {
+		return nil
+	}
+	return &n
+}

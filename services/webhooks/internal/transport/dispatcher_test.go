@@ -1,0 +1,668 @@
+package transport_test
+
+import (
+	"bytes"
+	"context"
+	"net/http"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
+
+	"github.com/shipfile/shipfile/pkg/events"
+	"github.com/shipfile/shipfile/pkg/events/eventstest"
+	"github.com/shipfile/shipfile/services/webhooks/internal/app"
+	"github.com/shipfile/shipfile/services/webhooks/internal/schematest"
+	"github.com/shipfile/shipfile/services/webhooks/internal/signing"
+	"github.com/shipfile/shipfile/services/webhooks/internal/transport"
+	"github.com/shipfile/shipfile/services/webhooks/internal/webhooktest"
+)
+
+// fixture is one test's database and streams.
+type fixture struct {
+	pool    *pgxpool.Pool
+	js      jetstream.JetStream
+	streams webhooktest.Streams
+}
+
+func setup(t *testing.T) fixture {
+	t.Helper()
+	t.Parallel()
+	pool, _ := schematest.Pool(t)
+	js := eventstest.Connect(t)
+	return fixture{pool: pool, js: js, streams: webhooktest.NewStreams(t, js)}
+}
+
+// start runs a dispatcher on the fixture that may reach the test's loopback receivers.
+func (f fixture) start(t *testing.T, cfg webhooktest.Config) *webhooktest.Instance {
+	t.Helper()
+	cfg.Pool, cfg.JS, cfg.Streams = f.pool, f.js, f.streams
+	if !cfg.AllowPrivate {
+		cfg.AllowPrivate = true
+	}
+	return webhooktest.Start(t, cfg)
+}
+
+func (f fixture) subscribe(t *testing.T, rc *webhooktest.Receiver, mod func(*webhooktest.Subscription)) int64 {
+	t.Helper()
+	s := webhooktest.Subscription{URL: rc.URL, Secret: rc.Secret}
+	if mod != nil {
+		mod(&s)
+	}
+	return webhooktest.InsertSubscription(t, f.pool, s)
+}
+
+func answers(codes ...int) webhooktest.Respond {
+	return func(nth int, _ webhooktest.Request) webhooktest.Answer {
+		if nth <= len(codes) {
+			return webhooktest.Answer{Status: codes[nth-1]}
+		}
+		return webhooktest.Answer{Status: codes[len(codes)-1]}
+	}
+}
+
+func TestDeliversSignedRequest(t *testing.T) {
+	f := setup(t)
+	rc := webhooktest.NewReceiver(t, webhooktest.NewSecret(), func(int, webhooktest.Request) webhooktest.Answer {
+		return webhooktest.Answer{Status: http.StatusNoContent}
+	})
+	hook := f.subscribe(t, rc, nil)
+	in := f.start(t, webhooktest.Config{})
+
+	env := webhooktest.Envelope(events.TypePackageFinalized, 0)
+	f.streams.Publish(t, f.js, env)
+	req := rc.WaitN(t, 1, 20*time.Second)[0]
+
+	_, wantBody, err := app.RenderBody(env)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(req.Body, wantBody) {
+		t.Errorf("body %s, want %s", req.Body, wantBody)
+	}
+	if !req.ServiceSignatureOK || !req.StandardSignatureOK {
+		t.Errorf("signatures: X-Service-Signature ok %v, webhook-signature ok %v", req.ServiceSignatureOK, req.StandardSignatureOK)
+	}
+	wantID := app.DeliveryID(env.GetEventId(), hook)
+	for k, want := range map[string]string{
+		"Content-Type":       "application/json",
+		"User-Agent":         "Service-Webhook/1.0",
+		"X-Service-Event":    "package.finalized",
+		"X-Service-Hook-Id":  itoa(hook),
+		"X-Service-Delivery": wantID,
+		"Webhook-Id":         wantID,
+	} {
+		if got := req.Header.Get(k); got != want {
+			t.Errorf("%s = %q, want %q", k, got, want)
+		}
+	}
+	if ts := req.Timestamp; time.Since(time.Unix(ts, 0)).Abs() > time.Minute {
+		t.Errorf("webhook-timestamp %d is not now", ts)
+	}
+
+	webhooktest.Eventually(t, 10*time.Second, "delivery succeeded", func() bool {
+		ds := webhooktest.Deliveries(t, f.pool, hook)
+		return len(ds) == 1 && ds[0].Status == app.StatusSucceeded
+	})
+	d := webhooktest.Deliveries(t, f.pool, hook)[0]
+	if d.ID != wantID || d.EventID != env.GetEventId() || d.Attempts != 1 || d.RoundAttempts != 1 || !bytes.Equal(d.Body, wantBody) {
+		t.Errorf("delivery row %+v", d)
+	}
+	as := webhooktest.Attempts(t, f.pool, d.ID)
+	if len(as) != 1 || as[0].Attempt != 1 || as[0].StatusCode == nil || *as[0].StatusCode != 204 || as[0].Error != nil || as[0].ResponseExcerpt == nil {
+		t.Errorf("attempts %+v", as)
+	}
+	if s := webhooktest.SubscriptionState(t, f.pool, hook); s.LastSuccessAt == nil || s.FailingSince != nil || !s.Active {
+		t.Errorf("subscription %+v", s)
+	}
+	webhooktest.Eventually(t, 5*time.Second, "metrics", func() bool {
+		return counter(t, in.Registry, "shipfile_webhook_deliveries_total", "succeeded") == 1 &&
+			histogramCount(t, in.Registry, "shipfile_webhook_attempt_duration_seconds") == 1 &&
+			gauge(t, in.Registry, "shipfile_webhook_queue_depth") == 0
+	})
+}
+
+func TestRetriesUntilSuccess(t *testing.T) {
+	f := setup(t)
+	rc := webhooktest.NewReceiver(t, webhooktest.NewSecret(), answers(500, 500, 200))
+	hook := f.subscribe(t, rc, nil)
+	in := f.start(t, webhooktest.Config{Schedule: webhooktest.Schedule(200*time.Millisecond, 7)})
+
+	f.streams.Publish(t, f.js, webhooktest.Envelope(events.TypePackageCreated, 0))
+	reqs := rc.WaitN(t, 3, 20*time.Second)
+	for _, r := range reqs {
+		if r.Delivery != reqs[0].Delivery || !r.ServiceSignatureOK || !r.StandardSignatureOK {
+			t.Errorf("request %+v: want the same delivery id, signed", r.Header)
+		}
+	}
+	for i := 1; i < 3; i++ {
+		if gap := reqs[i].At.Sub(reqs[i-1].At); gap < 150*time.Millisecond {
+			t.Errorf("retry %d came after %s, want the schedule's ~200ms", i, gap)
+		}
+	}
+	webhooktest.Eventually(t, 10*time.Second, "delivery succeeded", func() bool {
+		ds := webhooktest.Deliveries(t, f.pool, hook)
+		return len(ds) == 1 && ds[0].Status == app.StatusSucceeded
+	})
+	d := webhooktest.Deliveries(t, f.pool, hook)[0]
+	as := webhooktest.Attempts(t, f.pool, d.ID)
+	if len(as) != 3 || d.Attempts != 3 {
+		t.Fatalf("%d attempts logged, delivery says %d; want 3", len(as), d.Attempts)
+	}
+	for i, want := range []int{500, 500, 200} {
+		if as[i].Attempt != i+1 || as[i].StatusCode == nil || *as[i].StatusCode != want {
+			t.Errorf("attempt %d: %+v, want status %d", i+1, as[i], want)
+		}
+	}
+	if as[0].Error == nil || !strings.Contains(*as[0].Error, "500") || as[2].Error != nil {
+		t.Errorf("attempt errors: %v, %v", as[0].Error, as[2].Error)
+	}
+	time.Sleep(500 * time.Millisecond)
+	if n := len(rc.Requests()); n != 3 {
+		t.Errorf("%d requests after success, want 3", n)
+	}
+	if got := counter(t, in.Registry, "shipfile_webhook_deliveries_total", "retried"); got != 2 {
+		t.Errorf("retried = %v, want 2", got)
+	}
+}
+
+func TestSlowReceiverIsRetriedThroughTheScheduleThenFails(t *testing.T) {
+	f := setup(t)
+	rc := webhooktest.NewReceiver(t, webhooktest.NewSecret(), func(int, webhooktest.Request) webhooktest.Answer {
+		return webhooktest.Answer{Delay: 5 * time.Second}
+	})
+	hook := f.subscribe(t, rc, nil)
+	schedule := webhooktest.Schedule(100*time.Millisecond, 7)
+	in := f.start(t, webhooktest.Config{Schedule: schedule, Timeout: 300 * time.Millisecond})
+
+	f.streams.Publish(t, f.js, webhooktest.Envelope(events.TypePackageExpired, 0))
+	webhooktest.Eventually(t, 30*time.Second, "delivery failed", func() bool {
+		ds := webhooktest.Deliveries(t, f.pool, hook)
+		return len(ds) == 1 && ds[0].Status == app.StatusFailed
+	})
+	d := webhooktest.Deliveries(t, f.pool, hook)[0]
+	as := webhooktest.Attempts(t, f.pool, d.ID)
+	if len(as) != len(schedule)+1 || d.Attempts != 8 || d.RoundAttempts != 8 {
+		t.Fatalf("%d attempts logged (delivery: %d, round %d), want 8", len(as), d.Attempts, d.RoundAttempts)
+	}
+	for i, a := range as {
+		if a.Attempt != i+1 || a.StatusCode != nil || a.Error == nil || !strings.Contains(*a.Error, "no response within 300ms") {
+			t.Errorf("attempt %d: %+v", i+1, a)
+		}
+		if a.DurationMS < 250 || a.DurationMS > 2000 {
+			t.Errorf("attempt %d took %dms, want about the 300ms timeout", i+1, a.DurationMS)
+		}
+	}
+	if d.LastError == nil || !strings.Contains(*d.LastError, "no response") {
+		t.Errorf("last_error %v", d.LastError)
+	}
+	if n := len(rc.Requests()); n != 8 {
+		t.Errorf("receiver saw %d requests, want 8", n)
+	}
+	// The job is acknowledged: nothing is left on the queue.
+	webhooktest.Eventually(t, 5*time.Second, "queue empty", func() bool {
+		return gauge(t, in.Registry, "shipfile_webhook_queue_depth") == 0
+	})
+	if got := counter(t, in.Registry, "shipfile_webhook_deliveries_total", "failed"); got != 1 {
+		t.Errorf("failed = %v, want 1", got)
+	}
+	if s := webhooktest.SubscriptionState(t, f.pool, hook); s.FailingSince == nil || !s.Active {
+		t.Errorf("subscription %+v: want failing since the first attempt, still active", s)
+	}
+}
+
+func TestRetryAfterIsHonoured(t *testing.T) {
+	f := setup(t)
+	rc := webhooktest.NewReceiver(t, webhooktest.NewSecret(), func(nth int, _ webhooktest.Request) webhooktest.Answer {
+		if nth == 1 {
+			return webhooktest.Answer{Status: http.StatusTooManyRequests, Header: http.Header{"Retry-After": {"1"}}}
+		}
+		return webhooktest.Answer{}
+	})
+	f.subscribe(t, rc, nil)
+	f.start(t, webhooktest.Config{Schedule: webhooktest.Schedule(100*time.Millisecond, 7)})
+
+	f.streams.Publish(t, f.js, webhooktest.Envelope(events.TypePackageRevoked, 0))
+	reqs := rc.WaitN(t, 2, 20*time.Second)
+	if gap := reqs[1].At.Sub(reqs[0].At); gap < time.Second {
+		t.Errorf("second attempt %s after a 429 with Retry-After: 1, want at least 1s", gap)
+	}
+}
+
+func TestGoneDisablesSubscription(t *testing.T) {
+	f := setup(t)
+	rc := webhooktest.NewReceiver(t, webhooktest.NewSecret(), answers(http.StatusGone))
+	hook := f.subscribe(t, rc, nil)
+	in := f.start(t, webhooktest.Config{})
+
+	f.streams.Publish(t, f.js, webhooktest.Envelope(events.TypePackageDeleted, 0))
+	webhooktest.Eventually(t, 20*time.Second, "subscription disabled", func() bool {
+		return !webhooktest.SubscriptionState(t, f.pool, hook).Active
+	})
+	s := webhooktest.SubscriptionState(t, f.pool, hook)
+	if s.DisabledReason == nil || *s.DisabledReason != "the receiver answered 410 Gone" || s.DisabledAt == nil {
+		t.Errorf("subscription %+v", s)
+	}
+	webhooktest.Eventually(t, 5*time.Second, "delivery failed", func() bool {
+		ds := webhooktest.Deliveries(t, f.pool, hook)
+		return len(ds) == 1 && ds[0].Status == app.StatusFailed && ds[0].Attempts == 1
+	})
+	if got := counter(t, in.Registry, "shipfile_webhook_deliveries_total", "disabled"); got != 1 {
+		t.Errorf("disabled = %v, want 1", got)
+	}
+	// A disabled subscription gets no more events.
+	f.streams.Publish(t, f.js, webhooktest.Envelope(events.TypePackageCreated, 0))
+	time.Sleep(time.Second)
+	if n := len(rc.Requests()); n != 1 {
+		t.Errorf("%d requests, want only the one answered 410", n)
+	}
+}
+
+func TestDisabledAfterFailingTooLong(t *testing.T) {
+	f := setup(t)
+	rc := webhooktest.NewReceiver(t, webhooktest.NewSecret(), answers(500))
+	hook := f.subscribe(t, rc, nil)
+	if _, err := f.pool.Exec(context.Background(),
+		`UPDATE webhook_subscriptions SET failing_since = now() - interval '6 days' WHERE id = $1`, hook); err != nil {
+		t.Fatal(err)
+	}
+	f.start(t, webhooktest.Config{DisableAfter: 120 * time.Hour})
+
+	f.streams.Publish(t, f.js, webhooktest.Envelope(events.TypePackageCreated, 0))
+	webhooktest.Eventually(t, 20*time.Second, "subscription disabled", func() bool {
+		return !webhooktest.SubscriptionState(t, f.pool, hook).Active
+	})
+	if s := webhooktest.SubscriptionState(t, f.pool, hook); s.DisabledReason == nil || *s.DisabledReason != "every delivery failed for 5 days" {
+		t.Errorf("disabled_reason %v", s.DisabledReason)
+	}
+	webhooktest.Eventually(t, 5*time.Second, "delivery failed", func() bool {
+		ds := webhooktest.Deliveries(t, f.pool, hook)
+		return len(ds) == 1 && ds[0].Status == app.StatusFailed
+	})
+	if n := len(rc.Requests()); n != 1 {
+		t.Errorf("%d requests, want 1", n)
+	}
+}
+
+func TestFilteredSubscriptionGetsOnlyItsEvents(t *testing.T) {
+	f := setup(t)
+	all := webhooktest.NewReceiver(t, webhooktest.NewSecret(), nil)
+	some := webhooktest.NewReceiver(t, webhooktest.NewSecret(), nil)
+	f.subscribe(t, all, nil)
+	f.subscribe(t, some, func(s *webhooktest.Subscription) { s.Events = []string{events.TypePackageDownloaded} })
+	f.start(t, webhooktest.Config{})
+
+	for _, typ := range events.Types {
+		f.streams.Publish(t, f.js, webhooktest.Envelope(typ, 0))
+	}
+	all.WaitN(t, len(events.Types), 20*time.Second)
+	time.Sleep(500 * time.Millisecond)
+	reqs := some.Requests()
+	if len(reqs) != 1 || reqs[0].Event != events.TypePackageDownloaded {
+		t.Fatalf("filtered subscription got %d requests (%v), want one package.downloaded", len(reqs), eventsOf(reqs))
+	}
+	if !strings.Contains(string(reqs[0].Body), `"file_id":null`) {
+		t.Errorf("zip download body %s: want file_id null", reqs[0].Body)
+	}
+}
+
+func TestInactiveSubscriptionGetsOnlyTests(t *testing.T) {
+	f := setup(t)
+	rc := webhooktest.NewReceiver(t, webhooktest.NewSecret(), nil)
+	hook := f.subscribe(t, rc, func(s *webhooktest.Subscription) { s.Inactive = true })
+	// Selecting nothing does not stop the Test button either.
+	other := webhooktest.NewReceiver(t, webhooktest.NewSecret(), nil)
+	otherHook := f.subscribe(t, other, func(s *webhooktest.Subscription) { s.Events = []string{} })
+	f.start(t, webhooktest.Config{})
+
+	f.streams.Publish(t, f.js, webhooktest.Envelope(events.TypePackageCreated, 0))
+	f.streams.Publish(t, f.js, webhooktest.Envelope(events.TypeWebhookTest, hook))
+	f.streams.Publish(t, f.js, webhooktest.Envelope(events.TypeWebhookTest, otherHook))
+	f.streams.Publish(t, f.js, webhooktest.Envelope(events.TypeWebhookTest, 999999)) // no such hook
+	rc.WaitN(t, 1, 20*time.Second)
+	other.WaitN(t, 1, 20*time.Second)
+	time.Sleep(500 * time.Millisecond)
+	reqs := rc.Requests()
+	if len(reqs) != 1 || reqs[0].Event != events.TypeWebhookTest {
+		t.Fatalf("inactive subscription got %v, want one webhook.test", eventsOf(reqs))
+	}
+	if want := `"hook_id":` + itoa(hook) + `,"message":`; !strings.Contains(string(reqs[0].Body), want) {
+		t.Errorf("test body %s lacks %s", reqs[0].Body, want)
+	}
+	if ds := webhooktest.Deliveries(t, f.pool, hook); len(ds) != 1 {
+		t.Errorf("%d deliveries for the inactive subscription, want the test's only", len(ds))
+	}
+	if s := webhooktest.SubscriptionState(t, f.pool, hook); s.Active {
+		t.Error("a test delivery must not re-enable a subscription")
+	}
+}
+
+func TestPrivateTargetRefusedAtDialTime(t *testing.T) {
+	f := setup(t)
+	rc := webhooktest.NewReceiver(t, webhooktest.NewSecret(), nil)
+	hook := f.subscribe(t, rc, nil)
+	cfg := webhooktest.Config{Pool: f.pool, JS: f.js, Streams: f.streams, AllowPrivate: false, Schedule: []time.Duration{time.Hour}}
+	webhooktest.Start(t, cfg)
+
+	f.streams.Publish(t, f.js, webhooktest.Envelope(events.TypePackageFinalized, 0))
+	var d webhooktest.DeliveryRow
+	webhooktest.Eventually(t, 20*time.Second, "attempt logged", func() bool {
+		ds := webhooktest.Deliveries(t, f.pool, hook)
+		if len(ds) == 1 && ds[0].Attempts == 1 {
+			d = ds[0]
+			return true
+		}
+		return false
+	})
+	as := webhooktest.Attempts(t, f.pool, d.ID)
+	if len(as) != 1 || as[0].StatusCode != nil || as[0].Error == nil ||
+		!strings.Contains(*as[0].Error, "refused") || !strings.Contains(*as[0].Error, "127.0.0.1") {
+		t.Fatalf("attempt %+v: want a dial-time refusal", as)
+	}
+	if d.Status != app.StatusPending {
+		t.Errorf("status %s: a refusal is a failed attempt, retried on the schedule", d.Status)
+	}
+	if n := len(rc.Requests()); n != 0 {
+		t.Fatalf("the receiver got %d requests", n)
+	}
+}
+
+func TestRotationSignsWithBothSecrets(t *testing.T) {
+	f := setup(t)
+	newSecret, oldSecret := webhooktest.NewSecret(), webhooktest.NewSecret()
+	rc := webhooktest.NewReceiver(t, newSecret, nil)
+	f.subscribe(t, rc, func(s *webhooktest.Subscription) {
+		s.PreviousSecret, s.PreviousSecretUntil = oldSecret, time.Now().Add(24*time.Hour)
+	})
+	f.start(t, webhooktest.Config{})
+
+	f.streams.Publish(t, f.js, webhooktest.Envelope(events.TypePackageCreated, 0))
+	r := rc.WaitN(t, 1, 20*time.Second)[0]
+	sig := r.Header.Get("Webhook-Signature")
+	if len(strings.Fields(sig)) != 2 {
+		t.Fatalf("webhook-signature %q: want two signatures", sig)
+	}
+	if !r.StandardSignatureOK || !signing.VerifyStandard(oldSecret, r.Delivery, r.Timestamp, r.Body, sig) {
+		t.Error("webhook-signature does not verify under both secrets")
+	}
+	if !r.ServiceSignatureOK || signing.VerifyService(oldSecret, r.Body, r.Header.Get("X-Service-Signature")) {
+		t.Error("X-Service-Signature must use the current secret only")
+	}
+}
+
+func TestPerHookConcurrencyCap(t *testing.T) {
+	f := setup(t)
+	rc := webhooktest.NewReceiver(t, webhooktest.NewSecret(), func(int, webhooktest.Request) webhooktest.Answer {
+		return webhooktest.Answer{Delay: 150 * time.Millisecond}
+	})
+	hook := f.subscribe(t, rc, nil)
+	free := webhooktest.NewReceiver(t, webhooktest.NewSecret(), func(int, webhooktest.Request) webhooktest.Answer {
+		return webhooktest.Answer{Delay: 150 * time.Millisecond}
+	})
+	f.subscribe(t, free, nil)
+	f.start(t, webhooktest.Config{MaxInFlightPerHook: 1, Workers: 8})
+
+	for range 6 {
+		f.streams.Publish(t, f.js, webhooktest.Envelope(events.TypePackageFileUploaded, 0))
+	}
+	rc.WaitN(t, 6, 30*time.Second)
+	free.WaitN(t, 6, 30*time.Second)
+	if m := rc.MaxInFlight(); m != 1 {
+		t.Errorf("%d requests in flight at once to one subscription, want at most 1", m)
+	}
+	webhooktest.Eventually(t, 10*time.Second, "all succeeded", func() bool {
+		for _, d := range webhooktest.Deliveries(t, f.pool, hook) {
+			if d.Status != app.StatusSucceeded || d.Attempts != 1 {
+				return false
+			}
+		}
+		return true
+	})
+}
+
+func TestPoisonMessagesAreTerminated(t *testing.T) {
+	f := setup(t)
+	rc := webhooktest.NewReceiver(t, webhooktest.NewSecret(), nil)
+	f.subscribe(t, rc, nil)
+	f.start(t, webhooktest.Config{})
+
+	f.streams.PublishRaw(t, f.js, "package.created", "garbage-1", []byte("\xff\xff not a protobuf"))
+	env := webhooktest.Envelope(events.TypePackageCreated, 0)
+	env.Data = nil // decodes, but has nothing to render
+	f.streams.Publish(t, f.js, env)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if _, err := f.js.Publish(ctx, f.streams.JobsPrefix+".1", []byte("\xff\xff"), jetstream.WithMsgID("garbage-job")); err != nil {
+		t.Fatal(err)
+	}
+	f.streams.Publish(t, f.js, webhooktest.Envelope(events.TypePackageFinalized, 0))
+
+	rc.WaitN(t, 1, 20*time.Second)
+	for _, c := range []struct{ stream, consumer string }{
+		{f.streams.Options.EventsStream, transport.FanoutConsumer},
+		{f.streams.Options.JobsStream, transport.DeliverConsumer},
+	} {
+		webhooktest.Eventually(t, 10*time.Second, c.consumer+" settled everything", func() bool {
+			cons, err := f.js.Consumer(context.Background(), c.stream, c.consumer)
+			if err != nil {
+				t.Fatal(err)
+			}
+			info, err := cons.Info(context.Background())
+			return err == nil && info.NumPending == 0 && info.NumAckPending == 0 && info.NumRedelivered == 0
+		})
+	}
+	if reqs := rc.Requests(); len(reqs) != 1 || reqs[0].Event != events.TypePackageFinalized {
+		t.Errorf("got %v", eventsOf(reqs))
+	}
+}
+
+func TestFanoutIsIdempotent(t *testing.T) {
+	f := setup(t)
+	rc := webhooktest.NewReceiver(t, webhooktest.NewSecret(), nil)
+	hook := f.subscribe(t, rc, nil)
+	f.start(t, webhooktest.Config{})
+
+	env := webhooktest.Envelope(events.TypePackageDownloaded, 0)
+	b, err := events.MarshalEnvelope(env)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The same event twice past the duplicate window (another message id), as after a
+	// crash of the outbox relay long ago.
+	f.streams.PublishRaw(t, f.js, env.GetType(), env.GetEventId(), b)
+	rc.WaitN(t, 1, 20*time.Second)
+	f.streams.PublishRaw(t, f.js, env.GetType(), env.GetEventId()+"-again", b)
+	time.Sleep(time.Second)
+	if ds := webhooktest.Deliveries(t, f.pool, hook); len(ds) != 1 {
+		t.Fatalf("%d deliveries, want 1", len(ds))
+	}
+	if n := len(rc.Requests()); n != 1 {
+		t.Errorf("%d requests, want 1: the delivered delivery is not sent again", n)
+	}
+}
+
+func TestDeletedSubscriptionDropsItsJobs(t *testing.T) {
+	f := setup(t)
+	rc := webhooktest.NewReceiver(t, webhooktest.NewSecret(), answers(500))
+	hook := f.subscribe(t, rc, nil)
+	in := f.start(t, webhooktest.Config{Schedule: webhooktest.Schedule(300*time.Millisecond, 7)})
+
+	f.streams.Publish(t, f.js, webhooktest.Envelope(events.TypePackageCreated, 0))
+	rc.WaitN(t, 1, 20*time.Second)
+	if _, err := f.pool.Exec(context.Background(), `DELETE FROM webhook_subscriptions WHERE id = $1`, hook); err != nil {
+		t.Fatal(err)
+	}
+	webhooktest.Eventually(t, 10*time.Second, "job dropped", func() bool {
+		return gauge(t, in.Registry, "shipfile_webhook_queue_depth") == 0
+	})
+	n := len(rc.Requests())
+	time.Sleep(time.Second)
+	if m := len(rc.Requests()); m != n || n > 2 {
+		t.Errorf("requests went on after the subscription was deleted: %d, then %d", n, m)
+	}
+}
+
+func TestOldestPendingGauge(t *testing.T) {
+	f := setup(t)
+	rc := webhooktest.NewReceiver(t, webhooktest.NewSecret(), answers(503))
+	hook := f.subscribe(t, rc, nil)
+	if _, err := f.pool.Exec(context.Background(), `
+		INSERT INTO webhook_deliveries (id, subscription_id, event_id, event, body, created_at)
+		VALUES (gen_random_uuid(), $1, 'old-event', 'package.created', '{}', now() - interval '1 hour')`, hook); err != nil {
+		t.Fatal(err)
+	}
+	in := f.start(t, webhooktest.Config{})
+	webhooktest.Eventually(t, 10*time.Second, "oldest pending about an hour", func() bool {
+		g := gauge(t, in.Registry, "shipfile_webhook_oldest_pending_seconds")
+		return g >= 3600 && g < 3700
+	})
+}
+
+// TestLongAttemptIsKeptInProgress: an attempt that outlasts the AckWait reports
+// progress, so JetStream does not hand the job to another worker meanwhile.
+func TestLongAttemptIsKeptInProgress(t *testing.T) {
+	f := setup(t)
+	rc := webhooktest.NewReceiver(t, webhooktest.NewSecret(), func(int, webhooktest.Request) webhooktest.Answer {
+		return webhooktest.Answer{Delay: 2500 * time.Millisecond}
+	})
+	hook := f.subscribe(t, rc, nil)
+	f.start(t, webhooktest.Config{Timeout: 5 * time.Second, Tune: func(o *transport.Options) { o.AckWait = time.Second }})
+
+	f.streams.Publish(t, f.js, webhooktest.Envelope(events.TypePackageCreated, 0))
+	webhooktest.Eventually(t, 20*time.Second, "delivery succeeded", func() bool {
+		ds := webhooktest.Deliveries(t, f.pool, hook)
+		return len(ds) == 1 && ds[0].Status == app.StatusSucceeded
+	})
+	time.Sleep(500 * time.Millisecond)
+	if n := len(rc.Requests()); n != 1 {
+		t.Errorf("%d requests for one delivery whose attempt took 2.5s with a 1s AckWait, want 1", n)
+	}
+}
+
+// TestShutdownRequeuesAbandonedAttempts: an attempt still running when the shutdown
+// grace period ends is abandoned unrecorded, and its job goes to another instance.
+func TestShutdownRequeuesAbandonedAttempts(t *testing.T) {
+	f := setup(t)
+	rc := webhooktest.NewReceiver(t, webhooktest.NewSecret(), func(nth int, _ webhooktest.Request) webhooktest.Answer {
+		if nth == 1 {
+			return webhooktest.Answer{Delay: 10 * time.Second}
+		}
+		return webhooktest.Answer{}
+	})
+	hook := f.subscribe(t, rc, nil)
+	first := f.start(t, webhooktest.Config{Timeout: 20 * time.Second, Tune: func(o *transport.Options) {
+		o.ShutdownTimeout = 300 * time.Millisecond
+	}})
+	f.streams.Publish(t, f.js, webhooktest.Envelope(events.TypePackageCreated, 0))
+	rc.WaitN(t, 1, 20*time.Second)
+
+	start := time.Now()
+	first.Stop(t)
+	if el := time.Since(start); el > 5*time.Second {
+		t.Errorf("stop took %s with a 300ms grace period", el)
+	}
+	f.start(t, webhooktest.Config{})
+	rc.WaitN(t, 2, 20*time.Second)
+	webhooktest.Eventually(t, 10*time.Second, "delivered by the second instance", func() bool {
+		ds := webhooktest.Deliveries(t, f.pool, hook)
+		return len(ds) == 1 && ds[0].Status == app.StatusSucceeded
+	})
+	d := webhooktest.Deliveries(t, f.pool, hook)[0]
+	if as := webhooktest.Attempts(t, f.pool, d.ID); len(as) != 1 || d.Attempts != 1 {
+		t.Errorf("%d attempts logged: the abandoned one must not count", len(as))
+	}
+}
+
+// TestAtLeastOnceAcrossInstances: two instances share the consumers; one stops
+// mid-burst; every delivery still arrives.
+func TestAtLeastOnceAcrossInstances(t *testing.T) {
+	f := setup(t)
+	rc := webhooktest.NewReceiver(t, webhooktest.NewSecret(), func(nth int, _ webhooktest.Request) webhooktest.Answer {
+		return webhooktest.Answer{Delay: 20 * time.Millisecond}
+	})
+	hook := f.subscribe(t, rc, nil)
+	a := f.start(t, webhooktest.Config{Workers: 2})
+	f.start(t, webhooktest.Config{Workers: 2})
+
+	const n = 50
+	for i := range n {
+		f.streams.Publish(t, f.js, webhooktest.Envelope(events.TypePackageFileUploaded, 0))
+		if i == n/3 {
+			go a.Stop(t)
+		}
+	}
+	rc.WaitFor(t, 60*time.Second, "every delivery", func(reqs []webhooktest.Request) bool {
+		return len(distinct(reqs)) >= n
+	})
+	webhooktest.Eventually(t, 10*time.Second, "all succeeded", func() bool {
+		ds := webhooktest.Deliveries(t, f.pool, hook)
+		for _, d := range ds {
+			if d.Status != app.StatusSucceeded {
+				return false
+			}
+		}
+		return len(ds) == n
+	})
+}
+
+func distinct(reqs []webhooktest.Request) map[string]bool {
+	m := map[string]bool{}
+	for _, r := range reqs {
+		if r.ServiceSignatureOK {
+			m[r.Delivery] = true
+		}
+	}
+	return m
+}
+
+func eventsOf(reqs []webhooktest.Request) []string {
+	out := make([]string, len(reqs))
+	for i, r := range reqs {
+		out[i] = r.Event
+	}
+	return out
+}
+
+func itoa(n int64) string { return strconv.FormatInt(n, 10) }
+
+func metric(t *testing.T, reg *prometheus.Registry, name string) []*dto.Metric {
+	t.Helper()
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() == name {
+			return mf.GetMetric()
+		}
+	}
+	t.Fatalf("metric %s not registered", name)
+	return nil
+}
+
+func counter(t *testing.T, reg *prometheus.Registry, name, outcome string) float64 {
+	t.Helper()
+	for _, m := range metric(t, reg, name) {
+		for _, l := range m.GetLabel() {
+			if l.GetName() == "outcome" && l.GetValue() == outcome {
+				return m.GetCounter().GetValue()
+			}
+		}
+	}
+	return -1
+}
+
+func gauge(t *testing.T, reg *prometheus.Registry, name string) float64 {
+	t.Helper()
+	return metric(t, reg, name)[0].GetGauge().GetValue()
+}
+
+func histogramCount(t *testing.T, reg *prometheus.Registry, name string) uint64 {
+	t.Helper()
+	return metric(t, reg, name)[0].GetHistogram().GetSampleCount()
+}

@@ -1,0 +1,154 @@
+package transport
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+	"unicode/utf8"
+
+	"github.com/shipfile/shipfile/services/webhooks/internal/app"
+)
+
+func TestSenderRefusesPrivateTargetsAtDialTime(t *testing.T) {
+	var hits atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { hits.Add(1) }))
+	defer srv.Close()
+	req := app.Request{URL: srv.URL + "/hook", Header: http.Header{}, Body: []byte(`{}`)}
+
+	resp := NewSender(SenderOptions{Timeout: 2 * time.Second}).Send(context.Background(), req)
+	if resp.StatusCode != 0 || resp.Err == nil {
+		t.Fatalf("private target: status %d err %v, want a refusal", resp.StatusCode, resp.Err)
+	}
+	if !errors.Is(resp.Err, ErrRefused) || !strings.Contains(resp.Err.Error(), "refused") || !strings.Contains(resp.Err.Error(), "loopback") {
+		t.Errorf("error %q does not say the loopback target was refused", resp.Err)
+	}
+	if strings.Contains(resp.Err.Error(), "/hook") {
+		t.Errorf("error %q carries the URL", resp.Err)
+	}
+	if hits.Load() != 0 {
+		t.Fatalf("the receiver got %d requests", hits.Load())
+	}
+
+	resp = NewSender(SenderOptions{Timeout: 2 * time.Second, AllowPrivate: true}).Send(context.Background(), req)
+	if resp.Err != nil || resp.StatusCode != http.StatusOK || hits.Load() != 1 {
+		t.Fatalf("allow-private: status %d err %v hits %d", resp.StatusCode, resp.Err, hits.Load())
+	}
+}
+
+func TestSenderRefusesNamesResolvingToPrivateAddresses(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}))
+	defer srv.Close()
+	// "localhost" passes any check of the URL's text; the dial-time check catches it.
+	url := strings.Replace(srv.URL, "127.0.0.1", "localhost", 1)
+	resp := NewSender(SenderOptions{Timeout: 2 * time.Second}).Send(context.Background(), app.Request{URL: url, Header: http.Header{}})
+	if !errors.Is(resp.Err, ErrRefused) {
+		t.Fatalf("localhost: err %v, want a refusal", resp.Err)
+	}
+}
+
+func TestSenderDoesNotFollowRedirects(t *testing.T) {
+	var followed atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/elsewhere" {
+			followed.Add(1)
+			return
+		}
+		http.Redirect(w, r, "/elsewhere", http.StatusTemporaryRedirect)
+	}))
+	defer srv.Close()
+	resp := NewSender(SenderOptions{Timeout: 2 * time.Second, AllowPrivate: true}).
+		Send(context.Background(), app.Request{URL: srv.URL, Header: http.Header{}, Body: []byte(`{}`)})
+	if resp.StatusCode != http.StatusTemporaryRedirect || followed.Load() != 0 {
+		t.Fatalf("status %d, followed %d: want the 307 itself", resp.StatusCode, followed.Load())
+	}
+}
+
+func TestSenderIgnoresProxyEnvironment(t *testing.T) {
+	var proxied atomic.Int32
+	proxy := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { proxied.Add(1) }))
+	defer proxy.Close()
+	t.Setenv("HTTP_PROXY", proxy.URL)
+	t.Setenv("http_proxy", proxy.URL)
+	// A name no resolver knows: through a proxy the proxy would get the request; without
+	// one the dial fails.
+	resp := NewSender(SenderOptions{Timeout: 2 * time.Second, AllowPrivate: true}).
+		Send(context.Background(), app.Request{URL: "http://receiver.invalid/hook", Header: http.Header{}})
+	if proxied.Load() != 0 {
+		t.Fatal("the request went through HTTP_PROXY")
+	}
+	if resp.Err == nil {
+		t.Fatalf("status %d: want a resolution error", resp.StatusCode)
+	}
+}
+
+func TestSenderTimeout(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case <-r.Context().Done():
+		case <-time.After(5 * time.Second):
+		}
+	}))
+	defer srv.Close()
+	start := time.Now()
+	resp := NewSender(SenderOptions{Timeout: 300 * time.Millisecond, AllowPrivate: true}).
+		Send(context.Background(), app.Request{URL: srv.URL, Header: http.Header{}})
+	if resp.StatusCode != 0 || resp.Err == nil || !strings.Contains(resp.Err.Error(), "no response within 300ms") {
+		t.Fatalf("status %d err %v", resp.StatusCode, resp.Err)
+	}
+	if el := time.Since(start); el > 2*time.Second {
+		t.Fatalf("took %s", el)
+	}
+}
+
+func TestSenderExcerptAndRetryAfter(t *testing.T) {
+	// One byte, then two-byte runes: the cut at 1024 bytes falls inside a rune.
+	long := strings.Repeat("é", 600)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Retry-After", "3")
+		w.WriteHeader(http.StatusTooManyRequests)
+		_, _ = w.Write([]byte("\x00" + long))
+	}))
+	defer srv.Close()
+	resp := NewSender(SenderOptions{Timeout: 2 * time.Second, AllowPrivate: true}).
+		Send(context.Background(), app.Request{URL: srv.URL, Header: http.Header{}})
+	if resp.StatusCode != http.StatusTooManyRequests || resp.RetryAfter != 3*time.Second {
+		t.Fatalf("status %d retry-after %s", resp.StatusCode, resp.RetryAfter)
+	}
+	if !utf8.ValidString(resp.Excerpt) || strings.Contains(resp.Excerpt, "\x00") || len(resp.Excerpt) != 1022 {
+		t.Fatalf("excerpt of %d bytes, valid %v", len(resp.Excerpt), utf8.ValidString(resp.Excerpt))
+	}
+}
+
+func TestParseRetryAfter(t *testing.T) {
+	now := time.Date(2026, 11, 21, 17, 0, 0, 0, time.UTC)
+	for v, want := range map[string]time.Duration{
+		"":                              0,
+		"1":                             time.Second,
+		" 120 ":                         2 * time.Minute,
+		"0":                             0,
+		"-5":                            0,
+		"soon":                          0,
+		"Sat, 21 Nov 2026 17:00:30 GMT": 30 * time.Second,
+		"Sat, 21 Nov 2026 16:59:00 GMT": 0,
+		"99999999999":                   7 * 24 * time.Hour,
+	} {
+		if got := parseRetryAfter(v, now); got != want {
+			t.Errorf("parseRetryAfter(%q) = %s, want %s", v, got, want)
+		}
+	}
+}
+
+func TestCleanExcerpt(t *testing.T) {
+	cut := []byte("ab\xc3") // a rune cut in half at the limit
+	if got := cleanExcerpt(cut); got != "ab" {
+		t.Errorf("cleanExcerpt(%q) = %q", cut, got)
+	}
+	if got := cleanExcerpt([]byte("a\x00b")); got != "ab" {
+		t.Errorf("NUL kept: %q", got)
+	}
+}

@@ -1,0 +1,299 @@
+package webhooktest
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/shipfile/shipfile/pkg/events"
+	"github.com/shipfile/shipfile/pkg/events/eventstest"
+	"github.com/shipfile/shipfile/pkg/events/eventsv1"
+	"github.com/shipfile/shipfile/services/webhooks/internal/app"
+	"github.com/shipfile/shipfile/services/webhooks/internal/store"
+	"github.com/shipfile/shipfile/services/webhooks/internal/transport"
+)
+
+// Streams are a test's own events and jobs streams.
+type Streams struct {
+	// Options name the streams, subjects and (production-named) consumers.
+	Options transport.Options
+	// EventsPrefix starts the test's event subjects: EventsPrefix + "." + type.
+	EventsPrefix string
+	// JobsPrefix starts the test's job subjects: JobsPrefix + "." + hook id.
+	JobsPrefix string
+}
+
+// NewStreams creates an events stream and a jobs stream like SHIPFILE_EVENTS and
+// SHIPFILE_WEBHOOKS, under unique names, deleted when the test ends.
+func NewStreams(t testing.TB, js jetstream.JetStream) Streams {
+	t.Helper()
+	evStream, evPrefix := eventstest.Stream(t, js, events.EventsStream())
+	jobStream, jobPrefix := eventstest.Stream(t, js, events.WebhooksStream())
+	opts := transport.DefaultOptions()
+	opts.EventsStream = evStream.CachedInfo().Config.Name
+	opts.EventsFilter = evPrefix + ".>"
+	opts.JobsStream = jobStream.CachedInfo().Config.Name
+	opts.JobsFilter = jobPrefix + ".>"
+	opts.JobSubjectPrefix = jobPrefix + "."
+	return Streams{Options: opts, EventsPrefix: evPrefix, JobsPrefix: jobPrefix}
+}
+
+// Publish puts env on the test's events stream, with its event id as Nats-Msg-Id.
+func (s Streams) Publish(t testing.TB, js jetstream.JetStream, env *eventsv1.Envelope) {
+	t.Helper()
+	b, err := events.MarshalEnvelope(env)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.PublishRaw(t, js, env.GetType(), env.GetEventId(), b)
+}
+
+// PublishRaw puts data on the test's events stream under subject EventsPrefix.typ.
+func (s Streams) PublishRaw(t testing.TB, js jetstream.JetStream, typ, msgID string, data []byte) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if _, err := js.Publish(ctx, s.EventsPrefix+"."+typ, data, jetstream.WithMsgID(msgID)); err != nil {
+		t.Fatalf("publish %s: %v", typ, err)
+	}
+}
+
+// Config configures a dispatcher instance of a test.
+type Config struct {
+	Pool    *pgxpool.Pool
+	JS      jetstream.JetStream
+	Streams Streams
+	// Schedule defaults to seven waits of 200ms.
+	Schedule           []time.Duration
+	Timeout            time.Duration // default 2s
+	AllowPrivate       bool
+	MaxInFlightPerHook int // default 4
+	DisableAfter       time.Duration
+	Workers            int // default 4
+	// Tune adjusts the transport options further.
+	Tune func(*transport.Options)
+	// Log defaults to the test's output.
+	Log *slog.Logger
+}
+
+// Instance is a running dispatcher.
+type Instance struct {
+	Metrics  *app.Metrics
+	Registry *prometheus.Registry
+	cancel   context.CancelFunc
+	done     chan struct{} // closed when Run returned
+	err      error
+}
+
+// Stop stops the instance gracefully and waits for it; stopping twice is fine.
+func (in *Instance) Stop(t testing.TB) {
+	t.Helper()
+	in.cancel()
+	select {
+	case <-in.done:
+		if in.err != nil {
+			t.Errorf("dispatcher: %v", in.err)
+		}
+	case <-time.After(60 * time.Second):
+		t.Error("dispatcher did not stop within 60s")
+	}
+}
+
+// Start runs a dispatcher wired like the binary's, stopped when the test ends.
+func Start(t testing.TB, cfg Config) *Instance {
+	t.Helper()
+	if cfg.Schedule == nil {
+		cfg.Schedule = Schedule(200*time.Millisecond, 7)
+	}
+	if cfg.Timeout == 0 {
+		cfg.Timeout = 2 * time.Second
+	}
+	if cfg.MaxInFlightPerHook == 0 {
+		cfg.MaxInFlightPerHook = 4
+	}
+	if cfg.Workers == 0 {
+		cfg.Workers = 4
+	}
+	if cfg.Log == nil {
+		cfg.Log = slog.New(slog.NewTextHandler(t.Output(), &slog.HandlerOptions{Level: slog.LevelDebug}))
+	}
+	reg := prometheus.NewRegistry()
+	metrics, err := app.NewMetrics(reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts := cfg.Streams.Options
+	opts.AckWait = cfg.Timeout + 2*time.Second
+	opts.Workers = cfg.Workers
+	opts.FetchWait = 500 * time.Millisecond
+	opts.ShutdownTimeout = 10 * time.Second
+	opts.StatsInterval = 200 * time.Millisecond
+	if cfg.Tune != nil {
+		cfg.Tune(&opts)
+	}
+	st := store.New(cfg.Pool)
+	sender := transport.NewSender(transport.SenderOptions{Timeout: cfg.Timeout, AllowPrivate: cfg.AllowPrivate})
+	fanout := app.NewFanout(st, transport.NewJobPublisher(cfg.JS, opts.JobSubjectPrefix), cfg.Log)
+	deliverer := app.NewDeliverer(st, sender, metrics, cfg.Log, app.DeliveryOptions{
+		Schedule:           cfg.Schedule,
+		MaxInFlightPerHook: cfg.MaxInFlightPerHook,
+		DisableAfter:       cfg.DisableAfter,
+	})
+	d := transport.NewDispatcher(cfg.JS, fanout, deliverer, metrics, cfg.Log, opts)
+	// Consumers exist once Start returns, so events published next are not missed.
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if _, _, err := d.EnsureConsumers(ctx); err != nil {
+		t.Fatal(err)
+	}
+	runCtx, stop := context.WithCancel(context.Background())
+	in := &Instance{Metrics: metrics, Registry: reg, cancel: stop, done: make(chan struct{})}
+	go func() {
+		in.err = d.Run(runCtx)
+		close(in.done)
+	}()
+	t.Cleanup(func() { in.Stop(t) })
+	return in
+}
+
+// Schedule returns n waits of d.
+func Schedule(d time.Duration, n int) []time.Duration {
+	s := make([]time.Duration, n)
+	for i := range s {
+		s[i] = d
+	}
+	return s
+}
+
+// Discard is a logger that drops everything.
+var Discard = slog.New(slog.NewTextHandler(io.Discard, nil))
+
+// Subscription is a webhook_subscriptions row to insert.
+type Subscription struct {
+	URL                 string
+	Events              []string // default: every package event
+	Secret              string
+	Inactive            bool
+	PreviousSecret      string
+	PreviousSecretUntil time.Time
+}
+
+// InsertSubscription inserts s and returns its id.
+func InsertSubscription(t testing.TB, pool *pgxpool.Pool, s Subscription) int64 {
+	t.Helper()
+	if s.Events == nil {
+		s.Events = events.Types
+	}
+	var prev *string
+	var until *time.Time
+	if s.PreviousSecret != "" {
+		prev, until = &s.PreviousSecret, &s.PreviousSecretUntil
+	}
+	var id int64
+	err := pool.QueryRow(context.Background(), `
+		INSERT INTO webhook_subscriptions (url, events, secret, previous_secret, previous_secret_until, active)
+		VALUES ($1, $2, $3, $4, $5, $6) RETURNING id`,
+		s.URL, s.Events, s.Secret, prev, until, !s.Inactive).Scan(&id)
+	if err != nil {
+		t.Fatalf("insert subscription: %v", err)
+	}
+	return id
+}
+
+// DeliveryRow is a webhook_deliveries row.
+type DeliveryRow struct {
+	ID             string
+	SubscriptionID int64
+	EventID        string
+	Event          string
+	Body           []byte
+	Status         string
+	Attempts       int
+	RoundAttempts  int
+	LastStatusCode *int
+	LastError      *string
+}
+
+// Deliveries returns the deliveries of a subscription, oldest first.
+func Deliveries(t testing.TB, pool *pgxpool.Pool, hookID int64) []DeliveryRow {
+	t.Helper()
+	rows, err := pool.Query(context.Background(), `
+		SELECT id::text, subscription_id, event_id, event, body, status, attempts, round_attempts, last_status_code, last_error
+		FROM webhook_deliveries WHERE subscription_id = $1 ORDER BY created_at, id`, hookID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := pgx.CollectRows(rows, pgx.RowToStructByPos[DeliveryRow])
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// AttemptRow is a webhook_attempts row.
+type AttemptRow struct {
+	Attempt         int
+	StatusCode      *int
+	Error           *string
+	DurationMS      int
+	ResponseExcerpt *string
+	CreatedAt       time.Time
+}
+
+// Attempts returns the attempts of a delivery in order.
+func Attempts(t testing.TB, pool *pgxpool.Pool, deliveryID string) []AttemptRow {
+	t.Helper()
+	rows, err := pool.Query(context.Background(), `
+		SELECT attempt, status_code, error, duration_ms, response_excerpt, created_at
+		FROM webhook_attempts WHERE delivery_id = $1 ORDER BY id`, deliveryID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := pgx.CollectRows(rows, pgx.RowToStructByPos[AttemptRow])
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// SubscriptionRow is the health part of a webhook_subscriptions row.
+type SubscriptionRow struct {
+	Active         bool
+	DisabledReason *string
+	DisabledAt     *time.Time
+	FailingSince   *time.Time
+	LastSuccessAt  *time.Time
+}
+
+// SubscriptionState returns the health of a subscription.
+func SubscriptionState(t testing.TB, pool *pgxpool.Pool, hookID int64) SubscriptionRow {
+	t.Helper()
+	var s SubscriptionRow
+	err := pool.QueryRow(context.Background(), `
+		SELECT active, disabled_reason, disabled_at, failing_since, last_success_at
+		FROM webhook_subscriptions WHERE id = $1`, hookID).
+		Scan(&s.Active, &s.DisabledReason, &s.DisabledAt, &s.FailingSince, &s.LastSuccessAt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// Eventually polls cond every 50ms until it holds, failing the test after timeout.
+func Eventually(t testing.TB, timeout time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: not within %s", what, timeout)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
