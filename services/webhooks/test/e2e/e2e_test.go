@@ -1,0 +1,477 @@
+// Package e2e runs the real gateway and two webhook dispatcher processes against real
+// PostgreSQL, a private NATS JetStream server and MinIO, and drives them the way a
+// user's systems would: through the REST API, the magic link and a webhook receiver.
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/json"
+	"fmt"
+	"io"
+	"mime/multipart"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+
+	"github.com/shipfile/shipfile/pkg/pgtest"
+	"github.com/shipfile/shipfile/services/webhooks/internal/signing"
+)
+
+// bins are the binaries built once for the package's tests.
+var bins = map[string]string{}
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "shipfile-webhooks-e2e-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	for name, pkg := range map[string]string{
+		"gateway":  "../../../gateway/cmd/gateway",
+		"shipctl":  "../../../gateway/cmd/shipctl",
+		"webhooks": "../../cmd/webhooks",
+	} {
+		bins[name] = filepath.Join(dir, name)
+		build := exec.Command("go", "build", "-o", bins[name], pkg)
+		build.Stdout, build.Stderr = os.Stderr, os.Stderr
+		if err := build.Run(); err != nil {
+			fmt.Fprintf(os.Stderr, "build %s: %v\n", name, err)
+			os.Exit(1)
+		}
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
+}
+
+func waitFor(t *testing.T, within time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %s waiting for %s", within, what)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// natsServerBin finds a nats-server binary: SHIPFILE_NATS_SERVER_BIN, the project's
+// cache, PATH, or Debian's.
+func natsServerBin(t *testing.T) string {
+	candidates := []string{os.Getenv("SHIPFILE_NATS_SERVER_BIN")}
+	if dir, err := os.UserCacheDir(); err == nil {
+		candidates = append(candidates, filepath.Join(dir, "shipfile", "bin", "nats-server"))
+	}
+	if p, err := exec.LookPath("nats-server"); err == nil {
+		candidates = append(candidates, p)
+	}
+	for _, c := range append(candidates, "/usr/sbin/nats-server") {
+		if fi, err := os.Stat(c); c != "" && err == nil && !fi.IsDir() {
+			return c
+		}
+	}
+	t.Fatal("no nats-server binary: run make test (it installs one) or set SHIPFILE_NATS_SERVER_BIN")
+	return ""
+}
+
+// start runs a binary with env until the test ends and returns it.
+func start(t *testing.T, name string, env []string, args ...string) *exec.Cmd {
+	t.Helper()
+	cmd := exec.Command(name, args...)
+	cmd.Env = append(os.Environ(), env...)
+	var logs bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &logs, &logs
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = cmd.Process.Signal(syscall.SIGKILL)
+		_ = cmd.Wait()
+		if t.Failed() {
+			t.Logf("%s output:\n%s", filepath.Base(name), logs.String())
+		}
+	})
+	return cmd
+}
+
+func ready(t *testing.T, addr string) {
+	t.Helper()
+	waitFor(t, 60*time.Second, addr+"/readyz", func() bool {
+		resp, err := http.Get("http://" + addr + "/readyz")
+		if err != nil {
+			return false
+		}
+		resp.Body.Close()
+		return resp.StatusCode == http.StatusOK
+	})
+}
+
+// delivery is one request the receiver got.
+type delivery struct {
+	hook    string
+	event   string
+	id      string
+	body    []byte
+	headers http.Header
+}
+
+// receiver records webhook requests and answers with the status its hook is set to.
+type receiver struct {
+	mu       sync.Mutex
+	got      []delivery
+	statuses map[string]int
+}
+
+func (r *receiver) ServeHTTP(w http.ResponseWriter, req *http.Request) {
+	body, _ := io.ReadAll(req.Body)
+	hook := strings.TrimPrefix(req.URL.Path, "/")
+	r.mu.Lock()
+	r.got = append(r.got, delivery{hook: hook, event: req.Header.Get("X-Service-Event"), id: req.Header.Get("X-Service-Delivery"), body: body, headers: req.Header.Clone()})
+	status := r.statuses[hook]
+	r.mu.Unlock()
+	if status == 0 {
+		status = http.StatusNoContent
+	}
+	w.WriteHeader(status)
+}
+
+func (r *receiver) setStatus(hook string, status int) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.statuses[hook] = status
+}
+
+func (r *receiver) of(hook string) []delivery {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var out []delivery
+	for _, d := range r.got {
+		if d.hook == hook {
+			out = append(out, d)
+		}
+	}
+	return out
+}
+
+// api calls the gateway with the admin token.
+type api struct {
+	t     *testing.T
+	base  string
+	token string
+}
+
+func (a api) call(method, path string, body any) (int, map[string]any) {
+	a.t.Helper()
+	var rd io.Reader
+	if body != nil {
+		b, _ := json.Marshal(body)
+		rd = bytes.NewReader(b)
+	}
+	req, _ := http.NewRequest(method, a.base+path, rd)
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	req.Header.Set("Authorization", "Bearer "+a.token)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		a.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	raw, _ := io.ReadAll(resp.Body)
+	var m map[string]any
+	_ = json.Unmarshal(raw, &m)
+	return resp.StatusCode, m
+}
+
+func (a api) must(method, path string, body any, want int) map[string]any {
+	a.t.Helper()
+	status, m := a.call(method, path, body)
+	if status != want {
+		a.t.Fatalf("%s %s: %d %v, want %d", method, path, status, m, want)
+	}
+	return m
+}
+
+func (a api) upload(path, filename string, content []byte) map[string]any {
+	a.t.Helper()
+	var b bytes.Buffer
+	mw := multipart.NewWriter(&b)
+	w, _ := mw.CreateFormFile("file", filename)
+	_, _ = w.Write(content)
+	_ = mw.Close()
+	req, _ := http.NewRequest("POST", a.base+path, &b)
+	req.Header.Set("Content-Type", mw.FormDataContentType())
+	req.Header.Set("Authorization", "Bearer "+a.token)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		a.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var m map[string]any
+	_ = json.NewDecoder(resp.Body).Decode(&m)
+	if resp.StatusCode != http.StatusCreated {
+		a.t.Fatalf("upload: %d %v", resp.StatusCode, m)
+	}
+	return m
+}
+
+// keysInOrder returns the top-level keys of a JSON object in the order they appear.
+func keysInOrder(t *testing.T, body []byte) []string {
+	t.Helper()
+	dec := json.NewDecoder(bytes.NewReader(body))
+	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
+		t.Fatalf("body is not an object: %s", body)
+	}
+	var keys []string
+	for dec.More() {
+		k, err := dec.Token()
+		if err != nil {
+			t.Fatal(err)
+		}
+		keys = append(keys, k.(string))
+		var skip json.RawMessage
+		if err := dec.Decode(&skip); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return keys
+}
+
+var (
+	utcZ     = regexp.MustCompile(`^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$`)
+	noZone   = regexp.MustCompile(`^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d$`)
+	uuidLike = regexp.MustCompile(`^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$`)
+)
+
+// TestWebhooksEndToEnd: a package's whole life reaches every matching subscription,
+// signed and with the exact bodies, through two dispatcher instances; a filtered
+// subscription gets only its event; the Test button works; a delivery that failed all
+// its attempts is redelivered through the API with the same delivery id.
+func TestWebhooksEndToEnd(t *testing.T) {
+	natsAddr := freeAddr(t)
+	host, port, _ := net.SplitHostPort(natsAddr)
+	start(t, natsServerBin(t), nil, "-a", host, "-p", port, "-js", "-sd", t.TempDir())
+	natsURL := "nats://" + natsAddr
+	waitFor(t, 20*time.Second, "nats-server", func() bool {
+		nc, err := nats.Connect(natsURL)
+		if err == nil {
+			nc.Close()
+		}
+		return err == nil
+	})
+
+	// An empty database: the gateway (and shipctl) apply the migrations themselves.
+	dbURL := pgtest.New(t, "empty", func(context.Context, string) error { return nil })
+	bucket := "e2e-" + strings.ToLower(rand.Text()[:12])
+	common := []string{
+		"SHIPFILE_DATABASE_URL=" + dbURL, "SHIPFILE_NATS_URL=" + natsURL, "SHIPFILE_S3_BUCKET=" + bucket,
+		"SHIPFILE_WEBHOOK_ALLOW_PRIVATE=true", "SHIPFILE_LOG_LEVEL=warn",
+	}
+	shipctl := func(args ...string) string {
+		cmd := exec.Command(bins["shipctl"], args...)
+		cmd.Env = append(os.Environ(), common...)
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("shipctl %v: %v %s", args, err, out)
+		}
+		return string(out)
+	}
+	shipctl("user", "create", "--email", "admin@example.com", "--name", "Admin", "--role", "admin")
+	out := shipctl("token", "create", "--email", "admin@example.com", "--name", "e2e")
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	token := lines[len(lines)-1]
+
+	gwAddr := freeAddr(t)
+	start(t, bins["gateway"], append(common, "SHIPFILE_HTTP_ADDR="+gwAddr, "SHIPFILE_PUBLIC_URL=http://"+gwAddr))
+	ready(t, gwAddr)
+	for range 2 {
+		addr := freeAddr(t)
+		start(t, bins["webhooks"], append(common, "SHIPFILE_WEBHOOKS_ADDR="+addr,
+			"SHIPFILE_WEBHOOK_RETRY_SCHEDULE=100ms,100ms,100ms,100ms,100ms,100ms,100ms", "SHIPFILE_WEBHOOK_TIMEOUT=2s"))
+		ready(t, addr)
+	}
+
+	rcv := &receiver{statuses: map[string]int{}}
+	srv := httptest.NewServer(rcv)
+	defer srv.Close()
+	a := api{t: t, base: "http://" + gwAddr, token: token}
+
+	all := a.must("POST", "/api/v1/admin/webhooks", map[string]any{"url": srv.URL + "/all", "description": "everything"}, http.StatusCreated)
+	only := a.must("POST", "/api/v1/admin/webhooks", map[string]any{"url": srv.URL + "/finalized", "events": []string{"package.finalized"}}, http.StatusCreated)
+	flaky := a.must("POST", "/api/v1/admin/webhooks", map[string]any{"url": srv.URL + "/flaky", "events": []string{"package.created"}}, http.StatusCreated)
+	rcv.setStatus("flaky", http.StatusInternalServerError)
+	secrets := map[string]string{"all": all["secret"].(string), "finalized": only["secret"].(string), "flaky": flaky["secret"].(string)}
+	hookIDs := map[string]float64{"all": all["id"].(float64), "finalized": only["id"].(float64), "flaky": flaky["id"].(float64)}
+	if n := len(all["events"].([]any)); n != 7 {
+		t.Fatalf("default events = %d, want the seven package events", n)
+	}
+
+	// The Test button.
+	a.must("POST", fmt.Sprintf("/api/v1/admin/webhooks/%v/test", hookIDs["all"]), nil, http.StatusAccepted)
+	waitFor(t, 20*time.Second, "webhook.test", func() bool { return len(rcv.of("all")) == 1 })
+
+	// A package's life.
+	me := a.must("GET", "/api/v1/me", nil, http.StatusOK)
+	p := a.must("POST", "/api/v1/packages", map[string]any{"title": "Q3 report", "recipient_email": "bob@example.com", "ttl_days": 3}, http.StatusCreated)
+	id := p["id"].(string)
+	f := a.upload("/api/v1/packages/"+id+"/files", "report.pdf", []byte("%PDF-1.7 tiny"))
+	fin := a.must("POST", "/api/v1/packages/"+id+"/finalize", nil, http.StatusOK)
+	link := fin["magic_link"].(string)
+	token43 := link[strings.LastIndex(link, "/")+1:]
+	resp, err := http.Get(a.base + "/api/v1/links/" + token43 + "/files/" + f["id"].(string))
+	if err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("recipient download: %v %v", err, resp)
+	}
+	resp.Body.Close()
+	a.must("POST", "/api/v1/packages/"+id+"/revoke", nil, http.StatusOK)
+	a.must("DELETE", "/api/v1/packages/"+id, nil, 204)
+
+	want := []string{"webhook.test", "package.created", "package.file_uploaded", "package.finalized", "package.downloaded", "package.revoked", "package.deleted"}
+	waitFor(t, 30*time.Second, "every event at the all-events hook", func() bool { return len(rcv.of("all")) >= len(want) })
+	waitFor(t, 30*time.Second, "the finalized hook", func() bool { return len(rcv.of("finalized")) >= 1 })
+
+	got := map[string]delivery{}
+	var order []string
+	for _, d := range rcv.of("all") {
+		if _, dup := got[d.event]; !dup {
+			order = append(order, d.event)
+		}
+		got[d.event] = d
+	}
+	for _, e := range want {
+		if _, ok := got[e]; !ok {
+			t.Fatalf("the all-events hook never got %s (got %v)", e, order)
+		}
+	}
+
+	// Every request is signed, both ways, and carries the seed's headers.
+	check := func(hook string, d delivery) {
+		t.Helper()
+		h := d.headers
+		if !signing.VerifyService(secrets[hook], d.body, h.Get("X-Service-Signature")) {
+			t.Errorf("%s %s: X-Service-Signature does not verify", hook, d.event)
+		}
+		ts := h.Get("Webhook-Timestamp")
+		var unix int64
+		fmt.Sscan(ts, &unix)
+		if h.Get("Webhook-Id") != d.id || !signing.VerifyStandard(secrets[hook], d.id, unix, d.body, h.Get("Webhook-Signature")) {
+			t.Errorf("%s %s: webhook-signature does not verify", hook, d.event)
+		}
+		if h.Get("Content-Type") != "application/json" || h.Get("User-Agent") != "Service-Webhook/1.0" ||
+			h.Get("X-Service-Hook-Id") != fmt.Sprint(hookIDs[hook]) || !uuidLike.MatchString(d.id) {
+			t.Errorf("%s %s: headers %v", hook, d.event, h)
+		}
+	}
+	for _, d := range rcv.of("all") {
+		check("all", d)
+	}
+
+	// The exact bodies.
+	owner := me["id"].(float64)
+	fields := map[string][]string{
+		"webhook.test":          {"event", "timestamp", "hook_id", "message"},
+		"package.created":       {"event", "timestamp", "package_id", "title", "recipient_email", "owner_user_id", "direction", "ttl_days", "expires_at"},
+		"package.file_uploaded": {"event", "timestamp", "package_id", "title", "recipient_email", "owner_user_id", "file_id", "filename", "size", "uploaded_by"},
+		"package.finalized":     {"event", "timestamp", "package_id", "title", "recipient_email", "owner_user_id", "file_count", "expires_at"},
+		"package.downloaded":    {"event", "timestamp", "package_id", "title", "recipient_email", "owner_user_id", "file_id", "filename"},
+		"package.revoked":       {"event", "timestamp", "package_id", "title", "recipient_email", "owner_user_id", "actor_user_id"},
+		"package.deleted":       {"event", "timestamp", "package_id", "title", "recipient_email", "owner_user_id", "actor_user_id"},
+	}
+	finExpires, _ := time.Parse(time.RFC3339Nano, fin["expires_at"].(string))
+	values := map[string]map[string]any{
+		"webhook.test":          {"hook_id": hookIDs["all"]},
+		"package.created":       {"direction": "outbound", "ttl_days": float64(3)},
+		"package.file_uploaded": {"file_id": f["id"], "filename": "report.pdf", "size": float64(13), "uploaded_by": "owner"},
+		"package.finalized":     {"file_count": float64(1), "expires_at": finExpires.UTC().Format("2006-01-02T15:04:05")},
+		"package.downloaded":    {"file_id": f["id"], "filename": "report.pdf"},
+		"package.revoked":       {"actor_user_id": owner},
+		"package.deleted":       {"actor_user_id": owner},
+	}
+	for event, keys := range fields {
+		d := got[event]
+		if k := keysInOrder(t, d.body); strings.Join(k, ",") != strings.Join(keys, ",") {
+			t.Errorf("%s body keys = %v, want %v", event, k, keys)
+		}
+		var m map[string]any
+		_ = json.Unmarshal(d.body, &m)
+		if m["event"] != event || !utcZ.MatchString(fmt.Sprint(m["timestamp"])) {
+			t.Errorf("%s: event %v timestamp %v", event, m["event"], m["timestamp"])
+		}
+		if strings.HasPrefix(event, "package.") {
+			if m["package_id"] != id || m["title"] != "Q3 report" || m["recipient_email"] != "bob@example.com" || m["owner_user_id"] != owner {
+				t.Errorf("%s: common fields %v", event, m)
+			}
+		}
+		if e, ok := m["expires_at"]; ok && !noZone.MatchString(fmt.Sprint(e)) {
+			t.Errorf("%s: expires_at %v has a zone", event, e)
+		}
+		for k, v := range values[event] {
+			if m[k] != v {
+				t.Errorf("%s: %s = %v (%T), want %v (%T)", event, k, m[k], m[k], v, v)
+			}
+		}
+	}
+
+	// The filtered subscription got package.finalized and nothing else, identically.
+	for _, d := range rcv.of("finalized") {
+		if d.event != "package.finalized" {
+			t.Errorf("the finalized-only hook got %s", d.event)
+		}
+		check("finalized", d)
+		if !bytes.Equal(d.body, got["package.finalized"].body) {
+			t.Errorf("two subscriptions got different bodies for one event:\n%s\n%s", d.body, got["package.finalized"].body)
+		}
+	}
+
+	// The flaky hook: 8 attempts, one delivery id, then failed; redeliver sends it again.
+	waitFor(t, 30*time.Second, "8 attempts at the failing hook", func() bool { return len(rcv.of("flaky")) >= 8 })
+	flakyPath := fmt.Sprintf("/api/v1/admin/webhooks/%v/deliveries?limit=100", hookIDs["flaky"])
+	var deliveryID string
+	waitFor(t, 10*time.Second, "the delivery to be marked failed", func() bool {
+		items := a.must("GET", flakyPath, nil, http.StatusOK)["items"].([]any)
+		if len(items) != 8 {
+			return false
+		}
+		last := items[0].(map[string]any)
+		deliveryID, _ = last["delivery_id"].(string)
+		return last["delivery_status"] == "failed" && last["attempt"] == float64(8) && last["status_code"] == float64(500)
+	})
+	for _, d := range rcv.of("flaky") {
+		if d.id != deliveryID {
+			t.Fatalf("retries changed the delivery id: %s vs %s", d.id, deliveryID)
+		}
+	}
+	rcv.setStatus("flaky", http.StatusOK)
+	a.must("POST", fmt.Sprintf("/api/v1/admin/webhooks/%v/deliveries/%s/redeliver", hookIDs["flaky"], deliveryID), nil, http.StatusAccepted)
+	waitFor(t, 20*time.Second, "the redelivery", func() bool {
+		items := a.must("GET", flakyPath, nil, http.StatusOK)["items"].([]any)
+		return len(items) == 9 && items[0].(map[string]any)["delivery_status"] == "succeeded" && items[0].(map[string]any)["status_code"] == float64(200)
+	})
+	last := rcv.of("flaky")
+	if d := last[len(last)-1]; d.id != deliveryID {
+		t.Fatalf("redelivery came with another delivery id: %s", d.id)
+	}
+}
