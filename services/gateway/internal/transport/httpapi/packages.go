@@ -122,24 +122,6 @@ func (h *handlers) createPackage(c *gin.Context) {
 	c.JSON(http.StatusCreated, toPackageResponse(p))
 }
 
-// Page sizes of lists.
-const (
-	defaultPageSize = 20
-	maxPageSize     = 100
-)
-
-func pageLimit(c *gin.Context) (int, error) {
-	raw, ok := c.GetQuery("limit")
-	if !ok {
-		return defaultPageSize, nil
-	}
-	n, err := strconv.Atoi(raw)
-	if err != nil || n < 1 || n > maxPageSize {
-		return 0, app.Invalid("limit must be an integer from 1 to %d", maxPageSize)
-	}
-	return n, nil
-}
-
 func (h *handlers) listPackages(c *gin.Context) {
 	f := app.PackageFilter{}
 	var err error
@@ -169,20 +151,16 @@ func (h *handlers) listPackages(c *gin.Context) {
 			return
 		}
 	}
-	// One more than the page tells whether another page follows.
-	f.Limit++
+	limit := f.Limit
+	f.Limit++ // one more than the page tells whether another page follows
 	pkgs, err := h.packages.List(c.Request.Context(), currentUser(c), f)
 	if err != nil {
 		_ = c.Error(err)
 		return
 	}
-	var next *string
-	if len(pkgs) == f.Limit {
-		pkgs = pkgs[:f.Limit-1]
-		last := pkgs[len(pkgs)-1]
-		cur := encodeCursor(app.PackageCursor{CreatedAt: last.CreatedAt, ID: last.ID})
-		next = &cur
-	}
+	pkgs, next := page(pkgs, limit, func(last app.Package) string {
+		return encodeCursor(app.PackageCursor{CreatedAt: last.CreatedAt, ID: last.ID})
+	})
 	items := make([]packageResponse, len(pkgs))
 	for i, p := range pkgs {
 		items[i] = toPackageResponse(p)
@@ -424,26 +402,18 @@ func (h *handlers) listAudit(c *gin.Context) {
 		}
 		f.PackageID = &id
 	}
-	if cur := c.Query("cursor"); cur != "" {
-		n, err := strconv.ParseInt(cur, 10, 64)
-		if err != nil || n <= 0 {
-			_ = c.Error(app.Invalid("cursor is not one this API handed out"))
-			return
-		}
-		f.BeforeID = n
+	if f.BeforeID, err = idCursor(c); err != nil {
+		_ = c.Error(err)
+		return
 	}
+	limit := f.Limit
 	f.Limit++
 	entries, err := h.packages.Audit(c.Request.Context(), f)
 	if err != nil {
 		_ = c.Error(err)
 		return
 	}
-	var next *string
-	if len(entries) == f.Limit {
-		entries = entries[:f.Limit-1]
-		cur := strconv.FormatInt(entries[len(entries)-1].ID, 10)
-		next = &cur
-	}
+	entries, next := page(entries, limit, func(last app.AuditEntry) string { return strconv.FormatInt(last.ID, 10) })
 	items := make([]auditResponse, len(entries))
 	for i, e := range entries {
 		items[i] = auditResponse{

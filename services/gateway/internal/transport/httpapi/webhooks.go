@@ -191,27 +191,18 @@ func (h *handlers) listWebhookDeliveries(c *gin.Context) {
 		_ = c.Error(err)
 		return
 	}
-	if cur := c.Query("cursor"); cur != "" {
-		n, err := strconv.ParseInt(cur, 10, 64)
-		if err != nil || n <= 0 {
-			_ = c.Error(app.Invalid("cursor is not one this API handed out"))
-			return
-		}
-		f.BeforeID = n
+	if f.BeforeID, err = idCursor(c); err != nil {
+		_ = c.Error(err)
+		return
 	}
-	// One more than the page tells whether another page follows.
-	f.Limit++
+	limit := f.Limit
+	f.Limit++ // one more than the page tells whether another page follows
 	attempts, err := h.webhooks.Attempts(c.Request.Context(), f)
 	if err != nil {
 		_ = c.Error(err)
 		return
 	}
-	var next *string
-	if len(attempts) == f.Limit {
-		attempts = attempts[:f.Limit-1]
-		cur := strconv.FormatInt(attempts[len(attempts)-1].ID, 10)
-		next = &cur
-	}
+	attempts, next := page(attempts, limit, func(last app.WebhookAttempt) string { return strconv.FormatInt(last.ID, 10) })
 	items := make([]webhookAttemptResponse, len(attempts))
 	for i, a := range attempts {
 		items[i] = toWebhookAttemptResponse(a)
