@@ -1,6 +1,7 @@
-// Package servicetest checks a service's lifecycle in tests: it starts the service's
-// run function against the real dependencies, waits until /readyz answers 200, checks
-// /healthz and /metrics, then cancels it as SIGTERM would and expects a clean return.
+// Package servicetest helps tests that run services: Lifecycle starts a service's run
+// function against the real dependencies, waits until /readyz answers 200, checks
+// /healthz and /metrics, then cancels it as SIGTERM would and expects a clean return;
+// StartNATS runs a private nats-server process for tests that freeze or kill it.
 package servicetest
 
 import (
@@ -10,7 +11,11 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -86,4 +91,61 @@ func Lifecycle(t *testing.T, fn service.RunFunc, addr string) {
 	if _, err := client.Get(base + "/healthz"); err == nil {
 		t.Fatal("still serving after shutdown")
 	}
+}
+
+// WaitFor polls cond until it holds, failing the test when within passes first.
+func WaitFor(t testing.TB, within time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %s waiting for %s", within, what)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// NATSServerBin finds a nats-server binary: SHIPFILE_NATS_SERVER_BIN, the project's
+// cache (scripts/dev.sh installs the pinned one there), PATH, or Debian's.
+func NATSServerBin(t testing.TB) string {
+	t.Helper()
+	candidates := []string{os.Getenv("SHIPFILE_NATS_SERVER_BIN")}
+	if dir, err := os.UserCacheDir(); err == nil {
+		candidates = append(candidates, filepath.Join(dir, "shipfile", "bin", "nats-server"))
+	}
+	if p, err := exec.LookPath("nats-server"); err == nil {
+		candidates = append(candidates, p)
+	}
+	for _, c := range append(candidates, "/usr/sbin/nats-server") {
+		if fi, err := os.Stat(c); c != "" && err == nil && !fi.IsDir() {
+			return c
+		}
+	}
+	t.Fatal("no nats-server binary: run make test (it installs one) or set SHIPFILE_NATS_SERVER_BIN")
+	return ""
+}
+
+// StartNATS runs a private JetStream server on 127.0.0.1 for the test (which may freeze
+// or kill it) and returns the process and its URL once it accepts connections.
+func StartNATS(t testing.TB) (*exec.Cmd, string) {
+	t.Helper()
+	host, port, _ := net.SplitHostPort(FreeAddr(t))
+	cmd := exec.Command(NATSServerBin(t), "-a", host, "-p", port, "-js", "-sd", t.TempDir())
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = cmd.Process.Signal(syscall.SIGCONT) // in case the test froze it
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+	})
+	addr := net.JoinHostPort(host, port)
+	WaitFor(t, 20*time.Second, "nats-server on "+addr, func() bool {
+		c, err := net.DialTimeout("tcp", addr, time.Second)
+		if err == nil {
+			c.Close()
+		}
+		return err == nil
+	})
+	return cmd, "nats://" + addr
 }

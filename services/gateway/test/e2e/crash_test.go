@@ -2,11 +2,7 @@ package e2e
 
 import (
 	"context"
-	"net"
 	"net/http"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"syscall"
 	"testing"
 	"time"
@@ -17,6 +13,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/shipfile/shipfile/pkg/events"
+	"github.com/shipfile/shipfile/pkg/servicetest"
 )
 
 var (
@@ -24,62 +21,12 @@ var (
 	removeOpts = minio.RemoveObjectOptions{}
 )
 
-// natsServerBin finds a nats-server binary: SHIPFILE_NATS_SERVER_BIN, the project's
-// cache (scripts/dev.sh installs the pinned one there), PATH, or Debian's.
-func natsServerBin(t testing.TB) string {
-	t.Helper()
-	candidates := []string{os.Getenv("SHIPFILE_NATS_SERVER_BIN")}
-	if dir, err := os.UserCacheDir(); err == nil {
-		candidates = append(candidates, filepath.Join(dir, "shipfile", "bin", "nats-server"))
-	}
-	if p, err := exec.LookPath("nats-server"); err == nil {
-		candidates = append(candidates, p)
-	}
-	candidates = append(candidates, "/usr/sbin/nats-server")
-	for _, c := range candidates {
-		if c == "" {
-			continue
-		}
-		if fi, err := os.Stat(c); err == nil && !fi.IsDir() {
-			return c
-		}
-	}
-	t.Fatal("no nats-server binary: run make test (it installs one) or set SHIPFILE_NATS_SERVER_BIN")
-	return ""
-}
-
-// startNATS runs a private JetStream server, so the test may freeze it.
-func startNATS(t testing.TB) (*exec.Cmd, string) {
-	t.Helper()
-	addr := freeAddr(t)
-	host, port, _ := net.SplitHostPort(addr)
-	cmd := exec.Command(natsServerBin(t), "-a", host, "-p", port, "-js", "-sd", t.TempDir())
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		_ = cmd.Process.Signal(syscall.SIGCONT)
-		_ = cmd.Process.Kill()
-		_ = cmd.Wait()
-	})
-	url := "nats://" + addr
-	waitFor(t, 20*time.Second, "nats-server", func() bool {
-		nc, err := nats.Connect(url)
-		if err != nil {
-			return false
-		}
-		nc.Close()
-		return true
-	})
-	return cmd, url
-}
-
 // TestCrashBetweenCommitAndPublish kills the gateway (SIGKILL) after a change is
 // committed but before its event is published: the NATS server is frozen (SIGSTOP), so
 // the publish cannot complete. After a restart the event is in the stream exactly once,
 // whether or not the frozen server had taken the first attempt.
 func TestCrashBetweenCommitAndPublish(t *testing.T) {
-	natsCmd, natsURL := startNATS(t)
+	natsCmd, natsURL := servicetest.StartNATS(t)
 	e := newEnv(t, natsURL)
 	gw := startGateway(t, e.vars)
 
@@ -112,7 +59,7 @@ func TestCrashBetweenCommitAndPublish(t *testing.T) {
 		t.Fatal(err)
 	}
 	startGateway(t, e.vars)
-	waitFor(t, 30*time.Second, "the outbox row to be published", func() bool {
+	servicetest.WaitFor(t, 30*time.Second, "the outbox row to be published", func() bool {
 		err := db.QueryRow(ctx, `SELECT published_at IS NOT NULL FROM outbox WHERE msg_id = $1`, msgID).Scan(&published)
 		return err == nil && published
 	})

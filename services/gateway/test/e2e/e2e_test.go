@@ -10,7 +10,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -23,6 +22,7 @@ import (
 	"github.com/shipfile/shipfile/pkg/config"
 	"github.com/shipfile/shipfile/pkg/database"
 	"github.com/shipfile/shipfile/pkg/pgtest"
+	"github.com/shipfile/shipfile/pkg/servicetest"
 	"github.com/shipfile/shipfile/pkg/storage"
 	"github.com/shipfile/shipfile/services/gateway/internal/app"
 	"github.com/shipfile/shipfile/services/gateway/internal/store"
@@ -50,16 +50,6 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-func freeAddr(t testing.TB) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().String()
-}
-
 // gateway is a running gateway process.
 type gateway struct {
 	t    testing.TB
@@ -73,7 +63,7 @@ type gateway struct {
 func startGateway(t testing.TB, env []string) *gateway {
 	t.Helper()
 	g := &gateway{t: t, env: env, logs: &bytes.Buffer{}}
-	g.addr = freeAddr(t)
+	g.addr = servicetest.FreeAddr(t)
 	g.cmd = exec.Command(gatewayBin)
 	g.cmd.Env = append(os.Environ(), append(env, "SHIPFILE_HTTP_ADDR="+g.addr, "SHIPFILE_LOG_LEVEL=warn")...)
 	g.cmd.Stdout, g.cmd.Stderr = g.logs, g.logs
@@ -86,7 +76,7 @@ func startGateway(t testing.TB, env []string) *gateway {
 			_ = g.cmd.Wait()
 		}
 	})
-	waitFor(t, 60*time.Second, "gateway /readyz", func() bool {
+	servicetest.WaitFor(t, 60*time.Second, "gateway /readyz", func() bool {
 		resp, err := http.Get("http://" + g.addr + "/readyz")
 		if err != nil {
 			return false
@@ -104,18 +94,6 @@ func (g *gateway) kill() {
 }
 
 func (g *gateway) url(path string) string { return "http://" + g.addr + path }
-
-// waitFor polls cond until it holds or the deadline passes.
-func waitFor(t testing.TB, within time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(within)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %s waiting for %s", within, what)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-}
 
 // env is a fresh database, a bucket of the test's own, and a user with a token.
 type env struct {

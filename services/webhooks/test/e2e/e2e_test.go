@@ -11,7 +11,6 @@ import (
 	"fmt"
 	"io"
 	"mime/multipart"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -24,9 +23,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats.go"
-
 	"github.com/shipfile/shipfile/pkg/pgtest"
+	"github.com/shipfile/shipfile/pkg/servicetest"
 	"github.com/shipfile/shipfile/services/webhooks/internal/signing"
 )
 
@@ -57,46 +55,6 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().String()
-}
-
-func waitFor(t *testing.T, within time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(within)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %s waiting for %s", within, what)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-}
-
-// natsServerBin finds a nats-server binary: SHIPFILE_NATS_SERVER_BIN, the project's
-// cache, PATH, or Debian's.
-func natsServerBin(t *testing.T) string {
-	candidates := []string{os.Getenv("SHIPFILE_NATS_SERVER_BIN")}
-	if dir, err := os.UserCacheDir(); err == nil {
-		candidates = append(candidates, filepath.Join(dir, "shipfile", "bin", "nats-server"))
-	}
-	if p, err := exec.LookPath("nats-server"); err == nil {
-		candidates = append(candidates, p)
-	}
-	for _, c := range append(candidates, "/usr/sbin/nats-server") {
-		if fi, err := os.Stat(c); c != "" && err == nil && !fi.IsDir() {
-			return c
-		}
-	}
-	t.Fatal("no nats-server binary: run make test (it installs one) or set SHIPFILE_NATS_SERVER_BIN")
-	return ""
-}
-
 // start runs a binary with env until the test ends and returns it.
 func start(t *testing.T, name string, env []string, args ...string) *exec.Cmd {
 	t.Helper()
@@ -119,7 +77,7 @@ func start(t *testing.T, name string, env []string, args ...string) *exec.Cmd {
 
 func ready(t *testing.T, addr string) {
 	t.Helper()
-	waitFor(t, 60*time.Second, addr+"/readyz", func() bool {
+	servicetest.WaitFor(t, 60*time.Second, addr+"/readyz", func() bool {
 		resp, err := http.Get("http://" + addr + "/readyz")
 		if err != nil {
 			return false
@@ -271,17 +229,7 @@ var (
 // subscription gets only its event; the Test button works; a delivery that failed all
 // its attempts is redelivered through the API with the same delivery id.
 func TestWebhooksEndToEnd(t *testing.T) {
-	natsAddr := freeAddr(t)
-	host, port, _ := net.SplitHostPort(natsAddr)
-	start(t, natsServerBin(t), nil, "-a", host, "-p", port, "-js", "-sd", t.TempDir())
-	natsURL := "nats://" + natsAddr
-	waitFor(t, 20*time.Second, "nats-server", func() bool {
-		nc, err := nats.Connect(natsURL)
-		if err == nil {
-			nc.Close()
-		}
-		return err == nil
-	})
+	_, natsURL := servicetest.StartNATS(t)
 
 	// An empty database: the gateway (and shipctl) apply the migrations themselves.
 	dbURL := pgtest.New(t, "empty", func(context.Context, string) error { return nil })
@@ -304,11 +252,11 @@ func TestWebhooksEndToEnd(t *testing.T) {
 	lines := strings.Split(strings.TrimSpace(out), "\n")
 	token := lines[len(lines)-1]
 
-	gwAddr := freeAddr(t)
+	gwAddr := servicetest.FreeAddr(t)
 	start(t, bins["gateway"], append(common, "SHIPFILE_HTTP_ADDR="+gwAddr, "SHIPFILE_PUBLIC_URL=http://"+gwAddr))
 	ready(t, gwAddr)
 	for range 2 {
-		addr := freeAddr(t)
+		addr := servicetest.FreeAddr(t)
 		start(t, bins["webhooks"], append(common, "SHIPFILE_WEBHOOKS_ADDR="+addr,
 			"SHIPFILE_WEBHOOK_RETRY_SCHEDULE=100ms,100ms,100ms,100ms,100ms,100ms,100ms", "SHIPFILE_WEBHOOK_TIMEOUT=2s"))
 		ready(t, addr)
@@ -331,7 +279,7 @@ func TestWebhooksEndToEnd(t *testing.T) {
 
 	// The Test button.
 	a.must("POST", fmt.Sprintf("/api/v1/admin/webhooks/%v/test", hookIDs["all"]), nil, http.StatusAccepted)
-	waitFor(t, 20*time.Second, "webhook.test", func() bool { return len(rcv.of("all")) == 1 })
+	servicetest.WaitFor(t, 20*time.Second, "webhook.test", func() bool { return len(rcv.of("all")) == 1 })
 
 	// A package's life.
 	me := a.must("GET", "/api/v1/me", nil, http.StatusOK)
@@ -350,8 +298,8 @@ func TestWebhooksEndToEnd(t *testing.T) {
 	a.must("DELETE", "/api/v1/packages/"+id, nil, 204)
 
 	want := []string{"webhook.test", "package.created", "package.file_uploaded", "package.finalized", "package.downloaded", "package.revoked", "package.deleted"}
-	waitFor(t, 30*time.Second, "every event at the all-events hook", func() bool { return len(rcv.of("all")) >= len(want) })
-	waitFor(t, 30*time.Second, "the finalized hook", func() bool { return len(rcv.of("finalized")) >= 1 })
+	servicetest.WaitFor(t, 30*time.Second, "every event at the all-events hook", func() bool { return len(rcv.of("all")) >= len(want) })
+	servicetest.WaitFor(t, 30*time.Second, "the finalized hook", func() bool { return len(rcv.of("finalized")) >= 1 })
 
 	got := map[string]delivery{}
 	var order []string
@@ -447,10 +395,10 @@ func TestWebhooksEndToEnd(t *testing.T) {
 	}
 
 	// The flaky hook: 8 attempts, one delivery id, then failed; redeliver sends it again.
-	waitFor(t, 30*time.Second, "8 attempts at the failing hook", func() bool { return len(rcv.of("flaky")) >= 8 })
+	servicetest.WaitFor(t, 30*time.Second, "8 attempts at the failing hook", func() bool { return len(rcv.of("flaky")) >= 8 })
 	flakyPath := fmt.Sprintf("/api/v1/admin/webhooks/%v/deliveries?limit=100", hookIDs["flaky"])
 	var deliveryID string
-	waitFor(t, 10*time.Second, "the delivery to be marked failed", func() bool {
+	servicetest.WaitFor(t, 10*time.Second, "the delivery to be marked failed", func() bool {
 		items := a.must("GET", flakyPath, nil, http.StatusOK)["items"].([]any)
 		if len(items) != 8 {
 			return false
@@ -466,7 +414,7 @@ func TestWebhooksEndToEnd(t *testing.T) {
 	}
 	rcv.setStatus("flaky", http.StatusOK)
 	a.must("POST", fmt.Sprintf("/api/v1/admin/webhooks/%v/deliveries/%s/redeliver", hookIDs["flaky"], deliveryID), nil, http.StatusAccepted)
-	waitFor(t, 20*time.Second, "the redelivery", func() bool {
+	servicetest.WaitFor(t, 20*time.Second, "the redelivery", func() bool {
 		items := a.must("GET", flakyPath, nil, http.StatusOK)["items"].([]any)
 		return len(items) == 9 && items[0].(map[string]any)["delivery_status"] == "succeeded" && items[0].(map[string]any)["status_code"] == float64(200)
 	})
