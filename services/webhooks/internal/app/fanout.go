@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"strconv"
+	"time"
 
 	"github.com/google/uuid"
 
@@ -26,8 +27,9 @@ func DeliveryID(eventID string, hookID int64) string {
 
 // FanoutStore is what the fan-out needs of the database.
 type FanoutStore interface {
-	// ActiveSubscriptionIDs returns the active subscriptions that selected eventType.
-	ActiveSubscriptionIDs(ctx context.Context, eventType string) ([]int64, error)
+	// ActiveSubscriptionIDs returns the active subscriptions that selected eventType
+	// and existed when the event occurred.
+	ActiveSubscriptionIDs(ctx context.Context, eventType string, occurredAt time.Time) ([]int64, error)
 	// InsertDelivery inserts d unless a delivery of that event to that subscription
 	// exists; ErrNotFound when the subscription does not exist.
 	InsertDelivery(ctx context.Context, d NewDelivery) error
@@ -69,7 +71,7 @@ func (f *Fanout) Handle(ctx context.Context, data []byte) error {
 	if typ == events.TypeWebhookTest {
 		// The Test button: that one subscription, whatever its selection or state.
 		targets = []int64{env.GetWebhookTest().GetHookId()}
-	} else if targets, err = f.store.ActiveSubscriptionIDs(ctx, typ); err != nil {
+	} else if targets, err = f.store.ActiveSubscriptionIDs(ctx, typ, env.GetOccurredAt().AsTime()); err != nil {
 		return fmt.Errorf("fan-out %s: %w", env.GetEventId(), err)
 	}
 	for _, hookID := range targets {

@@ -3,10 +3,12 @@ package store
 // Every SQL statement of the dispatcher. The schema is the gateway's
 // (services/gateway/migrations/00004_webhooks.sql).
 
-// qActiveSubscriptionIDs: $1 event type.
+// qActiveSubscriptionIDs: $1 event type, $2 when the event occurred. A subscription
+// gets the events that occur after it was created, not older ones still in the stream
+// (a new fan-out consumer starts at the stream's beginning).
 const qActiveSubscriptionIDs = `
 SELECT id FROM webhook_subscriptions
-WHERE active AND $1 = ANY (events)
+WHERE active AND $1 = ANY (events) AND created_at <= $2
 ORDER BY id`
 
 // qInsertDelivery: $1 id, $2 subscription, $3 event id, $4 event type, $5 body.

@@ -31,9 +31,10 @@ var (
 // New returns a store on pool.
 func New(pool *pgxpool.Pool) *Postgres { return &Postgres{pool: pool} }
 
-// ActiveSubscriptionIDs returns the ids of the active subscriptions that selected eventType.
-func (p *Postgres) ActiveSubscriptionIDs(ctx context.Context, eventType string) ([]int64, error) {
-	rows, err := p.pool.Query(ctx, qActiveSubscriptionIDs, eventType)
+// ActiveSubscriptionIDs returns the ids of the active subscriptions that selected
+// eventType and existed when the event occurred.
+func (p *Postgres) ActiveSubscriptionIDs(ctx context.Context, eventType string, occurredAt time.Time) ([]int64, error) {
+	rows, err := p.pool.Query(ctx, qActiveSubscriptionIDs, eventType, occurredAt)
 	if err != nil {
 		return nil, fmt.Errorf("store: subscriptions of %s: %w", eventType, err)
 	}

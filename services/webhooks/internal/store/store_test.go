@@ -26,17 +26,23 @@ func TestStore(t *testing.T) {
 	webhooktest.InsertSubscription(t, pool, webhooktest.Subscription{URL: "https://c.example/hook", Secret: "whsec_c", Inactive: true})
 
 	t.Run("active subscriptions by event", func(t *testing.T) {
-		ids, err := st.ActiveSubscriptionIDs(ctx, "package.expired")
+		ids, err := st.ActiveSubscriptionIDs(ctx, "package.expired", time.Now())
 		if err != nil || len(ids) != 2 || ids[0] != all || ids[1] != only {
 			t.Fatalf("expired: %v %v", ids, err)
 		}
-		ids, err = st.ActiveSubscriptionIDs(ctx, "package.created")
+		ids, err = st.ActiveSubscriptionIDs(ctx, "package.created", time.Now())
 		if err != nil || len(ids) != 1 || ids[0] != all {
 			t.Fatalf("created: %v %v", ids, err)
 		}
-		ids, err = st.ActiveSubscriptionIDs(ctx, "webhook.test")
+		ids, err = st.ActiveSubscriptionIDs(ctx, "webhook.test", time.Now())
 		if err != nil || len(ids) != 0 {
 			t.Fatalf("webhook.test: %v %v", ids, err)
+		}
+		// An event older than the subscriptions (still in the stream when a new fan-out
+		// consumer starts) goes to none of them.
+		ids, err = st.ActiveSubscriptionIDs(ctx, "package.expired", time.Now().Add(-time.Hour))
+		if err != nil || len(ids) != 0 {
+			t.Fatalf("an event from before the subscriptions: %v %v", ids, err)
 		}
 	})
 

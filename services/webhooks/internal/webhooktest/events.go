@@ -10,16 +10,14 @@ import (
 	"github.com/shipfile/shipfile/pkg/events/eventsv1"
 )
 
-// Fixed times of Envelopes' events.
-var (
-	OccurredAt = time.Date(2026, 11, 21, 17, 26, 5, 123456789, time.UTC)
-	ExpiresAt  = time.Date(2026, 11, 28, 16, 32, 5, 0, time.UTC)
-)
+// ExpiresAt is the fixed expiry of Envelopes' packages.
+var ExpiresAt = time.Date(2026, 11, 28, 16, 32, 5, 0, time.UTC)
 
-// Envelope returns an event of type typ with a new event id and fixed contents; for
-// webhook.test, hookID names the subscription.
+// Envelope returns an event of type typ that occurs now (subscriptions get only the
+// events that occur after they were created), with a new event id and fixed contents;
+// for webhook.test, hookID names the subscription.
 func Envelope(typ string, hookID int64) *eventsv1.Envelope {
-	env := events.NewEnvelope(typ, OccurredAt)
+	env := events.NewEnvelope(typ, time.Now())
 	pkg := &eventsv1.Package{
 		PackageId:      "0193a5f0-7d4e-7b7c-9f3e-2c1d4b5a6e7f",
 		Title:          "Q4 <report> & \"notes\"",
