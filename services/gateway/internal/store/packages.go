@@ -115,24 +115,33 @@ func (s *Postgres) GetFile(ctx context.Context, packageID, fileID uuid.UUID) (ap
 	return toFile(row), nil
 }
 
-// ChangePackage locks the package row, lets change mutate it, saves it and writes the
-// effects, in one transaction.
-func (s *Postgres) ChangePackage(ctx context.Context, id uuid.UUID, change func(p *app.Package) (app.Effects, error)) (app.Package, error) {
-	var out app.Package
-	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+// withLocked runs fn in a transaction that holds the package's row lock, then writes
+// the effects fn returns in the same transaction. Every package change goes through it.
+func (s *Postgres) withLocked(ctx context.Context, id uuid.UUID, fn func(q *Queries, p *app.Package) (app.Effects, error)) error {
+	return pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		p, err := s.locked(ctx, tx, id)
 		if err != nil {
 			return err
 		}
-		fx, err := change(&p)
+		fx, err := fn(s.q.WithTx(tx), &p)
 		if err != nil {
 			return err
 		}
-		if err := save(ctx, s.q.WithTx(tx), p); err != nil {
-			return err
-		}
-		out = p
 		return writeEffects(ctx, tx, fx)
+	})
+}
+
+// ChangePackage locks the package row, lets change mutate it, saves it and writes the
+// effects, in one transaction.
+func (s *Postgres) ChangePackage(ctx context.Context, id uuid.UUID, change func(p *app.Package) (app.Effects, error)) (app.Package, error) {
+	var out app.Package
+	err := s.withLocked(ctx, id, func(q *Queries, p *app.Package) (app.Effects, error) {
+		fx, err := change(p)
+		if err != nil {
+			return fx, err
+		}
+		out = *p
+		return fx, save(ctx, q, *p)
 	})
 	return out, err
 }
@@ -140,57 +149,41 @@ func (s *Postgres) ChangePackage(ctx context.Context, id uuid.UUID, change func(
 // AddFile records a stored file in its package.
 func (s *Postgres) AddFile(ctx context.Context, f app.File, change func(p *app.Package) (app.Effects, error)) (app.Package, error) {
 	var out app.Package
-	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		p, err := s.locked(ctx, tx, f.PackageID)
+	err := s.withLocked(ctx, f.PackageID, func(q *Queries, p *app.Package) (app.Effects, error) {
+		fx, err := change(p)
 		if err != nil {
-			return err
+			return fx, err
 		}
-		fx, err := change(&p)
-		if err != nil {
-			return err
-		}
-		q := s.q.WithTx(tx)
 		if err := q.InsertFile(ctx, InsertFileParams{
 			ID: f.ID, PackageID: f.PackageID, Filename: f.Filename, Size: f.Size, ContentType: f.ContentType,
 			Sha256: f.SHA256, ObjectKey: f.ObjectKey, UploadedBy: string(f.UploadedBy), CreatedAt: f.CreatedAt,
 		}); err != nil {
-			return err
+			return fx, err
 		}
-		if err := save(ctx, q, p); err != nil {
-			return err
-		}
-		out = p
-		return writeEffects(ctx, tx, fx)
+		out = *p
+		return fx, save(ctx, q, *p)
 	})
 	return out, err
 }
 
 // RemoveFile deletes a file's row and queues its object for deletion.
 func (s *Postgres) RemoveFile(ctx context.Context, packageID, fileID uuid.UUID, change func(p *app.Package, f app.File) (app.Effects, error)) error {
-	return pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		p, err := s.locked(ctx, tx, packageID)
-		if err != nil {
-			return err
-		}
-		q := s.q.WithTx(tx)
+	return s.withLocked(ctx, packageID, func(q *Queries, p *app.Package) (app.Effects, error) {
 		row, err := q.GetFile(ctx, GetFileParams{PackageID: packageID, ID: fileID})
 		if err != nil {
-			return notFound(err, "file")
+			return app.Effects{}, notFound(err, "file")
 		}
-		fx, err := change(&p, toFile(row))
+		fx, err := change(p, toFile(row))
 		if err != nil {
-			return err
+			return fx, err
 		}
 		if err := q.DeleteFileRow(ctx, fileID); err != nil {
-			return err
+			return fx, err
 		}
 		if err := q.QueueObjectDeletion(ctx, []string{row.ObjectKey}); err != nil {
-			return err
+			return fx, err
 		}
-		if err := save(ctx, q, p); err != nil {
-			return err
-		}
-		return writeEffects(ctx, tx, fx)
+		return fx, save(ctx, q, *p)
 	})
 }
 
@@ -198,26 +191,18 @@ func (s *Postgres) RemoveFile(ctx context.Context, packageID, fileID uuid.UUID, 
 // and returns the queued keys.
 func (s *Postgres) DeletePackage(ctx context.Context, id uuid.UUID, change func(p *app.Package) (app.Effects, error)) ([]string, error) {
 	var keys []string
-	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		p, err := s.locked(ctx, tx, id)
+	err := s.withLocked(ctx, id, func(q *Queries, p *app.Package) (app.Effects, error) {
+		fx, err := change(p)
 		if err != nil {
-			return err
+			return fx, err
 		}
-		fx, err := change(&p)
-		if err != nil {
-			return err
-		}
-		q := s.q.WithTx(tx)
 		if keys, err = q.FileKeys(ctx, id); err != nil {
-			return err
+			return fx, err
 		}
 		if err := q.QueueObjectDeletion(ctx, keys); err != nil {
-			return err
+			return fx, err
 		}
-		if err := q.DeletePackageRow(ctx, id); err != nil {
-			return err
-		}
-		return writeEffects(ctx, tx, fx)
+		return fx, q.DeletePackageRow(ctx, id)
 	})
 	return keys, err
 }
