@@ -81,6 +81,9 @@ type AuditEntry struct {
 	FileID      *uuid.UUID
 	IP          string
 	UserAgent   string
+	// Detail says more than the action, e.g. an e-mail's recipient or an SMTP
+	// server's rejection (written by the mailer).
+	Detail string
 }
 
 // Client is who is calling, for the audit log.

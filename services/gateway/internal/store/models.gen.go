@@ -31,6 +31,7 @@ type AuditLog struct {
 	FileID      *uuid.UUID
 	Ip          string
 	UserAgent   string
+	Detail      string
 }
 
 type File struct {
@@ -43,6 +44,27 @@ type File struct {
 	ObjectKey   string
 	UploadedBy  string
 	CreatedAt   time.Time
+}
+
+type LoginThrottle struct {
+	Key         string
+	Failures    int32
+	WindowStart time.Time
+	LockedUntil *time.Time
+}
+
+type MailDelivery struct {
+	JobID          uuid.UUID
+	PackageID      uuid.UUID
+	Kind           string
+	RecipientEmail string
+	State          string
+	Attempts       int32
+	LastError      string
+	MessageID      string
+	CreatedAt      time.Time
+	UpdatedAt      time.Time
+	SentAt         *time.Time
 }
 
 type ObjectDeletion struct {
@@ -91,6 +113,14 @@ type User struct {
 	PasswordHash *string
 	Disabled     bool
 	CreatedAt    time.Time
+}
+
+type WebSession struct {
+	IDHash     []byte
+	UserID     int64
+	CreatedAt  time.Time
+	LastSeenAt time.Time
+	ExpiresAt  time.Time
 }
 
 type WebhookAttempt struct {

@@ -237,7 +237,7 @@ func (s *Postgres) ListAudit(ctx context.Context, f app.AuditFilter) ([]app.Audi
 	for i, r := range rows {
 		out[i] = app.AuditEntry{
 			ID: r.ID, CreatedAt: r.CreatedAt, Actor: r.Actor, ActorUserID: r.ActorUserID, Action: r.Action,
-			PackageID: r.PackageID, FileID: r.FileID, IP: r.Ip, UserAgent: r.UserAgent,
+			PackageID: r.PackageID, FileID: r.FileID, IP: r.Ip, UserAgent: r.UserAgent, Detail: r.Detail,
 		}
 	}
 	return out, nil
@@ -265,7 +265,7 @@ func writeEffects(ctx context.Context, tx pgx.Tx, fx app.Effects) error {
 	for _, a := range fx.Audit {
 		if err := q.InsertAudit(ctx, InsertAuditParams{
 			Actor: a.Actor, ActorUserID: a.ActorUserID, Action: a.Action, PackageID: a.PackageID, FileID: a.FileID,
-			Ip: a.IP, UserAgent: a.UserAgent,
+			Ip: a.IP, UserAgent: a.UserAgent, Detail: a.Detail,
 		}); err != nil {
 			return err
 		}

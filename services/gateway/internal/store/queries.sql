@@ -102,8 +102,8 @@ INSERT INTO object_deletions (object_key) SELECT unnest(@keys::text[]) ON CONFLI
 DELETE FROM object_deletions WHERE object_key = ANY(@keys::text[]);
 
 -- name: InsertAudit :exec
-INSERT INTO audit_log (actor, actor_user_id, action, package_id, file_id, ip, user_agent)
-VALUES ($1, $2, $3, $4, $5, $6, $7);
+INSERT INTO audit_log (actor, actor_user_id, action, package_id, file_id, ip, user_agent, detail)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8);
 
 -- name: ListAudit :many
 SELECT * FROM audit_log

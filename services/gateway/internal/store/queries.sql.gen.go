@@ -305,8 +305,8 @@ func (q *Queries) HoldWebhook(ctx context.Context, id int64) (int64, error) {
 }
 
 const insertAudit = `-- name: InsertAudit :exec
-INSERT INTO audit_log (actor, actor_user_id, action, package_id, file_id, ip, user_agent)
-VALUES ($1, $2, $3, $4, $5, $6, $7)
+INSERT INTO audit_log (actor, actor_user_id, action, package_id, file_id, ip, user_agent, detail)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
 `
 
 type InsertAuditParams struct {
@@ -317,6 +317,7 @@ type InsertAuditParams struct {
 	FileID      *uuid.UUID
 	Ip          string
 	UserAgent   string
+	Detail      string
 }
 
 func (q *Queries) InsertAudit(ctx context.Context, arg InsertAuditParams) error {
@@ -328,6 +329,7 @@ func (q *Queries) InsertAudit(ctx context.Context, arg InsertAuditParams) error 
 		arg.FileID,
 		arg.Ip,
 		arg.UserAgent,
+		arg.Detail,
 	)
 	return err
 }
@@ -448,7 +450,7 @@ func (q *Queries) InsertWebhook(ctx context.Context, arg InsertWebhookParams) (W
 }
 
 const listAudit = `-- name: ListAudit :many
-SELECT id, created_at, actor, actor_user_id, action, package_id, file_id, ip, user_agent FROM audit_log
+SELECT id, created_at, actor, actor_user_id, action, package_id, file_id, ip, user_agent, detail FROM audit_log
 WHERE ($1::uuid IS NULL OR package_id = $1)
   AND ($2::bigint = 0 OR id < $2)
 ORDER BY id DESC
@@ -480,6 +482,7 @@ func (q *Queries) ListAudit(ctx context.Context, arg ListAuditParams) ([]AuditLo
 			&i.FileID,
 			&i.Ip,
 			&i.UserAgent,
+			&i.Detail,
 		); err != nil {
 			return nil, err
 		}

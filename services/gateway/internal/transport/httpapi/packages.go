@@ -385,6 +385,7 @@ type auditResponse struct {
 	FileID      *string   `json:"file_id"`
 	IP          string    `json:"ip"`
 	UserAgent   string    `json:"user_agent"`
+	Detail      string    `json:"detail"`
 }
 
 func (h *handlers) listAudit(c *gin.Context) {
@@ -419,6 +420,7 @@ func (h *handlers) listAudit(c *gin.Context) {
 		items[i] = auditResponse{
 			ID: e.ID, CreatedAt: e.CreatedAt.UTC(), Actor: e.Actor, ActorUserID: e.ActorUserID, Action: e.Action,
 			PackageID: uuidString(e.PackageID), FileID: uuidString(e.FileID), IP: e.IP, UserAgent: e.UserAgent,
+			Detail: e.Detail,
 		}
 	}
 	c.JSON(http.StatusOK, gin.H{"items": items, "next_cursor": next})
