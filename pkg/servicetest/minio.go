@@ -51,7 +51,7 @@ func MinIOBin(t testing.TB) string {
 }
 
 // StartMinIO runs a private MinIO server for the test, on a free port and a temporary
-// data directory, and returns it once it answers its liveness probe. It is killed when
+// data directory, and returns it once it serves requests. It is killed when
 // the test ends.
 func StartMinIO(t testing.TB) *MinIO {
 	t.Helper()
@@ -77,7 +77,9 @@ func StartMinIO(t testing.TB) *MinIO {
 }
 
 // Start (re)starts the server on the same port and data directory, so objects stored
-// before a Stop are there again, and waits until it is live.
+// before a Stop are there again, and waits until it serves requests: its cluster
+// health check answers 200 (the liveness probe answers before the object layer is
+// initialised).
 func (m *MinIO) Start() {
 	m.t.Helper()
 	m.mu.Lock()
@@ -104,7 +106,7 @@ func (m *MinIO) Start() {
 	m.cmd = cmd
 	client := &http.Client{Timeout: time.Second}
 	WaitFor(m.t, 60*time.Second, "private minio on "+m.Endpoint, func() bool {
-		resp, err := client.Get("http://" + m.Endpoint + "/minio/health/live")
+		resp, err := client.Get("http://" + m.Endpoint + "/minio/health/cluster")
 		if err != nil {
 			return false
 		}

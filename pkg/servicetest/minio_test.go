@@ -14,7 +14,7 @@ import (
 func TestMinIOStopsAndStartsAgain(t *testing.T) {
 	m := servicetest.StartMinIO(t)
 	live := func() bool {
-		resp, err := (&http.Client{Timeout: time.Second}).Get("http://" + m.Endpoint + "/minio/health/live")
+		resp, err := (&http.Client{Timeout: time.Second}).Get("http://" + m.Endpoint + "/minio/health/cluster")
 		if err != nil {
 			return false
 		}
