@@ -301,7 +301,11 @@ func (s *Packages) upload(ctx context.Context, p Package, up Upload, by Uploader
 
 // OpenFile opens a file of a package the user may see, for the owner's download.
 func (s *Packages) OpenFile(ctx context.Context, u User, id, fileID uuid.UUID) (File, Object, error) {
-	if _, err := s.visible(ctx, u, id); err != nil {
+	p, err := s.visible(ctx, u, id)
+	if err != nil {
+		return File{}, nil, err
+	}
+	if err := p.apply(OpOwnerDownload); err != nil {
 		return File{}, nil, err
 	}
 	return s.open(ctx, id, fileID)

@@ -13,6 +13,7 @@ const (
 	OpRecipientUpload Op = "upload to"
 	OpRevoke          Op = "revoke"
 	OpUseLink         Op = "use the link of"
+	OpOwnerDownload   Op = "download files of"
 )
 
 // transition is one row of the state table: the states an operation is allowed from,
@@ -31,6 +32,8 @@ var transitions = map[Op]transition{
 	OpRecipientUpload: {from: []State{StateActive}},
 	OpRevoke:          {from: []State{StateActive}, to: StateRevoked},
 	OpUseLink:         {from: []State{StateActive}},
+	// An expired package's objects are deleted: its files are still listed, not served.
+	OpOwnerDownload: {from: []State{StateDraft, StateActive, StateRevoked}},
 }
 
 // apply checks that op is allowed in the package's state and moves it to the next
