@@ -1,0 +1,70 @@
+// Package app is what the expiry service does: every interval it expires the packages
+// whose expires_at has passed (state expired, so their link is dead; their objects
+// queued for deletion; package.expired and an audit entry written in the same
+// transaction), then removes the queued objects from storage and aborts stale
+// multipart uploads. Several instances may run at once: the store locks the rows it
+// works on with FOR UPDATE SKIP LOCKED, so no package is expired twice.
+package app
+
+import (
+	"context"
+	"time"
+
+	"github.com/shipfile/shipfile/pkg/events/eventsv1"
+)
+
+// Package is a package the expiry service has just expired.
+type Package struct {
+	ID             string
+	Title          string
+	RecipientEmail string
+	OwnerUserID    int64
+	Direction      string
+	// PreviousState is the state it was in: draft, active or revoked.
+	PreviousState string
+	ExpiresAt     time.Time
+	// ObjectKeys are the keys of its files' objects, now queued for deletion.
+	ObjectKeys []string
+}
+
+// AuditEntry is a row of the audit log written by the system.
+type AuditEntry struct {
+	Action    string
+	PackageID string
+}
+
+// Effects are what an expiry writes beside the state change, in its transaction.
+type Effects struct {
+	Events []*eventsv1.Envelope
+	Audit  []AuditEntry
+}
+
+// Store is the persistence the expirer needs.
+type Store interface {
+	// ExpireDue locks up to limit packages that are not expired and whose expires_at
+	// has passed (oldest deadline first, skipping rows another transaction holds), sets
+	// them expired, queues their files' objects for deletion and writes the effects
+	// that effects returns for them, all in one transaction. It returns the packages
+	// it expired; an error rolls everything back.
+	ExpireDue(ctx context.Context, limit int, effects func([]Package) (Effects, error)) ([]Package, error)
+	// SweepDeletions locks up to limit queued object keys (oldest first, skipping keys
+	// another transaction holds), calls remove with them, forgets the keys remove
+	// reports removed and commits. It returns how many keys it locked and how many it
+	// forgot; remove's error is returned (wrapped) after the removed keys are forgotten.
+	SweepDeletions(ctx context.Context, limit int, remove func(keys []string) (removed []string, err error)) (locked, forgotten int, err error)
+	// OverdueLag returns how long ago the oldest package that is overdue and not
+	// expired yet reached its expires_at, by the database's clock; 0 when there is none.
+	OverdueLag(ctx context.Context) (time.Duration, error)
+	// PendingDeletions counts the object keys queued for deletion.
+	PendingDeletions(ctx context.Context) (int64, error)
+}
+
+// Objects is the object store.
+type Objects interface {
+	// Remove deletes the objects under keys and returns the keys that are gone
+	// (including keys that were missing already). err describes the failures.
+	Remove(ctx context.Context, keys []string) (removed []string, err error)
+	// AbortStaleUploads aborts the incomplete multipart uploads under prefix started
+	// before before, and returns how many it aborted.
+	AbortStaleUploads(ctx context.Context, prefix string, before time.Time) (int, error)
+}

@@ -1,0 +1,89 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/minio/minio-go/v7"
+
+	"github.com/shipfile/shipfile/pkg/storage"
+	"github.com/shipfile/shipfile/services/expiry/internal/app"
+)
+
+// Objects removes objects from the S3 bucket through minio-go.
+type Objects struct {
+	s *storage.Store
+}
+
+var _ app.Objects = (*Objects)(nil)
+
+// NewObjects returns the object store.
+func NewObjects(s *storage.Store) *Objects { return &Objects{s: s} }
+
+// Remove deletes the objects with S3 multi-object deletes (1000 keys a request). A key
+// whose object is already missing counts as removed.
+func (o *Objects) Remove(ctx context.Context, keys []string) ([]string, error) {
+	ch := make(chan minio.ObjectInfo, len(keys))
+	for _, k := range keys {
+		ch <- minio.ObjectInfo{Key: k}
+	}
+	close(ch)
+	removed := make([]string, 0, len(keys))
+	var (
+		failed   int
+		firstErr error
+	)
+	for res := range o.s.Client.RemoveObjectsWithResult(ctx, o.s.Bucket, ch, minio.RemoveObjectsOptions{}) {
+		if res.Err == nil || minio.ToErrorResponse(res.Err).Code == minio.NoSuchKey {
+			if res.ObjectName != "" {
+				removed = append(removed, res.ObjectName)
+			}
+			continue
+		}
+		failed++
+		if firstErr == nil {
+			firstErr = res.Err
+		}
+	}
+	if failed > 0 {
+		return removed, fmt.Errorf("%d of %d objects not removed: %w", failed, len(keys), firstErr)
+	}
+	if len(removed) != len(keys) {
+		// A result per key is the contract; anything else must not be taken for success.
+		return removed, errors.New("storage answered for fewer objects than it was asked to remove")
+	}
+	return removed, nil
+}
+
+// AbortStaleUploads aborts the incomplete multipart uploads of keys under prefix that
+// were initiated before before. It lists the whole bucket's uploads and filters them
+// here: MinIO lists multipart uploads for the whole bucket or one exact key, not for a
+// prefix.
+func (o *Objects) AbortStaleUploads(ctx context.Context, prefix string, before time.Time) (int, error) {
+	lctx, cancel := context.WithCancel(ctx)
+	defer cancel() // stops the lister if we return early
+	var stale []minio.ObjectMultipartInfo
+	for u := range o.s.Client.ListIncompleteUploads(lctx, o.s.Bucket, "", true) {
+		if u.Err != nil {
+			return 0, fmt.Errorf("list incomplete uploads: %w", u.Err)
+		}
+		if strings.HasPrefix(u.Key, prefix) && u.UploadID != "" && u.Initiated.Before(before) {
+			stale = append(stale, u)
+		}
+	}
+	core := minio.Core{Client: o.s.Client}
+	aborted := 0
+	var errs []error
+	for _, u := range stale {
+		err := core.AbortMultipartUpload(ctx, o.s.Bucket, u.Key, u.UploadID)
+		if err != nil && minio.ToErrorResponse(err).Code != minio.NoSuchUpload {
+			errs = append(errs, fmt.Errorf("abort upload of %s: %w", u.Key, err))
+			continue
+		}
+		aborted++
+	}
+	return aborted, errors.Join(errs...)
+}

@@ -1,0 +1,54 @@
+package store
+
+// The expiry service's SQL, on the gateway's schema (services/gateway/migrations).
+
+// qExpireDue locks up to $1 overdue packages that are not expired yet, oldest deadline
+// first, skipping rows another transaction holds (another expiry instance, or a
+// gateway request changing the package: the next batch or tick sees it again), and
+// expires them. The state test is repeated on the locked row, so a package expired
+// meanwhile by another instance is never expired (nor announced) twice. It uses
+// packages_expiring_idx.
+const qExpireDue = `WITH due AS (
+	SELECT id, state FROM packages
+	WHERE state <> 'expired' AND expires_at <= now()
+	ORDER BY expires_at
+	LIMIT $1
+	FOR UPDATE SKIP LOCKED
+)
+UPDATE packages p SET state = 'expired'
+FROM due
+WHERE p.id = due.id AND p.state <> 'expired'
+RETURNING p.id::text, p.title, p.recipient_email, p.owner_user_id, p.direction, due.state, p.expires_at`
+
+// qQueueFileObjects queues the objects of the packages' files for deletion and returns
+// each file's package and key. The file rows stay: the owner still sees what was sent.
+const qQueueFileObjects = `WITH keys AS (
+	SELECT package_id::text AS package_id, object_key FROM files WHERE package_id = ANY($1::uuid[])
+), queued AS (
+	INSERT INTO object_deletions (object_key) SELECT object_key FROM keys ON CONFLICT DO NOTHING
+)
+SELECT package_id, object_key FROM keys ORDER BY package_id, object_key`
+
+// qInsertAudit writes system audit entries, one per (action, package) pair.
+const qInsertAudit = `INSERT INTO audit_log (actor, action, package_id)
+SELECT 'system', a.action, a.package_id
+FROM unnest($1::text[], $2::uuid[]) WITH ORDINALITY AS a (action, package_id, n)
+ORDER BY a.n`
+
+// qLockDeletions locks up to $1 queued object keys, oldest first, skipping keys another
+// sweep (or a gateway forgetting a key it removed) holds.
+const qLockDeletions = `SELECT object_key FROM object_deletions
+ORDER BY created_at, object_key
+LIMIT $1
+FOR UPDATE SKIP LOCKED`
+
+// qForgetDeletions forgets keys whose objects are gone.
+const qForgetDeletions = `DELETE FROM object_deletions WHERE object_key = ANY($1::text[])`
+
+// qOverdueLag is the age of the oldest overdue package not expired yet, in seconds,
+// by the database's clock (NULL when none); it uses packages_expiring_idx.
+const qOverdueLag = `SELECT extract(epoch FROM now() - min(expires_at))::float8
+FROM packages WHERE state <> 'expired' AND expires_at <= now()`
+
+// qPendingDeletions counts queued object keys.
+const qPendingDeletions = `SELECT count(*) FROM object_deletions`
