@@ -37,7 +37,7 @@ func TestExpireDue(t *testing.T) {
 		expirytest.Spec{State: "draft", ExpiresIn: -time.Hour, Files: 2},
 		expirytest.Spec{State: "active", ExpiresIn: -time.Minute, Files: 1, Direction: "inbound"},
 		expirytest.Spec{State: "revoked", ExpiresIn: -time.Second},
-		expirytest.Spec{State: "active", ExpiresIn: time.Hour, Files: 1},  // not due
+		expirytest.Spec{State: "active", ExpiresIn: time.Hour, Files: 1},   // not due
 		expirytest.Spec{State: "expired", ExpiresIn: -time.Hour, Files: 1}, // done already
 	)
 
