@@ -21,6 +21,7 @@ import (
 	"github.com/shipfile/shipfile/services/gateway/internal/app"
 	"github.com/shipfile/shipfile/services/gateway/internal/store"
 	"github.com/shipfile/shipfile/services/gateway/internal/transport/httpapi"
+	"github.com/shipfile/shipfile/services/gateway/internal/transport/web"
 	"github.com/shipfile/shipfile/services/gateway/migrations"
 )
 
@@ -40,6 +41,29 @@ type Config struct {
 	TrustedProxies  string        `env:"SHIPFILE_TRUSTED_PROXIES" default:"" help:"comma-separated proxy CIDRs whose X-Forwarded-For is trusted"`
 	WebhookPrivate  bool          `env:"SHIPFILE_WEBHOOK_ALLOW_PRIVATE" default:"false" help:"accept webhook URLs whose host is localhost or a loopback, private or link-local address"`
 	ShutdownTimeout time.Duration `env:"SHIPFILE_SHUTDOWN_TIMEOUT" default:"20s" help:"grace period for in-flight requests on SIGTERM"`
+	Web             WebConfig
+}
+
+// WebConfig is the web UI's share of the gateway configuration.
+type WebConfig struct {
+	SessionLifetime time.Duration `env:"SHIPFILE_SESSION_LIFETIME" default:"168h" help:"longest a web UI sign-in lasts, however active"`
+	SessionIdle     time.Duration `env:"SHIPFILE_SESSION_IDLE_TIMEOUT" default:"12h" help:"a web UI sign-in unused for this long ends"`
+	CookieSecure    string        `env:"SHIPFILE_COOKIE_SECURE" default:"auto" help:"Secure cookies: auto (when SHIPFILE_PUBLIC_URL is https), true or false"`
+	LoginFailures   int           `env:"SHIPFILE_LOGIN_MAX_FAILURES" default:"5" help:"failed sign-ins per e-mail or IP address before a lockout"`
+	LoginLockout    time.Duration `env:"SHIPFILE_LOGIN_LOCKOUT" default:"15m" help:"window of counted failed sign-ins, and how long a lockout lasts"`
+}
+
+// secureCookies resolves SHIPFILE_COOKIE_SECURE.
+func (c WebConfig) secureCookies(publicURL string) (bool, error) {
+	switch strings.ToLower(c.CookieSecure) {
+	case "auto", "":
+		return strings.HasPrefix(strings.ToLower(publicURL), "https://"), nil
+	case "true":
+		return true, nil
+	case "false":
+		return false, nil
+	}
+	return false, fmt.Errorf("SHIPFILE_COOKIE_SECURE must be auto, true or false")
 }
 
 func main() { service.Main("gateway", run) }
@@ -75,12 +99,30 @@ func run(ctx context.Context, log *slog.Logger, args []string) error {
 	if cfg.UploadPartSize < 5<<20 {
 		return fmt.Errorf("SHIPFILE_UPLOAD_PART_SIZE must be at least 5 MiB")
 	}
+	secure, err := cfg.Web.secureCookies(cfg.PublicURL)
+	if err != nil {
+		return err
+	}
+	if cfg.Web.SessionLifetime <= 0 || cfg.Web.SessionIdle <= 0 || cfg.Web.LoginFailures < 1 || cfg.Web.LoginLockout <= 0 {
+		return fmt.Errorf("SHIPFILE_SESSION_LIFETIME, SHIPFILE_SESSION_IDLE_TIMEOUT, SHIPFILE_LOGIN_MAX_FAILURES and SHIPFILE_LOGIN_LOCKOUT must be positive")
+	}
 
 	db := store.NewPostgres(pool)
 	identity := app.NewIdentity(db)
 	packages := app.NewPackages(db, store.NewObjects(objects, uint64(cfg.UploadPartSize)),
 		app.Limits{MaxFileSize: cfg.MaxFileSize, MaxFiles: cfg.MaxFiles}, cfg.PublicURL)
 	webhooks := app.NewWebhooks(db, cfg.WebhookPrivate)
+	sessions := app.NewSessions(db, identity, app.SessionConfig{
+		Lifetime: cfg.Web.SessionLifetime, IdleTimeout: cfg.Web.SessionIdle,
+		MaxFailures: cfg.Web.LoginFailures, Lockout: cfg.Web.LoginLockout,
+	})
+	ui, err := web.New(web.Deps{
+		Log: log, Identity: identity, Sessions: sessions, Packages: packages, Webhooks: webhooks,
+		Config: web.Config{SecureCookies: secure, SessionLifetime: cfg.Web.SessionLifetime, MaxFileSize: cfg.MaxFileSize},
+	})
+	if err != nil {
+		return fmt.Errorf("web UI: %w", err)
+	}
 	reg := ops.NewRegistry()
 
 	// The relay publishes committed outbox rows. It stops after the HTTP server has
@@ -102,6 +144,7 @@ func run(ctx context.Context, log *slog.Logger, args []string) error {
 		Packages: packages,
 		Webhooks: webhooks,
 		Registry: reg,
+		Pages:    ui,
 		Checks: []ops.Check{
 			{Name: "postgres", Fn: pool.Ping},
 			{Name: "nats", Fn: nc.Check},

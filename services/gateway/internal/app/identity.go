@@ -30,6 +30,8 @@ type IdentityStore interface {
 	DeleteToken(ctx context.Context, userID, id int64) error
 	TokenOwner(ctx context.Context, hash []byte) (TokenOwner, error)
 	TouchToken(ctx context.Context, id int64) error
+	// DeleteUserSessions signs the user out of every browser.
+	DeleteUserSessions(ctx context.Context, userID int64) error
 }
 
 // Identity manages users and API tokens.
@@ -131,7 +133,17 @@ func (s *Identity) UpdateUser(ctx context.Context, id int64, p UserPatch) (User,
 		}
 		hash = &h
 	}
-	return s.store.UpdateUser(ctx, id, p, hash)
+	u, err := s.store.UpdateUser(ctx, id, p, hash)
+	if err != nil {
+		return User{}, err
+	}
+	// A new password or a disabled account ends the user's web sessions at once.
+	if p.Password != nil || u.Disabled {
+		if err := s.store.DeleteUserSessions(ctx, id); err != nil {
+			return User{}, err
+		}
+	}
+	return u, nil
 }
 
 // ListUsers returns every user, oldest first.

@@ -20,9 +20,26 @@ const (
 )
 
 // authenticate requires a valid bearer token and puts its user in the context.
-func authenticate(id *app.Identity) gin.HandlerFunc {
+// Without an Authorization header, the web UI's session cookie is accepted too (with
+// its CSRF token on unsafe methods), so the UI's pages call the same endpoints.
+func authenticate(id *app.Identity, pages Pages) gin.HandlerFunc {
 	return func(c *gin.Context) {
 		raw, ok := bearer(c.GetHeader("Authorization"))
+		if !ok && c.GetHeader("Authorization") == "" && pages != nil {
+			u, ok, err := pages.SessionUser(c)
+			if err != nil {
+				_ = c.Error(err)
+				c.Abort()
+				return
+			}
+			if ok {
+				c.Set(ctxUser, u)
+				// Rate-limit browser sessions per user, apart from every token id.
+				c.Set(ctxTokenID, -u.ID)
+				c.Next()
+				return
+			}
+		}
 		if !ok {
 			_ = c.Error(app.ErrUnauthenticated)
 			c.Abort()

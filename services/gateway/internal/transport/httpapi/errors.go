@@ -38,17 +38,17 @@ func (e *httpError) Error() string { return e.detail }
 // c.Error(err) and return; after the chain runs, the last error is written as
 // {"detail": "..."} (or an HTML page outside /api/). Unknown errors are logged in full
 // and answered 500 with a plain message.
-func errorMiddleware(log *slog.Logger) gin.HandlerFunc {
+func errorMiddleware(log *slog.Logger, pages Pages) gin.HandlerFunc {
 	return func(c *gin.Context) {
 		c.Next()
 		if len(c.Errors) == 0 || c.Writer.Written() {
 			return
 		}
-		writeError(c, log, c.Errors.Last().Err)
+		writeError(c, log, pages, c.Errors.Last().Err)
 	}
 }
 
-func writeError(c *gin.Context, log *slog.Logger, err error) {
+func writeError(c *gin.Context, log *slog.Logger, pages Pages, err error) {
 	status, detail := classify(err)
 	if c.Writer.Written() {
 		// The answer has started (a stream failed midway): it cannot change now.
@@ -67,6 +67,10 @@ func writeError(c *gin.Context, log *slog.Logger, err error) {
 		return
 	}
 	c.Abort()
+	if pages != nil {
+		pages.ErrorPage(c.Writer, status, detail)
+		return
+	}
 	c.Status(status)
 	c.Header("Content-Type", "text/html; charset=utf-8")
 	_ = errorPage.Execute(c.Writer, map[string]any{"Status": status, "Title": http.StatusText(status), "Detail": detail})
@@ -93,13 +97,13 @@ func isAPI(c *gin.Context) bool {
 }
 
 // recovery answers a panic with a plain 500, never a stack trace.
-func recovery(log *slog.Logger) gin.HandlerFunc {
+func recovery(log *slog.Logger, pages Pages) gin.HandlerFunc {
 	return gin.CustomRecoveryWithWriter(nil, func(c *gin.Context, rec any) {
 		if rec == http.ErrAbortHandler {
 			panic(rec) // let net/http cut the connection of a stream that failed midway
 		}
 		log.Error("panic", "route", c.FullPath(), "method", c.Request.Method, "panic", rec)
-		writeError(c, log, errors.New("panic"))
+		writeError(c, log, pages, errors.New("panic"))
 	})
 }
 

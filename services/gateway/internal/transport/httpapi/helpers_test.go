@@ -27,6 +27,7 @@ import (
 	"github.com/shipfile/shipfile/services/gateway/internal/app"
 	"github.com/shipfile/shipfile/services/gateway/internal/store"
 	"github.com/shipfile/shipfile/services/gateway/internal/transport/httpapi"
+	"github.com/shipfile/shipfile/services/gateway/internal/transport/web"
 	"github.com/shipfile/shipfile/services/gateway/migrations"
 )
 
@@ -139,11 +140,21 @@ func newTestAPI(t *testing.T, cfg httpapi.Config, opts ...testOption) *testAPI {
 	packages := app.NewPackages(db, store.NewObjects(objects, 5<<20),
 		app.Limits{MaxFileSize: cfg.MaxFileSize, MaxFiles: 5}, "http://shipfile.test")
 	registry := ops.NewRegistry()
+	webhooks := app.NewWebhooks(db, o.allowPrivateWebhooks)
+	sessions := app.NewSessions(db, identity, app.SessionConfig{Lifetime: time.Hour, IdleTimeout: time.Hour, MaxFailures: 5, Lockout: time.Minute})
+	pages, err := web.New(web.Deps{
+		Log: slog.New(slog.DiscardHandler), Identity: identity, Sessions: sessions, Packages: packages, Webhooks: webhooks,
+		Config: web.Config{SessionLifetime: time.Hour, MaxFileSize: cfg.MaxFileSize},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
 	engine, err := httpapi.New(httpapi.Deps{
 		Log:      slog.New(slog.DiscardHandler),
 		Identity: identity,
 		Packages: packages,
-		Webhooks: app.NewWebhooks(db, o.allowPrivateWebhooks),
+		Webhooks: webhooks,
+		Pages:    pages,
 		Registry: registry,
 		Checks:   []ops.Check{{Name: "postgres", Fn: pool.Ping}},
 		Config:   cfg,

@@ -350,35 +350,3 @@ func TestRateLimit(t *testing.T) {
 	// Another token has its own budget.
 	expect(t, a.do("GET", "/api/v1/me", other, nil), http.StatusOK)
 }
-
-func TestSetupPage(t *testing.T) {
-	t.Parallel()
-	a := newTestAPI(t, defaultConfig())
-	r := a.do("GET", "/setup", "", nil)
-	if r.status != http.StatusOK || !strings.Contains(string(r.body), "<form") {
-		t.Fatalf("setup page: %d", r.status)
-	}
-	form := "email=first%40example.com&name=First&password=short"
-	r = a.do("POST", "/setup", "", nil, "Content-Type", "application/x-www-form-urlencoded")
-	if r.status != http.StatusUnprocessableEntity {
-		t.Fatalf("empty setup form: %d", r.status)
-	}
-	r = a.post("/setup", "application/x-www-form-urlencoded", form)
-	if r.status != http.StatusUnprocessableEntity {
-		t.Fatalf("short password: %d", r.status)
-	}
-	r = a.post("/setup", "application/x-www-form-urlencoded", "email=first%40example.com&name=First&password=long-enough-pw")
-	if r.status != http.StatusCreated {
-		t.Fatalf("setup: %d %s", r.status, r.body)
-	}
-	u, err := a.identity.CheckPassword(context.Background(), "first@example.com", "long-enough-pw")
-	if err != nil || u.Role != app.RoleAdmin {
-		t.Fatalf("first admin: %+v %v", u, err)
-	}
-	if r := a.do("GET", "/setup", "", nil); r.status != http.StatusNotFound {
-		t.Fatalf("setup after the first user: %d, want 404", r.status)
-	}
-	if r := a.post("/setup", "application/x-www-form-urlencoded", "email=second%40example.com&name=Second&password=long-enough-pw"); r.status != http.StatusNotFound {
-		t.Fatalf("second setup: %d, want 404", r.status)
-	}
-}

@@ -150,16 +150,3 @@ func (h *handlers) uploadViaLink(c *gin.Context) {
 	}
 	c.JSON(http.StatusCreated, toFileResponse(f))
 }
-
-// recipientPage is the recipient's HTML page behind a magic link.
-func (h *handlers) recipientPage(c *gin.Context) {
-	token := c.Param("token")
-	p, files, err := h.packages.ViewLink(c.Request.Context(), token, client(c))
-	if err != nil {
-		_ = c.Error(err)
-		return
-	}
-	c.Header("Cache-Control", "private, no-store")
-	c.Header("Referrer-Policy", "no-referrer")
-	render(c, http.StatusOK, "recipient", map[string]any{"P": toLinkResponse(token, p, files), "Token": token})
-}

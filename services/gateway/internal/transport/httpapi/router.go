@@ -34,6 +34,20 @@ type Deps struct {
 	Registry *prometheus.Registry
 	Checks   []ops.Check
 	Config   Config
+	// Pages is the web UI (package web); nil serves the API alone.
+	Pages Pages
+}
+
+// Pages is the web UI, served beside the API under the same origin.
+type Pages interface {
+	// Mount adds the UI's routes (everything outside /api/v1).
+	Mount(r *gin.Engine)
+	// SessionUser authenticates an API request that carries no bearer token by the
+	// UI's session cookie: ok is false without a session; an unsafe method without
+	// the session's CSRF token in X-CSRF-Token is an error.
+	SessionUser(c *gin.Context) (u app.User, ok bool, err error)
+	// ErrorPage writes an HTML error page.
+	ErrorPage(w http.ResponseWriter, status int, detail string)
 }
 
 type handlers struct {
@@ -64,7 +78,7 @@ func New(d Deps) (*gin.Engine, error) {
 	if err := r.SetTrustedProxies(d.Config.TrustedProxies); err != nil {
 		return nil, err
 	}
-	r.Use(observe(d.Log, d.Registry), errorMiddleware(d.Log), recovery(d.Log))
+	r.Use(observe(d.Log, d.Registry), securityHeaders, errorMiddleware(d.Log, d.Pages), recovery(d.Log, d.Pages))
 	r.NoRoute(notFound)
 	r.NoMethod(methodNotAllowed)
 
@@ -72,10 +86,9 @@ func New(d Deps) (*gin.Engine, error) {
 	r.GET("/readyz", gin.WrapH(ops.Readyz(d.Checks...)))
 	r.GET("/metrics", gin.WrapH(ops.Metrics(d.Registry)))
 	r.StaticFS(docs.AssetsPath, docs.Assets())
-	r.GET("/", h.home)
-	r.GET("/setup", h.setupForm)
-	r.POST("/setup", h.setupSubmit)
-	r.GET("/p/:token", h.recipientPage)
+	if d.Pages != nil {
+		d.Pages.Mount(r)
+	}
 
 	v1 := r.Group("/api/v1")
 	v1.GET("/health", h.health)
@@ -90,7 +103,7 @@ func New(d Deps) (*gin.Engine, error) {
 	v1.GET("/links/:token/archive", h.archiveViaLink)
 	v1.POST("/links/:token/files", h.uploadViaLink)
 
-	authed := v1.Group("", authenticate(d.Identity), rateLimit(newLimiter(d.Config.RatePerSecond, d.Config.RateBurst)))
+	authed := v1.Group("", authenticate(d.Identity, d.Pages), rateLimit(newLimiter(d.Config.RatePerSecond, d.Config.RateBurst)))
 	authed.GET("/me", h.me)
 	authed.GET("/me/tokens", h.listTokens)
 	authed.POST("/me/tokens", h.createToken)

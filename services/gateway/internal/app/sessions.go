@@ -1,0 +1,201 @@
+package app
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+)
+
+// SessionStore is the persistence of web UI sessions and of the login throttle.
+type SessionStore interface {
+	CreateSession(ctx context.Context, s Session) error
+	// SessionUser returns the session with that id hash and its user.
+	SessionUser(ctx context.Context, idHash []byte) (Session, User, error)
+	TouchSession(ctx context.Context, idHash []byte, lastSeen, expiresAt time.Time) error
+	DeleteSession(ctx context.Context, idHash []byte) error
+	DeleteExpiredSessions(ctx context.Context, now time.Time) error
+	// LoginLockedUntil returns the latest lock still in force on any of the keys.
+	LoginLockedUntil(ctx context.Context, keys []string, now time.Time) (*time.Time, error)
+	// RecordLoginFailure counts a failure of key in the window that starts at or after
+	// windowStart (an older window starts again at now), locking the key until
+	// lockUntil once it reaches maxFailures.
+	RecordLoginFailure(ctx context.Context, key string, now, windowStart, lockUntil time.Time, maxFailures int) error
+	ClearLoginFailures(ctx context.Context, key string) error
+}
+
+// Session is a signed-in browser. The raw id lives only in the browser's cookie; the
+// store keeps its SHA-256.
+type Session struct {
+	IDHash     []byte
+	UserID     int64
+	CreatedAt  time.Time
+	LastSeenAt time.Time
+	ExpiresAt  time.Time
+}
+
+// SessionConfig bounds sessions and failed sign-ins.
+type SessionConfig struct {
+	// Lifetime is the longest a session lasts, however active.
+	Lifetime time.Duration
+	// IdleTimeout ends a session nobody used for that long.
+	IdleTimeout time.Duration
+	// MaxFailures failed sign-ins for one e-mail address, or from one IP address,
+	// within Lockout lock that address for Lockout.
+	MaxFailures int
+	Lockout     time.Duration
+}
+
+// Sessions signs users in to the web UI: password check, login throttle, sessions.
+type Sessions struct {
+	store    SessionStore
+	identity *Identity
+	cfg      SessionConfig
+	now      func() time.Time
+}
+
+// NewSessions returns the session service.
+func NewSessions(store SessionStore, identity *Identity, cfg SessionConfig) *Sessions {
+	return &Sessions{store: store, identity: identity, cfg: cfg, now: time.Now}
+}
+
+// sessionIDBytes is the entropy of a session id.
+const sessionIDBytes = 32
+
+// touchResolution bounds how often a session's last use is written.
+const touchResolution = time.Minute
+
+// ErrBadCredentials is the one answer for an unknown e-mail, a wrong password and a
+// disabled user.
+var ErrBadCredentials = &Error{Kind: KindUnauthenticated, Detail: "wrong e-mail address or password"}
+
+// ThrottledError is the answer to a sign-in while its e-mail address or IP address is
+// locked after too many failures.
+type ThrottledError struct {
+	Until time.Time
+}
+
+func (e *ThrottledError) Error() string {
+	return "too many failed sign-ins; try again later"
+}
+
+// Login checks an e-mail address and password and opens a session. It returns the
+// user and the raw session id, which goes into the cookie and nowhere else. While the
+// address or the client's IP address is locked it returns a *ThrottledError without
+// checking the password.
+func (s *Sessions) Login(ctx context.Context, email, password string, client Client) (User, string, error) {
+	now := s.now()
+	emailKey := "email:" + strings.ToLower(strings.TrimSpace(email))
+	keys := []string{emailKey}
+	if client.IP != "" {
+		keys = append(keys, "ip:"+client.IP)
+	}
+	until, err := s.store.LoginLockedUntil(ctx, keys, now)
+	if err != nil {
+		return User{}, "", err
+	}
+	if until != nil {
+		return User{}, "", &ThrottledError{Until: *until}
+	}
+	u, err := s.identity.CheckPassword(ctx, email, password)
+	if errors.Is(err, ErrUnauthenticated) {
+		for _, k := range keys {
+			if err := s.store.RecordLoginFailure(ctx, k, now, now.Add(-s.cfg.Lockout), now.Add(s.cfg.Lockout), s.cfg.MaxFailures); err != nil {
+				return User{}, "", err
+			}
+		}
+		return User{}, "", ErrBadCredentials
+	}
+	if err != nil {
+		return User{}, "", err
+	}
+	// A success clears the address's count, not the IP's: signing in to one's own
+	// account must not reset the count of guesses at others.
+	if err := s.store.ClearLoginFailures(ctx, emailKey); err != nil {
+		return User{}, "", err
+	}
+	raw, hash, err := newSessionID()
+	if err != nil {
+		return User{}, "", err
+	}
+	sess := Session{IDHash: hash, UserID: u.ID, CreatedAt: now, LastSeenAt: now, ExpiresAt: s.expiry(now, now)}
+	if err := s.store.CreateSession(ctx, sess); err != nil {
+		return User{}, "", err
+	}
+	// Sweep the sessions nobody will use again; a failure here harms no one.
+	_ = s.store.DeleteExpiredSessions(ctx, now)
+	return u, raw, nil
+}
+
+// Resolve returns the user of a raw session id, extending the session while it is
+// used. Unknown, expired and malformed ids, and disabled users, are
+// ErrUnauthenticated.
+func (s *Sessions) Resolve(ctx context.Context, raw string) (User, Session, error) {
+	hash, ok := sessionHash(raw)
+	if !ok {
+		return User{}, Session{}, ErrUnauthenticated
+	}
+	sess, u, err := s.store.SessionUser(ctx, hash)
+	if errors.Is(err, ErrNotFound) {
+		return User{}, Session{}, ErrUnauthenticated
+	}
+	if err != nil {
+		return User{}, Session{}, err
+	}
+	now := s.now()
+	if !now.Before(sess.ExpiresAt) || u.Disabled {
+		return User{}, Session{}, ErrUnauthenticated
+	}
+	if now.Sub(sess.LastSeenAt) >= touchResolution {
+		sess.LastSeenAt, sess.ExpiresAt = now, s.expiry(sess.CreatedAt, now)
+		if err := s.store.TouchSession(ctx, hash, sess.LastSeenAt, sess.ExpiresAt); err != nil {
+			return User{}, Session{}, err
+		}
+	}
+	return u, sess, nil
+}
+
+// Logout ends the session with that raw id; an unknown one is already ended.
+func (s *Sessions) Logout(ctx context.Context, raw string) error {
+	hash, ok := sessionHash(raw)
+	if !ok {
+		return nil
+	}
+	return s.store.DeleteSession(ctx, hash)
+}
+
+// expiry is when a session created at created and last used at seen ends.
+func (s *Sessions) expiry(created, seen time.Time) time.Time {
+	idle, hard := seen.Add(s.cfg.IdleTimeout), created.Add(s.cfg.Lifetime)
+	if idle.Before(hard) {
+		return idle
+	}
+	return hard
+}
+
+func newSessionID() (string, []byte, error) {
+	b := make([]byte, sessionIDBytes)
+	if _, err := rand.Read(b); err != nil {
+		return "", nil, fmt.Errorf("session id: %w", err)
+	}
+	raw := base64.RawURLEncoding.EncodeToString(b)
+	sum := sha256.Sum256([]byte(raw))
+	return raw, sum[:], nil
+}
+
+// sessionHash hashes a raw session id, refusing anything that is not 43 base64url
+// characters without touching the database.
+func sessionHash(raw string) ([]byte, bool) {
+	if len(raw) != 43 {
+		return nil, false
+	}
+	if _, err := base64.RawURLEncoding.DecodeString(raw); err != nil {
+		return nil, false
+	}
+	sum := sha256.Sum256([]byte(raw))
+	return sum[:], true
+}

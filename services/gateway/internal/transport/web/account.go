@@ -1,0 +1,84 @@
+package web
+
+import (
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/gin-gonic/gin"
+
+	"github.com/shipfile/shipfile/services/gateway/internal/app"
+)
+
+type accountData struct {
+	Tokens   []app.Token
+	NewToken *app.Token
+	Raw      string // the new token's raw value, shown this once
+	Today    string
+}
+
+// account shows the user's account and API tokens.
+func (w *Web) account(c *gin.Context) {
+	w.showAccount(c, http.StatusOK, view{}, accountData{})
+}
+
+func (w *Web) showAccount(c *gin.Context, status int, v view, d accountData) {
+	u, _ := currentUser(c)
+	tokens, err := w.identity.ListTokens(c.Request.Context(), u.ID)
+	if err != nil {
+		_ = c.Error(err)
+		return
+	}
+	d.Tokens = tokens
+	d.Today = time.Now().UTC().Format("2006-01-02")
+	v.Title, v.Section, v.D = "Account", "account", d
+	w.render(c, status, "account", v)
+}
+
+// createToken mints an API token and shows its raw value this once. The expiry is a
+// date: the token works through the end of that day (UTC).
+func (w *Web) createToken(c *gin.Context) {
+	u, _ := currentUser(c)
+	name, expires := strings.TrimSpace(c.PostForm("name")), strings.TrimSpace(c.PostForm("expires_on"))
+	v := view{Form: map[string]string{"name": name, "expires_on": expires}}
+	var at *time.Time
+	if expires != "" {
+		day, err := time.Parse("2006-01-02", expires)
+		if err != nil {
+			v.Errors = map[string]string{"expires_on": "Must be a date such as 2027-01-31."}
+			w.showAccount(c, http.StatusUnprocessableEntity, v, accountData{})
+			return
+		}
+		end := day.Add(24 * time.Hour)
+		at = &end
+	}
+	t, raw, err := w.identity.CreateToken(c.Request.Context(), u.ID, name, at)
+	if fe, msg, ok := formErrors(err, "name", "expires_at"); ok {
+		if m, ok := fe["expires_at"]; ok {
+			fe = map[string]string{"expires_on": m}
+		}
+		v.Errors, v.Error = fe, msg
+		w.showAccount(c, http.StatusUnprocessableEntity, v, accountData{})
+		return
+	}
+	if err != nil {
+		_ = c.Error(err)
+		return
+	}
+	w.showAccount(c, http.StatusCreated, view{}, accountData{NewToken: &t, Raw: raw})
+}
+
+func (w *Web) revokeToken(c *gin.Context) {
+	u, _ := currentUser(c)
+	id, err := strconv.ParseInt(c.Param("id"), 10, 64)
+	if err != nil {
+		_ = c.Error(app.NotFound("token"))
+		return
+	}
+	if err := w.identity.RevokeToken(c.Request.Context(), u.ID, id); err != nil {
+		_ = c.Error(err)
+		return
+	}
+	c.Redirect(http.StatusSeeOther, "/account?msg=token-revoked")
+}

@@ -1,0 +1,358 @@
+package web
+
+import (
+	"encoding/base64"
+	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/gin-gonic/gin"
+	"github.com/google/uuid"
+
+	"github.com/shipfile/shipfile/services/gateway/internal/app"
+)
+
+// dashboardPageSize is how many packages one dashboard page lists.
+const dashboardPageSize = 25
+
+type dashboardData struct {
+	Packages []app.Package
+	Owners   map[int64]app.User
+	Users    []app.User // admins filter by owner
+	State    string
+	Dir      string
+	Owner    string
+	Next     string // query string of the next page, "" on the last
+}
+
+// dashboard lists the user's packages (an admin's: everyone's, or one owner's).
+func (w *Web) dashboard(c *gin.Context) {
+	u, _ := currentUser(c)
+	ctx := c.Request.Context()
+	d := dashboardData{State: c.Query("state"), Dir: c.Query("direction"), Owner: c.DefaultQuery("owner", "all")}
+	f := app.PackageFilter{Limit: dashboardPageSize + 1}
+	switch st := app.State(d.State); st {
+	case app.StateDraft, app.StateActive, app.StateRevoked, app.StateExpired:
+		f.State = &st
+	default:
+		d.State = ""
+	}
+	switch dir := app.Direction(d.Dir); dir {
+	case app.Outbound, app.Inbound:
+		f.Direction = &dir
+	default:
+		d.Dir = ""
+	}
+	if u.IsAdmin() {
+		switch d.Owner {
+		case "all":
+		case "me":
+			f.OwnerUserID = &u.ID
+		default:
+			id, err := strconv.ParseInt(d.Owner, 10, 64)
+			if err != nil {
+				d.Owner = "all"
+				break
+			}
+			f.OwnerUserID = &id
+		}
+	}
+	if cur := c.Query("cursor"); cur != "" {
+		f.After = decodeCursor(cur)
+	}
+	pkgs, err := w.packages.List(ctx, u, f)
+	if err != nil {
+		_ = c.Error(err)
+		return
+	}
+	if len(pkgs) > dashboardPageSize {
+		pkgs = pkgs[:dashboardPageSize]
+		last := pkgs[len(pkgs)-1]
+		q := c.Request.URL.Query()
+		q.Set("cursor", encodeCursor(last))
+		d.Next = q.Encode()
+	}
+	d.Packages = pkgs
+	if u.IsAdmin() {
+		if d.Users, err = w.identity.ListUsers(ctx); err != nil {
+			_ = c.Error(err)
+			return
+		}
+		d.Owners = map[int64]app.User{}
+		for _, o := range d.Users {
+			d.Owners[o.ID] = o
+		}
+	}
+	w.render(c, http.StatusOK, "dashboard", view{Title: "Packages", Section: "packages", D: d})
+}
+
+func encodeCursor(p app.Package) string {
+	return base64.RawURLEncoding.EncodeToString(fmt.Appendf(nil, "%d.%s", p.CreatedAt.UnixMicro(), p.ID))
+}
+
+// decodeCursor reads a dashboard cursor; a bad one starts from the newest.
+func decodeCursor(s string) *app.PackageCursor {
+	b, err := base64.RawURLEncoding.DecodeString(s)
+	if err != nil {
+		return nil
+	}
+	micros, id, ok := strings.Cut(string(b), ".")
+	us, err1 := strconv.ParseInt(micros, 10, 64)
+	uid, err2 := uuid.Parse(id)
+	if !ok || err1 != nil || err2 != nil {
+		return nil
+	}
+	return &app.PackageCursor{CreatedAt: time.UnixMicro(us).UTC(), ID: uid}
+}
+
+// packageFields are the form fields of a new package, named as in the API.
+var packageFields = []string{"recipient_email", "recipient_name", "title", "note", "ttl_days"}
+
+type packageFormData struct {
+	Direction app.Direction
+	MinTTL    int
+	MaxTTL    int
+}
+
+func (w *Web) sendForm(c *gin.Context) {
+	w.render(c, http.StatusOK, "package_new", view{
+		Title: "Send files", Section: "send", Form: map[string]string{"ttl_days": strconv.Itoa(app.DefaultTTLDays)},
+		D: packageFormData{Direction: app.Outbound, MinTTL: app.MinTTLDays, MaxTTL: app.MaxTTLDays},
+	})
+}
+
+func (w *Web) requestForm(c *gin.Context) {
+	w.render(c, http.StatusOK, "package_new", view{
+		Title: "Request files", Section: "request", Form: map[string]string{"ttl_days": strconv.Itoa(app.DefaultTTLDays)},
+		D: packageFormData{Direction: app.Inbound, MinTTL: app.MinTTLDays, MaxTTL: app.MaxTTLDays},
+	})
+}
+
+// createFromForm validates the form and creates the package. On bad input it
+// re-renders the form with the errors and returns false; nothing is created.
+func (w *Web) createFromForm(c *gin.Context, dir app.Direction) (app.Package, bool) {
+	u, _ := currentUser(c)
+	form := map[string]string{}
+	for _, f := range packageFields {
+		form[f] = strings.TrimSpace(c.PostForm(f))
+	}
+	form["note"] = strings.ReplaceAll(c.PostForm("note"), "\r\n", "\n")
+	title := map[app.Direction]string{app.Outbound: "Send files", app.Inbound: "Request files"}[dir]
+	v := view{Title: title, Section: map[app.Direction]string{app.Outbound: "send", app.Inbound: "request"}[dir], Form: form,
+		D: packageFormData{Direction: dir, MinTTL: app.MinTTLDays, MaxTTL: app.MaxTTLDays}}
+	in := app.NewPackage{
+		Title: ptr(form["title"]), RecipientEmail: ptr(form["recipient_email"]), RecipientName: ptr(form["recipient_name"]),
+		Note: ptr(form["note"]), Direction: ptr(string(dir)),
+	}
+	if form["ttl_days"] != "" {
+		n, err := strconv.Atoi(form["ttl_days"])
+		if err != nil {
+			v.Errors = map[string]string{"ttl_days": fmt.Sprintf("Must be a whole number of days from %d to %d.", app.MinTTLDays, app.MaxTTLDays)}
+			w.render(c, http.StatusUnprocessableEntity, "package_new", v)
+			return app.Package{}, false
+		}
+		in.TTLDays = &n
+	}
+	p, err := w.packages.Create(c.Request.Context(), u, client(c), in)
+	if fe, msg, ok := formErrors(err, packageFields...); ok {
+		v.Errors, v.Error = fe, msg
+		w.render(c, http.StatusUnprocessableEntity, "package_new", v)
+		return app.Package{}, false
+	}
+	if err != nil {
+		_ = c.Error(err)
+		return app.Package{}, false
+	}
+	return p, true
+}
+
+// sendSubmit creates an outbound draft; its page takes the files, then finalizes.
+func (w *Web) sendSubmit(c *gin.Context) {
+	p, ok := w.createFromForm(c, app.Outbound)
+	if !ok {
+		return
+	}
+	c.Redirect(http.StatusSeeOther, "/packages/"+p.ID.String())
+}
+
+// requestSubmit creates an inbound package and finalizes it at once, which sends the
+// recipient the invitation to upload.
+func (w *Web) requestSubmit(c *gin.Context) {
+	p, ok := w.createFromForm(c, app.Inbound)
+	if !ok {
+		return
+	}
+	u, _ := currentUser(c)
+	p, link, err := w.packages.Finalize(c.Request.Context(), u, client(c), p.ID)
+	if err != nil {
+		_ = c.Error(err)
+		return
+	}
+	w.render(c, http.StatusCreated, "sent", view{Title: "Request sent", Section: "request", D: sentData{Package: p, Link: link}})
+}
+
+type sentData struct {
+	Package app.Package
+	Link    string
+}
+
+type packageData struct {
+	Package     app.Package
+	Files       []app.File
+	Owner       app.User
+	Audit       []app.AuditEntry
+	Users       map[int64]app.User
+	MaxFileSize int64
+	UploadURL   string
+}
+
+// packageAuditEntries is how many audit entries the package page shows.
+const packageAuditEntries = 50
+
+func (w *Web) packageID(c *gin.Context) (uuid.UUID, bool) {
+	id, err := uuid.Parse(c.Param("id"))
+	if err != nil {
+		_ = c.Error(app.NotFound("package"))
+		return uuid.UUID{}, false
+	}
+	return id, true
+}
+
+// packagePage shows a package: its files, its link's use, its audit trail; a draft
+// also takes files and can be finalized.
+func (w *Web) packagePage(c *gin.Context) {
+	id, ok := w.packageID(c)
+	if !ok {
+		return
+	}
+	w.showPackage(c, id, http.StatusOK, "")
+}
+
+func (w *Web) showPackage(c *gin.Context, id uuid.UUID, status int, errMsg string) {
+	u, _ := currentUser(c)
+	ctx := c.Request.Context()
+	p, files, err := w.packages.Get(ctx, u, id)
+	if err != nil {
+		_ = c.Error(err)
+		return
+	}
+	// Seeing the package entitles one to its audit trail.
+	audit, err := w.packages.Audit(ctx, app.AuditFilter{PackageID: &id, Limit: packageAuditEntries})
+	if err != nil {
+		_ = c.Error(err)
+		return
+	}
+	users, err := w.identity.ListUsers(ctx)
+	if err != nil {
+		_ = c.Error(err)
+		return
+	}
+	d := packageData{Package: p, Files: files, Audit: audit, Users: map[int64]app.User{}, MaxFileSize: w.cfg.MaxFileSize,
+		UploadURL: "/api/v1/packages/" + p.ID.String() + "/files"}
+	for _, o := range users {
+		d.Users[o.ID] = o
+	}
+	d.Owner = d.Users[p.OwnerUserID]
+	w.render(c, status, "package", view{Title: p.Title, Section: "packages", Error: errMsg, D: d})
+}
+
+// finalize seals a draft and shows its magic link, this once.
+func (w *Web) finalize(c *gin.Context) {
+	id, ok := w.packageID(c)
+	if !ok {
+		return
+	}
+	u, _ := currentUser(c)
+	p, link, err := w.packages.Finalize(c.Request.Context(), u, client(c), id)
+	if app.KindOf(err) == app.KindConflict {
+		w.showPackage(c, id, http.StatusConflict, capitalize(err.Error()))
+		return
+	}
+	if err != nil {
+		_ = c.Error(err)
+		return
+	}
+	w.render(c, http.StatusOK, "sent", view{Title: "Package sent", Section: "packages", D: sentData{Package: p, Link: link}})
+}
+
+type confirmData struct {
+	Package app.Package
+	Hook    app.Webhook
+	Action  string // "revoke", "delete" or "delete-webhook"
+}
+
+func (w *Web) confirm(c *gin.Context, action string) {
+	id, ok := w.packageID(c)
+	if !ok {
+		return
+	}
+	u, _ := currentUser(c)
+	p, _, err := w.packages.Get(c.Request.Context(), u, id)
+	if err != nil {
+		_ = c.Error(err)
+		return
+	}
+	title := map[string]string{"revoke": "Revoke the link", "delete": "Delete the package"}[action]
+	w.render(c, http.StatusOK, "confirm", view{Title: title, Section: "packages", D: confirmData{Package: p, Action: action}})
+}
+
+func (w *Web) confirmRevoke(c *gin.Context) { w.confirm(c, "revoke") }
+func (w *Web) confirmDelete(c *gin.Context) { w.confirm(c, "delete") }
+
+func (w *Web) revoke(c *gin.Context) {
+	id, ok := w.packageID(c)
+	if !ok {
+		return
+	}
+	u, _ := currentUser(c)
+	_, err := w.packages.Revoke(c.Request.Context(), u, client(c), id)
+	if app.KindOf(err) == app.KindConflict {
+		w.showPackage(c, id, http.StatusConflict, capitalize(err.Error()))
+		return
+	}
+	if err != nil {
+		_ = c.Error(err)
+		return
+	}
+	c.Redirect(http.StatusSeeOther, "/packages/"+id.String()+"?msg=revoked")
+}
+
+func (w *Web) deletePackage(c *gin.Context) {
+	id, ok := w.packageID(c)
+	if !ok {
+		return
+	}
+	u, _ := currentUser(c)
+	if err := w.packages.Delete(c.Request.Context(), u, client(c), id); err != nil {
+		_ = c.Error(err)
+		return
+	}
+	c.Redirect(http.StatusSeeOther, "/?msg=deleted")
+}
+
+func (w *Web) removeFile(c *gin.Context) {
+	id, ok := w.packageID(c)
+	if !ok {
+		return
+	}
+	fileID, err := uuid.Parse(c.Param("file_id"))
+	if err != nil {
+		_ = c.Error(app.NotFound("file"))
+		return
+	}
+	u, _ := currentUser(c)
+	err = w.packages.RemoveFile(c.Request.Context(), u, client(c), id, fileID)
+	if app.KindOf(err) == app.KindConflict {
+		w.showPackage(c, id, http.StatusConflict, capitalize(err.Error()))
+		return
+	}
+	if err != nil {
+		_ = c.Error(err)
+		return
+	}
+	c.Redirect(http.StatusSeeOther, "/packages/"+id.String()+"?msg=file-removed")
+}
+
+func ptr[T any](v T) *T { return &v }

@@ -1,0 +1,159 @@
+// shipfile web UI: copy buttons and upload zones. Served from this origin under a
+// Content-Security-Policy that allows no inline script.
+(function () {
+  "use strict";
+
+  var meta = document.querySelector('meta[name="csrf-token"]');
+  var csrf = meta ? meta.getAttribute("content") : "";
+
+  // Copy buttons: data-copy names the input whose value is copied.
+  document.querySelectorAll("[data-copy]").forEach(function (btn) {
+    btn.addEventListener("click", function () {
+      var el = document.getElementById(btn.getAttribute("data-copy"));
+      if (!el) return;
+      var done = function () {
+        btn.textContent = "Copied";
+        setTimeout(function () { btn.textContent = "Copy"; }, 2000);
+      };
+      if (navigator.clipboard && window.isSecureContext) {
+        navigator.clipboard.writeText(el.value).then(done, function () { fallback(el); done(); });
+      } else {
+        fallback(el);
+        done();
+      }
+    });
+  });
+
+  function fallback(el) {
+    el.focus();
+    el.select();
+    try { document.execCommand("copy"); } catch (e) { /* the text stays selected */ }
+  }
+
+  function human(n) {
+    var units = ["B", "KiB", "MiB", "GiB", "TiB"];
+    var i = 0;
+    while (n >= 1024 && i < units.length - 1) { n /= 1024; i++; }
+    return (i === 0 ? n : n.toFixed(1)) + " " + units[i];
+  }
+
+  // Upload zones: every file is POSTed on its own (multipart, part "file") to
+  // data-upload-url, one at a time, each with a progress bar, bytes and throughput.
+  // data-csrf sends the session's CSRF token; data-reload reloads the page when all
+  // files went through, so the server's list shows them.
+  document.querySelectorAll("[data-upload-url]").forEach(function (zone) {
+    var input = zone.querySelector("input[type=file]");
+    var list = zone.querySelector(".uploads");
+    var queue = [];
+    var busy = false;
+    var ok = 0;
+    var failed = 0;
+
+    input.addEventListener("change", function () {
+      add(input.files);
+      input.value = "";
+    });
+    ["dragenter", "dragover"].forEach(function (t) {
+      zone.addEventListener(t, function (e) { e.preventDefault(); zone.classList.add("over"); });
+    });
+    ["dragleave", "drop"].forEach(function (t) {
+      zone.addEventListener(t, function () { zone.classList.remove("over"); });
+    });
+    zone.addEventListener("drop", function (e) {
+      e.preventDefault();
+      if (e.dataTransfer && e.dataTransfer.files) add(e.dataTransfer.files);
+    });
+
+    function add(files) {
+      for (var i = 0; i < files.length; i++) queue.push({ file: files[i], row: row(files[i]) });
+      zone.setAttribute("data-busy", "1");
+      next();
+    }
+
+    function row(file) {
+      var li = document.createElement("li");
+      li.setAttribute("data-state", "queued");
+      li.setAttribute("data-name", file.name);
+      var name = document.createElement("div");
+      name.className = "name";
+      name.textContent = file.name;
+      var bar = document.createElement("progress");
+      bar.max = file.size || 1;
+      bar.value = 0;
+      var stats = document.createElement("div");
+      stats.className = "stats";
+      stats.textContent = "waiting · " + human(file.size);
+      li.appendChild(name);
+      li.appendChild(bar);
+      li.appendChild(stats);
+      list.appendChild(li);
+      return { li: li, bar: bar, stats: stats };
+    }
+
+    function next() {
+      if (busy) return;
+      var job = queue.shift();
+      if (!job) {
+        zone.removeAttribute("data-busy");
+        if (zone.hasAttribute("data-reload") && ok > 0 && failed === 0) {
+          setTimeout(function () { window.location.reload(); }, 700);
+        }
+        return;
+      }
+      busy = true;
+      send(job);
+    }
+
+    function send(job) {
+      var file = job.file, r = job.row;
+      var xhr = new XMLHttpRequest();
+      var start = performance.now();
+      xhr.open("POST", zone.getAttribute("data-upload-url"));
+      if (zone.hasAttribute("data-csrf")) xhr.setRequestHeader("X-CSRF-Token", csrf);
+      r.li.setAttribute("data-state", "uploading");
+      xhr.upload.addEventListener("progress", function (e) {
+        var secs = Math.max((performance.now() - start) / 1000, 0.001);
+        var total = e.lengthComputable ? e.total : file.size;
+        r.bar.max = total || 1;
+        r.bar.value = e.loaded;
+        r.stats.textContent = human(e.loaded) + " of " + human(total) + " · " + human(e.loaded / secs) + "/s";
+      });
+      xhr.addEventListener("load", function () {
+        var secs = Math.max((performance.now() - start) / 1000, 0.001);
+        if (xhr.status === 201) {
+          ok++;
+          r.bar.max = 1;
+          r.bar.value = 1;
+          r.li.setAttribute("data-state", "done");
+          r.stats.textContent = "uploaded · " + human(file.size) + " in " + secs.toFixed(1) + " s · " + human(file.size / secs) + "/s";
+        } else {
+          fail(r, detail(xhr));
+        }
+        busy = false;
+        next();
+      });
+      xhr.addEventListener("error", function () {
+        fail(r, "the connection broke off");
+        busy = false;
+        next();
+      });
+      var form = new FormData();
+      form.append("file", file, file.name);
+      xhr.send(form);
+    }
+
+    function detail(xhr) {
+      try {
+        var body = JSON.parse(xhr.responseText);
+        if (body && body.detail) return body.detail;
+      } catch (e) { /* not JSON */ }
+      return "the server answered " + xhr.status;
+    }
+
+    function fail(r, why) {
+      failed++;
+      r.li.setAttribute("data-state", "error");
+      r.stats.textContent = "failed: " + why;
+    }
+  });
+})();

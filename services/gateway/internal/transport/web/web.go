@@ -1,0 +1,125 @@
+// Package web is the gateway's web UI: server-rendered pages (html/template) for
+// signing in, packages, API tokens and the admin's users, webhooks and audit log, and
+// the recipient's page behind a magic link. One stylesheet and one small script are
+// embedded and served from this origin, so the pages run under a Content-Security-
+// Policy without inline scripts.
+//
+// Pages change things through HTML forms protected by a CSRF token bound to the
+// session (before sign-in, to a random cookie). File uploads and owner downloads,
+// which need progress or streaming, go to the REST API itself: the API accepts the
+// session cookie when a request carries no bearer token, and then requires the same
+// CSRF token in the X-CSRF-Token header on every unsafe method (see SessionUser).
+package web
+
+import (
+	"log/slog"
+	"net/http"
+	"time"
+
+	"github.com/gin-gonic/gin"
+
+	"github.com/shipfile/shipfile/services/gateway/internal/app"
+)
+
+// Config is the web UI's share of the gateway configuration.
+type Config struct {
+	// SecureCookies marks cookies Secure and gives them the __Host- prefix; on when
+	// the gateway is reached over HTTPS.
+	SecureCookies bool
+	// SessionLifetime is the Max-Age of the session cookie (the server ends
+	// sessions on its own terms too).
+	SessionLifetime time.Duration
+	// MaxFileSize is shown beside the upload zones.
+	MaxFileSize int64
+}
+
+// Deps is what the web UI works with.
+type Deps struct {
+	Log      *slog.Logger
+	Identity *app.Identity
+	Sessions *app.Sessions
+	Packages *app.Packages
+	Webhooks *app.Webhooks
+	Config   Config
+}
+
+// Web is the web UI. It implements httpapi.Pages.
+type Web struct {
+	log      *slog.Logger
+	identity *app.Identity
+	sessions *app.Sessions
+	packages *app.Packages
+	webhooks *app.Webhooks
+	cfg      Config
+	pages    map[string]*pageTemplate
+	cookies  cookieNames
+	origin   *http.CrossOriginProtection
+}
+
+// New parses the templates and returns the web UI.
+func New(d Deps) (*Web, error) {
+	pages, err := parseTemplates()
+	if err != nil {
+		return nil, err
+	}
+	w := &Web{
+		log: d.Log, identity: d.Identity, sessions: d.Sessions, packages: d.Packages, webhooks: d.Webhooks,
+		cfg: d.Config, pages: pages, cookies: newCookieNames(d.Config.SecureCookies),
+		origin: http.NewCrossOriginProtection(),
+	}
+	return w, nil
+}
+
+// maxFormBytes bounds the body of a form post (uploads go to the API instead).
+const maxFormBytes = 64 << 10
+
+// Mount adds the UI's routes to r.
+func (w *Web) Mount(r *gin.Engine) {
+	r.GET(staticPrefix+"/*file", w.static)
+	r.HEAD(staticPrefix+"/*file", w.static)
+
+	g := r.Group("", w.load)
+	g.GET("/", w.requireUser, w.dashboard)
+	g.GET("/setup", w.setupForm)
+	g.POST("/setup", w.checkCSRF, w.setupSubmit)
+	g.GET("/login", w.loginForm)
+	g.POST("/login", w.checkCSRF, w.loginSubmit)
+	g.POST("/logout", w.checkCSRF, w.logout)
+	g.GET("/p/:token", w.recipient)
+
+	u := g.Group("", w.requireUser)
+	u.GET("/send", w.sendForm)
+	u.POST("/send", w.checkCSRF, w.sendSubmit)
+	u.GET("/request", w.requestForm)
+	u.POST("/request", w.checkCSRF, w.requestSubmit)
+	u.GET("/packages/:id", w.packagePage)
+	u.POST("/packages/:id/finalize", w.checkCSRF, w.finalize)
+	u.GET("/packages/:id/revoke", w.confirmRevoke)
+	u.POST("/packages/:id/revoke", w.checkCSRF, w.revoke)
+	u.GET("/packages/:id/delete", w.confirmDelete)
+	u.POST("/packages/:id/delete", w.checkCSRF, w.deletePackage)
+	u.POST("/packages/:id/files/:file_id/remove", w.checkCSRF, w.removeFile)
+	u.GET("/account", w.account)
+	u.POST("/account/tokens", w.checkCSRF, w.createToken)
+	u.POST("/account/tokens/:id/revoke", w.checkCSRF, w.revokeToken)
+
+	a := u.Group("/admin", w.requireAdmin)
+	a.GET("/users", w.users)
+	a.POST("/users", w.checkCSRF, w.createUser)
+	a.GET("/users/:id", w.editUser)
+	a.POST("/users/:id", w.checkCSRF, w.saveUser)
+	a.GET("/webhooks", w.webhookList)
+	a.POST("/webhooks", w.checkCSRF, w.createWebhook)
+	a.GET("/webhooks/:id", w.webhookPage)
+	a.POST("/webhooks/:id", w.checkCSRF, w.saveWebhook)
+	a.POST("/webhooks/:id/test", w.checkCSRF, w.testWebhook)
+	a.POST("/webhooks/:id/rotate", w.checkCSRF, w.rotateWebhook)
+	a.GET("/webhooks/:id/delete", w.confirmDeleteWebhook)
+	a.POST("/webhooks/:id/delete", w.checkCSRF, w.deleteWebhook)
+	a.POST("/webhooks/:id/deliveries/:delivery_id/redeliver", w.checkCSRF, w.redeliver)
+	a.GET("/audit", w.audit)
+}
+
+func client(c *gin.Context) app.Client {
+	return app.Client{IP: c.ClientIP(), UserAgent: c.Request.UserAgent()}
+}
