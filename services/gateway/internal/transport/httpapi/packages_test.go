@@ -352,6 +352,38 @@ func TestDeadLinks(t *testing.T) {
 	}
 }
 
+// TestExpiredPackage: once the expiry service has set a package expired (and deleted
+// its objects), the owner still sees it and its files, but their bytes answer 409
+// naming the state, like every other operation but delete.
+func TestExpiredPackage(t *testing.T) {
+	t.Parallel()
+	a := newTestAPI(t, defaultConfig())
+	_, token := a.user("owner@example.com", app.RoleRegular)
+	p := a.createPackage(token, map[string]any{"title": "T", "recipient_email": "r@example.com"})
+	base := "/api/v1/packages/" + p["id"].(string)
+	r := a.upload(base+"/files", token, "a.txt", []byte("hello"))
+	expect(t, r, http.StatusCreated)
+	fileID := r.json(t)["id"].(string)
+	expect(t, a.do("POST", base+"/finalize", token, nil), http.StatusOK)
+	if _, err := a.pool.Exec(context.Background(), "UPDATE packages SET state = 'expired' WHERE id = $1", p["id"]); err != nil {
+		t.Fatal(err)
+	}
+
+	details := a.do("GET", base, token, nil)
+	expect(t, details, http.StatusOK)
+	if files, _ := details.json(t)["files"].([]any); len(files) != 1 {
+		t.Fatalf("an expired package's files are still listed: %s", details.body)
+	}
+	r = a.do("GET", base+"/files/"+fileID+"/content", token, nil)
+	expect(t, r, http.StatusConflict)
+	if !strings.Contains(string(r.body), "expired") {
+		t.Fatalf("409 without the state: %s", r.body)
+	}
+	expect(t, a.do("POST", base+"/revoke", token, nil), http.StatusConflict)
+	expect(t, a.upload(base+"/files", token, "b.txt", []byte("b")), http.StatusConflict)
+	expect(t, a.do("DELETE", base, token, nil), http.StatusNoContent)
+}
+
 func TestPackageRules(t *testing.T) {
 	t.Parallel()
 	a := newTestAPI(t, defaultConfig())
