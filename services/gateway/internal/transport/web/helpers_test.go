@@ -1,0 +1,230 @@
+package web_test
+
+import (
+	"context"
+	"crypto/rand"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/cookiejar"
+	"net/http/httptest"
+	"net/url"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/minio/minio-go/v7"
+
+	"github.com/shipfile/shipfile/pkg/config"
+	"github.com/shipfile/shipfile/pkg/database"
+	"github.com/shipfile/shipfile/pkg/ops"
+	"github.com/shipfile/shipfile/pkg/pgtest"
+	"github.com/shipfile/shipfile/pkg/storage"
+	"github.com/shipfile/shipfile/services/gateway/internal/app"
+	"github.com/shipfile/shipfile/services/gateway/internal/store"
+	"github.com/shipfile/shipfile/services/gateway/internal/transport/httpapi"
+	"github.com/shipfile/shipfile/services/gateway/internal/transport/web"
+	"github.com/shipfile/shipfile/services/gateway/migrations"
+)
+
+// env is a gateway (API and web UI) on its own database and bucket.
+type env struct {
+	t        *testing.T
+	url      string
+	pool     *pgxpool.Pool
+	identity *app.Identity
+	packages *app.Packages
+}
+
+type options struct {
+	secure      bool
+	maxFailures int
+}
+
+func newEnv(t *testing.T, opts ...func(*options)) *env {
+	t.Helper()
+	o := options{maxFailures: 5}
+	for _, f := range opts {
+		f(&o)
+	}
+	dbURL := pgtest.New(t, migrations.Version(), migrations.Up)
+	ctx := context.Background()
+	pool, err := database.Open(ctx, dbURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pool.Close)
+	db := store.NewPostgres(pool)
+	identity := app.NewIdentity(db)
+	packages := app.NewPackages(db, store.NewObjects(testStorage(t), 5<<20), app.Limits{MaxFileSize: 1 << 20, MaxFiles: 5}, "http://shipfile.test")
+	webhooks := app.NewWebhooks(db, true)
+	sessions := app.NewSessions(db, identity, app.SessionConfig{Lifetime: time.Hour, IdleTimeout: time.Hour, MaxFailures: o.maxFailures, Lockout: time.Minute})
+	ui, err := web.New(web.Deps{
+		Log: slog.New(slog.DiscardHandler), Identity: identity, Sessions: sessions, Packages: packages, Webhooks: webhooks,
+		Config: web.Config{SecureCookies: o.secure, SessionLifetime: time.Hour, MaxFileSize: 1 << 20},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	engine, err := httpapi.New(httpapi.Deps{
+		Log: slog.New(slog.DiscardHandler), Identity: identity, Packages: packages, Webhooks: webhooks, Pages: ui,
+		Registry: ops.NewRegistry(),
+		Config:   httpapi.Config{MaxJSONBytes: 1 << 20, MaxFileSize: 1 << 20, RatePerSecond: 1000, RateBurst: 1000},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(engine)
+	t.Cleanup(srv.Close)
+	return &env{t: t, url: srv.URL, pool: pool, identity: identity, packages: packages}
+}
+
+func secure(o *options) { o.secure = true }
+
+// testStorage opens MinIO with a bucket of the test's own, removed when it ends.
+func testStorage(t *testing.T) *storage.Store {
+	t.Helper()
+	var cfg storage.Config
+	if err := config.Load(&cfg); err != nil {
+		t.Fatal(err)
+	}
+	cfg.Bucket = "test-" + strings.ToLower(rand.Text()[:16])
+	ctx := context.Background()
+	s, err := storage.Open(ctx, cfg)
+	if err != nil {
+		t.Fatalf("MinIO at %s is not reachable (start it with make up or make test): %v", cfg.Endpoint, err)
+	}
+	t.Cleanup(func() {
+		for obj := range s.Client.ListObjects(ctx, s.Bucket, minio.ListObjectsOptions{Recursive: true}) {
+			_ = s.Client.RemoveObject(ctx, s.Bucket, obj.Key, minio.RemoveObjectOptions{})
+		}
+		_ = s.Client.RemoveBucket(ctx, s.Bucket)
+	})
+	return s
+}
+
+// user creates a user with a password.
+func (e *env) user(email string, role app.Role) app.User {
+	e.t.Helper()
+	u, err := e.identity.CreateUser(context.Background(), app.NewUser{Email: email, Name: "Test " + string(role), Role: role, Password: "correct horse battery"})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return u
+}
+
+func (e *env) count(table string) int {
+	e.t.Helper()
+	var n int
+	if err := e.pool.QueryRow(context.Background(), "SELECT count(*) FROM "+table).Scan(&n); err != nil {
+		e.t.Fatal(err)
+	}
+	return n
+}
+
+// browser is an HTTP client with a cookie jar that does not follow redirects, so
+// tests see them.
+type browser struct {
+	t      *testing.T
+	e      *env
+	client *http.Client
+	csrf   string // the token of the last page that had a form
+}
+
+func (e *env) browser() *browser {
+	jar, _ := cookiejar.New(nil)
+	return &browser{t: e.t, e: e, client: &http.Client{
+		Jar: jar, Timeout: 30 * time.Second,
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+	}}
+}
+
+type page struct {
+	status int
+	header http.Header
+	body   string
+}
+
+var csrfInput = regexp.MustCompile(`name="_csrf" value="([^"]+)"`)
+
+func (b *browser) do(req *http.Request) page {
+	b.t.Helper()
+	resp, err := b.client.Do(req)
+	if err != nil {
+		b.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		b.t.Fatal(err)
+	}
+	p := page{status: resp.StatusCode, header: resp.Header, body: string(body)}
+	if m := csrfInput.FindStringSubmatch(p.body); m != nil {
+		b.csrf = m[1]
+	}
+	return p
+}
+
+func (b *browser) get(path string) page {
+	b.t.Helper()
+	req, _ := http.NewRequest("GET", b.e.url+path, nil)
+	return b.do(req)
+}
+
+// post sends a form with the CSRF token of the last page (unless the form has one).
+func (b *browser) post(path string, form url.Values, headers ...string) page {
+	b.t.Helper()
+	if _, ok := form["_csrf"]; !ok {
+		form.Set("_csrf", b.csrf)
+	}
+	req, _ := http.NewRequest("POST", b.e.url+path, strings.NewReader(form.Encode()))
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	for i := 0; i+1 < len(headers); i += 2 {
+		req.Header.Set(headers[i], headers[i+1])
+	}
+	return b.do(req)
+}
+
+func (b *browser) login(email string) {
+	b.t.Helper()
+	b.get("/login")
+	p := b.post("/login", url.Values{"email": {email}, "password": {"correct horse battery"}})
+	if p.status != http.StatusSeeOther {
+		b.t.Fatalf("login %s: %d %s", email, p.status, p.body)
+	}
+}
+
+func (b *browser) cookie(name string) *http.Cookie {
+	u, _ := url.Parse(b.e.url)
+	for _, c := range b.client.Jar.Cookies(u) {
+		if c.Name == name {
+			return c
+		}
+	}
+	return nil
+}
+
+func expectStatus(t *testing.T, p page, want int) {
+	t.Helper()
+	if p.status != want {
+		t.Fatalf("status = %d, want %d; body:\n%.2000s", p.status, want, p.body)
+	}
+}
+
+func expectRedirect(t *testing.T, p page, to string) {
+	t.Helper()
+	if p.status != http.StatusSeeOther || p.header.Get("Location") != to {
+		t.Fatalf("answer = %d to %q, want 303 to %q; body:\n%.1000s", p.status, p.header.Get("Location"), to, p.body)
+	}
+}
+
+// fieldError returns the error shown beside the named field, "" when none.
+func fieldError(p page, field string) string {
+	m := regexp.MustCompile(`<p class="field-error" id="` + regexp.QuoteMeta(field) + `-error">([^<]*)</p>`).FindStringSubmatch(p.body)
+	if m == nil {
+		return ""
+	}
+	return m[1]
+}
