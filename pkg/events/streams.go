@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 )
 
@@ -68,29 +69,114 @@ func WebhooksStream() jetstream.StreamConfig {
 	}
 }
 
-// EnsureStreams creates SHIPFILE_EVENTS, SHIPFILE_MAIL and SHIPFILE_WEBHOOKS, or updates
-// them to the current configuration. Every service calls it at start; several at once
-// is safe.
-func EnsureStreams(ctx context.Context, js jetstream.JetStream) error {
-	return EnsureStream(ctx, js, EventsStream(), MailStream(), WebhooksStream())
+// StreamOption adjusts the configuration of the streams EnsureStreams creates or
+// updates.
+type StreamOption func(*jetstream.StreamConfig)
+
+// WithReplicas makes JetStream keep n copies of each stream (SHIPFILE_STREAM_REPLICAS):
+// 1 on a single server, 3 on a three-node cluster. The stream's consumers follow it.
+func WithReplicas(n int) StreamOption {
+	return func(cfg *jetstream.StreamConfig) { cfg.Replicas = n }
 }
 
-// EnsureStream creates or updates each stream in cfgs (CreateOrUpdateStream). Two
-// callers racing to create one stream both succeed: the loser of the race retries as an
-// update.
+// Streams returns the configurations of SHIPFILE_EVENTS, SHIPFILE_MAIL and
+// SHIPFILE_WEBHOOKS with opts applied.
+func Streams(opts ...StreamOption) []jetstream.StreamConfig {
+	cfgs := []jetstream.StreamConfig{EventsStream(), MailStream(), WebhooksStream()}
+	for i := range cfgs {
+		for _, o := range opts {
+			o(&cfgs[i])
+		}
+	}
+	return cfgs
+}
+
+// EnsureStreams creates SHIPFILE_EVENTS, SHIPFILE_MAIL and SHIPFILE_WEBHOOKS, or updates
+// them to the current configuration (with opts applied). Every service calls it at
+// start; several at once is safe, and whichever comes first creates the streams. Every
+// instance must be given the same options, or each start undoes the previous one's.
+func EnsureStreams(ctx context.Context, js jetstream.JetStream, opts ...StreamOption) error {
+	return EnsureStream(ctx, js, Streams(opts...)...)
+}
+
+// maxReplicas is the most replicas JetStream keeps of a stream.
+const maxReplicas = 5
+
+// errCodeClusterNoPeers is the server's JSClusterNoPeersErrF, "no suitable peers for
+// placement" (nats.go names no constant for it).
+const errCodeClusterNoPeers jetstream.ErrorCode = 10005
+
+// Retries of EnsureStream: each request gets ensureAttemptTimeout, and a stream gets at
+// most ensureAttempts requests, with waits doubling from ensureFirstWait to
+// ensureMaxWait between them.
+const (
+	ensureAttempts       = 8
+	ensureAttemptTimeout = 5 * time.Second
+	ensureFirstWait      = 100 * time.Millisecond
+	ensureMaxWait        = 2 * time.Second
+)
+
+// EnsureStream creates or updates each stream in cfgs (CreateOrUpdateStream). Several
+// callers at once all succeed: one racing another's creation retries (as an update).
+// Changing the replicas of an existing stream is an update like any other: the servers
+// add or drop copies (more than one needs a clustered JetStream).
+//
+// A request that gets no answer is retried: a clustered server (NATS 2.9 at least)
+// drops a stream request that races the same stream's creation, and one sent during a
+// leader election may go unanswered too.
 func EnsureStream(ctx context.Context, js jetstream.JetStream, cfgs ...jetstream.StreamConfig) error {
 	for _, cfg := range cfgs {
-		var err error
-		for range 3 {
-			_, err = js.CreateOrUpdateStream(ctx, cfg)
-			// Update found no stream, create found one made meanwhile: try again.
-			if !errors.Is(err, jetstream.ErrStreamNameAlreadyInUse) {
-				break
-			}
+		if cfg.Replicas < 0 || cfg.Replicas > maxReplicas {
+			return fmt.Errorf("events: stream %s: %d replicas, want 1 to %d", cfg.Name, cfg.Replicas, maxReplicas)
 		}
-		if err != nil {
-			return fmt.Errorf("events: ensure stream %s: %w", cfg.Name, err)
+		if err := ensureOne(ctx, js, cfg); err != nil {
+			return fmt.Errorf("events: ensure stream %s (%d replicas): %w", cfg.Name, max(cfg.Replicas, 1), err)
 		}
 	}
 	return nil
+}
+
+func ensureOne(ctx context.Context, js jetstream.JetStream, cfg jetstream.StreamConfig) error {
+	wait := ensureFirstWait
+	for attempt := 1; ; attempt++ {
+		actx, cancel := context.WithTimeout(ctx, ensureAttemptTimeout)
+		_, err := js.CreateOrUpdateStream(actx, cfg)
+		cancel()
+		if err == nil || attempt == ensureAttempts || ctx.Err() != nil || !retryable(err) {
+			return err
+		}
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return err
+		case <-t.C:
+		}
+		wait = min(2*wait, ensureMaxWait)
+	}
+}
+
+// retryable reports whether a stream request may succeed if sent again: it went
+// unanswered, lost a creation race, or met a JetStream cluster that is electing a leader
+// or has not yet seen enough servers for the stream's replicas.
+func retryable(err error) bool {
+	var apiErr *jetstream.APIError
+	switch {
+	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, nats.ErrNoResponders),
+		errors.Is(err, jetstream.ErrStreamNameAlreadyInUse):
+		return true
+	case errors.As(err, &apiErr):
+		// "No suitable peers for placement": fewer servers are up and known to the
+		// meta leader than the stream has replicas, as while a cluster starts or a
+		// server restarts. After the last attempt the error stays: the cluster is
+		// too small.
+		if apiErr.ErrorCode == errCodeClusterNoPeers {
+			return true
+		}
+		// 503: "JetStream system temporarily unavailable" while a cluster elects its
+		// meta leader. (JetStream not enabled at all is 503 too, but never answers
+		// AccountInfo, which bus.Connect checks first.)
+		return apiErr.Code == 503 && !errors.Is(err, jetstream.ErrJetStreamNotEnabled)
+	}
+	return false
 }
