@@ -73,6 +73,9 @@ func run(ctx context.Context, log *slog.Logger, args []string) error {
 	if err := config.Parse("gateway", args, os.Stdout, &cfg); err != nil {
 		return err
 	}
+	if err := cfg.NATS.Validate(); err != nil {
+		return err
+	}
 	log.Info("starting", "config", config.LogValue(&cfg))
 
 	if err := migrations.Up(ctx, cfg.Database.URL); err != nil {
@@ -93,7 +96,7 @@ func run(ctx context.Context, log *slog.Logger, args []string) error {
 		return err
 	}
 
-	if err := events.EnsureStreams(ctx, nc.JS); err != nil {
+	if err := events.EnsureStreams(ctx, nc.JS, events.WithReplicas(cfg.NATS.StreamReplicas)); err != nil {
 		return err
 	}
 	if cfg.UploadPartSize < 5<<20 {

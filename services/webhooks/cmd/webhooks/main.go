@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/shipfile/shipfile/pkg/bus"
@@ -34,6 +35,8 @@ type Config struct {
 	DisableAfter       time.Duration   `env:"SHIPFILE_WEBHOOK_DISABLE_AFTER" default:"120h" help:"disable a subscription whose deliveries have all failed for this long"`
 	AckWait            time.Duration   `env:"SHIPFILE_WEBHOOK_ACK_WAIT" default:"" help:"JetStream AckWait of delivery jobs (default: SHIPFILE_WEBHOOK_TIMEOUT + 5s)"`
 	MaxAckPending      int             `env:"SHIPFILE_WEBHOOK_MAX_ACK_PENDING" default:"100000" help:"delivery jobs in flight or waiting for their retry, across all instances (JetStream MaxAckPending; when reached, new jobs wait)"`
+	FanoutConsumer     string          `env:"SHIPFILE_WEBHOOK_FANOUT_CONSUMER" default:"webhooks-fanout" help:"durable JetStream consumer of package events, shared by every instance"`
+	DeliverConsumer    string          `env:"SHIPFILE_WEBHOOK_DELIVER_CONSUMER" default:"webhooks-deliver" help:"durable JetStream consumer of delivery jobs, shared by every instance (its lag is what to scale on)"`
 	ShutdownTimeout    time.Duration   `env:"SHIPFILE_SHUTDOWN_TIMEOUT" default:"20s" help:"grace period for in-flight work on SIGTERM"`
 }
 
@@ -57,6 +60,23 @@ func (c *Config) validate() error {
 			errs = append(errs, errors.New("SHIPFILE_WEBHOOK_RETRY_SCHEDULE: every wait must be positive"))
 			break
 		}
+	}
+	if c.FanoutConsumer == "" {
+		c.FanoutConsumer = transport.FanoutConsumer
+	}
+	if c.DeliverConsumer == "" {
+		c.DeliverConsumer = transport.DeliverConsumer
+	}
+	for _, v := range [][2]string{{"SHIPFILE_WEBHOOK_FANOUT_CONSUMER", c.FanoutConsumer}, {"SHIPFILE_WEBHOOK_DELIVER_CONSUMER", c.DeliverConsumer}} {
+		if strings.ContainsAny(v[1], " \t\r\n.*>/\\") {
+			errs = append(errs, fmt.Errorf("%s (%q): a JetStream consumer name has no whitespace, '.', '*', '>', '/' or '\\'", v[0], v[1]))
+		}
+	}
+	if c.FanoutConsumer == c.DeliverConsumer {
+		errs = append(errs, errors.New("SHIPFILE_WEBHOOK_FANOUT_CONSUMER and SHIPFILE_WEBHOOK_DELIVER_CONSUMER must differ"))
+	}
+	if err := c.NATS.Validate(); err != nil {
+		errs = append(errs, err)
 	}
 	if c.AckWait == 0 {
 		c.AckWait = c.Timeout + 5*time.Second
@@ -92,7 +112,7 @@ func run(ctx context.Context, log *slog.Logger, args []string) error {
 		return err
 	}
 	defer nc.Close()
-	if err := events.EnsureStreams(ctx, nc.JS); err != nil {
+	if err := events.EnsureStreams(ctx, nc.JS, events.WithReplicas(cfg.NATS.StreamReplicas)); err != nil {
 		return err
 	}
 
@@ -106,6 +126,8 @@ func run(ctx context.Context, log *slog.Logger, args []string) error {
 	opts.MaxAckPending = cfg.MaxAckPending
 	opts.Workers = cfg.Workers
 	opts.ShutdownTimeout = cfg.ShutdownTimeout
+	opts.FanoutConsumer = cfg.FanoutConsumer
+	opts.DeliverConsumer = cfg.DeliverConsumer
 
 	st := store.New(pool)
 	sender := transport.NewSender(transport.SenderOptions{Timeout: cfg.Timeout, AllowPrivate: cfg.AllowPrivate})

@@ -2,7 +2,9 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
+	"log/slog"
 	"net/http"
 	"os"
 	"os/exec"
@@ -12,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/shipfile/shipfile/pkg/bus"
 	"github.com/shipfile/shipfile/pkg/config"
 	"github.com/shipfile/shipfile/pkg/events"
 	"github.com/shipfile/shipfile/pkg/events/eventstest"
@@ -56,13 +59,58 @@ func TestLifecycle(t *testing.T) {
 	servicetest.Lifecycle(t, run, addr)
 }
 
+// The durable consumers are named by SHIPFILE_WEBHOOK_FANOUT_CONSUMER and
+// SHIPFILE_WEBHOOK_DELIVER_CONSUMER (what a KEDA ScaledObject watches).
+func TestConsumerNamesFromConfig(t *testing.T) {
+	js := eventstest.Connect(t)
+	streams := webhooktest.NewStreams(t, js)
+	saved := dispatchOptions
+	dispatchOptions = func() transport.Options { return streams.Options }
+	t.Cleanup(func() { dispatchOptions = saved })
+	t.Setenv("SHIPFILE_WEBHOOKS_ADDR", servicetest.FreeAddr(t))
+	t.Setenv("SHIPFILE_DATABASE_URL", schematest.New(t))
+	t.Setenv("SHIPFILE_WEBHOOK_FANOUT_CONSUMER", "custom-fanout")
+	t.Setenv("SHIPFILE_WEBHOOK_DELIVER_CONSUMER", "custom-deliver")
+
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan error, 1)
+	go func() { done <- run(ctx, slog.New(slog.NewTextHandler(t.Output(), nil)), nil) }()
+	for _, c := range []struct{ stream, consumer string }{
+		{streams.Options.EventsStream, "custom-fanout"},
+		{streams.Options.JobsStream, "custom-deliver"},
+	} {
+		servicetest.WaitFor(t, 20*time.Second, "consumer "+c.consumer+" on "+c.stream, func() bool {
+			_, err := js.Consumer(t.Context(), c.stream, c.consumer)
+			return err == nil
+		})
+	}
+	for _, c := range []struct{ stream, consumer string }{
+		{streams.Options.EventsStream, transport.FanoutConsumer},
+		{streams.Options.JobsStream, transport.DeliverConsumer},
+	} {
+		if _, err := js.Consumer(t.Context(), c.stream, c.consumer); err == nil {
+			t.Errorf("the default consumer %s exists on %s too", c.consumer, c.stream)
+		}
+	}
+	cancel()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Errorf("run: %v", err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("run did not return within 30s of its cancellation")
+	}
+}
+
 func TestUsageListsEveryVariable(t *testing.T) {
 	var buf bytes.Buffer
 	config.Usage(&buf, "webhooks", &Config{})
 	for _, v := range []string{"SHIPFILE_WEBHOOKS_ADDR", "SHIPFILE_DATABASE_URL", "SHIPFILE_NATS_URL",
 		"SHIPFILE_WEBHOOK_ALLOW_PRIVATE", "SHIPFILE_WEBHOOK_RETRY_SCHEDULE", "SHIPFILE_WEBHOOK_TIMEOUT",
 		"SHIPFILE_WEBHOOK_WORKERS", "SHIPFILE_WEBHOOK_MAX_IN_FLIGHT_PER_HOOK", "SHIPFILE_WEBHOOK_DISABLE_AFTER",
-		"SHIPFILE_WEBHOOK_ACK_WAIT", "SHIPFILE_WEBHOOK_MAX_ACK_PENDING", "SHIPFILE_SHUTDOWN_TIMEOUT"} {
+		"SHIPFILE_WEBHOOK_ACK_WAIT", "SHIPFILE_WEBHOOK_MAX_ACK_PENDING", "SHIPFILE_SHUTDOWN_TIMEOUT",
+		"SHIPFILE_STREAM_REPLICAS", "SHIPFILE_WEBHOOK_FANOUT_CONSUMER", "SHIPFILE_WEBHOOK_DELIVER_CONSUMER"} {
 		if !strings.Contains(buf.String(), v) {
 			t.Errorf("--help lacks %s", v)
 		}
@@ -71,11 +119,14 @@ func TestUsageListsEveryVariable(t *testing.T) {
 
 func TestConfigValidate(t *testing.T) {
 	base := func() Config {
-		return Config{Timeout: 10 * time.Second, Workers: 16, MaxInFlightPerHook: 4, MaxAckPending: 100}
+		return Config{Timeout: 10 * time.Second, Workers: 16, MaxInFlightPerHook: 4, MaxAckPending: 100, NATS: bus.Config{StreamReplicas: 1}}
 	}
 	c := base()
 	if err := c.validate(); err != nil || c.AckWait != 15*time.Second {
 		t.Fatalf("defaults: %v, AckWait %s (want timeout + 5s)", err, c.AckWait)
+	}
+	if c.FanoutConsumer != "webhooks-fanout" || c.DeliverConsumer != "webhooks-deliver" {
+		t.Errorf("consumers = %q, %q; want webhooks-fanout, webhooks-deliver", c.FanoutConsumer, c.DeliverConsumer)
 	}
 	for name, mod := range map[string]func(*Config){
 		"ack wait not above timeout": func(c *Config) { c.AckWait = 10 * time.Second },
@@ -83,6 +134,10 @@ func TestConfigValidate(t *testing.T) {
 		"no timeout":                 func(c *Config) { c.Timeout = 0 },
 		"zero wait in schedule":      func(c *Config) { c.RetrySchedule = []time.Duration{time.Second, 0} },
 		"no in-flight slot":          func(c *Config) { c.MaxInFlightPerHook = 0 },
+		"consumer name with a dot":   func(c *Config) { c.DeliverConsumer = "webhooks.deliver" },
+		"one consumer for both":      func(c *Config) { c.FanoutConsumer, c.DeliverConsumer = "w", "w" },
+		"no stream replicas":         func(c *Config) { c.NATS.StreamReplicas = 0 },
+		"six stream replicas":        func(c *Config) { c.NATS.StreamReplicas = 6 },
 	} {
 		c := base()
 		mod(&c)
