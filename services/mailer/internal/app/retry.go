@@ -1,0 +1,45 @@
+package app
+
+import (
+	"time"
+
+	"github.com/sethvargo/go-retry"
+)
+
+// JitterPercent is the ± jitter applied to each wait of the retry schedule.
+const JitterPercent = 10
+
+// RetryWait returns the wait after failed attempt number attempt (1-based):
+// schedule[attempt-1] ± JitterPercent %, from a go-retry backoff that steps through the
+// schedule. It returns false when the schedule is exhausted, i.e. attempt was the last
+// one (a job gets len(schedule)+1 attempts).
+func RetryWait(schedule []time.Duration, attempt int) (time.Duration, bool) {
+	if attempt < 1 || attempt > len(schedule) {
+		return 0, false
+	}
+	d, stop := retry.WithJitterPercent(JitterPercent, scheduleBackoff(schedule[attempt-1:])).Next()
+	return d, !stop
+}
+
+// scheduleBackoff is a go-retry backoff returning the schedule's waits in order, then stop.
+func scheduleBackoff(schedule []time.Duration) retry.Backoff {
+	i := 0
+	return retry.BackoffFunc(func() (time.Duration, bool) {
+		if i >= len(schedule) {
+			return 0, true
+		}
+		d := schedule[i]
+		i++
+		return d, false
+	})
+}
+
+// TransientDelay is the wait before a message whose handling hit a database error is
+// tried again: 1s, doubling with each delivery of the message, at most 1m.
+func TransientDelay(numDelivered uint64) time.Duration {
+	d := time.Second
+	for n := uint64(1); n < numDelivered && d < time.Minute; n++ {
+		d *= 2
+	}
+	return min(d, time.Minute)
+}
