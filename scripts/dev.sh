@@ -718,12 +718,24 @@ cmd_down() {
 	log "stopped what dev.sh started; anything else was left alone"
 }
 
+# ensure_chromium installs Debian's Chromium for the web UI's browser tests
+# (services/gateway/test/browser) when it is missing.
+ensure_chromium() {
+	command -v chromium >/dev/null && return 0
+	local sudo=""
+	[[ $(id -u) == 0 ]] || sudo="sudo"
+	log "installing chromium (apt-get) for the browser tests"
+	{ $sudo apt-get update -qq && $sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; } ||
+		log "could not install chromium: the browser tests will fail (apt-get install chromium)"
+}
+
 cmd_test() {
 	local rc
 	trap 'test_cleanup' EXIT
 	trap 'exit 130' INT
 	trap 'exit 143' TERM
 	prepare
+	ensure_chromium
 	infra
 	ensure_mail
 	write_env
