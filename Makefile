@@ -7,7 +7,7 @@ SHELL := bash
 GO ?= go
 # The modules of go.work, listed explicitly (check-modules fails when the two differ);
 # SERVICES are the ones with binaries.
-MODULES := pkg proto services/gateway services/mailer services/expiry services/webhooks
+MODULES := bench pkg proto services/gateway services/mailer services/expiry services/webhooks
 SERVICES := services/gateway services/mailer services/expiry services/webhooks
 BIN := $(CURDIR)/bin
 # `go list -m -versions honnef.co/go/tools`: v0.8.2 is staticcheck 2026.2.2 (knows Go 1.26).
@@ -37,11 +37,12 @@ test-race: check-modules assets ## go test -race in each module (expects the inf
 	done; \
 	echo "ok: all modules pass: $(MODULES)"
 
-bench: check-modules assets ## benchmarks of each module
-	@for m in $(MODULES); do \
-		echo "==> go test -bench $$m"; \
-		(cd $$m && $(GO) test -run '^$$' -bench . -benchmem ./...) || { echo "FAIL: bench in $$m" >&2; exit 1; }; \
-	done
+# BENCH_FLAGS go to bench/cmd/shipbench, e.g. BENCH_FLAGS="-quick" (tiny sizes) or
+# BENCH_FLAGS="-rows api,events -profile /tmp/prof"; the report is also written to .run/bench.md.
+BENCH_FLAGS ?=
+bench: check-modules assets ## measure speed against baselines of the same run (bench/cmd/shipbench, < 10 min)
+	@bash scripts/dev.sh infra >/dev/null
+	@bash scripts/dev.sh exec bash -c 'cd bench && $(GO) run ./cmd/shipbench -o "$(CURDIR)/.run/bench.md" $(BENCH_FLAGS)'
 
 lint: check-modules assets ## go vet + staticcheck in each module
 	@for m in $(MODULES); do \

@@ -1,6 +1,6 @@
 // Package e2e runs the real gateway binary against real PostgreSQL, NATS and MinIO and
-// drives it over HTTP: the crash test (SIGKILL between commit and publish) and the
-// memory benchmark of a 2 GiB upload.
+// drives it over HTTP: the crash test (SIGKILL between commit and publish). The upload
+// throughput and memory benchmarks are in bench/ (make bench).
 package e2e
 
 import (

@@ -1,0 +1,215 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"net/http"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/nats-io/nats.go/jetstream"
+	"google.golang.org/protobuf/types/known/timestamppb"
+
+	"github.com/shipfile/shipfile/bench/internal/rig"
+	"github.com/shipfile/shipfile/pkg/events"
+	"github.com/shipfile/shipfile/pkg/events/eventsv1"
+)
+
+// dispatcherWorkers is SHIPFILE_WEBHOOK_WORKERS of the dispatchers (the default): the
+// concurrency of one instance, and so of the baseline.
+const dispatcherWorkers = 16
+
+// dispatchRows: for each instance count of -instances, -events package.created events
+// are published on SHIPFILE_EVENTS while no dispatcher runs, each matching
+// -subscriptions fresh subscriptions; then that many dispatcher processes start and the
+// row measures deliveries per second until the receiver has them all (from the start of
+// the processes to the last new delivery). The baseline is a plain http.Client POSTing
+// the bodies the first run delivered to the same receiver, dispatcherWorkers at a time.
+func dispatchRows(ctx context.Context, t testing.TB, c config, bins rig.Bins, rep *Report) {
+	rcv := rig.StartReceiver(t)
+	want := c.events * c.subscriptions
+	var bodies []rig.Delivery
+	rates := map[int]float64{}
+	for k, inst := range c.instances {
+		// What is left of the budget is shared by the runs still to go and the baseline.
+		runEnd := time.Now().Add(time.Until(deadlineOf(ctx)) / time.Duration(len(c.instances)-k+1))
+		prefix := fmt.Sprintf("run%d-", k+1)
+		var got int64
+		var took time.Duration
+		// Each run has a stack of its own, so that what one run left undelivered does
+		// not count against the next.
+		err := rig.Run(fmt.Sprintf("dispatch run %d", k+1), os.Stderr, func(t testing.TB) {
+			got, took = dispatchRun(ctx, t, c, bins, rcv, prefix, inst, k == 0, runEnd)
+		})
+		if err != nil {
+			t.Fatalf("dispatch run %d: %v", k+1, err)
+		}
+		rate := float64(got) / took.Seconds()
+		rates[inst] = rate
+		cnt := rig.Count(rcv.Deliveries())
+		rep.Rawf("dispatch, %d instance(s): %d of %d deliveries in %s = %.0f deliveries/s (%d requests, %d duplicates)%s",
+			inst, got, want, took.Round(time.Millisecond), rate, cnt.Requests, cnt.Duplicates, unfinished(got, int64(want)))
+		if k == 0 {
+			bodies = rcv.Deliveries()
+		}
+	}
+	rcv.KeepBodies(false)
+	rcv.OnDelivery(nil)
+
+	if len(bodies) == 0 {
+		t.Fatal("the first dispatcher run delivered nothing")
+	}
+	base := baselinePosts(ctx, rcv.URL, bodies, want, dispatcherWorkers)
+	rep.Rawf("dispatch baseline: plain http.Client, %d POSTs of the first run's bodies, %d at a time: %.0f requests/s", want, dispatcherWorkers, base)
+	prev := 0.0
+	for i, inst := range c.instances {
+		r := rates[inst]
+		row := Row{
+			What:     fmt.Sprintf("dispatcher: %d events × %d subscriptions, %d instance(s)", c.events, c.subscriptions, inst),
+			Measured: fmt.Sprintf("%.0f deliveries/s", r),
+			Baseline: fmt.Sprintf("%.0f POSTs/s (http.Client, %d at a time)", base, dispatcherWorkers),
+			Ratio:    ratio(r, base),
+		}
+		if i == 0 {
+			row.Target = "≥ 0.50×"
+			row.Verdict = verdict(r >= 0.5*base, "%.0f%% below 0.50×", (0.5-r/base)/0.5*100)
+		} else {
+			row.Target = "rising with instances"
+			row.Verdict = verdict(r > prev, "%.2f× of %d instance(s)", r/prev, c.instances[i-1])
+		}
+		prev = r
+		rep.Add(row)
+	}
+}
+
+// dispatchRun publishes the events for fresh subscriptions named prefix+"h<n>" while no
+// dispatcher runs, starts inst dispatchers and returns how many distinct deliveries
+// arrived by end, and the time from the processes' start to the last one.
+func dispatchRun(ctx context.Context, t testing.TB, c config, bins rig.Bins, rcv *rig.Receiver, prefix string, inst int, keep bool, end time.Time) (int64, time.Duration) {
+	ns := rig.StartNATS(t)
+	s := rig.NewStack(t, bins, rig.StackOptions{NATSURL: ns.URL})
+	s.StartGateway("SHIPFILE_RATE_LIMIT=0")
+	js := jetStream(t, ns.URL)
+	for j := range c.subscriptions {
+		s.API.Must(t, "POST", "/api/v1/admin/webhooks", map[string]any{
+			"url": fmt.Sprintf("%s/%sh%d", rcv.URL, prefix, j+1), "events": []string{events.TypePackageCreated},
+		}, http.StatusCreated)
+	}
+	// The gateway is only needed for the subscriptions: it stops before the run.
+	s.Gateway.Stop(10 * time.Second)
+	if err := publishCreated(ctx, js, c.events); err != nil {
+		t.Fatalf("publish %d events: %v", c.events, err)
+	}
+
+	var unique, last atomic.Int64
+	var seen sync.Map
+	rcv.Reset()
+	rcv.KeepBodies(keep)
+	rcv.OnDelivery(func(d rig.Delivery) {
+		if !strings.HasPrefix(d.Hook, prefix) {
+			return
+		}
+		if _, dup := seen.LoadOrStore(d.ID, true); !dup {
+			unique.Add(1)
+			last.Store(d.At.UnixNano())
+		}
+	})
+	defer rcv.OnDelivery(nil)
+
+	want := int64(c.events * c.subscriptions)
+	procs := make([]*rig.Proc, inst)
+	start := time.Now()
+	for i := range procs {
+		procs[i] = rig.NewService(t, bins, "webhooks", s.Env...)
+		procs[i].Start()
+	}
+	for _, p := range procs {
+		p.WaitReady(60 * time.Second)
+	}
+	prof.record(ctx, procs[0], min(10*time.Second, time.Until(end)-time.Second), fmt.Sprintf("dispatch-%d-instances", inst))
+	for unique.Load() < want && time.Now().Before(end) && ctx.Err() == nil {
+		time.Sleep(20 * time.Millisecond)
+	}
+	got := unique.Load()
+	for _, p := range procs {
+		p.Kill()
+	}
+	if got == 0 {
+		return 0, time.Since(start)
+	}
+	return got, time.Unix(0, last.Load()).Sub(start)
+}
+
+func unfinished(got, want int64) string {
+	if got < want {
+		return fmt.Sprintf(" — NOT ALL within the run's share of the budget: %d missing", want-got)
+	}
+	return ""
+}
+
+// publishCreated publishes n package.created events of new packages, as the gateway's
+// relay would (Nats-Msg-Id = event id), and waits for the stream's acks.
+func publishCreated(ctx context.Context, js jetstream.JetStream, n int) error {
+	now := time.Now()
+	for i := range n {
+		env := events.NewEnvelope(events.TypePackageCreated, time.Now())
+		env.Data = &eventsv1.Envelope_PackageCreated{PackageCreated: &eventsv1.PackageCreated{
+			Package: &eventsv1.Package{
+				PackageId: uuid.NewString(), Title: fmt.Sprintf("bench %d", i), RecipientEmail: "recipient@example.com",
+				OwnerUserId: 1, Direction: "outbound",
+			},
+			TtlDays:   7,
+			ExpiresAt: timestamppb.New(now.Add(7 * 24 * time.Hour)),
+		}}
+		data, err := events.MarshalEnvelope(env)
+		if err != nil {
+			return err
+		}
+		if _, err := js.PublishAsync(events.Subject(events.TypePackageCreated), data, jetstream.WithMsgID(env.GetEventId())); err != nil {
+			return err
+		}
+	}
+	select {
+	case <-js.PublishAsyncComplete():
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// baselinePosts POSTs n requests (cycling through bodies, each to its hook's path) to
+// the receiver with workers concurrent plain http.Clients and returns requests/s.
+func baselinePosts(ctx context.Context, base string, bodies []rig.Delivery, n, workers int) float64 {
+	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: workers}}
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	start := time.Now()
+	for range workers {
+		wg.Go(func() {
+			for ctx.Err() == nil {
+				i := int(next.Add(1)) - 1
+				if i >= n {
+					return
+				}
+				d := bodies[i%len(bodies)]
+				req, _ := http.NewRequestWithContext(ctx, "POST", base+"/baseline-"+d.Hook, bytes.NewReader(d.Body))
+				req.Header.Set("Content-Type", "application/json")
+				req.Header.Set("X-Service-Event", d.Event)
+				req.Header.Set("X-Service-Delivery", strconv.Itoa(i))
+				resp, err := client.Do(req)
+				if err == nil {
+					resp.Body.Close()
+				}
+			}
+		})
+	}
+	wg.Wait()
+	return float64(min(int(next.Load()), n)) / time.Since(start).Seconds()
+}

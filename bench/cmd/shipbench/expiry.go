@@ -1,0 +1,137 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/minio/minio-go/v7"
+
+	"github.com/shipfile/shipfile/bench/internal/rig"
+	"github.com/shipfile/shipfile/pkg/database"
+)
+
+// expiryRow: -expiry-packages overdue packages (drafts, actives and revoked ones, each
+// with one small file whose object is in the bucket) are written straight into the
+// database and MinIO; then one expiry process starts (SHIPFILE_EXPIRY_INTERVAL=1s) and
+// the row measures the time from its start until every package is expired, and until
+// every object is deleted.
+func expiryRow(ctx context.Context, t testing.TB, c config, bins rig.Bins, rep *Report) {
+	ns := rig.StartNATS(t)
+	s := rig.NewStack(t, bins, rig.StackOptions{NATSURL: ns.URL})
+	pool, err := database.Open(ctx, s.DBURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pool.Close()
+	n := c.expiryPackages
+
+	setup := time.Now()
+	if _, err := pool.Exec(ctx, `
+		INSERT INTO packages (id, owner_user_id, title, recipient_email, direction, state, ttl_days, created_at, expires_at,
+			finalized_at, file_count, total_size)
+		SELECT gen_random_uuid(), (SELECT min(id) FROM users), 'overdue ' || i, 'recipient@example.com',
+			'outbound', (ARRAY['draft', 'active', 'revoked'])[1 + i % 3], 1, now() - interval '2 days',
+			now() - interval '1 day' - i * interval '1 millisecond', CASE WHEN i % 3 > 0 THEN now() - interval '2 days' END, 1, 64
+		FROM generate_series(1, $1) AS i`, n); err != nil {
+		t.Fatalf("insert packages: %v", err)
+	}
+	if _, err := pool.Exec(ctx, `
+		INSERT INTO files (id, package_id, filename, size, content_type, sha256, object_key, uploaded_by)
+		SELECT fid, pid, 'small.txt', 64, 'text/plain', repeat('0', 64), 'packages/' || pid || '/' || fid, 'owner'
+		FROM (SELECT gen_random_uuid() AS fid, id AS pid FROM packages) x`); err != nil {
+		t.Fatalf("insert files: %v", err)
+	}
+	rows, err := pool.Query(ctx, `SELECT object_key FROM files`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	keys, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := putSmallObjects(ctx, s, keys, 32); err != nil {
+		t.Fatalf("put %d objects: %v", len(keys), err)
+	}
+	rep.Rawf("expiry: set up %d overdue packages with one 64-byte object each in %s", n, time.Since(setup).Round(100*time.Millisecond))
+
+	start := time.Now()
+	exp := s.StartService("expiry", "SHIPFILE_EXPIRY_INTERVAL=1s")
+	prof.record(ctx, exp, min(30*time.Second, c.expiryTarget), "expiry")
+	var expiredAt, deletedAt time.Duration
+	limit := 2 * c.expiryTarget
+	for time.Since(start) < limit && ctx.Err() == nil {
+		var left, queued int
+		if err := pool.QueryRow(ctx, `SELECT (SELECT count(*) FROM packages WHERE state <> 'expired'),
+			(SELECT count(*) FROM object_deletions)`).Scan(&left, &queued); err != nil {
+			t.Fatal(err)
+		}
+		if left == 0 && expiredAt == 0 {
+			expiredAt = time.Since(start)
+		}
+		if left == 0 && queued == 0 {
+			deletedAt = time.Since(start)
+			break
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	var left int
+	if err := pool.QueryRow(context.Background(), `SELECT count(*) FROM packages WHERE state <> 'expired'`).Scan(&left); err != nil {
+		t.Fatal(err)
+	}
+	remaining := 0
+	if deletedAt > 0 {
+		remaining = len(s.ObjectKeys())
+	}
+	rep.Rawf("expiry: %d of %d packages expired %s after the expiry process started; queued objects deleted after %s; %d objects left in the bucket",
+		n-left, n, orNot(expiredAt), orNot(deletedAt), remaining)
+	rep.Add(Row{
+		What:     fmt.Sprintf("expiry: %d overdue packages with one object each", n),
+		Measured: fmt.Sprintf("all expired in %s, objects deleted in %s", orNot(expiredAt), orNot(deletedAt)),
+		Target:   fmt.Sprintf("all expired in ≤ %s", c.expiryTarget),
+		Verdict: verdict(expiredAt > 0 && expiredAt <= c.expiryTarget && remaining == 0,
+			"%d not expired after %s; expired after %s; %d objects left", left, limit, orNot(expiredAt), remaining),
+	})
+}
+
+func orNot(d time.Duration) string {
+	if d == 0 {
+		return "(not within the limit)"
+	}
+	return fmt.Sprintf("%.1f s", d.Seconds())
+}
+
+// putSmallObjects stores a 64-byte object under each key, workers at a time.
+func putSmallObjects(ctx context.Context, s *rig.Stack, keys []string, workers int) error {
+	body := bytes.Repeat([]byte("x"), 64)
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	var once sync.Once
+	var first error
+	for range workers {
+		wg.Go(func() {
+			for {
+				i := int(next.Add(1)) - 1
+				if i >= len(keys) || ctx.Err() != nil {
+					return
+				}
+				_, err := s.Objects.Client.PutObject(ctx, s.Objects.Bucket, keys[i], bytes.NewReader(body), int64(len(body)),
+					minio.PutObjectOptions{ContentType: "text/plain"})
+				if err != nil {
+					once.Do(func() { first = err })
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if first == nil {
+		first = ctx.Err()
+	}
+	return first
+}

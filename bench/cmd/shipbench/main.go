@@ -1,0 +1,294 @@
+// Command shipbench measures shipfile against the physical limits of the machine it
+// runs on: the real gateway and dispatcher binaries, on real PostgreSQL, NATS and
+// MinIO, each figure next to a baseline measured in the same run (the same bytes
+// through minio-go straight to MinIO, a bare gin+pgx handler, a plain http.Client), as a
+// ratio, because the machine is noisy. It prints a table at the end and exits non-zero
+// only when the harness itself fails, not when a target is missed.
+//
+//	make bench                        the full run (under 10 minutes on 2 cores)
+//	go run ./cmd/shipbench -quick     tiny sizes, for development
+//	go run ./cmd/shipbench -rows api,events -api-duration 5s
+//
+// It needs PostgreSQL and MinIO as `make up` or `scripts/dev.sh infra` provide them
+// (SHIPFILE_TEST_DATABASE_URL, SHIPFILE_S3_*; each row gets its own database and
+// bucket) and a nats-server binary (each row runs a private one, because the services'
+// stream and consumer names are fixed).
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/shipfile/shipfile/bench/internal/rig"
+)
+
+// config holds the flags.
+type config struct {
+	size, bigSize, partSize byteSize
+	concurrent, runs        int
+
+	apiClients  int
+	apiDuration time.Duration
+
+	eventRate     int
+	eventDuration time.Duration
+
+	events, subscriptions int
+	instances             intList
+
+	expiryPackages int
+	expiryTarget   time.Duration
+
+	rows    string
+	timeout time.Duration
+	out     string
+	profile string
+	quick   bool
+}
+
+// prof records CPU profiles of the services when -profile is set (a no-op otherwise).
+var prof *profiler
+
+// allRows are the rows in the order they run.
+var allRows = []string{"upload", "memory", "download", "api", "events", "dispatch", "expiry"}
+
+// budgets bound each group of rows; the whole run is also bounded by -timeout.
+var budgets = map[string]time.Duration{
+	"transfer": 4 * time.Minute, // upload, memory and download share one gateway and bucket
+	"api":      75 * time.Second,
+	"events":   80 * time.Second,
+	"dispatch": 150 * time.Second,
+	"expiry":   150 * time.Second,
+}
+
+func main() {
+	if len(os.Args) > 1 && os.Args[1] == baselineCommand {
+		if err := serveBaseline(os.Args[2:]); err != nil {
+			fmt.Fprintln(os.Stderr, "shipbench:", err)
+			os.Exit(1)
+		}
+		return
+	}
+	var c config
+	c.size, c.bigSize, c.partSize = 1<<30, 8<<30, 16<<20
+	c.instances = intList{1, 2, 4}
+	fs := flag.NewFlagSet("shipbench", flag.ExitOnError)
+	fs.Var(&c.size, "size", "file size of the upload and download rows, and of each of the concurrent uploads")
+	fs.Var(&c.bigSize, "big-size", "file size of the single large upload of the memory row")
+	fs.Var(&c.partSize, "part-size", "SHIPFILE_UPLOAD_PART_SIZE of the gateway, and the baseline's part size")
+	fs.IntVar(&c.concurrent, "concurrent", 8, "concurrent uploads of the memory row")
+	fs.IntVar(&c.runs, "runs", 3, "repetitions of the upload and download rows (the median is reported)")
+	fs.IntVar(&c.apiClients, "api-clients", 32, "concurrent clients of the API row")
+	fs.DurationVar(&c.apiDuration, "api-duration", 20*time.Second, "duration of each half of the API row")
+	fs.IntVar(&c.eventRate, "event-rate", 200, "finalizes per second of the event latency row")
+	fs.DurationVar(&c.eventDuration, "event-duration", 20*time.Second, "duration of the event latency row")
+	fs.IntVar(&c.events, "events", 20000, "events of each dispatcher run")
+	fs.IntVar(&c.subscriptions, "subscriptions", 4, "subscriptions each event goes to in the dispatcher row")
+	fs.Var(&c.instances, "instances", "dispatcher instance counts of the dispatcher row, comma-separated")
+	fs.IntVar(&c.expiryPackages, "expiry-packages", 100000, "overdue packages of the expiry row")
+	fs.DurationVar(&c.expiryTarget, "expiry-target", 60*time.Second, "time the expiry row has to expire them all")
+	fs.StringVar(&c.rows, "rows", strings.Join(allRows, ","), "rows to run, comma-separated: "+strings.Join(allRows, ","))
+	fs.DurationVar(&c.timeout, "timeout", 9*time.Minute+30*time.Second, "bound of the whole run; rows still running then are stopped and reported")
+	fs.StringVar(&c.out, "o", "", "also write the report as Markdown to this file")
+	fs.StringVar(&c.profile, "profile", "", "build the services with a pprof endpoint, save CPU profiles of the measured windows in this directory and list their top functions")
+	fs.BoolVar(&c.quick, "quick", false, "tiny sizes and durations, for development (flags given explicitly still win)")
+	_ = fs.Parse(os.Args[1:])
+	if c.quick {
+		set := map[string]bool{}
+		fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+		quick := map[string]string{
+			"size": "16MiB", "big-size": "64MiB", "runs": "1", "concurrent": "4", "api-duration": "2s",
+			"event-rate": "50", "event-duration": "2s", "events": "500", "instances": "1,2", "expiry-packages": "1000",
+		}
+		for name, v := range quick {
+			if !set[name] {
+				_ = fs.Set(name, v)
+			}
+		}
+	}
+	os.Exit(run(c, strings.Join(append([]string{"shipbench"}, os.Args[1:]...), " ")))
+}
+
+func run(c config, command string) int {
+	rep := &Report{Start: time.Now()}
+	want := map[string]bool{}
+	for r := range strings.SplitSeq(c.rows, ",") {
+		if r = strings.TrimSpace(r); r != "" {
+			want[r] = true
+		}
+	}
+	for r := range want {
+		if !contains(allRows, r) {
+			fmt.Fprintf(os.Stderr, "shipbench: unknown row %q (rows: %s)\n", r, strings.Join(allRows, ","))
+			return 2
+		}
+	}
+	deadline := time.Now().Add(c.timeout)
+	var err error
+	if prof, err = newProfiler(c.profile, rep); err != nil {
+		fmt.Fprintln(os.Stderr, "shipbench:", err)
+		return 2
+	}
+	failed := false
+	log := os.Stderr
+
+	var bins rig.Bins
+	binDir, err := os.MkdirTemp("", "shipbench-bin-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "shipbench:", err)
+		return 1
+	}
+	defer os.RemoveAll(binDir)
+	names := []string{"gateway", "shipctl"}
+	if want["events"] || want["dispatch"] {
+		names = append(names, "webhooks")
+	}
+	if want["expiry"] {
+		names = append(names, "expiry")
+	}
+	fmt.Fprintf(log, "==> building %s\n", strings.Join(names, ", "))
+	if err := rig.Run("build", log, func(t testing.TB) { bins = rig.Build(t, binDir, rig.BuildOptions{Pprof: c.profile != ""}, names...) }); err != nil {
+		fmt.Fprintln(os.Stderr, "shipbench: build:", err)
+		return 1
+	}
+
+	group := func(name string, rows []string, fn func(ctx context.Context, t testing.TB)) {
+		var any bool
+		for _, r := range rows {
+			any = any || want[r]
+		}
+		if !any {
+			return
+		}
+		end := time.Now().Add(budgets[name])
+		if end.After(deadline) {
+			end = deadline
+		}
+		if time.Until(end) <= 0 {
+			for _, r := range rows {
+				if want[r] {
+					rep.Add(Row{What: r, Verdict: "not run (the run's -timeout was reached)"})
+				}
+			}
+			return
+		}
+		fmt.Fprintf(log, "==> %s (at most %s)\n", name, time.Until(end).Round(time.Second))
+		start := time.Now()
+		ctx, cancel := context.WithDeadline(context.Background(), end)
+		defer cancel()
+		if err := rig.Run(name, log, func(t testing.TB) { fn(ctx, t); prof.wait() }); err != nil {
+			failed = true
+			rep.Add(Row{What: name, Verdict: "harness error: " + firstLine(err.Error())})
+		}
+		fmt.Fprintf(log, "    %s took %s\n", name, time.Since(start).Round(100*time.Millisecond))
+	}
+
+	group("transfer", []string{"upload", "memory", "download"}, func(ctx context.Context, t testing.TB) {
+		transferRows(ctx, t, c, bins, want, rep)
+	})
+	group("api", []string{"api"}, func(ctx context.Context, t testing.TB) { apiRow(ctx, t, c, bins, rep) })
+	group("events", []string{"events"}, func(ctx context.Context, t testing.TB) { eventsRow(ctx, t, c, bins, rep) })
+	group("dispatch", []string{"dispatch"}, func(ctx context.Context, t testing.TB) { dispatchRows(ctx, t, c, bins, rep) })
+	group("expiry", []string{"expiry"}, func(ctx context.Context, t testing.TB) { expiryRow(ctx, t, c, bins, rep) })
+
+	fmt.Println()
+	fmt.Printf("shipbench, %s, %s\n", rep.Start.UTC().Format("2006-01-02 15:04 UTC"), machine())
+	rep.PrintTable(os.Stdout)
+	if c.out != "" {
+		f, err := os.Create(c.out)
+		if err == nil {
+			rep.Markdown(f, command)
+			err = f.Close()
+		}
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "shipbench: report:", err)
+			return 1
+		}
+		fmt.Printf("report written to %s\n", c.out)
+	}
+	if failed {
+		fmt.Println("the harness failed (see above); the table lacks those rows")
+		return 1
+	}
+	return 0
+}
+
+func contains(list []string, s string) bool {
+	for _, v := range list {
+		if v == s {
+			return true
+		}
+	}
+	return false
+}
+
+func firstLine(s string) string {
+	line, _, _ := strings.Cut(s, "\n")
+	return line
+}
+
+// byteSize is a flag of a size in bytes: 1GiB, 16MiB, 512KiB or a plain number.
+type byteSize int64
+
+func (b *byteSize) String() string { return formatSize(int64(*b)) }
+
+func (b *byteSize) Set(s string) error {
+	mult := int64(1)
+	for _, u := range []struct {
+		suffix string
+		mult   int64
+	}{{"GiB", 1 << 30}, {"MiB", 1 << 20}, {"KiB", 1 << 10}, {"B", 1}} {
+		if v, ok := strings.CutSuffix(s, u.suffix); ok {
+			s, mult = v, u.mult
+			break
+		}
+	}
+	n, err := strconv.ParseInt(strings.TrimSpace(s), 10, 64)
+	if err != nil || n <= 0 {
+		return fmt.Errorf("want a size such as 1GiB, 16MiB or 4096")
+	}
+	*b = byteSize(n * mult)
+	return nil
+}
+
+func formatSize(n int64) string {
+	switch {
+	case n >= 1<<30 && n%(1<<30) == 0:
+		return fmt.Sprintf("%dGiB", n>>30)
+	case n >= 1<<20 && n%(1<<20) == 0:
+		return fmt.Sprintf("%dMiB", n>>20)
+	case n >= 1<<10 && n%(1<<10) == 0:
+		return fmt.Sprintf("%dKiB", n>>10)
+	}
+	return strconv.FormatInt(n, 10)
+}
+
+// intList is a flag of comma-separated positive integers.
+type intList []int
+
+func (l *intList) String() string {
+	s := make([]string, len(*l))
+	for i, n := range *l {
+		s[i] = strconv.Itoa(n)
+	}
+	return strings.Join(s, ",")
+}
+
+func (l *intList) Set(s string) error {
+	var out intList
+	for part := range strings.SplitSeq(s, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(part))
+		if err != nil || n < 1 {
+			return fmt.Errorf("want positive integers, comma-separated")
+		}
+		out = append(out, n)
+	}
+	*l = out
+	return nil
+}

@@ -1,0 +1,69 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/shipfile/shipfile/bench/internal/rig"
+)
+
+// profiler records CPU profiles of the services during measured windows, when -profile
+// names a directory: the profiles are saved there and their top functions go into the
+// raw figures, to say where the time goes when a target is missed.
+type profiler struct {
+	dir string
+	rep *Report
+	wg  sync.WaitGroup
+}
+
+// record profiles p for d from now, in the background, under name.
+func (pr *profiler) record(ctx context.Context, p *rig.Proc, d time.Duration, name string) {
+	if pr == nil || pr.dir == "" || p == nil {
+		return
+	}
+	pr.wg.Go(func() {
+		path := filepath.Join(pr.dir, name+".pprof")
+		if err := p.CPUProfile(ctx, d, path); err != nil {
+			pr.rep.Rawf("profile %s: %v", name, err)
+			return
+		}
+		out, err := exec.Command("go", "tool", "pprof", "-top", "-nodecount=15", path).CombinedOutput()
+		if err != nil {
+			pr.rep.Rawf("profile %s: go tool pprof: %v", name, err)
+			return
+		}
+		lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+		var keep []string
+		for _, l := range lines {
+			// Drop pprof's header lines about the file and the binary.
+			if strings.HasPrefix(l, "File:") || strings.HasPrefix(l, "Build ID:") || strings.HasPrefix(l, "Type:") || strings.HasPrefix(l, "Time:") {
+				continue
+			}
+			keep = append(keep, "  "+l)
+		}
+		pr.rep.Rawf("profile %s (%s, saved as %s):\n%s", name, d.Round(time.Second), path, strings.Join(keep, "\n"))
+	})
+}
+
+// wait waits for the profiles being recorded.
+func (pr *profiler) wait() {
+	if pr != nil {
+		pr.wg.Wait()
+	}
+}
+
+func newProfiler(dir string, rep *Report) (*profiler, error) {
+	if dir == "" {
+		return &profiler{rep: rep}, nil
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("-profile: %w", err)
+	}
+	return &profiler{dir: dir, rep: rep}, nil
+}

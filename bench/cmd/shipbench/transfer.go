@@ -1,0 +1,322 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/minio/minio-go/v7"
+
+	"github.com/shipfile/shipfile/bench/internal/rig"
+)
+
+// transfer is the state the upload, memory and download rows share: one gateway on one
+// bucket, and the last file uploaded (which the download row reads).
+type transfer struct {
+	t    testing.TB
+	c    config
+	s    *rig.Stack
+	rep  *Report
+	seed uint64
+}
+
+// transferRows runs the upload, download and memory rows that want selects.
+//
+// upload: one file of -size through POST /packages/{id}/files, against minio-go's
+// PutObject of the same bytes to the same MinIO, streamed (size unknown) with the same
+// part size and one thread, as the gateway does; runs alternate which goes first.
+//
+// download: that file through the magic link, against minio-go's GetObject of the
+// same object.
+//
+// memory: a fresh gateway's peak RSS (VmHWM, reset through clear_refs before each phase)
+// over its idle RSS, during one upload of -size, -concurrent uploads of -size at once,
+// and one upload of -big-size.
+func transferRows(ctx context.Context, t testing.TB, c config, bins rig.Bins, want map[string]bool, rep *Report) {
+	nats := rig.StartNATS(t)
+	s := rig.NewStack(t, bins, rig.StackOptions{NATSURL: nats.URL})
+	s.StartGateway(
+		"SHIPFILE_UPLOAD_PART_SIZE="+strconv.FormatInt(int64(c.partSize), 10),
+		"SHIPFILE_RATE_LIMIT=0",
+		"SHIPFILE_MAX_FILE_SIZE="+strconv.FormatInt(max(int64(c.size), int64(c.bigSize)), 10),
+	)
+	x := &transfer{t: t, c: c, s: s, rep: rep}
+
+	var pkgID, fileID string
+	if want["upload"] || want["download"] {
+		pkgID, fileID = x.uploadRow(ctx, want["upload"])
+	}
+	if want["download"] && pkgID != "" {
+		x.downloadRow(ctx, pkgID, fileID)
+	}
+	if pkgID != "" {
+		x.s.API.Must(t, "DELETE", "/api/v1/packages/"+pkgID, nil, http.StatusNoContent)
+	}
+	if want["memory"] {
+		x.memoryRows(ctx)
+	}
+}
+
+func (x *transfer) nextSeed() uint64 {
+	x.seed++
+	return x.seed
+}
+
+// upload sends one file of size through the gateway into a new package and returns
+// the package and file ids and the time the upload took.
+func (x *transfer) upload(ctx context.Context, size int64) (pkgID, fileID string, took time.Duration, err error) {
+	a, err := x.s.API.Do(ctx, "POST", "/api/v1/packages", rig.NewPackage("bench upload"))
+	if err != nil || a.Status != http.StatusCreated {
+		return "", "", 0, fmt.Errorf("create package: %v %v", a, err)
+	}
+	pkgID = a.Str("id")
+	start := time.Now()
+	a, err = x.s.API.Upload(ctx, pkgID, "big.bin", rig.Payload(size, x.nextSeed()))
+	took = time.Since(start)
+	if err != nil {
+		return pkgID, "", took, fmt.Errorf("upload: %w", err)
+	}
+	if a.Status != http.StatusCreated || a.JSON["size"] != float64(size) {
+		return pkgID, "", took, fmt.Errorf("upload answered %s, want 201 with size %d", a, size)
+	}
+	return pkgID, a.Str("id"), took, nil
+}
+
+// directPut is the upload baseline: minio-go streaming the same bytes straight to
+// MinIO, size unknown, with the gateway's part size and one thread.
+func (x *transfer) directPut(ctx context.Context, size int64) (time.Duration, error) {
+	key := "baseline/" + strconv.FormatUint(x.seed, 10)
+	start := time.Now()
+	info, err := x.s.Objects.Client.PutObject(ctx, x.s.Objects.Bucket, key, rig.Payload(size, x.nextSeed()), -1,
+		minio.PutObjectOptions{PartSize: uint64(x.c.partSize), NumThreads: 1, ContentType: "application/octet-stream"})
+	took := time.Since(start)
+	if err != nil {
+		return took, err
+	}
+	if info.Size != size {
+		return took, fmt.Errorf("baseline stored %d bytes, want %d", info.Size, size)
+	}
+	_ = x.s.Objects.Client.RemoveObject(context.Background(), x.s.Objects.Bucket, key, minio.RemoveObjectOptions{})
+	return took, nil
+}
+
+func (x *transfer) uploadRow(ctx context.Context, report bool) (lastPkg, lastFile string) {
+	t, size := x.t, int64(x.c.size)
+	var gw, base []float64
+	for i := range x.c.runs {
+		for j := range 2 {
+			if (i+j)%2 == 0 {
+				took, err := x.directPut(ctx, size)
+				if ctx.Err() != nil {
+					x.notFinished("upload", "download")
+					return "", ""
+				}
+				if err != nil {
+					t.Fatalf("baseline PutObject: %v", err)
+				}
+				base = append(base, float64(size)/took.Seconds())
+				x.rep.Rawf("upload run %d: baseline minio-go PutObject %d B in %s = %s", i+1, size, took.Round(time.Millisecond), rig.MBps(float64(size)/took.Seconds()))
+				continue
+			}
+			if i == 0 && len(base) > 0 {
+				prof.record(ctx, x.s.Gateway, time.Duration(float64(size)/base[0]*float64(time.Second)), "upload-gateway")
+			}
+			pkg, file, took, err := x.upload(ctx, size)
+			if ctx.Err() != nil {
+				x.notFinished("upload", "download")
+				return "", ""
+			}
+			if err != nil {
+				t.Fatalf("gateway upload: %v", err)
+			}
+			gw = append(gw, float64(size)/took.Seconds())
+			x.rep.Rawf("upload run %d: gateway POST /packages/{id}/files %d B in %s = %s", i+1, size, took.Round(time.Millisecond), rig.MBps(float64(size)/took.Seconds()))
+			if lastPkg != "" {
+				x.s.API.Must(t, "DELETE", "/api/v1/packages/"+lastPkg, nil, http.StatusNoContent)
+			}
+			lastPkg, lastFile = pkg, file
+		}
+	}
+	if report {
+		g, b := rig.Median(gw), rig.Median(base)
+		x.rep.Add(Row{
+			What:     fmt.Sprintf("upload, 1 file of %s (median of %d)", formatSize(size), x.c.runs),
+			Measured: rig.MBps(g), Baseline: rig.MBps(b) + " (minio-go PutObject)", Ratio: ratio(g, b),
+			Target:  "≥ 0.90×",
+			Verdict: verdict(g >= 0.9*b, "%.0f%% below 0.90×", (0.9-g/b)/0.9*100),
+		})
+	}
+	return lastPkg, lastFile
+}
+
+func (x *transfer) downloadRow(ctx context.Context, pkgID, fileID string) {
+	t, size := x.t, int64(x.c.size)
+	fin := x.s.API.Must(t, "POST", "/api/v1/packages/"+pkgID+"/finalize", nil, http.StatusOK)
+	url := x.s.Gateway.URL("/api/v1/links/" + rig.LinkToken(fin.Str("magic_link")) + "/files/" + fileID)
+	key := "packages/" + pkgID + "/" + fileID
+	client := &http.Client{}
+	var gw, base []float64
+	for i := range x.c.runs {
+		for j := range 2 {
+			start := time.Now()
+			var n int64
+			var err error
+			if (i+j)%2 == 0 {
+				var obj *minio.Object
+				obj, err = x.s.Objects.Client.GetObject(ctx, x.s.Objects.Bucket, key, minio.GetObjectOptions{})
+				if err == nil {
+					n, err = io.Copy(io.Discard, obj)
+					obj.Close()
+				}
+			} else {
+				if i == 0 && len(base) > 0 {
+					prof.record(ctx, x.s.Gateway, time.Duration(float64(size)/base[0]*float64(time.Second)), "download-gateway")
+				}
+				var req *http.Request
+				var resp *http.Response
+				req, _ = http.NewRequestWithContext(ctx, "GET", url, nil)
+				resp, err = client.Do(req)
+				if err == nil {
+					if resp.StatusCode != http.StatusOK {
+						err = fmt.Errorf("magic link download: %d", resp.StatusCode)
+					} else {
+						n, err = io.Copy(io.Discard, resp.Body)
+					}
+					resp.Body.Close()
+				}
+			}
+			took := time.Since(start)
+			if ctx.Err() != nil {
+				x.notFinished("download")
+				return
+			}
+			if err == nil && n != size {
+				err = fmt.Errorf("got %d bytes, want %d", n, size)
+			}
+			if err != nil {
+				t.Fatalf("download run %d: %v", i+1, err)
+			}
+			rate := float64(size) / took.Seconds()
+			if (i+j)%2 == 0 {
+				base = append(base, rate)
+				x.rep.Rawf("download run %d: baseline minio-go GetObject %d B in %s = %s", i+1, size, took.Round(time.Millisecond), rig.MBps(rate))
+			} else {
+				gw = append(gw, rate)
+				x.rep.Rawf("download run %d: gateway magic link %d B in %s = %s", i+1, size, took.Round(time.Millisecond), rig.MBps(rate))
+			}
+		}
+	}
+	g, b := rig.Median(gw), rig.Median(base)
+	x.rep.Add(Row{
+		What:     fmt.Sprintf("download, 1 file of %s via the magic link (median of %d)", formatSize(size), x.c.runs),
+		Measured: rig.MBps(g), Baseline: rig.MBps(b) + " (minio-go GetObject)", Ratio: ratio(g, b),
+		Target:  "≥ 0.90×",
+		Verdict: verdict(g >= 0.9*b, "%.0f%% below 0.90×", (0.9-g/b)/0.9*100),
+	})
+}
+
+// memoryRows measures a fresh gateway's peak RSS growth over its idle RSS.
+func (x *transfer) memoryRows(ctx context.Context) {
+	t := x.t
+	g := x.s.Gateway
+	g.Kill()
+	g.Start()
+	g.WaitReady(60 * time.Second)
+	// Warm up the API's code paths and connection pools, without an upload: the first
+	// upload's part buffer is part of what the rows measure.
+	for range 3 {
+		x.s.API.Must(t, "GET", "/api/v1/me", nil, http.StatusOK)
+		a := x.s.API.Must(t, "POST", "/api/v1/packages", rig.NewPackage("warm-up"), http.StatusCreated)
+		x.s.API.Must(t, "DELETE", "/api/v1/packages/"+a.Str("id"), nil, http.StatusNoContent)
+	}
+	time.Sleep(time.Second) // let the warm-up's garbage settle before reading the idle RSS
+	pid := g.Pid()
+	idle, err := rig.ProcStatusKiB(pid, "VmRSS")
+	if err != nil {
+		t.Fatal(err)
+	}
+	idleB := float64(idle) * 1024
+	x.rep.Rawf("memory: gateway idle RSS %s", rig.MiB(idleB))
+
+	// phase runs n uploads of size at once and returns the peak RSS growth over idle.
+	phase := func(name string, n int, size int64) (float64, bool) {
+		if err := rig.ResetPeakRSS(pid); err != nil {
+			t.Fatalf("reset peak RSS: %v", err)
+		}
+		start := time.Now()
+		var wg sync.WaitGroup
+		errs := make([]error, n)
+		pkgs := make([]string, n)
+		for i := range n {
+			wg.Go(func() { pkgs[i], _, _, errs[i] = x.upload(ctx, size) })
+		}
+		wg.Wait()
+		took := time.Since(start)
+		peak, err := rig.ProcStatusKiB(pid, "VmHWM")
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, p := range pkgs {
+			if p != "" {
+				_, _ = x.s.API.Do(context.Background(), "DELETE", "/api/v1/packages/"+p, nil)
+			}
+		}
+		if ctx.Err() != nil {
+			return 0, false
+		}
+		for _, err := range errs {
+			if err != nil {
+				t.Fatalf("memory %s: %v", name, err)
+			}
+		}
+		growth := float64(peak)*1024 - idleB
+		x.rep.Rawf("memory %s: %d × %d B in %s (%s), peak RSS %s, growth over idle %s", name, n, size,
+			took.Round(time.Millisecond), rig.MBps(float64(int64(n)*size)/took.Seconds()), rig.MiB(float64(peak)*1024), rig.MiB(growth))
+		return growth, true
+	}
+
+	part := float64(x.c.partSize)
+	one, ok := phase("one file", 1, int64(x.c.size))
+	if !ok {
+		x.notFinished("memory")
+		return
+	}
+	big, ok := phase("one big file", 1, int64(x.c.bigSize))
+	if !ok {
+		x.notFinished("memory")
+		return
+	}
+	// "No growth with file size": the big file may not take more than the small one,
+	// give or take the collector's noise (half a part).
+	bigLimit := one + part/2
+	x.rep.Add(Row{
+		What:     fmt.Sprintf("upload memory: peak RSS growth, 1 upload of %s vs 1 of %s", formatSize(int64(x.c.bigSize)), formatSize(int64(x.c.size))),
+		Measured: rig.MiB(big), Baseline: rig.MiB(one) + fmt.Sprintf(" (%s file)", formatSize(int64(x.c.size))),
+		Ratio:   ratio(big, one),
+		Target:  "no growth with file size (≤ small + part/2), and ≤ part + 32 MiB",
+		Verdict: verdict(big <= bigLimit && big <= part+32<<20, "%s over", rig.MiB(big-min(bigLimit, part+32<<20))),
+	})
+	conc, ok := phase("concurrent", x.c.concurrent, int64(x.c.size))
+	if !ok {
+		x.notFinished("memory")
+		return
+	}
+	limit := float64(x.c.concurrent)*part + 32<<20
+	x.rep.Add(Row{
+		What:     fmt.Sprintf("upload memory: peak RSS growth, %d concurrent uploads of %s", x.c.concurrent, formatSize(int64(x.c.size))),
+		Measured: rig.MiB(conc), Baseline: rig.MiB(idleB) + " (idle RSS)",
+		Target:  fmt.Sprintf("≤ %d × part + 32 MiB = %s", x.c.concurrent, rig.MiB(limit)),
+		Verdict: verdict(conc <= limit, "%s over", rig.MiB(conc-limit)),
+	})
+}
+
+func (x *transfer) notFinished(rows ...string) {
+	for _, r := range rows {
+		x.rep.Add(Row{What: r, Verdict: "not finished within its budget"})
+	}
+}
