@@ -472,3 +472,35 @@ func mustMarshal(t *testing.T, job *eventsv1.MailJob) []byte {
 	}
 	return b
 }
+
+// A send under way when the instance is told to stop finishes within the grace period,
+// is recorded and acknowledged: the job is not sent again by the next instance.
+func TestStopLetsASendFinish(t *testing.T) {
+	f := setup(t)
+	inData := make(chan struct{}, 1)
+	f.sink.SetPolicy(func(stage mailtest.Stage, _ string) *smtp.SMTPError {
+		if stage == mailtest.StageData {
+			inData <- struct{}{}
+			time.Sleep(time.Second) // a slow server: the stop arrives meanwhile
+		}
+		return nil
+	})
+	in := f.start(t, mailtest.Config{})
+	job := mailtest.NewJob(app.KindOutbound, "bob@example.com")
+	mailtest.Publish(t, f.js, job)
+	select {
+	case <-inData:
+	case <-time.After(20 * time.Second):
+		t.Fatal("the e-mail never reached DATA")
+	}
+	in.Stop(t)
+	if d := f.delivery(t, job.JobId); d.State != app.StateSent || d.Attempts != 1 {
+		t.Fatalf("after a stop during the send: %+v, want sent", d)
+	}
+	f.sink.SetPolicy(nil)
+	f.start(t, mailtest.Config{}) // the next instance finds nothing to do
+	f.settled(t, 10*time.Second)
+	if n := len(f.sink.Messages()); n != 1 {
+		t.Fatalf("%d e-mails, want 1", n)
+	}
+}

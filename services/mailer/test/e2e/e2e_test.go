@@ -1,0 +1,361 @@
+// Package e2e runs the real gateway and two mailer processes against real PostgreSQL,
+// a private NATS JetStream server, MinIO and an SMTP server (a go-smtp sink), and
+// drives them the way a user would: packages finalized through the REST API, e-mails
+// read from the SMTP server, the audit log read through the admin API.
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/json"
+	"fmt"
+	"io"
+	"mime/multipart"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/emersion/go-smtp"
+
+	"github.com/shipfile/shipfile/pkg/events"
+	"github.com/shipfile/shipfile/pkg/pgtest"
+	"github.com/shipfile/shipfile/pkg/servicetest"
+	"github.com/shipfile/shipfile/services/mailer/internal/mailtest"
+)
+
+// bins are the binaries built once for the package's tests.
+var bins = map[string]string{}
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "shipfile-mailer-e2e-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	for name, pkg := range map[string]string{
+		"gateway": "../../../gateway/cmd/gateway",
+		"shipctl": "../../../gateway/cmd/shipctl",
+		"mailer":  "../../cmd/mailer",
+	} {
+		bins[name] = filepath.Join(dir, name)
+		build := exec.Command("go", "build", "-o", bins[name], pkg)
+		build.Stdout, build.Stderr = os.Stderr, os.Stderr
+		if err := build.Run(); err != nil {
+			fmt.Fprintf(os.Stderr, "build %s: %v\n", name, err)
+			os.Exit(1)
+		}
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// logBuffer collects a process's output; safe for the process's writer and the test.
+type logBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *logBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *logBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// start runs a binary with env until the test ends and returns its output so far.
+func start(t *testing.T, name string, env []string) *logBuffer {
+	t.Helper()
+	cmd := exec.Command(name)
+	cmd.Env = append(os.Environ(), env...)
+	logs := &logBuffer{}
+	cmd.Stdout, cmd.Stderr = logs, logs
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = cmd.Process.Signal(syscall.SIGTERM)
+		_ = cmd.Wait()
+		if t.Failed() {
+			t.Logf("%s output:\n%s", filepath.Base(name), logs.String())
+		}
+	})
+	return logs
+}
+
+func ready(t *testing.T, addr string) {
+	t.Helper()
+	servicetest.WaitFor(t, 60*time.Second, addr+"/readyz", func() bool {
+		resp, err := http.Get("http://" + addr + "/readyz")
+		if err != nil {
+			return false
+		}
+		resp.Body.Close()
+		return resp.StatusCode == http.StatusOK
+	})
+}
+
+// api calls the gateway with a bearer token.
+type api struct {
+	t     *testing.T
+	base  string
+	token string
+}
+
+func (a api) must(method, path string, body any, want int) map[string]any {
+	a.t.Helper()
+	var rd io.Reader
+	if body != nil {
+		b, _ := json.Marshal(body)
+		rd = bytes.NewReader(b)
+	}
+	req, _ := http.NewRequest(method, a.base+path, rd)
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	req.Header.Set("Authorization", "Bearer "+a.token)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		a.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	raw, _ := io.ReadAll(resp.Body)
+	var m map[string]any
+	_ = json.Unmarshal(raw, &m)
+	if resp.StatusCode != want {
+		a.t.Fatalf("%s %s: %d %s, want %d", method, path, resp.StatusCode, raw, want)
+	}
+	return m
+}
+
+func (a api) upload(path, filename string, content []byte) {
+	a.t.Helper()
+	var b bytes.Buffer
+	mw := multipart.NewWriter(&b)
+	w, _ := mw.CreateFormFile("file", filename)
+	_, _ = w.Write(content)
+	_ = mw.Close()
+	req, _ := http.NewRequest("POST", a.base+path, &b)
+	req.Header.Set("Content-Type", mw.FormDataContentType())
+	req.Header.Set("Authorization", "Bearer "+a.token)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		a.t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusCreated {
+		a.t.Fatalf("upload: %d", resp.StatusCode)
+	}
+}
+
+// audit returns the package's audit entries (newest first) through the admin API.
+func (a api) audit(pkg string) []map[string]any {
+	a.t.Helper()
+	var out []map[string]any
+	for _, it := range a.must("GET", "/api/v1/admin/audit?limit=100&package_id="+pkg, nil, http.StatusOK)["items"].([]any) {
+		out = append(out, it.(map[string]any))
+	}
+	return out
+}
+
+func entry(entries []map[string]any, action string) map[string]any {
+	for _, e := range entries {
+		if e["action"] == action {
+			return e
+		}
+	}
+	return nil
+}
+
+// TestMailEndToEnd: finalizing an outbound and an inbound package sends one e-mail
+// each, through two mailer instances, with the exact magic link the API returned; a
+// recipient whose server answers 550 gets one attempt, and the audit log says so.
+func TestMailEndToEnd(t *testing.T) {
+	_, natsURL := servicetest.StartNATS(t)
+	sink := mailtest.NewSink(t)
+	sink.SetPolicy(func(stage mailtest.Stage, arg string) *smtp.SMTPError {
+		if stage == mailtest.StageRcpt && arg == "nobody@example.net" {
+			return mailtest.Refuse(550, [3]int{5, 1, 1}, "no such user")
+		}
+		return nil
+	})
+
+	// An empty database: the gateway (and shipctl) apply the migrations themselves.
+	dbURL := pgtest.New(t, "empty", func(context.Context, string) error { return nil })
+	bucket := "e2e-" + strings.ToLower(rand.Text()[:12])
+	common := []string{
+		"SHIPFILE_DATABASE_URL=" + dbURL, "SHIPFILE_NATS_URL=" + natsURL, "SHIPFILE_S3_BUCKET=" + bucket,
+		"SHIPFILE_SMTP_HOST=" + sink.Host, "SHIPFILE_SMTP_PORT=" + strconv.Itoa(sink.Port),
+		"SHIPFILE_SMTP_FROM=shipfile@e2e.example", "SHIPFILE_LOG_LEVEL=info",
+	}
+	shipctl := func(args ...string) string {
+		cmd := exec.Command(bins["shipctl"], args...)
+		cmd.Env = append(os.Environ(), common...)
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("shipctl %v: %v %s", args, err, out)
+		}
+		return string(out)
+	}
+	shipctl("user", "create", "--email", "alice@example.com", "--name", "Alice Example", "--role", "admin")
+	lines := strings.Split(strings.TrimSpace(shipctl("token", "create", "--email", "alice@example.com", "--name", "e2e")), "\n")
+	a := api{t: t, token: lines[len(lines)-1]}
+
+	gwAddr := servicetest.FreeAddr(t)
+	a.base = "http://" + gwAddr
+	logs := []*logBuffer{start(t, bins["gateway"], append(common, "SHIPFILE_HTTP_ADDR="+gwAddr, "SHIPFILE_PUBLIC_URL=http://"+gwAddr))}
+	ready(t, gwAddr)
+	for range 2 {
+		addr := servicetest.FreeAddr(t)
+		logs = append(logs, start(t, bins["mailer"], append(common, "SHIPFILE_MAILER_ADDR="+addr, "SHIPFILE_MAIL_RETRY_SCHEDULE=200ms,200ms,200ms")))
+		ready(t, addr)
+	}
+
+	// Outbound: a file, then finalize.
+	out := a.must("POST", "/api/v1/packages", map[string]any{
+		"title": "Q3 report", "recipient_email": "bob@example.com", "recipient_name": "Bob Builder",
+		"note": "Figures attached.\nCall me if anything is unclear.", "ttl_days": 3,
+	}, http.StatusCreated)
+	outID := out["id"].(string)
+	a.upload("/api/v1/packages/"+outID+"/files", "q3.pdf", []byte("%PDF-1.7 tiny"))
+	outFin := a.must("POST", "/api/v1/packages/"+outID+"/finalize", nil, http.StatusOK)
+	// Inbound: finalize right away.
+	in := a.must("POST", "/api/v1/packages", map[string]any{
+		"title": "Your invoices", "recipient_email": "carol@example.org", "direction": "inbound",
+	}, http.StatusCreated)
+	inID := in["id"].(string)
+	inFin := a.must("POST", "/api/v1/packages/"+inID+"/finalize", nil, http.StatusOK)
+	// One whose recipient's server refuses it.
+	bad := a.must("POST", "/api/v1/packages", map[string]any{
+		"title": "Nope", "recipient_email": "nobody@example.net", "direction": "inbound",
+	}, http.StatusCreated)
+	badID := bad["id"].(string)
+	a.must("POST", "/api/v1/packages/"+badID+"/finalize", nil, http.StatusOK)
+
+	msgs := sink.WaitN(t, 2, 60*time.Second)
+	servicetest.WaitFor(t, 30*time.Second, "both e-mails sent and the rejection audited", func() bool {
+		return entry(a.audit(outID), "mail.sent") != nil && entry(a.audit(inID), "mail.sent") != nil &&
+			entry(a.audit(badID), "mail.failed") != nil
+	})
+	settled(t, natsURL)
+	msgs = sink.Messages()
+	if len(msgs) != 2 {
+		t.Fatalf("%d e-mails, want 2 (the refused one never accepted)", len(msgs))
+	}
+	if n := sink.Transactions(); n != 3 {
+		t.Errorf("%d SMTP transactions, want 3: one per package, no retry after the 550", n)
+	}
+
+	byRcpt := map[string]mailtest.Parsed{}
+	for _, m := range msgs {
+		if len(m.To) != 1 {
+			t.Fatalf("envelope recipients %v", m.To)
+		}
+		byRcpt[m.To[0]] = m.Parse(t)
+	}
+	for _, c := range []struct {
+		rcpt, subject, to, button string
+		fin                       map[string]any
+		note                      string
+	}{
+		{"bob@example.com", "Alice Example has shared files with you: Q3 report", `"Bob Builder" <bob@example.com>`, "Download the files",
+			outFin, "Figures attached.\nCall me if anything is unclear."},
+		{"carol@example.org", "Alice Example requests files from you: Your invoices", "<carol@example.org>", "Upload your files", inFin, ""},
+	} {
+		p, ok := byRcpt[c.rcpt]
+		if !ok {
+			t.Fatalf("no e-mail to %s", c.rcpt)
+		}
+		link := c.fin["magic_link"].(string)
+		if !strings.HasPrefix(link, "http://"+gwAddr+"/p/") || len(link) != len("http://"+gwAddr+"/p/")+43 {
+			t.Fatalf("magic link %q", link)
+		}
+		expires, err := time.Parse(time.RFC3339Nano, c.fin["expires_at"].(string))
+		if err != nil {
+			t.Fatal(err)
+		}
+		human := expires.UTC().Format("Monday, 2 January 2006 at 15:04 MST")
+		if p.Subject != c.subject || p.Header.Get("To") != c.to || p.ContentType != "multipart/alternative" ||
+			strings.Join(p.PartOrder, ",") != "text/plain,text/html" {
+			t.Errorf("%s: subject %q, To %q, %s %v", c.rcpt, p.Subject, p.Header.Get("To"), p.ContentType, p.PartOrder)
+		}
+		text, html := p.Parts["text/plain"], p.Parts["text/html"]
+		if !strings.Contains(text, "\n"+link+"\n") || !strings.Contains(html, `href="`+link+`"`) {
+			t.Errorf("%s: the exact magic link is not in both parts", c.rcpt)
+		}
+		if !strings.Contains(text, "The link works until "+human+".") || !strings.Contains(html, human) {
+			t.Errorf("%s: expiry %q missing:\n%s", c.rcpt, human, text)
+		}
+		if c.note != "" && !strings.Contains(text, c.note) {
+			t.Errorf("%s: note missing:\n%s", c.rcpt, text)
+		}
+		if !strings.Contains(html, ">"+c.button+"</a>") {
+			t.Errorf("%s: no %q button", c.rcpt, c.button)
+		}
+		// The link works: it is the recipient's page.
+		resp, err := http.Get(link)
+		if err != nil || resp.StatusCode != http.StatusOK {
+			t.Errorf("%s: the link from the e-mail answers %v %v", c.rcpt, resp, err)
+		} else {
+			resp.Body.Close()
+		}
+	}
+
+	// The audit log through the API: who got what, and why one was not sent.
+	for id, rcpt := range map[string]string{outID: "bob@example.com", inID: "carol@example.org"} {
+		e := entry(a.audit(id), "mail.sent")
+		if e["actor"] != "system" || e["detail"] != "to "+rcpt || e["actor_user_id"] != nil {
+			t.Errorf("mail.sent entry %v", e)
+		}
+	}
+	e := entry(a.audit(badID), "mail.failed")
+	if e["actor"] != "system" || e["detail"] != "to nobody@example.net: 550 5.1.1 no such user" {
+		t.Errorf("mail.failed entry %v", e)
+	}
+	if entry(a.audit(badID), "mail.sent") != nil {
+		t.Error("the refused e-mail is audited as sent")
+	}
+
+	// No process logged a magic link's token.
+	for _, fin := range []map[string]any{outFin, inFin} {
+		link := fin["magic_link"].(string)
+		token := link[strings.LastIndex(link, "/")+1:]
+		for i, l := range logs {
+			if strings.Contains(l.String(), token) {
+				t.Errorf("process %d logged a magic link", i)
+			}
+		}
+	}
+	if !strings.Contains(logs[1].String()+logs[2].String(), "e-mail sent") {
+		t.Error("no mailer logged a sent e-mail")
+	}
+}
+
+// settled waits until the mail consumer holds no message, so no e-mail can follow.
+func settled(t *testing.T, natsURL string) {
+	t.Helper()
+	js := mailtest.Connect(t, natsURL)
+	servicetest.WaitFor(t, 30*time.Second, "the mail queue to drain", func() bool {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		c, err := js.Consumer(ctx, events.StreamMail, "mailer")
+		if err != nil {
+			return false
+		}
+		info, err := c.Info(ctx)
+		return err == nil && info.NumPending == 0 && info.NumAckPending == 0
+	})
+}
