@@ -37,7 +37,7 @@ type Config struct {
 
 // validate checks what the parser cannot, and fills in derived defaults.
 func (c *Config) validate() error {
-	errs := []error{c.SMTP.Validate()}
+	errs := []error{c.SMTP.Validate(), c.NATS.Validate()}
 	if c.Workers < 1 {
 		errs = append(errs, errors.New("SHIPFILE_MAILER_WORKERS must be at least 1"))
 	}
@@ -85,7 +85,7 @@ func run(ctx context.Context, log *slog.Logger, args []string) error {
 		return err
 	}
 	defer nc.Close()
-	if err := events.EnsureStreams(ctx, nc.JS); err != nil {
+	if err := events.EnsureStreams(ctx, nc.JS, events.WithReplicas(cfg.NATS.StreamReplicas)); err != nil {
 		return err
 	}
 	sender, err := transport.NewSMTP(cfg.SMTP)

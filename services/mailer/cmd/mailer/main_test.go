@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/shipfile/shipfile/pkg/bus"
 	"github.com/shipfile/shipfile/pkg/config"
 	"github.com/shipfile/shipfile/pkg/servicetest"
 	"github.com/shipfile/shipfile/services/mailer/internal/app"
@@ -88,7 +89,7 @@ func TestRunSendsAndReportsSMTPReadiness(t *testing.T) {
 func TestUsageListsEveryVariable(t *testing.T) {
 	var buf bytes.Buffer
 	config.Usage(&buf, "mailer", &Config{})
-	for _, v := range []string{"SHIPFILE_MAILER_ADDR", "SHIPFILE_DATABASE_URL", "SHIPFILE_NATS_URL",
+	for _, v := range []string{"SHIPFILE_MAILER_ADDR", "SHIPFILE_DATABASE_URL", "SHIPFILE_NATS_URL", "SHIPFILE_STREAM_REPLICAS",
 		"SHIPFILE_SMTP_HOST", "SHIPFILE_SMTP_PORT", "SHIPFILE_SMTP_FROM", "SHIPFILE_SMTP_USERNAME", "SHIPFILE_SMTP_PASSWORD",
 		"SHIPFILE_SMTP_TLS", "SHIPFILE_SMTP_TIMEOUT", "SHIPFILE_MAIL_RETRY_SCHEDULE", "SHIPFILE_MAILER_WORKERS",
 		"SHIPFILE_MAIL_ACK_WAIT", "SHIPFILE_MAIL_MAX_ACK_PENDING", "SHIPFILE_SHUTDOWN_TIMEOUT"} {
@@ -102,6 +103,7 @@ func TestConfigValidate(t *testing.T) {
 	base := func() Config {
 		return Config{
 			SMTP:    transport.SMTPConfig{Host: "127.0.0.1", Port: 1025, From: "shipfile@localhost", TLS: "none", Timeout: 30 * time.Second},
+			NATS:    bus.Config{URL: "nats://127.0.0.1:4222", StreamReplicas: 1},
 			Workers: 4, MaxAckPending: 100, RetrySchedule: []time.Duration{time.Second},
 		}
 	}
@@ -113,14 +115,15 @@ func TestConfigValidate(t *testing.T) {
 		mod  func(*Config)
 		want string
 	}{
-		"unknown TLS mode": {func(c *Config) { c.SMTP.TLS = "sometimes" }, "SHIPFILE_SMTP_TLS"},
-		"bad sender":       {func(c *Config) { c.SMTP.From = "not an address" }, "SHIPFILE_SMTP_FROM"},
-		"bad port":         {func(c *Config) { c.SMTP.Port = 0 }, "SHIPFILE_SMTP_PORT"},
-		"no timeout":       {func(c *Config) { c.SMTP.Timeout = 0 }, "SHIPFILE_SMTP_TIMEOUT"},
-		"no workers":       {func(c *Config) { c.Workers = 0 }, "SHIPFILE_MAILER_WORKERS"},
-		"no ack pending":   {func(c *Config) { c.MaxAckPending = 0 }, "SHIPFILE_MAIL_MAX_ACK_PENDING"},
-		"negative wait":    {func(c *Config) { c.RetrySchedule = []time.Duration{-time.Second} }, "SHIPFILE_MAIL_RETRY_SCHEDULE"},
-		"tiny ack wait":    {func(c *Config) { c.AckWait = time.Millisecond }, "SHIPFILE_MAIL_ACK_WAIT"},
+		"unknown TLS mode":  {func(c *Config) { c.SMTP.TLS = "sometimes" }, "SHIPFILE_SMTP_TLS"},
+		"bad sender":        {func(c *Config) { c.SMTP.From = "not an address" }, "SHIPFILE_SMTP_FROM"},
+		"bad port":          {func(c *Config) { c.SMTP.Port = 0 }, "SHIPFILE_SMTP_PORT"},
+		"no timeout":        {func(c *Config) { c.SMTP.Timeout = 0 }, "SHIPFILE_SMTP_TIMEOUT"},
+		"no workers":        {func(c *Config) { c.Workers = 0 }, "SHIPFILE_MAILER_WORKERS"},
+		"no ack pending":    {func(c *Config) { c.MaxAckPending = 0 }, "SHIPFILE_MAIL_MAX_ACK_PENDING"},
+		"negative wait":     {func(c *Config) { c.RetrySchedule = []time.Duration{-time.Second} }, "SHIPFILE_MAIL_RETRY_SCHEDULE"},
+		"tiny ack wait":     {func(c *Config) { c.AckWait = time.Millisecond }, "SHIPFILE_MAIL_ACK_WAIT"},
+		"too many replicas": {func(c *Config) { c.NATS.StreamReplicas = 7 }, "SHIPFILE_STREAM_REPLICAS"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			cfg := base()
