@@ -26,6 +26,9 @@ type SessionStore interface {
 	// lockUntil once it reaches maxFailures.
 	RecordLoginFailure(ctx context.Context, key string, now, windowStart, lockUntil time.Time, maxFailures int) error
 	ClearLoginFailures(ctx context.Context, key string) error
+	// DeleteStaleLoginFailures forgets the counts whose window began before
+	// windowStart and whose lock, if any, is over.
+	DeleteStaleLoginFailures(ctx context.Context, now, windowStart time.Time) error
 }
 
 // Session is a signed-in browser. The raw id lives only in the browser's cookie; the
@@ -126,8 +129,10 @@ func (s *Sessions) Login(ctx context.Context, email, password string, client Cli
 	if err := s.store.CreateSession(ctx, sess); err != nil {
 		return User{}, "", err
 	}
-	// Sweep the sessions nobody will use again; a failure here harms no one.
+	// Sweep the sessions nobody will use again and the counts that no longer
+	// matter; a failure here harms no one.
 	_ = s.store.DeleteExpiredSessions(ctx, now)
+	_ = s.store.DeleteStaleLoginFailures(ctx, now, now.Add(-s.cfg.Lockout))
 	return u, raw, nil
 }
 

@@ -70,6 +70,12 @@ func (s *Postgres) RecordLoginFailure(ctx context.Context, key string, now, wind
 	})
 }
 
+// DeleteStaleLoginFailures forgets the counts whose window began before windowStart
+// and whose lock, if any, is over.
+func (s *Postgres) DeleteStaleLoginFailures(ctx context.Context, now, windowStart time.Time) error {
+	return s.q.DeleteStaleLoginFailures(ctx, DeleteStaleLoginFailuresParams{Now: &now, WindowStart: windowStart})
+}
+
 // ClearLoginFailures forgets the failed sign-ins of key.
 func (s *Postgres) ClearLoginFailures(ctx context.Context, key string) error {
 	return s.q.ClearLoginFailures(ctx, key)

@@ -46,3 +46,8 @@ ON CONFLICT (key) DO UPDATE SET
 
 -- name: ClearLoginFailures :exec
 DELETE FROM login_throttle WHERE key = $1;
+
+-- name: DeleteStaleLoginFailures :exec
+-- Forgets counts whose window and lock are both over, so guessed addresses do not pile up.
+DELETE FROM login_throttle
+WHERE window_start < @window_start AND (locked_until IS NULL OR locked_until <= @now);

@@ -37,6 +37,22 @@ func (q *Queries) DeleteSession(ctx context.Context, idHash []byte) error {
 	return err
 }
 
+const deleteStaleLoginFailures = `-- name: DeleteStaleLoginFailures :exec
+DELETE FROM login_throttle
+WHERE window_start < $1 AND (locked_until IS NULL OR locked_until <= $2)
+`
+
+type DeleteStaleLoginFailuresParams struct {
+	WindowStart time.Time
+	Now         *time.Time
+}
+
+// Forgets counts whose window and lock are both over, so guessed addresses do not pile up.
+func (q *Queries) DeleteStaleLoginFailures(ctx context.Context, arg DeleteStaleLoginFailuresParams) error {
+	_, err := q.db.Exec(ctx, deleteStaleLoginFailures, arg.WindowStart, arg.Now)
+	return err
+}
+
 const deleteUserSessions = `-- name: DeleteUserSessions :exec
 DELETE FROM web_sessions WHERE user_id = $1
 `

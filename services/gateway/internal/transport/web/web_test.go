@@ -224,6 +224,10 @@ func TestLoginThrottle(t *testing.T) {
 	if err := e.pool.QueryRow(context.Background(), "SELECT count(*) FROM login_throttle WHERE key = 'email:ann@example.com'").Scan(&n); err != nil || n != 0 {
 		t.Fatalf("the address's failures were not cleared: %d %v", n, err)
 	}
+	// Counts whose window and lock are over are swept.
+	if n := e.count("login_throttle"); n != 0 {
+		t.Fatalf("%d stale throttle rows left", n)
+	}
 }
 
 func TestSecurityHeaders(t *testing.T) {
