@@ -124,6 +124,19 @@ func TestLoginSessionLogout(t *testing.T) {
 	}
 	// Signed in, the sign-in page sends the user on.
 	expectRedirect(t, b.get("/login"), "/")
+	// A session past its end is refused, and its cookie cleared.
+	other := e.browser()
+	other.login("ann@example.com")
+	if _, err := e.pool.Exec(context.Background(), "UPDATE web_sessions SET expires_at = now() - interval '1 second' WHERE id_hash <> $1", stored); err != nil {
+		t.Fatal(err)
+	}
+	expectRedirect(t, other.get("/account"), "/login?next=%2Faccount")
+	if c := other.cookie("shipfile_session"); c != nil {
+		t.Fatalf("the ended session's cookie is kept: %+v", c)
+	}
+	if _, err := e.pool.Exec(context.Background(), "DELETE FROM web_sessions WHERE id_hash <> $1", stored); err != nil {
+		t.Fatal(err)
+	}
 
 	// Logout needs the CSRF token too, then ends the session on the server.
 	expectStatus(t, b.post("/logout", url.Values{"_csrf": {"nope"}}), http.StatusForbidden)
