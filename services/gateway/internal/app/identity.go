@@ -20,6 +20,9 @@ import (
 // IdentityStore is the persistence the identity service needs.
 type IdentityStore interface {
 	CreateUser(ctx context.Context, u NewUser, passwordHash string) (User, error)
+	// CreateFirstUser creates the user only while no user exists (atomically, so two
+	// racing calls create one user); otherwise it answers ErrNotFound.
+	CreateFirstUser(ctx context.Context, u NewUser, passwordHash string) (User, error)
 	GetUser(ctx context.Context, id int64) (User, error)
 	GetUserByEmail(ctx context.Context, email string) (User, error)
 	ListUsers(ctx context.Context) ([]User, error)
@@ -65,28 +68,37 @@ var rawTokenPattern = regexp.MustCompile(`^sf_[A-Za-z0-9_-]{43}$`)
 // CreateUser validates and stores a new user. A duplicate e-mail (in any case) is a
 // conflict.
 func (s *Identity) CreateUser(ctx context.Context, in NewUser) (User, error) {
-	email, err := normalizeEmail(in.Email)
+	in, hash, err := prepareUser(in)
 	if err != nil {
 		return User{}, err
-	}
-	in.Email = email
-	if err := validateName(in.Name); err != nil {
-		return User{}, err
-	}
-	if !in.Role.Valid() {
-		return User{}, Invalid("role must be admin or regular")
-	}
-	var hash string
-	if in.Password != "" {
-		if hash, err = hashPassword(in.Password); err != nil {
-			return User{}, err
-		}
 	}
 	return s.store.CreateUser(ctx, in, hash)
 }
 
+// prepareUser validates a new user, normalizes its e-mail and hashes its password.
+func prepareUser(in NewUser) (NewUser, string, error) {
+	email, err := normalizeEmail(in.Email)
+	if err != nil {
+		return in, "", err
+	}
+	in.Email = email
+	if err := validateName(in.Name); err != nil {
+		return in, "", err
+	}
+	if !in.Role.Valid() {
+		return in, "", Invalid("role must be admin or regular")
+	}
+	var hash string
+	if in.Password != "" {
+		if hash, err = hashPassword(in.Password); err != nil {
+			return in, "", err
+		}
+	}
+	return in, hash, nil
+}
+
 // SetupFirstAdmin creates the first admin while no user exists; afterwards it answers
-// not found, as the setup page disappears.
+// not found, as the setup page disappears. Two racing submissions create one admin.
 func (s *Identity) SetupFirstAdmin(ctx context.Context, in NewUser) (User, error) {
 	n, err := s.store.CountUsers(ctx)
 	if err != nil {
@@ -99,7 +111,11 @@ func (s *Identity) SetupFirstAdmin(ctx context.Context, in NewUser) (User, error
 		return User{}, Invalid("password is required")
 	}
 	in.Role = RoleAdmin
-	return s.CreateUser(ctx, in)
+	in, hash, err := prepareUser(in)
+	if err != nil {
+		return User{}, err
+	}
+	return s.store.CreateFirstUser(ctx, in, hash)
 }
 
 // NeedsSetup reports whether no user exists yet.

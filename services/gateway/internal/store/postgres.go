@@ -43,6 +43,38 @@ func (s *Postgres) CreateUser(ctx context.Context, u app.NewUser, passwordHash s
 	return toUser(row), nil
 }
 
+// setupLockKey serialises first-user creation across gateway instances.
+const setupLockKey = 0x5e7a9f1e
+
+// CreateFirstUser creates the user only while the users table is empty. A transaction
+// advisory lock makes the check and the insert one step, so two racing setups create
+// one user; the loser gets ErrNotFound, as the setup page is gone.
+func (s *Postgres) CreateFirstUser(ctx context.Context, u app.NewUser, passwordHash string) (app.User, error) {
+	var user app.User
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, "SELECT pg_advisory_xact_lock($1)", setupLockKey); err != nil {
+			return err
+		}
+		q := s.q.WithTx(tx)
+		n, err := q.CountUsers(ctx)
+		if err != nil {
+			return err
+		}
+		if n > 0 {
+			return app.NotFound("setup")
+		}
+		row, err := q.CreateUser(ctx, CreateUserParams{
+			Email: u.Email, Name: u.Name, Role: string(u.Role), PasswordHash: nonEmpty(passwordHash),
+		})
+		if err != nil {
+			return mapUserErr(err)
+		}
+		user = toUser(row)
+		return nil
+	})
+	return user, err
+}
+
 // GetUser returns the user with that id.
 func (s *Postgres) GetUser(ctx context.Context, id int64) (app.User, error) {
 	row, err := s.q.GetUser(ctx, id)

@@ -10,6 +10,7 @@ import (
 	"net/url"
 	"regexp"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/shipfile/shipfile/services/gateway/internal/app"
@@ -587,3 +588,35 @@ func TestTokens(t *testing.T) {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// TestSetupRace submits the setup form from several browsers at once: exactly one
+// admin is created and the others find the page gone.
+func TestSetupRace(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	const n = 8
+	browsers := make([]*browser, n)
+	for i := range browsers {
+		browsers[i] = e.browser()
+		expectStatus(t, browsers[i].get("/setup"), http.StatusOK)
+	}
+	statuses := make([]int, n)
+	var wg sync.WaitGroup
+	for i, b := range browsers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			statuses[i] = b.post("/setup", url.Values{"_csrf": {b.csrf}, "email": {fmt.Sprintf("admin%d@example.com", i)},
+				"name": {"A"}, "password": {"long-enough-pw"}, "password_again": {"long-enough-pw"}}).status
+		}()
+	}
+	wg.Wait()
+	if got := e.count("users"); got != 1 {
+		t.Fatalf("%d users after %d racing setups (statuses %v), want 1", got, n, statuses)
+	}
+	for _, s := range statuses {
+		if s >= 500 {
+			t.Fatalf("a racing setup answered %d (statuses %v)", s, statuses)
+		}
+	}
+}
