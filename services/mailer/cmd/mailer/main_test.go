@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgxpool"
+
 	"github.com/shipfile/shipfile/pkg/bus"
 	"github.com/shipfile/shipfile/pkg/config"
 	"github.com/shipfile/shipfile/pkg/servicetest"
@@ -22,28 +24,29 @@ import (
 )
 
 // env points the service at a fresh database, a private NATS server and a sink.
-func env(t *testing.T) (sink *mailtest.Sink, addr, natsURL string) {
+func env(t *testing.T) (sink *mailtest.Sink, addr, natsURL string, pool *pgxpool.Pool) {
 	t.Helper()
 	sink = mailtest.NewSink(t)
 	_, natsURL = mailtest.NATS(t)
 	addr = servicetest.FreeAddr(t)
+	pool, dbURL := schematest.Pool(t)
 	t.Setenv("SHIPFILE_MAILER_ADDR", addr)
-	t.Setenv("SHIPFILE_DATABASE_URL", schematest.New(t))
+	t.Setenv("SHIPFILE_DATABASE_URL", dbURL)
 	t.Setenv("SHIPFILE_NATS_URL", natsURL)
 	t.Setenv("SHIPFILE_SMTP_HOST", sink.Host)
 	t.Setenv("SHIPFILE_SMTP_PORT", strconv.Itoa(sink.Port))
-	return sink, addr, natsURL
+	return sink, addr, natsURL, pool
 }
 
 func TestLifecycle(t *testing.T) {
-	_, addr, _ := env(t)
+	_, addr, _, _ := env(t)
 	servicetest.Lifecycle(t, run, addr)
 }
 
 // The real run, configured by the environment, sends a job's e-mail and reports it in
 // /metrics; /readyz names the SMTP server when it is gone.
 func TestRunSendsAndReportsSMTPReadiness(t *testing.T) {
-	sink, addr, natsURL := env(t)
+	sink, addr, natsURL, pool := env(t)
 	t.Setenv("SHIPFILE_SMTP_FROM", "Shipfile <noreply@test.example>")
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
@@ -67,6 +70,7 @@ func TestRunSendsAndReportsSMTPReadiness(t *testing.T) {
 
 	js := mailtest.Connect(t, natsURL)
 	job := mailtest.NewJob(app.KindOutbound, "bob@example.com")
+	mailtest.InsertPackage(t, pool, job, "active")
 	mailtest.Publish(t, js, job)
 	m := sink.WaitN(t, 1, 20*time.Second)[0]
 	if from := m.Parse(t).Header.Get("From"); from != `"Shipfile" <noreply@test.example>` {

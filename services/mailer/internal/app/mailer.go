@@ -64,7 +64,8 @@ const abandoned = "abandoned"
 // delivered numDelivered times, and says what to do with the message.
 //
 // A job already sent or failed is acknowledged without sending: a redelivered job costs
-// no second e-mail. Otherwise the e-mail is sent while the job's record is locked, and
+// no second e-mail. A job whose package is no longer active (revoked, expired, deleted
+// before the e-mail could go out) fails without sending. Otherwise the e-mail is sent while the job's record is locked, and
 // the outcome is recorded before the message is settled: sent (acknowledged, audit
 // mail.sent), rejected for good by a 5xx reply or out of retries (acknowledged, audit
 // mail.failed), or a transient failure (returned after the schedule's next wait).
@@ -97,6 +98,17 @@ func (m *Mailer) Handle(ctx context.Context, data []byte, numDelivered uint64) D
 			return Outcome{}
 		}
 		attempt = d.Attempts + 1
+		if d.PackageState != "active" {
+			// Revoked, expired or deleted since it was finalized (a retry hours later):
+			// its link is dead, an e-mail would only confuse the recipient.
+			why := "the package was deleted"
+			if d.PackageState != "" {
+				why = "the package is " + d.PackageState
+			}
+			result, lastError = OutcomeFailed, "not sent: "+why
+			return Outcome{State: StateFailed, Error: lastError, AuditAction: ActionFailed,
+				AuditDetail: truncate(fmt.Sprintf("to %s: %s", recipient, lastError))}
+		}
 		if renderErr != nil {
 			result, lastError = OutcomeFailed, renderErr.Error()
 			return Outcome{State: StateFailed, Error: lastError, AuditAction: ActionFailed,

@@ -102,6 +102,9 @@ func (r *Rejection) Text() string {
 type Delivery struct {
 	State    string
 	Attempts int // attempts made before this one
+	// PackageState is the package's state now ("active", "revoked", "expired", …), ""
+	// when the package is gone. Only an active package's link is worth an e-mail.
+	PackageState string
 }
 
 // Outcome is what an attempt writes: the record's new state and, for a sent or finally

@@ -303,3 +303,25 @@ func Gauge(t testing.TB, reg *prometheus.Registry, name string) float64 {
 	}
 	return -1
 }
+
+// InsertPackage writes the package of job (and an owner for it) in state, as the
+// gateway would have before queuing the job: the mailer sends only an active
+// package's e-mail.
+func InsertPackage(t testing.TB, pool *pgxpool.Pool, job *eventsv1.MailJob, state string) {
+	t.Helper()
+	ctx := context.Background()
+	var owner int64
+	err := pool.QueryRow(ctx, `INSERT INTO users (email, name, role) VALUES ($1, $2, 'regular') RETURNING id`,
+		"owner-"+job.GetJobId()+"@example.com", job.GetOwnerName()).Scan(&owner)
+	if err != nil {
+		t.Fatalf("insert owner: %v", err)
+	}
+	_, err = pool.Exec(ctx, `
+		INSERT INTO packages (id, owner_user_id, title, recipient_email, recipient_name, direction, state, ttl_days, note, expires_at)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, 7, $8, $9)`,
+		job.GetPackageId(), owner, job.GetTitle(), job.GetRecipientEmail(), job.GetRecipientName(), job.GetKind(), state,
+		job.GetNote(), job.GetExpiresAt().AsTime())
+	if err != nil {
+		t.Fatalf("insert package: %v", err)
+	}
+}

@@ -15,6 +15,10 @@ ON CONFLICT (job_id) DO NOTHING`
 const qLockDelivery = `
 SELECT state, attempts FROM mail_deliveries WHERE job_id = $1 FOR UPDATE NOWAIT`
 
+// qPackageState reads the state of a job's package; no row when it was deleted.
+const qPackageState = `
+SELECT state FROM packages WHERE id = $1`
+
 // qRecordAttempt writes an attempt's outcome.
 const qRecordAttempt = `
 UPDATE mail_deliveries

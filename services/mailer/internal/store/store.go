@@ -58,7 +58,7 @@ func Open(ctx context.Context, url string, minConns int) (*pgxpool.Pool, error) 
 }
 
 // Attempt records job at first sight, locks its record (app.ErrBusy when another
-// instance holds the lock), calls fn with it and writes fn's outcome and audit entry in
+// instance holds the lock), reads its package's state, calls fn with both and writes fn's outcome and audit entry in
 // the same transaction. The lock is held while fn sends the e-mail.
 func (p *Postgres) Attempt(ctx context.Context, job app.Job, fn func(app.Delivery) app.Outcome) error {
 	if _, err := p.pool.Exec(ctx, qEnsureDelivery, job.ID, job.PackageID, job.Kind, job.RecipientEmail); err != nil {
@@ -82,6 +82,10 @@ func (p *Postgres) Attempt(ctx context.Context, job app.Job, fn func(app.Deliver
 	}
 	if err != nil {
 		return fmt.Errorf("store: lock job %s: %w", job.ID, err)
+	}
+	err = tx.QueryRow(ctx, qPackageState, job.PackageID).Scan(&d.PackageState)
+	if err != nil && !errors.Is(err, pgx.ErrNoRows) {
+		return fmt.Errorf("store: package of job %s: %w", job.ID, err)
 	}
 
 	out := fn(d)

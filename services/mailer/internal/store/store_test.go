@@ -3,12 +3,14 @@ package store_test
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/shipfile/shipfile/services/mailer/internal/app"
+	"github.com/shipfile/shipfile/services/mailer/internal/mailtest"
 	"github.com/shipfile/shipfile/services/mailer/internal/schematest"
 	"github.com/shipfile/shipfile/services/mailer/internal/store"
 )
@@ -189,5 +191,35 @@ func TestOpenSizesThePool(t *testing.T) {
 	}
 	if _, err := store.Open(context.Background(), "postgres://127.0.0.1:1/x?connect_timeout=1", 1); err == nil {
 		t.Fatal("Open of an unreachable server succeeded")
+	}
+}
+
+// The attempt sees the package's state now: "" once it is deleted.
+func TestAttemptSeesThePackageState(t *testing.T) {
+	t.Parallel()
+	pool, _ := schematest.Pool(t)
+	st := store.New(pool)
+	ctx := context.Background()
+	m := mailtest.NewJob(app.KindOutbound, "bob@example.com")
+	mailtest.InsertPackage(t, pool, m, "active")
+	j := app.Job{ID: m.JobId, Kind: m.Kind, PackageID: m.PackageId, RecipientEmail: m.RecipientEmail}
+	var seen []string
+	see := func(d app.Delivery) app.Outcome { seen = append(seen, d.PackageState); return app.Outcome{} }
+	for _, change := range []string{
+		``,
+		`UPDATE packages SET state = 'revoked', revoked_at = now() WHERE id = $1`,
+		`DELETE FROM packages WHERE id = $1`,
+	} {
+		if change != "" {
+			if _, err := pool.Exec(ctx, change, m.PackageId); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := st.Attempt(ctx, j, see); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if strings.Join(seen, ",") != "active,revoked," {
+		t.Fatalf("package states seen %q, want active, revoked, \"\"", seen)
 	}
 }

@@ -36,6 +36,13 @@ func setup(t *testing.T, opts ...mailtest.SinkOption) fixture {
 	return fixture{pool: pool, js: js, sink: mailtest.NewSink(t, opts...)}
 }
 
+// publish queues job for an active package, as finalizing it does.
+func (f fixture) publish(t *testing.T, job *eventsv1.MailJob) {
+	t.Helper()
+	mailtest.InsertPackage(t, f.pool, job, "active")
+	mailtest.Publish(t, f.js, job)
+}
+
 func (f fixture) start(t *testing.T, cfg mailtest.Config) *mailtest.Instance {
 	t.Helper()
 	cfg.Pool, cfg.JS = f.pool, f.js
@@ -102,8 +109,8 @@ func TestSendsOutboundAndInboundEmails(t *testing.T) {
 	out := mailtest.NewJob(app.KindOutbound, "bob@example.com")
 	inb := mailtest.NewJob(app.KindInbound, "carol@example.org")
 	inb.RecipientName, inb.Title, inb.Note = "Carol", "Invoices for March", ""
-	mailtest.Publish(t, f.js, out)
-	mailtest.Publish(t, f.js, inb)
+	f.publish(t, out)
+	f.publish(t, inb)
 	msgs := f.sink.WaitN(t, 2, 20*time.Second)
 
 	byRcpt := map[string]mailtest.Message{}
@@ -206,7 +213,7 @@ func TestRedeliveredJobSendsNoSecondEmail(t *testing.T) {
 	b := f.start(t, mailtest.Config{})
 
 	job := mailtest.NewJob(app.KindOutbound, "bob@example.com")
-	mailtest.Publish(t, f.js, job)
+	f.publish(t, job)
 	f.sink.WaitN(t, 1, 20*time.Second)
 	f.waitState(t, job.JobId, app.StateSent, 10*time.Second)
 	f.settled(t, 10*time.Second)
@@ -222,7 +229,7 @@ func TestRedeliveredJobSendsNoSecondEmail(t *testing.T) {
 		mailtest.PublishRaw(t, f.js, events.MailSubject(job.Kind), job.JobId+"-again-"+string(rune('a'+i)), data)
 		other := mailtest.NewJob(app.KindInbound, "carol@example.org")
 		others = append(others, other)
-		mailtest.Publish(t, f.js, other)
+		f.publish(t, other)
 	}
 	f.sink.WaitN(t, 4, 20*time.Second)
 	f.settled(t, 20*time.Second)
@@ -262,7 +269,7 @@ func TestRetriesThroughATemporaryOutage(t *testing.T) {
 
 	f.sink.Down()
 	job := mailtest.NewJob(app.KindOutbound, "bob@example.com")
-	mailtest.Publish(t, f.js, job)
+	f.publish(t, job)
 	servicetest.WaitFor(t, 20*time.Second, "two refused connections", func() bool {
 		d, ok := mailtest.Delivery(t, f.pool, job.JobId)
 		return ok && d.Attempts >= 2
@@ -330,8 +337,8 @@ func TestNoRetryAfter550(t *testing.T) {
 
 	bad := mailtest.NewJob(app.KindInbound, "nobody@example.com")
 	good := mailtest.NewJob(app.KindOutbound, "bob@example.com")
-	mailtest.Publish(t, f.js, bad)
-	mailtest.Publish(t, f.js, good)
+	f.publish(t, bad)
+	f.publish(t, good)
 	f.sink.WaitN(t, 1, 20*time.Second)
 	d := f.waitState(t, bad.JobId, app.StateFailed, 10*time.Second)
 	f.settled(t, 10*time.Second) // acknowledged: no retry can come
@@ -369,7 +376,7 @@ func TestGivesUpWhenTheScheduleRunsOut(t *testing.T) {
 	})
 	in := f.start(t, mailtest.Config{Schedule: mailtest.Schedule(100*time.Millisecond, 3)})
 	job := mailtest.NewJob(app.KindOutbound, "bob@example.com")
-	mailtest.Publish(t, f.js, job)
+	f.publish(t, job)
 	d := f.waitState(t, job.JobId, app.StateFailed, 20*time.Second)
 	f.settled(t, 10*time.Second)
 	if d.Attempts != 4 || f.sink.Transactions() != 4 || len(f.sink.Messages()) != 0 {
@@ -400,9 +407,10 @@ func TestPoisonAndUndeliverableJobs(t *testing.T) {
 	}
 	mailtest.PublishRaw(t, f.js, events.MailSubject("sideways"), noKind.JobId, data)
 	undeliverable := mailtest.NewJob(app.KindOutbound, "bob@example.com\r\nBcc: evil@example.net")
+	mailtest.InsertPackage(t, f.pool, undeliverable, "active")
 	mailtest.PublishRaw(t, f.js, events.MailSubject("outbound"), undeliverable.JobId, mustMarshal(t, undeliverable))
 	good := mailtest.NewJob(app.KindInbound, "carol@example.org")
-	mailtest.Publish(t, f.js, good)
+	f.publish(t, good)
 
 	f.sink.WaitN(t, 1, 20*time.Second)
 	d := f.waitState(t, undeliverable.JobId, app.StateFailed, 10*time.Second)
@@ -438,7 +446,7 @@ func TestHeaderInjectionIsImpossible(t *testing.T) {
 	job.Title = "Q3\r\nBcc: evil@example.net\r\n\r\nfake body"
 	job.RecipientName = "Bob\r\nCc: evil@example.net"
 	job.OwnerName = "Alice\nReply-To: evil@example.net"
-	mailtest.Publish(t, f.js, job)
+	f.publish(t, job)
 	m := f.sink.WaitN(t, 1, 20*time.Second)[0]
 	if len(m.To) != 1 || m.To[0] != "bob@example.com" {
 		t.Fatalf("envelope recipients %v", m.To)
@@ -487,7 +495,7 @@ func TestStopLetsASendFinish(t *testing.T) {
 	})
 	in := f.start(t, mailtest.Config{})
 	job := mailtest.NewJob(app.KindOutbound, "bob@example.com")
-	mailtest.Publish(t, f.js, job)
+	f.publish(t, job)
 	select {
 	case <-inData:
 	case <-time.After(20 * time.Second):
@@ -502,5 +510,39 @@ func TestStopLetsASendFinish(t *testing.T) {
 	f.settled(t, 10*time.Second)
 	if n := len(f.sink.Messages()); n != 1 {
 		t.Fatalf("%d e-mails, want 1", n)
+	}
+}
+
+// A job whose package was revoked, expired or deleted before the e-mail went out (a
+// retry hours later) sends nothing: the link is dead. The audit log says why.
+func TestNoEmailForAPackageNoLongerActive(t *testing.T) {
+	f := setup(t)
+	in := f.start(t, mailtest.Config{})
+	revoked := mailtest.NewJob(app.KindOutbound, "bob@example.com")
+	mailtest.InsertPackage(t, f.pool, revoked, "revoked")
+	mailtest.Publish(t, f.js, revoked)
+	deleted := mailtest.NewJob(app.KindInbound, "carol@example.org")
+	mailtest.Publish(t, f.js, deleted)
+	live := mailtest.NewJob(app.KindOutbound, "dave@example.com")
+	f.publish(t, live)
+
+	f.sink.WaitN(t, 1, 20*time.Second)
+	f.waitState(t, revoked.JobId, app.StateFailed, 10*time.Second)
+	f.waitState(t, deleted.JobId, app.StateFailed, 10*time.Second)
+	f.settled(t, 10*time.Second)
+	if msgs := f.sink.Messages(); len(msgs) != 1 || msgs[0].To[0] != "dave@example.com" || f.sink.Transactions() != 1 {
+		t.Fatalf("e-mails %+v (%d transactions), want only dave's", msgs, f.sink.Transactions())
+	}
+	for job, why := range map[*eventsv1.MailJob]string{revoked: "the package is revoked", deleted: "the package was deleted"} {
+		if d := f.delivery(t, job.JobId); d.Attempts != 0 || d.LastError != "not sent: "+why {
+			t.Errorf("%s: delivery %+v", why, d)
+		}
+		want := mailtest.AuditRow{Actor: "system", Action: "mail.failed", Detail: "to " + job.RecipientEmail + ": not sent: " + why}
+		if a := mailtest.Audit(t, f.pool, job.PackageId); len(a) != 1 || a[0] != want {
+			t.Errorf("audit %+v, want [%+v]", a, want)
+		}
+	}
+	if got := mailtest.Counter(t, in.Registry, "shipfile_mailer_jobs_total", app.OutcomeFailed); got != 2 {
+		t.Errorf("failed = %v, want 2", got)
 	}
 }
