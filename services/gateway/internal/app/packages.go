@@ -230,7 +230,7 @@ func (s *Packages) UploadAsOwner(ctx context.Context, u User, client Client, id 
 // upload.
 func (s *Packages) upload(ctx context.Context, p Package, up Upload, by Uploader, op Op, audit AuditEntry) (File, error) {
 	probe := p
-	if err := probe.apply(op); err != nil {
+	if err := probe.apply(op, s.now()); err != nil {
 		return File{}, err
 	}
 	if p.FileCount >= s.limits.MaxFiles {
@@ -279,7 +279,7 @@ func (s *Packages) upload(ctx context.Context, p Package, up Upload, by Uploader
 	audit.FileID = &f.ID
 
 	_, err = s.store.AddFile(ctx, f, func(p *Package) (Effects, error) {
-		if err := p.apply(op); err != nil {
+		if err := p.apply(op, s.now()); err != nil {
 			return Effects{}, err
 		}
 		if p.FileCount >= s.limits.MaxFiles {
@@ -305,7 +305,7 @@ func (s *Packages) OpenFile(ctx context.Context, u User, id, fileID uuid.UUID) (
 	if err != nil {
 		return File{}, nil, err
 	}
-	if err := p.apply(OpOwnerDownload); err != nil {
+	if err := p.apply(OpOwnerDownload, s.now()); err != nil {
 		return File{}, nil, err
 	}
 	return s.open(ctx, id, fileID)
@@ -330,7 +330,7 @@ func (s *Packages) RemoveFile(ctx context.Context, u User, client Client, id, fi
 	}
 	var key string
 	err := s.store.RemoveFile(ctx, id, fileID, func(p *Package, f File) (Effects, error) {
-		if err := p.apply(OpRemoveFile); err != nil {
+		if err := p.apply(OpRemoveFile, s.now()); err != nil {
 			return Effects{}, err
 		}
 		p.FileCount--
@@ -357,7 +357,7 @@ func (s *Packages) Finalize(ctx context.Context, u User, client Client, id uuid.
 	}
 	link := s.publicURL + "/p/" + token
 	p, err := s.store.ChangePackage(ctx, id, func(p *Package) (Effects, error) {
-		if err := p.apply(OpFinalize); err != nil {
+		if err := p.apply(OpFinalize, s.now()); err != nil {
 			return Effects{}, err
 		}
 		if p.Direction == Outbound && p.FileCount == 0 {
@@ -389,7 +389,7 @@ func (s *Packages) Revoke(ctx context.Context, u User, client Client, id uuid.UU
 		return Package{}, err
 	}
 	return s.store.ChangePackage(ctx, id, func(p *Package) (Effects, error) {
-		if err := p.apply(OpRevoke); err != nil {
+		if err := p.apply(OpRevoke, s.now()); err != nil {
 			return Effects{}, err
 		}
 		now := s.now().UTC().Truncate(time.Microsecond)
@@ -455,7 +455,7 @@ func (s *Packages) resolveLink(ctx context.Context, token string, client Client)
 	hash, ok := linkHash(token)
 	if ok {
 		p, err := s.store.PackageByLink(ctx, hash)
-		if err == nil && p.apply(OpUseLink) == nil && s.now().Before(p.ExpiresAt) {
+		if err == nil && p.apply(OpUseLink, s.now()) == nil {
 			return p, nil
 		}
 		if err != nil && !errors.Is(err, ErrNotFound) {

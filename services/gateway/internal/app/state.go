@@ -1,6 +1,9 @@
 package app
 
-import "slices"
+import (
+	"slices"
+	"time"
+)
 
 // Op is an operation on a package that the state table governs.
 type Op string
@@ -36,12 +39,19 @@ var transitions = map[Op]transition{
 	OpOwnerDownload: {from: []State{StateDraft, StateActive, StateRevoked}},
 }
 
-// apply checks that op is allowed in the package's state and moves it to the next
-// state. A move that is not allowed is a conflict naming the state.
-func (p *Package) apply(op Op) error {
+// apply checks that op is allowed in the package's state at now and moves it to the
+// next state. A move that is not allowed is a conflict naming the state. A package whose
+// expires_at has passed counts as expired even before the expiry service has marked it
+// (it does so within one interval), so an overdue draft cannot be finalized nor an
+// overdue link used.
+func (p *Package) apply(op Op, now time.Time) error {
+	state := p.State
+	if state != StateExpired && !now.Before(p.ExpiresAt) {
+		state = StateExpired
+	}
 	t, ok := transitions[op]
-	if !ok || !slices.Contains(t.from, p.State) {
-		return Conflict("cannot %s a package in state %s", op, p.State)
+	if !ok || !slices.Contains(t.from, state) {
+		return Conflict("cannot %s a package in state %s", op, state)
 	}
 	if t.to != "" {
 		p.State = t.to

@@ -384,6 +384,43 @@ func TestExpiredPackage(t *testing.T) {
 	expect(t, a.do("DELETE", base, token, nil), http.StatusNoContent)
 }
 
+// TestOverduePackage: once expires_at has passed, a package counts as expired before
+// the expiry service marks it: its draft cannot be finalized nor its link used.
+func TestOverduePackage(t *testing.T) {
+	t.Parallel()
+	a := newTestAPI(t, defaultConfig())
+	_, token := a.user("owner@example.com", app.RoleRegular)
+	overdue := func(id string) {
+		t.Helper()
+		if _, err := a.pool.Exec(context.Background(), "UPDATE packages SET expires_at = now() - interval '1 second' WHERE id = $1", id); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	draft := a.createPackage(token, map[string]any{"title": "Draft", "recipient_email": "r@example.com"})
+	base := "/api/v1/packages/" + draft["id"].(string)
+	expect(t, a.upload(base+"/files", token, "a.txt", []byte("a")), http.StatusCreated)
+	overdue(draft["id"].(string))
+	r := a.do("POST", base+"/finalize", token, nil)
+	expect(t, r, http.StatusConflict)
+	if !strings.Contains(string(r.body), "state expired") {
+		t.Fatalf("409 without the state: %s", r.body)
+	}
+	expect(t, a.upload(base+"/files", token, "b.txt", []byte("b")), http.StatusConflict)
+
+	active := a.createPackage(token, map[string]any{"title": "Active", "recipient_email": "r@example.com"})
+	base = "/api/v1/packages/" + active["id"].(string)
+	expect(t, a.upload(base+"/files", token, "a.txt", []byte("a")), http.StatusCreated)
+	r = a.do("POST", base+"/finalize", token, nil)
+	expect(t, r, http.StatusOK)
+	link := r.json(t)["magic_link"].(string)
+	linkPath := "/api/v1/links/" + link[strings.LastIndex(link, "/")+1:]
+	expect(t, a.do("GET", linkPath, "", nil), http.StatusOK)
+	overdue(active["id"].(string))
+	expect(t, a.do("GET", linkPath, "", nil), http.StatusGone)
+	expect(t, a.do("POST", base+"/revoke", token, nil), http.StatusConflict)
+}
+
 func TestPackageRules(t *testing.T) {
 	t.Parallel()
 	a := newTestAPI(t, defaultConfig())
