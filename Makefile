@@ -7,17 +7,21 @@ SHELL := bash
 GO ?= go
 # The modules of go.work, listed explicitly (check-modules fails when the two differ);
 # SERVICES are the ones with binaries.
-MODULES := bench pkg proto services/gateway services/mailer services/expiry services/webhooks
+MODULES := bench deploy pkg proto services/gateway services/mailer services/expiry services/webhooks
 SERVICES := services/gateway services/mailer services/expiry services/webhooks
 BIN := $(CURDIR)/bin
 # `go list -m -versions honnef.co/go/tools`: v0.8.2 is staticcheck 2026.2.2 (knows Go 1.26).
 STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
+# `go list -m -versions sigs.k8s.io/kustomize/kustomize/v5`: v5.8.2 is the newest that builds
+# with Go 1.26 (v5.8.3 wants 1.27); deploy/go.mod pins its library, kustomize/api v0.21.2.
+KUSTOMIZE_VERSION := v5.8.2
+KUSTOMIZE := $(HOME)/.cache/shipfile/bin/kustomize
 
-.PHONY: help up down test test-race bench lint fmt generate migrate assets build clean check-modules
+.PHONY: help up down test test-race bench lint fmt generate migrate assets build clean check-modules k8s
 
 help: ## list the targets
 	@echo "usage: make <target>"
-	@awk 'BEGIN { FS = ":.*## " } /^[a-z-]+:.*## / { printf "  %-14s %s\n", $$1, $$2 }' $(MAKEFILE_LIST)
+	@awk 'BEGIN { FS = ":.*## " } /^[a-z0-9-]+:.*## / { printf "  %-14s %s\n", $$1, $$2 }' $(MAKEFILE_LIST)
 
 up: ## start PostgreSQL, NATS, MinIO, maildev and the four services in the background
 	@bash scripts/dev.sh up
@@ -68,6 +72,13 @@ build: assets ## build the binaries into bin/: gateway shipctl mailer expiry web
 		echo "==> go build $$m"; \
 		(cd $$m && $(GO) build -o $(BIN)/ ./cmd/...) || { echo "FAIL: build in $$m" >&2; exit 1; }; \
 	done
+
+k8s: ## render the production Kubernetes manifests (kustomize build deploy/k8s/overlays/production)
+	@if [[ "$$($(KUSTOMIZE) version 2>/dev/null)" != "$(KUSTOMIZE_VERSION)" ]]; then \
+		echo "installing kustomize $(KUSTOMIZE_VERSION) into $(dir $(KUSTOMIZE))" >&2; \
+		GOWORK=off GOFLAGS= GOBIN=$(dir $(KUSTOMIZE)) $(GO) install sigs.k8s.io/kustomize/kustomize/v5@$(KUSTOMIZE_VERSION) >&2; \
+	fi
+	@$(KUSTOMIZE) build deploy/k8s/overlays/production
 
 check-modules: ## fail when MODULES and the modules of go.work differ (skipped for `make X MODULES=...`)
 ifneq ($(origin MODULES),command line)

@@ -1,0 +1,710 @@
+package deploy_test
+
+import (
+	"errors"
+	"net/url"
+	"os"
+	"regexp"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	autoscalingv2 "k8s.io/api/autoscaling/v2"
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"sigs.k8s.io/yaml"
+)
+
+// The decoder must be strict, or a typo would pass: each of these differs from a valid
+// object by one mistake.
+func TestStrictDecodingRejectsTypos(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name string
+		into func() any
+		yaml string
+	}{
+		{"misspelled field", func() any { return &appsv1.Deployment{} },
+			"apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: x}\nspec: {replica: 2}"},
+		{"field in the wrong case", func() any { return &appsv1.Deployment{} },
+			"apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: x}\nspec: {Replicas: 2}"},
+		{"string for a number", func() any { return &appsv1.Deployment{} },
+			"apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: x}\nspec: {replicas: two}"},
+		{"bad quantity", func() any { return &corev1.ResourceRequirements{} },
+			"limits: {memory: 1Gb}"},
+		{"probe field one level too high", func() any { return &corev1.Container{} },
+			"name: x\nreadinessProbe: {path: /readyz}"},
+		{"unknown ScaledObject field", func() any { return &ScaledObject{} },
+			"apiVersion: keda.sh/v1alpha1\nkind: ScaledObject\nmetadata: {name: x}\nspec: {scaleTargetRef: {name: x}, minReplicas: 1, triggers: []}"},
+		{"unknown Cluster field", func() any { return &PGCluster{} },
+			"apiVersion: postgresql.cnpg.io/v1\nkind: Cluster\nmetadata: {name: x}\nspec: {instance: 3, storage: {size: 1Gi}}"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			j, err := yaml.YAMLToJSONStrict([]byte(tt.yaml))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := decodeStrict(j, tt.into()); err == nil {
+				t.Errorf("decoded without error:\n%s", tt.yaml)
+			}
+		})
+	}
+	// And the same objects without the mistake decode.
+	j, _ := yaml.YAMLToJSONStrict([]byte("apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: x}\nspec: {replicas: 2}"))
+	if err := decodeStrict(j, &appsv1.Deployment{}); err != nil {
+		t.Errorf("a valid Deployment: %v", err)
+	}
+	// A duplicate key is refused before decoding.
+	if _, err := yaml.YAMLToJSONStrict([]byte("spec: {replicas: 2, replicas: 3}")); err == nil {
+		t.Error("a duplicate key passed")
+	}
+}
+
+// Both kustomizations render, and every object decodes strictly; each holds what it must.
+func TestRenderedManifestsDecodeStrictly(t *testing.T) {
+	t.Parallel()
+	common := []string{
+		"Namespace/shipfile", "ServiceAccount/shipfile", "ConfigMap/shipfile", "Job/shipfile-migrate",
+		"Deployment/gateway", "Deployment/mailer", "Deployment/expiry", "Deployment/webhooks",
+		"PodDisruptionBudget/gateway", "PodDisruptionBudget/mailer", "PodDisruptionBudget/expiry", "PodDisruptionBudget/webhooks",
+		"Service/gateway", "Ingress/gateway", "Ingress/gateway-ops-paths",
+	}
+	tests := []struct {
+		dir           string
+		want, wantNot []string
+	}{
+		{baseDir, append(slices.Clone(common), "HorizontalPodAutoscaler/webhooks"),
+			[]string{"ScaledObject/webhooks", "Cluster/shipfile-db"}},
+		{productionDir, append(slices.Clone(common), "ScaledObject/webhooks", "Cluster/shipfile-db",
+			"ObjectStore/shipfile-db-backups", "ScheduledBackup/shipfile-db-nightly"),
+			// KEDA makes its own HPA; a second one on the same Deployment would fight it.
+			[]string{"HorizontalPodAutoscaler/webhooks"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.dir, func(t *testing.T) {
+			d := rendered(t, tt.dir)
+			for _, w := range tt.want {
+				if _, ok := d.typed[w]; !ok {
+					t.Errorf("%s is not rendered", w)
+				}
+			}
+			for _, w := range tt.wantNot {
+				if _, ok := d.typed[w]; ok {
+					t.Errorf("%s is rendered", w)
+				}
+			}
+			for _, o := range d.objects {
+				if o.Kind == "Namespace" {
+					continue
+				}
+				var meta struct {
+					Metadata struct {
+						Namespace string            `json:"namespace"`
+						Labels    map[string]string `json:"labels"`
+					} `json:"metadata"`
+				}
+				if err := yaml.Unmarshal(o.JSON, &meta); err != nil {
+					t.Fatal(err)
+				}
+				if meta.Metadata.Namespace != "shipfile" {
+					t.Errorf("%s is in namespace %q, want shipfile", o, meta.Metadata.Namespace)
+				}
+				if meta.Metadata.Labels["app.kubernetes.io/part-of"] != "shipfile" {
+					t.Errorf("%s lacks the label app.kubernetes.io/part-of=shipfile", o)
+				}
+			}
+		})
+	}
+}
+
+// The listen variable and port of each service's container.
+var servicePorts = map[string]struct {
+	addrVar string
+	port    int32
+}{
+	"gateway":  {"SHIPFILE_HTTP_ADDR", 8080},
+	"mailer":   {"SHIPFILE_MAILER_ADDR", 8081},
+	"expiry":   {"SHIPFILE_EXPIRY_ADDR", 8082},
+	"webhooks": {"SHIPFILE_WEBHOOKS_ADDR", 8083},
+}
+
+// Every Deployment: probes on the service's port, requests and limits, non-root and
+// locked down, a PodDisruptionBudget, a grace period longer than the service's shutdown
+// timeout, Prometheus annotations; the images pinned in production.
+func TestWorkloads(t *testing.T) {
+	t.Parallel()
+	src := sources(t)
+	for _, dir := range []string{baseDir, productionDir} {
+		t.Run(dir, func(t *testing.T) {
+			d := rendered(t, dir)
+			cm := d.get("ConfigMap", "shipfile").(*corev1.ConfigMap)
+			deployments := all[appsv1.Deployment](d)
+			if len(deployments) != len(servicePorts) {
+				t.Errorf("%d Deployments, want %d", len(deployments), len(servicePorts))
+			}
+			pdbs := all[policyv1.PodDisruptionBudget](d)
+			for _, dep := range deployments {
+				name := dep.Name
+				sp, ok := servicePorts[name]
+				if !ok {
+					t.Errorf("Deployment %s is no shipfile service", name)
+					continue
+				}
+				tmpl := dep.Spec.Template
+				sel, err := metaSelector(dep.Spec.Selector)
+				if err != nil || !sel.Matches(labels.Set(tmpl.Labels)) {
+					t.Errorf("%s: selector %v does not match its pod labels %v (%v)", name, dep.Spec.Selector, tmpl.Labels, err)
+				}
+				checkPod(t, "Deployment/"+name, tmpl.Spec)
+				if len(tmpl.Spec.Containers) != 1 {
+					t.Fatalf("%s: %d containers, want 1", name, len(tmpl.Spec.Containers))
+				}
+				c := tmpl.Spec.Containers[0]
+				checkImage(t, dir, name, c.Image, "shipfile/"+name)
+				env := envOf(c)
+				if got := env[sp.addrVar]; got != "0.0.0.0:"+strconv.Itoa(int(sp.port)) {
+					t.Errorf("%s: %s = %q, want 0.0.0.0:%d", name, sp.addrVar, got, sp.port)
+				}
+				if len(c.Ports) != 1 || c.Ports[0].Name != "http" || c.Ports[0].ContainerPort != sp.port {
+					t.Errorf("%s: ports %v, want http on %d", name, c.Ports, sp.port)
+				}
+				if a := tmpl.Annotations; a["prometheus.io/scrape"] != "true" || a["prometheus.io/port"] != strconv.Itoa(int(sp.port)) || a["prometheus.io/path"] != "/metrics" {
+					t.Errorf("%s: Prometheus annotations %v", name, a)
+				}
+				for probeName, p := range map[string]*corev1.Probe{"readiness": c.ReadinessProbe, "liveness": c.LivenessProbe} {
+					want := map[string]string{"readiness": "/readyz", "liveness": "/healthz"}[probeName]
+					if p == nil || p.HTTPGet == nil || p.HTTPGet.Path != want || p.HTTPGet.Port.String() != "http" {
+						t.Errorf("%s: %s probe %+v, want GET %s on port http", name, probeName, p, want)
+					}
+				}
+				// The grace period covers the preStop pause and the shutdown timeout.
+				shutdown := durationOr(t, env["SHIPFILE_SHUTDOWN_TIMEOUT"], cm.Data["SHIPFILE_SHUTDOWN_TIMEOUT"], src.defaults["SHIPFILE_SHUTDOWN_TIMEOUT"])
+				var preStop time.Duration
+				if c.Lifecycle != nil && c.Lifecycle.PreStop != nil && c.Lifecycle.PreStop.Sleep != nil {
+					preStop = time.Duration(c.Lifecycle.PreStop.Sleep.Seconds) * time.Second
+				}
+				grace := time.Duration(*tmpl.Spec.TerminationGracePeriodSeconds) * time.Second
+				if grace <= shutdown+preStop {
+					t.Errorf("%s: terminationGracePeriodSeconds %s, want more than the shutdown timeout %s + preStop %s", name, grace, shutdown, preStop)
+				}
+				// Variables: each one exists in this service's code.
+				for v := range env {
+					if !src.byService[name][v] {
+						t.Errorf("%s: env %s is not read by services/%s or pkg", name, v, name)
+					}
+				}
+				covered := 0
+				for _, pdb := range pdbs {
+					s, err := metaSelector(pdb.Spec.Selector)
+					if err == nil && s.Matches(labels.Set(tmpl.Labels)) {
+						covered++
+						if pdb.Spec.MaxUnavailable == nil && pdb.Spec.MinAvailable == nil {
+							t.Errorf("PodDisruptionBudget %s sets no budget", pdb.Name)
+						}
+					}
+				}
+				if covered != 1 {
+					t.Errorf("%s: %d PodDisruptionBudgets select its pods, want 1", name, covered)
+				}
+			}
+			job := d.get("Job", "shipfile-migrate").(*batchv1.Job)
+			checkPod(t, "Job/shipfile-migrate", job.Spec.Template.Spec)
+			c := job.Spec.Template.Spec.Containers[0]
+			checkImage(t, dir, "shipfile-migrate", c.Image, "shipfile/gateway")
+			if !slices.Equal(c.Command, []string{"/usr/local/bin/shipctl", "migrate"}) {
+				t.Errorf("migration Job runs %v, want shipctl migrate", c.Command)
+			}
+			if _, ok := envOf(c)["SHIPFILE_DATABASE_URL"]; !ok {
+				t.Error("migration Job has no SHIPFILE_DATABASE_URL")
+			}
+			if job.Spec.TTLSecondsAfterFinished == nil {
+				t.Error("migration Job stays after it finished: the next release cannot apply a changed one")
+			}
+		})
+	}
+}
+
+// checkPod checks what every shipfile pod has in common.
+func checkPod(t *testing.T, name string, spec corev1.PodSpec) {
+	t.Helper()
+	psc := spec.SecurityContext
+	if psc == nil || psc.RunAsNonRoot == nil || !*psc.RunAsNonRoot || psc.RunAsUser == nil || *psc.RunAsUser == 0 ||
+		psc.SeccompProfile == nil || psc.SeccompProfile.Type != corev1.SeccompProfileTypeRuntimeDefault {
+		t.Errorf("%s: pod security context %+v, want non-root with a user id and the RuntimeDefault seccomp profile", name, psc)
+	}
+	if spec.AutomountServiceAccountToken == nil || *spec.AutomountServiceAccountToken || spec.ServiceAccountName != "shipfile" {
+		t.Errorf("%s: service account %q, token mounted %v; want shipfile, no token", name, spec.ServiceAccountName, spec.AutomountServiceAccountToken)
+	}
+	for _, c := range spec.Containers {
+		sc := c.SecurityContext
+		if sc == nil || sc.AllowPrivilegeEscalation == nil || *sc.AllowPrivilegeEscalation ||
+			sc.ReadOnlyRootFilesystem == nil || !*sc.ReadOnlyRootFilesystem ||
+			sc.Capabilities == nil || !slices.Equal(sc.Capabilities.Drop, []corev1.Capability{"ALL"}) {
+			t.Errorf("%s/%s: container security context %+v, want no privilege escalation, read-only root, all capabilities dropped", name, c.Name, sc)
+		}
+		for _, res := range []corev1.ResourceName{corev1.ResourceCPU, corev1.ResourceMemory} {
+			req, okReq := c.Resources.Requests[res]
+			lim, okLim := c.Resources.Limits[res]
+			if !okReq || !okLim {
+				t.Errorf("%s/%s: %s request or limit missing", name, c.Name, res)
+			} else if req.Cmp(lim) > 0 {
+				t.Errorf("%s/%s: %s request %s above the limit %s", name, c.Name, res, req.String(), lim.String())
+			}
+		}
+	}
+}
+
+// checkImage wants the base's image name, and in production a registry and a pinned tag.
+func checkImage(t *testing.T, dir, name, image, base string) {
+	t.Helper()
+	repo, tag, _ := strings.Cut(image, ":")
+	if dir == baseDir {
+		if repo != base {
+			t.Errorf("%s: image %s, want %s", name, image, base)
+		}
+		return
+	}
+	if !strings.HasSuffix(repo, "/"+base) || !strings.Contains(repo, ".") || tag == "" || tag == "latest" {
+		t.Errorf("%s: image %q, want <registry>/%s:<release tag>", name, image, base)
+	}
+}
+
+// envOf returns a container's env as name → literal value ("" for valueFrom).
+func envOf(c corev1.Container) map[string]string {
+	m := map[string]string{}
+	for _, e := range c.Env {
+		m[e.Name] = e.Value
+	}
+	return m
+}
+
+func durationOr(t *testing.T, values ...string) time.Duration {
+	t.Helper()
+	for _, v := range values {
+		if v != "" {
+			d, err := time.ParseDuration(v)
+			if err != nil {
+				t.Fatalf("duration %q: %v", v, err)
+			}
+			return d
+		}
+	}
+	t.Fatal("no duration")
+	return 0
+}
+
+// No Secret is rendered: every credential comes from a Secret made outside this
+// repository, by reference, and none sits in a ConfigMap or a literal env value.
+func TestSecretsAreReferencedNeverInlined(t *testing.T) {
+	t.Parallel()
+	src := sources(t)
+	if len(src.secrets) < 4 {
+		t.Fatalf("found %d secret variables in the code, want the database URL, S3 and SMTP ones", len(src.secrets))
+	}
+	for _, dir := range []string{baseDir, productionDir} {
+		t.Run(dir, func(t *testing.T) {
+			d := rendered(t, dir)
+			for _, o := range d.objects {
+				if o.Kind == "Secret" {
+					t.Errorf("%s is rendered: secrets are referenced, never inlined", o)
+				}
+			}
+			cm := d.get("ConfigMap", "shipfile").(*corev1.ConfigMap)
+			for k, v := range cm.Data {
+				if !src.secrets[k] {
+					continue
+				}
+				// The NATS URL is masked in logs because it may carry a password; in the
+				// ConfigMap it must not.
+				if k == "SHIPFILE_NATS_URL" {
+					for _, u := range strings.Split(v, ",") {
+						if p, err := url.Parse(strings.TrimSpace(u)); err != nil || p.User != nil {
+							t.Errorf("ConfigMap: SHIPFILE_NATS_URL entry %q carries user info (or does not parse: %v); move it to the Secret", u, err)
+						}
+					}
+					continue
+				}
+				t.Errorf("ConfigMap holds the secret %s", k)
+			}
+			var pods []struct {
+				name string
+				spec corev1.PodSpec
+			}
+			for _, dep := range all[appsv1.Deployment](d) {
+				pods = append(pods, struct {
+					name string
+					spec corev1.PodSpec
+				}{"Deployment/" + dep.Name, dep.Spec.Template.Spec})
+			}
+			for _, job := range all[batchv1.Job](d) {
+				pods = append(pods, struct {
+					name string
+					spec corev1.PodSpec
+				}{"Job/" + job.Name, job.Spec.Template.Spec})
+			}
+			for _, p := range pods {
+				for _, c := range p.spec.Containers {
+					for _, e := range c.Env {
+						if !src.secrets[e.Name] {
+							continue
+						}
+						if e.Value != "" || e.ValueFrom == nil || e.ValueFrom.SecretKeyRef == nil || e.ValueFrom.SecretKeyRef.Name == "" || e.ValueFrom.SecretKeyRef.Key == "" {
+							t.Errorf("%s: %s is not taken from a Secret by key", p.name, e.Name)
+						}
+					}
+					for _, ef := range c.EnvFrom {
+						if ef.SecretRef != nil {
+							t.Errorf("%s: envFrom a whole Secret: name each key instead", p.name)
+						}
+					}
+				}
+			}
+		})
+	}
+}
+
+// Every ConfigMap key is a variable some service reads, with a value it accepts.
+func TestConfigMapVariables(t *testing.T) {
+	t.Parallel()
+	src := sources(t)
+	for _, dir := range []string{baseDir, productionDir} {
+		t.Run(dir, func(t *testing.T) {
+			cm := rendered(t, dir).get("ConfigMap", "shipfile").(*corev1.ConfigMap)
+			keys := make([]string, 0, len(cm.Data))
+			for k := range cm.Data {
+				keys = append(keys, k)
+			}
+			sort.Strings(keys)
+			for _, k := range keys {
+				if !src.vars[k] {
+					t.Errorf("ConfigMap key %s is read by no service (a typo?)", k)
+				}
+			}
+			for _, k := range []string{"SHIPFILE_NATS_URL", "SHIPFILE_STREAM_REPLICAS", "SHIPFILE_PUBLIC_URL", "SHIPFILE_S3_ENDPOINT"} {
+				if cm.Data[k] == "" {
+					t.Errorf("ConfigMap lacks %s", k)
+				}
+			}
+			n, err := strconv.Atoi(cm.Data["SHIPFILE_STREAM_REPLICAS"])
+			if err != nil || n < 1 || n > 5 {
+				t.Errorf("SHIPFILE_STREAM_REPLICAS = %q, want 1 to 5", cm.Data["SHIPFILE_STREAM_REPLICAS"])
+			}
+			urls := strings.Split(cm.Data["SHIPFILE_NATS_URL"], ",")
+			for _, u := range urls {
+				p, err := url.Parse(strings.TrimSpace(u))
+				if err != nil || p.Scheme != "nats" || p.Port() == "" {
+					t.Errorf("SHIPFILE_NATS_URL entry %q: want nats://host:port (%v)", u, err)
+				}
+			}
+			if dir == productionDir && (n != 3 || len(urls) != 3) {
+				t.Errorf("production: %d stream replicas on %d NATS servers, want 3 on the 3 of deploy/nats/values.yaml", n, len(urls))
+			}
+			for _, k := range []string{"SHIPFILE_WEBHOOK_RETRY_SCHEDULE"} {
+				for _, s := range strings.Split(cm.Data[k], ",") {
+					if _, err := time.ParseDuration(s); err != nil {
+						t.Errorf("%s: %v", k, err)
+					}
+				}
+			}
+			for _, k := range []string{"SHIPFILE_WEBHOOK_TIMEOUT", "SHIPFILE_EXPIRY_INTERVAL"} {
+				if _, err := time.ParseDuration(cm.Data[k]); cm.Data[k] != "" && err != nil {
+					t.Errorf("%s: %v", k, err)
+				}
+			}
+		})
+	}
+}
+
+// The gateway's Ingress lets a file of SHIPFILE_MAX_FILE_SIZE through, streamed, with
+// time-outs a long transfer needs, to a Service port that exists; the ops paths are
+// closed from outside.
+func TestIngress(t *testing.T) {
+	t.Parallel()
+	src := sources(t)
+	for _, dir := range []string{baseDir, productionDir} {
+		t.Run(dir, func(t *testing.T) {
+			d := rendered(t, dir)
+			cm := d.get("ConfigMap", "shipfile").(*corev1.ConfigMap)
+			maxFile := cm.Data["SHIPFILE_MAX_FILE_SIZE"]
+			if maxFile == "" {
+				maxFile = src.defaults["SHIPFILE_MAX_FILE_SIZE"]
+			}
+			maxBytes, err := strconv.ParseInt(maxFile, 10, 64)
+			if err != nil {
+				t.Fatalf("SHIPFILE_MAX_FILE_SIZE %q: %v", maxFile, err)
+			}
+			ing := d.get("Ingress", "gateway").(*networkingv1.Ingress)
+			a := ing.Annotations
+			body, err := nginxSize(a["nginx.ingress.kubernetes.io/proxy-body-size"])
+			if err != nil || body < maxBytes+1<<20 {
+				t.Errorf("proxy-body-size %q (%d bytes, %v): want at least SHIPFILE_MAX_FILE_SIZE (%d) + 1 MiB", a["nginx.ingress.kubernetes.io/proxy-body-size"], body, err, maxBytes)
+			}
+			if a["nginx.ingress.kubernetes.io/proxy-request-buffering"] != "off" || a["nginx.ingress.kubernetes.io/proxy-buffering"] != "off" {
+				t.Error("the Ingress buffers requests or responses: uploads and downloads must stream")
+			}
+			for _, k := range []string{"proxy-read-timeout", "proxy-send-timeout"} {
+				s, err := strconv.Atoi(a["nginx.ingress.kubernetes.io/"+k])
+				if err != nil || s < 600 {
+					t.Errorf("%s = %q, want at least 600 seconds", k, a["nginx.ingress.kubernetes.io/"+k])
+				}
+			}
+			if len(ing.Spec.TLS) == 0 || ing.Spec.TLS[0].SecretName == "" {
+				t.Error("the Ingress has no TLS")
+			}
+			if dir == productionDir && a["cert-manager.io/cluster-issuer"] == "" {
+				t.Error("production Ingress: no cert-manager issuer")
+			}
+			svc := d.get("Service", "gateway").(*corev1.Service)
+			gw := d.get("Deployment", "gateway").(*appsv1.Deployment)
+			sel := labels.SelectorFromSet(svc.Spec.Selector)
+			if !sel.Matches(labels.Set(gw.Spec.Template.Labels)) {
+				t.Errorf("Service gateway selects %v, not the gateway's pods %v", svc.Spec.Selector, gw.Spec.Template.Labels)
+			}
+			for _, name := range []string{"gateway", "gateway-ops-paths"} {
+				ing := d.get("Ingress", name).(*networkingv1.Ingress)
+				for _, r := range ing.Spec.Rules {
+					for _, p := range r.HTTP.Paths {
+						b := p.Backend.Service
+						if b == nil || b.Name != "gateway" || !slices.ContainsFunc(svc.Spec.Ports, func(sp corev1.ServicePort) bool { return sp.Name == b.Port.Name }) {
+							t.Errorf("Ingress %s: path %s goes to %+v, not a port of Service gateway", name, p.Path, b)
+						}
+						if p.PathType == nil {
+							t.Errorf("Ingress %s: path %s has no pathType", name, p.Path)
+						}
+					}
+				}
+			}
+			ops := d.get("Ingress", "gateway-ops-paths").(*networkingv1.Ingress)
+			var closed []string
+			for _, p := range ops.Spec.Rules[0].HTTP.Paths {
+				closed = append(closed, p.Path)
+			}
+			sort.Strings(closed)
+			if !slices.Equal(closed, []string{"/healthz", "/metrics", "/readyz"}) || ops.Annotations["nginx.ingress.kubernetes.io/whitelist-source-range"] != "127.0.0.1/32" {
+				t.Errorf("gateway-ops-paths closes %v with %v, want /healthz, /metrics, /readyz allowed from 127.0.0.1 only", closed, ops.Annotations)
+			}
+			if ops.Spec.Rules[0].Host != ing.Spec.Rules[0].Host {
+				t.Errorf("gateway-ops-paths is for host %q, the gateway for %q", ops.Spec.Rules[0].Host, ing.Spec.Rules[0].Host)
+			}
+		})
+	}
+}
+
+// nginxSize parses an nginx size ("10250m", "10g", "512k", "1024").
+func nginxSize(s string) (int64, error) {
+	mult := int64(1)
+	switch {
+	case strings.HasSuffix(strings.ToLower(s), "k"):
+		mult, s = 1<<10, s[:len(s)-1]
+	case strings.HasSuffix(strings.ToLower(s), "m"):
+		mult, s = 1<<20, s[:len(s)-1]
+	case strings.HasSuffix(strings.ToLower(s), "g"):
+		mult, s = 1<<30, s[:len(s)-1]
+	}
+	n, err := strconv.ParseInt(s, 10, 64)
+	return n * mult, err
+}
+
+// The webhook dispatcher scales on its own: on CPU in the base, in production by KEDA on
+// the lag of the consumer its delivery workers share, with CPU as a second trigger.
+func TestWebhooksAutoscaling(t *testing.T) {
+	t.Parallel()
+	src := sources(t)
+	stream := src.consts["events.StreamWebhooks"]
+	if stream == "" {
+		t.Fatal("found no events.StreamWebhooks constant in ../pkg/events")
+	}
+
+	base := rendered(t, baseDir)
+	hpa := base.get("HorizontalPodAutoscaler", "webhooks").(*autoscalingv2.HorizontalPodAutoscaler)
+	if r := hpa.Spec.ScaleTargetRef; r.Kind != "Deployment" || r.Name != "webhooks" || base.get("Deployment", r.Name) == nil {
+		t.Errorf("HPA targets %+v, want Deployment webhooks", r)
+	}
+	if len(hpa.Spec.Metrics) != 1 || hpa.Spec.Metrics[0].Resource == nil || hpa.Spec.Metrics[0].Resource.Name != corev1.ResourceCPU {
+		t.Errorf("HPA metrics %+v, want CPU", hpa.Spec.Metrics)
+	}
+
+	prod := rendered(t, productionDir)
+	so := prod.get("ScaledObject", "webhooks").(*ScaledObject)
+	if r := so.Spec.ScaleTargetRef; r == nil || r.Name != "webhooks" || (r.Kind != "" && r.Kind != "Deployment") || prod.get("Deployment", r.Name) == nil {
+		t.Errorf("ScaledObject targets %+v, want Deployment webhooks", so.Spec.ScaleTargetRef)
+	}
+	if so.Spec.MinReplicaCount == nil || *so.Spec.MinReplicaCount < 2 || so.Spec.MaxReplicaCount == nil || *so.Spec.MaxReplicaCount <= *so.Spec.MinReplicaCount {
+		t.Errorf("replicas %v to %v, want at least 2 and a higher maximum", so.Spec.MinReplicaCount, so.Spec.MaxReplicaCount)
+	}
+	if so.Spec.Fallback == nil || so.Spec.Fallback.Replicas < *so.Spec.MinReplicaCount {
+		t.Errorf("fallback %+v, want replicas to hold when the scaler fails", so.Spec.Fallback)
+	}
+	cm := prod.get("ConfigMap", "shipfile").(*corev1.ConfigMap)
+	consumer := cm.Data["SHIPFILE_WEBHOOK_DELIVER_CONSUMER"]
+	if consumer == "" {
+		consumer = src.defaults["SHIPFILE_WEBHOOK_DELIVER_CONSUMER"]
+	}
+	types := map[string]ScaleTrigger{}
+	for _, tr := range so.Spec.Triggers {
+		types[tr.Type] = tr
+	}
+	js, ok := types["nats-jetstream"]
+	if !ok {
+		t.Fatalf("no nats-jetstream trigger in %+v", so.Spec.Triggers)
+	}
+	known := map[string]bool{"natsServerMonitoringEndpoint": true, "account": true, "stream": true, "consumer": true,
+		"lagThreshold": true, "activationLagThreshold": true, "useHttps": true}
+	for k := range js.Metadata {
+		if !known[k] {
+			t.Errorf("nats-jetstream trigger: unknown metadata %q", k)
+		}
+	}
+	if js.Metadata["stream"] != stream || js.Metadata["consumer"] != consumer || js.Metadata["account"] == "" {
+		t.Errorf("nats-jetstream trigger on %s/%s (account %q), want %s/%s", js.Metadata["stream"], js.Metadata["consumer"], js.Metadata["account"], stream, consumer)
+	}
+	if n, err := strconv.Atoi(js.Metadata["lagThreshold"]); err != nil || n < 1 {
+		t.Errorf("lagThreshold %q", js.Metadata["lagThreshold"])
+	}
+	if !regexp.MustCompile(`^[a-z0-9.-]+:8222$`).MatchString(js.Metadata["natsServerMonitoringEndpoint"]) {
+		t.Errorf("natsServerMonitoringEndpoint %q, want host:8222 (the monitoring port of deploy/nats/values.yaml)", js.Metadata["natsServerMonitoringEndpoint"])
+	}
+	if cpu, ok := types["cpu"]; !ok || cpu.MetricType != autoscalingv2.UtilizationMetricType || cpu.Metadata["value"] == "" {
+		t.Errorf("cpu trigger %+v, want Utilization with a value", cpu)
+	}
+	// The fan-out consumer's name, the other one, is configured too.
+	if cm.Data["SHIPFILE_WEBHOOK_FANOUT_CONSUMER"] == consumer {
+		t.Error("the fan-out and delivery consumers have one name")
+	}
+}
+
+// PostgreSQL: a CloudNativePG Cluster of three with synchronous replication, whose
+// generated Secret the services use, archived by the Barman Cloud plugin into the
+// ObjectStore, backed up nightly.
+func TestPostgresCluster(t *testing.T) {
+	t.Parallel()
+	d := rendered(t, productionDir)
+	c := d.get("Cluster", "shipfile-db").(*PGCluster)
+	if c.Spec.Instances != 3 || c.Spec.PostgreSQL == nil || c.Spec.PostgreSQL.Synchronous == nil || c.Spec.PostgreSQL.Synchronous.Number < 1 {
+		t.Errorf("Cluster: %d instances, postgresql %+v; want 3 with synchronous replication", c.Spec.Instances, c.Spec.PostgreSQL)
+	}
+	if m := c.Spec.PostgreSQL.Synchronous.Method; m != "any" && m != "first" {
+		t.Errorf("synchronous method %q, want any or first", m)
+	}
+	if s := c.Spec.PrimaryUpdateStrategy; s != "unsupervised" && s != "supervised" {
+		t.Errorf("primaryUpdateStrategy %q", s)
+	}
+	if c.Spec.Bootstrap == nil || c.Spec.Bootstrap.InitDB == nil || c.Spec.Bootstrap.InitDB.Database != "shipfile" {
+		t.Errorf("bootstrap %+v, want initdb of database shipfile", c.Spec.Bootstrap)
+	}
+	// CloudNativePG names the application Secret <cluster>-app; its key uri is a URL.
+	appSecret := c.Name + "-app"
+	for _, dep := range all[appsv1.Deployment](d) {
+		for _, e := range dep.Spec.Template.Spec.Containers[0].Env {
+			if e.Name == "SHIPFILE_DATABASE_URL" && (e.ValueFrom == nil || e.ValueFrom.SecretKeyRef == nil ||
+				e.ValueFrom.SecretKeyRef.Name != appSecret || e.ValueFrom.SecretKeyRef.Key != "uri") {
+				t.Errorf("Deployment %s takes SHIPFILE_DATABASE_URL from %+v, want %s/uri", dep.Name, e.ValueFrom, appSecret)
+			}
+		}
+	}
+	job := d.get("Job", "shipfile-migrate").(*batchv1.Job)
+	if e := job.Spec.Template.Spec.Containers[0].Env[0]; e.ValueFrom == nil || e.ValueFrom.SecretKeyRef == nil || e.ValueFrom.SecretKeyRef.Name != appSecret {
+		t.Errorf("migration Job takes the database URL from %+v, want %s", e.ValueFrom, appSecret)
+	}
+	var archiver *PGPlugin
+	for i, p := range c.Spec.Plugins {
+		if p.IsWALArchiver != nil && *p.IsWALArchiver {
+			archiver = &c.Spec.Plugins[i]
+		}
+	}
+	if archiver == nil || archiver.Name != "barman-cloud.cloudnative-pg.io" {
+		t.Fatalf("no Barman Cloud WAL archiver among the plugins %+v", c.Spec.Plugins)
+	}
+	storeName := archiver.Parameters["barmanObjectName"]
+	store, ok := d.get("ObjectStore", storeName).(*ObjectStore)
+	if !ok {
+		t.Fatalf("the archiver names ObjectStore %q, which is not rendered", storeName)
+	}
+	if !strings.HasPrefix(store.Spec.Configuration.DestinationPath, "s3://") || store.Spec.RetentionPolicy == "" {
+		t.Errorf("ObjectStore: destination %q, retention %q", store.Spec.Configuration.DestinationPath, store.Spec.RetentionPolicy)
+	}
+	if creds := store.Spec.Configuration.S3Credentials; creds == nil || creds.AccessKeyID == nil || creds.SecretAccessKey == nil {
+		t.Error("ObjectStore: no S3 credentials reference")
+	}
+	sb := d.get("ScheduledBackup", "shipfile-db-nightly").(*ScheduledBackup)
+	if sb.Spec.Cluster.Name != c.Name || sb.Spec.Method != "plugin" || sb.Spec.PluginConfiguration == nil || sb.Spec.PluginConfiguration.Name != archiver.Name {
+		t.Errorf("ScheduledBackup %+v, want a plugin backup of %s", sb.Spec, c.Name)
+	}
+	if f := strings.Fields(sb.Spec.Schedule); len(f) != 6 {
+		t.Errorf("schedule %q: CloudNativePG wants six fields, seconds first", sb.Spec.Schedule)
+	}
+}
+
+// deploy/nats/values.yaml: three servers, JetStream on file storage, sync_interval
+// always, monitoring on 8222 (KEDA's endpoint), the Prometheus exporter on.
+func TestNATSHelmValues(t *testing.T) {
+	t.Parallel()
+	b, err := os.ReadFile("nats/values.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	j, err := yaml.YAMLToJSONStrict(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var v struct {
+		Config struct {
+			Cluster struct {
+				Enabled  bool `json:"enabled"`
+				Replicas int  `json:"replicas"`
+			} `json:"cluster"`
+			JetStream struct {
+				Enabled   bool `json:"enabled"`
+				FileStore struct {
+					Enabled bool   `json:"enabled"`
+					Dir     string `json:"dir"`
+					PVC     struct {
+						Enabled bool   `json:"enabled"`
+						Size    string `json:"size"`
+					} `json:"pvc"`
+				} `json:"fileStore"`
+				Merge map[string]any `json:"merge"`
+			} `json:"jetstream"`
+			Monitor struct {
+				Enabled bool `json:"enabled"`
+				Port    int  `json:"port"`
+			} `json:"monitor"`
+		} `json:"config"`
+		PromExporter struct {
+			Enabled bool `json:"enabled"`
+		} `json:"promExporter"`
+	}
+	if err := yaml.Unmarshal(j, &v); err != nil {
+		t.Fatal(err)
+	}
+	c := v.Config
+	if !c.Cluster.Enabled || c.Cluster.Replicas != 3 {
+		t.Errorf("cluster %+v, want 3 replicas", c.Cluster)
+	}
+	if !c.JetStream.Enabled || !c.JetStream.FileStore.Enabled || !c.JetStream.FileStore.PVC.Enabled || c.JetStream.FileStore.PVC.Size == "" {
+		t.Errorf("jetstream %+v, want file storage on a volume", c.JetStream)
+	}
+	if c.JetStream.Merge["sync_interval"] != "always" {
+		t.Errorf("jetstream sync_interval = %v, want always", c.JetStream.Merge["sync_interval"])
+	}
+	if !c.Monitor.Enabled || c.Monitor.Port != 8222 || !v.PromExporter.Enabled {
+		t.Errorf("monitor %+v, exporter %v; want 8222 and the exporter", c.Monitor, v.PromExporter.Enabled)
+	}
+}
+
+// metaSelector turns a LabelSelector into a Selector; nil is an error, not "everything".
+func metaSelector(s *metav1.LabelSelector) (labels.Selector, error) {
+	if s == nil {
+		return nil, errors.New("no selector")
+	}
+	return metav1.LabelSelectorAsSelector(s)
+}
