@@ -306,7 +306,8 @@ func Gauge(t testing.TB, reg *prometheus.Registry, name string) float64 {
 
 // InsertPackage writes the package of job (and an owner for it) in state, as the
 // gateway would have before queuing the job: the mailer sends only an active
-// package's e-mail.
+// package's e-mail. The package expires a week from now, whatever the job's fixed
+// expires_at says, so the tests do not start failing once that date has passed.
 func InsertPackage(t testing.TB, pool *pgxpool.Pool, job *eventsv1.MailJob, state string) {
 	t.Helper()
 	ctx := context.Background()
@@ -318,9 +319,9 @@ func InsertPackage(t testing.TB, pool *pgxpool.Pool, job *eventsv1.MailJob, stat
 	}
 	_, err = pool.Exec(ctx, `
 		INSERT INTO packages (id, owner_user_id, title, recipient_email, recipient_name, direction, state, ttl_days, note, expires_at)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, 7, $8, $9)`,
+		VALUES ($1, $2, $3, $4, $5, $6, $7, 7, $8, now() + interval '7 days')`,
 		job.GetPackageId(), owner, job.GetTitle(), job.GetRecipientEmail(), job.GetRecipientName(), job.GetKind(), state,
-		job.GetNote(), job.GetExpiresAt().AsTime())
+		job.GetNote())
 	if err != nil {
 		t.Fatalf("insert package: %v", err)
 	}

@@ -15,9 +15,12 @@ ON CONFLICT (job_id) DO NOTHING`
 const qLockDelivery = `
 SELECT state, attempts FROM mail_deliveries WHERE job_id = $1 FOR UPDATE NOWAIT`
 
-// qPackageState reads the state of a job's package; no row when it was deleted.
+// qPackageState reads the state of a job's package; no row when it was deleted. An
+// overdue package counts as expired before the expiry service gets to it, as in the
+// gateway.
 const qPackageState = `
-SELECT state FROM packages WHERE id = $1`
+SELECT CASE WHEN state <> 'expired' AND expires_at <= now() THEN 'expired' ELSE state END
+FROM packages WHERE id = $1`
 
 // qRecordAttempt writes an attempt's outcome.
 const qRecordAttempt = `

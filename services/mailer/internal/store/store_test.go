@@ -194,7 +194,7 @@ func TestOpenSizesThePool(t *testing.T) {
 	}
 }
 
-// The attempt sees the package's state now: "" once it is deleted.
+// The attempt sees the package's state now: expired once overdue, "" once deleted.
 func TestAttemptSeesThePackageState(t *testing.T) {
 	t.Parallel()
 	pool, _ := schematest.Pool(t)
@@ -207,7 +207,8 @@ func TestAttemptSeesThePackageState(t *testing.T) {
 	see := func(d app.Delivery) app.Outcome { seen = append(seen, d.PackageState); return app.Outcome{} }
 	for _, change := range []string{
 		``,
-		`UPDATE packages SET state = 'revoked', revoked_at = now() WHERE id = $1`,
+		`UPDATE packages SET expires_at = now() - interval '1 second' WHERE id = $1`,
+		`UPDATE packages SET state = 'revoked', revoked_at = now(), expires_at = now() + interval '1 day' WHERE id = $1`,
 		`DELETE FROM packages WHERE id = $1`,
 	} {
 		if change != "" {
@@ -219,7 +220,7 @@ func TestAttemptSeesThePackageState(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if strings.Join(seen, ",") != "active,revoked," {
-		t.Fatalf("package states seen %q, want active, revoked, \"\"", seen)
+	if strings.Join(seen, ",") != "active,expired,revoked," {
+		t.Fatalf("package states seen %q, want active, expired (overdue), revoked, \"\"", seen)
 	}
 }
