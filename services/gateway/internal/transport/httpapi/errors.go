@@ -9,6 +9,8 @@ import (
 
 	"github.com/gin-gonic/gin"
 
+	"github.com/shipfile/shipfile/pkg/database"
+	"github.com/shipfile/shipfile/pkg/storage"
 	"github.com/shipfile/shipfile/services/gateway/internal/app"
 )
 
@@ -36,8 +38,9 @@ func (e *httpError) Error() string { return e.detail }
 
 // errorMiddleware is the one place that turns errors into answers: handlers call
 // c.Error(err) and return; after the chain runs, the last error is written as
-// {"detail": "..."} (or an HTML page outside /api/). Unknown errors are logged in full
-// and answered 500 with a plain message.
+// {"detail": "..."} (or an HTML page outside /api/). Errors that say PostgreSQL or the
+// object store cannot be reached are answered 503 with Retry-After; unknown errors are
+// logged in full and answered 500 with a plain message.
 func errorMiddleware(log *slog.Logger, pages Pages) gin.HandlerFunc {
 	return func(c *gin.Context) {
 		c.Next()
@@ -58,6 +61,10 @@ func writeError(c *gin.Context, log *slog.Logger, pages Pages, err error) {
 	}
 	if status == http.StatusInternalServerError {
 		log.Error("request failed", "route", c.FullPath(), "method", c.Request.Method, "err", err)
+	}
+	if status == http.StatusServiceUnavailable {
+		log.Warn("request failed: a backing service is unavailable", "route", c.FullPath(), "method", c.Request.Method, "err", err)
+		c.Header("Retry-After", "5")
 	}
 	if status == http.StatusUnauthorized {
 		c.Header("WWW-Authenticate", `Bearer realm="shipfile"`)
@@ -88,6 +95,9 @@ func classify(err error) (int, string) {
 	var ae *app.Error
 	if errors.As(err, &ae) {
 		return statusOf[ae.Kind], ae.Detail
+	}
+	if database.IsUnavailable(err) || storage.IsUnavailable(err) {
+		return http.StatusServiceUnavailable, "temporarily unavailable: the database or the object store does not answer; retry later"
 	}
 	return http.StatusInternalServerError, "internal server error"
 }
