@@ -644,6 +644,21 @@ func TestPostgresCluster(t *testing.T) {
 	}
 }
 
+// Every service that creates or updates the streams does so with SHIPFILE_STREAM_REPLICAS:
+// one that did not would set them back to one replica at each of its starts.
+func TestServicesEnsureStreamsWithReplicas(t *testing.T) {
+	t.Parallel()
+	src := sources(t)
+	if len(src.ensureStreams) == 0 {
+		t.Fatal("found no events.EnsureStreams call in ../services")
+	}
+	for _, call := range src.ensureStreams {
+		if !strings.Contains(call, "events.WithReplicas(") {
+			t.Errorf("%s: no events.WithReplicas(cfg.NATS.StreamReplicas)", call)
+		}
+	}
+}
+
 // deploy/nats/values.yaml: three servers, JetStream on file storage, sync_interval
 // always, monitoring on 8222 (KEDA's endpoint), the Prometheus exporter on.
 func TestNATSHelmValues(t *testing.T) {

@@ -182,6 +182,9 @@ type goSources struct {
 	metrics map[string]string
 	// consts are the string constants, "package.Name" → value.
 	consts map[string]string
+	// ensureStreams are the calls of events.EnsureStreams in the services' mains,
+	// "file: call".
+	ensureStreams []string
 }
 
 var (
@@ -190,6 +193,7 @@ var (
 	defaultTag = regexp.MustCompile(`default:"([^"]*)"`)
 	secretTag  = regexp.MustCompile(`secret:"true"`)
 	metricDecl = regexp.MustCompile(`prometheus\.New(Counter|Gauge|Histogram|Summary)(Vec)?\(prometheus\.\w+Opts\{\s*Name:\s*"([a-z_:][a-z0-9_:]*)"`)
+	ensureCall = regexp.MustCompile(`events\.EnsureStreams\([^\n]*`)
 	stringDecl = regexp.MustCompile(`(?m)^\s*(\w+)\s*(?:=|string\s*=)\s*"([^"]*)"`)
 )
 
@@ -233,6 +237,11 @@ func sources(t *testing.T) *goSources {
 				}
 				for _, m := range metricDecl.FindAllStringSubmatch(src, -1) {
 					s.metrics[m[3]] = strings.ToLower(m[1])
+				}
+				if strings.Contains(path, "/cmd/") { // the services' mains, not test helpers
+					for _, m := range ensureCall.FindAllString(src, -1) {
+						s.ensureStreams = append(s.ensureStreams, path+": "+m)
+					}
 				}
 				pkg := filepath.Base(filepath.Dir(path))
 				for _, m := range stringDecl.FindAllStringSubmatch(src, -1) {
