@@ -35,7 +35,7 @@ type Config struct {
 
 // validate checks what the parser cannot.
 func (c *Config) validate() error {
-	var errs []error
+	errs := []error{c.NATS.Validate()}
 	if c.Interval <= 0 {
 		errs = append(errs, errors.New("SHIPFILE_EXPIRY_INTERVAL must be positive"))
 	}
@@ -77,7 +77,7 @@ func run(ctx context.Context, log *slog.Logger, args []string) error {
 	if err != nil {
 		return err
 	}
-	if err := events.EnsureStreams(ctx, nc.JS); err != nil {
+	if err := events.EnsureStreams(ctx, nc.JS, events.WithReplicas(cfg.NATS.StreamReplicas)); err != nil {
 		return err
 	}
 

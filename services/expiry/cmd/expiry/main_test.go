@@ -34,7 +34,11 @@ func TestUsageListsEveryVariable(t *testing.T) {
 }
 
 func TestConfigValidate(t *testing.T) {
-	base := func() Config { return Config{Interval: time.Minute, BatchSize: 500, StaleUploadAge: 24 * time.Hour} }
+	base := func() Config {
+		c := Config{Interval: time.Minute, BatchSize: 500, StaleUploadAge: 24 * time.Hour}
+		c.NATS.StreamReplicas = 1
+		return c
+	}
 	c := base()
 	if err := c.validate(); err != nil {
 		t.Fatalf("defaults: %v", err)
@@ -48,6 +52,7 @@ func TestConfigValidate(t *testing.T) {
 		"zero batch":          func(c *Config) { c.BatchSize = 0 },
 		"huge batch":          func(c *Config) { c.BatchSize = 100000 },
 		"negative upload age": func(c *Config) { c.StaleUploadAge = -time.Hour },
+		"no stream replicas":  func(c *Config) { c.NATS.StreamReplicas = 0 },
 	} {
 		t.Run(name, func(t *testing.T) {
 			c := base()
