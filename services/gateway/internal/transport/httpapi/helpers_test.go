@@ -33,7 +33,7 @@ import (
 
 // testAPI is a gateway router on its own fresh database, served by httptest.
 type testAPI struct {
-	t        *testing.T
+	t        testing.TB
 	url      string
 	pool     *pgxpool.Pool
 	identity *app.Identity
@@ -76,7 +76,7 @@ func defaultConfig() httpapi.Config {
 
 // testStorage opens MinIO (SHIPFILE_S3_* or the defaults) with a bucket of the test's
 // own, removed with its objects when the test ends.
-func testStorage(t *testing.T) *storage.Store {
+func testStorage(t testing.TB) *storage.Store {
 	t.Helper()
 	var cfg storage.Config
 	if err := config.Load(&cfg); err != nil {
@@ -121,7 +121,7 @@ type testOption func(*testOptions)
 // allowPrivateWebhooks sets SHIPFILE_WEBHOOK_ALLOW_PRIVATE=true for the test gateway.
 func allowPrivateWebhooks(o *testOptions) { o.allowPrivateWebhooks = true }
 
-func newTestAPI(t *testing.T, cfg httpapi.Config, opts ...testOption) *testAPI {
+func newTestAPI(t testing.TB, cfg httpapi.Config, opts ...testOption) *testAPI {
 	t.Helper()
 	var o testOptions
 	for _, opt := range opts {
@@ -190,7 +190,7 @@ type response struct {
 	body   []byte
 }
 
-func (r response) json(t *testing.T) map[string]any {
+func (r response) json(t testing.TB) map[string]any {
 	t.Helper()
 	var m map[string]any
 	if err := json.Unmarshal(r.body, &m); err != nil {
@@ -250,7 +250,7 @@ func (a *testAPI) do(method, path, token string, body any, headers ...string) re
 
 // expect fails the test unless the status is want; for errors it also checks the
 // {"detail": "..."} shape.
-func expect(t *testing.T, r response, want int) {
+func expect(t testing.TB, r response, want int) {
 	t.Helper()
 	if r.status != want {
 		t.Fatalf("status = %d, want %d; body: %s", r.status, want, r.body)
