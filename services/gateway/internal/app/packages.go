@@ -348,7 +348,15 @@ func (s *Packages) RemoveFile(ctx context.Context, u User, client Client, id, fi
 // Finalize seals a draft, mints its magic link and queues the recipient's e-mail. It
 // returns the package and the link, which is never available again.
 func (s *Packages) Finalize(ctx context.Context, u User, client Client, id uuid.UUID) (Package, string, error) {
-	if _, err := s.visible(ctx, u, id); err != nil {
+	current, err := s.visible(ctx, u, id)
+	if err != nil {
+		return Package{}, "", err
+	}
+	// The owner is read before the package's transaction: a read through the store
+	// inside it would need a second pool connection while holding the first, and
+	// enough concurrent finalizes would then wait on each other for good.
+	owner, err := s.store.GetUser(ctx, current.OwnerUserID)
+	if err != nil {
 		return Package{}, "", err
 	}
 	token, hash, err := newLinkToken()
@@ -362,10 +370,6 @@ func (s *Packages) Finalize(ctx context.Context, u User, client Client, id uuid.
 		}
 		if p.Direction == Outbound && p.FileCount == 0 {
 			return Effects{}, Conflict("package has no files")
-		}
-		owner, err := s.store.GetUser(ctx, p.OwnerUserID)
-		if err != nil {
-			return Effects{}, err
 		}
 		now := s.now().UTC().Truncate(time.Microsecond)
 		p.FinalizedAt = &now

@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	neturl "net/url"
 	"strconv"
 	"strings"
 	"testing"
@@ -113,6 +114,7 @@ func (a *testAPI) objectKeys() []string {
 // testOptions are the app settings a test may change.
 type testOptions struct {
 	allowPrivateWebhooks bool
+	poolMaxConns         int
 }
 
 // testOption changes a testOptions.
@@ -121,6 +123,9 @@ type testOption func(*testOptions)
 // allowPrivateWebhooks sets SHIPFILE_WEBHOOK_ALLOW_PRIVATE=true for the test gateway.
 func allowPrivateWebhooks(o *testOptions) { o.allowPrivateWebhooks = true }
 
+// poolMaxConns limits the test gateway's database pool to n connections.
+func poolMaxConns(n int) testOption { return func(o *testOptions) { o.poolMaxConns = n } }
+
 func newTestAPI(t testing.TB, cfg httpapi.Config, opts ...testOption) *testAPI {
 	t.Helper()
 	var o testOptions
@@ -128,6 +133,16 @@ func newTestAPI(t testing.TB, cfg httpapi.Config, opts ...testOption) *testAPI {
 		opt(&o)
 	}
 	url := pgtest.New(t, migrations.Version(), migrations.Up)
+	if o.poolMaxConns > 0 {
+		u, err := neturl.Parse(url)
+		if err != nil {
+			t.Fatal(err)
+		}
+		q := u.Query()
+		q.Set("pool_max_conns", strconv.Itoa(o.poolMaxConns))
+		u.RawQuery = q.Encode()
+		url = u.String()
+	}
 	ctx := context.Background()
 	pool, err := database.Open(ctx, url)
 	if err != nil {

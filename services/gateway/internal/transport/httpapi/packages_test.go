@@ -685,3 +685,24 @@ func TestListPackages(t *testing.T) {
 		expect(t, a.do("GET", "/api/v1/packages?"+q, token, nil), http.StatusUnprocessableEntity)
 	}
 }
+
+// TestFinalizeWithOneDatabaseConnection: a finalize needs one pool connection at a
+// time. One that read through the pool inside its transaction deadlocked a gateway
+// whose pool was full of such finalizes (found by the PostgreSQL-outage fault
+// scenario); with a pool of one connection it would never return.
+func TestFinalizeWithOneDatabaseConnection(t *testing.T) {
+	a := newTestAPI(t, defaultConfig(), poolMaxConns(1))
+	_, token := a.user("one@example.com", app.RoleRegular)
+	p := a.createPackage(token, map[string]any{"title": "one conn", "recipient_email": "r@example.com"})
+	expect(t, a.upload("/api/v1/packages/"+p["id"].(string)+"/files", token, "a.txt", []byte("x")), http.StatusCreated)
+	req, _ := http.NewRequest("POST", a.url+"/api/v1/packages/"+p["id"].(string)+"/finalize", nil)
+	req.Header.Set("Authorization", "Bearer "+token)
+	resp, err := (&http.Client{Timeout: 10 * time.Second}).Do(req)
+	if err != nil {
+		t.Fatalf("finalize with a one-connection pool: %v", err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("finalize: %d", resp.StatusCode)
+	}
+}
