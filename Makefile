@@ -17,7 +17,7 @@ STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
 KUSTOMIZE_VERSION := v5.8.2
 KUSTOMIZE := $(HOME)/.cache/shipfile/bin/kustomize
 
-.PHONY: help up down test test-race bench lint fmt generate migrate assets build clean check-modules k8s
+.PHONY: help up down test test-race test-faults bench lint fmt generate migrate assets build clean check-modules k8s
 
 help: ## list the targets
 	@echo "usage: make <target>"
@@ -47,6 +47,29 @@ BENCH_FLAGS ?=
 bench: check-modules assets ## measure speed against baselines of the same run (bench/cmd/shipbench, < 10 min)
 	@bash scripts/dev.sh infra >/dev/null
 	@bash scripts/dev.sh exec bash -c 'cd bench && $(GO) run ./cmd/shipbench -o "$(CURDIR)/.run/bench.md" $(BENCH_FLAGS)'
+
+# test-faults: the fault scenarios of bench/faults (build tag faults: real processes
+# killed and restarted under load; their figures also go to .run/faults.md), then each
+# fuzz target for FUZZTIME. FAULTS_FLAGS go to go test, e.g. FAULTS_FLAGS="-run SMTP" or
+# FAULTS_FLAGS="-args -load 4s"; FUZZTIME=0 skips the fuzzing.
+FUZZTIME ?= 20s
+FAULTS_FLAGS ?=
+FUZZ_TARGETS := \
+	services/gateway/internal/transport/httpapi:FuzzCreatePackageBody \
+	services/gateway/internal/transport/httpapi:FuzzCreateTokenBody \
+	services/gateway/internal/transport/httpapi:FuzzUploadMultipart \
+	services/gateway/internal/transport/httpapi:FuzzBearerToken \
+	services/gateway/internal/transport/httpapi:FuzzMagicLinkToken \
+	services/webhooks/internal/app:FuzzRenderBody
+test-faults: check-modules assets ## kill and restart real processes under load and check what arrived; fuzz each target (< 10 min)
+	@bash scripts/dev.sh infra >/dev/null
+	@bash scripts/dev.sh exec bash -c 'cd bench/faults && SHIPFILE_FAULTS_REPORT="$(CURDIR)/.run/faults.md" \
+		$(GO) test -tags faults -count=1 -timeout 6m -v $(FAULTS_FLAGS)'
+	@if [ "$(FUZZTIME)" != 0 ]; then for t in $(FUZZ_TARGETS); do \
+		echo "==> fuzz $${t#*:} ($(FUZZTIME))"; \
+		bash scripts/dev.sh exec $(GO) test -run '^$$' -fuzz "^$${t#*:}$$" -fuzztime $(FUZZTIME) "./$${t%%:*}" \
+			|| { echo "FAIL: fuzz $${t#*:}; the failing input is in $${t%%:*}/testdata/fuzz/$${t#*:}/" >&2; exit 1; }; \
+	done; fi
 
 lint: check-modules assets ## go vet + staticcheck in each module
 	@for m in $(MODULES); do \

@@ -150,3 +150,28 @@ func Payload(size int64, seed uint64) io.Reader {
 
 // LinkToken returns the token of a magic link (the last path segment).
 func LinkToken(link string) string { return link[strings.LastIndex(link, "/")+1:] }
+
+// Throttle returns a reader of r that yields at most bytesPerSecond, so that an upload
+// is still under way when a scenario kills something.
+func Throttle(r io.Reader, bytesPerSecond int64) io.Reader {
+	return &throttled{r: r, rate: bytesPerSecond, start: time.Now()}
+}
+
+type throttled struct {
+	r     io.Reader
+	rate  int64
+	start time.Time
+	n     int64
+}
+
+func (t *throttled) Read(p []byte) (int, error) {
+	if len(p) > 64<<10 {
+		p = p[:64<<10]
+	}
+	if due := t.start.Add(time.Duration(float64(t.n) / float64(t.rate) * float64(time.Second))); time.Now().Before(due) {
+		time.Sleep(time.Until(due))
+	}
+	n, err := t.r.Read(p)
+	t.n += int64(n)
+	return n, err
+}

@@ -1,0 +1,132 @@
+package rig
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/shipfile/shipfile/pkg/database"
+	"github.com/shipfile/shipfile/pkg/servicetest"
+)
+
+// DB opens a pool on url for the rest of the test.
+func DB(t testing.TB, url string) *pgxpool.Pool {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	pool, err := database.Open(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pool.Close)
+	return pool
+}
+
+// JetStream connects to NATS at url (one URL or a comma-separated list) for the rest of
+// the test.
+func JetStream(t testing.TB, url string) jetstream.JetStream {
+	t.Helper()
+	nc, err := nats.Connect(url, nats.MaxReconnects(-1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(nc.Close)
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return js
+}
+
+// OutboxMsgIDs returns the msg_id of every outbox row whose subject starts with prefix:
+// the changes the database committed, published or not.
+func OutboxMsgIDs(t testing.TB, db *pgxpool.Pool, prefix string) []string {
+	t.Helper()
+	rows, err := db.Query(context.Background(), `SELECT msg_id FROM outbox WHERE subject LIKE $1 || '%' ORDER BY id`, prefix)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ids, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ids
+}
+
+// WaitOutboxPublished waits until no outbox row is waiting to be published.
+func WaitOutboxPublished(t testing.TB, db *pgxpool.Pool, within time.Duration) {
+	t.Helper()
+	var pending int
+	servicetest.WaitFor(t, within, "every outbox row to be published", func() bool {
+		err := db.QueryRow(context.Background(), `SELECT count(*) FROM outbox WHERE published_at IS NULL`).Scan(&pending)
+		return err == nil && pending == 0
+	})
+}
+
+// StreamMsgIDs reads every message of the stream (without consuming it) and counts
+// them by Nats-Msg-Id.
+func StreamMsgIDs(t testing.TB, js jetstream.JetStream, stream string) map[string]int {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	s, err := js.Stream(ctx, stream)
+	if err != nil {
+		t.Fatalf("stream %s: %v", stream, err)
+	}
+	info, err := s.Info(ctx)
+	if err != nil {
+		t.Fatalf("stream %s: %v", stream, err)
+	}
+	ids := map[string]int{}
+	if info.State.Msgs == 0 {
+		return ids
+	}
+	// Message by message, so that it works on work-queue streams too (no consumer).
+	for seq := info.State.FirstSeq; seq <= info.State.LastSeq; seq++ {
+		m, err := s.GetMsg(ctx, seq)
+		if errors.Is(err, jetstream.ErrMsgNotFound) {
+			continue // deleted (a work queue's acknowledged job)
+		}
+		if err != nil {
+			t.Fatalf("stream %s: message %d: %v", stream, seq, err)
+		}
+		ids[m.Header.Get(jetstream.MsgIDHeader)]++
+	}
+	return ids
+}
+
+// ExactlyOnce compares the committed ids with the stream's: lost are committed ids not
+// in the stream, duplicated the extra copies of ids in the stream, foreign the stream's
+// ids that were never committed.
+type ExactlyOnce struct {
+	Committed, InStream, Lost, Duplicated, Foreign int
+}
+
+// CompareExactlyOnce counts how far the stream is from holding each committed id once.
+func CompareExactlyOnce(committed []string, stream map[string]int) ExactlyOnce {
+	r := ExactlyOnce{Committed: len(committed)}
+	want := map[string]bool{}
+	for _, id := range committed {
+		want[id] = true
+		if stream[id] == 0 {
+			r.Lost++
+		}
+	}
+	for id, n := range stream {
+		r.InStream += n
+		r.Duplicated += n - 1
+		if !want[id] {
+			r.Foreign++
+		}
+	}
+	return r
+}
+
+// Ok reports whether every committed id is in the stream exactly once and nothing else is.
+func (r ExactlyOnce) Ok() bool { return r.Lost == 0 && r.Duplicated == 0 && r.Foreign == 0 }
