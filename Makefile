@@ -17,7 +17,7 @@ STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
 KUSTOMIZE_VERSION := v5.8.2
 KUSTOMIZE := $(HOME)/.cache/shipfile/bin/kustomize
 
-.PHONY: help up down test test-race test-faults bench lint fmt generate migrate assets build clean check-modules k8s
+.PHONY: help up down test test-race test-faults test-scale bench lint fmt generate migrate assets build clean check-modules k8s
 
 help: ## list the targets
 	@echo "usage: make <target>"
@@ -70,6 +70,17 @@ test-faults: check-modules assets ## kill and restart real processes under load 
 		bash scripts/dev.sh exec $(GO) test -run '^$$' -fuzz "^$${t#*:}$$" -fuzztime $(FUZZTIME) "./$${t%%:*}" \
 			|| { echo "FAIL: fuzz $${t#*:}; the failing input is in $${t%%:*}/testdata/fuzz/$${t#*:}/" >&2; exit 1; }; \
 	done; fi
+
+# test-scale: bench/scale (build tag scale): two gateways behind a reverse proxy, three
+# dispatchers, two mailers and two expiry schedulers on a three-node NATS cluster; a burst
+# of package lifecycles with a NATS node and a dispatcher killed; prints how the work
+# spread (also written to .run/scale.md). SCALE_FLAGS go to go test, e.g.
+# SCALE_FLAGS="-args -packages 100".
+SCALE_FLAGS ?=
+test-scale: check-modules assets ## the system scaled out on one machine: every event, e-mail and expiry once, work spread (< 5 min)
+	@bash scripts/dev.sh infra >/dev/null
+	@bash scripts/dev.sh exec bash -c 'cd bench/scale && SHIPFILE_SCALE_REPORT="$(CURDIR)/.run/scale.md" \
+		$(GO) test -tags scale -count=1 -timeout 5m -v $(SCALE_FLAGS) 2>&1 | grep -v "^ *\[[0-9]*\] "; exit $${PIPESTATUS[0]}'
 
 lint: check-modules assets ## go vet + staticcheck in each module
 	@for m in $(MODULES); do \

@@ -137,10 +137,36 @@ func EnsureStream(ctx context.Context, js jetstream.JetStream, cfgs ...jetstream
 }
 
 func ensureOne(ctx context.Context, js jetstream.JetStream, cfg jetstream.StreamConfig) error {
+	return retryRequest(ctx, func(actx context.Context) error {
+		_, err := js.CreateOrUpdateStream(actx, cfg)
+		return err
+	})
+}
+
+// EnsureConsumer creates or updates the durable consumer cfg on stream, with the same
+// retries as EnsureStream: instances of a service starting at once all create the one
+// shared consumer, and a clustered server may drop a racing request or one sent during a
+// leader election.
+func EnsureConsumer(ctx context.Context, js jetstream.JetStream, stream string, cfg jetstream.ConsumerConfig) (jetstream.Consumer, error) {
+	var cons jetstream.Consumer
+	err := retryRequest(ctx, func(actx context.Context) error {
+		var err error
+		cons, err = js.CreateOrUpdateConsumer(actx, stream, cfg)
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("events: consumer %s on %s: %w", cfg.Durable, stream, err)
+	}
+	return cons, nil
+}
+
+// retryRequest sends a JetStream API request (req, given a per-attempt context) until it
+// succeeds, fails for a reason a retry cannot fix, or ensureAttempts are spent.
+func retryRequest(ctx context.Context, req func(context.Context) error) error {
 	wait := ensureFirstWait
 	for attempt := 1; ; attempt++ {
 		actx, cancel := context.WithTimeout(ctx, ensureAttemptTimeout)
-		_, err := js.CreateOrUpdateStream(actx, cfg)
+		err := req(actx)
 		cancel()
 		if err == nil || attempt == ensureAttempts || ctx.Err() != nil || !retryable(err) {
 			return err
@@ -156,7 +182,7 @@ func ensureOne(ctx context.Context, js jetstream.JetStream, cfg jetstream.Stream
 	}
 }
 
-// retryable reports whether a stream request may succeed if sent again: it went
+// retryable reports whether a stream or consumer request may succeed if sent again: it went
 // unanswered, lost a creation race, or met a JetStream cluster that is electing a leader
 // or has not yet seen enough servers for the stream's replicas.
 func retryable(err error) bool {

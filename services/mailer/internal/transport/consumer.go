@@ -5,7 +5,6 @@ package transport
 import (
 	"context"
 	"errors"
-	"fmt"
 	"log/slog"
 	"sync"
 	"time"
@@ -109,9 +108,10 @@ func NewConsumer(js jetstream.JetStream, mailer *app.Mailer, metrics *app.Metric
 func (c *Consumer) Options() Options { return c.opts }
 
 // Ensure creates the durable pull consumer, or updates it to the current
-// configuration. Every instance calls it at start; they share the consumer.
+// configuration. Every instance calls it at start; they share the consumer. Requests
+// a NATS cluster drops or refuses for a while are retried (events.EnsureConsumer).
 func (c *Consumer) Ensure(ctx context.Context) (jetstream.Consumer, error) {
-	cons, err := c.js.CreateOrUpdateConsumer(ctx, c.opts.Stream, jetstream.ConsumerConfig{
+	return events.EnsureConsumer(ctx, c.js, c.opts.Stream, jetstream.ConsumerConfig{
 		Durable:       c.opts.Consumer,
 		Description:   "mailer: sends the recipients' e-mails",
 		FilterSubject: c.opts.Filter,
@@ -121,10 +121,6 @@ func (c *Consumer) Ensure(ctx context.Context) (jetstream.Consumer, error) {
 		MaxDeliver:    -1,
 		MaxAckPending: c.opts.MaxAckPending,
 	})
-	if err != nil {
-		return nil, fmt.Errorf("consumer %s on %s: %w", c.opts.Consumer, c.opts.Stream, err)
-	}
-	return cons, nil
 }
 
 // Run ensures the consumer and runs the workers and the gauge refresher until ctx is

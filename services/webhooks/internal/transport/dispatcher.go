@@ -167,9 +167,10 @@ func NewDispatcher(js jetstream.JetStream, fanout *app.Fanout, deliverer *app.De
 func (d *Dispatcher) Options() Options { return d.opts }
 
 // EnsureConsumers creates both durable pull consumers, or updates them to the current
-// configuration. Every instance calls it at start; they share the consumers.
+// configuration. Every instance calls it at start; they share the consumers. Requests
+// a NATS cluster drops or refuses for a while are retried (events.EnsureConsumer).
 func (d *Dispatcher) EnsureConsumers(ctx context.Context) (fanout, deliver jetstream.Consumer, err error) {
-	fanout, err = d.js.CreateOrUpdateConsumer(ctx, d.opts.EventsStream, jetstream.ConsumerConfig{
+	fanout, err = events.EnsureConsumer(ctx, d.js, d.opts.EventsStream, jetstream.ConsumerConfig{
 		Durable:       d.opts.FanoutConsumer,
 		Description:   "webhook dispatcher: fans package events out to subscriptions",
 		FilterSubject: d.opts.EventsFilter,
@@ -180,9 +181,9 @@ func (d *Dispatcher) EnsureConsumers(ctx context.Context) (fanout, deliver jetst
 		MaxAckPending: 1000,
 	})
 	if err != nil {
-		return nil, nil, fmt.Errorf("consumer %s on %s: %w", d.opts.FanoutConsumer, d.opts.EventsStream, err)
+		return nil, nil, err
 	}
-	deliver, err = d.js.CreateOrUpdateConsumer(ctx, d.opts.JobsStream, jetstream.ConsumerConfig{
+	deliver, err = events.EnsureConsumer(ctx, d.js, d.opts.JobsStream, jetstream.ConsumerConfig{
 		Durable:       d.opts.DeliverConsumer,
 		Description:   "webhook dispatcher: delivers webhook jobs",
 		FilterSubject: d.opts.JobsFilter,
@@ -193,7 +194,7 @@ func (d *Dispatcher) EnsureConsumers(ctx context.Context) (fanout, deliver jetst
 		MaxAckPending: d.opts.MaxAckPending,
 	})
 	if err != nil {
-		return nil, nil, fmt.Errorf("consumer %s on %s: %w", d.opts.DeliverConsumer, d.opts.JobsStream, err)
+		return nil, nil, err
 	}
 	return fanout, deliver, nil
 }
