@@ -345,6 +345,7 @@ func TestMinIOOutage(t *testing.T) {
 	}
 	time.Sleep(max(0, 5*time.Second-time.Since(stopped)))
 	restarting := time.Now()
+	record(t, "MinIO down for", restarting.Sub(stopped).Round(100*time.Millisecond).String())
 	mio.Start()
 	restarted := time.Now()
 	time.Sleep(*load / 2)
