@@ -52,11 +52,15 @@ func apiRow(ctx context.Context, t testing.TB, c config, bins rig.Bins, rep *Rep
 		rep.Add(Row{What: "API", Verdict: "not run (budget too short for -api-duration)"})
 		return
 	}
+	cpu, procCPU := rig.ReadCPU(), rig.ProcCPU(base.Pid())
 	b := load(ctx, rig.NewClient(base.URL(""), s.Token), c.apiClients, half)
-	rep.Rawf("API baseline (gin + one pgx INSERT): %s", b)
+	rep.Rawf("API baseline (gin + one pgx INSERT): %s; machine CPU %.0f%% busy, the baseline process used %s of CPU (%.2f ms a request)",
+		b, 100*cpu.BusySince(), (rig.ProcCPU(base.Pid()) - procCPU).Round(10*time.Millisecond), perRequest(rig.ProcCPU(base.Pid())-procCPU, b.ok))
 	prof.record(ctx, s.Gateway, half-time.Second, "api-gateway")
+	cpu, procCPU = rig.ReadCPU(), rig.ProcCPU(s.Gateway.Pid())
 	g := load(ctx, s.API, c.apiClients, half)
-	rep.Rawf("API gateway POST /api/v1/packages: %s", g)
+	rep.Rawf("API gateway POST /api/v1/packages: %s; machine CPU %.0f%% busy, the gateway used %s of CPU (%.2f ms a request)",
+		g, 100*cpu.BusySince(), (rig.ProcCPU(s.Gateway.Pid()) - procCPU).Round(10*time.Millisecond), perRequest(rig.ProcCPU(s.Gateway.Pid())-procCPU, g.ok))
 	if g.ok == 0 || b.ok == 0 {
 		t.Fatalf("no request succeeded (gateway %s; baseline %s)", g, b)
 	}
@@ -132,6 +136,13 @@ func load(ctx context.Context, client *rig.Client, clients int, d time.Duration)
 	res.elapsed = time.Since(start)
 	res.p50, res.p99 = rig.Percentile(lat, 50), rig.Percentile(lat, 99)
 	return res
+}
+
+func perRequest(cpu time.Duration, n int) float64 {
+	if n == 0 {
+		return 0
+	}
+	return float64(cpu) / float64(time.Millisecond) / float64(n)
 }
 
 func deadlineOf(ctx context.Context) time.Time {

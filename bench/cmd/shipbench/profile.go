@@ -33,22 +33,47 @@ func (pr *profiler) record(ctx context.Context, p *rig.Proc, d time.Duration, na
 			pr.rep.Rawf("profile %s: %v", name, err)
 			return
 		}
-		out, err := exec.Command("go", "tool", "pprof", "-top", "-nodecount=15", path).CombinedOutput()
-		if err != nil {
-			pr.rep.Rawf("profile %s: go tool pprof: %v", name, err)
+		pr.top(fmt.Sprintf("%s (CPU, %s)", name, d.Round(time.Second)), path)
+	})
+}
+
+// heap saves the process's heap profile after delay, with its top allocation sites by
+// memory in use.
+func (pr *profiler) heap(ctx context.Context, p *rig.Proc, delay time.Duration, name string) {
+	if pr == nil || pr.dir == "" || p == nil {
+		return
+	}
+	pr.wg.Go(func() {
+		select {
+		case <-time.After(delay):
+		case <-ctx.Done():
 			return
 		}
-		lines := strings.Split(strings.TrimSpace(string(out)), "\n")
-		var keep []string
-		for _, l := range lines {
-			// Drop pprof's header lines about the file and the binary.
-			if strings.HasPrefix(l, "File:") || strings.HasPrefix(l, "Build ID:") || strings.HasPrefix(l, "Type:") || strings.HasPrefix(l, "Time:") {
-				continue
-			}
-			keep = append(keep, "  "+l)
+		path := filepath.Join(pr.dir, name+".pprof")
+		if err := p.HeapProfile(ctx, path); err != nil {
+			pr.rep.Rawf("heap profile %s: %v", name, err)
+			return
 		}
-		pr.rep.Rawf("profile %s (%s, saved as %s):\n%s", name, d.Round(time.Second), path, strings.Join(keep, "\n"))
+		pr.top(name+" (heap in use)", path, "-sample_index=inuse_space")
 	})
+}
+
+// top records the top of `go tool pprof -top` of a saved profile.
+func (pr *profiler) top(name, path string, args ...string) {
+	out, err := exec.Command("go", append(append([]string{"tool", "pprof", "-top", "-nodecount=15"}, args...), path)...).CombinedOutput()
+	if err != nil {
+		pr.rep.Rawf("profile %s: go tool pprof: %v", name, err)
+		return
+	}
+	var keep []string
+	for _, l := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		// Drop pprof's header lines about the file and the binary.
+		if strings.HasPrefix(l, "File:") || strings.HasPrefix(l, "Build ID:") || strings.HasPrefix(l, "Type:") || strings.HasPrefix(l, "Time:") {
+			continue
+		}
+		keep = append(keep, "  "+l)
+	}
+	pr.rep.Rawf("profile %s, saved as %s:\n%s", name, path, strings.Join(keep, "\n"))
 }
 
 // wait waits for the profiles being recorded.

@@ -234,11 +234,19 @@ func ResetPeakRSS(pid int) error {
 
 // CPUProfile records the process's CPU profile for d (through PprofAddr) into path.
 func (p *Proc) CPUProfile(ctx context.Context, d time.Duration, path string) error {
+	return p.pprof(ctx, fmt.Sprintf("profile?seconds=%d", max(1, int(d.Seconds()))), path)
+}
+
+// HeapProfile saves the process's heap profile (through PprofAddr) into path.
+func (p *Proc) HeapProfile(ctx context.Context, path string) error {
+	return p.pprof(ctx, "heap", path)
+}
+
+func (p *Proc) pprof(ctx context.Context, what, path string) error {
 	if p.PprofAddr == "" {
 		return fmt.Errorf("%s was not built with a pprof endpoint", p.Name)
 	}
-	secs := max(1, int(d.Seconds()))
-	req, err := http.NewRequestWithContext(ctx, "GET", fmt.Sprintf("http://%s/debug/pprof/profile?seconds=%d", p.PprofAddr, secs), nil)
+	req, err := http.NewRequestWithContext(ctx, "GET", fmt.Sprintf("http://%s/debug/pprof/%s", p.PprofAddr, what), nil)
 	if err != nil {
 		return err
 	}

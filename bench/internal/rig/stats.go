@@ -2,7 +2,10 @@ package rig
 
 import (
 	"fmt"
+	"os"
 	"slices"
+	"strconv"
+	"strings"
 	"time"
 )
 
@@ -35,3 +38,51 @@ func MBps(bytesPerSecond float64) string { return fmt.Sprintf("%.0f MB/s", bytes
 
 // Ms formats a duration in milliseconds.
 func Ms(d time.Duration) string { return fmt.Sprintf("%.1f ms", float64(d)/float64(time.Millisecond)) }
+
+// CPUTimes is a reading of /proc/stat's total and idle CPU time (in clock ticks).
+type CPUTimes struct{ Total, Idle uint64 }
+
+// ReadCPU reads the machine's CPU times.
+func ReadCPU() CPUTimes {
+	b, err := os.ReadFile("/proc/stat")
+	if err != nil {
+		return CPUTimes{}
+	}
+	line, _, _ := strings.Cut(string(b), "\n")
+	var c CPUTimes
+	for i, f := range strings.Fields(line)[1:] {
+		n, _ := strconv.ParseUint(f, 10, 64)
+		c.Total += n
+		if i == 3 || i == 4 { // idle, iowait
+			c.Idle += n
+		}
+	}
+	return c
+}
+
+// BusySince is the share of the machine's CPU time that was busy since c.
+func (c CPUTimes) BusySince() float64 {
+	now := ReadCPU()
+	total := now.Total - c.Total
+	if total == 0 {
+		return 0
+	}
+	return 1 - float64(now.Idle-c.Idle)/float64(total)
+}
+
+// ProcCPU returns the CPU time (user + system) a process has used so far.
+func ProcCPU(pid int) time.Duration {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0
+	}
+	// The fields after the command name (which may hold spaces) in parentheses.
+	s := string(b)
+	fields := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
+	if len(fields) < 13 {
+		return 0
+	}
+	utime, _ := strconv.ParseUint(fields[11], 10, 64)
+	stime, _ := strconv.ParseUint(fields[12], 10, 64)
+	return time.Duration(utime+stime) * time.Second / 100 // USER_HZ is 100 on Linux
+}
