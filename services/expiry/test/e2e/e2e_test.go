@@ -6,20 +6,13 @@ package e2e
 
 import (
 	"bufio"
-	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
-	"io"
-	"mime/multipart"
 	"net/http"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -36,62 +29,13 @@ import (
 )
 
 // bins are the binaries built once for the package's tests.
-var bins = map[string]string{}
+var bins map[string]string
 
 func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "shipfile-expiry-e2e-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	for name, pkg := range map[string]string{
+	servicetest.RunWithBinaries(m, &bins, map[string]string{
 		"gateway": "../../../gateway/cmd/gateway",
 		"shipctl": "../../../gateway/cmd/shipctl",
 		"expiry":  "../../cmd/expiry",
-	} {
-		bins[name] = filepath.Join(dir, name)
-		build := exec.Command("go", "build", "-o", bins[name], pkg)
-		build.Stdout, build.Stderr = os.Stderr, os.Stderr
-		if err := build.Run(); err != nil {
-			fmt.Fprintf(os.Stderr, "build %s: %v\n", name, err)
-			os.Exit(1)
-		}
-	}
-	code := m.Run()
-	os.RemoveAll(dir)
-	os.Exit(code)
-}
-
-// start runs a binary with env until the test ends; its output is shown when the
-// test fails.
-func start(t *testing.T, name string, env []string, args ...string) *exec.Cmd {
-	t.Helper()
-	cmd := exec.Command(name, args...)
-	cmd.Env = append(os.Environ(), env...)
-	logs := &lockedBuffer{}
-	cmd.Stdout, cmd.Stderr = logs, logs
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		_ = cmd.Process.Signal(syscall.SIGKILL)
-		_ = cmd.Wait()
-		if t.Failed() {
-			t.Logf("%s output:\n%s", filepath.Base(name), logs.String())
-		}
-	})
-	return cmd
-}
-
-func ready(t *testing.T, addr string) {
-	t.Helper()
-	servicetest.WaitFor(t, 60*time.Second, addr+"/readyz", func() bool {
-		resp, err := http.Get("http://" + addr + "/readyz")
-		if err != nil {
-			return false
-		}
-		resp.Body.Close()
-		return resp.StatusCode == http.StatusOK
 	})
 }
 
@@ -127,11 +71,11 @@ func TestTwoInstancesRaceOver1000Packages(t *testing.T) {
 	var addrs []string
 	for range 2 {
 		addr := servicetest.FreeAddr(t)
-		start(t, bins["expiry"], append(env, "SHIPFILE_EXPIRY_ADDR="+addr))
+		servicetest.StartProcess(t, bins["expiry"], append(env, "SHIPFILE_EXPIRY_ADDR="+addr))
 		addrs = append(addrs, addr)
 	}
 	for _, addr := range addrs {
-		ready(t, addr)
+		servicetest.WaitReady(t, addr)
 	}
 
 	// Every package's time is up at once, as the SPEC's acceptance path does it.
@@ -216,28 +160,28 @@ func TestExpiresWithinOneIntervalThroughTheGateway(t *testing.T) {
 	}
 	shipctl("user", "create", "--email", "admin@example.com", "--name", "Admin", "--role", "admin")
 	lines := strings.Split(strings.TrimSpace(shipctl("token", "create", "--email", "admin@example.com", "--name", "e2e")), "\n")
-	a := api{t: t, token: lines[len(lines)-1]}
+	a := servicetest.Client{T: t, Token: lines[len(lines)-1]}
 
 	gwAddr := servicetest.FreeAddr(t)
-	a.base = "http://" + gwAddr
-	start(t, bins["gateway"], append(common, "SHIPFILE_HTTP_ADDR="+gwAddr, "SHIPFILE_PUBLIC_URL="+a.base))
-	ready(t, gwAddr)
+	a.Base = "http://" + gwAddr
+	servicetest.StartProcess(t, bins["gateway"], append(common, "SHIPFILE_HTTP_ADDR="+gwAddr, "SHIPFILE_PUBLIC_URL="+a.Base))
+	servicetest.WaitReady(t, gwAddr)
 	exAddr := servicetest.FreeAddr(t)
-	start(t, bins["expiry"], append(common, "SHIPFILE_EXPIRY_ADDR="+exAddr, "SHIPFILE_EXPIRY_INTERVAL="+interval.String()))
-	ready(t, exAddr)
+	servicetest.StartProcess(t, bins["expiry"], append(common, "SHIPFILE_EXPIRY_ADDR="+exAddr, "SHIPFILE_EXPIRY_INTERVAL="+interval.String()))
+	servicetest.WaitReady(t, exAddr)
 
 	// A finalized package whose link works, and a draft.
-	p := a.must("POST", "/api/v1/packages", map[string]any{"title": "Q3 report", "recipient_email": "bob@example.com"}, http.StatusCreated)
+	p := a.Must("POST", "/api/v1/packages", map[string]any{"title": "Q3 report", "recipient_email": "bob@example.com"}, http.StatusCreated)
 	id := p["id"].(string)
-	f := a.upload("/api/v1/packages/"+id+"/files", "report.pdf", []byte("%PDF-1.7 tiny"))
-	fin := a.must("POST", "/api/v1/packages/"+id+"/finalize", nil, http.StatusOK)
+	f := a.Upload("/api/v1/packages/"+id+"/files", "report.pdf", []byte("%PDF-1.7 tiny"))
+	fin := a.Must("POST", "/api/v1/packages/"+id+"/finalize", nil, http.StatusOK)
 	linkToken := fin["magic_link"].(string)[strings.LastIndex(fin["magic_link"].(string), "/")+1:]
-	if status := get(t, a.base+"/api/v1/links/"+linkToken); status != http.StatusOK {
+	if status := get(t, a.Base+"/api/v1/links/"+linkToken); status != http.StatusOK {
 		t.Fatalf("link before expiry: %d", status)
 	}
-	draft := a.must("POST", "/api/v1/packages", map[string]any{"title": "draft", "recipient_email": "carol@example.com", "direction": "inbound"}, http.StatusCreated)
+	draft := a.Must("POST", "/api/v1/packages", map[string]any{"title": "draft", "recipient_email": "carol@example.com", "direction": "inbound"}, http.StatusCreated)
 	draftID := draft["id"].(string)
-	a.upload("/api/v1/packages/"+draftID+"/files", "notes.txt", []byte("notes"))
+	a.Upload("/api/v1/packages/"+draftID+"/files", "notes.txt", []byte("notes"))
 	if objs := expirytest.Objects(t, bucket); len(objs) != 2 {
 		t.Fatalf("objects before expiry: %v", objs)
 	}
@@ -254,8 +198,8 @@ func TestExpiresWithinOneIntervalThroughTheGateway(t *testing.T) {
 		t.Fatal(err)
 	}
 	servicetest.WaitFor(t, 2*interval+5*time.Second, "both packages expired (API)", func() bool {
-		return a.must("GET", "/api/v1/packages/"+id, nil, http.StatusOK)["state"] == "expired" &&
-			a.must("GET", "/api/v1/packages/"+draftID, nil, http.StatusOK)["state"] == "expired"
+		return a.Must("GET", "/api/v1/packages/"+id, nil, http.StatusOK)["state"] == "expired" &&
+			a.Must("GET", "/api/v1/packages/"+draftID, nil, http.StatusOK)["state"] == "expired"
 	})
 	took := time.Since(moved)
 	// One interval, plus the time one tick and the polling take.
@@ -265,24 +209,24 @@ func TestExpiresWithinOneIntervalThroughTheGateway(t *testing.T) {
 	t.Logf("expired %s after expires_at moved into the past (SHIPFILE_EXPIRY_INTERVAL=%s)", took.Round(time.Millisecond), interval)
 
 	// The link is dead, like any other.
-	if status := get(t, a.base+"/api/v1/links/"+linkToken); status != http.StatusGone {
+	if status := get(t, a.Base+"/api/v1/links/"+linkToken); status != http.StatusGone {
 		t.Errorf("link after expiry: %d, want 410", status)
 	}
-	if status := get(t, a.base+"/p/"+linkToken); status != http.StatusGone {
+	if status := get(t, a.Base+"/p/"+linkToken); status != http.StatusGone {
 		t.Errorf("recipient page after expiry: %d, want 410", status)
 	}
 	// The objects are gone; the owner still sees what was sent, but not its bytes.
 	servicetest.WaitFor(t, 10*time.Second, "the objects deleted", func() bool { return len(expirytest.Objects(t, bucket)) == 0 })
-	details := a.must("GET", "/api/v1/packages/"+id, nil, http.StatusOK)
+	details := a.Must("GET", "/api/v1/packages/"+id, nil, http.StatusOK)
 	if files, _ := details["files"].([]any); len(files) != 1 || details["file_count"] != float64(1) {
 		t.Errorf("expired package details: %v", details)
 	}
-	status, body := a.call("GET", "/api/v1/packages/"+id+"/files/"+f["id"].(string)+"/content", nil)
+	status, body := a.Call("GET", "/api/v1/packages/"+id+"/files/"+f["id"].(string)+"/content", nil)
 	if status != http.StatusConflict || !strings.Contains(fmt.Sprint(body["detail"]), "expired") {
 		t.Errorf("owner download of an expired package: %d %v, want 409 naming the state", status, body)
 	}
 	// Nothing else can happen to it but deletion.
-	a.must("POST", "/api/v1/packages/"+id+"/revoke", nil, http.StatusConflict)
+	a.Must("POST", "/api/v1/packages/"+id+"/revoke", nil, http.StatusConflict)
 
 	// package.expired, on the stream, once per package, with the package's head.
 	js := connect(t, natsURL)
@@ -299,7 +243,7 @@ func TestExpiresWithinOneIntervalThroughTheGateway(t *testing.T) {
 	if len(got) != 2 {
 		t.Fatalf("%d package.expired events, want 2", len(got))
 	}
-	me := a.must("GET", "/api/v1/me", nil, http.StatusOK)
+	me := a.Must("GET", "/api/v1/me", nil, http.StatusOK)
 	for _, e := range got {
 		pk := e.GetPackageExpired().GetPackage()
 		switch pk.GetPackageId() {
@@ -318,7 +262,7 @@ func TestExpiresWithinOneIntervalThroughTheGateway(t *testing.T) {
 	}
 
 	// The audit log names the system as the actor.
-	audit := a.must("GET", "/api/v1/admin/audit?package_id="+id, nil, http.StatusOK)["items"].([]any)
+	audit := a.Must("GET", "/api/v1/admin/audit?package_id="+id, nil, http.StatusOK)["items"].([]any)
 	found := false
 	for _, it := range audit {
 		e := it.(map[string]any)
@@ -331,74 +275,12 @@ func TestExpiresWithinOneIntervalThroughTheGateway(t *testing.T) {
 	}
 
 	// An expired package can still be deleted.
-	a.must("DELETE", "/api/v1/packages/"+id, nil, http.StatusNoContent)
-	a.must("GET", "/api/v1/packages/"+id, nil, http.StatusNotFound)
+	a.Must("DELETE", "/api/v1/packages/"+id, nil, http.StatusNoContent)
+	a.Must("GET", "/api/v1/packages/"+id, nil, http.StatusNotFound)
 	ms := scrape(t, exAddr)
 	if ms["shipfile_expiry_packages_expired_total"] != 2 || ms["shipfile_expiry_objects_deleted_total"] < 2 {
 		t.Errorf("expiry metrics: %v", ms)
 	}
-}
-
-// api calls the gateway with a bearer token.
-type api struct {
-	t     *testing.T
-	base  string
-	token string
-}
-
-func (a api) call(method, path string, body any) (int, map[string]any) {
-	a.t.Helper()
-	var rd io.Reader
-	if body != nil {
-		b, _ := json.Marshal(body)
-		rd = bytes.NewReader(b)
-	}
-	req, _ := http.NewRequest(method, a.base+path, rd)
-	if body != nil {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	req.Header.Set("Authorization", "Bearer "+a.token)
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		a.t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	raw, _ := io.ReadAll(resp.Body)
-	var m map[string]any
-	_ = json.Unmarshal(raw, &m)
-	return resp.StatusCode, m
-}
-
-func (a api) must(method, path string, body any, want int) map[string]any {
-	a.t.Helper()
-	status, m := a.call(method, path, body)
-	if status != want {
-		a.t.Fatalf("%s %s: %d %v, want %d", method, path, status, m, want)
-	}
-	return m
-}
-
-func (a api) upload(path, filename string, content []byte) map[string]any {
-	a.t.Helper()
-	var b bytes.Buffer
-	mw := multipart.NewWriter(&b)
-	w, _ := mw.CreateFormFile("file", filename)
-	_, _ = w.Write(content)
-	_ = mw.Close()
-	req, _ := http.NewRequest("POST", a.base+path, &b)
-	req.Header.Set("Content-Type", mw.FormDataContentType())
-	req.Header.Set("Authorization", "Bearer "+a.token)
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		a.t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	var m map[string]any
-	_ = json.NewDecoder(resp.Body).Decode(&m)
-	if resp.StatusCode != http.StatusCreated {
-		a.t.Fatalf("upload: %d %v", resp.StatusCode, m)
-	}
-	return m
 }
 
 // connectDB returns a pool on the database at url.
@@ -410,24 +292,6 @@ func connectDB(t *testing.T, url string) *pgxpool.Pool {
 	}
 	t.Cleanup(pool.Close)
 	return pool
-}
-
-// lockedBuffer collects a process's output; the process writes while tests read.
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }
 
 // get answers the status of an unauthenticated GET.

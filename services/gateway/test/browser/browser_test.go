@@ -7,13 +7,11 @@
 package browser
 
 import (
-	"bytes"
 	"context"
 	"crypto/hmac"
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -23,7 +21,6 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -38,59 +35,12 @@ import (
 )
 
 // bins are the binaries built once for the package's tests.
-var bins = map[string]string{}
+var bins map[string]string
 
 func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "shipfile-browser-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	for name, pkg := range map[string]string{
+	servicetest.RunWithBinaries(m, &bins, map[string]string{
 		"gateway":  "../../cmd/gateway",
 		"webhooks": "../../../webhooks/cmd/webhooks",
-	} {
-		bins[name] = filepath.Join(dir, name)
-		build := exec.Command("go", "build", "-o", bins[name], pkg)
-		build.Stdout, build.Stderr = os.Stderr, os.Stderr
-		if err := build.Run(); err != nil {
-			fmt.Fprintf(os.Stderr, "build %s: %v\n", name, err)
-			os.Exit(1)
-		}
-	}
-	code := m.Run()
-	os.RemoveAll(dir)
-	os.Exit(code)
-}
-
-// start runs a binary with env until the test ends.
-func start(t *testing.T, name string, env []string) {
-	t.Helper()
-	cmd := exec.Command(name)
-	cmd.Env = append(os.Environ(), env...)
-	var logs bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &logs, &logs
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		_ = cmd.Process.Signal(syscall.SIGKILL)
-		_ = cmd.Wait()
-		if t.Failed() {
-			t.Logf("%s output:\n%s", filepath.Base(name), logs.String())
-		}
-	})
-}
-
-func ready(t *testing.T, addr string) {
-	t.Helper()
-	servicetest.WaitFor(t, 60*time.Second, addr+"/readyz", func() bool {
-		resp, err := http.Get("http://" + addr + "/readyz")
-		if err != nil {
-			return false
-		}
-		resp.Body.Close()
-		return resp.StatusCode == http.StatusOK
 	})
 }
 
@@ -143,11 +93,11 @@ func startSystem(t *testing.T) *system {
 		"SHIPFILE_WEBHOOK_ALLOW_PRIVATE=true", "SHIPFILE_LOG_LEVEL=warn",
 	}
 	gw := servicetest.FreeAddr(t)
-	start(t, bins["gateway"], append(common, "SHIPFILE_HTTP_ADDR="+gw, "SHIPFILE_PUBLIC_URL=http://"+gw))
-	ready(t, gw)
+	servicetest.StartProcess(t, bins["gateway"], append(common, "SHIPFILE_HTTP_ADDR="+gw, "SHIPFILE_PUBLIC_URL=http://"+gw))
+	servicetest.WaitReady(t, gw)
 	wh := servicetest.FreeAddr(t)
-	start(t, bins["webhooks"], append(common, "SHIPFILE_WEBHOOKS_ADDR="+wh, "SHIPFILE_WEBHOOK_RETRY_SCHEDULE=200ms,200ms,200ms,200ms,200ms,200ms,200ms"))
-	ready(t, wh)
+	servicetest.StartProcess(t, bins["webhooks"], append(common, "SHIPFILE_WEBHOOKS_ADDR="+wh, "SHIPFILE_WEBHOOK_RETRY_SCHEDULE=200ms,200ms,200ms,200ms,200ms,200ms,200ms"))
+	servicetest.WaitReady(t, wh)
 	rcv := &receiver{}
 	srv := httptest.NewServer(rcv)
 	t.Cleanup(srv.Close)
@@ -358,21 +308,6 @@ func screenshotDir(t *testing.T) string {
 	return shotDir
 }
 
-// api calls the REST API with a bearer token.
-func api(t *testing.T, base, token, method, path string) (int, map[string]any) {
-	t.Helper()
-	req, _ := http.NewRequest(method, base+path, nil)
-	req.Header.Set("Authorization", "Bearer "+token)
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	var m map[string]any
-	_ = json.NewDecoder(resp.Body).Decode(&m)
-	return resp.StatusCode, m
-}
-
 // writeFile makes a file of n random bytes and returns its path and SHA-256.
 func writeFile(t *testing.T, name string, n int) (string, string) {
 	t.Helper()
@@ -437,7 +372,8 @@ func TestWebUI(t *testing.T) {
 		t.Fatalf("token = %q", token)
 	}
 	admin.shot("tokens")
-	if st, me := api(t, sys.base, token, "GET", "/api/v1/me"); st != http.StatusOK || me["email"] != "admin@example.com" {
+	api := servicetest.Client{T: t, Base: sys.base, Token: token}
+	if st, me := api.Call("GET", "/api/v1/me", nil); st != http.StatusOK || me["email"] != "admin@example.com" {
 		t.Fatalf("the token: %d %v", st, me)
 	}
 	if rows := run(admin, chromedp.Evaluate[int](`document.querySelectorAll('#tokens tbody tr').length`)); rows != 1 {
@@ -463,7 +399,7 @@ func TestWebUI(t *testing.T) {
 		t.Fatalf("the form lost the title: %q", v)
 	}
 	admin.shot("send-error")
-	if _, list := api(t, sys.base, token, "GET", "/api/v1/packages"); len(list["items"].([]any)) != 0 {
+	if _, list := api.Call("GET", "/api/v1/packages", nil); len(list["items"].([]any)) != 0 {
 		t.Fatalf("a bad form created a package: %v", list)
 	}
 	admin.do(chromedp.SetValue(css("#ttl_days"), "5"))
@@ -581,9 +517,9 @@ func TestWebUI(t *testing.T) {
 	recipient.do(chromedp.SetUploadFiles(css("#files-input"), []string{contract}))
 	recipient.waitJS("the page to list the upload", `!!document.querySelector('#files') && document.querySelector('#files').textContent.includes('contract.pdf')`)
 	recipient.shot("recipient-upload")
-	_, list := api(t, sys.base, token, "GET", "/api/v1/packages?direction=inbound")
+	_, list := api.Call("GET", "/api/v1/packages?direction=inbound", nil)
 	inbound := list["items"].([]any)[0].(map[string]any)
-	_, detail := api(t, sys.base, token, "GET", "/api/v1/packages/"+inbound["id"].(string))
+	_, detail := api.Call("GET", "/api/v1/packages/"+inbound["id"].(string), nil)
 	files := detail["files"].([]any)
 	if len(files) != 1 || files[0].(map[string]any)["uploaded_by"] != "recipient" || files[0].(map[string]any)["sha256"] != contractSum {
 		t.Fatalf("inbound files = %v", files)

@@ -5,21 +5,13 @@
 package e2e
 
 import (
-	"bytes"
 	"context"
 	"crypto/rand"
-	"encoding/json"
-	"fmt"
-	"io"
-	"mime/multipart"
 	"net/http"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -32,140 +24,24 @@ import (
 )
 
 // bins are the binaries built once for the package's tests.
-var bins = map[string]string{}
+var bins map[string]string
 
 func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "shipfile-mailer-e2e-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	for name, pkg := range map[string]string{
+	servicetest.RunWithBinaries(m, &bins, map[string]string{
 		"gateway": "../../../gateway/cmd/gateway",
 		"shipctl": "../../../gateway/cmd/shipctl",
 		"mailer":  "../../cmd/mailer",
-	} {
-		bins[name] = filepath.Join(dir, name)
-		build := exec.Command("go", "build", "-o", bins[name], pkg)
-		build.Stdout, build.Stderr = os.Stderr, os.Stderr
-		if err := build.Run(); err != nil {
-			fmt.Fprintf(os.Stderr, "build %s: %v\n", name, err)
-			os.Exit(1)
-		}
-	}
-	code := m.Run()
-	os.RemoveAll(dir)
-	os.Exit(code)
-}
-
-// logBuffer collects a process's output; safe for the process's writer and the test.
-type logBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *logBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *logBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
-// start runs a binary with env until the test ends and returns its output so far.
-func start(t *testing.T, name string, env []string) *logBuffer {
-	t.Helper()
-	cmd := exec.Command(name)
-	cmd.Env = append(os.Environ(), env...)
-	logs := &logBuffer{}
-	cmd.Stdout, cmd.Stderr = logs, logs
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		_ = cmd.Process.Signal(syscall.SIGTERM)
-		_ = cmd.Wait()
-		if t.Failed() {
-			t.Logf("%s output:\n%s", filepath.Base(name), logs.String())
-		}
-	})
-	return logs
-}
-
-func ready(t *testing.T, addr string) {
-	t.Helper()
-	servicetest.WaitFor(t, 60*time.Second, addr+"/readyz", func() bool {
-		resp, err := http.Get("http://" + addr + "/readyz")
-		if err != nil {
-			return false
-		}
-		resp.Body.Close()
-		return resp.StatusCode == http.StatusOK
 	})
 }
 
 // api calls the gateway with a bearer token.
-type api struct {
-	t     *testing.T
-	base  string
-	token string
-}
-
-func (a api) must(method, path string, body any, want int) map[string]any {
-	a.t.Helper()
-	var rd io.Reader
-	if body != nil {
-		b, _ := json.Marshal(body)
-		rd = bytes.NewReader(b)
-	}
-	req, _ := http.NewRequest(method, a.base+path, rd)
-	if body != nil {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	req.Header.Set("Authorization", "Bearer "+a.token)
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		a.t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	raw, _ := io.ReadAll(resp.Body)
-	var m map[string]any
-	_ = json.Unmarshal(raw, &m)
-	if resp.StatusCode != want {
-		a.t.Fatalf("%s %s: %d %s, want %d", method, path, resp.StatusCode, raw, want)
-	}
-	return m
-}
-
-func (a api) upload(path, filename string, content []byte) {
-	a.t.Helper()
-	var b bytes.Buffer
-	mw := multipart.NewWriter(&b)
-	w, _ := mw.CreateFormFile("file", filename)
-	_, _ = w.Write(content)
-	_ = mw.Close()
-	req, _ := http.NewRequest("POST", a.base+path, &b)
-	req.Header.Set("Content-Type", mw.FormDataContentType())
-	req.Header.Set("Authorization", "Bearer "+a.token)
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		a.t.Fatal(err)
-	}
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusCreated {
-		a.t.Fatalf("upload: %d", resp.StatusCode)
-	}
-}
+type api struct{ servicetest.Client }
 
 // audit returns the package's audit entries (newest first) through the admin API.
 func (a api) audit(pkg string) []map[string]any {
-	a.t.Helper()
+	a.T.Helper()
 	var out []map[string]any
-	for _, it := range a.must("GET", "/api/v1/admin/audit?limit=100&package_id="+pkg, nil, http.StatusOK)["items"].([]any) {
+	for _, it := range a.Must("GET", "/api/v1/admin/audit?limit=100&package_id="+pkg, nil, http.StatusOK)["items"].([]any) {
 		out = append(out, it.(map[string]any))
 	}
 	return out
@@ -212,38 +88,38 @@ func TestMailEndToEnd(t *testing.T) {
 	}
 	shipctl("user", "create", "--email", "alice@example.com", "--name", "Alice Example", "--role", "admin")
 	lines := strings.Split(strings.TrimSpace(shipctl("token", "create", "--email", "alice@example.com", "--name", "e2e")), "\n")
-	a := api{t: t, token: lines[len(lines)-1]}
+	a := api{servicetest.Client{T: t, Token: lines[len(lines)-1]}}
 
 	gwAddr := servicetest.FreeAddr(t)
-	a.base = "http://" + gwAddr
-	logs := []*logBuffer{start(t, bins["gateway"], append(common, "SHIPFILE_HTTP_ADDR="+gwAddr, "SHIPFILE_PUBLIC_URL=http://"+gwAddr))}
-	ready(t, gwAddr)
+	a.Base = "http://" + gwAddr
+	procs := []*servicetest.Process{servicetest.StartProcess(t, bins["gateway"], append(common, "SHIPFILE_HTTP_ADDR="+gwAddr, "SHIPFILE_PUBLIC_URL=http://"+gwAddr))}
+	servicetest.WaitReady(t, gwAddr)
 	for range 2 {
 		addr := servicetest.FreeAddr(t)
-		logs = append(logs, start(t, bins["mailer"], append(common, "SHIPFILE_MAILER_ADDR="+addr, "SHIPFILE_MAIL_RETRY_SCHEDULE=200ms,200ms,200ms")))
-		ready(t, addr)
+		procs = append(procs, servicetest.StartProcess(t, bins["mailer"], append(common, "SHIPFILE_MAILER_ADDR="+addr, "SHIPFILE_MAIL_RETRY_SCHEDULE=200ms,200ms,200ms")))
+		servicetest.WaitReady(t, addr)
 	}
 
 	// Outbound: a file, then finalize.
-	out := a.must("POST", "/api/v1/packages", map[string]any{
+	out := a.Must("POST", "/api/v1/packages", map[string]any{
 		"title": "Q3 report", "recipient_email": "bob@example.com", "recipient_name": "Bob Builder",
 		"note": "Figures attached.\nCall me if anything is unclear.", "ttl_days": 3,
 	}, http.StatusCreated)
 	outID := out["id"].(string)
-	a.upload("/api/v1/packages/"+outID+"/files", "q3.pdf", []byte("%PDF-1.7 tiny"))
-	outFin := a.must("POST", "/api/v1/packages/"+outID+"/finalize", nil, http.StatusOK)
+	a.Upload("/api/v1/packages/"+outID+"/files", "q3.pdf", []byte("%PDF-1.7 tiny"))
+	outFin := a.Must("POST", "/api/v1/packages/"+outID+"/finalize", nil, http.StatusOK)
 	// Inbound: finalize right away.
-	in := a.must("POST", "/api/v1/packages", map[string]any{
+	in := a.Must("POST", "/api/v1/packages", map[string]any{
 		"title": "Your invoices", "recipient_email": "carol@example.org", "direction": "inbound",
 	}, http.StatusCreated)
 	inID := in["id"].(string)
-	inFin := a.must("POST", "/api/v1/packages/"+inID+"/finalize", nil, http.StatusOK)
+	inFin := a.Must("POST", "/api/v1/packages/"+inID+"/finalize", nil, http.StatusOK)
 	// One whose recipient's server refuses it.
-	bad := a.must("POST", "/api/v1/packages", map[string]any{
+	bad := a.Must("POST", "/api/v1/packages", map[string]any{
 		"title": "Nope", "recipient_email": "nobody@example.net", "direction": "inbound",
 	}, http.StatusCreated)
 	badID := bad["id"].(string)
-	a.must("POST", "/api/v1/packages/"+badID+"/finalize", nil, http.StatusOK)
+	a.Must("POST", "/api/v1/packages/"+badID+"/finalize", nil, http.StatusOK)
 
 	sink.WaitN(t, 2, 60*time.Second)
 	servicetest.WaitFor(t, 30*time.Second, "both e-mails sent and the rejection audited", func() bool {
@@ -333,13 +209,13 @@ func TestMailEndToEnd(t *testing.T) {
 	for _, fin := range []map[string]any{outFin, inFin} {
 		link := fin["magic_link"].(string)
 		token := link[strings.LastIndex(link, "/")+1:]
-		for i, l := range logs {
-			if strings.Contains(l.String(), token) {
+		for i, p := range procs {
+			if strings.Contains(p.Logs(), token) {
 				t.Errorf("process %d logged a magic link", i)
 			}
 		}
 	}
-	if !strings.Contains(logs[1].String()+logs[2].String(), "e-mail sent") {
+	if !strings.Contains(procs[1].Logs()+procs[2].Logs(), "e-mail sent") {
 		t.Error("no mailer logged a sent e-mail")
 	}
 }

@@ -10,16 +10,13 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"mime/multipart"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"regexp"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -29,61 +26,13 @@ import (
 )
 
 // bins are the binaries built once for the package's tests.
-var bins = map[string]string{}
+var bins map[string]string
 
 func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "shipfile-webhooks-e2e-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	for name, pkg := range map[string]string{
+	servicetest.RunWithBinaries(m, &bins, map[string]string{
 		"gateway":  "../../../gateway/cmd/gateway",
 		"shipctl":  "../../../gateway/cmd/shipctl",
 		"webhooks": "../../cmd/webhooks",
-	} {
-		bins[name] = filepath.Join(dir, name)
-		build := exec.Command("go", "build", "-o", bins[name], pkg)
-		build.Stdout, build.Stderr = os.Stderr, os.Stderr
-		if err := build.Run(); err != nil {
-			fmt.Fprintf(os.Stderr, "build %s: %v\n", name, err)
-			os.Exit(1)
-		}
-	}
-	code := m.Run()
-	os.RemoveAll(dir)
-	os.Exit(code)
-}
-
-// start runs a binary with env until the test ends and returns it.
-func start(t *testing.T, name string, env []string, args ...string) *exec.Cmd {
-	t.Helper()
-	cmd := exec.Command(name, args...)
-	cmd.Env = append(os.Environ(), env...)
-	var logs bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &logs, &logs
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		_ = cmd.Process.Signal(syscall.SIGKILL)
-		_ = cmd.Wait()
-		if t.Failed() {
-			t.Logf("%s output:\n%s", filepath.Base(name), logs.String())
-		}
-	})
-	return cmd
-}
-
-func ready(t *testing.T, addr string) {
-	t.Helper()
-	servicetest.WaitFor(t, 60*time.Second, addr+"/readyz", func() bool {
-		resp, err := http.Get("http://" + addr + "/readyz")
-		if err != nil {
-			return false
-		}
-		resp.Body.Close()
-		return resp.StatusCode == http.StatusOK
 	})
 }
 
@@ -132,68 +81,6 @@ func (r *receiver) of(hook string) []delivery {
 		}
 	}
 	return out
-}
-
-// api calls the gateway with the admin token.
-type api struct {
-	t     *testing.T
-	base  string
-	token string
-}
-
-func (a api) call(method, path string, body any) (int, map[string]any) {
-	a.t.Helper()
-	var rd io.Reader
-	if body != nil {
-		b, _ := json.Marshal(body)
-		rd = bytes.NewReader(b)
-	}
-	req, _ := http.NewRequest(method, a.base+path, rd)
-	if body != nil {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	req.Header.Set("Authorization", "Bearer "+a.token)
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		a.t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	raw, _ := io.ReadAll(resp.Body)
-	var m map[string]any
-	_ = json.Unmarshal(raw, &m)
-	return resp.StatusCode, m
-}
-
-func (a api) must(method, path string, body any, want int) map[string]any {
-	a.t.Helper()
-	status, m := a.call(method, path, body)
-	if status != want {
-		a.t.Fatalf("%s %s: %d %v, want %d", method, path, status, m, want)
-	}
-	return m
-}
-
-func (a api) upload(path, filename string, content []byte) map[string]any {
-	a.t.Helper()
-	var b bytes.Buffer
-	mw := multipart.NewWriter(&b)
-	w, _ := mw.CreateFormFile("file", filename)
-	_, _ = w.Write(content)
-	_ = mw.Close()
-	req, _ := http.NewRequest("POST", a.base+path, &b)
-	req.Header.Set("Content-Type", mw.FormDataContentType())
-	req.Header.Set("Authorization", "Bearer "+a.token)
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		a.t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	var m map[string]any
-	_ = json.NewDecoder(resp.Body).Decode(&m)
-	if resp.StatusCode != http.StatusCreated {
-		a.t.Fatalf("upload: %d %v", resp.StatusCode, m)
-	}
-	return m
 }
 
 // keysInOrder returns the top-level keys of a JSON object in the order they appear.
@@ -253,23 +140,23 @@ func TestWebhooksEndToEnd(t *testing.T) {
 	token := lines[len(lines)-1]
 
 	gwAddr := servicetest.FreeAddr(t)
-	start(t, bins["gateway"], append(common, "SHIPFILE_HTTP_ADDR="+gwAddr, "SHIPFILE_PUBLIC_URL=http://"+gwAddr))
-	ready(t, gwAddr)
+	servicetest.StartProcess(t, bins["gateway"], append(common, "SHIPFILE_HTTP_ADDR="+gwAddr, "SHIPFILE_PUBLIC_URL=http://"+gwAddr))
+	servicetest.WaitReady(t, gwAddr)
 	for range 2 {
 		addr := servicetest.FreeAddr(t)
-		start(t, bins["webhooks"], append(common, "SHIPFILE_WEBHOOKS_ADDR="+addr,
+		servicetest.StartProcess(t, bins["webhooks"], append(common, "SHIPFILE_WEBHOOKS_ADDR="+addr,
 			"SHIPFILE_WEBHOOK_RETRY_SCHEDULE=100ms,100ms,100ms,100ms,100ms,100ms,100ms", "SHIPFILE_WEBHOOK_TIMEOUT=2s"))
-		ready(t, addr)
+		servicetest.WaitReady(t, addr)
 	}
 
 	rcv := &receiver{statuses: map[string]int{}}
 	srv := httptest.NewServer(rcv)
 	defer srv.Close()
-	a := api{t: t, base: "http://" + gwAddr, token: token}
+	a := servicetest.Client{T: t, Base: "http://" + gwAddr, Token: token}
 
-	all := a.must("POST", "/api/v1/admin/webhooks", map[string]any{"url": srv.URL + "/all", "description": "everything"}, http.StatusCreated)
-	only := a.must("POST", "/api/v1/admin/webhooks", map[string]any{"url": srv.URL + "/finalized", "events": []string{"package.finalized"}}, http.StatusCreated)
-	flaky := a.must("POST", "/api/v1/admin/webhooks", map[string]any{"url": srv.URL + "/flaky", "events": []string{"package.created"}}, http.StatusCreated)
+	all := a.Must("POST", "/api/v1/admin/webhooks", map[string]any{"url": srv.URL + "/all", "description": "everything"}, http.StatusCreated)
+	only := a.Must("POST", "/api/v1/admin/webhooks", map[string]any{"url": srv.URL + "/finalized", "events": []string{"package.finalized"}}, http.StatusCreated)
+	flaky := a.Must("POST", "/api/v1/admin/webhooks", map[string]any{"url": srv.URL + "/flaky", "events": []string{"package.created"}}, http.StatusCreated)
 	rcv.setStatus("flaky", http.StatusInternalServerError)
 	secrets := map[string]string{"all": all["secret"].(string), "finalized": only["secret"].(string), "flaky": flaky["secret"].(string)}
 	hookIDs := map[string]float64{"all": all["id"].(float64), "finalized": only["id"].(float64), "flaky": flaky["id"].(float64)}
@@ -278,24 +165,24 @@ func TestWebhooksEndToEnd(t *testing.T) {
 	}
 
 	// The Test button.
-	a.must("POST", fmt.Sprintf("/api/v1/admin/webhooks/%v/test", hookIDs["all"]), nil, http.StatusAccepted)
+	a.Must("POST", fmt.Sprintf("/api/v1/admin/webhooks/%v/test", hookIDs["all"]), nil, http.StatusAccepted)
 	servicetest.WaitFor(t, 20*time.Second, "webhook.test", func() bool { return len(rcv.of("all")) == 1 })
 
 	// A package's life.
-	me := a.must("GET", "/api/v1/me", nil, http.StatusOK)
-	p := a.must("POST", "/api/v1/packages", map[string]any{"title": "Q3 report", "recipient_email": "bob@example.com", "ttl_days": 3}, http.StatusCreated)
+	me := a.Must("GET", "/api/v1/me", nil, http.StatusOK)
+	p := a.Must("POST", "/api/v1/packages", map[string]any{"title": "Q3 report", "recipient_email": "bob@example.com", "ttl_days": 3}, http.StatusCreated)
 	id := p["id"].(string)
-	f := a.upload("/api/v1/packages/"+id+"/files", "report.pdf", []byte("%PDF-1.7 tiny"))
-	fin := a.must("POST", "/api/v1/packages/"+id+"/finalize", nil, http.StatusOK)
+	f := a.Upload("/api/v1/packages/"+id+"/files", "report.pdf", []byte("%PDF-1.7 tiny"))
+	fin := a.Must("POST", "/api/v1/packages/"+id+"/finalize", nil, http.StatusOK)
 	link := fin["magic_link"].(string)
 	token43 := link[strings.LastIndex(link, "/")+1:]
-	resp, err := http.Get(a.base + "/api/v1/links/" + token43 + "/files/" + f["id"].(string))
+	resp, err := http.Get(a.Base + "/api/v1/links/" + token43 + "/files/" + f["id"].(string))
 	if err != nil || resp.StatusCode != http.StatusOK {
 		t.Fatalf("recipient download: %v %v", err, resp)
 	}
 	resp.Body.Close()
-	a.must("POST", "/api/v1/packages/"+id+"/revoke", nil, http.StatusOK)
-	a.must("DELETE", "/api/v1/packages/"+id, nil, 204)
+	a.Must("POST", "/api/v1/packages/"+id+"/revoke", nil, http.StatusOK)
+	a.Must("DELETE", "/api/v1/packages/"+id, nil, 204)
 
 	want := []string{"webhook.test", "package.created", "package.file_uploaded", "package.finalized", "package.downloaded", "package.revoked", "package.deleted"}
 	servicetest.WaitFor(t, 30*time.Second, "every event at the all-events hook", func() bool { return len(rcv.of("all")) >= len(want) })
@@ -399,7 +286,7 @@ func TestWebhooksEndToEnd(t *testing.T) {
 	flakyPath := fmt.Sprintf("/api/v1/admin/webhooks/%v/deliveries?limit=100", hookIDs["flaky"])
 	var deliveryID string
 	servicetest.WaitFor(t, 10*time.Second, "the delivery to be marked failed", func() bool {
-		items := a.must("GET", flakyPath, nil, http.StatusOK)["items"].([]any)
+		items := a.Must("GET", flakyPath, nil, http.StatusOK)["items"].([]any)
 		if len(items) != 8 {
 			return false
 		}
@@ -413,9 +300,9 @@ func TestWebhooksEndToEnd(t *testing.T) {
 		}
 	}
 	rcv.setStatus("flaky", http.StatusOK)
-	a.must("POST", fmt.Sprintf("/api/v1/admin/webhooks/%v/deliveries/%s/redeliver", hookIDs["flaky"], deliveryID), nil, http.StatusAccepted)
+	a.Must("POST", fmt.Sprintf("/api/v1/admin/webhooks/%v/deliveries/%s/redeliver", hookIDs["flaky"], deliveryID), nil, http.StatusAccepted)
 	servicetest.WaitFor(t, 20*time.Second, "the redelivery", func() bool {
-		items := a.must("GET", flakyPath, nil, http.StatusOK)["items"].([]any)
+		items := a.Must("GET", flakyPath, nil, http.StatusOK)["items"].([]any)
 		return len(items) == 9 && items[0].(map[string]any)["delivery_status"] == "succeeded" && items[0].(map[string]any)["status_code"] == float64(200)
 	})
 	last := rcv.of("flaky")
