@@ -2,6 +2,8 @@
 // function against the real dependencies, waits until /readyz answers 200, checks
 // /healthz and /metrics, then cancels it as SIGTERM would and expects a clean return;
 // StartNATS runs a private nats-server process for tests that freeze or kill it.
+// End-to-end suites build the real binaries once in TestMain (RunWithBinaries), run
+// them (StartProcess, WaitReady) and call the gateway's API (Client).
 package servicetest
 
 import (
