@@ -180,13 +180,16 @@ func publishCreated(ctx context.Context, js jetstream.JetStream, n int) error {
 		if _, err := js.PublishAsync(events.Subject(events.TypePackageCreated), data, jetstream.WithMsgID(env.GetEventId())); err != nil {
 			return err
 		}
+		// A thousand at a time: more in flight and the client stalls, then refuses.
+		if (i+1)%1000 == 0 || i == n-1 {
+			select {
+			case <-js.PublishAsyncComplete():
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+		}
 	}
-	select {
-	case <-js.PublishAsyncComplete():
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
+	return nil
 }
 
 // baselinePosts POSTs n requests (cycling through bodies, each to its hook's path) to
