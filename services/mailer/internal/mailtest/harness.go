@@ -3,7 +3,6 @@ package mailtest
 import (
 	"context"
 	"errors"
-	"io"
 	"log/slog"
 	"testing"
 	"time"
@@ -116,27 +115,11 @@ type Config struct {
 	Log *slog.Logger
 }
 
-// Instance is a running mailer.
+// Instance is a running mailer; Stop stops it gracefully and waits for it.
 type Instance struct {
 	Metrics  *app.Metrics
 	Registry *prometheus.Registry
-	cancel   context.CancelFunc
-	done     chan struct{} // closed when Run returned
-	err      error
-}
-
-// Stop stops the instance gracefully and waits for it; stopping twice is fine.
-func (in *Instance) Stop(t testing.TB) {
-	t.Helper()
-	in.cancel()
-	select {
-	case <-in.done:
-		if in.err != nil {
-			t.Errorf("mailer: %v", in.err)
-		}
-	case <-time.After(60 * time.Second):
-		t.Error("mailer did not stop within 60s")
-	}
+	*servicetest.Background
 }
 
 // Start runs a mailer wired like the binary's, stopped when the test ends.
@@ -179,14 +162,7 @@ func Start(t testing.TB, cfg Config) *Instance {
 	if _, err := c.Ensure(ctx); err != nil {
 		t.Fatal(err)
 	}
-	runCtx, stop := context.WithCancel(context.Background())
-	in := &Instance{Metrics: metrics, Registry: reg, cancel: stop, done: make(chan struct{})}
-	go func() {
-		in.err = c.Run(runCtx)
-		close(in.done)
-	}()
-	t.Cleanup(func() { in.Stop(t) })
-	return in
+	return &Instance{Metrics: metrics, Registry: reg, Background: servicetest.RunInBackground(t, "mailer", c.Run)}
 }
 
 // Schedule returns n waits of d.
@@ -197,9 +173,6 @@ func Schedule(d time.Duration, n int) []time.Duration {
 	}
 	return s
 }
-
-// Discard is a logger that drops everything.
-var Discard = slog.New(slog.NewTextHandler(io.Discard, nil))
 
 // DeliveryRow is a mail_deliveries row.
 type DeliveryRow struct {

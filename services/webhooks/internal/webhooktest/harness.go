@@ -2,7 +2,6 @@ package webhooktest
 
 import (
 	"context"
-	"io"
 	"log/slog"
 	"testing"
 	"time"
@@ -15,6 +14,7 @@ import (
 	"github.com/shipfile/shipfile/pkg/events"
 	"github.com/shipfile/shipfile/pkg/events/eventstest"
 	"github.com/shipfile/shipfile/pkg/events/eventsv1"
+	"github.com/shipfile/shipfile/pkg/servicetest"
 	"github.com/shipfile/shipfile/services/webhooks/internal/app"
 	"github.com/shipfile/shipfile/services/webhooks/internal/store"
 	"github.com/shipfile/shipfile/services/webhooks/internal/transport"
@@ -83,27 +83,11 @@ type Config struct {
 	Log *slog.Logger
 }
 
-// Instance is a running dispatcher.
+// Instance is a running dispatcher; Stop stops it gracefully and waits for it.
 type Instance struct {
 	Metrics  *app.Metrics
 	Registry *prometheus.Registry
-	cancel   context.CancelFunc
-	done     chan struct{} // closed when Run returned
-	err      error
-}
-
-// Stop stops the instance gracefully and waits for it; stopping twice is fine.
-func (in *Instance) Stop(t testing.TB) {
-	t.Helper()
-	in.cancel()
-	select {
-	case <-in.done:
-		if in.err != nil {
-			t.Errorf("dispatcher: %v", in.err)
-		}
-	case <-time.After(60 * time.Second):
-		t.Error("dispatcher did not stop within 60s")
-	}
+	*servicetest.Background
 }
 
 // Start runs a dispatcher wired like the binary's, stopped when the test ends.
@@ -153,14 +137,7 @@ func Start(t testing.TB, cfg Config) *Instance {
 	if _, _, err := d.EnsureConsumers(ctx); err != nil {
 		t.Fatal(err)
 	}
-	runCtx, stop := context.WithCancel(context.Background())
-	in := &Instance{Metrics: metrics, Registry: reg, cancel: stop, done: make(chan struct{})}
-	go func() {
-		in.err = d.Run(runCtx)
-		close(in.done)
-	}()
-	t.Cleanup(func() { in.Stop(t) })
-	return in
+	return &Instance{Metrics: metrics, Registry: reg, Background: servicetest.RunInBackground(t, "dispatcher", d.Run)}
 }
 
 // Schedule returns n waits of d.
@@ -171,9 +148,6 @@ func Schedule(d time.Duration, n int) []time.Duration {
 	}
 	return s
 }
-
-// Discard is a logger that drops everything.
-var Discard = slog.New(slog.NewTextHandler(io.Discard, nil))
 
 // Subscription is a webhook_subscriptions row to insert.
 type Subscription struct {
