@@ -7,6 +7,10 @@
 // while, fanned out to any number of consumers); mail jobs go on the work queue
 // SHIPFILE_MAIL (subjects shipfile.mail.<kind>, removed once acknowledged). Each message's
 // id is its Nats-Msg-Id, so a re-publish within the duplicate window is dropped.
+//
+// On the consuming side, Consume is the fetch loop of a worker on a durable pull
+// consumer, KeepAlive holds a message while a long handler runs and NumDelivered says
+// which delivery a message is.
 package events
 
 import (

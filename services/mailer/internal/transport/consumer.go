@@ -4,7 +4,6 @@ package transport
 
 import (
 	"context"
-	"errors"
 	"log/slog"
 	"sync"
 	"time"
@@ -139,7 +138,10 @@ func (c *Consumer) Run(ctx context.Context) error {
 
 	var wg sync.WaitGroup
 	for range c.opts.Workers {
-		wg.Go(func() { c.workLoop(ctx, workCtx, cons) })
+		// One job at a time: no job waits in a buffer while its AckWait runs.
+		wg.Go(func() {
+			events.Consume(ctx, cons, 1, c.opts.FetchWait, c.log, func(msg jetstream.Msg) { c.handle(workCtx, msg) })
+		})
 	}
 	wg.Go(func() { c.statsLoop(ctx, cons) })
 	c.log.Info("mailer running", "workers", c.opts.Workers, "consumer", c.opts.Consumer, "stream", c.opts.Stream)
@@ -158,34 +160,11 @@ func (c *Consumer) Run(ctx context.Context) error {
 	return nil
 }
 
-// workLoop fetches one job at a time until ctx is done and handles it, so no job waits
-// in a buffer while its AckWait runs.
-func (c *Consumer) workLoop(ctx, workCtx context.Context, cons jetstream.Consumer) {
-	for ctx.Err() == nil {
-		b, err := cons.Fetch(1, jetstream.FetchMaxWait(c.opts.FetchWait))
-		if err == nil {
-			for msg := range b.Messages() {
-				if ctx.Err() != nil {
-					// Stopping: hand it to another instance at once.
-					_ = msg.Nak()
-					continue
-				}
-				c.handle(workCtx, msg)
-			}
-			err = b.Error()
-		}
-		if err != nil && !errors.Is(err, jetstream.ErrNoMessages) && !errors.Is(err, context.DeadlineExceeded) {
-			c.log.Warn("fetch", "consumer", c.opts.Consumer, "err", err)
-			sleep(ctx, time.Second)
-		}
-	}
-}
-
 // handle sends one job's e-mail, reporting progress while it runs long, and settles
 // the message as the mailer decided.
 func (c *Consumer) handle(ctx context.Context, msg jetstream.Msg) {
-	stop := keepAlive(msg, c.opts.AckWait/2)
-	dec := c.mailer.Handle(ctx, msg.Data(), numDelivered(msg))
+	stop := events.KeepAlive(msg, c.opts.AckWait/2)
+	dec := c.mailer.Handle(ctx, msg.Data(), events.NumDelivered(msg))
 	stop()
 	var err error
 	switch dec.Action {
@@ -227,44 +206,5 @@ func (c *Consumer) refreshStats(ctx context.Context, cons jetstream.Consumer) {
 		c.metrics.QueueDepth.Set(float64(info.NumPending) + float64(info.NumAckPending))
 	} else if ctx.Err() == nil {
 		c.log.Debug("mail consumer info", "err", err)
-	}
-}
-
-// keepAlive tells JetStream every interval that msg is still being worked on, until
-// the returned stop is called.
-func keepAlive(msg jetstream.Msg, every time.Duration) (stop func()) {
-	if every <= 0 {
-		return func() {}
-	}
-	done := make(chan struct{})
-	var wg sync.WaitGroup
-	wg.Go(func() {
-		t := time.NewTicker(every)
-		defer t.Stop()
-		for {
-			select {
-			case <-done:
-				return
-			case <-t.C:
-				_ = msg.InProgress()
-			}
-		}
-	})
-	return func() { close(done); wg.Wait() }
-}
-
-func numDelivered(msg jetstream.Msg) uint64 {
-	if md, err := msg.Metadata(); err == nil {
-		return md.NumDelivered
-	}
-	return 1
-}
-
-func sleep(ctx context.Context, d time.Duration) {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-	case <-t.C:
 	}
 }

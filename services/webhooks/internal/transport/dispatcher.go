@@ -214,9 +214,14 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 	defer cancelWork()
 
 	var wg sync.WaitGroup
-	wg.Go(func() { d.fanoutLoop(ctx, workCtx, fanoutCons) })
+	wg.Go(func() {
+		events.Consume(ctx, fanoutCons, d.opts.FanoutBatch, d.opts.FetchWait, d.log, func(msg jetstream.Msg) { d.handleEvent(workCtx, msg) })
+	})
 	for range d.opts.Workers {
-		wg.Go(func() { d.deliverLoop(ctx, workCtx, deliverCons) })
+		// One job at a time: no job waits in a buffer while its AckWait runs.
+		wg.Go(func() {
+			events.Consume(ctx, deliverCons, 1, d.opts.FetchWait, d.log, func(msg jetstream.Msg) { d.handleJob(workCtx, msg) })
+		})
 	}
 	wg.Go(func() { d.statsLoop(ctx, deliverCons) })
 	d.log.Info("dispatcher running", "workers", d.opts.Workers,
@@ -236,38 +241,6 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 	return nil
 }
 
-// fanoutLoop fetches events until ctx is done and fans each out.
-func (d *Dispatcher) fanoutLoop(ctx, workCtx context.Context, cons jetstream.Consumer) {
-	d.fetchLoop(ctx, cons, d.opts.FanoutBatch, func(msg jetstream.Msg) { d.handleEvent(workCtx, msg) })
-}
-
-// deliverLoop fetches one job at a time until ctx is done and delivers it, so no job
-// waits in a buffer while its AckWait runs.
-func (d *Dispatcher) deliverLoop(ctx, workCtx context.Context, cons jetstream.Consumer) {
-	d.fetchLoop(ctx, cons, 1, func(msg jetstream.Msg) { d.handleJob(workCtx, msg) })
-}
-
-func (d *Dispatcher) fetchLoop(ctx context.Context, cons jetstream.Consumer, batch int, handle func(jetstream.Msg)) {
-	for ctx.Err() == nil {
-		b, err := cons.Fetch(batch, jetstream.FetchMaxWait(d.opts.FetchWait))
-		if err == nil {
-			for msg := range b.Messages() {
-				if ctx.Err() != nil {
-					// Stopping: hand it to another instance at once.
-					_ = msg.Nak()
-					continue
-				}
-				handle(msg)
-			}
-			err = b.Error()
-		}
-		if err != nil && !errors.Is(err, jetstream.ErrNoMessages) && !errors.Is(err, context.DeadlineExceeded) {
-			d.log.Warn("fetch", "consumer", cons.CachedInfo().Name, "err", err)
-			sleep(ctx, time.Second)
-		}
-	}
-}
-
 // handleEvent fans one event out and acknowledges it, or returns it for a later try.
 func (d *Dispatcher) handleEvent(ctx context.Context, msg jetstream.Msg) {
 	hctx, cancel := context.WithTimeout(ctx, d.opts.FanoutAckWait*2/3)
@@ -284,7 +257,7 @@ func (d *Dispatcher) handleEvent(ctx context.Context, msg jetstream.Msg) {
 			d.log.Warn("term event", "subject", msg.Subject(), "err", err)
 		}
 	default:
-		delay := app.TransientDelay(numDelivered(msg))
+		delay := app.TransientDelay(events.NumDelivered(msg))
 		d.log.Warn("fan-out failed; event will be retried", "subject", msg.Subject(), "err", err, "retry_in", delay.String())
 		if err := msg.NakWithDelay(delay); err != nil {
 			d.log.Warn("nak event", "subject", msg.Subject(), "err", err)
@@ -294,8 +267,8 @@ func (d *Dispatcher) handleEvent(ctx context.Context, msg jetstream.Msg) {
 
 // handleJob delivers one job, reporting progress while the attempt runs long.
 func (d *Dispatcher) handleJob(ctx context.Context, msg jetstream.Msg) {
-	stop := keepAlive(msg, d.opts.AckWait/2)
-	dec := d.deliverer.Deliver(ctx, msg.Data(), numDelivered(msg))
+	stop := events.KeepAlive(msg, d.opts.AckWait/2)
+	dec := d.deliverer.Deliver(ctx, msg.Data(), events.NumDelivered(msg))
 	stop()
 	var err error
 	switch dec.Action {
@@ -342,44 +315,5 @@ func (d *Dispatcher) refreshStats(ctx context.Context, cons jetstream.Consumer) 
 		d.metrics.OldestPending.Set(age.Seconds())
 	} else if ctx.Err() == nil {
 		d.log.Debug("oldest pending delivery", "err", err)
-	}
-}
-
-// keepAlive tells JetStream every interval that msg is still being worked on, until
-// the returned stop is called.
-func keepAlive(msg jetstream.Msg, every time.Duration) (stop func()) {
-	if every <= 0 {
-		return func() {}
-	}
-	done := make(chan struct{})
-	var wg sync.WaitGroup
-	wg.Go(func() {
-		t := time.NewTicker(every)
-		defer t.Stop()
-		for {
-			select {
-			case <-done:
-				return
-			case <-t.C:
-				_ = msg.InProgress()
-			}
-		}
-	})
-	return func() { close(done); wg.Wait() }
-}
-
-func numDelivered(msg jetstream.Msg) uint64 {
-	if md, err := msg.Metadata(); err == nil {
-		return md.NumDelivered
-	}
-	return 1
-}
-
-func sleep(ctx context.Context, d time.Duration) {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-	case <-t.C:
 	}
 }
