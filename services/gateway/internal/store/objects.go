@@ -1,10 +1,12 @@
 package store
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"io"
+	"sync"
 
 	"github.com/minio/minio-go/v7"
 
@@ -15,7 +17,13 @@ import (
 // Objects keeps file bytes in the S3 bucket through minio-go.
 type Objects struct {
 	s        *storage.Store
-	partSize uint64
+	core     minio.Core
+	partSize int
+	// parts holds part buffers for reuse: an upload holds one while it runs, so memory
+	// is bounded by concurrent uploads × partSize and no upload leaves garbage behind
+	// (minio-go's own unknown-length PutObject allocates a fresh part buffer per call,
+	// which doubles the heap between collections under concurrent uploads).
+	parts sync.Pool
 }
 
 var _ app.ObjectStore = (*Objects)(nil)
@@ -24,22 +32,91 @@ var _ app.ObjectStore = (*Objects)(nil)
 // stream of unknown length is sent as a multipart upload of parts of this size, one
 // part buffered at a time.
 func NewObjects(s *storage.Store, partSize uint64) *Objects {
-	return &Objects{s: s, partSize: partSize}
+	o := &Objects{s: s, core: minio.Core{Client: s.Client}, partSize: int(partSize)}
+	o.parts.New = func() any {
+		b := make([]byte, o.partSize)
+		return &b
+	}
+	return o
 }
 
-// Put streams r to key. When the stream fails midway the multipart upload is aborted
-// and any object under key removed, so nothing remains.
+// Put streams r to key, one pooled part buffer at a time: a stream that fits in one
+// part is one PUT, a longer one a multipart upload. When the stream or the store fails
+// midway the multipart upload is aborted and any object under key removed, so nothing
+// remains. An error of r (a file over its size limit) comes back as it is.
 func (o *Objects) Put(ctx context.Context, key string, r io.Reader, contentType string) (int64, error) {
-	info, err := o.s.Client.PutObject(ctx, o.s.Bucket, key, r, -1, minio.PutObjectOptions{
-		ContentType: contentType,
-		PartSize:    o.partSize,
-		NumThreads:  1,
-	})
-	if err != nil {
-		_ = o.s.Client.RemoveObject(context.WithoutCancel(ctx), o.s.Bucket, key, minio.RemoveObjectOptions{})
+	bufp := o.parts.Get().(*[]byte)
+	defer o.parts.Put(bufp)
+	buf := *bufp
+
+	n, err := io.ReadFull(r, buf)
+	switch {
+	case errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF):
+		// The whole stream fits in one part. (A truncated body is caught by the caller,
+		// which checks the body's own error after Put.)
+		info, err := o.s.Client.PutObject(ctx, o.s.Bucket, key, bytes.NewReader(buf[:n]), int64(n),
+			minio.PutObjectOptions{ContentType: contentType})
+		if err != nil {
+			o.removeObject(ctx, key)
+			return 0, err
+		}
+		return info.Size, nil
+	case err != nil:
 		return 0, unwrapReadErr(err)
 	}
-	return info.Size, nil
+
+	uploadID, err := o.core.NewMultipartUpload(ctx, o.s.Bucket, key, minio.PutObjectOptions{ContentType: contentType})
+	if err != nil {
+		return 0, err
+	}
+	size, err := o.putParts(ctx, key, uploadID, r, buf)
+	if err != nil {
+		_ = o.core.AbortMultipartUpload(context.WithoutCancel(ctx), o.s.Bucket, key, uploadID)
+		o.removeObject(ctx, key)
+		return 0, unwrapReadErr(err)
+	}
+	return size, nil
+}
+
+// putParts uploads buf (full) as part 1, then reads and uploads the rest of r in parts
+// of len(buf) (the last one shorter), and completes the upload.
+func (o *Objects) putParts(ctx context.Context, key, uploadID string, r io.Reader, buf []byte) (int64, error) {
+	var (
+		parts []minio.CompletePart
+		size  int64
+		n     = len(buf)
+		last  bool
+	)
+	for number := 1; n > 0; number++ {
+		part, err := o.core.PutObjectPart(ctx, o.s.Bucket, key, uploadID, number,
+			bytes.NewReader(buf[:n]), int64(n), minio.PutObjectPartOptions{})
+		if err != nil {
+			return 0, err
+		}
+		parts = append(parts, minio.CompletePart{PartNumber: number, ETag: part.ETag})
+		size += int64(n)
+		if last {
+			break
+		}
+		n, err = io.ReadFull(r, buf)
+		switch {
+		case errors.Is(err, io.ErrUnexpectedEOF):
+			last = true
+		case errors.Is(err, io.EOF):
+			n = 0
+		case err != nil:
+			return 0, err
+		}
+	}
+	if _, err := o.core.CompleteMultipartUpload(ctx, o.s.Bucket, key, uploadID, parts, minio.PutObjectOptions{}); err != nil {
+		return 0, err
+	}
+	return size, nil
+}
+
+// removeObject deletes whatever a failed Put may have left under key.
+func (o *Objects) removeObject(ctx context.Context, key string) {
+	_ = o.s.Client.RemoveObject(context.WithoutCancel(ctx), o.s.Bucket, key, minio.RemoveObjectOptions{})
 }
 
 // Open returns a seekable reader of the object's bytes.
