@@ -3,6 +3,7 @@ package servicetest_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"testing"
 
 	"github.com/shipfile/shipfile/pkg/servicetest"
@@ -46,10 +47,17 @@ func TestRunInBackgroundReportsTheError(t *testing.T) {
 	}
 }
 
-// recorder counts Errorf calls instead of failing the test.
+// recorder counts Errorf and Fatalf calls, and keeps their messages, instead of
+// failing the test (its Fatalf returns).
 type recorder struct {
 	testing.TB
-	errors int
+	errors   int
+	messages []string
 }
 
-func (r *recorder) Errorf(string, ...any) { r.errors++ }
+func (r *recorder) Errorf(format string, args ...any) {
+	r.errors++
+	r.messages = append(r.messages, fmt.Sprintf(format, args...))
+}
+
+func (r *recorder) Fatalf(format string, args ...any) { r.Errorf(format, args...) }

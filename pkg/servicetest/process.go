@@ -100,6 +100,20 @@ func StartProcess(t testing.TB, bin string, env []string, args ...string) *Proce
 // Logs returns the process's output (stdout and stderr) so far.
 func (p *Process) Logs() string { return p.logs.String() }
 
+// RunCommand runs bin with args and env (added to this process's environment) to
+// completion and returns its output (stdout and stderr); a failure fails the test
+// with that output.
+func RunCommand(t testing.TB, bin string, env []string, args ...string) string {
+	t.Helper()
+	cmd := exec.Command(bin, args...)
+	cmd.Env = append(os.Environ(), env...)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("%s %v: %v %s", filepath.Base(bin), args, err, out)
+	}
+	return string(out)
+}
+
 // WaitReady waits up to 60s for http://addr/readyz to answer 200, failing the test
 // after that.
 func WaitReady(t testing.TB, addr string) {

@@ -96,6 +96,20 @@ func TestBuildBinaries(t *testing.T) {
 	}
 }
 
+// TestRunCommand returns the command's output, and fails the test with it when the
+// command fails.
+func TestRunCommand(t *testing.T) {
+	out := servicetest.RunCommand(t, "/bin/sh", []string{"SERVICETEST_WORD=hello"}, "-c", "echo $SERVICETEST_WORD; echo to-stderr >&2")
+	if out != "hello\nto-stderr\n" {
+		t.Errorf("output = %q", out)
+	}
+	r := &recorder{TB: t}
+	servicetest.RunCommand(r, "/bin/sh", nil, "-c", "echo it broke; exit 3")
+	if r.errors != 1 || !strings.Contains(r.messages[0], "exit status 3 it broke") {
+		t.Errorf("a failing command: %d failures %q", r.errors, r.messages)
+	}
+}
+
 // TestClient: Call, Must and Upload send the bearer token and their bodies, and
 // return the status and the decoded answer.
 func TestClient(t *testing.T) {

@@ -9,8 +9,6 @@ import (
 	"context"
 	"fmt"
 	"net/http"
-	"os"
-	"os/exec"
 	"strconv"
 	"strings"
 	"testing"
@@ -149,15 +147,7 @@ func TestExpiresWithinOneIntervalThroughTheGateway(t *testing.T) {
 	// An empty database: the gateway and shipctl apply the migrations themselves.
 	dbURL := pgtest.New(t, "empty", func(context.Context, string) error { return nil })
 	common := append(s3Env(m, bucket.Bucket), "SHIPFILE_DATABASE_URL="+dbURL, "SHIPFILE_NATS_URL="+natsURL, "SHIPFILE_LOG_LEVEL=warn")
-	shipctl := func(args ...string) string {
-		cmd := exec.Command(bins["shipctl"], args...)
-		cmd.Env = append(os.Environ(), common...)
-		out, err := cmd.CombinedOutput()
-		if err != nil {
-			t.Fatalf("shipctl %v: %v %s", args, err, out)
-		}
-		return string(out)
-	}
+	shipctl := func(args ...string) string { return servicetest.RunCommand(t, bins["shipctl"], common, args...) }
 	shipctl("user", "create", "--email", "admin@example.com", "--name", "Admin", "--role", "admin")
 	lines := strings.Split(strings.TrimSpace(shipctl("token", "create", "--email", "admin@example.com", "--name", "e2e")), "\n")
 	a := servicetest.Client{T: t, Token: lines[len(lines)-1]}

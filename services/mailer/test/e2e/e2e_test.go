@@ -8,8 +8,6 @@ import (
 	"context"
 	"crypto/rand"
 	"net/http"
-	"os"
-	"os/exec"
 	"strconv"
 	"strings"
 	"testing"
@@ -77,15 +75,7 @@ func TestMailEndToEnd(t *testing.T) {
 		"SHIPFILE_SMTP_HOST=" + sink.Host, "SHIPFILE_SMTP_PORT=" + strconv.Itoa(sink.Port),
 		"SHIPFILE_SMTP_FROM=shipfile@e2e.example", "SHIPFILE_LOG_LEVEL=info",
 	}
-	shipctl := func(args ...string) string {
-		cmd := exec.Command(bins["shipctl"], args...)
-		cmd.Env = append(os.Environ(), common...)
-		out, err := cmd.CombinedOutput()
-		if err != nil {
-			t.Fatalf("shipctl %v: %v %s", args, err, out)
-		}
-		return string(out)
-	}
+	shipctl := func(args ...string) string { return servicetest.RunCommand(t, bins["shipctl"], common, args...) }
 	shipctl("user", "create", "--email", "alice@example.com", "--name", "Alice Example", "--role", "admin")
 	lines := strings.Split(strings.TrimSpace(shipctl("token", "create", "--email", "alice@example.com", "--name", "e2e")), "\n")
 	a := api{servicetest.Client{T: t, Token: lines[len(lines)-1]}}

@@ -12,8 +12,6 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"os"
-	"os/exec"
 	"regexp"
 	"strings"
 	"sync"
@@ -125,15 +123,7 @@ func TestWebhooksEndToEnd(t *testing.T) {
 		"SHIPFILE_DATABASE_URL=" + dbURL, "SHIPFILE_NATS_URL=" + natsURL, "SHIPFILE_S3_BUCKET=" + bucket,
 		"SHIPFILE_WEBHOOK_ALLOW_PRIVATE=true", "SHIPFILE_LOG_LEVEL=warn",
 	}
-	shipctl := func(args ...string) string {
-		cmd := exec.Command(bins["shipctl"], args...)
-		cmd.Env = append(os.Environ(), common...)
-		out, err := cmd.CombinedOutput()
-		if err != nil {
-			t.Fatalf("shipctl %v: %v %s", args, err, out)
-		}
-		return string(out)
-	}
+	shipctl := func(args ...string) string { return servicetest.RunCommand(t, bins["shipctl"], common, args...) }
 	shipctl("user", "create", "--email", "admin@example.com", "--name", "Admin", "--role", "admin")
 	out := shipctl("token", "create", "--email", "admin@example.com", "--name", "e2e")
 	lines := strings.Split(strings.TrimSpace(out), "\n")
