@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"sync"
 
 	"github.com/minio/minio-go/v7"
 
@@ -16,14 +15,12 @@ import (
 
 // Objects keeps file bytes in the S3 bucket through minio-go.
 type Objects struct {
-	s        *storage.Store
-	core     minio.Core
-	partSize int
-	// parts holds part buffers for reuse: an upload holds one while it runs, so memory
-	// is bounded by concurrent uploads × partSize and no upload leaves garbage behind
-	// (minio-go's own unknown-length PutObject allocates a fresh part buffer per call,
-	// which doubles the heap between collections under concurrent uploads).
-	parts sync.Pool
+	s    *storage.Store
+	core minio.Core
+	// parts are the part buffers: an upload holds one while it runs, so memory is
+	// bounded by concurrent uploads × part size (minio-go's own unknown-length
+	// PutObject allocates a fresh part buffer on the Go heap per call).
+	parts *partBuffers
 }
 
 var _ app.ObjectStore = (*Objects)(nil)
@@ -32,12 +29,7 @@ var _ app.ObjectStore = (*Objects)(nil)
 // stream of unknown length is sent as a multipart upload of parts of this size, one
 // part buffered at a time.
 func NewObjects(s *storage.Store, partSize uint64) *Objects {
-	o := &Objects{s: s, core: minio.Core{Client: s.Client}, partSize: int(partSize)}
-	o.parts.New = func() any {
-		b := make([]byte, o.partSize)
-		return &b
-	}
-	return o
+	return &Objects{s: s, core: minio.Core{Client: s.Client}, parts: &partBuffers{size: int(partSize)}}
 }
 
 // Put streams r to key, one pooled part buffer at a time: a stream that fits in one
@@ -45,9 +37,11 @@ func NewObjects(s *storage.Store, partSize uint64) *Objects {
 // midway the multipart upload is aborted and any object under key removed, so nothing
 // remains. An error of r (a file over its size limit) comes back as it is.
 func (o *Objects) Put(ctx context.Context, key string, r io.Reader, contentType string) (int64, error) {
-	bufp := o.parts.Get().(*[]byte)
-	defer o.parts.Put(bufp)
-	buf := *bufp
+	buf, err := o.parts.get()
+	if err != nil {
+		return 0, err
+	}
+	defer o.parts.put(buf)
 
 	n, err := io.ReadFull(r, buf)
 	switch {

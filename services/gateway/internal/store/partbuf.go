@@ -1,0 +1,43 @@
+package store
+
+import "sync"
+
+// maxIdleParts is how many part buffers stay allocated between uploads; the rest of a
+// burst's buffers are released when their uploads end.
+const maxIdleParts = 4
+
+// partBuffers hands out the part buffers of uploads. They live outside the Go heap
+// (allocPart), so that megabytes of long-lived, pointer-free buffers do not raise the
+// garbage collector's heap goal: with them on the heap, every other allocation could
+// grow to as much again before a collection, and the process's memory with it.
+type partBuffers struct {
+	size int
+
+	mu   sync.Mutex
+	idle [][]byte
+}
+
+// get returns a buffer of the part size.
+func (p *partBuffers) get() ([]byte, error) {
+	p.mu.Lock()
+	if n := len(p.idle); n > 0 {
+		b := p.idle[n-1]
+		p.idle = p.idle[:n-1]
+		p.mu.Unlock()
+		return b, nil
+	}
+	p.mu.Unlock()
+	return allocPart(p.size)
+}
+
+// put gives a buffer back once its upload no longer uses it.
+func (p *partBuffers) put(b []byte) {
+	p.mu.Lock()
+	if len(p.idle) < maxIdleParts {
+		p.idle = append(p.idle, b)
+		p.mu.Unlock()
+		return
+	}
+	p.mu.Unlock()
+	freePart(b)
+}
