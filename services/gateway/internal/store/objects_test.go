@@ -109,3 +109,49 @@ func (c *chunky) Read(p []byte) (int, error) { return c.r.Read(p[:min(len(p), 77
 type errReader struct{ err error }
 
 func (e errReader) Read([]byte) (int, error) { return 0, e.err }
+
+// TestOpenReadSeek reads an object through Open's buffered reader with seeks in
+// between, as http.ServeContent does for ranges.
+func TestOpenReadSeek(t *testing.T) {
+	t.Parallel()
+	s := bucket(t)
+	objects := store.NewObjects(s, partSize)
+	data := make([]byte, 3<<20+17)
+	_, _ = rand.Read(data)
+	ctx := context.Background()
+	if _, err := objects.Put(ctx, "seek", bytes.NewReader(data), "application/octet-stream"); err != nil {
+		t.Fatal(err)
+	}
+	obj, err := objects.Open(ctx, "seek")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer obj.Close()
+	read := func(n int) []byte {
+		t.Helper()
+		b := make([]byte, n)
+		if _, err := io.ReadFull(obj, b); err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	if got := read(1000); !bytes.Equal(got, data[:1000]) {
+		t.Fatal("first bytes differ")
+	}
+	if pos, err := obj.Seek(0, io.SeekCurrent); err != nil || pos != 1000 {
+		t.Fatalf("position %d, %v; want 1000", pos, err)
+	}
+	if pos, err := obj.Seek(-17, io.SeekEnd); err != nil || pos != int64(len(data)-17) {
+		t.Fatalf("seek from end: %d, %v", pos, err)
+	}
+	if got := read(17); !bytes.Equal(got, data[len(data)-17:]) {
+		t.Fatal("last bytes differ")
+	}
+	if _, err := obj.Seek(1<<20, io.SeekStart); err != nil {
+		t.Fatal(err)
+	}
+	rest, err := io.ReadAll(obj)
+	if err != nil || !bytes.Equal(rest, data[1<<20:]) {
+		t.Fatalf("read from 1 MiB: %d bytes, %v", len(rest), err)
+	}
+}
