@@ -76,6 +76,24 @@ func Insert(ctx context.Context, tx pgx.Tx, msgs ...Message) error {
 	if len(msgs) == 0 {
 		return nil
 	}
+	b := &pgx.Batch{}
+	if err := Queue(b, msgs...); err != nil {
+		return err
+	}
+	if err := tx.SendBatch(ctx, b).Close(); err != nil {
+		return fmt.Errorf("outbox: insert: %w", err)
+	}
+	return nil
+}
+
+// Queue adds the statements that write messages and NOTIFY the relay to b, for a caller
+// that sends its own change and its messages as one batch: a batch sent outside an
+// explicit transaction runs as one implicit transaction, so the change and its
+// messages commit together in one round trip.
+func Queue(b *pgx.Batch, msgs ...Message) error {
+	if len(msgs) == 0 {
+		return nil
+	}
 	ids := make([]string, len(msgs))
 	subjects := make([]string, len(msgs))
 	payloads := make([][]byte, len(msgs))
@@ -90,7 +108,6 @@ func Insert(ctx context.Context, tx pgx.Tx, msgs ...Message) error {
 			payloads[i] = []byte{} // NULL means "erased"; an empty body is not that
 		}
 	}
-	b := &pgx.Batch{}
 	// WITH ORDINALITY keeps the caller's order in the identity column, hence on the bus.
 	b.Queue(`INSERT INTO outbox (msg_id, subject, payload, ephemeral)
 		SELECT m.msg_id, m.subject, m.payload, m.ephemeral
@@ -98,8 +115,5 @@ func Insert(ctx context.Context, tx pgx.Tx, msgs ...Message) error {
 			WITH ORDINALITY AS m (msg_id, subject, payload, ephemeral, n)
 		ORDER BY m.n`, ids, subjects, payloads, ephemeral)
 	b.Queue(`SELECT pg_notify($1, '')`, Channel)
-	if err := tx.SendBatch(ctx, b).Close(); err != nil {
-		return fmt.Errorf("outbox: insert: %w", err)
-	}
 	return nil
 }

@@ -16,19 +16,18 @@ import (
 
 var _ app.PackageStore = (*Postgres)(nil)
 
-// CreatePackage inserts a draft and writes its effects.
+// CreatePackage inserts a draft and writes its effects: one batch, which PostgreSQL runs
+// as one implicit transaction, so the package, its audit entry and its outbox rows
+// commit together in a single round trip.
 func (s *Postgres) CreatePackage(ctx context.Context, p app.Package, fx app.Effects) error {
-	return pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		q := s.q.WithTx(tx)
-		if err := q.InsertPackage(ctx, InsertPackageParams{
-			ID: p.ID, OwnerUserID: p.OwnerUserID, Title: p.Title, RecipientEmail: p.RecipientEmail,
-			RecipientName: p.RecipientName, Direction: string(p.Direction), State: string(p.State),
-			TtlDays: int32(p.TTLDays), Note: p.Note, CreatedAt: p.CreatedAt, ExpiresAt: p.ExpiresAt,
-		}); err != nil {
-			return err
-		}
-		return writeEffects(ctx, tx, fx)
-	})
+	b := &pgx.Batch{}
+	// The arguments in the order of sqlc's InsertPackage.
+	b.Queue(insertPackage, p.ID, p.OwnerUserID, p.Title, p.RecipientEmail, p.RecipientName,
+		string(p.Direction), string(p.State), int32(p.TTLDays), p.Note, p.CreatedAt, p.ExpiresAt)
+	if err := queueEffects(b, fx); err != nil {
+		return err
+	}
+	return s.pool.SendBatch(ctx, b).Close()
 }
 
 // GetPackage returns a package by id.
@@ -217,9 +216,14 @@ func (s *Postgres) RecordLinkUse(ctx context.Context, packageID uuid.UUID, fx ap
 	})
 }
 
-// WriteEffects writes effects that belong to no package change.
+// WriteEffects writes effects that belong to no package change, as one batch (one
+// implicit transaction, one round trip).
 func (s *Postgres) WriteEffects(ctx context.Context, fx app.Effects) error {
-	return pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error { return writeEffects(ctx, tx, fx) })
+	b := &pgx.Batch{}
+	if err := queueEffects(b, fx); err != nil || b.Len() == 0 {
+		return err
+	}
+	return s.pool.SendBatch(ctx, b).Close()
 }
 
 // ObjectsDeleted forgets deletion requests whose objects are gone.
@@ -261,14 +265,21 @@ func save(ctx context.Context, q *Queries, p app.Package) error {
 // writeEffects writes audit entries, and events, mail jobs and webhook jobs as outbox
 // rows, in tx.
 func writeEffects(ctx context.Context, tx pgx.Tx, fx app.Effects) error {
-	q := New(tx)
+	b := &pgx.Batch{}
+	if err := queueEffects(b, fx); err != nil {
+		return err
+	}
+	if b.Len() == 0 {
+		return nil
+	}
+	return tx.SendBatch(ctx, b).Close()
+}
+
+// queueEffects adds the audit entries and outbox messages of a change to b.
+func queueEffects(b *pgx.Batch, fx app.Effects) error {
 	for _, a := range fx.Audit {
-		if err := q.InsertAudit(ctx, InsertAuditParams{
-			Actor: a.Actor, ActorUserID: a.ActorUserID, Action: a.Action, PackageID: a.PackageID, FileID: a.FileID,
-			Ip: a.IP, UserAgent: a.UserAgent, Detail: a.Detail,
-		}); err != nil {
-			return err
-		}
+		// The arguments in the order of sqlc's InsertAudit.
+		b.Queue(insertAudit, a.Actor, a.ActorUserID, a.Action, a.PackageID, a.FileID, a.IP, a.UserAgent, a.Detail)
 	}
 	msgs := make([]outbox.Message, 0, len(fx.Events)+len(fx.Mail)+len(fx.WebhookJobs))
 	for _, e := range fx.Events {
@@ -292,10 +303,7 @@ func writeEffects(ctx context.Context, tx pgx.Tx, fx app.Effects) error {
 		}
 		msgs = append(msgs, m)
 	}
-	if len(msgs) == 0 {
-		return nil
-	}
-	return outbox.Insert(ctx, tx, msgs...)
+	return outbox.Queue(b, msgs...)
 }
 
 func notFound(err error, what string) error {

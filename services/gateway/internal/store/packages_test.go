@@ -1,0 +1,62 @@
+package store_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/shipfile/shipfile/pkg/pgtest"
+	"github.com/shipfile/shipfile/services/gateway/internal/app"
+	"github.com/shipfile/shipfile/services/gateway/internal/store"
+	"github.com/shipfile/shipfile/services/gateway/migrations"
+)
+
+// TestCreatePackageIsAtomic: CreatePackage sends the package, its audit entry and its
+// outbox rows as one batch without an explicit transaction; when a later statement of
+// the batch fails, the package must not be there either.
+func TestCreatePackageIsAtomic(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	pool, err := pgxpool.New(ctx, pgtest.New(t, migrations.Version(), migrations.Up))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pool.Close)
+	var owner int64
+	if err := pool.QueryRow(ctx, `INSERT INTO users (email, name, role) VALUES ('o@example.com', 'O', 'regular') RETURNING id`).Scan(&owner); err != nil {
+		t.Fatal(err)
+	}
+	db := store.NewPostgres(pool)
+	now := time.Now()
+	pkg := func() app.Package {
+		return app.Package{ID: uuid.New(), OwnerUserID: owner, Title: "T", RecipientEmail: "r@example.com",
+			Direction: app.Outbound, State: app.StateDraft, TTLDays: 7, CreatedAt: now, ExpiresAt: now.Add(time.Hour)}
+	}
+	count := func(table string) int {
+		var n int
+		if err := pool.QueryRow(ctx, "SELECT count(*) FROM "+table).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+
+	good := pkg()
+	if err := db.CreatePackage(ctx, good, app.Effects{Audit: []app.AuditEntry{{Actor: "user", ActorUserID: &owner, Action: "package.create", PackageID: &good.ID}}}); err != nil {
+		t.Fatal(err)
+	}
+	if count("packages") != 1 || count("audit_log") != 1 {
+		t.Fatalf("after a good create: %d packages, %d audit entries", count("packages"), count("audit_log"))
+	}
+
+	// The audit entry violates its CHECK constraint: the whole batch must roll back.
+	bad := pkg()
+	if err := db.CreatePackage(ctx, bad, app.Effects{Audit: []app.AuditEntry{{Actor: "nobody", Action: "package.create", PackageID: &bad.ID}}}); err == nil {
+		t.Fatal("a create whose audit entry is invalid succeeded")
+	}
+	if count("packages") != 1 || count("audit_log") != 1 {
+		t.Fatalf("a failed create left %d packages, %d audit entries; want 1, 1", count("packages"), count("audit_log"))
+	}
+}
