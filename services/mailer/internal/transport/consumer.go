@@ -129,6 +129,9 @@ func (c *Consumer) Ensure(ctx context.Context) (jetstream.Consumer, error) {
 func (c *Consumer) Run(ctx context.Context) error {
 	cons, err := c.Ensure(ctx)
 	if err != nil {
+		if ctx.Err() != nil {
+			return nil // stopped before it started: a clean stop
+		}
 		return err
 	}
 	// Work runs on its own context, so a stop lets it finish; it is cancelled only when

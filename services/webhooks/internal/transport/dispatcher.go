@@ -206,6 +206,9 @@ func (d *Dispatcher) EnsureConsumers(ctx context.Context) (fanout, deliver jetst
 func (d *Dispatcher) Run(ctx context.Context) error {
 	fanoutCons, deliverCons, err := d.EnsureConsumers(ctx)
 	if err != nil {
+		if ctx.Err() != nil {
+			return nil // stopped before it started: a clean stop
+		}
 		return err
 	}
 	// Work runs on its own context, so a stop lets it finish; it is cancelled only when
