@@ -8,6 +8,7 @@ require (
 	github.com/minio/minio-go/v7 v7.4.1
 	github.com/nats-io/nats.go v1.55.0
 	github.com/prometheus/client_golang v1.25.0
+	github.com/sethvargo/go-retry v0.5.0
 	google.golang.org/protobuf v1.36.12
 )
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/shipfile/shipfile/pkg/backoff"
 	"log/slog"
 	"time"
 )
@@ -135,7 +136,7 @@ func (m *Mailer) Handle(ctx context.Context, data []byte, numDelivered uint64) D
 			return Outcome{State: StateFailed, Attempted: true, Error: lastError, AuditAction: ActionFailed,
 				AuditDetail: truncate(fmt.Sprintf("to %s: %s", recipient, rej.Text()))}
 		}
-		w, more := RetryWait(m.opts.Schedule, attempt)
+		w, more := backoff.RetryWait(m.opts.Schedule, attempt)
 		if !more {
 			result = OutcomeFailed
 			return Outcome{State: StateFailed, Attempted: true, Error: lastError, AuditAction: ActionFailed,
@@ -152,12 +153,12 @@ func (m *Mailer) Handle(ctx context.Context, data []byte, numDelivered uint64) D
 		// The server has the e-mail but the record is lost: the job comes back and is
 		// sent again. The one way to a duplicate, and only when PostgreSQL fails here.
 		log.Error("e-mail sent but not recorded; the job will be sent again", "err", err, "message_id", messageID)
-		return Decision{Action: Nak, Delay: TransientDelay(numDelivered)}
+		return Decision{Action: Nak, Delay: backoff.TransientDelay(numDelivered)}
 	case err != nil && ctx.Err() != nil:
 		return Decision{Action: Nak} // stopping: another instance takes it at once
 	case err != nil:
 		log.Warn("mail job not handled; it will be tried again", "err", err)
-		return Decision{Action: Nak, Delay: TransientDelay(numDelivered)}
+		return Decision{Action: Nak, Delay: backoff.TransientDelay(numDelivered)}
 	}
 
 	attrs := []any{"attempt", attempt, "duration_ms", took.Milliseconds()}

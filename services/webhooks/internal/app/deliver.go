@@ -11,6 +11,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/shipfile/shipfile/pkg/backoff"
 	"github.com/shipfile/shipfile/pkg/events"
 	"github.com/shipfile/shipfile/services/webhooks/internal/signing"
 )
@@ -167,7 +168,7 @@ func (d *Deliverer) Deliver(ctx context.Context, data []byte, numDelivered uint6
 		return Decision{Action: Nak} // stopping: another instance takes it at once
 	case err != nil:
 		log.Warn("load delivery", "err", err)
-		return Decision{Action: Nak, Delay: TransientDelay(numDelivered)}
+		return Decision{Action: Nak, Delay: backoff.TransientDelay(numDelivered)}
 	}
 	log = log.With("event", del.Event)
 	switch {
@@ -182,7 +183,7 @@ func (d *Deliverer) Deliver(ctx context.Context, data []byte, numDelivered uint6
 	if !del.Subscription.Active && del.Event != events.TypeWebhookTest {
 		if err := d.store.MarkFailed(ctx, del.ID, ReasonSubscriptionDisabled); err != nil && !errors.Is(err, ErrNotFound) {
 			log.Warn("mark delivery failed", "err", err)
-			return Decision{Action: Nak, Delay: TransientDelay(numDelivered)}
+			return Decision{Action: Nak, Delay: backoff.TransientDelay(numDelivered)}
 		}
 		log.Info("subscription disabled; delivery failed without an attempt")
 		d.metrics.Deliveries.WithLabelValues(OutcomeFailed).Inc()
@@ -234,7 +235,7 @@ func (d *Deliverer) record(ctx context.Context, log *slog.Logger, del Delivery, 
 			rec.DisableReason = "every delivery failed for " + humanDuration(d.opts.DisableAfter)
 			break
 		}
-		w, more := RetryWait(d.opts.Schedule, round)
+		w, more := backoff.RetryWait(d.opts.Schedule, round)
 		if !more {
 			rec.Status, outcome = StatusFailed, OutcomeFailed
 			break
@@ -255,7 +256,7 @@ func (d *Deliverer) record(ctx context.Context, log *slog.Logger, del Delivery, 
 	if err != nil {
 		// The attempt happened but is not on record: the job comes back and tries again.
 		log.Warn("record attempt", "err", err, "status_code", resp.StatusCode)
-		return Decision{Action: Nak, Delay: TransientDelay(numDelivered)}
+		return Decision{Action: Nak, Delay: backoff.TransientDelay(numDelivered)}
 	}
 	d.metrics.Deliveries.WithLabelValues(outcome).Inc()
 

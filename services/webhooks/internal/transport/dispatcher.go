@@ -14,6 +14,7 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/shipfile/shipfile/pkg/backoff"
 	"github.com/shipfile/shipfile/pkg/events"
 	"github.com/shipfile/shipfile/pkg/events/eventsv1"
 	"github.com/shipfile/shipfile/services/webhooks/internal/app"
@@ -260,7 +261,7 @@ func (d *Dispatcher) handleEvent(ctx context.Context, msg jetstream.Msg) {
 			d.log.Warn("term event", "subject", msg.Subject(), "err", err)
 		}
 	default:
-		delay := app.TransientDelay(events.NumDelivered(msg))
+		delay := backoff.TransientDelay(events.NumDelivered(msg))
 		d.log.Warn("fan-out failed; event will be retried", "subject", msg.Subject(), "err", err, "retry_in", delay.String())
 		if err := msg.NakWithDelay(delay); err != nil {
 			d.log.Warn("nak event", "subject", msg.Subject(), "err", err)

@@ -1,4 +1,7 @@
-package app
+// Package backoff computes the waits between attempts of the consumers' jobs: a
+// configured schedule stepped through with go-retry and jitter, and a short doubling wait
+// for transient failures of the consumer's own dependencies.
+package backoff
 
 import (
 	"time"
@@ -12,7 +15,7 @@ const JitterPercent = 10
 // RetryWait returns the wait after failed attempt number attempt (1-based):
 // schedule[attempt-1] ± JitterPercent %, from a go-retry backoff that steps through the
 // schedule. It returns false when the schedule is exhausted, i.e. attempt was the last
-// one (a job gets len(schedule)+1 attempts).
+// one (a job gets len(schedule)+1 attempts; the dispatcher counts attempts per round).
 func RetryWait(schedule []time.Duration, attempt int) (time.Duration, bool) {
 	if attempt < 1 || attempt > len(schedule) {
 		return 0, false
@@ -34,8 +37,8 @@ func scheduleBackoff(schedule []time.Duration) retry.Backoff {
 	})
 }
 
-// TransientDelay is the wait before a message whose handling hit a database error is
-// tried again: 1s, doubling with each delivery of the message, at most 1m.
+// TransientDelay is the wait before a message whose handling hit a database or NATS
+// error is tried again: 1s, doubling with each delivery of the message, at most 1m.
 func TransientDelay(numDelivered uint64) time.Duration {
 	d := time.Second
 	for n := uint64(1); n < numDelivered && d < time.Minute; n++ {
