@@ -281,12 +281,6 @@ func expect(t testing.TB, r response, want int) {
 	}
 }
 
-// post sends a raw body with a content type.
-func (a *testAPI) post(path, contentType, body string) response {
-	a.t.Helper()
-	return a.do("POST", path, "", nil, "Content-Type", contentType, "X-Raw-Body", body)
-}
-
 func ptr[T any](v T) *T { return &v }
 
 func keys(m map[string]any) []string {
