@@ -32,8 +32,9 @@ SET status = 'failed', last_error = $2, updated_at = now()
 WHERE id = $1 AND status <> 'succeeded'`
 
 // qSubscriptionAfterAttempt records a subscription's health after an attempt and, when
-// $3 (the reason) is not NULL, disables it unless it is disabled already.
-// $1 subscription, $2 succeeded, $3 disable reason or NULL.
+// $3 (the reason) is not NULL, disables it unless it is disabled already; only while the
+// delivery $4 exists (an attempt of a deleted delivery records nothing).
+// $1 subscription, $2 succeeded, $3 disable reason or NULL, $4 delivery.
 const qSubscriptionAfterAttempt = `
 UPDATE webhook_subscriptions SET
     last_success_at = CASE WHEN $2 THEN now() ELSE last_success_at END,
@@ -42,26 +43,28 @@ UPDATE webhook_subscriptions SET
     disabled_at     = CASE WHEN active AND $3::text IS NOT NULL THEN now() ELSE disabled_at END,
     updated_at      = CASE WHEN active AND $3::text IS NOT NULL THEN now() ELSE updated_at END,
     active          = active AND $3::text IS NULL
-WHERE id = $1`
+WHERE id = $1 AND EXISTS (SELECT 1 FROM webhook_deliveries WHERE id = $4::uuid)`
 
-// qDeliveryAfterAttempt: $1 delivery id, $2 status code or NULL, $3 error or NULL,
-// $4 status. It returns the attempt's number.
-const qDeliveryAfterAttempt = `
-UPDATE webhook_deliveries SET
-    attempts         = attempts + 1,
-    round_attempts   = round_attempts + 1,
-    last_status_code = $2,
-    last_error       = $3,
-    status           = $4,
-    updated_at       = now()
-WHERE id = $1
-RETURNING attempts`
-
-// qInsertAttempt: $1 delivery, $2 subscription, $3 attempt number, $4 status code or
-// NULL, $5 error or NULL, $6 duration in ms, $7 response excerpt or NULL.
-const qInsertAttempt = `
+// qRecordAttempt counts the attempt on its delivery (new state, last answer) and logs it
+// in webhook_attempts, in one statement. It returns the attempt's number, or no row
+// when the delivery is gone.
+// $1 delivery, $2 subscription, $3 status code or NULL, $4 error or NULL, $5 status,
+// $6 duration in ms, $7 response excerpt or NULL.
+const qRecordAttempt = `
+WITH d AS (
+    UPDATE webhook_deliveries SET
+        attempts         = attempts + 1,
+        round_attempts   = round_attempts + 1,
+        last_status_code = $3::int,
+        last_error       = $4::text,
+        status           = $5,
+        updated_at       = now()
+    WHERE id = $1::uuid
+    RETURNING attempts
+)
 INSERT INTO webhook_attempts (delivery_id, subscription_id, attempt, status_code, error, duration_ms, response_excerpt)
-VALUES ($1, $2, $3, $4, $5, $6, $7)`
+SELECT $1::uuid, $2::bigint, d.attempts, $3::int, $4::text, $6::int, $7::text FROM d
+RETURNING attempt`
 
 // qOldestPending returns the age in seconds of the oldest pending delivery, or 0.
 const qOldestPending = `

@@ -99,30 +99,28 @@ func (p *Postgres) MarkFailed(ctx context.Context, id, reason string) error {
 	return nil
 }
 
-// RecordAttempt writes an attempt, the delivery's new state and the subscription's
-// health in one transaction, and returns the attempt's number.
+// RecordAttempt writes the subscription's health, the delivery's new state and the
+// attempt, and returns the attempt's number: one batch, which PostgreSQL runs as one
+// implicit transaction (one round trip; the subscription row, updated by every attempt
+// of its deliveries, stays locked only that long).
 func (p *Postgres) RecordAttempt(ctx context.Context, rec app.AttemptRecord) (int, error) {
+	var excerpt *string
+	if rec.HasResponse {
+		excerpt = &rec.Excerpt
+	}
+	b := &pgx.Batch{}
+	// Subscription first, then delivery: the lock order of every writer of both.
+	b.Queue(qSubscriptionAfterAttempt, rec.SubscriptionID, rec.Succeeded, nullString(rec.DisableReason), rec.DeliveryID)
 	var attempt int
-	err := pgx.BeginFunc(ctx, p.pool, func(tx pgx.Tx) error {
-		// Subscription first, then delivery: the lock order of every writer of both.
-		if _, err := tx.Exec(ctx, qSubscriptionAfterAttempt, rec.SubscriptionID, rec.Succeeded, nullString(rec.DisableReason)); err != nil {
-			return err
-		}
-		err := tx.QueryRow(ctx, qDeliveryAfterAttempt, rec.DeliveryID, nullInt(rec.StatusCode), nullString(rec.Error), rec.Status).Scan(&attempt)
+	b.Queue(qRecordAttempt, rec.DeliveryID, rec.SubscriptionID, nullInt(rec.StatusCode), nullString(rec.Error),
+		rec.Status, rec.Duration.Milliseconds(), excerpt).QueryRow(func(row pgx.Row) error {
+		err := row.Scan(&attempt)
 		if errors.Is(err, pgx.ErrNoRows) {
 			return app.ErrNotFound
 		}
-		if err != nil {
-			return err
-		}
-		var excerpt *string
-		if rec.HasResponse {
-			excerpt = &rec.Excerpt
-		}
-		_, err = tx.Exec(ctx, qInsertAttempt, rec.DeliveryID, rec.SubscriptionID, attempt,
-			nullInt(rec.StatusCode), nullString(rec.Error), rec.Duration.Milliseconds(), excerpt)
 		return err
 	})
+	err := p.pool.SendBatch(ctx, b).Close()
 	if errors.Is(err, app.ErrNotFound) {
 		return 0, err
 	}
