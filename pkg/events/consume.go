@@ -90,3 +90,53 @@ func sleep(ctx context.Context, d time.Duration) {
 	case <-t.C:
 	}
 }
+
+// Action is what becomes of a consumed message once handled.
+type Action int
+
+// Actions on a consumed message.
+const (
+	Ack  Action = iota // done: handled, finally failed, or nothing to do
+	Nak                // again after Decision.Delay
+	Term               // never again: the message is malformed (poison)
+)
+
+// Decision is the outcome of handling one message.
+type Decision struct {
+	Action Action
+	Delay  time.Duration // of a Nak
+	Reason string        // of a Term, for the log
+}
+
+// Settle acknowledges, naks (with the decision's delay, if any) or terminates msg as d
+// says.
+func Settle(msg jetstream.Msg, d Decision) error {
+	switch d.Action {
+	case Nak:
+		if d.Delay > 0 {
+			return msg.NakWithDelay(d.Delay)
+		}
+		return msg.Nak()
+	case Term:
+		return msg.Term()
+	default:
+		return msg.Ack()
+	}
+}
+
+// Every calls fn at once and then every interval until ctx is done, each call with a
+// context bounded by the interval (for gauges refreshed from a server).
+func Every(ctx context.Context, interval time.Duration, fn func(context.Context)) {
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		cctx, cancel := context.WithTimeout(ctx, interval)
+		fn(cctx)
+		cancel()
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"io"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -164,4 +165,31 @@ func TestKeepAliveHoldsTheMessage(t *testing.T) {
 		t.Fatalf("after stop: %v %v, want the message again", m, again.Error())
 	}
 	_ = m.Ack()
+}
+
+// TestEvery calls at once, then on every tick, each call with a bounded context, and
+// stops when its context ends.
+func TestEvery(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	var calls atomic.Int32
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		events.Every(ctx, 20*time.Millisecond, func(cctx context.Context) {
+			if _, ok := cctx.Deadline(); !ok {
+				t.Error("the call's context has no deadline")
+			}
+			if calls.Add(1) == 3 {
+				cancel()
+			}
+		})
+	}()
+	select {
+	case <-done:
+	case <-time.After(5 * time.Second):
+		t.Fatal("Every did not stop after its context was cancelled")
+	}
+	if n := calls.Load(); n != 3 {
+		t.Fatalf("%d calls, want 3 (the last one cancelled)", n)
+	}
 }

@@ -12,6 +12,8 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/shipfile/shipfile/pkg/events"
 )
 
 // Job kinds (MailJob.kind).
@@ -119,19 +121,13 @@ type Outcome struct {
 	AuditDetail string
 }
 
-// Action is what becomes of a job message once handled.
-type Action int
+// Decision is the outcome of handling one job message: Ack (sent, finally failed, or already done), Nak
+// (again after Delay) or Term (the message is malformed).
+type Decision = events.Decision
 
 // Actions on a job message.
 const (
-	Ack  Action = iota // done: sent, finally failed, or already done
-	Nak                // again after Decision.Delay
-	Term               // never again: the message is malformed
+	Ack  = events.Ack
+	Nak  = events.Nak
+	Term = events.Term
 )
-
-// Decision is the outcome of handling one job message.
-type Decision struct {
-	Action Action
-	Delay  time.Duration // of a Nak
-	Reason string        // of a Term, for the log
-}

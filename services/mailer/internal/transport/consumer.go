@@ -146,7 +146,9 @@ func (c *Consumer) Run(ctx context.Context) error {
 			events.Consume(ctx, cons, 1, c.opts.FetchWait, c.log, func(msg jetstream.Msg) { c.handle(workCtx, msg) })
 		})
 	}
-	wg.Go(func() { c.statsLoop(ctx, cons) })
+	wg.Go(func() {
+		events.Every(ctx, c.opts.StatsInterval, func(ctx context.Context) { c.refreshStats(ctx, cons) })
+	})
 	c.log.Info("mailer running", "workers", c.opts.Workers, "consumer", c.opts.Consumer, "stream", c.opts.Stream)
 
 	<-ctx.Done()
@@ -169,42 +171,16 @@ func (c *Consumer) handle(ctx context.Context, msg jetstream.Msg) {
 	stop := events.KeepAlive(msg, c.opts.AckWait/2)
 	dec := c.mailer.Handle(ctx, msg.Data(), events.NumDelivered(msg))
 	stop()
-	var err error
-	switch dec.Action {
-	case app.Ack:
-		err = msg.Ack()
-	case app.Nak:
-		if dec.Delay > 0 {
-			err = msg.NakWithDelay(dec.Delay)
-		} else {
-			err = msg.Nak()
-		}
-	case app.Term:
+	if dec.Action == app.Term {
 		c.log.Error("poison mail job terminated", "subject", msg.Subject(), "reason", dec.Reason)
-		err = msg.Term()
 	}
-	if err != nil {
+	if err := events.Settle(msg, dec); err != nil {
 		c.log.Warn("settle mail job", "subject", msg.Subject(), "err", err)
 	}
 }
 
-// statsLoop refreshes the queue gauge.
-func (c *Consumer) statsLoop(ctx context.Context, cons jetstream.Consumer) {
-	t := time.NewTicker(c.opts.StatsInterval)
-	defer t.Stop()
-	for {
-		c.refreshStats(ctx, cons)
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
-	}
-}
-
+// refreshStats refreshes the queue gauge.
 func (c *Consumer) refreshStats(ctx context.Context, cons jetstream.Consumer) {
-	ctx, cancel := context.WithTimeout(ctx, c.opts.StatsInterval)
-	defer cancel()
 	if info, err := cons.Info(ctx); err == nil {
 		c.metrics.QueueDepth.Set(float64(info.NumPending) + float64(info.NumAckPending))
 	} else if ctx.Err() == nil {

@@ -40,22 +40,16 @@ const (
 // handling context was cancelled while the request was under way.
 const recordTimeout = 10 * time.Second
 
-// Action is what becomes of a job message once handled.
-type Action int
+// Decision is the outcome of handling one job message: Ack (delivered, finally failed, or nothing to do), Nak
+// (again after Delay) or Term (the message is malformed).
+type Decision = events.Decision
 
 // Actions on a job message.
 const (
-	Ack  Action = iota // done: delivered, finally failed, or nothing to do
-	Nak                // again after Decision.Delay
-	Term               // never again: the message is malformed
+	Ack  = events.Ack
+	Nak  = events.Nak
+	Term = events.Term
 )
-
-// Decision is the outcome of handling one job message.
-type Decision struct {
-	Action Action
-	Delay  time.Duration // of a Nak
-	Reason string        // of a Term, for the log
-}
 
 // Request is one webhook POST.
 type Request struct {

@@ -227,7 +227,9 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 			events.Consume(ctx, deliverCons, 1, d.opts.FetchWait, d.log, func(msg jetstream.Msg) { d.handleJob(workCtx, msg) })
 		})
 	}
-	wg.Go(func() { d.statsLoop(ctx, deliverCons) })
+	wg.Go(func() {
+		events.Every(ctx, d.opts.StatsInterval, func(ctx context.Context) { d.refreshStats(ctx, deliverCons) })
+	})
 	d.log.Info("dispatcher running", "workers", d.opts.Workers,
 		"fanout_consumer", d.opts.FanoutConsumer, "deliver_consumer", d.opts.DeliverConsumer)
 
@@ -274,42 +276,16 @@ func (d *Dispatcher) handleJob(ctx context.Context, msg jetstream.Msg) {
 	stop := events.KeepAlive(msg, d.opts.AckWait/2)
 	dec := d.deliverer.Deliver(ctx, msg.Data(), events.NumDelivered(msg))
 	stop()
-	var err error
-	switch dec.Action {
-	case app.Ack:
-		err = msg.Ack()
-	case app.Nak:
-		if dec.Delay > 0 {
-			err = msg.NakWithDelay(dec.Delay)
-		} else {
-			err = msg.Nak()
-		}
-	case app.Term:
+	if dec.Action == app.Term {
 		d.log.Error("poison webhook job terminated", "subject", msg.Subject(), "reason", dec.Reason)
-		err = msg.Term()
 	}
-	if err != nil {
+	if err := events.Settle(msg, dec); err != nil {
 		d.log.Warn("settle webhook job", "subject", msg.Subject(), "err", err)
 	}
 }
 
-// statsLoop refreshes the queue gauges.
-func (d *Dispatcher) statsLoop(ctx context.Context, cons jetstream.Consumer) {
-	t := time.NewTicker(d.opts.StatsInterval)
-	defer t.Stop()
-	for {
-		d.refreshStats(ctx, cons)
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
-	}
-}
-
+// refreshStats refreshes the queue gauges.
 func (d *Dispatcher) refreshStats(ctx context.Context, cons jetstream.Consumer) {
-	ctx, cancel := context.WithTimeout(ctx, d.opts.StatsInterval)
-	defer cancel()
 	if info, err := cons.Info(ctx); err == nil {
 		d.metrics.QueueDepth.Set(float64(info.NumPending) + float64(info.NumAckPending))
 	} else if ctx.Err() == nil {
