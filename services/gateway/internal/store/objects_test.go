@@ -11,43 +11,17 @@ import (
 
 	"github.com/minio/minio-go/v7"
 
-	"github.com/shipfile/shipfile/pkg/config"
-	"github.com/shipfile/shipfile/pkg/storage"
+	"github.com/shipfile/shipfile/pkg/servicetest"
 	"github.com/shipfile/shipfile/services/gateway/internal/store"
 )
 
 const partSize = 5 << 20 // S3's smallest part
 
-// bucket opens a fresh bucket on the test MinIO, emptied and removed at the end.
-func bucket(t *testing.T) *storage.Store {
-	t.Helper()
-	var cfg storage.Config
-	if err := config.Load(&cfg); err != nil {
-		t.Fatal(err)
-	}
-	cfg.Bucket = "test-" + strings.ToLower(rand.Text()[:16])
-	ctx := context.Background()
-	s, err := storage.Open(ctx, cfg)
-	if err != nil {
-		t.Fatalf("MinIO at %s is not reachable (start it with make up or make test): %v", cfg.Endpoint, err)
-	}
-	t.Cleanup(func() {
-		for obj := range s.Client.ListObjects(ctx, s.Bucket, minio.ListObjectsOptions{Recursive: true}) {
-			_ = s.Client.RemoveObject(ctx, s.Bucket, obj.Key, minio.RemoveObjectOptions{})
-		}
-		for u := range s.Client.ListIncompleteUploads(ctx, s.Bucket, "", true) {
-			_ = s.Client.RemoveIncompleteUpload(ctx, s.Bucket, u.Key)
-		}
-		_ = s.Client.RemoveBucket(ctx, s.Bucket)
-	})
-	return s
-}
-
 // TestPutSizes stores streams around the part size (one PUT, several parts, an exact
 // multiple, empty) and reads back the same bytes.
 func TestPutSizes(t *testing.T) {
 	t.Parallel()
-	s := bucket(t)
+	s := servicetest.Bucket(t)
 	objects := store.NewObjects(s, partSize)
 	for name, size := range map[string]int{
 		"empty": 0, "one byte": 1, "one part less a byte": partSize - 1, "one part": partSize,
@@ -79,7 +53,7 @@ func TestPutSizes(t *testing.T) {
 // leaves neither an object nor an incomplete upload, and its error comes back.
 func TestPutReaderFails(t *testing.T) {
 	t.Parallel()
-	s := bucket(t)
+	s := servicetest.Bucket(t)
 	objects := store.NewObjects(s, partSize)
 	boom := errors.New("client went away")
 	for name, after := range map[string]int64{"in the first part": 1000, "after two parts": 2*partSize + 10} {
@@ -114,7 +88,7 @@ func (e errReader) Read([]byte) (int, error) { return 0, e.err }
 // between, as http.ServeContent does for ranges.
 func TestOpenReadSeek(t *testing.T) {
 	t.Parallel()
-	s := bucket(t)
+	s := servicetest.Bucket(t)
 	objects := store.NewObjects(s, partSize)
 	data := make([]byte, 3<<20+17)
 	_, _ = rand.Read(data)

@@ -3,7 +3,6 @@ package httpapi_test
 import (
 	"bytes"
 	"context"
-	"crypto/rand"
 	"encoding/json"
 	"io"
 	"log/slog"
@@ -20,10 +19,10 @@ import (
 	"github.com/minio/minio-go/v7"
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/shipfile/shipfile/pkg/config"
 	"github.com/shipfile/shipfile/pkg/database"
 	"github.com/shipfile/shipfile/pkg/ops"
 	"github.com/shipfile/shipfile/pkg/pgtest"
+	"github.com/shipfile/shipfile/pkg/servicetest"
 	"github.com/shipfile/shipfile/pkg/storage"
 	"github.com/shipfile/shipfile/services/gateway/internal/app"
 	"github.com/shipfile/shipfile/services/gateway/internal/store"
@@ -73,29 +72,6 @@ const testMaxFileSize = 4 << 20
 
 func defaultConfig() httpapi.Config {
 	return httpapi.Config{MaxJSONBytes: 1 << 20, MaxFileSize: testMaxFileSize, RatePerSecond: 1000, RateBurst: 1000}
-}
-
-// testStorage opens MinIO (SHIPFILE_S3_* or the defaults) with a bucket of the test's
-// own, removed with its objects when the test ends.
-func testStorage(t testing.TB) *storage.Store {
-	t.Helper()
-	var cfg storage.Config
-	if err := config.Load(&cfg); err != nil {
-		t.Fatal(err)
-	}
-	cfg.Bucket = "test-" + strings.ToLower(rand.Text()[:16])
-	ctx := context.Background()
-	s, err := storage.Open(ctx, cfg)
-	if err != nil {
-		t.Fatalf("MinIO at %s is not reachable (start it with make up or make test): %v", cfg.Endpoint, err)
-	}
-	t.Cleanup(func() {
-		for obj := range s.Client.ListObjects(ctx, s.Bucket, minio.ListObjectsOptions{Recursive: true}) {
-			_ = s.Client.RemoveObject(ctx, s.Bucket, obj.Key, minio.RemoveObjectOptions{})
-		}
-		_ = s.Client.RemoveBucket(ctx, s.Bucket)
-	})
-	return s
 }
 
 // objectKeys lists every object in the test's bucket.
@@ -151,7 +127,7 @@ func newTestAPI(t testing.TB, cfg httpapi.Config, opts ...testOption) *testAPI {
 	t.Cleanup(pool.Close)
 	db := store.NewPostgres(pool)
 	identity := app.NewIdentity(db)
-	objects := testStorage(t)
+	objects := servicetest.Bucket(t)
 	packages := app.NewPackages(db, store.NewObjects(objects, 5<<20),
 		app.Limits{MaxFileSize: cfg.MaxFileSize, MaxFiles: 5}, "http://shipfile.test")
 	registry := ops.NewRegistry()

@@ -2,7 +2,6 @@ package web_test
 
 import (
 	"context"
-	"crypto/rand"
 	"io"
 	"log/slog"
 	"net/http"
@@ -15,13 +14,11 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
-	"github.com/minio/minio-go/v7"
 
-	"github.com/shipfile/shipfile/pkg/config"
 	"github.com/shipfile/shipfile/pkg/database"
 	"github.com/shipfile/shipfile/pkg/ops"
 	"github.com/shipfile/shipfile/pkg/pgtest"
-	"github.com/shipfile/shipfile/pkg/storage"
+	"github.com/shipfile/shipfile/pkg/servicetest"
 	"github.com/shipfile/shipfile/services/gateway/internal/app"
 	"github.com/shipfile/shipfile/services/gateway/internal/store"
 	"github.com/shipfile/shipfile/services/gateway/internal/transport/httpapi"
@@ -58,7 +55,7 @@ func newEnv(t *testing.T, opts ...func(*options)) *env {
 	t.Cleanup(pool.Close)
 	db := store.NewPostgres(pool)
 	identity := app.NewIdentity(db)
-	packages := app.NewPackages(db, store.NewObjects(testStorage(t), 5<<20), app.Limits{MaxFileSize: 1 << 20, MaxFiles: 5}, "http://shipfile.test")
+	packages := app.NewPackages(db, store.NewObjects(servicetest.Bucket(t), 5<<20), app.Limits{MaxFileSize: 1 << 20, MaxFiles: 5}, "http://shipfile.test")
 	webhooks := app.NewWebhooks(db, true)
 	sessions := app.NewSessions(db, identity, app.SessionConfig{Lifetime: time.Hour, IdleTimeout: time.Hour, MaxFailures: o.maxFailures, Lockout: time.Minute})
 	ui, err := web.New(web.Deps{
@@ -82,28 +79,6 @@ func newEnv(t *testing.T, opts ...func(*options)) *env {
 }
 
 func secure(o *options) { o.secure = true }
-
-// testStorage opens MinIO with a bucket of the test's own, removed when it ends.
-func testStorage(t *testing.T) *storage.Store {
-	t.Helper()
-	var cfg storage.Config
-	if err := config.Load(&cfg); err != nil {
-		t.Fatal(err)
-	}
-	cfg.Bucket = "test-" + strings.ToLower(rand.Text()[:16])
-	ctx := context.Background()
-	s, err := storage.Open(ctx, cfg)
-	if err != nil {
-		t.Fatalf("MinIO at %s is not reachable (start it with make up or make test): %v", cfg.Endpoint, err)
-	}
-	t.Cleanup(func() {
-		for obj := range s.Client.ListObjects(ctx, s.Bucket, minio.ListObjectsOptions{Recursive: true}) {
-			_ = s.Client.RemoveObject(ctx, s.Bucket, obj.Key, minio.RemoveObjectOptions{})
-		}
-		_ = s.Client.RemoveBucket(ctx, s.Bucket)
-	})
-	return s
-}
 
 // user creates a user with a password.
 func (e *env) user(email string, role app.Role) app.User {
