@@ -3,6 +3,7 @@ package servicetest
 import (
 	"bytes"
 	"context"
+	"crypto/rand"
 	"fmt"
 	"net"
 	"os"
@@ -54,12 +55,15 @@ func StartNATSCluster(t testing.TB, n int) *NATSCluster {
 			c.Kill(i)
 		}
 	})
+	// A name of its own, so that a route that reaches another test's cluster (ports are
+	// picked free, then released) is refused rather than joining the two.
+	name := "shipfile-" + strings.ToLower(rand.Text()[:10])
 	for i := range n {
 		host, port, _ := net.SplitHostPort(clients[i])
 		args := []string{"-a", host, "-p", port, "-js", "-sd", t.TempDir(),
 			"--server_name", fmt.Sprintf("n%d", i+1)}
 		if n > 1 {
-			args = append(args, "--cluster_name", "shipfile", "--cluster", "nats://"+routes[i],
+			args = append(args, "--cluster_name", name, "--cluster", "nats://"+routes[i],
 				"--routes", strings.Join(routeURLs, ","))
 		}
 		cmd := exec.Command(bin, args...)
