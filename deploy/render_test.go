@@ -182,9 +182,9 @@ type goSources struct {
 	metrics map[string]string
 	// consts are the string constants, "package.Name" → value.
 	consts map[string]string
-	// ensureStreams are the calls of events.EnsureStreams in the services' mains,
-	// "file: call".
-	ensureStreams []string
+	// natsStarts are the services' mains' calls that connect to NATS or create the
+	// streams (events.Connect, bus.Connect, events.EnsureStreams), "file: call".
+	natsStarts []string
 }
 
 var (
@@ -193,7 +193,7 @@ var (
 	defaultTag = regexp.MustCompile(`default:"([^"]*)"`)
 	secretTag  = regexp.MustCompile(`secret:"true"`)
 	metricDecl = regexp.MustCompile(`prometheus\.New(Counter|Gauge|Histogram|Summary)(Vec)?\(prometheus\.\w+Opts\{\s*Name:\s*"([a-z_:][a-z0-9_:]*)"`)
-	ensureCall = regexp.MustCompile(`events\.EnsureStreams\([^\n]*`)
+	natsStart  = regexp.MustCompile(`(?:events\.Connect|bus\.Connect|events\.EnsureStreams)\([^\n]*`)
 	stringDecl = regexp.MustCompile(`(?m)^\s*(\w+)\s*(?:=|string\s*=)\s*"([^"]*)"`)
 )
 
@@ -239,8 +239,8 @@ func sources(t *testing.T) *goSources {
 					s.metrics[m[3]] = strings.ToLower(m[1])
 				}
 				if strings.Contains(path, "/cmd/") { // the services' mains, not test helpers
-					for _, m := range ensureCall.FindAllString(src, -1) {
-						s.ensureStreams = append(s.ensureStreams, path+": "+m)
+					for _, m := range natsStart.FindAllString(src, -1) {
+						s.natsStarts = append(s.natsStarts, path+": "+m)
 					}
 				}
 				pkg := filepath.Base(filepath.Dir(path))

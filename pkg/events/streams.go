@@ -8,6 +8,8 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/shipfile/shipfile/pkg/bus"
 )
 
 // Stream settings.
@@ -205,4 +207,19 @@ func retryable(err error) bool {
 		return apiErr.Code == 503 && !errors.Is(err, jetstream.ErrJetStreamNotEnabled)
 	}
 	return false
+}
+
+// Connect connects to NATS as cfg says (bus.Connect) and creates or updates the streams
+// with cfg's replicas (EnsureStreams). Every service starts with it, so none can set the
+// streams back to another number of replicas than the others.
+func Connect(ctx context.Context, cfg bus.Config, name string) (*bus.Conn, error) {
+	nc, err := bus.Connect(ctx, cfg.URL, name)
+	if err != nil {
+		return nil, err
+	}
+	if err := EnsureStreams(ctx, nc.JS, WithReplicas(cfg.StreamReplicas)); err != nil {
+		nc.Close()
+		return nil, err
+	}
+	return nc, nil
 }

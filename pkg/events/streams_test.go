@@ -11,6 +11,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/shipfile/shipfile/pkg/bus"
 	"github.com/shipfile/shipfile/pkg/events"
 	"github.com/shipfile/shipfile/pkg/events/eventstest"
 	"github.com/shipfile/shipfile/pkg/servicetest"
@@ -194,4 +195,21 @@ func waitReplicas(t *testing.T, ctx context.Context, js jetstream.JetStream, nam
 		return len(info.Cluster.Replicas) == n-1 && current == n-1
 	})
 	return info
+}
+
+// TestConnect: a service's start connects through the URL list and creates the streams
+// with the configured replicas.
+func TestConnect(t *testing.T) {
+	t.Parallel()
+	cluster := servicetest.StartNATSCluster(t, 3)
+	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
+	defer cancel()
+	nc, err := events.Connect(ctx, bus.Config{URL: cluster.URL(), StreamReplicas: 3}, "test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	for _, name := range []string{events.StreamEvents, events.StreamMail, events.StreamWebhooks} {
+		waitReplicas(t, ctx, nc.JS, name, 3)
+	}
 }

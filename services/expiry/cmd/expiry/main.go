@@ -68,16 +68,13 @@ func run(ctx context.Context, log *slog.Logger, args []string) error {
 		return err
 	}
 	defer pool.Close()
-	nc, err := bus.Connect(ctx, cfg.NATS.URL, "shipfile-expiry")
+	nc, err := events.Connect(ctx, cfg.NATS, "shipfile-expiry")
 	if err != nil {
 		return err
 	}
 	defer nc.Close()
 	objects, err := storage.Open(ctx, cfg.S3)
 	if err != nil {
-		return err
-	}
-	if err := events.EnsureStreams(ctx, nc.JS, events.WithReplicas(cfg.NATS.StreamReplicas)); err != nil {
 		return err
 	}
 

@@ -86,7 +86,7 @@ func run(ctx context.Context, log *slog.Logger, args []string) error {
 		return err
 	}
 	defer pool.Close()
-	nc, err := bus.Connect(ctx, cfg.NATS.URL, "shipfile-gateway")
+	nc, err := events.Connect(ctx, cfg.NATS, "shipfile-gateway")
 	if err != nil {
 		return err
 	}
@@ -96,9 +96,6 @@ func run(ctx context.Context, log *slog.Logger, args []string) error {
 		return err
 	}
 
-	if err := events.EnsureStreams(ctx, nc.JS, events.WithReplicas(cfg.NATS.StreamReplicas)); err != nil {
-		return err
-	}
 	if cfg.UploadPartSize < 5<<20 {
 		return fmt.Errorf("SHIPFILE_UPLOAD_PART_SIZE must be at least 5 MiB")
 	}

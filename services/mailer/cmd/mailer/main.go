@@ -80,14 +80,11 @@ func run(ctx context.Context, log *slog.Logger, args []string) error {
 		return err
 	}
 	defer pool.Close()
-	nc, err := bus.Connect(ctx, cfg.NATS.URL, "shipfile-mailer")
+	nc, err := events.Connect(ctx, cfg.NATS, "shipfile-mailer")
 	if err != nil {
 		return err
 	}
 	defer nc.Close()
-	if err := events.EnsureStreams(ctx, nc.JS, events.WithReplicas(cfg.NATS.StreamReplicas)); err != nil {
-		return err
-	}
 	sender, err := transport.NewSMTP(cfg.SMTP)
 	if err != nil {
 		return err

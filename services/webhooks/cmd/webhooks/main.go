@@ -107,14 +107,11 @@ func run(ctx context.Context, log *slog.Logger, args []string) error {
 		return err
 	}
 	defer pool.Close()
-	nc, err := bus.Connect(ctx, cfg.NATS.URL, "shipfile-webhooks")
+	nc, err := events.Connect(ctx, cfg.NATS, "shipfile-webhooks")
 	if err != nil {
 		return err
 	}
 	defer nc.Close()
-	if err := events.EnsureStreams(ctx, nc.JS, events.WithReplicas(cfg.NATS.StreamReplicas)); err != nil {
-		return err
-	}
 
 	reg := ops.NewRegistry()
 	metrics, err := app.NewMetrics(reg)
