@@ -47,6 +47,18 @@ func TestSealOpen(t *testing.T) {
 	}
 }
 
+// TestKeyID pins the key id of a known key: docs/OPERATIONS.md computes it with
+// sha256sum, and values sealed under it name it.
+func TestKeyID(t *testing.T) {
+	if got := secretbox.KeyID(key(1)); got != "4e94a579" {
+		t.Fatalf("KeyID = %s, want 4e94a579", got)
+	}
+	sealed, _ := ring(t, key(1), nil).Seal("x")
+	if !strings.HasPrefix(sealed, "sbx1:4e94a579:") {
+		t.Fatalf("sealed value %q does not start with sbx1:4e94a579:", sealed)
+	}
+}
+
 func TestOpenPlaintextPassesThrough(t *testing.T) {
 	r := ring(t, key(1), nil)
 	got, err := r.Open("whsec_legacy")

@@ -182,9 +182,8 @@ func resealSecrets(ctx context.Context, log *slog.Logger, db *store.Postgres, se
 	if err != nil {
 		return err
 	}
-	if rep.Resealed > 0 {
-		log.Info("webhook secrets sealed under SHIPFILE_SECRET_KEY", "subscriptions", rep.Resealed, "key_id", secrets.CurrentID())
-	}
+	// The key id names the key (docs/OPERATIONS.md, rotation) and reveals nothing of it.
+	log.Info("webhook secrets sealed under SHIPFILE_SECRET_KEY", "key_id", secrets.CurrentID(), "resealed", rep.Resealed)
 	if len(rep.Unknown) > 0 {
 		log.Error("webhook secrets sealed under a key that is neither SHIPFILE_SECRET_KEY nor SHIPFILE_SECRET_KEY_PREVIOUS: "+
 			"their deliveries fail until that key is set as SHIPFILE_SECRET_KEY_PREVIOUS (or the secrets are rotated)",
