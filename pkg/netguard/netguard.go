@@ -27,11 +27,11 @@ var ErrNotCanonical = errors.New("not a domain name or an IP address in standard
 
 // Ranges Classify refuses beyond those the netip predicates name.
 var (
-	thisNetwork  = netip.MustParsePrefix("0.0.0.0/8")       // "this network": 0.x reaches the local host on Linux
-	cgnat        = netip.MustParsePrefix("100.64.0.0/10")   // carrier-grade NAT (shared address space, RFC 6598)
-	ietfProtocol = netip.MustParsePrefix("192.0.0.0/24")    // IETF protocol assignments (RFC 6890)
-	benchmarking = netip.MustParsePrefix("198.18.0.0/15")   // network benchmarking (RFC 2544)
-	reserved     = netip.MustParsePrefix("240.0.0.0/4")     // reserved for future use ("class E")
+	thisNetwork  = netip.MustParsePrefix("0.0.0.0/8")     // "this network": 0.x reaches the local host on Linux
+	cgnat        = netip.MustParsePrefix("100.64.0.0/10") // carrier-grade NAT (shared address space, RFC 6598)
+	ietfProtocol = netip.MustParsePrefix("192.0.0.0/24")  // IETF protocol assignments (RFC 6890)
+	benchmarking = netip.MustParsePrefix("198.18.0.0/15") // network benchmarking (RFC 2544)
+	reserved     = netip.MustParsePrefix("240.0.0.0/4")   // reserved for future use ("class E")
 	broadcast    = netip.MustParsePrefix("255.255.255.255/32")
 	siteLocal    = netip.MustParsePrefix("fec0::/10")      // deprecated IPv6 site-local, still routed inside some sites
 	nat64        = netip.MustParsePrefix("64:ff9b::/96")   // NAT64: the last 32 bits are an IPv4 address
@@ -92,6 +92,19 @@ func Classify(ip netip.Addr) string {
 	return ""
 }
 
+// HostError is CheckHost's refusal of a host: "host 100.64.0.1 is a carrier-grade NAT
+// address". It wraps ErrRefused or ErrNotCanonical.
+type HostError struct {
+	Host string
+	What string // "a carrier-grade NAT address", "a loopback name", …
+	Err  error  // ErrRefused or ErrNotCanonical
+}
+
+func (e *HostError) Error() string { return "host " + e.Host + " is " + e.What }
+
+// Unwrap returns ErrRefused or ErrNotCanonical.
+func (e *HostError) Unwrap() error { return e.Err }
+
 // Guard decides which webhook targets are allowed. The zero Guard refuses every
 // address Classify objects to.
 type Guard struct {
@@ -107,24 +120,24 @@ type Guard struct {
 // resolved here: Control checks what they resolve to at every connection.
 func (g Guard) CheckHost(host string) error {
 	if host == "" {
-		return fmt.Errorf("empty host: %w", ErrRefused)
+		return &HostError{Host: `""`, What: "empty", Err: ErrRefused}
 	}
 	addr, err := netip.ParseAddr(host)
 	isIP := err == nil
 	if !isIP && endsInNumber(host) {
-		return fmt.Errorf("host %s: %w", host, ErrNotCanonical)
+		return &HostError{Host: host, What: ErrNotCanonical.Error(), Err: ErrNotCanonical}
 	}
 	if g.AllowPrivate {
 		return nil
 	}
 	if !isIP {
 		if isLocalhost(host) {
-			return fmt.Errorf("host %s is a loopback name: %w", host, ErrRefused)
+			return &HostError{Host: host, What: "a loopback name", Err: ErrRefused}
 		}
 		return nil
 	}
 	if reason := Classify(addr); reason != "" {
-		return fmt.Errorf("host %s is %s address: %w", host, article(reason), ErrRefused)
+		return &HostError{Host: host, What: article(reason) + " address", Err: ErrRefused}
 	}
 	return nil
 }

@@ -160,3 +160,11 @@ func TestControl(t *testing.T) {
 		}
 	}
 }
+
+func TestHostErrorSaysWhy(t *testing.T) {
+	err := netguard.Guard{}.CheckHost("100.64.0.1")
+	var he *netguard.HostError
+	if !errors.As(err, &he) || err.Error() != "host 100.64.0.1 is a carrier-grade NAT address" {
+		t.Fatalf("CheckHost(100.64.0.1) = %v", err)
+	}
+}
