@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -265,30 +266,37 @@ func TestGoneDisablesSubscription(t *testing.T) {
 	}
 }
 
+// TestDisabledAfterFailingTooLong: the health pass, which derives failing_since from
+// the attempt log, disables a subscription failing for DisableAfter; its pending
+// delivery then fails without another attempt.
 func TestDisabledAfterFailingTooLong(t *testing.T) {
 	f := setup(t)
 	rc := webhooktest.NewReceiver(t, webhooktest.NewSecret(), answers(500))
 	hook := f.subscribe(t, rc, nil)
+	f.start(t, webhooktest.Config{DisableAfter: 120 * time.Hour, Schedule: webhooktest.Schedule(3*time.Second, 7)})
+
+	f.streams.Publish(t, f.js, webhooktest.Envelope(events.TypePackageCreated, 0))
+	rc.WaitN(t, 1, 20*time.Second)
+	webhooktest.Eventually(t, 5*time.Second, "failing_since from the attempt log", func() bool {
+		return webhooktest.SubscriptionState(t, f.pool, hook).FailingSince != nil
+	})
+	// The streak started six days ago.
 	if _, err := f.pool.Exec(context.Background(),
 		`UPDATE webhook_subscriptions SET failing_since = now() - interval '6 days' WHERE id = $1`, hook); err != nil {
 		t.Fatal(err)
 	}
-	f.start(t, webhooktest.Config{DisableAfter: 120 * time.Hour})
-
-	f.streams.Publish(t, f.js, webhooktest.Envelope(events.TypePackageCreated, 0))
-	webhooktest.Eventually(t, 20*time.Second, "subscription disabled", func() bool {
+	webhooktest.Eventually(t, 5*time.Second, "subscription disabled", func() bool {
 		return !webhooktest.SubscriptionState(t, f.pool, hook).Active
 	})
 	if s := webhooktest.SubscriptionState(t, f.pool, hook); s.DisabledReason == nil || *s.DisabledReason != "every delivery failed for 5 days" {
 		t.Errorf("disabled_reason %v", s.DisabledReason)
 	}
-	webhooktest.Eventually(t, 5*time.Second, "delivery failed", func() bool {
+	webhooktest.Eventually(t, 10*time.Second, "delivery failed", func() bool {
 		ds := webhooktest.Deliveries(t, f.pool, hook)
 		return len(ds) == 1 && ds[0].Status == app.StatusFailed
 	})
-	// The health pass may disable it before the attempt or after it.
-	if n := len(rc.Requests()); n > 1 {
-		t.Errorf("%d requests, want at most 1", n)
+	if n := len(rc.Requests()); n != 1 {
+		t.Errorf("%d requests, want 1", n)
 	}
 }
 
@@ -701,4 +709,91 @@ func gauge(t *testing.T, reg *prometheus.Registry, name string) float64 {
 func histogramCount(t *testing.T, reg *prometheus.Registry, name string) uint64 {
 	t.Helper()
 	return metric(t, reg, name)[0].GetHistogram().GetSampleCount()
+}
+
+// TestChangesReachEveryInstanceWithinASecond: while events flow, a subscription
+// disabled (as the gateway does, one UPDATE) and another deleted get no request that
+// starts more than a second later, from either of two instances.
+func TestChangesReachEveryInstanceWithinASecond(t *testing.T) {
+	f := setup(t)
+	disabled := webhooktest.NewReceiver(t, webhooktest.NewSecret(), nil)
+	deleted := webhooktest.NewReceiver(t, webhooktest.NewSecret(), nil)
+	dis := f.subscribe(t, disabled, nil)
+	del := f.subscribe(t, deleted, nil)
+	f.start(t, webhooktest.Config{})
+	f.start(t, webhooktest.Config{})
+
+	stop := make(chan struct{})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			select {
+			case <-stop:
+				return
+			case <-time.After(20 * time.Millisecond):
+			}
+			f.streams.Publish(t, f.js, webhooktest.Envelope(events.TypePackageCreated, 0))
+		}
+	}()
+	defer func() { close(stop); <-done }()
+	disabled.WaitN(t, 5, 20*time.Second)
+	deleted.WaitN(t, 5, 20*time.Second)
+
+	ctx := context.Background()
+	if _, err := f.pool.Exec(ctx, `UPDATE webhook_subscriptions SET active = false, disabled_reason = 'disabled by an admin' WHERE id = $1`, dis); err != nil {
+		t.Fatal(err)
+	}
+	changedAt := time.Now()
+	if _, err := f.pool.Exec(ctx, `DELETE FROM webhook_subscriptions WHERE id = $1`, del); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(2 * time.Second)
+	for name, rc := range map[string]*webhooktest.Receiver{"disabled": disabled, "deleted": deleted} {
+		for _, r := range rc.Requests() {
+			if late := r.At.Sub(changedAt); late > time.Second {
+				t.Errorf("%s subscription got a request %s after the change", name, late.Round(time.Millisecond))
+			}
+		}
+	}
+}
+
+// TestRetryWaitHoldsNoSlot: a delivery waiting for its next attempt does not take one
+// of its subscription's max_in_flight slots, so the next deliveries go out meanwhile.
+func TestRetryWaitHoldsNoSlot(t *testing.T) {
+	f := setup(t)
+	var mu sync.Mutex
+	failing := "" // the first delivery fails its first attempt
+	rc := webhooktest.NewReceiver(t, webhooktest.NewSecret(), func(nth int, r webhooktest.Request) webhooktest.Answer {
+		mu.Lock()
+		defer mu.Unlock()
+		if failing == "" {
+			failing = r.Delivery
+		}
+		if r.Delivery == failing && nth == 1 {
+			return webhooktest.Answer{Status: http.StatusInternalServerError}
+		}
+		return webhooktest.Answer{Status: http.StatusNoContent}
+	})
+	hook := f.subscribe(t, rc, func(s *webhooktest.Subscription) { s.MaxInFlight = 1 })
+	f.start(t, webhooktest.Config{Schedule: webhooktest.Schedule(5*time.Second, 7)})
+
+	first := webhooktest.Envelope(events.TypePackageCreated, 0)
+	f.streams.Publish(t, f.js, first)
+	rc.WaitN(t, 1, 20*time.Second)
+	start := time.Now()
+	f.streams.Publish(t, f.js, webhooktest.Envelope(events.TypePackageCreated, 0))
+	rc.WaitN(t, 2, 20*time.Second)
+	if took := time.Since(start); took > 3*time.Second {
+		t.Errorf("the second delivery waited %s behind the first one's retry", took)
+	}
+	reqs := rc.WaitN(t, 3, 20*time.Second)
+	if reqs[2].Delivery != reqs[0].Delivery || reqs[2].At.Sub(reqs[0].At) < 4*time.Second { // 5s less the jitter
+		t.Errorf("the retry came %s after the first attempt (delivery %s, then %s), want the same delivery after about 5s",
+			reqs[2].At.Sub(reqs[0].At), reqs[0].Delivery, reqs[2].Delivery)
+	}
+	webhooktest.Eventually(t, 10*time.Second, "both succeeded", func() bool {
+		ds := webhooktest.Deliveries(t, f.pool, hook)
+		return len(ds) == 2 && ds[0].Status == app.StatusSucceeded && ds[1].Status == app.StatusSucceeded
+	})
 }
