@@ -72,8 +72,8 @@ type Config struct {
 	JS      jetstream.JetStream
 	Streams Streams
 	// Schedule defaults to seven waits of 200ms.
-	Schedule           []time.Duration
-	Timeout            time.Duration // default 2s
+	Schedule     []time.Duration
+	Timeout      time.Duration // default 2s
 	AllowPrivate bool
 	DisableAfter time.Duration
 	// HealthInterval is the period of the health pass and heartbeat (default 100ms).
