@@ -38,8 +38,8 @@ type Webhook struct {
 	MaxInFlight int
 	// RateLimit is how many deliveries per second it gets at most; nil: no limit.
 	RateLimit *int
-	CreatedAt           time.Time
-	UpdatedAt           time.Time
+	CreatedAt time.Time
+	UpdatedAt time.Time
 }
 
 // NewWebhook is the input of Webhooks.Create. Nil fields take their defaults.
