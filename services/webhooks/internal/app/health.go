@@ -70,7 +70,7 @@ func (h *Health) Pass(ctx context.Context) {
 	// Overlapping windows: an attempt committed late is still seen, and seeing one
 	// twice changes nothing.
 	window := max(time.Minute, 10*h.opts.Interval)
-	disabled, ran, err := h.store.Health(ctx, window, h.opts.DisableAfter, h.DisableReason())
+	disabled, _, err := h.store.Health(ctx, window, h.opts.DisableAfter, h.DisableReason())
 	if err != nil {
 		if ctx.Err() == nil {
 			h.log.Warn("health pass", "err", err)
@@ -80,7 +80,6 @@ func (h *Health) Pass(ctx context.Context) {
 	for _, id := range disabled {
 		h.log.Warn("subscription disabled", "hook_id", id, "reason", h.DisableReason())
 	}
-	_ = ran
 	h.sweep[1], h.sweep[0] = h.sweep[0], h.subs.TakeDeleted()
 	if ids := append(append([]int64(nil), h.sweep[0]...), h.sweep[1]...); len(ids) > 0 {
 		if n, err := h.store.DeleteDeliveriesOf(ctx, ids); err != nil {

@@ -123,15 +123,32 @@ func (p *Postgres) Listen(ctx context.Context, connected func(), changed func(id
 	}
 	connected()
 	for {
-		n, err := pc.WaitForNotification(ctx)
-		if err != nil {
+		// A connection that died without a word (a partition) would leave the cache
+		// believing itself current: wait at most listenPing, then ping.
+		wctx, cancel := context.WithTimeout(ctx, listenPing)
+		n, err := pc.WaitForNotification(wctx)
+		cancel()
+		switch {
+		case err == nil:
+			if id, err := strconv.ParseInt(n.Payload, 10, 64); err == nil {
+				changed(id)
+			}
+		case ctx.Err() == nil && errors.Is(err, context.DeadlineExceeded):
+			pctx, cancel := context.WithTimeout(ctx, listenPing)
+			err = pc.Ping(pctx)
+			cancel()
+			if err != nil {
+				return fmt.Errorf("store: listen: ping: %w", err)
+			}
+		default:
 			return fmt.Errorf("store: listen: %w", err)
-		}
-		if id, err := strconv.ParseInt(n.Payload, 10, 64); err == nil {
-			changed(id)
 		}
 	}
 }
+
+// listenPing is how long the LISTEN connection waits for a notification before it
+// checks that it is alive; a dead one is noticed within twice that.
+const listenPing = 400 * time.Millisecond
 
 // InsertDeliveries inserts the deliveries in one statement; those that exist (an event
 // fanned out again) are left alone.

@@ -328,11 +328,15 @@ loop:
 	for _, h := range hooks {
 		h.cc.Drain()
 	}
-	for _, h := range hooks {
-		<-h.cc.Closed()
-	}
 	done := make(chan struct{})
-	go func() { wg.Wait(); d.inflight.Wait(); close(done) }()
+	go func() {
+		for _, h := range hooks {
+			<-h.cc.Closed()
+		}
+		wg.Wait()
+		d.inflight.Wait()
+		close(done)
+	}()
 	select {
 	case <-done:
 	case <-time.After(d.opts.ShutdownTimeout):

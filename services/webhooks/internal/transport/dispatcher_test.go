@@ -797,3 +797,47 @@ func TestRetryWaitHoldsNoSlot(t *testing.T) {
 		return len(ds) == 2 && ds[0].Status == app.StatusSucceeded && ds[1].Status == app.StatusSucceeded
 	})
 }
+
+// TestCacheFailsSafeWhenTheListenerDrops: with the LISTEN connection killed, a
+// subscription disabled at that moment still gets nothing more within a second (the
+// stale cache reads the database until the listener is back).
+func TestCacheFailsSafeWhenTheListenerDrops(t *testing.T) {
+	f := setup(t)
+	rc := webhooktest.NewReceiver(t, webhooktest.NewSecret(), nil)
+	hook := f.subscribe(t, rc, nil)
+	f.start(t, webhooktest.Config{})
+	stop := make(chan struct{})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			select {
+			case <-stop:
+				return
+			case <-time.After(20 * time.Millisecond):
+			}
+			f.streams.Publish(t, f.js, webhooktest.Envelope(events.TypePackageCreated, 0))
+		}
+	}()
+	defer func() { close(stop); <-done }()
+	rc.WaitN(t, 5, 20*time.Second)
+
+	ctx := context.Background()
+	var killed int
+	err := f.pool.QueryRow(ctx, `
+		SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity
+		WHERE datname = current_database() AND pid <> pg_backend_pid() AND (query LIKE 'LISTEN %' OR query = '-- ping')`).Scan(&killed)
+	if err != nil || killed != 1 {
+		t.Fatalf("terminated %d listener connections (%v), want 1", killed, err)
+	}
+	if _, err := f.pool.Exec(ctx, `UPDATE webhook_subscriptions SET active = false WHERE id = $1`, hook); err != nil {
+		t.Fatal(err)
+	}
+	changedAt := time.Now()
+	time.Sleep(2 * time.Second)
+	for _, r := range rc.Requests() {
+		if late := r.At.Sub(changedAt); late > time.Second {
+			t.Fatalf("a request %s after the subscription was disabled, with the listener down", late.Round(time.Millisecond))
+		}
+	}
+}
