@@ -75,6 +75,12 @@ func (f *Fanout) HandleBatch(ctx context.Context, msgs [][]byte) []error {
 	errs := make([]error, len(msgs))
 	var rows []NewDelivery
 	var jobs []Job
+	if err := f.subs.CatchUp(ctx); err != nil {
+		for i := range errs {
+			errs[i] = fmt.Errorf("fan-out: subscriptions: %w", err)
+		}
+		return errs
+	}
 	for i, data := range msgs {
 		env, err := events.UnmarshalEnvelope(data)
 		if err != nil {
@@ -99,9 +105,8 @@ func (f *Fanout) HandleBatch(ctx context.Context, msgs [][]byte) []error {
 			default:
 				targets = []Subscription{s}
 			}
-		} else if targets, err = f.subs.Matching(ctx, typ, env.GetOccurredAt().AsTime()); err != nil {
-			errs[i] = fmt.Errorf("fan-out %s: %w", env.GetEventId(), err)
-			continue
+		} else {
+			targets = f.subs.Matching(typ, env.GetOccurredAt().AsTime())
 		}
 		for _, s := range targets {
 			id := DeliveryID(env.GetEventId(), s.ID)

@@ -156,14 +156,9 @@ func (c *Subscriptions) Get(ctx context.Context, id int64) (Subscription, error)
 }
 
 // Matching returns the subscriptions an event of type typ that occurred at occurredAt
-// goes to (Subscription.Selects). It first checks, with one cheap query, that no
-// subscription was created since the cache last heard of one, and reloads it if so
-// (or when stale), so an event never misses a subscription whose notification is
-// still on its way.
-func (c *Subscriptions) Matching(ctx context.Context, typ string, occurredAt time.Time) ([]Subscription, error) {
-	if err := c.catchUp(ctx); err != nil {
-		return nil, err
-	}
+// goes to (Subscription.Selects), from the cache; call CatchUp first (once for a batch
+// of events).
+func (c *Subscriptions) Matching(typ string, occurredAt time.Time) []Subscription {
 	c.mu.RLock()
 	defer c.mu.RUnlock()
 	var out []Subscription
@@ -173,8 +168,13 @@ func (c *Subscriptions) Matching(ctx context.Context, typ string, occurredAt tim
 		}
 	}
 	slices.SortFunc(out, func(a, b Subscription) int { return cmp.Compare(a.ID, b.ID) })
-	return out, nil
+	return out
 }
+
+// CatchUp checks, with one cheap query, that no subscription was created since the
+// cache last heard of one, and reloads the cache if one was (or while it is stale), so
+// an event never misses a subscription whose notification is still on its way.
+func (c *Subscriptions) CatchUp(ctx context.Context) error { return c.catchUp(ctx) }
 
 // catchUp reloads the cache when it is stale or misses a subscription created since.
 func (c *Subscriptions) catchUp(ctx context.Context) error {
