@@ -22,8 +22,9 @@ import (
 	"github.com/shipfile/shipfile/pkg/events/eventsv1"
 )
 
-// dispatcherWorkers is SHIPFILE_WEBHOOK_WORKERS of the dispatchers (the default): the
-// concurrency of one instance, and so of the baseline.
+// dispatcherWorkers is the baseline's concurrency: a subscription's default
+// max_in_flight (16), the former SHIPFILE_WEBHOOK_WORKERS default, kept so that the
+// row's ratios stay comparable with earlier runs.
 const dispatcherWorkers = 16
 
 // dispatchRows: for each instance count of -instances, -events package.created events
