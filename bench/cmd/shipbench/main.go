@@ -44,6 +44,7 @@ type config struct {
 
 	fairRate     int
 	fairDuration time.Duration
+	maxInFlight  int
 
 	expiryPackages int
 	expiryTarget   time.Duration
@@ -95,6 +96,7 @@ func main() {
 	fs.IntVar(&c.events, "events", 20000, "events of each dispatcher run")
 	fs.IntVar(&c.subscriptions, "subscriptions", 4, "subscriptions each event goes to in the dispatcher row")
 	fs.Var(&c.instances, "instances", "dispatcher instance counts of the dispatcher row, comma-separated")
+	fs.IntVar(&c.maxInFlight, "max-in-flight", 0, "max_in_flight of the dispatcher row's subscriptions (0: the API's default, 16)")
 	fs.IntVar(&c.fairRate, "fair-rate", 100, "events per second of the dispatcher fairness row (each to 4 subscriptions)")
 	fs.DurationVar(&c.fairDuration, "fair-duration", 15*time.Second, "duration of each phase of the dispatcher fairness row")
 	fs.IntVar(&c.expiryPackages, "expiry-packages", 100000, "overdue packages of the expiry row")
