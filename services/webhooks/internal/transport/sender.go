@@ -52,9 +52,9 @@ func NewSender(opts SenderOptions) *HTTPSender {
 		dialer.Control = guardControl
 	}
 	tr := &http.Transport{
-		Proxy:                 nil, // never through a proxy: it would dial for us, past the guard
-		DialContext:           dialer.DialContext,
-		ForceAttemptHTTP2:     true,
+		Proxy:             nil, // never through a proxy: it would dial for us, past the guard
+		DialContext:       dialer.DialContext,
+		ForceAttemptHTTP2: true,
 		// A receiver may have up to its max_in_flight (≤ 256) requests under way: keep
 		// that many connections, or each burst opens (and leaves in TIME_WAIT) new ones.
 		MaxIdleConns:          1024,
