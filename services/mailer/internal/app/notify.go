@@ -137,22 +137,27 @@ func (n *Notifier) HandleEvent(ctx context.Context, data []byte, numDelivered ui
 		if ctx.Err() != nil {
 			return Decision{Action: Nak}
 		}
-		n.log.Warn("notification event not recorded; it will be tried again", "event_id", env.GetId(), "err", err)
+		n.log.Warn("notification event not recorded; it will be tried again", "event_id", env.GetEventId(), "err", err)
 		return Decision{Action: Nak, Delay: backoff.TransientDelay(numDelivered)}
 	}
 	return Decision{Action: Ack}
 }
 
 // Tick closes the bursts that have been quiet long enough and sends every due
-// notification, one at a time; each instance runs it on a timer.
-func (n *Notifier) Tick(ctx context.Context) {
+// notification, one at a time, until none is due or stop is done; each instance runs
+// it on a timer. ctx bounds the work itself (a send in flight when stop comes
+// finishes on it).
+func (n *Notifier) Tick(stop, ctx context.Context) {
+	if stop.Err() != nil {
+		return
+	}
 	if err := n.store.CloseDueBursts(ctx); err != nil {
 		if ctx.Err() == nil {
 			n.log.Warn("close due bursts", "err", err)
 		}
 		return
 	}
-	for ctx.Err() == nil {
+	for stop.Err() == nil && ctx.Err() == nil {
 		more, err := n.store.SendDue(ctx, n.send(ctx))
 		if err != nil {
 			if ctx.Err() == nil {
