@@ -135,7 +135,7 @@ func TestProtectedLink(t *testing.T) {
 	grant, _ := body["grant"].(string)
 	assertUTC(t, body["expires_at"])
 	exp, _ := time.Parse(time.RFC3339, body["expires_at"].(string))
-	if grant == "" || exp.Sub(time.Now()) < 11*time.Hour || exp.Sub(time.Now()) > 13*time.Hour {
+	if grant == "" || time.Until(exp) < 11*time.Hour || time.Until(exp) > 13*time.Hour {
 		t.Fatalf("unlock = %s", r.body)
 	}
 	cookies := r.header.Values("Set-Cookie")

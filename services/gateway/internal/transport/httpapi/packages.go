@@ -20,29 +20,29 @@ import (
 
 // packageResponse is a package record.
 type packageResponse struct {
-	ID             string         `json:"id"`
-	Title          string         `json:"title"`
-	RecipientEmail string         `json:"recipient_email"`
-	RecipientName  string         `json:"recipient_name"`
-	Direction      string         `json:"direction"`
-	State          string         `json:"state"`
-	TTLDays        int            `json:"ttl_days"`
-	Note           string         `json:"note"`
-	OwnerUserID    int64          `json:"owner_user_id"`
-	FileCount      int            `json:"file_count"`
-	TotalSize      int64          `json:"total_size"`
-	CreatedAt      time.Time      `json:"created_at"`
-	FinalizedAt    *time.Time     `json:"finalized_at"`
-	ExpiresAt      time.Time      `json:"expires_at"`
-	RevokedAt      *time.Time     `json:"revoked_at"`
-	LinkUseCount   int64          `json:"link_use_count"`
-	LinkLastUsedAt *time.Time     `json:"link_last_used_at"`
+	ID             string     `json:"id"`
+	Title          string     `json:"title"`
+	RecipientEmail string     `json:"recipient_email"`
+	RecipientName  string     `json:"recipient_name"`
+	Direction      string     `json:"direction"`
+	State          string     `json:"state"`
+	TTLDays        int        `json:"ttl_days"`
+	Note           string     `json:"note"`
+	OwnerUserID    int64      `json:"owner_user_id"`
+	FileCount      int        `json:"file_count"`
+	TotalSize      int64      `json:"total_size"`
+	CreatedAt      time.Time  `json:"created_at"`
+	FinalizedAt    *time.Time `json:"finalized_at"`
+	ExpiresAt      time.Time  `json:"expires_at"`
+	RevokedAt      *time.Time `json:"revoked_at"`
+	LinkUseCount   int64      `json:"link_use_count"`
+	LinkLastUsedAt *time.Time `json:"link_last_used_at"`
 	// PasswordProtected, MaxDownloads and NotifyOwner: SPEC "Protecting a link".
 	PasswordProtected bool           `json:"password_protected"`
 	MaxDownloads      *int           `json:"max_downloads"`
 	NotifyOwner       bool           `json:"notify_owner"`
 	Files             []fileResponse `json:"files,omitempty"`
-	MagicLink      string         `json:"magic_link,omitempty"`
+	MagicLink         string         `json:"magic_link,omitempty"`
 }
 
 // fileResponse is a file record.

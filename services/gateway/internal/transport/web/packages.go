@@ -325,7 +325,9 @@ func (w *Web) editPackage(c *gin.Context) {
 	form["note"] = strings.ReplaceAll(c.PostForm("note"), "\r\n", "\n")
 	form["password"] = c.PostForm("password")
 	form["notify_owner"] = c.PostForm("notify_owner")
-	fail := func(field, msg string) { w.showPackageForm(c, id, http.StatusUnprocessableEntity, "", map[string]string{field: msg}, form) }
+	fail := func(field, msg string) {
+		w.showPackageForm(c, id, http.StatusUnprocessableEntity, "", map[string]string{field: msg}, form)
+	}
 	in := app.PackagePatch{
 		Title: ptr(form["title"]), Note: ptr(form["note"]), RecipientName: ptr(form["recipient_name"]),
 		NotifyOwner: ptr(form["notify_owner"] == "1"),
