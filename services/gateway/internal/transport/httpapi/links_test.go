@@ -4,6 +4,8 @@ import (
 	"archive/zip"
 	"bytes"
 	"context"
+	"io"
+	"net"
 	"net/http"
 	"strconv"
 	"strings"
@@ -11,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/shipfile/shipfile/pkg/servicetest"
 	"github.com/shipfile/shipfile/services/gateway/internal/app"
 )
 
@@ -425,5 +428,63 @@ func TestUpdatePackage(t *testing.T) {
 	expect(t, r, http.StatusConflict)
 	if !strings.Contains(string(r.body), "revoked") {
 		t.Fatalf("409 detail does not name the state: %s", r.body)
+	}
+}
+
+// TestBrokenDownloadGivesItsCountBack: a download whose connection is cut before the
+// last byte gives its count back; so does a zip stream cut midway.
+func TestBrokenDownloadGivesItsCountBack(t *testing.T) {
+	t.Parallel()
+	cfg := defaultConfig()
+	cfg.MaxFileSize = 64 << 20
+	a := newTestAPI(t, cfg)
+	_, token := a.user("owner@example.com", app.RoleRegular)
+	p := a.createPackage(token, map[string]any{"title": "Big", "recipient_email": "r@example.com", "max_downloads": 1})
+	id := p["id"].(string)
+	expect(t, a.upload("/api/v1/packages/"+id+"/files", token, "big.bin", bytes.Repeat([]byte("0123456789abcdef"), 2<<20)), http.StatusCreated)
+	expect(t, a.upload("/api/v1/packages/"+id+"/files", token, "small.txt", []byte("small")), http.StatusCreated)
+	fin := a.do("POST", "/api/v1/packages/"+id+"/finalize", token, nil)
+	expect(t, fin, http.StatusOK)
+	link := linkToken(t, fin.json(t)["magic_link"])
+	big := a.linkFiles(link)["big.bin"]["download_url"].(string)
+
+	cut := func(path string) {
+		t.Helper()
+		conn, err := net.Dial("tcp", strings.TrimPrefix(a.url, "http://"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		_ = conn.(*net.TCPConn).SetReadBuffer(4096)
+		if _, err := conn.Write([]byte("GET " + path + " HTTP/1.1\r\nHost: x\r\n\r\n")); err != nil {
+			t.Fatal(err)
+		}
+		buf := make([]byte, 64<<10)
+		if _, err := io.ReadFull(conn, buf); err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.HasPrefix(buf, []byte("HTTP/1.1 200")) {
+			t.Fatalf("answer %.100q", buf)
+		}
+		conn.Close()
+	}
+	counts := func() string {
+		var s string
+		if err := a.pool.QueryRow(context.Background(), "SELECT string_agg(download_count::text, ',' ORDER BY filename) FROM files").Scan(&s); err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	cut(big)
+	servicetest.WaitFor(t, 20*time.Second, "the cut download's count given back", func() bool { return counts() == "0,0" })
+	cut("/api/v1/links/" + link + "/archive")
+	servicetest.WaitFor(t, 20*time.Second, "the cut archive's counts given back", func() bool { return counts() == "0,0" })
+	// A whole download keeps its count.
+	r := a.do("GET", big, "", nil)
+	expect(t, r, http.StatusOK)
+	if len(r.body) != 32<<20 {
+		t.Fatalf("downloaded %d bytes", len(r.body))
+	}
+	if c := counts(); c != "1,0" {
+		t.Fatalf("counts after a whole download = %s, want 1,0", c)
 	}
 }
