@@ -42,6 +42,10 @@ func (s *Postgres) AddUnlockAttempt(ctx context.Context, packageID uuid.UUID, si
 	if err != nil {
 		return 0, nil, err
 	}
+	// Keeps the table at most one window of attempts per link.
+	if err := s.q.ForgetOldUnlockFailures(ctx, ForgetOldUnlockFailuresParams{PackageID: packageID, Since: since}); err != nil {
+		return 0, nil, err
+	}
 	return id, rows, nil
 }
 

@@ -123,6 +123,10 @@ ORDER BY failed_at DESC;
 -- name: InsertUnlockFailure :one
 INSERT INTO link_unlock_failures (package_id, failed_at) VALUES (@package_id, @failed_at) RETURNING id;
 
+-- name: ForgetOldUnlockFailures :exec
+-- Wrong passwords older than the window count no more.
+DELETE FROM link_unlock_failures WHERE package_id = @package_id AND failed_at <= @since;
+
 -- name: DeleteUnlockFailure :exec
 DELETE FROM link_unlock_failures WHERE id = $1;
 

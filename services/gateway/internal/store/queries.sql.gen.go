@@ -181,6 +181,21 @@ func (q *Queries) FileKeys(ctx context.Context, packageID uuid.UUID) ([]string, 
 	return items, nil
 }
 
+const forgetOldUnlockFailures = `-- name: ForgetOldUnlockFailures :exec
+DELETE FROM link_unlock_failures WHERE package_id = $1 AND failed_at <= $2
+`
+
+type ForgetOldUnlockFailuresParams struct {
+	PackageID uuid.UUID
+	Since     time.Time
+}
+
+// Wrong passwords older than the window count no more.
+func (q *Queries) ForgetOldUnlockFailures(ctx context.Context, arg ForgetOldUnlockFailuresParams) error {
+	_, err := q.db.Exec(ctx, forgetOldUnlockFailures, arg.PackageID, arg.Since)
+	return err
+}
+
 const getFile = `-- name: GetFile :one
 SELECT id, package_id, filename, size, content_type, sha256, object_key, uploaded_by, created_at, download_count FROM files WHERE package_id = $1 AND id = $2
 `
