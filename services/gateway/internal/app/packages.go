@@ -62,6 +62,10 @@ type PackageStore interface {
 	// recorded before it since the given time, newest first.
 	AddUnlockAttempt(ctx context.Context, packageID uuid.UUID, since time.Time) (int64, []time.Time, error)
 	DeleteUnlockAttempt(ctx context.Context, id int64) error
+	// ReserveObjectKey records (or renews) an object key before its bytes are stored;
+	// AddFile ends the reservation. A reservation older than SHIPFILE_ORPHAN_GRACE
+	// without a file row is an orphan the expiry service removes.
+	ReserveObjectKey(ctx context.Context, key string) error
 }
 
 // Object is a stored file's bytes, seekable for ranges.
@@ -92,11 +96,14 @@ type Packages struct {
 	publicURL string
 	now       func() time.Time
 	hasher    PasswordHasher
+	// reservationRenewal is ObjectReservationRenewal (shorter in tests).
+	reservationRenewal time.Duration
 }
 
 // NewPackages returns the package service.
 func NewPackages(store PackageStore, objects ObjectStore, limits Limits, publicURL string) *Packages {
-	return &Packages{store: store, objects: objects, limits: limits, publicURL: strings.TrimRight(publicURL, "/"), now: time.Now, hasher: argon2idHasher{}}
+	return &Packages{store: store, objects: objects, limits: limits, publicURL: strings.TrimRight(publicURL, "/"), now: time.Now,
+		hasher: argon2idHasher{}, reservationRenewal: ObjectReservationRenewal}
 }
 
 // Field limits of a package.
@@ -284,7 +291,12 @@ func (s *Packages) upload(ctx context.Context, p Package, up Upload, by Uploader
 
 	h := sha256.New()
 	body := &limitedReader{r: io.TeeReader(up.Body, h), left: s.limits.MaxFileSize}
+	release, err := s.HoldObjectKey(ctx, f.ObjectKey)
+	if err != nil {
+		return File{}, err
+	}
 	size, err := s.objects.Put(ctx, f.ObjectKey, body, f.ContentType)
+	release()
 	if err == nil && (body.over || body.readErr != nil) {
 		// The store may take a short read for the end of the stream (minio-go treats
 		// io.ErrUnexpectedEOF so); the body's own failure decides.

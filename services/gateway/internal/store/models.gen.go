@@ -79,6 +79,11 @@ type ObjectDeletion struct {
 	CreatedAt time.Time
 }
 
+type ObjectReservation struct {
+	ObjectKey  string
+	ReservedAt time.Time
+}
+
 type Outbox struct {
 	ID          int64
 	MsgID       string

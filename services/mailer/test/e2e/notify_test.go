@@ -30,7 +30,7 @@ func TestOwnerNotificationsEndToEnd(t *testing.T) {
 	common := []string{
 		"SHIPFILE_DATABASE_URL=" + dbURL, "SHIPFILE_NATS_URL=" + natsURL, "SHIPFILE_S3_BUCKET=" + bucket,
 		"SHIPFILE_SMTP_HOST=" + sink.Host, "SHIPFILE_SMTP_PORT=" + strconv.Itoa(sink.Port),
-		"SHIPFILE_SMTP_FROM=shipfile@e2e.example", "SHIPFILE_PUBLIC_URL=http://" + gwAddr,
+		"SHIPFILE_SMTP_FROM=shipfile@e2e.example", "SHIPFILE_PUBLIC_URL=http://" + gwAddr, servicetest.SecretKeyEnv,
 	}
 	shipctl := func(args ...string) string { return servicetest.RunCommand(t, bins["shipctl"], common, args...) }
 	shipctl("user", "create", "--email", "alice@example.com", "--name", "Alice Example", "--role", "admin")
