@@ -113,11 +113,35 @@ func run(ctx context.Context, log *slog.Logger, args []string) error {
 		return fmt.Errorf("SHIPFILE_SESSION_LIFETIME, SHIPFILE_SESSION_IDLE_TIMEOUT, SHIPFILE_LOGIN_MAX_FAILURES and SHIPFILE_LOGIN_LOCKOUT must be positive")
 	}
 
-	db := store.NewPostgres(pool)
+	reg := ops.NewRegistry()
+	// The relay publishes committed outbox rows; the store wakes it after each commit
+	// that wrote some. It stops after the HTTP server has drained, so the events of the
+	// last requests go out too; rows it leaves are published by another instance or at
+	// the next start.
+	relay := outbox.NewRelay(pool, nc.JS, outbox.Options{Log: log, Registerer: reg})
+	db := store.NewPostgres(pool, store.WithOutboxWake(relay.Wake))
 	if err := resealSecrets(ctx, log, db, secrets); err != nil {
 		return err
 	}
-	identity := app.NewIdentity(db)
+	// Token look-ups are cached while the change feed (LISTEN on the triggers'
+	// channel) is current; last_used_at is written in batches.
+	tokenCache := app.NewTokenCache(app.DefaultTokenCacheTTL, app.DefaultTokenFeedWindow)
+	tokenUsage := app.NewTokenUsage(db, app.DefaultTokenUsageInterval)
+	identity := app.NewIdentity(db, app.WithTokenCache(tokenCache), app.WithTokenUsage(tokenUsage))
+	feedCtx, stopFeed := context.WithCancel(ctx)
+	defer stopFeed()
+	go db.FollowAuthChanges(feedCtx, tokenCache, log)
+	// The usage writer stops after the HTTP server has drained and writes what is left.
+	usageCtx, stopUsage := context.WithCancel(context.WithoutCancel(ctx))
+	usageDone := make(chan struct{})
+	go func() {
+		defer close(usageDone)
+		tokenUsage.Run(usageCtx, func(err error) { log.Warn("write tokens' last_used_at", "err", err) })
+	}()
+	defer func() {
+		stopUsage()
+		<-usageDone
+	}()
 	packages := app.NewPackages(db, store.NewObjects(objects, uint64(cfg.UploadPartSize)),
 		app.Limits{MaxFileSize: cfg.MaxFileSize, MaxFiles: cfg.MaxFiles}, cfg.PublicURL)
 	webhooks := app.NewWebhooks(db, secrets, cfg.WebhookPrivate)
@@ -132,12 +156,6 @@ func run(ctx context.Context, log *slog.Logger, args []string) error {
 	if err != nil {
 		return fmt.Errorf("web UI: %w", err)
 	}
-	reg := ops.NewRegistry()
-
-	// The relay publishes committed outbox rows. It stops after the HTTP server has
-	// drained, so the events of the last requests go out too; rows it leaves are
-	// published by another instance or at the next start.
-	relay := outbox.NewRelay(pool, nc.JS, outbox.Options{Log: log, Registerer: reg})
 	relayCtx, stopRelay := context.WithCancel(context.WithoutCancel(ctx))
 	relayDone := make(chan error, 1)
 	go func() { relayDone <- relay.Run(relayCtx) }()
