@@ -9,7 +9,8 @@ import (
 )
 
 // Webhook is a subscription: where the dispatcher POSTs the selected events, signed
-// with Secret.
+// with Secret. The store holds Secret and PreviousSecret sealed (SecretSealer); only
+// Webhooks.Create returns Secret in clear, once.
 type Webhook struct {
 	ID          int64
 	URL         string
@@ -58,13 +59,8 @@ type WebhookPatch struct {
 	Description *string
 	Active      *bool
 	MaxInFlight *int
-	// RateLimit, when set, changes the rate limit: to Value, or none when Value is nil.
-	RateLimit *Nullable[int]
-}
-
-// Nullable is a patch field that may be set to null.
-type Nullable[T any] struct {
-	Value *T
+	// RateLimit, when Set, changes the rate limit: to Value, or none when Value is nil.
+	RateLimit Nullable[int]
 }
 
 // DeliveryStatus is where a delivery is: being tried, done, or given up on.

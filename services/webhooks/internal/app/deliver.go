@@ -224,6 +224,10 @@ func (d *Deliverer) Deliver(ctx context.Context, data []byte, numDelivered uint6
 		return Decision{Action: Nak, Delay: backoff.TransientDelay(numDelivered)}
 	}
 	del.Subscription = sub
+	if sub.SecretError != nil {
+		log.Error("cannot open the subscription's signing secret; delivery waits", "err", sub.SecretError)
+		return Decision{Action: Nak, Delay: backoff.TransientDelay(numDelivered)}
+	}
 	if !sub.Active && del.Event != events.TypeWebhookTest {
 		if err := d.store.MarkFailed(ctx, del.ID, ReasonSubscriptionDisabled); err != nil && !errors.Is(err, ErrNotFound) {
 			log.Warn("mark delivery failed", "err", err)

@@ -74,6 +74,9 @@ type Subscription struct {
 	// RateLimit is how many deliveries per second it gets at most, across every
 	// instance; 0: no limit.
 	RateLimit int
+	// SecretError says why its secrets could not be opened (a key this instance lacks);
+	// its deliveries wait (transient) while it is set, the others go on.
+	SecretError error
 }
 
 // Selects reports whether an event of type typ that occurred at occurredAt goes to s:

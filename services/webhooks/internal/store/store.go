@@ -24,7 +24,8 @@ const NotifyChannel = "shipfile_webhooks"
 
 // Postgres is the dispatcher's store.
 type Postgres struct {
-	pool *pgxpool.Pool
+	pool    *pgxpool.Pool
+	secrets SecretOpener
 }
 
 var (
@@ -34,8 +35,10 @@ var (
 	_ app.HealthStore       = (*Postgres)(nil)
 )
 
-// New returns a store on pool.
-func New(pool *pgxpool.Pool) *Postgres { return &Postgres{pool: pool} }
+// New returns a store on pool; secrets opens the subscriptions' sealed signing secrets.
+func New(pool *pgxpool.Pool, secrets SecretOpener) *Postgres {
+	return &Postgres{pool: pool, secrets: secrets}
+}
 
 // Subscriptions returns every subscription.
 func (p *Postgres) Subscriptions(ctx context.Context) ([]app.Subscription, error) {
@@ -43,7 +46,7 @@ func (p *Postgres) Subscriptions(ctx context.Context) ([]app.Subscription, error
 	if err != nil {
 		return nil, fmt.Errorf("store: subscriptions: %w", err)
 	}
-	subs, err := pgx.CollectRows(rows, scanSubscription)
+	subs, err := pgx.CollectRows(rows, p.scanSubscription)
 	if err != nil {
 		return nil, fmt.Errorf("store: subscriptions: %w", err)
 	}
@@ -56,7 +59,7 @@ func (p *Postgres) Subscription(ctx context.Context, id int64) (app.Subscription
 	if err != nil {
 		return app.Subscription{}, fmt.Errorf("store: subscription %d: %w", id, err)
 	}
-	s, err := pgx.CollectExactlyOneRow(rows, scanSubscription)
+	s, err := pgx.CollectExactlyOneRow(rows, p.scanSubscription)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return app.Subscription{}, app.ErrNotFound
 	}
@@ -67,9 +70,9 @@ func (p *Postgres) Subscription(ctx context.Context, id int64) (app.Subscription
 }
 
 // scanSubscription reads one row of subscriptionColumns. It is the one place where the
-// dispatcher reads the secret and previous_secret columns: decrypting secrets stored
-// encrypted belongs here.
-func scanSubscription(row pgx.CollectableRow) (app.Subscription, error) {
+// dispatcher reads the secret and previous_secret columns, which it opens
+// (openSecrets: the gateway stores them sealed).
+func (p *Postgres) scanSubscription(row pgx.CollectableRow) (app.Subscription, error) {
 	var (
 		s          app.Subscription
 		prevSecret *string
@@ -91,6 +94,10 @@ func scanSubscription(row pgx.CollectableRow) (app.Subscription, error) {
 	s.MaxInFlight = int(maxFlight)
 	if rateLimit != nil {
 		s.RateLimit = int(*rateLimit)
+	}
+	if err := p.openSecrets(&s); err != nil {
+		// One subscription's unreadable secret must not stop the others: it is marked.
+		s.Secret, s.PreviousSecret, s.SecretError = "", "", err
 	}
 	return s, nil
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/shipfile/shipfile/pkg/servicetest"
 	"github.com/shipfile/shipfile/services/webhooks/internal/app"
 	"github.com/shipfile/shipfile/services/webhooks/internal/schematest"
 	"github.com/shipfile/shipfile/services/webhooks/internal/store"
@@ -18,7 +19,7 @@ import (
 func TestStore(t *testing.T) {
 	t.Parallel()
 	pool, _ := schematest.Pool(t)
-	st := store.New(pool)
+	st := store.New(pool, servicetest.Keyring(t))
 	ctx := context.Background()
 
 	all := webhooktest.InsertSubscription(t, pool, webhooktest.Subscription{URL: "https://a.example/hook", Secret: "whsec_a"})
@@ -182,7 +183,7 @@ func TestStore(t *testing.T) {
 func TestHealthPass(t *testing.T) {
 	t.Parallel()
 	pool, _ := schematest.Pool(t)
-	st := store.New(pool)
+	st := store.New(pool, servicetest.Keyring(t))
 	ctx := context.Background()
 	hook := webhooktest.InsertSubscription(t, pool, webhooktest.Subscription{URL: "https://a.example/hook", Secret: "whsec_a"})
 	young := webhooktest.InsertSubscription(t, pool, webhooktest.Subscription{URL: "https://b.example/hook", Secret: "whsec_b"})
@@ -242,7 +243,7 @@ func TestHealthPass(t *testing.T) {
 func TestDeletedSubscriptionsDeliveriesAreSwept(t *testing.T) {
 	t.Parallel()
 	pool, _ := schematest.Pool(t)
-	st := store.New(pool)
+	st := store.New(pool, servicetest.Keyring(t))
 	ctx := context.Background()
 	keep := webhooktest.InsertSubscription(t, pool, webhooktest.Subscription{URL: "https://a.example/hook", Secret: "whsec_a"})
 	gone := webhooktest.InsertSubscription(t, pool, webhooktest.Subscription{URL: "https://b.example/hook", Secret: "whsec_b"})
@@ -269,7 +270,7 @@ func TestDeletedSubscriptionsDeliveriesAreSwept(t *testing.T) {
 func TestListenPushesSubscriptionChanges(t *testing.T) {
 	t.Parallel()
 	pool, _ := schematest.Pool(t)
-	st := store.New(pool)
+	st := store.New(pool, servicetest.Keyring(t))
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	hook := webhooktest.InsertSubscription(t, pool, webhooktest.Subscription{URL: "https://a.example/hook", Secret: "whsec_a"})

@@ -1,7 +1,6 @@
 package httpapi
 
 import (
-	"encoding/json"
 	"net/http"
 	"strconv"
 	"time"
@@ -122,33 +121,12 @@ func (h *handlers) getWebhook(c *gin.Context) {
 }
 
 type updateWebhookRequest struct {
-	URL         *string     `json:"url"`
-	Events      *[]string   `json:"events"`
-	Description *string     `json:"description"`
-	Active      *bool       `json:"active"`
-	MaxInFlight *int        `json:"max_in_flight"`
-	RateLimit   nullableInt `json:"rate_limit"`
-}
-
-// nullableInt is a PATCH field that tells absent (not Set) from null (Set, no Value).
-type nullableInt struct {
-	Set   bool
-	Value *int
-}
-
-// UnmarshalJSON reads an integer or null.
-func (n *nullableInt) UnmarshalJSON(b []byte) error {
-	n.Set = true
-	if string(b) == "null" {
-		n.Value = nil
-		return nil
-	}
-	var v int
-	if err := json.Unmarshal(b, &v); err != nil {
-		return app.Invalid("rate_limit must be an integer or null")
-	}
-	n.Value = &v
-	return nil
+	URL         *string       `json:"url"`
+	Events      *[]string     `json:"events"`
+	Description *string       `json:"description"`
+	Active      *bool         `json:"active"`
+	MaxInFlight *int          `json:"max_in_flight"`
+	RateLimit   nullable[int] `json:"rate_limit"`
 }
 
 func (h *handlers) updateWebhook(c *gin.Context) {
@@ -157,7 +135,7 @@ func (h *handlers) updateWebhook(c *gin.Context) {
 		_ = c.Error(err)
 		return
 	}
-	var req updateWebhookRequest
+	req := updateWebhookRequest{RateLimit: nullable[int]{field: "rate_limit", kind: "an integer"}}
 	if err := decodeJSON(c, h.maxJSON, &req); err != nil {
 		_ = c.Error(err)
 		return
@@ -172,9 +150,7 @@ func (h *handlers) updateWebhook(c *gin.Context) {
 
 func toWebhookPatch(req updateWebhookRequest) app.WebhookPatch {
 	p := app.WebhookPatch{URL: req.URL, Events: req.Events, Description: req.Description, Active: req.Active, MaxInFlight: req.MaxInFlight}
-	if req.RateLimit.Set {
-		p.RateLimit = &app.Nullable[int]{Value: req.RateLimit.Value}
-	}
+	p.RateLimit = req.RateLimit.Nullable
 	return p
 }
 

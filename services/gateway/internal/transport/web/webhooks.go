@@ -197,7 +197,7 @@ func (w *Web) saveWebhook(c *gin.Context) {
 	}
 	if err == nil {
 		_, err = w.webhooks.Update(c.Request.Context(), id, app.WebhookPatch{URL: &u, Description: &desc, Events: &evs, Active: &active,
-			MaxInFlight: maxInFlight, RateLimit: &app.Nullable[int]{Value: rateLimit}})
+			MaxInFlight: maxInFlight, RateLimit: app.Nullable[int]{Set: true, Value: rateLimit}})
 	}
 	if fe, msg, ok := formErrors(err, webhookFields...); ok {
 		v := view{Errors: fe, Error: msg, Form: limitsFields(c, map[string]string{"url": u, "description": desc, "active": strconv.FormatBool(active)})}
