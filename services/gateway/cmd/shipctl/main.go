@@ -65,7 +65,7 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 		return err
 	}
 	defer pool.Close()
-	identity := app.NewIdentity(store.NewPostgres(pool))
+	identity := app.NewIdentity(store.NewPostgres(pool), nil)
 
 	switch args[0] + " " + args[1] {
 	case "user create":

@@ -42,7 +42,7 @@ func TestUserAndTokenCreate(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer pool.Close()
-	u, _, err := app.NewIdentity(store.NewPostgres(pool)).Authenticate(ctx, raw)
+	u, _, err := app.NewIdentity(store.NewPostgres(pool), nil).Authenticate(ctx, raw)
 	if err != nil || u.Email != "root@example.com" || u.Role != app.RoleAdmin {
 		t.Fatalf("token authenticates as %+v, %v", u, err)
 	}

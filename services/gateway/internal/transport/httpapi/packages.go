@@ -78,7 +78,7 @@ func toFileResponse(f app.File) fileResponse {
 }
 
 func client(c *gin.Context) app.Client {
-	return app.Client{IP: c.ClientIP(), UserAgent: c.Request.UserAgent()}
+	return app.NewClient(c.ClientIP(), c.Request.UserAgent())
 }
 
 // pathUUID parses a UUID path parameter; anything else cannot name a resource.

@@ -21,6 +21,10 @@ type recipientData struct {
 // page sends no Referer anywhere.
 func (w *Web) recipient(c *gin.Context) {
 	c.Header("Referrer-Policy", "no-referrer")
+	if err := w.linkRate.Take(c.Request.Context(), c.ClientIP()); err != nil {
+		_ = c.Error(err)
+		return
+	}
 	token := c.Param("token")
 	p, files, err := w.packages.ViewLink(c.Request.Context(), token, client(c))
 	if app.KindOf(err) == app.KindGone {
