@@ -55,7 +55,7 @@ type EdgeConfig struct {
 	UploadMinRate       int64         `env:"SHIPFILE_UPLOAD_MIN_RATE" default:"32768" help:"bytes a second an upload body must bring over every rate window, else it is cut off (0: no minimum)"`
 	UploadRateWindow    time.Duration `env:"SHIPFILE_UPLOAD_RATE_WINDOW" default:"30s" help:"window over which SHIPFILE_UPLOAD_MIN_RATE is counted"`
 	HTTPIdleTimeout     time.Duration `env:"SHIPFILE_HTTP_IDLE_TIMEOUT" default:"60s" help:"an idle keep-alive connection is closed after this"`
-	LinkRate            float64       `env:"SHIPFILE_LINK_RATE" default:"20" help:"requests a second per client IP to link routes (/p/..., /api/v1/links/...), across instances (0 disables)"`
+	LinkRate            int           `env:"SHIPFILE_LINK_RATE" default:"20" help:"requests a second per client IP to link routes (/p/..., /api/v1/links/...), across instances (0 disables)"`
 	LinkBurst           int           `env:"SHIPFILE_LINK_BURST" default:"40" help:"burst of requests per client IP to link routes"`
 }
 
@@ -134,7 +134,7 @@ func run(ctx context.Context, log *slog.Logger, args []string) error {
 
 	db := store.NewPostgres(pool)
 	identity := app.NewIdentity(db, app.NewHasher(cfg.Edge.HashConcurrency, app.DefaultHashWait))
-	linkRate := app.NewLinkRate(db, cfg.Edge.LinkRate, cfg.Edge.LinkBurst)
+	linkRate := app.NewLinkRate(db, float64(cfg.Edge.LinkRate), cfg.Edge.LinkBurst)
 	packages := app.NewPackages(db, store.NewObjects(objects, uint64(cfg.UploadPartSize)),
 		app.Limits{MaxFileSize: cfg.MaxFileSize, MaxFiles: cfg.MaxFiles}, cfg.PublicURL)
 	webhooks := app.NewWebhooks(db, cfg.WebhookPrivate)
