@@ -6,7 +6,9 @@ import (
 	"errors"
 	"math"
 	"net/http"
+	"runtime/debug"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/gin-gonic/gin"
@@ -49,6 +51,7 @@ func uploadGuard(l UploadLimits, reg prometheus.Registerer) gin.HandlerFunc {
 	if reg != nil {
 		reg.MustRegister(inFlight)
 	}
+	afterBurst := &burstMemory{}
 	return func(c *gin.Context) {
 		release, err := slots.Acquire(uploadKeys(c)...)
 		switch {
@@ -63,7 +66,11 @@ func uploadGuard(l UploadLimits, reg prometheus.Registerer) gin.HandlerFunc {
 			c.Abort()
 			return
 		}
-		defer release()
+		defer func() {
+			release()
+			afterBurst.done(slots.InUse())
+		}()
+		afterBurst.seen(slots.InUse())
 		body := httpx.MinRateBody(c.Request.Body, l.MinRate, l.RateWindow, httpx.ResponseDeadline(c.Writer))
 		c.Request.Body = body
 		c.Next()
@@ -110,4 +117,37 @@ func linkGuard(packages *app.Packages, rate *app.LinkRate) gin.HandlerFunc {
 		c.Request = c.Request.WithContext(ctx)
 		c.Next()
 	}
+}
+
+// burstMemory gives memory back to the operating system when a burst of uploads
+// has ended: each upload in flight holds its own buffers and connection state, and
+// the Go runtime would otherwise keep the freed heap of a burst (of stalled uploads,
+// say) resident until its next forced collection, minutes later.
+type burstMemory struct {
+	mu   sync.Mutex
+	peak int
+	last time.Time
+}
+
+// burstSize is the smallest peak of uploads in flight after which memory is given
+// back, and burstEvery the shortest time between two such returns.
+const (
+	burstSize  = 8
+	burstEvery = 10 * time.Second
+)
+
+func (b *burstMemory) seen(inFlight int) {
+	b.mu.Lock()
+	b.peak = max(b.peak, inFlight)
+	b.mu.Unlock()
+}
+
+func (b *burstMemory) done(inFlight int) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if inFlight > 0 || b.peak < burstSize || time.Since(b.last) < burstEvery {
+		return
+	}
+	b.peak, b.last = 0, time.Now()
+	go debug.FreeOSMemory()
 }

@@ -67,7 +67,7 @@ func writeError(c *gin.Context, log *slog.Logger, pages Pages, err error) {
 	}
 	var ae *app.Error
 	switch {
-	case errors.As(err, &ae) && ae.RetryAfter > 0:
+	case errors.As(err, &ae) && (ae.Kind == app.KindTooMany || ae.Kind == app.KindBusy):
 		retryAfter(c, ae.RetryAfter) // a limit of the gateway's own, not an outage
 	case status == http.StatusServiceUnavailable:
 		log.Warn("request failed: a backing service is unavailable", "route", c.FullPath(), "method", c.Request.Method, "err", err)
