@@ -100,8 +100,9 @@ func (h *Hasher) Hash(ctx context.Context, pw string) (string, error) {
 func (h *Hasher) Verify(ctx context.Context, encoded, pw string) (bool, error) {
 	p, ok := parseArgon2id(encoded)
 	if !ok || len(pw) > MaxPasswordLen {
-		// Nothing to compute; the caller spends the time on the dummy hash instead.
-		encoded, p = dummyHash, dummyParams
+		// Nothing to compare with: spend the time of a real check on the dummy hash,
+		// so a malformed row or an overlong password is no faster than a wrong one.
+		p = dummyParams
 	}
 	release, err := h.acquire(ctx)
 	if err != nil {
