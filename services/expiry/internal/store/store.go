@@ -145,6 +145,58 @@ func (s *Postgres) SweepDeletions(ctx context.Context, limit int, remove func(ke
 	return locked, forgotten, nil
 }
 
+// SweepOrphans locks up to limit reservations older than grace, forgets those whose
+// file row exists, lets remove delete the objects of the others while their keys stay
+// locked (so no gateway commits a file row of a key being removed, and no two sweeps
+// work on one key), and forgets the keys that are gone.
+func (s *Postgres) SweepOrphans(ctx context.Context, grace time.Duration, limit int, remove func(keys []string) ([]string, error)) (int, int, error) {
+	var locked, removedN int
+	var removeErr error
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		rows, err := tx.Query(ctx, qLockOrphans, grace.Seconds(), limit)
+		if err != nil {
+			return fmt.Errorf("store: lock orphans: %w", err)
+		}
+		var (
+			key       string
+			committed bool
+			forget    []string
+			orphans   []string
+		)
+		if _, err := pgx.ForEachRow(rows, []any{&key, &committed}, func() error {
+			locked++
+			if committed {
+				forget = append(forget, key)
+			} else {
+				orphans = append(orphans, key)
+			}
+			return nil
+		}); err != nil {
+			return fmt.Errorf("store: lock orphans: %w", err)
+		}
+		if len(orphans) > 0 {
+			var removed []string
+			removed, removeErr = remove(orphans)
+			removedN = len(removed)
+			forget = append(forget, removed...)
+		}
+		if len(forget) == 0 {
+			return nil
+		}
+		if _, err := tx.Exec(ctx, qForgetReservations, forget); err != nil {
+			return fmt.Errorf("store: forget reservations: %w", err)
+		}
+		return nil
+	})
+	if err != nil {
+		return locked, 0, err
+	}
+	if removeErr != nil {
+		return locked, removedN, fmt.Errorf("store: remove orphan objects: %w", removeErr)
+	}
+	return locked, removedN, nil
+}
+
 // OverdueLag returns the age of the oldest overdue package that is not expired yet.
 func (s *Postgres) OverdueLag(ctx context.Context) (time.Duration, error) {
 	var secs *float64

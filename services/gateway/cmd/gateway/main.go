@@ -17,6 +17,7 @@ import (
 	"github.com/shipfile/shipfile/pkg/events"
 	"github.com/shipfile/shipfile/pkg/ops"
 	"github.com/shipfile/shipfile/pkg/outbox"
+	"github.com/shipfile/shipfile/pkg/secretbox"
 	"github.com/shipfile/shipfile/pkg/service"
 	"github.com/shipfile/shipfile/pkg/storage"
 	"github.com/shipfile/shipfile/services/gateway/internal/app"
@@ -33,6 +34,7 @@ type Config struct {
 	Database        database.Config
 	NATS            bus.Config
 	S3              storage.Config
+	Secrets         secretbox.Config
 	MaxJSONBytes    int64         `env:"SHIPFILE_MAX_JSON_BYTES" default:"1048576" help:"largest accepted JSON request body"`
 	MaxFileSize     int64         `env:"SHIPFILE_MAX_FILE_SIZE" default:"10737418240" help:"largest accepted file, in bytes (10 GiB)"`
 	MaxFiles        int           `env:"SHIPFILE_MAX_FILES" default:"500" help:"most files in one package"`
@@ -91,6 +93,10 @@ func run(ctx context.Context, log *slog.Logger, args []string) error {
 	if err := cfg.NATS.Validate(); err != nil {
 		return err
 	}
+	secrets, err := cfg.Secrets.Keyring()
+	if err != nil {
+		return err
+	}
 	log.Info("starting", "config", config.LogValue(&cfg))
 
 	if err := migrations.Up(ctx, cfg.Database.URL); err != nil {
@@ -133,11 +139,14 @@ func run(ctx context.Context, log *slog.Logger, args []string) error {
 	defer opsLn.Close()
 
 	db := store.NewPostgres(pool)
+	if err := resealSecrets(ctx, log, db, secrets); err != nil {
+		return err
+	}
 	identity := app.NewIdentity(db, app.NewHasher(cfg.Edge.HashConcurrency, app.DefaultHashWait))
 	linkRate := app.NewLinkRate(db, float64(cfg.Edge.LinkRate), cfg.Edge.LinkBurst)
 	packages := app.NewPackages(db, store.NewObjects(objects, uint64(cfg.UploadPartSize)),
 		app.Limits{MaxFileSize: cfg.MaxFileSize, MaxFiles: cfg.MaxFiles}, cfg.PublicURL)
-	webhooks := app.NewWebhooks(db, cfg.WebhookPrivate)
+	webhooks := app.NewWebhooks(db, secrets, cfg.WebhookPrivate)
 	sessions := app.NewSessions(db, identity, app.SessionConfig{
 		Lifetime: cfg.Web.SessionLifetime, IdleTimeout: cfg.Web.SessionIdle,
 		MaxFailures: cfg.Web.LoginFailures, Lockout: cfg.Web.LoginLockout,
@@ -203,6 +212,23 @@ func run(ctx context.Context, log *slog.Logger, args []string) error {
 	}
 	log.Info("stopped")
 	return err
+}
+
+// resealSecrets seals the webhook secrets stored in clear or under
+// SHIPFILE_SECRET_KEY_PREVIOUS under SHIPFILE_SECRET_KEY.
+func resealSecrets(ctx context.Context, log *slog.Logger, db *store.Postgres, secrets *secretbox.Keyring) error {
+	rep, err := db.ResealWebhookSecrets(ctx, secrets)
+	if err != nil {
+		return err
+	}
+	// The key id names the key (docs/OPERATIONS.md, rotation) and reveals nothing of it.
+	log.Info("webhook secrets sealed under SHIPFILE_SECRET_KEY", "key_id", secrets.CurrentID(), "resealed", rep.Resealed)
+	if len(rep.Unknown) > 0 {
+		log.Error("webhook secrets sealed under a key that is neither SHIPFILE_SECRET_KEY nor SHIPFILE_SECRET_KEY_PREVIOUS: "+
+			"their deliveries fail until that key is set as SHIPFILE_SECRET_KEY_PREVIOUS (or the secrets are rotated)",
+			"subscriptions", rep.Unknown)
+	}
+	return nil
 }
 
 func splitList(s string) []string {

@@ -145,12 +145,16 @@ func (s *Postgres) ChangePackage(ctx context.Context, id uuid.UUID, change func(
 	return out, err
 }
 
-// AddFile records a stored file in its package.
+// AddFile records a stored file in its package and ends its object key's reservation
+// (ReserveObjectKey), in one transaction.
 func (s *Postgres) AddFile(ctx context.Context, f app.File, change func(p *app.Package) (app.Effects, error)) (app.Package, error) {
 	var out app.Package
 	err := s.withLocked(ctx, f.PackageID, func(q *Queries, p *app.Package) (app.Effects, error) {
 		fx, err := change(p)
 		if err != nil {
+			return fx, err
+		}
+		if err := q.CommitObjectKey(ctx, f.ObjectKey); err != nil {
 			return fx, err
 		}
 		if err := q.InsertFile(ctx, InsertFileParams{

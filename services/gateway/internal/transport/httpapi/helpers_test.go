@@ -159,7 +159,7 @@ func newTestAPI(t testing.TB, cfg httpapi.Config, opts ...testOption) *testAPI {
 	packages := app.NewPackages(db, store.NewObjects(objects, 5<<20),
 		app.Limits{MaxFileSize: cfg.MaxFileSize, MaxFiles: 5}, "http://shipfile.test")
 	registry := ops.NewRegistry()
-	webhooks := app.NewWebhooks(db, o.allowPrivateWebhooks)
+	webhooks := app.NewWebhooks(db, servicetest.Keyring(t), o.allowPrivateWebhooks)
 	sessions := app.NewSessions(db, identity, app.SessionConfig{Lifetime: time.Hour, IdleTimeout: time.Hour, MaxFailures: 5, Lockout: time.Minute})
 	pages, err := web.New(web.Deps{
 		Log: slog.New(slog.DiscardHandler), Identity: identity, Sessions: sessions, Packages: packages, Webhooks: webhooks, LinkRate: linkRate,
