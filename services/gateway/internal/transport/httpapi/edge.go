@@ -44,10 +44,10 @@ func retryAfter(c *gin.Context, d time.Duration) {
 // gets 408 (the upload keeps nothing). tus PATCH routes use the same middleware.
 func uploadGuard(l UploadLimits, reg prometheus.Registerer) gin.HandlerFunc {
 	slots := httpx.NewInFlight(l.MaxConcurrent, l.PerClient)
-	inFlight := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+	inFlight := prometheus.NewGauge(prometheus.GaugeOpts{
 		Name: "shipfile_uploads_in_flight",
 		Help: "Uploads whose bodies the gateway is reading now.",
-	}, func() float64 { return float64(slots.InUse()) })
+	})
 	if reg != nil {
 		reg.MustRegister(inFlight)
 	}
@@ -66,8 +66,10 @@ func uploadGuard(l UploadLimits, reg prometheus.Registerer) gin.HandlerFunc {
 			c.Abort()
 			return
 		}
+		inFlight.Inc()
 		defer func() {
 			release()
+			inFlight.Dec()
 			afterBurst.done(slots.InUse())
 		}()
 		afterBurst.seen(slots.InUse())
