@@ -93,18 +93,19 @@ func run(ctx context.Context, log *slog.Logger, args []string) error {
 	if err != nil {
 		return err
 	}
-	expirer := app.New(store.New(pool), store.NewObjects(objects), metrics, log, app.Options{
+	// The service runs an outbox relay of its own, so package.expired is published even
+	// when no gateway runs; relays share the table safely (FOR UPDATE SKIP LOCKED, and
+	// the stream drops a re-published Nats-Msg-Id). The store wakes it after each
+	// commit that wrote events. It stops after the expirer, then publishes what the last
+	// batch wrote.
+	relay := outbox.NewRelay(pool, nc.JS, outbox.Options{Log: log, Registerer: reg})
+	expirer := app.New(store.New(pool, store.WithOutboxWake(relay.Wake)), store.NewObjects(objects), metrics, log, app.Options{
 		Interval:       cfg.Interval,
 		BatchSize:      cfg.BatchSize,
 		StaleUploadAge: cfg.StaleUploadAge,
 		OrphanGrace:    cfg.OrphanGrace,
 	})
 
-	// The service runs an outbox relay of its own, so package.expired is published even
-	// when no gateway runs; relays share the table safely (FOR UPDATE SKIP LOCKED, and
-	// the stream drops a re-published Nats-Msg-Id). It stops after the expirer, then
-	// publishes what the last batch wrote.
-	relay := outbox.NewRelay(pool, nc.JS, outbox.Options{Log: log, Registerer: reg})
 	relayCtx, stopRelay := context.WithCancel(context.WithoutCancel(ctx))
 	relayDone := make(chan error, 1)
 	go func() { relayDone <- relay.Run(relayCtx) }()

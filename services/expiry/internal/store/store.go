@@ -19,12 +19,31 @@ import (
 // Postgres is the expiry service's database store.
 type Postgres struct {
 	pool *pgxpool.Pool
+	// wake is called after a transaction that wrote outbox rows has committed.
+	wake func()
 }
 
 var _ app.Store = (*Postgres)(nil)
 
+// Option configures a Postgres store.
+type Option func(*Postgres)
+
+// WithOutboxWake has the store call wake (the outbox relay's Wake) after every
+// transaction that wrote outbox rows has committed, so they are published at once
+// instead of at the relay's next poll. Nothing in the transaction itself signals.
+func WithOutboxWake(wake func()) Option { return func(s *Postgres) { s.wake = wake } }
+
 // New returns a store on pool.
-func New(pool *pgxpool.Pool) *Postgres { return &Postgres{pool: pool} }
+func New(pool *pgxpool.Pool, opts ...Option) *Postgres {
+	s := &Postgres{pool: pool}
+	for _, o := range opts {
+		o(s)
+	}
+	if s.wake == nil {
+		s.wake = func() {}
+	}
+	return s
+}
 
 // ExpireDue expires up to limit overdue packages in one transaction: the state change,
 // their objects queued for deletion, and the effects (outbox rows, audit entries).
@@ -78,6 +97,9 @@ func (s *Postgres) ExpireDue(ctx context.Context, limit int, effects func([]app.
 	})
 	if err != nil {
 		return nil, err
+	}
+	if len(out) > 0 {
+		s.wake() // committed: package.expired events to publish
 	}
 	return out, nil
 }

@@ -138,14 +138,42 @@ func run(ctx context.Context, log *slog.Logger, args []string) error {
 	}
 	defer opsLn.Close()
 
-	db := store.NewPostgres(pool)
+	reg := ops.NewRegistry()
+	// The relay publishes committed outbox rows; the store wakes it after each commit
+	// that wrote some. It stops after the HTTP server has drained, so the events of the
+	// last requests go out too; rows it leaves are published by another instance or at
+	// the next start.
+	relay := outbox.NewRelay(pool, nc.JS, outbox.Options{Log: log, Registerer: reg})
+	db := store.NewPostgres(pool, store.WithOutboxWake(relay.Wake))
 	if err := resealSecrets(ctx, log, db, secrets); err != nil {
 		return err
 	}
-	identity := app.NewIdentity(db, app.NewHasher(cfg.Edge.HashConcurrency, app.DefaultHashWait))
+	// Every password of this gateway (sign-in, setup, users, link passwords) is hashed
+	// through one Hasher: at most SHIPFILE_HASH_CONCURRENCY argon2id at once.
+	hasher := app.NewHasher(cfg.Edge.HashConcurrency, app.DefaultHashWait)
+	// Token look-ups are cached while the change feed (LISTEN on the triggers'
+	// channel) is current; last_used_at is written in batches.
+	tokenCache := app.NewTokenCache(app.DefaultTokenCacheTTL, app.DefaultTokenFeedWindow)
+	tokenUsage := app.NewTokenUsage(db, app.DefaultTokenUsageInterval)
+	identity := app.NewIdentity(db, app.WithTokenCache(tokenCache), app.WithTokenUsage(tokenUsage), app.WithHasher(hasher))
 	linkRate := app.NewLinkRate(db, float64(cfg.Edge.LinkRate), cfg.Edge.LinkBurst)
+	feedCtx, stopFeed := context.WithCancel(ctx)
+	defer stopFeed()
+	go db.FollowAuthChanges(feedCtx, tokenCache, log)
+	// The usage writer stops after the HTTP server has drained and writes what is left.
+	usageCtx, stopUsage := context.WithCancel(context.WithoutCancel(ctx))
+	usageDone := make(chan struct{})
+	go func() {
+		defer close(usageDone)
+		tokenUsage.Run(usageCtx, func(err error) { log.Warn("write tokens' last_used_at", "err", err) })
+	}()
+	defer func() {
+		stopUsage()
+		<-usageDone
+	}()
 	packages := app.NewPackages(db, store.NewObjects(objects, uint64(cfg.UploadPartSize)),
 		app.Limits{MaxFileSize: cfg.MaxFileSize, MaxFiles: cfg.MaxFiles}, cfg.PublicURL)
+	packages.UseHasher(hasher)
 	webhooks := app.NewWebhooks(db, secrets, cfg.WebhookPrivate)
 	sessions := app.NewSessions(db, identity, app.SessionConfig{
 		Lifetime: cfg.Web.SessionLifetime, IdleTimeout: cfg.Web.SessionIdle,
@@ -158,12 +186,6 @@ func run(ctx context.Context, log *slog.Logger, args []string) error {
 	if err != nil {
 		return fmt.Errorf("web UI: %w", err)
 	}
-	reg := ops.NewRegistry()
-
-	// The relay publishes committed outbox rows. It stops after the HTTP server has
-	// drained, so the events of the last requests go out too; rows it leaves are
-	// published by another instance or at the next start.
-	relay := outbox.NewRelay(pool, nc.JS, outbox.Options{Log: log, Registerer: reg})
 	relayCtx, stopRelay := context.WithCancel(context.WithoutCancel(ctx))
 	relayDone := make(chan error, 1)
 	go func() { relayDone <- relay.Run(relayCtx) }()

@@ -71,7 +71,7 @@ func run(ctx context.Context, args []string, in io.Reader, out io.Writer) error 
 		return err
 	}
 	defer pool.Close()
-	identity := app.NewIdentity(store.NewPostgres(pool), nil)
+	identity := app.NewIdentity(store.NewPostgres(pool))
 
 	switch args[0] + " " + args[1] {
 	case "user create":

@@ -43,7 +43,7 @@ func TestUserAndTokenCreate(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer pool.Close()
-	identity := app.NewIdentity(store.NewPostgres(pool), nil)
+	identity := app.NewIdentity(store.NewPostgres(pool))
 	u, _, err := identity.Authenticate(ctx, raw)
 	if err != nil || u.Email != "root@example.com" || u.Role != app.RoleAdmin {
 		t.Fatalf("token authenticates as %+v, %v", u, err)

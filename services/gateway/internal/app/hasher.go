@@ -80,12 +80,10 @@ func (h *Hasher) acquire(ctx context.Context) (func(), error) {
 	}
 }
 
-// Hash validates a new password's length and returns its argon2id hash in the PHC
-// string format.
+// Hash returns the argon2id hash of pw in the PHC string format. The caller applies
+// its own length rules first (sign-in passwords: validatePassword; link passwords:
+// ValidateLinkPassword).
 func (h *Hasher) Hash(ctx context.Context, pw string) (string, error) {
-	if err := validatePassword(pw); err != nil {
-		return "", err
-	}
 	release, err := h.acquire(ctx)
 	if err != nil {
 		return "", err
@@ -110,8 +108,19 @@ func (h *Hasher) Verify(ctx context.Context, encoded, pw string) (bool, error) {
 	}
 	defer release()
 	h.runs.Add(1)
+	return matchArgon2id(p, pw) && ok && len(pw) <= MaxPasswordLen, nil
+}
+
+func matchArgon2id(p argonParams, pw string) bool {
 	got := argon2.IDKey([]byte(pw), p.salt, p.t, p.m, p.p, uint32(len(p.key)))
-	return ok && len(pw) <= MaxPasswordLen && subtle.ConstantTimeCompare(got, p.key) == 1, nil
+	return subtle.ConstantTimeCompare(got, p.key) == 1
+}
+
+// verifyPassword checks pw against an argon2id hash at once, outside any Hasher's
+// bound (for the package service's default hasher, which has none).
+func verifyPassword(encoded, pw string) bool {
+	p, ok := parseArgon2id(encoded)
+	return ok && matchArgon2id(p, pw)
 }
 
 func validatePassword(pw string) error {
@@ -171,3 +180,6 @@ func parseArgon2id(encoded string) (argonParams, bool) {
 var dummyHash, _ = hashArgon2id("not a real password")
 
 var dummyParams, _ = parseArgon2id(dummyHash)
+
+// The gateway's Hasher also hashes and checks link passwords (Packages.UseHasher).
+var _ PasswordHasher = (*Hasher)(nil)

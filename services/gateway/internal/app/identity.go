@@ -29,7 +29,7 @@ type IdentityStore interface {
 	ListTokens(ctx context.Context, userID int64) ([]Token, error)
 	DeleteToken(ctx context.Context, userID, id int64) error
 	TokenOwner(ctx context.Context, hash []byte) (TokenOwner, error)
-	TouchToken(ctx context.Context, id int64) error
+	TokenUsageStore
 	// DeleteUserSessions signs the user out of every browser.
 	DeleteUserSessions(ctx context.Context, userID int64) error
 }
@@ -39,15 +39,36 @@ type Identity struct {
 	store  IdentityStore
 	hasher *Hasher
 	now    func() time.Time
+	cache  *TokenCache // nil: every request reads the token from the store
+	usage  *TokenUsage // nil: last_used_at is written on the request path
 }
 
-// NewIdentity returns the identity service on store. Its passwords go through hasher
-// (nil: a Hasher of the CPU count's slots, for tools such as shipctl).
-func NewIdentity(store IdentityStore, hasher *Hasher) *Identity {
-	if hasher == nil {
-		hasher = NewHasher(0, 0)
+// IdentityOption configures an Identity.
+type IdentityOption func(*Identity)
+
+// WithTokenCache serves token look-ups from c while its change feed is current (see
+// TokenCache); the gateway runs the feed (store.FollowAuthChanges) beside it.
+func WithTokenCache(c *TokenCache) IdentityOption { return func(s *Identity) { s.cache = c } }
+
+// WithTokenUsage records token uses in u, which writes last_used_at in batches
+// (u.Run), instead of writing it on the request path.
+func WithTokenUsage(u *TokenUsage) IdentityOption { return func(s *Identity) { s.usage = u } }
+
+// WithHasher hashes and verifies the identity service's passwords with h, the one
+// Hasher of the gateway (without it: a Hasher of the CPU count's slots, for tools
+// such as shipctl).
+func WithHasher(h *Hasher) IdentityOption { return func(s *Identity) { s.hasher = h } }
+
+// NewIdentity returns the identity service on store.
+func NewIdentity(store IdentityStore, opts ...IdentityOption) *Identity {
+	s := &Identity{store: store, now: time.Now}
+	for _, o := range opts {
+		o(s)
 	}
-	return &Identity{store: store, hasher: hasher, now: time.Now}
+	if s.hasher == nil {
+		s.hasher = NewHasher(0, 0)
+	}
+	return s
 }
 
 // Hasher is the password hasher of the identity service, shared with whatever else
@@ -63,8 +84,8 @@ const (
 	tokenPrefix       = "sf_"
 	tokenRandomBytes  = 32
 	tokenDisplayChars = 11
-	// lastUsedResolution bounds how often a token's last_used_at is written, so a busy
-	// token does not cost a database write per request.
+	// lastUsedResolution bounds how often a token's last_used_at is written on the
+	// request path, by an Identity without a TokenUsage (shipctl).
 	lastUsedResolution = time.Minute
 )
 
@@ -96,6 +117,9 @@ func (s *Identity) prepareUser(ctx context.Context, in NewUser) (NewUser, string
 	}
 	var hash string
 	if in.Password != "" {
+		if err := validatePassword(in.Password); err != nil {
+			return in, "", err
+		}
 		if hash, err = s.hasher.Hash(ctx, in.Password); err != nil {
 			return in, "", err
 		}
@@ -149,6 +173,9 @@ func (s *Identity) UpdateUser(ctx context.Context, id int64, p UserPatch) (User,
 	}
 	var hash *string
 	if p.Password != nil {
+		if err := validatePassword(*p.Password); err != nil {
+			return User{}, err
+		}
 		h, err := s.hasher.Hash(ctx, *p.Password)
 		if err != nil {
 			return User{}, err
@@ -159,6 +186,9 @@ func (s *Identity) UpdateUser(ctx context.Context, id int64, p UserPatch) (User,
 	if err != nil {
 		return User{}, err
 	}
+	// This instance forgets the user's tokens at once; the others when the change
+	// feed tells them.
+	s.cache.Forget(AuthChange{Kind: AuthChangeUser, ID: id})
 	// A new password or a disabled account ends the user's web sessions at once.
 	if p.Password != nil || u.Disabled {
 		if err := s.store.DeleteUserSessions(ctx, id); err != nil {
@@ -242,14 +272,28 @@ func (s *Identity) CreateToken(ctx context.Context, userID int64, name string, e
 	return t, raw, nil
 }
 
-// ListTokens returns the user's tokens, newest first.
+// ListTokens returns the user's tokens, newest first. A use this instance has not
+// written yet shows in last_used_at all the same.
 func (s *Identity) ListTokens(ctx context.Context, userID int64) ([]Token, error) {
-	return s.store.ListTokens(ctx, userID)
+	tokens, err := s.store.ListTokens(ctx, userID)
+	if err != nil || s.usage == nil {
+		return tokens, err
+	}
+	for i, t := range tokens {
+		if at, ok := s.usage.lastUse(t.ID); ok && (t.LastUsedAt == nil || at.After(*t.LastUsedAt)) {
+			tokens[i].LastUsedAt = &at
+		}
+	}
+	return tokens, nil
 }
 
 // RevokeToken deletes one of the user's tokens; another user's token is not found.
 func (s *Identity) RevokeToken(ctx context.Context, userID, id int64) error {
-	return s.store.DeleteToken(ctx, userID, id)
+	if err := s.store.DeleteToken(ctx, userID, id); err != nil {
+		return err
+	}
+	s.cache.Forget(AuthChange{Kind: AuthChangeToken, ID: id})
+	return nil
 }
 
 // Authenticate resolves a raw bearer token to its user and token id. Malformed,
@@ -260,22 +304,32 @@ func (s *Identity) Authenticate(ctx context.Context, raw string) (User, int64, e
 		return User{}, 0, ErrUnauthenticated
 	}
 	sum := sha256.Sum256([]byte(raw))
-	owner, err := s.store.TokenOwner(ctx, sum[:])
-	if errors.Is(err, ErrNotFound) {
-		return User{}, 0, ErrUnauthenticated
-	}
-	if err != nil {
-		return User{}, 0, err
-	}
 	now := s.now()
+	owner, gen, cached := s.cache.get(sum, now)
+	if !cached {
+		var err error
+		owner, err = s.store.TokenOwner(ctx, sum[:])
+		if errors.Is(err, ErrNotFound) {
+			return User{}, 0, ErrUnauthenticated
+		}
+		if err != nil {
+			return User{}, 0, err
+		}
+	}
+	// Expiry is checked at every use, cached or not.
 	if owner.ExpiresAt != nil && !now.Before(*owner.ExpiresAt) {
 		return User{}, 0, ErrUnauthenticated
 	}
 	if owner.User.Disabled {
 		return User{}, 0, ErrUnauthenticated
 	}
-	if owner.LastUsedAt == nil || now.Sub(*owner.LastUsedAt) >= lastUsedResolution {
-		if err := s.store.TouchToken(ctx, owner.TokenID); err != nil {
+	if !cached {
+		s.cache.put(sum, owner, gen, s.now())
+	}
+	if s.usage != nil {
+		s.usage.Record(owner.TokenID, now)
+	} else if owner.LastUsedAt == nil || now.Sub(*owner.LastUsedAt) >= lastUsedResolution {
+		if err := s.store.TouchTokens(ctx, []TokenUse{{TokenID: owner.TokenID, At: now}}); err != nil {
 			return User{}, 0, err
 		}
 	}

@@ -113,7 +113,7 @@ func newEnv(t testing.TB, natsURL string) env {
 		t.Fatal(err)
 	}
 	defer pool.Close()
-	id := app.NewIdentity(store.NewPostgres(pool), nil)
+	id := app.NewIdentity(store.NewPostgres(pool))
 	u, err := id.CreateUser(ctx, app.NewUser{Email: "e2e@example.com", Name: "E2E", Role: app.RoleRegular})
 	if err != nil {
 		t.Fatal(err)

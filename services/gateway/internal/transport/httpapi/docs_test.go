@@ -20,7 +20,7 @@ import (
 func TestRoutesMatchSpec(t *testing.T) {
 	t.Parallel()
 	engine, err := httpapi.New(httpapi.Deps{
-		Log: slog.New(slog.DiscardHandler), Identity: app.NewIdentity(nil, nil), Registry: ops.NewRegistry(),
+		Log: slog.New(slog.DiscardHandler), Identity: app.NewIdentity(nil), Registry: ops.NewRegistry(),
 		Config: defaultConfig(),
 	})
 	if err != nil {

@@ -36,10 +36,13 @@ type testAPI struct {
 	t        testing.TB
 	url      string
 	pool     *pgxpool.Pool
+	dbURL    string // with the pool settings of the test
 	identity *app.Identity
-	engine   *gin.Engine
-	objects  *storage.Store
-	registry *prometheus.Registry
+	// tokenCache is the gateway's cache of token look-ups.
+	tokenCache *app.TokenCache
+	engine     *gin.Engine
+	objects    *storage.Store
+	registry   *prometheus.Registry
 }
 
 // answered counts the requests the gateway finished on route with status.
@@ -106,6 +109,8 @@ func (a *testAPI) objectKeys() []string {
 type testOptions struct {
 	allowPrivateWebhooks bool
 	poolMaxConns         int
+	databaseURL          string
+	outboxWake           func()
 	hasher               *app.Hasher
 	linkRate             float64
 	linkBurst            int
@@ -119,6 +124,13 @@ func withHasher(h *app.Hasher) testOption { return func(o *testOptions) { o.hash
 func withLinkRate(rate float64, burst int) testOption {
 	return func(o *testOptions) { o.linkRate, o.linkBurst = rate, burst }
 }
+
+// onDatabase runs the test gateway on an existing database (another test gateway's),
+// as a second instance of one installation.
+func onDatabase(url string) testOption { return func(o *testOptions) { o.databaseURL = url } }
+
+// outboxWake is what the store calls after committing outbox rows (a relay's Wake).
+func outboxWake(wake func()) testOption { return func(o *testOptions) { o.outboxWake = wake } }
 
 // testOption changes a testOptions.
 type testOption func(*testOptions)
@@ -135,7 +147,10 @@ func newTestAPI(t testing.TB, cfg httpapi.Config, opts ...testOption) *testAPI {
 	for _, opt := range opts {
 		opt(&o)
 	}
-	url := pgtest.New(t, migrations.Version(), migrations.Up)
+	url := o.databaseURL
+	if url == "" {
+		url = pgtest.New(t, migrations.Version(), migrations.Up)
+	}
 	if o.poolMaxConns > 0 {
 		u, err := neturl.Parse(url)
 		if err != nil {
@@ -152,9 +167,33 @@ func newTestAPI(t testing.TB, cfg httpapi.Config, opts ...testOption) *testAPI {
 		t.Fatal(err)
 	}
 	t.Cleanup(pool.Close)
-	db := store.NewPostgres(pool)
-	identity := app.NewIdentity(db, o.hasher)
+	var storeOpts []store.Option
+	if o.outboxWake != nil {
+		storeOpts = append(storeOpts, store.WithOutboxWake(o.outboxWake))
+	}
+	db := store.NewPostgres(pool, storeOpts...)
+	// As in the gateway's main: token look-ups cached while the change feed is
+	// current, last_used_at written in batches.
+	tokenCache := app.NewTokenCache(app.DefaultTokenCacheTTL, app.DefaultTokenFeedWindow)
+	tokenUsage := app.NewTokenUsage(db, app.DefaultTokenUsageInterval)
+	identity := app.NewIdentity(db, app.WithTokenCache(tokenCache), app.WithTokenUsage(tokenUsage), app.WithHasher(o.hasher))
 	linkRate := app.NewLinkRate(db, o.linkRate, o.linkBurst)
+	bgCtx, stopBackground := context.WithCancel(context.Background())
+	feedDone, usageDone := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(feedDone)
+		db.FollowAuthChanges(bgCtx, tokenCache, nil)
+	}()
+	go func() {
+		defer close(usageDone)
+		tokenUsage.Run(bgCtx, nil)
+	}()
+	// Registered after pool.Close, so it runs before it.
+	t.Cleanup(func() {
+		stopBackground()
+		<-feedDone
+		<-usageDone
+	})
 	objects := servicetest.Bucket(t)
 	packages := app.NewPackages(db, store.NewObjects(objects, 5<<20),
 		app.Limits{MaxFileSize: cfg.MaxFileSize, MaxFiles: 5}, "http://shipfile.test")
@@ -181,7 +220,7 @@ func newTestAPI(t testing.TB, cfg httpapi.Config, opts ...testOption) *testAPI {
 	if err != nil {
 		t.Fatal(err)
 	}
-	a := &testAPI{t: t, pool: pool, identity: identity, engine: engine, objects: objects, registry: registry}
+	a := &testAPI{t: t, pool: pool, dbURL: url, identity: identity, tokenCache: tokenCache, engine: engine, objects: objects, registry: registry}
 	srv := httptest.NewServer(engine)
 	t.Cleanup(srv.Close)
 	a.url = srv.URL

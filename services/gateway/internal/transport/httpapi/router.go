@@ -110,6 +110,7 @@ func New(d Deps) (*gin.Engine, error) {
 	links.HEAD("/files/:file_id", h.downloadViaLink)
 	links.GET("/archive", h.archiveViaLink)
 	links.POST("/files", uploads, h.uploadViaLink)
+	links.POST("/unlock", h.unlockLink)
 
 	authed := v1.Group("", authenticate(d.Identity, d.Pages), rateLimit(newLimiter(d.Config.RatePerSecond, d.Config.RateBurst)))
 	authed.GET("/me", h.me)
@@ -120,6 +121,7 @@ func New(d Deps) (*gin.Engine, error) {
 	authed.GET("/packages", h.listPackages)
 	authed.POST("/packages", h.createPackage)
 	authed.GET("/packages/:id", h.getPackage)
+	authed.PATCH("/packages/:id", h.updatePackage)
 	authed.DELETE("/packages/:id", h.deletePackage)
 	authed.POST("/packages/:id/files", uploads, h.uploadFile)
 	authed.GET("/packages/:id/files/:file_id/content", h.downloadFile)

@@ -59,7 +59,7 @@ func newEnv(t *testing.T, opts ...func(*options)) *env {
 	if o.hasher == nil {
 		o.hasher = app.NewHasher(0, 0)
 	}
-	identity := app.NewIdentity(db, o.hasher)
+	identity := app.NewIdentity(db, app.WithHasher(o.hasher))
 	packages := app.NewPackages(db, store.NewObjects(servicetest.Bucket(t), 5<<20), app.Limits{MaxFileSize: 1 << 20, MaxFiles: 5}, "http://shipfile.test")
 	webhooks := app.NewWebhooks(db, servicetest.Keyring(t), true)
 	sessions := app.NewSessions(db, identity, app.SessionConfig{Lifetime: time.Hour, IdleTimeout: time.Hour, MaxFailures: o.maxFailures, Lockout: time.Minute})

@@ -88,7 +88,8 @@ func (w *Web) Mount(r *gin.Engine) {
 	g.GET("/login", w.loginForm)
 	g.POST("/login", w.checkCSRF, w.loginSubmit)
 	g.POST("/logout", w.checkCSRF, w.logout)
-	g.GET("/p/:token", w.recipient)
+	g.GET("/p/:token", w.linkRateGuard, w.recipient)
+	g.POST("/p/:token", w.linkRateGuard, w.checkCSRF, w.unlock)
 
 	u := g.Group("", w.requireUser)
 	u.GET("/send", w.sendForm)
@@ -97,6 +98,7 @@ func (w *Web) Mount(r *gin.Engine) {
 	u.POST("/request", w.checkCSRF, w.requestSubmit)
 	u.GET("/packages/:id", w.packagePage)
 	u.POST("/packages/:id/finalize", w.checkCSRF, w.finalize)
+	u.POST("/packages/:id/edit", w.checkCSRF, w.editPackage)
 	u.GET("/packages/:id/revoke", w.confirmRevoke)
 	u.POST("/packages/:id/revoke", w.checkCSRF, w.revoke)
 	u.GET("/packages/:id/delete", w.confirmDelete)
@@ -124,5 +126,8 @@ func (w *Web) Mount(r *gin.Engine) {
 }
 
 func client(c *gin.Context) app.Client {
-	return app.NewClient(c.ClientIP(), c.Request.UserAgent())
+	grant, _ := c.Cookie(linkCookie)
+	cl := app.NewClient(c.ClientIP(), c.Request.UserAgent())
+	cl.Grant = grant
+	return cl
 }
