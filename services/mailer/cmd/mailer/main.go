@@ -13,6 +13,7 @@ import (
 
 	"github.com/shipfile/shipfile/pkg/bus"
 	"github.com/shipfile/shipfile/pkg/config"
+	"github.com/shipfile/shipfile/pkg/consumer"
 	"github.com/shipfile/shipfile/pkg/database"
 	"github.com/shipfile/shipfile/pkg/events"
 	"github.com/shipfile/shipfile/pkg/ops"
@@ -105,16 +106,22 @@ func run(ctx context.Context, log *slog.Logger, args []string) error {
 	if err != nil {
 		return err
 	}
+	consumerMetrics, err := consumer.NewMetrics(reg)
+	if err != nil {
+		return err
+	}
 	opts := consumerOptions()
 	opts.AckWait = cfg.AckWait
 	opts.MaxAckPending = cfg.MaxAckPending
 	opts.Workers = cfg.Workers
 	opts.ShutdownTimeout = cfg.ShutdownTimeout
+	opts.Metrics = consumerMetrics
 	mailer := app.NewMailer(store.New(pool), sender, metrics, log, app.Options{Schedule: cfg.RetrySchedule})
-	consumer := transport.NewConsumer(nc.JS, mailer, metrics, log, opts)
+	mailConsumer := transport.NewConsumer(nc.JS, mailer, metrics, log, opts)
 	nopts := notifyOptions()
 	nopts.Poll = cfg.NotifyPoll
 	nopts.ShutdownTimeout = cfg.ShutdownTimeout
+	nopts.Metrics = consumerMetrics
 	notifier := app.NewNotifier(store.New(pool), sender, metrics, log, app.NotifierOptions{
 		PublicURL: cfg.PublicURL, Quiet: cfg.NotifyQuiet, Schedule: cfg.RetrySchedule,
 	})
@@ -125,7 +132,7 @@ func run(ctx context.Context, log *slog.Logger, args []string) error {
 	defer cancel()
 	consumeErr := make(chan error, 2)
 	go func() {
-		err := consumer.Run(ctx)
+		err := mailConsumer.Run(ctx)
 		cancel()
 		consumeErr <- err
 	}()

@@ -16,6 +16,7 @@ import (
 
 	"github.com/shipfile/shipfile/pkg/bus"
 	"github.com/shipfile/shipfile/pkg/config"
+	"github.com/shipfile/shipfile/pkg/consumer"
 	"github.com/shipfile/shipfile/pkg/database"
 	"github.com/shipfile/shipfile/pkg/events"
 	"github.com/shipfile/shipfile/pkg/ops"
@@ -152,7 +153,12 @@ func run(ctx context.Context, log *slog.Logger, args []string) error {
 	if err != nil {
 		return err
 	}
+	consumerMetrics, err := consumer.NewMetrics(reg)
+	if err != nil {
+		return err
+	}
 	opts := dispatchOptions()
+	opts.Metrics = consumerMetrics
 	opts.AckWait = cfg.AckWait
 	opts.MaxAckPending = cfg.MaxAckPending
 	opts.Workers = cfg.Workers
