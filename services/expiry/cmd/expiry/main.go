@@ -4,11 +4,8 @@ package main
 
 import (
 	"context"
-	"errors"
 	"log/slog"
-	"os"
 
-	"github.com/shipfile/shipfile/pkg/config"
 	"github.com/shipfile/shipfile/pkg/database"
 	"github.com/shipfile/shipfile/pkg/events"
 	"github.com/shipfile/shipfile/pkg/ops"
@@ -24,13 +21,9 @@ func main() { service.Main("expiry", run) }
 
 func run(ctx context.Context, log *slog.Logger, args []string) error {
 	var cfg Config
-	if err := config.Parse("expiry", args, os.Stdout, &cfg); err != nil {
+	if err := service.Load("expiry", args, log, &cfg); err != nil {
 		return err
 	}
-	if err := cfg.Validate(); err != nil {
-		return err
-	}
-	log.Info("starting", "config", config.LogValue(&cfg))
 
 	pool, err := database.Open(ctx, cfg.Database.URL)
 	if err != nil {
@@ -51,21 +44,12 @@ func run(ctx context.Context, log *slog.Logger, args []string) error {
 		return err
 	}
 
-	// The expirer stops when ctx is cancelled (or the ops server fails); the relay
-	// after it, publishing what the last batch wrote.
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	runDone := make(chan error, 1)
-	go func() { runDone <- svc.Run(ctx) }()
-
 	handler := ops.Handler(svc.Registry,
 		ops.Check{Name: "postgres", Fn: pool.Ping},
 		ops.Check{Name: "nats", Fn: nc.Check},
 		ops.Check{Name: "s3", Fn: objects.Check},
 	)
-	serveErr := ops.Serve(ctx, log, cfg.Addr, handler, cfg.ShutdownTimeout)
-	cancel()
-	err = errors.Join(<-runDone, serveErr)
-	log.Info("stopped")
-	return err
+	// The expirer stops when ctx is cancelled (or the ops server fails); the relay
+	// after it, publishing what the last batch wrote.
+	return service.Serve(ctx, log, cfg.Addr, handler, cfg.ShutdownTimeout, svc.Run)
 }

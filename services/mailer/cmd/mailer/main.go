@@ -6,11 +6,8 @@ package main
 
 import (
 	"context"
-	"errors"
 	"log/slog"
-	"os"
 
-	"github.com/shipfile/shipfile/pkg/config"
 	"github.com/shipfile/shipfile/pkg/events"
 	"github.com/shipfile/shipfile/pkg/ops"
 	"github.com/shipfile/shipfile/pkg/service"
@@ -25,13 +22,9 @@ func main() { service.Main("mailer", run) }
 
 func run(ctx context.Context, log *slog.Logger, args []string) error {
 	var cfg Config
-	if err := config.Parse("mailer", args, os.Stdout, &cfg); err != nil {
+	if err := service.Load("mailer", args, log, &cfg); err != nil {
 		return err
 	}
-	if err := cfg.Validate(); err != nil {
-		return err
-	}
-	log.Info("starting", "config", config.LogValue(&cfg))
 
 	pool, err := store.Open(ctx, cfg.Database.URL, cfg.PoolSize())
 	if err != nil {
@@ -48,23 +41,10 @@ func run(ctx context.Context, log *slog.Logger, args []string) error {
 		return err
 	}
 
-	// Either part failing stops the other; a stop signal stops both.
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	runErr := make(chan error, 1)
-	go func() {
-		err := svc.Run(ctx)
-		cancel()
-		runErr <- err
-	}()
 	handler := ops.Handler(svc.Registry,
 		ops.Check{Name: "postgres", Fn: pool.Ping},
 		ops.Check{Name: "nats", Fn: nc.Check},
 		ops.Check{Name: "smtp", Fn: svc.Sender.Check},
 	)
-	serveErr := ops.Serve(ctx, log, cfg.Addr, handler, cfg.ShutdownTimeout)
-	cancel()
-	err = errors.Join(<-runErr, serveErr)
-	log.Info("stopped")
-	return err
+	return service.Serve(ctx, log, cfg.Addr, handler, cfg.ShutdownTimeout, svc.Run)
 }

@@ -4,11 +4,8 @@ package main
 
 import (
 	"context"
-	"errors"
 	"log/slog"
-	"os"
 
-	"github.com/shipfile/shipfile/pkg/config"
 	"github.com/shipfile/shipfile/pkg/database"
 	"github.com/shipfile/shipfile/pkg/events"
 	"github.com/shipfile/shipfile/pkg/ops"
@@ -28,16 +25,12 @@ func main() { service.Main("webhooks", run) }
 
 func run(ctx context.Context, log *slog.Logger, args []string) error {
 	var cfg Config
-	if err := config.Parse("webhooks", args, os.Stdout, &cfg); err != nil {
-		return err
-	}
-	if err := cfg.Validate(); err != nil {
+	if err := service.Load("webhooks", args, log, &cfg); err != nil {
 		return err
 	}
 	if _, err := cfg.Secrets.Keyring(); err != nil {
 		return err
 	}
-	log.Info("starting", "config", config.LogValue(&cfg))
 
 	pool, err := database.Open(ctx, cfg.Database.URL)
 	if err != nil {
@@ -56,22 +49,9 @@ func run(ctx context.Context, log *slog.Logger, args []string) error {
 		return err
 	}
 
-	// Either part failing stops the other; a stop signal stops both.
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	dispatchErr := make(chan error, 1)
-	go func() {
-		err := svc.Run(ctx)
-		cancel()
-		dispatchErr <- err
-	}()
 	handler := ops.Handler(svc.Registry,
 		ops.Check{Name: "postgres", Fn: pool.Ping},
 		ops.Check{Name: "nats", Fn: nc.Check},
 	)
-	serveErr := ops.Serve(ctx, log, cfg.Addr, handler, cfg.ShutdownTimeout)
-	cancel()
-	err = errors.Join(<-dispatchErr, serveErr)
-	log.Info("stopped")
-	return err
+	return service.Serve(ctx, log, cfg.Addr, handler, cfg.ShutdownTimeout, svc.Run)
 }
