@@ -178,15 +178,15 @@ func TestTickAbortsStaleUploads(t *testing.T) {
 	if r := f.exp.Tick(context.Background()); r.Err != nil || r.UploadsAborted != 0 {
 		t.Fatalf("tick with a young upload = %+v", r)
 	}
-	old := newService(t, f.pool, f.bucket, nil, app.Options{StaleUploadAge: time.Nanosecond}).Expirer
+	old := newService(t, f.pool, f.bucket, nil, app.Options{StaleUploadAge: time.Nanosecond})
 	servicetest.WaitFor(t, 10*time.Second, "the stale upload to be aborted", func() bool {
-		r := old.Tick(context.Background())
+		r := old.Expirer.Tick(context.Background())
 		return r.Err == nil && r.UploadsAborted == 1
 	})
 	for u := range f.bucket.Client.ListIncompleteUploads(context.Background(), f.bucket.Bucket, "", true) {
 		t.Errorf("upload left: %+v", u)
 	}
-	if got := testutil.ToFloat64(f.metrics.StaleUploadsAborted); got != 1 {
+	if got := testutil.ToFloat64(old.Metrics.StaleUploadsAborted); got != 1 {
 		t.Errorf("stale uploads aborted = %v, want 1", got)
 	}
 }
