@@ -197,6 +197,9 @@ func newTestAPI(t testing.TB, cfg httpapi.Config, opts ...testOption) *testAPI {
 	objects := servicetest.Bucket(t)
 	packages := app.NewPackages(db, store.NewObjects(objects, 5<<20),
 		app.Limits{MaxFileSize: cfg.MaxFileSize, MaxFiles: 5}, "http://shipfile.test")
+	if o.hasher != nil {
+		packages.UseHasher(o.hasher) // as in the gateway's main: link passwords share the bound
+	}
 	registry := ops.NewRegistry()
 	webhooks := app.NewWebhooks(db, servicetest.Keyring(t), o.allowPrivateWebhooks)
 	sessions := app.NewSessions(db, identity, app.SessionConfig{Lifetime: time.Hour, IdleTimeout: time.Hour, MaxFailures: 5, Lockout: time.Minute})
