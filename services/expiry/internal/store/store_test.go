@@ -11,9 +11,9 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/shipfile/shipfile/pkg/events"
+	"github.com/shipfile/shipfile/pkg/schematest"
 	"github.com/shipfile/shipfile/services/expiry/internal/app"
 	"github.com/shipfile/shipfile/services/expiry/internal/expirytest"
-	"github.com/shipfile/shipfile/services/expiry/internal/schematest"
 	"github.com/shipfile/shipfile/services/expiry/internal/store"
 )
 
