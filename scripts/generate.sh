@@ -2,6 +2,8 @@
 # generate.sh regenerates shipfile's generated code (`make generate`):
 #
 #   1. protobuf: proto/events/v1/*.proto → pkg/events/eventsv1/*.pb.go
+#      (pkg/events reads the event types from this descriptor: the (event_type)
+#      option of each field of Envelope.data)
 #      (buf generate with proto/buf.yaml + proto/buf.gen.yaml, plugin protoc-gen-go)
 #   2. sqlc:     services/gateway/internal/store/queries.sql → *.gen.go
 #      (sqlc generate with services/gateway/sqlc.yaml)
