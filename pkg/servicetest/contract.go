@@ -17,6 +17,7 @@ import (
 	"github.com/getkin/kin-openapi/routers"
 	"github.com/getkin/kin-openapi/routers/gorillamux"
 
+	"github.com/shipfile/shipfile/pkg/apiclient"
 	"github.com/shipfile/shipfile/proto"
 )
 
@@ -270,4 +271,23 @@ func (c *Contract) Operations() map[string]*openapi3.Operation {
 		}
 	}
 	return ops
+}
+
+// APIClient returns the generated REST API client (pkg/apiclient) for the server at
+// base (http://127.0.0.1:8080), sending "Authorization: Bearer <token>" when token is
+// not empty; every answer goes through HTTPClient's checks against proto/openapi.yaml.
+func APIClient(t testing.TB, base, token string) *apiclient.ClientWithResponses {
+	t.Helper()
+	opts := []apiclient.ClientOption{apiclient.WithHTTPClient(HTTPClient(t))}
+	if token != "" {
+		opts = append(opts, apiclient.WithRequestEditorFn(func(_ context.Context, req *http.Request) error {
+			req.Header.Set("Authorization", "Bearer "+token)
+			return nil
+		}))
+	}
+	c, err := apiclient.NewClientWithResponses(base, opts...)
+	if err != nil {
+		t.Fatalf("servicetest: API client for %s: %v", base, err)
+	}
+	return c
 }

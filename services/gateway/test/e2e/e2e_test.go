@@ -1,6 +1,7 @@
 // Package e2e runs the real gateway binary against real PostgreSQL, NATS and MinIO and
-// drives it over HTTP: the crash test (SIGKILL between commit and publish). Every
-// answer of the REST API is checked against proto/openapi.yaml (servicetest.HTTPClient).
+// drives it over HTTP with the client generated from proto/openapi.yaml (pkg/apiclient),
+// which checks every answer against that document (servicetest.APIClient): the crash
+// test (SIGKILL between commit and publish).
 // The upload throughput and memory benchmarks are in bench/ (make bench).
 package e2e
 
@@ -8,9 +9,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/rand"
-	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"os"
 	"os/exec"
@@ -146,23 +145,4 @@ func removeBucket(st *storage.Store) {
 		_ = st.Client.RemoveObject(ctx, st.Bucket, obj.Key, removeOpts)
 	}
 	_ = st.Client.RemoveBucket(ctx, st.Bucket)
-}
-
-// postJSON sends a JSON request with the bearer token and decodes the answer; an
-// answer that does not match proto/openapi.yaml fails the test (servicetest.HTTPClient).
-func postJSON(t testing.TB, url, token string, body any) (int, map[string]any) {
-	t.Helper()
-	b, _ := json.Marshal(body)
-	req, _ := http.NewRequest("POST", url, bytes.NewReader(b))
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Authorization", "Bearer "+token)
-	resp, err := servicetest.HTTPClient(t).Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	var m map[string]any
-	raw, _ := io.ReadAll(resp.Body)
-	_ = json.Unmarshal(raw, &m)
-	return resp.StatusCode, m
 }
