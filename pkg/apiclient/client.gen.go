@@ -499,9 +499,11 @@ type CreateWebhook struct {
 	Events *[]EventType `json:"events,omitempty"`
 
 	// Url An absolute `http` or `https` URL with a host and without user info. Unless the server runs with
-	// `SHIPFILE_WEBHOOK_ALLOW_PRIVATE=true`, a host that is `localhost` or a literal loopback, private,
-	// link-local or unspecified address is refused (422); the dispatcher checks the resolved address
-	// again when it connects.
+	// `SHIPFILE_WEBHOOK_ALLOW_PRIVATE=true`, a host that is `localhost` or a literal address the address
+	// guard refuses is refused (422): loopback, private, link-local, carrier-grade NAT (`100.64.0.0/10`),
+	// `192.0.0.0/24`, `198.18.0.0/15`, `240.0.0.0/4`, broadcast, `fec0::/10`, multicast, unspecified, and
+	// these written as IPv4-mapped, IPv4-compatible, NAT64 or 6to4 IPv6. The dispatcher asks the same
+	// guard about the resolved address when it connects.
 	Url string `json:"url"`
 }
 
@@ -511,7 +513,7 @@ type CreatedToken struct {
 	ExpiresAt *time.Time `json:"expires_at"`
 	Id        int64      `json:"id"`
 
-	// LastUsedAt Updated at most once a minute.
+	// LastUsedAt The latest use seen by the answering gateway; other instances write theirs every 10 s.
 	LastUsedAt *time.Time `json:"last_used_at"`
 	Name       string     `json:"name"`
 
@@ -776,7 +778,7 @@ type Token struct {
 	ExpiresAt *time.Time `json:"expires_at"`
 	Id        int64      `json:"id"`
 
-	// LastUsedAt Updated at most once a minute.
+	// LastUsedAt The latest use seen by the answering gateway; other instances write theirs every 10 s.
 	LastUsedAt *time.Time `json:"last_used_at"`
 	Name       string     `json:"name"`
 
@@ -4214,7 +4216,7 @@ type CreateWebhookResponse struct {
 	// JSON415 the response for an HTTP 415 `application/json` response
 	JSON415 *UnsupportedMediaType
 	// JSON422 the response for an HTTP 422 `application/json` response
-	JSON422 *Invalid
+	JSON422 *Error
 	// JSON429 the response for an HTTP 429 `application/json` response
 	JSON429 *TooManyRequests
 	// Headers401 the parsed response headers for an HTTP 401 response
@@ -4249,7 +4251,7 @@ func (r CreateWebhookResponse) GetJSON415() *UnsupportedMediaType {
 }
 
 // GetJSON422 returns the response for an HTTP 422 `application/json` response
-func (r CreateWebhookResponse) GetJSON422() *Invalid {
+func (r CreateWebhookResponse) GetJSON422() *Error {
 	return r.JSON422
 }
 
@@ -4472,7 +4474,7 @@ type UpdateWebhookResponse struct {
 	// JSON415 the response for an HTTP 415 `application/json` response
 	JSON415 *UnsupportedMediaType
 	// JSON422 the response for an HTTP 422 `application/json` response
-	JSON422 *Invalid
+	JSON422 *Error
 	// JSON429 the response for an HTTP 429 `application/json` response
 	JSON429 *TooManyRequests
 	// Headers401 the parsed response headers for an HTTP 401 response
@@ -4512,7 +4514,7 @@ func (r UpdateWebhookResponse) GetJSON415() *UnsupportedMediaType {
 }
 
 // GetJSON422 returns the response for an HTTP 422 `application/json` response
-func (r UpdateWebhookResponse) GetJSON422() *Invalid {
+func (r UpdateWebhookResponse) GetJSON422() *Error {
 	return r.JSON422
 }
 
@@ -7397,7 +7399,7 @@ func ParseCreateWebhookResponse(rsp *http.Response) (*CreateWebhookResponse, err
 		response.JSON415 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
-		var dest Invalid
+		var dest Error
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
@@ -7645,7 +7647,7 @@ func ParseUpdateWebhookResponse(rsp *http.Response) (*UpdateWebhookResponse, err
 		response.JSON415 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
-		var dest Invalid
+		var dest Error
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}

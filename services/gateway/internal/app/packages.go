@@ -49,6 +49,10 @@ type PackageStore interface {
 	ListAudit(ctx context.Context, f AuditFilter) ([]AuditEntry, error)
 	ObjectsDeleted(ctx context.Context, keys []string) error
 	GetUser(ctx context.Context, id int64) (User, error)
+	// ReserveObjectKey records (or renews) an object key before its bytes are stored;
+	// AddFile ends the reservation. A reservation older than SHIPFILE_ORPHAN_GRACE
+	// without a file row is an orphan the expiry service removes.
+	ReserveObjectKey(ctx context.Context, key string) error
 }
 
 // Object is a stored file's bytes, seekable for ranges.
@@ -78,11 +82,14 @@ type Packages struct {
 	limits    Limits
 	publicURL string
 	now       func() time.Time
+	// reservationRenewal is ObjectReservationRenewal (shorter in tests).
+	reservationRenewal time.Duration
 }
 
 // NewPackages returns the package service.
 func NewPackages(store PackageStore, objects ObjectStore, limits Limits, publicURL string) *Packages {
-	return &Packages{store: store, objects: objects, limits: limits, publicURL: strings.TrimRight(publicURL, "/"), now: time.Now}
+	return &Packages{store: store, objects: objects, limits: limits, publicURL: strings.TrimRight(publicURL, "/"), now: time.Now,
+		reservationRenewal: ObjectReservationRenewal}
 }
 
 // Field limits of a package.
@@ -254,7 +261,12 @@ func (s *Packages) upload(ctx context.Context, p Package, up Upload, by Uploader
 
 	h := sha256.New()
 	body := &limitedReader{r: io.TeeReader(up.Body, h), left: s.limits.MaxFileSize}
+	release, err := s.HoldObjectKey(ctx, f.ObjectKey)
+	if err != nil {
+		return File{}, err
+	}
 	size, err := s.objects.Put(ctx, f.ObjectKey, body, f.ContentType)
+	release()
 	if err == nil && (body.over || body.readErr != nil) {
 		// The store may take a short read for the end of the stream (minio-go treats
 		// io.ErrUnexpectedEOF so); the body's own failure decides.

@@ -106,10 +106,12 @@ type fakeStore struct {
 	users    map[int64]User
 	written  []Effects
 	uses     map[uuid.UUID]int
+	reserved map[string]bool // object keys reserved and not yet committed
 }
 
 func newFakeStore() *fakeStore {
-	return &fakeStore{packages: map[uuid.UUID]Package{}, files: map[uuid.UUID][]File{}, users: map[int64]User{}, uses: map[uuid.UUID]int{}}
+	return &fakeStore{packages: map[uuid.UUID]Package{}, files: map[uuid.UUID][]File{}, users: map[int64]User{},
+		uses: map[uuid.UUID]int{}, reserved: map[string]bool{}}
 }
 
 func (s *fakeStore) CreatePackage(_ context.Context, p Package, fx Effects) error {
@@ -185,8 +187,16 @@ func (s *fakeStore) AddFile(_ context.Context, f File, fn func(p *Package) (Effe
 	p, err := s.change(f.PackageID, fn)
 	if err == nil {
 		s.files[f.PackageID] = append(s.files[f.PackageID], f)
+		delete(s.reserved, f.ObjectKey) // the file row ends the reservation
 	}
 	return p, err
+}
+
+func (s *fakeStore) ReserveObjectKey(_ context.Context, key string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.reserved[key] = true
+	return nil
 }
 
 func (s *fakeStore) RemoveFile(_ context.Context, id, fileID uuid.UUID, fn func(p *Package, f File) (Effects, error)) error {
@@ -532,6 +542,9 @@ func TestUnitOperations(t *testing.T) {
 					t.Errorf("package still there after delete: %v", gerr)
 				case want.state != "" && got.State != want.state:
 					t.Errorf("state after = %s, want %s", got.State, want.state)
+				}
+				if len(f.store.reserved) != 0 {
+					t.Errorf("object keys still reserved: %v (a committed file ends its reservation; a refused upload makes none)", f.store.reserved)
 				}
 				evs, mails, audit := f.store.effects()
 				if !slices.Equal(evs, want.events) || !slices.Equal(mails, want.mails) || !slices.Equal(audit, want.audit) {

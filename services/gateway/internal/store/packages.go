@@ -27,7 +27,7 @@ func (s *Postgres) CreatePackage(ctx context.Context, p app.Package, fx app.Effe
 	if err := queueEffects(b, fx); err != nil {
 		return err
 	}
-	return s.pool.SendBatch(ctx, b).Close()
+	return s.committed(fx, s.pool.SendBatch(ctx, b).Close())
 }
 
 // GetPackage returns a package by id.
@@ -117,7 +117,7 @@ func (s *Postgres) GetFile(ctx context.Context, packageID, fileID uuid.UUID) (ap
 // withLocked runs fn in a transaction that holds the package's row lock, then writes
 // the effects fn returns in the same transaction. Every package change goes through it.
 func (s *Postgres) withLocked(ctx context.Context, id uuid.UUID, fn func(q *Queries, p *app.Package) (app.Effects, error)) error {
-	return pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+	return s.inTx(ctx, func(tx pgx.Tx) error {
 		p, err := s.locked(ctx, tx, id)
 		if err != nil {
 			return err
@@ -145,12 +145,16 @@ func (s *Postgres) ChangePackage(ctx context.Context, id uuid.UUID, change func(
 	return out, err
 }
 
-// AddFile records a stored file in its package.
+// AddFile records a stored file in its package and ends its object key's reservation
+// (ReserveObjectKey), in one transaction.
 func (s *Postgres) AddFile(ctx context.Context, f app.File, change func(p *app.Package) (app.Effects, error)) (app.Package, error) {
 	var out app.Package
 	err := s.withLocked(ctx, f.PackageID, func(q *Queries, p *app.Package) (app.Effects, error) {
 		fx, err := change(p)
 		if err != nil {
+			return fx, err
+		}
+		if err := q.CommitObjectKey(ctx, f.ObjectKey); err != nil {
 			return fx, err
 		}
 		if err := q.InsertFile(ctx, InsertFileParams{
@@ -208,7 +212,7 @@ func (s *Postgres) DeletePackage(ctx context.Context, id uuid.UUID, change func(
 
 // RecordLinkUse counts a use of the package's link and writes the effects.
 func (s *Postgres) RecordLinkUse(ctx context.Context, packageID uuid.UUID, fx app.Effects) error {
-	return pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+	return s.inTx(ctx, func(tx pgx.Tx) error {
 		if err := s.q.WithTx(tx).UseLink(ctx, packageID); err != nil {
 			return err
 		}
@@ -223,7 +227,7 @@ func (s *Postgres) WriteEffects(ctx context.Context, fx app.Effects) error {
 	if err := queueEffects(b, fx); err != nil || b.Len() == 0 {
 		return err
 	}
-	return s.pool.SendBatch(ctx, b).Close()
+	return s.committed(fx, s.pool.SendBatch(ctx, b).Close())
 }
 
 // ObjectsDeleted forgets deletion requests whose objects are gone.
@@ -263,7 +267,7 @@ func save(ctx context.Context, q *Queries, p app.Package) error {
 }
 
 // writeEffects writes audit entries, and events, mail jobs and webhook jobs as outbox
-// rows, in tx.
+// rows, in tx: a transaction of inTx, which wakes the outbox relay after the commit.
 func writeEffects(ctx context.Context, tx pgx.Tx, fx app.Effects) error {
 	b := &pgx.Batch{}
 	if err := queueEffects(b, fx); err != nil {
@@ -271,6 +275,9 @@ func writeEffects(ctx context.Context, tx pgx.Tx, fx app.Effects) error {
 	}
 	if b.Len() == 0 {
 		return nil
+	}
+	if et, ok := tx.(*effectsTx); ok && hasMessages(fx) {
+		et.wroteMessages = true
 	}
 	return tx.SendBatch(ctx, b).Close()
 }

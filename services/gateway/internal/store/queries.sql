@@ -45,8 +45,11 @@ FROM api_tokens t
 JOIN users u ON u.id = t.user_id
 WHERE t.token_hash = $1;
 
--- name: TouchToken :exec
-UPDATE api_tokens SET last_used_at = now() WHERE id = $1;
+-- name: TouchTokens :exec
+-- Writes a batch of tokens' last uses; never moves last_used_at back.
+UPDATE api_tokens t SET last_used_at = u.at
+FROM unnest(@ids::bigint[], @ats::timestamptz[]) AS u (id, at)
+WHERE t.id = u.id AND (t.last_used_at IS NULL OR t.last_used_at < u.at);
 
 -- name: InsertPackage :exec
 INSERT INTO packages (id, owner_user_id, title, recipient_email, recipient_name, direction, state,

@@ -966,12 +966,20 @@ func (q *Queries) TokenOwner(ctx context.Context, tokenHash []byte) (TokenOwnerR
 	return i, err
 }
 
-const touchToken = `-- name: TouchToken :exec
-UPDATE api_tokens SET last_used_at = now() WHERE id = $1
+const touchTokens = `-- name: TouchTokens :exec
+UPDATE api_tokens t SET last_used_at = u.at
+FROM unnest($1::bigint[], $2::timestamptz[]) AS u (id, at)
+WHERE t.id = u.id AND (t.last_used_at IS NULL OR t.last_used_at < u.at)
 `
 
-func (q *Queries) TouchToken(ctx context.Context, id int64) error {
-	_, err := q.db.Exec(ctx, touchToken, id)
+type TouchTokensParams struct {
+	Ids []int64
+	Ats []time.Time
+}
+
+// Writes a batch of tokens' last uses; never moves last_used_at back.
+func (q *Queries) TouchTokens(ctx context.Context, arg TouchTokensParams) error {
+	_, err := q.db.Exec(ctx, touchTokens, arg.Ids, arg.Ats)
 	return err
 }
 
