@@ -23,7 +23,8 @@ func (s *Postgres) CreatePackage(ctx context.Context, p app.Package, fx app.Effe
 	b := &pgx.Batch{}
 	// The arguments in the order of sqlc's InsertPackage.
 	b.Queue(insertPackage, p.ID, p.OwnerUserID, p.Title, p.RecipientEmail, p.RecipientName,
-		string(p.Direction), string(p.State), int32(p.TTLDays), p.Note, p.CreatedAt, p.ExpiresAt)
+		string(p.Direction), string(p.State), int32(p.TTLDays), p.Note, p.CreatedAt, p.ExpiresAt,
+		nullString(p.PasswordHash), int32Ptr(p.MaxDownloads), p.NotifyOwner)
 	if err := queueEffects(b, fx); err != nil {
 		return err
 	}
@@ -45,13 +46,15 @@ func (s *Postgres) PackageByLink(ctx context.Context, hash []byte) (app.Package,
 	if err != nil {
 		return app.Package{}, notFound(err, "package")
 	}
-	return toPackage(row), nil
+	p := toPackage(row.Package)
+	p.UsedUp = row.UsedUp
+	return p, nil
 }
 
 // packageColumns lists the packages table's columns in the order scanPackage reads them.
 const packageColumns = `id, owner_user_id, title, recipient_email, recipient_name, direction, state, ttl_days,
 	note, file_count, total_size, created_at, finalized_at, expires_at, revoked_at, link_hash, link_use_count,
-	link_last_used_at`
+	link_last_used_at, password_hash, max_downloads, notify_owner`
 
 // ListPackages returns a page of packages, newest first, after the cursor. The filter
 // is dynamic, so this query is written by hand.
@@ -87,7 +90,7 @@ func (s *Postgres) ListPackages(ctx context.Context, f app.PackageFilter) ([]app
 		var p Package
 		err := r.Scan(&p.ID, &p.OwnerUserID, &p.Title, &p.RecipientEmail, &p.RecipientName, &p.Direction, &p.State,
 			&p.TtlDays, &p.Note, &p.FileCount, &p.TotalSize, &p.CreatedAt, &p.FinalizedAt, &p.ExpiresAt, &p.RevokedAt,
-			&p.LinkHash, &p.LinkUseCount, &p.LinkLastUsedAt)
+			&p.LinkHash, &p.LinkUseCount, &p.LinkLastUsedAt, &p.PasswordHash, &p.MaxDownloads, &p.NotifyOwner)
 		return toPackage(p), err
 	})
 }
@@ -263,6 +266,8 @@ func save(ctx context.Context, q *Queries, p app.Package) error {
 	return q.SavePackage(ctx, SavePackageParams{
 		ID: p.ID, State: string(p.State), FileCount: int32(p.FileCount), TotalSize: p.TotalSize,
 		FinalizedAt: p.FinalizedAt, ExpiresAt: p.ExpiresAt, RevokedAt: p.RevokedAt, LinkHash: p.LinkHash,
+		Title: p.Title, Note: p.Note, RecipientName: p.RecipientName, PasswordHash: nullString(p.PasswordHash),
+		MaxDownloads: int32Ptr(p.MaxDownloads), NotifyOwner: p.NotifyOwner,
 	})
 }
 
@@ -327,12 +332,28 @@ func toPackage(r Package) app.Package {
 		TTLDays: int(r.TtlDays), Note: r.Note, FileCount: int(r.FileCount), TotalSize: r.TotalSize,
 		CreatedAt: r.CreatedAt, FinalizedAt: r.FinalizedAt, ExpiresAt: r.ExpiresAt, RevokedAt: r.RevokedAt,
 		LinkHash: r.LinkHash, LinkUseCount: r.LinkUseCount, LinkLastUsedAt: r.LinkLastUsedAt,
+		PasswordHash: deref(r.PasswordHash), MaxDownloads: intPtr(r.MaxDownloads), NotifyOwner: r.NotifyOwner,
 	}
+}
+
+func nullString(s string) *string {
+	if s == "" {
+		return nil
+	}
+	return &s
+}
+
+func deref(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
 }
 
 func toFile(r File) app.File {
 	return app.File{
 		ID: r.ID, PackageID: r.PackageID, Filename: r.Filename, Size: r.Size, ContentType: r.ContentType,
 		SHA256: r.Sha256, ObjectKey: r.ObjectKey, UploadedBy: app.Uploader(r.UploadedBy), CreatedAt: r.CreatedAt,
+		DownloadCount: int(r.DownloadCount),
 	}
 }
