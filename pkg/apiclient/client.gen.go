@@ -459,8 +459,15 @@ type AuditList struct {
 type CreatePackage struct {
 	Direction *CreatePackageDirection `json:"direction,omitempty"`
 
+	// MaxDownloads Downloads allowed per file through the link (the archive counts once for each file in it); null: no limit.
+	MaxDownloads *int `json:"max_downloads,omitempty"`
+
 	// Note Shown in the e-mail and on the recipient's page.
-	Note           *string             `json:"note,omitempty"`
+	Note        *string `json:"note,omitempty"`
+	NotifyOwner *bool   `json:"notify_owner,omitempty"`
+
+	// Password The link's password (stored as argon2id, never returned, never e-mailed). Null or absent — none.
+	Password       *string             `json:"password,omitempty"`
 	RecipientEmail openapi_types.Email `json:"recipient_email"`
 	RecipientName  *string             `json:"recipient_name,omitempty"`
 	Title          string              `json:"title"`
@@ -570,10 +577,13 @@ type EventType string
 
 // File defines model for File.
 type File struct {
-	ContentType string             `json:"content_type"`
-	CreatedAt   time.Time          `json:"created_at"`
-	Filename    string             `json:"filename"`
-	Id          openapi_types.UUID `json:"id"`
+	ContentType string    `json:"content_type"`
+	CreatedAt   time.Time `json:"created_at"`
+
+	// DownloadCount Downloads through the link: whole files, ranges from byte 0 and the archive; never HEAD.
+	DownloadCount int                `json:"download_count"`
+	Filename      string             `json:"filename"`
+	Id            openapi_types.UUID `json:"id"`
 
 	// Sha256 Lowercase hex SHA-256 of the bytes, computed while streaming.
 	Sha256     string         `json:"sha256"`
@@ -600,12 +610,21 @@ type FinalizedPackage struct {
 	LinkUseCount int64 `json:"link_use_count"`
 
 	// MagicLink `{SHIPFILE_PUBLIC_URL}/p/{token}`. Shown here once; only the token's SHA-256 is stored.
-	MagicLink      string              `json:"magic_link"`
-	Note           string              `json:"note"`
-	OwnerUserId    int64               `json:"owner_user_id"`
-	RecipientEmail openapi_types.Email `json:"recipient_email"`
-	RecipientName  string              `json:"recipient_name"`
-	RevokedAt      *time.Time          `json:"revoked_at"`
+	MagicLink string `json:"magic_link"`
+
+	// MaxDownloads Downloads allowed per file through the link; null: no limit.
+	MaxDownloads *int   `json:"max_downloads"`
+	Note         string `json:"note"`
+
+	// NotifyOwner The owner gets an e-mail at an outbound package's first download and after each burst of recipient uploads.
+	NotifyOwner bool  `json:"notify_owner"`
+	OwnerUserId int64 `json:"owner_user_id"`
+
+	// PasswordProtected The link asks for a password (the password itself is never returned).
+	PasswordProtected bool                `json:"password_protected"`
+	RecipientEmail    openapi_types.Email `json:"recipient_email"`
+	RecipientName     string              `json:"recipient_name"`
+	RevokedAt         *time.Time          `json:"revoked_at"`
 
 	// State draft → (finalize) active → (revoke) revoked; draft, active and revoked become expired when
 	// `expires_at` passes. Delete removes a package in any state. A move the table does not allow
@@ -634,11 +653,17 @@ type Health struct {
 
 // LinkFile defines model for LinkFile.
 type LinkFile struct {
-	ContentType string             `json:"content_type"`
-	CreatedAt   time.Time          `json:"created_at"`
-	DownloadUrl string             `json:"download_url"`
-	Filename    string             `json:"filename"`
-	Id          openapi_types.UUID `json:"id"`
+	ContentType string    `json:"content_type"`
+	CreatedAt   time.Time `json:"created_at"`
+
+	// DownloadCount Downloads through the link: whole files, ranges from byte 0 and the archive; never HEAD.
+	DownloadCount int    `json:"download_count"`
+	DownloadUrl   string `json:"download_url"`
+
+	// DownloadsLeft Downloads the link has left for this file; null: no limit.
+	DownloadsLeft *int               `json:"downloads_left"`
+	Filename      string             `json:"filename"`
+	Id            openapi_types.UUID `json:"id"`
 
 	// Sha256 Lowercase hex SHA-256 of the bytes, computed while streaming.
 	Sha256     string             `json:"sha256"`
@@ -649,17 +674,28 @@ type LinkFile struct {
 // LinkFileUploadedBy defines model for LinkFile.UploadedBy.
 type LinkFileUploadedBy string
 
+// LinkGrant defines model for LinkGrant.
+type LinkGrant struct {
+	// ExpiresAt 12 hours from now.
+	ExpiresAt time.Time `json:"expires_at"`
+
+	// Grant Send it as `Shipfile-Link-Grant` on the link's other endpoints.
+	Grant string `json:"grant"`
+}
+
 // LinkPackage defines model for LinkPackage.
 type LinkPackage struct {
-	Direction LinkPackageDirection `json:"direction"`
-	ExpiresAt time.Time            `json:"expires_at"`
-	FileCount int                  `json:"file_count"`
-	Files     []LinkFile           `json:"files"`
-	Id        openapi_types.UUID   `json:"id"`
-	Note      string               `json:"note"`
-	State     LinkPackageState     `json:"state"`
-	Title     string               `json:"title"`
-	TotalSize int64                `json:"total_size"`
+	Direction         LinkPackageDirection `json:"direction"`
+	ExpiresAt         time.Time            `json:"expires_at"`
+	FileCount         int                  `json:"file_count"`
+	Files             []LinkFile           `json:"files"`
+	Id                openapi_types.UUID   `json:"id"`
+	MaxDownloads      *int                 `json:"max_downloads"`
+	Note              string               `json:"note"`
+	PasswordProtected bool                 `json:"password_protected"`
+	State             LinkPackageState     `json:"state"`
+	Title             string               `json:"title"`
+	TotalSize         int64                `json:"total_size"`
 }
 
 // LinkPackageDirection defines model for LinkPackage.Direction.
@@ -693,12 +729,21 @@ type Package struct {
 	LinkLastUsedAt *time.Time         `json:"link_last_used_at"`
 
 	// LinkUseCount Hits on the magic link (views, downloads, uploads).
-	LinkUseCount   int64               `json:"link_use_count"`
-	Note           string              `json:"note"`
-	OwnerUserId    int64               `json:"owner_user_id"`
-	RecipientEmail openapi_types.Email `json:"recipient_email"`
-	RecipientName  string              `json:"recipient_name"`
-	RevokedAt      *time.Time          `json:"revoked_at"`
+	LinkUseCount int64 `json:"link_use_count"`
+
+	// MaxDownloads Downloads allowed per file through the link; null: no limit.
+	MaxDownloads *int   `json:"max_downloads"`
+	Note         string `json:"note"`
+
+	// NotifyOwner The owner gets an e-mail at an outbound package's first download and after each burst of recipient uploads.
+	NotifyOwner bool  `json:"notify_owner"`
+	OwnerUserId int64 `json:"owner_user_id"`
+
+	// PasswordProtected The link asks for a password (the password itself is never returned).
+	PasswordProtected bool                `json:"password_protected"`
+	RecipientEmail    openapi_types.Email `json:"recipient_email"`
+	RecipientName     string              `json:"recipient_name"`
+	RevokedAt         *time.Time          `json:"revoked_at"`
 
 	// State draft → (finalize) active → (revoke) revoked; draft, active and revoked become expired when
 	// `expires_at` passes. Delete removes a package in any state. A move the table does not allow
@@ -733,12 +778,21 @@ type PackageDetail struct {
 	LinkLastUsedAt *time.Time         `json:"link_last_used_at"`
 
 	// LinkUseCount Hits on the magic link (views, downloads, uploads).
-	LinkUseCount   int64               `json:"link_use_count"`
-	Note           string              `json:"note"`
-	OwnerUserId    int64               `json:"owner_user_id"`
-	RecipientEmail openapi_types.Email `json:"recipient_email"`
-	RecipientName  string              `json:"recipient_name"`
-	RevokedAt      *time.Time          `json:"revoked_at"`
+	LinkUseCount int64 `json:"link_use_count"`
+
+	// MaxDownloads Downloads allowed per file through the link; null: no limit.
+	MaxDownloads *int   `json:"max_downloads"`
+	Note         string `json:"note"`
+
+	// NotifyOwner The owner gets an e-mail at an outbound package's first download and after each burst of recipient uploads.
+	NotifyOwner bool  `json:"notify_owner"`
+	OwnerUserId int64 `json:"owner_user_id"`
+
+	// PasswordProtected The link asks for a password (the password itself is never returned).
+	PasswordProtected bool                `json:"password_protected"`
+	RecipientEmail    openapi_types.Email `json:"recipient_email"`
+	RecipientName     string              `json:"recipient_name"`
+	RevokedAt         *time.Time          `json:"revoked_at"`
 
 	// State draft → (finalize) active → (revoke) revoked; draft, active and revoked become expired when
 	// `expires_at` passes. Delete removes a package in any state. A move the table does not allow
@@ -791,6 +845,27 @@ type Token struct {
 // TokenList defines model for TokenList.
 type TokenList struct {
 	Items []Token `json:"items"`
+}
+
+// Unlock defines model for Unlock.
+type Unlock struct {
+	Password *string `json:"password,omitempty"`
+}
+
+// UpdatePackage Absent fields stay as they are.
+type UpdatePackage struct {
+	// ExpiresAt RFC 3339, in the future, at most 90 days from now.
+	ExpiresAt *time.Time `json:"expires_at,omitempty"`
+
+	// MaxDownloads null removes the limit; the owner may raise it after files are used up.
+	MaxDownloads *int    `json:"max_downloads,omitempty"`
+	Note         *string `json:"note,omitempty"`
+	NotifyOwner  *bool   `json:"notify_owner,omitempty"`
+
+	// Password A new password (ends every grant of the link); null removes the password.
+	Password      *string `json:"password,omitempty"`
+	RecipientName *string `json:"recipient_name,omitempty"`
+	Title         *string `json:"title,omitempty"`
 }
 
 // UpdateUser Only the fields present change.
@@ -933,6 +1008,9 @@ type WebhookTestQueued struct {
 	EventId openapi_types.UUID `json:"event_id"`
 }
 
+// LinkGrantHeader defines model for LinkGrant.
+type LinkGrantHeader = string
+
 // Conflict defines model for Conflict.
 type Conflict = Error
 
@@ -944,6 +1022,9 @@ type Gone = Error
 
 // Invalid defines model for Invalid.
 type Invalid = Error
+
+// LinkLocked defines model for LinkLocked.
+type LinkLocked = Error
 
 // NotFound defines model for NotFound.
 type NotFound = Error
@@ -973,6 +1054,36 @@ type ListWebhookDeliveriesParams struct {
 
 	// Cursor `next_cursor` of the previous page.
 	Cursor *string `form:"cursor,omitempty" json:"cursor,omitempty"`
+}
+
+// GetLinkParams defines parameters for GetLink.
+type GetLinkParams struct {
+	// LinkGrantHeader The grant of a password-protected link (or send the `shipfile_link` cookie instead).
+	LinkGrantHeader *LinkGrantHeader `json:"Shipfile-Link-Grant,omitempty"`
+}
+
+// DownloadLinkArchiveParams defines parameters for DownloadLinkArchive.
+type DownloadLinkArchiveParams struct {
+	// LinkGrantHeader The grant of a password-protected link (or send the `shipfile_link` cookie instead).
+	LinkGrantHeader *LinkGrantHeader `json:"Shipfile-Link-Grant,omitempty"`
+}
+
+// UploadLinkFileParams defines parameters for UploadLinkFile.
+type UploadLinkFileParams struct {
+	// LinkGrantHeader The grant of a password-protected link (or send the `shipfile_link` cookie instead).
+	LinkGrantHeader *LinkGrantHeader `json:"Shipfile-Link-Grant,omitempty"`
+}
+
+// DownloadLinkFileParams defines parameters for DownloadLinkFile.
+type DownloadLinkFileParams struct {
+	// LinkGrantHeader The grant of a password-protected link (or send the `shipfile_link` cookie instead).
+	LinkGrantHeader *LinkGrantHeader `json:"Shipfile-Link-Grant,omitempty"`
+}
+
+// HeadLinkFileParams defines parameters for HeadLinkFile.
+type HeadLinkFileParams struct {
+	// LinkGrantHeader The grant of a password-protected link (or send the `shipfile_link` cookie instead).
+	LinkGrantHeader *LinkGrantHeader `json:"Shipfile-Link-Grant,omitempty"`
 }
 
 // ListPackagesParams defines parameters for ListPackages.
@@ -1006,11 +1117,17 @@ type UpdateWebhookJSONRequestBody = UpdateWebhook
 // UploadLinkFileMultipartRequestBody defines body for UploadLinkFile for multipart/form-data ContentType.
 type UploadLinkFileMultipartRequestBody = Upload
 
+// UnlockLinkJSONRequestBody defines body for UnlockLink for application/json ContentType.
+type UnlockLinkJSONRequestBody = Unlock
+
 // CreateTokenJSONRequestBody defines body for CreateToken for application/json ContentType.
 type CreateTokenJSONRequestBody = CreateToken
 
 // CreatePackageJSONRequestBody defines body for CreatePackage for application/json ContentType.
 type CreatePackageJSONRequestBody = CreatePackage
+
+// UpdatePackageJSONRequestBody defines body for UpdatePackage for application/json ContentType.
+type UpdatePackageJSONRequestBody = UpdatePackage
 
 // UploadPackageFileMultipartRequestBody defines body for UploadPackageFile for multipart/form-data ContentType.
 type UploadPackageFileMultipartRequestBody = Upload
@@ -1215,35 +1332,62 @@ type ClientInterface interface {
 	// GetLink The package behind a magic link (no bearer token)
 	//
 	// Corresponds with GET /api/v1/links/{token} (the `GetLink` operationId).
-	GetLink(ctx context.Context, token string, reqEditors ...RequestEditorFn) (*http.Response, error)
+	GetLink(ctx context.Context, token string, params *GetLinkParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// DownloadLinkArchive All files of the package as one streamed zip
 	//
-	// Fires `package.downloaded` with `file_id` null and `filename` the zip's name.
+	// Fires `package.downloaded` with `file_id` null and `filename` the zip's name. Takes one download of
+	// each file in it; files that reached `max_downloads` are left out (410 when that is every file).
 	//
 	// Corresponds with GET /api/v1/links/{token}/archive (the `DownloadLinkArchive` operationId).
-	DownloadLinkArchive(ctx context.Context, token string, reqEditors ...RequestEditorFn) (*http.Response, error)
+	DownloadLinkArchive(ctx context.Context, token string, params *DownloadLinkArchiveParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// UploadLinkFileWithBody Upload a file to an active inbound package through its link
 	//
 	// Takes any type of body and a specified content type.
 	//
 	// Corresponds with POST /api/v1/links/{token}/files (the `UploadLinkFile` operationId).
-	UploadLinkFileWithBody(ctx context.Context, token string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+	UploadLinkFileWithBody(ctx context.Context, token string, params *UploadLinkFileParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// DownloadLinkFile Download one file through the link
 	//
 	// Answers with `Content-Disposition: attachment` (with an RFC 6266 `filename*`), `Content-Length`,
 	// `ETag`, `X-Content-Type-Options: nosniff`; `Range` gives 206. Fires `package.downloaded`, except for
-	// a range that starts past byte 0.
+	// a range that starts past byte 0. With `max_downloads`, a whole file or a range from byte 0 takes one of
+	// the file's downloads when it starts (given back when it fails before the last byte); a file with none
+	// left answers 410, and once every file has none the whole link answers 410.
 	//
 	// Corresponds with GET /api/v1/links/{token}/files/{file_id} (the `DownloadLinkFile` operationId).
-	DownloadLinkFile(ctx context.Context, token string, fileId openapi_types.UUID, reqEditors ...RequestEditorFn) (*http.Response, error)
+	DownloadLinkFile(ctx context.Context, token string, fileId openapi_types.UUID, params *DownloadLinkFileParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// HeadLinkFile Headers of a file download (does not fire package.downloaded)
 	//
 	// Corresponds with HEAD /api/v1/links/{token}/files/{file_id} (the `HeadLinkFile` operationId).
-	HeadLinkFile(ctx context.Context, token string, fileId openapi_types.UUID, reqEditors ...RequestEditorFn) (*http.Response, error)
+	HeadLinkFile(ctx context.Context, token string, fileId openapi_types.UUID, params *HeadLinkFileParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// UnlockLinkWithBody Unlock a password-protected link
+	//
+	// The right password answers a grant for this link alone, also set as the `shipfile_link` cookie
+	// (HttpOnly, SameSite=Lax, 12 h). A dead link answers 410 before any password is checked. A wrong
+	// password answers 401 and is audited (`link.unlock_failed`); after 5 wrong ones for one link within
+	// 15 minutes, unlock answers 429 with `Retry-After` for the rest of that window, whatever the password.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /api/v1/links/{token}/unlock (the `UnlockLink` operationId).
+	UnlockLinkWithBody(ctx context.Context, token string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// UnlockLink Unlock a password-protected link
+	//
+	// The right password answers a grant for this link alone, also set as the `shipfile_link` cookie
+	// (HttpOnly, SameSite=Lax, 12 h). A dead link answers 410 before any password is checked. A wrong
+	// password answers 401 and is audited (`link.unlock_failed`); after 5 wrong ones for one link within
+	// 15 minutes, unlock answers 429 with `Retry-After` for the rest of that window, whatever the password.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /api/v1/links/{token}/unlock (the `UnlockLink` operationId).
+	UnlockLink(ctx context.Context, token string, body UnlockLinkJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// GetMe The current user
 	//
@@ -1313,6 +1457,26 @@ type ClientInterface interface {
 	//
 	// Corresponds with GET /api/v1/packages/{id} (the `GetPackage` operationId).
 	GetPackage(ctx context.Context, id openapi_types.UUID, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// UpdatePackageWithBody Edit a draft or active package (owner or admin)
+	//
+	// Changes `title`, `note`, `recipient_name`, `expires_at`, `password`, `max_downloads` and `notify_owner`.
+	// Another state answers 409. A new password, or `null`, ends every grant of the link at once.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with PATCH /api/v1/packages/{id} (the `UpdatePackage` operationId).
+	UpdatePackageWithBody(ctx context.Context, id openapi_types.UUID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// UpdatePackage Edit a draft or active package (owner or admin)
+	//
+	// Changes `title`, `note`, `recipient_name`, `expires_at`, `password`, `max_downloads` and `notify_owner`.
+	// Another state answers 409. A new password, or `null`, ends every grant of the link at once.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with PATCH /api/v1/packages/{id} (the `UpdatePackage` operationId).
+	UpdatePackage(ctx context.Context, id openapi_types.UUID, body UpdatePackageJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// UploadPackageFileWithBody Upload one file to a draft (streamed to storage)
 	//
@@ -1671,8 +1835,8 @@ func (c *Client) GetHealth(ctx context.Context, reqEditors ...RequestEditorFn) (
 // GetLink The package behind a magic link (no bearer token)
 //
 // Corresponds with GET /api/v1/links/{token} (the `GetLink` operationId).
-func (c *Client) GetLink(ctx context.Context, token string, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewGetLinkRequest(c.Server, token)
+func (c *Client) GetLink(ctx context.Context, token string, params *GetLinkParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetLinkRequest(c.Server, token, params)
 	if err != nil {
 		return nil, err
 	}
@@ -1685,11 +1849,12 @@ func (c *Client) GetLink(ctx context.Context, token string, reqEditors ...Reques
 
 // DownloadLinkArchive All files of the package as one streamed zip
 //
-// Fires `package.downloaded` with `file_id` null and `filename` the zip's name.
+// Fires `package.downloaded` with `file_id` null and `filename` the zip's name. Takes one download of
+// each file in it; files that reached `max_downloads` are left out (410 when that is every file).
 //
 // Corresponds with GET /api/v1/links/{token}/archive (the `DownloadLinkArchive` operationId).
-func (c *Client) DownloadLinkArchive(ctx context.Context, token string, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewDownloadLinkArchiveRequest(c.Server, token)
+func (c *Client) DownloadLinkArchive(ctx context.Context, token string, params *DownloadLinkArchiveParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewDownloadLinkArchiveRequest(c.Server, token, params)
 	if err != nil {
 		return nil, err
 	}
@@ -1705,8 +1870,8 @@ func (c *Client) DownloadLinkArchive(ctx context.Context, token string, reqEdito
 // Takes any type of body and a specified content type.
 //
 // Corresponds with POST /api/v1/links/{token}/files (the `UploadLinkFile` operationId).
-func (c *Client) UploadLinkFileWithBody(ctx context.Context, token string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewUploadLinkFileRequestWithBody(c.Server, token, contentType, body)
+func (c *Client) UploadLinkFileWithBody(ctx context.Context, token string, params *UploadLinkFileParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewUploadLinkFileRequestWithBody(c.Server, token, params, contentType, body)
 	if err != nil {
 		return nil, err
 	}
@@ -1721,11 +1886,13 @@ func (c *Client) UploadLinkFileWithBody(ctx context.Context, token string, conte
 //
 // Answers with `Content-Disposition: attachment` (with an RFC 6266 `filename*`), `Content-Length`,
 // `ETag`, `X-Content-Type-Options: nosniff`; `Range` gives 206. Fires `package.downloaded`, except for
-// a range that starts past byte 0.
+// a range that starts past byte 0. With `max_downloads`, a whole file or a range from byte 0 takes one of
+// the file's downloads when it starts (given back when it fails before the last byte); a file with none
+// left answers 410, and once every file has none the whole link answers 410.
 //
 // Corresponds with GET /api/v1/links/{token}/files/{file_id} (the `DownloadLinkFile` operationId).
-func (c *Client) DownloadLinkFile(ctx context.Context, token string, fileId openapi_types.UUID, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewDownloadLinkFileRequest(c.Server, token, fileId)
+func (c *Client) DownloadLinkFile(ctx context.Context, token string, fileId openapi_types.UUID, params *DownloadLinkFileParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewDownloadLinkFileRequest(c.Server, token, fileId, params)
 	if err != nil {
 		return nil, err
 	}
@@ -1739,8 +1906,52 @@ func (c *Client) DownloadLinkFile(ctx context.Context, token string, fileId open
 // HeadLinkFile Headers of a file download (does not fire package.downloaded)
 //
 // Corresponds with HEAD /api/v1/links/{token}/files/{file_id} (the `HeadLinkFile` operationId).
-func (c *Client) HeadLinkFile(ctx context.Context, token string, fileId openapi_types.UUID, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewHeadLinkFileRequest(c.Server, token, fileId)
+func (c *Client) HeadLinkFile(ctx context.Context, token string, fileId openapi_types.UUID, params *HeadLinkFileParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewHeadLinkFileRequest(c.Server, token, fileId, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// UnlockLinkWithBody Unlock a password-protected link
+//
+// The right password answers a grant for this link alone, also set as the `shipfile_link` cookie
+// (HttpOnly, SameSite=Lax, 12 h). A dead link answers 410 before any password is checked. A wrong
+// password answers 401 and is audited (`link.unlock_failed`); after 5 wrong ones for one link within
+// 15 minutes, unlock answers 429 with `Retry-After` for the rest of that window, whatever the password.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /api/v1/links/{token}/unlock (the `UnlockLink` operationId).
+func (c *Client) UnlockLinkWithBody(ctx context.Context, token string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewUnlockLinkRequestWithBody(c.Server, token, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// UnlockLink Unlock a password-protected link
+//
+// The right password answers a grant for this link alone, also set as the `shipfile_link` cookie
+// (HttpOnly, SameSite=Lax, 12 h). A dead link answers 410 before any password is checked. A wrong
+// password answers 401 and is audited (`link.unlock_failed`); after 5 wrong ones for one link within
+// 15 minutes, unlock answers 429 with `Retry-After` for the rest of that window, whatever the password.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /api/v1/links/{token}/unlock (the `UnlockLink` operationId).
+func (c *Client) UnlockLink(ctx context.Context, token string, body UnlockLinkJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewUnlockLinkRequest(c.Server, token, body)
 	if err != nil {
 		return nil, err
 	}
@@ -1920,6 +2131,46 @@ func (c *Client) DeletePackage(ctx context.Context, id openapi_types.UUID, reqEd
 // Corresponds with GET /api/v1/packages/{id} (the `GetPackage` operationId).
 func (c *Client) GetPackage(ctx context.Context, id openapi_types.UUID, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewGetPackageRequest(c.Server, id)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// UpdatePackageWithBody Edit a draft or active package (owner or admin)
+//
+// Changes `title`, `note`, `recipient_name`, `expires_at`, `password`, `max_downloads` and `notify_owner`.
+// Another state answers 409. A new password, or `null`, ends every grant of the link at once.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with PATCH /api/v1/packages/{id} (the `UpdatePackage` operationId).
+func (c *Client) UpdatePackageWithBody(ctx context.Context, id openapi_types.UUID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewUpdatePackageRequestWithBody(c.Server, id, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// UpdatePackage Edit a draft or active package (owner or admin)
+//
+// Changes `title`, `note`, `recipient_name`, `expires_at`, `password`, `max_downloads` and `notify_owner`.
+// Another state answers 409. A new password, or `null`, ends every grant of the link at once.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with PATCH /api/v1/packages/{id} (the `UpdatePackage` operationId).
+func (c *Client) UpdatePackage(ctx context.Context, id openapi_types.UUID, body UpdatePackageJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewUpdatePackageRequest(c.Server, id, body)
 	if err != nil {
 		return nil, err
 	}
@@ -2641,7 +2892,7 @@ func NewGetHealthRequest(server string) (*http.Request, error) {
 }
 
 // NewGetLinkRequest constructs an http.Request for the GetLink method
-func NewGetLinkRequest(server string, token string) (*http.Request, error) {
+func NewGetLinkRequest(server string, token string, params *GetLinkParams) (*http.Request, error) {
 	var err error
 
 	var pathParam0 string
@@ -2671,11 +2922,26 @@ func NewGetLinkRequest(server string, token string) (*http.Request, error) {
 		return nil, err
 	}
 
+	if params != nil {
+
+		if params.LinkGrantHeader != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Shipfile-Link-Grant", *params.LinkGrantHeader, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Shipfile-Link-Grant", headerParam0)
+		}
+
+	}
+
 	return req, nil
 }
 
 // NewDownloadLinkArchiveRequest constructs an http.Request for the DownloadLinkArchive method
-func NewDownloadLinkArchiveRequest(server string, token string) (*http.Request, error) {
+func NewDownloadLinkArchiveRequest(server string, token string, params *DownloadLinkArchiveParams) (*http.Request, error) {
 	var err error
 
 	var pathParam0 string
@@ -2705,11 +2971,26 @@ func NewDownloadLinkArchiveRequest(server string, token string) (*http.Request, 
 		return nil, err
 	}
 
+	if params != nil {
+
+		if params.LinkGrantHeader != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Shipfile-Link-Grant", *params.LinkGrantHeader, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Shipfile-Link-Grant", headerParam0)
+		}
+
+	}
+
 	return req, nil
 }
 
 // NewUploadLinkFileRequestWithBody constructs an http.Request for the UploadLinkFile method, with any body, and a specified content type
-func NewUploadLinkFileRequestWithBody(server string, token string, contentType string, body io.Reader) (*http.Request, error) {
+func NewUploadLinkFileRequestWithBody(server string, token string, params *UploadLinkFileParams, contentType string, body io.Reader) (*http.Request, error) {
 	var err error
 
 	var pathParam0 string
@@ -2741,11 +3022,26 @@ func NewUploadLinkFileRequestWithBody(server string, token string, contentType s
 
 	req.Header.Add("Content-Type", contentType)
 
+	if params != nil {
+
+		if params.LinkGrantHeader != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Shipfile-Link-Grant", *params.LinkGrantHeader, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Shipfile-Link-Grant", headerParam0)
+		}
+
+	}
+
 	return req, nil
 }
 
 // NewDownloadLinkFileRequest constructs an http.Request for the DownloadLinkFile method
-func NewDownloadLinkFileRequest(server string, token string, fileId openapi_types.UUID) (*http.Request, error) {
+func NewDownloadLinkFileRequest(server string, token string, fileId openapi_types.UUID, params *DownloadLinkFileParams) (*http.Request, error) {
 	var err error
 
 	var pathParam0 string
@@ -2782,11 +3078,26 @@ func NewDownloadLinkFileRequest(server string, token string, fileId openapi_type
 		return nil, err
 	}
 
+	if params != nil {
+
+		if params.LinkGrantHeader != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Shipfile-Link-Grant", *params.LinkGrantHeader, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Shipfile-Link-Grant", headerParam0)
+		}
+
+	}
+
 	return req, nil
 }
 
 // NewHeadLinkFileRequest constructs an http.Request for the HeadLinkFile method
-func NewHeadLinkFileRequest(server string, token string, fileId openapi_types.UUID) (*http.Request, error) {
+func NewHeadLinkFileRequest(server string, token string, fileId openapi_types.UUID, params *HeadLinkFileParams) (*http.Request, error) {
 	var err error
 
 	var pathParam0 string
@@ -2822,6 +3133,68 @@ func NewHeadLinkFileRequest(server string, token string, fileId openapi_types.UU
 	if err != nil {
 		return nil, err
 	}
+
+	if params != nil {
+
+		if params.LinkGrantHeader != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Shipfile-Link-Grant", *params.LinkGrantHeader, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Shipfile-Link-Grant", headerParam0)
+		}
+
+	}
+
+	return req, nil
+}
+
+// NewUnlockLinkRequest calls the generic UnlockLink builder with application/json body
+func NewUnlockLinkRequest(server string, token string, body UnlockLinkJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewUnlockLinkRequestWithBody(server, token, "application/json", bodyReader)
+}
+
+// NewUnlockLinkRequestWithBody constructs an http.Request for the UnlockLink method, with any body, and a specified content type
+func NewUnlockLinkRequestWithBody(server string, token string, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "token", token, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/v1/links/%s/unlock", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
 
 	return req, nil
 }
@@ -3175,6 +3548,53 @@ func NewGetPackageRequest(server string, id openapi_types.UUID) (*http.Request, 
 	if err != nil {
 		return nil, err
 	}
+
+	return req, nil
+}
+
+// NewUpdatePackageRequest calls the generic UpdatePackage builder with application/json body
+func NewUpdatePackageRequest(server string, id openapi_types.UUID, body UpdatePackageJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewUpdatePackageRequestWithBody(server, id, "application/json", bodyReader)
+}
+
+// NewUpdatePackageRequestWithBody constructs an http.Request for the UpdatePackage method, with any body, and a specified content type
+func NewUpdatePackageRequestWithBody(server string, id openapi_types.UUID, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: "uuid"})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/v1/packages/%s", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPatch, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
 
 	return req, nil
 }
@@ -3586,41 +4006,68 @@ type ClientWithResponsesInterface interface {
 	// Returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with GET /api/v1/links/{token} (the `GetLink` operationId).
-	GetLinkWithResponse(ctx context.Context, token string, reqEditors ...RequestEditorFn) (*GetLinkResponse, error)
+	GetLinkWithResponse(ctx context.Context, token string, params *GetLinkParams, reqEditors ...RequestEditorFn) (*GetLinkResponse, error)
 
 	// DownloadLinkArchiveWithResponse All files of the package as one streamed zip
 	//
-	// Fires `package.downloaded` with `file_id` null and `filename` the zip's name.
+	// Fires `package.downloaded` with `file_id` null and `filename` the zip's name. Takes one download of
+	// each file in it; files that reached `max_downloads` are left out (410 when that is every file).
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with GET /api/v1/links/{token}/archive (the `DownloadLinkArchive` operationId).
-	DownloadLinkArchiveWithResponse(ctx context.Context, token string, reqEditors ...RequestEditorFn) (*DownloadLinkArchiveResponse, error)
+	DownloadLinkArchiveWithResponse(ctx context.Context, token string, params *DownloadLinkArchiveParams, reqEditors ...RequestEditorFn) (*DownloadLinkArchiveResponse, error)
 
 	// UploadLinkFileWithBodyWithResponse Upload a file to an active inbound package through its link
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with POST /api/v1/links/{token}/files (the `UploadLinkFile` operationId).
-	UploadLinkFileWithBodyWithResponse(ctx context.Context, token string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*UploadLinkFileResponse, error)
+	UploadLinkFileWithBodyWithResponse(ctx context.Context, token string, params *UploadLinkFileParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*UploadLinkFileResponse, error)
 
 	// DownloadLinkFileWithResponse Download one file through the link
 	//
 	// Answers with `Content-Disposition: attachment` (with an RFC 6266 `filename*`), `Content-Length`,
 	// `ETag`, `X-Content-Type-Options: nosniff`; `Range` gives 206. Fires `package.downloaded`, except for
-	// a range that starts past byte 0.
+	// a range that starts past byte 0. With `max_downloads`, a whole file or a range from byte 0 takes one of
+	// the file's downloads when it starts (given back when it fails before the last byte); a file with none
+	// left answers 410, and once every file has none the whole link answers 410.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with GET /api/v1/links/{token}/files/{file_id} (the `DownloadLinkFile` operationId).
-	DownloadLinkFileWithResponse(ctx context.Context, token string, fileId openapi_types.UUID, reqEditors ...RequestEditorFn) (*DownloadLinkFileResponse, error)
+	DownloadLinkFileWithResponse(ctx context.Context, token string, fileId openapi_types.UUID, params *DownloadLinkFileParams, reqEditors ...RequestEditorFn) (*DownloadLinkFileResponse, error)
 
 	// HeadLinkFileWithResponse Headers of a file download (does not fire package.downloaded)
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with HEAD /api/v1/links/{token}/files/{file_id} (the `HeadLinkFile` operationId).
-	HeadLinkFileWithResponse(ctx context.Context, token string, fileId openapi_types.UUID, reqEditors ...RequestEditorFn) (*HeadLinkFileResponse, error)
+	HeadLinkFileWithResponse(ctx context.Context, token string, fileId openapi_types.UUID, params *HeadLinkFileParams, reqEditors ...RequestEditorFn) (*HeadLinkFileResponse, error)
+
+	// UnlockLinkWithBodyWithResponse Unlock a password-protected link
+	//
+	// The right password answers a grant for this link alone, also set as the `shipfile_link` cookie
+	// (HttpOnly, SameSite=Lax, 12 h). A dead link answers 410 before any password is checked. A wrong
+	// password answers 401 and is audited (`link.unlock_failed`); after 5 wrong ones for one link within
+	// 15 minutes, unlock answers 429 with `Retry-After` for the rest of that window, whatever the password.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /api/v1/links/{token}/unlock (the `UnlockLink` operationId).
+	UnlockLinkWithBodyWithResponse(ctx context.Context, token string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*UnlockLinkResponse, error)
+
+	// UnlockLinkWithResponse Unlock a password-protected link
+	//
+	// The right password answers a grant for this link alone, also set as the `shipfile_link` cookie
+	// (HttpOnly, SameSite=Lax, 12 h). A dead link answers 410 before any password is checked. A wrong
+	// password answers 401 and is audited (`link.unlock_failed`); after 5 wrong ones for one link within
+	// 15 minutes, unlock answers 429 with `Retry-After` for the rest of that window, whatever the password.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /api/v1/links/{token}/unlock (the `UnlockLink` operationId).
+	UnlockLinkWithResponse(ctx context.Context, token string, body UnlockLinkJSONRequestBody, reqEditors ...RequestEditorFn) (*UnlockLinkResponse, error)
 
 	// GetMeWithResponse The current user
 	//
@@ -3704,6 +4151,26 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with GET /api/v1/packages/{id} (the `GetPackage` operationId).
 	GetPackageWithResponse(ctx context.Context, id openapi_types.UUID, reqEditors ...RequestEditorFn) (*GetPackageResponse, error)
+
+	// UpdatePackageWithBodyWithResponse Edit a draft or active package (owner or admin)
+	//
+	// Changes `title`, `note`, `recipient_name`, `expires_at`, `password`, `max_downloads` and `notify_owner`.
+	// Another state answers 409. A new password, or `null`, ends every grant of the link at once.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with PATCH /api/v1/packages/{id} (the `UpdatePackage` operationId).
+	UpdatePackageWithBodyWithResponse(ctx context.Context, id openapi_types.UUID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*UpdatePackageResponse, error)
+
+	// UpdatePackageWithResponse Edit a draft or active package (owner or admin)
+	//
+	// Changes `title`, `note`, `recipient_name`, `expires_at`, `password`, `max_downloads` and `notify_owner`.
+	// Another state answers 409. A new password, or `null`, ends every grant of the link at once.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with PATCH /api/v1/packages/{id} (the `UpdatePackage` operationId).
+	UpdatePackageWithResponse(ctx context.Context, id openapi_types.UUID, body UpdatePackageJSONRequestBody, reqEditors ...RequestEditorFn) (*UpdatePackageResponse, error)
 
 	// UploadPackageFileWithBodyWithResponse Upload one file to a draft (streamed to storage)
 	//
@@ -4971,6 +5438,8 @@ type GetLinkResponse struct {
 	HTTPResponse *http.Response
 	// JSON200 the response for an HTTP 200 `application/json` response
 	JSON200 *LinkPackage
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *LinkLocked
 	// JSON410 the response for an HTTP 410 `application/json` response
 	JSON410 *Gone
 }
@@ -4978,6 +5447,11 @@ type GetLinkResponse struct {
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
 func (r GetLinkResponse) GetJSON200() *LinkPackage {
 	return r.JSON200
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r GetLinkResponse) GetJSON401() *LinkLocked {
+	return r.JSON401
 }
 
 // GetJSON410 returns the response for an HTTP 410 `application/json` response
@@ -5017,8 +5491,15 @@ func (r GetLinkResponse) ContentType() string {
 type DownloadLinkArchiveResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *LinkLocked
 	// JSON410 the response for an HTTP 410 `application/json` response
 	JSON410 *Gone
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r DownloadLinkArchiveResponse) GetJSON401() *LinkLocked {
+	return r.JSON401
 }
 
 // GetJSON410 returns the response for an HTTP 410 `application/json` response
@@ -5062,6 +5543,8 @@ type UploadLinkFileResponse struct {
 	JSON201 *File
 	// JSON400 the response for an HTTP 400 `application/json` response
 	JSON400 *Error
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *LinkLocked
 	// JSON409 the response for an HTTP 409 `application/json` response
 	JSON409 *Conflict
 	// JSON410 the response for an HTTP 410 `application/json` response
@@ -5082,6 +5565,11 @@ func (r UploadLinkFileResponse) GetJSON201() *File {
 // GetJSON400 returns the response for an HTTP 400 `application/json` response
 func (r UploadLinkFileResponse) GetJSON400() *Error {
 	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r UploadLinkFileResponse) GetJSON401() *LinkLocked {
+	return r.JSON401
 }
 
 // GetJSON409 returns the response for an HTTP 409 `application/json` response
@@ -5141,10 +5629,17 @@ func (r UploadLinkFileResponse) ContentType() string {
 type DownloadLinkFileResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *LinkLocked
 	// JSON404 the response for an HTTP 404 `application/json` response
 	JSON404 *NotFound
 	// JSON410 the response for an HTTP 410 `application/json` response
 	JSON410 *Gone
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r DownloadLinkFileResponse) GetJSON401() *LinkLocked {
+	return r.JSON401
 }
 
 // GetJSON404 returns the response for an HTTP 404 `application/json` response
@@ -5214,6 +5709,110 @@ func (r HeadLinkFileResponse) StatusCode() int {
 
 // ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
 func (r HeadLinkFileResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// UnlockLinkResponse200Headers the declared response headers of an HTTP 200 response for UnlockLink
+type UnlockLinkResponse200Headers struct {
+	SetCookie *string
+}
+
+// UnlockLinkResponse429Headers the declared response headers of an HTTP 429 response for UnlockLink
+type UnlockLinkResponse429Headers struct {
+	RetryAfter *int
+}
+
+type UnlockLinkResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *LinkGrant
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Error
+	// JSON409 the response for an HTTP 409 `application/json` response
+	JSON409 *Conflict
+	// JSON410 the response for an HTTP 410 `application/json` response
+	JSON410 *Gone
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *TooLarge
+	// JSON415 the response for an HTTP 415 `application/json` response
+	JSON415 *UnsupportedMediaType
+	// JSON422 the response for an HTTP 422 `application/json` response
+	JSON422 *Invalid
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *Error
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *UnlockLinkResponse200Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *UnlockLinkResponse429Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r UnlockLinkResponse) GetJSON200() *LinkGrant {
+	return r.JSON200
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r UnlockLinkResponse) GetJSON401() *Error {
+	return r.JSON401
+}
+
+// GetJSON409 returns the response for an HTTP 409 `application/json` response
+func (r UnlockLinkResponse) GetJSON409() *Conflict {
+	return r.JSON409
+}
+
+// GetJSON410 returns the response for an HTTP 410 `application/json` response
+func (r UnlockLinkResponse) GetJSON410() *Gone {
+	return r.JSON410
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r UnlockLinkResponse) GetJSON413() *TooLarge {
+	return r.JSON413
+}
+
+// GetJSON415 returns the response for an HTTP 415 `application/json` response
+func (r UnlockLinkResponse) GetJSON415() *UnsupportedMediaType {
+	return r.JSON415
+}
+
+// GetJSON422 returns the response for an HTTP 422 `application/json` response
+func (r UnlockLinkResponse) GetJSON422() *Invalid {
+	return r.JSON422
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r UnlockLinkResponse) GetJSON429() *Error {
+	return r.JSON429
+}
+
+// GetBody returns the raw response body bytes
+func (r UnlockLinkResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r UnlockLinkResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r UnlockLinkResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r UnlockLinkResponse) ContentType() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Header.Get("Content-Type")
 	}
@@ -5877,6 +6476,117 @@ func (r GetPackageResponse) StatusCode() int {
 
 // ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
 func (r GetPackageResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// UpdatePackageResponse401Headers the declared response headers of an HTTP 401 response for UpdatePackage
+type UpdatePackageResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+// UpdatePackageResponse429Headers the declared response headers of an HTTP 429 response for UpdatePackage
+type UpdatePackageResponse429Headers struct {
+	RetryAfter *int
+}
+
+type UpdatePackageResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *Package
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON409 the response for an HTTP 409 `application/json` response
+	JSON409 *Conflict
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *TooLarge
+	// JSON415 the response for an HTTP 415 `application/json` response
+	JSON415 *UnsupportedMediaType
+	// JSON422 the response for an HTTP 422 `application/json` response
+	JSON422 *Invalid
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *TooManyRequests
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *UpdatePackageResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *UpdatePackageResponse429Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r UpdatePackageResponse) GetJSON200() *Package {
+	return r.JSON200
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r UpdatePackageResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r UpdatePackageResponse) GetJSON403() *Forbidden {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r UpdatePackageResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON409 returns the response for an HTTP 409 `application/json` response
+func (r UpdatePackageResponse) GetJSON409() *Conflict {
+	return r.JSON409
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r UpdatePackageResponse) GetJSON413() *TooLarge {
+	return r.JSON413
+}
+
+// GetJSON415 returns the response for an HTTP 415 `application/json` response
+func (r UpdatePackageResponse) GetJSON415() *UnsupportedMediaType {
+	return r.JSON415
+}
+
+// GetJSON422 returns the response for an HTTP 422 `application/json` response
+func (r UpdatePackageResponse) GetJSON422() *Invalid {
+	return r.JSON422
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r UpdatePackageResponse) GetJSON429() *TooManyRequests {
+	return r.JSON429
+}
+
+// GetBody returns the raw response body bytes
+func (r UpdatePackageResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r UpdatePackageResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r UpdatePackageResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r UpdatePackageResponse) ContentType() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Header.Get("Content-Type")
 	}
@@ -6645,8 +7355,8 @@ func (c *ClientWithResponses) GetHealthWithResponse(ctx context.Context, reqEdit
 // Returns a wrapper object for the known response body format(s).
 //
 // Corresponds with GET /api/v1/links/{token} (the `GetLink` operationId).
-func (c *ClientWithResponses) GetLinkWithResponse(ctx context.Context, token string, reqEditors ...RequestEditorFn) (*GetLinkResponse, error) {
-	rsp, err := c.GetLink(ctx, token, reqEditors...)
+func (c *ClientWithResponses) GetLinkWithResponse(ctx context.Context, token string, params *GetLinkParams, reqEditors ...RequestEditorFn) (*GetLinkResponse, error) {
+	rsp, err := c.GetLink(ctx, token, params, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
@@ -6655,13 +7365,14 @@ func (c *ClientWithResponses) GetLinkWithResponse(ctx context.Context, token str
 
 // DownloadLinkArchiveWithResponse All files of the package as one streamed zip
 //
-// Fires `package.downloaded` with `file_id` null and `filename` the zip's name.
+// Fires `package.downloaded` with `file_id` null and `filename` the zip's name. Takes one download of
+// each file in it; files that reached `max_downloads` are left out (410 when that is every file).
 //
 // Returns a wrapper object for the known response body format(s).
 //
 // Corresponds with GET /api/v1/links/{token}/archive (the `DownloadLinkArchive` operationId).
-func (c *ClientWithResponses) DownloadLinkArchiveWithResponse(ctx context.Context, token string, reqEditors ...RequestEditorFn) (*DownloadLinkArchiveResponse, error) {
-	rsp, err := c.DownloadLinkArchive(ctx, token, reqEditors...)
+func (c *ClientWithResponses) DownloadLinkArchiveWithResponse(ctx context.Context, token string, params *DownloadLinkArchiveParams, reqEditors ...RequestEditorFn) (*DownloadLinkArchiveResponse, error) {
+	rsp, err := c.DownloadLinkArchive(ctx, token, params, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
@@ -6673,8 +7384,8 @@ func (c *ClientWithResponses) DownloadLinkArchiveWithResponse(ctx context.Contex
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
 // Corresponds with POST /api/v1/links/{token}/files (the `UploadLinkFile` operationId).
-func (c *ClientWithResponses) UploadLinkFileWithBodyWithResponse(ctx context.Context, token string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*UploadLinkFileResponse, error) {
-	rsp, err := c.UploadLinkFileWithBody(ctx, token, contentType, body, reqEditors...)
+func (c *ClientWithResponses) UploadLinkFileWithBodyWithResponse(ctx context.Context, token string, params *UploadLinkFileParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*UploadLinkFileResponse, error) {
+	rsp, err := c.UploadLinkFileWithBody(ctx, token, params, contentType, body, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
@@ -6685,13 +7396,15 @@ func (c *ClientWithResponses) UploadLinkFileWithBodyWithResponse(ctx context.Con
 //
 // Answers with `Content-Disposition: attachment` (with an RFC 6266 `filename*`), `Content-Length`,
 // `ETag`, `X-Content-Type-Options: nosniff`; `Range` gives 206. Fires `package.downloaded`, except for
-// a range that starts past byte 0.
+// a range that starts past byte 0. With `max_downloads`, a whole file or a range from byte 0 takes one of
+// the file's downloads when it starts (given back when it fails before the last byte); a file with none
+// left answers 410, and once every file has none the whole link answers 410.
 //
 // Returns a wrapper object for the known response body format(s).
 //
 // Corresponds with GET /api/v1/links/{token}/files/{file_id} (the `DownloadLinkFile` operationId).
-func (c *ClientWithResponses) DownloadLinkFileWithResponse(ctx context.Context, token string, fileId openapi_types.UUID, reqEditors ...RequestEditorFn) (*DownloadLinkFileResponse, error) {
-	rsp, err := c.DownloadLinkFile(ctx, token, fileId, reqEditors...)
+func (c *ClientWithResponses) DownloadLinkFileWithResponse(ctx context.Context, token string, fileId openapi_types.UUID, params *DownloadLinkFileParams, reqEditors ...RequestEditorFn) (*DownloadLinkFileResponse, error) {
+	rsp, err := c.DownloadLinkFile(ctx, token, fileId, params, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
@@ -6703,12 +7416,48 @@ func (c *ClientWithResponses) DownloadLinkFileWithResponse(ctx context.Context, 
 // Returns a wrapper object for the known response body format(s).
 //
 // Corresponds with HEAD /api/v1/links/{token}/files/{file_id} (the `HeadLinkFile` operationId).
-func (c *ClientWithResponses) HeadLinkFileWithResponse(ctx context.Context, token string, fileId openapi_types.UUID, reqEditors ...RequestEditorFn) (*HeadLinkFileResponse, error) {
-	rsp, err := c.HeadLinkFile(ctx, token, fileId, reqEditors...)
+func (c *ClientWithResponses) HeadLinkFileWithResponse(ctx context.Context, token string, fileId openapi_types.UUID, params *HeadLinkFileParams, reqEditors ...RequestEditorFn) (*HeadLinkFileResponse, error) {
+	rsp, err := c.HeadLinkFile(ctx, token, fileId, params, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
 	return ParseHeadLinkFileResponse(rsp)
+}
+
+// UnlockLinkWithBodyWithResponse Unlock a password-protected link
+//
+// The right password answers a grant for this link alone, also set as the `shipfile_link` cookie
+// (HttpOnly, SameSite=Lax, 12 h). A dead link answers 410 before any password is checked. A wrong
+// password answers 401 and is audited (`link.unlock_failed`); after 5 wrong ones for one link within
+// 15 minutes, unlock answers 429 with `Retry-After` for the rest of that window, whatever the password.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /api/v1/links/{token}/unlock (the `UnlockLink` operationId).
+func (c *ClientWithResponses) UnlockLinkWithBodyWithResponse(ctx context.Context, token string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*UnlockLinkResponse, error) {
+	rsp, err := c.UnlockLinkWithBody(ctx, token, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseUnlockLinkResponse(rsp)
+}
+
+// UnlockLinkWithResponse Unlock a password-protected link
+//
+// The right password answers a grant for this link alone, also set as the `shipfile_link` cookie
+// (HttpOnly, SameSite=Lax, 12 h). A dead link answers 410 before any password is checked. A wrong
+// password answers 401 and is audited (`link.unlock_failed`); after 5 wrong ones for one link within
+// 15 minutes, unlock answers 429 with `Retry-After` for the rest of that window, whatever the password.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /api/v1/links/{token}/unlock (the `UnlockLink` operationId).
+func (c *ClientWithResponses) UnlockLinkWithResponse(ctx context.Context, token string, body UnlockLinkJSONRequestBody, reqEditors ...RequestEditorFn) (*UnlockLinkResponse, error) {
+	rsp, err := c.UnlockLink(ctx, token, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseUnlockLinkResponse(rsp)
 }
 
 // GetMeWithResponse The current user
@@ -6858,6 +7607,38 @@ func (c *ClientWithResponses) GetPackageWithResponse(ctx context.Context, id ope
 		return nil, err
 	}
 	return ParseGetPackageResponse(rsp)
+}
+
+// UpdatePackageWithBodyWithResponse Edit a draft or active package (owner or admin)
+//
+// Changes `title`, `note`, `recipient_name`, `expires_at`, `password`, `max_downloads` and `notify_owner`.
+// Another state answers 409. A new password, or `null`, ends every grant of the link at once.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with PATCH /api/v1/packages/{id} (the `UpdatePackage` operationId).
+func (c *ClientWithResponses) UpdatePackageWithBodyWithResponse(ctx context.Context, id openapi_types.UUID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*UpdatePackageResponse, error) {
+	rsp, err := c.UpdatePackageWithBody(ctx, id, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseUpdatePackageResponse(rsp)
+}
+
+// UpdatePackageWithResponse Edit a draft or active package (owner or admin)
+//
+// Changes `title`, `note`, `recipient_name`, `expires_at`, `password`, `max_downloads` and `notify_owner`.
+// Another state answers 409. A new password, or `null`, ends every grant of the link at once.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with PATCH /api/v1/packages/{id} (the `UpdatePackage` operationId).
+func (c *ClientWithResponses) UpdatePackageWithResponse(ctx context.Context, id openapi_types.UUID, body UpdatePackageJSONRequestBody, reqEditors ...RequestEditorFn) (*UpdatePackageResponse, error) {
+	rsp, err := c.UpdatePackage(ctx, id, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseUpdatePackageResponse(rsp)
 }
 
 // UploadPackageFileWithBodyWithResponse Upload one file to a draft (streamed to storage)
@@ -8066,6 +8847,13 @@ func ParseGetLinkResponse(rsp *http.Response) (*GetLinkResponse, error) {
 		}
 		response.JSON200 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest LinkLocked
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 410:
 		var dest Gone
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -8092,6 +8880,13 @@ func ParseDownloadLinkArchiveResponse(rsp *http.Response) (*DownloadLinkArchiveR
 	}
 
 	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest LinkLocked
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 410:
 		var dest Gone
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -8131,6 +8926,13 @@ func ParseUploadLinkFileResponse(rsp *http.Response) (*UploadLinkFileResponse, e
 			return nil, err
 		}
 		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest LinkLocked
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
 		var dest Conflict
@@ -8189,6 +8991,13 @@ func ParseDownloadLinkFileResponse(rsp *http.Response) (*DownloadLinkFileRespons
 	case rsp.StatusCode == 206:
 		break // No content-type
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest LinkLocked
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
 		var dest NotFound
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -8219,6 +9028,104 @@ func ParseHeadLinkFileResponse(rsp *http.Response) (*HeadLinkFileResponse, error
 	response := &HeadLinkFileResponse{
 		Body:         bodyBytes,
 		HTTPResponse: rsp,
+	}
+
+	return response, nil
+}
+
+// ParseUnlockLinkResponse parses an HTTP response from a UnlockLinkWithResponse call
+func ParseUnlockLinkResponse(rsp *http.Response) (*UnlockLinkResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &UnlockLinkResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest LinkGrant
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Conflict
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 410:
+		var dest Gone
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON410 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest TooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest UnsupportedMediaType
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON415 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest Invalid
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON422 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers UnlockLinkResponse200Headers
+		if values := rsp.Header.Values("Set-Cookie"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Set-Cookie", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.SetCookie = &value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 429:
+		var headers UnlockLinkResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
 	}
 
 	return response, nil
@@ -8817,6 +9724,111 @@ func ParseGetPackageResponse(rsp *http.Response) (*GetPackageResponse, error) {
 		response.Headers401 = &headers
 	case rsp.StatusCode == 429:
 		var headers GetPackageResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseUpdatePackageResponse parses an HTTP response from a UpdatePackageWithResponse call
+func ParseUpdatePackageResponse(rsp *http.Response) (*UpdatePackageResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &UpdatePackageResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest Package
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Conflict
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest TooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest UnsupportedMediaType
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON415 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest Invalid
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON422 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers UpdatePackageResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers UpdatePackageResponse429Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {

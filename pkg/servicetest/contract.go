@@ -176,6 +176,9 @@ func (c *Contract) Check(req *http.Request, status int, header http.Header, body
 		}
 		return c.checkError(body)
 	}
+	// A file's bytes come with the file's own Content-Type (text/plain, image/png, …),
+	// documented as a binary body: the status and the headers are checked, not the body.
+	binary := !isJSON(header.Get("Content-Type")) && documentsBinary(route.Operation, status)
 	in := &openapi3filter.ResponseValidationInput{
 		RequestValidationInput: &openapi3filter.RequestValidationInput{
 			Request: req, PathParams: params, Route: route,
@@ -186,6 +189,7 @@ func (c *Contract) Check(req *http.Request, status int, header http.Header, body
 		Body:   io.NopCloser(bytes.NewReader(body)),
 		Options: &openapi3filter.Options{
 			IncludeResponseStatus:   true,
+			ExcludeResponseBody:     binary,
 			MultiError:              true,
 			SchemaValidationOptions: []openapi3.SchemaValidationOption{openapi3.EnableFormatValidation()},
 		},
@@ -195,6 +199,28 @@ func (c *Contract) Check(req *http.Request, status int, header http.Header, body
 			req.Method, req.URL.Path, route.Operation.OperationID, status, err)
 	}
 	return nil
+}
+
+// isJSON reports whether a Content-Type is JSON (application/json, application/problem+json).
+func isJSON(contentType string) bool {
+	mt, _, _ := strings.Cut(contentType, ";")
+	mt = strings.TrimSpace(strings.ToLower(mt))
+	return mt == "application/json" || strings.HasSuffix(mt, "+json")
+}
+
+// documentsBinary reports whether op's answer with status has a body of binary string
+// schema (a file download) in some media type.
+func documentsBinary(op *openapi3.Operation, status int) bool {
+	r := op.Responses.Status(status)
+	if r == nil || r.Value == nil {
+		return false
+	}
+	for _, mt := range r.Value.Content {
+		if mt.Schema != nil && mt.Schema.Value != nil && mt.Schema.Value.Format == "binary" {
+			return true
+		}
+	}
+	return false
 }
 
 // checkError validates body against components.schemas.Error.

@@ -27,7 +27,7 @@ import (
 
 var allStates = []State{StateDraft, StateActive, StateRevoked, StateExpired}
 
-var allOps = []Op{OpOwnerUpload, OpRemoveFile, OpFinalize, OpRecipientUpload, OpRevoke, OpUseLink, OpOwnerDownload}
+var allOps = []Op{OpOwnerUpload, OpRemoveFile, OpFinalize, OpRecipientUpload, OpRevoke, OpUseLink, OpOwnerDownload, OpEdit}
 
 // TestUnitStateTable checks every state × operation of apply against the table of
 // SPEC.md "Packages", written out here on its own: what is allowed, and the state it
@@ -42,6 +42,12 @@ func TestUnitStateTable(t *testing.T) {
 		OpRevoke:          {StateActive: StateRevoked},
 		OpUseLink:         {StateActive: StateActive},
 		OpOwnerDownload:   {StateDraft: StateDraft, StateActive: StateActive, StateRevoked: StateRevoked},
+		OpEdit:            {StateDraft: StateDraft, StateActive: StateActive},
+	}
+	for op := range transitions {
+		if _, ok := allowed[op]; !ok || !slices.Contains(allOps, op) {
+			t.Errorf("operation %q of the state table is not in this test: add its row", op)
+		}
 	}
 	now := time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC)
 	for _, op := range allOps {
@@ -190,6 +196,49 @@ func (s *fakeStore) AddFile(_ context.Context, f File, fn func(p *Package) (Effe
 		delete(s.reserved, f.ObjectKey) // the file row ends the reservation
 	}
 	return p, err
+}
+
+// TakeDownload counts one download of a file unless limit (nil: none) is reached.
+func (s *fakeStore) TakeDownload(_ context.Context, id, fileID uuid.UUID, limit *int) (bool, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for i, f := range s.files[id] {
+		if f.ID == fileID {
+			if limit != nil && f.DownloadCount >= *limit {
+				return false, nil
+			}
+			s.files[id][i].DownloadCount++
+			return true, nil
+		}
+	}
+	return false, NotFound("file")
+}
+
+func (s *fakeStore) TakeArchiveDownloads(ctx context.Context, id uuid.UUID, fileIDs []uuid.UUID, limit *int) ([]uuid.UUID, error) {
+	var taken []uuid.UUID
+	for _, fid := range fileIDs {
+		ok, err := s.TakeDownload(ctx, id, fid, limit)
+		if err != nil {
+			return nil, err
+		}
+		if ok {
+			taken = append(taken, fid)
+		}
+	}
+	return taken, nil
+}
+
+func (s *fakeStore) ReturnDownloads(_ context.Context, fileIDs []uuid.UUID) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for id, files := range s.files {
+		for i, f := range files {
+			if slices.Contains(fileIDs, f.ID) && f.DownloadCount > 0 {
+				s.files[id][i].DownloadCount--
+			}
+		}
+	}
+	return nil
 }
 
 func (s *fakeStore) ReserveObjectKey(_ context.Context, key string) error {
@@ -480,9 +529,10 @@ func TestUnitOperations(t *testing.T) {
 		}},
 		{"download through the link", Outbound, func(f *unitFixture, p Package, link string) error {
 			files, _ := f.store.ListFiles(ctx, p.ID)
-			_, obj, err := f.svc.DownloadViaLink(ctx, link, Client{}, files[0].ID, true)
+			_, obj, finish, err := f.svc.DownloadViaLink(ctx, link, Client{}, files[0].ID, true)
 			if obj != nil {
 				obj.Close()
+				finish(true)
 			}
 			return err
 		}, map[State]result{
@@ -492,7 +542,10 @@ func TestUnitOperations(t *testing.T) {
 			StateExpired: {KindGone, StateActive, nil, nil, []string{"link.invalid"}},
 		}},
 		{"archive through the link", Outbound, func(f *unitFixture, _ Package, link string) error {
-			_, _, _, err := f.svc.ArchiveViaLink(ctx, link, Client{})
+			_, _, _, finish, err := f.svc.ArchiveViaLink(ctx, link, Client{})
+			if finish != nil {
+				finish(true)
+			}
 			return err
 		}, map[State]result{
 			StateDraft:   {KindGone, StateDraft, nil, nil, []string{"link.invalid"}},

@@ -9,7 +9,9 @@ import (
 	"bytes"
 	"context"
 	"crypto/rand"
+	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"os"
 	"os/exec"
@@ -146,4 +148,26 @@ func removeBucket(st *storage.Store) {
 		_ = st.Client.RemoveObject(ctx, st.Bucket, obj.Key, removeOpts)
 	}
 	_ = st.Client.RemoveBucket(ctx, st.Bucket)
+}
+
+// postJSON sends a JSON request with the bearer token (none when empty) and decodes the
+// answer; an answer that does not match proto/openapi.yaml fails the test
+// (servicetest.HTTPClient). The generated client (servicetest.APIClient) is the other way.
+func postJSON(t testing.TB, url, token string, body any) (int, map[string]any) {
+	t.Helper()
+	b, _ := json.Marshal(body)
+	req, _ := http.NewRequest("POST", url, bytes.NewReader(b))
+	req.Header.Set("Content-Type", "application/json")
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	resp, err := servicetest.HTTPClient(t).Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var m map[string]any
+	raw, _ := io.ReadAll(resp.Body)
+	_ = json.Unmarshal(raw, &m)
+	return resp.StatusCode, m
 }
