@@ -22,8 +22,9 @@ import (
 	"github.com/shipfile/shipfile/pkg/events/eventsv1"
 )
 
-// dispatcherWorkers is SHIPFILE_WEBHOOK_WORKERS of the dispatchers (the default): the
-// concurrency of one instance, and so of the baseline.
+// dispatcherWorkers is the baseline's concurrency: a subscription's default
+// max_in_flight (16), the former SHIPFILE_WEBHOOK_WORKERS default, kept so that the
+// row's ratios stay comparable with earlier runs.
 const dispatcherWorkers = 16
 
 // dispatchRows: for each instance count of -instances, -events package.created events
@@ -101,9 +102,11 @@ func dispatchRun(ctx context.Context, t testing.TB, c config, bins rig.Bins, rcv
 	s.StartGateway("SHIPFILE_RATE_LIMIT=0")
 	js := jetStream(t, ns.URL)
 	for j := range c.subscriptions {
-		s.API.Must(t, "POST", "/api/v1/admin/webhooks", map[string]any{
-			"url": fmt.Sprintf("%s/%sh%d", rcv.URL, prefix, j+1), "events": []string{events.TypePackageCreated},
-		}, http.StatusCreated)
+		sub := map[string]any{"url": fmt.Sprintf("%s/%sh%d", rcv.URL, prefix, j+1), "events": []string{events.TypePackageCreated}}
+		if c.maxInFlight > 0 {
+			sub["max_in_flight"] = c.maxInFlight
+		}
+		s.API.Must(t, "POST", "/api/v1/admin/webhooks", sub, http.StatusCreated)
 	}
 	// The gateway is only needed for the subscriptions: it stops before the run.
 	s.Gateway.Stop(10 * time.Second)
