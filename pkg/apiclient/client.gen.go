@@ -502,8 +502,17 @@ type CreateUserRole string
 type CreateWebhook struct {
 	Description *string `json:"description,omitempty"`
 
-	// Events Distinct known events (duplicates are collapsed). Leave it out to select all seven.
+	// Events Distinct known events (duplicates are collapsed). Leave it out (or list every one) to select all of
+	// them, those added later included.
 	Events *[]EventType `json:"events,omitempty"`
+
+	// MaxInFlight How many deliveries to this subscription may be under way at once, counted across every dispatcher
+	// instance. A delivery waiting for its next retry does not count. Out of range → 422.
+	MaxInFlight *WebhookMaxInFlight `json:"max_in_flight,omitempty"`
+
+	// RateLimit At most this many deliveries per second to this subscription, across every dispatcher instance; null for
+	// no limit. Out of range → 422.
+	RateLimit *WebhookRateLimit `json:"rate_limit,omitempty"`
 
 	// Url An absolute `http` or `https` URL with a host and without user info. Unless the server runs with
 	// `SHIPFILE_WEBHOOK_ALLOW_PRIVATE=true`, a host that is `localhost` or a literal address the address
@@ -548,13 +557,25 @@ type CreatedWebhook struct {
 	// Example: disabled by an admin
 	DisabledReason *string `json:"disabled_reason"`
 
-	// Events The selected events, in the order of the enum. `webhook.test` is sent on Test whatever the selection.
+	// Events The selected events, in the order of the enum; a subscription that chose all of them (left `events` out,
+	// or listed every one) lists them all here and also gets event types added later. `webhook.test` is sent
+	// on Test whatever the selection.
 	Events []EventType `json:"events"`
 
-	// FailingSince The first failed attempt since the last success; null while deliveries succeed.
+	// FailingSince The first failed attempt since the last success; null while deliveries succeed. Derived from the
+	// attempt log by the dispatcher every few seconds (`SHIPFILE_WEBHOOK_HEALTH_INTERVAL`), as is
+	// `last_success_at`.
 	FailingSince  *time.Time `json:"failing_since"`
 	Id            int64      `json:"id"`
 	LastSuccessAt *time.Time `json:"last_success_at"`
+
+	// MaxInFlight How many deliveries to this subscription may be under way at once, counted across every dispatcher
+	// instance. A delivery waiting for its next retry does not count. Out of range → 422.
+	MaxInFlight WebhookMaxInFlight `json:"max_in_flight"`
+
+	// RateLimit At most this many deliveries per second to this subscription, across every dispatcher instance; null for
+	// no limit. Out of range → 422.
+	RateLimit *WebhookRateLimit `json:"rate_limit"`
 
 	// Secret The signing secret: `whsec_` + standard base64 (with padding) of 32 random bytes. Shown only in the
 	// creation and rotation answers, never again. `X-Service-Signature` is the HMAC-SHA256 keyed by the
@@ -890,7 +911,15 @@ type UpdateWebhook struct {
 	Active      *bool        `json:"active,omitempty"`
 	Description *string      `json:"description,omitempty"`
 	Events      *[]EventType `json:"events,omitempty"`
-	Url         *string      `json:"url,omitempty"`
+
+	// MaxInFlight How many deliveries to this subscription may be under way at once, counted across every dispatcher
+	// instance. A delivery waiting for its next retry does not count. Out of range → 422.
+	MaxInFlight *WebhookMaxInFlight `json:"max_in_flight,omitempty"`
+
+	// RateLimit At most this many deliveries per second to this subscription, across every dispatcher instance; null for
+	// no limit. Out of range → 422.
+	RateLimit *WebhookRateLimit `json:"rate_limit,omitempty"`
+	Url       *string           `json:"url,omitempty"`
 }
 
 // Upload defines model for Upload.
@@ -935,14 +964,26 @@ type Webhook struct {
 	// Example: disabled by an admin
 	DisabledReason *string `json:"disabled_reason"`
 
-	// Events The selected events, in the order of the enum. `webhook.test` is sent on Test whatever the selection.
+	// Events The selected events, in the order of the enum; a subscription that chose all of them (left `events` out,
+	// or listed every one) lists them all here and also gets event types added later. `webhook.test` is sent
+	// on Test whatever the selection.
 	Events []EventType `json:"events"`
 
-	// FailingSince The first failed attempt since the last success; null while deliveries succeed.
+	// FailingSince The first failed attempt since the last success; null while deliveries succeed. Derived from the
+	// attempt log by the dispatcher every few seconds (`SHIPFILE_WEBHOOK_HEALTH_INTERVAL`), as is
+	// `last_success_at`.
 	FailingSince  *time.Time `json:"failing_since"`
 	Id            int64      `json:"id"`
 	LastSuccessAt *time.Time `json:"last_success_at"`
-	UpdatedAt     time.Time  `json:"updated_at"`
+
+	// MaxInFlight How many deliveries to this subscription may be under way at once, counted across every dispatcher
+	// instance. A delivery waiting for its next retry does not count. Out of range → 422.
+	MaxInFlight WebhookMaxInFlight `json:"max_in_flight"`
+
+	// RateLimit At most this many deliveries per second to this subscription, across every dispatcher instance; null for
+	// no limit. Out of range → 422.
+	RateLimit *WebhookRateLimit `json:"rate_limit"`
+	UpdatedAt time.Time         `json:"updated_at"`
 
 	// Url Example: https://hooks.example.com/shipfile
 	Url string `json:"url"`
@@ -993,6 +1034,14 @@ type WebhookAttemptList struct {
 type WebhookList struct {
 	Items []Webhook `json:"items"`
 }
+
+// WebhookMaxInFlight How many deliveries to this subscription may be under way at once, counted across every dispatcher
+// instance. A delivery waiting for its next retry does not count. Out of range → 422.
+type WebhookMaxInFlight = int
+
+// WebhookRateLimit At most this many deliveries per second to this subscription, across every dispatcher instance; null for
+// no limit. Out of range → 422.
+type WebhookRateLimit = int
 
 // WebhookSecret defines model for WebhookSecret.
 type WebhookSecret struct {
