@@ -214,8 +214,9 @@ func startChild(t *testing.T, name string, opts transport.Options, env []string)
 
 // TestAtLeastOnceWhenAnInstanceIsKilled runs two dispatcher processes on shared
 // consumers, SIGKILLs one in the middle of a burst of 50 events, and checks that every
-// delivery still reaches the receiver (at least once) and ends succeeded; the survivor
-// then stops cleanly on SIGTERM.
+// delivery still reaches the receiver (at least once) and ends succeeded, so the
+// killed instance's max_in_flight slots came back; the survivor then stops cleanly on
+// SIGTERM.
 func TestAtLeastOnceWhenAnInstanceIsKilled(t *testing.T) {
 	js := eventstest.Connect(t)
 	streams := webhooktest.NewStreams(t, js)
@@ -223,7 +224,9 @@ func TestAtLeastOnceWhenAnInstanceIsKilled(t *testing.T) {
 	rc := webhooktest.NewReceiver(t, webhooktest.NewSecret(), func(int, webhooktest.Request) webhooktest.Answer {
 		return webhooktest.Answer{Delay: 30 * time.Millisecond}
 	})
-	hook := webhooktest.InsertSubscription(t, pool, webhooktest.Subscription{URL: rc.URL, Secret: rc.Secret})
+	// Two slots across both instances: the killed one dies holding some, which must
+	// come back after the ack wait (2s) or the rest would never be delivered.
+	hook := webhooktest.InsertSubscription(t, pool, webhooktest.Subscription{URL: rc.URL, Secret: rc.Secret, MaxInFlight: 2})
 
 	opts := streams.Options
 	opts.FanoutAckWait = 3 * time.Second // redelivery of the killed instance's events
