@@ -1075,8 +1075,17 @@ type Invalid = Error
 // LinkLocked defines model for LinkLocked.
 type LinkLocked = Error
 
+// LinkTooManyRequests defines model for LinkTooManyRequests.
+type LinkTooManyRequests = Error
+
 // NotFound defines model for NotFound.
 type NotFound = Error
+
+// PasswordBusy defines model for PasswordBusy.
+type PasswordBusy = Error
+
+// RecipientFile defines model for RecipientFile.
+type RecipientFile = Error
 
 // TooLarge defines model for TooLarge.
 type TooLarge = Error
@@ -1089,6 +1098,15 @@ type Unauthorized = Error
 
 // UnsupportedMediaType defines model for UnsupportedMediaType.
 type UnsupportedMediaType = Error
+
+// UploadTooManyRequests defines model for UploadTooManyRequests.
+type UploadTooManyRequests = Error
+
+// UploadTooSlow defines model for UploadTooSlow.
+type UploadTooSlow = Error
+
+// UploadsBusy defines model for UploadsBusy.
+type UploadsBusy = Error
 
 // ListAuditEntriesParams defines parameters for ListAuditEntries.
 type ListAuditEntriesParams struct {
@@ -1281,12 +1299,16 @@ type ClientInterface interface {
 
 	// UpdateUserWithBody Change a user's e-mail, name, role, password or disabled flag (admin)
 	//
+	// Demoting or disabling the last active admin answers 409.
+	//
 	// Takes any type of body and a specified content type.
 	//
 	// Corresponds with PATCH /api/v1/admin/users/{id} (the `UpdateUser` operationId).
 	UpdateUserWithBody(ctx context.Context, id int64, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// UpdateUser Change a user's e-mail, name, role, password or disabled flag (admin)
+	//
+	// Demoting or disabling the last active admin answers 409.
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -1386,7 +1408,8 @@ type ClientInterface interface {
 	// DownloadLinkArchive All files of the package as one streamed zip
 	//
 	// Fires `package.downloaded` with `file_id` null and `filename` the zip's name. Takes one download of
-	// each file in it; files that reached `max_downloads` are left out (410 when that is every file).
+	// each file in it; files that reached `max_downloads` are left out (410 when that is every file). Files
+	// uploaded through the link (an inbound package's) are left out too.
 	//
 	// Corresponds with GET /api/v1/links/{token}/archive (the `DownloadLinkArchive` operationId).
 	DownloadLinkArchive(ctx context.Context, token string, params *DownloadLinkArchiveParams, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -1634,6 +1657,8 @@ func (c *Client) CreateUser(ctx context.Context, body CreateUserJSONRequestBody,
 
 // UpdateUserWithBody Change a user's e-mail, name, role, password or disabled flag (admin)
 //
+// Demoting or disabling the last active admin answers 409.
+//
 // Takes any type of body and a specified content type.
 //
 // Corresponds with PATCH /api/v1/admin/users/{id} (the `UpdateUser` operationId).
@@ -1650,6 +1675,8 @@ func (c *Client) UpdateUserWithBody(ctx context.Context, id int64, contentType s
 }
 
 // UpdateUser Change a user's e-mail, name, role, password or disabled flag (admin)
+//
+// Demoting or disabling the last active admin answers 409.
 //
 // Takes a body of the `application/json` content type.
 //
@@ -1899,7 +1926,8 @@ func (c *Client) GetLink(ctx context.Context, token string, params *GetLinkParam
 // DownloadLinkArchive All files of the package as one streamed zip
 //
 // Fires `package.downloaded` with `file_id` null and `filename` the zip's name. Takes one download of
-// each file in it; files that reached `max_downloads` are left out (410 when that is every file).
+// each file in it; files that reached `max_downloads` are left out (410 when that is every file). Files
+// uploaded through the link (an inbound package's) are left out too.
 //
 // Corresponds with GET /api/v1/links/{token}/archive (the `DownloadLinkArchive` operationId).
 func (c *Client) DownloadLinkArchive(ctx context.Context, token string, params *DownloadLinkArchiveParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -3935,12 +3963,16 @@ type ClientWithResponsesInterface interface {
 
 	// UpdateUserWithBodyWithResponse Change a user's e-mail, name, role, password or disabled flag (admin)
 	//
+	// Demoting or disabling the last active admin answers 409.
+	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with PATCH /api/v1/admin/users/{id} (the `UpdateUser` operationId).
 	UpdateUserWithBodyWithResponse(ctx context.Context, id int64, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*UpdateUserResponse, error)
 
 	// UpdateUserWithResponse Change a user's e-mail, name, role, password or disabled flag (admin)
+	//
+	// Demoting or disabling the last active admin answers 409.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -4060,7 +4092,8 @@ type ClientWithResponsesInterface interface {
 	// DownloadLinkArchiveWithResponse All files of the package as one streamed zip
 	//
 	// Fires `package.downloaded` with `file_id` null and `filename` the zip's name. Takes one download of
-	// each file in it; files that reached `max_downloads` are left out (410 when that is every file).
+	// each file in it; files that reached `max_downloads` are left out (410 when that is every file). Files
+	// uploaded through the link (an inbound package's) are left out too.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -4427,6 +4460,11 @@ type CreateUserResponse429Headers struct {
 	RetryAfter *int
 }
 
+// CreateUserResponse503Headers the declared response headers of an HTTP 503 response for CreateUser
+type CreateUserResponse503Headers struct {
+	RetryAfter *int
+}
+
 type CreateUserResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -4446,10 +4484,14 @@ type CreateUserResponse struct {
 	JSON422 *Invalid
 	// JSON429 the response for an HTTP 429 `application/json` response
 	JSON429 *TooManyRequests
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *PasswordBusy
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *CreateUserResponse401Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *CreateUserResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *CreateUserResponse503Headers
 }
 
 // GetJSON201 returns the response for an HTTP 201 `application/json` response
@@ -4492,6 +4534,11 @@ func (r CreateUserResponse) GetJSON429() *TooManyRequests {
 	return r.JSON429
 }
 
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r CreateUserResponse) GetJSON503() *PasswordBusy {
+	return r.JSON503
+}
+
 // GetBody returns the raw response body bytes
 func (r CreateUserResponse) GetBody() []byte {
 	return r.Body
@@ -4531,6 +4578,11 @@ type UpdateUserResponse429Headers struct {
 	RetryAfter *int
 }
 
+// UpdateUserResponse503Headers the declared response headers of an HTTP 503 response for UpdateUser
+type UpdateUserResponse503Headers struct {
+	RetryAfter *int
+}
+
 type UpdateUserResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -4552,10 +4604,14 @@ type UpdateUserResponse struct {
 	JSON422 *Invalid
 	// JSON429 the response for an HTTP 429 `application/json` response
 	JSON429 *TooManyRequests
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *PasswordBusy
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *UpdateUserResponse401Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *UpdateUserResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *UpdateUserResponse503Headers
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -4601,6 +4657,11 @@ func (r UpdateUserResponse) GetJSON422() *Invalid {
 // GetJSON429 returns the response for an HTTP 429 `application/json` response
 func (r UpdateUserResponse) GetJSON429() *TooManyRequests {
 	return r.JSON429
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r UpdateUserResponse) GetJSON503() *PasswordBusy {
+	return r.JSON503
 }
 
 // GetBody returns the raw response body bytes
@@ -5482,6 +5543,11 @@ func (r GetHealthResponse) ContentType() string {
 	return ""
 }
 
+// GetLinkResponse429Headers the declared response headers of an HTTP 429 response for GetLink
+type GetLinkResponse429Headers struct {
+	RetryAfter *int
+}
+
 type GetLinkResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -5491,6 +5557,10 @@ type GetLinkResponse struct {
 	JSON401 *LinkLocked
 	// JSON410 the response for an HTTP 410 `application/json` response
 	JSON410 *Gone
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *LinkTooManyRequests
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *GetLinkResponse429Headers
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -5506,6 +5576,11 @@ func (r GetLinkResponse) GetJSON401() *LinkLocked {
 // GetJSON410 returns the response for an HTTP 410 `application/json` response
 func (r GetLinkResponse) GetJSON410() *Gone {
 	return r.JSON410
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r GetLinkResponse) GetJSON429() *LinkTooManyRequests {
+	return r.JSON429
 }
 
 // GetBody returns the raw response body bytes
@@ -5537,6 +5612,11 @@ func (r GetLinkResponse) ContentType() string {
 	return ""
 }
 
+// DownloadLinkArchiveResponse429Headers the declared response headers of an HTTP 429 response for DownloadLinkArchive
+type DownloadLinkArchiveResponse429Headers struct {
+	RetryAfter *int
+}
+
 type DownloadLinkArchiveResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -5544,6 +5624,10 @@ type DownloadLinkArchiveResponse struct {
 	JSON401 *LinkLocked
 	// JSON410 the response for an HTTP 410 `application/json` response
 	JSON410 *Gone
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *LinkTooManyRequests
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *DownloadLinkArchiveResponse429Headers
 }
 
 // GetJSON401 returns the response for an HTTP 401 `application/json` response
@@ -5554,6 +5638,11 @@ func (r DownloadLinkArchiveResponse) GetJSON401() *LinkLocked {
 // GetJSON410 returns the response for an HTTP 410 `application/json` response
 func (r DownloadLinkArchiveResponse) GetJSON410() *Gone {
 	return r.JSON410
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r DownloadLinkArchiveResponse) GetJSON429() *LinkTooManyRequests {
+	return r.JSON429
 }
 
 // GetBody returns the raw response body bytes
@@ -5585,6 +5674,16 @@ func (r DownloadLinkArchiveResponse) ContentType() string {
 	return ""
 }
 
+// UploadLinkFileResponse429Headers the declared response headers of an HTTP 429 response for UploadLinkFile
+type UploadLinkFileResponse429Headers struct {
+	RetryAfter *int
+}
+
+// UploadLinkFileResponse503Headers the declared response headers of an HTTP 503 response for UploadLinkFile
+type UploadLinkFileResponse503Headers struct {
+	RetryAfter *int
+}
+
 type UploadLinkFileResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -5594,6 +5693,8 @@ type UploadLinkFileResponse struct {
 	JSON400 *Error
 	// JSON401 the response for an HTTP 401 `application/json` response
 	JSON401 *LinkLocked
+	// JSON408 the response for an HTTP 408 `application/json` response
+	JSON408 *UploadTooSlow
 	// JSON409 the response for an HTTP 409 `application/json` response
 	JSON409 *Conflict
 	// JSON410 the response for an HTTP 410 `application/json` response
@@ -5604,6 +5705,14 @@ type UploadLinkFileResponse struct {
 	JSON415 *UnsupportedMediaType
 	// JSON422 the response for an HTTP 422 `application/json` response
 	JSON422 *Invalid
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *LinkTooManyRequests
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *UploadsBusy
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *UploadLinkFileResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *UploadLinkFileResponse503Headers
 }
 
 // GetJSON201 returns the response for an HTTP 201 `application/json` response
@@ -5619,6 +5728,11 @@ func (r UploadLinkFileResponse) GetJSON400() *Error {
 // GetJSON401 returns the response for an HTTP 401 `application/json` response
 func (r UploadLinkFileResponse) GetJSON401() *LinkLocked {
 	return r.JSON401
+}
+
+// GetJSON408 returns the response for an HTTP 408 `application/json` response
+func (r UploadLinkFileResponse) GetJSON408() *UploadTooSlow {
+	return r.JSON408
 }
 
 // GetJSON409 returns the response for an HTTP 409 `application/json` response
@@ -5644,6 +5758,16 @@ func (r UploadLinkFileResponse) GetJSON415() *UnsupportedMediaType {
 // GetJSON422 returns the response for an HTTP 422 `application/json` response
 func (r UploadLinkFileResponse) GetJSON422() *Invalid {
 	return r.JSON422
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r UploadLinkFileResponse) GetJSON429() *LinkTooManyRequests {
+	return r.JSON429
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r UploadLinkFileResponse) GetJSON503() *UploadsBusy {
+	return r.JSON503
 }
 
 // GetBody returns the raw response body bytes
@@ -5675,20 +5799,36 @@ func (r UploadLinkFileResponse) ContentType() string {
 	return ""
 }
 
+// DownloadLinkFileResponse429Headers the declared response headers of an HTTP 429 response for DownloadLinkFile
+type DownloadLinkFileResponse429Headers struct {
+	RetryAfter *int
+}
+
 type DownloadLinkFileResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
 	// JSON401 the response for an HTTP 401 `application/json` response
 	JSON401 *LinkLocked
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *RecipientFile
 	// JSON404 the response for an HTTP 404 `application/json` response
 	JSON404 *NotFound
 	// JSON410 the response for an HTTP 410 `application/json` response
 	JSON410 *Gone
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *LinkTooManyRequests
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *DownloadLinkFileResponse429Headers
 }
 
 // GetJSON401 returns the response for an HTTP 401 `application/json` response
 func (r DownloadLinkFileResponse) GetJSON401() *LinkLocked {
 	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r DownloadLinkFileResponse) GetJSON403() *RecipientFile {
+	return r.JSON403
 }
 
 // GetJSON404 returns the response for an HTTP 404 `application/json` response
@@ -5699,6 +5839,11 @@ func (r DownloadLinkFileResponse) GetJSON404() *NotFound {
 // GetJSON410 returns the response for an HTTP 410 `application/json` response
 func (r DownloadLinkFileResponse) GetJSON410() *Gone {
 	return r.JSON410
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r DownloadLinkFileResponse) GetJSON429() *LinkTooManyRequests {
+	return r.JSON429
 }
 
 // GetBody returns the raw response body bytes
@@ -6652,6 +6797,11 @@ type UploadPackageFileResponse429Headers struct {
 	RetryAfter *int
 }
 
+// UploadPackageFileResponse503Headers the declared response headers of an HTTP 503 response for UploadPackageFile
+type UploadPackageFileResponse503Headers struct {
+	RetryAfter *int
+}
+
 type UploadPackageFileResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -6665,6 +6815,8 @@ type UploadPackageFileResponse struct {
 	JSON403 *Forbidden
 	// JSON404 the response for an HTTP 404 `application/json` response
 	JSON404 *NotFound
+	// JSON408 the response for an HTTP 408 `application/json` response
+	JSON408 *UploadTooSlow
 	// JSON409 the response for an HTTP 409 `application/json` response
 	JSON409 *Conflict
 	// JSON413 the response for an HTTP 413 `application/json` response
@@ -6674,11 +6826,15 @@ type UploadPackageFileResponse struct {
 	// JSON422 the response for an HTTP 422 `application/json` response
 	JSON422 *Invalid
 	// JSON429 the response for an HTTP 429 `application/json` response
-	JSON429 *TooManyRequests
+	JSON429 *UploadTooManyRequests
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *UploadsBusy
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *UploadPackageFileResponse401Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *UploadPackageFileResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *UploadPackageFileResponse503Headers
 }
 
 // GetJSON201 returns the response for an HTTP 201 `application/json` response
@@ -6706,6 +6862,11 @@ func (r UploadPackageFileResponse) GetJSON404() *NotFound {
 	return r.JSON404
 }
 
+// GetJSON408 returns the response for an HTTP 408 `application/json` response
+func (r UploadPackageFileResponse) GetJSON408() *UploadTooSlow {
+	return r.JSON408
+}
+
 // GetJSON409 returns the response for an HTTP 409 `application/json` response
 func (r UploadPackageFileResponse) GetJSON409() *Conflict {
 	return r.JSON409
@@ -6727,8 +6888,13 @@ func (r UploadPackageFileResponse) GetJSON422() *Invalid {
 }
 
 // GetJSON429 returns the response for an HTTP 429 `application/json` response
-func (r UploadPackageFileResponse) GetJSON429() *TooManyRequests {
+func (r UploadPackageFileResponse) GetJSON429() *UploadTooManyRequests {
 	return r.JSON429
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r UploadPackageFileResponse) GetJSON503() *UploadsBusy {
+	return r.JSON503
 }
 
 // GetBody returns the raw response body bytes
@@ -7194,6 +7360,8 @@ func (c *ClientWithResponses) CreateUserWithResponse(ctx context.Context, body C
 
 // UpdateUserWithBodyWithResponse Change a user's e-mail, name, role, password or disabled flag (admin)
 //
+// Demoting or disabling the last active admin answers 409.
+//
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
 // Corresponds with PATCH /api/v1/admin/users/{id} (the `UpdateUser` operationId).
@@ -7206,6 +7374,8 @@ func (c *ClientWithResponses) UpdateUserWithBodyWithResponse(ctx context.Context
 }
 
 // UpdateUserWithResponse Change a user's e-mail, name, role, password or disabled flag (admin)
+//
+// Demoting or disabling the last active admin answers 409.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
@@ -7415,7 +7585,8 @@ func (c *ClientWithResponses) GetLinkWithResponse(ctx context.Context, token str
 // DownloadLinkArchiveWithResponse All files of the package as one streamed zip
 //
 // Fires `package.downloaded` with `file_id` null and `filename` the zip's name. Takes one download of
-// each file in it; files that reached `max_downloads` are left out (410 when that is every file).
+// each file in it; files that reached `max_downloads` are left out (410 when that is every file). Files
+// uploaded through the link (an inbound package's) are left out too.
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -7976,6 +8147,13 @@ func ParseCreateUserResponse(rsp *http.Response) (*CreateUserResponse, error) {
 		}
 		response.JSON429 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest PasswordBusy
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
 	}
 
 	switch {
@@ -7999,6 +8177,16 @@ func ParseCreateUserResponse(rsp *http.Response) (*CreateUserResponse, error) {
 			headers.RetryAfter = &value
 		}
 		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers CreateUserResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
 	}
 
 	return response, nil
@@ -8081,6 +8269,13 @@ func ParseUpdateUserResponse(rsp *http.Response) (*UpdateUserResponse, error) {
 		}
 		response.JSON429 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest PasswordBusy
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
 	}
 
 	switch {
@@ -8104,6 +8299,16 @@ func ParseUpdateUserResponse(rsp *http.Response) (*UpdateUserResponse, error) {
 			headers.RetryAfter = &value
 		}
 		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers UpdateUserResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
 	}
 
 	return response, nil
@@ -8910,6 +9115,26 @@ func ParseGetLinkResponse(rsp *http.Response) (*GetLinkResponse, error) {
 		}
 		response.JSON410 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest LinkTooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 429:
+		var headers GetLinkResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
 	}
 
 	return response, nil
@@ -8943,6 +9168,26 @@ func ParseDownloadLinkArchiveResponse(rsp *http.Response) (*DownloadLinkArchiveR
 		}
 		response.JSON410 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest LinkTooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 429:
+		var headers DownloadLinkArchiveResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
 	}
 
 	return response, nil
@@ -8983,6 +9228,13 @@ func ParseUploadLinkFileResponse(rsp *http.Response) (*UploadLinkFileResponse, e
 		}
 		response.JSON401 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 408:
+		var dest UploadTooSlow
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON408 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
 		var dest Conflict
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -9018,6 +9270,43 @@ func ParseUploadLinkFileResponse(rsp *http.Response) (*UploadLinkFileResponse, e
 		}
 		response.JSON422 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest LinkTooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest UploadsBusy
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 429:
+		var headers UploadLinkFileResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers UploadLinkFileResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
 	}
 
 	return response, nil
@@ -9047,6 +9336,13 @@ func ParseDownloadLinkFileResponse(rsp *http.Response) (*DownloadLinkFileRespons
 		}
 		response.JSON401 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest RecipientFile
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
 		var dest NotFound
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -9061,6 +9357,26 @@ func ParseDownloadLinkFileResponse(rsp *http.Response) (*DownloadLinkFileRespons
 		}
 		response.JSON410 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest LinkTooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 429:
+		var headers DownloadLinkFileResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
 	}
 
 	return response, nil
@@ -9940,6 +10256,13 @@ func ParseUploadPackageFileResponse(rsp *http.Response) (*UploadPackageFileRespo
 		}
 		response.JSON404 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 408:
+		var dest UploadTooSlow
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON408 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
 		var dest Conflict
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -9969,11 +10292,18 @@ func ParseUploadPackageFileResponse(rsp *http.Response) (*UploadPackageFileRespo
 		response.JSON422 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
-		var dest TooManyRequests
+		var dest UploadTooManyRequests
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
 		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest UploadsBusy
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
 
 	}
 
@@ -9998,6 +10328,16 @@ func ParseUploadPackageFileResponse(rsp *http.Response) (*UploadPackageFileRespo
 			headers.RetryAfter = &value
 		}
 		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers UploadPackageFileResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
 	}
 
 	return response, nil
