@@ -282,3 +282,33 @@ func TestExpireDueUsesTheCallersClock(t *testing.T) {
 		t.Fatalf("expired %v, %v at a clock past the deadline; want the package", got, err)
 	}
 }
+
+// TestExpireDueWakesTheRelayAfterCommit: the store wakes the outbox relay once per
+// batch that wrote events, after the commit (its rows are visible to another
+// connection by then), and not for a pass that expired nothing or was rolled back.
+func TestExpireDueWakesTheRelayAfterCommit(t *testing.T) {
+	pool, _ := schematest.Pool(t)
+	var wakes, visible []int
+	st := store.New(pool, store.WithOutboxWake(func() {
+		wakes = append(wakes, 1)
+		visible = append(visible, expirytest.Count(t, pool, `SELECT count(*) FROM outbox WHERE published_at IS NULL`))
+	}))
+	expirytest.Insert(t, pool, expirytest.User(t, pool),
+		expirytest.Spec{ExpiresIn: -time.Minute}, expirytest.Spec{ExpiresIn: -time.Hour})
+	if _, err := st.ExpireDue(ctx, time.Now(), 10, effects); err != nil {
+		t.Fatal(err)
+	}
+	if len(wakes) != 1 || visible[0] != 2 {
+		t.Fatalf("woken %d times, seeing %v committed rows; want once, after both rows committed", len(wakes), visible)
+	}
+	if _, err := st.ExpireDue(ctx, time.Now(), 10, effects); err != nil {
+		t.Fatal(err)
+	}
+	expirytest.Insert(t, pool, expirytest.User(t, pool), expirytest.Spec{ExpiresIn: -time.Minute})
+	if _, err := st.ExpireDue(ctx, time.Now(), 10, func([]app.Package) (app.Effects, error) { return app.Effects{}, errors.New("boom") }); err == nil {
+		t.Fatal("the effects' error was not returned")
+	}
+	if len(wakes) != 1 {
+		t.Errorf("woken %d times, want no wake for an empty pass or a rollback", len(wakes))
+	}
+}
