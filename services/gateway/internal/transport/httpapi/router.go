@@ -31,9 +31,11 @@ type Deps struct {
 	Identity *app.Identity
 	Packages *app.Packages
 	Webhooks *app.Webhooks
-	Registry *prometheus.Registry
-	Checks   []ops.Check
-	Config   Config
+	// Resumable serves tus uploads.
+	Resumable *app.Resumable
+	Registry  *prometheus.Registry
+	Checks    []ops.Check
+	Config    Config
 	// Pages is the web UI (package web); nil serves the API alone.
 	Pages Pages
 }
@@ -55,6 +57,7 @@ type handlers struct {
 	identity    *app.Identity
 	packages    *app.Packages
 	webhooks    *app.Webhooks
+	resumable   *app.Resumable
 	maxJSON     int64
 	maxFileSize int64
 	spec        *docs.Spec
@@ -67,7 +70,7 @@ func New(d Deps) (*gin.Engine, error) {
 		return nil, err
 	}
 	h := &handlers{
-		log: d.Log, identity: d.Identity, packages: d.Packages, webhooks: d.Webhooks,
+		log: d.Log, identity: d.Identity, packages: d.Packages, webhooks: d.Webhooks, resumable: d.Resumable,
 		maxJSON: d.Config.MaxJSONBytes, maxFileSize: d.Config.MaxFileSize, spec: spec,
 	}
 
@@ -103,7 +106,18 @@ func New(d Deps) (*gin.Engine, error) {
 	v1.GET("/links/:token/archive", h.archiveViaLink)
 	v1.POST("/links/:token/files", h.uploadViaLink)
 
-	authed := v1.Group("", authenticate(d.Identity, d.Pages), rateLimit(newLimiter(d.Config.RatePerSecond, d.Config.RateBurst)))
+	// Resumable uploads (tus): Tus-Resumable on every answer, before any other check.
+	lim := newLimiter(d.Config.RatePerSecond, d.Config.RateBurst)
+	tusLinks := v1.Group("/links/:token", tusHeaders)
+	tusLinks.OPTIONS("/uploads", h.tusOptions)
+	tusLinks.OPTIONS("/uploads/:upload_id", h.tusOptions)
+	h.mountTus(tusLinks, "/uploads", linkTarget)
+	tusOwner := v1.Group("/packages/:id", tusHeaders)
+	tusOwner.OPTIONS("/uploads", h.tusOptions)
+	tusOwner.OPTIONS("/uploads/:upload_id", h.tusOptions)
+	h.mountTus(tusOwner.Group("", authenticate(d.Identity, d.Pages), rateLimit(lim)), "/uploads", ownerTarget)
+
+	authed := v1.Group("", authenticate(d.Identity, d.Pages), rateLimit(lim))
 	authed.GET("/me", h.me)
 	authed.GET("/me/tokens", h.listTokens)
 	authed.POST("/me/tokens", h.createToken)
