@@ -27,6 +27,7 @@ import (
 	"github.com/chromedp/cdproto/browser"
 	"github.com/chromedp/cdproto/cdp"
 	cdplog "github.com/chromedp/cdproto/log"
+	"github.com/chromedp/cdproto/network"
 	"github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/chromedp"
 
@@ -512,9 +513,37 @@ func TestWebUI(t *testing.T) {
 		t.Fatalf("request: %d", st)
 	}
 	inLink := admin.value("#magic-link")
-	contract, contractSum := writeFile(t, "contract.pdf", 300<<10)
+	contract, contractSum := writeFile(t, "contract.pdf", 12<<20)
 	recipient.open(inLink)
-	recipient.do(chromedp.SetUploadFiles(css("#files-input"), []string{contract}))
+	// The upload goes through tus and survives the network going away for a moment:
+	// uploads are throttled to 3 MB/s, and once 2 MiB are sent the browser is offline
+	// for 1.5 s (the PATCH in flight fails); tus-js-client retries, asks where the
+	// gateway stands (HEAD) and goes on from there.
+	throttle := func(offline bool) {
+		t.Helper()
+		if _, err := chromedp.Call(recipient.ctx, network.EmulateNetworkConditionsByRule, network.EmulateNetworkConditionsByRuleParams{
+			MatchedNetworkConditions: []*network.Conditions{{Offline: offline, DownloadThroughput: -1, UploadThroughput: 3e6}},
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := chromedp.Call(recipient.ctx, network.Enable, network.EnableParams{}); err != nil {
+		t.Fatal(err)
+	}
+	throttle(false)
+	recipient.do(chromedp.Evaluate[chromedp.Void](`document.getElementById('dropzone').removeAttribute('data-reload')`),
+		chromedp.SetUploadFiles(css("#files-input"), []string{contract}))
+	recipient.waitJS("2 MiB sent", `Number((document.querySelector('.uploads li') || {getAttribute: () => 0}).getAttribute('data-sent')) >= 2097152`)
+	throttle(true)
+	time.Sleep(1500 * time.Millisecond) // the network is away for this long
+	throttle(false)
+	recipient.waitJS("the tus upload to finish after the drop", `!!document.querySelector('.uploads li[data-state=done][data-transport=tus][data-retried]')`)
+	if _, err := chromedp.Call(recipient.ctx, network.EmulateNetworkConditionsByRule, network.EmulateNetworkConditionsByRuleParams{
+		MatchedNetworkConditions: []*network.Conditions{{DownloadThroughput: -1, UploadThroughput: -1}},
+	}); err != nil {
+		t.Fatal(err)
+	}
+	recipient.open(inLink)
 	recipient.waitJS("the page to list the upload", `!!document.querySelector('#files') && document.querySelector('#files').textContent.includes('contract.pdf')`)
 	recipient.shot("recipient-upload")
 	_, list := api.Call("GET", "/api/v1/packages?direction=inbound", nil)

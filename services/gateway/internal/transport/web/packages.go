@@ -206,6 +206,7 @@ type packageData struct {
 	Users       map[int64]app.User
 	MaxFileSize int64
 	UploadURL   string
+	TusURL      string // the tus creation URL of the same package
 }
 
 // packageAuditEntries is how many audit entries the package page shows.
@@ -250,7 +251,7 @@ func (w *Web) showPackage(c *gin.Context, id uuid.UUID, status int, errMsg strin
 		return
 	}
 	d := packageData{Package: p, Files: files, Audit: audit, Users: map[int64]app.User{}, MaxFileSize: w.cfg.MaxFileSize,
-		UploadURL: "/api/v1/packages/" + p.ID.String() + "/files"}
+		UploadURL: "/api/v1/packages/" + p.ID.String() + "/files", TusURL: "/api/v1/packages/" + p.ID.String() + "/uploads"}
 	for _, o := range users {
 		d.Users[o.ID] = o
 	}
