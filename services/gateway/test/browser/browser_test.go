@@ -14,6 +14,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -324,6 +325,92 @@ func writeFile(t *testing.T, name string, n int) (string, string) {
 
 func css(s string) chromedp.CSS { return chromedp.CSS(s) }
 
+// proxy is a TCP proxy that slows what clients send.
+type proxy struct {
+	addr  string
+	mu    sync.Mutex
+	conns map[net.Conn]bool
+}
+
+// drop cuts every open connection, as a network that goes away does.
+func (p *proxy) drop() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for c := range p.conns {
+		c.Close()
+	}
+}
+
+// slowUploads starts a TCP proxy to target that passes what the client sends at
+// bytesPerSecond.
+func slowUploads(t *testing.T, target string, bytesPerSecond int) *proxy {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	p := &proxy{addr: ln.Addr().String(), conns: map[net.Conn]bool{}}
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			p.mu.Lock()
+			p.conns[c] = true
+			p.mu.Unlock()
+			go func() {
+				defer func() {
+					c.Close()
+					p.mu.Lock()
+					delete(p.conns, c)
+					p.mu.Unlock()
+				}()
+				up, err := net.Dial("tcp", target)
+				if err != nil {
+					return
+				}
+				defer up.Close()
+				go func() { _, _ = io.Copy(c, up); c.Close() }()
+				buf := make([]byte, 16<<10)
+				start, sent := time.Now(), 0
+				for {
+					n, err := c.Read(buf)
+					if n > 0 {
+						if _, werr := up.Write(buf[:n]); werr != nil {
+							return
+						}
+						sent += n
+						if ahead := time.Duration(float64(sent)/float64(bytesPerSecond)*float64(time.Second)) - time.Since(start); ahead > 0 {
+							time.Sleep(ahead)
+						}
+					}
+					if err != nil {
+						if tc, ok := up.(*net.TCPConn); ok {
+							_ = tc.CloseWrite()
+						}
+						return
+					}
+				}
+			}()
+		}
+	}()
+	return p
+}
+
+// networkConditions are the parameters of Network.emulateNetworkConditions, which
+// throttles uploads (and fails the requests in flight when going offline); cdproto
+// dropped the deprecated command, so it is named here.
+type networkConditions struct {
+	Offline            bool    `json:"offline"`
+	Latency            float64 `json:"latency"`
+	DownloadThroughput float64 `json:"downloadThroughput"`
+	UploadThroughput   float64 `json:"uploadThroughput"`
+}
+
+var emulateNetworkConditions = cdp.Command[networkConditions, cdp.Empty]{Method: "Network.emulateNetworkConditions"}
+
 func TestWebUI(t *testing.T) {
 	sys := startSystem(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
@@ -514,15 +601,21 @@ func TestWebUI(t *testing.T) {
 	}
 	inLink := admin.value("#magic-link")
 	contract, contractSum := writeFile(t, "contract.pdf", 12<<20)
-	recipient.open(inLink)
 	// The upload goes through tus and survives the network going away for a moment:
-	// uploads are throttled to 3 MB/s, and once 2 MiB are sent the browser is offline
-	// for 1.5 s (the PATCH in flight fails); tus-js-client retries, asks where the
+	// the page is opened through a proxy that slows uploads to 3 MB/s (Chromium does not
+	// throttle uploads to a loopback address), and once 2 MiB are sent the browser goes
+	// offline for 1.5 s (chromedp network emulation: requests fail, navigator.onLine is
+	// false) and the proxy cuts the connection of the PATCH in flight (emulation leaves
+	// a request whose body is being sent alone). tus-js-client retries, asks where the
 	// gateway stands (HEAD) and goes on from there.
+	proxy := slowUploads(t, strings.TrimPrefix(sys.base, "http://"), 3e6)
+	recipient.open(strings.Replace(inLink, sys.base, "http://"+proxy.addr, 1))
 	throttle := func(offline bool) {
 		t.Helper()
-		if _, err := chromedp.Call(recipient.ctx, network.EmulateNetworkConditionsByRule, network.EmulateNetworkConditionsByRuleParams{
-			MatchedNetworkConditions: []*network.Conditions{{Offline: offline, DownloadThroughput: -1, UploadThroughput: 3e6}},
+		if _, err := chromedp.Call(recipient.ctx, emulateNetworkConditions, networkConditions{
+			// Throughputs far above what the proxy lets through: emulation then watches
+			// every request, and going offline fails those in flight.
+			Offline: offline, DownloadThroughput: 1e9, UploadThroughput: 1e9,
 		}); err != nil {
 			t.Fatal(err)
 		}
@@ -535,12 +628,11 @@ func TestWebUI(t *testing.T) {
 		chromedp.SetUploadFiles(css("#files-input"), []string{contract}))
 	recipient.waitJS("2 MiB sent", `Number((document.querySelector('.uploads li') || {getAttribute: () => 0}).getAttribute('data-sent')) >= 2097152`)
 	throttle(true)
+	proxy.drop()
 	time.Sleep(1500 * time.Millisecond) // the network is away for this long
 	throttle(false)
 	recipient.waitJS("the tus upload to finish after the drop", `!!document.querySelector('.uploads li[data-state=done][data-transport=tus][data-retried]')`)
-	if _, err := chromedp.Call(recipient.ctx, network.EmulateNetworkConditionsByRule, network.EmulateNetworkConditionsByRuleParams{
-		MatchedNetworkConditions: []*network.Conditions{{DownloadThroughput: -1, UploadThroughput: -1}},
-	}); err != nil {
+	if _, err := chromedp.Call(recipient.ctx, emulateNetworkConditions, networkConditions{DownloadThroughput: -1, UploadThroughput: -1}); err != nil {
 		t.Fatal(err)
 	}
 	recipient.open(inLink)
