@@ -92,6 +92,15 @@ type TusStore interface {
 	PackageUploads(ctx context.Context, packageID uuid.UUID) ([]TusUpload, error)
 	// FileExists reports whether a file row with that id exists.
 	FileExists(ctx context.Context, id uuid.UUID) (bool, error)
+	// KnownMultipart returns which of the S3 multipart upload ids an upload row names.
+	KnownMultipart(ctx context.Context, ids []string) (map[string]bool, error)
+}
+
+// Multipart is an incomplete S3 multipart upload.
+type Multipart struct {
+	Key       string
+	UploadID  string
+	Initiated time.Time
 }
 
 // ChunkStore keeps the bytes of resumable uploads.
@@ -109,6 +118,8 @@ type ChunkStore interface {
 	Remove(ctx context.Context, key string) error
 	// RemovePrefix removes every object whose key starts with prefix.
 	RemovePrefix(ctx context.Context, prefix string) error
+	// ListMultipart lists the incomplete multipart uploads of keys under prefix.
+	ListMultipart(ctx context.Context, prefix string) ([]Multipart, error)
 }
 
 // TusConfig tunes resumable uploads.
@@ -120,6 +131,10 @@ type TusConfig struct {
 	Lease time.Duration
 	// MinPartSize is the smallest part S3 takes before the last (5 MiB).
 	MinPartSize int
+	// OrphanGrace is the age after which an incomplete multipart upload under tus/
+	// that no upload row names is aborted (a gateway died between starting it and
+	// saving its id).
+	OrphanGrace time.Duration
 }
 
 // Resumable is the tus upload service.
@@ -141,6 +156,9 @@ func NewResumable(p *Packages, store TusStore, chunks ChunkStore, cfg TusConfig,
 	}
 	if cfg.MinPartSize <= 0 {
 		cfg.MinPartSize = 5 << 20
+	}
+	if cfg.OrphanGrace <= 0 {
+		cfg.OrphanGrace = time.Hour
 	}
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
@@ -281,8 +299,11 @@ func (r *Resumable) Create(ctx context.Context, t TusTarget, in NewTusUpload) (C
 // "packages/" prefix whose incomplete multipart uploads the expiry service aborts by
 // age: a resumable upload may run longer than that, and its own sweep ends it.
 func tusObjectKey(packageID, fileID uuid.UUID) string {
-	return "tus/" + packageID.String() + "/" + fileID.String()
+	return tusPrefix + packageID.String() + "/" + fileID.String()
 }
+
+// tusPrefix is the prefix of every key of resumable uploads.
+const tusPrefix = "tus/"
 
 // tailPrefix is the prefix of an upload's tail objects.
 func tailPrefix(u TusUpload) string { return u.ObjectKey + ".tail/" }
@@ -424,6 +445,38 @@ func (r *Resumable) Sweep(ctx context.Context) (int, error) {
 		}
 		n++
 	}
+	orphans, err := r.abortOrphans(ctx)
+	return n + orphans, errors.Join(append(errs, err)...)
+}
+
+// abortOrphans aborts the incomplete multipart uploads under tus/ older than
+// OrphanGrace that no upload row names.
+func (r *Resumable) abortOrphans(ctx context.Context) (int, error) {
+	mps, err := r.chunks.ListMultipart(ctx, tusPrefix)
+	if err != nil || len(mps) == 0 {
+		return 0, err
+	}
+	ids := make([]string, len(mps))
+	for i, m := range mps {
+		ids[i] = m.UploadID
+	}
+	known, err := r.store.KnownMultipart(ctx, ids)
+	if err != nil {
+		return 0, err
+	}
+	n := 0
+	var errs []error
+	cutoff := r.p.now().Add(-r.cfg.OrphanGrace)
+	for _, m := range mps {
+		if known[m.UploadID] || !m.Initiated.Before(cutoff) {
+			continue
+		}
+		if err := r.chunks.AbortMultipart(ctx, m.Key, m.UploadID); err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		n++
+	}
 	return n, errors.Join(errs...)
 }
 
@@ -462,8 +515,8 @@ func (r *Resumable) Write(ctx context.Context, t TusTarget, id uuid.UUID, c Chun
 	}
 	w := &chunkWriter{r: r, u: u, owner: owner, sum: sum}
 	stop := r.keepLease(ctx, id, owner)
+	defer stop() // before the unlock: deferred calls run last first
 	res, err := w.write(ctx, c.Body)
-	stop()
 	if err != nil || res.Upload.Offset < res.Upload.Length {
 		return res, err
 	}

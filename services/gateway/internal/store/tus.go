@@ -180,6 +180,23 @@ func (s *Postgres) FileExists(ctx context.Context, id uuid.UUID) (bool, error) {
 	return ok, err
 }
 
+// KnownMultipart returns which of the multipart upload ids an upload row names.
+func (s *Postgres) KnownMultipart(ctx context.Context, ids []string) (map[string]bool, error) {
+	rows, err := s.pool.Query(ctx, `SELECT s3_upload_id FROM tus_uploads WHERE s3_upload_id = ANY($1::text[])`, ids)
+	if err != nil {
+		return nil, err
+	}
+	known, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[string]bool, len(known))
+	for _, id := range known {
+		out[id] = true
+	}
+	return out, nil
+}
+
 func partsOrEmpty(p []app.TusPart) []app.TusPart {
 	if p == nil {
 		return []app.TusPart{}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 
 	"github.com/minio/minio-go/v7"
 
@@ -103,4 +104,21 @@ func (o *Objects) RemovePrefix(ctx context.Context, prefix string) error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// ListMultipart lists the incomplete multipart uploads of keys under prefix. MinIO
+// lists them for the whole bucket or one exact key, so the filter is here.
+func (o *Objects) ListMultipart(ctx context.Context, prefix string) ([]app.Multipart, error) {
+	lctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var out []app.Multipart
+	for u := range o.s.Client.ListIncompleteUploads(lctx, o.s.Bucket, "", true) {
+		if u.Err != nil {
+			return nil, u.Err
+		}
+		if strings.HasPrefix(u.Key, prefix) && u.UploadID != "" {
+			out = append(out, app.Multipart{Key: u.Key, UploadID: u.UploadID, Initiated: u.Initiated})
+		}
+	}
+	return out, nil
 }

@@ -242,10 +242,12 @@ func parseMetadata(h string) (map[string]string, error) {
 	return out, nil
 }
 
-// mountTus adds the tus routes of one creation URL (relative to group).
-func (h *handlers) mountTus(g *gin.RouterGroup, path string, target func(*gin.Context) (app.TusTarget, error)) {
-	g.POST(path, h.tusCreate(target))
+// mountTus adds the tus routes of one creation URL (relative to group). upload is what
+// guards requests that carry file bytes (PATCH, and POST with creation-with-upload):
+// the gateway's upload limits, the same as on the multipart upload routes.
+func (h *handlers) mountTus(g *gin.RouterGroup, path string, target func(*gin.Context) (app.TusTarget, error), upload ...gin.HandlerFunc) {
+	g.POST(path, append(upload[:len(upload):len(upload)], h.tusCreate(target))...)
 	g.HEAD(path+"/:upload_id", h.tusHead(target))
-	g.PATCH(path+"/:upload_id", h.tusPatch(target))
+	g.PATCH(path+"/:upload_id", append(upload[:len(upload):len(upload)], h.tusPatch(target))...)
 	g.DELETE(path+"/:upload_id", h.tusDelete(target))
 }

@@ -13,10 +13,13 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/minio/minio-go/v7"
 
 	"github.com/shipfile/shipfile/pkg/ops"
 	"github.com/shipfile/shipfile/services/gateway/internal/app"
@@ -585,4 +588,43 @@ func (a *testAPI) secondInstance() *testAPI {
 	b := *a
 	b.url, b.engine, b.resumable = srv.URL, engine, resumable
 	return &b
+}
+
+// TestTusSweepAbortsOrphans: a multipart upload under tus/ that no upload row names (a
+// gateway died between starting it and saving its id) is aborted once older than the
+// grace; the upload of a live upload and other keys' uploads are left alone.
+func TestTusSweepAbortsOrphans(t *testing.T) {
+	t.Parallel()
+	a := newTestAPI(t, tusConfig())
+	_, token := a.user("owner@example.com", app.RoleRegular)
+	p := a.createPackage(token, map[string]any{"title": "T", "recipient_email": "r@example.com"})
+	content := randomBytes(t, 6<<20)
+	url := a.tusCreate("/api/v1/packages/"+p["id"].(string)+"/uploads", token, len(content)+1)
+	expectTus(t, a.patch(url, token, 0, content), http.StatusNoContent) // a live multipart upload
+
+	core := minio.Core{Client: a.objects.Client}
+	for _, key := range []string{"tus/orphan/file", "packages/other/file"} {
+		if _, err := core.NewMultipartUpload(context.Background(), a.objects.Bucket, key, minio.PutObjectOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := a.incompleteUploads(); n != 3 {
+		t.Fatalf("incomplete uploads = %d, want 3", n)
+	}
+	db := store.NewPostgres(a.pool)
+	objectStore := store.NewObjects(a.objects, 5<<20)
+	packages := app.NewPackages(db, objectStore, app.Limits{MaxFileSize: 24 << 20, MaxFiles: 5}, "http://shipfile.test")
+	sweeper := app.NewResumable(packages, db, objectStore, app.TusConfig{OrphanGrace: time.Nanosecond}, nil)
+	time.Sleep(10 * time.Millisecond)
+	if n, err := sweeper.Sweep(context.Background()); err != nil || n != 1 {
+		t.Fatalf("sweep ended %d (%v), want the orphan alone", n, err)
+	}
+	var left []string
+	for u := range a.objects.Client.ListIncompleteUploads(context.Background(), a.objects.Bucket, "", true) {
+		left = append(left, u.Key)
+	}
+	if len(left) != 2 || slices.Contains(left, "tus/orphan/file") {
+		t.Fatalf("incomplete uploads left = %v", left)
+	}
+	expectTus(t, a.patch(url, token, len(content), []byte("!")), http.StatusNoContent)
 }
