@@ -56,15 +56,6 @@ type TusPart struct {
 	Size   int64  `json:"size"`
 }
 
-// stored is how many bytes the parts hold.
-func (u TusUpload) stored() int64 {
-	var n int64
-	for _, p := range u.Parts {
-		n += p.Size
-	}
-	return n
-}
-
 // ErrUploadLocked is the answer to a PATCH while another request writes the upload.
 var ErrUploadLocked = &Error{Kind: KindLocked, Detail: "another request is writing this upload; retry after it ends"}
 
