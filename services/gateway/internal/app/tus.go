@@ -66,14 +66,15 @@ type TusStore interface {
 	// LockUpload takes the upload for lease (renewable) under owner and returns it;
 	// ErrUploadLocked when another owner's lease runs.
 	LockUpload(ctx context.Context, id, owner uuid.UUID, lease time.Duration) (TusUpload, error)
-	// SaveUpload stores offset, parts, tail, digest and expiry, and renews the lease;
-	// ErrUploadLocked when owner no longer holds it.
-	SaveUpload(ctx context.Context, u TusUpload, owner uuid.UUID, lease time.Duration) error
+	// SaveUpload stores offset, parts, tail, digest and expiry, and renews the lease
+	// (or gives it back when release is set); ErrUploadLocked when owner no longer
+	// holds it.
+	SaveUpload(ctx context.Context, u TusUpload, owner uuid.UUID, lease time.Duration, release bool) error
 	// RenewLease extends owner's lease on the upload.
 	RenewLease(ctx context.Context, id, owner uuid.UUID, lease time.Duration) error
 	UnlockUpload(ctx context.Context, id, owner uuid.UUID) error
 	// CompleteUpload records the finished file like PackageStore.AddFile and, in the
-	// same transaction, marks the upload complete.
+	// same transaction, marks the upload complete and gives its lease back.
 	CompleteUpload(ctx context.Context, u TusUpload, owner uuid.UUID, f File, change func(p *Package) (Effects, error)) (Package, error)
 	DeleteUpload(ctx context.Context, id uuid.UUID) error
 	// UploadsToEnd lists uploads past their expiry, or whose package is gone or no
@@ -481,9 +482,26 @@ func (r *Resumable) Write(ctx context.Context, t TusTarget, id uuid.UUID, c Chun
 	if err != nil {
 		return ChunkResult{}, err
 	}
-	u, p, op, audit, err := r.get(ctx, t, id)
+	p, op, audit, _, err := r.resolve(ctx, t)
 	if err != nil {
 		return ChunkResult{}, err
+	}
+	// The lease first: the row it returns is the state to go on from (one round trip
+	// less per PATCH than reading it first). Whoever does not own the upload gives it
+	// straight back and learns nothing but "not found".
+	owner := uuid.New()
+	u, err := r.store.LockUpload(ctx, id, owner, r.cfg.Lease)
+	if err != nil {
+		return ChunkResult{}, err
+	}
+	w := &chunkWriter{r: r, u: u, owner: owner, sum: sum}
+	defer func() {
+		if !w.released {
+			_ = r.store.UnlockUpload(context.WithoutCancel(ctx), id, owner)
+		}
+	}()
+	if !r.belongs(u, p, t) || !r.p.now().Before(u.ExpiresAt) {
+		return ChunkResult{}, NotFound("upload")
 	}
 	if u.Completed {
 		if c.Offset != u.Offset {
@@ -492,19 +510,14 @@ func (r *Resumable) Write(ctx context.Context, t TusTarget, id uuid.UUID, c Chun
 		return ChunkResult{}, Conflict("the upload is already complete")
 	}
 	if err := p.apply(op, r.p.now()); err != nil {
-		r.endQuietly(ctx, u)
+		if endErr := r.end(ctx, u); endErr == nil {
+			w.released = true // the row is gone
+		}
 		return ChunkResult{}, err
 	}
-	owner := uuid.New()
-	u, err = r.store.LockUpload(ctx, id, owner, r.cfg.Lease)
-	if err != nil {
-		return ChunkResult{}, err
-	}
-	defer func() { _ = r.store.UnlockUpload(context.WithoutCancel(ctx), id, owner) }()
 	if c.Offset != u.Offset {
 		return ChunkResult{}, Conflict("Upload-Offset %d does not match the upload's offset %d", c.Offset, u.Offset)
 	}
-	w := &chunkWriter{r: r, u: u, owner: owner, sum: sum}
 	stop := r.keepLease(ctx, id, owner)
 	defer stop() // before the unlock: deferred calls run last first
 	res, err := w.write(ctx, c.Body)
@@ -567,6 +580,7 @@ func (r *Resumable) complete(ctx context.Context, w *chunkWriter, op Op, audit A
 		}
 		return File{}, err
 	}
+	w.released = true
 	_ = r.chunks.RemovePrefix(ctx, tailPrefix(u))
 	if u.UploadedBy == ByRecipient {
 		_ = r.p.store.RecordLinkUse(ctx, u.PackageID, Effects{})
@@ -580,6 +594,8 @@ type chunkWriter struct {
 	u     TusUpload // the saved state
 	owner uuid.UUID
 	sum   *checksum
+	// released: the last save gave the lease back (no unlock needed).
+	released bool
 }
 
 // write reads the body into the part buffer (after the stored tail), sends every full
@@ -641,7 +657,7 @@ func (w *chunkWriter) write(ctx context.Context, body io.Reader) (ChunkResult, e
 		n = 0
 		next.TailKey, next.TailSize = "", 0
 		if w.sum == nil {
-			if err := w.save(ctx, next, digest); err != nil {
+			if err := w.save(ctx, next, digest, false); err != nil {
 				return ChunkResult{Upload: w.u}, err
 			}
 		}
@@ -683,7 +699,7 @@ func (w *chunkWriter) write(ctx context.Context, body io.Reader) (ChunkResult, e
 			}
 			next.TailKey, next.TailSize = key, int64(n)
 		}
-		if err := w.save(sctx, next, digest); err != nil {
+		if err := w.save(sctx, next, digest, bodyErr == nil); err != nil {
 			return ChunkResult{Upload: w.u}, err
 		}
 	}
@@ -708,7 +724,7 @@ func (w *chunkWriter) putPart(ctx context.Context, next *TusUpload, data []byte)
 		// unknown to the sweep.
 		saved := w.u
 		saved.S3UploadID = id
-		if err := w.r.store.SaveUpload(ctx, saved, w.owner, w.r.cfg.Lease); err != nil {
+		if err := w.r.store.SaveUpload(ctx, saved, w.owner, w.r.cfg.Lease, false); err != nil {
 			_ = w.r.chunks.AbortMultipart(context.WithoutCancel(ctx), next.ObjectKey, id)
 			return err
 		}
@@ -746,17 +762,18 @@ func (w *chunkWriter) finish(ctx context.Context, next *TusUpload, data []byte) 
 }
 
 // save stores the state of next (with the digest of its first Offset bytes).
-func (w *chunkWriter) save(ctx context.Context, next TusUpload, digest hash.Hash) error {
+func (w *chunkWriter) save(ctx context.Context, next TusUpload, digest hash.Hash, final bool) error {
 	state, err := digest.(encoding.BinaryMarshaler).MarshalBinary()
 	if err != nil {
 		return err
 	}
 	next.SHA256State = state
 	next.ExpiresAt = w.r.p.now().UTC().Truncate(time.Microsecond).Add(w.r.cfg.ResumeWindow)
-	if err := w.r.store.SaveUpload(ctx, next, w.owner, w.r.cfg.Lease); err != nil {
+	if err := w.r.store.SaveUpload(ctx, next, w.owner, w.r.cfg.Lease, final); err != nil {
 		return err
 	}
 	w.u = next
+	w.released = final
 	return nil
 }
 

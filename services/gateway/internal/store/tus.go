@@ -82,17 +82,20 @@ func (s *Postgres) RenewLease(ctx context.Context, id, owner uuid.UUID, lease ti
 	return err
 }
 
-// SaveUpload stores where the upload stands and renews owner's lease.
-func (s *Postgres) SaveUpload(ctx context.Context, u app.TusUpload, owner uuid.UUID, lease time.Duration) error {
+// SaveUpload stores where the upload stands and renews owner's lease, or gives it back
+// when release is set.
+func (s *Postgres) SaveUpload(ctx context.Context, u app.TusUpload, owner uuid.UUID, lease time.Duration, release bool) error {
 	parts, err := json.Marshal(partsOrEmpty(u.Parts))
 	if err != nil {
 		return err
 	}
 	tag, err := s.pool.Exec(ctx, `UPDATE tus_uploads
 		SET "offset" = $3, s3_upload_id = $4, parts = $5, tail_key = $6, tail_size = $7, sha256_state = $8,
-			expires_at = $9, lock_until = now() + $10 * interval '1 microsecond'
+			expires_at = $9,
+			lock_owner = CASE WHEN $11 THEN NULL ELSE lock_owner END,
+			lock_until = CASE WHEN $11 THEN NULL ELSE now() + $10 * interval '1 microsecond' END
 		WHERE id = $1 AND lock_owner = $2`,
-		u.ID, owner, u.Offset, u.S3UploadID, parts, u.TailKey, u.TailSize, u.SHA256State, u.ExpiresAt, lease.Microseconds())
+		u.ID, owner, u.Offset, u.S3UploadID, parts, u.TailKey, u.TailSize, u.SHA256State, u.ExpiresAt, lease.Microseconds(), release)
 	if err != nil {
 		return err
 	}
@@ -123,7 +126,8 @@ func (s *Postgres) CompleteUpload(ctx context.Context, u app.TusUpload, owner uu
 			return fx, err
 		}
 		tag, err := q.db.Exec(ctx, `UPDATE tus_uploads
-			SET file_completed = true, "offset" = length, s3_upload_id = $3, parts = $4, tail_key = '', tail_size = 0
+			SET file_completed = true, "offset" = length, s3_upload_id = $3, parts = $4, tail_key = '', tail_size = 0,
+				lock_owner = NULL, lock_until = NULL
 			WHERE id = $1 AND lock_owner = $2 AND NOT file_completed`, u.ID, owner, u.S3UploadID, parts)
 		if err != nil {
 			return fx, err
