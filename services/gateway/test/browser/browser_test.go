@@ -635,6 +635,19 @@ func TestWebUI(t *testing.T) {
 	if _, err := chromedp.Call(recipient.ctx, emulateNetworkConditions, networkConditions{DownloadThroughput: -1, UploadThroughput: -1}); err != nil {
 		t.Fatal(err)
 	}
+	// A reload midway: choosing the same file again goes on where it stopped
+	// (tus-js-client finds the upload URL by the file's fingerprint).
+	annex, annexSum := writeFile(t, "annex.pdf", 12<<20)
+	slowLink := strings.Replace(inLink, sys.base, "http://"+proxy.addr, 1)
+	recipient.open(slowLink)
+	recipient.do(chromedp.Evaluate[chromedp.Void](`document.getElementById('dropzone').removeAttribute('data-reload')`),
+		chromedp.SetUploadFiles(css("#files-input"), []string{annex}))
+	recipient.waitJS("2 MiB of the annex sent", `Number((document.querySelector('.uploads li') || {getAttribute: () => 0}).getAttribute('data-sent')) >= 2097152`)
+	recipient.open(slowLink)
+	recipient.do(chromedp.Evaluate[chromedp.Void](`document.getElementById('dropzone').removeAttribute('data-reload')`),
+		chromedp.SetUploadFiles(css("#files-input"), []string{annex}))
+	recipient.waitJS("the annex to finish after the reload", `!!document.querySelector('.uploads li[data-state=done][data-resumed]')`)
+
 	recipient.open(inLink)
 	recipient.waitJS("the page to list the upload", `!!document.querySelector('#files') && document.querySelector('#files').textContent.includes('contract.pdf')`)
 	recipient.shot("recipient-upload")
@@ -642,7 +655,13 @@ func TestWebUI(t *testing.T) {
 	inbound := list["items"].([]any)[0].(map[string]any)
 	_, detail := api.Call("GET", "/api/v1/packages/"+inbound["id"].(string), nil)
 	files := detail["files"].([]any)
-	if len(files) != 1 || files[0].(map[string]any)["uploaded_by"] != "recipient" || files[0].(map[string]any)["sha256"] != contractSum {
+	sums := map[string]bool{}
+	for _, f := range files {
+		if f := f.(map[string]any); f["uploaded_by"] == "recipient" {
+			sums[f["sha256"].(string)] = true
+		}
+	}
+	if len(files) != 2 || !sums[contractSum] || !sums[annexSum] {
 		t.Fatalf("inbound files = %v", files)
 	}
 
