@@ -271,6 +271,10 @@ func TestTusProtocol(t *testing.T) {
 	if err := a.pool.QueryRow(context.Background(), `SELECT count(*) FROM outbox WHERE subject = 'shipfile.events.package.file_uploaded'`).Scan(&events); err != nil || events != 1 {
 		t.Fatalf("package.file_uploaded rows = %d (%v), want 1", events, err)
 	}
+	var audits int
+	if err := a.pool.QueryRow(context.Background(), `SELECT count(*) FROM audit_log WHERE action = 'file.upload' AND package_id = $1 AND file_id IS NOT NULL`, p["id"]).Scan(&audits); err != nil || audits != 1 {
+		t.Fatalf("file.upload audit entries = %d (%v), want 1", audits, err)
+	}
 	if n := a.incompleteUploads(); n != 0 {
 		t.Fatalf("incomplete multipart uploads = %d", n)
 	}
@@ -627,4 +631,29 @@ func TestTusSweepAbortsOrphans(t *testing.T) {
 		t.Fatalf("incomplete uploads left = %v", left)
 	}
 	expectTus(t, a.patch(url, token, len(content), []byte("!")), http.StatusNoContent)
+}
+
+// TestTusRevokeEndsUploads: revoking an inbound package ends the recipient's unfinished
+// uploads at once (nothing stays in the bucket) and the upload URL is dead.
+func TestTusRevokeEndsUploads(t *testing.T) {
+	t.Parallel()
+	a := newTestAPI(t, tusConfig())
+	_, token := a.user("owner@example.com", app.RoleRegular)
+	p := a.createPackage(token, map[string]any{"title": "In", "recipient_email": "r@example.com", "direction": "inbound"})
+	base := "/api/v1/packages/" + p["id"].(string)
+	r := a.do("POST", base+"/finalize", token, nil)
+	expect(t, r, http.StatusOK)
+	link := linkToken(t, r.json(t)["magic_link"])
+	content := randomBytes(t, 12<<20)
+	url := a.tusCreate("/api/v1/links/"+link+"/uploads", "", len(content))
+	expectTus(t, a.patch(url, "", 0, content[:7<<20]), http.StatusNoContent)
+	if a.incompleteUploads() != 1 || len(a.objectKeys()) != 1 {
+		t.Fatalf("a started upload: %d incomplete uploads, objects %v", a.incompleteUploads(), a.objectKeys())
+	}
+	expect(t, a.do("POST", base+"/revoke", token, nil), http.StatusOK)
+	if n, keys, rows := a.incompleteUploads(), a.objectKeys(), a.rowCount("tus_uploads"); n != 0 || len(keys) != 0 || rows != 0 {
+		t.Fatalf("after revoke: %d incomplete uploads, objects %v, %d rows", n, keys, rows)
+	}
+	expectTus(t, a.tusDo("HEAD", url, "", nil), http.StatusGone)
+	expectTus(t, a.patch(url, "", 7<<20, content[7<<20:]), http.StatusGone)
 }
