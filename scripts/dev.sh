@@ -2,6 +2,7 @@
 # dev.sh runs shipfile on this machine, without Docker.
 #
 #   scripts/dev.sh infra   PostgreSQL, NATS JetStream and MinIO reachable; settings in .run/env
+#                          (with a SHIPFILE_SECRET_KEY made on the first run and kept)
 #   scripts/dev.sh up      infra + SMTP catcher (maildev) + make build + the four services
 #   scripts/dev.sh down    stop what dev.sh started (pid files under .run/pids), nothing else
 #   scripts/dev.sh test    infra + SMTP catcher, make test-race, then stop what this run started
@@ -500,7 +501,10 @@ ensure_mail() {
 # .run/env
 
 write_env() {
-	local tmp=$ENV_FILE.tmp.$$
+	local tmp=$ENV_FILE.tmp.$$ key
+	key=$(secret_key)
+	# The file holds SHIPFILE_SECRET_KEY: readable by its owner only.
+	(umask 077 && : >"$tmp")
 	{
 		printf '# Written by scripts/dev.sh on %s. The caller'"'"'s own SHIPFILE_* variables win.\n' "$(date -u +%FT%TZ)"
 		kv SHIPFILE_DATABASE_URL "postgres://postgres@127.0.0.1:$PG_URL_PORT/shipfile?sslmode=disable"
@@ -519,9 +523,28 @@ write_env() {
 			# maildev's REST API (GET /email) for tests that read the mail the services sent.
 			kv SHIPFILE_TEST_MAILDEV_URL "$MAIL_WEB_URL"
 		fi
+		# The key webhook secrets are stored encrypted under (gateway, webhooks): made once
+		# and kept, since secrets sealed under a lost key cannot be read again.
+		kv SHIPFILE_SECRET_KEY "$key"
 	} >"$tmp"
 	mv "$tmp" "$ENV_FILE"
 }
+
+# secret_key prints the SHIPFILE_SECRET_KEY of .run/env, or a new one (base64 of 32
+# random bytes) when there is none yet.
+secret_key() {
+	local k=""
+	if [[ -f $ENV_FILE ]]; then
+		k=$(sed -n "s/^export SHIPFILE_SECRET_KEY='\([A-Za-z0-9+\/=_-]*\)'\$/\1/p" "$ENV_FILE" | head -n 1)
+	fi
+	if [[ -z $k ]]; then
+		k=$(head -c 32 /dev/urandom | base64 | tr -d '\n')
+	fi
+	printf '%s\n' "$k"
+}
+
+# show_env prints .run/env with the secret key masked.
+show_env() { sed "s/^export SHIPFILE_SECRET_KEY=.*/export SHIPFILE_SECRET_KEY='***'  # in the file/" "$ENV_FILE"; }
 
 # kv NAME VALUE: an export line, the value single-quoted.
 kv() { printf "export %s='%s'\n" "$1" "${2//\'/\'\\\'\'}"; }
@@ -650,7 +673,7 @@ cmd_infra() {
 	write_env
 	unlock
 	log "settings written to $ENV_FILE"
-	cat "$ENV_FILE"
+	show_env
 }
 
 # keep_mail_settings keeps the SMTP lines in .run/env while our maildev runs, so that
@@ -775,7 +798,7 @@ cmd_status() {
 	done
 	[[ ! -f $ENV_FILE ]] || {
 		echo
-		cat "$ENV_FILE"
+		show_env
 	}
 }
 

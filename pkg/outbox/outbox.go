@@ -4,6 +4,13 @@
 // their id as Nats-Msg-Id and marks them published. A message is therefore published if
 // and only if its transaction commits — at least once, and exactly once as far as the
 // stream's duplicate window reaches.
+//
+// Nothing in the writer's transaction wakes the relay: a NOTIFY there would take
+// PostgreSQL's database-wide notification lock at commit and hold it through the WAL
+// flush, so that every transaction writing the outbox would commit one at a time. The
+// writer calls Relay.Wake once its transaction has committed (a process-local signal,
+// coalesced), and every relay polls as a fallback, which also covers a writer that
+// crashed between its commit and its wake-up.
 package outbox
 
 import (
@@ -14,9 +21,6 @@ import (
 
 	"github.com/jackc/pgx/v5"
 )
-
-// Channel is the PostgreSQL notification channel Insert signals and the Relay listens on.
-const Channel = "shipfile_outbox"
 
 // Schema is the outbox table: a goose migration whose text is, byte for byte, the
 // gateway's services/gateway/migrations/00003_outbox.sql (a test keeps them equal).
@@ -69,9 +73,9 @@ type Message struct {
 	Ephemeral bool
 }
 
-// Insert writes messages in the caller's transaction and NOTIFYs the relay (pg_notify on
-// channel Channel), so they are published only if the transaction commits. The
-// notification too is delivered only on commit.
+// Insert writes messages in the caller's transaction, so they are published only if the
+// transaction commits. Once it has, the caller wakes its relay (Relay.Wake); otherwise a
+// relay's poll finds them.
 func Insert(ctx context.Context, tx pgx.Tx, msgs ...Message) error {
 	if len(msgs) == 0 {
 		return nil
@@ -86,10 +90,10 @@ func Insert(ctx context.Context, tx pgx.Tx, msgs ...Message) error {
 	return nil
 }
 
-// Queue adds the statements that write messages and NOTIFY the relay to b, for a caller
-// that sends its own change and its messages as one batch: a batch sent outside an
-// explicit transaction runs as one implicit transaction, so the change and its
-// messages commit together in one round trip.
+// Queue adds the statement that writes messages to b, for a caller that sends its own
+// change and its messages as one batch: a batch sent outside an explicit transaction
+// runs as one implicit transaction, so the change and its messages commit together in
+// one round trip. As with Insert, the caller wakes its relay after the commit.
 func Queue(b *pgx.Batch, msgs ...Message) error {
 	if len(msgs) == 0 {
 		return nil
@@ -114,6 +118,5 @@ func Queue(b *pgx.Batch, msgs ...Message) error {
 		FROM unnest($1::text[], $2::text[], $3::bytea[], $4::boolean[])
 			WITH ORDINALITY AS m (msg_id, subject, payload, ephemeral, n)
 		ORDER BY m.n`, ids, subjects, payloads, ephemeral)
-	b.Queue(`SELECT pg_notify($1, '')`, Channel)
 	return nil
 }

@@ -470,54 +470,88 @@ func TestRepublishAfterCrashIsDeduplicated(t *testing.T) {
 	}
 }
 
-// listener returns the backend pid of the relay's LISTEN connection to f's database,
-// or 0 while it is not waiting for notifications.
-func (f *fixture) listener(t *testing.T) int {
-	t.Helper()
-	var pid int
-	err := f.pool.QueryRow(t.Context(), `SELECT coalesce(max(pid), 0) FROM pg_stat_activity
-		WHERE datname = current_database() AND application_name = $1
-		  AND state = 'idle' AND query ILIKE 'LISTEN%'`, outbox.ListenerAppName).Scan(&pid)
+// TestQueueTakesNoCommitLock: what a writer sends in its transaction is the INSERT
+// alone. A NOTIFY (pg_notify) there takes PostgreSQL's database-wide notification lock
+// at commit and holds it through the WAL flush, so every writer would commit one at a
+// time.
+func TestQueueTakesNoCommitLock(t *testing.T) {
+	t.Parallel()
+	b := &pgx.Batch{}
+	if err := outbox.Queue(b, outbox.Message{ID: "a", Subject: "s.x", Data: []byte("x")}, outbox.Message{ID: "b", Subject: "s.x"}); err != nil {
+		t.Fatal(err)
+	}
+	if b.Len() != 1 {
+		t.Errorf("Queue added %d statements, want the one INSERT", b.Len())
+	}
+	for _, q := range b.QueuedQueries {
+		if sql := strings.ToLower(q.SQL); strings.Contains(sql, "notify") || !strings.HasPrefix(sql, "insert into outbox") {
+			t.Errorf("Queue added %q; want only INSERT INTO outbox, no NOTIFY", q.SQL)
+		}
+	}
+}
+
+// TestInsertSendsNoNotification: a listener on the database hears nothing from a
+// committed Insert (the old design's channel, and any other).
+func TestInsertSendsNoNotification(t *testing.T) {
+	t.Parallel()
+	f := setup(t)
+	conn, err := pgx.ConnectConfig(t.Context(), f.pool.Config().ConnConfig.Copy())
 	if err != nil {
 		t.Fatal(err)
 	}
-	return pid
+	defer conn.Close(context.Background())
+	if _, err := conn.Exec(t.Context(), `LISTEN shipfile_outbox`); err != nil {
+		t.Fatal(err)
+	}
+	f.insert(t, f.msg("quiet"))
+	// A NOTIFY committed before this one is delivered before it, on the same channel.
+	if _, err := f.pool.Exec(t.Context(), `SELECT pg_notify('shipfile_outbox', 'marker')`); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
+	defer cancel()
+	n, err := conn.WaitForNotification(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n.Payload != "marker" {
+		t.Errorf("the Insert's transaction sent a notification (%q on %s)", n.Payload, n.Channel)
+	}
 }
 
-func TestListenWakesRelay(t *testing.T) {
+func TestWakePublishesAtOnce(t *testing.T) {
 	t.Parallel()
 	f := setup(t)
-	// Polling alone would take a minute: only a notification publishes within 2s.
-	run(t, outbox.NewRelay(f.pool, f.js, outbox.Options{PollInterval: time.Minute}))
-	var pid int
-	waitFor(t, 10*time.Second, "relay listening", func() bool { pid = f.listener(t); return pid != 0 })
-
-	published := 0
-	publishOne := func(t *testing.T) {
-		t.Helper()
-		m := f.msg(fmt.Sprintf("wake %d", published))
+	// Polling alone would take a minute: only Wake publishes within 2s.
+	r := outbox.NewRelay(f.pool, f.js, outbox.Options{PollInterval: time.Minute})
+	run(t, r)
+	for i := range 3 {
+		m := f.msg(fmt.Sprintf("wake %d", i))
 		f.insert(t, m)
-		published++
-		waitFor(t, 2*time.Second, "published after commit", func() bool { return f.count(t) == uint64(published) })
+		r.Wake()
+		waitFor(t, 2*time.Second, "published after Wake", func() bool { return f.count(t) == uint64(i+1) })
 		if got := f.stored(t); got[len(got)-1].id != m.ID {
 			t.Fatalf("last stored message %s, want %s", got[len(got)-1].id, m.ID)
 		}
 	}
-	for range 3 {
-		publishOne(t)
+	// Many wake-ups at once coalesce; each row is still published once.
+	for range 50 {
+		r.Wake()
 	}
+	f.insert(t, f.msg("after the storm"))
+	r.Wake()
+	waitFor(t, 2*time.Second, "published after many Wakes", func() bool { return f.count(t) == 4 })
+}
 
-	// The LISTEN connection drops: the relay reconnects and is woken again.
-	if _, err := f.pool.Exec(t.Context(), `SELECT pg_terminate_backend($1)`, pid); err != nil {
-		t.Fatal(err)
-	}
-	waitFor(t, 10*time.Second, "relay listening again", func() bool {
-		p := f.listener(t)
-		return p != 0 && p != pid
-	})
-	for range 2 {
-		publishOne(t)
-	}
+// TestPollPublishesWithoutWake: a writer that crashed between its commit and Wake (or
+// one in another process) is covered by the poll.
+func TestPollPublishesWithoutWake(t *testing.T) {
+	t.Parallel()
+	f := setup(t)
+	run(t, outbox.NewRelay(f.pool, f.js, outbox.Options{PollInterval: 100 * time.Millisecond}))
+	m := f.msg("never woken")
+	f.insert(t, m)
+	waitFor(t, 5*time.Second, "published by the poll and marked", func() bool { return f.count(t) == 1 && f.row(t, m.ID).published })
 }
 
 func TestPublishErrorKeepsOrderAndRetries(t *testing.T) {

@@ -22,13 +22,11 @@ const (
 )
 
 const (
-	// listenerAppName names the relay's LISTEN connection in pg_stat_activity.
-	listenerAppName = "shipfile-outbox-listener"
 	// maxCleanupInterval bounds how long published rows outlive Retention.
 	maxCleanupInterval = 5 * time.Minute
 	// cleanupChunk bounds one DELETE, keeping its locks and WAL burst short.
 	cleanupChunk = 1000
-	// Back-off between failed publish passes and between LISTEN reconnects.
+	// Back-off between failed publish passes.
 	minBackoff = 100 * time.Millisecond
 	maxBackoff = 30 * time.Second
 	// markTimeout bounds recording a batch's outcome once ctx is cancelled.
@@ -39,9 +37,10 @@ const (
 
 // Options tune a Relay. The zero value is usable.
 type Options struct {
-	// PollInterval is the fallback polling period, for a notification that was lost
-	// (default DefaultPollInterval). Pending rows are normally published as soon as
-	// their transaction commits, woken by LISTEN.
+	// PollInterval is the fallback polling period, for rows whose writer did not wake
+	// this relay: written by another process, or by one that crashed between its
+	// commit and Wake (default DefaultPollInterval). Rows written in the relay's own
+	// process are normally published as soon as their writer calls Wake.
 	PollInterval time.Duration
 	// BatchSize is how many rows one transaction publishes at most (default DefaultBatchSize).
 	BatchSize int
@@ -62,6 +61,7 @@ type Options struct {
 // LOCKED, so they never publish the same row at once, and a row published again after a
 // crash (published, but not yet marked) is dropped by the stream's duplicate window.
 type Relay struct {
+	wake    chan struct{}
 	pool    *pgxpool.Pool
 	js      jetstream.JetStream
 	opts    Options
@@ -86,6 +86,7 @@ func NewRelay(pool *pgxpool.Pool, js jetstream.JetStream, opts Options) *Relay {
 	}
 	log = log.With("component", "outbox")
 	return &Relay{
+		wake:    make(chan struct{}, 1),
 		pool:    pool,
 		js:      js,
 		opts:    opts,
@@ -94,20 +95,22 @@ func NewRelay(pool *pgxpool.Pool, js jetstream.JetStream, opts Options) *Relay {
 	}
 }
 
-// Run publishes until ctx is cancelled, then returns nil. It is woken by LISTEN on
-// Channel over a dedicated connection (reconnected with back-off when it drops) and
+// Wake tells the relay that rows were committed: a running relay starts a publishing
+// pass at once (or right after the one under way). It never blocks, and wake-ups that
+// arrive during a pass are coalesced into one more pass. Writers call it after their
+// transaction committed, never inside it.
+func (r *Relay) Wake() {
+	select {
+	case r.wake <- struct{}{}:
+	default:
+	}
+}
+
+// Run publishes until ctx is cancelled, then returns nil. It is woken by Wake, and
 // polls every PollInterval as a fallback. Failed publishes are recorded on the row
 // (attempts, last_error), logged and retried with back-off; Run does not return them.
 // Published rows older than Retention are deleted now and then.
 func (r *Relay) Run(ctx context.Context) error {
-	wake := make(chan struct{}, 1)
-	listenerDone := make(chan struct{})
-	go func() {
-		defer close(listenerDone)
-		r.listen(ctx, wake)
-	}()
-	defer func() { <-listenerDone }()
-
 	poll := time.NewTicker(r.opts.PollInterval)
 	defer poll.Stop()
 	cleanupEvery := min(r.opts.Retention, maxCleanupInterval)
@@ -138,7 +141,7 @@ func (r *Relay) Run(ctx context.Context) error {
 		select {
 		case <-ctx.Done():
 			return nil
-		case <-wake:
+		case <-r.wake:
 		case <-poll.C:
 		}
 	}
@@ -280,55 +283,6 @@ func (r *Relay) updatePending(ctx context.Context) {
 		age = max(time.Since(*oldest).Seconds(), 0)
 	}
 	r.metrics.setPending(n, age)
-}
-
-// listen keeps a dedicated connection LISTENing on Channel and signals wake for every
-// notification, and once after each (re)connect for what was committed meanwhile.
-func (r *Relay) listen(ctx context.Context, wake chan<- struct{}) {
-	backoff := newBackoff()
-	for ctx.Err() == nil {
-		err := r.listenOnce(ctx, wake, backoff)
-		if ctx.Err() != nil {
-			return
-		}
-		d := backoff.next()
-		r.log.Warn("outbox: listen connection lost; polling until it is back", "err", err, "retry_in", d)
-		if !sleep(ctx, d) {
-			return
-		}
-	}
-}
-
-func (r *Relay) listenOnce(ctx context.Context, wake chan<- struct{}, backoff *backoff) error {
-	cfg := r.pool.Config().ConnConfig.Copy()
-	if cfg.RuntimeParams == nil {
-		cfg.RuntimeParams = map[string]string{}
-	}
-	cfg.RuntimeParams["application_name"] = listenerAppName
-	conn, err := pgx.ConnectConfig(ctx, cfg)
-	if err != nil {
-		return fmt.Errorf("connect: %w", err)
-	}
-	defer conn.Close(context.WithoutCancel(ctx))
-	if _, err := conn.Exec(ctx, "LISTEN "+pgx.Identifier{Channel}.Sanitize()); err != nil {
-		return fmt.Errorf("listen: %w", err)
-	}
-	backoff.reset()
-	signal(wake)
-	for {
-		if _, err := conn.WaitForNotification(ctx); err != nil {
-			return fmt.Errorf("wait: %w", err)
-		}
-		signal(wake)
-	}
-}
-
-// signal wakes the publisher without blocking; one pending wake-up is enough.
-func signal(wake chan<- struct{}) {
-	select {
-	case wake <- struct{}{}:
-	default:
-	}
 }
 
 // sleep waits d, or less when ctx ends; it reports whether ctx is still live.

@@ -9,7 +9,9 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -17,6 +19,7 @@ import (
 
 	"github.com/gin-gonic/gin"
 	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
 
 	"github.com/shipfile/shipfile/bench/internal/rig"
 	"github.com/shipfile/shipfile/pkg/database"
@@ -30,11 +33,19 @@ const baselineCommand = "baseline-api"
 // against a bare gin handler (this program run as `shipbench baseline-api`, a process of
 // its own like the gateway) that decodes the same body and does one pgx INSERT of the
 // same row into the same packages table of the same database, with the same pool
-// settings. The same client drives both, one after the other.
+// settings. The same client drives both, one after the other. With -api-gateways N,
+// N gateways run on the one database (and N baseline processes), client i sending to
+// instance i mod N. PostgreSQL's wait events are sampled during both halves.
 func apiRow(ctx context.Context, t testing.TB, c config, bins rig.Bins, rep *Report) {
 	nats := rig.StartNATS(t)
 	s := rig.NewStack(t, bins, rig.StackOptions{NATSURL: nats.URL})
-	s.StartGateway("SHIPFILE_RATE_LIMIT=0")
+	var gateways, bases []*rig.Proc
+	var gatewayClients, baseClients []*rig.Client
+	for range c.apiGateways {
+		g := s.StartGateway("SHIPFILE_RATE_LIMIT=0")
+		gateways = append(gateways, g)
+		gatewayClients = append(gatewayClients, rig.NewClient("http://"+g.Addr, s.Token))
+	}
 	me := s.API.Must(t, "GET", "/api/v1/me", nil, http.StatusOK)
 	owner := strconv.FormatInt(int64(me.JSON["id"].(float64)), 10)
 
@@ -42,30 +53,44 @@ func apiRow(ctx context.Context, t testing.TB, c config, bins rig.Bins, rep *Rep
 	if err != nil {
 		t.Fatal(err)
 	}
-	addr := servicetest.FreeAddr(t)
-	base := rig.NewProc(t, "baseline-api", addr, self, []string{baselineCommand, "-addr", addr, "-db", s.DBURL, "-owner", owner}, nil)
-	base.Start()
-	base.WaitReady(30 * time.Second)
+	for i := range c.apiGateways {
+		addr := servicetest.FreeAddr(t)
+		base := rig.NewProc(t, "baseline-api-"+strconv.Itoa(i), addr, self, []string{baselineCommand, "-addr", addr, "-db", s.DBURL, "-owner", owner}, nil)
+		base.Start()
+		base.WaitReady(30 * time.Second)
+		bases = append(bases, base)
+		baseClients = append(baseClients, rig.NewClient(base.URL(""), s.Token))
+	}
 
 	half := c.apiDuration
 	if need := 2*half + 5*time.Second; time.Until(deadlineOf(ctx)) < need {
 		rep.Add(Row{What: "API", Verdict: "not run (budget too short for -api-duration)"})
 		return
 	}
-	cpu, procCPU := rig.ReadCPU(), rig.ProcCPU(base.Pid())
-	b := load(ctx, rig.NewClient(base.URL(""), s.Token), c.apiClients, half)
-	rep.Rawf("API baseline (gin + one pgx INSERT): %s; machine CPU %.0f%% busy, the baseline process used %s of CPU (%.2f ms a request)",
-		b, 100*cpu.BusySince(), (rig.ProcCPU(base.Pid()) - procCPU).Round(10*time.Millisecond), perRequest(rig.ProcCPU(base.Pid())-procCPU, b.ok))
-	prof.record(ctx, s.Gateway, half-time.Second, "api-gateway")
-	cpu, procCPU = rig.ReadCPU(), rig.ProcCPU(s.Gateway.Pid())
-	g := load(ctx, s.API, c.apiClients, half)
-	rep.Rawf("API gateway POST /api/v1/packages: %s; machine CPU %.0f%% busy, the gateway used %s of CPU (%.2f ms a request)",
-		g, 100*cpu.BusySince(), (rig.ProcCPU(s.Gateway.Pid()) - procCPU).Round(10*time.Millisecond), perRequest(rig.ProcCPU(s.Gateway.Pid())-procCPU, g.ok))
+	instances := ""
+	if c.apiGateways > 1 {
+		instances = fmt.Sprintf(" (%d processes)", c.apiGateways)
+	}
+	cpu, procCPU := rig.ReadCPU(), procsCPU(bases)
+	waits := sampleWaits(ctx, t, s.DBURL)
+	b := load(ctx, baseClients, c.apiClients, half)
+	rep.Rawf("API baseline (gin + one pgx INSERT)%s: %s; machine CPU %.0f%% busy, the baseline used %s of CPU (%.2f ms a request); PostgreSQL waits: %s",
+		instances, b, 100*cpu.BusySince(), (procsCPU(bases) - procCPU).Round(10*time.Millisecond), perRequest(procsCPU(bases)-procCPU, b.ok), waits())
+	prof.record(ctx, gateways[0], half-time.Second, "api-gateway")
+	cpu, procCPU = rig.ReadCPU(), procsCPU(gateways)
+	waits = sampleWaits(ctx, t, s.DBURL)
+	g := load(ctx, gatewayClients, c.apiClients, half)
+	rep.Rawf("API gateway POST /api/v1/packages%s: %s; machine CPU %.0f%% busy, the gateway used %s of CPU (%.2f ms a request); PostgreSQL waits: %s",
+		instances, g, 100*cpu.BusySince(), (procsCPU(gateways) - procCPU).Round(10*time.Millisecond), perRequest(procsCPU(gateways)-procCPU, g.ok), waits())
 	if g.ok == 0 || b.ok == 0 {
 		t.Fatalf("no request succeeded (gateway %s; baseline %s)", g, b)
 	}
+	what := fmt.Sprintf("API: POST /api/v1/packages, %d clients, %s", c.apiClients, half)
+	if c.apiGateways > 1 {
+		what = fmt.Sprintf("API: POST /api/v1/packages, %d clients, %d gateways, %s", c.apiClients, c.apiGateways, half)
+	}
 	rep.Add(Row{
-		What:     fmt.Sprintf("API: POST /api/v1/packages, %d clients, %s", c.apiClients, half),
+		What:     what,
 		Measured: fmt.Sprintf("%.0f req/s, p50 %s, p99 %s", g.rps(), rig.Ms(g.p50), rig.Ms(g.p99)),
 		Baseline: fmt.Sprintf("%.0f req/s, p50 %s, p99 %s (gin + pgx INSERT)", b.rps(), rig.Ms(b.p50), rig.Ms(b.p99)),
 		Ratio:    ratio(g.rps(), b.rps()),
@@ -89,9 +114,82 @@ func (r loadResult) String() string {
 		r.ok, r.failed, r.statuses, r.elapsed.Round(time.Millisecond), r.rps(), rig.Ms(r.p50), rig.Ms(r.p99))
 }
 
+// procsCPU is the CPU time the processes used so far, together.
+func procsCPU(procs []*rig.Proc) time.Duration {
+	var sum time.Duration
+	for _, p := range procs {
+		sum += rig.ProcCPU(p.Pid())
+	}
+	return sum
+}
+
+// sampleWaits samples, every 100 ms until the returned function is called, what the
+// busy backends of the database at url wait on (pg_stat_activity), and returns a
+// summary: the share of samples of each wait, most frequent first ("CPU" when a backend
+// waits on nothing). A lock queue on a shared row or object shows up as Lock:….
+func sampleWaits(ctx context.Context, t testing.TB, url string) func() string {
+	pool, err := database.Open(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	counts := map[string]int{}
+	samples := 0
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		tick := time.NewTicker(100 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-tick.C:
+			}
+			rows, err := pool.Query(ctx, `SELECT coalesce(wait_event_type || ':' || wait_event, 'CPU'), count(*)
+				FROM pg_stat_activity
+				WHERE datname = current_database() AND state = 'active' AND pid <> pg_backend_pid()
+				GROUP BY 1`)
+			if err != nil {
+				continue
+			}
+			var what string
+			var n int
+			_, _ = pgx.ForEachRow(rows, []any{&what, &n}, func() error { counts[what] += n; return nil })
+			samples++
+		}
+	}()
+	return func() string {
+		cancel()
+		<-done
+		pool.Close()
+		if samples == 0 {
+			return "no samples"
+		}
+		type wait struct {
+			what string
+			n    int
+		}
+		var ws []wait
+		for w, n := range counts {
+			ws = append(ws, wait{w, n})
+		}
+		slices.SortFunc(ws, func(a, b wait) int { return b.n - a.n })
+		var parts []string
+		for i, w := range ws {
+			if i == 6 {
+				break
+			}
+			parts = append(parts, fmt.Sprintf("%s %.1f", w.what, float64(w.n)/float64(samples)))
+		}
+		return fmt.Sprintf("backends busy on average, by wait (%d samples): %s", samples, strings.Join(parts, ", "))
+	}
+}
+
 // load runs clients goroutines, each sending POST /api/v1/packages one after the
-// other, for d; latencies are those of 201 answers.
-func load(ctx context.Context, client *rig.Client, clients int, d time.Duration) loadResult {
+// other, for d, client i to instances[i mod len(instances)]; latencies are those of
+// 201 answers.
+func load(ctx context.Context, instances []*rig.Client, clients int, d time.Duration) loadResult {
 	ctx, cancel := context.WithTimeout(ctx, d)
 	defer cancel()
 	var mu sync.Mutex
@@ -103,6 +201,7 @@ func load(ctx context.Context, client *rig.Client, clients int, d time.Duration)
 		wg.Go(func() {
 			var mine []time.Duration
 			statuses := map[int]int{}
+			client := instances[i%len(instances)]
 			body := rig.NewPackage("bench api " + strconv.Itoa(i))
 			for ctx.Err() == nil {
 				t0 := time.Now()

@@ -8,11 +8,14 @@
 //	make bench                        the full run (under 10 minutes on 2 cores)
 //	go run ./cmd/shipbench -quick     tiny sizes, for development
 //	go run ./cmd/shipbench -rows api,events -api-duration 5s
+//	go run ./cmd/shipbench -rows api -api-gateways 2 -budget api=3m
 //
 // It needs PostgreSQL and MinIO as `make up` or `scripts/dev.sh infra` provide them
 // (SHIPFILE_TEST_DATABASE_URL, SHIPFILE_S3_*; each row gets its own database and
 // bucket) and a nats-server binary (each row runs a private one, because the services'
-// stream and consumer names are fixed).
+// stream and consumer names are fixed). It builds the services first, unless
+// SHIPBENCH_BIN_DIR names a directory of prebuilt binaries (gateway, shipctl, webhooks,
+// expiry), as on a machine without Go.
 package main
 
 import (
@@ -20,6 +23,8 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -34,6 +39,7 @@ type config struct {
 	concurrent, runs        int
 
 	apiClients  int
+	apiGateways int
 	apiDuration time.Duration
 
 	eventRate     int
@@ -46,6 +52,7 @@ type config struct {
 	expiryTarget   time.Duration
 
 	rows    string
+	budget  budgetFlag
 	timeout time.Duration
 	out     string
 	profile string
@@ -85,6 +92,7 @@ func main() {
 	fs.IntVar(&c.concurrent, "concurrent", 8, "concurrent uploads of the memory row")
 	fs.IntVar(&c.runs, "runs", 3, "repetitions of the upload and download rows (the median is reported)")
 	fs.IntVar(&c.apiClients, "api-clients", 32, "concurrent clients of the API row")
+	fs.IntVar(&c.apiGateways, "api-gateways", 1, "gateway instances of the API row, on one database (the clients are spread over them; the baseline runs as many processes)")
 	fs.DurationVar(&c.apiDuration, "api-duration", 20*time.Second, "duration of each half of the API row")
 	fs.IntVar(&c.eventRate, "event-rate", 200, "finalizes per second of the event latency row")
 	fs.DurationVar(&c.eventDuration, "event-duration", 20*time.Second, "duration of the event latency row")
@@ -94,11 +102,29 @@ func main() {
 	fs.IntVar(&c.expiryPackages, "expiry-packages", 100000, "overdue packages of the expiry row")
 	fs.DurationVar(&c.expiryTarget, "expiry-target", 60*time.Second, "time the expiry row has to expire them all")
 	fs.StringVar(&c.rows, "rows", strings.Join(allRows, ","), "rows to run, comma-separated: "+strings.Join(allRows, ","))
+	fs.Var(&c.budget, "budget", "time a row (or group: transfer, api, events, expiry, dispatch) may take, as row=duration; repeat or comma-separate, e.g. api=3m,dispatch=8m (-timeout grows to fit unless given)")
 	fs.DurationVar(&c.timeout, "timeout", 8*time.Minute+30*time.Second, "bound of the whole run; rows still running then are stopped and reported")
 	fs.StringVar(&c.out, "o", "", "also write the report as Markdown to this file")
 	fs.StringVar(&c.profile, "profile", "", "build the services with a pprof endpoint, save CPU profiles of the measured windows in this directory and list their top functions")
 	fs.BoolVar(&c.quick, "quick", false, "tiny sizes and durations, for development (flags given explicitly still win)")
 	_ = fs.Parse(os.Args[1:])
+	if c.apiGateways < 1 {
+		fmt.Fprintln(os.Stderr, "shipbench: -api-gateways must be at least 1")
+		os.Exit(2)
+	}
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	for group, d := range c.budget {
+		budgets[group] = d
+	}
+	if len(c.budget) > 0 && !set["timeout"] {
+		// The whole run may take what its rows' budgets add up to, and a build.
+		var sum time.Duration
+		for _, d := range budgets {
+			sum += d
+		}
+		c.timeout = max(c.timeout, sum+2*time.Minute)
+	}
 	if c.quick {
 		set := map[string]bool{}
 		fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
@@ -139,12 +165,6 @@ func run(c config, command string) int {
 	log := os.Stderr
 
 	var bins rig.Bins
-	binDir, err := os.MkdirTemp("", "shipbench-bin-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "shipbench:", err)
-		return 1
-	}
-	defer os.RemoveAll(binDir)
 	names := []string{"gateway", "shipctl"}
 	if want["events"] || want["dispatch"] {
 		names = append(names, "webhooks")
@@ -152,10 +172,28 @@ func run(c config, command string) int {
 	if want["expiry"] {
 		names = append(names, "expiry")
 	}
-	fmt.Fprintf(log, "==> building %s\n", strings.Join(names, ", "))
-	if err := rig.Run("build", log, func(t testing.TB) { bins = rig.Build(t, binDir, rig.BuildOptions{Pprof: c.profile != ""}, names...) }); err != nil {
-		fmt.Fprintln(os.Stderr, "shipbench: build:", err)
-		return 1
+	if dir := os.Getenv("SHIPBENCH_BIN_DIR"); dir != "" {
+		if bins, err = prebuilt(dir, names); err != nil {
+			fmt.Fprintln(os.Stderr, "shipbench:", err)
+			return 2
+		}
+		if c.profile != "" {
+			fmt.Fprintln(os.Stderr, "shipbench: -profile needs binaries built by shipbench (with a pprof endpoint); unset SHIPBENCH_BIN_DIR")
+			return 2
+		}
+		fmt.Fprintf(log, "==> using the prebuilt %s of %s\n", strings.Join(names, ", "), dir)
+	} else {
+		binDir, err := os.MkdirTemp("", "shipbench-bin-")
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "shipbench:", err)
+			return 1
+		}
+		defer os.RemoveAll(binDir)
+		fmt.Fprintf(log, "==> building %s\n", strings.Join(names, ", "))
+		if err := rig.Run("build", log, func(t testing.TB) { bins = rig.Build(t, binDir, rig.BuildOptions{Pprof: c.profile != ""}, names...) }); err != nil {
+			fmt.Fprintln(os.Stderr, "shipbench: build:", err)
+			return 1
+		}
 	}
 
 	group := func(name string, rows []string, fn func(ctx context.Context, t testing.TB)) {
@@ -218,6 +256,64 @@ func run(c config, command string) int {
 		return 1
 	}
 	return 0
+}
+
+// prebuilt returns the binaries names in dir (SHIPBENCH_BIN_DIR), each of which must
+// be an executable file.
+func prebuilt(dir string, names []string) (rig.Bins, error) {
+	bins := rig.Bins{Path: map[string]string{}}
+	for _, n := range names {
+		path := filepath.Join(dir, n)
+		fi, err := os.Stat(path)
+		if err != nil {
+			return bins, fmt.Errorf("SHIPBENCH_BIN_DIR: %w", err)
+		}
+		if !fi.Mode().IsRegular() || fi.Mode().Perm()&0o111 == 0 {
+			return bins, fmt.Errorf("SHIPBENCH_BIN_DIR: %s is not an executable file", path)
+		}
+		bins.Path[n] = path
+	}
+	return bins, nil
+}
+
+// groupOf maps a row to the group whose budget bounds it.
+var groupOf = map[string]string{
+	"upload": "transfer", "memory": "transfer", "download": "transfer", "transfer": "transfer",
+	"api": "api", "events": "events", "expiry": "expiry", "dispatch": "dispatch",
+}
+
+// budgetFlag is -budget: row=duration pairs, repeated or comma-separated, keyed by group.
+type budgetFlag map[string]time.Duration
+
+func (b *budgetFlag) String() string {
+	if b == nil || len(*b) == 0 {
+		return ""
+	}
+	parts := make([]string, 0, len(*b))
+	for g, d := range *b {
+		parts = append(parts, g+"="+d.String())
+	}
+	slices.Sort(parts)
+	return strings.Join(parts, ",")
+}
+
+func (b *budgetFlag) Set(s string) error {
+	if *b == nil {
+		*b = budgetFlag{}
+	}
+	for part := range strings.SplitSeq(s, ",") {
+		row, v, ok := strings.Cut(strings.TrimSpace(part), "=")
+		group, known := groupOf[strings.TrimSpace(row)]
+		if !ok || !known {
+			return fmt.Errorf("want row=duration with a row of %s or transfer, e.g. dispatch=8m", strings.Join(allRows, ","))
+		}
+		d, err := time.ParseDuration(strings.TrimSpace(v))
+		if err != nil || d <= 0 {
+			return fmt.Errorf("want a positive duration after %s=, e.g. 3m", row)
+		}
+		(*b)[group] = d
+	}
+	return nil
 }
 
 func contains(list []string, s string) bool {

@@ -1,6 +1,11 @@
 package main
 
-import "testing"
+import (
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+)
 
 func TestByteSize(t *testing.T) {
 	for in, want := range map[string]int64{"1GiB": 1 << 30, "16MiB": 16 << 20, "512KiB": 512 << 10, "4096": 4096, "10B": 10} {
@@ -27,5 +32,45 @@ func TestIntList(t *testing.T) {
 	}
 	if err := l.Set("1,0"); err == nil {
 		t.Error("0 accepted")
+	}
+}
+
+func TestBudgetFlag(t *testing.T) {
+	var b budgetFlag
+	if err := b.Set("api=3m, dispatch=8m"); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Set("upload=5m"); err != nil { // a row of a group: the group's budget
+		t.Fatal(err)
+	}
+	if b["api"] != 3*time.Minute || b["dispatch"] != 8*time.Minute || b["transfer"] != 5*time.Minute || len(b) != 3 {
+		t.Errorf("budgets = %v", b)
+	}
+	if got := b.String(); got != "api=3m0s,dispatch=8m0s,transfer=5m0s" {
+		t.Errorf("String() = %q", got)
+	}
+	for _, in := range []string{"", "api", "api=", "api=-1m", "api=soon", "nope=1m", "=1m"} {
+		var b budgetFlag
+		if err := b.Set(in); err == nil {
+			t.Errorf("Set(%q) accepted", in)
+		}
+	}
+}
+
+func TestPrebuilt(t *testing.T) {
+	dir := t.TempDir()
+	for name, mode := range map[string]os.FileMode{"gateway": 0o755, "shipctl": 0o755, "webhooks": 0o644} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte("#!/bin/sh\n"), mode); err != nil {
+			t.Fatal(err)
+		}
+	}
+	bins, err := prebuilt(dir, []string{"gateway", "shipctl"})
+	if err != nil || bins.Path["gateway"] != filepath.Join(dir, "gateway") || bins.Path["shipctl"] != filepath.Join(dir, "shipctl") {
+		t.Errorf("prebuilt = %v, %v", bins, err)
+	}
+	for _, names := range [][]string{{"gateway", "webhooks"}, {"expiry"}} {
+		if _, err := prebuilt(dir, names); err == nil {
+			t.Errorf("prebuilt(%v) accepted a missing or non-executable binary", names)
+		}
 	}
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/shipfile/shipfile/pkg/config"
 	"github.com/shipfile/shipfile/pkg/pgtest"
+	"github.com/shipfile/shipfile/pkg/servicetest"
 	"github.com/shipfile/shipfile/pkg/storage"
 )
 
@@ -90,6 +91,7 @@ func NewStack(t testing.TB, bins Bins, o StackOptions) *Stack {
 		"SHIPFILE_S3_BUCKET=" + s.S3.Bucket,
 		"SHIPFILE_WEBHOOK_ALLOW_PRIVATE=true",
 		"SHIPFILE_LOG_LEVEL=warn",
+		servicetest.SecretKeyEnv,
 	}, o.Env...)
 
 	s.shipctl("user", "create", "--email", "bench@example.com", "--name", "Bench", "--role", "admin")

@@ -5,6 +5,7 @@ package main
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"os"
 	"time"
@@ -30,6 +31,7 @@ type Config struct {
 	Interval        time.Duration `env:"SHIPFILE_EXPIRY_INTERVAL" default:"1m" help:"how often to look for packages whose time is up (and delete queued objects)"`
 	BatchSize       int           `env:"SHIPFILE_EXPIRY_BATCH_SIZE" default:"500" help:"packages expired per transaction; a tick runs batches until none is overdue"`
 	StaleUploadAge  time.Duration `env:"SHIPFILE_EXPIRY_STALE_UPLOAD_AGE" default:"24h" help:"abort incomplete multipart uploads under packages/ older than this (0 turns it off)"`
+	OrphanGrace     time.Duration `env:"SHIPFILE_ORPHAN_GRACE" default:"1h" help:"remove the object of an upload whose file row did not commit (a crash, a failed insert) once its key has been reserved this long (at least 10m: a gateway renews the reservation of an upload in progress every 5m)"`
 	ShutdownTimeout time.Duration `env:"SHIPFILE_SHUTDOWN_TIMEOUT" default:"20s" help:"grace period for in-flight work on SIGTERM"`
 }
 
@@ -45,8 +47,16 @@ func (c *Config) validate() error {
 	if c.StaleUploadAge < 0 {
 		errs = append(errs, errors.New("SHIPFILE_EXPIRY_STALE_UPLOAD_AGE must not be negative"))
 	}
+	if c.OrphanGrace < MinOrphanGrace {
+		errs = append(errs, fmt.Errorf("SHIPFILE_ORPHAN_GRACE must be at least %s: a gateway renews the reservation of an upload in progress every 5m", MinOrphanGrace))
+	}
 	return errors.Join(errs...)
 }
+
+// MinOrphanGrace is twice the gateway's renewal of an upload's reservation
+// (app.ObjectReservationRenewal in services/gateway), so an upload in progress is never
+// taken for an orphan.
+const MinOrphanGrace = 10 * time.Minute
 
 // flushTimeout bounds publishing the last outbox rows at shutdown.
 const flushTimeout = 5 * time.Second
@@ -83,17 +93,19 @@ func run(ctx context.Context, log *slog.Logger, args []string) error {
 	if err != nil {
 		return err
 	}
-	expirer := app.New(store.New(pool), store.NewObjects(objects), metrics, log, app.Options{
+	// The service runs an outbox relay of its own, so package.expired is published even
+	// when no gateway runs; relays share the table safely (FOR UPDATE SKIP LOCKED, and
+	// the stream drops a re-published Nats-Msg-Id). The store wakes it after each
+	// commit that wrote events. It stops after the expirer, then publishes what the last
+	// batch wrote.
+	relay := outbox.NewRelay(pool, nc.JS, outbox.Options{Log: log, Registerer: reg})
+	expirer := app.New(store.New(pool, store.WithOutboxWake(relay.Wake)), store.NewObjects(objects), metrics, log, app.Options{
 		Interval:       cfg.Interval,
 		BatchSize:      cfg.BatchSize,
 		StaleUploadAge: cfg.StaleUploadAge,
+		OrphanGrace:    cfg.OrphanGrace,
 	})
 
-	// The service runs an outbox relay of its own, so package.expired is published even
-	// when no gateway runs; relays share the table safely (FOR UPDATE SKIP LOCKED, and
-	// the stream drops a re-published Nats-Msg-Id). It stops after the expirer, then
-	// publishes what the last batch wrote.
-	relay := outbox.NewRelay(pool, nc.JS, outbox.Options{Log: log, Registerer: reg})
 	relayCtx, stopRelay := context.WithCancel(context.WithoutCancel(ctx))
 	relayDone := make(chan error, 1)
 	go func() { relayDone <- relay.Run(relayCtx) }()

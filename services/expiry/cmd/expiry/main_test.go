@@ -35,7 +35,7 @@ func TestUsageListsEveryVariable(t *testing.T) {
 
 func TestConfigValidate(t *testing.T) {
 	base := func() Config {
-		c := Config{Interval: time.Minute, BatchSize: 500, StaleUploadAge: 24 * time.Hour}
+		c := Config{Interval: time.Minute, BatchSize: 500, StaleUploadAge: 24 * time.Hour, OrphanGrace: time.Hour}
 		c.NATS.StreamReplicas = 1
 		return c
 	}
@@ -53,6 +53,8 @@ func TestConfigValidate(t *testing.T) {
 		"huge batch":          func(c *Config) { c.BatchSize = 100000 },
 		"negative upload age": func(c *Config) { c.StaleUploadAge = -time.Hour },
 		"no stream replicas":  func(c *Config) { c.NATS.StreamReplicas = 0 },
+		"short orphan grace":  func(c *Config) { c.OrphanGrace = 5 * time.Minute },
+		"no orphan grace":     func(c *Config) { c.OrphanGrace = 0 },
 	} {
 		t.Run(name, func(t *testing.T) {
 			c := base()

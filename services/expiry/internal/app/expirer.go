@@ -17,6 +17,9 @@ const (
 	DefaultStaleUploadPrefix = "packages/"
 	// DefaultStepTimeout bounds one transaction or one storage request.
 	DefaultStepTimeout = 30 * time.Second
+	// DefaultOrphanGrace is how long an object key may stay reserved by an upload
+	// without its file row before its object is removed (SHIPFILE_ORPHAN_GRACE).
+	DefaultOrphanGrace = time.Hour
 )
 
 // Options tune an Expirer.
@@ -35,6 +38,9 @@ type Options struct {
 	StaleUploadPrefix string
 	// StepTimeout bounds one transaction or storage request (default DefaultStepTimeout).
 	StepTimeout time.Duration
+	// OrphanGrace is the age after which a reserved object key without a file row is
+	// an orphan whose object is removed (default DefaultOrphanGrace).
+	OrphanGrace time.Duration
 }
 
 // Expirer expires overdue packages and removes the objects queued for deletion.
@@ -64,6 +70,9 @@ func New(store Store, objects Objects, metrics *Metrics, log *slog.Logger, opts 
 	if opts.StepTimeout <= 0 {
 		opts.StepTimeout = DefaultStepTimeout
 	}
+	if opts.OrphanGrace <= 0 {
+		opts.OrphanGrace = DefaultOrphanGrace
+	}
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
@@ -92,12 +101,14 @@ type TickResult struct {
 	Deleted          int   // queued objects removed
 	DeletionFailures int   // queued objects whose removal failed (still queued)
 	UploadsAborted   int   // stale multipart uploads aborted
+	OrphansRemoved   int   // objects of uploads that never committed removed
 	Err              error // the failures of the tick's steps, joined
 }
 
 // Tick expires every overdue package (batch after batch, until none is left that is
 // not locked by another instance), removes the objects queued for deletion (until the
-// queue is empty or storage fails), aborts stale multipart uploads, and updates the
+// queue is empty or storage fails) and the orphans (objects of uploads whose file row
+// never committed within OrphanGrace), aborts stale multipart uploads, and updates the
 // gauges. A failing step does not stop the others.
 func (e *Expirer) Tick(ctx context.Context) TickResult {
 	start := time.Now()
@@ -107,6 +118,9 @@ func (e *Expirer) Tick(ctx context.Context) TickResult {
 		errs = append(errs, err)
 	}
 	if err := e.sweep(ctx, &r); err != nil {
+		errs = append(errs, err)
+	}
+	if err := e.sweepOrphans(ctx, &r); err != nil {
 		errs = append(errs, err)
 	}
 	if err := e.abortStaleUploads(ctx, &r); err != nil {
@@ -128,10 +142,10 @@ func (e *Expirer) Tick(ctx context.Context) TickResult {
 		e.metrics.Ticks.WithLabelValues(outcome).Inc()
 		e.metrics.TickDuration.Observe(time.Since(start).Seconds())
 	}
-	if r.Expired > 0 || r.Deleted > 0 || r.DeletionFailures > 0 || r.UploadsAborted > 0 {
+	if r.Expired > 0 || r.Deleted > 0 || r.DeletionFailures > 0 || r.UploadsAborted > 0 || r.OrphansRemoved > 0 {
 		e.log.Info("expiry tick", "expired", r.Expired, "objects_deleted", r.Deleted,
 			"object_deletion_failures", r.DeletionFailures, "stale_uploads_aborted", r.UploadsAborted,
-			"duration", time.Since(start))
+			"orphans_removed", r.OrphansRemoved, "duration", time.Since(start))
 	}
 	return r
 }
@@ -200,6 +214,33 @@ func (e *Expirer) sweep(ctx context.Context, r *TickResult) error {
 				return fmt.Errorf("delete objects (%d stay queued): %w", failed, err)
 			}
 			return fmt.Errorf("sweep object deletions: %w", err)
+		}
+		if locked < e.opts.DeleteBatchSize {
+			return nil
+		}
+	}
+	return nil
+}
+
+// sweepOrphans removes the objects of reservations older than OrphanGrace without a
+// file row, batch by batch; it stops at the first batch with a failure (those keys stay
+// reserved, and the next tick tries again).
+func (e *Expirer) sweepOrphans(ctx context.Context, r *TickResult) error {
+	for ctx.Err() == nil {
+		remove := func(keys []string) ([]string, error) {
+			rctx, cancel := context.WithTimeout(ctx, e.opts.StepTimeout)
+			defer cancel()
+			return e.objects.Remove(rctx, keys)
+		}
+		sctx, cancel := e.step(ctx)
+		locked, removed, err := e.store.SweepOrphans(sctx, e.opts.OrphanGrace, e.opts.DeleteBatchSize, remove)
+		cancel()
+		r.OrphansRemoved += removed
+		if e.metrics != nil {
+			e.metrics.OrphansRemoved.Add(float64(removed))
+		}
+		if err != nil {
+			return fmt.Errorf("remove orphan objects: %w", err)
 		}
 		if locked < e.opts.DeleteBatchSize {
 			return nil

@@ -22,6 +22,8 @@ type Metrics struct {
 	Lag prometheus.Gauge
 	// StaleUploadsAborted counts incomplete multipart uploads this instance aborted.
 	StaleUploadsAborted prometheus.Counter
+	// OrphansRemoved counts objects of uploads that never committed that this instance removed.
+	OrphansRemoved prometheus.Counter
 	// Ticks counts ticks by outcome.
 	Ticks *prometheus.CounterVec
 	// TickDuration observes how long each tick took.
@@ -55,6 +57,10 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 			Name: "shipfile_expiry_stale_uploads_aborted_total",
 			Help: "Incomplete multipart uploads older than SHIPFILE_EXPIRY_STALE_UPLOAD_AGE that this instance aborted.",
 		}),
+		OrphansRemoved: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "shipfile_expiry_orphan_objects_removed_total",
+			Help: "Objects of uploads whose file row never committed (a crash, a failed insert), reserved longer than SHIPFILE_ORPHAN_GRACE ago, that this instance removed.",
+		}),
 		Ticks: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "shipfile_expiry_ticks_total",
 			Help: "Expiry ticks run by this instance, by outcome (ok, error).",
@@ -68,7 +74,7 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 	m.Ticks.WithLabelValues(OutcomeOK)
 	m.Ticks.WithLabelValues(OutcomeError)
 	for _, c := range []prometheus.Collector{m.PackagesExpired, m.ObjectsDeleted, m.DeletionFailures, m.PendingDeletions,
-		m.Lag, m.StaleUploadsAborted, m.Ticks, m.TickDuration} {
+		m.Lag, m.StaleUploadsAborted, m.OrphansRemoved, m.Ticks, m.TickDuration} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}

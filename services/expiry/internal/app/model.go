@@ -52,6 +52,14 @@ type Store interface {
 	// reports removed and commits. It returns how many keys it locked and how many it
 	// forgot; remove's error is returned (wrapped) after the removed keys are forgotten.
 	SweepDeletions(ctx context.Context, limit int, remove func(keys []string) (removed []string, err error)) (locked, forgotten int, err error)
+	// SweepOrphans locks up to limit object key reservations older than grace (by the
+	// database's clock, oldest first, skipping keys another transaction holds: a
+	// gateway committing the key's file row, or another sweep). Keys whose file row
+	// exists are forgotten; the others go to remove, and those it reports removed are
+	// forgotten, then it commits. The locks keep a gateway from committing a file row
+	// of a key whose object is being removed. It returns how many keys it locked and
+	// how many objects were removed; remove's error is returned (wrapped).
+	SweepOrphans(ctx context.Context, grace time.Duration, limit int, remove func(keys []string) (removed []string, err error)) (locked, removed int, err error)
 	// OverdueLag returns how long ago the oldest package that is overdue and not
 	// expired yet reached its expires_at, by the database's clock; 0 when there is none.
 	OverdueLag(ctx context.Context) (time.Duration, error)

@@ -52,3 +52,17 @@ FROM packages WHERE state <> 'expired' AND expires_at <= now()`
 
 // qPendingDeletions counts queued object keys.
 const qPendingDeletions = `SELECT count(*) FROM object_deletions`
+
+// qLockOrphans locks up to $2 object key reservations older than $1 seconds by the
+// database's clock, oldest first, skipping keys a gateway committing the key's file row
+// (or another sweep) holds, and says of each whether its file row exists. It uses
+// object_reservations_age_idx and the unique index of files.object_key.
+const qLockOrphans = `SELECT r.object_key, EXISTS (SELECT 1 FROM files f WHERE f.object_key = r.object_key)
+FROM object_reservations r
+WHERE r.reserved_at < now() - make_interval(secs => $1)
+ORDER BY r.reserved_at, r.object_key
+LIMIT $2
+FOR UPDATE OF r SKIP LOCKED`
+
+// qForgetReservations forgets reservations whose objects are gone or committed.
+const qForgetReservations = `DELETE FROM object_reservations WHERE object_key = ANY($1::text[])`

@@ -19,12 +19,31 @@ import (
 // Postgres is the expiry service's database store.
 type Postgres struct {
 	pool *pgxpool.Pool
+	// wake is called after a transaction that wrote outbox rows has committed.
+	wake func()
 }
 
 var _ app.Store = (*Postgres)(nil)
 
+// Option configures a Postgres store.
+type Option func(*Postgres)
+
+// WithOutboxWake has the store call wake (the outbox relay's Wake) after every
+// transaction that wrote outbox rows has committed, so they are published at once
+// instead of at the relay's next poll. Nothing in the transaction itself signals.
+func WithOutboxWake(wake func()) Option { return func(s *Postgres) { s.wake = wake } }
+
 // New returns a store on pool.
-func New(pool *pgxpool.Pool) *Postgres { return &Postgres{pool: pool} }
+func New(pool *pgxpool.Pool, opts ...Option) *Postgres {
+	s := &Postgres{pool: pool}
+	for _, o := range opts {
+		o(s)
+	}
+	if s.wake == nil {
+		s.wake = func() {}
+	}
+	return s
+}
 
 // ExpireDue expires up to limit overdue packages in one transaction: the state change,
 // their objects queued for deletion, and the effects (outbox rows, audit entries).
@@ -78,6 +97,9 @@ func (s *Postgres) ExpireDue(ctx context.Context, limit int, effects func([]app.
 	})
 	if err != nil {
 		return nil, err
+	}
+	if len(out) > 0 {
+		s.wake() // committed: package.expired events to publish
 	}
 	return out, nil
 }
@@ -143,6 +165,58 @@ func (s *Postgres) SweepDeletions(ctx context.Context, limit int, remove func(ke
 		return locked, forgotten, fmt.Errorf("store: remove objects: %w", removeErr)
 	}
 	return locked, forgotten, nil
+}
+
+// SweepOrphans locks up to limit reservations older than grace, forgets those whose
+// file row exists, lets remove delete the objects of the others while their keys stay
+// locked (so no gateway commits a file row of a key being removed, and no two sweeps
+// work on one key), and forgets the keys that are gone.
+func (s *Postgres) SweepOrphans(ctx context.Context, grace time.Duration, limit int, remove func(keys []string) ([]string, error)) (int, int, error) {
+	var locked, removedN int
+	var removeErr error
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		rows, err := tx.Query(ctx, qLockOrphans, grace.Seconds(), limit)
+		if err != nil {
+			return fmt.Errorf("store: lock orphans: %w", err)
+		}
+		var (
+			key       string
+			committed bool
+			forget    []string
+			orphans   []string
+		)
+		if _, err := pgx.ForEachRow(rows, []any{&key, &committed}, func() error {
+			locked++
+			if committed {
+				forget = append(forget, key)
+			} else {
+				orphans = append(orphans, key)
+			}
+			return nil
+		}); err != nil {
+			return fmt.Errorf("store: lock orphans: %w", err)
+		}
+		if len(orphans) > 0 {
+			var removed []string
+			removed, removeErr = remove(orphans)
+			removedN = len(removed)
+			forget = append(forget, removed...)
+		}
+		if len(forget) == 0 {
+			return nil
+		}
+		if _, err := tx.Exec(ctx, qForgetReservations, forget); err != nil {
+			return fmt.Errorf("store: forget reservations: %w", err)
+		}
+		return nil
+	})
+	if err != nil {
+		return locked, 0, err
+	}
+	if removeErr != nil {
+		return locked, removedN, fmt.Errorf("store: remove orphan objects: %w", removeErr)
+	}
+	return locked, removedN, nil
 }
 
 // OverdueLag returns the age of the oldest overdue package that is not expired yet.

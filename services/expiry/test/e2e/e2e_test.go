@@ -146,7 +146,8 @@ func TestExpiresWithinOneIntervalThroughTheGateway(t *testing.T) {
 	bucket := expirytest.Bucket(t, m)
 	// An empty database: the gateway and shipctl apply the migrations themselves.
 	dbURL := pgtest.New(t, "empty", func(context.Context, string) error { return nil })
-	common := append(s3Env(m, bucket.Bucket), "SHIPFILE_DATABASE_URL="+dbURL, "SHIPFILE_NATS_URL="+natsURL, "SHIPFILE_LOG_LEVEL=warn")
+	common := append(s3Env(m, bucket.Bucket), "SHIPFILE_DATABASE_URL="+dbURL, "SHIPFILE_NATS_URL="+natsURL, "SHIPFILE_LOG_LEVEL=warn",
+		servicetest.SecretKeyEnv)
 	shipctl := func(args ...string) string { return servicetest.RunCommand(t, bins["shipctl"], common, args...) }
 	shipctl("user", "create", "--email", "admin@example.com", "--name", "Admin", "--role", "admin")
 	lines := strings.Split(strings.TrimSpace(shipctl("token", "create", "--email", "admin@example.com", "--name", "e2e")), "\n")

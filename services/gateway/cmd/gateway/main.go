@@ -16,6 +16,7 @@ import (
 	"github.com/shipfile/shipfile/pkg/events"
 	"github.com/shipfile/shipfile/pkg/ops"
 	"github.com/shipfile/shipfile/pkg/outbox"
+	"github.com/shipfile/shipfile/pkg/secretbox"
 	"github.com/shipfile/shipfile/pkg/service"
 	"github.com/shipfile/shipfile/pkg/storage"
 	"github.com/shipfile/shipfile/services/gateway/internal/app"
@@ -32,6 +33,7 @@ type Config struct {
 	Database        database.Config
 	NATS            bus.Config
 	S3              storage.Config
+	Secrets         secretbox.Config
 	MaxJSONBytes    int64         `env:"SHIPFILE_MAX_JSON_BYTES" default:"1048576" help:"largest accepted JSON request body"`
 	MaxFileSize     int64         `env:"SHIPFILE_MAX_FILE_SIZE" default:"10737418240" help:"largest accepted file, in bytes (10 GiB)"`
 	MaxFiles        int           `env:"SHIPFILE_MAX_FILES" default:"500" help:"most files in one package"`
@@ -79,6 +81,10 @@ func run(ctx context.Context, log *slog.Logger, args []string) error {
 	if err := cfg.NATS.Validate(); err != nil {
 		return err
 	}
+	secrets, err := cfg.Secrets.Keyring()
+	if err != nil {
+		return err
+	}
 	log.Info("starting", "config", config.LogValue(&cfg))
 
 	if err := migrations.Up(ctx, cfg.Database.URL); err != nil {
@@ -110,8 +116,35 @@ func run(ctx context.Context, log *slog.Logger, args []string) error {
 		return fmt.Errorf("SHIPFILE_SESSION_LIFETIME, SHIPFILE_SESSION_IDLE_TIMEOUT, SHIPFILE_LOGIN_MAX_FAILURES and SHIPFILE_LOGIN_LOCKOUT must be positive")
 	}
 
-	db := store.NewPostgres(pool)
-	identity := app.NewIdentity(db)
+	reg := ops.NewRegistry()
+	// The relay publishes committed outbox rows; the store wakes it after each commit
+	// that wrote some. It stops after the HTTP server has drained, so the events of the
+	// last requests go out too; rows it leaves are published by another instance or at
+	// the next start.
+	relay := outbox.NewRelay(pool, nc.JS, outbox.Options{Log: log, Registerer: reg})
+	db := store.NewPostgres(pool, store.WithOutboxWake(relay.Wake))
+	if err := resealSecrets(ctx, log, db, secrets); err != nil {
+		return err
+	}
+	// Token look-ups are cached while the change feed (LISTEN on the triggers'
+	// channel) is current; last_used_at is written in batches.
+	tokenCache := app.NewTokenCache(app.DefaultTokenCacheTTL, app.DefaultTokenFeedWindow)
+	tokenUsage := app.NewTokenUsage(db, app.DefaultTokenUsageInterval)
+	identity := app.NewIdentity(db, app.WithTokenCache(tokenCache), app.WithTokenUsage(tokenUsage))
+	feedCtx, stopFeed := context.WithCancel(ctx)
+	defer stopFeed()
+	go db.FollowAuthChanges(feedCtx, tokenCache, log)
+	// The usage writer stops after the HTTP server has drained and writes what is left.
+	usageCtx, stopUsage := context.WithCancel(context.WithoutCancel(ctx))
+	usageDone := make(chan struct{})
+	go func() {
+		defer close(usageDone)
+		tokenUsage.Run(usageCtx, func(err error) { log.Warn("write tokens' last_used_at", "err", err) })
+	}()
+	defer func() {
+		stopUsage()
+		<-usageDone
+	}()
 	if cfg.ResumeWindow <= 0 || cfg.UploadLease <= 0 || cfg.UploadSweep <= 0 {
 		return fmt.Errorf("SHIPFILE_UPLOAD_RESUME_WINDOW, SHIPFILE_UPLOAD_LOCK_LEASE and SHIPFILE_UPLOAD_SWEEP_INTERVAL must be positive")
 	}
@@ -124,7 +157,7 @@ func run(ctx context.Context, log *slog.Logger, args []string) error {
 	sweepDone := make(chan struct{})
 	go func() { defer close(sweepDone); resumable.RunSweeper(sweepCtx, cfg.UploadSweep) }()
 	defer func() { stopSweep(); <-sweepDone }()
-	webhooks := app.NewWebhooks(db, cfg.WebhookPrivate)
+	webhooks := app.NewWebhooks(db, secrets, cfg.WebhookPrivate)
 	sessions := app.NewSessions(db, identity, app.SessionConfig{
 		Lifetime: cfg.Web.SessionLifetime, IdleTimeout: cfg.Web.SessionIdle,
 		MaxFailures: cfg.Web.LoginFailures, Lockout: cfg.Web.LoginLockout,
@@ -136,12 +169,6 @@ func run(ctx context.Context, log *slog.Logger, args []string) error {
 	if err != nil {
 		return fmt.Errorf("web UI: %w", err)
 	}
-	reg := ops.NewRegistry()
-
-	// The relay publishes committed outbox rows. It stops after the HTTP server has
-	// drained, so the events of the last requests go out too; rows it leaves are
-	// published by another instance or at the next start.
-	relay := outbox.NewRelay(pool, nc.JS, outbox.Options{Log: log, Registerer: reg})
 	relayCtx, stopRelay := context.WithCancel(context.WithoutCancel(ctx))
 	relayDone := make(chan error, 1)
 	go func() { relayDone <- relay.Run(relayCtx) }()
@@ -178,6 +205,23 @@ func run(ctx context.Context, log *slog.Logger, args []string) error {
 	err = ops.Serve(ctx, log, cfg.HTTPAddr, router, cfg.ShutdownTimeout)
 	log.Info("stopped")
 	return err
+}
+
+// resealSecrets seals the webhook secrets stored in clear or under
+// SHIPFILE_SECRET_KEY_PREVIOUS under SHIPFILE_SECRET_KEY.
+func resealSecrets(ctx context.Context, log *slog.Logger, db *store.Postgres, secrets *secretbox.Keyring) error {
+	rep, err := db.ResealWebhookSecrets(ctx, secrets)
+	if err != nil {
+		return err
+	}
+	// The key id names the key (docs/OPERATIONS.md, rotation) and reveals nothing of it.
+	log.Info("webhook secrets sealed under SHIPFILE_SECRET_KEY", "key_id", secrets.CurrentID(), "resealed", rep.Resealed)
+	if len(rep.Unknown) > 0 {
+		log.Error("webhook secrets sealed under a key that is neither SHIPFILE_SECRET_KEY nor SHIPFILE_SECRET_KEY_PREVIOUS: "+
+			"their deliveries fail until that key is set as SHIPFILE_SECRET_KEY_PREVIOUS (or the secrets are rotated)",
+			"subscriptions", rep.Unknown)
+	}
+	return nil
 }
 
 func splitList(s string) []string {

@@ -10,6 +10,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 	"time"
 
@@ -21,9 +22,14 @@ import (
 )
 
 const usage = `Usage:
-  shipctl user create --email E --name N [--role admin|regular] [--password P]
+  shipctl user create --email E --name N [--role admin|regular] [--password-stdin]
   shipctl token create --email E --name N [--expires-in 720h]
   shipctl migrate
+
+A password is read from standard input with --password-stdin (its first line):
+  shipctl user create --email E --name N --password-stdin < password.txt
+--password P still works but shows the password to every user of the machine (ps) and
+in the shell's history.
 
 Environment:
   SHIPFILE_DATABASE_URL  PostgreSQL URL (default postgres://postgres@127.0.0.1:5432/shipfile?sslmode=disable)
@@ -32,7 +38,7 @@ Environment:
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	if err := run(ctx, os.Args[1:], os.Stdout); err != nil {
+	if err := run(ctx, os.Args[1:], os.Stdin, os.Stdout); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			fmt.Fprint(os.Stderr, usage)
 			os.Exit(2)
@@ -42,7 +48,7 @@ func main() {
 	}
 }
 
-func run(ctx context.Context, args []string, out io.Writer) error {
+func run(ctx context.Context, args []string, in io.Reader, out io.Writer) error {
 	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
 		return flag.ErrHelp
 	}
@@ -69,7 +75,7 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 
 	switch args[0] + " " + args[1] {
 	case "user create":
-		return userCreate(ctx, identity, args[2:], out)
+		return userCreate(ctx, identity, args[2:], in, out)
 	case "token create":
 		return tokenCreate(ctx, identity, args[2:], out)
 	default:
@@ -77,14 +83,25 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 	}
 }
 
-func userCreate(ctx context.Context, identity *app.Identity, args []string, out io.Writer) error {
+func userCreate(ctx context.Context, identity *app.Identity, args []string, in io.Reader, out io.Writer) error {
 	fs := flag.NewFlagSet("user create", flag.ContinueOnError)
 	email := fs.String("email", "", "e-mail address (required)")
 	name := fs.String("name", "", "display name (required)")
 	role := fs.String("role", "regular", "admin or regular")
-	password := fs.String("password", "", "web UI password, at least 10 characters (optional)")
+	passwordStdin := fs.Bool("password-stdin", false, "read the web UI password (at least 10 characters) from the first line of standard input")
+	password := fs.String("password", "", "web UI password on the command line, where ps and the shell history show it: use --password-stdin")
 	if err := fs.Parse(args); err != nil {
 		return err
+	}
+	if *passwordStdin {
+		if *password != "" {
+			return errors.New("--password and --password-stdin exclude each other")
+		}
+		pw, err := readPassword(in)
+		if err != nil {
+			return err
+		}
+		*password = pw
 	}
 	u, err := identity.CreateUser(ctx, app.NewUser{Email: *email, Name: *name, Role: app.Role(*role), Password: *password})
 	if err != nil {
@@ -92,6 +109,27 @@ func userCreate(ctx context.Context, identity *app.Identity, args []string, out 
 	}
 	fmt.Fprintf(out, "created user %d %s (%s)\n", u.ID, u.Email, u.Role)
 	return nil
+}
+
+// maxPasswordInput bounds what --password-stdin reads.
+const maxPasswordInput = 4096
+
+// readPassword reads the first line of r (without its line ending) as a password; an
+// empty one is an error, as --password-stdin asks for one.
+func readPassword(r io.Reader) (string, error) {
+	b, err := io.ReadAll(io.LimitReader(r, maxPasswordInput+1))
+	if err != nil {
+		return "", fmt.Errorf("--password-stdin: %w", err)
+	}
+	if len(b) > maxPasswordInput {
+		return "", fmt.Errorf("--password-stdin: the input is longer than %d bytes", maxPasswordInput)
+	}
+	line, _, _ := strings.Cut(string(b), "\n")
+	line = strings.TrimSuffix(line, "\r")
+	if line == "" {
+		return "", errors.New("--password-stdin: standard input has no password on its first line")
+	}
+	return line, nil
 }
 
 func tokenCreate(ctx context.Context, identity *app.Identity, args []string, out io.Writer) error {

@@ -32,7 +32,7 @@ type IdentityStore interface {
 	ListTokens(ctx context.Context, userID int64) ([]Token, error)
 	DeleteToken(ctx context.Context, userID, id int64) error
 	TokenOwner(ctx context.Context, hash []byte) (TokenOwner, error)
-	TouchToken(ctx context.Context, id int64) error
+	TokenUsageStore
 	// DeleteUserSessions signs the user out of every browser.
 	DeleteUserSessions(ctx context.Context, userID int64) error
 }
@@ -41,11 +41,28 @@ type IdentityStore interface {
 type Identity struct {
 	store IdentityStore
 	now   func() time.Time
+	cache *TokenCache // nil: every request reads the token from the store
+	usage *TokenUsage // nil: last_used_at is written on the request path
 }
 
+// IdentityOption configures an Identity.
+type IdentityOption func(*Identity)
+
+// WithTokenCache serves token look-ups from c while its change feed is current (see
+// TokenCache); the gateway runs the feed (store.FollowAuthChanges) beside it.
+func WithTokenCache(c *TokenCache) IdentityOption { return func(s *Identity) { s.cache = c } }
+
+// WithTokenUsage records token uses in u, which writes last_used_at in batches
+// (u.Run), instead of writing it on the request path.
+func WithTokenUsage(u *TokenUsage) IdentityOption { return func(s *Identity) { s.usage = u } }
+
 // NewIdentity returns the identity service on store.
-func NewIdentity(store IdentityStore) *Identity {
-	return &Identity{store: store, now: time.Now}
+func NewIdentity(store IdentityStore, opts ...IdentityOption) *Identity {
+	s := &Identity{store: store, now: time.Now}
+	for _, o := range opts {
+		o(s)
+	}
+	return s
 }
 
 // Limits of identity fields.
@@ -57,8 +74,8 @@ const (
 	tokenPrefix       = "sf_"
 	tokenRandomBytes  = 32
 	tokenDisplayChars = 11
-	// lastUsedResolution bounds how often a token's last_used_at is written, so a busy
-	// token does not cost a database write per request.
+	// lastUsedResolution bounds how often a token's last_used_at is written on the
+	// request path, by an Identity without a TokenUsage (shipctl).
 	lastUsedResolution = time.Minute
 )
 
@@ -153,6 +170,9 @@ func (s *Identity) UpdateUser(ctx context.Context, id int64, p UserPatch) (User,
 	if err != nil {
 		return User{}, err
 	}
+	// This instance forgets the user's tokens at once; the others when the change
+	// feed tells them.
+	s.cache.Forget(AuthChange{Kind: AuthChangeUser, ID: id})
 	// A new password or a disabled account ends the user's web sessions at once.
 	if p.Password != nil || u.Disabled {
 		if err := s.store.DeleteUserSessions(ctx, id); err != nil {
@@ -215,14 +235,28 @@ func (s *Identity) CreateToken(ctx context.Context, userID int64, name string, e
 	return t, raw, nil
 }
 
-// ListTokens returns the user's tokens, newest first.
+// ListTokens returns the user's tokens, newest first. A use this instance has not
+// written yet shows in last_used_at all the same.
 func (s *Identity) ListTokens(ctx context.Context, userID int64) ([]Token, error) {
-	return s.store.ListTokens(ctx, userID)
+	tokens, err := s.store.ListTokens(ctx, userID)
+	if err != nil || s.usage == nil {
+		return tokens, err
+	}
+	for i, t := range tokens {
+		if at, ok := s.usage.lastUse(t.ID); ok && (t.LastUsedAt == nil || at.After(*t.LastUsedAt)) {
+			tokens[i].LastUsedAt = &at
+		}
+	}
+	return tokens, nil
 }
 
 // RevokeToken deletes one of the user's tokens; another user's token is not found.
 func (s *Identity) RevokeToken(ctx context.Context, userID, id int64) error {
-	return s.store.DeleteToken(ctx, userID, id)
+	if err := s.store.DeleteToken(ctx, userID, id); err != nil {
+		return err
+	}
+	s.cache.Forget(AuthChange{Kind: AuthChangeToken, ID: id})
+	return nil
 }
 
 // Authenticate resolves a raw bearer token to its user and token id. Malformed,
@@ -233,22 +267,32 @@ func (s *Identity) Authenticate(ctx context.Context, raw string) (User, int64, e
 		return User{}, 0, ErrUnauthenticated
 	}
 	sum := sha256.Sum256([]byte(raw))
-	owner, err := s.store.TokenOwner(ctx, sum[:])
-	if errors.Is(err, ErrNotFound) {
-		return User{}, 0, ErrUnauthenticated
-	}
-	if err != nil {
-		return User{}, 0, err
-	}
 	now := s.now()
+	owner, gen, cached := s.cache.get(sum, now)
+	if !cached {
+		var err error
+		owner, err = s.store.TokenOwner(ctx, sum[:])
+		if errors.Is(err, ErrNotFound) {
+			return User{}, 0, ErrUnauthenticated
+		}
+		if err != nil {
+			return User{}, 0, err
+		}
+	}
+	// Expiry is checked at every use, cached or not.
 	if owner.ExpiresAt != nil && !now.Before(*owner.ExpiresAt) {
 		return User{}, 0, ErrUnauthenticated
 	}
 	if owner.User.Disabled {
 		return User{}, 0, ErrUnauthenticated
 	}
-	if owner.LastUsedAt == nil || now.Sub(*owner.LastUsedAt) >= lastUsedResolution {
-		if err := s.store.TouchToken(ctx, owner.TokenID); err != nil {
+	if !cached {
+		s.cache.put(sum, owner, gen, s.now())
+	}
+	if s.usage != nil {
+		s.usage.Record(owner.TokenID, now)
+	} else if owner.LastUsedAt == nil || now.Sub(*owner.LastUsedAt) >= lastUsedResolution {
+		if err := s.store.TouchTokens(ctx, []TokenUse{{TokenID: owner.TokenID, At: now}}); err != nil {
 			return User{}, 0, err
 		}
 	}

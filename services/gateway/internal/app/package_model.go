@@ -55,7 +55,20 @@ type Package struct {
 	LinkHash       []byte
 	LinkUseCount   int64
 	LinkLastUsedAt *time.Time
+	// PasswordHash is the argon2id hash of the link's password, "" when it has none.
+	PasswordHash string
+	// MaxDownloads is how many times each file may be downloaded through the link; nil:
+	// no limit.
+	MaxDownloads *int
+	// NotifyOwner asks the mailer to tell the owner of downloads and uploads.
+	NotifyOwner bool
+	// UsedUp is set when the package is read through its link: it has a download limit
+	// and every file has reached it, so the link is dead.
+	UsedUp bool
 }
+
+// PasswordProtected reports whether the link asks for a password.
+func (p Package) PasswordProtected() bool { return p.PasswordHash != "" }
 
 // File is one file of a package; its bytes live in object storage under ObjectKey.
 type File struct {
@@ -68,6 +81,18 @@ type File struct {
 	ObjectKey   string
 	UploadedBy  Uploader
 	CreatedAt   time.Time
+	// DownloadCount is the number of downloads through the link.
+	DownloadCount int
+}
+
+// DownloadsLeft is how many more downloads of f the link allows under limit (nil: no
+// limit, nil returned).
+func (f File) DownloadsLeft(limit *int) *int {
+	if limit == nil {
+		return nil
+	}
+	left := max(0, *limit-f.DownloadCount)
+	return &left
 }
 
 // AuditEntry is one line of the audit log.
@@ -90,6 +115,9 @@ type AuditEntry struct {
 type Client struct {
 	IP        string
 	UserAgent string
+	// Grant is the link grant the caller presents (header Shipfile-Link-Grant or the
+	// shipfile_link cookie); a password-protected link needs a valid one.
+	Grant string
 }
 
 // PackageFilter selects and pages packages for a list.

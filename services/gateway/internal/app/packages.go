@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"mime"
+	"slices"
 	"strings"
 	"time"
 	"unicode"
@@ -49,6 +50,22 @@ type PackageStore interface {
 	ListAudit(ctx context.Context, f AuditFilter) ([]AuditEntry, error)
 	ObjectsDeleted(ctx context.Context, keys []string) error
 	GetUser(ctx context.Context, id int64) (User, error)
+	// TakeDownload counts one download of a file through the link unless limit (nil:
+	// none) is reached, in one conditional UPDATE; false when it is.
+	TakeDownload(ctx context.Context, packageID, fileID uuid.UUID, limit *int) (bool, error)
+	// TakeArchiveDownloads does the same for each of fileIDs and returns those it counted.
+	TakeArchiveDownloads(ctx context.Context, packageID uuid.UUID, fileIDs []uuid.UUID, limit *int) ([]uuid.UUID, error)
+	// ReturnDownloads gives back downloads that failed before their last byte.
+	ReturnDownloads(ctx context.Context, fileIDs []uuid.UUID) error
+	// AddUnlockAttempt records an unlock attempt of the package's link (as a failure,
+	// until DeleteUnlockAttempt) and returns its id and the times of the link's failures
+	// recorded before it since the given time, newest first.
+	AddUnlockAttempt(ctx context.Context, packageID uuid.UUID, since time.Time) (int64, []time.Time, error)
+	DeleteUnlockAttempt(ctx context.Context, id int64) error
+	// ReserveObjectKey records (or renews) an object key before its bytes are stored;
+	// AddFile ends the reservation. A reservation older than SHIPFILE_ORPHAN_GRACE
+	// without a file row is an orphan the expiry service removes.
+	ReserveObjectKey(ctx context.Context, key string) error
 }
 
 // Object is a stored file's bytes, seekable for ranges.
@@ -78,13 +95,17 @@ type Packages struct {
 	limits    Limits
 	publicURL string
 	now       func() time.Time
+	hasher    PasswordHasher
+	// reservationRenewal is ObjectReservationRenewal (shorter in tests).
+	reservationRenewal time.Duration
 	// endUploads ends a package's unfinished resumable uploads (set by NewResumable).
 	endUploads func(ctx context.Context, packageID uuid.UUID)
 }
 
 // NewPackages returns the package service.
 func NewPackages(store PackageStore, objects ObjectStore, limits Limits, publicURL string) *Packages {
-	return &Packages{store: store, objects: objects, limits: limits, publicURL: strings.TrimRight(publicURL, "/"), now: time.Now}
+	return &Packages{store: store, objects: objects, limits: limits, publicURL: strings.TrimRight(publicURL, "/"), now: time.Now,
+		hasher: argon2idHasher{}, reservationRenewal: ObjectReservationRenewal}
 }
 
 // Field limits of a package.
@@ -107,6 +128,9 @@ type NewPackage struct {
 	Direction      *string
 	TTLDays        *int
 	Note           *string
+	Password       *string // the link's password; nil: none
+	MaxDownloads   *int    // nil: no limit
+	NotifyOwner    *bool   // default true
 }
 
 // Create validates and stores a draft package, with its package.created event.
@@ -154,6 +178,19 @@ func (s *Packages) Create(ctx context.Context, owner User, client Client, in New
 		p.Note = *in.Note
 		if utf8.RuneCountInString(p.Note) > MaxNoteLen || strings.ContainsFunc(p.Note, isNoteControl) {
 			return Package{}, Invalid("note must be at most %d characters", MaxNoteLen)
+		}
+	}
+	if err := ValidateMaxDownloads(in.MaxDownloads); err != nil {
+		return Package{}, err
+	}
+	p.MaxDownloads = in.MaxDownloads
+	p.NotifyOwner = in.NotifyOwner == nil || *in.NotifyOwner
+	if in.Password != nil {
+		if err := ValidateLinkPassword(*in.Password); err != nil {
+			return Package{}, err
+		}
+		if p.PasswordHash, err = s.hasher.Hash(ctx, *in.Password); err != nil {
+			return Package{}, err
 		}
 	}
 	p.ID, err = uuid.NewV7()
@@ -256,7 +293,12 @@ func (s *Packages) upload(ctx context.Context, p Package, up Upload, by Uploader
 
 	h := sha256.New()
 	body := &limitedReader{r: io.TeeReader(up.Body, h), left: s.limits.MaxFileSize}
+	release, err := s.HoldObjectKey(ctx, f.ObjectKey)
+	if err != nil {
+		return File{}, err
+	}
 	size, err := s.objects.Put(ctx, f.ObjectKey, body, f.ContentType)
+	release()
 	if err == nil && (body.over || body.readErr != nil) {
 		// The store may take a short read for the end of the stream (minio-go treats
 		// io.ErrUnexpectedEOF so); the body's own failure decides.
@@ -473,13 +515,27 @@ func (s *Packages) Audit(ctx context.Context, f AuditFilter) ([]AuditEntry, erro
 // gives no hint which.
 var ErrLinkGone = &Error{Kind: KindGone, Detail: "this link is no longer valid"}
 
-// resolveLink finds the active package of a raw link token. Invalid attempts are
-// audited.
+// resolveLink finds the active package of a raw link token and checks the caller's
+// grant when the link has a password (ErrLinkLocked without a valid one). Invalid
+// attempts are audited.
 func (s *Packages) resolveLink(ctx context.Context, token string, client Client) (Package, error) {
+	p, err := s.liveLink(ctx, token, client)
+	if err != nil {
+		return Package{}, err
+	}
+	if p.PasswordProtected() && !CheckGrant(p, client.Grant, s.now()) {
+		return Package{}, ErrLinkLocked
+	}
+	return p, nil
+}
+
+// liveLink finds the active package of a raw link token: unknown, revoked, expired,
+// deleted and used-up links are all ErrLinkGone, before any password is asked.
+func (s *Packages) liveLink(ctx context.Context, token string, client Client) (Package, error) {
 	hash, ok := linkHash(token)
 	if ok {
 		p, err := s.store.PackageByLink(ctx, hash)
-		if err == nil && p.apply(OpUseLink, s.now()) == nil {
+		if err == nil && !p.UsedUp && p.apply(OpUseLink, s.now()) == nil {
 			return p, nil
 		}
 		if err != nil && !errors.Is(err, ErrNotFound) {
@@ -504,21 +560,41 @@ func (s *Packages) ViewLink(ctx context.Context, token string, client Client) (P
 	return p, files, err
 }
 
+// Finish ends a download through a link: complete says whether its last byte went
+// out; the count it took is given back when not.
+type Finish func(complete bool)
+
 // DownloadViaLink opens a file through a link. A counted download (a whole file or
-// a range from byte 0) fires package.downloaded.
-func (s *Packages) DownloadViaLink(ctx context.Context, token string, client Client, fileID uuid.UUID, counted bool) (File, Object, error) {
+// a range from byte 0) takes one of the file's downloads (ErrFileUsedUp when none is
+// left) and fires package.downloaded; the caller calls finish when it is over.
+func (s *Packages) DownloadViaLink(ctx context.Context, token string, client Client, fileID uuid.UUID, counted bool) (File, Object, Finish, error) {
 	p, err := s.resolveLink(ctx, token, client)
 	if err != nil {
-		return File{}, nil, err
+		return File{}, nil, nil, err
 	}
 	f, err := s.store.GetFile(ctx, p.ID, fileID)
 	if err != nil {
-		return File{}, nil, err
+		return File{}, nil, nil, err
+	}
+	finish := func(bool) {}
+	if counted {
+		ok, err := s.store.TakeDownload(ctx, p.ID, f.ID, p.MaxDownloads)
+		if err != nil {
+			return File{}, nil, nil, err
+		}
+		if !ok {
+			return File{}, nil, nil, ErrFileUsedUp
+		}
+		f.DownloadCount++
+		finish = s.giveBackUnless(ctx, []uuid.UUID{f.ID})
+	} else if left := f.DownloadsLeft(p.MaxDownloads); left != nil && *left == 0 {
+		return File{}, nil, nil, ErrFileUsedUp
 	}
 	// Open first: a download that cannot start is not recorded as one.
 	obj, err := s.objects.Open(ctx, f.ObjectKey)
 	if err != nil {
-		return File{}, nil, err
+		finish(false)
+		return File{}, nil, nil, err
 	}
 	fx := Effects{Audit: []AuditEntry{linkAudit(client, "file.download", &p.ID, &f.ID)}}
 	if counted {
@@ -526,31 +602,62 @@ func (s *Packages) DownloadViaLink(ctx context.Context, token string, client Cli
 	}
 	if err := s.store.RecordLinkUse(ctx, p.ID, fx); err != nil {
 		obj.Close()
-		return File{}, nil, err
+		finish(false)
+		return File{}, nil, nil, err
 	}
-	return f, obj, nil
+	return f, obj, finish, nil
+}
+
+// giveBackUnless returns a Finish that gives the downloads of ids back unless the
+// download completed.
+func (s *Packages) giveBackUnless(ctx context.Context, ids []uuid.UUID) Finish {
+	return func(complete bool) {
+		if complete || len(ids) == 0 {
+			return
+		}
+		_ = s.store.ReturnDownloads(context.WithoutCancel(ctx), ids)
+	}
 }
 
 // ArchiveViaLink returns the files of a link's package for a zip of them all,
-// recording the download, and a function to open each file's bytes.
-func (s *Packages) ArchiveViaLink(ctx context.Context, token string, client Client) (Package, []File, func(File) (Object, error), error) {
+// recording the download, and a function to open each file's bytes. The archive takes
+// one download of each file in it; files that have reached the limit are left out
+// (ErrFileUsedUp when that is every file). The caller calls finish when it is over.
+func (s *Packages) ArchiveViaLink(ctx context.Context, token string, client Client) (Package, []File, func(File) (Object, error), Finish, error) {
 	p, err := s.resolveLink(ctx, token, client)
 	if err != nil {
-		return Package{}, nil, nil, err
+		return Package{}, nil, nil, nil, err
 	}
 	files, err := s.store.ListFiles(ctx, p.ID)
 	if err != nil {
-		return Package{}, nil, nil, err
+		return Package{}, nil, nil, nil, err
+	}
+	finish := func(bool) {}
+	if len(files) > 0 {
+		ids := make([]uuid.UUID, len(files))
+		for i, f := range files {
+			ids[i] = f.ID
+		}
+		taken, err := s.store.TakeArchiveDownloads(ctx, p.ID, ids, p.MaxDownloads)
+		if err != nil {
+			return Package{}, nil, nil, nil, err
+		}
+		if len(taken) == 0 {
+			return Package{}, nil, nil, nil, ErrFileUsedUp
+		}
+		files = slices.DeleteFunc(files, func(f File) bool { return !slices.Contains(taken, f.ID) })
+		finish = s.giveBackUnless(ctx, taken)
 	}
 	fx := Effects{
 		Events: []*eventsv1.Envelope{packageDownloaded(p, "", ArchiveName(p))},
 		Audit:  []AuditEntry{linkAudit(client, "archive.download", &p.ID, nil)},
 	}
 	if err := s.store.RecordLinkUse(ctx, p.ID, fx); err != nil {
-		return Package{}, nil, nil, err
+		finish(false)
+		return Package{}, nil, nil, nil, err
 	}
 	open := func(f File) (Object, error) { return s.objects.Open(ctx, f.ObjectKey) }
-	return p, files, open, nil
+	return p, files, open, finish, nil
 }
 
 // UploadViaLink streams a recipient's file into an active inbound package.

@@ -17,6 +17,7 @@ const (
 	OpRevoke          Op = "revoke"
 	OpUseLink         Op = "use the link of"
 	OpOwnerDownload   Op = "download files of"
+	OpEdit            Op = "edit"
 )
 
 // transition is one row of the state table: the states an operation is allowed from,
@@ -37,6 +38,7 @@ var transitions = map[Op]transition{
 	OpUseLink:         {from: []State{StateActive}},
 	// An expired package's objects are deleted: its files are still listed, not served.
 	OpOwnerDownload: {from: []State{StateDraft, StateActive, StateRevoked}},
+	OpEdit:          {from: []State{StateDraft, StateActive}},
 }
 
 // apply checks that op is allowed in the package's state at now and moves it to the

@@ -520,6 +520,11 @@ func (r *Resumable) Write(ctx context.Context, t TusTarget, id uuid.UUID, c Chun
 	}
 	stop := r.keepLease(ctx, id, owner)
 	defer stop() // before the unlock: deferred calls run last first
+	defer func() {
+		if w.unhold != nil {
+			w.unhold()
+		}
+	}()
 	res, err := w.write(ctx, c.Body)
 	if err != nil || res.Upload.Offset < res.Upload.Length {
 		return res, err
@@ -596,6 +601,10 @@ type chunkWriter struct {
 	sum   *checksum
 	// released: the last save gave the lease back (no unlock needed).
 	released bool
+	// unhold ends the hold on the object key of the file being completed (nil when
+	// none is held): the key is reserved from before the object exists until its row
+	// commits, as for multipart uploads, so an orphan object is found and removed.
+	unhold func()
 }
 
 // write reads the body into the part buffer (after the stored tail), sends every full
@@ -677,6 +686,11 @@ func (w *chunkWriter) write(ctx context.Context, body io.Reader) (ChunkResult, e
 	// HEAD then tells it where to go on. It outlives a cancelled request.
 	sctx := context.WithoutCancel(ctx)
 	if next.Offset == next.Length {
+		unhold, err := r.p.HoldObjectKey(sctx, next.ObjectKey)
+		if err != nil {
+			return ChunkResult{Upload: w.u}, err
+		}
+		w.unhold = unhold
 		if err := w.finish(sctx, &next, buf[:n]); err != nil {
 			return ChunkResult{Upload: w.u}, err
 		}

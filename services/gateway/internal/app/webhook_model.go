@@ -9,7 +9,8 @@ import (
 )
 
 // Webhook is a subscription: where the dispatcher POSTs the selected events, signed
-// with Secret.
+// with Secret. The store holds Secret and PreviousSecret sealed (SecretSealer); only
+// Webhooks.Create returns Secret in clear, once.
 type Webhook struct {
 	ID          int64
 	URL         string

@@ -4,8 +4,8 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/base64"
+	"errors"
 	"fmt"
-	"net/netip"
 	"net/url"
 	"slices"
 	"strconv"
@@ -18,6 +18,7 @@ import (
 
 	"github.com/shipfile/shipfile/pkg/events"
 	"github.com/shipfile/shipfile/pkg/events/eventsv1"
+	"github.com/shipfile/shipfile/pkg/netguard"
 )
 
 // WebhookStore is the persistence the webhook service needs. ChangeWebhook locks the
@@ -40,15 +41,23 @@ type WebhookStore interface {
 // Webhooks manages webhook subscriptions (admins only; checked by the transport). The
 // webhooks service delivers their events.
 type Webhooks struct {
-	store        WebhookStore
-	allowPrivate bool
-	now          func() time.Time
+	store   WebhookStore
+	secrets SecretSealer
+	guard   netguard.Guard
+	now     func() time.Time
 }
 
-// NewWebhooks returns the webhook service. Unless allowPrivate, it refuses URLs whose
-// host is localhost or a loopback, private, link-local or unspecified address.
-func NewWebhooks(store WebhookStore, allowPrivate bool) *Webhooks {
-	return &Webhooks{store: store, allowPrivate: allowPrivate, now: time.Now}
+// SecretSealer encrypts a signing secret for storage (secretbox.Keyring); the webhook
+// dispatcher decrypts it.
+type SecretSealer interface {
+	Seal(plaintext string) (string, error)
+}
+
+// NewWebhooks returns the webhook service. Secrets are stored sealed by secrets. Unless
+// allowPrivate, it refuses URLs whose host is localhost or an address pkg/netguard
+// refuses (loopback, private, link-local, carrier-grade NAT, …).
+func NewWebhooks(store WebhookStore, secrets SecretSealer, allowPrivate bool) *Webhooks {
+	return &Webhooks{store: store, secrets: secrets, guard: netguard.Guard{AllowPrivate: allowPrivate}, now: time.Now}
 }
 
 // Limits and fixed values of webhook subscriptions.
@@ -89,14 +98,19 @@ func (s *Webhooks) Create(ctx context.Context, in NewWebhook) (Webhook, error) {
 		}
 		w.Description = *in.Description
 	}
-	secret, err := newWebhookSecret()
+	secret, sealed, err := s.newSecret()
 	if err != nil {
 		return Webhook{}, err
 	}
-	w.Secret = secret
+	w.Secret = sealed
 	now := s.now().UTC().Truncate(time.Microsecond)
 	w.CreatedAt, w.UpdatedAt = now, now
-	return s.store.CreateWebhook(ctx, w)
+	created, err := s.store.CreateWebhook(ctx, w)
+	if err != nil {
+		return Webhook{}, err
+	}
+	created.Secret = secret
+	return created, nil
 }
 
 // List returns every subscription, oldest first.
@@ -160,14 +174,15 @@ func (s *Webhooks) Delete(ctx context.Context, id int64) error { return s.store.
 // available again. The old secret keeps signing webhook-signature for
 // PreviousSecretTTL, so receivers can switch without losing deliveries.
 func (s *Webhooks) RotateSecret(ctx context.Context, id int64) (string, error) {
-	secret, err := newWebhookSecret()
+	secret, sealed, err := s.newSecret()
 	if err != nil {
 		return "", err
 	}
 	_, err = s.store.ChangeWebhook(ctx, id, func(w *Webhook) (Effects, error) {
 		now := s.now().UTC().Truncate(time.Microsecond)
+		// The old secret moves as it is stored (sealed): the gateway never needs it in clear.
 		old, until := w.Secret, now.Add(PreviousSecretTTL)
-		w.Secret, w.PreviousSecret, w.PreviousSecretUntil = secret, &old, &until
+		w.Secret, w.PreviousSecret, w.PreviousSecretUntil = sealed, &old, &until
 		w.UpdatedAt = now
 		return Effects{}, nil
 	})
@@ -208,9 +223,9 @@ func (s *Webhooks) Attempts(ctx context.Context, f WebhookAttemptFilter) ([]Webh
 }
 
 // validateURL accepts an absolute http or https URL with a host and no user info. Unless
-// private targets are allowed, the host must not be localhost or a literal loopback,
-// private, link-local or unspecified address; the dispatcher checks the resolved
-// address again when it connects, so a name that resolves there is refused then.
+// private targets are allowed, the host must not be localhost or a literal address the
+// guard (pkg/netguard) refuses; the dispatcher asks the same guard about the resolved
+// address when it connects, so a name that resolves there is refused then.
 func (s *Webhooks) validateURL(raw string) error {
 	if raw == "" {
 		return Invalid("url is required")
@@ -237,43 +252,15 @@ func (s *Webhooks) validateURL(raw string) error {
 			return Invalid("url port must be from 1 to 65535")
 		}
 	}
-	addr, err := netip.ParseAddr(host)
-	isIP := err == nil
-	if !isIP && endsInNumber(host) {
-		// Resolvers read 127.1 or 2130706433 as addresses; only canonical ones are
-		// accepted, so the check below sees every literal address.
-		return Invalid("url host must be a domain name or an IP address in standard notation")
-	}
-	if s.allowPrivate {
-		return nil
-	}
-	if isLocalhost(host) || (isIP && privateAddr(addr.Unmap())) {
-		return Invalid("url host %s is a loopback, private or link-local address, which this server does not allow (SHIPFILE_WEBHOOK_ALLOW_PRIVATE)", host)
+	if err := s.guard.CheckHost(host); err != nil {
+		if errors.Is(err, netguard.ErrNotCanonical) {
+			// Resolvers read 127.1 or 2130706433 as addresses; only canonical ones are
+			// accepted, so the guard sees every literal address.
+			return Invalid("url host must be a domain name or an IP address in standard notation")
+		}
+		return Invalid("url %s, which this server does not allow (SHIPFILE_WEBHOOK_ALLOW_PRIVATE)", err.Error())
 	}
 	return nil
-}
-
-// endsInNumber reports whether host's last label is a number (decimal or 0x hex),
-// which makes it an IPv4 address to URL parsers and resolvers, never a domain name.
-func endsInNumber(host string) bool {
-	labels := strings.Split(strings.TrimSuffix(host, "."), ".")
-	last := strings.ToLower(labels[len(labels)-1])
-	if rest, ok := strings.CutPrefix(last, "0x"); ok {
-		return !strings.ContainsFunc(rest, func(r rune) bool { return !strings.ContainsRune("0123456789abcdef", r) })
-	}
-	return last != "" && !strings.ContainsFunc(last, func(r rune) bool { return r < '0' || r > '9' })
-}
-
-// isLocalhost reports whether host is localhost or a name under .localhost, which
-// resolve to loopback addresses (RFC 6761).
-func isLocalhost(host string) bool {
-	h := strings.ToLower(strings.TrimSuffix(host, "."))
-	return h == "localhost" || strings.HasSuffix(h, ".localhost")
-}
-
-func privateAddr(a netip.Addr) bool {
-	return a.IsLoopback() || a.IsPrivate() || a.IsLinkLocalUnicast() || a.IsLinkLocalMulticast() ||
-		a.IsInterfaceLocalMulticast() || a.IsUnspecified()
 }
 
 // normalizeEvents checks a selection of event types and returns it without
@@ -303,12 +290,17 @@ func validateDescription(d string) error {
 	return nil
 }
 
-func newWebhookSecret() (string, error) {
+// newSecret returns a fresh signing secret and the same sealed for storage.
+func (s *Webhooks) newSecret() (secret, sealed string, err error) {
 	b := make([]byte, webhookSecretBytes)
 	if _, err := rand.Read(b); err != nil {
-		return "", fmt.Errorf("webhook secret: %w", err)
+		return "", "", fmt.Errorf("webhook secret: %w", err)
 	}
-	return WebhookSecretPrefix + base64.StdEncoding.EncodeToString(b), nil
+	secret = WebhookSecretPrefix + base64.StdEncoding.EncodeToString(b)
+	if sealed, err = s.secrets.Seal(secret); err != nil {
+		return "", "", fmt.Errorf("seal webhook secret: %w", err)
+	}
+	return secret, sealed, nil
 }
 
 func truncate(s string, n int) string {

@@ -35,15 +35,22 @@ type AuditLog struct {
 }
 
 type File struct {
-	ID          uuid.UUID
-	PackageID   uuid.UUID
-	Filename    string
-	Size        int64
-	ContentType string
-	Sha256      string
-	ObjectKey   string
-	UploadedBy  string
-	CreatedAt   time.Time
+	ID            uuid.UUID
+	PackageID     uuid.UUID
+	Filename      string
+	Size          int64
+	ContentType   string
+	Sha256        string
+	ObjectKey     string
+	UploadedBy    string
+	CreatedAt     time.Time
+	DownloadCount int32
+}
+
+type LinkUnlockFailure struct {
+	ID        int64
+	PackageID uuid.UUID
+	FailedAt  time.Time
 }
 
 type LoginThrottle struct {
@@ -72,6 +79,11 @@ type ObjectDeletion struct {
 	CreatedAt time.Time
 }
 
+type ObjectReservation struct {
+	ObjectKey  string
+	ReservedAt time.Time
+}
+
 type Outbox struct {
 	ID          int64
 	MsgID       string
@@ -82,6 +94,28 @@ type Outbox struct {
 	PublishedAt *time.Time
 	Attempts    int32
 	LastError   *string
+}
+
+type OwnerNotification struct {
+	ID        int64
+	PackageID uuid.UUID
+	Kind      string
+	State     string
+	DueAt     time.Time
+	Attempts  int32
+	LastError string
+	MessageID string
+	CreatedAt time.Time
+	UpdatedAt time.Time
+	SentAt    *time.Time
+}
+
+type OwnerNotificationFile struct {
+	FileID         uuid.UUID
+	NotificationID int64
+	Filename       string
+	Size           int64
+	UploadedAt     time.Time
 }
 
 type Package struct {
@@ -103,6 +137,9 @@ type Package struct {
 	LinkHash       []byte
 	LinkUseCount   int64
 	LinkLastUsedAt *time.Time
+	PasswordHash   *string
+	MaxDownloads   *int32
+	NotifyOwner    bool
 }
 
 type User struct {

@@ -23,11 +23,12 @@ func (s *Postgres) CreatePackage(ctx context.Context, p app.Package, fx app.Effe
 	b := &pgx.Batch{}
 	// The arguments in the order of sqlc's InsertPackage.
 	b.Queue(insertPackage, p.ID, p.OwnerUserID, p.Title, p.RecipientEmail, p.RecipientName,
-		string(p.Direction), string(p.State), int32(p.TTLDays), p.Note, p.CreatedAt, p.ExpiresAt)
+		string(p.Direction), string(p.State), int32(p.TTLDays), p.Note, p.CreatedAt, p.ExpiresAt,
+		nullString(p.PasswordHash), int32Ptr(p.MaxDownloads), p.NotifyOwner)
 	if err := queueEffects(b, fx); err != nil {
 		return err
 	}
-	return s.pool.SendBatch(ctx, b).Close()
+	return s.committed(fx, s.pool.SendBatch(ctx, b).Close())
 }
 
 // GetPackage returns a package by id.
@@ -45,13 +46,15 @@ func (s *Postgres) PackageByLink(ctx context.Context, hash []byte) (app.Package,
 	if err != nil {
 		return app.Package{}, notFound(err, "package")
 	}
-	return toPackage(row), nil
+	p := toPackage(row.Package)
+	p.UsedUp = row.UsedUp
+	return p, nil
 }
 
 // packageColumns lists the packages table's columns in the order scanPackage reads them.
 const packageColumns = `id, owner_user_id, title, recipient_email, recipient_name, direction, state, ttl_days,
 	note, file_count, total_size, created_at, finalized_at, expires_at, revoked_at, link_hash, link_use_count,
-	link_last_used_at`
+	link_last_used_at, password_hash, max_downloads, notify_owner`
 
 // ListPackages returns a page of packages, newest first, after the cursor. The filter
 // is dynamic, so this query is written by hand.
@@ -87,7 +90,7 @@ func (s *Postgres) ListPackages(ctx context.Context, f app.PackageFilter) ([]app
 		var p Package
 		err := r.Scan(&p.ID, &p.OwnerUserID, &p.Title, &p.RecipientEmail, &p.RecipientName, &p.Direction, &p.State,
 			&p.TtlDays, &p.Note, &p.FileCount, &p.TotalSize, &p.CreatedAt, &p.FinalizedAt, &p.ExpiresAt, &p.RevokedAt,
-			&p.LinkHash, &p.LinkUseCount, &p.LinkLastUsedAt)
+			&p.LinkHash, &p.LinkUseCount, &p.LinkLastUsedAt, &p.PasswordHash, &p.MaxDownloads, &p.NotifyOwner)
 		return toPackage(p), err
 	})
 }
@@ -117,7 +120,7 @@ func (s *Postgres) GetFile(ctx context.Context, packageID, fileID uuid.UUID) (ap
 // withLocked runs fn in a transaction that holds the package's row lock, then writes
 // the effects fn returns in the same transaction. Every package change goes through it.
 func (s *Postgres) withLocked(ctx context.Context, id uuid.UUID, fn func(q *Queries, p *app.Package) (app.Effects, error)) error {
-	return pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+	return s.inTx(ctx, func(tx pgx.Tx) error {
 		p, err := s.locked(ctx, tx, id)
 		if err != nil {
 			return err
@@ -145,7 +148,8 @@ func (s *Postgres) ChangePackage(ctx context.Context, id uuid.UUID, change func(
 	return out, err
 }
 
-// AddFile records a stored file in its package.
+// AddFile records a stored file in its package and ends its object key's reservation
+// (ReserveObjectKey), in one transaction.
 func (s *Postgres) AddFile(ctx context.Context, f app.File, change func(p *app.Package) (app.Effects, error)) (app.Package, error) {
 	var out app.Package
 	err := s.withLocked(ctx, f.PackageID, func(q *Queries, p *app.Package) (app.Effects, error) {
@@ -162,8 +166,11 @@ func (s *Postgres) AddFile(ctx context.Context, f app.File, change func(p *app.P
 	return out, err
 }
 
-// addFileRow inserts a file's row.
+// addFileRow ends the object key's reservation and inserts the file's row.
 func addFileRow(ctx context.Context, q *Queries, f app.File) error {
+	if err := q.CommitObjectKey(ctx, f.ObjectKey); err != nil {
+		return err
+	}
 	return q.InsertFile(ctx, InsertFileParams{
 		ID: f.ID, PackageID: f.PackageID, Filename: f.Filename, Size: f.Size, ContentType: f.ContentType,
 		Sha256: f.SHA256, ObjectKey: f.ObjectKey, UploadedBy: string(f.UploadedBy), CreatedAt: f.CreatedAt,
@@ -213,7 +220,7 @@ func (s *Postgres) DeletePackage(ctx context.Context, id uuid.UUID, change func(
 
 // RecordLinkUse counts a use of the package's link and writes the effects.
 func (s *Postgres) RecordLinkUse(ctx context.Context, packageID uuid.UUID, fx app.Effects) error {
-	return pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+	return s.inTx(ctx, func(tx pgx.Tx) error {
 		if err := s.q.WithTx(tx).UseLink(ctx, packageID); err != nil {
 			return err
 		}
@@ -228,7 +235,7 @@ func (s *Postgres) WriteEffects(ctx context.Context, fx app.Effects) error {
 	if err := queueEffects(b, fx); err != nil || b.Len() == 0 {
 		return err
 	}
-	return s.pool.SendBatch(ctx, b).Close()
+	return s.committed(fx, s.pool.SendBatch(ctx, b).Close())
 }
 
 // ObjectsDeleted forgets deletion requests whose objects are gone.
@@ -264,11 +271,13 @@ func save(ctx context.Context, q *Queries, p app.Package) error {
 	return q.SavePackage(ctx, SavePackageParams{
 		ID: p.ID, State: string(p.State), FileCount: int32(p.FileCount), TotalSize: p.TotalSize,
 		FinalizedAt: p.FinalizedAt, ExpiresAt: p.ExpiresAt, RevokedAt: p.RevokedAt, LinkHash: p.LinkHash,
+		Title: p.Title, Note: p.Note, RecipientName: p.RecipientName, PasswordHash: nullString(p.PasswordHash),
+		MaxDownloads: int32Ptr(p.MaxDownloads), NotifyOwner: p.NotifyOwner,
 	})
 }
 
 // writeEffects writes audit entries, and events, mail jobs and webhook jobs as outbox
-// rows, in tx.
+// rows, in tx: a transaction of inTx, which wakes the outbox relay after the commit.
 func writeEffects(ctx context.Context, tx pgx.Tx, fx app.Effects) error {
 	b := &pgx.Batch{}
 	if err := queueEffects(b, fx); err != nil {
@@ -276,6 +285,9 @@ func writeEffects(ctx context.Context, tx pgx.Tx, fx app.Effects) error {
 	}
 	if b.Len() == 0 {
 		return nil
+	}
+	if et, ok := tx.(*effectsTx); ok && hasMessages(fx) {
+		et.wroteMessages = true
 	}
 	return tx.SendBatch(ctx, b).Close()
 }
@@ -325,12 +337,28 @@ func toPackage(r Package) app.Package {
 		TTLDays: int(r.TtlDays), Note: r.Note, FileCount: int(r.FileCount), TotalSize: r.TotalSize,
 		CreatedAt: r.CreatedAt, FinalizedAt: r.FinalizedAt, ExpiresAt: r.ExpiresAt, RevokedAt: r.RevokedAt,
 		LinkHash: r.LinkHash, LinkUseCount: r.LinkUseCount, LinkLastUsedAt: r.LinkLastUsedAt,
+		PasswordHash: deref(r.PasswordHash), MaxDownloads: intPtr(r.MaxDownloads), NotifyOwner: r.NotifyOwner,
 	}
+}
+
+func nullString(s string) *string {
+	if s == "" {
+		return nil
+	}
+	return &s
+}
+
+func deref(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
 }
 
 func toFile(r File) app.File {
 	return app.File{
 		ID: r.ID, PackageID: r.PackageID, Filename: r.Filename, Size: r.Size, ContentType: r.ContentType,
 		SHA256: r.Sha256, ObjectKey: r.ObjectKey, UploadedBy: app.Uploader(r.UploadedBy), CreatedAt: r.CreatedAt,
+		DownloadCount: int(r.DownloadCount),
 	}
 }

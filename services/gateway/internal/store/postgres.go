@@ -4,8 +4,11 @@
 package store
 
 import (
+	"cmp"
 	"context"
 	"errors"
+	"slices"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -23,13 +26,62 @@ const (
 type Postgres struct {
 	pool *pgxpool.Pool
 	q    *Queries
+	// wake is called after a transaction that wrote outbox rows has committed.
+	wake func()
 }
 
 var _ app.IdentityStore = (*Postgres)(nil)
 
+// Option configures a Postgres store.
+type Option func(*Postgres)
+
+// WithOutboxWake has the store call wake (the outbox relay's Wake) after every
+// transaction that wrote outbox rows has committed, so they are published at once
+// instead of at the relay's next poll. Nothing in the transaction itself signals.
+func WithOutboxWake(wake func()) Option { return func(s *Postgres) { s.wake = wake } }
+
 // NewPostgres returns the store on pool.
-func NewPostgres(pool *pgxpool.Pool) *Postgres {
-	return &Postgres{pool: pool, q: New(pool)}
+func NewPostgres(pool *pgxpool.Pool, opts ...Option) *Postgres {
+	s := &Postgres{pool: pool, q: New(pool), wake: func() {}}
+	for _, o := range opts {
+		o(s)
+	}
+	if s.wake == nil {
+		s.wake = func() {}
+	}
+	return s
+}
+
+// committed wakes the outbox relay when err is nil and fx held outbox messages, and
+// returns err: the tail of every batch of effects sent outside a transaction.
+func (s *Postgres) committed(fx app.Effects, err error) error {
+	if err == nil && hasMessages(fx) {
+		s.wake()
+	}
+	return err
+}
+
+func hasMessages(fx app.Effects) bool { return len(fx.Events)+len(fx.Mail)+len(fx.WebhookJobs) > 0 }
+
+// effectsTx is the transaction inTx hands to its function: writeEffects notes on it
+// that outbox rows were written.
+type effectsTx struct {
+	pgx.Tx
+	wroteMessages bool
+}
+
+// inTx runs fn in a transaction (pgx.BeginFunc) and, once it has committed, wakes the
+// outbox relay if writeEffects wrote messages in it.
+func (s *Postgres) inTx(ctx context.Context, fn func(tx pgx.Tx) error) error {
+	var et *effectsTx
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		et = &effectsTx{Tx: tx}
+		return fn(et)
+	})
+	if err == nil && et != nil && et.wroteMessages {
+		s.wake()
+	}
+	return err
 }
 
 // CreateUser inserts a user; a duplicate e-mail is a conflict.
@@ -173,8 +225,21 @@ func (s *Postgres) TokenOwner(ctx context.Context, hash []byte) (app.TokenOwner,
 	return app.TokenOwner{TokenID: row.TokenID, ExpiresAt: row.ExpiresAt, LastUsedAt: row.LastUsedAt, User: toUser(row.User)}, nil
 }
 
-// TouchToken records that the token was just used.
-func (s *Postgres) TouchToken(ctx context.Context, id int64) error { return s.q.TouchToken(ctx, id) }
+// TouchTokens writes tokens' last uses in one statement, in id order (so two gateways
+// writing overlapping batches lock the rows in the same order), never moving a
+// last_used_at back.
+func (s *Postgres) TouchTokens(ctx context.Context, uses []app.TokenUse) error {
+	if len(uses) == 0 {
+		return nil
+	}
+	uses = slices.Clone(uses)
+	slices.SortFunc(uses, func(a, b app.TokenUse) int { return cmp.Compare(a.TokenID, b.TokenID) })
+	p := TouchTokensParams{Ids: make([]int64, len(uses)), Ats: make([]time.Time, len(uses))}
+	for i, u := range uses {
+		p.Ids[i], p.Ats[i] = u.TokenID, u.At
+	}
+	return s.q.TouchTokens(ctx, p)
+}
 
 func mapUserErr(err error) error {
 	if errors.Is(err, pgx.ErrNoRows) {

@@ -45,13 +45,16 @@ FROM api_tokens t
 JOIN users u ON u.id = t.user_id
 WHERE t.token_hash = $1;
 
--- name: TouchToken :exec
-UPDATE api_tokens SET last_used_at = now() WHERE id = $1;
+-- name: TouchTokens :exec
+-- Writes a batch of tokens' last uses; never moves last_used_at back.
+UPDATE api_tokens t SET last_used_at = u.at
+FROM unnest(@ids::bigint[], @ats::timestamptz[]) AS u (id, at)
+WHERE t.id = u.id AND (t.last_used_at IS NULL OR t.last_used_at < u.at);
 
 -- name: InsertPackage :exec
 INSERT INTO packages (id, owner_user_id, title, recipient_email, recipient_name, direction, state,
-                      ttl_days, note, created_at, expires_at)
-VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11);
+                      ttl_days, note, created_at, expires_at, password_hash, max_downloads, notify_owner)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14);
 
 -- name: GetPackage :one
 SELECT * FROM packages WHERE id = $1;
@@ -67,17 +70,68 @@ UPDATE packages SET
     finalized_at = $5,
     expires_at   = $6,
     revoked_at   = $7,
-    link_hash    = $8
+    link_hash    = $8,
+    title          = $9,
+    note           = $10,
+    recipient_name = $11,
+    password_hash  = $12,
+    max_downloads  = $13,
+    notify_owner   = $14
 WHERE id = $1;
 
 -- name: DeletePackageRow :exec
 DELETE FROM packages WHERE id = $1;
 
 -- name: PackageByLink :one
-SELECT * FROM packages WHERE link_hash = $1;
+-- used_up: the package has a download limit and every file the recipient may download
+-- (an outbound package's) has reached it.
+SELECT sqlc.embed(packages),
+       (packages.direction = 'outbound' AND packages.max_downloads IS NOT NULL AND packages.file_count > 0
+        AND NOT EXISTS (SELECT 1 FROM files f
+                        WHERE f.package_id = packages.id AND f.download_count < packages.max_downloads))::boolean AS used_up
+FROM packages WHERE link_hash = $1;
 
 -- name: UseLink :exec
 UPDATE packages SET link_use_count = link_use_count + 1, link_last_used_at = now() WHERE id = $1;
+
+-- name: TakeDownload :one
+-- Takes one download of a file through the link, unless the package's limit is
+-- reached: one conditional UPDATE, so concurrent downloads on any gateway never go past
+-- the limit.
+UPDATE files SET download_count = download_count + 1
+WHERE files.package_id = @package_id AND files.id = @file_id
+  AND (sqlc.narg(max_downloads)::int IS NULL OR files.download_count < sqlc.narg(max_downloads)::int)
+RETURNING download_count;
+
+-- name: TakeArchiveDownloads :many
+-- Takes one download of each file of the package whose limit is not reached, for the
+-- archive; the files returned are the ones the archive holds.
+UPDATE files SET download_count = download_count + 1
+WHERE files.package_id = @package_id
+  AND files.id = ANY(@file_ids::uuid[])
+  AND (sqlc.narg(max_downloads)::int IS NULL OR files.download_count < sqlc.narg(max_downloads)::int)
+RETURNING id;
+
+-- name: ReturnDownloads :exec
+-- Gives back downloads that failed before their last byte.
+UPDATE files SET download_count = download_count - 1
+WHERE id = ANY(@file_ids::uuid[]) AND download_count > 0;
+
+-- name: UnlockFailures :many
+-- The link's wrong passwords within the window recorded before an attempt, newest first.
+SELECT failed_at FROM link_unlock_failures
+WHERE package_id = @package_id AND failed_at > @since AND id < @before_id
+ORDER BY failed_at DESC;
+
+-- name: InsertUnlockFailure :one
+INSERT INTO link_unlock_failures (package_id, failed_at) VALUES (@package_id, @failed_at) RETURNING id;
+
+-- name: ForgetOldUnlockFailures :exec
+-- Wrong passwords older than the window count no more.
+DELETE FROM link_unlock_failures WHERE package_id = @package_id AND failed_at <= @since;
+
+-- name: DeleteUnlockFailure :exec
+DELETE FROM link_unlock_failures WHERE id = $1;
 
 -- name: InsertFile :exec
 INSERT INTO files (id, package_id, filename, size, content_type, sha256, object_key, uploaded_by, created_at)

@@ -136,6 +136,15 @@ func (q *Queries) DeleteToken(ctx context.Context, arg DeleteTokenParams) (int64
 	return result.RowsAffected(), nil
 }
 
+const deleteUnlockFailure = `-- name: DeleteUnlockFailure :exec
+DELETE FROM link_unlock_failures WHERE id = $1
+`
+
+func (q *Queries) DeleteUnlockFailure(ctx context.Context, id int64) error {
+	_, err := q.db.Exec(ctx, deleteUnlockFailure, id)
+	return err
+}
+
 const deleteWebhook = `-- name: DeleteWebhook :execrows
 DELETE FROM webhook_subscriptions WHERE id = $1
 `
@@ -172,8 +181,23 @@ func (q *Queries) FileKeys(ctx context.Context, packageID uuid.UUID) ([]string, 
 	return items, nil
 }
 
+const forgetOldUnlockFailures = `-- name: ForgetOldUnlockFailures :exec
+DELETE FROM link_unlock_failures WHERE package_id = $1 AND failed_at <= $2
+`
+
+type ForgetOldUnlockFailuresParams struct {
+	PackageID uuid.UUID
+	Since     time.Time
+}
+
+// Wrong passwords older than the window count no more.
+func (q *Queries) ForgetOldUnlockFailures(ctx context.Context, arg ForgetOldUnlockFailuresParams) error {
+	_, err := q.db.Exec(ctx, forgetOldUnlockFailures, arg.PackageID, arg.Since)
+	return err
+}
+
 const getFile = `-- name: GetFile :one
-SELECT id, package_id, filename, size, content_type, sha256, object_key, uploaded_by, created_at FROM files WHERE package_id = $1 AND id = $2
+SELECT id, package_id, filename, size, content_type, sha256, object_key, uploaded_by, created_at, download_count FROM files WHERE package_id = $1 AND id = $2
 `
 
 type GetFileParams struct {
@@ -194,12 +218,13 @@ func (q *Queries) GetFile(ctx context.Context, arg GetFileParams) (File, error) 
 		&i.ObjectKey,
 		&i.UploadedBy,
 		&i.CreatedAt,
+		&i.DownloadCount,
 	)
 	return i, err
 }
 
 const getPackage = `-- name: GetPackage :one
-SELECT id, owner_user_id, title, recipient_email, recipient_name, direction, state, ttl_days, note, file_count, total_size, created_at, finalized_at, expires_at, revoked_at, link_hash, link_use_count, link_last_used_at FROM packages WHERE id = $1
+SELECT id, owner_user_id, title, recipient_email, recipient_name, direction, state, ttl_days, note, file_count, total_size, created_at, finalized_at, expires_at, revoked_at, link_hash, link_use_count, link_last_used_at, password_hash, max_downloads, notify_owner FROM packages WHERE id = $1
 `
 
 func (q *Queries) GetPackage(ctx context.Context, id uuid.UUID) (Package, error) {
@@ -224,6 +249,9 @@ func (q *Queries) GetPackage(ctx context.Context, id uuid.UUID) (Package, error)
 		&i.LinkHash,
 		&i.LinkUseCount,
 		&i.LinkLastUsedAt,
+		&i.PasswordHash,
+		&i.MaxDownloads,
+		&i.NotifyOwner,
 	)
 	return i, err
 }
@@ -368,8 +396,8 @@ func (q *Queries) InsertFile(ctx context.Context, arg InsertFileParams) error {
 
 const insertPackage = `-- name: InsertPackage :exec
 INSERT INTO packages (id, owner_user_id, title, recipient_email, recipient_name, direction, state,
-                      ttl_days, note, created_at, expires_at)
-VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)
+                      ttl_days, note, created_at, expires_at, password_hash, max_downloads, notify_owner)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)
 `
 
 type InsertPackageParams struct {
@@ -384,6 +412,9 @@ type InsertPackageParams struct {
 	Note           string
 	CreatedAt      time.Time
 	ExpiresAt      time.Time
+	PasswordHash   *string
+	MaxDownloads   *int32
+	NotifyOwner    bool
 }
 
 func (q *Queries) InsertPackage(ctx context.Context, arg InsertPackageParams) error {
@@ -399,8 +430,27 @@ func (q *Queries) InsertPackage(ctx context.Context, arg InsertPackageParams) er
 		arg.Note,
 		arg.CreatedAt,
 		arg.ExpiresAt,
+		arg.PasswordHash,
+		arg.MaxDownloads,
+		arg.NotifyOwner,
 	)
 	return err
+}
+
+const insertUnlockFailure = `-- name: InsertUnlockFailure :one
+INSERT INTO link_unlock_failures (package_id, failed_at) VALUES ($1, $2) RETURNING id
+`
+
+type InsertUnlockFailureParams struct {
+	PackageID uuid.UUID
+	FailedAt  time.Time
+}
+
+func (q *Queries) InsertUnlockFailure(ctx context.Context, arg InsertUnlockFailureParams) (int64, error) {
+	row := q.db.QueryRow(ctx, insertUnlockFailure, arg.PackageID, arg.FailedAt)
+	var id int64
+	err := row.Scan(&id)
+	return id, err
 }
 
 const insertWebhook = `-- name: InsertWebhook :one
@@ -495,7 +545,7 @@ func (q *Queries) ListAudit(ctx context.Context, arg ListAuditParams) ([]AuditLo
 }
 
 const listFiles = `-- name: ListFiles :many
-SELECT id, package_id, filename, size, content_type, sha256, object_key, uploaded_by, created_at FROM files WHERE package_id = $1 ORDER BY created_at, id
+SELECT id, package_id, filename, size, content_type, sha256, object_key, uploaded_by, created_at, download_count FROM files WHERE package_id = $1 ORDER BY created_at, id
 `
 
 func (q *Queries) ListFiles(ctx context.Context, packageID uuid.UUID) ([]File, error) {
@@ -517,6 +567,7 @@ func (q *Queries) ListFiles(ctx context.Context, packageID uuid.UUID) ([]File, e
 			&i.ObjectKey,
 			&i.UploadedBy,
 			&i.CreatedAt,
+			&i.DownloadCount,
 		); err != nil {
 			return nil, err
 		}
@@ -708,7 +759,7 @@ func (q *Queries) ListWebhooks(ctx context.Context) ([]WebhookSubscription, erro
 }
 
 const lockPackage = `-- name: LockPackage :one
-SELECT id, owner_user_id, title, recipient_email, recipient_name, direction, state, ttl_days, note, file_count, total_size, created_at, finalized_at, expires_at, revoked_at, link_hash, link_use_count, link_last_used_at FROM packages WHERE id = $1 FOR UPDATE
+SELECT id, owner_user_id, title, recipient_email, recipient_name, direction, state, ttl_days, note, file_count, total_size, created_at, finalized_at, expires_at, revoked_at, link_hash, link_use_count, link_last_used_at, password_hash, max_downloads, notify_owner FROM packages WHERE id = $1 FOR UPDATE
 `
 
 func (q *Queries) LockPackage(ctx context.Context, id uuid.UUID) (Package, error) {
@@ -733,6 +784,9 @@ func (q *Queries) LockPackage(ctx context.Context, id uuid.UUID) (Package, error
 		&i.LinkHash,
 		&i.LinkUseCount,
 		&i.LinkLastUsedAt,
+		&i.PasswordHash,
+		&i.MaxDownloads,
+		&i.NotifyOwner,
 	)
 	return i, err
 }
@@ -773,31 +827,46 @@ func (q *Queries) ObjectsDeleted(ctx context.Context, keys []string) error {
 }
 
 const packageByLink = `-- name: PackageByLink :one
-SELECT id, owner_user_id, title, recipient_email, recipient_name, direction, state, ttl_days, note, file_count, total_size, created_at, finalized_at, expires_at, revoked_at, link_hash, link_use_count, link_last_used_at FROM packages WHERE link_hash = $1
+SELECT packages.id, packages.owner_user_id, packages.title, packages.recipient_email, packages.recipient_name, packages.direction, packages.state, packages.ttl_days, packages.note, packages.file_count, packages.total_size, packages.created_at, packages.finalized_at, packages.expires_at, packages.revoked_at, packages.link_hash, packages.link_use_count, packages.link_last_used_at, packages.password_hash, packages.max_downloads, packages.notify_owner,
+       (packages.direction = 'outbound' AND packages.max_downloads IS NOT NULL AND packages.file_count > 0
+        AND NOT EXISTS (SELECT 1 FROM files f
+                        WHERE f.package_id = packages.id AND f.download_count < packages.max_downloads))::boolean AS used_up
+FROM packages WHERE link_hash = $1
 `
 
-func (q *Queries) PackageByLink(ctx context.Context, linkHash []byte) (Package, error) {
+type PackageByLinkRow struct {
+	Package Package
+	UsedUp  bool
+}
+
+// used_up: the package has a download limit and every file the recipient may download
+// (an outbound package's) has reached it.
+func (q *Queries) PackageByLink(ctx context.Context, linkHash []byte) (PackageByLinkRow, error) {
 	row := q.db.QueryRow(ctx, packageByLink, linkHash)
-	var i Package
+	var i PackageByLinkRow
 	err := row.Scan(
-		&i.ID,
-		&i.OwnerUserID,
-		&i.Title,
-		&i.RecipientEmail,
-		&i.RecipientName,
-		&i.Direction,
-		&i.State,
-		&i.TtlDays,
-		&i.Note,
-		&i.FileCount,
-		&i.TotalSize,
-		&i.CreatedAt,
-		&i.FinalizedAt,
-		&i.ExpiresAt,
-		&i.RevokedAt,
-		&i.LinkHash,
-		&i.LinkUseCount,
-		&i.LinkLastUsedAt,
+		&i.Package.ID,
+		&i.Package.OwnerUserID,
+		&i.Package.Title,
+		&i.Package.RecipientEmail,
+		&i.Package.RecipientName,
+		&i.Package.Direction,
+		&i.Package.State,
+		&i.Package.TtlDays,
+		&i.Package.Note,
+		&i.Package.FileCount,
+		&i.Package.TotalSize,
+		&i.Package.CreatedAt,
+		&i.Package.FinalizedAt,
+		&i.Package.ExpiresAt,
+		&i.Package.RevokedAt,
+		&i.Package.LinkHash,
+		&i.Package.LinkUseCount,
+		&i.Package.LinkLastUsedAt,
+		&i.Package.PasswordHash,
+		&i.Package.MaxDownloads,
+		&i.Package.NotifyOwner,
+		&i.UsedUp,
 	)
 	return i, err
 }
@@ -829,6 +898,17 @@ func (q *Queries) RedeliverWebhookDelivery(ctx context.Context, arg RedeliverWeb
 	return result.RowsAffected(), nil
 }
 
+const returnDownloads = `-- name: ReturnDownloads :exec
+UPDATE files SET download_count = download_count - 1
+WHERE id = ANY($1::uuid[]) AND download_count > 0
+`
+
+// Gives back downloads that failed before their last byte.
+func (q *Queries) ReturnDownloads(ctx context.Context, fileIds []uuid.UUID) error {
+	_, err := q.db.Exec(ctx, returnDownloads, fileIds)
+	return err
+}
+
 const savePackage = `-- name: SavePackage :exec
 UPDATE packages SET
     state        = $2,
@@ -837,19 +917,31 @@ UPDATE packages SET
     finalized_at = $5,
     expires_at   = $6,
     revoked_at   = $7,
-    link_hash    = $8
+    link_hash    = $8,
+    title          = $9,
+    note           = $10,
+    recipient_name = $11,
+    password_hash  = $12,
+    max_downloads  = $13,
+    notify_owner   = $14
 WHERE id = $1
 `
 
 type SavePackageParams struct {
-	ID          uuid.UUID
-	State       string
-	FileCount   int32
-	TotalSize   int64
-	FinalizedAt *time.Time
-	ExpiresAt   time.Time
-	RevokedAt   *time.Time
-	LinkHash    []byte
+	ID            uuid.UUID
+	State         string
+	FileCount     int32
+	TotalSize     int64
+	FinalizedAt   *time.Time
+	ExpiresAt     time.Time
+	RevokedAt     *time.Time
+	LinkHash      []byte
+	Title         string
+	Note          string
+	RecipientName string
+	PasswordHash  *string
+	MaxDownloads  *int32
+	NotifyOwner   bool
 }
 
 func (q *Queries) SavePackage(ctx context.Context, arg SavePackageParams) error {
@@ -862,6 +954,12 @@ func (q *Queries) SavePackage(ctx context.Context, arg SavePackageParams) error 
 		arg.ExpiresAt,
 		arg.RevokedAt,
 		arg.LinkHash,
+		arg.Title,
+		arg.Note,
+		arg.RecipientName,
+		arg.PasswordHash,
+		arg.MaxDownloads,
+		arg.NotifyOwner,
 	)
 	return err
 }
@@ -934,6 +1032,65 @@ func (q *Queries) SaveWebhook(ctx context.Context, arg SaveWebhookParams) (Webho
 	return i, err
 }
 
+const takeArchiveDownloads = `-- name: TakeArchiveDownloads :many
+UPDATE files SET download_count = download_count + 1
+WHERE files.package_id = $1
+  AND files.id = ANY($2::uuid[])
+  AND ($3::int IS NULL OR files.download_count < $3::int)
+RETURNING id
+`
+
+type TakeArchiveDownloadsParams struct {
+	PackageID    uuid.UUID
+	FileIds      []uuid.UUID
+	MaxDownloads *int32
+}
+
+// Takes one download of each file of the package whose limit is not reached, for the
+// archive; the files returned are the ones the archive holds.
+func (q *Queries) TakeArchiveDownloads(ctx context.Context, arg TakeArchiveDownloadsParams) ([]uuid.UUID, error) {
+	rows, err := q.db.Query(ctx, takeArchiveDownloads, arg.PackageID, arg.FileIds, arg.MaxDownloads)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []uuid.UUID
+	for rows.Next() {
+		var id uuid.UUID
+		if err := rows.Scan(&id); err != nil {
+			return nil, err
+		}
+		items = append(items, id)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const takeDownload = `-- name: TakeDownload :one
+UPDATE files SET download_count = download_count + 1
+WHERE files.package_id = $1 AND files.id = $2
+  AND ($3::int IS NULL OR files.download_count < $3::int)
+RETURNING download_count
+`
+
+type TakeDownloadParams struct {
+	PackageID    uuid.UUID
+	FileID       uuid.UUID
+	MaxDownloads *int32
+}
+
+// Takes one download of a file through the link, unless the package's limit is
+// reached: one conditional UPDATE, so concurrent downloads on any gateway never go past
+// the limit.
+func (q *Queries) TakeDownload(ctx context.Context, arg TakeDownloadParams) (int32, error) {
+	row := q.db.QueryRow(ctx, takeDownload, arg.PackageID, arg.FileID, arg.MaxDownloads)
+	var download_count int32
+	err := row.Scan(&download_count)
+	return download_count, err
+}
+
 const tokenOwner = `-- name: TokenOwner :one
 SELECT t.id AS token_id, t.expires_at, t.last_used_at, u.id, u.email, u.name, u.role, u.password_hash, u.disabled, u.created_at
 FROM api_tokens t
@@ -966,13 +1123,54 @@ func (q *Queries) TokenOwner(ctx context.Context, tokenHash []byte) (TokenOwnerR
 	return i, err
 }
 
-const touchToken = `-- name: TouchToken :exec
-UPDATE api_tokens SET last_used_at = now() WHERE id = $1
+const touchTokens = `-- name: TouchTokens :exec
+UPDATE api_tokens t SET last_used_at = u.at
+FROM unnest($1::bigint[], $2::timestamptz[]) AS u (id, at)
+WHERE t.id = u.id AND (t.last_used_at IS NULL OR t.last_used_at < u.at)
 `
 
-func (q *Queries) TouchToken(ctx context.Context, id int64) error {
-	_, err := q.db.Exec(ctx, touchToken, id)
+type TouchTokensParams struct {
+	Ids []int64
+	Ats []time.Time
+}
+
+// Writes a batch of tokens' last uses; never moves last_used_at back.
+func (q *Queries) TouchTokens(ctx context.Context, arg TouchTokensParams) error {
+	_, err := q.db.Exec(ctx, touchTokens, arg.Ids, arg.Ats)
 	return err
+}
+
+const unlockFailures = `-- name: UnlockFailures :many
+SELECT failed_at FROM link_unlock_failures
+WHERE package_id = $1 AND failed_at > $2 AND id < $3
+ORDER BY failed_at DESC
+`
+
+type UnlockFailuresParams struct {
+	PackageID uuid.UUID
+	Since     time.Time
+	BeforeID  int64
+}
+
+// The link's wrong passwords within the window recorded before an attempt, newest first.
+func (q *Queries) UnlockFailures(ctx context.Context, arg UnlockFailuresParams) ([]time.Time, error) {
+	rows, err := q.db.Query(ctx, unlockFailures, arg.PackageID, arg.Since, arg.BeforeID)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []time.Time
+	for rows.Next() {
+		var failed_at time.Time
+		if err := rows.Scan(&failed_at); err != nil {
+			return nil, err
+		}
+		items = append(items, failed_at)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
 }
 
 const updateUser = `-- name: UpdateUser :one

@@ -50,7 +50,7 @@ func (s *Postgres) GetWebhook(ctx context.Context, id int64) (app.Webhook, error
 // (failures, disabling) from being lost.
 func (s *Postgres) ChangeWebhook(ctx context.Context, id int64, change func(w *app.Webhook) (app.Effects, error)) (app.Webhook, error) {
 	var out app.Webhook
-	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+	err := s.inTx(ctx, func(tx pgx.Tx) error {
 		q := s.q.WithTx(tx)
 		row, err := q.LockWebhook(ctx, id)
 		if err != nil {
@@ -90,7 +90,7 @@ func (s *Postgres) DeleteWebhook(ctx context.Context, id int64) error {
 
 // WriteWebhookEffects writes effects that concern the subscription, which must exist.
 func (s *Postgres) WriteWebhookEffects(ctx context.Context, id int64, fx app.Effects) error {
-	return pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+	return s.inTx(ctx, func(tx pgx.Tx) error {
 		if _, err := s.q.WithTx(tx).HoldWebhook(ctx, id); err != nil {
 			return notFound(err, "webhook")
 		}
@@ -101,7 +101,7 @@ func (s *Postgres) WriteWebhookEffects(ctx context.Context, id int64, fx app.Eff
 // RedeliverWebhook resets a delivery of the subscription to pending with a fresh
 // round of attempts and writes the effects, in one transaction.
 func (s *Postgres) RedeliverWebhook(ctx context.Context, id int64, deliveryID uuid.UUID, fx app.Effects) error {
-	return pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+	return s.inTx(ctx, func(tx pgx.Tx) error {
 		q := s.q.WithTx(tx)
 		if _, err := q.HoldWebhook(ctx, id); err != nil {
 			return notFound(err, "webhook")

@@ -92,7 +92,7 @@ func startSystem(t *testing.T) *system {
 	bucket := "browser-" + strings.ToLower(rand.Text()[:12])
 	common := []string{
 		"SHIPFILE_DATABASE_URL=" + dbURL, "SHIPFILE_NATS_URL=" + natsURL, "SHIPFILE_S3_BUCKET=" + bucket,
-		"SHIPFILE_WEBHOOK_ALLOW_PRIVATE=true", "SHIPFILE_LOG_LEVEL=warn",
+		"SHIPFILE_WEBHOOK_ALLOW_PRIVATE=true", "SHIPFILE_LOG_LEVEL=warn", servicetest.SecretKeyEnv,
 	}
 	gw := servicetest.FreeAddr(t)
 	servicetest.StartProcess(t, bins["gateway"], append(common, "SHIPFILE_HTTP_ADDR="+gw, "SHIPFILE_PUBLIC_URL=http://"+gw))

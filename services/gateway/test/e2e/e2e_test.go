@@ -136,6 +136,7 @@ func newEnv(t testing.TB, natsURL string) env {
 		"SHIPFILE_DATABASE_URL=" + dbURL,
 		"SHIPFILE_S3_BUCKET=" + bucket,
 		"SHIPFILE_NATS_URL=" + natsURL,
+		servicetest.SecretKeyEnv,
 	}}
 }
 

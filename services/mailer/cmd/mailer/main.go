@@ -33,6 +33,9 @@ type Config struct {
 	AckWait         time.Duration   `env:"SHIPFILE_MAIL_ACK_WAIT" default:"" help:"JetStream AckWait of mail jobs; a send reports progress every half of it (default: SHIPFILE_SMTP_TIMEOUT + 10s)"`
 	MaxAckPending   int             `env:"SHIPFILE_MAIL_MAX_ACK_PENDING" default:"10000" help:"mail jobs in flight or waiting for their retry, across all instances (JetStream MaxAckPending; when reached, new jobs wait)"`
 	ShutdownTimeout time.Duration   `env:"SHIPFILE_SHUTDOWN_TIMEOUT" default:"20s" help:"grace period for in-flight sends on SIGTERM"`
+	PublicURL       string          `env:"SHIPFILE_PUBLIC_URL" default:"http://127.0.0.1:8080" help:"the gateway's public URL: owner notifications link to PUBLIC_URL/packages/{id}"`
+	NotifyQuiet     time.Duration   `env:"SHIPFILE_NOTIFY_QUIET" default:"1m" help:"an inbound package's owner is told of a burst of recipient uploads once no further upload arrived for this long"`
+	NotifyPoll      time.Duration   `env:"SHIPFILE_NOTIFY_POLL" default:"1s" help:"how often each instance looks for owner notifications that are due"`
 }
 
 // validate checks what the parser cannot, and fills in derived defaults.
@@ -40,6 +43,9 @@ func (c *Config) validate() error {
 	errs := []error{c.SMTP.Validate(), c.NATS.Validate()}
 	if c.Workers < 1 {
 		errs = append(errs, errors.New("SHIPFILE_MAILER_WORKERS must be at least 1"))
+	}
+	if c.NotifyQuiet <= 0 || c.NotifyPoll <= 0 {
+		errs = append(errs, errors.New("SHIPFILE_NOTIFY_QUIET and SHIPFILE_NOTIFY_POLL must be positive"))
 	}
 	if c.MaxAckPending < 1 {
 		errs = append(errs, errors.New("SHIPFILE_MAIL_MAX_ACK_PENDING must be at least 1"))
@@ -62,6 +68,9 @@ func (c *Config) validate() error {
 // may replace it.
 var consumerOptions = transport.DefaultOptions
 
+// notifyOptions gives the names of the owner notifications' stream and consumer.
+var notifyOptions = transport.DefaultNotifyOptions
+
 func main() { service.Main("mailer", run) }
 
 func run(ctx context.Context, log *slog.Logger, args []string) error {
@@ -74,8 +83,9 @@ func run(ctx context.Context, log *slog.Logger, args []string) error {
 	}
 	log.Info("starting", "config", config.LogValue(&cfg))
 
-	// Each worker holds a connection while it sends; the rest serve readiness checks.
-	pool, err := store.Open(ctx, cfg.Database.URL, cfg.Workers+3)
+	// Each worker holds a connection while it sends, so does the owner notifications'
+	// sender; the rest serve their event workers and readiness checks.
+	pool, err := store.Open(ctx, cfg.Database.URL, cfg.Workers+6)
 	if err != nil {
 		return err
 	}
@@ -102,13 +112,25 @@ func run(ctx context.Context, log *slog.Logger, args []string) error {
 	opts.ShutdownTimeout = cfg.ShutdownTimeout
 	mailer := app.NewMailer(store.New(pool), sender, metrics, log, app.Options{Schedule: cfg.RetrySchedule})
 	consumer := transport.NewConsumer(nc.JS, mailer, metrics, log, opts)
+	nopts := notifyOptions()
+	nopts.Poll = cfg.NotifyPoll
+	nopts.ShutdownTimeout = cfg.ShutdownTimeout
+	notifier := app.NewNotifier(store.New(pool), sender, metrics, log, app.NotifierOptions{
+		PublicURL: cfg.PublicURL, Quiet: cfg.NotifyQuiet, Schedule: cfg.RetrySchedule,
+	})
+	notifyConsumer := transport.NewNotifyConsumer(nc.JS, notifier, log, nopts)
 
-	// Either part failing stops the other; a stop signal stops both.
+	// Any part failing stops the others; a stop signal stops them all.
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	consumeErr := make(chan error, 1)
+	consumeErr := make(chan error, 2)
 	go func() {
 		err := consumer.Run(ctx)
+		cancel()
+		consumeErr <- err
+	}()
+	go func() {
+		err := notifyConsumer.Run(ctx)
 		cancel()
 		consumeErr <- err
 	}()
@@ -119,7 +141,7 @@ func run(ctx context.Context, log *slog.Logger, args []string) error {
 	)
 	serveErr := ops.Serve(ctx, log, cfg.Addr, handler, cfg.ShutdownTimeout)
 	cancel()
-	err = errors.Join(<-consumeErr, serveErr)
+	err = errors.Join(<-consumeErr, <-consumeErr, serveErr)
 	log.Info("stopped")
 	return err
 }

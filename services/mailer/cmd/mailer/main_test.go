@@ -96,7 +96,8 @@ func TestUsageListsEveryVariable(t *testing.T) {
 	for _, v := range []string{"SHIPFILE_MAILER_ADDR", "SHIPFILE_DATABASE_URL", "SHIPFILE_NATS_URL", "SHIPFILE_STREAM_REPLICAS",
 		"SHIPFILE_SMTP_HOST", "SHIPFILE_SMTP_PORT", "SHIPFILE_SMTP_FROM", "SHIPFILE_SMTP_USERNAME", "SHIPFILE_SMTP_PASSWORD",
 		"SHIPFILE_SMTP_TLS", "SHIPFILE_SMTP_TIMEOUT", "SHIPFILE_MAIL_RETRY_SCHEDULE", "SHIPFILE_MAILER_WORKERS",
-		"SHIPFILE_MAIL_ACK_WAIT", "SHIPFILE_MAIL_MAX_ACK_PENDING", "SHIPFILE_SHUTDOWN_TIMEOUT"} {
+		"SHIPFILE_MAIL_ACK_WAIT", "SHIPFILE_MAIL_MAX_ACK_PENDING", "SHIPFILE_SHUTDOWN_TIMEOUT",
+		"SHIPFILE_PUBLIC_URL", "SHIPFILE_NOTIFY_QUIET", "SHIPFILE_NOTIFY_POLL"} {
 		if !strings.Contains(buf.String(), v) {
 			t.Errorf("--help lacks %s", v)
 		}
@@ -109,6 +110,7 @@ func TestConfigValidate(t *testing.T) {
 			SMTP:    transport.SMTPConfig{Host: "127.0.0.1", Port: 1025, From: "shipfile@localhost", TLS: "none", Timeout: 30 * time.Second},
 			NATS:    bus.Config{URL: "nats://127.0.0.1:4222", StreamReplicas: 1},
 			Workers: 4, MaxAckPending: 100, RetrySchedule: []time.Duration{time.Second},
+			NotifyQuiet: time.Minute, NotifyPoll: time.Second,
 		}
 	}
 	c := base()
@@ -123,6 +125,7 @@ func TestConfigValidate(t *testing.T) {
 		"bad sender":        {func(c *Config) { c.SMTP.From = "not an address" }, "SHIPFILE_SMTP_FROM"},
 		"bad port":          {func(c *Config) { c.SMTP.Port = 0 }, "SHIPFILE_SMTP_PORT"},
 		"no timeout":        {func(c *Config) { c.SMTP.Timeout = 0 }, "SHIPFILE_SMTP_TIMEOUT"},
+		"no quiet time":     {func(c *Config) { c.NotifyQuiet = 0 }, "SHIPFILE_NOTIFY_QUIET"},
 		"no workers":        {func(c *Config) { c.Workers = 0 }, "SHIPFILE_MAILER_WORKERS"},
 		"no ack pending":    {func(c *Config) { c.MaxAckPending = 0 }, "SHIPFILE_MAIL_MAX_ACK_PENDING"},
 		"negative wait":     {func(c *Config) { c.RetrySchedule = []time.Duration{-time.Second} }, "SHIPFILE_MAIL_RETRY_SCHEDULE"},

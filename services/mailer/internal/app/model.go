@@ -119,6 +119,8 @@ type Outcome struct {
 	// AuditAction and AuditDetail make an audit_log row (actor "system") when set.
 	AuditAction string
 	AuditDetail string
+	// RetryIn is when a pending owner notification is tried again.
+	RetryIn time.Duration
 }
 
 // Decision is the outcome of handling one job message: Ack (sent, finally failed, or already done), Nak

@@ -73,7 +73,7 @@ func TestMailEndToEnd(t *testing.T) {
 	common := []string{
 		"SHIPFILE_DATABASE_URL=" + dbURL, "SHIPFILE_NATS_URL=" + natsURL, "SHIPFILE_S3_BUCKET=" + bucket,
 		"SHIPFILE_SMTP_HOST=" + sink.Host, "SHIPFILE_SMTP_PORT=" + strconv.Itoa(sink.Port),
-		"SHIPFILE_SMTP_FROM=shipfile@e2e.example", "SHIPFILE_LOG_LEVEL=info",
+		"SHIPFILE_SMTP_FROM=shipfile@e2e.example", "SHIPFILE_LOG_LEVEL=info", servicetest.SecretKeyEnv,
 	}
 	shipctl := func(args ...string) string { return servicetest.RunCommand(t, bins["shipctl"], common, args...) }
 	shipctl("user", "create", "--email", "alice@example.com", "--name", "Alice Example", "--role", "admin")

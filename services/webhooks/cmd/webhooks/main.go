@@ -16,6 +16,7 @@ import (
 	"github.com/shipfile/shipfile/pkg/database"
 	"github.com/shipfile/shipfile/pkg/events"
 	"github.com/shipfile/shipfile/pkg/ops"
+	"github.com/shipfile/shipfile/pkg/secretbox"
 	"github.com/shipfile/shipfile/pkg/service"
 	"github.com/shipfile/shipfile/services/webhooks/internal/app"
 	"github.com/shipfile/shipfile/services/webhooks/internal/store"
@@ -27,6 +28,7 @@ type Config struct {
 	Addr               string `env:"SHIPFILE_WEBHOOKS_ADDR" default:"127.0.0.1:8083" help:"address of /healthz, /readyz and /metrics"`
 	Database           database.Config
 	NATS               bus.Config
+	Secrets            secretbox.Config
 	AllowPrivate       bool            `env:"SHIPFILE_WEBHOOK_ALLOW_PRIVATE" default:"false" help:"allow deliveries to loopback, private and link-local addresses"`
 	RetrySchedule      []time.Duration `env:"SHIPFILE_WEBHOOK_RETRY_SCHEDULE" default:"10s,1m,5m,30m,2h,6h,12h" help:"waits between delivery attempts (a delivery gets one attempt more than waits)"`
 	Timeout            time.Duration   `env:"SHIPFILE_WEBHOOK_TIMEOUT" default:"10s" help:"time a receiver has to answer"`
@@ -100,6 +102,10 @@ func run(ctx context.Context, log *slog.Logger, args []string) error {
 	if err := cfg.validate(); err != nil {
 		return err
 	}
+	secrets, err := cfg.Secrets.Keyring()
+	if err != nil {
+		return err
+	}
 	log.Info("starting", "config", config.LogValue(&cfg))
 
 	pool, err := database.Open(ctx, cfg.Database.URL)
@@ -126,7 +132,7 @@ func run(ctx context.Context, log *slog.Logger, args []string) error {
 	opts.FanoutConsumer = cfg.FanoutConsumer
 	opts.DeliverConsumer = cfg.DeliverConsumer
 
-	st := store.New(pool)
+	st := store.New(pool, secrets)
 	sender := transport.NewSender(transport.SenderOptions{Timeout: cfg.Timeout, AllowPrivate: cfg.AllowPrivate})
 	fanout := app.NewFanout(st, transport.NewJobPublisher(nc.JS, opts.JobSubjectPrefix), log)
 	deliverer := app.NewDeliverer(st, sender, metrics, log, app.DeliveryOptions{

@@ -56,6 +56,7 @@ func TestLifecycle(t *testing.T) {
 	addr := servicetest.FreeAddr(t)
 	t.Setenv("SHIPFILE_WEBHOOKS_ADDR", addr)
 	t.Setenv("SHIPFILE_DATABASE_URL", schematest.New(t))
+	t.Setenv("SHIPFILE_SECRET_KEY", servicetest.SecretKey)
 	servicetest.Lifecycle(t, run, addr)
 }
 
@@ -69,6 +70,7 @@ func TestConsumerNamesFromConfig(t *testing.T) {
 	t.Cleanup(func() { dispatchOptions = saved })
 	t.Setenv("SHIPFILE_WEBHOOKS_ADDR", servicetest.FreeAddr(t))
 	t.Setenv("SHIPFILE_DATABASE_URL", schematest.New(t))
+	t.Setenv("SHIPFILE_SECRET_KEY", servicetest.SecretKey)
 	t.Setenv("SHIPFILE_WEBHOOK_FANOUT_CONSUMER", "custom-fanout")
 	t.Setenv("SHIPFILE_WEBHOOK_DELIVER_CONSUMER", "custom-deliver")
 
@@ -100,6 +102,17 @@ func TestConsumerNamesFromConfig(t *testing.T) {
 		}
 	case <-time.After(30 * time.Second):
 		t.Fatal("run did not return within 30s of its cancellation")
+	}
+}
+
+// TestRefusesToStartWithoutSecretKey: the dispatcher decrypts the webhook secrets, so
+// without SHIPFILE_SECRET_KEY it stops at once with an error naming the variable.
+func TestRefusesToStartWithoutSecretKey(t *testing.T) {
+	t.Setenv("SHIPFILE_SECRET_KEY", "")
+	t.Setenv("SHIPFILE_DATABASE_URL", "postgres://nobody@127.0.0.1:1/none") // never reached
+	err := run(t.Context(), slog.New(slog.DiscardHandler), nil)
+	if err == nil || !strings.Contains(err.Error(), "SHIPFILE_SECRET_KEY is not set") {
+		t.Fatalf("run = %v, want an error saying SHIPFILE_SECRET_KEY is not set", err)
 	}
 }
 
@@ -219,6 +232,7 @@ func TestAtLeastOnceWhenAnInstanceIsKilled(t *testing.T) {
 		"SHIPFILE_DATABASE_URL=" + dbURL,
 		"SHIPFILE_NATS_URL=" + eventstest.URL(),
 		"SHIPFILE_WEBHOOK_ALLOW_PRIVATE=true",
+		servicetest.SecretKeyEnv,
 		"SHIPFILE_WEBHOOK_RETRY_SCHEDULE=200ms,200ms,200ms,200ms,200ms,200ms,200ms",
 		"SHIPFILE_WEBHOOK_TIMEOUT=1s",
 		"SHIPFILE_WEBHOOK_ACK_WAIT=2s", // redelivery of the killed instance's jobs

@@ -20,7 +20,8 @@ const pgForeignKeyViolation = "23503"
 
 // Postgres is the dispatcher's store.
 type Postgres struct {
-	pool *pgxpool.Pool
+	pool    *pgxpool.Pool
+	secrets SecretOpener
 }
 
 var (
@@ -28,8 +29,10 @@ var (
 	_ app.DeliveryStore = (*Postgres)(nil)
 )
 
-// New returns a store on pool.
-func New(pool *pgxpool.Pool) *Postgres { return &Postgres{pool: pool} }
+// New returns a store on pool; secrets opens the subscriptions' sealed signing secrets.
+func New(pool *pgxpool.Pool, secrets SecretOpener) *Postgres {
+	return &Postgres{pool: pool, secrets: secrets}
+}
 
 // ActiveSubscriptionIDs returns the ids of the active subscriptions that selected
 // eventType and existed when the event occurred.
@@ -83,6 +86,9 @@ func (p *Postgres) Delivery(ctx context.Context, id string) (app.Delivery, error
 	}
 	if failingSinceAt != nil {
 		d.Subscription.FailingSince = *failingSinceAt
+	}
+	if err := p.openSecrets(&d.Subscription); err != nil {
+		return app.Delivery{}, err
 	}
 	return d, nil
 }

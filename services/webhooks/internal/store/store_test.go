@@ -8,6 +8,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/shipfile/shipfile/pkg/servicetest"
 	"github.com/shipfile/shipfile/services/webhooks/internal/app"
 	"github.com/shipfile/shipfile/services/webhooks/internal/schematest"
 	"github.com/shipfile/shipfile/services/webhooks/internal/store"
@@ -17,7 +18,7 @@ import (
 func TestStore(t *testing.T) {
 	t.Parallel()
 	pool, _ := schematest.Pool(t)
-	st := store.New(pool)
+	st := store.New(pool, servicetest.Keyring(t))
 	ctx := context.Background()
 
 	all := webhooktest.InsertSubscription(t, pool, webhooktest.Subscription{URL: "https://a.example/hook", Secret: "whsec_a"})

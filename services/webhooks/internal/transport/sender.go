@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/shipfile/shipfile/pkg/netguard"
 	"github.com/shipfile/shipfile/services/webhooks/internal/app"
 )
 
@@ -34,7 +35,7 @@ type SenderOptions struct {
 
 // HTTPSender POSTs webhook requests. It follows no redirect (a 3xx is an answer, and a
 // failure), uses no proxy, and unless AllowPrivate refuses at dial time every address
-// Classify objects to.
+// netguard.Classify objects to.
 type HTTPSender struct {
 	client  *http.Client
 	timeout time.Duration
@@ -48,9 +49,7 @@ func NewSender(opts SenderOptions) *HTTPSender {
 		opts.Timeout = 10 * time.Second
 	}
 	dialer := &net.Dialer{Timeout: opts.Timeout, KeepAlive: 30 * time.Second}
-	if !opts.AllowPrivate {
-		dialer.Control = guardControl
-	}
+	dialer.Control = netguard.Guard{AllowPrivate: opts.AllowPrivate}.Control
 	tr := &http.Transport{
 		Proxy:                 nil, // never through a proxy: it would dial for us, past the guard
 		DialContext:           dialer.DialContext,

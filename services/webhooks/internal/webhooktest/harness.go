@@ -122,7 +122,7 @@ func Start(t testing.TB, cfg Config) *Instance {
 	if cfg.Tune != nil {
 		cfg.Tune(&opts)
 	}
-	st := store.New(cfg.Pool)
+	st := store.New(cfg.Pool, servicetest.Keyring(t))
 	sender := transport.NewSender(transport.SenderOptions{Timeout: cfg.Timeout, AllowPrivate: cfg.AllowPrivate})
 	fanout := app.NewFanout(st, transport.NewJobPublisher(cfg.JS, opts.JobSubjectPrefix), cfg.Log)
 	deliverer := app.NewDeliverer(st, sender, metrics, cfg.Log, app.DeliveryOptions{
@@ -151,8 +151,10 @@ func Schedule(d time.Duration, n int) []time.Duration {
 
 // Subscription is a webhook_subscriptions row to insert.
 type Subscription struct {
-	URL                 string
-	Events              []string // default: every package event
+	URL    string
+	Events []string // default: every package event
+	// Secret and PreviousSecret are stored sealed under servicetest.SecretKey, as the
+	// gateway stores them.
 	Secret              string
 	Inactive            bool
 	PreviousSecret      string
@@ -165,16 +167,26 @@ func InsertSubscription(t testing.TB, pool *pgxpool.Pool, s Subscription) int64 
 	if s.Events == nil {
 		s.Events = events.Types
 	}
+	ring := servicetest.Keyring(t)
+	seal := func(v string) string {
+		sealed, err := ring.Seal(v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return sealed
+	}
+	secret := seal(s.Secret)
 	var prev *string
 	var until *time.Time
 	if s.PreviousSecret != "" {
-		prev, until = &s.PreviousSecret, &s.PreviousSecretUntil
+		sealed := seal(s.PreviousSecret)
+		prev, until = &sealed, &s.PreviousSecretUntil
 	}
 	var id int64
 	err := pool.QueryRow(context.Background(), `
 		INSERT INTO webhook_subscriptions (url, events, secret, previous_secret, previous_secret_until, active)
 		VALUES ($1, $2, $3, $4, $5, $6) RETURNING id`,
-		s.URL, s.Events, s.Secret, prev, until, !s.Inactive).Scan(&id)
+		s.URL, s.Events, secret, prev, until, !s.Inactive).Scan(&id)
 	if err != nil {
 		t.Fatalf("insert subscription: %v", err)
 	}

@@ -121,7 +121,7 @@ func TestWebhooksEndToEnd(t *testing.T) {
 	bucket := "e2e-" + strings.ToLower(rand.Text()[:12])
 	common := []string{
 		"SHIPFILE_DATABASE_URL=" + dbURL, "SHIPFILE_NATS_URL=" + natsURL, "SHIPFILE_S3_BUCKET=" + bucket,
-		"SHIPFILE_WEBHOOK_ALLOW_PRIVATE=true", "SHIPFILE_LOG_LEVEL=warn",
+		"SHIPFILE_WEBHOOK_ALLOW_PRIVATE=true", "SHIPFILE_LOG_LEVEL=warn", servicetest.SecretKeyEnv,
 	}
 	shipctl := func(args ...string) string { return servicetest.RunCommand(t, bins["shipctl"], common, args...) }
 	shipctl("user", "create", "--email", "admin@example.com", "--name", "Admin", "--role", "admin")

@@ -45,9 +45,12 @@ func jsonError(err error) error {
 		syntax *json.SyntaxError
 		typ    *json.UnmarshalTypeError
 	)
+	var ae *app.Error
 	switch {
 	case errors.As(err, &mbe):
 		return err
+	case errors.As(err, &ae):
+		return ae // a field's own decoder said what is wrong
 	case errors.Is(err, io.EOF):
 		return app.Invalid("request body is empty; a JSON object is required")
 	case errors.As(err, &syntax):

@@ -4,7 +4,9 @@ import (
 	"errors"
 	"html/template"
 	"log/slog"
+	"math"
 	"net/http"
+	"strconv"
 	"strings"
 
 	"github.com/gin-gonic/gin"
@@ -68,6 +70,10 @@ func writeError(c *gin.Context, log *slog.Logger, pages Pages, err error) {
 		log.Warn("request failed: a backing service is unavailable", "route", c.FullPath(), "method", c.Request.Method, "err", err)
 		c.Header("Retry-After", "5")
 	}
+	var te *app.LinkThrottledError
+	if errors.As(err, &te) {
+		c.Header("Retry-After", strconv.Itoa(int(math.Ceil(te.RetryAfter.Seconds()))))
+	}
 	if status == http.StatusUnauthorized {
 		c.Header("WWW-Authenticate", `Bearer realm="shipfile"`)
 	}
@@ -93,6 +99,10 @@ func classify(err error) (int, string) {
 	var mbe *http.MaxBytesError
 	if errors.As(err, &mbe) {
 		return http.StatusRequestEntityTooLarge, "request body too large"
+	}
+	var te *app.LinkThrottledError
+	if errors.As(err, &te) {
+		return http.StatusTooManyRequests, te.Detail
 	}
 	var ae *app.Error
 	if errors.As(err, &ae) {

@@ -3,6 +3,7 @@ package httpapi_test
 import (
 	"context"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -20,7 +21,14 @@ import (
 // once, in order, with its payload; the magic link never is.
 func TestEventsInStream(t *testing.T) {
 	t.Parallel()
-	a := newTestAPI(t, defaultConfig())
+	// The store wakes the relay after each commit; polling alone would take a minute,
+	// longer than the test waits.
+	var relay atomic.Pointer[outbox.Relay]
+	a := newTestAPI(t, defaultConfig(), outboxWake(func() {
+		if r := relay.Load(); r != nil {
+			r.Wake()
+		}
+	}))
 	owner, token := a.user("owner@example.com", app.RoleRegular)
 	js := eventstest.Connect(t)
 	ctx, cancel := context.WithCancel(context.Background())
@@ -29,8 +37,8 @@ func TestEventsInStream(t *testing.T) {
 		t.Fatal(err)
 	}
 	start := time.Now().Add(-time.Second)
-	relay := outbox.NewRelay(a.pool, js, outbox.Options{PollInterval: 200 * time.Millisecond})
-	go relay.Run(ctx) //nolint:errcheck
+	relay.Store(outbox.NewRelay(a.pool, js, outbox.Options{PollInterval: time.Minute}))
+	go relay.Load().Run(ctx) //nolint:errcheck
 
 	p := a.createPackage(token, map[string]any{"title": "Life", "recipient_email": "r@example.com", "ttl_days": 2})
 	id := p["id"].(string)

@@ -36,10 +36,13 @@ type testAPI struct {
 	t        testing.TB
 	url      string
 	pool     *pgxpool.Pool
+	dbURL    string // with the pool settings of the test
 	identity *app.Identity
-	engine   *gin.Engine
-	objects  *storage.Store
-	registry *prometheus.Registry
+	// tokenCache is the gateway's cache of token look-ups.
+	tokenCache *app.TokenCache
+	engine     *gin.Engine
+	objects    *storage.Store
+	registry   *prometheus.Registry
 	// resumable is the tus upload service (its sweep is run by tests, not a ticker).
 	resumable *app.Resumable
 	db        *store.Postgres
@@ -94,7 +97,16 @@ func (a *testAPI) objectKeys() []string {
 type testOptions struct {
 	allowPrivateWebhooks bool
 	poolMaxConns         int
+	databaseURL          string
+	outboxWake           func()
 }
+
+// onDatabase runs the test gateway on an existing database (another test gateway's),
+// as a second instance of one installation.
+func onDatabase(url string) testOption { return func(o *testOptions) { o.databaseURL = url } }
+
+// outboxWake is what the store calls after committing outbox rows (a relay's Wake).
+func outboxWake(wake func()) testOption { return func(o *testOptions) { o.outboxWake = wake } }
 
 // testOption changes a testOptions.
 type testOption func(*testOptions)
@@ -111,7 +123,10 @@ func newTestAPI(t testing.TB, cfg httpapi.Config, opts ...testOption) *testAPI {
 	for _, opt := range opts {
 		opt(&o)
 	}
-	url := pgtest.New(t, migrations.Version(), migrations.Up)
+	url := o.databaseURL
+	if url == "" {
+		url = pgtest.New(t, migrations.Version(), migrations.Up)
+	}
 	if o.poolMaxConns > 0 {
 		u, err := neturl.Parse(url)
 		if err != nil {
@@ -128,15 +143,39 @@ func newTestAPI(t testing.TB, cfg httpapi.Config, opts ...testOption) *testAPI {
 		t.Fatal(err)
 	}
 	t.Cleanup(pool.Close)
-	db := store.NewPostgres(pool)
-	identity := app.NewIdentity(db)
+	var storeOpts []store.Option
+	if o.outboxWake != nil {
+		storeOpts = append(storeOpts, store.WithOutboxWake(o.outboxWake))
+	}
+	db := store.NewPostgres(pool, storeOpts...)
+	// As in the gateway's main: token look-ups cached while the change feed is
+	// current, last_used_at written in batches.
+	tokenCache := app.NewTokenCache(app.DefaultTokenCacheTTL, app.DefaultTokenFeedWindow)
+	tokenUsage := app.NewTokenUsage(db, app.DefaultTokenUsageInterval)
+	identity := app.NewIdentity(db, app.WithTokenCache(tokenCache), app.WithTokenUsage(tokenUsage))
+	bgCtx, stopBackground := context.WithCancel(context.Background())
+	feedDone, usageDone := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(feedDone)
+		db.FollowAuthChanges(bgCtx, tokenCache, nil)
+	}()
+	go func() {
+		defer close(usageDone)
+		tokenUsage.Run(bgCtx, nil)
+	}()
+	// Registered after pool.Close, so it runs before it.
+	t.Cleanup(func() {
+		stopBackground()
+		<-feedDone
+		<-usageDone
+	})
 	objects := servicetest.Bucket(t)
 	objectStore := store.NewObjects(objects, 5<<20)
 	packages := app.NewPackages(db, objectStore,
 		app.Limits{MaxFileSize: cfg.MaxFileSize, MaxFiles: 5}, "http://shipfile.test")
 	resumable := app.NewResumable(packages, db, objectStore, app.TusConfig{ResumeWindow: time.Hour, Lease: 2 * time.Second}, nil)
 	registry := ops.NewRegistry()
-	webhooks := app.NewWebhooks(db, o.allowPrivateWebhooks)
+	webhooks := app.NewWebhooks(db, servicetest.Keyring(t), o.allowPrivateWebhooks)
 	sessions := app.NewSessions(db, identity, app.SessionConfig{Lifetime: time.Hour, IdleTimeout: time.Hour, MaxFailures: 5, Lockout: time.Minute})
 	pages, err := web.New(web.Deps{
 		Log: slog.New(slog.DiscardHandler), Identity: identity, Sessions: sessions, Packages: packages, Webhooks: webhooks,
@@ -159,7 +198,7 @@ func newTestAPI(t testing.TB, cfg httpapi.Config, opts ...testOption) *testAPI {
 	if err != nil {
 		t.Fatal(err)
 	}
-	a := &testAPI{t: t, pool: pool, identity: identity, engine: engine, objects: objects, registry: registry, resumable: resumable, db: db}
+	a := &testAPI{t: t, pool: pool, dbURL: url, identity: identity, tokenCache: tokenCache, engine: engine, objects: objects, registry: registry, resumable: resumable, db: db}
 	srv := httptest.NewServer(engine)
 	t.Cleanup(srv.Close)
 	a.url = srv.URL

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"strconv"
 	"strings"
 	"time"
 
@@ -24,20 +25,26 @@ type linkResponse struct {
 	FileCount int                `json:"file_count"`
 	TotalSize int64              `json:"total_size"`
 	Files     []linkFileResponse `json:"files"`
+	// PasswordProtected and MaxDownloads: SPEC "Protecting a link".
+	PasswordProtected bool `json:"password_protected"`
+	MaxDownloads      *int `json:"max_downloads"`
 }
 
 type linkFileResponse struct {
 	fileResponse
 	DownloadURL string `json:"download_url"`
+	// DownloadsLeft is how many more downloads the link allows; null: no limit.
+	DownloadsLeft *int `json:"downloads_left"`
 }
 
 func toLinkResponse(token string, p app.Package, files []app.File) linkResponse {
 	out := linkResponse{
 		ID: p.ID.String(), Title: p.Title, Note: p.Note, Direction: string(p.Direction), State: string(p.State),
 		ExpiresAt: p.ExpiresAt.UTC(), FileCount: p.FileCount, TotalSize: p.TotalSize, Files: make([]linkFileResponse, len(files)),
+		PasswordProtected: p.PasswordProtected(), MaxDownloads: p.MaxDownloads,
 	}
 	for i, f := range files {
-		out.Files[i] = linkFileResponse{toFileResponse(f), "/api/v1/links/" + token + "/files/" + f.ID.String()}
+		out.Files[i] = linkFileResponse{toFileResponse(f), "/api/v1/links/" + token + "/files/" + f.ID.String(), f.DownloadsLeft(p.MaxDownloads)}
 	}
 	return out
 }
@@ -62,13 +69,28 @@ func (h *handlers) downloadViaLink(c *gin.Context) {
 	// A HEAD, or a range that does not start at byte 0, resumes or probes a download
 	// rather than starting one, so it does not fire package.downloaded.
 	counted := c.Request.Method == http.MethodGet && startsAtZero(c.GetHeader("Range"))
-	f, obj, err := h.packages.DownloadViaLink(c.Request.Context(), c.Param("token"), client(c), fileID, counted)
+	f, obj, finish, err := h.packages.DownloadViaLink(c.Request.Context(), c.Param("token"), client(c), fileID, counted)
 	if err != nil {
 		_ = c.Error(err)
 		return
 	}
 	defer obj.Close()
 	serveFile(c, f, obj)
+	finish(servedWhole(c))
+}
+
+// servedWhole reports whether the answer went out to its last byte: a 200 or 206
+// whose body was written as long as its Content-Length (a 304, 412 or 416 serves
+// nothing; a cut connection fails a write).
+func servedWhole(c *gin.Context) bool {
+	st := c.Writer.Status()
+	if st != http.StatusOK && st != http.StatusPartialContent {
+		return false
+	}
+	n, err := strconv.ParseInt(c.Writer.Header().Get("Content-Length"), 10, 64)
+	// Not the request's context: a client that read the last byte may close the
+	// connection (cancelling the context) before the handler returns.
+	return err == nil && int64(c.Writer.Size()) == n
 }
 
 func startsAtZero(rng string) bool {
@@ -82,11 +104,14 @@ func startsAtZero(rng string) bool {
 // archiveViaLink streams every file of the package as one zip, stored without
 // compression (files are streamed straight from storage, nothing is buffered).
 func (h *handlers) archiveViaLink(c *gin.Context) {
-	p, files, open, err := h.packages.ArchiveViaLink(c.Request.Context(), c.Param("token"), client(c))
+	p, files, open, finish, err := h.packages.ArchiveViaLink(c.Request.Context(), c.Param("token"), client(c))
 	if err != nil {
 		_ = c.Error(err)
 		return
 	}
+	complete := false
+	// Deferred, so a stream cut by the panic below gives its downloads back too.
+	defer func() { finish(complete) }()
 	w := c.Writer
 	w.Header().Set("Content-Type", "application/zip")
 	w.Header().Set("Content-Disposition", attachment(app.ArchiveName(p)))
@@ -105,7 +130,9 @@ func (h *handlers) archiveViaLink(c *gin.Context) {
 	}
 	if err := zw.Close(); err != nil {
 		h.log.Warn("zip stream close failed", "package_id", p.ID, "err", err)
+		return
 	}
+	complete = true
 }
 
 func addToZip(zw *zip.Writer, f app.File, name string, open func(app.File) (app.Object, error)) error {
@@ -149,4 +176,49 @@ func (h *handlers) uploadViaLink(c *gin.Context) {
 		return
 	}
 	c.JSON(http.StatusCreated, toFileResponse(f))
+}
+
+// The link grant's header and cookie (SPEC "Protecting a link").
+const (
+	LinkGrantHeader = "Shipfile-Link-Grant"
+	LinkCookie      = "shipfile_link"
+)
+
+type unlockRequest struct {
+	Password *string `json:"password"`
+}
+
+// unlockLink checks a protected link's password and answers a grant, also set as the
+// shipfile_link cookie for the link's page and API paths alone.
+func (h *handlers) unlockLink(c *gin.Context) {
+	var req unlockRequest
+	if err := decodeJSON(c, h.maxJSON, &req); err != nil {
+		_ = c.Error(err)
+		return
+	}
+	if req.Password == nil {
+		_ = c.Error(app.Invalid("password is required"))
+		return
+	}
+	token := c.Param("token")
+	grant, exp, err := h.packages.Unlock(c.Request.Context(), token, *req.Password, client(c))
+	if err != nil {
+		_ = c.Error(err)
+		return
+	}
+	SetLinkCookie(c.Writer, c.Request, token, grant, exp)
+	c.Header("Cache-Control", "no-store")
+	c.JSON(http.StatusOK, gin.H{"grant": grant, "expires_at": exp.UTC()})
+}
+
+// SetLinkCookie sets the shipfile_link cookie holding grant for the link token alone:
+// one cookie on the recipient's page path and one on the link's API path (HttpOnly,
+// SameSite=Lax, until the grant expires).
+func SetLinkCookie(w http.ResponseWriter, r *http.Request, token, grant string, exp time.Time) {
+	for _, path := range []string{"/p/" + token, "/api/v1/links/" + token} {
+		http.SetCookie(w, &http.Cookie{
+			Name: LinkCookie, Value: grant, Path: path, Expires: exp, MaxAge: int(time.Until(exp).Seconds()),
+			HttpOnly: true, SameSite: http.SameSiteLaxMode, Secure: r.TLS != nil,
+		})
+	}
 }

@@ -20,25 +20,29 @@ import (
 
 // packageResponse is a package record.
 type packageResponse struct {
-	ID             string         `json:"id"`
-	Title          string         `json:"title"`
-	RecipientEmail string         `json:"recipient_email"`
-	RecipientName  string         `json:"recipient_name"`
-	Direction      string         `json:"direction"`
-	State          string         `json:"state"`
-	TTLDays        int            `json:"ttl_days"`
-	Note           string         `json:"note"`
-	OwnerUserID    int64          `json:"owner_user_id"`
-	FileCount      int            `json:"file_count"`
-	TotalSize      int64          `json:"total_size"`
-	CreatedAt      time.Time      `json:"created_at"`
-	FinalizedAt    *time.Time     `json:"finalized_at"`
-	ExpiresAt      time.Time      `json:"expires_at"`
-	RevokedAt      *time.Time     `json:"revoked_at"`
-	LinkUseCount   int64          `json:"link_use_count"`
-	LinkLastUsedAt *time.Time     `json:"link_last_used_at"`
-	Files          []fileResponse `json:"files,omitempty"`
-	MagicLink      string         `json:"magic_link,omitempty"`
+	ID             string     `json:"id"`
+	Title          string     `json:"title"`
+	RecipientEmail string     `json:"recipient_email"`
+	RecipientName  string     `json:"recipient_name"`
+	Direction      string     `json:"direction"`
+	State          string     `json:"state"`
+	TTLDays        int        `json:"ttl_days"`
+	Note           string     `json:"note"`
+	OwnerUserID    int64      `json:"owner_user_id"`
+	FileCount      int        `json:"file_count"`
+	TotalSize      int64      `json:"total_size"`
+	CreatedAt      time.Time  `json:"created_at"`
+	FinalizedAt    *time.Time `json:"finalized_at"`
+	ExpiresAt      time.Time  `json:"expires_at"`
+	RevokedAt      *time.Time `json:"revoked_at"`
+	LinkUseCount   int64      `json:"link_use_count"`
+	LinkLastUsedAt *time.Time `json:"link_last_used_at"`
+	// PasswordProtected, MaxDownloads and NotifyOwner: SPEC "Protecting a link".
+	PasswordProtected bool           `json:"password_protected"`
+	MaxDownloads      *int           `json:"max_downloads"`
+	NotifyOwner       bool           `json:"notify_owner"`
+	Files             []fileResponse `json:"files,omitempty"`
+	MagicLink         string         `json:"magic_link,omitempty"`
 }
 
 // fileResponse is a file record.
@@ -50,6 +54,8 @@ type fileResponse struct {
 	SHA256      string    `json:"sha256"`
 	UploadedBy  string    `json:"uploaded_by"`
 	CreatedAt   time.Time `json:"created_at"`
+	// DownloadCount is the number of downloads through the link.
+	DownloadCount int `json:"download_count"`
 }
 
 func toPackageResponse(p app.Package) packageResponse {
@@ -59,6 +65,7 @@ func toPackageResponse(p app.Package) packageResponse {
 		OwnerUserID: p.OwnerUserID, FileCount: p.FileCount, TotalSize: p.TotalSize, CreatedAt: p.CreatedAt.UTC(),
 		FinalizedAt: utcPtr(p.FinalizedAt), ExpiresAt: p.ExpiresAt.UTC(), RevokedAt: utcPtr(p.RevokedAt),
 		LinkUseCount: p.LinkUseCount, LinkLastUsedAt: utcPtr(p.LinkLastUsedAt),
+		PasswordProtected: p.PasswordProtected(), MaxDownloads: p.MaxDownloads, NotifyOwner: p.NotifyOwner,
 	}
 }
 
@@ -73,12 +80,18 @@ func toFileResponses(files []app.File) []fileResponse {
 func toFileResponse(f app.File) fileResponse {
 	return fileResponse{
 		ID: f.ID.String(), Filename: f.Filename, Size: f.Size, ContentType: f.ContentType, SHA256: f.SHA256,
-		UploadedBy: string(f.UploadedBy), CreatedAt: f.CreatedAt.UTC(),
+		UploadedBy: string(f.UploadedBy), CreatedAt: f.CreatedAt.UTC(), DownloadCount: f.DownloadCount,
 	}
 }
 
+// client is the caller for the audit log, with the link grant it presents (header
+// Shipfile-Link-Grant, else the shipfile_link cookie).
 func client(c *gin.Context) app.Client {
-	return app.Client{IP: c.ClientIP(), UserAgent: c.Request.UserAgent()}
+	grant := c.GetHeader(LinkGrantHeader)
+	if grant == "" {
+		grant, _ = c.Cookie(LinkCookie)
+	}
+	return app.Client{IP: c.ClientIP(), UserAgent: c.Request.UserAgent(), Grant: grant}
 }
 
 // pathUUID parses a UUID path parameter; anything else cannot name a resource.
@@ -106,6 +119,9 @@ type createPackageRequest struct {
 	Direction      *string `json:"direction"`
 	TTLDays        *int    `json:"ttl_days"`
 	Note           *string `json:"note"`
+	Password       *string `json:"password"`
+	MaxDownloads   *int    `json:"max_downloads"`
+	NotifyOwner    *bool   `json:"notify_owner"`
 }
 
 func (h *handlers) createPackage(c *gin.Context) {

@@ -105,6 +105,7 @@ func New(d Deps) (*gin.Engine, error) {
 	v1.HEAD("/links/:token/files/:file_id", h.downloadViaLink)
 	v1.GET("/links/:token/archive", h.archiveViaLink)
 	v1.POST("/links/:token/files", h.uploadViaLink)
+	v1.POST("/links/:token/unlock", h.unlockLink)
 
 	// Resumable uploads (tus): Tus-Resumable on every answer, before any other check.
 	lim := newLimiter(d.Config.RatePerSecond, d.Config.RateBurst)
@@ -126,6 +127,7 @@ func New(d Deps) (*gin.Engine, error) {
 	authed.GET("/packages", h.listPackages)
 	authed.POST("/packages", h.createPackage)
 	authed.GET("/packages/:id", h.getPackage)
+	authed.PATCH("/packages/:id", h.updatePackage)
 	authed.DELETE("/packages/:id", h.deletePackage)
 	authed.POST("/packages/:id/files", h.uploadFile)
 	authed.GET("/packages/:id/files/:file_id/content", h.downloadFile)

@@ -22,6 +22,7 @@ import (
 	"github.com/minio/minio-go/v7"
 
 	"github.com/shipfile/shipfile/pkg/ops"
+	"github.com/shipfile/shipfile/pkg/servicetest"
 	"github.com/shipfile/shipfile/services/gateway/internal/app"
 	"github.com/shipfile/shipfile/services/gateway/internal/store"
 	"github.com/shipfile/shipfile/services/gateway/internal/transport/httpapi"
@@ -582,7 +583,7 @@ func (a *testAPI) secondInstance() *testAPI {
 	resumable := app.NewResumable(packages, db, objectStore, app.TusConfig{ResumeWindow: time.Hour, Lease: 2 * time.Second}, nil)
 	engine, err := httpapi.New(httpapi.Deps{
 		Log: slog.New(slog.DiscardHandler), Identity: app.NewIdentity(db), Packages: packages, Resumable: resumable,
-		Webhooks: app.NewWebhooks(db, false), Registry: ops.NewRegistry(), Config: cfg,
+		Webhooks: app.NewWebhooks(db, servicetest.Keyring(a.t), false), Registry: ops.NewRegistry(), Config: cfg,
 	})
 	if err != nil {
 		a.t.Fatal(err)
@@ -656,4 +657,29 @@ func TestTusRevokeEndsUploads(t *testing.T) {
 	}
 	expectTus(t, a.tusDo("HEAD", url, "", nil), http.StatusGone)
 	expectTus(t, a.patch(url, "", 7<<20, content[7<<20:]), http.StatusGone)
+}
+
+// TestTusProtectedLink: a password-protected link's upload routes need its grant.
+func TestTusProtectedLink(t *testing.T) {
+	t.Parallel()
+	a := newTestAPI(t, tusConfig())
+	_, token := a.user("owner@example.com", app.RoleRegular)
+	p := a.createPackage(token, map[string]any{"title": "In", "recipient_email": "r@example.com", "direction": "inbound", "password": "correct horse"})
+	r := a.do("POST", "/api/v1/packages/"+p["id"].(string)+"/finalize", token, nil)
+	expect(t, r, http.StatusOK)
+	link := linkToken(t, r.json(t)["magic_link"])
+	creation := "/api/v1/links/" + link + "/uploads"
+	expectTus(t, a.tusDo("POST", creation, "", nil, "Upload-Length", "3", "Upload-Metadata", meta("a.txt")), http.StatusUnauthorized)
+	r = a.do("POST", "/api/v1/links/"+link+"/unlock", "", map[string]any{"password": "correct horse"})
+	expect(t, r, http.StatusOK)
+	grant := r.json(t)["grant"].(string)
+	r = a.tusDo("POST", creation, "", nil, "Upload-Length", "3", "Upload-Metadata", meta("a.txt"), "Shipfile-Link-Grant", grant)
+	expectTus(t, r, http.StatusCreated)
+	url := r.header.Get("Location")
+	expectTus(t, a.patch(url, "", 0, []byte("abc")), http.StatusUnauthorized)
+	r = a.patch(url, "", 0, []byte("abc"), "Shipfile-Link-Grant", grant)
+	expectTus(t, r, http.StatusNoContent)
+	if r.header.Get("Shipfile-File-Id") == "" {
+		t.Fatal("the upload did not complete")
+	}
 }

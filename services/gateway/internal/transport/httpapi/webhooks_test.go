@@ -14,6 +14,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/shipfile/shipfile/pkg/events"
+	"github.com/shipfile/shipfile/pkg/servicetest"
 	"github.com/shipfile/shipfile/services/gateway/internal/app"
 )
 
@@ -247,10 +248,9 @@ func TestWebhookCreateAndRead(t *testing.T) {
 		}
 	}
 
-	// The stored secret is the one shown.
-	var stored string
-	if err := a.pool.QueryRow(context.Background(), `SELECT secret FROM webhook_subscriptions WHERE id = $1`, allID).Scan(&stored); err != nil || stored != secret {
-		t.Fatalf("stored secret = %q (%v), want the one shown", stored, err)
+	// The stored secret is the one shown, sealed.
+	if stored, _ := a.storedSecrets(allID); stored != secret {
+		t.Fatal("the stored secret is not the one shown")
 	}
 
 	// An empty list is an empty array.
@@ -293,6 +293,17 @@ var privateURLs = map[string]string{
 	"unspecified":        "http://0.0.0.0/hook",
 	"private 172.16/12":  "https://172.20.0.5/hook",
 	"private 192.168/16": "https://192.168.1.1/hook",
+	// The guard of pkg/netguard, which the dispatcher also dials through.
+	"carrier-grade NAT":        "http://100.64.0.1/",
+	"ipv4-mapped CGNAT":        "http://[::ffff:100.64.0.1]/hook",
+	"IETF protocol assignment": "http://192.0.0.8/hook",
+	"benchmarking":             "http://198.18.0.1/hook",
+	"reserved 240/4":           "http://240.0.0.1/hook",
+	"broadcast":                "http://255.255.255.255/hook",
+	"ipv6 site-local":          "http://[fec0::1]/hook",
+	"multicast":                "http://224.0.0.1/hook",
+	"ipv6 multicast":           "http://[ff02::1]/hook",
+	"NAT64 of loopback":        "http://[64:ff9b::7f00:1]/hook",
 }
 
 func TestWebhookRejectsBadInput(t *testing.T) {
@@ -539,9 +550,8 @@ func TestWebhookPatch(t *testing.T) {
 		}
 	})
 
-	var stored string
-	if err := a.pool.QueryRow(context.Background(), `SELECT secret FROM webhook_subscriptions WHERE id = $1`, id).Scan(&stored); err != nil || stored != secret {
-		t.Fatalf("a patch changed the secret: %q %v", stored, err)
+	if stored, _ := a.storedSecrets(id); stored != secret {
+		t.Fatal("a patch changed the secret")
 	}
 }
 
@@ -565,15 +575,13 @@ func TestWebhookRotateSecret(t *testing.T) {
 		t.Fatal("rotation kept the secret")
 	}
 
-	var stored, previous string
 	var until time.Time
-	err := a.pool.QueryRow(context.Background(),
-		`SELECT secret, previous_secret, previous_secret_until FROM webhook_subscriptions WHERE id = $1`, id).Scan(&stored, &previous, &until)
-	if err != nil {
+	if err := a.pool.QueryRow(context.Background(),
+		`SELECT previous_secret_until FROM webhook_subscriptions WHERE id = $1`, id).Scan(&until); err != nil {
 		t.Fatal(err)
 	}
-	if stored != secret || previous != old {
-		t.Fatalf("stored secret %q previous %q, want %q and %q", stored, previous, secret, old)
+	if stored, previous := a.storedSecrets(id); stored != secret || previous != old {
+		t.Fatal("the stored secret and previous secret are not the new and the old one")
 	}
 	if lo, hi := before.Add(24*time.Hour-time.Minute), time.Now().Add(24*time.Hour+time.Minute); until.Before(lo) || until.After(hi) {
 		t.Fatalf("previous_secret_until = %v, want about 24h from now", until)
@@ -593,13 +601,38 @@ func TestWebhookRotateSecret(t *testing.T) {
 	r = a.do("POST", hookPath(id, "/rotate-secret"), admin, nil)
 	expect(t, r, http.StatusOK)
 	third := assertSecret(t, r.json(t)["secret"])
+	if stored, previous := a.storedSecrets(id); stored != third || previous != secret {
+		t.Fatal("after a second rotation the secret is not the third and the previous not the second")
+	}
+}
+
+// storedSecrets reads a subscription's secret and previous secret ("" when none) as
+// stored, checks that they are sealed under the test key (never in clear), and opens
+// them.
+func (a *testAPI) storedSecrets(id int64) (secret, previous string) {
+	a.t.Helper()
+	var sealed string
+	var sealedPrev *string
 	if err := a.pool.QueryRow(context.Background(),
-		`SELECT secret, previous_secret FROM webhook_subscriptions WHERE id = $1`, id).Scan(&stored, &previous); err != nil {
-		t.Fatal(err)
+		`SELECT secret, previous_secret FROM webhook_subscriptions WHERE id = $1`, id).Scan(&sealed, &sealedPrev); err != nil {
+		a.t.Fatal(err)
 	}
-	if stored != third || previous != secret {
-		t.Fatalf("after a second rotation: secret %q previous %q", stored, previous)
+	ring := servicetest.Keyring(a.t)
+	open := func(v string) string {
+		if !ring.Current(v) || strings.Contains(v, "whsec_") {
+			a.t.Fatalf("a webhook secret is stored unsealed: %.12s…", v)
+		}
+		plain, err := ring.Open(v)
+		if err != nil {
+			a.t.Fatal(err)
+		}
+		return plain
 	}
+	secret = open(sealed)
+	if sealedPrev != nil {
+		previous = open(*sealedPrev)
+	}
+	return secret, previous
 }
 
 func TestWebhookTest(t *testing.T) {

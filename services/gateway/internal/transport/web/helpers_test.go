@@ -56,7 +56,7 @@ func newEnv(t *testing.T, opts ...func(*options)) *env {
 	db := store.NewPostgres(pool)
 	identity := app.NewIdentity(db)
 	packages := app.NewPackages(db, store.NewObjects(servicetest.Bucket(t), 5<<20), app.Limits{MaxFileSize: 1 << 20, MaxFiles: 5}, "http://shipfile.test")
-	webhooks := app.NewWebhooks(db, true)
+	webhooks := app.NewWebhooks(db, servicetest.Keyring(t), true)
 	sessions := app.NewSessions(db, identity, app.SessionConfig{Lifetime: time.Hour, IdleTimeout: time.Hour, MaxFailures: o.maxFailures, Lockout: time.Minute})
 	ui, err := web.New(web.Deps{
 		Log: slog.New(slog.DiscardHandler), Identity: identity, Sessions: sessions, Packages: packages, Webhooks: webhooks,

@@ -108,7 +108,7 @@ func decodeCursor(s string) *app.PackageCursor {
 }
 
 // packageFields are the form fields of a new package, named as in the API.
-var packageFields = []string{"recipient_email", "recipient_name", "title", "note", "ttl_days"}
+var packageFields = []string{"recipient_email", "recipient_name", "title", "note", "ttl_days", "password", "max_downloads"}
 
 type packageFormData struct {
 	Direction app.Direction
@@ -118,14 +118,14 @@ type packageFormData struct {
 
 func (w *Web) sendForm(c *gin.Context) {
 	w.render(c, http.StatusOK, "package_new", view{
-		Title: "Send files", Section: "send", Form: map[string]string{"ttl_days": strconv.Itoa(app.DefaultTTLDays)},
+		Title: "Send files", Section: "send", Form: map[string]string{"ttl_days": strconv.Itoa(app.DefaultTTLDays), "notify_owner": "1"},
 		D: packageFormData{Direction: app.Outbound, MinTTL: app.MinTTLDays, MaxTTL: app.MaxTTLDays},
 	})
 }
 
 func (w *Web) requestForm(c *gin.Context) {
 	w.render(c, http.StatusOK, "package_new", view{
-		Title: "Request files", Section: "request", Form: map[string]string{"ttl_days": strconv.Itoa(app.DefaultTTLDays)},
+		Title: "Request files", Section: "request", Form: map[string]string{"ttl_days": strconv.Itoa(app.DefaultTTLDays), "notify_owner": "1"},
 		D: packageFormData{Direction: app.Inbound, MinTTL: app.MinTTLDays, MaxTTL: app.MaxTTLDays},
 	})
 }
@@ -139,6 +139,8 @@ func (w *Web) createFromForm(c *gin.Context, dir app.Direction) (app.Package, bo
 		form[f] = strings.TrimSpace(c.PostForm(f))
 	}
 	form["note"] = strings.ReplaceAll(c.PostForm("note"), "\r\n", "\n")
+	form["password"] = c.PostForm("password") // kept as typed: spaces count
+	form["notify_owner"] = c.PostForm("notify_owner")
 	title := map[app.Direction]string{app.Outbound: "Send files", app.Inbound: "Request files"}[dir]
 	v := view{Title: title, Section: map[app.Direction]string{app.Outbound: "send", app.Inbound: "request"}[dir], Form: form,
 		D: packageFormData{Direction: dir, MinTTL: app.MinTTLDays, MaxTTL: app.MaxTTLDays}}
@@ -155,6 +157,19 @@ func (w *Web) createFromForm(c *gin.Context, dir app.Direction) (app.Package, bo
 		}
 		in.TTLDays = &n
 	}
+	if form["password"] != "" {
+		in.Password = ptr(form["password"])
+	}
+	if form["max_downloads"] != "" {
+		n, err := strconv.Atoi(form["max_downloads"])
+		if err != nil {
+			v.Errors = map[string]string{"max_downloads": fmt.Sprintf("Must be a whole number from %d to %d, or empty for no limit.", app.MinMaxDownloads, app.MaxMaxDownloads)}
+			w.render(c, http.StatusUnprocessableEntity, "package_new", v)
+			return app.Package{}, false
+		}
+		in.MaxDownloads = &n
+	}
+	in.NotifyOwner = ptr(form["notify_owner"] == "1")
 	p, err := w.packages.Create(c.Request.Context(), u, client(c), in)
 	if fe, msg, ok := formErrors(err, packageFields...); ok {
 		v.Errors, v.Error = fe, msg
@@ -200,13 +215,14 @@ type sentData struct {
 
 type packageData struct {
 	Package     app.Package
-	Files       []app.File
+	Files       []packageFile
 	Owner       app.User
 	Audit       []app.AuditEntry
 	Users       map[int64]app.User
 	MaxFileSize int64
 	UploadURL   string
 	TusURL      string // the tus creation URL of the same package
+	Editable    bool   // draft or active: the edit form is shown
 }
 
 // packageAuditEntries is how many audit entries the package page shows.
@@ -232,6 +248,12 @@ func (w *Web) packagePage(c *gin.Context) {
 }
 
 func (w *Web) showPackage(c *gin.Context, id uuid.UUID, status int, errMsg string) {
+	w.showPackageForm(c, id, status, errMsg, nil, nil)
+}
+
+// showPackageForm shows the package page with the edit form's errors and values (nil:
+// the package's own).
+func (w *Web) showPackageForm(c *gin.Context, id uuid.UUID, status int, errMsg string, fieldErrs, form map[string]string) {
 	u, _ := currentUser(c)
 	ctx := c.Request.Context()
 	p, files, err := w.packages.Get(ctx, u, id)
@@ -250,13 +272,107 @@ func (w *Web) showPackage(c *gin.Context, id uuid.UUID, status int, errMsg strin
 		_ = c.Error(err)
 		return
 	}
-	d := packageData{Package: p, Files: files, Audit: audit, Users: map[int64]app.User{}, MaxFileSize: w.cfg.MaxFileSize,
+	d := packageData{Package: p, Files: make([]packageFile, len(files)), Audit: audit, Users: map[int64]app.User{}, MaxFileSize: w.cfg.MaxFileSize,
 		UploadURL: "/api/v1/packages/" + p.ID.String() + "/files", TusURL: "/api/v1/packages/" + p.ID.String() + "/uploads"}
+	for i, f := range files {
+		d.Files[i] = packageFile{File: f}
+		if left := f.DownloadsLeft(p.MaxDownloads); left != nil && *left == 0 {
+			d.Files[i].LimitReached = true
+		}
+	}
 	for _, o := range users {
 		d.Users[o.ID] = o
 	}
 	d.Owner = d.Users[p.OwnerUserID]
-	w.render(c, status, "package", view{Title: p.Title, Section: "packages", Error: errMsg, D: d})
+	d.Editable = p.State == app.StateDraft || p.State == app.StateActive
+	if form == nil {
+		form = map[string]string{
+			"title": p.Title, "note": p.Note, "recipient_name": p.RecipientName,
+			"expires_at": p.ExpiresAt.UTC().Format(datetimeLocal),
+		}
+		if p.MaxDownloads != nil {
+			form["max_downloads"] = strconv.Itoa(*p.MaxDownloads)
+		}
+		if p.NotifyOwner {
+			form["notify_owner"] = "1"
+		}
+	}
+	w.render(c, status, "package", view{Title: p.Title, Section: "packages", Error: errMsg, Errors: fieldErrs, Form: form, D: d})
+}
+
+// packageFile is a file on the package page.
+type packageFile struct {
+	app.File
+	LimitReached bool // the link's download limit is reached for it
+}
+
+// datetimeLocal is the value format of an <input type="datetime-local"> (read as UTC).
+const datetimeLocal = "2006-01-02T15:04"
+
+// editFields are the edit form's fields, named as in the API.
+var editFields = []string{"title", "note", "recipient_name", "expires_at", "password", "max_downloads"}
+
+// editPackage takes the package page's edit form (PATCH in the API).
+func (w *Web) editPackage(c *gin.Context) {
+	id, ok := w.packageID(c)
+	if !ok {
+		return
+	}
+	u, _ := currentUser(c)
+	form := map[string]string{}
+	for _, f := range editFields {
+		form[f] = strings.TrimSpace(c.PostForm(f))
+	}
+	form["note"] = strings.ReplaceAll(c.PostForm("note"), "\r\n", "\n")
+	form["password"] = c.PostForm("password")
+	form["notify_owner"] = c.PostForm("notify_owner")
+	fail := func(field, msg string) {
+		w.showPackageForm(c, id, http.StatusUnprocessableEntity, "", map[string]string{field: msg}, form)
+	}
+	in := app.PackagePatch{
+		Title: ptr(form["title"]), Note: ptr(form["note"]), RecipientName: ptr(form["recipient_name"]),
+		NotifyOwner: ptr(form["notify_owner"] == "1"),
+	}
+	if form["expires_at"] != "" {
+		t, err := time.Parse(datetimeLocal, form["expires_at"])
+		if err != nil {
+			if t, err = time.Parse(time.RFC3339, form["expires_at"]); err != nil {
+				fail("expires_at", "Must be a date and time (UTC).")
+				return
+			}
+		}
+		in.ExpiresAt = &t
+	}
+	if form["max_downloads"] == "" {
+		in.MaxDownloads = app.Nullable[int]{Set: true}
+	} else {
+		n, err := strconv.Atoi(form["max_downloads"])
+		if err != nil {
+			fail("max_downloads", fmt.Sprintf("Must be a whole number from %d to %d, or empty for no limit.", app.MinMaxDownloads, app.MaxMaxDownloads))
+			return
+		}
+		in.MaxDownloads = app.Nullable[int]{Set: true, Value: &n}
+	}
+	switch {
+	case c.PostForm("remove_password") == "1":
+		in.Password = app.Nullable[string]{Set: true}
+	case form["password"] != "":
+		in.Password = app.Nullable[string]{Set: true, Value: ptr(form["password"])}
+	}
+	_, err := w.packages.Update(c.Request.Context(), u, client(c), id, in)
+	if fe, msg, ok := formErrors(err, editFields...); ok {
+		status := http.StatusUnprocessableEntity
+		if app.KindOf(err) == app.KindConflict {
+			status = http.StatusConflict
+		}
+		w.showPackageForm(c, id, status, msg, fe, form)
+		return
+	}
+	if err != nil {
+		_ = c.Error(err)
+		return
+	}
+	c.Redirect(http.StatusSeeOther, "/packages/"+id.String()+"?msg=saved")
 }
 
 // finalize seals a draft and shows its magic link, this once.

@@ -1,7 +1,12 @@
 package web
 
 import (
+	"errors"
+	"fmt"
+	"math"
 	"net/http"
+	"strconv"
+	"time"
 
 	"github.com/gin-gonic/gin"
 
@@ -10,15 +15,32 @@ import (
 
 type recipientData struct {
 	Package     app.Package
-	Files       []app.File
+	Files       []recipientFile
 	Token       string
 	MaxFileSize int64
 }
 
+// recipientFile is a file on the recipient's page with the downloads the link has left
+// for it.
+type recipientFile struct {
+	app.File
+	Limited bool // the package has a download limit
+	Left    int  // downloads left when Limited
+}
+
+// unlockData is the password form of a protected link: nothing of the package.
+type unlockData struct {
+	Token string
+}
+
+// linkCookie is the cookie holding a protected link's grant (SPEC "Protecting a link").
+const linkCookie = "shipfile_link"
+
 // recipient is the page behind a magic link: the note and the files to download
 // (outbound), or a drop zone that uploads through the link (inbound). A dead link,
-// whatever killed it, gets one generic page with 410. The token is in the URL, so the
-// page sends no Referer anywhere.
+// whatever killed it, gets one generic page with 410; a protected link without a
+// grant gets only the password form. The token is in the URL, so the page sends no
+// Referer anywhere.
 func (w *Web) recipient(c *gin.Context) {
 	c.Header("Referrer-Policy", "no-referrer")
 	token := c.Param("token")
@@ -27,11 +49,53 @@ func (w *Web) recipient(c *gin.Context) {
 		w.render(c, http.StatusGone, "gone", view{Title: "Link no longer available"})
 		return
 	}
+	if errors.Is(err, app.ErrLinkLocked) {
+		w.render(c, http.StatusOK, "unlock", view{Title: "Password required", D: unlockData{Token: token}})
+		return
+	}
 	if err != nil {
 		_ = c.Error(err)
 		return
 	}
-	w.render(c, http.StatusOK, "recipient", view{Title: p.Title, D: recipientData{
-		Package: p, Files: files, Token: token, MaxFileSize: w.cfg.MaxFileSize,
-	}})
+	d := recipientData{Package: p, Token: token, MaxFileSize: w.cfg.MaxFileSize, Files: make([]recipientFile, len(files))}
+	for i, f := range files {
+		d.Files[i] = recipientFile{File: f}
+		if left := f.DownloadsLeft(p.MaxDownloads); left != nil {
+			d.Files[i].Limited, d.Files[i].Left = true, *left
+		}
+	}
+	w.render(c, http.StatusOK, "recipient", view{Title: p.Title, D: d})
+}
+
+// unlock takes the password form of a protected link: the right password sets the
+// shipfile_link cookie and shows the page; a wrong one shows the form again (401), too
+// many wrong ones 429.
+func (w *Web) unlock(c *gin.Context) {
+	c.Header("Referrer-Policy", "no-referrer")
+	token := c.Param("token")
+	grant, exp, err := w.packages.Unlock(c.Request.Context(), token, c.PostForm("password"), client(c))
+	var te *app.LinkThrottledError
+	switch {
+	case err == nil:
+		for _, path := range []string{"/p/" + token, "/api/v1/links/" + token} {
+			http.SetCookie(c.Writer, &http.Cookie{
+				Name: linkCookie, Value: grant, Path: path, Expires: exp, MaxAge: int(time.Until(exp).Seconds()),
+				HttpOnly: true, SameSite: http.SameSiteLaxMode, Secure: w.cfg.SecureCookies,
+			})
+		}
+		c.Redirect(http.StatusSeeOther, "/p/"+token)
+	case app.KindOf(err) == app.KindGone:
+		w.render(c, http.StatusGone, "gone", view{Title: "Link no longer available"})
+	case errors.Is(err, app.ErrWrongPassword):
+		w.render(c, http.StatusUnauthorized, "unlock", view{Title: "Password required", Error: "Wrong password.", D: unlockData{Token: token}})
+	case errors.As(err, &te):
+		mins := int(math.Ceil(te.RetryAfter.Minutes()))
+		c.Header("Retry-After", strconv.Itoa(int(math.Ceil(te.RetryAfter.Seconds()))))
+		w.render(c, http.StatusTooManyRequests, "unlock", view{Title: "Password required",
+			Error: fmt.Sprintf("Too many wrong passwords. Try again in %d minute(s).", mins), D: unlockData{Token: token}})
+	case app.KindOf(err) == app.KindConflict:
+		c.Redirect(http.StatusSeeOther, "/p/"+token) // no password (any more): the page opens
+	default:
+		_ = c.Error(err)
+	}
 }

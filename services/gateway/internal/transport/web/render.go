@@ -191,6 +191,7 @@ var flashes = map[string]string{
 	"deleted":         "Package deleted, with its files.",
 	"revoked":         "Link revoked: it stopped working at once.",
 	"file-removed":    "File removed.",
+	"saved":           "Package saved.",
 	"token-revoked":   "Token revoked.",
 	"user-created":    "User created.",
 	"user-saved":      "User saved.",

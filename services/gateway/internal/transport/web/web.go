@@ -86,6 +86,7 @@ func (w *Web) Mount(r *gin.Engine) {
 	g.POST("/login", w.checkCSRF, w.loginSubmit)
 	g.POST("/logout", w.checkCSRF, w.logout)
 	g.GET("/p/:token", w.recipient)
+	g.POST("/p/:token", w.checkCSRF, w.unlock)
 
 	u := g.Group("", w.requireUser)
 	u.GET("/send", w.sendForm)
@@ -94,6 +95,7 @@ func (w *Web) Mount(r *gin.Engine) {
 	u.POST("/request", w.checkCSRF, w.requestSubmit)
 	u.GET("/packages/:id", w.packagePage)
 	u.POST("/packages/:id/finalize", w.checkCSRF, w.finalize)
+	u.POST("/packages/:id/edit", w.checkCSRF, w.editPackage)
 	u.GET("/packages/:id/revoke", w.confirmRevoke)
 	u.POST("/packages/:id/revoke", w.checkCSRF, w.revoke)
 	u.GET("/packages/:id/delete", w.confirmDelete)
@@ -121,5 +123,6 @@ func (w *Web) Mount(r *gin.Engine) {
 }
 
 func client(c *gin.Context) app.Client {
-	return app.Client{IP: c.ClientIP(), UserAgent: c.Request.UserAgent()}
+	grant, _ := c.Cookie(linkCookie)
+	return app.Client{IP: c.ClientIP(), UserAgent: c.Request.UserAgent(), Grant: grant}
 }

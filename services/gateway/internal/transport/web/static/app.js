@@ -24,6 +24,26 @@
     });
   });
 
+  // Generate buttons: data-generate names the input that gets a random password
+  // (20 characters from an alphabet without look-alikes, from the browser's CSPRNG).
+  document.querySelectorAll("[data-generate]").forEach(function (btn) {
+    btn.addEventListener("click", function () {
+      var el = document.getElementById(btn.getAttribute("data-generate"));
+      if (!el || !window.crypto || !window.crypto.getRandomValues) return;
+      var alphabet = "ABCDEFGHJKLMNPQRSTUVWXYZabcdefghijkmnopqrstuvwxyz23456789";
+      var out = "";
+      var buf = new Uint32Array(1);
+      while (out.length < 20) {
+        window.crypto.getRandomValues(buf);
+        // Reject the top of the range so every character is equally likely.
+        if (buf[0] >= Math.floor(4294967296 / alphabet.length) * alphabet.length) continue;
+        out += alphabet.charAt(buf[0] % alphabet.length);
+      }
+      el.value = out;
+      el.dispatchEvent(new Event("input"));
+    });
+  });
+
   function fallback(el) {
     el.focus();
     el.select();

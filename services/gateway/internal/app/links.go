@@ -1,0 +1,204 @@
+package app
+
+import (
+	"context"
+	"crypto/hmac"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"golang.org/x/crypto/argon2"
+)
+
+// Rules of link passwords, grants and the unlock throttle (SPEC "Protecting a link").
+const (
+	MinLinkPasswordLen = 8
+	MaxLinkPasswordLen = 128
+	MinMaxDownloads    = 1
+	MaxMaxDownloads    = 10000
+	// GrantLifetime is how long a grant (and its cookie) opens a protected link.
+	GrantLifetime = 12 * time.Hour
+	// UnlockMaxFailures wrong passwords within UnlockWindow make unlock answer 429,
+	// whatever the password, for the rest of the window.
+	UnlockMaxFailures = 5
+	UnlockWindow      = 15 * time.Minute
+	// MaxExpiryAhead bounds a new expires_at set by an edit.
+	MaxExpiryAhead = 90 * 24 * time.Hour
+)
+
+// Errors of protected and limited links.
+var (
+	// ErrLinkLocked: the link has a password and the request carries no valid grant.
+	ErrLinkLocked = &Error{Kind: KindUnauthenticated, Detail: "this link is protected by a password: unlock it first"}
+	// ErrWrongPassword: unlock was given a wrong password.
+	ErrWrongPassword = &Error{Kind: KindUnauthenticated, Detail: "wrong password"}
+	// ErrFileUsedUp: the file has had its downloads through the link.
+	ErrFileUsedUp = &Error{Kind: KindGone, Detail: "this file has reached its download limit"}
+)
+
+// LinkThrottledError is an unlock refused for a while after too many wrong passwords
+// (429): RetryAfter says how long.
+type LinkThrottledError struct {
+	Detail     string
+	RetryAfter time.Duration
+}
+
+func (e *LinkThrottledError) Error() string { return e.Detail }
+
+// PasswordHasher computes and checks argon2id hashes of passwords. The gateway may
+// bound how many run at once (an error then, e.g. 503); the default runs them directly.
+type PasswordHasher interface {
+	Hash(ctx context.Context, password string) (string, error)
+	Verify(ctx context.Context, encoded, password string) (bool, error)
+}
+
+// argon2idHasher hashes with the same argon2id parameters as sign-in passwords.
+type argon2idHasher struct{}
+
+func (argon2idHasher) Hash(_ context.Context, pw string) (string, error) { return encodeArgon2id(pw) }
+
+func (argon2idHasher) Verify(_ context.Context, encoded, pw string) (bool, error) {
+	return verifyPassword(encoded, pw), nil
+}
+
+// UseHasher makes the package service hash and check link passwords through h.
+func (s *Packages) UseHasher(h PasswordHasher) { s.hasher = h }
+
+// encodeArgon2id hashes pw as hashPassword does, without the sign-in length rules
+// (link passwords have their own).
+func encodeArgon2id(pw string) (string, error) {
+	salt := make([]byte, argonSaltLen)
+	if _, err := rand.Read(salt); err != nil {
+		return "", err
+	}
+	key := argon2.IDKey([]byte(pw), salt, argonTime, argonMemory, argonThreads, argonKeyLen)
+	return fmt.Sprintf("$argon2id$v=%d$m=%d,t=%d,p=%d$%s$%s", argon2.Version, argonMemory, argonTime, argonThreads,
+		base64.RawStdEncoding.EncodeToString(salt), base64.RawStdEncoding.EncodeToString(key)), nil
+}
+
+// ValidateLinkPassword checks the length rule of a link password.
+func ValidateLinkPassword(pw string) error {
+	if n := utf8.RuneCountInString(pw); n < MinLinkPasswordLen || n > MaxLinkPasswordLen || !utf8.ValidString(pw) {
+		return Invalid("password must be %d to %d characters", MinLinkPasswordLen, MaxLinkPasswordLen)
+	}
+	return nil
+}
+
+// ValidateMaxDownloads checks a download limit (nil: none).
+func ValidateMaxDownloads(n *int) error {
+	if n != nil && (*n < MinMaxDownloads || *n > MaxMaxDownloads) {
+		return Invalid("max_downloads must be between %d and %d, or null", MinMaxDownloads, MaxMaxDownloads)
+	}
+	return nil
+}
+
+// ValidateExpiry checks a new expires_at: in the future, at most MaxExpiryAhead from now.
+func ValidateExpiry(t, now time.Time) error {
+	if !t.After(now) || t.After(now.Add(MaxExpiryAhead)) {
+		return Invalid("expires_at must be in the future and at most 90 days from now")
+	}
+	return nil
+}
+
+// NewGrant mints a grant for p's link valid until now + GrantLifetime. It is keyed by
+// the package's password hash (a server-side secret read from the database on every
+// check), so a new password, or none, ends every grant at once; a revoked, expired,
+// deleted or used-up link answers 410 before any grant is looked at.
+func NewGrant(p Package, now time.Time) (string, time.Time) {
+	exp := now.Add(GrantLifetime).UTC().Truncate(time.Second)
+	e := strconv.FormatInt(exp.Unix(), 10)
+	return "v1." + e + "." + base64.RawURLEncoding.EncodeToString(grantMAC(p, e)), exp
+}
+
+// CheckGrant reports whether grant opens p's link at now.
+func CheckGrant(p Package, grant string, now time.Time) bool {
+	if p.PasswordHash == "" || len(grant) > 200 {
+		return false
+	}
+	rest, ok := strings.CutPrefix(grant, "v1.")
+	if !ok {
+		return false
+	}
+	e, sig, ok := strings.Cut(rest, ".")
+	if !ok {
+		return false
+	}
+	exp, err := strconv.ParseInt(e, 10, 64)
+	if err != nil || !now.Before(time.Unix(exp, 0)) {
+		return false
+	}
+	got, err := base64.RawURLEncoding.DecodeString(sig)
+	return err == nil && hmac.Equal(got, grantMAC(p, e))
+}
+
+func grantMAC(p Package, exp string) []byte {
+	m := hmac.New(sha256.New, []byte("shipfile link grant\x00"+p.PasswordHash))
+	m.Write([]byte(p.ID.String() + "|" + hex.EncodeToString(p.LinkHash) + "|" + exp))
+	return m.Sum(nil)
+}
+
+// UnlockRetryAfter says whether an unlock is throttled, given the times of the
+// link's earlier wrong passwords within the window (newest first), and for how long.
+func UnlockRetryAfter(earlier []time.Time, now time.Time) (time.Duration, bool) {
+	var recent []time.Time
+	for _, t := range earlier {
+		if now.Sub(t) < UnlockWindow {
+			recent = append(recent, t)
+		}
+	}
+	if len(recent) < UnlockMaxFailures {
+		return 0, false
+	}
+	// The window lasts until the UnlockMaxFailures-th newest failure leaves it.
+	wait := recent[UnlockMaxFailures-1].Add(UnlockWindow).Sub(now)
+	return max(wait, time.Second), true
+}
+
+// Unlock checks a password against a protected link and returns a grant for it. A
+// dead link is 410 before anything else; an unprotected one 409. Every attempt is
+// counted before the password is checked, so parallel wrong passwords get at most
+// UnlockMaxFailures checks per window; then LinkThrottledError. Wrong passwords are
+// audited.
+func (s *Packages) Unlock(ctx context.Context, token, password string, client Client) (string, time.Time, error) {
+	p, err := s.liveLink(ctx, token, client)
+	if err != nil {
+		return "", time.Time{}, err
+	}
+	if !p.PasswordProtected() {
+		return "", time.Time{}, Conflict("this link has no password")
+	}
+	now := s.now()
+	attempt, earlier, err := s.store.AddUnlockAttempt(ctx, p.ID, now.Add(-UnlockWindow))
+	if err != nil {
+		return "", time.Time{}, err
+	}
+	forget := func() { _ = s.store.DeleteUnlockAttempt(context.WithoutCancel(ctx), attempt) }
+	if wait, throttled := UnlockRetryAfter(earlier, now); throttled {
+		forget()
+		return "", time.Time{}, &LinkThrottledError{Detail: "too many wrong passwords for this link; try again later", RetryAfter: wait}
+	}
+	ok := false
+	if len(password) <= 4*MaxLinkPasswordLen {
+		ok, err = s.hasher.Verify(ctx, p.PasswordHash, password)
+		if err != nil {
+			forget()
+			return "", time.Time{}, err
+		}
+	}
+	if !ok {
+		_ = s.store.WriteEffects(ctx, Effects{Audit: []AuditEntry{linkAudit(client, "link.unlock_failed", &p.ID, nil)}})
+		return "", time.Time{}, ErrWrongPassword
+	}
+	forget()
+	if err := s.store.RecordLinkUse(ctx, p.ID, Effects{Audit: []AuditEntry{linkAudit(client, "link.unlock", &p.ID, nil)}}); err != nil {
+		return "", time.Time{}, err
+	}
+	grant, exp := NewGrant(p, now)
+	return grant, exp, nil
+}

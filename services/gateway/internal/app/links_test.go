@@ -1,0 +1,118 @@
+package app
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+)
+
+func TestGrant(t *testing.T) {
+	now := time.Date(2026, 11, 24, 12, 0, 0, 0, time.UTC)
+	p := Package{ID: uuid.New(), LinkHash: []byte("hash-of-link"), PasswordHash: "$argon2id$v=19$m=19456,t=2,p=1$c2FsdA$a2V5"}
+	grant, exp := NewGrant(p, now)
+	if exp != now.Add(GrantLifetime) {
+		t.Fatalf("expires %v", exp)
+	}
+	other := p
+	other.ID = uuid.New()
+	newPassword := p
+	newPassword.PasswordHash = "$argon2id$v=19$m=19456,t=2,p=1$c2FsdDI$a2V5Mg"
+	noPassword := p
+	noPassword.PasswordHash = ""
+	for _, c := range []struct {
+		name  string
+		p     Package
+		grant string
+		at    time.Time
+		want  bool
+	}{
+		{"valid", p, grant, now.Add(time.Hour), true},
+		{"expired", p, grant, exp, false},
+		{"another link", other, grant, now, false},
+		{"new password", newPassword, grant, now, false},
+		{"password removed", noPassword, grant, now, false},
+		{"empty", p, "", now, false},
+		{"mangled", p, grant[:len(grant)-2] + "AA", now, false},
+		{"later expiry", p, strings.Replace(grant, ".", ".9", 1), now, false},
+		{"not a grant", p, "v1.x.y", now, false},
+	} {
+		if got := CheckGrant(c.p, c.grant, c.at); got != c.want {
+			t.Errorf("%s: CheckGrant = %v, want %v", c.name, got, c.want)
+		}
+	}
+}
+
+func TestUnlockRetryAfter(t *testing.T) {
+	now := time.Date(2026, 11, 24, 12, 0, 0, 0, time.UTC)
+	ago := func(d ...time.Duration) []time.Time {
+		var out []time.Time
+		for _, x := range d {
+			out = append(out, now.Add(-x))
+		}
+		return out
+	}
+	m := time.Minute
+	for _, c := range []struct {
+		name    string
+		earlier []time.Time
+		want    time.Duration
+		limited bool
+	}{
+		{"none", nil, 0, false},
+		{"four", ago(1*m, 2*m, 3*m, 4*m), 0, false},
+		{"five", ago(1*m, 2*m, 3*m, 4*m, 5*m), 10 * m, true},
+		{"six: the fifth newest decides", ago(1*m, 2*m, 3*m, 4*m, 6*m, 14*m), 9 * m, true},
+		{"one out of the window", ago(1*m, 2*m, 3*m, 4*m, 15*m), 0, false},
+	} {
+		got, limited := UnlockRetryAfter(c.earlier, now)
+		if got != c.want || limited != c.limited {
+			t.Errorf("%s: %v %v, want %v %v", c.name, got, limited, c.want, c.limited)
+		}
+	}
+}
+
+func TestEditRules(t *testing.T) {
+	now := time.Date(2026, 11, 24, 12, 0, 0, 0, time.UTC)
+	for _, c := range []struct {
+		at time.Time
+		ok bool
+	}{
+		{now.Add(time.Minute), true},
+		{now.Add(MaxExpiryAhead), true},
+		{now, false},
+		{now.Add(-time.Hour), false},
+		{now.Add(MaxExpiryAhead + time.Second), false},
+	} {
+		if err := ValidateExpiry(c.at, now); (err == nil) != c.ok {
+			t.Errorf("ValidateExpiry(%v) = %v", c.at, err)
+		}
+	}
+	for _, c := range []struct {
+		pw string
+		ok bool
+	}{{"1234567", false}, {"12345678", true}, {strings.Repeat("é", 128), true}, {strings.Repeat("p", 129), false}} {
+		if err := ValidateLinkPassword(c.pw); (err == nil) != c.ok {
+			t.Errorf("ValidateLinkPassword(%d runes) = %v", len([]rune(c.pw)), err)
+		}
+	}
+	for _, c := range []struct {
+		n  *int
+		ok bool
+	}{{nil, true}, {new(1), true}, {new(10000), true}, {new(0), false}, {new(10001), false}} {
+		if err := ValidateMaxDownloads(c.n); (err == nil) != c.ok {
+			t.Errorf("ValidateMaxDownloads(%v) = %v", c.n, err)
+		}
+	}
+	f := File{DownloadCount: 3}
+	if f.DownloadsLeft(nil) != nil || *f.DownloadsLeft(new(5)) != 2 || *f.DownloadsLeft(new(2)) != 0 {
+		t.Error("DownloadsLeft")
+	}
+	if err := (&Package{State: StateRevoked, ExpiresAt: now.Add(time.Hour)}).apply(OpEdit, now); err == nil || !strings.Contains(err.Error(), "revoked") {
+		t.Errorf("edit of a revoked package: %v", err)
+	}
+	if err := (&Package{State: StateActive, ExpiresAt: now.Add(-time.Second)}).apply(OpEdit, now); err == nil {
+		t.Error("edit of an overdue package allowed")
+	}
+}

@@ -1,0 +1,101 @@
+package app
+
+import (
+	"context"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/google/uuid"
+)
+
+// Nullable is a field of an edit that may be absent (Set false), null (Set, Value
+// nil) or a value.
+type Nullable[T any] struct {
+	Set   bool
+	Value *T
+}
+
+// PackagePatch is the input of Update: nil (or unset) fields stay as they are.
+type PackagePatch struct {
+	Title         *string
+	Note          *string
+	RecipientName *string
+	ExpiresAt     *time.Time
+	Password      Nullable[string] // null removes the password
+	MaxDownloads  Nullable[int]    // null removes the limit
+	NotifyOwner   *bool
+}
+
+// Update edits a draft or active package the user may manage (else 409): title, note,
+// recipient name, expiry, password, download limit and notifications. A new password,
+// or none, ends every grant of the link at once (grants are keyed by the password
+// hash).
+func (s *Packages) Update(ctx context.Context, u User, client Client, id uuid.UUID, in PackagePatch) (Package, error) {
+	if _, err := s.visible(ctx, u, id); err != nil {
+		return Package{}, err
+	}
+	if in.Title != nil {
+		if n := utf8.RuneCountInString(*in.Title); strings.TrimSpace(*in.Title) == "" || n > MaxTitleLen || strings.ContainsFunc(*in.Title, isControl) {
+			return Package{}, Invalid("title must be 1 to %d characters without control characters", MaxTitleLen)
+		}
+	}
+	if in.RecipientName != nil {
+		if utf8.RuneCountInString(*in.RecipientName) > MaxRecipientLen || strings.ContainsFunc(*in.RecipientName, isControl) {
+			return Package{}, Invalid("recipient_name must be at most %d characters without control characters", MaxRecipientLen)
+		}
+	}
+	if in.Note != nil {
+		if utf8.RuneCountInString(*in.Note) > MaxNoteLen || strings.ContainsFunc(*in.Note, isNoteControl) {
+			return Package{}, Invalid("note must be at most %d characters", MaxNoteLen)
+		}
+	}
+	if in.ExpiresAt != nil {
+		if err := ValidateExpiry(*in.ExpiresAt, s.now()); err != nil {
+			return Package{}, err
+		}
+	}
+	if in.MaxDownloads.Set {
+		if err := ValidateMaxDownloads(in.MaxDownloads.Value); err != nil {
+			return Package{}, err
+		}
+	}
+	// The hash is computed before the row is locked: it takes tens of milliseconds.
+	var hash string
+	if in.Password.Set && in.Password.Value != nil {
+		if err := ValidateLinkPassword(*in.Password.Value); err != nil {
+			return Package{}, err
+		}
+		var err error
+		if hash, err = s.hasher.Hash(ctx, *in.Password.Value); err != nil {
+			return Package{}, err
+		}
+	}
+	return s.store.ChangePackage(ctx, id, func(p *Package) (Effects, error) {
+		if err := p.apply(OpEdit, s.now()); err != nil {
+			return Effects{}, err
+		}
+		if in.Title != nil {
+			p.Title = *in.Title
+		}
+		if in.Note != nil {
+			p.Note = *in.Note
+		}
+		if in.RecipientName != nil {
+			p.RecipientName = *in.RecipientName
+		}
+		if in.ExpiresAt != nil {
+			p.ExpiresAt = in.ExpiresAt.UTC().Truncate(time.Microsecond)
+		}
+		if in.Password.Set {
+			p.PasswordHash = hash
+		}
+		if in.MaxDownloads.Set {
+			p.MaxDownloads = in.MaxDownloads.Value
+		}
+		if in.NotifyOwner != nil {
+			p.NotifyOwner = *in.NotifyOwner
+		}
+		return Effects{Audit: []AuditEntry{userAudit(u, client, "package.update", id, nil)}}, nil
+	})
+}

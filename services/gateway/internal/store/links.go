@@ -1,0 +1,63 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+)
+
+// TakeDownload counts one download of a file through the link unless limit is
+// reached: one conditional UPDATE, which PostgreSQL serialises on the file's row, so
+// concurrent downloads on any number of gateways never go past the limit.
+func (s *Postgres) TakeDownload(ctx context.Context, packageID, fileID uuid.UUID, limit *int) (bool, error) {
+	_, err := s.q.TakeDownload(ctx, TakeDownloadParams{PackageID: packageID, FileID: fileID, MaxDownloads: int32Ptr(limit)})
+	if errors.Is(err, pgx.ErrNoRows) {
+		return false, nil
+	}
+	return err == nil, err
+}
+
+// TakeArchiveDownloads counts one download of each file not at its limit and returns
+// the files counted.
+func (s *Postgres) TakeArchiveDownloads(ctx context.Context, packageID uuid.UUID, fileIDs []uuid.UUID, limit *int) ([]uuid.UUID, error) {
+	return s.q.TakeArchiveDownloads(ctx, TakeArchiveDownloadsParams{PackageID: packageID, FileIds: fileIDs, MaxDownloads: int32Ptr(limit)})
+}
+
+// ReturnDownloads gives back downloads that failed before their last byte.
+func (s *Postgres) ReturnDownloads(ctx context.Context, fileIDs []uuid.UUID) error {
+	return s.q.ReturnDownloads(ctx, fileIDs)
+}
+
+// AddUnlockAttempt records an unlock attempt and returns the link's failures recorded
+// before it since since, newest first.
+func (s *Postgres) AddUnlockAttempt(ctx context.Context, packageID uuid.UUID, since time.Time) (int64, []time.Time, error) {
+	id, err := s.q.InsertUnlockFailure(ctx, InsertUnlockFailureParams{PackageID: packageID, FailedAt: time.Now().UTC()})
+	if err != nil {
+		return 0, nil, err
+	}
+	rows, err := s.q.UnlockFailures(ctx, UnlockFailuresParams{PackageID: packageID, Since: since, BeforeID: id})
+	if err != nil {
+		return 0, nil, err
+	}
+	// Keeps the table at most one window of attempts per link.
+	if err := s.q.ForgetOldUnlockFailures(ctx, ForgetOldUnlockFailuresParams{PackageID: packageID, Since: since}); err != nil {
+		return 0, nil, err
+	}
+	return id, rows, nil
+}
+
+// DeleteUnlockAttempt forgets an attempt that was not a wrong password.
+func (s *Postgres) DeleteUnlockAttempt(ctx context.Context, id int64) error {
+	return s.q.DeleteUnlockFailure(ctx, id)
+}
+
+func int32Ptr(n *int) *int32 {
+	if n == nil {
+		return nil
+	}
+	v := int32(*n)
+	return &v
+}

@@ -1,0 +1,51 @@
+package store
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/shipfile/shipfile/services/gateway/internal/app"
+)
+
+// The SQL of object reservations (migration 00010) is written by hand, beside the
+// sqlc-generated queries, so that uploads of every kind (multipart, tus) can share the
+// two statements without regenerating code.
+const (
+	// qReserveObjectKey records (or renews) a key about to be written.
+	qReserveObjectKey = `INSERT INTO object_reservations (object_key) VALUES ($1)
+ON CONFLICT (object_key) DO UPDATE SET reserved_at = now()`
+	// qReleaseObjectKey forgets a key whose file row is being committed.
+	qReleaseObjectKey = `DELETE FROM object_reservations WHERE object_key = $1`
+)
+
+// errReservationGone is the answer to a commit whose reservation the orphan sweep took:
+// the upload ran past SHIPFILE_ORPHAN_GRACE without renewing it, and its object is
+// (being) removed.
+var errReservationGone = app.Conflict("the upload took too long to be committed and its stored bytes were removed; send the file again")
+
+// ReserveObjectKey records that key is about to be written, before any byte of it is
+// stored; called again, it renews the record. A key whose record outlives
+// SHIPFILE_ORPHAN_GRACE without a file row is an orphan, which the expiry service
+// removes. CommitObjectKey ends the reservation.
+func (s *Postgres) ReserveObjectKey(ctx context.Context, key string) error {
+	if _, err := s.pool.Exec(ctx, qReserveObjectKey, key); err != nil {
+		return fmt.Errorf("reserve object key: %w", err)
+	}
+	return nil
+}
+
+// CommitObjectKey ends key's reservation; q must be on the transaction that writes the
+// key's file row (Queries.WithTx). When the reservation is gone (the orphan sweep
+// removed the object), it fails with a conflict and the transaction must roll back.
+// The sweep holds the reservation's row lock while it removes the object, so this
+// waits for it.
+func (q *Queries) CommitObjectKey(ctx context.Context, key string) error {
+	tag, err := q.db.Exec(ctx, qReleaseObjectKey, key)
+	if err != nil {
+		return fmt.Errorf("commit object key: %w", err)
+	}
+	if tag.RowsAffected() == 0 {
+		return errReservationGone
+	}
+	return nil
+}

@@ -1,0 +1,490 @@
+package httpapi_test
+
+import (
+	"archive/zip"
+	"bytes"
+	"context"
+	"io"
+	"net"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/shipfile/shipfile/pkg/servicetest"
+	"github.com/shipfile/shipfile/services/gateway/internal/app"
+)
+
+// sharedPackage creates an outbound package with the given extra fields and files,
+// finalizes it and returns its id and link token.
+func (a *testAPI) sharedPackage(token string, fields map[string]any, files ...string) (string, string) {
+	a.t.Helper()
+	body := map[string]any{"title": "Protected", "recipient_email": "r@example.com"}
+	for k, v := range fields {
+		body[k] = v
+	}
+	p := a.createPackage(token, body)
+	id := p["id"].(string)
+	for _, f := range files {
+		expect(a.t, a.upload("/api/v1/packages/"+id+"/files", token, f, []byte("content of "+f)), http.StatusCreated)
+	}
+	fin := a.do("POST", "/api/v1/packages/"+id+"/finalize", token, nil)
+	expect(a.t, fin, http.StatusOK)
+	return id, linkToken(a.t.(*testing.T), fin.json(a.t)["magic_link"])
+}
+
+func (a *testAPI) unlock(link, password string) response {
+	a.t.Helper()
+	return a.do("POST", "/api/v1/links/"+link+"/unlock", "", map[string]any{"password": password})
+}
+
+func (a *testAPI) auditActions(packageID string) []string {
+	a.t.Helper()
+	rows, err := a.pool.Query(context.Background(), "SELECT action FROM audit_log WHERE package_id = $1 ORDER BY id", packageID)
+	if err != nil {
+		a.t.Fatal(err)
+	}
+	defer rows.Close()
+	var out []string
+	for rows.Next() {
+		var s string
+		if err := rows.Scan(&s); err != nil {
+			a.t.Fatal(err)
+		}
+		out = append(out, s)
+	}
+	return out
+}
+
+func count(list []string, s string) int {
+	n := 0
+	for _, v := range list {
+		if v == s {
+			n++
+		}
+	}
+	return n
+}
+
+func TestPasswordRules(t *testing.T) {
+	t.Parallel()
+	a := newTestAPI(t, defaultConfig())
+	_, token := a.user("owner@example.com", app.RoleRegular)
+	for name, body := range map[string]map[string]any{
+		"short password":     {"password": "1234567"},
+		"long password":      {"password": strings.Repeat("p", 129)},
+		"password not text":  {"password": 12345678},
+		"zero downloads":     {"max_downloads": 0},
+		"too many downloads": {"max_downloads": 10001},
+		"notify not boolean": {"notify_owner": "yes"},
+	} {
+		body["title"], body["recipient_email"] = "T", "r@example.com"
+		r := a.do("POST", "/api/v1/packages", token, body)
+		if r.status != http.StatusUnprocessableEntity {
+			t.Errorf("%s: status %d, want 422: %s", name, r.status, r.body)
+		}
+	}
+	// Defaults: no password, no limit, notifications on.
+	p := a.createPackage(token, map[string]any{"title": "T", "recipient_email": "r@example.com"})
+	if p["password_protected"] != false || p["max_downloads"] != nil || p["notify_owner"] != true {
+		t.Fatalf("defaults: %v", p)
+	}
+	p = a.createPackage(token, map[string]any{"title": "T", "recipient_email": "r@example.com",
+		"password": "12345678", "max_downloads": 10000, "notify_owner": false})
+	if p["password_protected"] != true || p["max_downloads"] != float64(10000) || p["notify_owner"] != false {
+		t.Fatalf("fields: %v", p)
+	}
+	if _, ok := p["password"]; ok {
+		t.Fatal("the password came back")
+	}
+	var hash string
+	if err := a.pool.QueryRow(context.Background(), "SELECT password_hash FROM packages WHERE id = $1", p["id"]).Scan(&hash); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(hash, "$argon2id$") || strings.Contains(hash, "12345678") {
+		t.Fatalf("stored password = %q, want an argon2id hash", hash)
+	}
+}
+
+func TestProtectedLink(t *testing.T) {
+	t.Parallel()
+	a := newTestAPI(t, defaultConfig())
+	_, token := a.user("owner@example.com", app.RoleRegular)
+	id, link := a.sharedPackage(token, map[string]any{"password": "open sesame"}, "a.txt")
+	_, other := a.sharedPackage(token, map[string]any{"password": "other secret"}, "b.txt")
+
+	// Without a grant every link endpoint but unlock answers 401, showing nothing.
+	r := a.do("GET", "/api/v1/links/"+link, "", nil)
+	expect(t, r, http.StatusUnauthorized)
+	if strings.Contains(string(r.body), "Protected") || strings.Contains(string(r.body), "a.txt") {
+		t.Fatalf("401 shows the package: %s", r.body)
+	}
+	expect(t, a.do("GET", "/api/v1/links/"+link+"/archive", "", nil), http.StatusUnauthorized)
+
+	// Wrong password: 401, audited. Malformed bodies: 422.
+	expect(t, a.unlock(link, "open sesamE"), http.StatusUnauthorized)
+	expect(t, a.do("POST", "/api/v1/links/"+link+"/unlock", "", map[string]any{}), http.StatusUnprocessableEntity)
+	expect(t, a.do("POST", "/api/v1/links/"+link+"/unlock", "", `{"password": 5}`), http.StatusUnprocessableEntity)
+	if n := count(a.auditActions(id), "link.unlock_failed"); n != 1 {
+		t.Fatalf("audited wrong passwords = %d, want 1", n)
+	}
+
+	// The right password: a grant and the cookie for this link's paths alone.
+	r = a.unlock(link, "open sesame")
+	expect(t, r, http.StatusOK)
+	body := r.json(t)
+	grant, _ := body["grant"].(string)
+	assertUTC(t, body["expires_at"])
+	exp, _ := time.Parse(time.RFC3339, body["expires_at"].(string))
+	if grant == "" || time.Until(exp) < 11*time.Hour || time.Until(exp) > 13*time.Hour {
+		t.Fatalf("unlock = %s", r.body)
+	}
+	cookies := r.header.Values("Set-Cookie")
+	if len(cookies) != 2 {
+		t.Fatalf("Set-Cookie = %q, want two (page and API paths)", cookies)
+	}
+	for _, c := range cookies {
+		if !strings.HasPrefix(c, "shipfile_link="+grant) || !strings.Contains(c, "HttpOnly") || !strings.Contains(c, "SameSite=Lax") ||
+			!strings.Contains(c, "Max-Age=43") || (!strings.Contains(c, "Path=/p/"+link) && !strings.Contains(c, "Path=/api/v1/links/"+link)) {
+			t.Fatalf("cookie %q", c)
+		}
+	}
+
+	expect(t, a.do("GET", "/api/v1/links/"+link, "", nil, "Shipfile-Link-Grant", grant), http.StatusOK)
+	expect(t, a.do("GET", "/api/v1/links/"+link, "", nil, "Cookie", "shipfile_link="+grant), http.StatusOK)
+	view := a.do("GET", "/api/v1/links/"+link, "", nil, "Shipfile-Link-Grant", grant).json(t)
+	if view["password_protected"] != true {
+		t.Fatalf("link view: %v", view)
+	}
+	fileURL := view["files"].([]any)[0].(map[string]any)["download_url"].(string)
+	expect(t, a.do("GET", fileURL, "", nil), http.StatusUnauthorized)
+	if r := a.do("GET", fileURL, "", nil, "Shipfile-Link-Grant", grant); r.status != http.StatusOK || string(r.body) != "content of a.txt" {
+		t.Fatalf("download with grant: %d %s", r.status, r.body)
+	}
+	// A grant opens its own link alone; a forged or mangled one nothing.
+	expect(t, a.do("GET", "/api/v1/links/"+other, "", nil, "Shipfile-Link-Grant", grant), http.StatusUnauthorized)
+	expect(t, a.do("GET", "/api/v1/links/"+link, "", nil, "Shipfile-Link-Grant", grant+"x"), http.StatusUnauthorized)
+	parts := strings.SplitN(grant, ".", 3)
+	longer := parts[0] + "." + strconv.FormatInt(time.Now().Add(48*time.Hour).Unix(), 10) + "." + parts[2]
+	expect(t, a.do("GET", "/api/v1/links/"+link, "", nil, "Shipfile-Link-Grant", longer), http.StatusUnauthorized)
+
+	// A new password ends every grant at once.
+	expect(t, a.do("PATCH", "/api/v1/packages/"+id, token, map[string]any{"password": "new password"}), http.StatusOK)
+	expect(t, a.do("GET", "/api/v1/links/"+link, "", nil, "Shipfile-Link-Grant", grant), http.StatusUnauthorized)
+	expect(t, a.unlock(link, "open sesame"), http.StatusUnauthorized)
+	grant = a.unlock(link, "new password").json(t)["grant"].(string)
+	expect(t, a.do("GET", "/api/v1/links/"+link, "", nil, "Shipfile-Link-Grant", grant), http.StatusOK)
+
+	// null removes the password: the link opens without a grant; unlock has nothing to check.
+	p := a.do("PATCH", "/api/v1/packages/"+id, token, map[string]any{"password": nil})
+	expect(t, p, http.StatusOK)
+	if p.json(t)["password_protected"] != false {
+		t.Fatalf("after removing the password: %s", p.body)
+	}
+	expect(t, a.do("GET", "/api/v1/links/"+link, "", nil), http.StatusOK)
+	expect(t, a.unlock(link, "anything"), http.StatusConflict)
+
+	// A dead link answers 410 before any password is asked, even with a grant.
+	expect(t, a.do("PATCH", "/api/v1/packages/"+id, token, map[string]any{"password": "again protected"}), http.StatusOK)
+	grant = a.unlock(link, "again protected").json(t)["grant"].(string)
+	expect(t, a.do("POST", "/api/v1/packages/"+id+"/revoke", token, nil), http.StatusOK)
+	expect(t, a.do("GET", "/api/v1/links/"+link, "", nil, "Shipfile-Link-Grant", grant), http.StatusGone)
+	expect(t, a.unlock(link, "again protected"), http.StatusGone)
+	expect(t, a.unlock(strings.Repeat("A", 43), "whatever1"), http.StatusGone)
+}
+
+func TestUnlockThrottle(t *testing.T) {
+	t.Parallel()
+	a := newTestAPI(t, defaultConfig())
+	_, token := a.user("owner@example.com", app.RoleRegular)
+	id, link := a.sharedPackage(token, map[string]any{"password": "the right one"}, "a.txt")
+	_, other := a.sharedPackage(token, map[string]any{"password": "the right one"}, "b.txt")
+
+	// Parallel wrong passwords: each is counted before it is checked, so at most 5
+	// are checked and the rest are 429.
+	var wg sync.WaitGroup
+	statuses := make(chan int, 8)
+	for range 8 {
+		wg.Go(func() { statuses <- a.unlock(link, "wrong guess").status })
+	}
+	wg.Wait()
+	close(statuses)
+	got := map[int]int{}
+	for s := range statuses {
+		got[s]++
+	}
+	if got[http.StatusUnauthorized] != 5 || got[http.StatusTooManyRequests] != 3 {
+		t.Fatalf("8 parallel wrong passwords: %v, want 5×401 and 3×429", got)
+	}
+	// Now even the right password is 429, with Retry-After for the rest of the window.
+	r := a.unlock(link, "the right one")
+	expect(t, r, http.StatusTooManyRequests)
+	if s, err := strconv.Atoi(r.header.Get("Retry-After")); err != nil || s < 800 || s > 900 {
+		t.Fatalf("Retry-After = %q, want about 900 s", r.header.Get("Retry-After"))
+	}
+	if n := count(a.auditActions(id), "link.unlock_failed"); n != 5 {
+		t.Fatalf("audited wrong passwords = %d, want 5", n)
+	}
+	// Another link is not throttled.
+	expect(t, a.unlock(other, "the right one"), http.StatusOK)
+	// Once the window has passed, the right password works again.
+	if _, err := a.pool.Exec(context.Background(), "UPDATE link_unlock_failures SET failed_at = failed_at - interval '15 minutes'"); err != nil {
+		t.Fatal(err)
+	}
+	expect(t, a.unlock(link, "the right one"), http.StatusOK)
+}
+
+// linkFiles returns the link view's files by name.
+func (a *testAPI) linkFiles(link string, headers ...string) map[string]map[string]any {
+	a.t.Helper()
+	r := a.do("GET", "/api/v1/links/"+link, "", nil, headers...)
+	expect(a.t, r, http.StatusOK)
+	out := map[string]map[string]any{}
+	for _, f := range r.json(a.t)["files"].([]any) {
+		m := f.(map[string]any)
+		out[m["filename"].(string)] = m
+	}
+	return out
+}
+
+func TestDownloadLimit(t *testing.T) {
+	t.Parallel()
+	a := newTestAPI(t, defaultConfig())
+	_, token := a.user("owner@example.com", app.RoleRegular)
+	id, link := a.sharedPackage(token, map[string]any{"max_downloads": 2}, "a.txt", "b.txt")
+	files := a.linkFiles(link)
+	aURL, bURL := files["a.txt"]["download_url"].(string), files["b.txt"]["download_url"].(string)
+	if files["a.txt"]["downloads_left"] != float64(2) || files["a.txt"]["download_count"] != float64(0) {
+		t.Fatalf("link view: %v", files["a.txt"])
+	}
+
+	// HEAD and a range past byte 0 never count; a range from byte 0 does.
+	expect(t, a.do("HEAD", aURL, "", nil), http.StatusOK)
+	expect(t, a.do("GET", aURL, "", nil, "Range", "bytes=3-"), http.StatusPartialContent)
+	expect(t, a.do("GET", aURL, "", nil, "Range", "bytes=0-2"), http.StatusPartialContent)
+	if left := a.linkFiles(link)["a.txt"]["downloads_left"]; left != float64(1) {
+		t.Fatalf("downloads_left after a range from 0 = %v, want 1", left)
+	}
+	// A download that serves nothing (304 for a matching ETag) gives its count back.
+	etag := a.do("HEAD", aURL, "", nil).header.Get("ETag")
+	expect(t, a.do("GET", aURL, "", nil, "If-None-Match", etag), http.StatusNotModified)
+	if left := a.linkFiles(link)["a.txt"]["downloads_left"]; left != float64(1) {
+		t.Fatalf("downloads_left after a 304 = %v, want 1 (given back)", left)
+	}
+	expect(t, a.do("GET", aURL, "", nil), http.StatusOK)
+	// a.txt is used up: 410 for it, HEAD and ranges included; b.txt still works.
+	expect(t, a.do("GET", aURL, "", nil), http.StatusGone)
+	expect(t, a.do("GET", aURL, "", nil, "Range", "bytes=3-"), http.StatusGone)
+	if r := a.do("HEAD", aURL, "", nil); r.status != http.StatusGone {
+		t.Fatalf("HEAD of a used-up file: %d", r.status)
+	}
+	if left := a.linkFiles(link)["a.txt"]["downloads_left"]; left != float64(0) {
+		t.Fatalf("downloads_left = %v, want 0", left)
+	}
+
+	// The archive counts once for each file in it and leaves used-up files out.
+	r := a.do("GET", "/api/v1/links/"+link+"/archive", "", nil)
+	expect(t, r, http.StatusOK)
+	zr, err := zip.NewReader(bytes.NewReader(r.body), int64(len(r.body)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(zr.File) != 1 || zr.File[0].Name != "b.txt" {
+		t.Fatalf("archive holds %d files, want b.txt alone", len(zr.File))
+	}
+	expect(t, a.do("GET", bURL, "", nil), http.StatusOK)
+	// Every file used up: the whole link is dead, like a revoked one.
+	for _, path := range []string{"/api/v1/links/" + link, "/api/v1/links/" + link + "/archive", bURL} {
+		expect(t, a.do("GET", path, "", nil), http.StatusGone)
+	}
+	// The owner sees the counts, the package stays active, and a higher limit revives it.
+	d := a.do("GET", "/api/v1/packages/"+id, token, nil).json(t)
+	if d["state"] != "active" {
+		t.Fatalf("state = %v", d["state"])
+	}
+	for _, f := range d["files"].([]any) {
+		if f.(map[string]any)["download_count"] != float64(2) {
+			t.Fatalf("owner's view: %v", f)
+		}
+	}
+	expect(t, a.do("PATCH", "/api/v1/packages/"+id, token, map[string]any{"max_downloads": 3}), http.StatusOK)
+	expect(t, a.do("GET", bURL, "", nil), http.StatusOK)
+	expect(t, a.do("GET", bURL, "", nil), http.StatusGone)
+	// Without a limit nothing is refused, and downloads are still counted.
+	expect(t, a.do("PATCH", "/api/v1/packages/"+id, token, map[string]any{"max_downloads": nil}), http.StatusOK)
+	expect(t, a.do("GET", bURL, "", nil), http.StatusOK)
+	if f := a.linkFiles(link)["b.txt"]; f["downloads_left"] != nil || f["download_count"] != float64(4) {
+		t.Fatalf("without a limit: %v", f)
+	}
+}
+
+// TestConcurrentDownloadsAtLimit: many downloads at once never go past the limit; the
+// count is taken by one conditional UPDATE per download.
+func TestConcurrentDownloadsAtLimit(t *testing.T) {
+	t.Parallel()
+	a := newTestAPI(t, defaultConfig())
+	_, token := a.user("owner@example.com", app.RoleRegular)
+	_, link := a.sharedPackage(token, map[string]any{"max_downloads": 3}, "a.txt", "b.txt")
+	url := a.linkFiles(link)["a.txt"]["download_url"].(string)
+	const n = 16
+	var wg sync.WaitGroup
+	statuses := make(chan int, 2*n)
+	for range n {
+		wg.Go(func() { statuses <- a.do("GET", url, "", nil).status })
+		wg.Go(func() { statuses <- a.do("GET", "/api/v1/links/"+link+"/archive", "", nil).status })
+	}
+	wg.Wait()
+	close(statuses)
+	got := map[int]int{}
+	for s := range statuses {
+		got[s]++
+	}
+	if got[http.StatusOK]+got[http.StatusGone] != 2*n {
+		t.Fatalf("statuses %v", got)
+	}
+	var a1, b1 int
+	if err := a.pool.QueryRow(context.Background(), `SELECT
+		(SELECT download_count FROM files WHERE filename = 'a.txt'), (SELECT download_count FROM files WHERE filename = 'b.txt')`).Scan(&a1, &b1); err != nil {
+		t.Fatal(err)
+	}
+	if a1 != 3 || b1 != 3 {
+		t.Fatalf("download counts a=%d b=%d, want 3 and 3 (never past the limit)", a1, b1)
+	}
+	// Each 200 took a count of a.txt (file downloads, archives with a.txt) or b.txt
+	// (archives without it): 3 + 3 counts, at least 3 and at most 6 answers of 200.
+	if got[http.StatusOK] < 3 || got[http.StatusOK] > 6 {
+		t.Fatalf("%d downloads succeeded, want 3 to 6", got[http.StatusOK])
+	}
+}
+
+func TestUpdatePackage(t *testing.T) {
+	t.Parallel()
+	a := newTestAPI(t, defaultConfig())
+	_, token := a.user("owner@example.com", app.RoleRegular)
+	_, otherToken := a.user("other@example.com", app.RoleRegular)
+	_, adminToken := a.user("admin@example.com", app.RoleAdmin)
+	p := a.createPackage(token, map[string]any{"title": "Draft", "recipient_email": "r@example.com"})
+	id := p["id"].(string)
+	path := "/api/v1/packages/" + id
+
+	future := time.Now().Add(30 * 24 * time.Hour).UTC().Truncate(time.Second)
+	r := a.do("PATCH", path, token, map[string]any{
+		"title": "Edited", "note": "a note", "recipient_name": "Rita", "expires_at": future.Format(time.RFC3339),
+		"password": "secret words", "max_downloads": 5, "notify_owner": false,
+	})
+	expect(t, r, http.StatusOK)
+	got := r.json(t)
+	want := map[string]any{"title": "Edited", "note": "a note", "recipient_name": "Rita", "password_protected": true,
+		"max_downloads": float64(5), "notify_owner": false, "expires_at": future.Format(time.RFC3339)}
+	for k, v := range want {
+		if got[k] != v {
+			t.Errorf("%s = %v, want %v", k, got[k], v)
+		}
+	}
+	if _, ok := got["password"]; ok {
+		t.Fatal("the password came back")
+	}
+	// Absent fields stay; the change is audited.
+	expect(t, a.do("PATCH", path, token, map[string]any{"title": "Again"}), http.StatusOK)
+	d := a.do("GET", path, token, nil).json(t)
+	if d["note"] != "a note" || d["max_downloads"] != float64(5) || d["password_protected"] != true {
+		t.Fatalf("absent fields changed: %v", d)
+	}
+	if n := count(a.auditActions(id), "package.update"); n != 2 {
+		t.Fatalf("audited edits = %d", n)
+	}
+
+	for name, body := range map[string]any{
+		"past expiry":         map[string]any{"expires_at": time.Now().Add(-time.Hour).UTC().Format(time.RFC3339)},
+		"expiry too far":      map[string]any{"expires_at": time.Now().Add(91 * 24 * time.Hour).UTC().Format(time.RFC3339)},
+		"expiry not RFC 3339": map[string]any{"expires_at": "tomorrow"},
+		"empty title":         map[string]any{"title": " "},
+		"long note":           map[string]any{"note": strings.Repeat("n", 2001)},
+		"short password":      map[string]any{"password": "short"},
+		"zero downloads":      map[string]any{"max_downloads": 0},
+		"downloads not int":   map[string]any{"max_downloads": "many"},
+		"password not text":   map[string]any{"password": true},
+		"not an object":       "[1]",
+	} {
+		if r := a.do("PATCH", path, token, body); r.status != http.StatusUnprocessableEntity {
+			t.Errorf("%s: %d, want 422: %s", name, r.status, r.body)
+		} else {
+			expect(t, r, http.StatusUnprocessableEntity)
+		}
+	}
+	expect(t, a.do("PATCH", path, otherToken, map[string]any{"title": "Mine"}), http.StatusForbidden)
+	expect(t, a.do("PATCH", "/api/v1/packages/00000000-0000-0000-0000-000000000000", token, map[string]any{"title": "X"}), http.StatusNotFound)
+	expect(t, a.do("PATCH", path, "", map[string]any{"title": "X"}), http.StatusUnauthorized)
+	expect(t, a.do("PATCH", path, adminToken, map[string]any{"title": "By the admin"}), http.StatusOK)
+
+	// Active packages may be edited; revoked and expired ones not (409 naming the state).
+	expect(t, a.upload(path+"/files", token, "a.txt", []byte("a")), http.StatusCreated)
+	expect(t, a.do("POST", path+"/finalize", token, nil), http.StatusOK)
+	expect(t, a.do("PATCH", path, token, map[string]any{"max_downloads": 1}), http.StatusOK)
+	expect(t, a.do("POST", path+"/revoke", token, nil), http.StatusOK)
+	r = a.do("PATCH", path, token, map[string]any{"title": "Late"})
+	expect(t, r, http.StatusConflict)
+	if !strings.Contains(string(r.body), "revoked") {
+		t.Fatalf("409 detail does not name the state: %s", r.body)
+	}
+}
+
+// TestBrokenDownloadGivesItsCountBack: a download whose connection is cut before the
+// last byte gives its count back; so does a zip stream cut midway.
+func TestBrokenDownloadGivesItsCountBack(t *testing.T) {
+	t.Parallel()
+	cfg := defaultConfig()
+	cfg.MaxFileSize = 64 << 20
+	a := newTestAPI(t, cfg)
+	_, token := a.user("owner@example.com", app.RoleRegular)
+	p := a.createPackage(token, map[string]any{"title": "Big", "recipient_email": "r@example.com", "max_downloads": 1})
+	id := p["id"].(string)
+	expect(t, a.upload("/api/v1/packages/"+id+"/files", token, "big.bin", bytes.Repeat([]byte("0123456789abcdef"), 2<<20)), http.StatusCreated)
+	expect(t, a.upload("/api/v1/packages/"+id+"/files", token, "small.txt", []byte("small")), http.StatusCreated)
+	fin := a.do("POST", "/api/v1/packages/"+id+"/finalize", token, nil)
+	expect(t, fin, http.StatusOK)
+	link := linkToken(t, fin.json(t)["magic_link"])
+	big := a.linkFiles(link)["big.bin"]["download_url"].(string)
+
+	cut := func(path string) {
+		t.Helper()
+		conn, err := net.Dial("tcp", strings.TrimPrefix(a.url, "http://"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		_ = conn.(*net.TCPConn).SetReadBuffer(4096)
+		if _, err := conn.Write([]byte("GET " + path + " HTTP/1.1\r\nHost: x\r\n\r\n")); err != nil {
+			t.Fatal(err)
+		}
+		buf := make([]byte, 64<<10)
+		if _, err := io.ReadFull(conn, buf); err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.HasPrefix(buf, []byte("HTTP/1.1 200")) {
+			t.Fatalf("answer %.100q", buf)
+		}
+		conn.Close()
+	}
+	counts := func() string {
+		var s string
+		if err := a.pool.QueryRow(context.Background(), "SELECT string_agg(download_count::text, ',' ORDER BY filename) FROM files").Scan(&s); err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	cut(big)
+	servicetest.WaitFor(t, 20*time.Second, "the cut download's count given back", func() bool { return counts() == "0,0" })
+	cut("/api/v1/links/" + link + "/archive")
+	servicetest.WaitFor(t, 20*time.Second, "the cut archive's counts given back", func() bool { return counts() == "0,0" })
+	// A whole download keeps its count.
+	r := a.do("GET", big, "", nil)
+	expect(t, r, http.StatusOK)
+	if len(r.body) != 32<<20 {
+		t.Fatalf("downloaded %d bytes", len(r.body))
+	}
+	if c := counts(); c != "1,0" {
+		t.Fatalf("counts after a whole download = %s, want 1,0", c)
+	}
+}

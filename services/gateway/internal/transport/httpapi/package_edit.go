@@ -1,0 +1,73 @@
+package httpapi
+
+import (
+	"bytes"
+	"encoding/json"
+	"net/http"
+
+	"github.com/gin-gonic/gin"
+
+	"github.com/shipfile/shipfile/services/gateway/internal/app"
+)
+
+// nullable is a JSON field that may be absent, null or a value.
+type nullable[T any] struct {
+	app.Nullable[T]
+	field string
+	kind  string
+}
+
+func (n *nullable[T]) UnmarshalJSON(b []byte) error {
+	n.Set = true
+	if bytes.Equal(bytes.TrimSpace(b), []byte("null")) {
+		n.Value = nil
+		return nil
+	}
+	var v T
+	if err := json.Unmarshal(b, &v); err != nil {
+		return app.Invalid("%s must be %s or null", n.field, n.kind)
+	}
+	n.Value = &v
+	return nil
+}
+
+type updatePackageRequest struct {
+	Title         *string          `json:"title"`
+	Note          *string          `json:"note"`
+	RecipientName *string          `json:"recipient_name"`
+	ExpiresAt     *string          `json:"expires_at"`
+	Password      nullable[string] `json:"password"`
+	MaxDownloads  nullable[int]    `json:"max_downloads"`
+	NotifyOwner   *bool            `json:"notify_owner"`
+}
+
+// updatePackage is PATCH /api/v1/packages/{id}.
+func (h *handlers) updatePackage(c *gin.Context) {
+	id, err := pathUUID(c, "id", "package")
+	if err != nil {
+		_ = c.Error(err)
+		return
+	}
+	req := updatePackageRequest{
+		Password:     nullable[string]{field: "password", kind: "a string"},
+		MaxDownloads: nullable[int]{field: "max_downloads", kind: "an integer"},
+	}
+	if err := decodeJSON(c, h.maxJSON, &req); err != nil {
+		_ = c.Error(err)
+		return
+	}
+	expires, err := parseTime("expires_at", req.ExpiresAt)
+	if err != nil {
+		_ = c.Error(err)
+		return
+	}
+	p, err := h.packages.Update(c.Request.Context(), currentUser(c), client(c), id, app.PackagePatch{
+		Title: req.Title, Note: req.Note, RecipientName: req.RecipientName, ExpiresAt: expires,
+		Password: req.Password.Nullable, MaxDownloads: req.MaxDownloads.Nullable, NotifyOwner: req.NotifyOwner,
+	})
+	if err != nil {
+		_ = c.Error(err)
+		return
+	}
+	c.JSON(http.StatusOK, toPackageResponse(p))
+}

@@ -1,0 +1,158 @@
+package transport
+
+import (
+	"context"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/shipfile/shipfile/pkg/events"
+	"github.com/shipfile/shipfile/services/mailer/internal/app"
+)
+
+// NotifyConsumerName is the production name of the durable consumer of package events
+// that every mailer instance shares for the owner notifications.
+const NotifyConsumerName = "mailer-notify"
+
+// NotifyOptions name the events stream and consumer of the owner notifications and
+// tune their loops. DefaultNotifyOptions has the production names.
+type NotifyOptions struct {
+	Stream   string // SHIPFILE_EVENTS
+	Consumer string // mailer-notify
+	// AckWait of the consumer: recording an event is one short statement.
+	AckWait time.Duration
+	// Workers consume events at once in this instance (default 2).
+	Workers int
+	// FetchWait is how long one fetch waits for events (default 2s).
+	FetchWait time.Duration
+	// Poll is how often this instance closes quiet bursts and sends due notifications
+	// (default 1s).
+	Poll time.Duration
+	// ShutdownTimeout is how long a send in flight may finish once Run's context is done.
+	ShutdownTimeout time.Duration
+}
+
+// DefaultNotifyOptions returns the production names and defaults.
+func DefaultNotifyOptions() NotifyOptions {
+	return NotifyOptions{
+		Stream:          events.StreamEvents,
+		Consumer:        NotifyConsumerName,
+		AckWait:         30 * time.Second,
+		Workers:         2,
+		FetchWait:       2 * time.Second,
+		Poll:            time.Second,
+		ShutdownTimeout: 20 * time.Second,
+	}
+}
+
+func (o *NotifyOptions) defaults() {
+	d := DefaultNotifyOptions()
+	if o.Stream == "" {
+		o.Stream = d.Stream
+	}
+	if o.Consumer == "" {
+		o.Consumer = d.Consumer
+	}
+	if o.AckWait <= 0 {
+		o.AckWait = d.AckWait
+	}
+	if o.Workers <= 0 {
+		o.Workers = d.Workers
+	}
+	if o.FetchWait <= 0 {
+		o.FetchWait = d.FetchWait
+	}
+	if o.Poll <= 0 {
+		o.Poll = d.Poll
+	}
+	if o.ShutdownTimeout <= 0 {
+		o.ShutdownTimeout = d.ShutdownTimeout
+	}
+}
+
+// NotifyConsumer runs one instance's share of the owner notifications: it records
+// package.downloaded and package.file_uploaded events from SHIPFILE_EVENTS (a durable
+// consumer of its own, shared by every instance) and sends what is due.
+type NotifyConsumer struct {
+	js       jetstream.JetStream
+	notifier *app.Notifier
+	log      *slog.Logger
+	opts     NotifyOptions
+}
+
+// NewNotifyConsumer returns a NotifyConsumer; Run starts it.
+func NewNotifyConsumer(js jetstream.JetStream, notifier *app.Notifier, log *slog.Logger, opts NotifyOptions) *NotifyConsumer {
+	opts.defaults()
+	return &NotifyConsumer{js: js, notifier: notifier, log: log, opts: opts}
+}
+
+// Ensure creates the durable consumer, or updates it. A new consumer starts with the
+// events published from then on: the owner is not told of downloads from before.
+func (c *NotifyConsumer) Ensure(ctx context.Context) (jetstream.Consumer, error) {
+	return events.EnsureConsumer(ctx, c.js, c.opts.Stream, jetstream.ConsumerConfig{
+		Durable:     c.opts.Consumer,
+		Description: "mailer: tells package owners of downloads and recipient uploads",
+		// One filter NATS 2.9 understands (no FilterSubjects): the package events; the
+		// notifier acknowledges all but downloads and uploads at once.
+		FilterSubject: events.SubjectPrefix + "package.*",
+		DeliverPolicy: jetstream.DeliverNewPolicy,
+		AckPolicy:     jetstream.AckExplicitPolicy,
+		AckWait:       c.opts.AckWait,
+		MaxDeliver:    -1,
+	})
+}
+
+// Run ensures the consumer and runs the event workers and the send loop until ctx is
+// done; a send in flight then gets ShutdownTimeout to finish.
+func (c *NotifyConsumer) Run(ctx context.Context) error {
+	cons, err := c.Ensure(ctx)
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil
+		}
+		return err
+	}
+	workCtx, cancelWork := context.WithCancel(context.WithoutCancel(ctx))
+	defer cancelWork()
+	var wg sync.WaitGroup
+	for range c.opts.Workers {
+		wg.Go(func() {
+			events.Consume(ctx, cons, 1, c.opts.FetchWait, c.log, func(msg jetstream.Msg) {
+				dec := c.notifier.HandleEvent(workCtx, msg.Data(), events.NumDelivered(msg))
+				if dec.Action == app.Term {
+					c.log.Error("poison event terminated", "subject", msg.Subject(), "reason", dec.Reason)
+				}
+				if err := events.Settle(msg, dec); err != nil {
+					c.log.Warn("settle event", "subject", msg.Subject(), "err", err)
+				}
+			})
+		})
+	}
+	wg.Go(func() {
+		t := time.NewTicker(c.opts.Poll)
+		defer t.Stop()
+		for {
+			c.notifier.Tick(ctx, workCtx)
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+			}
+		}
+	})
+	c.log.Info("owner notifications running", "consumer", c.opts.Consumer, "stream", c.opts.Stream)
+	<-ctx.Done()
+	done := make(chan struct{})
+	go func() { wg.Wait(); close(done) }()
+	select {
+	case <-done:
+		return nil
+	case <-time.After(c.opts.ShutdownTimeout):
+	}
+	c.log.Warn("a notification in flight outlived the shutdown timeout; abandoning it", "timeout", c.opts.ShutdownTimeout)
+	cancelWork()
+	<-done
+	return nil
+}
