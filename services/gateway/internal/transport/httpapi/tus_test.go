@@ -282,6 +282,9 @@ func TestTusProtocol(t *testing.T) {
 	if keys := a.objectKeys(); len(keys) != 1 {
 		t.Fatalf("objects = %v, want the file alone (no tails)", keys)
 	}
+	if n := a.rowCount("object_reservations"); n != 0 {
+		t.Fatalf("object reservations left = %d; the file's commit ends its reservation", n)
+	}
 }
 
 func TestTusCreationWithUpload(t *testing.T) {
