@@ -139,9 +139,7 @@ var servicePorts = map[string]struct {
 	opsPort int32
 	opsName string // the container port's name
 }{
-	// TODO(h13): SHIPFILE_OPS_ADDR, 8084, "ops" once the gateway serves its ops
-	// listener (branch h13-edge); this commit is reverted then.
-	"gateway":  {"SHIPFILE_HTTP_ADDR", 8080, "SHIPFILE_HTTP_ADDR", 8080, "http"},
+	"gateway":  {"SHIPFILE_HTTP_ADDR", 8080, "SHIPFILE_OPS_ADDR", 8084, "ops"},
 	"mailer":   {"SHIPFILE_MAILER_ADDR", 8081, "SHIPFILE_MAILER_ADDR", 8081, "http"},
 	"expiry":   {"SHIPFILE_EXPIRY_ADDR", 8082, "SHIPFILE_EXPIRY_ADDR", 8082, "http"},
 	"webhooks": {"SHIPFILE_WEBHOOKS_ADDR", 8083, "SHIPFILE_WEBHOOKS_ADDR", 8083, "http"},

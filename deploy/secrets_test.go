@@ -74,9 +74,6 @@ func TestSecretKeyFromSecret(t *testing.T) {
 // the API port only, never the ops listener with /metrics and /readyz.
 func TestGatewayOpsPortIsPrivate(t *testing.T) {
 	t.Parallel()
-	if servicePorts["gateway"].opsName == "http" {
-		t.Skip("TODO(h13): the gateway's ops listener lands with branch h13-edge; this commit is reverted then")
-	}
 	for _, dir := range []string{baseDir, productionDir} {
 		t.Run(dir, func(t *testing.T) {
 			d := rendered(t, dir)

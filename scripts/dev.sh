@@ -28,7 +28,7 @@
 #   SHIPFILE_DEV_SMTP_PORT         maildev SMTP port, reused or started (1025)
 #   SHIPFILE_DEV_MAIL_WEB_PORT     maildev web port (1080)
 #   SHIPFILE_DEV_TIMEOUT           seconds to wait for anything to come up (90)
-#   SHIPFILE_HTTP_ADDR, SHIPFILE_MAILER_ADDR, SHIPFILE_EXPIRY_ADDR, SHIPFILE_WEBHOOKS_ADDR
+#   SHIPFILE_HTTP_ADDR, SHIPFILE_OPS_ADDR (the gateway's /readyz, /metrics), SHIPFILE_MAILER_ADDR, SHIPFILE_EXPIRY_ADDR, SHIPFILE_WEBHOOKS_ADDR
 #                                  where the services listen (127.0.0.1:8080 … :8083)
 # shellcheck disable=SC2016 # the `bash -c '…'` probes expand their own $0 and $1.
 set -euo pipefail
@@ -573,7 +573,16 @@ svc_addr() {
 	esac
 }
 
-svc_ready() { [[ $(http_status "http://$(svc_addr "$1")/readyz") == 200 ]]; }
+# svc_ops_addr NAME: where NAME serves /healthz, /readyz and /metrics (the gateway on
+# SHIPFILE_OPS_ADDR, never on its public address; the others on their one address).
+svc_ops_addr() {
+	case $1 in
+	gateway) probe_addr "${SHIPFILE_OPS_ADDR:-127.0.0.1:8084}" ;;
+	*) svc_addr "$1" ;;
+	esac
+}
+
+svc_ready() { [[ $(http_status "http://$(svc_ops_addr "$1")/readyz") == 200 ]]; }
 
 # start_service NAME: starts bin/NAME unless ours already runs; does not wait.
 start_service() {
@@ -587,6 +596,11 @@ start_service() {
 	[[ -x $ROOT/bin/$name ]] || die "bin/$name is missing; did make build work?"
 	if port_open "${addr%:*}" "${addr##*:}"; then
 		die "$name: $addr is taken by a process dev.sh did not start"
+	fi
+	local ops
+	ops=$(svc_ops_addr "$name")
+	if [[ $ops != "$addr" ]] && port_open "${ops%:*}" "${ops##*:}"; then
+		die "$name: its ops address $ops is taken by a process dev.sh did not start"
 	fi
 	log "$name: starting (http://$addr)"
 	(
@@ -602,7 +616,7 @@ start_service() {
 }
 
 wait_service() {
-	wait_for "$1 at http://$(svc_addr "$1")/readyz" "$1" svc_ready "$1" ||
+	wait_for "$1 at http://$(svc_ops_addr "$1")/readyz" "$1" svc_ready "$1" ||
 		die "$1 did not become ready; see $LOGS/$1.log (make down stops what runs)"
 }
 
@@ -710,7 +724,7 @@ shipfile is up.
   web UI         http://$gw/  (the first admin signs up at http://$gw/setup)
   mail view      $mail
   MinIO console  $(minio_console)
-  ops            mailer http://$(svc_addr mailer)  expiry http://$(svc_addr expiry)  webhooks http://$(svc_addr webhooks)  (/healthz /readyz /metrics)
+  ops            gateway http://$(svc_ops_addr gateway)  mailer http://$(svc_addr mailer)  expiry http://$(svc_addr expiry)  webhooks http://$(svc_addr webhooks)  (/healthz /readyz /metrics)
   settings       $ENV_FILE
   logs           $LOGS/<name>.log
   stop           make down

@@ -88,6 +88,8 @@ func TestScaleOut(t *testing.T) {
 		"SHIPFILE_SMTP_HOST=" + mail.Host,
 		"SHIPFILE_SMTP_PORT=" + mail.Port,
 		"SHIPFILE_RATE_LIMIT=0",
+		// Every client here is one IP (the proxy's): the per-client limits are off.
+		"SHIPFILE_LINK_RATE=0", "SHIPFILE_UPLOAD_MAX_PER_CLIENT=0",
 		"SHIPFILE_EXPIRY_INTERVAL=250ms",
 		"SHIPFILE_EXPIRY_BATCH_SIZE=5",
 		"SHIPFILE_WEBHOOK_RETRY_SCHEDULE=200ms,500ms,1s,2s,2s,2s,2s",
@@ -296,7 +298,7 @@ func TestScaleOut(t *testing.T) {
 	// How the work spread.
 	for _, in := range all {
 		if !in.killed {
-			in.work = scrape(t, in.proc.URL("/metrics"), in.metric)
+			in.work = scrape(t, in.proc.OpsURL("/metrics"), in.metric)
 		}
 	}
 	report(t, all, n, burst, killedAt, time.Since(start), deliveries, len(mail.Mails()), once)

@@ -77,22 +77,39 @@ func Handler(reg *prometheus.Registry, checks ...Check) http.Handler {
 	return mux
 }
 
+// ReadHeaderTimeout is how long a client has to send a request's headers.
+const ReadHeaderTimeout = 10 * time.Second
+
+// Option changes the http.Server of Serve.
+type Option func(*http.Server)
+
+// WithIdleTimeout closes a keep-alive connection that carries no request for d
+// (without it, net/http falls back to ReadTimeout, which Serve leaves unset: no
+// limit).
+func WithIdleTimeout(d time.Duration) Option {
+	return func(s *http.Server) { s.IdleTimeout = d }
+}
+
 // Serve listens on addr and serves h until ctx is cancelled, then shuts down within
-// the grace period. It returns nil after a clean shutdown.
-func Serve(ctx context.Context, log *slog.Logger, addr string, h http.Handler, grace time.Duration) error {
+// the grace period. It returns nil after a clean shutdown. Request headers must
+// arrive within ReadHeaderTimeout.
+func Serve(ctx context.Context, log *slog.Logger, addr string, h http.Handler, grace time.Duration, opts ...Option) error {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return err
 	}
-	return ServeListener(ctx, log, ln, h, grace)
+	return ServeListener(ctx, log, ln, h, grace, opts...)
 }
 
 // ServeListener is Serve on an existing listener.
-func ServeListener(ctx context.Context, log *slog.Logger, ln net.Listener, h http.Handler, grace time.Duration) error {
+func ServeListener(ctx context.Context, log *slog.Logger, ln net.Listener, h http.Handler, grace time.Duration, opts ...Option) error {
 	srv := &http.Server{
 		Handler:           h,
-		ReadHeaderTimeout: 10 * time.Second,
+		ReadHeaderTimeout: ReadHeaderTimeout,
 		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+	}
+	for _, o := range opts {
+		o(srv)
 	}
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()

@@ -22,8 +22,9 @@ import (
 	"github.com/shipfile/shipfile/pkg/events/eventsv1"
 )
 
-// dispatcherWorkers is SHIPFILE_WEBHOOK_WORKERS of the dispatchers (the default): the
-// concurrency of one instance, and so of the baseline.
+// dispatcherWorkers is the baseline's concurrency: a subscription's default
+// max_in_flight (16), the former SHIPFILE_WEBHOOK_WORKERS default, kept so that the
+// row's ratios stay comparable with earlier runs.
 const dispatcherWorkers = 16
 
 // dispatchRows: for each instance count of -instances, -events package.created events
@@ -45,10 +46,11 @@ func dispatchRows(ctx context.Context, t testing.TB, c config, bins rig.Bins, re
 		var took time.Duration
 		var busy float64
 		var used time.Duration
+		var waits string
 		// Each run has a stack of its own, so that what one run left undelivered does
 		// not count against the next.
 		err := rig.Run(fmt.Sprintf("dispatch run %d", k+1), os.Stderr, func(t testing.TB) {
-			got, took, busy, used = dispatchRun(ctx, t, c, bins, rcv, prefix, inst, k == 0, runEnd)
+			got, took, busy, used, waits = dispatchRun(ctx, t, c, bins, rcv, prefix, inst, k == 0, runEnd)
 		})
 		if err != nil {
 			t.Fatalf("dispatch run %d: %v", k+1, err)
@@ -56,9 +58,9 @@ func dispatchRows(ctx context.Context, t testing.TB, c config, bins rig.Bins, re
 		rate := float64(got) / took.Seconds()
 		rates[inst] = rate
 		cnt := rig.Count(rcv.Deliveries())
-		rep.Rawf("dispatch, %d instance(s): %d of %d deliveries in %s = %.0f deliveries/s (%d requests, %d duplicates); machine CPU %.0f%% busy, the dispatchers used %s of CPU (%.2f ms a delivery)%s",
+		rep.Rawf("dispatch, %d instance(s): %d of %d deliveries in %s = %.0f deliveries/s (%d requests, %d duplicates); machine CPU %.0f%% busy, the dispatchers used %s of CPU (%.2f ms a delivery)%s; PostgreSQL waits: %s",
 			inst, got, want, took.Round(time.Millisecond), rate, cnt.Requests, cnt.Duplicates, 100*busy, used.Round(10*time.Millisecond),
-			perRequest(used, int(got)), unfinished(got, int64(want)))
+			perRequest(used, int(got)), unfinished(got, int64(want)), waits)
 		if k == 0 {
 			bodies = rcv.Deliveries()
 		}
@@ -95,15 +97,17 @@ func dispatchRows(ctx context.Context, t testing.TB, c config, bins rig.Bins, re
 // dispatchRun publishes the events for fresh subscriptions named prefix+"h<n>" while no
 // dispatcher runs, starts inst dispatchers and returns how many distinct deliveries
 // arrived by end, and the time from the processes' start to the last one.
-func dispatchRun(ctx context.Context, t testing.TB, c config, bins rig.Bins, rcv *rig.Receiver, prefix string, inst int, keep bool, end time.Time) (got int64, took time.Duration, busy float64, used time.Duration) {
+func dispatchRun(ctx context.Context, t testing.TB, c config, bins rig.Bins, rcv *rig.Receiver, prefix string, inst int, keep bool, end time.Time) (got int64, took time.Duration, busy float64, used time.Duration, waits string) {
 	ns := rig.StartNATS(t)
 	s := rig.NewStack(t, bins, rig.StackOptions{NATSURL: ns.URL})
 	s.StartGateway("SHIPFILE_RATE_LIMIT=0")
 	js := jetStream(t, ns.URL)
 	for j := range c.subscriptions {
-		s.API.Must(t, "POST", "/api/v1/admin/webhooks", map[string]any{
-			"url": fmt.Sprintf("%s/%sh%d", rcv.URL, prefix, j+1), "events": []string{events.TypePackageCreated},
-		}, http.StatusCreated)
+		sub := map[string]any{"url": fmt.Sprintf("%s/%sh%d", rcv.URL, prefix, j+1), "events": []string{events.TypePackageCreated}}
+		if c.maxInFlight > 0 {
+			sub["max_in_flight"] = c.maxInFlight
+		}
+		s.API.Must(t, "POST", "/api/v1/admin/webhooks", sub, http.StatusCreated)
 	}
 	// The gateway is only needed for the subscriptions: it stops before the run.
 	s.Gateway.Stop(10 * time.Second)
@@ -137,19 +141,20 @@ func dispatchRun(ctx context.Context, t testing.TB, c config, bins rig.Bins, rcv
 	for _, p := range procs {
 		p.WaitReady(60 * time.Second)
 	}
+	sampled := sampleWaits(ctx, t, s.DBURL)
 	prof.record(ctx, procs[0], min(10*time.Second, time.Until(end)-time.Second), fmt.Sprintf("dispatch-%d-instances", inst))
 	for unique.Load() < want && time.Now().Before(end) && ctx.Err() == nil {
 		time.Sleep(20 * time.Millisecond)
 	}
-	got, busy = unique.Load(), cpu.BusySince()
+	got, busy, waits = unique.Load(), cpu.BusySince(), sampled()
 	for _, p := range procs {
 		used += rig.ProcCPU(p.Pid())
 		p.Kill()
 	}
 	if got == 0 {
-		return 0, time.Since(start), busy, used
+		return 0, time.Since(start), busy, used, waits
 	}
-	return got, time.Unix(0, last.Load()).Sub(start), busy, used
+	return got, time.Unix(0, last.Load()).Sub(start), busy, used, waits
 }
 
 func unfinished(got, want int64) string {

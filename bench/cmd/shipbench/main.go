@@ -48,6 +48,10 @@ type config struct {
 	events, subscriptions int
 	instances             intList
 
+	fairRate     int
+	fairDuration time.Duration
+	maxInFlight  int
+
 	expiryPackages int
 	expiryTarget   time.Duration
 
@@ -63,7 +67,7 @@ type config struct {
 var prof *profiler
 
 // allRows are the rows in the order they run.
-var allRows = []string{"upload", "tus", "memory", "download", "api", "events", "expiry", "dispatch"}
+var allRows = []string{"upload", "tus", "memory", "download", "api", "events", "expiry", "fairness", "dispatch"}
 
 // budgets bound each group of rows; the whole run is also bounded by -timeout.
 var budgets = map[string]time.Duration{
@@ -72,6 +76,7 @@ var budgets = map[string]time.Duration{
 	"events":   80 * time.Second,
 	"dispatch": 150 * time.Second,
 	"expiry":   150 * time.Second,
+	"fairness": 60 * time.Second,
 }
 
 func main() {
@@ -99,10 +104,13 @@ func main() {
 	fs.IntVar(&c.events, "events", 20000, "events of each dispatcher run")
 	fs.IntVar(&c.subscriptions, "subscriptions", 4, "subscriptions each event goes to in the dispatcher row")
 	fs.Var(&c.instances, "instances", "dispatcher instance counts of the dispatcher row, comma-separated")
+	fs.IntVar(&c.maxInFlight, "max-in-flight", 0, "max_in_flight of the dispatcher row's subscriptions (0: the API's default, 16)")
+	fs.IntVar(&c.fairRate, "fair-rate", 100, "events per second of the dispatcher fairness row (each to 4 subscriptions)")
+	fs.DurationVar(&c.fairDuration, "fair-duration", 15*time.Second, "duration of each phase of the dispatcher fairness row")
 	fs.IntVar(&c.expiryPackages, "expiry-packages", 100000, "overdue packages of the expiry row")
 	fs.DurationVar(&c.expiryTarget, "expiry-target", 60*time.Second, "time the expiry row has to expire them all")
 	fs.StringVar(&c.rows, "rows", strings.Join(allRows, ","), "rows to run, comma-separated: "+strings.Join(allRows, ","))
-	fs.Var(&c.budget, "budget", "time a row (or group: transfer, api, events, expiry, dispatch) may take, as row=duration; repeat or comma-separate, e.g. api=3m,dispatch=8m (-timeout grows to fit unless given)")
+	fs.Var(&c.budget, "budget", "time a row (or group: transfer, api, events, expiry, fairness, dispatch) may take, as row=duration; repeat or comma-separate, e.g. api=3m,dispatch=8m (-timeout grows to fit unless given)")
 	fs.DurationVar(&c.timeout, "timeout", 8*time.Minute+30*time.Second, "bound of the whole run; rows still running then are stopped and reported")
 	fs.StringVar(&c.out, "o", "", "also write the report as Markdown to this file")
 	fs.StringVar(&c.profile, "profile", "", "build the services with a pprof endpoint, save CPU profiles of the measured windows in this directory and list their top functions")
@@ -131,6 +139,7 @@ func main() {
 		quick := map[string]string{
 			"size": "16MiB", "big-size": "64MiB", "runs": "1", "concurrent": "4", "api-duration": "2s",
 			"event-rate": "50", "event-duration": "2s", "events": "500", "instances": "1,2", "expiry-packages": "1000",
+			"fair-duration": "3s",
 		}
 		for name, v := range quick {
 			if !set[name] {
@@ -166,7 +175,7 @@ func run(c config, command string) int {
 
 	var bins rig.Bins
 	names := []string{"gateway", "shipctl"}
-	if want["events"] || want["dispatch"] {
+	if want["events"] || want["dispatch"] || want["fairness"] {
 		names = append(names, "webhooks")
 	}
 	if want["expiry"] {
@@ -233,6 +242,7 @@ func run(c config, command string) int {
 	group("api", []string{"api"}, func(ctx context.Context, t testing.TB) { apiRow(ctx, t, c, bins, rep) })
 	group("events", []string{"events"}, func(ctx context.Context, t testing.TB) { eventsRow(ctx, t, c, bins, rep) })
 	group("expiry", []string{"expiry"}, func(ctx context.Context, t testing.TB) { expiryRow(ctx, t, c, bins, rep) })
+	group("fairness", []string{"fairness"}, func(ctx context.Context, t testing.TB) { fairnessRow(ctx, t, c, bins, rep) })
 	// Last: it takes whatever is left of its budget (its runs stop at their share).
 	group("dispatch", []string{"dispatch"}, func(ctx context.Context, t testing.TB) { dispatchRows(ctx, t, c, bins, rep) })
 

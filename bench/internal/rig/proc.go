@@ -37,6 +37,9 @@ type Proc struct {
 	Args []string
 	// Addr is where it serves HTTP (/readyz, and the API for the gateway).
 	Addr string
+	// OpsAddr, when set, is where it serves /readyz and /metrics instead (the
+	// gateway's SHIPFILE_OPS_ADDR).
+	OpsAddr string
 	// PprofAddr serves net/http/pprof when the binaries were built with BuildOptions.Pprof.
 	PprofAddr string
 	Env       []string
@@ -74,8 +77,13 @@ func NewService(t testing.TB, bins Bins, name string, env ...string) *Proc {
 		pprofAddr = servicetest.FreeAddr(t)
 		env = append(env, "SHIPBENCH_PPROF_ADDR="+pprofAddr)
 	}
+	var opsAddr string
+	if name == "gateway" {
+		opsAddr = servicetest.FreeAddr(t)
+		env = append(env, "SHIPFILE_OPS_ADDR="+opsAddr)
+	}
 	p := NewProc(t, name, addr, bin, nil, env)
-	p.PprofAddr = pprofAddr
+	p.PprofAddr, p.OpsAddr = pprofAddr, opsAddr
 	return p
 }
 
@@ -176,6 +184,14 @@ func (p *Proc) signal(sig syscall.Signal, within time.Duration) {
 // URL is the base URL of the process's HTTP server plus path.
 func (p *Proc) URL(path string) string { return "http://" + p.Addr + path }
 
+// OpsURL is the URL of path (/readyz, /metrics) on the process's ops address.
+func (p *Proc) OpsURL(path string) string {
+	if p.OpsAddr != "" {
+		return "http://" + p.OpsAddr + path
+	}
+	return p.URL(path)
+}
+
 // WaitReady waits until /readyz answers 200, failing when the process exits first or
 // within passes.
 func (p *Proc) WaitReady(within time.Duration) {
@@ -183,7 +199,7 @@ func (p *Proc) WaitReady(within time.Duration) {
 	deadline := time.Now().Add(within)
 	client := &http.Client{Timeout: 2 * time.Second}
 	for {
-		resp, err := client.Get(p.URL("/readyz"))
+		resp, err := client.Get(p.OpsURL("/readyz"))
 		if err == nil {
 			resp.Body.Close()
 			if resp.StatusCode == http.StatusOK {

@@ -36,6 +36,7 @@ type Receiver struct {
 	mu     sync.Mutex
 	got    []Delivery
 	status map[string]int
+	delay  map[string]time.Duration
 	notify func(Delivery)
 	bodies bool
 }
@@ -47,7 +48,7 @@ func StartReceiver(t testing.TB) *Receiver {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := &Receiver{URL: "http://" + ln.Addr().String(), status: map[string]int{}}
+	r := &Receiver{URL: "http://" + ln.Addr().String(), status: map[string]int{}, delay: map[string]time.Duration{}}
 	r.srv = &http.Server{Handler: r, ReadHeaderTimeout: 10 * time.Second}
 	go func() { _ = r.srv.Serve(ln) }()
 	t.Cleanup(func() { _ = r.srv.Close() })
@@ -75,6 +76,14 @@ func (r *Receiver) SetStatus(hook string, status int) {
 	r.status[hook] = status
 }
 
+// SetDelay makes the receiver answer hook's requests only after d (0: at once); the
+// request is recorded when it arrives.
+func (r *Receiver) SetDelay(hook string, d time.Duration) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.delay[hook] = d
+}
+
 // ServeHTTP records the request.
 func (r *Receiver) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	body, _ := io.ReadAll(req.Body)
@@ -95,10 +104,16 @@ func (r *Receiver) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 		d.Body = body
 	}
 	r.got = append(r.got, d)
-	status, notify := r.status[d.Hook], r.notify
+	status, notify, delay := r.status[d.Hook], r.notify, r.delay[d.Hook]
 	r.mu.Unlock()
 	if notify != nil {
 		notify(d)
+	}
+	if delay > 0 {
+		select {
+		case <-time.After(delay):
+		case <-req.Context().Done():
+		}
 	}
 	if status == 0 {
 		status = http.StatusNoContent

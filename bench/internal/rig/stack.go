@@ -114,9 +114,15 @@ func (s *Stack) shipctl(args ...string) string {
 
 // StartGateway starts the gateway with the stack's settings plus env, waits until it is
 // ready and points API at it. The magic links it mints point at itself.
+//
+// The hostile-client limits that a benchmark's one client would run into (link
+// requests per IP, uploads in flight per token and per gateway, the minimum upload
+// rate) are off unless env sets them: the benchmarks measure throughput, and the
+// hostile-client scenarios set the limits they test.
 func (s *Stack) StartGateway(env ...string) *Proc {
 	s.t.Helper()
-	g := NewService(s.t, s.Bins, "gateway", append(append([]string{}, s.Env...), env...)...)
+	off := []string{"SHIPFILE_LINK_RATE=0", "SHIPFILE_UPLOAD_MAX_CONCURRENT=0", "SHIPFILE_UPLOAD_MAX_PER_CLIENT=0", "SHIPFILE_UPLOAD_MIN_RATE=0"}
+	g := NewService(s.t, s.Bins, "gateway", append(append(off, s.Env...), env...)...)
 	g.Env = append(g.Env, "SHIPFILE_PUBLIC_URL=http://"+g.Addr)
 	g.Start()
 	g.WaitReady(60 * time.Second)

@@ -31,7 +31,9 @@ func Up(ctx context.Context, url string) error {
 	if err != nil {
 		return err
 	}
-	p, err := goose.NewProvider(goose.DialectPostgres, db, files, goose.WithSessionLocker(locker))
+	// Out of order: numbers are handed to branches worked on side by side, so a
+	// database may have applied 00010 before 00009 lands; each migration stands alone.
+	p, err := goose.NewProvider(goose.DialectPostgres, db, files, goose.WithSessionLocker(locker), goose.WithAllowOutofOrder(true))
 	if err != nil {
 		return fmt.Errorf("migrations: %w", err)
 	}

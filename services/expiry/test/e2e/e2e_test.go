@@ -153,10 +153,10 @@ func TestExpiresWithinOneIntervalThroughTheGateway(t *testing.T) {
 	lines := strings.Split(strings.TrimSpace(shipctl("token", "create", "--email", "admin@example.com", "--name", "e2e")), "\n")
 	a := servicetest.Client{T: t, Token: lines[len(lines)-1]}
 
-	gwAddr := servicetest.FreeAddr(t)
+	gwAddr, gwOps := servicetest.FreeAddr(t), servicetest.FreeAddr(t)
 	a.Base = "http://" + gwAddr
-	servicetest.StartProcess(t, bins["gateway"], append(common, "SHIPFILE_HTTP_ADDR="+gwAddr, "SHIPFILE_PUBLIC_URL="+a.Base))
-	servicetest.WaitReady(t, gwAddr)
+	servicetest.StartProcess(t, bins["gateway"], append(common, "SHIPFILE_HTTP_ADDR="+gwAddr, "SHIPFILE_OPS_ADDR="+gwOps, "SHIPFILE_PUBLIC_URL="+a.Base))
+	servicetest.WaitReady(t, gwOps)
 	exAddr := servicetest.FreeAddr(t)
 	servicetest.StartProcess(t, bins["expiry"], append(common, "SHIPFILE_EXPIRY_ADDR="+exAddr, "SHIPFILE_EXPIRY_INTERVAL="+interval.String()))
 	servicetest.WaitReady(t, exAddr)

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"os"
 	"strings"
 	"time"
@@ -47,6 +48,20 @@ type Config struct {
 	WebhookPrivate  bool          `env:"SHIPFILE_WEBHOOK_ALLOW_PRIVATE" default:"false" help:"accept webhook URLs whose host is localhost or a loopback, private or link-local address"`
 	ShutdownTimeout time.Duration `env:"SHIPFILE_SHUTDOWN_TIMEOUT" default:"20s" help:"grace period for in-flight requests on SIGTERM"`
 	Web             WebConfig
+	Edge            EdgeConfig
+}
+
+// EdgeConfig bounds what one client can hold of the gateway (SPEC "Hostile clients").
+type EdgeConfig struct {
+	OpsAddr             string        `env:"SHIPFILE_OPS_ADDR" default:"127.0.0.1:8084" help:"address of /readyz, /metrics and /healthz (never the public address)"`
+	HashConcurrency     int           `env:"SHIPFILE_HASH_CONCURRENCY" default:"0" help:"password hashes (argon2id, 19 MiB each) at once; 0: the CPU count"`
+	UploadMaxConcurrent int           `env:"SHIPFILE_UPLOAD_MAX_CONCURRENT" default:"32" help:"uploads in flight on this gateway (more: 503)"`
+	UploadPerClient     int           `env:"SHIPFILE_UPLOAD_MAX_PER_CLIENT" default:"4" help:"uploads in flight per token, link or browser user (more: 429)"`
+	UploadMinRate       int64         `env:"SHIPFILE_UPLOAD_MIN_RATE" default:"32768" help:"bytes a second an upload body must bring over every rate window, else it is cut off (0: no minimum)"`
+	UploadRateWindow    time.Duration `env:"SHIPFILE_UPLOAD_RATE_WINDOW" default:"30s" help:"window over which SHIPFILE_UPLOAD_MIN_RATE is counted"`
+	HTTPIdleTimeout     time.Duration `env:"SHIPFILE_HTTP_IDLE_TIMEOUT" default:"60s" help:"an idle keep-alive connection is closed after this"`
+	LinkRate            int           `env:"SHIPFILE_LINK_RATE" default:"20" help:"requests a second per client IP to link routes (/p/..., /api/v1/links/...), across instances (0 disables)"`
+	LinkBurst           int           `env:"SHIPFILE_LINK_BURST" default:"40" help:"burst of requests per client IP to link routes"`
 }
 
 // WebConfig is the web UI's share of the gateway configuration.
@@ -116,6 +131,16 @@ func run(ctx context.Context, log *slog.Logger, args []string) error {
 		return fmt.Errorf("SHIPFILE_SESSION_LIFETIME, SHIPFILE_SESSION_IDLE_TIMEOUT, SHIPFILE_LOGIN_MAX_FAILURES and SHIPFILE_LOGIN_LOCKOUT must be positive")
 	}
 
+	if cfg.Edge.UploadRateWindow <= 0 || cfg.Edge.HTTPIdleTimeout <= 0 || cfg.Edge.UploadMinRate < 0 || cfg.Edge.LinkRate < 0 {
+		return fmt.Errorf("SHIPFILE_UPLOAD_RATE_WINDOW and SHIPFILE_HTTP_IDLE_TIMEOUT must be positive, SHIPFILE_UPLOAD_MIN_RATE and SHIPFILE_LINK_RATE not negative")
+	}
+	// The ops listener is bound first, so an address in use fails the start.
+	opsLn, err := net.Listen("tcp", cfg.Edge.OpsAddr)
+	if err != nil {
+		return fmt.Errorf("SHIPFILE_OPS_ADDR: %w", err)
+	}
+	defer opsLn.Close()
+
 	reg := ops.NewRegistry()
 	// The relay publishes committed outbox rows; the store wakes it after each commit
 	// that wrote some. It stops after the HTTP server has drained, so the events of the
@@ -126,11 +151,15 @@ func run(ctx context.Context, log *slog.Logger, args []string) error {
 	if err := resealSecrets(ctx, log, db, secrets); err != nil {
 		return err
 	}
+	// Every password of this gateway (sign-in, setup, users, link passwords) is hashed
+	// through one Hasher: at most SHIPFILE_HASH_CONCURRENCY argon2id at once.
+	hasher := app.NewHasher(cfg.Edge.HashConcurrency, app.DefaultHashWait)
 	// Token look-ups are cached while the change feed (LISTEN on the triggers'
 	// channel) is current; last_used_at is written in batches.
 	tokenCache := app.NewTokenCache(app.DefaultTokenCacheTTL, app.DefaultTokenFeedWindow)
 	tokenUsage := app.NewTokenUsage(db, app.DefaultTokenUsageInterval)
-	identity := app.NewIdentity(db, app.WithTokenCache(tokenCache), app.WithTokenUsage(tokenUsage))
+	identity := app.NewIdentity(db, app.WithTokenCache(tokenCache), app.WithTokenUsage(tokenUsage), app.WithHasher(hasher))
+	linkRate := app.NewLinkRate(db, float64(cfg.Edge.LinkRate), cfg.Edge.LinkBurst)
 	feedCtx, stopFeed := context.WithCancel(ctx)
 	defer stopFeed()
 	go db.FollowAuthChanges(feedCtx, tokenCache, log)
@@ -151,6 +180,7 @@ func run(ctx context.Context, log *slog.Logger, args []string) error {
 	objectStore := store.NewObjects(objects, uint64(cfg.UploadPartSize))
 	packages := app.NewPackages(db, objectStore,
 		app.Limits{MaxFileSize: cfg.MaxFileSize, MaxFiles: cfg.MaxFiles}, cfg.PublicURL)
+	packages.UseHasher(hasher)
 	resumable := app.NewResumable(packages, db, objectStore,
 		app.TusConfig{ResumeWindow: cfg.ResumeWindow, Lease: cfg.UploadLease}, log)
 	sweepCtx, stopSweep := context.WithCancel(ctx)
@@ -163,7 +193,7 @@ func run(ctx context.Context, log *slog.Logger, args []string) error {
 		MaxFailures: cfg.Web.LoginFailures, Lockout: cfg.Web.LoginLockout,
 	})
 	ui, err := web.New(web.Deps{
-		Log: log, Identity: identity, Sessions: sessions, Packages: packages, Webhooks: webhooks,
+		Log: log, Identity: identity, Sessions: sessions, Packages: packages, Webhooks: webhooks, LinkRate: linkRate,
 		Config: web.Config{SecureCookies: secure, SessionLifetime: cfg.Web.SessionLifetime, MaxFileSize: cfg.MaxFileSize},
 	})
 	if err != nil {
@@ -186,23 +216,36 @@ func run(ctx context.Context, log *slog.Logger, args []string) error {
 		Resumable: resumable,
 		Registry:  reg,
 		Pages:     ui,
-		Checks: []ops.Check{
-			{Name: "postgres", Fn: pool.Ping},
-			{Name: "nats", Fn: nc.Check},
-			{Name: "s3", Fn: objects.Check},
-		},
+		LinkRate:  linkRate,
 		Config: httpapi.Config{
 			MaxJSONBytes:   cfg.MaxJSONBytes,
 			MaxFileSize:    cfg.MaxFileSize,
 			RatePerSecond:  float64(cfg.RateLimit),
 			RateBurst:      cfg.RateBurst,
 			TrustedProxies: splitList(cfg.TrustedProxies),
+			Uploads: httpapi.UploadLimits{
+				MaxConcurrent: cfg.Edge.UploadMaxConcurrent, PerClient: cfg.Edge.UploadPerClient,
+				MinRate: cfg.Edge.UploadMinRate, RateWindow: cfg.Edge.UploadRateWindow,
+			},
 		},
 	})
 	if err != nil {
 		return fmt.Errorf("router: %w", err)
 	}
-	err = ops.Serve(ctx, log, cfg.HTTPAddr, router, cfg.ShutdownTimeout)
+	opsHandler := ops.Handler(reg,
+		ops.Check{Name: "postgres", Fn: pool.Ping},
+		ops.Check{Name: "nats", Fn: nc.Check},
+		ops.Check{Name: "s3", Fn: objects.Check},
+	)
+	opsCtx, stopOps := context.WithCancel(context.WithoutCancel(ctx))
+	opsDone := make(chan error, 1)
+	go func() { opsDone <- ops.ServeListener(opsCtx, log, opsLn, opsHandler, time.Second) }()
+	err = ops.Serve(ctx, log, cfg.HTTPAddr, router, cfg.ShutdownTimeout, ops.WithIdleTimeout(cfg.Edge.HTTPIdleTimeout))
+	// The ops endpoints stay up while the public server drains, then stop.
+	stopOps()
+	if opsErr := <-opsDone; opsErr != nil && err == nil {
+		err = fmt.Errorf("ops listener: %w", opsErr)
+	}
 	log.Info("stopped")
 	return err
 }

@@ -15,11 +15,13 @@ import (
 // TestLifecycle starts the gateway against the real PostgreSQL, NATS and MinIO, waits
 // until it is ready and stops it as SIGTERM would.
 func TestLifecycle(t *testing.T) {
-	addr := servicetest.FreeAddr(t)
+	addr, opsAddr := servicetest.FreeAddr(t), servicetest.FreeAddr(t)
 	t.Setenv("SHIPFILE_HTTP_ADDR", addr)
+	t.Setenv("SHIPFILE_OPS_ADDR", opsAddr)
 	t.Setenv("SHIPFILE_DATABASE_URL", pgtest.New(t, migrations.Version(), migrations.Up))
 	t.Setenv("SHIPFILE_SECRET_KEY", servicetest.SecretKey)
-	servicetest.Lifecycle(t, run, addr)
+	// /readyz, /healthz and /metrics are on the ops address.
+	servicetest.Lifecycle(t, run, opsAddr)
 }
 
 // TestRefusesToStartWithoutSecretKey: without SHIPFILE_SECRET_KEY (or with a key that is
@@ -50,7 +52,9 @@ func TestUsageListsEveryVariable(t *testing.T) {
 	config.Usage(&buf, "gateway", &Config{})
 	for _, v := range []string{"SHIPFILE_HTTP_ADDR", "SHIPFILE_PUBLIC_URL", "SHIPFILE_DATABASE_URL", "SHIPFILE_NATS_URL",
 		"SHIPFILE_S3_ENDPOINT", "SHIPFILE_S3_ACCESS_KEY", "SHIPFILE_S3_SECRET_KEY", "SHIPFILE_S3_BUCKET", "SHIPFILE_S3_USE_SSL",
-		"SHIPFILE_WEBHOOK_ALLOW_PRIVATE", "SHIPFILE_SECRET_KEY", "SHIPFILE_SECRET_KEY_PREVIOUS"} {
+		"SHIPFILE_WEBHOOK_ALLOW_PRIVATE", "SHIPFILE_SECRET_KEY", "SHIPFILE_SECRET_KEY_PREVIOUS",
+		"SHIPFILE_OPS_ADDR", "SHIPFILE_HASH_CONCURRENCY", "SHIPFILE_UPLOAD_MAX_CONCURRENT", "SHIPFILE_UPLOAD_MIN_RATE",
+		"SHIPFILE_UPLOAD_RATE_WINDOW", "SHIPFILE_HTTP_IDLE_TIMEOUT", "SHIPFILE_LINK_RATE", "SHIPFILE_LINK_BURST"} {
 		if !strings.Contains(buf.String(), v) {
 			t.Errorf("--help lacks %s", v)
 		}

@@ -6,6 +6,7 @@ package app
 import (
 	"errors"
 	"fmt"
+	"time"
 )
 
 // Kind classifies an error so the transport can answer with the right status.
@@ -22,6 +23,9 @@ const (
 	KindGone                         // existed, or might have, and is no more: 410
 	KindTooLarge                     // over a size limit: 413
 	KindBadRequest                   // a request body that broke off or cannot be read: 400
+	KindTooMany                      // over a per-client limit: 429 with Retry-After
+	KindBusy                         // over a limit of the whole gateway: 503 with Retry-After
+	KindTimeout                      // a request body too slow to wait for: 408
 	KindLocked                       // another request holds the resource (a resumable upload): 423
 	KindChecksumMismatch             // a chunk does not match its Upload-Checksum: 460
 )
@@ -30,6 +34,9 @@ const (
 type Error struct {
 	Kind   Kind
 	Detail string
+	// RetryAfter is how long the caller should wait before trying again (KindTooMany,
+	// KindBusy); zero when it does not apply.
+	RetryAfter time.Duration
 }
 
 func (e *Error) Error() string { return e.Detail }
@@ -77,4 +84,14 @@ func KindOf(err error) Kind {
 		return e.Kind
 	}
 	return KindInternal
+}
+
+// TooMany returns a per-client limit error: the caller may retry after retryAfter.
+func TooMany(retryAfter time.Duration, format string, args ...any) error {
+	return &Error{Kind: KindTooMany, Detail: fmt.Sprintf(format, args...), RetryAfter: retryAfter}
+}
+
+// Busy returns a gateway-wide limit error: the caller may retry after retryAfter.
+func Busy(retryAfter time.Duration, format string, args ...any) error {
+	return &Error{Kind: KindBusy, Detail: fmt.Sprintf(format, args...), RetryAfter: retryAfter}
 }

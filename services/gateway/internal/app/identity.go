@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/rand"
 	"crypto/sha256"
-	"crypto/subtle"
 	"encoding/base64"
 	"errors"
 	"fmt"
@@ -13,8 +12,6 @@ import (
 	"strings"
 	"time"
 	"unicode/utf8"
-
-	"golang.org/x/crypto/argon2"
 )
 
 // IdentityStore is the persistence the identity service needs.
@@ -39,10 +36,11 @@ type IdentityStore interface {
 
 // Identity manages users and API tokens.
 type Identity struct {
-	store IdentityStore
-	now   func() time.Time
-	cache *TokenCache // nil: every request reads the token from the store
-	usage *TokenUsage // nil: last_used_at is written on the request path
+	store  IdentityStore
+	hasher *Hasher
+	now    func() time.Time
+	cache  *TokenCache // nil: every request reads the token from the store
+	usage  *TokenUsage // nil: last_used_at is written on the request path
 }
 
 // IdentityOption configures an Identity.
@@ -56,14 +54,26 @@ func WithTokenCache(c *TokenCache) IdentityOption { return func(s *Identity) { s
 // (u.Run), instead of writing it on the request path.
 func WithTokenUsage(u *TokenUsage) IdentityOption { return func(s *Identity) { s.usage = u } }
 
+// WithHasher hashes and verifies the identity service's passwords with h, the one
+// Hasher of the gateway (without it: a Hasher of the CPU count's slots, for tools
+// such as shipctl).
+func WithHasher(h *Hasher) IdentityOption { return func(s *Identity) { s.hasher = h } }
+
 // NewIdentity returns the identity service on store.
 func NewIdentity(store IdentityStore, opts ...IdentityOption) *Identity {
 	s := &Identity{store: store, now: time.Now}
 	for _, o := range opts {
 		o(s)
 	}
+	if s.hasher == nil {
+		s.hasher = NewHasher(0, 0)
+	}
 	return s
 }
+
+// Hasher is the password hasher of the identity service, shared with whatever else
+// hashes passwords in this gateway.
+func (s *Identity) Hasher() *Hasher { return s.hasher }
 
 // Limits of identity fields.
 const (
@@ -85,7 +95,7 @@ var rawTokenPattern = regexp.MustCompile(`^sf_[A-Za-z0-9_-]{43}$`)
 // CreateUser validates and stores a new user. A duplicate e-mail (in any case) is a
 // conflict.
 func (s *Identity) CreateUser(ctx context.Context, in NewUser) (User, error) {
-	in, hash, err := prepareUser(in)
+	in, hash, err := s.prepareUser(ctx, in)
 	if err != nil {
 		return User{}, err
 	}
@@ -93,7 +103,7 @@ func (s *Identity) CreateUser(ctx context.Context, in NewUser) (User, error) {
 }
 
 // prepareUser validates a new user, normalizes its e-mail and hashes its password.
-func prepareUser(in NewUser) (NewUser, string, error) {
+func (s *Identity) prepareUser(ctx context.Context, in NewUser) (NewUser, string, error) {
 	email, err := normalizeEmail(in.Email)
 	if err != nil {
 		return in, "", err
@@ -107,7 +117,10 @@ func prepareUser(in NewUser) (NewUser, string, error) {
 	}
 	var hash string
 	if in.Password != "" {
-		if hash, err = hashPassword(in.Password); err != nil {
+		if err := validatePassword(in.Password); err != nil {
+			return in, "", err
+		}
+		if hash, err = s.hasher.Hash(ctx, in.Password); err != nil {
 			return in, "", err
 		}
 	}
@@ -128,7 +141,7 @@ func (s *Identity) SetupFirstAdmin(ctx context.Context, in NewUser) (User, error
 		return User{}, Invalid("password is required")
 	}
 	in.Role = RoleAdmin
-	in, hash, err := prepareUser(in)
+	in, hash, err := s.prepareUser(ctx, in)
 	if err != nil {
 		return User{}, err
 	}
@@ -160,7 +173,10 @@ func (s *Identity) UpdateUser(ctx context.Context, id int64, p UserPatch) (User,
 	}
 	var hash *string
 	if p.Password != nil {
-		h, err := hashPassword(*p.Password)
+		if err := validatePassword(*p.Password); err != nil {
+			return User{}, err
+		}
+		h, err := s.hasher.Hash(ctx, *p.Password)
 		if err != nil {
 			return User{}, err
 		}
@@ -182,6 +198,21 @@ func (s *Identity) UpdateUser(ctx context.Context, id int64, p UserPatch) (User,
 	return u, nil
 }
 
+// RemovesAdmin reports whether a patch would take an admin away if its user is one:
+// it demotes to another role or disables the account.
+func RemovesAdmin(p UserPatch) bool {
+	return (p.Role != nil && *p.Role != RoleAdmin) || (p.Disabled != nil && *p.Disabled)
+}
+
+// CheckLastAdmin refuses (ErrConflict) to take away the admin target when it is the
+// only one of activeAdmins, the ids of every active (enabled) admin.
+func CheckLastAdmin(activeAdmins []int64, target int64) error {
+	if len(activeAdmins) == 1 && activeAdmins[0] == target {
+		return Conflict("the last active admin cannot be demoted or disabled")
+	}
+	return nil
+}
+
 // ListUsers returns every user, oldest first.
 func (s *Identity) ListUsers(ctx context.Context) ([]User, error) { return s.store.ListUsers(ctx) }
 
@@ -191,18 +222,24 @@ func (s *Identity) UserByEmail(ctx context.Context, email string) (User, error) 
 }
 
 // CheckPassword returns the user with that e-mail and password, for the web UI's login.
-// Unknown users, wrong passwords and disabled users all fail the same way.
+// Unknown users, wrong passwords, disabled users and users without a password all
+// fail the same way, after the same work: one argon2id verification (against a dummy
+// hash when there is no real one to check), so timing does not tell them apart.
 func (s *Identity) CheckPassword(ctx context.Context, email, password string) (User, error) {
 	u, err := s.store.GetUserByEmail(ctx, email)
-	if err != nil {
-		if errors.Is(err, ErrNotFound) {
-			// Spend the same time as a real check, so timing does not reveal users.
-			_ = verifyPassword(dummyHash, password)
-			return User{}, ErrUnauthenticated
-		}
+	if err != nil && !errors.Is(err, ErrNotFound) {
 		return User{}, err
 	}
-	if u.Disabled || u.PasswordHash == "" || !verifyPassword(u.PasswordHash, password) {
+	usable := err == nil && !u.Disabled && u.PasswordHash != ""
+	hash := dummyHash
+	if usable {
+		hash = u.PasswordHash
+	}
+	ok, verr := s.hasher.Verify(ctx, hash, password)
+	if verr != nil {
+		return User{}, verr
+	}
+	if !usable || !ok {
 		return User{}, ErrUnauthenticated
 	}
 	return u, nil
@@ -337,53 +374,4 @@ func normalizeEmail(s string) (string, error) {
 func ValidEmail(s string) bool {
 	_, err := normalizeEmail(s)
 	return err == nil
-}
-
-// argon2id parameters (OWASP's recommended minimum: 19 MiB, 2 passes, 1 lane).
-const (
-	argonTime    = 2
-	argonMemory  = 19 * 1024
-	argonThreads = 1
-	argonKeyLen  = 32
-	argonSaltLen = 16
-)
-
-var dummyHash, _ = hashPassword("not a real password")
-
-func hashPassword(pw string) (string, error) {
-	if utf8.RuneCountInString(pw) < MinPasswordLen {
-		return "", Invalid("password must be at least %d characters", MinPasswordLen)
-	}
-	if len(pw) > MaxPasswordLen {
-		return "", Invalid("password must be at most %d bytes", MaxPasswordLen)
-	}
-	salt := make([]byte, argonSaltLen)
-	if _, err := rand.Read(salt); err != nil {
-		return "", err
-	}
-	key := argon2.IDKey([]byte(pw), salt, argonTime, argonMemory, argonThreads, argonKeyLen)
-	return fmt.Sprintf("$argon2id$v=%d$m=%d,t=%d,p=%d$%s$%s", argon2.Version, argonMemory, argonTime, argonThreads,
-		base64.RawStdEncoding.EncodeToString(salt), base64.RawStdEncoding.EncodeToString(key)), nil
-}
-
-func verifyPassword(encoded, pw string) bool {
-	parts := strings.Split(encoded, "$")
-	if len(parts) != 6 || parts[1] != "argon2id" {
-		return false
-	}
-	var m, t uint32
-	var p uint8
-	if _, err := fmt.Sscanf(parts[3], "m=%d,t=%d,p=%d", &m, &t, &p); err != nil {
-		return false
-	}
-	salt, err := base64.RawStdEncoding.DecodeString(parts[4])
-	if err != nil {
-		return false
-	}
-	want, err := base64.RawStdEncoding.DecodeString(parts[5])
-	if err != nil {
-		return false
-	}
-	got := argon2.IDKey([]byte(pw), salt, t, m, p, uint32(len(want)))
-	return subtle.ConstantTimeCompare(got, want) == 1
 }

@@ -145,8 +145,8 @@ func (s *Packages) Create(ctx context.Context, owner User, client Client, in New
 		return Package{}, Invalid("title is required")
 	}
 	p.Title = *in.Title
-	if n := utf8.RuneCountInString(p.Title); strings.TrimSpace(p.Title) == "" || n > MaxTitleLen || strings.ContainsFunc(p.Title, isControl) {
-		return Package{}, Invalid("title must be 1 to %d characters without control characters", MaxTitleLen)
+	if n := utf8.RuneCountInString(p.Title); strings.TrimSpace(p.Title) == "" || n > MaxTitleLen || !utf8.ValidString(p.Title) || strings.ContainsFunc(p.Title, isHiddenRune) {
+		return Package{}, Invalid("title must be 1 to %d characters without control or format characters", MaxTitleLen)
 	}
 	if in.RecipientEmail == nil {
 		return Package{}, Invalid("recipient_email is required")
@@ -286,7 +286,7 @@ func (s *Packages) upload(ctx context.Context, p Package, up Upload, by Uploader
 		ID:          fileID,
 		PackageID:   p.ID,
 		Filename:    up.Filename,
-		ContentType: normalizeContentType(up.ContentType),
+		ContentType: NormalizeContentType(up.ContentType),
 		ObjectKey:   objectKey(p.ID, fileID),
 		UploadedBy:  by,
 	}
@@ -515,6 +515,26 @@ func (s *Packages) Audit(ctx context.Context, f AuditFilter) ([]AuditEntry, erro
 // gives no hint which.
 var ErrLinkGone = &Error{Kind: KindGone, Detail: "this link is no longer valid"}
 
+// CheckLink answers ErrLinkGone (and audits the attempt) unless token is the link of
+// an active package. The link routes call it before they look at anything else of
+// the request, so a dead link is 410 whatever else is wrong (a password, if the link
+// has one, is checked after); the package it found is put in the returned context,
+// where the request's own resolve finds it again without a second query.
+func (s *Packages) CheckLink(ctx context.Context, token string, client Client) (context.Context, error) {
+	p, err := s.liveLink(ctx, token, client)
+	if err != nil {
+		return ctx, err
+	}
+	return context.WithValue(ctx, resolvedLinkKey{}, resolvedLink{token: token, pkg: p}), nil
+}
+
+type resolvedLinkKey struct{}
+
+type resolvedLink struct {
+	token string
+	pkg   Package
+}
+
 // resolveLink finds the active package of a raw link token and checks the caller's
 // grant when the link has a password (ErrLinkLocked without a valid one). Invalid
 // attempts are audited.
@@ -532,6 +552,9 @@ func (s *Packages) resolveLink(ctx context.Context, token string, client Client)
 // liveLink finds the active package of a raw link token: unknown, revoked, expired,
 // deleted and used-up links are all ErrLinkGone, before any password is asked.
 func (s *Packages) liveLink(ctx context.Context, token string, client Client) (Package, error) {
+	if r, ok := ctx.Value(resolvedLinkKey{}).(resolvedLink); ok && r.token == token {
+		return r.pkg, nil
+	}
 	hash, ok := linkHash(token)
 	if ok {
 		p, err := s.store.PackageByLink(ctx, hash)
@@ -575,6 +598,9 @@ func (s *Packages) DownloadViaLink(ctx context.Context, token string, client Cli
 	f, err := s.store.GetFile(ctx, p.ID, fileID)
 	if err != nil {
 		return File{}, nil, nil, err
+	}
+	if !LinkMayDownload(f) {
+		return File{}, nil, nil, ErrRecipientFile
 	}
 	finish := func(bool) {}
 	if counted {
@@ -628,9 +654,15 @@ func (s *Packages) ArchiveViaLink(ctx context.Context, token string, client Clie
 	if err != nil {
 		return Package{}, nil, nil, nil, err
 	}
-	files, err := s.store.ListFiles(ctx, p.ID)
+	all, err := s.store.ListFiles(ctx, p.ID)
 	if err != nil {
 		return Package{}, nil, nil, nil, err
+	}
+	files := make([]File, 0, len(all))
+	for _, f := range all {
+		if LinkMayDownload(f) {
+			files = append(files, f)
+		}
 	}
 	finish := func(bool) {}
 	if len(files) > 0 {
@@ -659,6 +691,15 @@ func (s *Packages) ArchiveViaLink(ctx context.Context, token string, client Clie
 	open := func(f File) (Object, error) { return s.objects.Open(ctx, f.ObjectKey) }
 	return p, files, open, finish, nil
 }
+
+// ErrRecipientFile answers a download through a link of a file that was uploaded
+// through it.
+var ErrRecipientFile = Forbidden("files uploaded through this link cannot be downloaded through it")
+
+// LinkMayDownload reports whether a file may be downloaded through its package's
+// link: files the owner put in may, files uploaded through the link never (whoever
+// holds a forwarded request link must not read what the recipient sent).
+func LinkMayDownload(f File) bool { return f.UploadedBy != ByRecipient }
 
 // UploadViaLink streams a recipient's file into an active inbound package.
 func (s *Packages) UploadViaLink(ctx context.Context, token string, client Client, up Upload) (File, error) {
@@ -705,18 +746,62 @@ func ValidateFilename(name string) error {
 		return Invalid("filename must be valid UTF-8")
 	case strings.ContainsAny(name, `/\`) || name == "." || name == "..":
 		return Invalid("filename must not contain a path")
-	case strings.ContainsFunc(name, func(r rune) bool { return unicode.IsControl(r) }):
-		return Invalid("filename must not contain control characters")
+	case strings.ContainsFunc(name, isHiddenRune):
+		return Invalid("filename must not contain control characters or Unicode format characters (such as bidi overrides)")
 	}
 	return nil
 }
 
-func normalizeContentType(ct string) string {
-	mt, params, err := mime.ParseMediaType(ct)
-	if err != nil || ct == "" {
-		return "application/octet-stream"
+// isHiddenRune reports control characters and Unicode format characters (category
+// Cf: bidi overrides such as U+202E, zero-width joiners, the BOM), which make a name
+// display as something other than what it is ("invoice\u202Efdp.exe").
+func isHiddenRune(r rune) bool { return unicode.IsControl(r) || unicode.Is(unicode.Cf, r) }
+
+// MaxContentTypeLen is the longest content type stored with a file.
+const MaxContentTypeLen = 127
+
+// NormalizeContentType is the content type stored for a file sent as ct: its
+// type/subtype in lower case, with its charset parameter if it has one and nothing
+// else, at most MaxContentTypeLen characters; anything else is
+// application/octet-stream.
+func NormalizeContentType(ct string) string {
+	const fallback = "application/octet-stream"
+	if ct == "" || len(ct) > 4096 {
+		return fallback
 	}
-	return mime.FormatMediaType(mt, params)
+	mt, params, err := mime.ParseMediaType(ct)
+	if err != nil || !strings.Contains(mt, "/") {
+		return fallback
+	}
+	keep := map[string]string{}
+	if cs, ok := params["charset"]; ok && cs != "" {
+		keep["charset"] = strings.ToLower(cs)
+	}
+	out := mime.FormatMediaType(mt, keep)
+	if out == "" || len(out) > MaxContentTypeLen {
+		if out = mime.FormatMediaType(mt, nil); out == "" || len(out) > MaxContentTypeLen {
+			return fallback
+		}
+	}
+	return out
+}
+
+// MaxUserAgentLen is the most of a User-Agent header kept in the audit log.
+const MaxUserAgentLen = 512
+
+// NewClient describes a request's client for the audit log: its IP address and its
+// User-Agent cut to MaxUserAgentLen bytes (at a character boundary), so a client
+// cannot make every audit row it causes arbitrarily large.
+func NewClient(ip, userAgent string) Client {
+	userAgent = strings.ToValidUTF8(userAgent, "\uFFFD")
+	if len(userAgent) > MaxUserAgentLen {
+		cut := MaxUserAgentLen
+		for cut > 0 && !utf8.RuneStart(userAgent[cut]) {
+			cut--
+		}
+		userAgent = userAgent[:cut]
+	}
+	return Client{IP: ip, UserAgent: userAgent}
 }
 
 func objectKey(packageID, fileID uuid.UUID) string {

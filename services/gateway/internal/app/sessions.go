@@ -19,12 +19,16 @@ type SessionStore interface {
 	TouchSession(ctx context.Context, idHash []byte, lastSeen, expiresAt time.Time) error
 	DeleteSession(ctx context.Context, idHash []byte) error
 	DeleteExpiredSessions(ctx context.Context, now time.Time) error
-	// LoginLockedUntil returns the latest lock still in force on any of the keys.
-	LoginLockedUntil(ctx context.Context, keys []string, now time.Time) (*time.Time, error)
-	// RecordLoginFailure counts a failure of key in the window that starts at or after
-	// windowStart (an older window starts again at now), locking the key until
-	// lockUntil once it reaches maxFailures.
-	RecordLoginFailure(ctx context.Context, key string, now, windowStart, lockUntil time.Time, maxFailures int) error
+	// CountLoginAttempt counts a sign-in attempt as a failure of every key, before
+	// its password is checked, in one statement (so parallel attempts are all
+	// counted): in the window that starts at or after windowStart (an older window
+	// starts again at now), locking a key until lockUntil once it reaches
+	// maxFailures. It returns the highest count among the keys after this attempt
+	// and the latest lock that was already in force before it.
+	CountLoginAttempt(ctx context.Context, keys []string, now, windowStart, lockUntil time.Time, maxFailures int) (LoginCount, error)
+	// RefundLoginAttempt takes back the attempt of a sign-in that succeeded: key's
+	// count goes down by one, and a lock that this attempt set is lifted.
+	RefundLoginAttempt(ctx context.Context, key string, maxFailures int) error
 	ClearLoginFailures(ctx context.Context, key string) error
 	// DeleteStaleLoginFailures forgets the counts whose window began before
 	// windowStart and whose lock, if any, is over.
@@ -86,40 +90,73 @@ func (e *ThrottledError) Error() string {
 	return "too many failed sign-ins; try again later"
 }
 
+// LoginCount is what CountLoginAttempt found.
+type LoginCount struct {
+	// Failures is the highest count among the keys, this attempt included.
+	Failures int
+	// LockedUntil is the latest lock in force before this attempt, if any.
+	LockedUntil *time.Time
+}
+
+// LoginAllowed decides whether an attempt counted as c may have its password
+// checked: not while a lock is in force, and not beyond the maxFailures-th attempt
+// of the window. A refused attempt may retry at the time returned.
+func LoginAllowed(c LoginCount, now time.Time, maxFailures int, lockout time.Duration) (bool, time.Time) {
+	if c.LockedUntil != nil && c.LockedUntil.After(now) {
+		return false, *c.LockedUntil
+	}
+	if c.Failures > maxFailures {
+		return false, now.Add(lockout)
+	}
+	return true, time.Time{}
+}
+
 // Login checks an e-mail address and password and opens a session. It returns the
-// user and the raw session id, which goes into the cookie and nowhere else. While the
-// address or the client's IP address is locked it returns a *ThrottledError without
-// checking the password.
+// user and the raw session id, which goes into the cookie and nowhere else.
+//
+// The attempt is counted as a failure of the address and of the client's IP address
+// before the password is checked, so however many attempts run in parallel, at most
+// MaxFailures passwords are checked in a window; the rest, and every attempt while
+// the address or IP is locked, get a *ThrottledError without a check. A success
+// takes its count back.
 func (s *Sessions) Login(ctx context.Context, email, password string, client Client) (User, string, error) {
 	now := s.now()
 	emailKey := "email:" + strings.ToLower(strings.TrimSpace(email))
 	keys := []string{emailKey}
+	ipKey := ""
 	if client.IP != "" {
-		keys = append(keys, "ip:"+client.IP)
+		ipKey = "ip:" + client.IP
+		keys = append(keys, ipKey)
 	}
-	until, err := s.store.LoginLockedUntil(ctx, keys, now)
+	count, err := s.store.CountLoginAttempt(ctx, keys, now, now.Add(-s.cfg.Lockout), now.Add(s.cfg.Lockout), s.cfg.MaxFailures)
 	if err != nil {
 		return User{}, "", err
 	}
-	if until != nil {
-		return User{}, "", &ThrottledError{Until: *until}
+	if ok, until := LoginAllowed(count, now, s.cfg.MaxFailures, s.cfg.Lockout); !ok {
+		return User{}, "", &ThrottledError{Until: until}
 	}
 	u, err := s.identity.CheckPassword(ctx, email, password)
 	if errors.Is(err, ErrUnauthenticated) {
-		for _, k := range keys {
-			if err := s.store.RecordLoginFailure(ctx, k, now, now.Add(-s.cfg.Lockout), now.Add(s.cfg.Lockout), s.cfg.MaxFailures); err != nil {
-				return User{}, "", err
-			}
-		}
 		return User{}, "", ErrBadCredentials
 	}
 	if err != nil {
+		// No password was checked (the hasher was busy, the database failed): the
+		// attempt does not count against the user.
+		for _, k := range keys {
+			_ = s.store.RefundLoginAttempt(context.WithoutCancel(ctx), k, s.cfg.MaxFailures)
+		}
 		return User{}, "", err
 	}
-	// A success clears the address's count, not the IP's: signing in to one's own
-	// account must not reset the count of guesses at others.
+	// A success clears the address's count, and takes back its own count of the IP
+	// (not the IP's whole count: signing in to one's own account must not reset the
+	// count of guesses at others).
 	if err := s.store.ClearLoginFailures(ctx, emailKey); err != nil {
 		return User{}, "", err
+	}
+	if ipKey != "" {
+		if err := s.store.RefundLoginAttempt(ctx, ipKey, s.cfg.MaxFailures); err != nil {
+			return User{}, "", err
+		}
 	}
 	raw, hash, err := newSessionID()
 	if err != nil {

@@ -269,7 +269,7 @@ func (r *Resumable) Create(ctx context.Context, t TusTarget, in NewTusUpload) (C
 	now := r.p.now().UTC().Truncate(time.Microsecond)
 	u := TusUpload{
 		ID: id, PackageID: p.ID, UploadedBy: by, FileID: fileID, Filename: in.Filename,
-		ContentType: normalizeContentType(in.ContentType), Length: in.Length,
+		ContentType: NormalizeContentType(in.ContentType), Length: in.Length,
 		ObjectKey: tusObjectKey(p.ID, fileID), SHA256State: state, CreatedAt: now, ExpiresAt: now.Add(r.cfg.ResumeWindow),
 	}
 	if t.User != nil {

@@ -15,8 +15,13 @@ type Webhook struct {
 	ID          int64
 	URL         string
 	Description string
-	Events      []string // selected package.* event types, in the order of events.Types
-	Secret      string
+	// Events are the selected package.* event types, in the order of events.Types;
+	// every type when AllEvents.
+	Events []string
+	// AllEvents: the subscription chose every event type, those added later included
+	// (stored as such, not as today's list).
+	AllEvents bool
+	Secret    string
 	// After a rotation the old secret also signs webhook-signature until
 	// PreviousSecretUntil.
 	PreviousSecret      *string
@@ -25,9 +30,17 @@ type Webhook struct {
 	DisabledReason      *string // why it is inactive; nil while active
 	DisabledAt          *time.Time
 	FailingSince        *time.Time // the first failed attempt since the last success
+	// FailuresCountedFrom: failures before it do not count towards FailingSince (set
+	// when an admin turns the subscription on).
+	FailuresCountedFrom *time.Time
 	LastSuccessAt       *time.Time
-	CreatedAt           time.Time
-	UpdatedAt           time.Time
+	// MaxInFlight is how many of its deliveries may be in flight at once, across every
+	// dispatcher instance (1–256).
+	MaxInFlight int
+	// RateLimit is how many deliveries per second it gets at most; nil: no limit.
+	RateLimit *int
+	CreatedAt time.Time
+	UpdatedAt time.Time
 }
 
 // NewWebhook is the input of Webhooks.Create. Nil fields take their defaults.
@@ -35,6 +48,8 @@ type NewWebhook struct {
 	URL         *string
 	Events      *[]string
 	Description *string
+	MaxInFlight *int
+	RateLimit   *int // nil: no limit
 }
 
 // WebhookPatch changes some fields of a subscription; nil fields stay as they are.
@@ -43,6 +58,9 @@ type WebhookPatch struct {
 	Events      *[]string
 	Description *string
 	Active      *bool
+	MaxInFlight *int
+	// RateLimit, when Set, changes the rate limit: to Value, or none when Value is nil.
+	RateLimit Nullable[int]
 }
 
 // DeliveryStatus is where a delivery is: being tried, done, or given up on.

@@ -73,6 +73,11 @@ const (
 	AdminDisabledReason = "disabled by an admin"
 	// WebhookTestMessage is the message of the webhook.test event.
 	WebhookTestMessage = "This is a test delivery from shipfile."
+	// DefaultWebhookMaxInFlight, MaxWebhookMaxInFlight and MaxWebhookRateLimit bound
+	// max_in_flight (1–256) and rate_limit (1–10000 per second, or none).
+	DefaultWebhookMaxInFlight = 16
+	MaxWebhookMaxInFlight     = 256
+	MaxWebhookRateLimit       = 10000
 )
 
 // Create validates and stores a new, active subscription with a fresh secret. The
@@ -81,7 +86,7 @@ func (s *Webhooks) Create(ctx context.Context, in NewWebhook) (Webhook, error) {
 	if in.URL == nil {
 		return Webhook{}, Invalid("url is required")
 	}
-	w := Webhook{URL: *in.URL, Events: slices.Clone(events.Types), Active: true}
+	w := Webhook{URL: *in.URL, Events: slices.Clone(events.Types), AllEvents: true, Active: true, MaxInFlight: DefaultWebhookMaxInFlight}
 	if err := s.validateURL(w.URL); err != nil {
 		return Webhook{}, err
 	}
@@ -90,7 +95,19 @@ func (s *Webhooks) Create(ctx context.Context, in NewWebhook) (Webhook, error) {
 		if err != nil {
 			return Webhook{}, err
 		}
-		w.Events = evs
+		w.Events, w.AllEvents = evs, len(evs) == len(events.Types)
+	}
+	if in.MaxInFlight != nil {
+		if err := validateMaxInFlight(*in.MaxInFlight); err != nil {
+			return Webhook{}, err
+		}
+		w.MaxInFlight = *in.MaxInFlight
+	}
+	if in.RateLimit != nil {
+		if err := validateRateLimit(*in.RateLimit); err != nil {
+			return Webhook{}, err
+		}
+		w.RateLimit = in.RateLimit
 	}
 	if in.Description != nil {
 		if err := validateDescription(*in.Description); err != nil {
@@ -142,13 +159,29 @@ func (s *Webhooks) Update(ctx context.Context, id int64, p WebhookPatch) (Webhoo
 			return Webhook{}, err
 		}
 	}
+	if p.MaxInFlight != nil {
+		if err := validateMaxInFlight(*p.MaxInFlight); err != nil {
+			return Webhook{}, err
+		}
+	}
+	if p.RateLimit.Set && p.RateLimit.Value != nil {
+		if err := validateRateLimit(*p.RateLimit.Value); err != nil {
+			return Webhook{}, err
+		}
+	}
 	return s.store.ChangeWebhook(ctx, id, func(w *Webhook) (Effects, error) {
 		now := s.now().UTC().Truncate(time.Microsecond)
 		if p.URL != nil {
 			w.URL = *p.URL
 		}
 		if evs != nil {
-			w.Events = evs
+			w.Events, w.AllEvents = evs, len(evs) == len(events.Types)
+		}
+		if p.MaxInFlight != nil {
+			w.MaxInFlight = *p.MaxInFlight
+		}
+		if p.RateLimit.Set {
+			w.RateLimit = p.RateLimit.Value
 		}
 		if p.Description != nil {
 			w.Description = *p.Description
@@ -156,7 +189,9 @@ func (s *Webhooks) Update(ctx context.Context, id int64, p WebhookPatch) (Webhoo
 		if p.Active != nil {
 			switch {
 			case *p.Active:
-				w.Active, w.DisabledReason, w.DisabledAt, w.FailingSince = true, nil, nil, nil
+				// Failures before now no longer count (the dispatcher's health pass
+				// derives failing_since from the attempt log).
+				w.Active, w.DisabledReason, w.DisabledAt, w.FailingSince, w.FailuresCountedFrom = true, nil, nil, nil, &now
 			case w.Active:
 				reason := AdminDisabledReason
 				w.Active, w.DisabledReason, w.DisabledAt = false, &reason, &now
@@ -281,6 +316,20 @@ func normalizeEvents(in []string) ([]string, error) {
 		}
 	}
 	return out, nil
+}
+
+func validateMaxInFlight(n int) error {
+	if n < 1 || n > MaxWebhookMaxInFlight {
+		return Invalid("max_in_flight must be from 1 to %d", MaxWebhookMaxInFlight)
+	}
+	return nil
+}
+
+func validateRateLimit(n int) error {
+	if n < 1 || n > MaxWebhookRateLimit {
+		return Invalid("rate_limit must be from 1 to %d deliveries per second, or null for no limit", MaxWebhookRateLimit)
+	}
+	return nil
 }
 
 func validateDescription(d string) error {

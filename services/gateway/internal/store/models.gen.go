@@ -187,6 +187,11 @@ type WebhookDelivery struct {
 	UpdatedAt      time.Time
 }
 
+type WebhookDispatcher struct {
+	InstanceID string
+	SeenAt     time.Time
+}
+
 type WebhookSubscription struct {
 	ID                  int64
 	Url                 string
@@ -202,4 +207,7 @@ type WebhookSubscription struct {
 	LastSuccessAt       *time.Time
 	CreatedAt           time.Time
 	UpdatedAt           time.Time
+	MaxInFlight         int32
+	RateLimit           *int32
+	FailuresCountedFrom *time.Time
 }

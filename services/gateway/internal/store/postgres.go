@@ -161,20 +161,46 @@ func (s *Postgres) ListUsers(ctx context.Context) ([]app.User, error) {
 // CountUsers returns how many users exist.
 func (s *Postgres) CountUsers(ctx context.Context) (int64, error) { return s.q.CountUsers(ctx) }
 
-// UpdateUser applies the non-nil fields of p.
+// UpdateUser applies the non-nil fields of p. A patch that demotes or disables an
+// active admin first locks every active admin's row, so two such patches run one
+// after the other and the last active admin is never taken away (ErrConflict).
 func (s *Postgres) UpdateUser(ctx context.Context, id int64, p app.UserPatch, passwordHash *string) (app.User, error) {
 	var role *string
 	if p.Role != nil {
 		r := string(*p.Role)
 		role = &r
 	}
-	row, err := s.q.UpdateUser(ctx, UpdateUserParams{
+	params := UpdateUserParams{
 		ID: id, Email: p.Email, Name: p.Name, Role: role, Disabled: p.Disabled, PasswordHash: passwordHash,
-	})
-	if err != nil {
-		return app.User{}, mapUserErr(err)
 	}
-	return toUser(row), nil
+	if !app.RemovesAdmin(p) {
+		row, err := s.q.UpdateUser(ctx, params)
+		if err != nil {
+			return app.User{}, mapUserErr(err)
+		}
+		return toUser(row), nil
+	}
+	var user app.User
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		rows, err := tx.Query(ctx, `SELECT id FROM users WHERE role = 'admin' AND NOT disabled ORDER BY id FOR UPDATE`)
+		if err != nil {
+			return err
+		}
+		admins, err := pgx.CollectRows(rows, pgx.RowTo[int64])
+		if err != nil {
+			return err
+		}
+		if err := app.CheckLastAdmin(admins, id); err != nil {
+			return err
+		}
+		row, err := s.q.WithTx(tx).UpdateUser(ctx, params)
+		if err != nil {
+			return mapUserErr(err)
+		}
+		user = toUser(row)
+		return nil
+	})
+	return user, err
 }
 
 // CreateToken stores a token's hash and display prefix.

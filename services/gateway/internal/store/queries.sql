@@ -167,8 +167,9 @@ ORDER BY id DESC
 LIMIT @max_rows;
 
 -- name: InsertWebhook :one
-INSERT INTO webhook_subscriptions (url, description, events, secret, active, created_at, updated_at)
-VALUES (@url, @description, @events, @secret, @active, @created_at, @updated_at)
+-- events NULL: every event type, those added later included.
+INSERT INTO webhook_subscriptions (url, description, events, secret, active, max_in_flight, rate_limit, created_at, updated_at)
+VALUES (@url, @description, @events, @secret, @active, @max_in_flight, @rate_limit, @created_at, @updated_at)
 RETURNING *;
 
 -- name: ListWebhooks :many
@@ -198,12 +199,20 @@ UPDATE webhook_subscriptions SET
     disabled_reason       = @disabled_reason,
     disabled_at           = @disabled_at,
     failing_since         = @failing_since,
+    failures_counted_from = @failures_counted_from,
+    max_in_flight         = @max_in_flight,
+    rate_limit            = @rate_limit,
     updated_at            = @updated_at
 WHERE id = @id
 RETURNING *;
 
 -- name: DeleteWebhook :execrows
 DELETE FROM webhook_subscriptions WHERE id = $1;
+
+-- name: DeleteWebhookDeliveries :execrows
+-- No foreign key ties deliveries to their subscription (00007): they go with it, and
+-- their attempts with them.
+DELETE FROM webhook_deliveries WHERE subscription_id = $1;
 
 -- name: RedeliverWebhookDelivery :execrows
 UPDATE webhook_deliveries SET status = 'pending', round_attempts = 0, updated_at = now()

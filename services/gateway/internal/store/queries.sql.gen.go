@@ -157,6 +157,20 @@ func (q *Queries) DeleteWebhook(ctx context.Context, id int64) (int64, error) {
 	return result.RowsAffected(), nil
 }
 
+const deleteWebhookDeliveries = `-- name: DeleteWebhookDeliveries :execrows
+DELETE FROM webhook_deliveries WHERE subscription_id = $1
+`
+
+// No foreign key ties deliveries to their subscription (00007): they go with it, and
+// their attempts with them.
+func (q *Queries) DeleteWebhookDeliveries(ctx context.Context, subscriptionID int64) (int64, error) {
+	result, err := q.db.Exec(ctx, deleteWebhookDeliveries, subscriptionID)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected(), nil
+}
+
 const fileKeys = `-- name: FileKeys :many
 SELECT object_key FROM files WHERE package_id = $1
 `
@@ -295,7 +309,7 @@ func (q *Queries) GetUserByEmail(ctx context.Context, email string) (User, error
 }
 
 const getWebhook = `-- name: GetWebhook :one
-SELECT id, url, description, events, secret, previous_secret, previous_secret_until, active, disabled_reason, disabled_at, failing_since, last_success_at, created_at, updated_at FROM webhook_subscriptions WHERE id = $1
+SELECT id, url, description, events, secret, previous_secret, previous_secret_until, active, disabled_reason, disabled_at, failing_since, last_success_at, created_at, updated_at, max_in_flight, rate_limit, failures_counted_from FROM webhook_subscriptions WHERE id = $1
 `
 
 func (q *Queries) GetWebhook(ctx context.Context, id int64) (WebhookSubscription, error) {
@@ -316,6 +330,9 @@ func (q *Queries) GetWebhook(ctx context.Context, id int64) (WebhookSubscription
 		&i.LastSuccessAt,
 		&i.CreatedAt,
 		&i.UpdatedAt,
+		&i.MaxInFlight,
+		&i.RateLimit,
+		&i.FailuresCountedFrom,
 	)
 	return i, err
 }
@@ -454,9 +471,9 @@ func (q *Queries) InsertUnlockFailure(ctx context.Context, arg InsertUnlockFailu
 }
 
 const insertWebhook = `-- name: InsertWebhook :one
-INSERT INTO webhook_subscriptions (url, description, events, secret, active, created_at, updated_at)
-VALUES ($1, $2, $3, $4, $5, $6, $7)
-RETURNING id, url, description, events, secret, previous_secret, previous_secret_until, active, disabled_reason, disabled_at, failing_since, last_success_at, created_at, updated_at
+INSERT INTO webhook_subscriptions (url, description, events, secret, active, max_in_flight, rate_limit, created_at, updated_at)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
+RETURNING id, url, description, events, secret, previous_secret, previous_secret_until, active, disabled_reason, disabled_at, failing_since, last_success_at, created_at, updated_at, max_in_flight, rate_limit, failures_counted_from
 `
 
 type InsertWebhookParams struct {
@@ -465,10 +482,13 @@ type InsertWebhookParams struct {
 	Events      []string
 	Secret      string
 	Active      bool
+	MaxInFlight int32
+	RateLimit   *int32
 	CreatedAt   time.Time
 	UpdatedAt   time.Time
 }
 
+// events NULL: every event type, those added later included.
 func (q *Queries) InsertWebhook(ctx context.Context, arg InsertWebhookParams) (WebhookSubscription, error) {
 	row := q.db.QueryRow(ctx, insertWebhook,
 		arg.Url,
@@ -476,6 +496,8 @@ func (q *Queries) InsertWebhook(ctx context.Context, arg InsertWebhookParams) (W
 		arg.Events,
 		arg.Secret,
 		arg.Active,
+		arg.MaxInFlight,
+		arg.RateLimit,
 		arg.CreatedAt,
 		arg.UpdatedAt,
 	)
@@ -495,6 +517,9 @@ func (q *Queries) InsertWebhook(ctx context.Context, arg InsertWebhookParams) (W
 		&i.LastSuccessAt,
 		&i.CreatedAt,
 		&i.UpdatedAt,
+		&i.MaxInFlight,
+		&i.RateLimit,
+		&i.FailuresCountedFrom,
 	)
 	return i, err
 }
@@ -720,7 +745,7 @@ func (q *Queries) ListWebhookAttempts(ctx context.Context, arg ListWebhookAttemp
 }
 
 const listWebhooks = `-- name: ListWebhooks :many
-SELECT id, url, description, events, secret, previous_secret, previous_secret_until, active, disabled_reason, disabled_at, failing_since, last_success_at, created_at, updated_at FROM webhook_subscriptions ORDER BY id
+SELECT id, url, description, events, secret, previous_secret, previous_secret_until, active, disabled_reason, disabled_at, failing_since, last_success_at, created_at, updated_at, max_in_flight, rate_limit, failures_counted_from FROM webhook_subscriptions ORDER BY id
 `
 
 func (q *Queries) ListWebhooks(ctx context.Context) ([]WebhookSubscription, error) {
@@ -747,6 +772,9 @@ func (q *Queries) ListWebhooks(ctx context.Context) ([]WebhookSubscription, erro
 			&i.LastSuccessAt,
 			&i.CreatedAt,
 			&i.UpdatedAt,
+			&i.MaxInFlight,
+			&i.RateLimit,
+			&i.FailuresCountedFrom,
 		); err != nil {
 			return nil, err
 		}
@@ -792,7 +820,7 @@ func (q *Queries) LockPackage(ctx context.Context, id uuid.UUID) (Package, error
 }
 
 const lockWebhook = `-- name: LockWebhook :one
-SELECT id, url, description, events, secret, previous_secret, previous_secret_until, active, disabled_reason, disabled_at, failing_since, last_success_at, created_at, updated_at FROM webhook_subscriptions WHERE id = $1 FOR UPDATE
+SELECT id, url, description, events, secret, previous_secret, previous_secret_until, active, disabled_reason, disabled_at, failing_since, last_success_at, created_at, updated_at, max_in_flight, rate_limit, failures_counted_from FROM webhook_subscriptions WHERE id = $1 FOR UPDATE
 `
 
 func (q *Queries) LockWebhook(ctx context.Context, id int64) (WebhookSubscription, error) {
@@ -813,6 +841,9 @@ func (q *Queries) LockWebhook(ctx context.Context, id int64) (WebhookSubscriptio
 		&i.LastSuccessAt,
 		&i.CreatedAt,
 		&i.UpdatedAt,
+		&i.MaxInFlight,
+		&i.RateLimit,
+		&i.FailuresCountedFrom,
 	)
 	return i, err
 }
@@ -976,9 +1007,12 @@ UPDATE webhook_subscriptions SET
     disabled_reason       = $8,
     disabled_at           = $9,
     failing_since         = $10,
-    updated_at            = $11
-WHERE id = $12
-RETURNING id, url, description, events, secret, previous_secret, previous_secret_until, active, disabled_reason, disabled_at, failing_since, last_success_at, created_at, updated_at
+    failures_counted_from = $11,
+    max_in_flight         = $12,
+    rate_limit            = $13,
+    updated_at            = $14
+WHERE id = $15
+RETURNING id, url, description, events, secret, previous_secret, previous_secret_until, active, disabled_reason, disabled_at, failing_since, last_success_at, created_at, updated_at, max_in_flight, rate_limit, failures_counted_from
 `
 
 type SaveWebhookParams struct {
@@ -992,6 +1026,9 @@ type SaveWebhookParams struct {
 	DisabledReason      *string
 	DisabledAt          *time.Time
 	FailingSince        *time.Time
+	FailuresCountedFrom *time.Time
+	MaxInFlight         int32
+	RateLimit           *int32
 	UpdatedAt           time.Time
 	ID                  int64
 }
@@ -1009,6 +1046,9 @@ func (q *Queries) SaveWebhook(ctx context.Context, arg SaveWebhookParams) (Webho
 		arg.DisabledReason,
 		arg.DisabledAt,
 		arg.FailingSince,
+		arg.FailuresCountedFrom,
+		arg.MaxInFlight,
+		arg.RateLimit,
 		arg.UpdatedAt,
 		arg.ID,
 	)
@@ -1028,6 +1068,9 @@ func (q *Queries) SaveWebhook(ctx context.Context, arg SaveWebhookParams) (Webho
 		&i.LastSuccessAt,
 		&i.CreatedAt,
 		&i.UpdatedAt,
+		&i.MaxInFlight,
+		&i.RateLimit,
+		&i.FailuresCountedFrom,
 	)
 	return i, err
 }

@@ -2,10 +2,12 @@ package store
 
 import (
 	"context"
+	"slices"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 
+	"github.com/shipfile/shipfile/pkg/events"
 	"github.com/shipfile/shipfile/services/gateway/internal/app"
 )
 
@@ -14,8 +16,8 @@ var _ app.WebhookStore = (*Postgres)(nil)
 // CreateWebhook inserts a subscription and returns it with its id.
 func (s *Postgres) CreateWebhook(ctx context.Context, w app.Webhook) (app.Webhook, error) {
 	row, err := s.q.InsertWebhook(ctx, InsertWebhookParams{
-		Url: w.URL, Description: w.Description, Events: w.Events, Secret: w.Secret, Active: w.Active,
-		CreatedAt: w.CreatedAt, UpdatedAt: w.UpdatedAt,
+		Url: w.URL, Description: w.Description, Events: toEventsRow(w), Secret: w.Secret, Active: w.Active,
+		MaxInFlight: int32(w.MaxInFlight), RateLimit: toInt32Ptr(w.RateLimit), CreatedAt: w.CreatedAt, UpdatedAt: w.UpdatedAt,
 	})
 	if err != nil {
 		return app.Webhook{}, err
@@ -62,9 +64,10 @@ func (s *Postgres) ChangeWebhook(ctx context.Context, id int64, change func(w *a
 			return err
 		}
 		saved, err := q.SaveWebhook(ctx, SaveWebhookParams{
-			ID: w.ID, Url: w.URL, Description: w.Description, Events: w.Events, Secret: w.Secret,
+			ID: w.ID, Url: w.URL, Description: w.Description, Events: toEventsRow(w), Secret: w.Secret,
 			PreviousSecret: w.PreviousSecret, PreviousSecretUntil: w.PreviousSecretUntil, Active: w.Active,
 			DisabledReason: w.DisabledReason, DisabledAt: w.DisabledAt, FailingSince: w.FailingSince,
+			FailuresCountedFrom: w.FailuresCountedFrom, MaxInFlight: int32(w.MaxInFlight), RateLimit: toInt32Ptr(w.RateLimit),
 			UpdatedAt: w.UpdatedAt,
 		})
 		if err != nil {
@@ -76,16 +79,22 @@ func (s *Postgres) ChangeWebhook(ctx context.Context, id int64, change func(w *a
 	return out, err
 }
 
-// DeleteWebhook deletes a subscription; its deliveries and their attempts go with it.
+// DeleteWebhook deletes a subscription with its deliveries and their attempts, in one
+// transaction (no foreign key does it: it would lock the subscription's row on every
+// delivery). The dispatchers sweep deliveries a fan-out wrote meanwhile.
 func (s *Postgres) DeleteWebhook(ctx context.Context, id int64) error {
-	n, err := s.q.DeleteWebhook(ctx, id)
-	if err != nil {
+	return pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		q := s.q.WithTx(tx)
+		n, err := q.DeleteWebhook(ctx, id)
+		if err != nil {
+			return err
+		}
+		if n == 0 {
+			return app.NotFound("webhook")
+		}
+		_, err = q.DeleteWebhookDeliveries(ctx, id)
 		return err
-	}
-	if n == 0 {
-		return app.NotFound("webhook")
-	}
-	return nil
+	})
 }
 
 // WriteWebhookEffects writes effects that concern the subscription, which must exist.
@@ -137,12 +146,38 @@ func (s *Postgres) ListWebhookAttempts(ctx context.Context, f app.WebhookAttempt
 }
 
 func toWebhook(r WebhookSubscription) app.Webhook {
-	return app.Webhook{
+	w := app.Webhook{
 		ID: r.ID, URL: r.Url, Description: r.Description, Events: r.Events, Secret: r.Secret,
 		PreviousSecret: r.PreviousSecret, PreviousSecretUntil: r.PreviousSecretUntil, Active: r.Active,
 		DisabledReason: r.DisabledReason, DisabledAt: r.DisabledAt, FailingSince: r.FailingSince,
-		LastSuccessAt: r.LastSuccessAt, CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt,
+		FailuresCountedFrom: r.FailuresCountedFrom, LastSuccessAt: r.LastSuccessAt,
+		MaxInFlight: int(r.MaxInFlight), CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt,
 	}
+	if r.Events == nil {
+		// NULL: every event type, listed expanded.
+		w.Events, w.AllEvents = slices.Clone(events.Types), true
+	}
+	if r.RateLimit != nil {
+		n := int(*r.RateLimit)
+		w.RateLimit = &n
+	}
+	return w
+}
+
+// toEventsRow is the events column of w: NULL for every event type.
+func toEventsRow(w app.Webhook) []string {
+	if w.AllEvents {
+		return nil
+	}
+	return w.Events
+}
+
+func toInt32Ptr(v *int) *int32 {
+	if v == nil {
+		return nil
+	}
+	n := int32(*v)
+	return &n
 }
 
 func intPtr(v *int32) *int {

@@ -94,9 +94,9 @@ func startSystem(t *testing.T) *system {
 		"SHIPFILE_DATABASE_URL=" + dbURL, "SHIPFILE_NATS_URL=" + natsURL, "SHIPFILE_S3_BUCKET=" + bucket,
 		"SHIPFILE_WEBHOOK_ALLOW_PRIVATE=true", "SHIPFILE_LOG_LEVEL=warn", servicetest.SecretKeyEnv,
 	}
-	gw := servicetest.FreeAddr(t)
-	servicetest.StartProcess(t, bins["gateway"], append(common, "SHIPFILE_HTTP_ADDR="+gw, "SHIPFILE_PUBLIC_URL=http://"+gw))
-	servicetest.WaitReady(t, gw)
+	gw, gwOps := servicetest.FreeAddr(t), servicetest.FreeAddr(t)
+	servicetest.StartProcess(t, bins["gateway"], append(common, "SHIPFILE_HTTP_ADDR="+gw, "SHIPFILE_OPS_ADDR="+gwOps, "SHIPFILE_PUBLIC_URL=http://"+gw))
+	servicetest.WaitReady(t, gwOps)
 	wh := servicetest.FreeAddr(t)
 	servicetest.StartProcess(t, bins["webhooks"], append(common, "SHIPFILE_WEBHOOKS_ADDR="+wh, "SHIPFILE_WEBHOOK_RETRY_SCHEDULE=200ms,200ms,200ms,200ms,200ms,200ms,200ms"))
 	servicetest.WaitReady(t, wh)

@@ -64,8 +64,9 @@ func startGateway(t testing.TB, env []string) *gateway {
 	t.Helper()
 	g := &gateway{t: t, env: env, logs: &bytes.Buffer{}}
 	g.addr = servicetest.FreeAddr(t)
+	opsAddr := servicetest.FreeAddr(t)
 	g.cmd = exec.Command(gatewayBin)
-	g.cmd.Env = append(os.Environ(), append(env, "SHIPFILE_HTTP_ADDR="+g.addr, "SHIPFILE_LOG_LEVEL=warn")...)
+	g.cmd.Env = append(os.Environ(), append(env, "SHIPFILE_HTTP_ADDR="+g.addr, "SHIPFILE_OPS_ADDR="+opsAddr, "SHIPFILE_LOG_LEVEL=warn")...)
 	g.cmd.Stdout, g.cmd.Stderr = g.logs, g.logs
 	if err := g.cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -77,7 +78,7 @@ func startGateway(t testing.TB, env []string) *gateway {
 		}
 	})
 	servicetest.WaitFor(t, 60*time.Second, "gateway /readyz", func() bool {
-		resp, err := http.Get("http://" + g.addr + "/readyz")
+		resp, err := http.Get("http://" + opsAddr + "/readyz")
 		if err != nil {
 			return false
 		}

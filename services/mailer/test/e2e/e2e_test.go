@@ -80,10 +80,10 @@ func TestMailEndToEnd(t *testing.T) {
 	lines := strings.Split(strings.TrimSpace(shipctl("token", "create", "--email", "alice@example.com", "--name", "e2e")), "\n")
 	a := api{servicetest.Client{T: t, Token: lines[len(lines)-1]}}
 
-	gwAddr := servicetest.FreeAddr(t)
+	gwAddr, gwOps := servicetest.FreeAddr(t), servicetest.FreeAddr(t)
 	a.Base = "http://" + gwAddr
-	procs := []*servicetest.Process{servicetest.StartProcess(t, bins["gateway"], append(common, "SHIPFILE_HTTP_ADDR="+gwAddr, "SHIPFILE_PUBLIC_URL=http://"+gwAddr))}
-	servicetest.WaitReady(t, gwAddr)
+	procs := []*servicetest.Process{servicetest.StartProcess(t, bins["gateway"], append(common, "SHIPFILE_HTTP_ADDR="+gwAddr, "SHIPFILE_OPS_ADDR="+gwOps, "SHIPFILE_PUBLIC_URL=http://"+gwAddr))}
+	servicetest.WaitReady(t, gwOps)
 	for range 2 {
 		addr := servicetest.FreeAddr(t)
 		procs = append(procs, servicetest.StartProcess(t, bins["mailer"], append(common, "SHIPFILE_MAILER_ADDR="+addr, "SHIPFILE_MAIL_RETRY_SCHEDULE=200ms,200ms,200ms")))

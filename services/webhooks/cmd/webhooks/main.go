@@ -11,6 +11,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/google/uuid"
+	"github.com/nats-io/nats.go/jetstream"
+
 	"github.com/shipfile/shipfile/pkg/bus"
 	"github.com/shipfile/shipfile/pkg/config"
 	"github.com/shipfile/shipfile/pkg/database"
@@ -25,21 +28,21 @@ import (
 
 // Config is the webhook dispatcher's configuration.
 type Config struct {
-	Addr               string `env:"SHIPFILE_WEBHOOKS_ADDR" default:"127.0.0.1:8083" help:"address of /healthz, /readyz and /metrics"`
-	Database           database.Config
-	NATS               bus.Config
-	Secrets            secretbox.Config
-	AllowPrivate       bool            `env:"SHIPFILE_WEBHOOK_ALLOW_PRIVATE" default:"false" help:"allow deliveries to loopback, private and link-local addresses"`
-	RetrySchedule      []time.Duration `env:"SHIPFILE_WEBHOOK_RETRY_SCHEDULE" default:"10s,1m,5m,30m,2h,6h,12h" help:"waits between delivery attempts (a delivery gets one attempt more than waits)"`
-	Timeout            time.Duration   `env:"SHIPFILE_WEBHOOK_TIMEOUT" default:"10s" help:"time a receiver has to answer"`
-	Workers            int             `env:"SHIPFILE_WEBHOOK_WORKERS" default:"16" help:"concurrent delivery workers of this instance"`
-	MaxInFlightPerHook int             `env:"SHIPFILE_WEBHOOK_MAX_IN_FLIGHT_PER_HOOK" default:"4" help:"attempts in flight per subscription in this instance"`
-	DisableAfter       time.Duration   `env:"SHIPFILE_WEBHOOK_DISABLE_AFTER" default:"120h" help:"disable a subscription whose deliveries have all failed for this long"`
-	AckWait            time.Duration   `env:"SHIPFILE_WEBHOOK_ACK_WAIT" default:"" help:"JetStream AckWait of delivery jobs (default: SHIPFILE_WEBHOOK_TIMEOUT + 5s)"`
-	MaxAckPending      int             `env:"SHIPFILE_WEBHOOK_MAX_ACK_PENDING" default:"100000" help:"delivery jobs in flight or waiting for their retry, across all instances (JetStream MaxAckPending; when reached, new jobs wait)"`
-	FanoutConsumer     string          `env:"SHIPFILE_WEBHOOK_FANOUT_CONSUMER" default:"webhooks-fanout" help:"durable JetStream consumer of package events, shared by every instance"`
-	DeliverConsumer    string          `env:"SHIPFILE_WEBHOOK_DELIVER_CONSUMER" default:"webhooks-deliver" help:"durable JetStream consumer of delivery jobs, shared by every instance (its lag is what to scale on)"`
-	ShutdownTimeout    time.Duration   `env:"SHIPFILE_SHUTDOWN_TIMEOUT" default:"20s" help:"grace period for in-flight work on SIGTERM"`
+	Addr            string `env:"SHIPFILE_WEBHOOKS_ADDR" default:"127.0.0.1:8083" help:"address of /healthz, /readyz and /metrics"`
+	Database        database.Config
+	NATS            bus.Config
+	Secrets         secretbox.Config
+	AllowPrivate    bool            `env:"SHIPFILE_WEBHOOK_ALLOW_PRIVATE" default:"false" help:"allow deliveries to loopback, private and link-local addresses"`
+	RetrySchedule   []time.Duration `env:"SHIPFILE_WEBHOOK_RETRY_SCHEDULE" default:"10s,1m,5m,30m,2h,6h,12h" help:"waits between delivery attempts (a delivery gets one attempt more than waits)"`
+	Timeout         time.Duration   `env:"SHIPFILE_WEBHOOK_TIMEOUT" default:"10s" help:"time a receiver has to answer"`
+	Workers         int             `env:"SHIPFILE_WEBHOOK_WORKERS" default:"256" help:"attempts in flight in this instance, all subscriptions together (each subscription also has its max_in_flight, counted across instances)"`
+	DisableAfter    time.Duration   `env:"SHIPFILE_WEBHOOK_DISABLE_AFTER" default:"120h" help:"disable a subscription whose deliveries have all failed for this long"`
+	HealthInterval  time.Duration   `env:"SHIPFILE_WEBHOOK_HEALTH_INTERVAL" default:"5s" help:"period of the health pass (last success, failing since, disabling; derived from the attempt log) and of the instance heartbeat that shares rate limits"`
+	AckWait         time.Duration   `env:"SHIPFILE_WEBHOOK_ACK_WAIT" default:"" help:"JetStream AckWait of delivery jobs: a killed instance's slots come back after it (default: SHIPFILE_WEBHOOK_TIMEOUT + 5s)"`
+	MaxAckPending   int             `env:"SHIPFILE_WEBHOOK_MAX_ACK_PENDING" default:"100000" help:"delivery jobs waiting for their next attempt, across all instances (JetStream MaxAckPending of the retry consumer; when reached, new retries wait)"`
+	FanoutConsumer  string          `env:"SHIPFILE_WEBHOOK_FANOUT_CONSUMER" default:"webhooks-fanout" help:"durable JetStream consumer of package events, shared by every instance"`
+	DeliverConsumer string          `env:"SHIPFILE_WEBHOOK_DELIVER_CONSUMER" default:"webhooks-deliver" help:"prefix of the durable JetStream consumers of delivery jobs, one per subscription (name-<hook id>) shared by every instance; name-retry... holds retries (their lag is what to scale on)"`
+	ShutdownTimeout time.Duration   `env:"SHIPFILE_SHUTDOWN_TIMEOUT" default:"20s" help:"grace period for in-flight work on SIGTERM"`
 }
 
 // validate checks what the parser cannot, and fills in derived defaults.
@@ -51,8 +54,8 @@ func (c *Config) validate() error {
 	if c.Workers < 1 {
 		errs = append(errs, errors.New("SHIPFILE_WEBHOOK_WORKERS must be at least 1"))
 	}
-	if c.MaxInFlightPerHook < 1 {
-		errs = append(errs, errors.New("SHIPFILE_WEBHOOK_MAX_IN_FLIGHT_PER_HOOK must be at least 1"))
+	if c.HealthInterval <= 0 {
+		errs = append(errs, errors.New("SHIPFILE_WEBHOOK_HEALTH_INTERVAL must be positive"))
 	}
 	if c.MaxAckPending < 1 {
 		errs = append(errs, errors.New("SHIPFILE_WEBHOOK_MAX_ACK_PENDING must be at least 1"))
@@ -94,6 +97,31 @@ var dispatchOptions = transport.DefaultOptions
 
 func main() { service.Main("webhooks", run) }
 
+// newDispatcher builds the dispatcher's graph on st: the subscription cache, fan-out,
+// deliverer and health keeper.
+func newDispatcher(js jetstream.JetStream, st *store.Postgres, metrics *app.Metrics, log *slog.Logger, opts transport.Options, cfg Config) *transport.Dispatcher {
+	subs := app.NewSubscriptions(st)
+	rates := app.NewRateLimiter()
+	sender := transport.NewSender(transport.SenderOptions{Timeout: cfg.Timeout, AllowPrivate: cfg.AllowPrivate})
+	return transport.NewDispatcher(js, transport.Parts{
+		Subscriptions: subs,
+		Listener:      st,
+		Fanout:        app.NewFanout(subs, st, transport.NewJobPublisher(js, opts.JobSubjectPrefix), log),
+		Deliverer:     app.NewDeliverer(st, subs, rates, sender, metrics, log, app.DeliveryOptions{Schedule: cfg.RetrySchedule}),
+		Health: app.NewHealth(st, subs, rates, log, app.HealthOptions{
+			Interval: cfg.HealthInterval, DisableAfter: cfg.DisableAfter, InstanceID: instanceID(),
+		}),
+		Metrics: metrics,
+		Log:     log,
+	}, opts)
+}
+
+// instanceID names this process in the heartbeat: host, pid and a random part.
+func instanceID() string {
+	host, _ := os.Hostname()
+	return fmt.Sprintf("%s/%d/%s", host, os.Getpid(), uuid.NewString()[:8])
+}
+
 func run(ctx context.Context, log *slog.Logger, args []string) error {
 	var cfg Config
 	if err := config.Parse("webhooks", args, os.Stdout, &cfg); err != nil {
@@ -132,16 +160,9 @@ func run(ctx context.Context, log *slog.Logger, args []string) error {
 	opts.FanoutConsumer = cfg.FanoutConsumer
 	opts.DeliverConsumer = cfg.DeliverConsumer
 
-	st := store.New(pool, secrets)
-	sender := transport.NewSender(transport.SenderOptions{Timeout: cfg.Timeout, AllowPrivate: cfg.AllowPrivate})
-	fanout := app.NewFanout(st, transport.NewJobPublisher(nc.JS, opts.JobSubjectPrefix), log)
-	deliverer := app.NewDeliverer(st, sender, metrics, log, app.DeliveryOptions{
-		Schedule:           cfg.RetrySchedule,
-		MaxInFlightPerHook: cfg.MaxInFlightPerHook,
-		DisableAfter:       cfg.DisableAfter,
-	})
-	dispatcher := transport.NewDispatcher(nc.JS, fanout, deliverer, metrics, log, opts)
+	opts.RetryConsumer = cfg.DeliverConsumer + "-retry"
 
+	dispatcher := newDispatcher(nc.JS, store.New(pool, secrets), metrics, log, opts, cfg)
 	// Either part failing stops the other; a stop signal stops both.
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()

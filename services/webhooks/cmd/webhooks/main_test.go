@@ -79,7 +79,7 @@ func TestConsumerNamesFromConfig(t *testing.T) {
 	go func() { done <- run(ctx, slog.New(slog.NewTextHandler(t.Output(), nil)), nil) }()
 	for _, c := range []struct{ stream, consumer string }{
 		{streams.Options.EventsStream, "custom-fanout"},
-		{streams.Options.JobsStream, "custom-deliver"},
+		{streams.Options.JobsStream, "custom-deliver-retry"},
 	} {
 		servicetest.WaitFor(t, 20*time.Second, "consumer "+c.consumer+" on "+c.stream, func() bool {
 			_, err := js.Consumer(t.Context(), c.stream, c.consumer)
@@ -88,7 +88,7 @@ func TestConsumerNamesFromConfig(t *testing.T) {
 	}
 	for _, c := range []struct{ stream, consumer string }{
 		{streams.Options.EventsStream, transport.FanoutConsumer},
-		{streams.Options.JobsStream, transport.DeliverConsumer},
+		{streams.Options.JobsStream, transport.RetryConsumer},
 	} {
 		if _, err := js.Consumer(t.Context(), c.stream, c.consumer); err == nil {
 			t.Errorf("the default consumer %s exists on %s too", c.consumer, c.stream)
@@ -121,7 +121,7 @@ func TestUsageListsEveryVariable(t *testing.T) {
 	config.Usage(&buf, "webhooks", &Config{})
 	for _, v := range []string{"SHIPFILE_WEBHOOKS_ADDR", "SHIPFILE_DATABASE_URL", "SHIPFILE_NATS_URL",
 		"SHIPFILE_WEBHOOK_ALLOW_PRIVATE", "SHIPFILE_WEBHOOK_RETRY_SCHEDULE", "SHIPFILE_WEBHOOK_TIMEOUT",
-		"SHIPFILE_WEBHOOK_WORKERS", "SHIPFILE_WEBHOOK_MAX_IN_FLIGHT_PER_HOOK", "SHIPFILE_WEBHOOK_DISABLE_AFTER",
+		"SHIPFILE_WEBHOOK_WORKERS", "SHIPFILE_WEBHOOK_HEALTH_INTERVAL", "SHIPFILE_WEBHOOK_DISABLE_AFTER",
 		"SHIPFILE_WEBHOOK_ACK_WAIT", "SHIPFILE_WEBHOOK_MAX_ACK_PENDING", "SHIPFILE_SHUTDOWN_TIMEOUT",
 		"SHIPFILE_STREAM_REPLICAS", "SHIPFILE_WEBHOOK_FANOUT_CONSUMER", "SHIPFILE_WEBHOOK_DELIVER_CONSUMER"} {
 		if !strings.Contains(buf.String(), v) {
@@ -132,7 +132,7 @@ func TestUsageListsEveryVariable(t *testing.T) {
 
 func TestConfigValidate(t *testing.T) {
 	base := func() Config {
-		return Config{Timeout: 10 * time.Second, Workers: 16, MaxInFlightPerHook: 4, MaxAckPending: 100, NATS: bus.Config{StreamReplicas: 1}}
+		return Config{Timeout: 10 * time.Second, Workers: 16, HealthInterval: 5 * time.Second, MaxAckPending: 100, NATS: bus.Config{StreamReplicas: 1}}
 	}
 	c := base()
 	if err := c.validate(); err != nil || c.AckWait != 15*time.Second {
@@ -146,7 +146,7 @@ func TestConfigValidate(t *testing.T) {
 		"no workers":                 func(c *Config) { c.Workers = 0 },
 		"no timeout":                 func(c *Config) { c.Timeout = 0 },
 		"zero wait in schedule":      func(c *Config) { c.RetrySchedule = []time.Duration{time.Second, 0} },
-		"no in-flight slot":          func(c *Config) { c.MaxInFlightPerHook = 0 },
+		"no health interval":         func(c *Config) { c.HealthInterval = 0 },
 		"consumer name with a dot":   func(c *Config) { c.DeliverConsumer = "webhooks.deliver" },
 		"one consumer for both":      func(c *Config) { c.FanoutConsumer, c.DeliverConsumer = "w", "w" },
 		"no stream replicas":         func(c *Config) { c.NATS.StreamReplicas = 0 },
@@ -214,8 +214,9 @@ func startChild(t *testing.T, name string, opts transport.Options, env []string)
 
 // TestAtLeastOnceWhenAnInstanceIsKilled runs two dispatcher processes on shared
 // consumers, SIGKILLs one in the middle of a burst of 50 events, and checks that every
-// delivery still reaches the receiver (at least once) and ends succeeded; the survivor
-// then stops cleanly on SIGTERM.
+// delivery still reaches the receiver (at least once) and ends succeeded, so the
+// killed instance's max_in_flight slots came back; the survivor then stops cleanly on
+// SIGTERM.
 func TestAtLeastOnceWhenAnInstanceIsKilled(t *testing.T) {
 	js := eventstest.Connect(t)
 	streams := webhooktest.NewStreams(t, js)
@@ -223,7 +224,9 @@ func TestAtLeastOnceWhenAnInstanceIsKilled(t *testing.T) {
 	rc := webhooktest.NewReceiver(t, webhooktest.NewSecret(), func(int, webhooktest.Request) webhooktest.Answer {
 		return webhooktest.Answer{Delay: 30 * time.Millisecond}
 	})
-	hook := webhooktest.InsertSubscription(t, pool, webhooktest.Subscription{URL: rc.URL, Secret: rc.Secret})
+	// Two slots across both instances: the killed one dies holding some, which must
+	// come back after the ack wait (2s) or the rest would never be delivered.
+	hook := webhooktest.InsertSubscription(t, pool, webhooktest.Subscription{URL: rc.URL, Secret: rc.Secret, MaxInFlight: 2})
 
 	opts := streams.Options
 	opts.FanoutAckWait = 3 * time.Second // redelivery of the killed instance's events

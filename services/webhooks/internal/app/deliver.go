@@ -77,13 +77,15 @@ type Sender interface {
 
 // DeliveryStore is what the delivery workers need of the database.
 type DeliveryStore interface {
-	// Delivery returns the delivery with its subscription, ErrNotFound when gone.
-	Delivery(ctx context.Context, id string) (Delivery, error)
+	// Deliveries returns the deliveries with these ids that exist, by id.
+	Deliveries(ctx context.Context, ids []string) (map[string]Delivery, error)
 	// MarkFailed sets an unsucceeded delivery failed with reason, without an attempt.
 	MarkFailed(ctx context.Context, id, reason string) error
-	// RecordAttempt writes rec in one transaction and returns the attempt's number;
-	// ErrNotFound when the delivery is gone.
-	RecordAttempt(ctx context.Context, rec AttemptRecord) (int, error)
+	// RecordAttempts writes the attempts in one statement (a group commit) and returns
+	// each one's number by delivery id; a delivery that is gone has none.
+	RecordAttempts(ctx context.Context, recs []AttemptRecord) (map[string]int, error)
+	// DisableSubscription disables an active subscription with reason.
+	DisableSubscription(ctx context.Context, id int64, reason string) error
 	// OldestPending returns the age of the oldest pending delivery, 0 when none is.
 	OldestPending(ctx context.Context) (time.Duration, error)
 }
@@ -92,44 +94,78 @@ type DeliveryStore interface {
 type DeliveryOptions struct {
 	// Schedule holds the waits after attempts 1, 2, …; a round has len(Schedule)+1 attempts.
 	Schedule []time.Duration
-	// MaxInFlightPerHook caps the attempts in flight per subscription in this instance
-	// (0: no cap).
-	MaxInFlightPerHook int
-	// BusyDelay is how long a job waits when its subscription's cap is reached (default 1s).
-	BusyDelay time.Duration
-	// DisableAfter: a subscription failing since longer than this is disabled at its
-	// next failed attempt (0: never).
-	DisableAfter time.Duration
+	// Batch is the most deliveries one load or one group commit takes (default 256).
+	Batch int
 	// Now is the clock (default time.Now).
 	Now func() time.Time
 }
 
-// Deliverer handles delivery jobs: one signed attempt per job message.
+// Deliverer handles delivery jobs: one signed attempt per job message. Loading
+// deliveries and recording attempts are batched across the jobs under way: a few
+// statements serve many jobs.
 type Deliverer struct {
 	store   DeliveryStore
+	subs    *Subscriptions
+	rates   *RateLimiter
 	sender  Sender
 	opts    DeliveryOptions
-	limiter *hookLimiter
+	loads   *batcher[string, loaded]
+	records *batcher[AttemptRecord, recorded]
 	metrics *Metrics
 	log     *slog.Logger
 }
 
-// NewDeliverer returns a Deliverer.
-func NewDeliverer(store DeliveryStore, sender Sender, metrics *Metrics, log *slog.Logger, opts DeliveryOptions) *Deliverer {
-	if opts.BusyDelay <= 0 {
-		opts.BusyDelay = time.Second
-	}
+type loaded struct {
+	d  Delivery
+	ok bool
+}
+
+type recorded struct {
+	attempt int
+	ok      bool
+}
+
+// batchRunners is how many loads (and group commits) may run at once per instance.
+const batchRunners = 4
+
+// NewDeliverer returns a Deliverer; Close stops its batchers.
+func NewDeliverer(store DeliveryStore, subs *Subscriptions, rates *RateLimiter, sender Sender, metrics *Metrics, log *slog.Logger, opts DeliveryOptions) *Deliverer {
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
-	return &Deliverer{
-		store:   store,
-		sender:  sender,
-		opts:    opts,
-		limiter: newHookLimiter(opts.MaxInFlightPerHook),
-		metrics: metrics,
-		log:     log,
+	if opts.Batch <= 0 {
+		opts.Batch = 256
 	}
+	d := &Deliverer{store: store, subs: subs, rates: rates, sender: sender, opts: opts, metrics: metrics, log: log}
+	d.loads = newBatcher(batchRunners, opts.Batch, func(ctx context.Context, ids []string) ([]loaded, error) {
+		m, err := store.Deliveries(ctx, ids)
+		if err != nil {
+			return nil, err
+		}
+		out := make([]loaded, len(ids))
+		for i, id := range ids {
+			out[i].d, out[i].ok = m[id]
+		}
+		return out, nil
+	})
+	d.records = newBatcher(batchRunners, opts.Batch, func(ctx context.Context, recs []AttemptRecord) ([]recorded, error) {
+		m, err := store.RecordAttempts(ctx, recs)
+		if err != nil {
+			return nil, err
+		}
+		out := make([]recorded, len(recs))
+		for i, r := range recs {
+			out[i].attempt, out[i].ok = m[r.DeliveryID]
+		}
+		return out, nil
+	})
+	return d
+}
+
+// Close stops the batchers; call it once no Deliver runs any more.
+func (d *Deliverer) Close() {
+	d.loads.Close()
+	d.records.Close()
 }
 
 // MaxRoundAttempts is the number of attempts of a round: the schedule's waits plus one.
@@ -141,8 +177,9 @@ func (d *Deliverer) OldestPending(ctx context.Context) (time.Duration, error) {
 }
 
 // Deliver handles one job message (an encoded eventsv1.WebhookJob) that JetStream has
-// delivered numDelivered times. When ctx is cancelled during the request (shutdown),
-// the attempt is abandoned unrecorded and the job goes back to the queue at once.
+// delivered numDelivered times. The job may be acknowledged once Deliver returns Ack:
+// its attempt is committed. When ctx is cancelled during the request (shutdown), the
+// attempt is abandoned unrecorded and the job goes back to the queue at once.
 func (d *Deliverer) Deliver(ctx context.Context, data []byte, numDelivered uint64) Decision {
 	job, err := events.UnmarshalWebhookJob(data)
 	if err != nil {
@@ -153,17 +190,18 @@ func (d *Deliverer) Deliver(ctx context.Context, data []byte, numDelivered uint6
 	}
 	log := d.log.With("delivery_id", job.GetDeliveryId(), "hook_id", job.GetHookId())
 
-	del, err := d.store.Delivery(ctx, job.GetDeliveryId())
+	l, err := d.loads.Do(ctx, job.GetDeliveryId())
 	switch {
-	case errors.Is(err, ErrNotFound):
-		log.Info("delivery gone (subscription or delivery deleted); job dropped")
-		return Decision{Action: Ack}
 	case err != nil && ctx.Err() != nil:
 		return Decision{Action: Nak} // stopping: another instance takes it at once
 	case err != nil:
 		log.Warn("load delivery", "err", err)
 		return Decision{Action: Nak, Delay: backoff.TransientDelay(numDelivered)}
+	case !l.ok:
+		log.Info("delivery gone (subscription or delivery deleted); job dropped")
+		return Decision{Action: Ack}
 	}
+	del := l.d
 	log = log.With("event", del.Event)
 	switch {
 	case del.Status == StatusSucceeded:
@@ -174,7 +212,23 @@ func (d *Deliverer) Deliver(ctx context.Context, data []byte, numDelivered uint6
 		log.Info("delivery already failed; duplicate job dropped")
 		return Decision{Action: Ack}
 	}
-	if !del.Subscription.Active && del.Event != events.TypeWebhookTest {
+	sub, err := d.subs.Get(ctx, del.SubscriptionID)
+	switch {
+	case errors.Is(err, ErrNotFound):
+		log.Info("subscription deleted; job dropped")
+		return Decision{Action: Ack}
+	case err != nil && ctx.Err() != nil:
+		return Decision{Action: Nak}
+	case err != nil:
+		log.Warn("load subscription", "err", err)
+		return Decision{Action: Nak, Delay: backoff.TransientDelay(numDelivered)}
+	}
+	del.Subscription = sub
+	if sub.SecretError != nil {
+		log.Error("cannot open the subscription's signing secret; delivery waits", "err", sub.SecretError)
+		return Decision{Action: Nak, Delay: backoff.TransientDelay(numDelivered)}
+	}
+	if !sub.Active && del.Event != events.TypeWebhookTest {
 		if err := d.store.MarkFailed(ctx, del.ID, ReasonSubscriptionDisabled); err != nil && !errors.Is(err, ErrNotFound) {
 			log.Warn("mark delivery failed", "err", err)
 			return Decision{Action: Nak, Delay: backoff.TransientDelay(numDelivered)}
@@ -183,14 +237,15 @@ func (d *Deliverer) Deliver(ctx context.Context, data []byte, numDelivered uint6
 		d.metrics.Deliveries.WithLabelValues(OutcomeFailed).Inc()
 		return Decision{Action: Ack}
 	}
-	if !d.limiter.tryAcquire(del.SubscriptionID) {
-		return Decision{Action: Nak, Delay: d.opts.BusyDelay}
+	if d.rates != nil {
+		if err := d.rates.Wait(ctx, sub); err != nil {
+			return Decision{Action: Nak}
+		}
 	}
-	defer d.limiter.release(del.SubscriptionID)
 
 	now := d.opts.Now()
 	resp := d.sender.Send(ctx, Request{
-		URL:    del.Subscription.URL,
+		URL:    sub.URL,
 		Header: Headers(del, now),
 		Body:   del.Body,
 	})
@@ -223,12 +278,6 @@ func (d *Deliverer) record(ctx context.Context, log *slog.Logger, del Delivery, 
 		rec.Status, rec.DisableReason, outcome = StatusFailed, ReasonGone, OutcomeDisabled
 	default:
 		rec.Error = failureText(resp)
-		sub := del.Subscription
-		if d.opts.DisableAfter > 0 && sub.Active && !sub.FailingSince.IsZero() && d.opts.Now().Sub(sub.FailingSince) >= d.opts.DisableAfter {
-			rec.Status, outcome = StatusFailed, OutcomeDisabled
-			rec.DisableReason = "every delivery failed for " + humanDuration(d.opts.DisableAfter)
-			break
-		}
 		w, more := backoff.RetryWait(d.opts.Schedule, round)
 		if !more {
 			rec.Status, outcome = StatusFailed, OutcomeFailed
@@ -240,10 +289,20 @@ func (d *Deliverer) record(ctx context.Context, log *slog.Logger, del Delivery, 
 		rec.Status, wait = StatusPending, w
 	}
 
+	// Written even when ctx is cancelled (shutdown): the attempt happened.
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), recordTimeout)
 	defer cancel()
-	attempt, err := d.store.RecordAttempt(rctx, rec)
-	if errors.Is(err, ErrNotFound) {
+	if rec.DisableReason != "" {
+		// Rare (410 Gone): a write to the subscription's row, which tells every
+		// instance. Before the attempt's record, so a failure here retries both.
+		if err := d.store.DisableSubscription(rctx, del.SubscriptionID, rec.DisableReason); err != nil {
+			log.Warn("disable subscription", "err", err)
+			return Decision{Action: Nak, Delay: backoff.TransientDelay(numDelivered)}
+		}
+		d.subs.Changed(rctx, del.SubscriptionID)
+	}
+	r, err := d.records.Do(rctx, rec)
+	if err == nil && !r.ok {
 		log.Info("delivery deleted during its attempt; job dropped")
 		return Decision{Action: Ack}
 	}
@@ -254,7 +313,7 @@ func (d *Deliverer) record(ctx context.Context, log *slog.Logger, del Delivery, 
 	}
 	d.metrics.Deliveries.WithLabelValues(outcome).Inc()
 
-	attrs := []any{"attempt", attempt, "round_attempt", round, "status_code", resp.StatusCode,
+	attrs := []any{"attempt", r.attempt, "round_attempt", round, "status_code", resp.StatusCode,
 		"duration_ms", resp.Duration.Milliseconds(), "outcome", outcome}
 	if rec.Error != "" {
 		attrs = append(attrs, "error", rec.Error)
@@ -268,7 +327,7 @@ func (d *Deliverer) record(ctx context.Context, log *slog.Logger, del Delivery, 
 	case rec.Status == StatusFailed:
 		log.Warn("webhook attempt failed; delivery failed after the last attempt", attrs...)
 	default:
-		log.Info("webhook delivered", attrs...)
+		log.Debug("webhook delivered", attrs...)
 	}
 	return Decision{Action: Ack}
 }

@@ -22,22 +22,3 @@ func TestHumanDuration(t *testing.T) {
 		}
 	}
 }
-
-func TestHookLimiter(t *testing.T) {
-	l := newHookLimiter(2)
-	for i := range 2 {
-		if !l.tryAcquire(1) {
-			t.Fatalf("slot %d refused", i+1)
-		}
-	}
-	if l.tryAcquire(1) {
-		t.Fatal("third slot granted")
-	}
-	if !l.tryAcquire(2) {
-		t.Fatal("another hook is limited separately")
-	}
-	l.release(1)
-	if !l.tryAcquire(1) {
-		t.Fatal("released slot not reusable")
-	}
-}

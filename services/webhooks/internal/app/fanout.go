@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"log/slog"
 	"strconv"
-	"time"
 
 	"github.com/google/uuid"
 
@@ -27,73 +26,108 @@ func DeliveryID(eventID string, hookID int64) string {
 
 // FanoutStore is what the fan-out needs of the database.
 type FanoutStore interface {
-	// ActiveSubscriptionIDs returns the active subscriptions that selected eventType
-	// and existed when the event occurred.
-	ActiveSubscriptionIDs(ctx context.Context, eventType string, occurredAt time.Time) ([]int64, error)
-	// InsertDelivery inserts d unless a delivery of that event to that subscription
-	// exists; ErrNotFound when the subscription does not exist.
-	InsertDelivery(ctx context.Context, d NewDelivery) error
+	// InsertDeliveries inserts the deliveries in one statement, leaving alone those
+	// that exist (an event fanned out again).
+	InsertDeliveries(ctx context.Context, ds []NewDelivery) error
+}
+
+// Job is a delivery job to queue: the message and its Nats-Msg-Id (the delivery id).
+type Job struct {
+	Job   *eventsv1.WebhookJob
+	MsgID string
 }
 
 // JobPublisher queues delivery jobs.
 type JobPublisher interface {
-	// PublishJob publishes job with msgID as Nats-Msg-Id and waits for the stream's ack.
-	PublishJob(ctx context.Context, job *eventsv1.WebhookJob, msgID string) error
+	// PublishJobs publishes the jobs at once, each with its MsgID as Nats-Msg-Id, and
+	// returns once the stream has acknowledged every one (an error if any failed).
+	PublishJobs(ctx context.Context, jobs []Job) error
 }
 
 // Fanout turns each package event into one delivery (row and job) per subscription.
 type Fanout struct {
+	subs  *Subscriptions
 	store FanoutStore
 	jobs  JobPublisher
 	log   *slog.Logger
 }
 
-// NewFanout returns a Fanout writing to store and queueing on jobs.
-func NewFanout(store FanoutStore, jobs JobPublisher, log *slog.Logger) *Fanout {
-	return &Fanout{store: store, jobs: jobs, log: log}
+// NewFanout returns a Fanout matching events to subs, writing to store and queueing on
+// jobs.
+func NewFanout(subs *Subscriptions, store FanoutStore, jobs JobPublisher, log *slog.Logger) *Fanout {
+	return &Fanout{subs: subs, store: store, jobs: jobs, log: log}
 }
 
-// Handle fans out one event message (an encoded eventsv1.Envelope). Every step is
-// idempotent, so an event handled again after a crash yields the same deliveries, and
-// their jobs are dropped by the stream's duplicate window or acknowledged as done by
-// the workers. An error wrapping ErrPoison means the message can never be handled;
-// any other error is transient.
+// Handle fans out one event message; see HandleBatch.
 func (f *Fanout) Handle(ctx context.Context, data []byte) error {
-	env, err := events.UnmarshalEnvelope(data)
-	if err != nil {
-		return fmt.Errorf("%w: %w", ErrPoison, err)
+	return f.HandleBatch(ctx, [][]byte{data})[0]
+}
+
+// HandleBatch fans out event messages (encoded eventsv1.Envelopes) together: their
+// delivery rows in one insert, then their jobs published asynchronously, waiting for
+// every acknowledgement. It returns one error per message: nil once all of that
+// message's jobs are queued (it may be acknowledged), an error wrapping ErrPoison for a
+// message that can never be handled, another error for a transient failure. Every
+// step is idempotent, so an event handled again after a crash yields the same
+// deliveries, and their jobs are dropped by the stream's duplicate window or
+// acknowledged as done by the workers.
+func (f *Fanout) HandleBatch(ctx context.Context, msgs [][]byte) []error {
+	errs := make([]error, len(msgs))
+	var rows []NewDelivery
+	var jobs []Job
+	if err := f.subs.CatchUp(ctx); err != nil {
+		for i := range errs {
+			errs[i] = fmt.Errorf("fan-out: subscriptions: %w", err)
+		}
+		return errs
 	}
-	typ, body, err := RenderBody(env)
-	if err != nil {
-		return err
-	}
-	var targets []int64
-	if typ == events.TypeWebhookTest {
-		// The Test button: that one subscription, whatever its selection or state.
-		targets = []int64{env.GetWebhookTest().GetHookId()}
-	} else if targets, err = f.store.ActiveSubscriptionIDs(ctx, typ, env.GetOccurredAt().AsTime()); err != nil {
-		return fmt.Errorf("fan-out %s: %w", env.GetEventId(), err)
-	}
-	for _, hookID := range targets {
-		id := DeliveryID(env.GetEventId(), hookID)
-		err := f.store.InsertDelivery(ctx, NewDelivery{
-			ID:             id,
-			SubscriptionID: hookID,
-			EventID:        env.GetEventId(),
-			Event:          typ,
-			Body:           body,
-		})
-		if errors.Is(err, ErrNotFound) {
-			f.log.Info("subscription gone; no delivery", "event_id", env.GetEventId(), "event", typ, "hook_id", hookID)
+	for i, data := range msgs {
+		env, err := events.UnmarshalEnvelope(data)
+		if err != nil {
+			errs[i] = fmt.Errorf("%w: %w", ErrPoison, err)
 			continue
 		}
+		typ, body, err := RenderBody(env)
 		if err != nil {
-			return fmt.Errorf("fan-out %s to hook %d: %w", env.GetEventId(), hookID, err)
+			errs[i] = err
+			continue
 		}
-		if err := f.jobs.PublishJob(ctx, &eventsv1.WebhookJob{DeliveryId: id, HookId: hookID}, id); err != nil {
-			return fmt.Errorf("fan-out %s to hook %d: queue delivery %s: %w", env.GetEventId(), hookID, id, err)
+		var targets []Subscription
+		if typ == events.TypeWebhookTest {
+			// The Test button: that one subscription, whatever its selection or state.
+			s, err := f.subs.Get(ctx, env.GetWebhookTest().GetHookId())
+			switch {
+			case errors.Is(err, ErrNotFound):
+				f.log.Info("subscription gone; no delivery", "event_id", env.GetEventId(), "event", typ, "hook_id", env.GetWebhookTest().GetHookId())
+			case err != nil:
+				errs[i] = fmt.Errorf("fan-out %s: %w", env.GetEventId(), err)
+				continue
+			default:
+				targets = []Subscription{s}
+			}
+		} else {
+			targets = f.subs.Matching(typ, env.GetOccurredAt().AsTime())
 		}
+		for _, s := range targets {
+			id := DeliveryID(env.GetEventId(), s.ID)
+			rows = append(rows, NewDelivery{ID: id, SubscriptionID: s.ID, EventID: env.GetEventId(), Event: typ, Body: body})
+			jobs = append(jobs, Job{Job: &eventsv1.WebhookJob{DeliveryId: id, HookId: s.ID}, MsgID: id})
+		}
+		f.log.Debug("fanning out", "event_id", env.GetEventId(), "event", typ, "deliveries", len(targets))
 	}
-	f.log.Debug("fanned out", "event_id", env.GetEventId(), "event", typ, "deliveries", len(targets))
-	return nil
+	fail := func(err error) []error {
+		for i := range errs {
+			if errs[i] == nil {
+				errs[i] = err
+			}
+		}
+		return errs
+	}
+	if err := f.store.InsertDeliveries(ctx, rows); err != nil {
+		return fail(fmt.Errorf("fan-out of %d events: %w", len(msgs), err))
+	}
+	if err := f.jobs.PublishJobs(ctx, jobs); err != nil {
+		return fail(fmt.Errorf("fan-out of %d events: queue %d deliveries: %w", len(msgs), len(jobs), err))
+	}
+	return errs
 }

@@ -10,7 +10,10 @@ package app
 
 import (
 	"errors"
+	"slices"
 	"time"
+
+	"github.com/shipfile/shipfile/pkg/events"
 )
 
 // Delivery states (webhook_deliveries.status).
@@ -37,7 +40,7 @@ type NewDelivery struct {
 	Body           []byte // the exact JSON body of every attempt
 }
 
-// Delivery is a delivery row with the subscription it goes to.
+// Delivery is a delivery row and the subscription it goes to (from the cache).
 type Delivery struct {
 	ID             string
 	SubscriptionID int64
@@ -50,7 +53,8 @@ type Delivery struct {
 	Subscription   Subscription
 }
 
-// Subscription is what a delivery needs of its webhook subscription.
+// Subscription is what the dispatcher needs of a webhook subscription; each instance
+// keeps them all in a cache (Subscriptions).
 type Subscription struct {
 	ID     int64
 	URL    string
@@ -60,13 +64,36 @@ type Subscription struct {
 	PreviousSecret      string
 	PreviousSecretUntil time.Time
 	Active              bool
-	// FailingSince is the first failed attempt since the last success; zero while
-	// deliveries succeed.
-	FailingSince time.Time
+	// Events are the selected event types; nil selects every event type, those added
+	// later included.
+	Events    []string
+	CreatedAt time.Time
+	// MaxInFlight is how many of its deliveries may be in flight at once, across every
+	// dispatcher instance (1–256).
+	MaxInFlight int
+	// RateLimit is how many deliveries per second it gets at most, across every
+	// instance; 0: no limit.
+	RateLimit int
+	// SecretError says why its secrets could not be opened (a key this instance lacks);
+	// its deliveries wait (transient) while it is set, the others go on.
+	SecretError error
 }
 
-// AttemptRecord is the outcome of one attempt, written in one transaction: a
-// webhook_attempts row, the delivery's counters and status, the subscription's health.
+// Selects reports whether an event of type typ that occurred at occurredAt goes to s:
+// s is active, selected typ (or every type), and existed when the event occurred
+// (events older than a subscription, still in the stream when a new fan-out consumer
+// starts, do not reach it). webhook.test is never selected; it goes to its one
+// subscription.
+func (s Subscription) Selects(typ string, occurredAt time.Time) bool {
+	if !s.Active || typ == events.TypeWebhookTest || s.CreatedAt.After(occurredAt) {
+		return false
+	}
+	return s.Events == nil || slices.Contains(s.Events, typ)
+}
+
+// AttemptRecord is the outcome of one attempt: a webhook_attempts row and the
+// delivery's counters and status, written with other attempts in one statement. The
+// subscription's health is derived from the attempts later, off the hot path.
 type AttemptRecord struct {
 	DeliveryID     string
 	SubscriptionID int64
@@ -80,6 +107,7 @@ type AttemptRecord struct {
 	Succeeded   bool
 	// Status is the delivery's status after the attempt.
 	Status string
-	// DisableReason, when set, disables the subscription (if still active) with this reason.
+	// DisableReason, when set, disables the subscription (if still active) with this
+	// reason once the attempt is recorded (410 Gone: rare).
 	DisableReason string
 }

@@ -9,22 +9,32 @@ import (
 	"fmt"
 	"log/slog"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/shipfile/shipfile/pkg/backoff"
 	"github.com/shipfile/shipfile/pkg/events"
-	"github.com/shipfile/shipfile/pkg/events/eventsv1"
 	"github.com/shipfile/shipfile/services/webhooks/internal/app"
 )
 
 // Production names of the durable consumers.
 const (
-	FanoutConsumer  = "webhooks-fanout"
+	FanoutConsumer = "webhooks-fanout"
+	// DeliverConsumer names the delivery consumers: one per subscription,
+	// DeliverConsumer + "-" + its id. (Before 00007 it was one shared consumer of that
+	// name; Run deletes it.)
 	DeliverConsumer = "webhooks-deliver"
+	// RetryConsumer holds the jobs waiting for their next attempt.
+	RetryConsumer = "webhooks-retry"
 )
+
+// HeaderNotBefore is the header of a job waiting on the retry subject: Unix
+// milliseconds before which its next attempt must not start.
+const HeaderNotBefore = "Shipfile-Not-Before"
 
 // Options name the streams, subjects and consumers the dispatcher uses and tune its
 // loops. DefaultOptions has the production names; tests give each run its own.
@@ -34,21 +44,27 @@ type Options struct {
 	FanoutConsumer string // webhooks-fanout
 
 	JobsStream       string // SHIPFILE_WEBHOOKS
-	JobsFilter       string // shipfile.webhooks.>
+	JobsFilter       string // shipfile.webhooks.> (the pre-00007 shared consumer's filter)
 	JobSubjectPrefix string // shipfile.webhooks. (then the hook id)
-	DeliverConsumer  string // webhooks-deliver
+	DeliverConsumer  string // webhooks-deliver (then "-" and the hook id)
+	// RetrySubjectPrefix starts the subjects of jobs waiting for their next attempt
+	// (then the hook id); default JobSubjectPrefix + "retry.".
+	RetrySubjectPrefix string
+	RetryConsumer      string // webhooks-retry
 
-	// AckWait of the delivery consumer: longer than one attempt (timeout + margin).
-	// A handler also reports progress every AckWait/2.
+	// AckWait of the delivery consumers: longer than one attempt (timeout + margin).
+	// A handler also reports progress every AckWait/2. A killed instance's slots of a
+	// subscription's max_in_flight come back after AckWait.
 	AckWait time.Duration
 	// FanoutAckWait is the AckWait of the fan-out consumer (default 30s).
 	FanoutAckWait time.Duration
-	// MaxAckPending of the delivery consumer. Jobs waiting for their retry count, so it
-	// is generous (default 100000).
+	// MaxAckPending of the retry consumer: jobs waiting for their next attempt, across
+	// all instances (default 100000; when reached, new retries wait).
 	MaxAckPending int
-	// Workers is the number of concurrent delivery workers of this instance (default 16).
+	// Workers caps the attempts in flight in this instance, all subscriptions together
+	// (default 256); each subscription also has its own cap (max_in_flight).
 	Workers int
-	// FanoutBatch is how many events one fetch takes at most (default 32).
+	// FanoutBatch is how many events one fan-out takes at most (default 64).
 	FanoutBatch int
 	// FetchWait is how long one fetch waits for messages; also the longest a stopping
 	// dispatcher waits for its fetches (default 2s).
@@ -58,26 +74,31 @@ type Options struct {
 	ShutdownTimeout time.Duration
 	// StatsInterval is the refresh period of the queue gauges (default 5s).
 	StatsInterval time.Duration
+	// ReconcileInterval is how often the delivery consumers are checked against the
+	// subscriptions without a pushed change (default 30s).
+	ReconcileInterval time.Duration
 }
 
 // DefaultOptions returns the production names and defaults.
 func DefaultOptions() Options {
 	return Options{
-		EventsStream:     events.StreamEvents,
-		EventsFilter:     events.SubjectPrefix + ">",
-		FanoutConsumer:   FanoutConsumer,
-		JobsStream:       events.StreamWebhooks,
-		JobsFilter:       events.WebhookSubjectPrefix + ">",
-		JobSubjectPrefix: events.WebhookSubjectPrefix,
-		DeliverConsumer:  DeliverConsumer,
-		AckWait:          15 * time.Second,
-		FanoutAckWait:    30 * time.Second,
-		MaxAckPending:    100000,
-		Workers:          16,
-		FanoutBatch:      32,
-		FetchWait:        2 * time.Second,
-		ShutdownTimeout:  20 * time.Second,
-		StatsInterval:    5 * time.Second,
+		EventsStream:      events.StreamEvents,
+		EventsFilter:      events.SubjectPrefix + ">",
+		FanoutConsumer:    FanoutConsumer,
+		JobsStream:        events.StreamWebhooks,
+		JobsFilter:        events.WebhookSubjectPrefix + ">",
+		JobSubjectPrefix:  events.WebhookSubjectPrefix,
+		DeliverConsumer:   DeliverConsumer,
+		RetryConsumer:     RetryConsumer,
+		AckWait:           15 * time.Second,
+		FanoutAckWait:     30 * time.Second,
+		MaxAckPending:     100000,
+		Workers:           256,
+		FanoutBatch:       64,
+		FetchWait:         2 * time.Second,
+		ShutdownTimeout:   20 * time.Second,
+		StatsInterval:     5 * time.Second,
+		ReconcileInterval: 30 * time.Second,
 	}
 }
 
@@ -95,12 +116,19 @@ func (o *Options) defaults() {
 	set(&o.JobsFilter, d.JobsFilter)
 	set(&o.JobSubjectPrefix, d.JobSubjectPrefix)
 	set(&o.DeliverConsumer, d.DeliverConsumer)
-	if o.AckWait <= 0 {
-		o.AckWait = d.AckWait
+	set(&o.RetrySubjectPrefix, o.JobSubjectPrefix+"retry.")
+	set(&o.RetryConsumer, d.RetryConsumer)
+	pos := func(v *time.Duration, def time.Duration) {
+		if *v <= 0 {
+			*v = def
+		}
 	}
-	if o.FanoutAckWait <= 0 {
-		o.FanoutAckWait = d.FanoutAckWait
-	}
+	pos(&o.AckWait, d.AckWait)
+	pos(&o.FanoutAckWait, d.FanoutAckWait)
+	pos(&o.FetchWait, d.FetchWait)
+	pos(&o.ShutdownTimeout, d.ShutdownTimeout)
+	pos(&o.StatsInterval, d.StatsInterval)
+	pos(&o.ReconcileInterval, d.ReconcileInterval)
 	if o.MaxAckPending <= 0 {
 		o.MaxAckPending = d.MaxAckPending
 	}
@@ -110,15 +138,11 @@ func (o *Options) defaults() {
 	if o.FanoutBatch <= 0 {
 		o.FanoutBatch = d.FanoutBatch
 	}
-	if o.FetchWait <= 0 {
-		o.FetchWait = d.FetchWait
-	}
-	if o.ShutdownTimeout <= 0 {
-		o.ShutdownTimeout = d.ShutdownTimeout
-	}
-	if o.StatsInterval <= 0 {
-		o.StatsInterval = d.StatsInterval
-	}
+}
+
+// HookConsumer is the name of the delivery consumer of subscription id.
+func (o Options) HookConsumer(id int64) string {
+	return o.DeliverConsumer + "-" + strconv.FormatInt(id, 10)
 }
 
 // JobPublisher queues delivery jobs on the jobs stream.
@@ -134,43 +158,85 @@ func NewJobPublisher(js jetstream.JetStream, prefix string) *JobPublisher {
 	return &JobPublisher{js: js, prefix: prefix}
 }
 
-// PublishJob publishes job with msgID as Nats-Msg-Id and waits for the stream's ack.
-func (p *JobPublisher) PublishJob(ctx context.Context, job *eventsv1.WebhookJob, msgID string) error {
-	msg, err := events.WebhookJobMessage(job, msgID)
-	if err != nil {
-		return err
+// PublishJobs publishes the jobs asynchronously, each with its MsgID as Nats-Msg-Id
+// (a job published again is dropped by the stream's duplicate window), and waits until
+// the stream has acknowledged every one.
+func (p *JobPublisher) PublishJobs(ctx context.Context, jobs []app.Job) error {
+	futures := make([]jetstream.PubAckFuture, 0, len(jobs))
+	var errs []error
+	for _, j := range jobs {
+		msg, err := events.WebhookJobMessage(j.Job, j.MsgID)
+		if err != nil {
+			return err
+		}
+		subject := p.prefix + strconv.FormatInt(j.Job.GetHookId(), 10)
+		f, err := p.js.PublishAsync(subject, msg.Data, jetstream.WithMsgID(msg.ID))
+		if err != nil {
+			errs = append(errs, fmt.Errorf("publish webhook job on %s: %w", subject, err))
+			break
+		}
+		futures = append(futures, f)
 	}
-	subject := p.prefix + strconv.FormatInt(job.GetHookId(), 10)
-	if _, err := p.js.Publish(ctx, subject, msg.Data, jetstream.WithMsgID(msg.ID)); err != nil {
-		return fmt.Errorf("publish webhook job on %s: %w", subject, err)
+	for _, f := range futures {
+		select {
+		case <-f.Ok():
+		case err := <-f.Err():
+			errs = append(errs, fmt.Errorf("publish webhook job on %s: %w", f.Msg().Subject, err))
+		case <-ctx.Done():
+			return fmt.Errorf("publish webhook jobs: %w", ctx.Err())
+		}
 	}
-	return nil
+	return errors.Join(errs...)
 }
 
-// Dispatcher runs the fan-out and the delivery workers of one instance on the shared
-// durable consumers.
+// Listener pushes subscription changes (the store's LISTEN connection).
+type Listener interface {
+	// Listen calls connected once listening, then changed for every changed
+	// subscription, until ctx is done or the connection fails.
+	Listen(ctx context.Context, connected func(), changed func(id int64)) error
+}
+
+// Parts are what a Dispatcher runs.
+type Parts struct {
+	Subscriptions *app.Subscriptions
+	Listener      Listener
+	Fanout        *app.Fanout
+	Deliverer     *app.Deliverer
+	Health        *app.Health
+	Metrics       *app.Metrics
+	Log           *slog.Logger
+}
+
+// Dispatcher runs the fan-out and the deliveries of one instance on the shared durable
+// consumers: the fan-out consumer of package events, one delivery consumer per
+// subscription (MaxAckPending = its max_in_flight, so the cap holds across every
+// instance and a slow receiver holds up only its own consumer), and the retry consumer
+// holding jobs until their next attempt is due.
 type Dispatcher struct {
-	js        jetstream.JetStream
-	fanout    *app.Fanout
-	deliverer *app.Deliverer
-	metrics   *app.Metrics
-	log       *slog.Logger
-	opts      Options
+	js   jetstream.JetStream
+	p    Parts
+	log  *slog.Logger
+	opts Options
+
+	sem      chan struct{} // the instance's attempts in flight (Workers)
+	inflight sync.WaitGroup
 }
 
 // NewDispatcher returns a Dispatcher; Run starts it.
-func NewDispatcher(js jetstream.JetStream, fanout *app.Fanout, deliverer *app.Deliverer, metrics *app.Metrics, log *slog.Logger, opts Options) *Dispatcher {
+func NewDispatcher(js jetstream.JetStream, p Parts, opts Options) *Dispatcher {
 	opts.defaults()
-	return &Dispatcher{js: js, fanout: fanout, deliverer: deliverer, metrics: metrics, log: log, opts: opts}
+	return &Dispatcher{js: js, p: p, log: p.Log, opts: opts, sem: make(chan struct{}, opts.Workers)}
 }
 
 // Options returns the dispatcher's options with defaults filled in.
 func (d *Dispatcher) Options() Options { return d.opts }
 
-// EnsureConsumers creates both durable pull consumers, or updates them to the current
-// configuration. Every instance calls it at start; they share the consumers. Requests
-// a NATS cluster drops or refuses for a while are retried (events.EnsureConsumer).
-func (d *Dispatcher) EnsureConsumers(ctx context.Context) (fanout, deliver jetstream.Consumer, err error) {
+// EnsureConsumers creates the durable fan-out and retry consumers, or updates them to
+// the current configuration, and deletes the shared delivery consumer of the versions
+// before per-subscription consumers (its filter would overlap theirs on the work-queue
+// stream). Every instance calls it at start; they share the consumers. Requests a NATS
+// cluster drops or refuses for a while are retried (events.EnsureConsumer).
+func (d *Dispatcher) EnsureConsumers(ctx context.Context) (fanout, retry jetstream.Consumer, err error) {
 	fanout, err = events.EnsureConsumer(ctx, d.js, d.opts.EventsStream, jetstream.ConsumerConfig{
 		Durable:       d.opts.FanoutConsumer,
 		Description:   "webhook dispatcher: fans package events out to subscriptions",
@@ -184,28 +250,38 @@ func (d *Dispatcher) EnsureConsumers(ctx context.Context) (fanout, deliver jetst
 	if err != nil {
 		return nil, nil, err
 	}
-	deliver, err = events.EnsureConsumer(ctx, d.js, d.opts.JobsStream, jetstream.ConsumerConfig{
-		Durable:       d.opts.DeliverConsumer,
-		Description:   "webhook dispatcher: delivers webhook jobs",
-		FilterSubject: d.opts.JobsFilter,
+	if err := d.js.DeleteConsumer(ctx, d.opts.JobsStream, d.opts.DeliverConsumer); err != nil && !errors.Is(err, jetstream.ErrConsumerNotFound) {
+		return nil, nil, fmt.Errorf("delete the shared delivery consumer %s: %w", d.opts.DeliverConsumer, err)
+	}
+	retry, err = events.EnsureConsumer(ctx, d.js, d.opts.JobsStream, jetstream.ConsumerConfig{
+		Durable:       d.opts.RetryConsumer,
+		Description:   "webhook dispatcher: holds delivery jobs until their next attempt",
+		FilterSubject: d.opts.RetrySubjectPrefix + ">",
 		DeliverPolicy: jetstream.DeliverAllPolicy,
 		AckPolicy:     jetstream.AckExplicitPolicy,
-		AckWait:       d.opts.AckWait,
+		AckWait:       30 * time.Second,
 		MaxDeliver:    -1,
 		MaxAckPending: d.opts.MaxAckPending,
 	})
 	if err != nil {
 		return nil, nil, err
 	}
-	return fanout, deliver, nil
+	return fanout, retry, nil
 }
 
-// Run ensures the consumers and runs the fan-out loop, the delivery workers and the
+// hookConsumer is this instance's pull of one subscription's delivery consumer.
+type hookConsumer struct {
+	maxInFlight int
+	cc          jetstream.ConsumeContext
+}
+
+// Run ensures the consumers and runs the fan-out loop, the delivery consumers of every
+// subscription, the retry loop, the subscription listener, the health pass and the
 // gauge refresher until ctx is done. Then it stops fetching and lets in-flight work
 // finish within ShutdownTimeout; attempts still running after that are abandoned and
 // their jobs returned to the queue. It returns nil after a clean stop.
 func (d *Dispatcher) Run(ctx context.Context) error {
-	fanoutCons, deliverCons, err := d.EnsureConsumers(ctx)
+	fanoutCons, retryCons, err := d.EnsureConsumers(ctx)
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil // stopped before it started: a clean stop
@@ -217,83 +293,384 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 	workCtx, cancelWork := context.WithCancel(context.WithoutCancel(ctx))
 	defer cancelWork()
 
-	var wg sync.WaitGroup
-	wg.Go(func() {
-		events.Consume(ctx, fanoutCons, d.opts.FanoutBatch, d.opts.FetchWait, d.log, func(msg jetstream.Msg) { d.handleEvent(workCtx, msg) })
-	})
-	for range d.opts.Workers {
-		// One job at a time: no job waits in a buffer while its AckWait runs.
-		wg.Go(func() {
-			events.Consume(ctx, deliverCons, 1, d.opts.FetchWait, d.log, func(msg jetstream.Msg) { d.handleJob(workCtx, msg) })
-		})
+	subs := d.p.Subscriptions
+	if err := subs.Reload(ctx); err != nil && ctx.Err() == nil {
+		d.log.Warn("load subscriptions", "err", err)
 	}
+	var wg sync.WaitGroup
+	wg.Go(func() { d.listen(ctx) })
+	wg.Go(func() { d.fanoutLoop(ctx, workCtx, fanoutCons) })
 	wg.Go(func() {
-		events.Every(ctx, d.opts.StatsInterval, func(ctx context.Context) { d.refreshStats(ctx, deliverCons) })
+		events.Consume(ctx, retryCons, 256, d.opts.FetchWait, d.log, func(msg jetstream.Msg) { d.handleRetry(ctx, msg) })
 	})
-	d.log.Info("dispatcher running", "workers", d.opts.Workers,
-		"fanout_consumer", d.opts.FanoutConsumer, "deliver_consumer", d.opts.DeliverConsumer)
+	wg.Go(func() { events.Every(ctx, d.opts.StatsInterval, d.refreshStats) })
+	wg.Go(func() { events.Every(ctx, d.p.Health.Interval(), d.p.Health.Pass) })
+	wg.Go(func() { events.Every(ctx, d.p.Health.Interval(), d.p.Health.Heartbeat) })
 
-	<-ctx.Done()
+	hooks := map[int64]*hookConsumer{}
+	d.reconcile(ctx, workCtx, hooks, true)
+	d.log.Info("dispatcher running", "workers", d.opts.Workers, "subscriptions", len(hooks),
+		"fanout_consumer", d.opts.FanoutConsumer, "deliver_consumers", d.opts.DeliverConsumer+"-<hook id>")
+	tick := time.NewTicker(d.opts.ReconcileInterval)
+	defer tick.Stop()
+loop:
+	for {
+		select {
+		case <-ctx.Done():
+			break loop
+		case <-subs.Updates():
+		case <-tick.C:
+		}
+		d.reconcile(ctx, workCtx, hooks, false)
+	}
+
+	// Stop pulling; messages already buffered are handed back (Nak) at once.
+	for _, h := range hooks {
+		h.cc.Drain()
+	}
 	done := make(chan struct{})
-	go func() { wg.Wait(); close(done) }()
+	go func() {
+		for _, h := range hooks {
+			<-h.cc.Closed()
+		}
+		wg.Wait()
+		d.inflight.Wait()
+		close(done)
+	}()
 	select {
 	case <-done:
-		return nil
 	case <-time.After(d.opts.ShutdownTimeout):
+		d.log.Warn("in-flight deliveries outlived the shutdown timeout; abandoning them", "timeout", d.opts.ShutdownTimeout)
+		cancelWork()
+		<-done
 	}
-	d.log.Warn("in-flight deliveries outlived the shutdown timeout; abandoning them", "timeout", d.opts.ShutdownTimeout)
-	cancelWork()
-	<-done
+	d.p.Deliverer.Close()
+	lctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
+	defer cancel()
+	d.p.Health.Leave(lctx)
 	return nil
 }
 
-// handleEvent fans one event out and acknowledges it, or returns it for a later try.
-func (d *Dispatcher) handleEvent(ctx context.Context, msg jetstream.Msg) {
-	hctx, cancel := context.WithTimeout(ctx, d.opts.FanoutAckWait*2/3)
-	defer cancel()
-	err := d.fanout.Handle(hctx, msg.Data())
-	switch {
-	case err == nil:
-		if err := msg.Ack(); err != nil {
-			d.log.Warn("ack event", "subject", msg.Subject(), "err", err)
+// listen keeps the subscription cache's LISTEN connection, reconnecting after a
+// second when it fails; while it is down, the cache is stale and reads go to the store.
+func (d *Dispatcher) listen(ctx context.Context) {
+	subs := d.p.Subscriptions
+	for ctx.Err() == nil {
+		err := d.p.Listener.Listen(ctx, func() {
+			subs.Listening(true)
+			if err := subs.Reload(ctx); err != nil && ctx.Err() == nil {
+				d.log.Warn("reload subscriptions", "err", err)
+			}
+		}, func(id int64) { subs.Changed(ctx, id) })
+		subs.Listening(false)
+		if ctx.Err() != nil {
+			return
 		}
-	case errors.Is(err, app.ErrPoison):
-		d.log.Error("poison event terminated", "subject", msg.Subject(), "reason", err.Error())
-		if err := msg.Term(); err != nil {
-			d.log.Warn("term event", "subject", msg.Subject(), "err", err)
+		d.log.Warn("subscription listener down; reading subscriptions from the database until it is back", "err", err)
+		sleep(ctx, time.Second)
+	}
+}
+
+// reconcile pulls from the delivery consumer of every subscription, creating it or
+// updating its MaxAckPending to max_in_flight, and removes the consumers and queued
+// jobs of subscriptions that are gone (first: those left over while no instance ran).
+func (d *Dispatcher) reconcile(ctx, workCtx context.Context, hooks map[int64]*hookConsumer, first bool) {
+	present := map[int64]bool{}
+	for _, s := range d.p.Subscriptions.All() {
+		present[s.ID] = true
+		h := hooks[s.ID]
+		if h != nil && h.maxInFlight == s.MaxInFlight {
+			continue
 		}
-	default:
-		delay := backoff.TransientDelay(events.NumDelivered(msg))
-		d.log.Warn("fan-out failed; event will be retried", "subject", msg.Subject(), "err", err, "retry_in", delay.String())
-		if err := msg.NakWithDelay(delay); err != nil {
-			d.log.Warn("nak event", "subject", msg.Subject(), "err", err)
+		cons, err := events.EnsureConsumer(ctx, d.js, d.opts.JobsStream, d.hookConsumerConfig(s))
+		if err != nil {
+			if ctx.Err() == nil {
+				d.log.Warn("delivery consumer", "hook_id", s.ID, "err", err)
+			}
+			continue
+		}
+		if h != nil {
+			h.maxInFlight = s.MaxInFlight
+			continue
+		}
+		cc, err := cons.Consume(func(msg jetstream.Msg) { d.dispatch(ctx, workCtx, msg) },
+			jetstream.PullMaxMessages(max(1, min(s.MaxInFlight, d.opts.Workers))),
+			jetstream.ConsumeErrHandler(func(_ jetstream.ConsumeContext, err error) {
+				if ctx.Err() == nil && !errors.Is(err, jetstream.ErrNoHeartbeat) {
+					d.log.Debug("delivery consumer", "hook_id", s.ID, "err", err)
+				}
+			}))
+		if err != nil {
+			d.log.Warn("pull delivery consumer", "hook_id", s.ID, "err", err)
+			continue
+		}
+		hooks[s.ID] = &hookConsumer{maxInFlight: s.MaxInFlight, cc: cc}
+	}
+	for id, h := range hooks {
+		if !present[id] {
+			h.cc.Stop()
+			delete(hooks, id)
+			d.removeHook(ctx, id)
+		}
+	}
+	if !first {
+		return
+	}
+	stream, err := d.js.Stream(ctx, d.opts.JobsStream)
+	if err != nil {
+		return
+	}
+	names := stream.ConsumerNames(ctx)
+	for name := range names.Name() {
+		rest, ok := strings.CutPrefix(name, d.opts.DeliverConsumer+"-")
+		if !ok {
+			continue
+		}
+		if id, err := strconv.ParseInt(rest, 10, 64); err == nil && !present[id] {
+			if _, err := d.p.Subscriptions.Get(ctx, id); errors.Is(err, app.ErrNotFound) {
+				d.removeHook(ctx, id)
+			}
 		}
 	}
 }
 
-// handleJob delivers one job, reporting progress while the attempt runs long.
+// hookConsumerConfig is the delivery consumer of subscription s, the same from every
+// instance.
+func (d *Dispatcher) hookConsumerConfig(s app.Subscription) jetstream.ConsumerConfig {
+	return jetstream.ConsumerConfig{
+		Durable:       d.opts.HookConsumer(s.ID),
+		Description:   "webhook dispatcher: delivers the jobs of subscription " + strconv.FormatInt(s.ID, 10),
+		FilterSubject: d.opts.JobSubjectPrefix + strconv.FormatInt(s.ID, 10),
+		DeliverPolicy: jetstream.DeliverAllPolicy,
+		AckPolicy:     jetstream.AckExplicitPolicy,
+		AckWait:       d.opts.AckWait,
+		MaxDeliver:    -1,
+		// max_in_flight across every instance: the server hands out no more jobs while
+		// that many are unacknowledged; a killed instance's come back after AckWait.
+		MaxAckPending: max(1, s.MaxInFlight),
+	}
+}
+
+// removeHook deletes a deleted subscription's delivery consumer and its queued jobs.
+func (d *Dispatcher) removeHook(ctx context.Context, id int64) {
+	if err := d.js.DeleteConsumer(ctx, d.opts.JobsStream, d.opts.HookConsumer(id)); err != nil && !errors.Is(err, jetstream.ErrConsumerNotFound) {
+		d.log.Warn("delete delivery consumer", "hook_id", id, "err", err)
+	}
+	stream, err := d.js.Stream(ctx, d.opts.JobsStream)
+	if err == nil {
+		err = stream.Purge(ctx, jetstream.WithPurgeSubject(d.opts.JobSubjectPrefix+strconv.FormatInt(id, 10)))
+	}
+	if err != nil && ctx.Err() == nil {
+		d.log.Warn("purge jobs of a deleted subscription", "hook_id", id, "err", err)
+	}
+	d.log.Info("subscription deleted; its delivery consumer and jobs removed", "hook_id", id)
+}
+
+// dispatch starts handling one job of a subscription's consumer once the instance has
+// a free worker.
+func (d *Dispatcher) dispatch(ctx, workCtx context.Context, msg jetstream.Msg) {
+	select {
+	case d.sem <- struct{}{}:
+	case <-ctx.Done():
+		_ = msg.Nak()
+		return
+	}
+	d.inflight.Go(func() {
+		defer func() { <-d.sem }()
+		if ctx.Err() != nil {
+			_ = msg.Nak() // stopping: hand it to another instance at once
+			return
+		}
+		d.handleJob(workCtx, msg)
+	})
+}
+
+// fanoutLoop fetches events in batches (the first waits, the rest are what is there)
+// and fans each batch out together.
+func (d *Dispatcher) fanoutLoop(ctx, workCtx context.Context, cons jetstream.Consumer) {
+	for ctx.Err() == nil {
+		var msgs []jetstream.Msg
+		b, err := cons.Fetch(1, jetstream.FetchMaxWait(d.opts.FetchWait))
+		if err == nil {
+			for m := range b.Messages() {
+				msgs = append(msgs, m)
+			}
+			err = b.Error()
+		}
+		if len(msgs) > 0 && d.opts.FanoutBatch > 1 {
+			if more, err := cons.FetchNoWait(d.opts.FanoutBatch - 1); err == nil {
+				for m := range more.Messages() {
+					msgs = append(msgs, m)
+				}
+			}
+		}
+		if err != nil && !errors.Is(err, jetstream.ErrNoMessages) && !errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil {
+			d.log.Warn("fetch events", "err", err)
+			sleep(ctx, time.Second)
+		}
+		if len(msgs) == 0 {
+			continue
+		}
+		if ctx.Err() != nil {
+			for _, m := range msgs {
+				_ = m.Nak()
+			}
+			return
+		}
+		d.handleEvents(workCtx, msgs)
+	}
+}
+
+// handleEvents fans a batch of events out and acknowledges each once its jobs are
+// queued, or returns it for a later try.
+func (d *Dispatcher) handleEvents(ctx context.Context, msgs []jetstream.Msg) {
+	hctx, cancel := context.WithTimeout(ctx, d.opts.FanoutAckWait*2/3)
+	defer cancel()
+	data := make([][]byte, len(msgs))
+	for i, m := range msgs {
+		data[i] = m.Data()
+	}
+	errs := d.p.Fanout.HandleBatch(hctx, data)
+	for i, msg := range msgs {
+		switch err := errs[i]; {
+		case err == nil:
+			if err := msg.Ack(); err != nil {
+				d.log.Warn("ack event", "subject", msg.Subject(), "err", err)
+			}
+		case errors.Is(err, app.ErrPoison):
+			d.log.Error("poison event terminated", "subject", msg.Subject(), "reason", err.Error())
+			if err := msg.Term(); err != nil {
+				d.log.Warn("term event", "subject", msg.Subject(), "err", err)
+			}
+		default:
+			delay := backoff.TransientDelay(events.NumDelivered(msg))
+			d.log.Warn("fan-out failed; event will be retried", "subject", msg.Subject(), "err", err, "retry_in", delay.String())
+			if err := msg.NakWithDelay(delay); err != nil {
+				d.log.Warn("nak event", "subject", msg.Subject(), "err", err)
+			}
+		}
+	}
+}
+
+// handleJob delivers one job, reporting progress while the attempt runs long. A job to
+// be tried again later moves to the retry subject, so that while it waits it holds no
+// slot of its subscription's max_in_flight.
 func (d *Dispatcher) handleJob(ctx context.Context, msg jetstream.Msg) {
 	stop := events.KeepAlive(msg, d.opts.AckWait/2)
-	dec := d.deliverer.Deliver(ctx, msg.Data(), events.NumDelivered(msg))
+	dec := d.p.Deliverer.Deliver(ctx, msg.Data(), events.NumDelivered(msg))
 	stop()
 	if dec.Action == app.Term {
 		d.log.Error("poison webhook job terminated", "subject", msg.Subject(), "reason", dec.Reason)
+	}
+	if dec.Action == app.Nak && dec.Delay > 0 {
+		err := d.scheduleRetry(ctx, msg, time.Now().Add(dec.Delay))
+		if err == nil {
+			if err := msg.Ack(); err != nil {
+				d.log.Warn("ack webhook job", "subject", msg.Subject(), "err", err)
+			}
+			return
+		}
+		d.log.Warn("move webhook job to the retry queue; it waits on its own consumer", "subject", msg.Subject(), "err", err)
 	}
 	if err := events.Settle(msg, dec); err != nil {
 		d.log.Warn("settle webhook job", "subject", msg.Subject(), "err", err)
 	}
 }
 
-// refreshStats refreshes the queue gauges.
-func (d *Dispatcher) refreshStats(ctx context.Context, cons jetstream.Consumer) {
-	if info, err := cons.Info(ctx); err == nil {
-		d.metrics.QueueDepth.Set(float64(info.NumPending) + float64(info.NumAckPending))
-	} else if ctx.Err() == nil {
-		d.log.Debug("delivery consumer info", "err", err)
+// scheduleRetry publishes msg's job on the retry subject, due at notBefore. Its
+// Nats-Msg-Id is derived from the job message's stream sequence, so a job handled
+// again after a crash before its ack yields no second retry.
+func (d *Dispatcher) scheduleRetry(ctx context.Context, msg jetstream.Msg, notBefore time.Time) error {
+	job, err := events.UnmarshalWebhookJob(msg.Data())
+	if err != nil {
+		return err
 	}
-	if age, err := d.deliverer.OldestPending(ctx); err == nil {
-		d.metrics.OldestPending.Set(age.Seconds())
+	md, err := msg.Metadata()
+	if err != nil {
+		return err
+	}
+	out := nats.NewMsg(d.opts.RetrySubjectPrefix + strconv.FormatInt(job.GetHookId(), 10))
+	out.Data = msg.Data()
+	out.Header.Set(HeaderNotBefore, strconv.FormatInt(notBefore.UnixMilli(), 10))
+	out.Header.Set(jetstream.MsgIDHeader, fmt.Sprintf("%s:retry:%d", job.GetDeliveryId(), md.Sequence.Stream))
+	pctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
+	_, err = d.js.PublishMsg(pctx, out)
+	return err
+}
+
+// handleRetry holds a waiting job until it is due (NakWithDelay), then queues it on its
+// subscription's subject again and acknowledges it.
+func (d *Dispatcher) handleRetry(ctx context.Context, msg jetstream.Msg) {
+	nb, _ := strconv.ParseInt(msg.Headers().Get(HeaderNotBefore), 10, 64)
+	if wait := time.Until(time.UnixMilli(nb)); wait > 0 {
+		_ = msg.NakWithDelay(wait)
+		return
+	}
+	job, err := events.UnmarshalWebhookJob(msg.Data())
+	if err != nil {
+		d.log.Error("poison webhook retry terminated", "subject", msg.Subject(), "reason", err.Error())
+		_ = msg.Term()
+		return
+	}
+	if _, err := d.p.Subscriptions.Get(ctx, job.GetHookId()); errors.Is(err, app.ErrNotFound) {
+		_ = msg.Ack() // its subscription is gone
+		return
+	}
+	md, err := msg.Metadata()
+	if err != nil {
+		_ = msg.Nak()
+		return
+	}
+	pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	_, err = d.js.Publish(pctx, d.opts.JobSubjectPrefix+strconv.FormatInt(job.GetHookId(), 10), msg.Data(),
+		jetstream.WithMsgID(fmt.Sprintf("%s:due:%d", job.GetDeliveryId(), md.Sequence.Stream)))
+	if err != nil {
+		if ctx.Err() == nil {
+			d.log.Warn("requeue webhook job", "delivery_id", job.GetDeliveryId(), "err", err)
+		}
+		_ = msg.NakWithDelay(time.Second)
+		return
+	}
+	if err := msg.Ack(); err != nil {
+		d.log.Warn("ack webhook retry", "subject", msg.Subject(), "err", err)
+	}
+}
+
+// refreshStats refreshes the queue gauges, and removes the queued jobs of subscriptions
+// that no longer exist (a fan-out that raced a deletion).
+func (d *Dispatcher) refreshStats(ctx context.Context) {
+	if stream, err := d.js.Stream(ctx, d.opts.JobsStream); err == nil {
+		info, err := stream.Info(ctx, jetstream.WithSubjectFilter(d.opts.JobSubjectPrefix+"*"))
+		if err == nil {
+			d.p.Metrics.QueueDepth.Set(float64(info.State.Msgs))
+			for subj := range info.State.Subjects {
+				id, err := strconv.ParseInt(strings.TrimPrefix(subj, d.opts.JobSubjectPrefix), 10, 64)
+				if err != nil {
+					continue
+				}
+				if _, err := d.p.Subscriptions.Get(ctx, id); errors.Is(err, app.ErrNotFound) {
+					d.removeHook(ctx, id)
+				}
+			}
+		} else if ctx.Err() == nil {
+			d.log.Debug("jobs stream info", "err", err)
+		}
+	}
+	if age, err := d.p.Deliverer.OldestPending(ctx); err == nil {
+		d.p.Metrics.OldestPending.Set(age.Seconds())
 	} else if ctx.Err() == nil {
 		d.log.Debug("oldest pending delivery", "err", err)
+	}
+}
+
+// sleep waits for d or until ctx is done.
+func sleep(ctx context.Context, d time.Duration) {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+	case <-t.C:
 	}
 }

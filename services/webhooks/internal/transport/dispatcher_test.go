@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -117,9 +118,11 @@ func TestDeliversSignedRequest(t *testing.T) {
 	if len(as) != 1 || as[0].Attempt != 1 || as[0].StatusCode == nil || *as[0].StatusCode != 204 || as[0].Error != nil || as[0].ResponseExcerpt == nil {
 		t.Errorf("attempts %+v", as)
 	}
-	if s := webhooktest.SubscriptionState(t, f.pool, hook); s.LastSuccessAt == nil || s.FailingSince != nil || !s.Active {
-		t.Errorf("subscription %+v", s)
-	}
+	// The health pass derives last_success_at from the attempt log.
+	webhooktest.Eventually(t, 5*time.Second, "last success recorded", func() bool {
+		s := webhooktest.SubscriptionState(t, f.pool, hook)
+		return s.LastSuccessAt != nil && s.FailingSince == nil && s.Active
+	})
 	webhooktest.Eventually(t, 5*time.Second, "metrics", func() bool {
 		return counter(t, in.Registry, "shipfile_webhook_deliveries_total", "succeeded") == 1 &&
 			histogramCount(t, in.Registry, "shipfile_webhook_attempt_duration_seconds") == 1 &&
@@ -263,24 +266,32 @@ func TestGoneDisablesSubscription(t *testing.T) {
 	}
 }
 
+// TestDisabledAfterFailingTooLong: the health pass, which derives failing_since from
+// the attempt log, disables a subscription failing for DisableAfter; its pending
+// delivery then fails without another attempt.
 func TestDisabledAfterFailingTooLong(t *testing.T) {
 	f := setup(t)
 	rc := webhooktest.NewReceiver(t, webhooktest.NewSecret(), answers(500))
 	hook := f.subscribe(t, rc, nil)
+	f.start(t, webhooktest.Config{DisableAfter: 120 * time.Hour, Schedule: webhooktest.Schedule(3*time.Second, 7)})
+
+	f.streams.Publish(t, f.js, webhooktest.Envelope(events.TypePackageCreated, 0))
+	rc.WaitN(t, 1, 20*time.Second)
+	webhooktest.Eventually(t, 5*time.Second, "failing_since from the attempt log", func() bool {
+		return webhooktest.SubscriptionState(t, f.pool, hook).FailingSince != nil
+	})
+	// The streak started six days ago.
 	if _, err := f.pool.Exec(context.Background(),
 		`UPDATE webhook_subscriptions SET failing_since = now() - interval '6 days' WHERE id = $1`, hook); err != nil {
 		t.Fatal(err)
 	}
-	f.start(t, webhooktest.Config{DisableAfter: 120 * time.Hour})
-
-	f.streams.Publish(t, f.js, webhooktest.Envelope(events.TypePackageCreated, 0))
-	webhooktest.Eventually(t, 20*time.Second, "subscription disabled", func() bool {
+	webhooktest.Eventually(t, 5*time.Second, "subscription disabled", func() bool {
 		return !webhooktest.SubscriptionState(t, f.pool, hook).Active
 	})
 	if s := webhooktest.SubscriptionState(t, f.pool, hook); s.DisabledReason == nil || *s.DisabledReason != "every delivery failed for 5 days" {
 		t.Errorf("disabled_reason %v", s.DisabledReason)
 	}
-	webhooktest.Eventually(t, 5*time.Second, "delivery failed", func() bool {
+	webhooktest.Eventually(t, 10*time.Second, "delivery failed", func() bool {
 		ds := webhooktest.Deliveries(t, f.pool, hook)
 		return len(ds) == 1 && ds[0].Status == app.StatusFailed
 	})
@@ -395,25 +406,31 @@ func TestRotationSignsWithBothSecrets(t *testing.T) {
 	}
 }
 
+// TestPerHookConcurrencyCap: a subscription's max_in_flight holds across two
+// instances, and its slow receiver does not hold up another subscription.
 func TestPerHookConcurrencyCap(t *testing.T) {
 	f := setup(t)
 	rc := webhooktest.NewReceiver(t, webhooktest.NewSecret(), func(int, webhooktest.Request) webhooktest.Answer {
-		return webhooktest.Answer{Delay: 150 * time.Millisecond}
+		return webhooktest.Answer{Delay: 300 * time.Millisecond}
 	})
-	hook := f.subscribe(t, rc, nil)
-	free := webhooktest.NewReceiver(t, webhooktest.NewSecret(), func(int, webhooktest.Request) webhooktest.Answer {
-		return webhooktest.Answer{Delay: 150 * time.Millisecond}
-	})
+	hook := f.subscribe(t, rc, func(s *webhooktest.Subscription) { s.MaxInFlight = 2 })
+	free := webhooktest.NewReceiver(t, webhooktest.NewSecret(), nil)
 	f.subscribe(t, free, nil)
-	f.start(t, webhooktest.Config{MaxInFlightPerHook: 1, Workers: 8})
+	f.start(t, webhooktest.Config{Workers: 8})
+	f.start(t, webhooktest.Config{Workers: 8})
 
-	for range 6 {
+	const n = 8
+	start := time.Now()
+	for range n {
 		f.streams.Publish(t, f.js, webhooktest.Envelope(events.TypePackageFileUploaded, 0))
 	}
-	rc.WaitN(t, 6, 30*time.Second)
-	free.WaitN(t, 6, 30*time.Second)
-	if m := rc.MaxInFlight(); m != 1 {
-		t.Errorf("%d requests in flight at once to one subscription, want at most 1", m)
+	free.WaitN(t, n, 30*time.Second)
+	if took := time.Since(start); took > time.Duration(n/2)*300*time.Millisecond {
+		t.Errorf("the fast receiver waited for the slow one: %s for %d deliveries", took, n)
+	}
+	rc.WaitN(t, n, 30*time.Second)
+	if m := rc.MaxInFlight(); m != 2 {
+		t.Errorf("%d requests in flight at once to one subscription across two instances, want 2 (max_in_flight)", m)
 	}
 	webhooktest.Eventually(t, 10*time.Second, "all succeeded", func() bool {
 		for _, d := range webhooktest.Deliveries(t, f.pool, hook) {
@@ -425,10 +442,37 @@ func TestPerHookConcurrencyCap(t *testing.T) {
 	})
 }
 
+// TestRateLimitAcrossInstances: a subscription's rate_limit holds for two instances
+// together.
+func TestRateLimitAcrossInstances(t *testing.T) {
+	f := setup(t)
+	rc := webhooktest.NewReceiver(t, webhooktest.NewSecret(), nil)
+	f.subscribe(t, rc, func(s *webhooktest.Subscription) { s.RateLimit = 10 })
+	a := f.start(t, webhooktest.Config{})
+	b := f.start(t, webhooktest.Config{})
+	_, _ = a, b
+	// Both heartbeats are in before the burst.
+	webhooktest.Eventually(t, 10*time.Second, "two instances alive", func() bool {
+		var n int
+		err := f.pool.QueryRow(context.Background(), `SELECT count(*) FROM webhook_dispatchers`).Scan(&n)
+		return err == nil && n == 2
+	})
+	time.Sleep(300 * time.Millisecond) // each has counted the other
+	const n = 20
+	for range n {
+		f.streams.Publish(t, f.js, webhooktest.Envelope(events.TypePackageCreated, 0))
+	}
+	reqs := rc.WaitN(t, n, 30*time.Second)
+	// 10/s across both, a burst of one each: 20 deliveries take at least ~1.8s.
+	if span := reqs[n-1].At.Sub(reqs[0].At); span < 1700*time.Millisecond {
+		t.Errorf("%d deliveries within %s, faster than rate_limit 10/s", n, span)
+	}
+}
+
 func TestPoisonMessagesAreTerminated(t *testing.T) {
 	f := setup(t)
 	rc := webhooktest.NewReceiver(t, webhooktest.NewSecret(), nil)
-	f.subscribe(t, rc, nil)
+	hook := f.subscribe(t, rc, nil)
 	f.start(t, webhooktest.Config{})
 
 	f.streams.PublishRaw(t, f.js, "package.created", "garbage-1", []byte("\xff\xff not a protobuf"))
@@ -437,7 +481,7 @@ func TestPoisonMessagesAreTerminated(t *testing.T) {
 	f.streams.Publish(t, f.js, env)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	if _, err := f.js.Publish(ctx, f.streams.JobsPrefix+".1", []byte("\xff\xff"), jetstream.WithMsgID("garbage-job")); err != nil {
+	if _, err := f.js.Publish(ctx, f.streams.JobsPrefix+"."+strconv.FormatInt(hook, 10), []byte("\xff\xff"), jetstream.WithMsgID("garbage-job")); err != nil {
 		t.Fatal(err)
 	}
 	f.streams.Publish(t, f.js, webhooktest.Envelope(events.TypePackageFinalized, 0))
@@ -445,7 +489,7 @@ func TestPoisonMessagesAreTerminated(t *testing.T) {
 	rc.WaitN(t, 1, 20*time.Second)
 	for _, c := range []struct{ stream, consumer string }{
 		{f.streams.Options.EventsStream, transport.FanoutConsumer},
-		{f.streams.Options.JobsStream, transport.DeliverConsumer},
+		{f.streams.Options.JobsStream, f.streams.Options.HookConsumer(hook)},
 	} {
 		webhooktest.Eventually(t, 10*time.Second, c.consumer+" settled everything", func() bool {
 			cons, err := f.js.Consumer(context.Background(), c.stream, c.consumer)
@@ -665,4 +709,135 @@ func gauge(t *testing.T, reg *prometheus.Registry, name string) float64 {
 func histogramCount(t *testing.T, reg *prometheus.Registry, name string) uint64 {
 	t.Helper()
 	return metric(t, reg, name)[0].GetHistogram().GetSampleCount()
+}
+
+// TestChangesReachEveryInstanceWithinASecond: while events flow, a subscription
+// disabled (as the gateway does, one UPDATE) and another deleted get no request that
+// starts more than a second later, from either of two instances.
+func TestChangesReachEveryInstanceWithinASecond(t *testing.T) {
+	f := setup(t)
+	disabled := webhooktest.NewReceiver(t, webhooktest.NewSecret(), nil)
+	deleted := webhooktest.NewReceiver(t, webhooktest.NewSecret(), nil)
+	dis := f.subscribe(t, disabled, nil)
+	del := f.subscribe(t, deleted, nil)
+	f.start(t, webhooktest.Config{})
+	f.start(t, webhooktest.Config{})
+
+	stop := make(chan struct{})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			select {
+			case <-stop:
+				return
+			case <-time.After(20 * time.Millisecond):
+			}
+			f.streams.Publish(t, f.js, webhooktest.Envelope(events.TypePackageCreated, 0))
+		}
+	}()
+	defer func() { close(stop); <-done }()
+	disabled.WaitN(t, 5, 20*time.Second)
+	deleted.WaitN(t, 5, 20*time.Second)
+
+	ctx := context.Background()
+	if _, err := f.pool.Exec(ctx, `UPDATE webhook_subscriptions SET active = false, disabled_reason = 'disabled by an admin' WHERE id = $1`, dis); err != nil {
+		t.Fatal(err)
+	}
+	changedAt := time.Now()
+	if _, err := f.pool.Exec(ctx, `DELETE FROM webhook_subscriptions WHERE id = $1`, del); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(2 * time.Second)
+	for name, rc := range map[string]*webhooktest.Receiver{"disabled": disabled, "deleted": deleted} {
+		for _, r := range rc.Requests() {
+			if late := r.At.Sub(changedAt); late > time.Second {
+				t.Errorf("%s subscription got a request %s after the change", name, late.Round(time.Millisecond))
+			}
+		}
+	}
+}
+
+// TestRetryWaitHoldsNoSlot: a delivery waiting for its next attempt does not take one
+// of its subscription's max_in_flight slots, so the next deliveries go out meanwhile.
+func TestRetryWaitHoldsNoSlot(t *testing.T) {
+	f := setup(t)
+	var mu sync.Mutex
+	failing := "" // the first delivery fails its first attempt
+	rc := webhooktest.NewReceiver(t, webhooktest.NewSecret(), func(nth int, r webhooktest.Request) webhooktest.Answer {
+		mu.Lock()
+		defer mu.Unlock()
+		if failing == "" {
+			failing = r.Delivery
+		}
+		if r.Delivery == failing && nth == 1 {
+			return webhooktest.Answer{Status: http.StatusInternalServerError}
+		}
+		return webhooktest.Answer{Status: http.StatusNoContent}
+	})
+	hook := f.subscribe(t, rc, func(s *webhooktest.Subscription) { s.MaxInFlight = 1 })
+	f.start(t, webhooktest.Config{Schedule: webhooktest.Schedule(5*time.Second, 7)})
+
+	first := webhooktest.Envelope(events.TypePackageCreated, 0)
+	f.streams.Publish(t, f.js, first)
+	rc.WaitN(t, 1, 20*time.Second)
+	start := time.Now()
+	f.streams.Publish(t, f.js, webhooktest.Envelope(events.TypePackageCreated, 0))
+	rc.WaitN(t, 2, 20*time.Second)
+	if took := time.Since(start); took > 3*time.Second {
+		t.Errorf("the second delivery waited %s behind the first one's retry", took)
+	}
+	reqs := rc.WaitN(t, 3, 20*time.Second)
+	if reqs[2].Delivery != reqs[0].Delivery || reqs[2].At.Sub(reqs[0].At) < 4*time.Second { // 5s less the jitter
+		t.Errorf("the retry came %s after the first attempt (delivery %s, then %s), want the same delivery after about 5s",
+			reqs[2].At.Sub(reqs[0].At), reqs[0].Delivery, reqs[2].Delivery)
+	}
+	webhooktest.Eventually(t, 10*time.Second, "both succeeded", func() bool {
+		ds := webhooktest.Deliveries(t, f.pool, hook)
+		return len(ds) == 2 && ds[0].Status == app.StatusSucceeded && ds[1].Status == app.StatusSucceeded
+	})
+}
+
+// TestCacheFailsSafeWhenTheListenerDrops: with the LISTEN connection killed, a
+// subscription disabled at that moment still gets nothing more within a second (the
+// stale cache reads the database until the listener is back).
+func TestCacheFailsSafeWhenTheListenerDrops(t *testing.T) {
+	f := setup(t)
+	rc := webhooktest.NewReceiver(t, webhooktest.NewSecret(), nil)
+	hook := f.subscribe(t, rc, nil)
+	f.start(t, webhooktest.Config{})
+	stop := make(chan struct{})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			select {
+			case <-stop:
+				return
+			case <-time.After(20 * time.Millisecond):
+			}
+			f.streams.Publish(t, f.js, webhooktest.Envelope(events.TypePackageCreated, 0))
+		}
+	}()
+	defer func() { close(stop); <-done }()
+	rc.WaitN(t, 5, 20*time.Second)
+
+	ctx := context.Background()
+	var killed int
+	err := f.pool.QueryRow(ctx, `
+		SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity
+		WHERE datname = current_database() AND pid <> pg_backend_pid() AND (query LIKE 'LISTEN %' OR query = '-- ping')`).Scan(&killed)
+	if err != nil || killed != 1 {
+		t.Fatalf("terminated %d listener connections (%v), want 1", killed, err)
+	}
+	if _, err := f.pool.Exec(ctx, `UPDATE webhook_subscriptions SET active = false WHERE id = $1`, hook); err != nil {
+		t.Fatal(err)
+	}
+	changedAt := time.Now()
+	time.Sleep(2 * time.Second)
+	for _, r := range rc.Requests() {
+		if late := r.At.Sub(changedAt); late > time.Second {
+			t.Fatalf("a request %s after the subscription was disabled, with the listener down", late.Round(time.Millisecond))
+		}
+	}
 }

@@ -51,11 +51,13 @@ func NewSender(opts SenderOptions) *HTTPSender {
 	dialer := &net.Dialer{Timeout: opts.Timeout, KeepAlive: 30 * time.Second}
 	dialer.Control = netguard.Guard{AllowPrivate: opts.AllowPrivate}.Control
 	tr := &http.Transport{
-		Proxy:                 nil, // never through a proxy: it would dial for us, past the guard
-		DialContext:           dialer.DialContext,
-		ForceAttemptHTTP2:     true,
-		MaxIdleConns:          256,
-		MaxIdleConnsPerHost:   8,
+		Proxy:             nil, // never through a proxy: it would dial for us, past the guard
+		DialContext:       dialer.DialContext,
+		ForceAttemptHTTP2: true,
+		// A receiver may have up to its max_in_flight (≤ 256) requests under way: keep
+		// that many connections, or each burst opens (and leaves in TIME_WAIT) new ones.
+		MaxIdleConns:          1024,
+		MaxIdleConnsPerHost:   256,
 		IdleConnTimeout:       90 * time.Second,
 		TLSHandshakeTimeout:   opts.Timeout,
 		ExpectContinueTimeout: time.Second,

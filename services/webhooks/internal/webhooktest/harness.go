@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/nats-io/nats.go/jetstream"
@@ -71,12 +72,13 @@ type Config struct {
 	JS      jetstream.JetStream
 	Streams Streams
 	// Schedule defaults to seven waits of 200ms.
-	Schedule           []time.Duration
-	Timeout            time.Duration // default 2s
-	AllowPrivate       bool
-	MaxInFlightPerHook int // default 4
-	DisableAfter       time.Duration
-	Workers            int // default 4
+	Schedule     []time.Duration
+	Timeout      time.Duration // default 2s
+	AllowPrivate bool
+	DisableAfter time.Duration
+	// HealthInterval is the period of the health pass and heartbeat (default 100ms).
+	HealthInterval time.Duration
+	Workers        int // default 64
 	// Tune adjusts the transport options further.
 	Tune func(*transport.Options)
 	// Log defaults to the test's output.
@@ -99,11 +101,11 @@ func Start(t testing.TB, cfg Config) *Instance {
 	if cfg.Timeout == 0 {
 		cfg.Timeout = 2 * time.Second
 	}
-	if cfg.MaxInFlightPerHook == 0 {
-		cfg.MaxInFlightPerHook = 4
+	if cfg.HealthInterval == 0 {
+		cfg.HealthInterval = 100 * time.Millisecond
 	}
 	if cfg.Workers == 0 {
-		cfg.Workers = 4
+		cfg.Workers = 64
 	}
 	if cfg.Log == nil {
 		cfg.Log = slog.New(slog.NewTextHandler(t.Output(), &slog.HandlerOptions{Level: slog.LevelDebug}))
@@ -123,14 +125,20 @@ func Start(t testing.TB, cfg Config) *Instance {
 		cfg.Tune(&opts)
 	}
 	st := store.New(cfg.Pool, servicetest.Keyring(t))
+	subs := app.NewSubscriptions(st)
+	rates := app.NewRateLimiter()
 	sender := transport.NewSender(transport.SenderOptions{Timeout: cfg.Timeout, AllowPrivate: cfg.AllowPrivate})
-	fanout := app.NewFanout(st, transport.NewJobPublisher(cfg.JS, opts.JobSubjectPrefix), cfg.Log)
-	deliverer := app.NewDeliverer(st, sender, metrics, cfg.Log, app.DeliveryOptions{
-		Schedule:           cfg.Schedule,
-		MaxInFlightPerHook: cfg.MaxInFlightPerHook,
-		DisableAfter:       cfg.DisableAfter,
-	})
-	d := transport.NewDispatcher(cfg.JS, fanout, deliverer, metrics, cfg.Log, opts)
+	d := transport.NewDispatcher(cfg.JS, transport.Parts{
+		Subscriptions: subs,
+		Listener:      st,
+		Fanout:        app.NewFanout(subs, st, transport.NewJobPublisher(cfg.JS, opts.JobSubjectPrefix), cfg.Log),
+		Deliverer:     app.NewDeliverer(st, subs, rates, sender, metrics, cfg.Log, app.DeliveryOptions{Schedule: cfg.Schedule}),
+		Health: app.NewHealth(st, subs, rates, cfg.Log, app.HealthOptions{
+			Interval: cfg.HealthInterval, DisableAfter: cfg.DisableAfter, InstanceID: uuid.NewString(),
+		}),
+		Metrics: metrics,
+		Log:     cfg.Log,
+	}, opts)
 	// Consumers exist once Start returns, so events published next are not missed.
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
@@ -152,10 +160,12 @@ func Schedule(d time.Duration, n int) []time.Duration {
 // Subscription is a webhook_subscriptions row to insert.
 type Subscription struct {
 	URL    string
-	Events []string // default: every package event
+	Events []string // default: every event type (NULL)
 	// Secret and PreviousSecret are stored sealed under servicetest.SecretKey, as the
 	// gateway stores them.
 	Secret              string
+	MaxInFlight         int // default 16
+	RateLimit           int // default none
 	Inactive            bool
 	PreviousSecret      string
 	PreviousSecretUntil time.Time
@@ -164,8 +174,12 @@ type Subscription struct {
 // InsertSubscription inserts s and returns its id.
 func InsertSubscription(t testing.TB, pool *pgxpool.Pool, s Subscription) int64 {
 	t.Helper()
-	if s.Events == nil {
-		s.Events = events.Types
+	if s.MaxInFlight == 0 {
+		s.MaxInFlight = 16
+	}
+	var rate *int
+	if s.RateLimit > 0 {
+		rate = &s.RateLimit
 	}
 	ring := servicetest.Keyring(t)
 	seal := func(v string) string {
@@ -184,9 +198,9 @@ func InsertSubscription(t testing.TB, pool *pgxpool.Pool, s Subscription) int64 
 	}
 	var id int64
 	err := pool.QueryRow(context.Background(), `
-		INSERT INTO webhook_subscriptions (url, events, secret, previous_secret, previous_secret_until, active)
-		VALUES ($1, $2, $3, $4, $5, $6) RETURNING id`,
-		s.URL, s.Events, secret, prev, until, !s.Inactive).Scan(&id)
+		INSERT INTO webhook_subscriptions (url, events, secret, previous_secret, previous_secret_until, active, max_in_flight, rate_limit)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8) RETURNING id`,
+		s.URL, s.Events, secret, prev, until, !s.Inactive, s.MaxInFlight, rate).Scan(&id)
 	if err != nil {
 		t.Fatalf("insert subscription: %v", err)
 	}

@@ -129,9 +129,9 @@ func TestWebhooksEndToEnd(t *testing.T) {
 	lines := strings.Split(strings.TrimSpace(out), "\n")
 	token := lines[len(lines)-1]
 
-	gwAddr := servicetest.FreeAddr(t)
-	servicetest.StartProcess(t, bins["gateway"], append(common, "SHIPFILE_HTTP_ADDR="+gwAddr, "SHIPFILE_PUBLIC_URL=http://"+gwAddr))
-	servicetest.WaitReady(t, gwAddr)
+	gwAddr, gwOps := servicetest.FreeAddr(t), servicetest.FreeAddr(t)
+	servicetest.StartProcess(t, bins["gateway"], append(common, "SHIPFILE_HTTP_ADDR="+gwAddr, "SHIPFILE_OPS_ADDR="+gwOps, "SHIPFILE_PUBLIC_URL=http://"+gwAddr))
+	servicetest.WaitReady(t, gwOps)
 	for range 2 {
 		addr := servicetest.FreeAddr(t)
 		servicetest.StartProcess(t, bins["webhooks"], append(common, "SHIPFILE_WEBHOOKS_ADDR="+addr,

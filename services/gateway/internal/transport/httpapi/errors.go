@@ -27,6 +27,9 @@ var statusOf = map[app.Kind]int{
 	app.KindGone:             http.StatusGone,
 	app.KindTooLarge:         http.StatusRequestEntityTooLarge,
 	app.KindBadRequest:       http.StatusBadRequest,
+	app.KindTooMany:          http.StatusTooManyRequests,
+	app.KindBusy:             http.StatusServiceUnavailable,
+	app.KindTimeout:          http.StatusRequestTimeout,
 	app.KindLocked:           http.StatusLocked,
 	app.KindChecksumMismatch: 460, // tus checksum extension: "Checksum Mismatch"
 }
@@ -66,7 +69,11 @@ func writeError(c *gin.Context, log *slog.Logger, pages Pages, err error) {
 	if status == http.StatusInternalServerError {
 		log.Error("request failed", "route", c.FullPath(), "method", c.Request.Method, "err", err)
 	}
-	if status == http.StatusServiceUnavailable {
+	var ae *app.Error
+	switch {
+	case errors.As(err, &ae) && (ae.Kind == app.KindTooMany || ae.Kind == app.KindBusy):
+		retryAfter(c, ae.RetryAfter) // a limit of the gateway's own, not an outage
+	case status == http.StatusServiceUnavailable:
 		log.Warn("request failed: a backing service is unavailable", "route", c.FullPath(), "method", c.Request.Method, "err", err)
 		c.Header("Retry-After", "5")
 	}

@@ -73,6 +73,21 @@ func (a *testAPI) answered(route string, status int) float64 {
 	return n
 }
 
+// inFlight reads the gateway's uploads-in-flight gauge.
+func (a *testAPI) inFlight() int {
+	a.t.Helper()
+	families, err := a.registry.Gather()
+	if err != nil {
+		a.t.Fatal(err)
+	}
+	for _, f := range families {
+		if f.GetName() == "shipfile_uploads_in_flight" {
+			return int(f.GetMetric()[0].GetGauge().GetValue())
+		}
+	}
+	return 0
+}
+
 // testMaxFileSize is the file size limit of test gateways, small enough to cross.
 const testMaxFileSize = 4 << 20
 
@@ -99,6 +114,18 @@ type testOptions struct {
 	poolMaxConns         int
 	databaseURL          string
 	outboxWake           func()
+	hasher               *app.Hasher
+	linkRate             float64
+	linkBurst            int
+}
+
+// withHasher makes the test gateway hash passwords with h.
+func withHasher(h *app.Hasher) testOption { return func(o *testOptions) { o.hasher = h } }
+
+// withLinkRate limits the test gateway's link routes to rate a second per client IP,
+// with burst.
+func withLinkRate(rate float64, burst int) testOption {
+	return func(o *testOptions) { o.linkRate, o.linkBurst = rate, burst }
 }
 
 // onDatabase runs the test gateway on an existing database (another test gateway's),
@@ -152,7 +179,8 @@ func newTestAPI(t testing.TB, cfg httpapi.Config, opts ...testOption) *testAPI {
 	// current, last_used_at written in batches.
 	tokenCache := app.NewTokenCache(app.DefaultTokenCacheTTL, app.DefaultTokenFeedWindow)
 	tokenUsage := app.NewTokenUsage(db, app.DefaultTokenUsageInterval)
-	identity := app.NewIdentity(db, app.WithTokenCache(tokenCache), app.WithTokenUsage(tokenUsage))
+	identity := app.NewIdentity(db, app.WithTokenCache(tokenCache), app.WithTokenUsage(tokenUsage), app.WithHasher(o.hasher))
+	linkRate := app.NewLinkRate(db, o.linkRate, o.linkBurst)
 	bgCtx, stopBackground := context.WithCancel(context.Background())
 	feedDone, usageDone := make(chan struct{}), make(chan struct{})
 	go func() {
@@ -178,7 +206,7 @@ func newTestAPI(t testing.TB, cfg httpapi.Config, opts ...testOption) *testAPI {
 	webhooks := app.NewWebhooks(db, servicetest.Keyring(t), o.allowPrivateWebhooks)
 	sessions := app.NewSessions(db, identity, app.SessionConfig{Lifetime: time.Hour, IdleTimeout: time.Hour, MaxFailures: 5, Lockout: time.Minute})
 	pages, err := web.New(web.Deps{
-		Log: slog.New(slog.DiscardHandler), Identity: identity, Sessions: sessions, Packages: packages, Webhooks: webhooks,
+		Log: slog.New(slog.DiscardHandler), Identity: identity, Sessions: sessions, Packages: packages, Webhooks: webhooks, LinkRate: linkRate,
 		Config: web.Config{SessionLifetime: time.Hour, MaxFileSize: cfg.MaxFileSize},
 	})
 	if err != nil {
@@ -192,7 +220,7 @@ func newTestAPI(t testing.TB, cfg httpapi.Config, opts ...testOption) *testAPI {
 		Resumable: resumable,
 		Pages:     pages,
 		Registry:  registry,
-		Checks:    []ops.Check{{Name: "postgres", Fn: pool.Ping}},
+		LinkRate:  linkRate,
 		Config:    cfg,
 	})
 	if err != nil {

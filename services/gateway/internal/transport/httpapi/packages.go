@@ -91,7 +91,9 @@ func client(c *gin.Context) app.Client {
 	if grant == "" {
 		grant, _ = c.Cookie(LinkCookie)
 	}
-	return app.Client{IP: c.ClientIP(), UserAgent: c.Request.UserAgent(), Grant: grant}
+	cl := app.NewClient(c.ClientIP(), c.Request.UserAgent())
+	cl.Grant = grant
+	return cl
 }
 
 // pathUUID parses a UUID path parameter; anything else cannot name a resource.

@@ -18,11 +18,15 @@ import (
 
 // Config is the transport's share of the gateway configuration.
 type Config struct {
-	MaxJSONBytes   int64
-	MaxFileSize    int64
-	RatePerSecond  float64
-	RateBurst      int
+	MaxJSONBytes  int64
+	MaxFileSize   int64
+	RatePerSecond float64
+	RateBurst     int
+	// TrustedProxies are the CIDRs of proxies whose X-Forwarded-For names the
+	// client; without any, the client is the socket peer.
 	TrustedProxies []string
+	// Uploads bound the upload routes.
+	Uploads UploadLimits
 }
 
 // Deps is what the router serves.
@@ -34,8 +38,9 @@ type Deps struct {
 	// Resumable serves tus uploads.
 	Resumable *app.Resumable
 	Registry  *prometheus.Registry
-	Checks    []ops.Check
-	Config    Config
+	// LinkRate limits the link routes per client IP (nil: no limit).
+	LinkRate *app.LinkRate
+	Config   Config
 	// Pages is the web UI (package web); nil serves the API alone.
 	Pages Pages
 }
@@ -85,9 +90,9 @@ func New(d Deps) (*gin.Engine, error) {
 	r.NoRoute(notFound)
 	r.NoMethod(methodNotAllowed)
 
+	// /readyz and /metrics are served on the ops address only (SHIPFILE_OPS_ADDR, by
+	// the gateway's main with ops.Handler), never here on the public address.
 	r.GET("/healthz", gin.WrapF(ops.Healthz))
-	r.GET("/readyz", gin.WrapH(ops.Readyz(d.Checks...)))
-	r.GET("/metrics", gin.WrapH(ops.Metrics(d.Registry)))
 	r.StaticFS(docs.AssetsPath, docs.Assets())
 	if d.Pages != nil {
 		d.Pages.Mount(r)
@@ -99,24 +104,29 @@ func New(d Deps) (*gin.Engine, error) {
 	v1.GET("/docs", h.swaggerUI)
 	v1.GET("/redoc", h.redoc)
 
-	// The recipient's side: the magic link is the only credential.
-	v1.GET("/links/:token", h.viewLink)
-	v1.GET("/links/:token/files/:file_id", h.downloadViaLink)
-	v1.HEAD("/links/:token/files/:file_id", h.downloadViaLink)
-	v1.GET("/links/:token/archive", h.archiveViaLink)
-	v1.POST("/links/:token/files", h.uploadViaLink)
-	v1.POST("/links/:token/unlock", h.unlockLink)
+	// The recipient's side: the magic link is the only credential. Each route is
+	// rate-limited per client IP and answers 410 for a dead link before anything else.
+	uploads := uploadGuard(d.Config.Uploads, d.Registry)
+	links := v1.Group("/links/:token", linkGuard(d.Packages, d.LinkRate))
+	links.GET("", h.viewLink)
+	links.GET("/files/:file_id", h.downloadViaLink)
+	links.HEAD("/files/:file_id", h.downloadViaLink)
+	links.GET("/archive", h.archiveViaLink)
+	links.POST("/files", uploads, h.uploadViaLink)
+	links.POST("/unlock", h.unlockLink)
 
-	// Resumable uploads (tus): Tus-Resumable on every answer, before any other check.
+	// Resumable uploads (tus): Tus-Resumable on every answer; on the recipient's side the
+	// link's rate and dead-link check come first, as on every link route; PATCH (and a
+	// creation with a body) go through the same upload limits as the multipart uploads.
 	lim := newLimiter(d.Config.RatePerSecond, d.Config.RateBurst)
-	tusLinks := v1.Group("/links/:token", tusHeaders)
+	tusLinks := v1.Group("/links/:token", tusResumable, linkGuard(d.Packages, d.LinkRate), tusRequireVersion)
 	tusLinks.OPTIONS("/uploads", h.tusOptions)
 	tusLinks.OPTIONS("/uploads/:upload_id", h.tusOptions)
-	h.mountTus(tusLinks, "/uploads", linkTarget)
-	tusOwner := v1.Group("/packages/:id", tusHeaders)
+	h.mountTus(tusLinks, "/uploads", linkTarget, uploads)
+	tusOwner := v1.Group("/packages/:id", tusResumable, tusRequireVersion)
 	tusOwner.OPTIONS("/uploads", h.tusOptions)
 	tusOwner.OPTIONS("/uploads/:upload_id", h.tusOptions)
-	h.mountTus(tusOwner.Group("", authenticate(d.Identity, d.Pages), rateLimit(lim)), "/uploads", ownerTarget)
+	h.mountTus(tusOwner.Group("", authenticate(d.Identity, d.Pages), rateLimit(lim)), "/uploads", ownerTarget, uploads)
 
 	authed := v1.Group("", authenticate(d.Identity, d.Pages), rateLimit(lim))
 	authed.GET("/me", h.me)
@@ -129,7 +139,7 @@ func New(d Deps) (*gin.Engine, error) {
 	authed.GET("/packages/:id", h.getPackage)
 	authed.PATCH("/packages/:id", h.updatePackage)
 	authed.DELETE("/packages/:id", h.deletePackage)
-	authed.POST("/packages/:id/files", h.uploadFile)
+	authed.POST("/packages/:id/files", uploads, h.uploadFile)
 	authed.GET("/packages/:id/files/:file_id/content", h.downloadFile)
 	authed.DELETE("/packages/:id/files/:file_id", h.removeFile)
 	authed.POST("/packages/:id/finalize", h.finalizePackage)

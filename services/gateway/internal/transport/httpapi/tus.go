@@ -28,10 +28,15 @@ const (
 	headerFileID = "Shipfile-File-Id"
 )
 
-// tusHeaders puts Tus-Resumable on every answer and refuses a request other than
-// OPTIONS that does not speak tus 1.0.0 (412 with Tus-Version).
-func tusHeaders(c *gin.Context) {
+// tusResumable puts Tus-Resumable on every answer of the tus routes.
+func tusResumable(c *gin.Context) {
 	c.Header("Tus-Resumable", tusVersion)
+	c.Next()
+}
+
+// tusRequireVersion refuses a request other than OPTIONS that does not speak tus
+// 1.0.0 (412 with Tus-Version).
+func tusRequireVersion(c *gin.Context) {
 	if c.Request.Method != http.MethodOptions && c.GetHeader("Tus-Resumable") != tusVersion {
 		c.Header("Tus-Version", tusVersion)
 		_ = c.Error(&httpError{status: http.StatusPreconditionFailed, detail: "Tus-Resumable: 1.0.0 is required"})

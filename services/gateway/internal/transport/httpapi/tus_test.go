@@ -162,7 +162,14 @@ func checksumHeader(alg string, chunk []byte) string {
 func TestTusOptions(t *testing.T) {
 	t.Parallel()
 	a := newTestAPI(t, tusConfig())
-	for _, path := range []string{"/api/v1/packages/" + fmt.Sprint(1) + "/uploads", "/api/v1/links/x/uploads"} {
+	_, token := a.user("owner@example.com", app.RoleRegular)
+	p := a.createPackage(token, map[string]any{"title": "In", "recipient_email": "r@example.com", "direction": "inbound"})
+	r := a.do("POST", "/api/v1/packages/"+p["id"].(string)+"/finalize", token, nil)
+	expect(t, r, http.StatusOK)
+	link := linkToken(t, r.json(t)["magic_link"])
+	// A dead link answers 410 first, as on every link route.
+	expectTus(t, a.tusDo("OPTIONS", "/api/v1/links/"+strings.Repeat("x", 43)+"/uploads", "", nil, "Tus-Resumable", ""), http.StatusGone)
+	for _, path := range []string{"/api/v1/packages/" + fmt.Sprint(1) + "/uploads", "/api/v1/links/" + link + "/uploads"} {
 		r := a.tusDo("OPTIONS", path, "", nil, "Tus-Resumable", "")
 		if r.status != http.StatusNoContent {
 			t.Fatalf("OPTIONS %s = %d %s", path, r.status, r.body)
@@ -555,6 +562,12 @@ func TestTusOneWriterAtATime(t *testing.T) {
 	if _, err := pw.Write(content[:1000]); err != nil {
 		t.Fatal(err)
 	}
+	// Wait until the first PATCH holds the upload.
+	servicetest.WaitFor(t, 10*time.Second, "the first PATCH to hold the upload", func() bool {
+		var held bool
+		err := a.pool.QueryRow(context.Background(), `SELECT lock_owner IS NOT NULL FROM tus_uploads`).Scan(&held)
+		return err == nil && held
+	})
 	deadline := time.Now().Add(10 * time.Second)
 	for {
 		r := a.patch(url, token, 0, content)
@@ -563,7 +576,7 @@ func TestTusOneWriterAtATime(t *testing.T) {
 			break
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("a second PATCH during the first = %d, want 423", r.status)
+			t.Fatalf("a second PATCH during the first = %d, want 423: %s", r.status, r.body)
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
@@ -685,4 +698,56 @@ func TestTusProtectedLink(t *testing.T) {
 	if r.header.Get("Shipfile-File-Id") == "" {
 		t.Fatal("the upload did not complete")
 	}
+}
+
+// TestTusUploadLimits: a tus PATCH takes an upload slot like a multipart upload, so a
+// client at its limit of uploads in flight gets 429 with Retry-After.
+func TestTusUploadLimits(t *testing.T) {
+	t.Parallel()
+	cfg := tusConfig()
+	cfg.Uploads = httpapi.UploadLimits{MaxConcurrent: 8, PerClient: 1}
+	a := newTestAPI(t, cfg)
+	_, token := a.user("owner@example.com", app.RoleRegular)
+	p := a.createPackage(token, map[string]any{"title": "T", "recipient_email": "r@example.com"})
+	first := a.tusCreate("/api/v1/packages/"+p["id"].(string)+"/uploads", token, 2000)
+	second := a.tusCreate("/api/v1/packages/"+p["id"].(string)+"/uploads", token, 10)
+
+	pr, pw := io.Pipe()
+	done := make(chan int, 1)
+	go func() {
+		req, _ := http.NewRequest("PATCH", a.url+first, pr)
+		req.ContentLength = 2000
+		req.Header.Set("Tus-Resumable", "1.0.0")
+		req.Header.Set("Content-Type", "application/offset+octet-stream")
+		req.Header.Set("Upload-Offset", "0")
+		req.Header.Set("Authorization", "Bearer "+token)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			done <- 0
+			return
+		}
+		resp.Body.Close()
+		done <- resp.StatusCode
+	}()
+	if _, err := pw.Write(make([]byte, 1000)); err != nil {
+		t.Fatal(err)
+	}
+	servicetest.WaitFor(t, 10*time.Second, "the first PATCH to hold its upload", func() bool {
+		var held bool
+		err := a.pool.QueryRow(context.Background(), `SELECT bool_or(lock_owner IS NOT NULL) FROM tus_uploads`).Scan(&held)
+		return err == nil && held
+	})
+	r := a.patch(second, token, 0, []byte("0123456789"))
+	expectTus(t, r, http.StatusTooManyRequests)
+	if r.header.Get("Retry-After") == "" {
+		t.Fatal("429 without Retry-After")
+	}
+	if _, err := pw.Write(make([]byte, 1000)); err != nil {
+		t.Fatal(err)
+	}
+	pw.Close()
+	if st := <-done; st != http.StatusNoContent {
+		t.Fatalf("the first PATCH = %d", st)
+	}
+	expectTus(t, a.patch(second, token, 0, []byte("0123456789")), http.StatusNoContent)
 }

@@ -21,6 +21,8 @@ type webhookResponse struct {
 	DisabledAt     *time.Time `json:"disabled_at"`
 	FailingSince   *time.Time `json:"failing_since"`
 	LastSuccessAt  *time.Time `json:"last_success_at"`
+	MaxInFlight    int        `json:"max_in_flight"`
+	RateLimit      *int       `json:"rate_limit"`
 	CreatedAt      time.Time  `json:"created_at"`
 	UpdatedAt      time.Time  `json:"updated_at"`
 }
@@ -54,7 +56,8 @@ func toWebhookResponse(w app.Webhook) webhookResponse {
 	return webhookResponse{
 		ID: w.ID, URL: w.URL, Description: w.Description, Events: evs, Active: w.Active,
 		DisabledReason: w.DisabledReason, DisabledAt: utcPtr(w.DisabledAt), FailingSince: utcPtr(w.FailingSince),
-		LastSuccessAt: utcPtr(w.LastSuccessAt), CreatedAt: w.CreatedAt.UTC(), UpdatedAt: w.UpdatedAt.UTC(),
+		LastSuccessAt: utcPtr(w.LastSuccessAt), MaxInFlight: w.MaxInFlight, RateLimit: w.RateLimit,
+		CreatedAt: w.CreatedAt.UTC(), UpdatedAt: w.UpdatedAt.UTC(),
 	}
 }
 
@@ -83,6 +86,8 @@ type createWebhookRequest struct {
 	URL         *string   `json:"url"`
 	Events      *[]string `json:"events"`
 	Description *string   `json:"description"`
+	MaxInFlight *int      `json:"max_in_flight"`
+	RateLimit   *int      `json:"rate_limit"`
 }
 
 func (h *handlers) createWebhook(c *gin.Context) {
@@ -91,7 +96,9 @@ func (h *handlers) createWebhook(c *gin.Context) {
 		_ = c.Error(err)
 		return
 	}
-	w, err := h.webhooks.Create(c.Request.Context(), app.NewWebhook(req))
+	w, err := h.webhooks.Create(c.Request.Context(), app.NewWebhook{
+		URL: req.URL, Events: req.Events, Description: req.Description, MaxInFlight: req.MaxInFlight, RateLimit: req.RateLimit,
+	})
 	if err != nil {
 		_ = c.Error(err)
 		return
@@ -114,10 +121,12 @@ func (h *handlers) getWebhook(c *gin.Context) {
 }
 
 type updateWebhookRequest struct {
-	URL         *string   `json:"url"`
-	Events      *[]string `json:"events"`
-	Description *string   `json:"description"`
-	Active      *bool     `json:"active"`
+	URL         *string       `json:"url"`
+	Events      *[]string     `json:"events"`
+	Description *string       `json:"description"`
+	Active      *bool         `json:"active"`
+	MaxInFlight *int          `json:"max_in_flight"`
+	RateLimit   nullable[int] `json:"rate_limit"`
 }
 
 func (h *handlers) updateWebhook(c *gin.Context) {
@@ -126,17 +135,23 @@ func (h *handlers) updateWebhook(c *gin.Context) {
 		_ = c.Error(err)
 		return
 	}
-	var req updateWebhookRequest
+	req := updateWebhookRequest{RateLimit: nullable[int]{field: "rate_limit", kind: "an integer"}}
 	if err := decodeJSON(c, h.maxJSON, &req); err != nil {
 		_ = c.Error(err)
 		return
 	}
-	w, err := h.webhooks.Update(c.Request.Context(), id, app.WebhookPatch(req))
+	w, err := h.webhooks.Update(c.Request.Context(), id, toWebhookPatch(req))
 	if err != nil {
 		_ = c.Error(err)
 		return
 	}
 	c.JSON(http.StatusOK, toWebhookResponse(w))
+}
+
+func toWebhookPatch(req updateWebhookRequest) app.WebhookPatch {
+	p := app.WebhookPatch{URL: req.URL, Events: req.Events, Description: req.Description, Active: req.Active, MaxInFlight: req.MaxInFlight}
+	p.RateLimit = req.RateLimit.Nullable
+	return p
 }
 
 func (h *handlers) deleteWebhook(c *gin.Context) {

@@ -24,7 +24,7 @@ var webhookSecret = regexp.MustCompile(`^whsec_[A-Za-z0-9+/]{43}=$`)
 
 // webhookFields are the keys of a subscription record; the secret is never one of them.
 var webhookFields = []string{"id", "url", "description", "events", "active", "disabled_reason", "disabled_at",
-	"failing_since", "last_success_at", "created_at", "updated_at"}
+	"failing_since", "last_success_at", "max_in_flight", "rate_limit", "created_at", "updated_at"}
 
 func (a *testAPI) createWebhook(token string, body map[string]any) map[string]any {
 	a.t.Helper()
@@ -318,6 +318,13 @@ func TestWebhookRejectsBadInput(t *testing.T) {
 		return m
 	}
 	cases := map[string]any{
+		"max_in_flight 0":        good(map[string]any{"max_in_flight": 0}),
+		"max_in_flight 257":      good(map[string]any{"max_in_flight": 257}),
+		"max_in_flight a string": good(map[string]any{"max_in_flight": "4"}),
+		"rate_limit 0":           good(map[string]any{"rate_limit": 0}),
+		"rate_limit 10001":       good(map[string]any{"rate_limit": 10001}),
+		"rate_limit negative":    good(map[string]any{"rate_limit": -5}),
+		"rate_limit fractional":  good(map[string]any{"rate_limit": 1.5}),
 		"malformed JSON":         `{"url": `,
 		"not an object":          `["https://hooks.example.com/x"]`,
 		"two objects":            `{"url": "https://hooks.example.com/x"} {}`,
@@ -919,5 +926,80 @@ func TestWebhookDelete(t *testing.T) {
 	r = a.do("GET", hooksPath, admin, nil)
 	if items := r.json(t)["items"].([]any); len(items) != 1 || hookID(t, items[0].(map[string]any)) != keep {
 		t.Fatalf("list after delete = %s", r.body)
+	}
+}
+
+// TestWebhookThroughputSettings: max_in_flight (1–256, default 16) and rate_limit
+// (1–10000 or null) on create and PATCH, validated with 422; "all events" is stored as
+// such (NULL) and answered expanded.
+func TestWebhookThroughputSettings(t *testing.T) {
+	t.Parallel()
+	a := newTestAPI(t, defaultConfig())
+	_, admin := a.user("admin@example.com", app.RoleAdmin)
+	storedEvents := func(id int64) []string {
+		t.Helper()
+		var evs []string
+		if err := a.pool.QueryRow(context.Background(), `SELECT events FROM webhook_subscriptions WHERE id = $1`, id).Scan(&evs); err != nil {
+			t.Fatal(err)
+		}
+		return evs
+	}
+
+	def := a.createWebhook(admin, map[string]any{"url": "https://hooks.example.com/a"})
+	if def["max_in_flight"] != float64(16) || def["rate_limit"] != nil {
+		t.Fatalf("defaults: max_in_flight %v, rate_limit %v", def["max_in_flight"], def["rate_limit"])
+	}
+	if evs := storedEvents(hookID(t, def)); evs != nil {
+		t.Fatalf("all events stored as %v, want NULL", evs)
+	}
+	if got := stringList(def["events"]); !slices.Equal(got, events.Types) {
+		t.Fatalf("all events answered as %v, want them expanded", got)
+	}
+	set := a.createWebhook(admin, map[string]any{"url": "https://hooks.example.com/b", "max_in_flight": 256, "rate_limit": 10000,
+		"events": []string{events.TypePackageCreated}})
+	if set["max_in_flight"] != float64(256) || set["rate_limit"] != float64(10000) {
+		t.Fatalf("set: %v %v", set["max_in_flight"], set["rate_limit"])
+	}
+	id := hookID(t, set)
+	if evs := storedEvents(id); !slices.Equal(evs, []string{events.TypePackageCreated}) {
+		t.Fatalf("a selection stored as %v", evs)
+	}
+
+	patch := func(body any, status int) map[string]any {
+		t.Helper()
+		r := a.do("PATCH", hookPath(id, ""), admin, body)
+		expect(t, r, status)
+		return r.json(t)
+	}
+	if got := patch(map[string]any{"max_in_flight": 1, "rate_limit": 1}, http.StatusOK); got["max_in_flight"] != float64(1) || got["rate_limit"] != float64(1) {
+		t.Fatalf("patched: %v", got)
+	}
+	if got := patch(map[string]any{"description": "x"}, http.StatusOK); got["max_in_flight"] != float64(1) || got["rate_limit"] != float64(1) {
+		t.Fatalf("a patch without them changed them: %v", got)
+	}
+	if got := patch(map[string]any{"rate_limit": nil}, http.StatusOK); got["rate_limit"] != nil || got["max_in_flight"] != float64(1) {
+		t.Fatalf("rate_limit null: %v", got)
+	}
+	for name, body := range map[string]any{
+		"max_in_flight 0":      map[string]any{"max_in_flight": 0},
+		"max_in_flight 300":    map[string]any{"max_in_flight": 300},
+		"max_in_flight null":   map[string]any{"max_in_flight": "x"},
+		"rate_limit 0":         map[string]any{"rate_limit": 0},
+		"rate_limit too big":   map[string]any{"rate_limit": 10001},
+		"rate_limit a string":  map[string]any{"rate_limit": "10"},
+		"rate_limit an object": map[string]any{"rate_limit": map[string]any{}},
+	} {
+		t.Run(name, func(t *testing.T) {
+			if got := patch(body, http.StatusUnprocessableEntity); got["detail"] == nil || got["detail"] == "" {
+				t.Fatalf("no detail: %v", got)
+			}
+		})
+	}
+	// Choosing every event type again is choosing all.
+	if got := patch(map[string]any{"events": events.Types}, http.StatusOK); !slices.Equal(stringList(got["events"]), events.Types) {
+		t.Fatalf("events: %v", got["events"])
+	}
+	if evs := storedEvents(id); evs != nil {
+		t.Fatalf("every event type stored as %v, want NULL (all)", evs)
 	}
 }

@@ -33,11 +33,13 @@ type env struct {
 	pool     *pgxpool.Pool
 	identity *app.Identity
 	packages *app.Packages
+	hasher   *app.Hasher
 }
 
 type options struct {
 	secure      bool
 	maxFailures int
+	hasher      *app.Hasher
 }
 
 func newEnv(t *testing.T, opts ...func(*options)) *env {
@@ -54,7 +56,10 @@ func newEnv(t *testing.T, opts ...func(*options)) *env {
 	}
 	t.Cleanup(pool.Close)
 	db := store.NewPostgres(pool)
-	identity := app.NewIdentity(db)
+	if o.hasher == nil {
+		o.hasher = app.NewHasher(0, 0)
+	}
+	identity := app.NewIdentity(db, app.WithHasher(o.hasher))
 	packages := app.NewPackages(db, store.NewObjects(servicetest.Bucket(t), 5<<20), app.Limits{MaxFileSize: 1 << 20, MaxFiles: 5}, "http://shipfile.test")
 	webhooks := app.NewWebhooks(db, servicetest.Keyring(t), true)
 	sessions := app.NewSessions(db, identity, app.SessionConfig{Lifetime: time.Hour, IdleTimeout: time.Hour, MaxFailures: o.maxFailures, Lockout: time.Minute})
@@ -75,7 +80,7 @@ func newEnv(t *testing.T, opts ...func(*options)) *env {
 	}
 	srv := httptest.NewServer(engine)
 	t.Cleanup(srv.Close)
-	return &env{t: t, url: srv.URL, pool: pool, identity: identity, packages: packages}
+	return &env{t: t, url: srv.URL, pool: pool, identity: identity, packages: packages, hasher: o.hasher}
 }
 
 func secure(o *options) { o.secure = true }

@@ -99,3 +99,15 @@ func (w *Web) unlock(c *gin.Context) {
 		_ = c.Error(err)
 	}
 }
+
+// linkRateGuard takes one request from the client IP's link rate (SHIPFILE_LINK_RATE,
+// shared with the API's link routes) before the recipient's page or its unlock form
+// does anything else: 429 with Retry-After over the rate.
+func (w *Web) linkRateGuard(c *gin.Context) {
+	if err := w.linkRate.Take(c.Request.Context(), c.ClientIP()); err != nil {
+		_ = c.Error(err)
+		c.Abort()
+		return
+	}
+	c.Next()
+}

@@ -9,6 +9,8 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/gin-gonic/gin"
 
@@ -200,11 +202,19 @@ func (w *Web) SessionUser(c *gin.Context) (app.User, bool, error) {
 	return u, true, nil
 }
 
-// localPath returns next when it is a path on this site, else "/": a sign-in must not
-// redirect elsewhere.
+// localPath returns next when it is a same-origin path, else "/": a sign-in must not
+// redirect elsewhere. It must start with exactly one "/", and hold no "//", no
+// backslash, no control or format character and no scheme: browsers drop tabs and
+// newlines from a URL and read a backslash as "/", so "/<tab>/evil.example" would
+// leave the site.
 func localPath(next string) string {
-	if !strings.HasPrefix(next, "/") || strings.HasPrefix(next, "//") || strings.HasPrefix(next, "/\\") ||
-		strings.ContainsAny(next, "\r\n") {
+	if !strings.HasPrefix(next, "/") || len(next) > 2048 || strings.Contains(next, "//") ||
+		strings.Contains(next, "\\") || !utf8.ValidString(next) ||
+		strings.ContainsFunc(next, func(r rune) bool { return unicode.IsControl(r) || unicode.Is(unicode.Cf, r) || r == utf8.RuneError }) {
+		return "/"
+	}
+	u, err := url.Parse(next)
+	if err != nil || u.Scheme != "" || u.Host != "" || u.User != nil || u.Opaque != "" {
 		return "/"
 	}
 	return next

@@ -40,6 +40,8 @@ type Deps struct {
 	Sessions *app.Sessions
 	Packages *app.Packages
 	Webhooks *app.Webhooks
+	// LinkRate limits the recipient's page per client IP (nil: no limit).
+	LinkRate *app.LinkRate
 	Config   Config
 }
 
@@ -50,6 +52,7 @@ type Web struct {
 	sessions *app.Sessions
 	packages *app.Packages
 	webhooks *app.Webhooks
+	linkRate *app.LinkRate
 	cfg      Config
 	pages    map[string]*pageTemplate
 	cookies  cookieNames
@@ -63,7 +66,7 @@ func New(d Deps) (*Web, error) {
 		return nil, err
 	}
 	w := &Web{
-		log: d.Log, identity: d.Identity, sessions: d.Sessions, packages: d.Packages, webhooks: d.Webhooks,
+		log: d.Log, identity: d.Identity, sessions: d.Sessions, packages: d.Packages, webhooks: d.Webhooks, linkRate: d.LinkRate,
 		cfg: d.Config, pages: pages, cookies: newCookieNames(d.Config.SecureCookies),
 		origin: http.NewCrossOriginProtection(),
 	}
@@ -85,8 +88,8 @@ func (w *Web) Mount(r *gin.Engine) {
 	g.GET("/login", w.loginForm)
 	g.POST("/login", w.checkCSRF, w.loginSubmit)
 	g.POST("/logout", w.checkCSRF, w.logout)
-	g.GET("/p/:token", w.recipient)
-	g.POST("/p/:token", w.checkCSRF, w.unlock)
+	g.GET("/p/:token", w.linkRateGuard, w.recipient)
+	g.POST("/p/:token", w.linkRateGuard, w.checkCSRF, w.unlock)
 
 	u := g.Group("", w.requireUser)
 	u.GET("/send", w.sendForm)
@@ -124,5 +127,7 @@ func (w *Web) Mount(r *gin.Engine) {
 
 func client(c *gin.Context) app.Client {
 	grant, _ := c.Cookie(linkCookie)
-	return app.Client{IP: c.ClientIP(), UserAgent: c.Request.UserAgent(), Grant: grant}
+	cl := app.NewClient(c.ClientIP(), c.Request.UserAgent())
+	cl.Grant = grant
+	return cl
 }

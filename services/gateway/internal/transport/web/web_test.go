@@ -512,11 +512,31 @@ func TestAdminPages(t *testing.T) {
 	if fieldError(p, "url") == "" || !strings.Contains(p.body, `value="package.created" checked`) {
 		t.Fatalf("bad URL form:\n%s", p.body)
 	}
+	for field, bad := range map[string]string{"max_in_flight": "0", "rate_limit": "ten"} {
+		p = b.post("/admin/webhooks", url.Values{"url": {"http://127.0.0.1:9/hook"}, "events": {"package.created"}, field: {bad}})
+		expectStatus(t, p, http.StatusUnprocessableEntity)
+		if fieldError(p, field) == "" || !strings.Contains(p.body, `value="`+bad+`"`) {
+			t.Fatalf("bad %s form:\n%s", field, p.body)
+		}
+	}
 	if n := e.count("webhook_subscriptions"); n != 0 {
 		t.Fatalf("a bad form created %d webhooks", n)
 	}
-	p = b.post("/admin/webhooks", url.Values{"url": {"http://127.0.0.1:9/hook"}, "events": {"package.created", "package.expired"}})
+	p = b.post("/admin/webhooks", url.Values{"url": {"http://127.0.0.1:9/hook"}, "events": {"package.created", "package.expired"},
+		"max_in_flight": {"4"}, "rate_limit": {"20"}})
 	expectStatus(t, p, http.StatusCreated)
+	limits := func() (int, *int) {
+		t.Helper()
+		var mif int
+		var rate *int
+		if err := e.pool.QueryRow(context.Background(), "SELECT max_in_flight, rate_limit FROM webhook_subscriptions").Scan(&mif, &rate); err != nil {
+			t.Fatal(err)
+		}
+		return mif, rate
+	}
+	if mif, rate := limits(); mif != 4 || rate == nil || *rate != 20 {
+		t.Fatalf("limits stored: %d %v", mif, rate)
+	}
 	secret := regexp.MustCompile(`id="secret-value" class="mono" value="(whsec_[^"]+)"`).FindStringSubmatch(p.body)
 	if secret == nil {
 		t.Fatalf("no secret shown:\n%s", p.body)
@@ -530,8 +550,16 @@ func TestAdminPages(t *testing.T) {
 		t.Fatal(err)
 	}
 	expectRedirect(t, b.post(fmt.Sprintf("/admin/webhooks/%d/test", hookID), url.Values{"from": {"list"}}), "/admin/webhooks?msg=test-queued")
-	if p := b.get(fmt.Sprintf("/admin/webhooks/%d", hookID)); p.status != http.StatusOK || !strings.Contains(p.body, "Delivery log") {
-		t.Fatalf("webhook page: %d", p.status)
+	if p := b.get(fmt.Sprintf("/admin/webhooks/%d", hookID)); p.status != http.StatusOK || !strings.Contains(p.body, "Delivery log") ||
+		!strings.Contains(p.body, `name="max_in_flight" type="number" min="1" max="256" value="4"`) ||
+		!strings.Contains(p.body, `name="rate_limit" type="number" min="1" max="10000" value="20"`) {
+		t.Fatalf("webhook page: %d\n%s", p.status, p.body)
+	}
+	// An empty rate limit is none.
+	expectStatus(t, b.post(fmt.Sprintf("/admin/webhooks/%d", hookID), url.Values{"url": {"http://127.0.0.1:9/hook"},
+		"events": {"package.created"}, "active": {"true"}, "max_in_flight": {"8"}, "rate_limit": {""}}), http.StatusSeeOther)
+	if mif, rate := limits(); mif != 8 || rate != nil {
+		t.Fatalf("limits after saving: %d %v", mif, rate)
 	}
 	// The audit log lists the test.
 	p = b.get("/admin/audit")

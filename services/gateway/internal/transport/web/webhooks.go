@@ -17,7 +17,34 @@ import (
 var errNoEvents = app.Invalid("events: choose at least one event")
 
 // webhookFields are the form fields of a subscription, named as in the API.
-var webhookFields = []string{"url", "description", "events"}
+var webhookFields = []string{"url", "description", "events", "max_in_flight", "rate_limit"}
+
+// limitsForm reads the form's max_in_flight (empty: unchanged or the default) and
+// rate_limit (empty: no limit).
+func limitsForm(c *gin.Context) (maxInFlight, rateLimit *int, err error) {
+	num := func(name string) (*int, error) {
+		v := strings.TrimSpace(c.PostForm(name))
+		if v == "" {
+			return nil, nil
+		}
+		n, err := strconv.Atoi(v)
+		if err != nil {
+			return nil, app.Invalid("%s must be a whole number", name)
+		}
+		return &n, nil
+	}
+	if maxInFlight, err = num("max_in_flight"); err != nil {
+		return nil, nil, err
+	}
+	rateLimit, err = num("rate_limit")
+	return maxInFlight, rateLimit, err
+}
+
+// limitsFields are the form values of a subscription's limits, to show again.
+func limitsFields(c *gin.Context, form map[string]string) map[string]string {
+	form["max_in_flight"], form["rate_limit"] = c.PostForm("max_in_flight"), c.PostForm("rate_limit")
+	return form
+}
 
 type webhooksData struct {
 	Hooks      []app.Webhook
@@ -53,13 +80,17 @@ func (w *Web) createWebhook(c *gin.Context) {
 	u, desc := strings.TrimSpace(c.PostForm("url")), c.PostForm("description")
 	evs := c.PostFormArray("events")
 	var hook app.Webhook
-	err := errNoEvents
-	if len(evs) > 0 {
-		hook, err = w.webhooks.Create(c.Request.Context(), app.NewWebhook{URL: &u, Description: &desc, Events: &evs})
+	maxInFlight, rateLimit, err := limitsForm(c)
+	if err == nil && len(evs) == 0 {
+		err = errNoEvents
+	}
+	if err == nil {
+		hook, err = w.webhooks.Create(c.Request.Context(), app.NewWebhook{URL: &u, Description: &desc, Events: &evs,
+			MaxInFlight: maxInFlight, RateLimit: rateLimit})
 	}
 	if fe, msg, ok := formErrors(err, webhookFields...); ok {
 		w.showWebhooks(c, http.StatusUnprocessableEntity,
-			view{Errors: fe, Error: msg, Form: map[string]string{"url": u, "description": desc}},
+			view{Errors: fe, Error: msg, Form: limitsFields(c, map[string]string{"url": u, "description": desc})},
 			webhooksData{Selected: evs})
 		return
 	}
@@ -137,7 +168,11 @@ func (w *Web) showWebhook(c *gin.Context, id int64, status int, v view, secret s
 	}
 	d.Attempts = attempts
 	if v.Form == nil {
-		v.Form = map[string]string{"url": hook.URL, "description": hook.Description, "active": strconv.FormatBool(hook.Active)}
+		v.Form = map[string]string{"url": hook.URL, "description": hook.Description, "active": strconv.FormatBool(hook.Active),
+			"max_in_flight": strconv.Itoa(hook.MaxInFlight)}
+		if hook.RateLimit != nil {
+			v.Form["rate_limit"] = strconv.Itoa(*hook.RateLimit)
+		}
 	}
 	v.Title, v.Section, v.D = "Webhook "+strconv.FormatInt(id, 10), "webhooks", d
 	w.render(c, status, "webhook", v)
@@ -156,14 +191,16 @@ func (w *Web) saveWebhook(c *gin.Context) {
 	u, desc := strings.TrimSpace(c.PostForm("url")), c.PostForm("description")
 	evs := c.PostFormArray("events")
 	active := c.PostForm("active") == "true"
-	var err error
-	if len(evs) == 0 {
+	maxInFlight, rateLimit, err := limitsForm(c)
+	if err == nil && len(evs) == 0 {
 		err = errNoEvents
-	} else {
-		_, err = w.webhooks.Update(c.Request.Context(), id, app.WebhookPatch{URL: &u, Description: &desc, Events: &evs, Active: &active})
+	}
+	if err == nil {
+		_, err = w.webhooks.Update(c.Request.Context(), id, app.WebhookPatch{URL: &u, Description: &desc, Events: &evs, Active: &active,
+			MaxInFlight: maxInFlight, RateLimit: app.Nullable[int]{Set: true, Value: rateLimit}})
 	}
 	if fe, msg, ok := formErrors(err, webhookFields...); ok {
-		v := view{Errors: fe, Error: msg, Form: map[string]string{"url": u, "description": desc, "active": strconv.FormatBool(active)}}
+		v := view{Errors: fe, Error: msg, Form: limitsFields(c, map[string]string{"url": u, "description": desc, "active": strconv.FormatBool(active)})}
 		w.showWebhook(c, id, http.StatusUnprocessableEntity, v, "", evs)
 		return
 	}

@@ -1,0 +1,139 @@
+package httpx_test
+
+import (
+	"errors"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/shipfile/shipfile/pkg/httpx"
+)
+
+func TestInFlight(t *testing.T) {
+	l := httpx.NewInFlight(3, 2)
+	r1, err := l.Acquire("a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r2, err := l.Acquire("a", "link")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l.Acquire("a"); !errors.Is(err, httpx.ErrKeyBusy) {
+		t.Fatalf("third for key a: %v, want ErrKeyBusy", err)
+	}
+	if _, err := l.Acquire("b", "link"); err != nil {
+		t.Fatalf("second for link: %v", err)
+	}
+	if _, err := l.Acquire("c"); !errors.Is(err, httpx.ErrBusy) {
+		t.Fatalf("fourth overall: %v, want ErrBusy", err)
+	}
+	r1()
+	r1() // a second release changes nothing
+	if l.InUse() != 2 {
+		t.Fatalf("in use = %d, want 2", l.InUse())
+	}
+	r2()
+	if _, err := l.Acquire("a"); err != nil {
+		t.Fatalf("after the releases: %v", err)
+	}
+}
+
+// slowServer answers how reading its request body ended, through MinRateBody.
+func slowServer(t *testing.T, rate int64, window time.Duration) string {
+	t.Helper()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body := httpx.MinRateBody(r.Body, rate, window, httpx.ResponseDeadline(w))
+		n, err := io.Copy(io.Discard, body)
+		if httpx.TooSlow(body) {
+			w.WriteHeader(http.StatusRequestTimeout)
+			return
+		}
+		if err != nil {
+			w.WriteHeader(http.StatusBadRequest)
+			return
+		}
+		_, _ = io.WriteString(w, strings.Repeat("x", int(n%2)))
+	}))
+	t.Cleanup(srv.Close)
+	return srv.URL
+}
+
+func TestMinRateBodyCutsAStall(t *testing.T) {
+	url := slowServer(t, 1000, 200*time.Millisecond)
+	pr, pw := io.Pipe()
+	defer pw.Close()
+	go func() { _, _ = pw.Write([]byte("a few bytes, then nothing")) }()
+	start := time.Now()
+	resp, err := http.Post(url, "application/octet-stream", pr)
+	if err == nil {
+		defer resp.Body.Close()
+		if resp.StatusCode != http.StatusRequestTimeout {
+			t.Fatalf("status = %d, want 408", resp.StatusCode)
+		}
+	}
+	if took := time.Since(start); took > 2*time.Second {
+		t.Fatalf("a stalled body was cut after %s, want about one window", took)
+	}
+}
+
+func TestMinRateBodyCutsATrickle(t *testing.T) {
+	url := slowServer(t, 1000, 200*time.Millisecond)
+	pr, pw := io.Pipe()
+	stop := make(chan struct{})
+	defer close(stop)
+	go func() {
+		for {
+			select {
+			case <-stop:
+				pw.Close()
+				return
+			case <-time.After(50 * time.Millisecond):
+				_, _ = pw.Write([]byte("x")) // 20 bytes/s against a minimum of 1000
+			}
+		}
+	}()
+	resp, err := http.Post(url, "application/octet-stream", pr)
+	if err == nil {
+		defer resp.Body.Close()
+		if resp.StatusCode != http.StatusRequestTimeout {
+			t.Fatalf("status = %d, want 408", resp.StatusCode)
+		}
+	}
+}
+
+func TestMinRateBodyLetsAFastBodyThrough(t *testing.T) {
+	url := slowServer(t, 1000, 200*time.Millisecond)
+	resp, err := http.Post(url, "application/octet-stream", strings.NewReader(strings.Repeat("y", 1<<20)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("status = %d, want 200", resp.StatusCode)
+	}
+}
+
+// TestMinRateBodyWithoutDeadline: without a connection deadline a timer closes the
+// body, so a blocked Read still returns.
+func TestMinRateBodyWithoutDeadline(t *testing.T) {
+	pr, pw := io.Pipe()
+	defer pw.Close()
+	body := httpx.MinRateBody(pr, 1000, 100*time.Millisecond, nil)
+	done := make(chan error, 1)
+	go func() {
+		_, err := io.Copy(io.Discard, body)
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		if !errors.Is(err, httpx.ErrTooSlow) || !httpx.TooSlow(body) {
+			t.Fatalf("read error = %v, want ErrTooSlow", err)
+		}
+	case <-time.After(2 * time.Second):
+		t.Fatal("a blocked read was not cut")
+	}
+}

@@ -1,0 +1,131 @@
+package httpx
+
+import (
+	"errors"
+	"io"
+	"net/http"
+	"os"
+	"sync"
+	"time"
+)
+
+// ErrTooSlow is the read error of a body that brought fewer bytes than its minimum
+// rate asks for over a window.
+var ErrTooSlow = errors.New("request body too slow: fewer bytes than the minimum rate over the window")
+
+// MinRateBody wraps a request body so that it must bring at least minRate bytes a
+// second, counted over windows of window: within every window of time spent
+// waiting for the body, it must bring minRate×window bytes (the next window starts
+// once it has). A body that falls behind (a client that sends one part and stalls,
+// or trickles a byte at a time) fails with ErrTooSlow once a window of waiting has
+// passed, even while a Read is blocked: before each Read the connection's read
+// deadline (set through setDeadline, usually http.ResponseController's) is moved to
+// the end of the window's waiting time, and when no deadline can be set a timer
+// closes the body instead.
+//
+// Only the time spent in Read counts: while the server is busy elsewhere (storing
+// the part it has read, say) the client is not charged, so a slow object store
+// does not cut off a client that keeps up.
+//
+// It is one wrapper for every upload route (multipart uploads and tus PATCH).
+// minRate <= 0 or window <= 0 returns body unchanged.
+func MinRateBody(body io.ReadCloser, minRate int64, window time.Duration, setDeadline func(time.Time) error) io.ReadCloser {
+	if minRate <= 0 || window <= 0 {
+		return body
+	}
+	need := minRate * int64(window/time.Millisecond) / 1000
+	return &rateBody{body: body, need: max(need, 1), window: window, setDeadline: setDeadline, now: time.Now}
+}
+
+// ResponseDeadline returns the read-deadline setter of w's connection for
+// MinRateBody.
+func ResponseDeadline(w http.ResponseWriter) func(time.Time) error {
+	return http.NewResponseController(w).SetReadDeadline
+}
+
+type rateBody struct {
+	body        io.ReadCloser
+	need        int64
+	window      time.Duration
+	setDeadline func(time.Time) error
+	now         func() time.Time
+
+	mu     sync.Mutex
+	got    int64         // bytes in the current window
+	waited time.Duration // time spent in Read in the current window
+	cut    bool
+	closed bool
+}
+
+func (m *rateBody) Read(p []byte) (int, error) {
+	m.mu.Lock()
+	if m.cut {
+		m.mu.Unlock()
+		return 0, ErrTooSlow
+	}
+	start := m.now()
+	left := m.window - m.waited
+	if m.setDeadline != nil && m.setDeadline(start.Add(left)) != nil {
+		m.setDeadline = nil // not supported: the timer below instead
+	}
+	var timer *time.Timer
+	if m.setDeadline == nil {
+		timer = time.AfterFunc(left, m.expire)
+	}
+	m.mu.Unlock()
+
+	n, err := m.body.Read(p)
+
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if timer != nil {
+		timer.Stop()
+	}
+	m.waited += m.now().Sub(start)
+	m.got += int64(n)
+	switch {
+	case m.cut || (err != nil && errors.Is(err, os.ErrDeadlineExceeded)):
+		m.cut = true
+		return n, ErrTooSlow
+	case m.got >= m.need:
+		m.got, m.waited = 0, 0
+	case m.waited >= m.window:
+		m.cut = true
+		return n, ErrTooSlow
+	}
+	if err == io.EOF && m.setDeadline != nil {
+		_ = m.setDeadline(time.Time{}) // the body is done; the connection goes on without
+	}
+	return n, err
+}
+
+// expire runs when a Read has waited out the window (timer fallback): closing the
+// body makes the blocked Read return.
+func (m *rateBody) expire() {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.closed {
+		return
+	}
+	m.cut = true
+	_ = m.body.Close()
+}
+
+func (m *rateBody) Close() error {
+	m.mu.Lock()
+	m.closed = true
+	m.mu.Unlock()
+	return m.body.Close()
+}
+
+// TooSlow reports whether body, as returned by MinRateBody, was cut off for being
+// too slow.
+func TooSlow(body io.ReadCloser) bool {
+	m, ok := body.(*rateBody)
+	if !ok {
+		return false
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.cut
+}

@@ -1,0 +1,151 @@
+package app
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+	"unicode/utf8"
+)
+
+func TestNormalizeContentType(t *testing.T) {
+	cases := map[string]string{
+		"":                           "application/octet-stream",
+		"text/plain":                 "text/plain",
+		"Text/HTML; Charset=UTF-8":   "text/html; charset=utf-8",
+		"image/png; name=x.png; q=1": "image/png",
+		"not a type":                 "application/octet-stream",
+		"text":                       "application/octet-stream",
+		"application/" + strings.Repeat("x", 120):         "application/octet-stream",
+		"text/plain; charset=" + strings.Repeat("y", 120): "text/plain",
+		"text/plain; x=" + strings.Repeat("a", 60<<10):    "application/octet-stream",
+	}
+	for in, want := range cases {
+		if got := NormalizeContentType(in); got != want {
+			t.Errorf("NormalizeContentType(%.40q) = %q, want %q", in, got, want)
+		}
+		if got := NormalizeContentType(in); len(got) > MaxContentTypeLen {
+			t.Errorf("NormalizeContentType(%.40q) is %d long", in, len(got))
+		}
+	}
+}
+
+func TestNewClientCutsUserAgent(t *testing.T) {
+	long := strings.Repeat("é", 600) // two bytes each: the cut must not split one
+	c := NewClient("192.0.2.1", long)
+	if len(c.UserAgent) > MaxUserAgentLen || !utf8.ValidString(c.UserAgent) || len(c.UserAgent) < MaxUserAgentLen-1 {
+		t.Fatalf("cut User-Agent: %d bytes, valid %v", len(c.UserAgent), utf8.ValidString(c.UserAgent))
+	}
+	if c := NewClient("", "curl/8"); c.UserAgent != "curl/8" {
+		t.Fatalf("short User-Agent changed: %q", c.UserAgent)
+	}
+}
+
+func TestValidateFilenameRefusesHiddenCharacters(t *testing.T) {
+	for _, name := range []string{"invoice\u202Efdp.exe", "a\u200Bb", "a\u2066b", "\ufeffa", "a\x00b", "a\x7fb", "a\u0085b"} {
+		if err := ValidateFilename(name); KindOf(err) != KindInvalid {
+			t.Errorf("ValidateFilename(%q) = %v, want invalid", name, err)
+		}
+	}
+	for _, name := range []string{"report.pdf", "Zürich – 2024.txt", "日本語.txt", "emoji 😀.png"} {
+		if err := ValidateFilename(name); err != nil {
+			t.Errorf("ValidateFilename(%q) = %v", name, err)
+		}
+	}
+}
+
+func TestLastAdminRule(t *testing.T) {
+	regular, admin, yes, no := RoleRegular, RoleAdmin, true, false
+	cases := []struct {
+		name   string
+		patch  UserPatch
+		admins []int64
+		target int64
+		refuse bool
+	}{
+		{"demote the only admin", UserPatch{Role: &regular}, []int64{1}, 1, true},
+		{"disable the only admin", UserPatch{Disabled: &yes}, []int64{1}, 1, true},
+		{"demote one of two", UserPatch{Role: &regular}, []int64{1, 2}, 1, false},
+		{"disable a regular user", UserPatch{Disabled: &yes}, []int64{1}, 7, false},
+		{"keep the role", UserPatch{Role: &admin, Disabled: &no}, []int64{1}, 1, false},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			refused := RemovesAdmin(tc.patch) && CheckLastAdmin(tc.admins, tc.target) != nil
+			if refused != tc.refuse {
+				t.Fatalf("refused = %v, want %v", refused, tc.refuse)
+			}
+		})
+	}
+}
+
+func TestLoginAllowed(t *testing.T) {
+	now := time.Now()
+	later := now.Add(time.Minute)
+	cases := []struct {
+		name string
+		c    LoginCount
+		ok   bool
+	}{
+		{"first", LoginCount{Failures: 1}, true},
+		{"the last allowed", LoginCount{Failures: 3}, true},
+		{"one more", LoginCount{Failures: 4}, false},
+		{"locked before", LoginCount{Failures: 1, LockedUntil: &later}, false},
+	}
+	for _, tc := range cases {
+		if ok, _ := LoginAllowed(tc.c, now, 3, time.Minute); ok != tc.ok {
+			t.Errorf("%s: allowed = %v", tc.name, ok)
+		}
+	}
+}
+
+func TestRateKey(t *testing.T) {
+	cases := map[string]string{
+		"192.0.2.7":            "192.0.2.7",
+		"::ffff:192.0.2.7":     "192.0.2.7",
+		"2001:db8:1:2:3:4:5:6": "2001:db8:1:2::/64",
+		"2001:db8:1:2:ffff::1": "2001:db8:1:2::/64",
+		"not an address":       "not an address",
+	}
+	for in, want := range cases {
+		if got := RateKey(in); got != want {
+			t.Errorf("RateKey(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+func TestHasherBusy(t *testing.T) {
+	h := NewHasher(1, 20*time.Millisecond)
+	h.slots <- struct{}{} // someone holds the only slot
+	start := time.Now()
+	_, err := h.Hash(context.Background(), "a long enough password")
+	var e *Error
+	if KindOf(err) != KindBusy || !errors.As(err, &e) || e.RetryAfter <= 0 {
+		t.Fatalf("Hash with no free slot = %v, want KindBusy with RetryAfter", err)
+	}
+	if waited := time.Since(start); waited < 20*time.Millisecond || waited > time.Second {
+		t.Fatalf("waited %s for a slot, want about 20ms", waited)
+	}
+	if _, err := h.Verify(context.Background(), dummyHash, "x"); KindOf(err) != KindBusy {
+		t.Fatalf("Verify with no free slot = %v", err)
+	}
+	<-h.slots
+	hash, err := h.Hash(context.Background(), "a long enough password")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ok, err := h.Verify(context.Background(), hash, "a long enough password"); !ok || err != nil {
+		t.Fatalf("Verify = %v %v", ok, err)
+	}
+	if ok, _ := h.Verify(context.Background(), hash, "another password"); ok {
+		t.Fatal("a wrong password verified")
+	}
+	// A crafted hash asking for more memory than ours is no match, and costs a normal run.
+	if ok, _ := h.Verify(context.Background(), "$argon2id$v=19$m=4194304,t=1,p=1$c2FsdHNhbHQ$a2V5a2V5", "x"); ok {
+		t.Fatal("a crafted hash verified")
+	}
+	if h.Runs() != 4 {
+		t.Fatalf("runs = %d, want 4", h.Runs())
+	}
+}

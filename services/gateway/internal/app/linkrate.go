@@ -1,0 +1,79 @@
+package app
+
+import (
+	"context"
+	"net/netip"
+	"sync/atomic"
+	"time"
+)
+
+// RateStore keeps request rates shared by every gateway instance.
+type RateStore interface {
+	// TakeRate takes one request from the GCRA bucket of key: interval is the time
+	// one request earns back, tolerance how far ahead of now the bucket may run. An
+	// empty bucket answers false and how long until a request fits.
+	TakeRate(ctx context.Context, key string, interval, tolerance time.Duration) (bool, time.Duration, error)
+	// SweepRates forgets buckets that have been full for longer than idle.
+	SweepRates(ctx context.Context, idle time.Duration) error
+}
+
+// LinkRate limits the requests of one client IP address to the link routes (the
+// recipient's page and API): rate a second with a burst of burst, counted in
+// PostgreSQL so that every gateway instance shares one count.
+type LinkRate struct {
+	store     RateStore
+	interval  time.Duration
+	tolerance time.Duration
+	lastSweep atomic.Int64
+}
+
+// sweepEvery is how often an instance forgets the buckets of clients gone quiet.
+const sweepEvery = time.Minute
+
+// NewLinkRate returns the limit; rate <= 0 returns nil, which allows everything.
+func NewLinkRate(store RateStore, rate float64, burst int) *LinkRate {
+	if rate <= 0 {
+		return nil
+	}
+	if burst < 1 {
+		burst = 1
+	}
+	interval := time.Duration(float64(time.Second) / rate)
+	return &LinkRate{store: store, interval: interval, tolerance: interval * time.Duration(burst)}
+}
+
+// Take counts one request of the client at ip. Over the limit it returns a
+// KindTooMany error whose RetryAfter says when the next request fits.
+func (l *LinkRate) Take(ctx context.Context, ip string) error {
+	if l == nil {
+		return nil
+	}
+	now := time.Now()
+	if last := l.lastSweep.Load(); now.UnixNano()-last > int64(sweepEvery) && l.lastSweep.CompareAndSwap(last, now.UnixNano()) {
+		_ = l.store.SweepRates(context.WithoutCancel(ctx), sweepEvery)
+	}
+	ok, wait, err := l.store.TakeRate(ctx, RateKey(ip), l.interval, l.tolerance)
+	if err != nil {
+		return err
+	}
+	if !ok {
+		return TooMany(wait, "too many requests to links from this address; retry later")
+	}
+	return nil
+}
+
+// RateKey is the key a client IP address is counted under: an IPv4 address as
+// itself, an IPv6 address by its /64 (one machine is usually given a whole /64, so
+// counting single IPv6 addresses would let it use 2^64 of them).
+func RateKey(ip string) string {
+	a, err := netip.ParseAddr(ip)
+	if err != nil {
+		return ip
+	}
+	a = a.Unmap()
+	if a.Is6() {
+		p, _ := a.Prefix(64)
+		return p.String()
+	}
+	return a.String()
+}
