@@ -289,7 +289,7 @@ func prebuilt(dir string, names []string) (rig.Bins, error) {
 // groupOf maps a row to the group whose budget bounds it.
 var groupOf = map[string]string{
 	"upload": "transfer", "memory": "transfer", "download": "transfer", "transfer": "transfer",
-	"api": "api", "events": "events", "expiry": "expiry", "dispatch": "dispatch",
+	"api": "api", "events": "events", "expiry": "expiry", "fairness": "fairness", "dispatch": "dispatch",
 }
 
 // budgetFlag is -budget: row=duration pairs, repeated or comma-separated, keyed by group.

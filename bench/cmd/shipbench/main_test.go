@@ -49,6 +49,15 @@ func TestBudgetFlag(t *testing.T) {
 	if got := b.String(); got != "api=3m0s,dispatch=8m0s,transfer=5m0s" {
 		t.Errorf("String() = %q", got)
 	}
+	// Every row and group has a budget of its own to set.
+	for _, row := range allRows {
+		var one budgetFlag
+		if err := one.Set(row + "=1m"); err != nil {
+			t.Errorf("Set(%s=1m): %v", row, err)
+		} else if _, ok := budgets[groupOf[row]]; !ok {
+			t.Errorf("row %s maps to group %q, which has no budget", row, groupOf[row])
+		}
+	}
 	for _, in := range []string{"", "api", "api=", "api=-1m", "api=soon", "nope=1m", "=1m"} {
 		var b budgetFlag
 		if err := b.Set(in); err == nil {

@@ -13,10 +13,10 @@ const (
 	DefaultTokenCacheTTL = 10 * time.Second
 	// DefaultTokenFeedWindow is how recently the change feed must have proved itself
 	// current for a cached owner to be served. A feed that checks in more often than
-	// this (store.FollowAuthChanges pings every 200 ms) keeps the cache on; a stalled
-	// or lost feed turns it off within the window, and every request reads the
-	// database again. A change committed at T is therefore honoured on every
-	// instance by T + the window (plus one ping).
+	// this (store.FollowAuthChanges probes itself every 200 ms) keeps the cache on; a
+	// stalled or lost feed turns it off within the window, and every request reads
+	// the database again. A change committed at T is therefore honoured on every
+	// instance by T + the window at the latest.
 	DefaultTokenFeedWindow = 750 * time.Millisecond
 	// maxCachedTokens bounds the cache's memory: past it, the cache starts over.
 	maxCachedTokens = 10_000

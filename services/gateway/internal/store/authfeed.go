@@ -2,9 +2,10 @@ package store
 
 import (
 	"context"
+	"crypto/rand"
 	"fmt"
 	"log/slog"
-	"math/rand/v2"
+	mrand "math/rand/v2"
 	"strconv"
 	"strings"
 	"time"
@@ -17,7 +18,7 @@ import (
 
 // AuthChannel is the PostgreSQL notification channel on which the triggers of
 // migration 00008 announce every change to a user or an API token ("user ID",
-// "token ID").
+// "token ID"), and each gateway's feed sends itself probes ("probe …").
 const AuthChannel = "shipfile_auth"
 
 // AuthFeedAppName is the application_name of FollowAuthChanges' connection in
@@ -25,9 +26,11 @@ const AuthChannel = "shipfile_auth"
 const AuthFeedAppName = "shipfile-auth-feed"
 
 const (
-	// authFeedPing is how often the feed proves its connection current. It must be
-	// well under app.DefaultTokenFeedWindow, so a healthy feed keeps the cache on.
+	// authFeedPing is how often the feed proves itself current. It must be well under
+	// app.DefaultTokenFeedWindow, so a healthy feed keeps the cache on.
 	authFeedPing = 200 * time.Millisecond
+	// probePrefix starts the payload of a feed's probe of itself.
+	probePrefix = "probe "
 	// authFeedPingTimeout bounds one ping; past it the connection is given up.
 	authFeedPingTimeout = 2 * time.Second
 	// Back-off between reconnects.
@@ -48,12 +51,16 @@ type AuthFeed interface {
 }
 
 // FollowAuthChanges keeps a dedicated connection LISTENing on AuthChannel and passes
-// every notification to feed.Forget, until ctx is cancelled. It pings the server every
-// 200 ms: a notification committed before a ping started has arrived by its answer, so
-// each answered ping is reported with feed.Live(its start). When the connection fails
-// or a ping goes unanswered it reports feed.Lost and reconnects with back-off; after
-// each (re)connect, once LISTEN is in place, it reports Lost again (what changed before
-// it was missed) and then Live.
+// every change notified there to feed.Forget, until ctx is cancelled. Every 200 ms it
+// notifies a probe to itself: notifications reach a listener in commit order, so once
+// its own probe is back, every change committed before the probe was sent has been
+// passed on, and it reports feed.Live(when the probe was sent). A probe that does not
+// come back in the same round trip (a transaction-mode pooler between the gateway and
+// PostgreSQL loses notifications), a failed query or a lost connection is reported
+// with feed.Lost, and it reconnects with back-off; after each (re)connect, once LISTEN
+// is in place, it reports Lost again (what changed before it was missed) before the
+// first Live. The probes are the only notifications a healthy installation sends all
+// the time: 5 a second per gateway, none on a request's path.
 func (s *Postgres) FollowAuthChanges(ctx context.Context, feed AuthFeed, log *slog.Logger) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
@@ -69,7 +76,7 @@ func (s *Postgres) FollowAuthChanges(ctx context.Context, feed AuthFeed, log *sl
 			backoff = 0
 		}
 		backoff = min(max(2*backoff, authFeedMinBackoff), authFeedMaxBackoff)
-		wait := backoff/2 + rand.N(backoff/2+1)
+		wait := backoff/2 + mrand.N(backoff/2+1)
 		log.Warn("auth feed: connection lost; token look-ups bypass the cache until it is back", "err", err, "retry_in", wait)
 		t := time.NewTimer(wait)
 		select {
@@ -89,9 +96,18 @@ func (s *Postgres) followAuthOnce(ctx context.Context, feed AuthFeed) (connected
 		cfg.RuntimeParams = map[string]string{}
 	}
 	cfg.RuntimeParams["application_name"] = AuthFeedAppName
-	// Called while a ping reads the connection, so a notification is passed on
-	// before the ping that received it reports Live.
-	cfg.OnNotification = func(_ *pgconn.PgConn, n *pgconn.Notification) { feed.Forget(parseAuthChange(n.Payload)) }
+	// Called while a probe's query reads the connection, so a change is passed on
+	// before the probe that followed it reports Live.
+	tag := rand.Text()[:12] // base32: safe inside the probe's SQL literal
+	var expect string
+	var heard bool
+	cfg.OnNotification = func(_ *pgconn.PgConn, n *pgconn.Notification) {
+		if probe, ok := strings.CutPrefix(n.Payload, probePrefix); ok {
+			heard = heard || probe == expect // another gateway's probe is no change
+			return
+		}
+		feed.Forget(parseAuthChange(n.Payload))
+	}
 	conn, err := pgconn.ConnectConfig(ctx, cfg)
 	if err != nil {
 		return false, fmt.Errorf("connect: %w", err)
@@ -107,13 +123,17 @@ func (s *Postgres) followAuthOnce(ctx context.Context, feed AuthFeed) (connected
 	feed.Lost() // changes before the LISTEN were not heard
 	tick := time.NewTicker(authFeedPing)
 	defer tick.Stop()
-	for {
+	for seq := 0; ; seq++ {
+		expect, heard = tag+" "+strconv.Itoa(seq), false
 		start := time.Now()
 		pctx, cancel := context.WithTimeout(ctx, authFeedPingTimeout)
-		err := conn.Ping(pctx)
+		_, err := conn.Exec(pctx, "SELECT pg_notify("+quote(AuthChannel)+", "+quote(probePrefix+expect)+")").ReadAll()
 		cancel()
 		if err != nil {
-			return true, fmt.Errorf("ping: %w", err)
+			return true, fmt.Errorf("probe: %w", err)
+		}
+		if !heard {
+			return true, fmt.Errorf("probe: its own notification did not come back; LISTEN does not work on this connection (a transaction-mode pooler?)")
 		}
 		feed.Live(start)
 		select {
@@ -123,6 +143,9 @@ func (s *Postgres) followAuthOnce(ctx context.Context, feed AuthFeed) (connected
 		}
 	}
 }
+
+// quote returns s as an SQL string literal; s holds no quote or backslash here.
+func quote(s string) string { return "'" + s + "'" }
 
 // parseAuthChange reads a notification's payload, "user ID" or "token ID"; anything
 // else becomes a change of unknown kind, which empties the whole cache.
