@@ -288,7 +288,7 @@ func prebuilt(dir string, names []string) (rig.Bins, error) {
 
 // groupOf maps a row to the group whose budget bounds it.
 var groupOf = map[string]string{
-	"upload": "transfer", "memory": "transfer", "download": "transfer", "transfer": "transfer",
+	"upload": "transfer", "tus": "transfer", "memory": "transfer", "download": "transfer", "transfer": "transfer",
 	"api": "api", "events": "events", "expiry": "expiry", "fairness": "fairness", "dispatch": "dispatch",
 }
 
