@@ -9,10 +9,10 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
+	"github.com/shipfile/shipfile/pkg/schematest"
 	"github.com/shipfile/shipfile/pkg/servicetest"
 	"github.com/shipfile/shipfile/services/expiry/internal/app"
 	"github.com/shipfile/shipfile/services/expiry/internal/expirytest"
-	"github.com/shipfile/shipfile/services/expiry/internal/schematest"
 )
 
 // TestTickRemovesOrphanObjects simulates a gateway that stored an object and then

@@ -1,16 +1,18 @@
 package store
 
+import "github.com/shipfile/shipfile/pkg/lifecycle"
+
 // The expiry service's SQL, on the gateway's schema (services/gateway/migrations).
 
-// qExpireDue locks up to $1 overdue packages that are not expired yet, oldest deadline
-// first, skipping rows another transaction holds (another expiry instance, or a
+// qExpireDue locks up to $1 packages overdue at $2 (the expiry service's clock;
+// lifecycle.OverdueSQL, the rule every service shares), oldest deadline first, skipping rows another transaction holds (another expiry instance, or a
 // gateway request changing the package: the next batch or tick sees it again), and
 // expires them. The state test is repeated on the locked row, so a package expired
 // meanwhile by another instance is never expired (nor announced) twice. It uses
 // packages_expiring_idx.
-const qExpireDue = `WITH due AS (
+var qExpireDue = `WITH due AS (
 	SELECT id, state FROM packages
-	WHERE state <> 'expired' AND expires_at <= now()
+	WHERE ` + lifecycle.OverdueSQL("", "$2") + `
 	ORDER BY expires_at
 	LIMIT $1
 	FOR UPDATE SKIP LOCKED
@@ -45,10 +47,10 @@ FOR UPDATE SKIP LOCKED`
 // qForgetDeletions forgets keys whose objects are gone.
 const qForgetDeletions = `DELETE FROM object_deletions WHERE object_key = ANY($1::text[])`
 
-// qOverdueLag is the age of the oldest overdue package not expired yet, in seconds,
-// by the database's clock (NULL when none); it uses packages_expiring_idx.
-const qOverdueLag = `SELECT extract(epoch FROM now() - min(expires_at))::float8
-FROM packages WHERE state <> 'expired' AND expires_at <= now()`
+// qOverdueLag is the age of the oldest package overdue at $1 (the expiry service's
+// clock) and not expired yet, in seconds (NULL when none); it uses packages_expiring_idx.
+var qOverdueLag = `SELECT extract(epoch FROM $1::timestamptz - min(expires_at))::float8
+FROM packages WHERE ` + lifecycle.OverdueSQL("", "$1")
 
 // qPendingDeletions counts queued object keys.
 const qPendingDeletions = `SELECT count(*) FROM object_deletions`

@@ -45,12 +45,12 @@ func New(pool *pgxpool.Pool, opts ...Option) *Postgres {
 	return s
 }
 
-// ExpireDue expires up to limit overdue packages in one transaction: the state change,
-// their objects queued for deletion, and the effects (outbox rows, audit entries).
-func (s *Postgres) ExpireDue(ctx context.Context, limit int, effects func([]app.Package) (app.Effects, error)) ([]app.Package, error) {
+// ExpireDue expires up to limit packages overdue at now in one transaction: the state
+// change, their objects queued for deletion, and the effects (outbox rows, audit entries).
+func (s *Postgres) ExpireDue(ctx context.Context, now time.Time, limit int, effects func([]app.Package) (app.Effects, error)) ([]app.Package, error) {
 	var out []app.Package
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		rows, err := tx.Query(ctx, qExpireDue, limit)
+		rows, err := tx.Query(ctx, qExpireDue, limit, now)
 		if err != nil {
 			return fmt.Errorf("store: expire: %w", err)
 		}
@@ -219,10 +219,11 @@ func (s *Postgres) SweepOrphans(ctx context.Context, grace time.Duration, limit 
 	return locked, removedN, nil
 }
 
-// OverdueLag returns the age of the oldest overdue package that is not expired yet.
-func (s *Postgres) OverdueLag(ctx context.Context) (time.Duration, error) {
+// OverdueLag returns the age at now of the oldest package overdue at now that is not
+// expired yet.
+func (s *Postgres) OverdueLag(ctx context.Context, now time.Time) (time.Duration, error) {
 	var secs *float64
-	if err := s.pool.QueryRow(ctx, qOverdueLag).Scan(&secs); err != nil {
+	if err := s.pool.QueryRow(ctx, qOverdueLag, now).Scan(&secs); err != nil {
 		return 0, fmt.Errorf("store: overdue lag: %w", err)
 	}
 	if secs == nil || *secs < 0 {

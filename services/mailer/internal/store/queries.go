@@ -1,5 +1,7 @@
 package store
 
+import "github.com/shipfile/shipfile/pkg/lifecycle"
+
 // The mailer's SQL. The gateway owns the schema (services/gateway/migrations); these
 // statements use mail_deliveries and audit_log.
 
@@ -15,11 +17,11 @@ ON CONFLICT (job_id) DO NOTHING`
 const qLockDelivery = `
 SELECT state, attempts FROM mail_deliveries WHERE job_id = $1 FOR UPDATE NOWAIT`
 
-// qPackageState reads the state of a job's package; no row when it was deleted. An
-// overdue package counts as expired before the expiry service gets to it, as in the
-// gateway.
-const qPackageState = `
-SELECT CASE WHEN state <> 'expired' AND expires_at <= now() THEN 'expired' ELSE state END
+// qPackageState reads the state of a job's package at $2 (the mailer's clock); no row
+// when it was deleted. An overdue package counts as expired before the expiry service
+// gets to it: lifecycle.EffectiveStateSQL, the rule every service shares.
+var qPackageState = `
+SELECT ` + lifecycle.EffectiveStateSQL("", "$2") + `
 FROM packages WHERE id = $1`
 
 // qRecordAttempt writes an attempt's outcome.

@@ -83,7 +83,7 @@ func (p *Postgres) Attempt(ctx context.Context, job app.Job, fn func(app.Deliver
 	if err != nil {
 		return fmt.Errorf("store: lock job %s: %w", job.ID, err)
 	}
-	err = tx.QueryRow(ctx, qPackageState, job.PackageID).Scan(&d.PackageState)
+	err = tx.QueryRow(ctx, qPackageState, job.PackageID, time.Now()).Scan(&d.PackageState)
 	if err != nil && !errors.Is(err, pgx.ErrNoRows) {
 		return fmt.Errorf("store: package of job %s: %w", job.ID, err)
 	}

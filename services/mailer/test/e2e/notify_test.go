@@ -38,7 +38,7 @@ func TestOwnerNotificationsEndToEnd(t *testing.T) {
 	a := api{servicetest.Client{T: t, Token: lines[len(lines)-1], Base: "http://" + gwAddr}}
 	link := servicetest.Client{T: t, Base: "http://" + gwAddr}
 
-	gwOps := servicetest.FreeAddr(t) // the gateway's /readyz is on its ops address
+	gwOps := servicetest.FreeAddr(t)
 	servicetest.StartProcess(t, bins["gateway"], append(common, "SHIPFILE_HTTP_ADDR="+gwAddr, "SHIPFILE_OPS_ADDR="+gwOps))
 	servicetest.WaitReady(t, gwOps)
 	for range 2 {
