@@ -201,6 +201,9 @@ func newTestAPI(t testing.TB, cfg httpapi.Config, opts ...testOption) *testAPI {
 	objectStore := store.NewObjects(objects, 5<<20)
 	packages := app.NewPackages(db, objectStore,
 		app.Limits{MaxFileSize: cfg.MaxFileSize, MaxFiles: 5}, "http://shipfile.test")
+	if o.hasher != nil {
+		packages.UseHasher(o.hasher) // as in the gateway's main: link passwords share the bound
+	}
 	resumable := app.NewResumable(packages, db, objectStore, app.TusConfig{ResumeWindow: time.Hour, Lease: 2 * time.Second}, nil)
 	registry := ops.NewRegistry()
 	webhooks := app.NewWebhooks(db, servicetest.Keyring(t), o.allowPrivateWebhooks)
