@@ -51,6 +51,8 @@ func (e *LinkThrottledError) Error() string { return e.Detail }
 // bound how many run at once (an error then, e.g. 503); the default runs them directly.
 type PasswordHasher interface {
 	Hash(ctx context.Context, password string) (string, error)
+	// Verify fails only before it has compared anything (no slot in time, or ctx
+	// done): Unlock then forgets the attempt, which was not a check.
 	Verify(ctx context.Context, encoded, password string) (bool, error)
 }
 
@@ -159,13 +161,14 @@ func (s *Packages) Unlock(ctx context.Context, token, password string, client Cl
 	if !p.PasswordProtected() {
 		return "", time.Time{}, Conflict("this link has no password")
 	}
-	now := s.now()
-	attempt, earlier, err := s.store.AddUnlockAttempt(ctx, p.ID, now.Add(-UnlockWindow))
+	// The window is on the database's clock (at, and the times of earlier failures),
+	// never this gateway's: gateways whose clocks disagree still count together.
+	attempt, at, earlier, err := s.store.AddUnlockAttempt(ctx, p.ID, UnlockWindow)
 	if err != nil {
 		return "", time.Time{}, err
 	}
 	forget := func() { _ = s.store.DeleteUnlockAttempt(context.WithoutCancel(ctx), attempt) }
-	if wait, throttled := UnlockRetryAfter(earlier, now); throttled {
+	if wait, throttled := UnlockRetryAfter(earlier, at); throttled {
 		forget()
 		return "", time.Time{}, &LinkThrottledError{Detail: "too many wrong passwords for this link; try again later", RetryAfter: wait}
 	}
@@ -185,6 +188,6 @@ func (s *Packages) Unlock(ctx context.Context, token, password string, client Cl
 	if err := s.store.RecordLinkUse(ctx, p.ID, Effects{Audit: []AuditEntry{linkAudit(client, "link.unlock", &p.ID, nil)}}); err != nil {
 		return "", time.Time{}, err
 	}
-	grant, exp := NewGrant(p, now)
+	grant, exp := NewGrant(p, s.now())
 	return grant, exp, nil
 }

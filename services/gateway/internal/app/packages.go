@@ -58,9 +58,11 @@ type PackageStore interface {
 	// ReturnDownloads gives back downloads that failed before their last byte.
 	ReturnDownloads(ctx context.Context, fileIDs []uuid.UUID) error
 	// AddUnlockAttempt records an unlock attempt of the package's link (as a failure,
-	// until DeleteUnlockAttempt) and returns its id and the times of the link's failures
-	// recorded before it since the given time, newest first.
-	AddUnlockAttempt(ctx context.Context, packageID uuid.UUID, since time.Time) (int64, []time.Time, error)
+	// until DeleteUnlockAttempt) and returns its id, its time and the times of the
+	// link's failures recorded before it within window, newest first. Attempts of one
+	// link are serialised across gateways, and every time is the database's: one
+	// clock for all gateways, whatever their own clocks say.
+	AddUnlockAttempt(ctx context.Context, packageID uuid.UUID, window time.Duration) (int64, time.Time, []time.Time, error)
 	DeleteUnlockAttempt(ctx context.Context, id int64) error
 	// ReserveObjectKey records (or renews) an object key before its bytes are stored;
 	// AddFile ends the reservation. A reservation older than SHIPFILE_ORPHAN_GRACE
@@ -107,6 +109,10 @@ func NewPackages(store PackageStore, objects ObjectStore, limits Limits, publicU
 	return &Packages{store: store, objects: objects, limits: limits, publicURL: strings.TrimRight(publicURL, "/"), now: time.Now,
 		hasher: argon2idHasher{}, reservationRenewal: ObjectReservationRenewal}
 }
+
+// UseClock makes the package service read the time from now instead of time.Now (a
+// test's gateway whose clock is off, say). Call it before the service is used.
+func (s *Packages) UseClock(now func() time.Time) { s.now = now }
 
 // Field limits of a package.
 const (

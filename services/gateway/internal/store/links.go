@@ -35,22 +35,33 @@ func (s *Postgres) ReturnDownloads(ctx context.Context, fileIDs []uuid.UUID) err
 // until the transaction ends (a transaction-level advisory lock keyed by the package).
 const lockUnlockAttempts = `SELECT pg_advisory_xact_lock(hashtextextended('link-unlock:' || $1::text, 0))`
 
-// AddUnlockAttempt records an unlock attempt and returns the link's failures recorded
-// before it since since, newest first. Attempts of one link are serialised, so each
-// sees every attempt before it: parallel guesses cannot all see a count under the
-// limit.
-func (s *Postgres) AddUnlockAttempt(ctx context.Context, packageID uuid.UUID, since time.Time) (int64, []time.Time, error) {
+// unlockClock reads the database's clock once the attempt holds the lock (not the
+// transaction's start, which came before the wait).
+const unlockClock = `SELECT clock_timestamp()`
+
+// AddUnlockAttempt records an unlock attempt and returns its id, its time and the
+// link's failures recorded before it within window, newest first. Attempts of one
+// link are serialised, so each sees every attempt before it: parallel guesses cannot
+// all see a count under the limit. Every time is PostgreSQL's, never the gateway's:
+// with the gateways' own clocks, one running ahead would see (and prune) the other
+// gateways' failures as out of the window and check more than the limit.
+func (s *Postgres) AddUnlockAttempt(ctx context.Context, packageID uuid.UUID, window time.Duration) (int64, time.Time, []time.Time, error) {
 	var id int64
+	var at time.Time
 	var rows []time.Time
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		if _, err := tx.Exec(ctx, lockUnlockAttempts, packageID); err != nil {
 			return err
 		}
-		q := s.q.WithTx(tx)
-		var err error
-		if id, err = q.InsertUnlockFailure(ctx, InsertUnlockFailureParams{PackageID: packageID, FailedAt: time.Now().UTC()}); err != nil {
+		if err := tx.QueryRow(ctx, unlockClock).Scan(&at); err != nil {
 			return err
 		}
+		q := s.q.WithTx(tx)
+		var err error
+		if id, err = q.InsertUnlockFailure(ctx, InsertUnlockFailureParams{PackageID: packageID, FailedAt: at}); err != nil {
+			return err
+		}
+		since := at.Add(-window)
 		if rows, err = q.UnlockFailures(ctx, UnlockFailuresParams{PackageID: packageID, Since: since, BeforeID: id}); err != nil {
 			return err
 		}
@@ -58,9 +69,9 @@ func (s *Postgres) AddUnlockAttempt(ctx context.Context, packageID uuid.UUID, si
 		return q.ForgetOldUnlockFailures(ctx, ForgetOldUnlockFailuresParams{PackageID: packageID, Since: since})
 	})
 	if err != nil {
-		return 0, nil, err
+		return 0, time.Time{}, nil, err
 	}
-	return id, rows, nil
+	return id, at, rows, nil
 }
 
 // DeleteUnlockAttempt forgets an attempt that was not a wrong password.

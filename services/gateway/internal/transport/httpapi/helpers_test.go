@@ -117,6 +117,7 @@ type testOptions struct {
 	hasher               *app.Hasher
 	linkRate             float64
 	linkBurst            int
+	clockSkew            time.Duration
 }
 
 // withHasher makes the test gateway hash passwords with h.
@@ -127,6 +128,10 @@ func withHasher(h *app.Hasher) testOption { return func(o *testOptions) { o.hash
 func withLinkRate(rate float64, burst int) testOption {
 	return func(o *testOptions) { o.linkRate, o.linkBurst = rate, burst }
 }
+
+// withClockSkew sets the test gateway's package service's clock off by d, as on a
+// gateway whose clock is wrong.
+func withClockSkew(d time.Duration) testOption { return func(o *testOptions) { o.clockSkew = d } }
 
 // onDatabase runs the test gateway on an existing database (another test gateway's),
 // as a second instance of one installation.
@@ -203,6 +208,9 @@ func newTestAPI(t testing.TB, cfg httpapi.Config, opts ...testOption) *testAPI {
 		app.Limits{MaxFileSize: cfg.MaxFileSize, MaxFiles: 5}, "http://shipfile.test")
 	if o.hasher != nil {
 		packages.UseHasher(o.hasher) // as in the gateway's main: link passwords share the bound
+	}
+	if o.clockSkew != 0 {
+		packages.UseClock(func() time.Time { return time.Now().Add(o.clockSkew) })
 	}
 	resumable := app.NewResumable(packages, db, objectStore, app.TusConfig{ResumeWindow: time.Hour, Lease: 2 * time.Second}, nil)
 	registry := ops.NewRegistry()

@@ -195,19 +195,13 @@ func TestProtectedLink(t *testing.T) {
 	expect(t, a.unlock(strings.Repeat("A", 43), "whatever1"), http.StatusGone)
 }
 
-func TestUnlockThrottle(t *testing.T) {
-	t.Parallel()
-	a := newTestAPI(t, defaultConfig())
-	_, token := a.user("owner@example.com", app.RoleRegular)
-	id, link := a.sharedPackage(token, map[string]any{"password": "the right one"}, "a.txt")
-	_, other := a.sharedPackage(token, map[string]any{"password": "the right one"}, "b.txt")
-
-	// Parallel wrong passwords: each is counted before it is checked, so at most 5
-	// are checked and the rest are 429.
+// parallelUnlocks sends one wrong password per gateway in gateways, all at once, and
+// counts the answers by status.
+func parallelUnlocks(link string, gateways ...*testAPI) map[int]int {
 	var wg sync.WaitGroup
-	statuses := make(chan int, 8)
-	for range 8 {
-		wg.Go(func() { statuses <- a.unlock(link, "wrong guess").status })
+	statuses := make(chan int, len(gateways))
+	for _, g := range gateways {
+		wg.Go(func() { statuses <- g.unlock(link, "wrong guess").status })
 	}
 	wg.Wait()
 	close(statuses)
@@ -215,8 +209,28 @@ func TestUnlockThrottle(t *testing.T) {
 	for s := range statuses {
 		got[s]++
 	}
+	return got
+}
+
+func TestUnlockThrottle(t *testing.T) {
+	t.Parallel()
+	// A hasher with a slot for every request and a long wait: no unlock is ever
+	// answered 503, and its runs count the password checks.
+	hasher := app.NewHasher(8, time.Minute)
+	a := newTestAPI(t, defaultConfig(), withHasher(hasher))
+	_, token := a.user("owner@example.com", app.RoleRegular)
+	id, link := a.sharedPackage(token, map[string]any{"password": "the right one"}, "a.txt")
+	_, other := a.sharedPackage(token, map[string]any{"password": "the right one"}, "b.txt")
+
+	// Parallel wrong passwords: each is counted before it is checked, so at most 5
+	// are checked and the rest are 429.
+	before := hasher.Runs()
+	got := parallelUnlocks(link, a, a, a, a, a, a, a, a)
 	if got[http.StatusUnauthorized] != 5 || got[http.StatusTooManyRequests] != 3 {
 		t.Fatalf("8 parallel wrong passwords: %v, want 5×401 and 3×429", got)
+	}
+	if checks := hasher.Runs() - before; checks != 5 {
+		t.Fatalf("8 parallel wrong passwords: %d password checks, want 5", checks)
 	}
 	// Now even the right password is 429, with Retry-After for the rest of the window.
 	r := a.unlock(link, "the right one")
@@ -234,6 +248,58 @@ func TestUnlockThrottle(t *testing.T) {
 		t.Fatal(err)
 	}
 	expect(t, a.unlock(link, "the right one"), http.StatusOK)
+}
+
+// TestUnlockThrottleAcrossGateways: the unlock throttle counts on the database's
+// clock, so three gateways of one installation whose clocks disagree (one right, one
+// 20 minutes ahead, one 20 minutes behind) give a link at most 5 password checks per
+// window between them, and Retry-After never exceeds the window. On the gateways'
+// own clocks, the one ahead saw every other failure as out of the window (and pruned
+// it), and the one behind answered a Retry-After 20 minutes too long.
+func TestUnlockThrottleAcrossGateways(t *testing.T) {
+	t.Parallel()
+	var gateways []*testAPI
+	var hashers []*app.Hasher
+	for _, skew := range []time.Duration{0, 20 * time.Minute, -20 * time.Minute} {
+		opts := []testOption{withClockSkew(skew)}
+		if len(gateways) > 0 {
+			opts = append(opts, onDatabase(gateways[0].dbURL))
+		}
+		h := app.NewHasher(9, time.Minute)
+		gateways = append(gateways, newTestAPI(t, defaultConfig(), append(opts, withHasher(h))...))
+		hashers = append(hashers, h)
+	}
+	a := gateways[0]
+	_, token := a.user("owner@example.com", app.RoleRegular)
+	_, link := a.sharedPackage(token, map[string]any{"password": "the right one"}, "a.txt")
+	checks := func() (n int64) {
+		for _, h := range hashers {
+			n += h.Runs()
+		}
+		return n
+	}
+
+	// A wrong password on each gateway one after the other, then 6 at once, 2 on each.
+	before := checks()
+	for _, g := range gateways {
+		expect(t, g.unlock(link, "wrong guess"), http.StatusUnauthorized)
+	}
+	got := parallelUnlocks(link, append(gateways, gateways...)...)
+	if got[http.StatusUnauthorized] != 2 || got[http.StatusTooManyRequests] != 4 {
+		t.Fatalf("6 parallel wrong passwords after 3: %v, want 2×401 and 4×429", got)
+	}
+	if n := checks() - before; n != 5 {
+		t.Fatalf("9 wrong passwords on 3 gateways: %d password checks, want 5", n)
+	}
+	// Every gateway now answers 429, even to the right password, for the rest of the
+	// window and no longer.
+	for i, g := range gateways {
+		r := g.unlock(link, "the right one")
+		expect(t, r, http.StatusTooManyRequests)
+		if s, err := strconv.Atoi(r.header.Get("Retry-After")); err != nil || s < 800 || s > 900 {
+			t.Fatalf("gateway %d: Retry-After = %q, want about 900 s", i, r.header.Get("Retry-After"))
+		}
+	}
 }
 
 // linkFiles returns the link view's files by name.
