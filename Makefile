@@ -82,11 +82,13 @@ test-scale: check-modules assets ## the system scaled out on one machine: every 
 	@bash scripts/dev.sh exec bash -c 'cd bench/scale && SHIPFILE_SCALE_REPORT="$(CURDIR)/.run/scale.md" \
 		$(GO) test -tags scale -count=1 -timeout 5m -v $(SCALE_FLAGS) 2>&1 | grep -v "^ *\[[0-9]*\] "; exit $${PIPESTATUS[0]}'
 
-lint: check-modules assets ## go vet + staticcheck in each module
+lint: check-modules assets ## go vet + staticcheck in each module; redocly lint of proto/openapi.yaml
 	@for m in $(MODULES); do \
 		echo "==> vet + staticcheck $$m"; \
 		(cd $$m && $(GO) vet ./... && $(GO) run $(STATICCHECK) ./...) || { echo "FAIL: lint in $$m" >&2; exit 1; }; \
 	done
+	@echo "==> redocly lint proto/openapi.yaml"
+	@bash scripts/lint-openapi.sh
 
 fmt: check-modules ## gofmt -w every module
 	@for m in $(MODULES); do gofmt -l -w $$m; done

@@ -544,7 +544,7 @@ func nginxSize(s string) (int64, error) {
 }
 
 // The webhook dispatcher scales on its own: on CPU in the base, in production by KEDA on
-// the lag of the consumer its delivery workers share, with CPU as a second trigger.
+// the pending jobs of its per-subscription delivery consumers, with CPU as a second trigger.
 func TestWebhooksAutoscaling(t *testing.T) {
 	t.Parallel()
 	src := sources(t)
@@ -582,25 +582,31 @@ func TestWebhooksAutoscaling(t *testing.T) {
 	for _, tr := range so.Spec.Triggers {
 		types[tr.Type] = tr
 	}
-	js, ok := types["nats-jetstream"]
+	// Each subscription has its own delivery consumer (<consumer>-<hook id>), so the
+	// backlog is the sum of their pending jobs, read from Prometheus.
+	prom, ok := types["prometheus"]
 	if !ok {
-		t.Fatalf("no nats-jetstream trigger in %+v", so.Spec.Triggers)
+		t.Fatalf("no prometheus trigger in %+v", so.Spec.Triggers)
 	}
-	known := map[string]bool{"natsServerMonitoringEndpoint": true, "account": true, "stream": true, "consumer": true,
-		"lagThreshold": true, "activationLagThreshold": true, "useHttps": true}
-	for k := range js.Metadata {
+	known := map[string]bool{"serverAddress": true, "query": true, "threshold": true, "activationThreshold": true,
+		"ignoreNullValues": true, "namespace": true, "unsafeSsl": true}
+	for k := range prom.Metadata {
 		if !known[k] {
-			t.Errorf("nats-jetstream trigger: unknown metadata %q", k)
+			t.Errorf("prometheus trigger: unknown metadata %q", k)
 		}
 	}
-	if js.Metadata["stream"] != stream || js.Metadata["consumer"] != consumer || js.Metadata["account"] == "" {
-		t.Errorf("nats-jetstream trigger on %s/%s (account %q), want %s/%s", js.Metadata["stream"], js.Metadata["consumer"], js.Metadata["account"], stream, consumer)
+	q := prom.Metadata["query"]
+	for _, want := range []string{"sum(", "nats_consumer_num_pending", `stream_name="` + stream + `"`,
+		`consumer_name=~"` + consumer + `-[0-9]+"`, `is_consumer_leader="true"`} {
+		if !strings.Contains(q, want) {
+			t.Errorf("prometheus trigger query %q lacks %s", q, want)
+		}
 	}
-	if n, err := strconv.Atoi(js.Metadata["lagThreshold"]); err != nil || n < 1 {
-		t.Errorf("lagThreshold %q", js.Metadata["lagThreshold"])
+	if n, err := strconv.Atoi(prom.Metadata["threshold"]); err != nil || n < 1 {
+		t.Errorf("threshold %q", prom.Metadata["threshold"])
 	}
-	if !regexp.MustCompile(`^[a-z0-9.-]+:8222$`).MatchString(js.Metadata["natsServerMonitoringEndpoint"]) {
-		t.Errorf("natsServerMonitoringEndpoint %q, want host:8222 (the monitoring port of deploy/nats/values.yaml)", js.Metadata["natsServerMonitoringEndpoint"])
+	if !regexp.MustCompile(`^https?://[a-z0-9.-]+(:[0-9]+)?$`).MatchString(prom.Metadata["serverAddress"]) {
+		t.Errorf("serverAddress %q, want a Prometheus URL", prom.Metadata["serverAddress"])
 	}
 	if cpu, ok := types["cpu"]; !ok || cpu.MetricType != autoscalingv2.UtilizationMetricType || cpu.Metadata["value"] == "" {
 		t.Errorf("cpu trigger %+v, want Utilization with a value", cpu)

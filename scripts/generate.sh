@@ -2,9 +2,13 @@
 # generate.sh regenerates shipfile's generated code (`make generate`):
 #
 #   1. protobuf: proto/events/v1/*.proto → pkg/events/eventsv1/*.pb.go
+#      (pkg/events reads the event types from this descriptor: the (event_type)
+#      option of each field of Envelope.data)
 #      (buf generate with proto/buf.yaml + proto/buf.gen.yaml, plugin protoc-gen-go)
 #   2. sqlc:     services/gateway/internal/store/queries.sql → *.gen.go
 #      (sqlc generate with services/gateway/sqlc.yaml)
+#   3. oapi-codegen: proto/openapi.yaml → pkg/apiclient/client.gen.go (the REST API's
+#      client and types, with pkg/apiclient/oapi-codegen.yaml)
 #
 # The tools are pinned below and installed with `go install module@version` into
 # ${SHIPFILE_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/shipfile}/bin when missing or
@@ -29,6 +33,11 @@ PROTOC_GEN_GO_VERSION=v1.36.12
 SQLC_MODULE=github.com/sqlc-dev/sqlc
 SQLC_PKG=github.com/sqlc-dev/sqlc/cmd/sqlc
 SQLC_VERSION=v1.30.0
+OAPI_CODEGEN_MODULE=github.com/oapi-codegen/oapi-codegen/v2
+OAPI_CODEGEN_PKG=github.com/oapi-codegen/oapi-codegen/v2/cmd/oapi-codegen
+# Keep the runtime it calls, github.com/oapi-codegen/runtime in pkg/go.mod, at a version
+# this generator supports.
+OAPI_CODEGEN_VERSION=v2.8.2
 
 log() { printf '==> %s\n' "$*" >&2; }
 die() { printf 'generate: %s\n' "$*" >&2; exit 1; }
@@ -86,6 +95,15 @@ gen_sqlc() {
 	(cd "$ROOT/services/gateway" && "$sqlc" generate)
 }
 
+gen_openapi() {
+	local oapi
+	oapi=$(go_tool oapi-codegen "$OAPI_CODEGEN_MODULE" "$OAPI_CODEGEN_PKG" "$OAPI_CODEGEN_VERSION") ||
+		die "go install $OAPI_CODEGEN_PKG@$OAPI_CODEGEN_VERSION failed"
+	log "oapi-codegen (proto/openapi.yaml → pkg/apiclient)"
+	(cd "$ROOT/pkg/apiclient" && "$oapi" -config oapi-codegen.yaml ../../proto/openapi.yaml)
+}
+
 gen_proto
 gen_sqlc
+gen_openapi
 log "generated code is up to date"

@@ -48,7 +48,10 @@ const (
 // Version is the schema version of the eventsv1 payloads, set in Envelope.version.
 const Version = 1
 
-// Event types: the Envelope's type and the last tokens of its subject.
+// Event types: the Envelope's type and the last tokens of its subject. They are the
+// event_type options of Envelope.data's fields in proto/events/v1/events.proto, named
+// here for the code that builds an event of one type (a test checks each against the
+// descriptor); Types, AllTypes and TypeOf are read from the descriptor itself.
 const (
 	TypePackageCreated      = "package.created"
 	TypePackageFinalized    = "package.finalized"
@@ -61,17 +64,6 @@ const (
 	// in Types, since subscriptions do not select it.
 	TypeWebhookTest = "webhook.test"
 )
-
-// Types lists every package event type, in the order of the seed's table.
-var Types = []string{
-	TypePackageCreated,
-	TypePackageFinalized,
-	TypePackageFileUploaded,
-	TypePackageDownloaded,
-	TypePackageRevoked,
-	TypePackageDeleted,
-	TypePackageExpired,
-}
 
 // Mail job kinds: the MailJob's kind and the last token of its subject.
 const (
@@ -109,31 +101,6 @@ func NewEnvelope(eventType string, occurredAt time.Time) *eventsv1.Envelope {
 		Type:       eventType,
 		Version:    Version,
 		OccurredAt: timestamppb.New(occurredAt),
-	}
-}
-
-// TypeOf returns the event type that matches the envelope's data, or "" when its data
-// is unset.
-func TypeOf(env *eventsv1.Envelope) string {
-	switch env.GetData().(type) {
-	case *eventsv1.Envelope_PackageCreated:
-		return TypePackageCreated
-	case *eventsv1.Envelope_PackageFinalized:
-		return TypePackageFinalized
-	case *eventsv1.Envelope_FileUploaded:
-		return TypePackageFileUploaded
-	case *eventsv1.Envelope_PackageDownloaded:
-		return TypePackageDownloaded
-	case *eventsv1.Envelope_PackageRevoked:
-		return TypePackageRevoked
-	case *eventsv1.Envelope_PackageDeleted:
-		return TypePackageDeleted
-	case *eventsv1.Envelope_PackageExpired:
-		return TypePackageExpired
-	case *eventsv1.Envelope_WebhookTest:
-		return TypeWebhookTest
-	default:
-		return ""
 	}
 }
 

@@ -3,6 +3,7 @@ package events_test
 import (
 	"context"
 	"errors"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -160,25 +161,60 @@ func TestInvalidMessages(t *testing.T) {
 
 func TestTypeOfCoversEveryType(t *testing.T) {
 	t.Parallel()
-	datas := []*eventsv1.Envelope{
-		{Data: &eventsv1.Envelope_PackageCreated{}},
-		{Data: &eventsv1.Envelope_PackageFinalized{}},
-		{Data: &eventsv1.Envelope_FileUploaded{}},
-		{Data: &eventsv1.Envelope_PackageDownloaded{}},
-		{Data: &eventsv1.Envelope_PackageRevoked{}},
-		{Data: &eventsv1.Envelope_PackageDeleted{}},
-		{Data: &eventsv1.Envelope_PackageExpired{}},
+	// Hand-written on purpose: the constants callers use and the message of each, read
+	// against what pkg/events derives from the descriptor.
+	tests := []struct {
+		typ  string
+		data proto.Message
+	}{
+		{events.TypePackageCreated, &eventsv1.PackageCreated{}},
+		{events.TypePackageFinalized, &eventsv1.PackageFinalized{}},
+		{events.TypePackageFileUploaded, &eventsv1.FileUploaded{}},
+		{events.TypePackageDownloaded, &eventsv1.PackageDownloaded{}},
+		{events.TypePackageRevoked, &eventsv1.PackageRevoked{}},
+		{events.TypePackageDeleted, &eventsv1.PackageDeleted{}},
+		{events.TypePackageExpired, &eventsv1.PackageExpired{}},
+		{events.TypeWebhookTest, &eventsv1.WebhookTest{}},
 	}
-	if len(datas) != len(events.Types) {
-		t.Fatalf("%d data cases, %d types", len(datas), len(events.Types))
+	var all []string
+	for _, tt := range tests {
+		t.Run(tt.typ, func(t *testing.T) {
+			env := &eventsv1.Envelope{EventId: "x"}
+			if err := events.SetData(env, tt.data); err != nil {
+				t.Fatal(err)
+			}
+			if env.GetType() != tt.typ || events.TypeOf(env) != tt.typ || !events.Known(tt.typ) {
+				t.Errorf("SetData(%T): type %q, TypeOf %q, want %q", tt.data, env.GetType(), events.TypeOf(env), tt.typ)
+			}
+			if got := events.Data(env); got != tt.data {
+				t.Errorf("Data = %v, want the payload set", got)
+			}
+			if events.DataField(tt.typ) == "" {
+				t.Errorf("DataField(%q) is empty", tt.typ)
+			}
+		})
+		all = append(all, tt.typ)
 	}
-	for i, env := range datas {
-		if got := events.TypeOf(env); got != events.Types[i] {
-			t.Errorf("TypeOf(%T) = %q, want %q", env.GetData(), got, events.Types[i])
-		}
+	if !slices.Equal(events.AllTypes, all) {
+		t.Errorf("AllTypes = %v, want %v", events.AllTypes, all)
+	}
+	if want := all[:7]; !slices.Equal(events.Types, want) {
+		t.Errorf("Types = %v, want the seven package events %v", events.Types, want)
+	}
+	if events.Selectable(events.TypeWebhookTest) || !events.Selectable(events.TypePackageExpired) || events.Selectable("package.nope") {
+		t.Error("Selectable: webhook.test is synthetic, package.expired selectable, unknown types not")
+	}
+	if got := events.DataField(events.TypePackageFileUploaded); got != "file_uploaded" {
+		t.Errorf("DataField(package.file_uploaded) = %q", got)
 	}
 	if got := events.TypeOf(&eventsv1.Envelope{}); got != "" {
 		t.Errorf("TypeOf(no data) = %q, want empty", got)
+	}
+	if events.TypeOf(nil) != "" || events.Data(&eventsv1.Envelope{}) != nil {
+		t.Error("TypeOf(nil) or Data(no data) is not empty")
+	}
+	if err := events.SetData(&eventsv1.Envelope{}, &eventsv1.MailJob{}); !errors.Is(err, events.ErrInvalid) {
+		t.Errorf("SetData(MailJob) = %v, want ErrInvalid", err)
 	}
 }
 

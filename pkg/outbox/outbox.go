@@ -17,44 +17,15 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 
 	"github.com/jackc/pgx/v5"
 )
 
-// Schema is the outbox table: a goose migration whose text is, byte for byte, the
-// gateway's services/gateway/migrations/00003_outbox.sql (a test keeps them equal).
-//
-// Rows are published in id order; a row is pending while published_at is NULL. The
-// relay never remembers a high-water mark, so a row whose transaction commits after a
-// row with a higher id is still found. Ephemeral rows (mail jobs, which carry the magic
-// link) lose their payload once published.
-const Schema = `-- +goose Up
-CREATE TABLE outbox (
-    id           bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
-    msg_id       text        NOT NULL UNIQUE,  -- Nats-Msg-Id: the event id or mail job id
-    subject      text        NOT NULL,
-    payload      bytea,                        -- NULL once published when ephemeral
-    ephemeral    boolean     NOT NULL DEFAULT false,
-    created_at   timestamptz NOT NULL DEFAULT now(),
-    published_at timestamptz,
-    attempts     integer     NOT NULL DEFAULT 0,
-    last_error   text,
-    -- A pending row always has something to publish.
-    CONSTRAINT outbox_pending_payload CHECK (published_at IS NOT NULL OR payload IS NOT NULL)
-);
--- The relay's scan: pending rows in id order. Small, as rows leave it once published.
-CREATE INDEX outbox_unpublished_idx ON outbox (id) WHERE published_at IS NULL;
-
--- +goose Down
-DROP TABLE outbox;
-`
-
-// UpSQL is the Up part of Schema, for applying the table without goose (tests).
-func UpSQL() string {
-	up, _, _ := strings.Cut(Schema, "-- +goose Down")
-	return up
-}
+// The outbox table is the gateway's migration services/gateway/migrations/00003_outbox.sql,
+// the one schema every service uses. Rows are published in id order; a row is pending
+// while published_at is NULL. The relay never remembers a high-water mark, so a row
+// whose transaction commits after a row with a higher id is still found. Ephemeral rows
+// (mail jobs, which carry the magic link) lose their payload once published.
 
 // ErrInvalidMessage is returned by Insert for a message without an ID or a subject.
 var ErrInvalidMessage = errors.New("outbox: invalid message")

@@ -3,12 +3,9 @@ package outbox_test
 import (
 	"bytes"
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"log/slog"
-	"os"
 	"slices"
 	"strings"
 	"sync"
@@ -24,25 +21,8 @@ import (
 
 	"github.com/shipfile/shipfile/pkg/events/eventstest"
 	"github.com/shipfile/shipfile/pkg/outbox"
-	"github.com/shipfile/shipfile/pkg/pgtest"
+	"github.com/shipfile/shipfile/pkg/schematest"
 )
-
-// migrationFile is the gateway's copy of outbox.Schema.
-const migrationFile = "../../services/gateway/migrations/00003_outbox.sql"
-
-func TestSchemaMatchesGatewayMigration(t *testing.T) {
-	t.Parallel()
-	b, err := os.ReadFile(migrationFile)
-	if err != nil {
-		t.Fatalf("read the gateway's migration: %v", err)
-	}
-	if string(b) != outbox.Schema {
-		t.Errorf("%s differs from outbox.Schema; make them identical (the migration is a copy of the constant)", migrationFile)
-	}
-	if up := outbox.UpSQL(); !strings.Contains(up, "CREATE TABLE outbox") || strings.Contains(up, "DROP TABLE") {
-		t.Errorf("UpSQL() is not the Up part of the migration:\n%s", up)
-	}
-}
 
 // fixture is one test's database, stream and subject prefix.
 type fixture struct {
@@ -54,16 +34,8 @@ type fixture struct {
 
 func setup(t *testing.T) *fixture {
 	t.Helper()
-	sum := sha256.Sum256([]byte(outbox.Schema))
-	url := pgtest.New(t, "outbox_"+hex.EncodeToString(sum[:])[:16], func(ctx context.Context, url string) error {
-		conn, err := pgx.Connect(ctx, url)
-		if err != nil {
-			return err
-		}
-		defer conn.Close(ctx)
-		_, err = conn.Exec(ctx, outbox.UpSQL())
-		return err
-	})
+	// The one schema: the gateway's migrations, outbox table included.
+	url := schematest.New(t)
 	pool, err := pgxpool.New(t.Context(), url)
 	if err != nil {
 		t.Fatal(err)

@@ -10,7 +10,8 @@ import (
 )
 
 // Client calls a JSON API (the gateway's REST API) with a bearer token. A request
-// that gets no answer fails the test.
+// that gets no answer fails the test, and so does an answer from the REST API (a path
+// under APIPrefix) that does not match proto/openapi.yaml (see Contract).
 type Client struct {
 	T testing.TB
 	// Base is the server's URL without a trailing slash: http://127.0.0.1:8080.
@@ -75,7 +76,7 @@ func (c Client) send(method, path, contentType string, body io.Reader) (int, []b
 		req.Header.Set("Content-Type", contentType)
 	}
 	req.Header.Set("Authorization", "Bearer "+c.Token)
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := HTTPClient(c.T).Do(req)
 	if err != nil {
 		c.T.Fatalf("%s %s: %v", method, path, err)
 	}

@@ -8,8 +8,8 @@ import (
 	"time"
 
 	"github.com/shipfile/shipfile/pkg/config"
+	"github.com/shipfile/shipfile/pkg/schematest"
 	"github.com/shipfile/shipfile/pkg/servicetest"
-	"github.com/shipfile/shipfile/services/expiry/internal/schematest"
 )
 
 func TestLifecycle(t *testing.T) {

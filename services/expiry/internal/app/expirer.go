@@ -160,8 +160,10 @@ func (e *Expirer) step(ctx context.Context) (context.Context, context.CancelFunc
 func (e *Expirer) expire(ctx context.Context, r *TickResult) error {
 	for ctx.Err() == nil {
 		sctx, cancel := e.step(ctx)
-		ps, err := e.store.ExpireDue(sctx, e.opts.BatchSize, func(ps []Package) (Effects, error) {
-			return expiryEffects(ps, e.now()), nil
+		// One instant of the service's clock decides what is overdue and stamps the events.
+		now := e.now()
+		ps, err := e.store.ExpireDue(sctx, now, e.opts.BatchSize, func(ps []Package) (Effects, error) {
+			return expiryEffects(ps, now), nil
 		})
 		cancel()
 		if err != nil {
@@ -273,7 +275,7 @@ func (e *Expirer) measure(ctx context.Context) error {
 	}
 	sctx, cancel := context.WithTimeout(ctx, e.opts.StepTimeout)
 	defer cancel()
-	lag, err := e.store.OverdueLag(sctx)
+	lag, err := e.store.OverdueLag(sctx, e.now())
 	if err != nil {
 		return fmt.Errorf("measure lag: %w", err)
 	}

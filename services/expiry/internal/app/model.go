@@ -41,12 +41,12 @@ type Effects struct {
 
 // Store is the persistence the expirer needs.
 type Store interface {
-	// ExpireDue locks up to limit packages that are not expired and whose expires_at
-	// has passed (oldest deadline first, skipping rows another transaction holds), sets
+	// ExpireDue locks up to limit packages overdue at now (lifecycle.Overdue: not
+	// expired, expires_at <= now; oldest deadline first, skipping rows another transaction holds), sets
 	// them expired, queues their files' objects for deletion and writes the effects
 	// that effects returns for them, all in one transaction. It returns the packages
 	// it expired; an error rolls everything back.
-	ExpireDue(ctx context.Context, limit int, effects func([]Package) (Effects, error)) ([]Package, error)
+	ExpireDue(ctx context.Context, now time.Time, limit int, effects func([]Package) (Effects, error)) ([]Package, error)
 	// SweepDeletions locks up to limit queued object keys (oldest first, skipping keys
 	// another transaction holds), calls remove with them, forgets the keys remove
 	// reports removed and commits. It returns how many keys it locked and how many it
@@ -60,9 +60,9 @@ type Store interface {
 	// of a key whose object is being removed. It returns how many keys it locked and
 	// how many objects were removed; remove's error is returned (wrapped).
 	SweepOrphans(ctx context.Context, grace time.Duration, limit int, remove func(keys []string) (removed []string, err error)) (locked, removed int, err error)
-	// OverdueLag returns how long ago the oldest package that is overdue and not
-	// expired yet reached its expires_at, by the database's clock; 0 when there is none.
-	OverdueLag(ctx context.Context) (time.Duration, error)
+	// OverdueLag returns how long before now the oldest package overdue at now reached
+	// its expires_at; 0 when there is none.
+	OverdueLag(ctx context.Context, now time.Time) (time.Duration, error)
 	// PendingDeletions counts the object keys queued for deletion.
 	PendingDeletions(ctx context.Context) (int64, error)
 }

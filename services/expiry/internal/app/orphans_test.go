@@ -10,10 +10,10 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
+	"github.com/shipfile/shipfile/pkg/schematest"
 	"github.com/shipfile/shipfile/pkg/servicetest"
 	"github.com/shipfile/shipfile/services/expiry/internal/app"
 	"github.com/shipfile/shipfile/services/expiry/internal/expirytest"
-	"github.com/shipfile/shipfile/services/expiry/internal/schematest"
 	"github.com/shipfile/shipfile/services/expiry/internal/store"
 )
 

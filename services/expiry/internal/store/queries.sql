@@ -2,16 +2,17 @@
 -- gateway's schema (services/gateway/migrations).
 
 -- name: ExpireDue :many
--- Locks up to @max_rows overdue packages that are not expired yet, oldest deadline
--- first, skipping rows another transaction holds (another expiry instance, or a
+-- Locks up to @max_rows packages overdue at @now (the expiry service's clock;
+-- lifecycle.OverdueSQL, the rule every service shares: a test in package db holds the
+-- two equal), oldest deadline first, skipping rows another transaction holds (another expiry instance, or a
 -- gateway request changing the package: the next batch or tick sees it again), and
 -- expires them. The state test is repeated on the locked row, so a package expired
 -- meanwhile by another instance is never expired (nor announced) twice. It uses
 -- packages_expiring_idx.
 WITH due AS (
-    SELECT packages.id, packages.state FROM packages
-    WHERE packages.state <> 'expired' AND packages.expires_at <= now()
-    ORDER BY packages.expires_at
+    SELECT o.id, o.state FROM packages o
+    WHERE (o.state <> 'expired' AND o.expires_at <= @now)
+    ORDER BY o.expires_at
     LIMIT @max_rows
     FOR UPDATE SKIP LOCKED
 )
@@ -50,10 +51,12 @@ FOR UPDATE SKIP LOCKED;
 DELETE FROM object_deletions WHERE object_key = ANY(@keys::text[]);
 
 -- name: OverdueLag :one
--- The age of the oldest overdue package not expired yet, in seconds, by the
--- database's clock (0 when none); it uses packages_expiring_idx.
-SELECT coalesce(extract(epoch FROM now() - min(expires_at)), 0)::float8 AS secs
-FROM packages WHERE state <> 'expired' AND expires_at <= now();
+-- The age at @now (the expiry service's clock) of the oldest package overdue at @now
+-- (lifecycle.OverdueSQL) and not expired yet, in seconds (0 when none); it uses
+-- packages_expiring_idx.
+-- (sqlc.arg, as "@now::timestamptz - x" reads to sqlc as the operator @.)
+SELECT coalesce(extract(epoch FROM sqlc.arg(now)::timestamptz - min(expires_at)), 0)::float8 AS secs
+FROM packages WHERE (state <> 'expired' AND expires_at <= sqlc.arg(now));
 
 -- name: PendingDeletions :one
 -- Counts queued object keys.

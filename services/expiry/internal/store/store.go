@@ -48,13 +48,13 @@ func New(pool *pgxpool.Pool, opts ...Option) *Postgres {
 	return s
 }
 
-// ExpireDue expires up to limit overdue packages in one transaction: the state change,
-// their objects queued for deletion, and the effects (outbox rows, audit entries).
-func (s *Postgres) ExpireDue(ctx context.Context, limit int, effects func([]app.Package) (app.Effects, error)) ([]app.Package, error) {
+// ExpireDue expires up to limit packages overdue at now in one transaction: the state
+// change, their objects queued for deletion, and the effects (outbox rows, audit entries).
+func (s *Postgres) ExpireDue(ctx context.Context, now time.Time, limit int, effects func([]app.Package) (app.Effects, error)) ([]app.Package, error) {
 	var out []app.Package
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		q := s.q.WithTx(tx)
-		rows, err := q.ExpireDue(ctx, int32(min(limit, math.MaxInt32)))
+		rows, err := q.ExpireDue(ctx, db.ExpireDueParams{Now: now, MaxRows: int32(min(limit, math.MaxInt32))})
 		if err != nil {
 			return fmt.Errorf("store: expire: %w", err)
 		}
@@ -208,9 +208,10 @@ func (s *Postgres) SweepOrphans(ctx context.Context, grace time.Duration, limit 
 	return locked, removedN, nil
 }
 
-// OverdueLag returns the age of the oldest overdue package that is not expired yet.
-func (s *Postgres) OverdueLag(ctx context.Context) (time.Duration, error) {
-	secs, err := s.q.OverdueLag(ctx)
+// OverdueLag returns the age at now of the oldest package overdue at now that is not
+// expired yet.
+func (s *Postgres) OverdueLag(ctx context.Context, now time.Time) (time.Duration, error) {
+	secs, err := s.q.OverdueLag(ctx, now)
 	if err != nil {
 		return 0, fmt.Errorf("store: overdue lag: %w", err)
 	}

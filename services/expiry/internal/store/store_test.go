@@ -11,9 +11,9 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/shipfile/shipfile/pkg/events"
+	"github.com/shipfile/shipfile/pkg/schematest"
 	"github.com/shipfile/shipfile/services/expiry/internal/app"
 	"github.com/shipfile/shipfile/services/expiry/internal/expirytest"
-	"github.com/shipfile/shipfile/services/expiry/internal/schematest"
 	"github.com/shipfile/shipfile/services/expiry/internal/store"
 )
 
@@ -41,7 +41,7 @@ func TestExpireDue(t *testing.T) {
 		expirytest.Spec{State: "expired", ExpiresIn: -time.Hour, Files: 1}, // done already
 	)
 
-	got, err := st.ExpireDue(ctx, 10, effects)
+	got, err := st.ExpireDue(ctx, time.Now(), 10, effects)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -89,7 +89,7 @@ func TestExpireDue(t *testing.T) {
 	}
 
 	// Nothing is due any more: a second pass changes nothing.
-	again, err := st.ExpireDue(ctx, 10, effects)
+	again, err := st.ExpireDue(ctx, time.Now(), 10, effects)
 	if err != nil || len(again) != 0 {
 		t.Fatalf("second pass: %v %v", again, err)
 	}
@@ -157,21 +157,21 @@ func TestExpireDueTakesTheOldestBatchAndSkipsLockedRows(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	got, err := st.ExpireDue(ctx, 2, effects)
+	got, err := st.ExpireDue(ctx, time.Now(), 2, effects)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(got) != 2 || got[0].ID != ps[1].ID || got[1].ID != ps[2].ID {
 		t.Fatalf("first batch %v, want packages 1 and 2 (0 is locked)", ids(got))
 	}
-	got, err = st.ExpireDue(ctx, 2, effects)
+	got, err = st.ExpireDue(ctx, time.Now(), 2, effects)
 	if err != nil || len(got) != 1 || got[0].ID != ps[3].ID {
 		t.Fatalf("second batch %v %v, want package 3 alone", ids(got), err)
 	}
 	if err := tx.Rollback(ctx); err != nil {
 		t.Fatal(err)
 	}
-	got, err = st.ExpireDue(ctx, 2, effects)
+	got, err = st.ExpireDue(ctx, time.Now(), 2, effects)
 	if err != nil || len(got) != 1 || got[0].ID != ps[0].ID {
 		t.Fatalf("after the lock is gone: %v %v, want package 0", ids(got), err)
 	}
@@ -182,7 +182,7 @@ func TestExpireDueRollsBackWhenTheEffectsFail(t *testing.T) {
 	st := store.New(pool)
 	ps := expirytest.Insert(t, pool, expirytest.User(t, pool), expirytest.Spec{ExpiresIn: -time.Minute, Files: 1})
 	boom := errors.New("boom")
-	if _, err := st.ExpireDue(ctx, 10, func([]app.Package) (app.Effects, error) { return app.Effects{}, boom }); !errors.Is(err, boom) {
+	if _, err := st.ExpireDue(ctx, time.Now(), 10, func([]app.Package) (app.Effects, error) { return app.Effects{}, boom }); !errors.Is(err, boom) {
 		t.Fatalf("err = %v, want boom", err)
 	}
 	if s := expirytest.States(t, pool, ps)[ps[0].ID]; s != "active" {
@@ -244,11 +244,11 @@ func TestOverdueLag(t *testing.T) {
 	st := store.New(pool)
 	owner := expirytest.User(t, pool)
 	expirytest.Insert(t, pool, owner, expirytest.Spec{ExpiresIn: time.Hour}, expirytest.Spec{State: "expired", ExpiresIn: -time.Hour})
-	if lag, err := st.OverdueLag(ctx); err != nil || lag != 0 {
+	if lag, err := st.OverdueLag(ctx, time.Now()); err != nil || lag != 0 {
 		t.Fatalf("lag with nothing overdue = %s, %v; want 0", lag, err)
 	}
 	expirytest.Insert(t, pool, owner, expirytest.Spec{ExpiresIn: -90 * time.Second}, expirytest.Spec{ExpiresIn: -time.Second})
-	lag, err := st.OverdueLag(ctx)
+	lag, err := st.OverdueLag(ctx, time.Now())
 	if err != nil || lag < 90*time.Second || lag > 100*time.Second {
 		t.Fatalf("lag = %s, %v; want about 90s (the oldest overdue package)", lag, err)
 	}
@@ -260,6 +260,27 @@ func ids(ps []app.Package) []string {
 		out[i] = p.ID
 	}
 	return out
+}
+
+// TestExpireDueUsesTheCallersClock: "overdue" is decided at the instant the service
+// passes (lifecycle.OverdueSQL), not by the database's now(), as the gateway's state
+// table decides with the gateway's clock.
+func TestExpireDueUsesTheCallersClock(t *testing.T) {
+	pool, _ := schematest.Pool(t)
+	st := store.New(pool)
+	owner := expirytest.User(t, pool)
+	ps := expirytest.Insert(t, pool, owner, expirytest.Spec{State: "active", ExpiresIn: time.Hour})
+	if got, err := st.ExpireDue(ctx, time.Now(), 10, effects); err != nil || len(got) != 0 {
+		t.Fatalf("expired %v, %v before the deadline", got, err)
+	}
+	later := time.Now().Add(2 * time.Hour)
+	if lag, err := st.OverdueLag(ctx, later); err != nil || lag < 59*time.Minute || lag > 61*time.Minute {
+		t.Errorf("lag two hours on = %s, %v; want about 1h", lag, err)
+	}
+	got, err := st.ExpireDue(ctx, later, 10, effects)
+	if err != nil || len(got) != 1 || got[0].ID != ps[0].ID {
+		t.Fatalf("expired %v, %v at a clock past the deadline; want the package", got, err)
+	}
 }
 
 // TestExpireDueWakesTheRelayAfterCommit: the store wakes the outbox relay once per
@@ -274,17 +295,17 @@ func TestExpireDueWakesTheRelayAfterCommit(t *testing.T) {
 	}))
 	expirytest.Insert(t, pool, expirytest.User(t, pool),
 		expirytest.Spec{ExpiresIn: -time.Minute}, expirytest.Spec{ExpiresIn: -time.Hour})
-	if _, err := st.ExpireDue(ctx, 10, effects); err != nil {
+	if _, err := st.ExpireDue(ctx, time.Now(), 10, effects); err != nil {
 		t.Fatal(err)
 	}
 	if len(wakes) != 1 || visible[0] != 2 {
 		t.Fatalf("woken %d times, seeing %v committed rows; want once, after both rows committed", len(wakes), visible)
 	}
-	if _, err := st.ExpireDue(ctx, 10, effects); err != nil {
+	if _, err := st.ExpireDue(ctx, time.Now(), 10, effects); err != nil {
 		t.Fatal(err)
 	}
 	expirytest.Insert(t, pool, expirytest.User(t, pool), expirytest.Spec{ExpiresIn: -time.Minute})
-	if _, err := st.ExpireDue(ctx, 10, func([]app.Package) (app.Effects, error) { return app.Effects{}, errors.New("boom") }); err == nil {
+	if _, err := st.ExpireDue(ctx, time.Now(), 10, func([]app.Package) (app.Effects, error) { return app.Effects{}, errors.New("boom") }); err == nil {
 		t.Fatal("the effects' error was not returned")
 	}
 	if len(wakes) != 1 {

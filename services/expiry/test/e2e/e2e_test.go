@@ -21,9 +21,9 @@ import (
 	"github.com/shipfile/shipfile/pkg/events"
 	"github.com/shipfile/shipfile/pkg/events/eventsv1"
 	"github.com/shipfile/shipfile/pkg/pgtest"
+	"github.com/shipfile/shipfile/pkg/schematest"
 	"github.com/shipfile/shipfile/pkg/servicetest"
 	"github.com/shipfile/shipfile/services/expiry/internal/expirytest"
-	"github.com/shipfile/shipfile/services/expiry/internal/schematest"
 )
 
 // bins are the binaries built once for the package's tests.

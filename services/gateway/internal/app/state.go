@@ -3,6 +3,8 @@ package app
 import (
 	"slices"
 	"time"
+
+	"github.com/shipfile/shipfile/pkg/lifecycle"
 )
 
 // Op is an operation on a package that the state table governs.
@@ -45,12 +47,9 @@ var transitions = map[Op]transition{
 // next state. A move that is not allowed is a conflict naming the state. A package whose
 // expires_at has passed counts as expired even before the expiry service has marked it
 // (it does so within one interval), so an overdue draft cannot be finalized nor an
-// overdue link used.
+// overdue link used: lifecycle.EffectiveState, the rule every service shares.
 func (p *Package) apply(op Op, now time.Time) error {
-	state := p.State
-	if state != StateExpired && !now.Before(p.ExpiresAt) {
-		state = StateExpired
-	}
+	state := State(lifecycle.EffectiveState(string(p.State), p.ExpiresAt, now))
 	t, ok := transitions[op]
 	if !ok || !slices.Contains(t.from, state) {
 		return Conflict("cannot %s a package in state %s", op, state)

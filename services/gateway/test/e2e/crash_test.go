@@ -2,7 +2,6 @@ package e2e
 
 import (
 	"context"
-	"net/http"
 	"syscall"
 	"testing"
 	"time"
@@ -12,6 +11,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/shipfile/shipfile/pkg/apiclient"
 	"github.com/shipfile/shipfile/pkg/events"
 	"github.com/shipfile/shipfile/pkg/servicetest"
 )
@@ -33,10 +33,12 @@ func TestCrashBetweenCommitAndPublish(t *testing.T) {
 	if err := natsCmd.Process.Signal(syscall.SIGSTOP); err != nil {
 		t.Fatal(err)
 	}
-	status, pkg := postJSON(t, gw.url("/api/v1/packages"), e.token, map[string]any{"title": "Crash", "recipient_email": "r@example.com"})
-	if status != http.StatusCreated {
-		t.Fatalf("create: %d %v", status, pkg)
+	api := servicetest.APIClient(t, gw.url(""), e.token)
+	created, err := api.CreatePackageWithResponse(t.Context(), apiclient.CreatePackageJSONRequestBody{Title: "Crash", RecipientEmail: "r@example.com"})
+	if err != nil || created.JSON201 == nil {
+		t.Fatalf("create: %v %v", err, created)
 	}
+	pkgID := created.JSON201.Id.String()
 
 	ctx := context.Background()
 	db, err := pgx.Connect(ctx, e.dbURL)
@@ -92,7 +94,7 @@ func TestCrashBetweenCommitAndPublish(t *testing.T) {
 		t.Fatalf("Nats-Msg-Id = %q, want %q", got, msgID)
 	}
 	env, err := events.UnmarshalEnvelope(msg.Data)
-	if err != nil || env.GetPackageCreated().GetPackage().GetPackageId() != pkg["id"] {
+	if err != nil || env.GetPackageCreated().GetPackage().GetPackageId() != pkgID {
 		t.Fatalf("event = %v, %v", env, err)
 	}
 }

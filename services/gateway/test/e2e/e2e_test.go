@@ -1,6 +1,8 @@
 // Package e2e runs the real gateway binary against real PostgreSQL, NATS and MinIO and
-// drives it over HTTP: the crash test (SIGKILL between commit and publish). The upload
-// throughput and memory benchmarks are in bench/ (make bench).
+// drives it over HTTP with the client generated from proto/openapi.yaml (pkg/apiclient),
+// which checks every answer against that document (servicetest.APIClient): the crash
+// test (SIGKILL between commit and publish).
+// The upload throughput and memory benchmarks are in bench/ (make bench).
 package e2e
 
 import (
@@ -149,14 +151,18 @@ func removeBucket(st *storage.Store) {
 	_ = st.Client.RemoveBucket(ctx, st.Bucket)
 }
 
-// postJSON sends a JSON request with the bearer token and decodes the answer.
+// postJSON sends a JSON request with the bearer token (none when empty) and decodes the
+// answer; an answer that does not match proto/openapi.yaml fails the test
+// (servicetest.HTTPClient). The generated client (servicetest.APIClient) is the other way.
 func postJSON(t testing.TB, url, token string, body any) (int, map[string]any) {
 	t.Helper()
 	b, _ := json.Marshal(body)
 	req, _ := http.NewRequest("POST", url, bytes.NewReader(b))
 	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Authorization", "Bearer "+token)
-	resp, err := http.DefaultClient.Do(req)
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	resp, err := servicetest.HTTPClient(t).Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -42,7 +42,7 @@ func TestDownloadLimitAcrossGateways(t *testing.T) {
 	req, _ := http.NewRequest("POST", gws[0].url("/api/v1/packages/"+id+"/files"), &body)
 	req.Header.Set("Content-Type", mw.FormDataContentType())
 	req.Header.Set("Authorization", "Bearer "+e.token)
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := servicetest.HTTPClient(t).Do(req)
 	if err != nil || resp.StatusCode != http.StatusCreated {
 		t.Fatalf("upload: %v %v", resp, err)
 	}
@@ -71,7 +71,7 @@ func TestDownloadLimitAcrossGateways(t *testing.T) {
 		wg.Go(func() {
 			req, _ := http.NewRequest("GET", gws[i%2].url("/api/v1/links/"+token+"/files/"+file.ID), nil)
 			req.Header.Set("Shipfile-Link-Grant", grant)
-			resp, err := http.DefaultClient.Do(req)
+			resp, err := servicetest.HTTPClient(t).Do(req)
 			if err != nil {
 				t.Error(err)
 				return

@@ -16,10 +16,10 @@ import (
 
 	"github.com/shipfile/shipfile/pkg/bus"
 	"github.com/shipfile/shipfile/pkg/config"
+	"github.com/shipfile/shipfile/pkg/schematest"
 	"github.com/shipfile/shipfile/pkg/servicetest"
 	"github.com/shipfile/shipfile/services/mailer/internal/app"
 	"github.com/shipfile/shipfile/services/mailer/internal/mailtest"
-	"github.com/shipfile/shipfile/services/mailer/internal/schematest"
 	"github.com/shipfile/shipfile/services/mailer/internal/transport"
 )
 

@@ -9,8 +9,8 @@ import (
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/shipfile/shipfile/pkg/schematest"
 	"github.com/shipfile/shipfile/services/mailer/internal/app"
-	"github.com/shipfile/shipfile/services/mailer/internal/schematest"
 	"github.com/shipfile/shipfile/services/mailer/internal/store"
 )
 

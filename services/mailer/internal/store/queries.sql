@@ -15,10 +15,12 @@ ON CONFLICT (job_id) DO NOTHING;
 SELECT state, attempts FROM mail_deliveries WHERE job_id = $1 FOR UPDATE NOWAIT;
 
 -- name: PackageState :one
--- The state of a job's package; no row when it was deleted. An overdue package counts
--- as expired before the expiry service gets to it, as in the gateway.
-SELECT (CASE WHEN state <> 'expired' AND expires_at <= now() THEN 'expired' ELSE state END)::text AS state
-FROM packages WHERE id = $1;
+-- The state of a job's package at @now (the mailer's clock); no row when it was
+-- deleted. An overdue package counts as expired before the expiry service gets to it:
+-- the CASE is lifecycle.EffectiveStateSQL, the rule every service shares (a test in
+-- package db holds the two equal).
+SELECT (CASE WHEN (state <> 'expired' AND expires_at <= @now) THEN 'expired' ELSE state END)::text AS state
+FROM packages WHERE id = @id;
 
 -- name: RecordAttempt :exec
 -- Writes an attempt's outcome.

@@ -89,7 +89,7 @@ func (p *Postgres) Attempt(ctx context.Context, job app.Job, fn func(app.Deliver
 		return fmt.Errorf("store: lock job %s: %w", job.ID, err)
 	}
 	d := app.Delivery{State: locked.State, Attempts: int(locked.Attempts)}
-	d.PackageState, err = q.PackageState(ctx, job.PackageID)
+	d.PackageState, err = q.PackageState(ctx, db.PackageStateParams{ID: job.PackageID, Now: time.Now()})
 	if err != nil && !errors.Is(err, pgx.ErrNoRows) {
 		return fmt.Errorf("store: package of job %s: %w", job.ID, err)
 	}

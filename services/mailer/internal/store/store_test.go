@@ -9,9 +9,9 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/shipfile/shipfile/pkg/schematest"
 	"github.com/shipfile/shipfile/services/mailer/internal/app"
 	"github.com/shipfile/shipfile/services/mailer/internal/mailtest"
-	"github.com/shipfile/shipfile/services/mailer/internal/schematest"
 	"github.com/shipfile/shipfile/services/mailer/internal/store"
 )
 

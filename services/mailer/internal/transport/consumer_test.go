@@ -14,10 +14,10 @@ import (
 
 	"github.com/shipfile/shipfile/pkg/events"
 	"github.com/shipfile/shipfile/pkg/events/eventsv1"
+	"github.com/shipfile/shipfile/pkg/schematest"
 	"github.com/shipfile/shipfile/pkg/servicetest"
 	"github.com/shipfile/shipfile/services/mailer/internal/app"
 	"github.com/shipfile/shipfile/services/mailer/internal/mailtest"
-	"github.com/shipfile/shipfile/services/mailer/internal/schematest"
 	"github.com/shipfile/shipfile/services/mailer/internal/transport"
 )
 

@@ -18,10 +18,10 @@ import (
 	"github.com/shipfile/shipfile/pkg/config"
 	"github.com/shipfile/shipfile/pkg/events"
 	"github.com/shipfile/shipfile/pkg/events/eventstest"
+	"github.com/shipfile/shipfile/pkg/schematest"
 	"github.com/shipfile/shipfile/pkg/service"
 	"github.com/shipfile/shipfile/pkg/servicetest"
 	"github.com/shipfile/shipfile/services/webhooks/internal/app"
-	"github.com/shipfile/shipfile/services/webhooks/internal/schematest"
 	"github.com/shipfile/shipfile/services/webhooks/internal/transport"
 	"github.com/shipfile/shipfile/services/webhooks/internal/webhooktest"
 )

@@ -7,10 +7,10 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/shipfile/shipfile/pkg/schematest"
 	"github.com/shipfile/shipfile/pkg/secretbox"
 	"github.com/shipfile/shipfile/pkg/servicetest"
 	"github.com/shipfile/shipfile/services/webhooks/internal/app"
-	"github.com/shipfile/shipfile/services/webhooks/internal/schematest"
 	"github.com/shipfile/shipfile/services/webhooks/internal/store"
 	"github.com/shipfile/shipfile/services/webhooks/internal/webhooktest"
 )

@@ -17,8 +17,8 @@ import (
 
 	"github.com/shipfile/shipfile/pkg/events"
 	"github.com/shipfile/shipfile/pkg/events/eventstest"
+	"github.com/shipfile/shipfile/pkg/schematest"
 	"github.com/shipfile/shipfile/services/webhooks/internal/app"
-	"github.com/shipfile/shipfile/services/webhooks/internal/schematest"
 	"github.com/shipfile/shipfile/services/webhooks/internal/signing"
 	"github.com/shipfile/shipfile/services/webhooks/internal/transport"
 	"github.com/shipfile/shipfile/services/webhooks/internal/webhooktest"

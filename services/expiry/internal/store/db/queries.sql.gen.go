@@ -13,10 +13,10 @@ import (
 const expireDue = `-- name: ExpireDue :many
 
 WITH due AS (
-    SELECT packages.id, packages.state FROM packages
-    WHERE packages.state <> 'expired' AND packages.expires_at <= now()
-    ORDER BY packages.expires_at
-    LIMIT $1
+    SELECT o.id, o.state FROM packages o
+    WHERE (o.state <> 'expired' AND o.expires_at <= $1)
+    ORDER BY o.expires_at
+    LIMIT $2
     FOR UPDATE SKIP LOCKED
 )
 UPDATE packages p SET state = 'expired'
@@ -24,6 +24,11 @@ FROM due
 WHERE p.id = due.id AND p.state <> 'expired'
 RETURNING p.id, p.title, p.recipient_email, p.owner_user_id, p.direction, due.state AS previous_state, p.expires_at
 `
+
+type ExpireDueParams struct {
+	Now     time.Time
+	MaxRows int32
+}
 
 type ExpireDueRow struct {
 	ID             string
@@ -37,14 +42,15 @@ type ExpireDueRow struct {
 
 // The expiry service's SQL, compiled by sqlc (sqlc.yaml; make generate) against the
 // gateway's schema (services/gateway/migrations).
-// Locks up to @max_rows overdue packages that are not expired yet, oldest deadline
-// first, skipping rows another transaction holds (another expiry instance, or a
+// Locks up to @max_rows packages overdue at @now (the expiry service's clock;
+// lifecycle.OverdueSQL, the rule every service shares: a test in package db holds the
+// two equal), oldest deadline first, skipping rows another transaction holds (another expiry instance, or a
 // gateway request changing the package: the next batch or tick sees it again), and
 // expires them. The state test is repeated on the locked row, so a package expired
 // meanwhile by another instance is never expired (nor announced) twice. It uses
 // packages_expiring_idx.
-func (q *Queries) ExpireDue(ctx context.Context, maxRows int32) ([]ExpireDueRow, error) {
-	rows, err := q.db.Query(ctx, expireDue, maxRows)
+func (q *Queries) ExpireDue(ctx context.Context, arg ExpireDueParams) ([]ExpireDueRow, error) {
+	rows, err := q.db.Query(ctx, expireDue, arg.Now, arg.MaxRows)
 	if err != nil {
 		return nil, err
 	}
@@ -185,14 +191,16 @@ func (q *Queries) LockOrphans(ctx context.Context, arg LockOrphansParams) ([]Loc
 }
 
 const overdueLag = `-- name: OverdueLag :one
-SELECT coalesce(extract(epoch FROM now() - min(expires_at)), 0)::float8 AS secs
-FROM packages WHERE state <> 'expired' AND expires_at <= now()
+SELECT coalesce(extract(epoch FROM $1::timestamptz - min(expires_at)), 0)::float8 AS secs
+FROM packages WHERE (state <> 'expired' AND expires_at <= $1)
 `
 
-// The age of the oldest overdue package not expired yet, in seconds, by the
-// database's clock (0 when none); it uses packages_expiring_idx.
-func (q *Queries) OverdueLag(ctx context.Context) (float64, error) {
-	row := q.db.QueryRow(ctx, overdueLag)
+// The age at @now (the expiry service's clock) of the oldest package overdue at @now
+// (lifecycle.OverdueSQL) and not expired yet, in seconds (0 when none); it uses
+// packages_expiring_idx.
+// (sqlc.arg, as "@now::timestamptz - x" reads to sqlc as the operator @.)
+func (q *Queries) OverdueLag(ctx context.Context, now time.Time) (float64, error) {
+	row := q.db.QueryRow(ctx, overdueLag, now)
 	var secs float64
 	err := row.Scan(&secs)
 	return secs, err

@@ -159,14 +159,21 @@ func (q *Queries) NotificationFiles(ctx context.Context, notificationID int64) (
 }
 
 const packageState = `-- name: PackageState :one
-SELECT (CASE WHEN state <> 'expired' AND expires_at <= now() THEN 'expired' ELSE state END)::text AS state
-FROM packages WHERE id = $1
+SELECT (CASE WHEN (state <> 'expired' AND expires_at <= $1) THEN 'expired' ELSE state END)::text AS state
+FROM packages WHERE id = $2
 `
 
-// The state of a job's package; no row when it was deleted. An overdue package counts
-// as expired before the expiry service gets to it, as in the gateway.
-func (q *Queries) PackageState(ctx context.Context, id string) (string, error) {
-	row := q.db.QueryRow(ctx, packageState, id)
+type PackageStateParams struct {
+	Now time.Time
+	ID  string
+}
+
+// The state of a job's package at @now (the mailer's clock); no row when it was
+// deleted. An overdue package counts as expired before the expiry service gets to it:
+// the CASE is lifecycle.EffectiveStateSQL, the rule every service shares (a test in
+// package db holds the two equal).
+func (q *Queries) PackageState(ctx context.Context, arg PackageStateParams) (string, error) {
+	row := q.db.QueryRow(ctx, packageState, arg.Now, arg.ID)
 	var state string
 	err := row.Scan(&state)
 	return state, err

@@ -1,6 +1,7 @@
-// Package schematest gives the dispatcher's tests a PostgreSQL database with the
-// gateway's schema. The gateway owns the schema and services never import each other,
-// so pkg/pgtest applies the gateway's migration files themselves.
+// Package schematest gives any service's tests a PostgreSQL database with the one
+// schema: the gateway's migrations (services/gateway/migrations). The gateway owns the
+// schema and services never import each other, so pkg/pgtest reads and applies the
+// migration files themselves; a change to them makes a new template database.
 package schematest
 
 import (

@@ -4,11 +4,11 @@ import (
 	"context"
 	"testing"
 
-	"github.com/shipfile/shipfile/services/webhooks/internal/schematest"
+	"github.com/shipfile/shipfile/pkg/schematest"
 )
 
-// TestPoolHasTheGatewaySchema checks that the gateway's migrations are found from this
-// module and applied: the tables every service shares exist.
+// TestPoolHasTheGatewaySchema checks that the gateway's migrations are found from pkg
+// and applied: the tables every service shares exist.
 func TestPoolHasTheGatewaySchema(t *testing.T) {
 	pool, _ := schematest.Pool(t)
 	for _, table := range []string{"packages", "outbox", "audit_log", "webhook_deliveries", "mail_deliveries"} {

@@ -1,0 +1,6 @@
+// Package apiclient is the REST API's client, generated from proto/openapi.yaml by
+// oapi-codegen (client.gen.go; `make generate`, configuration oapi-codegen.yaml): one
+// method per operation, named by its operationId (CreatePackage, FinalizePackage, …),
+// and one Go type per schema. Tests get one through servicetest.APIClient, whose
+// transport also checks every answer against the document.
+package apiclient
