@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Installs the gateway's front-end assets (Swagger UI, ReDoc) from the npm registry,
+# Installs the gateway's front-end assets (Swagger UI, ReDoc, tus-js-client for the web
+# UI's resumable uploads) from the npm registry,
 # pinned by services/gateway/web/package-lock.json, and copies the files the gateway
 # embeds into services/gateway/internal/docs/assets. Skips work already done.
 set -euo pipefail
@@ -20,6 +21,7 @@ files=(
 	"swagger-ui-dist/swagger-ui.css"
 	"swagger-ui-dist/favicon-32x32.png"
 	"redoc/bundles/redoc.standalone.js"
+	"tus-js-client/dist/tus.min.js"
 )
 mkdir -p "$out"
 for f in "${files[@]}"; do

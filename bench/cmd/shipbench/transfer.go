@@ -23,6 +23,8 @@ type transfer struct {
 	s    *rig.Stack
 	rep  *Report
 	seed uint64
+	// multipartRate is the upload row's median (bytes/s), the tus row's baseline.
+	multipartRate float64
 }
 
 // transferRows runs the upload, download and memory rows that want selects.
@@ -48,8 +50,11 @@ func transferRows(ctx context.Context, t testing.TB, c config, bins rig.Bins, wa
 	x := &transfer{t: t, c: c, s: s, rep: rep}
 
 	var pkgID, fileID string
-	if want["upload"] || want["download"] {
+	if want["upload"] || want["download"] || want["tus"] {
 		pkgID, fileID = x.uploadRow(ctx, want["upload"])
+	}
+	if want["tus"] {
+		x.tusRow(ctx)
 	}
 	if want["download"] && pkgID != "" {
 		x.downloadRow(ctx, pkgID, fileID)
@@ -57,8 +62,8 @@ func transferRows(ctx context.Context, t testing.TB, c config, bins rig.Bins, wa
 	if pkgID != "" {
 		x.s.API.Must(t, "DELETE", "/api/v1/packages/"+pkgID, nil, http.StatusNoContent)
 	}
-	if want["memory"] {
-		x.memoryRows(ctx)
+	if want["memory"] || want["tus"] {
+		x.memoryRows(ctx, want["memory"], want["tus"])
 	}
 }
 
@@ -147,6 +152,7 @@ func (x *transfer) uploadRow(ctx context.Context, report bool) (lastPkg, lastFil
 			lastPkg, lastFile = pkg, file
 		}
 	}
+	x.multipartRate = rig.Median(gw)
 	if report {
 		g, b := rig.Median(gw), rig.Median(base)
 		x.rep.Add(Row{
@@ -225,8 +231,9 @@ func (x *transfer) downloadRow(ctx context.Context, pkgID, fileID string) {
 	})
 }
 
-// memoryRows measures a fresh gateway's peak RSS growth over its idle RSS.
-func (x *transfer) memoryRows(ctx context.Context) {
+// memoryRows measures a fresh gateway's peak RSS growth over its idle RSS: the memory
+// rows (multipart uploads) when multipart is set, and -concurrent tus uploads when tus is.
+func (x *transfer) memoryRows(ctx context.Context, multipart, tus bool) {
 	t := x.t
 	g := x.s.Gateway
 	g.Kill()
@@ -249,7 +256,7 @@ func (x *transfer) memoryRows(ctx context.Context) {
 	x.rep.Rawf("memory: gateway idle RSS %s", rig.MiB(idleB))
 
 	// phase runs n uploads of size at once and returns the peak RSS growth over idle.
-	phase := func(name string, n int, size int64) (float64, bool) {
+	phase := func(name string, n int, size int64, viaTus ...bool) (float64, bool) {
 		if err := rig.ResetPeakRSS(pid); err != nil {
 			t.Fatalf("reset peak RSS: %v", err)
 		}
@@ -262,7 +269,13 @@ func (x *transfer) memoryRows(ctx context.Context) {
 		errs := make([]error, n)
 		pkgs := make([]string, n)
 		for i := range n {
-			wg.Go(func() { pkgs[i], _, _, errs[i] = x.upload(ctx, size) })
+			wg.Go(func() {
+				if len(viaTus) > 0 {
+					pkgs[i], _, errs[i] = x.tusUpload(ctx, size, 0)
+					return
+				}
+				pkgs[i], _, _, errs[i] = x.upload(ctx, size)
+			})
 		}
 		wg.Wait()
 		took := time.Since(start)
@@ -290,6 +303,23 @@ func (x *transfer) memoryRows(ctx context.Context) {
 	}
 
 	part := float64(x.c.partSize)
+	if tus {
+		conc, ok := phase("concurrent tus", x.c.concurrent, int64(x.c.size), true)
+		if !ok {
+			x.notFinished("tus memory")
+			return
+		}
+		limit := float64(x.c.concurrent)*part + 32<<20
+		x.rep.Add(Row{
+			What:     fmt.Sprintf("tus memory: peak RSS growth, %d concurrent tus uploads of %s (one PATCH each)", x.c.concurrent, formatSize(int64(x.c.size))),
+			Measured: rig.MiB(conc), Baseline: rig.MiB(idleB) + " (idle RSS)",
+			Target:  fmt.Sprintf("≤ %d × part + 32 MiB = %s", x.c.concurrent, rig.MiB(limit)),
+			Verdict: verdict(conc <= limit, "%s over", rig.MiB(conc-limit)),
+		})
+	}
+	if !multipart {
+		return
+	}
 	one, ok := phase("one file", 1, int64(x.c.size))
 	if !ok {
 		x.notFinished("memory")

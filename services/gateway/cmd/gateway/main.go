@@ -39,6 +39,9 @@ type Config struct {
 	MaxFileSize     int64         `env:"SHIPFILE_MAX_FILE_SIZE" default:"10737418240" help:"largest accepted file, in bytes (10 GiB)"`
 	MaxFiles        int           `env:"SHIPFILE_MAX_FILES" default:"500" help:"most files in one package"`
 	UploadPartSize  int64         `env:"SHIPFILE_UPLOAD_PART_SIZE" default:"16777216" help:"multipart part size of uploads to S3, in bytes; bounds memory per upload (min 5 MiB)"`
+	ResumeWindow    time.Duration `env:"SHIPFILE_UPLOAD_RESUME_WINDOW" default:"24h" help:"an unfinished resumable (tus) upload expires this long after its last PATCH"`
+	UploadLease     time.Duration `env:"SHIPFILE_UPLOAD_LOCK_LEASE" default:"30s" help:"how long a tus PATCH's hold on its upload lasts without renewal (what a crashed gateway's PATCH blocks)"`
+	UploadSweep     time.Duration `env:"SHIPFILE_UPLOAD_SWEEP_INTERVAL" default:"1m" help:"how often the gateway ends expired or orphaned tus uploads"`
 	RateLimit       int           `env:"SHIPFILE_RATE_LIMIT" default:"50" help:"requests per second per API token (0 disables)"`
 	RateBurst       int           `env:"SHIPFILE_RATE_BURST" default:"100" help:"burst of requests per API token"`
 	TrustedProxies  string        `env:"SHIPFILE_TRUSTED_PROXIES" default:"" help:"comma-separated proxy CIDRs whose X-Forwarded-For is trusted"`
@@ -171,9 +174,19 @@ func run(ctx context.Context, log *slog.Logger, args []string) error {
 		stopUsage()
 		<-usageDone
 	}()
-	packages := app.NewPackages(db, store.NewObjects(objects, uint64(cfg.UploadPartSize)),
+	if cfg.ResumeWindow <= 0 || cfg.UploadLease <= 0 || cfg.UploadSweep <= 0 {
+		return fmt.Errorf("SHIPFILE_UPLOAD_RESUME_WINDOW, SHIPFILE_UPLOAD_LOCK_LEASE and SHIPFILE_UPLOAD_SWEEP_INTERVAL must be positive")
+	}
+	objectStore := store.NewObjects(objects, uint64(cfg.UploadPartSize))
+	packages := app.NewPackages(db, objectStore,
 		app.Limits{MaxFileSize: cfg.MaxFileSize, MaxFiles: cfg.MaxFiles}, cfg.PublicURL)
 	packages.UseHasher(hasher)
+	resumable := app.NewResumable(packages, db, objectStore,
+		app.TusConfig{ResumeWindow: cfg.ResumeWindow, Lease: cfg.UploadLease}, log)
+	sweepCtx, stopSweep := context.WithCancel(ctx)
+	sweepDone := make(chan struct{})
+	go func() { defer close(sweepDone); resumable.RunSweeper(sweepCtx, cfg.UploadSweep) }()
+	defer func() { stopSweep(); <-sweepDone }()
 	webhooks := app.NewWebhooks(db, secrets, cfg.WebhookPrivate)
 	sessions := app.NewSessions(db, identity, app.SessionConfig{
 		Lifetime: cfg.Web.SessionLifetime, IdleTimeout: cfg.Web.SessionIdle,
@@ -196,13 +209,14 @@ func run(ctx context.Context, log *slog.Logger, args []string) error {
 		}
 	}()
 	router, err := httpapi.New(httpapi.Deps{
-		Log:      log,
-		Identity: identity,
-		Packages: packages,
-		Webhooks: webhooks,
-		Registry: reg,
-		Pages:    ui,
-		LinkRate: linkRate,
+		Log:       log,
+		Identity:  identity,
+		Packages:  packages,
+		Webhooks:  webhooks,
+		Resumable: resumable,
+		Registry:  reg,
+		Pages:     ui,
+		LinkRate:  linkRate,
 		Config: httpapi.Config{
 			MaxJSONBytes:   cfg.MaxJSONBytes,
 			MaxFileSize:    cfg.MaxFileSize,

@@ -14,18 +14,20 @@ type Kind int
 
 // The kinds of error the application reports.
 const (
-	KindInternal        Kind = iota // anything unexpected: 500
-	KindInvalid                     // the input breaks a rule: 422
-	KindUnauthenticated             // no valid credential: 401
-	KindForbidden                   // valid credential, not allowed: 403
-	KindNotFound                    // no such thing: 404
-	KindConflict                    // clashes with the current state: 409
-	KindGone                        // existed, or might have, and is no more: 410
-	KindTooLarge                    // over a size limit: 413
-	KindBadRequest                  // a request body that broke off or cannot be read: 400
-	KindTooMany                     // over a per-client limit: 429 with Retry-After
-	KindBusy                        // over a limit of the whole gateway: 503 with Retry-After
-	KindTimeout                     // a request body too slow to wait for: 408
+	KindInternal         Kind = iota // anything unexpected: 500
+	KindInvalid                      // the input breaks a rule: 422
+	KindUnauthenticated              // no valid credential: 401
+	KindForbidden                    // valid credential, not allowed: 403
+	KindNotFound                     // no such thing: 404
+	KindConflict                     // clashes with the current state: 409
+	KindGone                         // existed, or might have, and is no more: 410
+	KindTooLarge                     // over a size limit: 413
+	KindBadRequest                   // a request body that broke off or cannot be read: 400
+	KindTooMany                      // over a per-client limit: 429 with Retry-After
+	KindBusy                         // over a limit of the whole gateway: 503 with Retry-After
+	KindTimeout                      // a request body too slow to wait for: 408
+	KindLocked                       // another request holds the resource (a resumable upload): 423
+	KindChecksumMismatch             // a chunk does not match its Upload-Checksum: 460
 )
 
 // Error is an application error with a kind and a message safe to show the caller.

@@ -98,6 +98,8 @@ type Packages struct {
 	hasher    PasswordHasher
 	// reservationRenewal is ObjectReservationRenewal (shorter in tests).
 	reservationRenewal time.Duration
+	// endUploads ends a package's unfinished resumable uploads (set by NewResumable).
+	endUploads func(ctx context.Context, packageID uuid.UUID)
 }
 
 // NewPackages returns the package service.
@@ -318,9 +320,27 @@ func (s *Packages) upload(ctx context.Context, p Package, up Upload, by Uploader
 	f.Size = size
 	f.SHA256 = fmt.Sprintf("%x", h.Sum(nil))
 	f.CreatedAt = s.now().UTC().Truncate(time.Microsecond)
-	audit.FileID = &f.ID
 
-	_, err = s.store.AddFile(ctx, f, func(p *Package) (Effects, error) {
+	if err := s.recordFile(ctx, f, op, audit, s.store.AddFile); err != nil {
+		// The row was not written: the object must not stay behind.
+		if rmErr := s.objects.Remove(context.WithoutCancel(ctx), f.ObjectKey); rmErr != nil {
+			err = errors.Join(err, fmt.Errorf("remove object after failed upload: %w", rmErr))
+		}
+		return File{}, err
+	}
+	return f, nil
+}
+
+// addFileFunc records a stored file in its package's transaction (PackageStore.AddFile,
+// or a store that also marks a resumable upload complete in it).
+type addFileFunc func(ctx context.Context, f File, change func(p *Package) (Effects, error)) (Package, error)
+
+// recordFile is the commit of every upload, multipart or resumable: in the package's
+// transaction it checks the state and the file count again, counts the file and writes
+// its audit entry and package.file_uploaded event.
+func (s *Packages) recordFile(ctx context.Context, f File, op Op, audit AuditEntry, add addFileFunc) error {
+	audit.FileID = &f.ID
+	_, err := add(ctx, f, func(p *Package) (Effects, error) {
 		if err := p.apply(op, s.now()); err != nil {
 			return Effects{}, err
 		}
@@ -331,14 +351,7 @@ func (s *Packages) upload(ctx context.Context, p Package, up Upload, by Uploader
 		p.TotalSize += f.Size
 		return Effects{Events: []*eventsv1.Envelope{fileUploaded(*p, f)}, Audit: []AuditEntry{audit}}, nil
 	})
-	if err != nil {
-		// The row was not written: the object must not stay behind.
-		if rmErr := s.objects.Remove(context.WithoutCancel(ctx), f.ObjectKey); rmErr != nil {
-			err = errors.Join(err, fmt.Errorf("remove object after failed upload: %w", rmErr))
-		}
-		return File{}, err
-	}
-	return f, nil
+	return err
 }
 
 // OpenFile opens a file of a package the user may see, for the owner's download.
@@ -434,7 +447,7 @@ func (s *Packages) Revoke(ctx context.Context, u User, client Client, id uuid.UU
 	if _, err := s.visible(ctx, u, id); err != nil {
 		return Package{}, err
 	}
-	return s.store.ChangePackage(ctx, id, func(p *Package) (Effects, error) {
+	p, err := s.store.ChangePackage(ctx, id, func(p *Package) (Effects, error) {
 		if err := p.apply(OpRevoke, s.now()); err != nil {
 			return Effects{}, err
 		}
@@ -445,6 +458,10 @@ func (s *Packages) Revoke(ctx context.Context, u User, client Client, id uuid.UU
 			Audit:  []AuditEntry{userAudit(u, client, "package.revoke", id, nil)},
 		}, nil
 	})
+	if err == nil && s.endUploads != nil {
+		s.endUploads(ctx, id)
+	}
+	return p, err
 }
 
 // Delete removes a package, its files and their objects for good.
@@ -462,6 +479,9 @@ func (s *Packages) Delete(ctx context.Context, u User, client Client, id uuid.UU
 		return err
 	}
 	s.removeObjects(ctx, keys)
+	if s.endUploads != nil {
+		s.endUploads(ctx, id)
+	}
 	return nil
 }
 

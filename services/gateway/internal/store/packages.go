@@ -157,19 +157,24 @@ func (s *Postgres) AddFile(ctx context.Context, f app.File, change func(p *app.P
 		if err != nil {
 			return fx, err
 		}
-		if err := q.CommitObjectKey(ctx, f.ObjectKey); err != nil {
-			return fx, err
-		}
-		if err := q.InsertFile(ctx, InsertFileParams{
-			ID: f.ID, PackageID: f.PackageID, Filename: f.Filename, Size: f.Size, ContentType: f.ContentType,
-			Sha256: f.SHA256, ObjectKey: f.ObjectKey, UploadedBy: string(f.UploadedBy), CreatedAt: f.CreatedAt,
-		}); err != nil {
+		if err := addFileRow(ctx, q, f); err != nil {
 			return fx, err
 		}
 		out = *p
 		return fx, save(ctx, q, *p)
 	})
 	return out, err
+}
+
+// addFileRow ends the object key's reservation and inserts the file's row.
+func addFileRow(ctx context.Context, q *Queries, f app.File) error {
+	if err := q.CommitObjectKey(ctx, f.ObjectKey); err != nil {
+		return err
+	}
+	return q.InsertFile(ctx, InsertFileParams{
+		ID: f.ID, PackageID: f.PackageID, Filename: f.Filename, Size: f.Size, ContentType: f.ContentType,
+		Sha256: f.SHA256, ObjectKey: f.ObjectKey, UploadedBy: string(f.UploadedBy), CreatedAt: f.CreatedAt,
+	})
 }
 
 // RemoveFile deletes a file's row and queues its object for deletion.

@@ -14,6 +14,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -27,6 +28,7 @@ import (
 	"github.com/chromedp/cdproto/browser"
 	"github.com/chromedp/cdproto/cdp"
 	cdplog "github.com/chromedp/cdproto/log"
+	"github.com/chromedp/cdproto/network"
 	"github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/chromedp"
 
@@ -323,6 +325,92 @@ func writeFile(t *testing.T, name string, n int) (string, string) {
 
 func css(s string) chromedp.CSS { return chromedp.CSS(s) }
 
+// proxy is a TCP proxy that slows what clients send.
+type proxy struct {
+	addr  string
+	mu    sync.Mutex
+	conns map[net.Conn]bool
+}
+
+// drop cuts every open connection, as a network that goes away does.
+func (p *proxy) drop() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for c := range p.conns {
+		c.Close()
+	}
+}
+
+// slowUploads starts a TCP proxy to target that passes what the client sends at
+// bytesPerSecond.
+func slowUploads(t *testing.T, target string, bytesPerSecond int) *proxy {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	p := &proxy{addr: ln.Addr().String(), conns: map[net.Conn]bool{}}
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			p.mu.Lock()
+			p.conns[c] = true
+			p.mu.Unlock()
+			go func() {
+				defer func() {
+					c.Close()
+					p.mu.Lock()
+					delete(p.conns, c)
+					p.mu.Unlock()
+				}()
+				up, err := net.Dial("tcp", target)
+				if err != nil {
+					return
+				}
+				defer up.Close()
+				go func() { _, _ = io.Copy(c, up); c.Close() }()
+				buf := make([]byte, 16<<10)
+				start, sent := time.Now(), 0
+				for {
+					n, err := c.Read(buf)
+					if n > 0 {
+						if _, werr := up.Write(buf[:n]); werr != nil {
+							return
+						}
+						sent += n
+						if ahead := time.Duration(float64(sent)/float64(bytesPerSecond)*float64(time.Second)) - time.Since(start); ahead > 0 {
+							time.Sleep(ahead)
+						}
+					}
+					if err != nil {
+						if tc, ok := up.(*net.TCPConn); ok {
+							_ = tc.CloseWrite()
+						}
+						return
+					}
+				}
+			}()
+		}
+	}()
+	return p
+}
+
+// networkConditions are the parameters of Network.emulateNetworkConditions, which
+// throttles uploads (and fails the requests in flight when going offline); cdproto
+// dropped the deprecated command, so it is named here.
+type networkConditions struct {
+	Offline            bool    `json:"offline"`
+	Latency            float64 `json:"latency"`
+	DownloadThroughput float64 `json:"downloadThroughput"`
+	UploadThroughput   float64 `json:"uploadThroughput"`
+}
+
+var emulateNetworkConditions = cdp.Command[networkConditions, cdp.Empty]{Method: "Network.emulateNetworkConditions"}
+
 func TestWebUI(t *testing.T) {
 	sys := startSystem(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
@@ -512,16 +600,68 @@ func TestWebUI(t *testing.T) {
 		t.Fatalf("request: %d", st)
 	}
 	inLink := admin.value("#magic-link")
-	contract, contractSum := writeFile(t, "contract.pdf", 300<<10)
+	contract, contractSum := writeFile(t, "contract.pdf", 12<<20)
+	// The upload goes through tus and survives the network going away for a moment:
+	// the page is opened through a proxy that slows uploads to 3 MB/s (Chromium does not
+	// throttle uploads to a loopback address), and once 2 MiB are sent the browser goes
+	// offline for 1.5 s (chromedp network emulation: requests fail, navigator.onLine is
+	// false) and the proxy cuts the connection of the PATCH in flight (emulation leaves
+	// a request whose body is being sent alone). tus-js-client retries, asks where the
+	// gateway stands (HEAD) and goes on from there.
+	proxy := slowUploads(t, strings.TrimPrefix(sys.base, "http://"), 3e6)
+	recipient.open(strings.Replace(inLink, sys.base, "http://"+proxy.addr, 1))
+	throttle := func(offline bool) {
+		t.Helper()
+		if _, err := chromedp.Call(recipient.ctx, emulateNetworkConditions, networkConditions{
+			// Throughputs far above what the proxy lets through: emulation then watches
+			// every request, and going offline fails those in flight.
+			Offline: offline, DownloadThroughput: 1e9, UploadThroughput: 1e9,
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := chromedp.Call(recipient.ctx, network.Enable, network.EnableParams{}); err != nil {
+		t.Fatal(err)
+	}
+	throttle(false)
+	recipient.do(chromedp.Evaluate[chromedp.Void](`document.getElementById('dropzone').removeAttribute('data-reload')`),
+		chromedp.SetUploadFiles(css("#files-input"), []string{contract}))
+	recipient.waitJS("2 MiB sent", `Number((document.querySelector('.uploads li') || {getAttribute: () => 0}).getAttribute('data-sent')) >= 2097152`)
+	throttle(true)
+	proxy.drop()
+	time.Sleep(1500 * time.Millisecond) // the network is away for this long
+	throttle(false)
+	recipient.waitJS("the tus upload to finish after the drop", `!!document.querySelector('.uploads li[data-state=done][data-transport=tus][data-retried]')`)
+	if _, err := chromedp.Call(recipient.ctx, emulateNetworkConditions, networkConditions{DownloadThroughput: -1, UploadThroughput: -1}); err != nil {
+		t.Fatal(err)
+	}
+	// A reload midway: choosing the same file again goes on where it stopped
+	// (tus-js-client finds the upload URL by the file's fingerprint).
+	annex, annexSum := writeFile(t, "annex.pdf", 12<<20)
+	slowLink := strings.Replace(inLink, sys.base, "http://"+proxy.addr, 1)
+	recipient.open(slowLink)
+	recipient.do(chromedp.Evaluate[chromedp.Void](`document.getElementById('dropzone').removeAttribute('data-reload')`),
+		chromedp.SetUploadFiles(css("#files-input"), []string{annex}))
+	recipient.waitJS("2 MiB of the annex sent", `Number((document.querySelector('.uploads li') || {getAttribute: () => 0}).getAttribute('data-sent')) >= 2097152`)
+	recipient.open(slowLink)
+	recipient.do(chromedp.Evaluate[chromedp.Void](`document.getElementById('dropzone').removeAttribute('data-reload')`),
+		chromedp.SetUploadFiles(css("#files-input"), []string{annex}))
+	recipient.waitJS("the annex to finish after the reload", `!!document.querySelector('.uploads li[data-state=done][data-resumed]')`)
+
 	recipient.open(inLink)
-	recipient.do(chromedp.SetUploadFiles(css("#files-input"), []string{contract}))
 	recipient.waitJS("the page to list the upload", `!!document.querySelector('#files') && document.querySelector('#files').textContent.includes('contract.pdf')`)
 	recipient.shot("recipient-upload")
 	_, list := api.Call("GET", "/api/v1/packages?direction=inbound", nil)
 	inbound := list["items"].([]any)[0].(map[string]any)
 	_, detail := api.Call("GET", "/api/v1/packages/"+inbound["id"].(string), nil)
 	files := detail["files"].([]any)
-	if len(files) != 1 || files[0].(map[string]any)["uploaded_by"] != "recipient" || files[0].(map[string]any)["sha256"] != contractSum {
+	sums := map[string]bool{}
+	for _, f := range files {
+		if f := f.(map[string]any); f["uploaded_by"] == "recipient" {
+			sums[f["sha256"].(string)] = true
+		}
+	}
+	if len(files) != 2 || !sums[contractSum] || !sums[annexSum] {
 		t.Fatalf("inbound files = %v", files)
 	}
 

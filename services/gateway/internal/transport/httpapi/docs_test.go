@@ -38,7 +38,7 @@ func TestRoutesMatchSpec(t *testing.T) {
 		t.Fatal(err)
 	}
 	var documented []string
-	methods := []string{"get", "post", "put", "patch", "delete", "head"}
+	methods := []string{"get", "post", "put", "patch", "delete", "head", "options"}
 	for path, item := range spec.Paths {
 		for m := range item {
 			if slices.Contains(methods, m) {

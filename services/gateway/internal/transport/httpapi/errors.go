@@ -18,18 +18,20 @@ import (
 
 // statusOf maps an application error kind to its HTTP status.
 var statusOf = map[app.Kind]int{
-	app.KindInternal:        http.StatusInternalServerError,
-	app.KindInvalid:         http.StatusUnprocessableEntity,
-	app.KindUnauthenticated: http.StatusUnauthorized,
-	app.KindForbidden:       http.StatusForbidden,
-	app.KindNotFound:        http.StatusNotFound,
-	app.KindConflict:        http.StatusConflict,
-	app.KindGone:            http.StatusGone,
-	app.KindTooLarge:        http.StatusRequestEntityTooLarge,
-	app.KindBadRequest:      http.StatusBadRequest,
-	app.KindTooMany:         http.StatusTooManyRequests,
-	app.KindBusy:            http.StatusServiceUnavailable,
-	app.KindTimeout:         http.StatusRequestTimeout,
+	app.KindInternal:         http.StatusInternalServerError,
+	app.KindInvalid:          http.StatusUnprocessableEntity,
+	app.KindUnauthenticated:  http.StatusUnauthorized,
+	app.KindForbidden:        http.StatusForbidden,
+	app.KindNotFound:         http.StatusNotFound,
+	app.KindConflict:         http.StatusConflict,
+	app.KindGone:             http.StatusGone,
+	app.KindTooLarge:         http.StatusRequestEntityTooLarge,
+	app.KindBadRequest:       http.StatusBadRequest,
+	app.KindTooMany:          http.StatusTooManyRequests,
+	app.KindBusy:             http.StatusServiceUnavailable,
+	app.KindTimeout:          http.StatusRequestTimeout,
+	app.KindLocked:           http.StatusLocked,
+	app.KindChecksumMismatch: 460, // tus checksum extension: "Checksum Mismatch"
 }
 
 // httpError is an error raised by the transport itself with a status that has no

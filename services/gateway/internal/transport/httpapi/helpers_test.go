@@ -43,6 +43,9 @@ type testAPI struct {
 	engine     *gin.Engine
 	objects    *storage.Store
 	registry   *prometheus.Registry
+	// resumable is the tus upload service (its sweep is run by tests, not a ticker).
+	resumable *app.Resumable
+	db        *store.Postgres
 }
 
 // answered counts the requests the gateway finished on route with status.
@@ -195,8 +198,10 @@ func newTestAPI(t testing.TB, cfg httpapi.Config, opts ...testOption) *testAPI {
 		<-usageDone
 	})
 	objects := servicetest.Bucket(t)
-	packages := app.NewPackages(db, store.NewObjects(objects, 5<<20),
+	objectStore := store.NewObjects(objects, 5<<20)
+	packages := app.NewPackages(db, objectStore,
 		app.Limits{MaxFileSize: cfg.MaxFileSize, MaxFiles: 5}, "http://shipfile.test")
+	resumable := app.NewResumable(packages, db, objectStore, app.TusConfig{ResumeWindow: time.Hour, Lease: 2 * time.Second}, nil)
 	registry := ops.NewRegistry()
 	webhooks := app.NewWebhooks(db, servicetest.Keyring(t), o.allowPrivateWebhooks)
 	sessions := app.NewSessions(db, identity, app.SessionConfig{Lifetime: time.Hour, IdleTimeout: time.Hour, MaxFailures: 5, Lockout: time.Minute})
@@ -208,19 +213,20 @@ func newTestAPI(t testing.TB, cfg httpapi.Config, opts ...testOption) *testAPI {
 		t.Fatal(err)
 	}
 	engine, err := httpapi.New(httpapi.Deps{
-		Log:      slog.New(slog.DiscardHandler),
-		Identity: identity,
-		Packages: packages,
-		Webhooks: webhooks,
-		Pages:    pages,
-		Registry: registry,
-		LinkRate: linkRate,
-		Config:   cfg,
+		Log:       slog.New(slog.DiscardHandler),
+		Identity:  identity,
+		Packages:  packages,
+		Webhooks:  webhooks,
+		Resumable: resumable,
+		Pages:     pages,
+		Registry:  registry,
+		LinkRate:  linkRate,
+		Config:    cfg,
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	a := &testAPI{t: t, pool: pool, dbURL: url, identity: identity, tokenCache: tokenCache, engine: engine, objects: objects, registry: registry}
+	a := &testAPI{t: t, pool: pool, dbURL: url, identity: identity, tokenCache: tokenCache, engine: engine, objects: objects, registry: registry, resumable: resumable, db: db}
 	srv := httptest.NewServer(engine)
 	t.Cleanup(srv.Close)
 	a.url = srv.URL

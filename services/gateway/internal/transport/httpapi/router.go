@@ -35,7 +35,9 @@ type Deps struct {
 	Identity *app.Identity
 	Packages *app.Packages
 	Webhooks *app.Webhooks
-	Registry *prometheus.Registry
+	// Resumable serves tus uploads.
+	Resumable *app.Resumable
+	Registry  *prometheus.Registry
 	// LinkRate limits the link routes per client IP (nil: no limit).
 	LinkRate *app.LinkRate
 	Config   Config
@@ -60,6 +62,7 @@ type handlers struct {
 	identity    *app.Identity
 	packages    *app.Packages
 	webhooks    *app.Webhooks
+	resumable   *app.Resumable
 	maxJSON     int64
 	maxFileSize int64
 	spec        *docs.Spec
@@ -72,7 +75,7 @@ func New(d Deps) (*gin.Engine, error) {
 		return nil, err
 	}
 	h := &handlers{
-		log: d.Log, identity: d.Identity, packages: d.Packages, webhooks: d.Webhooks,
+		log: d.Log, identity: d.Identity, packages: d.Packages, webhooks: d.Webhooks, resumable: d.Resumable,
 		maxJSON: d.Config.MaxJSONBytes, maxFileSize: d.Config.MaxFileSize, spec: spec,
 	}
 
@@ -112,7 +115,20 @@ func New(d Deps) (*gin.Engine, error) {
 	links.POST("/files", uploads, h.uploadViaLink)
 	links.POST("/unlock", h.unlockLink)
 
-	authed := v1.Group("", authenticate(d.Identity, d.Pages), rateLimit(newLimiter(d.Config.RatePerSecond, d.Config.RateBurst)))
+	// Resumable uploads (tus): Tus-Resumable on every answer; on the recipient's side the
+	// link's rate and dead-link check come first, as on every link route; PATCH (and a
+	// creation with a body) go through the same upload limits as the multipart uploads.
+	lim := newLimiter(d.Config.RatePerSecond, d.Config.RateBurst)
+	tusLinks := v1.Group("/links/:token", tusResumable, linkGuard(d.Packages, d.LinkRate), tusRequireVersion)
+	tusLinks.OPTIONS("/uploads", h.tusOptions)
+	tusLinks.OPTIONS("/uploads/:upload_id", h.tusOptions)
+	h.mountTus(tusLinks, "/uploads", linkTarget, uploads)
+	tusOwner := v1.Group("/packages/:id", tusResumable, tusRequireVersion)
+	tusOwner.OPTIONS("/uploads", h.tusOptions)
+	tusOwner.OPTIONS("/uploads/:upload_id", h.tusOptions)
+	h.mountTus(tusOwner.Group("", authenticate(d.Identity, d.Pages), rateLimit(lim)), "/uploads", ownerTarget, uploads)
+
+	authed := v1.Group("", authenticate(d.Identity, d.Pages), rateLimit(lim))
 	authed.GET("/me", h.me)
 	authed.GET("/me/tokens", h.listTokens)
 	authed.POST("/me/tokens", h.createToken)

@@ -221,7 +221,8 @@ type packageData struct {
 	Users       map[int64]app.User
 	MaxFileSize int64
 	UploadURL   string
-	Editable    bool // draft or active: the edit form is shown
+	TusURL      string // the tus creation URL of the same package
+	Editable    bool   // draft or active: the edit form is shown
 }
 
 // packageAuditEntries is how many audit entries the package page shows.
@@ -272,7 +273,7 @@ func (w *Web) showPackageForm(c *gin.Context, id uuid.UUID, status int, errMsg s
 		return
 	}
 	d := packageData{Package: p, Files: make([]packageFile, len(files)), Audit: audit, Users: map[int64]app.User{}, MaxFileSize: w.cfg.MaxFileSize,
-		UploadURL: "/api/v1/packages/" + p.ID.String() + "/files"}
+		UploadURL: "/api/v1/packages/" + p.ID.String() + "/files", TusURL: "/api/v1/packages/" + p.ID.String() + "/uploads"}
 	for i, f := range files {
 		d.Files[i] = packageFile{File: f}
 		if left := f.DownloadsLeft(p.MaxDownloads); left != nil && *left == 0 {

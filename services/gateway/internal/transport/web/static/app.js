@@ -57,10 +57,15 @@
     return (i === 0 ? n : n.toFixed(1)) + " " + units[i];
   }
 
-  // Upload zones: every file is POSTed on its own (multipart, part "file") to
-  // data-upload-url, one at a time, each with a progress bar, bytes and throughput.
-  // data-csrf sends the session's CSRF token; data-reload reloads the page when all
-  // files went through, so the server's list shows them.
+  // Upload zones: files go one at a time, each with a progress bar, bytes and
+  // throughput. With tus-js-client loaded (/static/docs/tus.min.js) and data-tus-url
+  // set, a file goes up with the tus resumable-upload protocol: it retries by itself
+  // after a network drop (also while the browser says it is offline) and, after a
+  // reload, choosing the same file again goes on where it stopped (tus-js-client
+  // remembers the upload URL by the file's fingerprint in localStorage). Otherwise it
+  // is POSTed (multipart, part "file") to data-upload-url. data-csrf sends the
+  // session's CSRF token; data-reload reloads the page when all files went through, so
+  // the server's list shows them.
   document.querySelectorAll("[data-upload-url]").forEach(function (zone) {
     var input = zone.querySelector("input[type=file]");
     var list = zone.querySelector(".uploads");
@@ -125,6 +130,10 @@
     }
 
     function send(job) {
+      if (window.tus && window.tus.isSupported && zone.hasAttribute("data-tus-url")) {
+        sendTus(job);
+        return;
+      }
       var file = job.file, r = job.row;
       var xhr = new XMLHttpRequest();
       var start = performance.now();
@@ -160,6 +169,84 @@
       var form = new FormData();
       form.append("file", file, file.name);
       xhr.send(form);
+    }
+
+    // Waits between tus retries (ms): a drop of a minute or so is ridden out; after
+    // the last, the upload goes on when the browser is back online.
+    var tusRetryDelays = [0, 1000, 2000, 3000, 5000, 5000, 10000, 10000, 20000, 30000];
+
+    function sendTus(job) {
+      var file = job.file, r = job.row;
+      var start = performance.now();
+      var startBytes = -1;
+      var settled = false;
+      var headers = {};
+      if (zone.hasAttribute("data-csrf")) headers["X-CSRF-Token"] = csrf;
+      r.li.setAttribute("data-state", "uploading");
+      r.li.setAttribute("data-transport", "tus");
+      var upload = new window.tus.Upload(file, {
+        endpoint: zone.getAttribute("data-tus-url"),
+        headers: headers,
+        metadata: { filename: file.name, filetype: file.type || "application/octet-stream" },
+        retryDelays: tusRetryDelays,
+        removeFingerprintOnSuccess: true,
+        // Retry network failures even while navigator.onLine is false (the default
+        // gives up at once then), and the answers tus says to retry.
+        onShouldRetry: function (err) {
+          var res = err.originalResponse;
+          var status = res ? res.getStatus() : 0;
+          r.li.setAttribute("data-retried", "1");
+          r.stats.textContent = "connection lost · retrying…";
+          return status === 0 || status >= 500 || status === 409 || status === 423 || status === 429;
+        },
+        onProgress: function (sent, total) {
+          if (startBytes < 0) startBytes = sent; // what an earlier page already sent
+          var secs = Math.max((performance.now() - start) / 1000, 0.001);
+          r.bar.max = total || 1;
+          r.bar.value = sent;
+          r.li.setAttribute("data-sent", String(sent));
+          r.stats.textContent = human(sent) + " of " + human(total) + " · " + human(Math.max(sent - startBytes, 0) / secs) + "/s";
+        },
+        onSuccess: function () {
+          if (settled) return;
+          settled = true;
+          var secs = Math.max((performance.now() - start) / 1000, 0.001);
+          ok++;
+          r.bar.max = 1;
+          r.bar.value = 1;
+          r.li.setAttribute("data-state", "done");
+          r.stats.textContent = "uploaded · " + human(file.size) + " in " + secs.toFixed(1) + " s · " + human(file.size / secs) + "/s";
+          busy = false;
+          next();
+        },
+        onError: function (err) {
+          var res = err.originalResponse;
+          var status = res ? res.getStatus() : 0;
+          if (status === 0) {
+            // Still no network after every retry: go on when the browser is back online.
+            r.stats.textContent = "waiting for the network…";
+            window.addEventListener("online", function () { upload.start(); }, { once: true });
+            return;
+          }
+          if (settled) return;
+          settled = true;
+          var why = "the server answered " + status;
+          try {
+            var body = JSON.parse(res.getBody());
+            if (body && body.detail) why = body.detail;
+          } catch (e) { /* not JSON */ }
+          fail(r, why);
+          busy = false;
+          next();
+        }
+      });
+      upload.findPreviousUploads().then(function (previous) {
+        if (previous.length > 0) {
+          upload.resumeFromPreviousUpload(previous[0]);
+          r.li.setAttribute("data-resumed", "1");
+        }
+        upload.start();
+      }, function () { upload.start(); });
     }
 
     function detail(xhr) {

@@ -1,0 +1,839 @@
+package app
+
+import (
+	"context"
+	"crypto/sha1" //nolint:gosec // tus checksum extension algorithm, not used for security
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"hash"
+	"io"
+	"log/slog"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+)
+
+// Resumable uploads (tus 1.0.0). The protocol's state lives in PostgreSQL (TusStore) and
+// its bytes in an S3 multipart upload (ChunkStore), so any gateway instance, or one
+// restarted, answers HEAD and goes on with PATCH. A PATCH holds one part buffer: bytes
+// go into it and out as a part each time it is full. What is left when a PATCH ends is
+// made durable too: as a part when it reaches S3's minimum part size, else as a small
+// tail object that the next PATCH reads back into its buffer first.
+
+// TusUpload is the state of one resumable upload.
+type TusUpload struct {
+	ID            uuid.UUID
+	PackageID     uuid.UUID
+	UploadedBy    Uploader
+	CreatorUserID *int64 // owner uploads
+	LinkHash      []byte // recipient uploads: the link it was created through
+	FileID        uuid.UUID
+	Filename      string
+	ContentType   string
+	Length        int64
+	Offset        int64
+	ObjectKey     string
+	S3UploadID    string // "" until the first part is sent
+	Parts         []TusPart
+	TailKey       string // "" when no tail is stored
+	TailSize      int64
+	SHA256State   []byte // the digest of the first Offset bytes (encoding.BinaryMarshaler)
+	Completed     bool
+	CreatedAt     time.Time
+	ExpiresAt     time.Time
+}
+
+// TusPart is a part of an upload's S3 multipart upload.
+type TusPart struct {
+	Number int    `json:"n"`
+	ETag   string `json:"etag"`
+	CRC32C string `json:"crc,omitempty"`
+	Size   int64  `json:"size"`
+}
+
+// ErrUploadLocked is the answer to a PATCH while another request writes the upload.
+var ErrUploadLocked = &Error{Kind: KindLocked, Detail: "another request is writing this upload; retry after it ends"}
+
+// TusStore keeps the state of resumable uploads.
+type TusStore interface {
+	CreateUpload(ctx context.Context, u TusUpload) error
+	GetUpload(ctx context.Context, id uuid.UUID) (TusUpload, error)
+	// LockUpload takes the upload for lease (renewable) under owner and returns it;
+	// ErrUploadLocked when another owner's lease runs.
+	LockUpload(ctx context.Context, id, owner uuid.UUID, lease time.Duration) (TusUpload, error)
+	// SaveUpload stores offset, parts, tail, digest and expiry, and renews the lease
+	// (or gives it back when release is set); ErrUploadLocked when owner no longer
+	// holds it.
+	SaveUpload(ctx context.Context, u TusUpload, owner uuid.UUID, lease time.Duration, release bool) error
+	// RenewLease extends owner's lease on the upload.
+	RenewLease(ctx context.Context, id, owner uuid.UUID, lease time.Duration) error
+	UnlockUpload(ctx context.Context, id, owner uuid.UUID) error
+	// CompleteUpload records the finished file like PackageStore.AddFile and, in the
+	// same transaction, marks the upload complete and gives its lease back.
+	CompleteUpload(ctx context.Context, u TusUpload, owner uuid.UUID, f File, change func(p *Package) (Effects, error)) (Package, error)
+	DeleteUpload(ctx context.Context, id uuid.UUID) error
+	// UploadsToEnd lists uploads past their expiry, or whose package is gone or no
+	// longer takes uploads of their kind, that no running PATCH holds.
+	UploadsToEnd(ctx context.Context, limit int) ([]TusUpload, error)
+	// PackageUploads lists a package's uploads.
+	PackageUploads(ctx context.Context, packageID uuid.UUID) ([]TusUpload, error)
+	// FileExists reports whether a file row with that id exists.
+	FileExists(ctx context.Context, id uuid.UUID) (bool, error)
+	// KnownMultipart returns which of the S3 multipart upload ids an upload row names.
+	KnownMultipart(ctx context.Context, ids []string) (map[string]bool, error)
+}
+
+// Multipart is an incomplete S3 multipart upload.
+type Multipart struct {
+	Key       string
+	UploadID  string
+	Initiated time.Time
+}
+
+// ChunkStore keeps the bytes of resumable uploads.
+type ChunkStore interface {
+	// Buffer returns a part buffer and the function that gives it back.
+	Buffer() ([]byte, func(), error)
+	StartMultipart(ctx context.Context, key, contentType string) (uploadID string, err error)
+	PutPart(ctx context.Context, key, uploadID string, number int, data []byte) (TusPart, error)
+	CompleteMultipart(ctx context.Context, key, uploadID string, parts []TusPart) error
+	AbortMultipart(ctx context.Context, key, uploadID string) error
+	// PutSmall stores data as one object.
+	PutSmall(ctx context.Context, key string, data []byte, contentType string) error
+	// ReadSmall reads the whole object into buf.
+	ReadSmall(ctx context.Context, key string, buf []byte) (int, error)
+	Remove(ctx context.Context, key string) error
+	// RemovePrefix removes every object whose key starts with prefix.
+	RemovePrefix(ctx context.Context, prefix string) error
+	// ListMultipart lists the incomplete multipart uploads of keys under prefix.
+	ListMultipart(ctx context.Context, prefix string) ([]Multipart, error)
+}
+
+// TusConfig tunes resumable uploads.
+type TusConfig struct {
+	// ResumeWindow is how long an unfinished upload lives after its last PATCH.
+	ResumeWindow time.Duration
+	// Lease is how long a PATCH's hold on an upload lasts without renewal; a crashed
+	// gateway's PATCH holds its upload this long at most.
+	Lease time.Duration
+	// MinPartSize is the smallest part S3 takes before the last (5 MiB).
+	MinPartSize int
+	// OrphanGrace is the age after which an incomplete multipart upload under tus/
+	// that no upload row names is aborted (a gateway died between starting it and
+	// saving its id).
+	OrphanGrace time.Duration
+}
+
+// Resumable is the tus upload service.
+type Resumable struct {
+	p      *Packages
+	store  TusStore
+	chunks ChunkStore
+	cfg    TusConfig
+	log    *slog.Logger
+}
+
+// NewResumable returns the resumable upload service on the package service.
+func NewResumable(p *Packages, store TusStore, chunks ChunkStore, cfg TusConfig, log *slog.Logger) *Resumable {
+	if cfg.ResumeWindow <= 0 {
+		cfg.ResumeWindow = 24 * time.Hour
+	}
+	if cfg.Lease <= 0 {
+		cfg.Lease = 30 * time.Second
+	}
+	if cfg.MinPartSize <= 0 {
+		cfg.MinPartSize = 5 << 20
+	}
+	if cfg.OrphanGrace <= 0 {
+		cfg.OrphanGrace = time.Hour
+	}
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	r := &Resumable{p: p, store: store, chunks: chunks, cfg: cfg, log: log}
+	p.endUploads = r.EndPackageUploads
+	return r
+}
+
+// RunSweeper ends expired or orphaned uploads every interval until ctx ends.
+func (r *Resumable) RunSweeper(ctx context.Context, interval time.Duration) {
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		if n, err := r.Sweep(ctx); err != nil && ctx.Err() == nil {
+			r.log.Warn("upload sweep failed; the next one tries again", "ended", n, "err", err)
+		} else if n > 0 {
+			r.log.Info("upload sweep", "ended", n)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// MaxSize is the largest upload (the file size limit).
+func (r *Resumable) MaxSize() int64 { return r.p.limits.MaxFileSize }
+
+// TusTarget is the package an upload request addresses and who asks.
+type TusTarget struct {
+	// Owner side: the signed-in user and the package id of the URL.
+	User      *User
+	PackageID uuid.UUID
+	// Recipient side: the raw link token of the URL.
+	LinkToken string
+	Client    Client
+}
+
+// NewTusUpload is a creation request.
+type NewTusUpload struct {
+	Length      int64
+	Filename    string
+	ContentType string
+}
+
+// Chunk is the body of a PATCH (or of a POST with creation-with-upload).
+type Chunk struct {
+	Offset int64
+	Body   io.Reader
+	// Checksum is the Upload-Checksum header ("sha1 <base64>"), "" for none.
+	Checksum string
+}
+
+// ChunkResult is where an upload stands after a chunk.
+type ChunkResult struct {
+	Upload TusUpload
+	File   *File // set when the chunk completed the upload
+}
+
+// resolve checks the target's credential and package and returns the package, the
+// operation the upload's completion needs, and the audit entry.
+func (r *Resumable) resolve(ctx context.Context, t TusTarget) (Package, Op, AuditEntry, Uploader, error) {
+	if t.User != nil {
+		p, err := r.p.visible(ctx, *t.User, t.PackageID)
+		if err != nil {
+			return Package{}, "", AuditEntry{}, "", err
+		}
+		return p, OpOwnerUpload, userAudit(*t.User, t.Client, "file.upload", p.ID, nil), ByOwner, nil
+	}
+	p, err := r.p.resolveLink(ctx, t.LinkToken, t.Client)
+	if err != nil {
+		return Package{}, "", AuditEntry{}, "", err
+	}
+	if p.Direction != Inbound {
+		return Package{}, "", AuditEntry{}, "", Conflict("this package does not accept uploads")
+	}
+	return p, OpRecipientUpload, linkAudit(t.Client, "file.upload", &p.ID, nil), ByRecipient, nil
+}
+
+// Create starts an upload. A zero-length upload is complete at once.
+func (r *Resumable) Create(ctx context.Context, t TusTarget, in NewTusUpload) (ChunkResult, error) {
+	p, op, _, by, err := r.resolve(ctx, t)
+	if err != nil {
+		return ChunkResult{}, err
+	}
+	probe := p
+	if err := probe.apply(op, r.p.now()); err != nil {
+		return ChunkResult{}, err
+	}
+	if in.Length < 0 {
+		return ChunkResult{}, &Error{Kind: KindBadRequest, Detail: "Upload-Length must be a non-negative integer"}
+	}
+	if in.Length > r.p.limits.MaxFileSize {
+		return ChunkResult{}, &Error{Kind: KindTooLarge, Detail: fmt.Sprintf("file is larger than the limit of %d bytes", r.p.limits.MaxFileSize)}
+	}
+	if p.FileCount >= r.p.limits.MaxFiles {
+		return ChunkResult{}, Conflict("package already has the maximum of %d files", r.p.limits.MaxFiles)
+	}
+	if err := ValidateFilename(in.Filename); err != nil {
+		return ChunkResult{}, err
+	}
+	id, err := uuid.NewV7()
+	if err != nil {
+		return ChunkResult{}, err
+	}
+	fileID, err := uuid.NewV7()
+	if err != nil {
+		return ChunkResult{}, err
+	}
+	state, err := sha256.New().(encoding.BinaryMarshaler).MarshalBinary()
+	if err != nil {
+		return ChunkResult{}, err
+	}
+	now := r.p.now().UTC().Truncate(time.Microsecond)
+	u := TusUpload{
+		ID: id, PackageID: p.ID, UploadedBy: by, FileID: fileID, Filename: in.Filename,
+		ContentType: NormalizeContentType(in.ContentType), Length: in.Length,
+		ObjectKey: tusObjectKey(p.ID, fileID), SHA256State: state, CreatedAt: now, ExpiresAt: now.Add(r.cfg.ResumeWindow),
+	}
+	if t.User != nil {
+		uid := t.User.ID
+		u.CreatorUserID = &uid
+	} else {
+		u.LinkHash = p.LinkHash
+	}
+	if err := r.store.CreateUpload(ctx, u); err != nil {
+		return ChunkResult{}, err
+	}
+	if in.Length > 0 {
+		return ChunkResult{Upload: u}, nil
+	}
+	return r.Write(ctx, t, id, Chunk{Offset: 0, Body: strings.NewReader("")})
+}
+
+// tusObjectKey is where a resumable upload's file is stored. It is not under the
+// "packages/" prefix whose incomplete multipart uploads the expiry service aborts by
+// age: a resumable upload may run longer than that, and its own sweep ends it.
+func tusObjectKey(packageID, fileID uuid.UUID) string {
+	return tusPrefix + packageID.String() + "/" + fileID.String()
+}
+
+// tusPrefix is the prefix of every key of resumable uploads.
+const tusPrefix = "tus/"
+
+// tailPrefix is the prefix of an upload's tail objects.
+func tailPrefix(u TusUpload) string { return u.ObjectKey + ".tail/" }
+
+// get loads an upload and checks that it belongs to the target; anything else is
+// not found (an upload URL says nothing to whoever does not own it).
+func (r *Resumable) get(ctx context.Context, t TusTarget, id uuid.UUID) (TusUpload, Package, Op, AuditEntry, error) {
+	p, op, audit, _, err := r.resolve(ctx, t)
+	if err != nil {
+		return TusUpload{}, Package{}, "", AuditEntry{}, err
+	}
+	u, err := r.store.GetUpload(ctx, id)
+	if err != nil {
+		return TusUpload{}, Package{}, "", AuditEntry{}, err
+	}
+	if !r.belongs(u, p, t) || !r.p.now().Before(u.ExpiresAt) {
+		return TusUpload{}, Package{}, "", AuditEntry{}, NotFound("upload")
+	}
+	return u, p, op, audit, nil
+}
+
+func (r *Resumable) belongs(u TusUpload, p Package, t TusTarget) bool {
+	if u.PackageID != p.ID {
+		return false
+	}
+	if t.User != nil {
+		return u.UploadedBy == ByOwner && u.CreatorUserID != nil && *u.CreatorUserID == t.User.ID
+	}
+	return u.UploadedBy == ByRecipient && subtle.ConstantTimeCompare(u.LinkHash, p.LinkHash) == 1
+}
+
+// Status answers HEAD: where the upload stands. An unfinished upload of a package that
+// no longer takes it is ended and not found.
+func (r *Resumable) Status(ctx context.Context, t TusTarget, id uuid.UUID) (TusUpload, error) {
+	u, p, op, _, err := r.get(ctx, t, id)
+	if err != nil {
+		return TusUpload{}, err
+	}
+	if !u.Completed {
+		if err := p.apply(op, r.p.now()); err != nil {
+			r.endQuietly(ctx, u)
+			return TusUpload{}, NotFound("upload")
+		}
+	}
+	return u, nil
+}
+
+// Terminate ends an unfinished upload and removes what it stored.
+func (r *Resumable) Terminate(ctx context.Context, t TusTarget, id uuid.UUID) error {
+	u, _, _, _, err := r.get(ctx, t, id)
+	if err != nil {
+		return err
+	}
+	if u.Completed {
+		return Conflict("the upload is complete; remove its file with DELETE on the file instead")
+	}
+	owner := uuid.New()
+	locked, err := r.store.LockUpload(ctx, id, owner, r.cfg.Lease)
+	if err != nil {
+		return err
+	}
+	return r.end(ctx, locked)
+}
+
+// end removes what an unfinished upload stored and forgets it. The caller holds its
+// lease, or no PATCH can run on it any more.
+func (r *Resumable) end(ctx context.Context, u TusUpload) error {
+	ctx = context.WithoutCancel(ctx)
+	var errs []error
+	if u.S3UploadID != "" && !u.Completed {
+		errs = append(errs, r.chunks.AbortMultipart(ctx, u.ObjectKey, u.S3UploadID))
+	}
+	errs = append(errs, r.chunks.RemovePrefix(ctx, tailPrefix(u)))
+	if !u.Completed {
+		// A completion that stored the object but failed to record it leaves it here.
+		exists, err := r.store.FileExists(ctx, u.FileID)
+		switch {
+		case err != nil:
+			errs = append(errs, err)
+		case !exists:
+			errs = append(errs, r.chunks.Remove(ctx, u.ObjectKey))
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("end upload %s: %w", u.ID, err)
+	}
+	return r.store.DeleteUpload(ctx, u.ID)
+}
+
+// endQuietly ends an upload when no PATCH holds it, logging a failure (the sweep tries
+// again).
+func (r *Resumable) endQuietly(ctx context.Context, u TusUpload) {
+	owner := uuid.New()
+	locked, err := r.store.LockUpload(ctx, u.ID, owner, r.cfg.Lease)
+	if err == nil {
+		err = r.end(ctx, locked)
+	}
+	if err != nil && !errors.Is(err, ErrUploadLocked) && !errors.Is(err, ErrNotFound) {
+		r.log.Warn("ending an upload failed; the sweep tries again", "upload_id", u.ID, "err", err)
+	}
+}
+
+// EndPackageUploads ends the unfinished uploads of a package at once (it was deleted,
+// revoked or expired). An upload a PATCH holds is left to the sweep.
+func (r *Resumable) EndPackageUploads(ctx context.Context, packageID uuid.UUID) {
+	ups, err := r.store.PackageUploads(ctx, packageID)
+	if err != nil {
+		r.log.Warn("listing a package's uploads failed; the sweep ends them", "package_id", packageID, "err", err)
+		return
+	}
+	for _, u := range ups {
+		if !u.Completed {
+			r.endQuietly(ctx, u)
+		}
+	}
+}
+
+// Sweep ends uploads past their resume window, and those of packages that are gone or
+// no longer take uploads, and returns how many it ended.
+func (r *Resumable) Sweep(ctx context.Context) (int, error) {
+	ups, err := r.store.UploadsToEnd(ctx, 500)
+	if err != nil {
+		return 0, err
+	}
+	n := 0
+	var errs []error
+	for _, u := range ups {
+		owner := uuid.New()
+		locked, err := r.store.LockUpload(ctx, u.ID, owner, r.cfg.Lease)
+		if errors.Is(err, ErrUploadLocked) || errors.Is(err, ErrNotFound) {
+			continue
+		}
+		if err == nil {
+			err = r.end(ctx, locked)
+		}
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		n++
+	}
+	orphans, err := r.abortOrphans(ctx)
+	return n + orphans, errors.Join(append(errs, err)...)
+}
+
+// abortOrphans aborts the incomplete multipart uploads under tus/ older than
+// OrphanGrace that no upload row names.
+func (r *Resumable) abortOrphans(ctx context.Context) (int, error) {
+	mps, err := r.chunks.ListMultipart(ctx, tusPrefix)
+	if err != nil || len(mps) == 0 {
+		return 0, err
+	}
+	ids := make([]string, len(mps))
+	for i, m := range mps {
+		ids[i] = m.UploadID
+	}
+	known, err := r.store.KnownMultipart(ctx, ids)
+	if err != nil {
+		return 0, err
+	}
+	n := 0
+	var errs []error
+	cutoff := r.p.now().Add(-r.cfg.OrphanGrace)
+	for _, m := range mps {
+		if known[m.UploadID] || !m.Initiated.Before(cutoff) {
+			continue
+		}
+		if err := r.chunks.AbortMultipart(ctx, m.Key, m.UploadID); err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		n++
+	}
+	return n, errors.Join(errs...)
+}
+
+// Write is a PATCH: it appends the chunk at its offset. Bytes go out part by part;
+// without a checksum the state is saved after every part, so a broken request keeps
+// what reached the gateway less at most one part. With a checksum nothing of the chunk
+// counts until the whole chunk matches. The chunk that reaches the length completes the
+// upload: the file is recorded as after a multipart upload.
+func (r *Resumable) Write(ctx context.Context, t TusTarget, id uuid.UUID, c Chunk) (ChunkResult, error) {
+	sum, err := parseChecksum(c.Checksum)
+	if err != nil {
+		return ChunkResult{}, err
+	}
+	p, op, audit, _, err := r.resolve(ctx, t)
+	if err != nil {
+		return ChunkResult{}, err
+	}
+	// The lease first: the row it returns is the state to go on from (one round trip
+	// less per PATCH than reading it first). Whoever does not own the upload gives it
+	// straight back and learns nothing but "not found".
+	owner := uuid.New()
+	u, err := r.store.LockUpload(ctx, id, owner, r.cfg.Lease)
+	if err != nil {
+		return ChunkResult{}, err
+	}
+	w := &chunkWriter{r: r, u: u, owner: owner, sum: sum}
+	defer func() {
+		if !w.released {
+			_ = r.store.UnlockUpload(context.WithoutCancel(ctx), id, owner)
+		}
+	}()
+	if !r.belongs(u, p, t) || !r.p.now().Before(u.ExpiresAt) {
+		return ChunkResult{}, NotFound("upload")
+	}
+	if u.Completed {
+		if c.Offset != u.Offset {
+			return ChunkResult{}, Conflict("Upload-Offset %d does not match the upload's offset %d", c.Offset, u.Offset)
+		}
+		return ChunkResult{}, Conflict("the upload is already complete")
+	}
+	if err := p.apply(op, r.p.now()); err != nil {
+		if endErr := r.end(ctx, u); endErr == nil {
+			w.released = true // the row is gone
+		}
+		return ChunkResult{}, err
+	}
+	if c.Offset != u.Offset {
+		return ChunkResult{}, Conflict("Upload-Offset %d does not match the upload's offset %d", c.Offset, u.Offset)
+	}
+	stop := r.keepLease(ctx, id, owner)
+	defer stop() // before the unlock: deferred calls run last first
+	defer func() {
+		if w.unhold != nil {
+			w.unhold()
+		}
+	}()
+	res, err := w.write(ctx, c.Body)
+	if err != nil || res.Upload.Offset < res.Upload.Length {
+		return res, err
+	}
+	f, err := r.complete(ctx, w, op, audit)
+	if err != nil {
+		return ChunkResult{}, err
+	}
+	res.File = &f
+	res.Upload.Completed = true
+	return res, nil
+}
+
+// keepLease renews the upload's lease while a PATCH runs, until the returned function
+// is called.
+func (r *Resumable) keepLease(ctx context.Context, id, owner uuid.UUID) func() {
+	done := make(chan struct{})
+	stopped := make(chan struct{})
+	go func() {
+		defer close(stopped)
+		t := time.NewTicker(r.cfg.Lease / 3)
+		defer t.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-t.C:
+				_ = r.store.RenewLease(context.WithoutCancel(ctx), id, owner, r.cfg.Lease)
+			}
+		}
+	}()
+	return func() { close(done); <-stopped }
+}
+
+// complete stores the last bytes, completes the multipart upload and records the file
+// in the package's transaction, which checks the package's state again; when that
+// fails nothing is kept.
+func (r *Resumable) complete(ctx context.Context, w *chunkWriter, op Op, audit AuditEntry) (File, error) {
+	ctx = context.WithoutCancel(ctx) // the bytes are all here: finish even if the client goes
+	u := w.u
+	digest, err := restoreDigest(u.SHA256State)
+	if err != nil {
+		return File{}, err
+	}
+	f := File{
+		ID: u.FileID, PackageID: u.PackageID, Filename: u.Filename, ContentType: u.ContentType,
+		ObjectKey: u.ObjectKey, UploadedBy: u.UploadedBy, Size: u.Length,
+		SHA256:    fmt.Sprintf("%x", digest.Sum(nil)),
+		CreatedAt: r.p.now().UTC().Truncate(time.Microsecond),
+	}
+	err = r.p.recordFile(ctx, f, op, audit, func(ctx context.Context, f File, change func(p *Package) (Effects, error)) (Package, error) {
+		return r.store.CompleteUpload(ctx, u, w.owner, f, change)
+	})
+	if err != nil {
+		r.log.Info("a completed upload could not be recorded; removing it", "upload_id", u.ID, "err", err)
+		if endErr := r.end(ctx, u); endErr != nil {
+			r.log.Warn("removing a failed upload", "upload_id", u.ID, "err", endErr)
+		}
+		return File{}, err
+	}
+	w.released = true
+	_ = r.chunks.RemovePrefix(ctx, tailPrefix(u))
+	if u.UploadedBy == ByRecipient {
+		_ = r.p.store.RecordLinkUse(ctx, u.PackageID, Effects{})
+	}
+	return f, nil
+}
+
+// chunkWriter is one PATCH's work on an upload it holds.
+type chunkWriter struct {
+	r     *Resumable
+	u     TusUpload // the saved state
+	owner uuid.UUID
+	sum   *checksum
+	// released: the last save gave the lease back (no unlock needed).
+	released bool
+	// unhold ends the hold on the object key of the file being completed (nil when
+	// none is held): the key is reserved from before the object exists until its row
+	// commits, as for multipart uploads, so an orphan object is found and removed.
+	unhold func()
+}
+
+// write reads the body into the part buffer (after the stored tail), sends every full
+// buffer as a part, and saves the state; see Write.
+func (w *chunkWriter) write(ctx context.Context, body io.Reader) (ChunkResult, error) {
+	r := w.r
+	buf, release, err := r.chunks.Buffer()
+	if err != nil {
+		return ChunkResult{}, err
+	}
+	defer release()
+	digest, err := restoreDigest(w.u.SHA256State)
+	if err != nil {
+		return ChunkResult{}, err
+	}
+
+	next := w.u // the state as the chunk goes on
+	n := 0      // bytes in buf
+	if next.TailSize > 0 {
+		if n, err = r.chunks.ReadSmall(ctx, next.TailKey, buf); err != nil {
+			return ChunkResult{}, fmt.Errorf("read tail of upload %s: %w", next.ID, err)
+		}
+		if int64(n) != next.TailSize {
+			return ChunkResult{}, fmt.Errorf("tail of upload %s has %d bytes, want %d", next.ID, n, next.TailSize)
+		}
+	}
+	left := next.Length - next.Offset
+	lim := &io.LimitedReader{R: body, N: left + 1}
+	var bodyErr error
+	oldTail := next.TailKey
+	for bodyErr == nil {
+		m, err := io.ReadFull(lim, buf[n:])
+		if int64(m) > left {
+			return ChunkResult{Upload: w.u}, &Error{Kind: KindTooLarge, Detail: "the chunk goes past Upload-Length"}
+		}
+		digest.Write(buf[n : n+m])
+		if w.sum != nil {
+			w.sum.h.Write(buf[n : n+m])
+		}
+		n += m
+		left -= int64(m)
+		next.Offset += int64(m)
+		switch {
+		case err == nil:
+		case errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF):
+			if lim.N > 0 { // the body ended, not the limit
+				bodyErr = io.EOF
+			}
+		default:
+			bodyErr = err
+		}
+		if n < len(buf) || next.Offset == next.Length {
+			break
+		}
+		// A full buffer that is not the upload's end goes out as a part.
+		if err := w.putPart(ctx, &next, buf[:n]); err != nil {
+			return ChunkResult{Upload: w.u}, err
+		}
+		n = 0
+		next.TailKey, next.TailSize = "", 0
+		if w.sum == nil {
+			if err := w.save(ctx, next, digest, false); err != nil {
+				return ChunkResult{Upload: w.u}, err
+			}
+		}
+	}
+	if bodyErr == io.EOF {
+		bodyErr = nil
+	}
+	if w.sum != nil {
+		if bodyErr != nil {
+			return ChunkResult{Upload: w.u}, &Error{Kind: KindBadRequest, Detail: "the upload broke off; the chunk is discarded: " + bodyErr.Error()}
+		}
+		if !w.sum.matches() {
+			return ChunkResult{Upload: w.u}, &Error{Kind: KindChecksumMismatch, Detail: "Upload-Checksum does not match the chunk; the chunk is discarded"}
+		}
+	}
+	// Whatever reached the gateway is kept, even when the body broke off: the client's
+	// HEAD then tells it where to go on. It outlives a cancelled request.
+	sctx := context.WithoutCancel(ctx)
+	if next.Offset == next.Length {
+		unhold, err := r.p.HoldObjectKey(sctx, next.ObjectKey)
+		if err != nil {
+			return ChunkResult{Upload: w.u}, err
+		}
+		w.unhold = unhold
+		if err := w.finish(sctx, &next, buf[:n]); err != nil {
+			return ChunkResult{Upload: w.u}, err
+		}
+		if next.SHA256State, err = digest.(encoding.BinaryMarshaler).MarshalBinary(); err != nil {
+			return ChunkResult{Upload: w.u}, err
+		}
+		w.u = next
+		return ChunkResult{Upload: next}, nil
+	}
+	if next.Offset != w.u.Offset {
+		if n >= r.cfg.MinPartSize {
+			if err := w.putPart(sctx, &next, buf[:n]); err != nil {
+				return ChunkResult{Upload: w.u}, err
+			}
+			next.TailKey, next.TailSize = "", 0
+		} else if n > 0 {
+			key := fmt.Sprintf("%s%d", tailPrefix(next), next.Offset)
+			if err := r.chunks.PutSmall(sctx, key, buf[:n], "application/octet-stream"); err != nil {
+				return ChunkResult{Upload: w.u}, err
+			}
+			next.TailKey, next.TailSize = key, int64(n)
+		}
+		if err := w.save(sctx, next, digest, bodyErr == nil); err != nil {
+			return ChunkResult{Upload: w.u}, err
+		}
+	}
+	if oldTail != "" && oldTail != w.u.TailKey {
+		_ = r.chunks.Remove(sctx, oldTail)
+	}
+	if bodyErr != nil {
+		return ChunkResult{Upload: w.u}, &Error{Kind: KindBadRequest, Detail: "the upload broke off: " + bodyErr.Error()}
+	}
+	return ChunkResult{Upload: w.u}, nil
+}
+
+// putPart sends data as the next part, starting the multipart upload first if needed.
+func (w *chunkWriter) putPart(ctx context.Context, next *TusUpload, data []byte) error {
+	if next.S3UploadID == "" {
+		id, err := w.r.chunks.StartMultipart(ctx, next.ObjectKey, next.ContentType)
+		if err != nil {
+			return err
+		}
+		next.S3UploadID = id
+		// Saved at once, so a chunk discarded later cannot leave the multipart upload
+		// unknown to the sweep.
+		saved := w.u
+		saved.S3UploadID = id
+		if err := w.r.store.SaveUpload(ctx, saved, w.owner, w.r.cfg.Lease, false); err != nil {
+			_ = w.r.chunks.AbortMultipart(context.WithoutCancel(ctx), next.ObjectKey, id)
+			return err
+		}
+		w.u = saved
+	}
+	part, err := w.r.chunks.PutPart(ctx, next.ObjectKey, next.S3UploadID, len(next.Parts)+1, data)
+	if err != nil {
+		return err
+	}
+	next.Parts = append(append([]TusPart(nil), next.Parts...), part)
+	return nil
+}
+
+// finish stores the upload's last bytes: a multipart upload gets them as its last
+// part and is completed; an upload that never filled a part is one PUT.
+func (w *chunkWriter) finish(ctx context.Context, next *TusUpload, data []byte) error {
+	r := w.r
+	if len(next.Parts) == 0 {
+		if next.S3UploadID != "" {
+			_ = r.chunks.AbortMultipart(ctx, next.ObjectKey, next.S3UploadID)
+			next.S3UploadID = ""
+		}
+		return r.chunks.PutSmall(ctx, next.ObjectKey, data, next.ContentType)
+	}
+	if len(data) > 0 {
+		if err := w.putPart(ctx, next, data); err != nil {
+			return err
+		}
+	}
+	if err := r.chunks.CompleteMultipart(ctx, next.ObjectKey, next.S3UploadID, next.Parts); err != nil {
+		return err
+	}
+	next.TailKey, next.TailSize = "", 0
+	return nil
+}
+
+// save stores the state of next (with the digest of its first Offset bytes).
+func (w *chunkWriter) save(ctx context.Context, next TusUpload, digest hash.Hash, final bool) error {
+	state, err := digest.(encoding.BinaryMarshaler).MarshalBinary()
+	if err != nil {
+		return err
+	}
+	next.SHA256State = state
+	next.ExpiresAt = w.r.p.now().UTC().Truncate(time.Microsecond).Add(w.r.cfg.ResumeWindow)
+	if err := w.r.store.SaveUpload(ctx, next, w.owner, w.r.cfg.Lease, final); err != nil {
+		return err
+	}
+	w.u = next
+	w.released = final
+	return nil
+}
+
+func restoreDigest(state []byte) (hash.Hash, error) {
+	h := sha256.New()
+	if err := h.(encoding.BinaryUnmarshaler).UnmarshalBinary(state); err != nil {
+		return nil, fmt.Errorf("restore upload digest: %w", err)
+	}
+	return h, nil
+}
+
+// checksum is a chunk's Upload-Checksum being verified.
+type checksum struct {
+	h    hash.Hash
+	want []byte
+}
+
+func (c *checksum) matches() bool { return subtle.ConstantTimeCompare(c.h.Sum(nil), c.want) == 1 }
+
+// TusChecksumAlgorithms are the algorithms of the checksum extension.
+const TusChecksumAlgorithms = "sha1,sha256"
+
+// parseChecksum reads an Upload-Checksum header: "<algorithm> <base64 digest>".
+func parseChecksum(header string) (*checksum, error) {
+	if header == "" {
+		return nil, nil
+	}
+	alg, enc, ok := strings.Cut(strings.TrimSpace(header), " ")
+	if !ok {
+		return nil, &Error{Kind: KindBadRequest, Detail: "Upload-Checksum must be \"<algorithm> <base64 digest>\""}
+	}
+	want, err := base64.StdEncoding.DecodeString(strings.TrimSpace(enc))
+	if err != nil {
+		return nil, &Error{Kind: KindBadRequest, Detail: "Upload-Checksum's digest is not base64"}
+	}
+	var h hash.Hash
+	switch strings.ToLower(alg) {
+	case "sha1":
+		h = sha1.New() //nolint:gosec // what the client asked for
+	case "sha256":
+		h = sha256.New()
+	default:
+		return nil, &Error{Kind: KindBadRequest, Detail: "Upload-Checksum algorithm must be one of " + TusChecksumAlgorithms}
+	}
+	if len(want) != h.Size() {
+		return nil, &Error{Kind: KindBadRequest, Detail: "Upload-Checksum's digest has the wrong length"}
+	}
+	return &checksum{h: h, want: want}, nil
+}

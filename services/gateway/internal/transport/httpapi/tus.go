@@ -1,0 +1,258 @@
+package httpapi
+
+import (
+	"encoding/base64"
+	"io"
+	"mime"
+	"net/http"
+	"strconv"
+	"strings"
+
+	"github.com/gin-gonic/gin"
+	"github.com/google/uuid"
+
+	"github.com/shipfile/shipfile/services/gateway/internal/app"
+)
+
+// tus 1.0.0 (SPEC "Resumable uploads"): a focused implementation of the core protocol
+// and the creation, creation-with-upload, termination, expiration and checksum
+// extensions. The answers are written here and errors go through the one error
+// middleware, so they stay {"detail"}; the credential of each route is ours (token or
+// session on the owner's side, the magic link on the recipient's).
+
+const (
+	tusVersion    = "1.0.0"
+	tusExtensions = "creation,creation-with-upload,termination,expiration,checksum"
+	tusChunkType  = "application/offset+octet-stream"
+	// headerFileID names the file a completed upload became.
+	headerFileID = "Shipfile-File-Id"
+)
+
+// tusResumable puts Tus-Resumable on every answer of the tus routes.
+func tusResumable(c *gin.Context) {
+	c.Header("Tus-Resumable", tusVersion)
+	c.Next()
+}
+
+// tusRequireVersion refuses a request other than OPTIONS that does not speak tus
+// 1.0.0 (412 with Tus-Version).
+func tusRequireVersion(c *gin.Context) {
+	if c.Request.Method != http.MethodOptions && c.GetHeader("Tus-Resumable") != tusVersion {
+		c.Header("Tus-Version", tusVersion)
+		_ = c.Error(&httpError{status: http.StatusPreconditionFailed, detail: "Tus-Resumable: 1.0.0 is required"})
+		c.Abort()
+		return
+	}
+	c.Next()
+}
+
+// tusOptions answers OPTIONS with what this server supports.
+func (h *handlers) tusOptions(c *gin.Context) {
+	c.Header("Tus-Version", tusVersion)
+	c.Header("Tus-Extension", tusExtensions)
+	c.Header("Tus-Max-Size", strconv.FormatInt(h.maxFileSize, 10))
+	c.Header("Tus-Checksum-Algorithm", app.TusChecksumAlgorithms)
+	c.Status(http.StatusNoContent)
+}
+
+// ownerTarget is the target of an owner's upload route.
+func ownerTarget(c *gin.Context) (app.TusTarget, error) {
+	id, err := pathUUID(c, "id", "package")
+	if err != nil {
+		return app.TusTarget{}, err
+	}
+	u := currentUser(c)
+	return app.TusTarget{User: &u, PackageID: id, Client: client(c)}, nil
+}
+
+// linkTarget is the target of a recipient's upload route.
+func linkTarget(c *gin.Context) (app.TusTarget, error) {
+	return app.TusTarget{LinkToken: c.Param("token"), Client: client(c)}, nil
+}
+
+func (h *handlers) tusCreate(target func(*gin.Context) (app.TusTarget, error)) gin.HandlerFunc {
+	return func(c *gin.Context) {
+		t, err := target(c)
+		if err != nil {
+			_ = c.Error(err)
+			return
+		}
+		if c.GetHeader("Upload-Defer-Length") != "" {
+			_ = c.Error(&httpError{status: http.StatusBadRequest, detail: "Upload-Defer-Length is not supported; send Upload-Length"})
+			return
+		}
+		length, err := strconv.ParseInt(c.GetHeader("Upload-Length"), 10, 64)
+		if err != nil || length < 0 {
+			_ = c.Error(&httpError{status: http.StatusBadRequest, detail: "Upload-Length must be a non-negative integer"})
+			return
+		}
+		meta, err := parseMetadata(c.GetHeader("Upload-Metadata"))
+		if err != nil {
+			_ = c.Error(err)
+			return
+		}
+		withBody := c.Request.ContentLength > 0 || c.Request.TransferEncoding != nil
+		if withBody && !isChunkType(c.GetHeader("Content-Type")) {
+			_ = c.Error(&httpError{status: http.StatusUnsupportedMediaType, detail: "a creation request with a body needs Content-Type: " + tusChunkType})
+			return
+		}
+		res, err := h.resumable.Create(c.Request.Context(), t, app.NewTusUpload{
+			Length: length, Filename: meta["filename"], ContentType: meta["filetype"],
+		})
+		if err != nil {
+			_ = c.Error(err)
+			return
+		}
+		c.Header("Location", strings.TrimSuffix(c.Request.URL.Path, "/")+"/"+res.Upload.ID.String())
+		c.Header("Upload-Expires", res.Upload.ExpiresAt.UTC().Format(http.TimeFormat))
+		if withBody && res.File == nil {
+			res, err = h.resumable.Write(c.Request.Context(), t, res.Upload.ID, app.Chunk{
+				Offset: 0, Body: h.uploadBody(c), Checksum: c.GetHeader("Upload-Checksum"),
+			})
+			if err != nil {
+				_ = c.Error(err)
+				return
+			}
+			c.Header("Upload-Offset", strconv.FormatInt(res.Upload.Offset, 10))
+		}
+		if res.File != nil {
+			c.Header(headerFileID, res.File.ID.String())
+			c.Header("Upload-Offset", strconv.FormatInt(res.Upload.Offset, 10))
+		}
+		c.Status(http.StatusCreated)
+	}
+}
+
+// uploadBody is the body of a PATCH (or a creation with upload): the one place that
+// wraps upload bodies, where the gateway's upload limits apply.
+func (h *handlers) uploadBody(c *gin.Context) io.Reader {
+	return c.Request.Body
+}
+
+func uploadID(c *gin.Context) (uuid.UUID, error) {
+	return pathUUID(c, "upload_id", "upload")
+}
+
+func (h *handlers) tusHead(target func(*gin.Context) (app.TusTarget, error)) gin.HandlerFunc {
+	return func(c *gin.Context) {
+		c.Header("Cache-Control", "no-store")
+		t, err := target(c)
+		if err != nil {
+			_ = c.Error(err)
+			return
+		}
+		id, err := uploadID(c)
+		if err != nil {
+			_ = c.Error(err)
+			return
+		}
+		u, err := h.resumable.Status(c.Request.Context(), t, id)
+		if err != nil {
+			_ = c.Error(err)
+			return
+		}
+		c.Header("Upload-Offset", strconv.FormatInt(u.Offset, 10))
+		c.Header("Upload-Length", strconv.FormatInt(u.Length, 10))
+		if u.Completed {
+			c.Header(headerFileID, u.FileID.String())
+		} else {
+			c.Header("Upload-Expires", u.ExpiresAt.UTC().Format(http.TimeFormat))
+		}
+		c.Status(http.StatusOK)
+	}
+}
+
+func (h *handlers) tusPatch(target func(*gin.Context) (app.TusTarget, error)) gin.HandlerFunc {
+	return func(c *gin.Context) {
+		if !isChunkType(c.GetHeader("Content-Type")) {
+			_ = c.Error(&httpError{status: http.StatusUnsupportedMediaType, detail: "Content-Type must be " + tusChunkType})
+			return
+		}
+		offset, err := strconv.ParseInt(c.GetHeader("Upload-Offset"), 10, 64)
+		if err != nil || offset < 0 {
+			_ = c.Error(&httpError{status: http.StatusBadRequest, detail: "Upload-Offset must be a non-negative integer"})
+			return
+		}
+		t, err := target(c)
+		if err != nil {
+			_ = c.Error(err)
+			return
+		}
+		id, err := uploadID(c)
+		if err != nil {
+			_ = c.Error(err)
+			return
+		}
+		res, err := h.resumable.Write(c.Request.Context(), t, id, app.Chunk{
+			Offset: offset, Body: h.uploadBody(c), Checksum: c.GetHeader("Upload-Checksum"),
+		})
+		if err != nil {
+			_ = c.Error(err)
+			return
+		}
+		c.Header("Upload-Offset", strconv.FormatInt(res.Upload.Offset, 10))
+		if res.File != nil {
+			c.Header(headerFileID, res.File.ID.String())
+		} else {
+			c.Header("Upload-Expires", res.Upload.ExpiresAt.UTC().Format(http.TimeFormat))
+		}
+		c.Status(http.StatusNoContent)
+	}
+}
+
+func (h *handlers) tusDelete(target func(*gin.Context) (app.TusTarget, error)) gin.HandlerFunc {
+	return func(c *gin.Context) {
+		t, err := target(c)
+		if err != nil {
+			_ = c.Error(err)
+			return
+		}
+		id, err := uploadID(c)
+		if err != nil {
+			_ = c.Error(err)
+			return
+		}
+		if err := h.resumable.Terminate(c.Request.Context(), t, id); err != nil {
+			_ = c.Error(err)
+			return
+		}
+		c.Status(http.StatusNoContent)
+	}
+}
+
+func isChunkType(ct string) bool {
+	mt, _, err := mime.ParseMediaType(ct)
+	return err == nil && mt == tusChunkType
+}
+
+// parseMetadata reads Upload-Metadata: comma-separated "key base64value" pairs (a key
+// may come alone). filename is required.
+func parseMetadata(h string) (map[string]string, error) {
+	out := map[string]string{}
+	for pair := range strings.SplitSeq(h, ",") {
+		pair = strings.TrimSpace(pair)
+		if pair == "" {
+			continue
+		}
+		key, val, _ := strings.Cut(pair, " ")
+		b, err := base64.StdEncoding.DecodeString(strings.TrimSpace(val))
+		if err != nil || key == "" {
+			return nil, app.Invalid("Upload-Metadata must be comma-separated \"key base64value\" pairs")
+		}
+		out[key] = string(b)
+	}
+	if out["filename"] == "" {
+		return nil, app.Invalid("Upload-Metadata needs a filename")
+	}
+	return out, nil
+}
+
+// mountTus adds the tus routes of one creation URL (relative to group). upload is what
+// guards requests that carry file bytes (PATCH, and POST with creation-with-upload):
+// the gateway's upload limits, the same as on the multipart upload routes.
+func (h *handlers) mountTus(g *gin.RouterGroup, path string, target func(*gin.Context) (app.TusTarget, error), upload ...gin.HandlerFunc) {
+	g.POST(path, append(upload[:len(upload):len(upload)], h.tusCreate(target))...)
+	g.HEAD(path+"/:upload_id", h.tusHead(target))
+	g.PATCH(path+"/:upload_id", append(upload[:len(upload):len(upload)], h.tusPatch(target))...)
+	g.DELETE(path+"/:upload_id", h.tusDelete(target))
+}
