@@ -1,17 +1,21 @@
 // Package service runs a shipfile binary's lifecycle: a JSON logger, a context that is
-// cancelled on SIGINT/SIGTERM, and the exit status of its run function.
+// cancelled on SIGINT/SIGTERM, and the exit status of its run function; the shared
+// skeleton of a run (Load the configuration, Serve the ops endpoints beside the work).
 package service
 
 import (
 	"context"
 	"errors"
 	"log/slog"
+	"net/http"
 	"os"
 	"os/signal"
 	"syscall"
+	"time"
 
 	"github.com/shipfile/shipfile/pkg/config"
 	"github.com/shipfile/shipfile/pkg/logging"
+	"github.com/shipfile/shipfile/pkg/ops"
 )
 
 // RunFunc is a service's body: it runs until ctx is cancelled, then drains and returns.
@@ -28,4 +32,42 @@ func Main(name string, fn RunFunc) {
 		log.Error(name+" stopped", "err", err)
 		os.Exit(1)
 	}
+}
+
+// Validator is a configuration that checks itself (and fills in derived defaults)
+// after parsing.
+type Validator interface{ Validate() error }
+
+// Load parses the service's configuration from the environment and args into cfg,
+// validates it when it is a Validator, and logs it (secrets masked).
+func Load(name string, args []string, log *slog.Logger, cfg any) error {
+	if err := config.Parse(name, args, os.Stdout, cfg); err != nil {
+		return err
+	}
+	if v, ok := cfg.(Validator); ok {
+		if err := v.Validate(); err != nil {
+			return err
+		}
+	}
+	log.Info("starting", "config", config.LogValue(cfg))
+	return nil
+}
+
+// Serve runs work until ctx is done or work returns, serving the ops endpoints (h:
+// /healthz, /readyz, /metrics) on addr meanwhile; either ending stops the other (the
+// server within grace). It returns both errors joined.
+func Serve(ctx context.Context, log *slog.Logger, addr string, h http.Handler, grace time.Duration, work func(context.Context) error) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	workErr := make(chan error, 1)
+	go func() {
+		err := work(ctx)
+		cancel()
+		workErr <- err
+	}()
+	serveErr := ops.Serve(ctx, log, addr, h, grace)
+	cancel()
+	err := errors.Join(<-workErr, serveErr)
+	log.Info("stopped")
+	return err
 }

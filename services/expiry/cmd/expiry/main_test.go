@@ -40,11 +40,11 @@ func TestConfigValidate(t *testing.T) {
 		return c
 	}
 	c := base()
-	if err := c.validate(); err != nil {
+	if err := c.Validate(); err != nil {
 		t.Fatalf("defaults: %v", err)
 	}
 	c.StaleUploadAge = 0
-	if err := c.validate(); err != nil {
+	if err := c.Validate(); err != nil {
 		t.Fatalf("stale upload sweep off: %v", err)
 	}
 	for name, mod := range map[string]func(*Config){
@@ -59,7 +59,7 @@ func TestConfigValidate(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			c := base()
 			mod(&c)
-			if err := c.validate(); err == nil {
+			if err := c.Validate(); err == nil {
 				t.Error("accepted")
 			}
 		})

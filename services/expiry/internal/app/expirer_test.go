@@ -9,7 +9,6 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/minio/minio-go/v7"
-	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/shipfile/shipfile/pkg/schematest"
@@ -17,7 +16,7 @@ import (
 	"github.com/shipfile/shipfile/pkg/storage"
 	"github.com/shipfile/shipfile/services/expiry/internal/app"
 	"github.com/shipfile/shipfile/services/expiry/internal/expirytest"
-	"github.com/shipfile/shipfile/services/expiry/internal/store"
+	"github.com/shipfile/shipfile/services/expiry/internal/service"
 )
 
 // fixture is an expirer on a fresh database and a bucket of a private MinIO.
@@ -34,15 +33,22 @@ func newFixture(t *testing.T, opts app.Options) *fixture {
 	pool, _ := schematest.Pool(t)
 	m := servicetest.StartMinIO(t)
 	b := expirytest.Bucket(t, m)
-	metrics, err := app.NewMetrics(prometheus.NewRegistry())
+	log := slog.New(slog.NewTextHandler(t.Output(), &slog.HandlerOptions{Level: slog.LevelInfo}))
+	svc := newService(t, pool, b, log, opts)
+	return &fixture{pool: pool, minio: m, bucket: b, metrics: svc.Metrics, exp: svc.Expirer}
+}
+
+// newService builds the service's graph as the binary does (service.New), without the
+// outbox relay, the expirer's options replaced by opts.
+func newService(t *testing.T, pool *pgxpool.Pool, objects *storage.Store, log *slog.Logger, opts app.Options) *service.Service {
+	t.Helper()
+	svc, err := service.New(context.Background(), service.Config{}, service.Deps{
+		Pool: pool, Objects: objects, Log: log, App: func(o *app.Options) { *o = opts },
+	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	log := slog.New(slog.NewTextHandler(t.Output(), &slog.HandlerOptions{Level: slog.LevelInfo}))
-	return &fixture{
-		pool: pool, minio: m, bucket: b, metrics: metrics,
-		exp: app.New(store.New(pool), store.NewObjects(b), metrics, log, opts),
-	}
+	return svc
 }
 
 func TestTickExpiresEveryOverduePackageAndDeletesItsObjects(t *testing.T) {
@@ -172,15 +178,15 @@ func TestTickAbortsStaleUploads(t *testing.T) {
 	if r := f.exp.Tick(context.Background()); r.Err != nil || r.UploadsAborted != 0 {
 		t.Fatalf("tick with a young upload = %+v", r)
 	}
-	old := app.New(store.New(f.pool), store.NewObjects(f.bucket), f.metrics, nil, app.Options{StaleUploadAge: time.Nanosecond})
+	old := newService(t, f.pool, f.bucket, nil, app.Options{StaleUploadAge: time.Nanosecond})
 	servicetest.WaitFor(t, 10*time.Second, "the stale upload to be aborted", func() bool {
-		r := old.Tick(context.Background())
+		r := old.Expirer.Tick(context.Background())
 		return r.Err == nil && r.UploadsAborted == 1
 	})
 	for u := range f.bucket.Client.ListIncompleteUploads(context.Background(), f.bucket.Bucket, "", true) {
 		t.Errorf("upload left: %+v", u)
 	}
-	if got := testutil.ToFloat64(f.metrics.StaleUploadsAborted); got != 1 {
+	if got := testutil.ToFloat64(old.Metrics.StaleUploadsAborted); got != 1 {
 		t.Errorf("stale uploads aborted = %v, want 1", got)
 	}
 }

@@ -7,14 +7,12 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
-	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/shipfile/shipfile/pkg/schematest"
 	"github.com/shipfile/shipfile/pkg/servicetest"
 	"github.com/shipfile/shipfile/services/expiry/internal/app"
 	"github.com/shipfile/shipfile/services/expiry/internal/expirytest"
-	"github.com/shipfile/shipfile/services/expiry/internal/store"
 )
 
 // TestTickRemovesOrphanObjects simulates a gateway that stored an object and then
@@ -26,12 +24,9 @@ func TestTickRemovesOrphanObjects(t *testing.T) {
 	t.Parallel()
 	pool, _ := schematest.Pool(t)
 	bucket := servicetest.Bucket(t)
-	metrics, err := app.NewMetrics(prometheus.NewRegistry())
-	if err != nil {
-		t.Fatal(err)
-	}
 	const grace = time.Second
-	exp := app.New(store.New(pool), store.NewObjects(bucket), metrics, nil, app.Options{OrphanGrace: grace})
+	svc := newService(t, pool, bucket, nil, app.Options{OrphanGrace: grace})
+	exp, metrics := svc.Expirer, svc.Metrics
 
 	owner := expirytest.User(t, pool)
 	committed := expirytest.Insert(t, pool, owner, expirytest.Spec{ExpiresIn: time.Hour, Files: 1})[0].Keys[0]

@@ -3,17 +3,13 @@ package app
 import (
 	"context"
 	"crypto/hmac"
-	"crypto/rand"
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/hex"
-	"fmt"
 	"strconv"
 	"strings"
 	"time"
 	"unicode/utf8"
-
-	"golang.org/x/crypto/argon2"
 )
 
 // Rules of link passwords, grants and the unlock throttle (SPEC "Protecting a link").
@@ -58,10 +54,12 @@ type PasswordHasher interface {
 	Verify(ctx context.Context, encoded, password string) (bool, error)
 }
 
-// argon2idHasher hashes with the same argon2id parameters as sign-in passwords.
+// argon2idHasher hashes with the same argon2id parameters as sign-in passwords, with
+// no bound: the gateway's main gives the package service its bounded Hasher
+// (UseHasher), the one sign-in uses.
 type argon2idHasher struct{}
 
-func (argon2idHasher) Hash(_ context.Context, pw string) (string, error) { return encodeArgon2id(pw) }
+func (argon2idHasher) Hash(_ context.Context, pw string) (string, error) { return hashArgon2id(pw) }
 
 func (argon2idHasher) Verify(_ context.Context, encoded, pw string) (bool, error) {
 	return verifyPassword(encoded, pw), nil
@@ -69,18 +67,6 @@ func (argon2idHasher) Verify(_ context.Context, encoded, pw string) (bool, error
 
 // UseHasher makes the package service hash and check link passwords through h.
 func (s *Packages) UseHasher(h PasswordHasher) { s.hasher = h }
-
-// encodeArgon2id hashes pw as hashPassword does, without the sign-in length rules
-// (link passwords have their own).
-func encodeArgon2id(pw string) (string, error) {
-	salt := make([]byte, argonSaltLen)
-	if _, err := rand.Read(salt); err != nil {
-		return "", err
-	}
-	key := argon2.IDKey([]byte(pw), salt, argonTime, argonMemory, argonThreads, argonKeyLen)
-	return fmt.Sprintf("$argon2id$v=%d$m=%d,t=%d,p=%d$%s$%s", argon2.Version, argonMemory, argonTime, argonThreads,
-		base64.RawStdEncoding.EncodeToString(salt), base64.RawStdEncoding.EncodeToString(key)), nil
-}
 
 // ValidateLinkPassword checks the length rule of a link password.
 func ValidateLinkPassword(pw string) error {

@@ -204,6 +204,8 @@ type Chunk struct {
 	Body   io.Reader
 	// Checksum is the Upload-Checksum header ("sha1 <base64>"), "" for none.
 	Checksum string
+	// Size is the body's length when the request says it (Content-Length), else -1.
+	Size int64
 }
 
 // ChunkResult is where an upload stands after a chunk.
@@ -525,6 +527,7 @@ func (r *Resumable) Write(ctx context.Context, t TusTarget, id uuid.UUID, c Chun
 			w.unhold()
 		}
 	}()
+	w.size = c.Size
 	res, err := w.write(ctx, c.Body)
 	if err != nil || res.Upload.Offset < res.Upload.Length {
 		return res, err
@@ -601,6 +604,9 @@ type chunkWriter struct {
 	sum   *checksum
 	// released: the last save gave the lease back (no unlock needed).
 	released bool
+	// size is the body's announced length (-1: unknown): once that much is read, the
+	// save of the last part can give the lease back (one round trip less a PATCH).
+	size int64
 	// unhold ends the hold on the object key of the file being completed (nil when
 	// none is held): the key is reserved from before the object exists until its row
 	// commits, as for multipart uploads, so an orphan object is found and removed.
@@ -634,6 +640,7 @@ func (w *chunkWriter) write(ctx context.Context, body io.Reader) (ChunkResult, e
 	left := next.Length - next.Offset
 	lim := &io.LimitedReader{R: body, N: left + 1}
 	var bodyErr error
+	var read int64 // bytes of this body
 	oldTail := next.TailKey
 	for bodyErr == nil {
 		m, err := io.ReadFull(lim, buf[n:])
@@ -645,6 +652,7 @@ func (w *chunkWriter) write(ctx context.Context, body io.Reader) (ChunkResult, e
 			w.sum.h.Write(buf[n : n+m])
 		}
 		n += m
+		read += int64(m)
 		left -= int64(m)
 		next.Offset += int64(m)
 		switch {
@@ -666,7 +674,7 @@ func (w *chunkWriter) write(ctx context.Context, body io.Reader) (ChunkResult, e
 		n = 0
 		next.TailKey, next.TailSize = "", 0
 		if w.sum == nil {
-			if err := w.save(ctx, next, digest, false); err != nil {
+			if err := w.save(ctx, next, digest, w.size >= 0 && read == w.size); err != nil {
 				return ChunkResult{Upload: w.u}, err
 			}
 		}

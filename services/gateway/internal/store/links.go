@@ -31,19 +31,33 @@ func (s *Postgres) ReturnDownloads(ctx context.Context, fileIDs []uuid.UUID) err
 	return s.q.ReturnDownloads(ctx, fileIDs)
 }
 
+// lockUnlockAttempts serialises the unlock attempts of one link, on every gateway,
+// until the transaction ends (a transaction-level advisory lock keyed by the package).
+const lockUnlockAttempts = `SELECT pg_advisory_xact_lock(hashtextextended('link-unlock:' || $1::text, 0))`
+
 // AddUnlockAttempt records an unlock attempt and returns the link's failures recorded
-// before it since since, newest first.
+// before it since since, newest first. Attempts of one link are serialised, so each
+// sees every attempt before it: parallel guesses cannot all see a count under the
+// limit.
 func (s *Postgres) AddUnlockAttempt(ctx context.Context, packageID uuid.UUID, since time.Time) (int64, []time.Time, error) {
-	id, err := s.q.InsertUnlockFailure(ctx, InsertUnlockFailureParams{PackageID: packageID, FailedAt: time.Now().UTC()})
+	var id int64
+	var rows []time.Time
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, lockUnlockAttempts, packageID); err != nil {
+			return err
+		}
+		q := s.q.WithTx(tx)
+		var err error
+		if id, err = q.InsertUnlockFailure(ctx, InsertUnlockFailureParams{PackageID: packageID, FailedAt: time.Now().UTC()}); err != nil {
+			return err
+		}
+		if rows, err = q.UnlockFailures(ctx, UnlockFailuresParams{PackageID: packageID, Since: since, BeforeID: id}); err != nil {
+			return err
+		}
+		// Keeps the table at most one window of attempts per link.
+		return q.ForgetOldUnlockFailures(ctx, ForgetOldUnlockFailuresParams{PackageID: packageID, Since: since})
+	})
 	if err != nil {
-		return 0, nil, err
-	}
-	rows, err := s.q.UnlockFailures(ctx, UnlockFailuresParams{PackageID: packageID, Since: since, BeforeID: id})
-	if err != nil {
-		return 0, nil, err
-	}
-	// Keeps the table at most one window of attempts per link.
-	if err := s.q.ForgetOldUnlockFailures(ctx, ForgetOldUnlockFailuresParams{PackageID: packageID, Since: since}); err != nil {
 		return 0, nil, err
 	}
 	return id, rows, nil

@@ -114,7 +114,7 @@ func TestConfigValidate(t *testing.T) {
 		}
 	}
 	c := base()
-	if err := c.validate(); err != nil || c.AckWait != 40*time.Second {
+	if err := c.Validate(); err != nil || c.AckWait != 40*time.Second {
 		t.Fatalf("defaults: %v, AckWait %s (want SMTP timeout + 10s)", err, c.AckWait)
 	}
 	for name, c := range map[string]struct {
@@ -135,7 +135,7 @@ func TestConfigValidate(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			cfg := base()
 			c.mod(&cfg)
-			if err := cfg.validate(); err == nil || !strings.Contains(err.Error(), c.want) {
+			if err := cfg.Validate(); err == nil || !strings.Contains(err.Error(), c.want) {
 				t.Fatalf("validate = %v, want an error naming %s", err, c.want)
 			}
 		})

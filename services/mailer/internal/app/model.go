@@ -13,7 +13,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/shipfile/shipfile/pkg/events"
+	"github.com/shipfile/shipfile/pkg/consumer"
 )
 
 // Job kinds (MailJob.kind).
@@ -125,11 +125,11 @@ type Outcome struct {
 
 // Decision is the outcome of handling one job message: Ack (sent, finally failed, or already done), Nak
 // (again after Delay) or Term (the message is malformed).
-type Decision = events.Decision
+type Decision = consumer.Decision
 
 // Actions on a job message.
 const (
-	Ack  = events.Ack
-	Nak  = events.Nak
-	Term = events.Term
+	Ack  = consumer.Ack
+	Nak  = consumer.Nak
+	Term = consumer.Term
 )

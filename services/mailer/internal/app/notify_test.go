@@ -12,6 +12,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
+	"github.com/shipfile/shipfile/pkg/consumer"
 	"github.com/shipfile/shipfile/pkg/events"
 	"github.com/shipfile/shipfile/pkg/events/eventsv1"
 )
@@ -135,7 +136,7 @@ func TestNotifierEvents(t *testing.T) {
 	for _, c := range []struct {
 		name string
 		data []byte
-		want events.Action
+		want consumer.Action
 	}{
 		{"outbound download", download, Ack},
 		{"inbound download", inboundDownload, Ack},

@@ -19,7 +19,7 @@ import (
 	"github.com/shipfile/shipfile/pkg/events/eventsv1"
 	"github.com/shipfile/shipfile/pkg/servicetest"
 	"github.com/shipfile/shipfile/services/mailer/internal/app"
-	"github.com/shipfile/shipfile/services/mailer/internal/store"
+	"github.com/shipfile/shipfile/services/mailer/internal/service"
 	"github.com/shipfile/shipfile/services/mailer/internal/transport"
 )
 
@@ -122,7 +122,8 @@ type Instance struct {
 	*servicetest.Background
 }
 
-// Start runs a mailer wired like the binary's, stopped when the test ends.
+// Start runs the mail consumer of a mailer built like the binary's (service.New),
+// stopped when the test ends.
 func Start(t testing.TB, cfg Config) *Instance {
 	t.Helper()
 	if cfg.Schedule == nil {
@@ -137,32 +138,36 @@ func Start(t testing.TB, cfg Config) *Instance {
 	if cfg.Log == nil {
 		cfg.Log = slog.New(slog.NewTextHandler(t.Output(), &slog.HandlerOptions{Level: slog.LevelDebug}))
 	}
-	reg := prometheus.NewRegistry()
-	metrics, err := app.NewMetrics(reg)
+	svc, err := service.New(context.Background(), service.Config{
+		SMTP:            cfg.SMTP,
+		RetrySchedule:   cfg.Schedule,
+		Workers:         cfg.Workers,
+		AckWait:         cfg.AckWait,
+		ShutdownTimeout: 10 * time.Second,
+	}, service.Deps{
+		Pool:        cfg.Pool,
+		JS:          cfg.JS,
+		Log:         cfg.Log,
+		SMTPOptions: cfg.SMTPOptions,
+		App:         func(o *app.Options) { o.BusyDelay = 300 * time.Millisecond },
+		Mail: func(o *transport.Options) {
+			o.FetchWait = 500 * time.Millisecond
+			o.StatsInterval = 200 * time.Millisecond
+			if cfg.Tune != nil {
+				cfg.Tune(o)
+			}
+		},
+	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	sender, err := transport.NewSMTP(cfg.SMTP, cfg.SMTPOptions...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	opts := transport.DefaultOptions()
-	opts.AckWait = cfg.AckWait
-	opts.Workers = cfg.Workers
-	opts.FetchWait = 500 * time.Millisecond
-	opts.ShutdownTimeout = 10 * time.Second
-	opts.StatsInterval = 200 * time.Millisecond
-	if cfg.Tune != nil {
-		cfg.Tune(&opts)
-	}
-	mailer := app.NewMailer(store.New(cfg.Pool), sender, metrics, cfg.Log, app.Options{Schedule: cfg.Schedule, BusyDelay: 300 * time.Millisecond})
-	c := transport.NewConsumer(cfg.JS, mailer, metrics, cfg.Log, opts)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	if _, err := c.Ensure(ctx); err != nil {
+	if _, err := svc.Mail.Ensure(ctx); err != nil {
 		t.Fatal(err)
 	}
-	return &Instance{Metrics: metrics, Registry: reg, Background: servicetest.RunInBackground(t, "mailer", c.Run)}
+	// The mail consumer only: the owner notifications have tests of their own.
+	return &Instance{Metrics: svc.Metrics, Registry: svc.Registry, Background: servicetest.RunInBackground(t, "mailer", svc.Mail.Run)}
 }
 
 // Schedule returns n waits of d.

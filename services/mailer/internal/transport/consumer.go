@@ -5,11 +5,11 @@ package transport
 import (
 	"context"
 	"log/slog"
-	"sync"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/shipfile/shipfile/pkg/consumer"
 	"github.com/shipfile/shipfile/pkg/events"
 	"github.com/shipfile/shipfile/services/mailer/internal/app"
 )
@@ -40,6 +40,8 @@ type Options struct {
 	ShutdownTimeout time.Duration
 	// StatsInterval is the refresh period of the queue gauge (default 5s).
 	StatsInterval time.Duration
+	// Metrics of the consumer runtime, shared by the process's consumers; nil: none.
+	Metrics *consumer.Metrics
 }
 
 // DefaultOptions returns the production names and defaults.
@@ -134,49 +136,28 @@ func (c *Consumer) Run(ctx context.Context) error {
 		}
 		return err
 	}
-	// Work runs on its own context, so a stop lets it finish; it is cancelled only when
-	// the grace period is over.
-	workCtx, cancelWork := context.WithCancel(context.WithoutCancel(ctx))
-	defer cancelWork()
-
-	var wg sync.WaitGroup
-	for range c.opts.Workers {
-		// One job at a time: no job waits in a buffer while its AckWait runs.
-		wg.Go(func() {
-			events.Consume(ctx, cons, 1, c.opts.FetchWait, c.log, func(msg jetstream.Msg) { c.handle(workCtx, msg) })
-		})
-	}
-	wg.Go(func() {
-		events.Every(ctx, c.opts.StatsInterval, func(ctx context.Context) { c.refreshStats(ctx, cons) })
+	rt := consumer.NewSingle(c.handle, consumer.Options{
+		Name:      c.opts.Consumer,
+		Log:       c.log,
+		Metrics:   c.opts.Metrics,
+		KeepAlive: c.opts.AckWait / 2, // a send reports progress while it runs long
+	})
+	g := consumer.NewGroup(ctx)
+	// One job at a time per worker: no job waits in a buffer while its AckWait runs.
+	g.Pull(rt, cons, c.opts.Workers, consumer.PullOptions{Batch: 1, Wait: c.opts.FetchWait})
+	g.Go(func() {
+		consumer.Every(ctx, c.opts.StatsInterval, func(ctx context.Context) { c.refreshStats(ctx, cons) })
 	})
 	c.log.Info("mailer running", "workers", c.opts.Workers, "consumer", c.opts.Consumer, "stream", c.opts.Stream)
-
-	<-ctx.Done()
-	done := make(chan struct{})
-	go func() { wg.Wait(); close(done) }()
-	select {
-	case <-done:
-		return nil
-	case <-time.After(c.opts.ShutdownTimeout):
+	if g.Wait(c.opts.ShutdownTimeout) {
+		c.log.Warn("in-flight sends outlived the shutdown timeout; abandoned them", "timeout", c.opts.ShutdownTimeout)
 	}
-	c.log.Warn("in-flight sends outlived the shutdown timeout; abandoning them", "timeout", c.opts.ShutdownTimeout)
-	cancelWork()
-	<-done
 	return nil
 }
 
-// handle sends one job's e-mail, reporting progress while it runs long, and settles
-// the message as the mailer decided.
-func (c *Consumer) handle(ctx context.Context, msg jetstream.Msg) {
-	stop := events.KeepAlive(msg, c.opts.AckWait/2)
-	dec := c.mailer.Handle(ctx, msg.Data(), events.NumDelivered(msg))
-	stop()
-	if dec.Action == app.Term {
-		c.log.Error("poison mail job terminated", "subject", msg.Subject(), "reason", dec.Reason)
-	}
-	if err := events.Settle(msg, dec); err != nil {
-		c.log.Warn("settle mail job", "subject", msg.Subject(), "err", err)
-	}
+// handle sends one job's e-mail; the mailer decides what becomes of the message.
+func (c *Consumer) handle(ctx context.Context, msg jetstream.Msg) consumer.Decision {
+	return c.mailer.Handle(ctx, msg.Data(), consumer.NumDelivered(msg))
 }
 
 // refreshStats refreshes the queue gauge.

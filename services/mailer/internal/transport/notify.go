@@ -3,11 +3,11 @@ package transport
 import (
 	"context"
 	"log/slog"
-	"sync"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/shipfile/shipfile/pkg/consumer"
 	"github.com/shipfile/shipfile/pkg/events"
 	"github.com/shipfile/shipfile/services/mailer/internal/app"
 )
@@ -32,6 +32,8 @@ type NotifyOptions struct {
 	Poll time.Duration
 	// ShutdownTimeout is how long a send in flight may finish once Run's context is done.
 	ShutdownTimeout time.Duration
+	// Metrics of the consumer runtime, shared by the process's consumers; nil: none.
+	Metrics *consumer.Metrics
 }
 
 // DefaultNotifyOptions returns the production names and defaults.
@@ -114,27 +116,16 @@ func (c *NotifyConsumer) Run(ctx context.Context) error {
 		}
 		return err
 	}
-	workCtx, cancelWork := context.WithCancel(context.WithoutCancel(ctx))
-	defer cancelWork()
-	var wg sync.WaitGroup
-	for range c.opts.Workers {
-		wg.Go(func() {
-			events.Consume(ctx, cons, 1, c.opts.FetchWait, c.log, func(msg jetstream.Msg) {
-				dec := c.notifier.HandleEvent(workCtx, msg.Data(), events.NumDelivered(msg))
-				if dec.Action == app.Term {
-					c.log.Error("poison event terminated", "subject", msg.Subject(), "reason", dec.Reason)
-				}
-				if err := events.Settle(msg, dec); err != nil {
-					c.log.Warn("settle event", "subject", msg.Subject(), "err", err)
-				}
-			})
-		})
-	}
-	wg.Go(func() {
+	rt := consumer.NewSingle(func(ctx context.Context, msg jetstream.Msg) consumer.Decision {
+		return c.notifier.HandleEvent(ctx, msg.Data(), consumer.NumDelivered(msg))
+	}, consumer.Options{Name: c.opts.Consumer, Log: c.log, Metrics: c.opts.Metrics})
+	g := consumer.NewGroup(ctx)
+	g.Pull(rt, cons, c.opts.Workers, consumer.PullOptions{Batch: 1, Wait: c.opts.FetchWait})
+	g.Go(func() {
 		t := time.NewTicker(c.opts.Poll)
 		defer t.Stop()
 		for {
-			c.notifier.Tick(ctx, workCtx)
+			c.notifier.Tick(ctx, g.Work())
 			select {
 			case <-ctx.Done():
 				return
@@ -143,16 +134,8 @@ func (c *NotifyConsumer) Run(ctx context.Context) error {
 		}
 	})
 	c.log.Info("owner notifications running", "consumer", c.opts.Consumer, "stream", c.opts.Stream)
-	<-ctx.Done()
-	done := make(chan struct{})
-	go func() { wg.Wait(); close(done) }()
-	select {
-	case <-done:
-		return nil
-	case <-time.After(c.opts.ShutdownTimeout):
+	if g.Wait(c.opts.ShutdownTimeout) {
+		c.log.Warn("a notification in flight outlived the shutdown timeout; abandoned it", "timeout", c.opts.ShutdownTimeout)
 	}
-	c.log.Warn("a notification in flight outlived the shutdown timeout; abandoning it", "timeout", c.opts.ShutdownTimeout)
-	cancelWork()
-	<-done
 	return nil
 }

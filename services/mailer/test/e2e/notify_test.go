@@ -38,8 +38,9 @@ func TestOwnerNotificationsEndToEnd(t *testing.T) {
 	a := api{servicetest.Client{T: t, Token: lines[len(lines)-1], Base: "http://" + gwAddr}}
 	link := servicetest.Client{T: t, Base: "http://" + gwAddr}
 
-	servicetest.StartProcess(t, bins["gateway"], append(common, "SHIPFILE_HTTP_ADDR="+gwAddr))
-	servicetest.WaitReady(t, gwAddr)
+	gwOps := servicetest.FreeAddr(t)
+	servicetest.StartProcess(t, bins["gateway"], append(common, "SHIPFILE_HTTP_ADDR="+gwAddr, "SHIPFILE_OPS_ADDR="+gwOps))
+	servicetest.WaitReady(t, gwOps)
 	for range 2 {
 		addr := servicetest.FreeAddr(t)
 		servicetest.StartProcess(t, bins["mailer"], append(common, "SHIPFILE_MAILER_ADDR="+addr,

@@ -135,7 +135,7 @@ func TestConfigValidate(t *testing.T) {
 		return Config{Timeout: 10 * time.Second, Workers: 16, HealthInterval: 5 * time.Second, MaxAckPending: 100, NATS: bus.Config{StreamReplicas: 1}}
 	}
 	c := base()
-	if err := c.validate(); err != nil || c.AckWait != 15*time.Second {
+	if err := c.Validate(); err != nil || c.AckWait != 15*time.Second {
 		t.Fatalf("defaults: %v, AckWait %s (want timeout + 5s)", err, c.AckWait)
 	}
 	if c.FanoutConsumer != "webhooks-fanout" || c.DeliverConsumer != "webhooks-deliver" {
@@ -154,7 +154,7 @@ func TestConfigValidate(t *testing.T) {
 	} {
 		c := base()
 		mod(&c)
-		if err := c.validate(); err == nil {
+		if err := c.Validate(); err == nil {
 			t.Errorf("%s: accepted", name)
 		}
 	}

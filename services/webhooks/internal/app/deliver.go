@@ -12,6 +12,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/shipfile/shipfile/pkg/backoff"
+	"github.com/shipfile/shipfile/pkg/consumer"
 	"github.com/shipfile/shipfile/pkg/events"
 	"github.com/shipfile/shipfile/services/webhooks/internal/signing"
 )
@@ -42,13 +43,13 @@ const recordTimeout = 10 * time.Second
 
 // Decision is the outcome of handling one job message: Ack (delivered, finally failed, or nothing to do), Nak
 // (again after Delay) or Term (the message is malformed).
-type Decision = events.Decision
+type Decision = consumer.Decision
 
 // Actions on a job message.
 const (
-	Ack  = events.Ack
-	Nak  = events.Nak
-	Term = events.Term
+	Ack  = consumer.Ack
+	Nak  = consumer.Nak
+	Term = consumer.Term
 )
 
 // Request is one webhook POST.

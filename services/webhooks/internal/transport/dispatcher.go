@@ -16,7 +16,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/shipfile/shipfile/pkg/backoff"
+	"github.com/shipfile/shipfile/pkg/consumer"
 	"github.com/shipfile/shipfile/pkg/events"
 	"github.com/shipfile/shipfile/services/webhooks/internal/app"
 )
@@ -77,6 +77,8 @@ type Options struct {
 	// ReconcileInterval is how often the delivery consumers are checked against the
 	// subscriptions without a pushed change (default 30s).
 	ReconcileInterval time.Duration
+	// Metrics of the consumer runtime, shared by the process's consumers; nil: none.
+	Metrics *consumer.Metrics
 }
 
 // DefaultOptions returns the production names and defaults.
@@ -220,12 +222,23 @@ type Dispatcher struct {
 
 	sem      chan struct{} // the instance's attempts in flight (Workers)
 	inflight sync.WaitGroup
+
+	// The runtimes settling the messages of the fan-out, delivery (every
+	// subscription's) and retry consumers.
+	fanout, deliver, retry *consumer.Runtime
 }
 
 // NewDispatcher returns a Dispatcher; Run starts it.
 func NewDispatcher(js jetstream.JetStream, p Parts, opts Options) *Dispatcher {
 	opts.defaults()
-	return &Dispatcher{js: js, p: p, log: p.Log, opts: opts, sem: make(chan struct{}, opts.Workers)}
+	d := &Dispatcher{js: js, p: p, log: p.Log, opts: opts, sem: make(chan struct{}, opts.Workers)}
+	d.fanout = consumer.New(d.handleEvents, consumer.Options{Name: opts.FanoutConsumer, Log: p.Log, Metrics: opts.Metrics})
+	d.deliver = consumer.NewSingle(d.handleJob, consumer.Options{
+		Name: opts.DeliverConsumer, Log: p.Log, Metrics: opts.Metrics,
+		KeepAlive: opts.AckWait / 2, // an attempt reports progress while it runs long
+	})
+	d.retry = consumer.NewSingle(d.handleRetry, consumer.Options{Name: opts.RetryConsumer, Log: p.Log, Metrics: opts.Metrics})
+	return d
 }
 
 // Options returns the dispatcher's options with defaults filled in.
@@ -299,13 +312,17 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 	}
 	var wg sync.WaitGroup
 	wg.Go(func() { d.listen(ctx) })
-	wg.Go(func() { d.fanoutLoop(ctx, workCtx, fanoutCons) })
+	// The fan-out fetches events in batches (the first waits, the rest are what is
+	// there) and fans each batch out together.
 	wg.Go(func() {
-		events.Consume(ctx, retryCons, 256, d.opts.FetchWait, d.log, func(msg jetstream.Msg) { d.handleRetry(ctx, msg) })
+		d.fanout.Pull(ctx, workCtx, fanoutCons, consumer.PullOptions{Batch: d.opts.FanoutBatch, Wait: d.opts.FetchWait, Together: true})
 	})
-	wg.Go(func() { events.Every(ctx, d.opts.StatsInterval, d.refreshStats) })
-	wg.Go(func() { events.Every(ctx, d.p.Health.Interval(), d.p.Health.Pass) })
-	wg.Go(func() { events.Every(ctx, d.p.Health.Interval(), d.p.Health.Heartbeat) })
+	wg.Go(func() {
+		d.retry.Pull(ctx, workCtx, retryCons, consumer.PullOptions{Batch: 256, Wait: d.opts.FetchWait})
+	})
+	wg.Go(func() { consumer.Every(ctx, d.opts.StatsInterval, d.refreshStats) })
+	wg.Go(func() { consumer.Every(ctx, d.p.Health.Interval(), d.p.Health.Pass) })
+	wg.Go(func() { consumer.Every(ctx, d.p.Health.Interval(), d.p.Health.Heartbeat) })
 
 	hooks := map[int64]*hookConsumer{}
 	d.reconcile(ctx, workCtx, hooks, true)
@@ -472,58 +489,22 @@ func (d *Dispatcher) dispatch(ctx, workCtx context.Context, msg jetstream.Msg) {
 	select {
 	case d.sem <- struct{}{}:
 	case <-ctx.Done():
-		_ = msg.Nak()
+		consumer.HandBack(msg)
 		return
 	}
 	d.inflight.Go(func() {
 		defer func() { <-d.sem }()
 		if ctx.Err() != nil {
-			_ = msg.Nak() // stopping: hand it to another instance at once
+			consumer.HandBack(msg) // stopping: hand it to another instance at once
 			return
 		}
-		d.handleJob(workCtx, msg)
+		d.deliver.Process(workCtx, msg)
 	})
 }
 
-// fanoutLoop fetches events in batches (the first waits, the rest are what is there)
-// and fans each batch out together.
-func (d *Dispatcher) fanoutLoop(ctx, workCtx context.Context, cons jetstream.Consumer) {
-	for ctx.Err() == nil {
-		var msgs []jetstream.Msg
-		b, err := cons.Fetch(1, jetstream.FetchMaxWait(d.opts.FetchWait))
-		if err == nil {
-			for m := range b.Messages() {
-				msgs = append(msgs, m)
-			}
-			err = b.Error()
-		}
-		if len(msgs) > 0 && d.opts.FanoutBatch > 1 {
-			if more, err := cons.FetchNoWait(d.opts.FanoutBatch - 1); err == nil {
-				for m := range more.Messages() {
-					msgs = append(msgs, m)
-				}
-			}
-		}
-		if err != nil && !errors.Is(err, jetstream.ErrNoMessages) && !errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil {
-			d.log.Warn("fetch events", "err", err)
-			sleep(ctx, time.Second)
-		}
-		if len(msgs) == 0 {
-			continue
-		}
-		if ctx.Err() != nil {
-			for _, m := range msgs {
-				_ = m.Nak()
-			}
-			return
-		}
-		d.handleEvents(workCtx, msgs)
-	}
-}
-
-// handleEvents fans a batch of events out and acknowledges each once its jobs are
-// queued, or returns it for a later try.
-func (d *Dispatcher) handleEvents(ctx context.Context, msgs []jetstream.Msg) {
+// handleEvents fans a batch of events out: each is acknowledged once its jobs are
+// queued, terminated when malformed, or tried again after a back-off.
+func (d *Dispatcher) handleEvents(ctx context.Context, msgs []jetstream.Msg) []consumer.Decision {
 	hctx, cancel := context.WithTimeout(ctx, d.opts.FanoutAckWait*2/3)
 	defer cancel()
 	data := make([][]byte, len(msgs))
@@ -531,50 +512,33 @@ func (d *Dispatcher) handleEvents(ctx context.Context, msgs []jetstream.Msg) {
 		data[i] = m.Data()
 	}
 	errs := d.p.Fanout.HandleBatch(hctx, data)
-	for i, msg := range msgs {
-		switch err := errs[i]; {
+	out := make([]consumer.Decision, len(msgs))
+	for i, err := range errs {
+		switch {
 		case err == nil:
-			if err := msg.Ack(); err != nil {
-				d.log.Warn("ack event", "subject", msg.Subject(), "err", err)
-			}
+			out[i] = consumer.Acked()
 		case errors.Is(err, app.ErrPoison):
-			d.log.Error("poison event terminated", "subject", msg.Subject(), "reason", err.Error())
-			if err := msg.Term(); err != nil {
-				d.log.Warn("term event", "subject", msg.Subject(), "err", err)
-			}
+			out[i] = consumer.Poison(err.Error())
 		default:
-			delay := backoff.TransientDelay(events.NumDelivered(msg))
-			d.log.Warn("fan-out failed; event will be retried", "subject", msg.Subject(), "err", err, "retry_in", delay.String())
-			if err := msg.NakWithDelay(delay); err != nil {
-				d.log.Warn("nak event", "subject", msg.Subject(), "err", err)
-			}
+			out[i] = consumer.Failed(fmt.Errorf("fan-out: %w", err))
 		}
 	}
+	return out
 }
 
 // handleJob delivers one job, reporting progress while the attempt runs long. A job to
 // be tried again later moves to the retry subject, so that while it waits it holds no
 // slot of its subscription's max_in_flight.
-func (d *Dispatcher) handleJob(ctx context.Context, msg jetstream.Msg) {
-	stop := events.KeepAlive(msg, d.opts.AckWait/2)
-	dec := d.p.Deliverer.Deliver(ctx, msg.Data(), events.NumDelivered(msg))
-	stop()
-	if dec.Action == app.Term {
-		d.log.Error("poison webhook job terminated", "subject", msg.Subject(), "reason", dec.Reason)
-	}
+func (d *Dispatcher) handleJob(ctx context.Context, msg jetstream.Msg) consumer.Decision {
+	dec := d.p.Deliverer.Deliver(ctx, msg.Data(), consumer.NumDelivered(msg))
 	if dec.Action == app.Nak && dec.Delay > 0 {
 		err := d.scheduleRetry(ctx, msg, time.Now().Add(dec.Delay))
 		if err == nil {
-			if err := msg.Ack(); err != nil {
-				d.log.Warn("ack webhook job", "subject", msg.Subject(), "err", err)
-			}
-			return
+			return consumer.Acked()
 		}
 		d.log.Warn("move webhook job to the retry queue; it waits on its own consumer", "subject", msg.Subject(), "err", err)
 	}
-	if err := events.Settle(msg, dec); err != nil {
-		d.log.Warn("settle webhook job", "subject", msg.Subject(), "err", err)
-	}
+	return dec
 }
 
 // scheduleRetry publishes msg's job on the retry subject, due at notBefore. Its
@@ -601,26 +565,21 @@ func (d *Dispatcher) scheduleRetry(ctx context.Context, msg jetstream.Msg, notBe
 
 // handleRetry holds a waiting job until it is due (NakWithDelay), then queues it on its
 // subscription's subject again and acknowledges it.
-func (d *Dispatcher) handleRetry(ctx context.Context, msg jetstream.Msg) {
+func (d *Dispatcher) handleRetry(ctx context.Context, msg jetstream.Msg) consumer.Decision {
 	nb, _ := strconv.ParseInt(msg.Headers().Get(HeaderNotBefore), 10, 64)
 	if wait := time.Until(time.UnixMilli(nb)); wait > 0 {
-		_ = msg.NakWithDelay(wait)
-		return
+		return consumer.NakAfter(wait)
 	}
 	job, err := events.UnmarshalWebhookJob(msg.Data())
 	if err != nil {
-		d.log.Error("poison webhook retry terminated", "subject", msg.Subject(), "reason", err.Error())
-		_ = msg.Term()
-		return
+		return consumer.Poison(err.Error())
 	}
 	if _, err := d.p.Subscriptions.Get(ctx, job.GetHookId()); errors.Is(err, app.ErrNotFound) {
-		_ = msg.Ack() // its subscription is gone
-		return
+		return consumer.Acked() // its subscription is gone
 	}
 	md, err := msg.Metadata()
 	if err != nil {
-		_ = msg.Nak()
-		return
+		return consumer.NakAfter(0)
 	}
 	pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
@@ -630,12 +589,9 @@ func (d *Dispatcher) handleRetry(ctx context.Context, msg jetstream.Msg) {
 		if ctx.Err() == nil {
 			d.log.Warn("requeue webhook job", "delivery_id", job.GetDeliveryId(), "err", err)
 		}
-		_ = msg.NakWithDelay(time.Second)
-		return
+		return consumer.NakAfter(time.Second)
 	}
-	if err := msg.Ack(); err != nil {
-		d.log.Warn("ack webhook retry", "subject", msg.Subject(), "err", err)
-	}
+	return consumer.Acked()
 }
 
 // refreshStats refreshes the queue gauges, and removes the queued jobs of subscriptions

@@ -15,9 +15,10 @@ import (
 	"github.com/shipfile/shipfile/pkg/events"
 	"github.com/shipfile/shipfile/pkg/events/eventstest"
 	"github.com/shipfile/shipfile/pkg/events/eventsv1"
+	"github.com/shipfile/shipfile/pkg/secretbox"
 	"github.com/shipfile/shipfile/pkg/servicetest"
 	"github.com/shipfile/shipfile/services/webhooks/internal/app"
-	"github.com/shipfile/shipfile/services/webhooks/internal/store"
+	"github.com/shipfile/shipfile/services/webhooks/internal/service"
 	"github.com/shipfile/shipfile/services/webhooks/internal/transport"
 )
 
@@ -92,7 +93,8 @@ type Instance struct {
 	*servicetest.Background
 }
 
-// Start runs a dispatcher wired like the binary's, stopped when the test ends.
+// Start runs a dispatcher built like the binary's (service.New), stopped when the
+// test ends.
 func Start(t testing.TB, cfg Config) *Instance {
 	t.Helper()
 	if cfg.Schedule == nil {
@@ -110,42 +112,40 @@ func Start(t testing.TB, cfg Config) *Instance {
 	if cfg.Log == nil {
 		cfg.Log = slog.New(slog.NewTextHandler(t.Output(), &slog.HandlerOptions{Level: slog.LevelDebug}))
 	}
-	reg := prometheus.NewRegistry()
-	metrics, err := app.NewMetrics(reg)
+	svc, err := service.New(context.Background(), service.Config{
+		Secrets:         secretbox.Config{Key: servicetest.SecretKey},
+		AllowPrivate:    cfg.AllowPrivate,
+		RetrySchedule:   cfg.Schedule,
+		Timeout:         cfg.Timeout,
+		Workers:         cfg.Workers,
+		DisableAfter:    cfg.DisableAfter,
+		HealthInterval:  cfg.HealthInterval,
+		AckWait:         cfg.Timeout + 2*time.Second,
+		ShutdownTimeout: 10 * time.Second,
+	}, service.Deps{
+		Pool:       cfg.Pool,
+		JS:         cfg.JS,
+		Log:        cfg.Log,
+		Options:    cfg.Streams.Options,
+		InstanceID: uuid.NewString(),
+		Tune: func(o *transport.Options) {
+			o.FetchWait = 500 * time.Millisecond
+			o.StatsInterval = 200 * time.Millisecond
+			if cfg.Tune != nil {
+				cfg.Tune(o)
+			}
+		},
+	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	opts := cfg.Streams.Options
-	opts.AckWait = cfg.Timeout + 2*time.Second
-	opts.Workers = cfg.Workers
-	opts.FetchWait = 500 * time.Millisecond
-	opts.ShutdownTimeout = 10 * time.Second
-	opts.StatsInterval = 200 * time.Millisecond
-	if cfg.Tune != nil {
-		cfg.Tune(&opts)
-	}
-	st := store.New(cfg.Pool, servicetest.Keyring(t))
-	subs := app.NewSubscriptions(st)
-	rates := app.NewRateLimiter()
-	sender := transport.NewSender(transport.SenderOptions{Timeout: cfg.Timeout, AllowPrivate: cfg.AllowPrivate})
-	d := transport.NewDispatcher(cfg.JS, transport.Parts{
-		Subscriptions: subs,
-		Listener:      st,
-		Fanout:        app.NewFanout(subs, st, transport.NewJobPublisher(cfg.JS, opts.JobSubjectPrefix), cfg.Log),
-		Deliverer:     app.NewDeliverer(st, subs, rates, sender, metrics, cfg.Log, app.DeliveryOptions{Schedule: cfg.Schedule}),
-		Health: app.NewHealth(st, subs, rates, cfg.Log, app.HealthOptions{
-			Interval: cfg.HealthInterval, DisableAfter: cfg.DisableAfter, InstanceID: uuid.NewString(),
-		}),
-		Metrics: metrics,
-		Log:     cfg.Log,
-	}, opts)
 	// Consumers exist once Start returns, so events published next are not missed.
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	if _, _, err := d.EnsureConsumers(ctx); err != nil {
+	if _, _, err := svc.Dispatcher.EnsureConsumers(ctx); err != nil {
 		t.Fatal(err)
 	}
-	return &Instance{Metrics: metrics, Registry: reg, Background: servicetest.RunInBackground(t, "dispatcher", d.Run)}
+	return &Instance{Metrics: svc.Metrics, Registry: svc.Registry, Background: servicetest.RunInBackground(t, "dispatcher", svc.Run)}
 }
 
 // Schedule returns n waits of d.

@@ -488,3 +488,58 @@ func TestBrokenDownloadGivesItsCountBack(t *testing.T) {
 		t.Fatalf("counts after a whole download = %s, want 1,0", c)
 	}
 }
+
+// TestUnlockUsesTheBoundedHasher: link passwords go through the gateway's one password
+// hasher: with its slot taken, unlock answers 503 with Retry-After (not counted as a
+// wrong password), and a free slot lets it through.
+func TestUnlockUsesTheBoundedHasher(t *testing.T) {
+	t.Parallel()
+	hasher := app.NewHasher(1, 20*time.Millisecond)
+	a := newTestAPI(t, defaultConfig(), withHasher(hasher))
+	_, token := a.user("owner@example.com", app.RoleRegular)
+	before := hasher.Runs()
+	id, link := a.sharedPackage(token, map[string]any{"password": "bounded one"}, "a.txt")
+	if hasher.Runs() != before+1 {
+		t.Fatalf("creating a protected package ran the hasher %d times, want 1", hasher.Runs()-before)
+	}
+	// Hold the one slot with a slow verification of our own.
+	var wg sync.WaitGroup
+	hold := make(chan struct{})
+	wg.Go(func() {
+		for {
+			select {
+			case <-hold:
+				return
+			default:
+				_, _ = hasher.Verify(context.Background(), "$argon2id$v=19$m=19456,t=2,p=1$c2FsdHNhbHQ$a2V5a2V5a2V5a2V5a2V5a2V5a2V5a2V5a2V5a2V5a2U", "x")
+			}
+		}
+	})
+	busy := 0
+	for range 20 {
+		r := a.unlock(link, "bounded one")
+		if r.status == http.StatusServiceUnavailable {
+			expect(t, r, http.StatusServiceUnavailable)
+			if r.header.Get("Retry-After") == "" {
+				t.Fatal("503 without Retry-After")
+			}
+			busy++
+		} else if r.status != http.StatusOK {
+			t.Fatalf("unlock while busy: %d %s", r.status, r.body)
+		}
+	}
+	close(hold)
+	wg.Wait()
+	if busy == 0 {
+		t.Fatal("no unlock found the hasher busy")
+	}
+	if n := count(a.auditActions(id), "link.unlock_failed"); n != 0 {
+		t.Fatalf("busy answers audited as wrong passwords: %d", n)
+	}
+	// The 503s were not counted as wrong passwords: the link is not throttled.
+	expect(t, a.unlock(link, "bounded one"), http.StatusOK)
+	var failures int
+	if err := a.pool.QueryRow(context.Background(), "SELECT count(*) FROM link_unlock_failures").Scan(&failures); err != nil || failures != 0 {
+		t.Fatalf("unlock attempts left counted: %d %v", failures, err)
+	}
+}

@@ -107,7 +107,7 @@ func (h *handlers) tusCreate(target func(*gin.Context) (app.TusTarget, error)) g
 		c.Header("Upload-Expires", res.Upload.ExpiresAt.UTC().Format(http.TimeFormat))
 		if withBody && res.File == nil {
 			res, err = h.resumable.Write(c.Request.Context(), t, res.Upload.ID, app.Chunk{
-				Offset: 0, Body: h.uploadBody(c), Checksum: c.GetHeader("Upload-Checksum"),
+				Offset: 0, Body: h.uploadBody(c), Checksum: c.GetHeader("Upload-Checksum"), Size: c.Request.ContentLength,
 			})
 			if err != nil {
 				_ = c.Error(err)
@@ -184,7 +184,7 @@ func (h *handlers) tusPatch(target func(*gin.Context) (app.TusTarget, error)) gi
 			return
 		}
 		res, err := h.resumable.Write(c.Request.Context(), t, id, app.Chunk{
-			Offset: offset, Body: h.uploadBody(c), Checksum: c.GetHeader("Upload-Checksum"),
+			Offset: offset, Body: h.uploadBody(c), Checksum: c.GetHeader("Upload-Checksum"), Size: c.Request.ContentLength,
 		})
 		if err != nil {
 			_ = c.Error(err)

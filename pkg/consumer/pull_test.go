@@ -1,4 +1,4 @@
-package events_test
+package consumer_test
 
 import (
 	"context"
@@ -12,6 +12,7 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/shipfile/shipfile/pkg/consumer"
 	"github.com/shipfile/shipfile/pkg/events"
 	"github.com/shipfile/shipfile/pkg/events/eventstest"
 )
@@ -39,10 +40,10 @@ func workQueue(t *testing.T, js jetstream.JetStream, ackWait time.Duration, n in
 	return cons
 }
 
-// TestConsumeHandlesEveryMessageUntilStopped: batches of two, every message handled
-// (a Nak'd one again, with NumDelivered 2), and Consume returns once its context is
+// TestPullHandlesEveryMessageUntilStopped: batches of two, every message handled
+// (a Nak'd one again, with NumDelivered 2), and Pull returns once its context is
 // done.
-func TestConsumeHandlesEveryMessageUntilStopped(t *testing.T) {
+func TestPullHandlesEveryMessageUntilStopped(t *testing.T) {
 	t.Parallel()
 	js := eventstest.Connect(t)
 	cons := workQueue(t, js, 30*time.Second, 5)
@@ -53,17 +54,17 @@ func TestConsumeHandlesEveryMessageUntilStopped(t *testing.T) {
 	returned := make(chan struct{})
 	go func() {
 		defer close(returned)
-		events.Consume(ctx, cons, 2, 200*time.Millisecond, discard, func(msg jetstream.Msg) {
+		rt := consumer.NewSingle(func(_ context.Context, msg jetstream.Msg) consumer.Decision {
 			mu.Lock()
-			got[string(msg.Data())] = append(got[string(msg.Data())], events.NumDelivered(msg))
+			got[string(msg.Data())] = append(got[string(msg.Data())], consumer.NumDelivered(msg))
 			first := string(msg.Data()) == "job 0" && len(got["job 0"]) == 1
 			mu.Unlock()
 			if first {
-				_ = msg.Nak()
-				return
+				return consumer.NakAfter(0)
 			}
-			_ = msg.Ack()
-		})
+			return consumer.Acked()
+		}, consumer.Options{Name: "worker", Log: discard})
+		rt.Pull(ctx, ctx, cons, consumer.PullOptions{Batch: 2, Wait: 200 * time.Millisecond})
 	}()
 	deadline := time.Now().Add(20 * time.Second)
 	for {
@@ -82,7 +83,7 @@ func TestConsumeHandlesEveryMessageUntilStopped(t *testing.T) {
 	select {
 	case <-returned:
 	case <-time.After(5 * time.Second):
-		t.Fatal("Consume did not return within 5s of its context's end")
+		t.Fatal("Pull did not return within 5s of its context's end")
 	}
 	mu.Lock()
 	defer mu.Unlock()
@@ -98,10 +99,10 @@ func TestConsumeHandlesEveryMessageUntilStopped(t *testing.T) {
 	}
 }
 
-// TestConsumeReturnsMessagesFetchedWhileStopping: the handler stops the loop on the
+// TestPullReturnsMessagesFetchedWhileStopping: the handler stops the loop on the
 // first message of a batch of three; the other two are not handled but returned at
 // once (redelivered well before the 30s AckWait).
-func TestConsumeReturnsMessagesFetchedWhileStopping(t *testing.T) {
+func TestPullReturnsMessagesFetchedWhileStopping(t *testing.T) {
 	t.Parallel()
 	js := eventstest.Connect(t)
 	cons := workQueue(t, js, 30*time.Second, 3)
@@ -109,11 +110,12 @@ func TestConsumeReturnsMessagesFetchedWhileStopping(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	handled := 0
-	events.Consume(ctx, cons, 3, 2*time.Second, discard, func(msg jetstream.Msg) {
+	rt := consumer.NewSingle(func(context.Context, jetstream.Msg) consumer.Decision {
 		handled++
-		_ = msg.Ack()
 		cancel()
-	})
+		return consumer.Acked()
+	}, consumer.Options{Name: "worker", Log: discard})
+	rt.Pull(ctx, context.Background(), cons, consumer.PullOptions{Batch: 3, Wait: 2 * time.Second})
 	if handled != 1 {
 		t.Fatalf("%d messages handled after the stop, want 1", handled)
 	}
@@ -123,7 +125,7 @@ func TestConsumeReturnsMessagesFetchedWhileStopping(t *testing.T) {
 	}
 	var again []uint64
 	for msg := range b.Messages() {
-		again = append(again, events.NumDelivered(msg))
+		again = append(again, consumer.NumDelivered(msg))
 		_ = msg.Ack()
 	}
 	if fmt.Sprint(again) != "[2 2]" {
@@ -131,8 +133,9 @@ func TestConsumeReturnsMessagesFetchedWhileStopping(t *testing.T) {
 	}
 }
 
-// TestKeepAliveHoldsTheMessage: a message held three times its AckWait with KeepAlive
-// is not redelivered meanwhile; once stopped, it is redelivered after AckWait.
+// TestKeepAliveHoldsTheMessage: a message whose handler holds it three times its
+// AckWait inside KeepAlive is not redelivered meanwhile; once the handler returned, it
+// is redelivered after AckWait.
 func TestKeepAliveHoldsTheMessage(t *testing.T) {
 	t.Parallel()
 	js := eventstest.Connect(t)
@@ -147,21 +150,29 @@ func TestKeepAliveHoldsTheMessage(t *testing.T) {
 	if !ok {
 		t.Fatalf("no message: %v", b.Error())
 	}
-	stop := events.KeepAlive(msg, ackWait/4)
+	// The handler holds the message for three AckWaits, fetching meanwhile.
+	var redelivered []uint64
+	kept := consumer.KeepAlive(ackWait / 4)(func(context.Context, []jetstream.Msg) []consumer.Decision {
+		again, err := cons.Fetch(1, jetstream.FetchMaxWait(3*ackWait))
+		if err != nil {
+			t.Error(err)
+			return nil
+		}
+		for m := range again.Messages() {
+			redelivered = append(redelivered, consumer.NumDelivered(m))
+		}
+		return nil
+	})
+	kept(context.Background(), []jetstream.Msg{msg})
+	if len(redelivered) > 0 {
+		t.Fatalf("redelivered while kept alive (NumDelivered %v)", redelivered)
+	}
 	again, err := cons.Fetch(1, jetstream.FetchMaxWait(3*ackWait))
 	if err != nil {
 		t.Fatal(err)
 	}
-	for m := range again.Messages() {
-		t.Fatalf("redelivered while kept alive (NumDelivered %d)", events.NumDelivered(m))
-	}
-	stop()
-	again, err = cons.Fetch(1, jetstream.FetchMaxWait(3*ackWait))
-	if err != nil {
-		t.Fatal(err)
-	}
 	m, ok := <-again.Messages()
-	if !ok || events.NumDelivered(m) != 2 {
+	if !ok || consumer.NumDelivered(m) != 2 {
 		t.Fatalf("after stop: %v %v, want the message again", m, again.Error())
 	}
 	_ = m.Ack()
@@ -175,7 +186,7 @@ func TestEvery(t *testing.T) {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		events.Every(ctx, 20*time.Millisecond, func(cctx context.Context) {
+		consumer.Every(ctx, 20*time.Millisecond, func(cctx context.Context) {
 			if _, ok := cctx.Deadline(); !ok {
 				t.Error("the call's context has no deadline")
 			}
@@ -191,5 +202,50 @@ func TestEvery(t *testing.T) {
 	}
 	if n := calls.Load(); n != 3 {
 		t.Fatalf("%d calls, want 3 (the last one cancelled)", n)
+	}
+}
+
+// TestPullTogetherHandsTheBatchAtOnce: a together loop hands what is there to the
+// batch handler in one call (the first fetch waits, the rest is taken without
+// waiting), and settles each message as its own decision says.
+func TestPullTogetherHandsTheBatchAtOnce(t *testing.T) {
+	t.Parallel()
+	js := eventstest.Connect(t)
+	cons := workQueue(t, js, 30*time.Second, 4)
+
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var sizes []int
+	seen := map[string]int{}
+	rt := consumer.New(func(_ context.Context, msgs []jetstream.Msg) []consumer.Decision {
+		sizes = append(sizes, len(msgs))
+		out := make([]consumer.Decision, len(msgs))
+		for i, m := range msgs {
+			seen[string(m.Data())]++
+			if string(m.Data()) == "job 1" && seen["job 1"] == 1 {
+				out[i] = consumer.NakAfter(0)
+			} else {
+				out[i] = consumer.Acked()
+			}
+		}
+		if len(seen) == 4 && seen["job 1"] == 2 {
+			cancel()
+		}
+		return out
+	}, consumer.Options{Name: "worker", Log: discard})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		rt.Pull(ctx, ctx, cons, consumer.PullOptions{Batch: 10, Wait: 200 * time.Millisecond, Together: true})
+	}()
+	select {
+	case <-done:
+	case <-time.After(20 * time.Second):
+		cancel()
+		<-done
+		t.Fatalf("batches %v saw %v within 20s", sizes, seen)
+	}
+	if len(sizes) == 0 || sizes[0] != 4 {
+		t.Fatalf("batch sizes %v, want the four published messages in the first batch", sizes)
 	}
 }
