@@ -31,10 +31,6 @@ func (s *Postgres) ReturnDownloads(ctx context.Context, fileIDs []uuid.UUID) err
 	return s.q.ReturnDownloads(ctx, fileIDs)
 }
 
-// lockUnlockAttempts serialises the unlock attempts of one link, on every gateway,
-// until the transaction ends (a transaction-level advisory lock keyed by the package).
-const lockUnlockAttempts = `SELECT pg_advisory_xact_lock(hashtextextended('link-unlock:' || $1::text, 0))`
-
 // AddUnlockAttempt records an unlock attempt and returns the link's failures recorded
 // before it since since, newest first. Attempts of one link are serialised, so each
 // sees every attempt before it: parallel guesses cannot all see a count under the
@@ -43,10 +39,10 @@ func (s *Postgres) AddUnlockAttempt(ctx context.Context, packageID uuid.UUID, si
 	var id int64
 	var rows []time.Time
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		if _, err := tx.Exec(ctx, lockUnlockAttempts, packageID); err != nil {
+		q := s.q.WithTx(tx)
+		if err := q.LockUnlockAttempts(ctx, packageID.String()); err != nil {
 			return err
 		}
-		q := s.q.WithTx(tx)
 		var err error
 		if id, err = q.InsertUnlockFailure(ctx, InsertUnlockFailureParams{PackageID: packageID, FailedAt: time.Now().UTC()}); err != nil {
 			return err

@@ -134,6 +134,11 @@ SELECT failed_at FROM link_unlock_failures
 WHERE package_id = @package_id AND failed_at > @since AND id < @before_id
 ORDER BY failed_at DESC;
 
+-- name: LockUnlockAttempts :exec
+-- Serialises the unlock attempts of one link, on every gateway, until the transaction
+-- ends (a transaction-level advisory lock keyed by the package).
+SELECT pg_advisory_xact_lock(hashtextextended('link-unlock:' || @package_id::text, 0));
+
 -- name: InsertUnlockFailure :one
 INSERT INTO link_unlock_failures (package_id, failed_at) VALUES (@package_id, @failed_at) RETURNING id;
 

@@ -867,6 +867,17 @@ func (q *Queries) LockSetup(ctx context.Context, key int64) error {
 	return err
 }
 
+const lockUnlockAttempts = `-- name: LockUnlockAttempts :exec
+SELECT pg_advisory_xact_lock(hashtextextended('link-unlock:' || $1::text, 0))
+`
+
+// Serialises the unlock attempts of one link, on every gateway, until the transaction
+// ends (a transaction-level advisory lock keyed by the package).
+func (q *Queries) LockUnlockAttempts(ctx context.Context, packageID string) error {
+	_, err := q.db.Exec(ctx, lockUnlockAttempts, packageID)
+	return err
+}
+
 const lockWebhook = `-- name: LockWebhook :one
 SELECT id, url, description, events, secret, previous_secret, previous_secret_until, active, disabled_reason, disabled_at, failing_since, last_success_at, created_at, updated_at, max_in_flight, rate_limit, failures_counted_from FROM webhook_subscriptions WHERE id = $1 FOR UPDATE
 `
