@@ -17,7 +17,7 @@ STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
 KUSTOMIZE_VERSION := v5.8.2
 KUSTOMIZE := $(HOME)/.cache/shipfile/bin/kustomize
 
-.PHONY: help up down test test-race test-faults test-scale bench lint fmt generate migrate assets build clean check-modules k8s
+.PHONY: help up down test test-race test-faults test-scale bench lint fmt generate check-generated migrate assets build clean check-modules k8s
 
 help: ## list the targets
 	@echo "usage: make <target>"
@@ -32,7 +32,7 @@ down: ## stop what `make up` / `make test` started (and nothing else)
 test: ## every test, with PostgreSQL, NATS, MinIO and SMTP started as by `make up`
 	@bash scripts/dev.sh test
 
-test-race: check-modules assets ## go test -race in each module (expects the infrastructure; see `make test`)
+test-race: check-modules check-generated assets ## go test -race in each module (expects the infrastructure; see `make test`)
 	@for m in $(MODULES); do \
 		echo "==> go test -race $$m"; \
 		if ! (cd $$m && $(GO) test -race -count=1 -timeout 20m ./...); then \
@@ -82,7 +82,7 @@ test-scale: check-modules assets ## the system scaled out on one machine: every 
 	@bash scripts/dev.sh exec bash -c 'cd bench/scale && SHIPFILE_SCALE_REPORT="$(CURDIR)/.run/scale.md" \
 		$(GO) test -tags scale -count=1 -timeout 5m -v $(SCALE_FLAGS) 2>&1 | grep -v "^ *\[[0-9]*\] "; exit $${PIPESTATUS[0]}'
 
-lint: check-modules assets ## go vet + staticcheck in each module; redocly lint of proto/openapi.yaml
+lint: check-modules check-generated assets ## go vet + staticcheck in each module; redocly lint of proto/openapi.yaml
 	@for m in $(MODULES); do \
 		echo "==> vet + staticcheck $$m"; \
 		(cd $$m && $(GO) vet ./... && $(GO) run $(STATICCHECK) ./...) || { echo "FAIL: lint in $$m" >&2; exit 1; }; \
@@ -95,6 +95,9 @@ fmt: check-modules ## gofmt -w every module
 
 generate: ## regenerate code (sqlc, oapi-codegen, protobuf): scripts/generate.sh
 	@bash scripts/generate.sh
+
+check-generated: ## fail when a service's sqlc code is stale (sqlc diff against its queries and the migrations)
+	@bash scripts/generate.sh check
 
 migrate: build ## apply the schema migrations (bin/shipctl migrate, settings from .run/env)
 	@bash scripts/dev.sh exec bin/shipctl migrate

@@ -5,10 +5,17 @@
 #      (pkg/events reads the event types from this descriptor: the (event_type)
 #      option of each field of Envelope.data)
 #      (buf generate with proto/buf.yaml + proto/buf.gen.yaml, plugin protoc-gen-go)
-#   2. sqlc:     services/gateway/internal/store/queries.sql → *.gen.go
-#      (sqlc generate with services/gateway/sqlc.yaml)
+#   2. sqlc:     every service's SQL (services/*/sqlc.yaml: the gateway's
+#      internal/store/*.sql → internal/store/*.gen.go; the mailer's, the expiry
+#      service's and the dispatcher's internal/store/queries.sql → internal/store/db),
+#      each compiled against the one schema, services/gateway/migrations
 #   3. oapi-codegen: proto/openapi.yaml → pkg/apiclient/client.gen.go (the REST API's
 #      client and types, with pkg/apiclient/oapi-codegen.yaml)
+#
+# `generate.sh check` regenerates nothing: it fails when the sqlc code on disk differs
+# from what the queries and the migrations give (sqlc diff in each service), e.g. after
+# a migration or a queries.sql edit without `make generate`. `make test-race` and
+# `make lint` run it; it takes well under a second once sqlc is in the cache.
 #
 # The tools are pinned below and installed with `go install module@version` into
 # ${SHIPFILE_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/shipfile}/bin when missing or
@@ -32,7 +39,8 @@ PROTOC_GEN_GO_PKG=google.golang.org/protobuf/cmd/protoc-gen-go
 PROTOC_GEN_GO_VERSION=v1.36.12
 SQLC_MODULE=github.com/sqlc-dev/sqlc
 SQLC_PKG=github.com/sqlc-dev/sqlc/cmd/sqlc
-SQLC_VERSION=v1.30.0
+# v1.31.1 is the newest release (`go list -m -versions`), and its go.mod asks for Go 1.26.0.
+SQLC_VERSION=v1.31.1
 OAPI_CODEGEN_MODULE=github.com/oapi-codegen/oapi-codegen/v2
 OAPI_CODEGEN_PKG=github.com/oapi-codegen/oapi-codegen/v2/cmd/oapi-codegen
 # Keep the runtime it calls, github.com/oapi-codegen/runtime in pkg/go.mod, at a version
@@ -87,12 +95,41 @@ gen_proto() {
 	fi
 }
 
+# sqlc_services prints the directories of the services with a sqlc.yaml, relative to ROOT.
+sqlc_services() {
+	local f
+	for f in "$ROOT"/services/*/sqlc.yaml; do
+		[[ -e $f ]] || die "no services/*/sqlc.yaml"
+		f=${f%/sqlc.yaml}
+		printf '%s\n' "${f#"$ROOT"/}"
+	done
+}
+
 gen_sqlc() {
-	local sqlc
+	local sqlc dir
 	sqlc=$(go_tool sqlc "$SQLC_MODULE" "$SQLC_PKG" "$SQLC_VERSION") ||
 		die "go install $SQLC_PKG@$SQLC_VERSION failed"
-	log "sqlc generate (services/gateway)"
-	(cd "$ROOT/services/gateway" && "$sqlc" generate)
+	for dir in $(sqlc_services); do
+		log "sqlc generate ($dir)"
+		(cd "$ROOT/$dir" && "$sqlc" generate)
+	done
+}
+
+# check_sqlc fails when any service's generated code is stale (sqlc diff prints how).
+check_sqlc() {
+	local sqlc dir stale=()
+	sqlc=$(go_tool sqlc "$SQLC_MODULE" "$SQLC_PKG" "$SQLC_VERSION") ||
+		die "go install $SQLC_PKG@$SQLC_VERSION failed"
+	for dir in $(sqlc_services); do
+		log "sqlc diff ($dir)"
+		if ! (cd "$ROOT/$dir" && "$sqlc" diff >&2); then
+			stale+=("$dir")
+		fi
+	done
+	if ((${#stale[@]} > 0)); then
+		die "the sqlc code of ${stale[*]} is stale or its SQL does not compile against services/gateway/migrations: run make generate"
+	fi
+	log "sqlc code is up to date: $(sqlc_services | tr '\n' ' ')"
 }
 
 gen_openapi() {
@@ -103,7 +140,17 @@ gen_openapi() {
 	(cd "$ROOT/pkg/apiclient" && "$oapi" -config oapi-codegen.yaml ../../proto/openapi.yaml)
 }
 
-gen_proto
-gen_sqlc
-gen_openapi
-log "generated code is up to date"
+case ${1:-} in
+check)
+	check_sqlc
+	;;
+"")
+	gen_proto
+	gen_sqlc
+	gen_openapi
+	log "generated code is up to date"
+	;;
+*)
+	die "usage: generate.sh [check]"
+	;;
+esac

@@ -378,6 +378,81 @@ func (e WebhookAttemptDeliveryStatus) Valid() bool {
 	}
 }
 
+// Defines values for TusResumable.
+const (
+	TusResumableN100 TusResumable = "1.0.0"
+)
+
+// Valid indicates whether the value is a known member of the TusResumable enum.
+func (e TusResumable) Valid() bool {
+	switch e {
+	case TusResumableN100:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for TusCreateLinkParamsTusResumable.
+const (
+	TusCreateLinkParamsTusResumableN100 TusCreateLinkParamsTusResumable = "1.0.0"
+)
+
+// Valid indicates whether the value is a known member of the TusCreateLinkParamsTusResumable enum.
+func (e TusCreateLinkParamsTusResumable) Valid() bool {
+	switch e {
+	case TusCreateLinkParamsTusResumableN100:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for TusTerminateLinkParamsTusResumable.
+const (
+	TusTerminateLinkParamsTusResumableN100 TusTerminateLinkParamsTusResumable = "1.0.0"
+)
+
+// Valid indicates whether the value is a known member of the TusTerminateLinkParamsTusResumable enum.
+func (e TusTerminateLinkParamsTusResumable) Valid() bool {
+	switch e {
+	case TusTerminateLinkParamsTusResumableN100:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for TusStatusLinkParamsTusResumable.
+const (
+	TusStatusLinkParamsTusResumableN100 TusStatusLinkParamsTusResumable = "1.0.0"
+)
+
+// Valid indicates whether the value is a known member of the TusStatusLinkParamsTusResumable enum.
+func (e TusStatusLinkParamsTusResumable) Valid() bool {
+	switch e {
+	case TusStatusLinkParamsTusResumableN100:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for TusWriteLinkParamsTusResumable.
+const (
+	TusWriteLinkParamsTusResumableN100 TusWriteLinkParamsTusResumable = "1.0.0"
+)
+
+// Valid indicates whether the value is a known member of the TusWriteLinkParamsTusResumable enum.
+func (e TusWriteLinkParamsTusResumable) Valid() bool {
+	switch e {
+	case TusWriteLinkParamsTusResumableN100:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for ListPackagesParamsState.
 const (
 	ListPackagesParamsStateActive  ListPackagesParamsState = "active"
@@ -414,6 +489,66 @@ func (e ListPackagesParamsDirection) Valid() bool {
 	case ListPackagesParamsDirectionInbound:
 		return true
 	case ListPackagesParamsDirectionOutbound:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for TusCreateOwnerParamsTusResumable.
+const (
+	TusCreateOwnerParamsTusResumableN100 TusCreateOwnerParamsTusResumable = "1.0.0"
+)
+
+// Valid indicates whether the value is a known member of the TusCreateOwnerParamsTusResumable enum.
+func (e TusCreateOwnerParamsTusResumable) Valid() bool {
+	switch e {
+	case TusCreateOwnerParamsTusResumableN100:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for TusTerminateOwnerParamsTusResumable.
+const (
+	TusTerminateOwnerParamsTusResumableN100 TusTerminateOwnerParamsTusResumable = "1.0.0"
+)
+
+// Valid indicates whether the value is a known member of the TusTerminateOwnerParamsTusResumable enum.
+func (e TusTerminateOwnerParamsTusResumable) Valid() bool {
+	switch e {
+	case TusTerminateOwnerParamsTusResumableN100:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for TusStatusOwnerParamsTusResumable.
+const (
+	TusStatusOwnerParamsTusResumableN100 TusStatusOwnerParamsTusResumable = "1.0.0"
+)
+
+// Valid indicates whether the value is a known member of the TusStatusOwnerParamsTusResumable enum.
+func (e TusStatusOwnerParamsTusResumable) Valid() bool {
+	switch e {
+	case TusStatusOwnerParamsTusResumableN100:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for TusWriteOwnerParamsTusResumable.
+const (
+	TusWriteOwnerParamsTusResumableN100 TusWriteOwnerParamsTusResumable = "1.0.0"
+)
+
+// Valid indicates whether the value is a known member of the TusWriteOwnerParamsTusResumable enum.
+func (e TusWriteOwnerParamsTusResumable) Valid() bool {
+	switch e {
+	case TusWriteOwnerParamsTusResumableN100:
 		return true
 	default:
 		return false
@@ -1060,6 +1195,12 @@ type WebhookTestQueued struct {
 // LinkGrantHeader defines model for LinkGrant.
 type LinkGrantHeader = string
 
+// TusResumable defines model for TusResumable.
+type TusResumable string
+
+// UploadId defines model for UploadId.
+type UploadId = openapi_types.UUID
+
 // Conflict defines model for Conflict.
 type Conflict = Error
 
@@ -1092,6 +1233,15 @@ type TooLarge = Error
 
 // TooManyRequests defines model for TooManyRequests.
 type TooManyRequests = Error
+
+// TusChecksumMismatch defines model for TusChecksumMismatch.
+type TusChecksumMismatch = Error
+
+// TusLocked defines model for TusLocked.
+type TusLocked = Error
+
+// TusPreconditionFailed defines model for TusPreconditionFailed.
+type TusPreconditionFailed = Error
 
 // Unauthorized defines model for Unauthorized.
 type Unauthorized = Error
@@ -1153,6 +1303,79 @@ type HeadLinkFileParams struct {
 	LinkGrantHeader *LinkGrantHeader `json:"Shipfile-Link-Grant,omitempty"`
 }
 
+// TusOptionsLinkParams defines parameters for TusOptionsLink.
+type TusOptionsLinkParams struct {
+	// LinkGrantHeader The grant of a password-protected link (or send the `shipfile_link` cookie instead).
+	LinkGrantHeader *LinkGrantHeader `json:"Shipfile-Link-Grant,omitempty"`
+}
+
+// TusCreateLinkParams defines parameters for TusCreateLink.
+type TusCreateLinkParams struct {
+	// TusResumable Required on every tus request but OPTIONS, else 412.
+	TusResumable TusCreateLinkParamsTusResumable `json:"Tus-Resumable"`
+
+	// UploadLength The file's size in bytes; over the file size limit → 413. (`Upload-Defer-Length` is not supported → 400.)
+	UploadLength int64 `json:"Upload-Length"`
+
+	// UploadMetadata Comma-separated `key base64(value)` pairs: `filename` (required, the multipart upload's filename rules, else 422) and `filetype` (optional, the content type).
+	UploadMetadata string `json:"Upload-Metadata"`
+
+	// UploadChecksum With a body, as on PATCH.
+	UploadChecksum *string `json:"Upload-Checksum,omitempty"`
+
+	// LinkGrantHeader The grant of a password-protected link (or send the `shipfile_link` cookie instead).
+	LinkGrantHeader *LinkGrantHeader `json:"Shipfile-Link-Grant,omitempty"`
+}
+
+// TusCreateLinkParamsTusResumable defines parameters for TusCreateLink.
+type TusCreateLinkParamsTusResumable string
+
+// TusTerminateLinkParams defines parameters for TusTerminateLink.
+type TusTerminateLinkParams struct {
+	// TusResumable Required on every tus request but OPTIONS, else 412.
+	TusResumable TusTerminateLinkParamsTusResumable `json:"Tus-Resumable"`
+
+	// LinkGrantHeader The grant of a password-protected link (or send the `shipfile_link` cookie instead).
+	LinkGrantHeader *LinkGrantHeader `json:"Shipfile-Link-Grant,omitempty"`
+}
+
+// TusTerminateLinkParamsTusResumable defines parameters for TusTerminateLink.
+type TusTerminateLinkParamsTusResumable string
+
+// TusStatusLinkParams defines parameters for TusStatusLink.
+type TusStatusLinkParams struct {
+	// TusResumable Required on every tus request but OPTIONS, else 412.
+	TusResumable TusStatusLinkParamsTusResumable `json:"Tus-Resumable"`
+
+	// LinkGrantHeader The grant of a password-protected link (or send the `shipfile_link` cookie instead).
+	LinkGrantHeader *LinkGrantHeader `json:"Shipfile-Link-Grant,omitempty"`
+}
+
+// TusStatusLinkParamsTusResumable defines parameters for TusStatusLink.
+type TusStatusLinkParamsTusResumable string
+
+// TusUploadOptionsLinkParams defines parameters for TusUploadOptionsLink.
+type TusUploadOptionsLinkParams struct {
+	// LinkGrantHeader The grant of a password-protected link (or send the `shipfile_link` cookie instead).
+	LinkGrantHeader *LinkGrantHeader `json:"Shipfile-Link-Grant,omitempty"`
+}
+
+// TusWriteLinkParams defines parameters for TusWriteLink.
+type TusWriteLinkParams struct {
+	// TusResumable Required on every tus request but OPTIONS, else 412.
+	TusResumable TusWriteLinkParamsTusResumable `json:"Tus-Resumable"`
+	UploadOffset int64                          `json:"Upload-Offset"`
+
+	// UploadChecksum `sha1 <base64 digest>` or `sha256 <base64 digest>` of this chunk; a mismatch → 460 and the chunk is discarded.
+	UploadChecksum *string `json:"Upload-Checksum,omitempty"`
+
+	// LinkGrantHeader The grant of a password-protected link (or send the `shipfile_link` cookie instead).
+	LinkGrantHeader *LinkGrantHeader `json:"Shipfile-Link-Grant,omitempty"`
+}
+
+// TusWriteLinkParamsTusResumable defines parameters for TusWriteLink.
+type TusWriteLinkParamsTusResumable string
+
 // ListPackagesParams defines parameters for ListPackages.
 type ListPackagesParams struct {
 	Limit *int `form:"limit,omitempty" json:"limit,omitempty"`
@@ -1168,6 +1391,55 @@ type ListPackagesParamsState string
 
 // ListPackagesParamsDirection defines parameters for ListPackages.
 type ListPackagesParamsDirection string
+
+// TusCreateOwnerParams defines parameters for TusCreateOwner.
+type TusCreateOwnerParams struct {
+	// TusResumable Required on every tus request but OPTIONS, else 412.
+	TusResumable TusCreateOwnerParamsTusResumable `json:"Tus-Resumable"`
+
+	// UploadLength The file's size in bytes; over the file size limit → 413. (`Upload-Defer-Length` is not supported → 400.)
+	UploadLength int64 `json:"Upload-Length"`
+
+	// UploadMetadata Comma-separated `key base64(value)` pairs: `filename` (required, the multipart upload's filename rules, else 422) and `filetype` (optional, the content type).
+	UploadMetadata string `json:"Upload-Metadata"`
+
+	// UploadChecksum With a body, as on PATCH.
+	UploadChecksum *string `json:"Upload-Checksum,omitempty"`
+}
+
+// TusCreateOwnerParamsTusResumable defines parameters for TusCreateOwner.
+type TusCreateOwnerParamsTusResumable string
+
+// TusTerminateOwnerParams defines parameters for TusTerminateOwner.
+type TusTerminateOwnerParams struct {
+	// TusResumable Required on every tus request but OPTIONS, else 412.
+	TusResumable TusTerminateOwnerParamsTusResumable `json:"Tus-Resumable"`
+}
+
+// TusTerminateOwnerParamsTusResumable defines parameters for TusTerminateOwner.
+type TusTerminateOwnerParamsTusResumable string
+
+// TusStatusOwnerParams defines parameters for TusStatusOwner.
+type TusStatusOwnerParams struct {
+	// TusResumable Required on every tus request but OPTIONS, else 412.
+	TusResumable TusStatusOwnerParamsTusResumable `json:"Tus-Resumable"`
+}
+
+// TusStatusOwnerParamsTusResumable defines parameters for TusStatusOwner.
+type TusStatusOwnerParamsTusResumable string
+
+// TusWriteOwnerParams defines parameters for TusWriteOwner.
+type TusWriteOwnerParams struct {
+	// TusResumable Required on every tus request but OPTIONS, else 412.
+	TusResumable TusWriteOwnerParamsTusResumable `json:"Tus-Resumable"`
+	UploadOffset int64                           `json:"Upload-Offset"`
+
+	// UploadChecksum `sha1 <base64 digest>` or `sha256 <base64 digest>` of this chunk; a mismatch → 460 and the chunk is discarded.
+	UploadChecksum *string `json:"Upload-Checksum,omitempty"`
+}
+
+// TusWriteOwnerParamsTusResumable defines parameters for TusWriteOwner.
+type TusWriteOwnerParamsTusResumable string
 
 // CreateUserJSONRequestBody defines body for CreateUser for application/json ContentType.
 type CreateUserJSONRequestBody = CreateUser
@@ -1461,6 +1733,56 @@ type ClientInterface interface {
 	// Corresponds with POST /api/v1/links/{token}/unlock (the `UnlockLink` operationId).
 	UnlockLink(ctx context.Context, token string, body UnlockLinkJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
+	// TusOptionsLink tus: what the server supports
+	//
+	// Corresponds with OPTIONS /api/v1/links/{token}/uploads (the `TusOptionsLink` operationId).
+	TusOptionsLink(ctx context.Context, token string, params *TusOptionsLinkParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// TusCreateLinkWithBody tus: create a resumable upload (recipient, active inbound package; the magic link)
+	//
+	// tus 1.0.0 creation, and creation-with-upload: a body with
+	// `Content-Type: application/offset+octet-stream` is stored at once, as a PATCH at offset 0 would be
+	// (the answer then carries `Upload-Offset`). The upload URL (`Location`) is this URL + `/{upload_id}`.
+	// An upload of length 0 is complete at once.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /api/v1/links/{token}/uploads (the `TusCreateLink` operationId).
+	TusCreateLinkWithBody(ctx context.Context, token string, params *TusCreateLinkParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// TusTerminateLink tus: terminate an unfinished upload (recipient, active inbound package; the magic link)
+	//
+	// Removes what the upload stored (its multipart upload and parts). A completed upload → 409 (remove its file instead).
+	//
+	// Corresponds with DELETE /api/v1/links/{token}/uploads/{upload_id} (the `TusTerminateLink` operationId).
+	TusTerminateLink(ctx context.Context, token string, uploadId UploadId, params *TusTerminateLinkParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// TusStatusLink tus: where an upload stands (recipient, active inbound package; the magic link)
+	//
+	// An unfinished upload past its resume window, terminated, or whose package no longer takes it is 404; so is another user's or another link's upload.
+	//
+	// Corresponds with HEAD /api/v1/links/{token}/uploads/{upload_id} (the `TusStatusLink` operationId).
+	TusStatusLink(ctx context.Context, token string, uploadId UploadId, params *TusStatusLinkParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// TusUploadOptionsLink tus: what the server supports
+	//
+	// Corresponds with OPTIONS /api/v1/links/{token}/uploads/{upload_id} (the `TusUploadOptionsLink` operationId).
+	TusUploadOptionsLink(ctx context.Context, token string, uploadId UploadId, params *TusUploadOptionsLinkParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// TusWriteLinkWithBody tus: append a chunk (recipient, active inbound package; the magic link)
+	//
+	// Appends the body at `Upload-Offset`, which must equal the server's (else 409). Bytes go into the
+	// upload's S3 multipart upload part by part; a PATCH that breaks off keeps what reached the gateway
+	// (at most one part, `SHIPFILE_UPLOAD_PART_SIZE`, is lost when the gateway itself dies): ask HEAD
+	// and go on. One request writes an upload at a time (423). The chunk that stores the last byte
+	// records the file exactly as a multipart upload does (same record, limits, audit entry and
+	// `package.file_uploaded` event), after checking the package's state again (409/410, nothing kept).
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with PATCH /api/v1/links/{token}/uploads/{upload_id} (the `TusWriteLink` operationId).
+	TusWriteLinkWithBody(ctx context.Context, token string, uploadId UploadId, params *TusWriteLinkParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// GetMe The current user
 	//
 	// Corresponds with GET /api/v1/me (the `GetMe` operationId).
@@ -1584,6 +1906,56 @@ type ClientInterface interface {
 	//
 	// Corresponds with POST /api/v1/packages/{id}/revoke (the `RevokePackage` operationId).
 	RevokePackage(ctx context.Context, id openapi_types.UUID, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// TusOptionsOwner tus: what the server supports
+	//
+	// Corresponds with OPTIONS /api/v1/packages/{id}/uploads (the `TusOptionsOwner` operationId).
+	TusOptionsOwner(ctx context.Context, id openapi_types.UUID, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// TusCreateOwnerWithBody tus: create a resumable upload (owner, draft package; token or session + CSRF)
+	//
+	// tus 1.0.0 creation, and creation-with-upload: a body with
+	// `Content-Type: application/offset+octet-stream` is stored at once, as a PATCH at offset 0 would be
+	// (the answer then carries `Upload-Offset`). The upload URL (`Location`) is this URL + `/{upload_id}`.
+	// An upload of length 0 is complete at once.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /api/v1/packages/{id}/uploads (the `TusCreateOwner` operationId).
+	TusCreateOwnerWithBody(ctx context.Context, id openapi_types.UUID, params *TusCreateOwnerParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// TusTerminateOwner tus: terminate an unfinished upload (owner, draft package; token or session + CSRF)
+	//
+	// Removes what the upload stored (its multipart upload and parts). A completed upload → 409 (remove its file instead).
+	//
+	// Corresponds with DELETE /api/v1/packages/{id}/uploads/{upload_id} (the `TusTerminateOwner` operationId).
+	TusTerminateOwner(ctx context.Context, id openapi_types.UUID, uploadId UploadId, params *TusTerminateOwnerParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// TusStatusOwner tus: where an upload stands (owner, draft package; token or session + CSRF)
+	//
+	// An unfinished upload past its resume window, terminated, or whose package no longer takes it is 404; so is another user's or another link's upload.
+	//
+	// Corresponds with HEAD /api/v1/packages/{id}/uploads/{upload_id} (the `TusStatusOwner` operationId).
+	TusStatusOwner(ctx context.Context, id openapi_types.UUID, uploadId UploadId, params *TusStatusOwnerParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// TusUploadOptionsOwner tus: what the server supports
+	//
+	// Corresponds with OPTIONS /api/v1/packages/{id}/uploads/{upload_id} (the `TusUploadOptionsOwner` operationId).
+	TusUploadOptionsOwner(ctx context.Context, id openapi_types.UUID, uploadId UploadId, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// TusWriteOwnerWithBody tus: append a chunk (owner, draft package; token or session + CSRF)
+	//
+	// Appends the body at `Upload-Offset`, which must equal the server's (else 409). Bytes go into the
+	// upload's S3 multipart upload part by part; a PATCH that breaks off keeps what reached the gateway
+	// (at most one part, `SHIPFILE_UPLOAD_PART_SIZE`, is lost when the gateway itself dies): ask HEAD
+	// and go on. One request writes an upload at a time (423). The chunk that stores the last byte
+	// records the file exactly as a multipart upload does (same record, limits, audit entry and
+	// `package.file_uploaded` event), after checking the package's state again (409/410, nothing kept).
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with PATCH /api/v1/packages/{id}/uploads/{upload_id} (the `TusWriteOwner` operationId).
+	TusWriteOwnerWithBody(ctx context.Context, id openapi_types.UUID, uploadId UploadId, params *TusWriteOwnerParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// GetRedoc API reference (ReDoc), served offline
 	//
@@ -2039,6 +2411,116 @@ func (c *Client) UnlockLink(ctx context.Context, token string, body UnlockLinkJS
 	return c.Client.Do(req)
 }
 
+// TusOptionsLink tus: what the server supports
+//
+// Corresponds with OPTIONS /api/v1/links/{token}/uploads (the `TusOptionsLink` operationId).
+func (c *Client) TusOptionsLink(ctx context.Context, token string, params *TusOptionsLinkParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewTusOptionsLinkRequest(c.Server, token, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// TusCreateLinkWithBody tus: create a resumable upload (recipient, active inbound package; the magic link)
+//
+// tus 1.0.0 creation, and creation-with-upload: a body with
+// `Content-Type: application/offset+octet-stream` is stored at once, as a PATCH at offset 0 would be
+// (the answer then carries `Upload-Offset`). The upload URL (`Location`) is this URL + `/{upload_id}`.
+// An upload of length 0 is complete at once.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /api/v1/links/{token}/uploads (the `TusCreateLink` operationId).
+func (c *Client) TusCreateLinkWithBody(ctx context.Context, token string, params *TusCreateLinkParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewTusCreateLinkRequestWithBody(c.Server, token, params, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// TusTerminateLink tus: terminate an unfinished upload (recipient, active inbound package; the magic link)
+//
+// Removes what the upload stored (its multipart upload and parts). A completed upload → 409 (remove its file instead).
+//
+// Corresponds with DELETE /api/v1/links/{token}/uploads/{upload_id} (the `TusTerminateLink` operationId).
+func (c *Client) TusTerminateLink(ctx context.Context, token string, uploadId UploadId, params *TusTerminateLinkParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewTusTerminateLinkRequest(c.Server, token, uploadId, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// TusStatusLink tus: where an upload stands (recipient, active inbound package; the magic link)
+//
+// An unfinished upload past its resume window, terminated, or whose package no longer takes it is 404; so is another user's or another link's upload.
+//
+// Corresponds with HEAD /api/v1/links/{token}/uploads/{upload_id} (the `TusStatusLink` operationId).
+func (c *Client) TusStatusLink(ctx context.Context, token string, uploadId UploadId, params *TusStatusLinkParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewTusStatusLinkRequest(c.Server, token, uploadId, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// TusUploadOptionsLink tus: what the server supports
+//
+// Corresponds with OPTIONS /api/v1/links/{token}/uploads/{upload_id} (the `TusUploadOptionsLink` operationId).
+func (c *Client) TusUploadOptionsLink(ctx context.Context, token string, uploadId UploadId, params *TusUploadOptionsLinkParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewTusUploadOptionsLinkRequest(c.Server, token, uploadId, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// TusWriteLinkWithBody tus: append a chunk (recipient, active inbound package; the magic link)
+//
+// Appends the body at `Upload-Offset`, which must equal the server's (else 409). Bytes go into the
+// upload's S3 multipart upload part by part; a PATCH that breaks off keeps what reached the gateway
+// (at most one part, `SHIPFILE_UPLOAD_PART_SIZE`, is lost when the gateway itself dies): ask HEAD
+// and go on. One request writes an upload at a time (423). The chunk that stores the last byte
+// records the file exactly as a multipart upload does (same record, limits, audit entry and
+// `package.file_uploaded` event), after checking the package's state again (409/410, nothing kept).
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with PATCH /api/v1/links/{token}/uploads/{upload_id} (the `TusWriteLink` operationId).
+func (c *Client) TusWriteLinkWithBody(ctx context.Context, token string, uploadId UploadId, params *TusWriteLinkParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewTusWriteLinkRequestWithBody(c.Server, token, uploadId, params, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
 // GetMe The current user
 //
 // Corresponds with GET /api/v1/me (the `GetMe` operationId).
@@ -2333,6 +2815,116 @@ func (c *Client) FinalizePackage(ctx context.Context, id openapi_types.UUID, req
 // Corresponds with POST /api/v1/packages/{id}/revoke (the `RevokePackage` operationId).
 func (c *Client) RevokePackage(ctx context.Context, id openapi_types.UUID, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewRevokePackageRequest(c.Server, id)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// TusOptionsOwner tus: what the server supports
+//
+// Corresponds with OPTIONS /api/v1/packages/{id}/uploads (the `TusOptionsOwner` operationId).
+func (c *Client) TusOptionsOwner(ctx context.Context, id openapi_types.UUID, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewTusOptionsOwnerRequest(c.Server, id)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// TusCreateOwnerWithBody tus: create a resumable upload (owner, draft package; token or session + CSRF)
+//
+// tus 1.0.0 creation, and creation-with-upload: a body with
+// `Content-Type: application/offset+octet-stream` is stored at once, as a PATCH at offset 0 would be
+// (the answer then carries `Upload-Offset`). The upload URL (`Location`) is this URL + `/{upload_id}`.
+// An upload of length 0 is complete at once.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /api/v1/packages/{id}/uploads (the `TusCreateOwner` operationId).
+func (c *Client) TusCreateOwnerWithBody(ctx context.Context, id openapi_types.UUID, params *TusCreateOwnerParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewTusCreateOwnerRequestWithBody(c.Server, id, params, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// TusTerminateOwner tus: terminate an unfinished upload (owner, draft package; token or session + CSRF)
+//
+// Removes what the upload stored (its multipart upload and parts). A completed upload → 409 (remove its file instead).
+//
+// Corresponds with DELETE /api/v1/packages/{id}/uploads/{upload_id} (the `TusTerminateOwner` operationId).
+func (c *Client) TusTerminateOwner(ctx context.Context, id openapi_types.UUID, uploadId UploadId, params *TusTerminateOwnerParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewTusTerminateOwnerRequest(c.Server, id, uploadId, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// TusStatusOwner tus: where an upload stands (owner, draft package; token or session + CSRF)
+//
+// An unfinished upload past its resume window, terminated, or whose package no longer takes it is 404; so is another user's or another link's upload.
+//
+// Corresponds with HEAD /api/v1/packages/{id}/uploads/{upload_id} (the `TusStatusOwner` operationId).
+func (c *Client) TusStatusOwner(ctx context.Context, id openapi_types.UUID, uploadId UploadId, params *TusStatusOwnerParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewTusStatusOwnerRequest(c.Server, id, uploadId, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// TusUploadOptionsOwner tus: what the server supports
+//
+// Corresponds with OPTIONS /api/v1/packages/{id}/uploads/{upload_id} (the `TusUploadOptionsOwner` operationId).
+func (c *Client) TusUploadOptionsOwner(ctx context.Context, id openapi_types.UUID, uploadId UploadId, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewTusUploadOptionsOwnerRequest(c.Server, id, uploadId)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// TusWriteOwnerWithBody tus: append a chunk (owner, draft package; token or session + CSRF)
+//
+// Appends the body at `Upload-Offset`, which must equal the server's (else 409). Bytes go into the
+// upload's S3 multipart upload part by part; a PATCH that breaks off keeps what reached the gateway
+// (at most one part, `SHIPFILE_UPLOAD_PART_SIZE`, is lost when the gateway itself dies): ask HEAD
+// and go on. One request writes an upload at a time (423). The chunk that stores the last byte
+// records the file exactly as a multipart upload does (same record, limits, audit entry and
+// `package.file_uploaded` event), after checking the package's state again (409/410, nothing kept).
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with PATCH /api/v1/packages/{id}/uploads/{upload_id} (the `TusWriteOwner` operationId).
+func (c *Client) TusWriteOwnerWithBody(ctx context.Context, id openapi_types.UUID, uploadId UploadId, params *TusWriteOwnerParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewTusWriteOwnerRequestWithBody(c.Server, id, uploadId, params, contentType, body)
 	if err != nil {
 		return nil, err
 	}
@@ -3276,6 +3868,417 @@ func NewUnlockLinkRequestWithBody(server string, token string, contentType strin
 	return req, nil
 }
 
+// NewTusOptionsLinkRequest constructs an http.Request for the TusOptionsLink method
+func NewTusOptionsLinkRequest(server string, token string, params *TusOptionsLinkParams) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "token", token, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/v1/links/%s/uploads", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodOptions, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+
+		if params.LinkGrantHeader != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Shipfile-Link-Grant", *params.LinkGrantHeader, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Shipfile-Link-Grant", headerParam0)
+		}
+
+	}
+
+	return req, nil
+}
+
+// NewTusCreateLinkRequestWithBody constructs an http.Request for the TusCreateLink method, with any body, and a specified content type
+func NewTusCreateLinkRequestWithBody(server string, token string, params *TusCreateLinkParams, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "token", token, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/v1/links/%s/uploads", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	if params != nil {
+
+		var headerParam0 string
+
+		headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Tus-Resumable", params.TusResumable, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+		if err != nil {
+			return nil, err
+		}
+
+		req.Header.Set("Tus-Resumable", headerParam0)
+
+		var headerParam1 string
+
+		headerParam1, err = runtime.StyleParamWithOptions("simple", false, "Upload-Length", params.UploadLength, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "integer", Format: "int64"})
+		if err != nil {
+			return nil, err
+		}
+
+		req.Header.Set("Upload-Length", headerParam1)
+
+		var headerParam2 string
+
+		headerParam2, err = runtime.StyleParamWithOptions("simple", false, "Upload-Metadata", params.UploadMetadata, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+		if err != nil {
+			return nil, err
+		}
+
+		req.Header.Set("Upload-Metadata", headerParam2)
+
+		if params.UploadChecksum != nil {
+			var headerParam3 string
+
+			headerParam3, err = runtime.StyleParamWithOptions("simple", false, "Upload-Checksum", *params.UploadChecksum, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Upload-Checksum", headerParam3)
+		}
+
+		if params.LinkGrantHeader != nil {
+			var headerParam4 string
+
+			headerParam4, err = runtime.StyleParamWithOptions("simple", false, "Shipfile-Link-Grant", *params.LinkGrantHeader, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Shipfile-Link-Grant", headerParam4)
+		}
+
+	}
+
+	return req, nil
+}
+
+// NewTusTerminateLinkRequest constructs an http.Request for the TusTerminateLink method
+func NewTusTerminateLinkRequest(server string, token string, uploadId UploadId, params *TusTerminateLinkParams) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "token", token, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	var pathParam1 string
+
+	pathParam1, err = runtime.StyleParamWithOptions("simple", false, "upload_id", uploadId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: "uuid"})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/v1/links/%s/uploads/%s", pathParam0, pathParam1)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodDelete, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+
+		var headerParam0 string
+
+		headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Tus-Resumable", params.TusResumable, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+		if err != nil {
+			return nil, err
+		}
+
+		req.Header.Set("Tus-Resumable", headerParam0)
+
+		if params.LinkGrantHeader != nil {
+			var headerParam1 string
+
+			headerParam1, err = runtime.StyleParamWithOptions("simple", false, "Shipfile-Link-Grant", *params.LinkGrantHeader, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Shipfile-Link-Grant", headerParam1)
+		}
+
+	}
+
+	return req, nil
+}
+
+// NewTusStatusLinkRequest constructs an http.Request for the TusStatusLink method
+func NewTusStatusLinkRequest(server string, token string, uploadId UploadId, params *TusStatusLinkParams) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "token", token, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	var pathParam1 string
+
+	pathParam1, err = runtime.StyleParamWithOptions("simple", false, "upload_id", uploadId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: "uuid"})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/v1/links/%s/uploads/%s", pathParam0, pathParam1)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodHead, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+
+		var headerParam0 string
+
+		headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Tus-Resumable", params.TusResumable, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+		if err != nil {
+			return nil, err
+		}
+
+		req.Header.Set("Tus-Resumable", headerParam0)
+
+		if params.LinkGrantHeader != nil {
+			var headerParam1 string
+
+			headerParam1, err = runtime.StyleParamWithOptions("simple", false, "Shipfile-Link-Grant", *params.LinkGrantHeader, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Shipfile-Link-Grant", headerParam1)
+		}
+
+	}
+
+	return req, nil
+}
+
+// NewTusUploadOptionsLinkRequest constructs an http.Request for the TusUploadOptionsLink method
+func NewTusUploadOptionsLinkRequest(server string, token string, uploadId UploadId, params *TusUploadOptionsLinkParams) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "token", token, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	var pathParam1 string
+
+	pathParam1, err = runtime.StyleParamWithOptions("simple", false, "upload_id", uploadId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: "uuid"})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/v1/links/%s/uploads/%s", pathParam0, pathParam1)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodOptions, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+
+		if params.LinkGrantHeader != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Shipfile-Link-Grant", *params.LinkGrantHeader, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Shipfile-Link-Grant", headerParam0)
+		}
+
+	}
+
+	return req, nil
+}
+
+// NewTusWriteLinkRequestWithBody constructs an http.Request for the TusWriteLink method, with any body, and a specified content type
+func NewTusWriteLinkRequestWithBody(server string, token string, uploadId UploadId, params *TusWriteLinkParams, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "token", token, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	var pathParam1 string
+
+	pathParam1, err = runtime.StyleParamWithOptions("simple", false, "upload_id", uploadId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: "uuid"})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/v1/links/%s/uploads/%s", pathParam0, pathParam1)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPatch, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	if params != nil {
+
+		var headerParam0 string
+
+		headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Tus-Resumable", params.TusResumable, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+		if err != nil {
+			return nil, err
+		}
+
+		req.Header.Set("Tus-Resumable", headerParam0)
+
+		var headerParam1 string
+
+		headerParam1, err = runtime.StyleParamWithOptions("simple", false, "Upload-Offset", params.UploadOffset, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "integer", Format: "int64"})
+		if err != nil {
+			return nil, err
+		}
+
+		req.Header.Set("Upload-Offset", headerParam1)
+
+		if params.UploadChecksum != nil {
+			var headerParam2 string
+
+			headerParam2, err = runtime.StyleParamWithOptions("simple", false, "Upload-Checksum", *params.UploadChecksum, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Upload-Checksum", headerParam2)
+		}
+
+		if params.LinkGrantHeader != nil {
+			var headerParam3 string
+
+			headerParam3, err = runtime.StyleParamWithOptions("simple", false, "Shipfile-Link-Grant", *params.LinkGrantHeader, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Shipfile-Link-Grant", headerParam3)
+		}
+
+	}
+
+	return req, nil
+}
+
 // NewGetMeRequest constructs an http.Request for the GetMe method
 func NewGetMeRequest(server string) (*http.Request, error) {
 	var err error
@@ -3862,6 +4865,343 @@ func NewRevokePackageRequest(server string, id openapi_types.UUID) (*http.Reques
 	return req, nil
 }
 
+// NewTusOptionsOwnerRequest constructs an http.Request for the TusOptionsOwner method
+func NewTusOptionsOwnerRequest(server string, id openapi_types.UUID) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: "uuid"})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/v1/packages/%s/uploads", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodOptions, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewTusCreateOwnerRequestWithBody constructs an http.Request for the TusCreateOwner method, with any body, and a specified content type
+func NewTusCreateOwnerRequestWithBody(server string, id openapi_types.UUID, params *TusCreateOwnerParams, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: "uuid"})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/v1/packages/%s/uploads", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	if params != nil {
+
+		var headerParam0 string
+
+		headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Tus-Resumable", params.TusResumable, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+		if err != nil {
+			return nil, err
+		}
+
+		req.Header.Set("Tus-Resumable", headerParam0)
+
+		var headerParam1 string
+
+		headerParam1, err = runtime.StyleParamWithOptions("simple", false, "Upload-Length", params.UploadLength, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "integer", Format: "int64"})
+		if err != nil {
+			return nil, err
+		}
+
+		req.Header.Set("Upload-Length", headerParam1)
+
+		var headerParam2 string
+
+		headerParam2, err = runtime.StyleParamWithOptions("simple", false, "Upload-Metadata", params.UploadMetadata, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+		if err != nil {
+			return nil, err
+		}
+
+		req.Header.Set("Upload-Metadata", headerParam2)
+
+		if params.UploadChecksum != nil {
+			var headerParam3 string
+
+			headerParam3, err = runtime.StyleParamWithOptions("simple", false, "Upload-Checksum", *params.UploadChecksum, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Upload-Checksum", headerParam3)
+		}
+
+	}
+
+	return req, nil
+}
+
+// NewTusTerminateOwnerRequest constructs an http.Request for the TusTerminateOwner method
+func NewTusTerminateOwnerRequest(server string, id openapi_types.UUID, uploadId UploadId, params *TusTerminateOwnerParams) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: "uuid"})
+	if err != nil {
+		return nil, err
+	}
+
+	var pathParam1 string
+
+	pathParam1, err = runtime.StyleParamWithOptions("simple", false, "upload_id", uploadId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: "uuid"})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/v1/packages/%s/uploads/%s", pathParam0, pathParam1)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodDelete, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+
+		var headerParam0 string
+
+		headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Tus-Resumable", params.TusResumable, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+		if err != nil {
+			return nil, err
+		}
+
+		req.Header.Set("Tus-Resumable", headerParam0)
+
+	}
+
+	return req, nil
+}
+
+// NewTusStatusOwnerRequest constructs an http.Request for the TusStatusOwner method
+func NewTusStatusOwnerRequest(server string, id openapi_types.UUID, uploadId UploadId, params *TusStatusOwnerParams) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: "uuid"})
+	if err != nil {
+		return nil, err
+	}
+
+	var pathParam1 string
+
+	pathParam1, err = runtime.StyleParamWithOptions("simple", false, "upload_id", uploadId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: "uuid"})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/v1/packages/%s/uploads/%s", pathParam0, pathParam1)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodHead, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+
+		var headerParam0 string
+
+		headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Tus-Resumable", params.TusResumable, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+		if err != nil {
+			return nil, err
+		}
+
+		req.Header.Set("Tus-Resumable", headerParam0)
+
+	}
+
+	return req, nil
+}
+
+// NewTusUploadOptionsOwnerRequest constructs an http.Request for the TusUploadOptionsOwner method
+func NewTusUploadOptionsOwnerRequest(server string, id openapi_types.UUID, uploadId UploadId) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: "uuid"})
+	if err != nil {
+		return nil, err
+	}
+
+	var pathParam1 string
+
+	pathParam1, err = runtime.StyleParamWithOptions("simple", false, "upload_id", uploadId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: "uuid"})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/v1/packages/%s/uploads/%s", pathParam0, pathParam1)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodOptions, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewTusWriteOwnerRequestWithBody constructs an http.Request for the TusWriteOwner method, with any body, and a specified content type
+func NewTusWriteOwnerRequestWithBody(server string, id openapi_types.UUID, uploadId UploadId, params *TusWriteOwnerParams, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: "uuid"})
+	if err != nil {
+		return nil, err
+	}
+
+	var pathParam1 string
+
+	pathParam1, err = runtime.StyleParamWithOptions("simple", false, "upload_id", uploadId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: "uuid"})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/v1/packages/%s/uploads/%s", pathParam0, pathParam1)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPatch, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	if params != nil {
+
+		var headerParam0 string
+
+		headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Tus-Resumable", params.TusResumable, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+		if err != nil {
+			return nil, err
+		}
+
+		req.Header.Set("Tus-Resumable", headerParam0)
+
+		var headerParam1 string
+
+		headerParam1, err = runtime.StyleParamWithOptions("simple", false, "Upload-Offset", params.UploadOffset, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "integer", Format: "int64"})
+		if err != nil {
+			return nil, err
+		}
+
+		req.Header.Set("Upload-Offset", headerParam1)
+
+		if params.UploadChecksum != nil {
+			var headerParam2 string
+
+			headerParam2, err = runtime.StyleParamWithOptions("simple", false, "Upload-Checksum", *params.UploadChecksum, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Upload-Checksum", headerParam2)
+		}
+
+	}
+
+	return req, nil
+}
+
 // NewGetRedocRequest constructs an http.Request for the GetRedoc method
 func NewGetRedocRequest(server string) (*http.Request, error) {
 	var err error
@@ -4151,6 +5491,64 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with POST /api/v1/links/{token}/unlock (the `UnlockLink` operationId).
 	UnlockLinkWithResponse(ctx context.Context, token string, body UnlockLinkJSONRequestBody, reqEditors ...RequestEditorFn) (*UnlockLinkResponse, error)
 
+	// TusOptionsLinkWithResponse tus: what the server supports
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with OPTIONS /api/v1/links/{token}/uploads (the `TusOptionsLink` operationId).
+	TusOptionsLinkWithResponse(ctx context.Context, token string, params *TusOptionsLinkParams, reqEditors ...RequestEditorFn) (*TusOptionsLinkResponse, error)
+
+	// TusCreateLinkWithBodyWithResponse tus: create a resumable upload (recipient, active inbound package; the magic link)
+	//
+	// tus 1.0.0 creation, and creation-with-upload: a body with
+	// `Content-Type: application/offset+octet-stream` is stored at once, as a PATCH at offset 0 would be
+	// (the answer then carries `Upload-Offset`). The upload URL (`Location`) is this URL + `/{upload_id}`.
+	// An upload of length 0 is complete at once.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /api/v1/links/{token}/uploads (the `TusCreateLink` operationId).
+	TusCreateLinkWithBodyWithResponse(ctx context.Context, token string, params *TusCreateLinkParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*TusCreateLinkResponse, error)
+
+	// TusTerminateLinkWithResponse tus: terminate an unfinished upload (recipient, active inbound package; the magic link)
+	//
+	// Removes what the upload stored (its multipart upload and parts). A completed upload → 409 (remove its file instead).
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with DELETE /api/v1/links/{token}/uploads/{upload_id} (the `TusTerminateLink` operationId).
+	TusTerminateLinkWithResponse(ctx context.Context, token string, uploadId UploadId, params *TusTerminateLinkParams, reqEditors ...RequestEditorFn) (*TusTerminateLinkResponse, error)
+
+	// TusStatusLinkWithResponse tus: where an upload stands (recipient, active inbound package; the magic link)
+	//
+	// An unfinished upload past its resume window, terminated, or whose package no longer takes it is 404; so is another user's or another link's upload.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with HEAD /api/v1/links/{token}/uploads/{upload_id} (the `TusStatusLink` operationId).
+	TusStatusLinkWithResponse(ctx context.Context, token string, uploadId UploadId, params *TusStatusLinkParams, reqEditors ...RequestEditorFn) (*TusStatusLinkResponse, error)
+
+	// TusUploadOptionsLinkWithResponse tus: what the server supports
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with OPTIONS /api/v1/links/{token}/uploads/{upload_id} (the `TusUploadOptionsLink` operationId).
+	TusUploadOptionsLinkWithResponse(ctx context.Context, token string, uploadId UploadId, params *TusUploadOptionsLinkParams, reqEditors ...RequestEditorFn) (*TusUploadOptionsLinkResponse, error)
+
+	// TusWriteLinkWithBodyWithResponse tus: append a chunk (recipient, active inbound package; the magic link)
+	//
+	// Appends the body at `Upload-Offset`, which must equal the server's (else 409). Bytes go into the
+	// upload's S3 multipart upload part by part; a PATCH that breaks off keeps what reached the gateway
+	// (at most one part, `SHIPFILE_UPLOAD_PART_SIZE`, is lost when the gateway itself dies): ask HEAD
+	// and go on. One request writes an upload at a time (423). The chunk that stores the last byte
+	// records the file exactly as a multipart upload does (same record, limits, audit entry and
+	// `package.file_uploaded` event), after checking the package's state again (409/410, nothing kept).
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with PATCH /api/v1/links/{token}/uploads/{upload_id} (the `TusWriteLink` operationId).
+	TusWriteLinkWithBodyWithResponse(ctx context.Context, token string, uploadId UploadId, params *TusWriteLinkParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*TusWriteLinkResponse, error)
+
 	// GetMeWithResponse The current user
 	//
 	// Returns a wrapper object for the known response body format(s).
@@ -4296,6 +5694,64 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with POST /api/v1/packages/{id}/revoke (the `RevokePackage` operationId).
 	RevokePackageWithResponse(ctx context.Context, id openapi_types.UUID, reqEditors ...RequestEditorFn) (*RevokePackageResponse, error)
+
+	// TusOptionsOwnerWithResponse tus: what the server supports
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with OPTIONS /api/v1/packages/{id}/uploads (the `TusOptionsOwner` operationId).
+	TusOptionsOwnerWithResponse(ctx context.Context, id openapi_types.UUID, reqEditors ...RequestEditorFn) (*TusOptionsOwnerResponse, error)
+
+	// TusCreateOwnerWithBodyWithResponse tus: create a resumable upload (owner, draft package; token or session + CSRF)
+	//
+	// tus 1.0.0 creation, and creation-with-upload: a body with
+	// `Content-Type: application/offset+octet-stream` is stored at once, as a PATCH at offset 0 would be
+	// (the answer then carries `Upload-Offset`). The upload URL (`Location`) is this URL + `/{upload_id}`.
+	// An upload of length 0 is complete at once.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /api/v1/packages/{id}/uploads (the `TusCreateOwner` operationId).
+	TusCreateOwnerWithBodyWithResponse(ctx context.Context, id openapi_types.UUID, params *TusCreateOwnerParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*TusCreateOwnerResponse, error)
+
+	// TusTerminateOwnerWithResponse tus: terminate an unfinished upload (owner, draft package; token or session + CSRF)
+	//
+	// Removes what the upload stored (its multipart upload and parts). A completed upload → 409 (remove its file instead).
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with DELETE /api/v1/packages/{id}/uploads/{upload_id} (the `TusTerminateOwner` operationId).
+	TusTerminateOwnerWithResponse(ctx context.Context, id openapi_types.UUID, uploadId UploadId, params *TusTerminateOwnerParams, reqEditors ...RequestEditorFn) (*TusTerminateOwnerResponse, error)
+
+	// TusStatusOwnerWithResponse tus: where an upload stands (owner, draft package; token or session + CSRF)
+	//
+	// An unfinished upload past its resume window, terminated, or whose package no longer takes it is 404; so is another user's or another link's upload.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with HEAD /api/v1/packages/{id}/uploads/{upload_id} (the `TusStatusOwner` operationId).
+	TusStatusOwnerWithResponse(ctx context.Context, id openapi_types.UUID, uploadId UploadId, params *TusStatusOwnerParams, reqEditors ...RequestEditorFn) (*TusStatusOwnerResponse, error)
+
+	// TusUploadOptionsOwnerWithResponse tus: what the server supports
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with OPTIONS /api/v1/packages/{id}/uploads/{upload_id} (the `TusUploadOptionsOwner` operationId).
+	TusUploadOptionsOwnerWithResponse(ctx context.Context, id openapi_types.UUID, uploadId UploadId, reqEditors ...RequestEditorFn) (*TusUploadOptionsOwnerResponse, error)
+
+	// TusWriteOwnerWithBodyWithResponse tus: append a chunk (owner, draft package; token or session + CSRF)
+	//
+	// Appends the body at `Upload-Offset`, which must equal the server's (else 409). Bytes go into the
+	// upload's S3 multipart upload part by part; a PATCH that breaks off keeps what reached the gateway
+	// (at most one part, `SHIPFILE_UPLOAD_PART_SIZE`, is lost when the gateway itself dies): ask HEAD
+	// and go on. One request writes an upload at a time (423). The chunk that stores the last byte
+	// records the file exactly as a multipart upload does (same record, limits, audit entry and
+	// `package.file_uploaded` event), after checking the package's state again (409/410, nothing kept).
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with PATCH /api/v1/packages/{id}/uploads/{upload_id} (the `TusWriteOwner` operationId).
+	TusWriteOwnerWithBodyWithResponse(ctx context.Context, id openapi_types.UUID, uploadId UploadId, params *TusWriteOwnerParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*TusWriteOwnerResponse, error)
 
 	// GetRedocWithResponse API reference (ReDoc), served offline
 	//
@@ -6013,6 +7469,619 @@ func (r UnlockLinkResponse) ContentType() string {
 	return ""
 }
 
+// TusOptionsLinkResponse204Headers the declared response headers of an HTTP 204 response for TusOptionsLink
+type TusOptionsLinkResponse204Headers struct {
+	TusChecksumAlgorithm *string
+	TusExtension         *string
+	TusMaxSize           *int64
+	TusResumable         *string
+	TusVersion           *string
+}
+
+type TusOptionsLinkResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// Headers204 the parsed response headers for an HTTP 204 response
+	Headers204 *TusOptionsLinkResponse204Headers
+}
+
+// GetBody returns the raw response body bytes
+func (r TusOptionsLinkResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r TusOptionsLinkResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r TusOptionsLinkResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r TusOptionsLinkResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// TusCreateLinkResponse201Headers the declared response headers of an HTTP 201 response for TusCreateLink
+type TusCreateLinkResponse201Headers struct {
+	Location       *string
+	ShipfileFileId *openapi_types.UUID
+	TusResumable   *string
+	UploadExpires  *string
+	UploadOffset   *int64
+}
+
+// TusCreateLinkResponse412Headers the declared response headers of an HTTP 412 response for TusCreateLink
+type TusCreateLinkResponse412Headers struct {
+	TusResumable *string
+	TusVersion   *string
+}
+
+// TusCreateLinkResponse429Headers the declared response headers of an HTTP 429 response for TusCreateLink
+type TusCreateLinkResponse429Headers struct {
+	RetryAfter *int
+}
+
+// TusCreateLinkResponse460Headers the declared response headers of an HTTP 460 response for TusCreateLink
+type TusCreateLinkResponse460Headers struct {
+	TusResumable *string
+}
+
+// TusCreateLinkResponse503Headers the declared response headers of an HTTP 503 response for TusCreateLink
+type TusCreateLinkResponse503Headers struct {
+	RetryAfter *int
+}
+
+type TusCreateLinkResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *Error
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *LinkLocked
+	// JSON408 the response for an HTTP 408 `application/json` response
+	JSON408 *UploadTooSlow
+	// JSON409 the response for an HTTP 409 `application/json` response
+	JSON409 *Conflict
+	// JSON410 the response for an HTTP 410 `application/json` response
+	JSON410 *Gone
+	// JSON412 the response for an HTTP 412 `application/json` response
+	JSON412 *TusPreconditionFailed
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *TooLarge
+	// JSON415 the response for an HTTP 415 `application/json` response
+	JSON415 *UnsupportedMediaType
+	// JSON422 the response for an HTTP 422 `application/json` response
+	JSON422 *Invalid
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *LinkTooManyRequests
+	// JSON460 the response for an HTTP 460 `application/json` response
+	JSON460 *TusChecksumMismatch
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *UploadsBusy
+	// Headers201 the parsed response headers for an HTTP 201 response
+	Headers201 *TusCreateLinkResponse201Headers
+	// Headers412 the parsed response headers for an HTTP 412 response
+	Headers412 *TusCreateLinkResponse412Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *TusCreateLinkResponse429Headers
+	// Headers460 the parsed response headers for an HTTP 460 response
+	Headers460 *TusCreateLinkResponse460Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *TusCreateLinkResponse503Headers
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r TusCreateLinkResponse) GetJSON400() *Error {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r TusCreateLinkResponse) GetJSON401() *LinkLocked {
+	return r.JSON401
+}
+
+// GetJSON408 returns the response for an HTTP 408 `application/json` response
+func (r TusCreateLinkResponse) GetJSON408() *UploadTooSlow {
+	return r.JSON408
+}
+
+// GetJSON409 returns the response for an HTTP 409 `application/json` response
+func (r TusCreateLinkResponse) GetJSON409() *Conflict {
+	return r.JSON409
+}
+
+// GetJSON410 returns the response for an HTTP 410 `application/json` response
+func (r TusCreateLinkResponse) GetJSON410() *Gone {
+	return r.JSON410
+}
+
+// GetJSON412 returns the response for an HTTP 412 `application/json` response
+func (r TusCreateLinkResponse) GetJSON412() *TusPreconditionFailed {
+	return r.JSON412
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r TusCreateLinkResponse) GetJSON413() *TooLarge {
+	return r.JSON413
+}
+
+// GetJSON415 returns the response for an HTTP 415 `application/json` response
+func (r TusCreateLinkResponse) GetJSON415() *UnsupportedMediaType {
+	return r.JSON415
+}
+
+// GetJSON422 returns the response for an HTTP 422 `application/json` response
+func (r TusCreateLinkResponse) GetJSON422() *Invalid {
+	return r.JSON422
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r TusCreateLinkResponse) GetJSON429() *LinkTooManyRequests {
+	return r.JSON429
+}
+
+// GetJSON460 returns the response for an HTTP 460 `application/json` response
+func (r TusCreateLinkResponse) GetJSON460() *TusChecksumMismatch {
+	return r.JSON460
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r TusCreateLinkResponse) GetJSON503() *UploadsBusy {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r TusCreateLinkResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r TusCreateLinkResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r TusCreateLinkResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r TusCreateLinkResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// TusTerminateLinkResponse204Headers the declared response headers of an HTTP 204 response for TusTerminateLink
+type TusTerminateLinkResponse204Headers struct {
+	TusResumable *string
+}
+
+// TusTerminateLinkResponse412Headers the declared response headers of an HTTP 412 response for TusTerminateLink
+type TusTerminateLinkResponse412Headers struct {
+	TusResumable *string
+	TusVersion   *string
+}
+
+// TusTerminateLinkResponse429Headers the declared response headers of an HTTP 429 response for TusTerminateLink
+type TusTerminateLinkResponse429Headers struct {
+	RetryAfter *int
+}
+
+type TusTerminateLinkResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *LinkLocked
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON409 the response for an HTTP 409 `application/json` response
+	JSON409 *Conflict
+	// JSON410 the response for an HTTP 410 `application/json` response
+	JSON410 *Gone
+	// JSON412 the response for an HTTP 412 `application/json` response
+	JSON412 *TusPreconditionFailed
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *LinkTooManyRequests
+	// Headers204 the parsed response headers for an HTTP 204 response
+	Headers204 *TusTerminateLinkResponse204Headers
+	// Headers412 the parsed response headers for an HTTP 412 response
+	Headers412 *TusTerminateLinkResponse412Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *TusTerminateLinkResponse429Headers
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r TusTerminateLinkResponse) GetJSON401() *LinkLocked {
+	return r.JSON401
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r TusTerminateLinkResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON409 returns the response for an HTTP 409 `application/json` response
+func (r TusTerminateLinkResponse) GetJSON409() *Conflict {
+	return r.JSON409
+}
+
+// GetJSON410 returns the response for an HTTP 410 `application/json` response
+func (r TusTerminateLinkResponse) GetJSON410() *Gone {
+	return r.JSON410
+}
+
+// GetJSON412 returns the response for an HTTP 412 `application/json` response
+func (r TusTerminateLinkResponse) GetJSON412() *TusPreconditionFailed {
+	return r.JSON412
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r TusTerminateLinkResponse) GetJSON429() *LinkTooManyRequests {
+	return r.JSON429
+}
+
+// GetBody returns the raw response body bytes
+func (r TusTerminateLinkResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r TusTerminateLinkResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r TusTerminateLinkResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r TusTerminateLinkResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// TusStatusLinkResponse200Headers the declared response headers of an HTTP 200 response for TusStatusLink
+type TusStatusLinkResponse200Headers struct {
+	CacheControl   *string
+	ShipfileFileId *openapi_types.UUID
+	TusResumable   *string
+	UploadExpires  *string
+	UploadLength   *int64
+	UploadOffset   *int64
+}
+
+// TusStatusLinkResponse412Headers the declared response headers of an HTTP 412 response for TusStatusLink
+type TusStatusLinkResponse412Headers struct {
+	TusResumable *string
+	TusVersion   *string
+}
+
+// TusStatusLinkResponse429Headers the declared response headers of an HTTP 429 response for TusStatusLink
+type TusStatusLinkResponse429Headers struct {
+	RetryAfter *int
+}
+
+type TusStatusLinkResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *LinkLocked
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON410 the response for an HTTP 410 `application/json` response
+	JSON410 *Gone
+	// JSON412 the response for an HTTP 412 `application/json` response
+	JSON412 *TusPreconditionFailed
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *LinkTooManyRequests
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *TusStatusLinkResponse200Headers
+	// Headers412 the parsed response headers for an HTTP 412 response
+	Headers412 *TusStatusLinkResponse412Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *TusStatusLinkResponse429Headers
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r TusStatusLinkResponse) GetJSON401() *LinkLocked {
+	return r.JSON401
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r TusStatusLinkResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON410 returns the response for an HTTP 410 `application/json` response
+func (r TusStatusLinkResponse) GetJSON410() *Gone {
+	return r.JSON410
+}
+
+// GetJSON412 returns the response for an HTTP 412 `application/json` response
+func (r TusStatusLinkResponse) GetJSON412() *TusPreconditionFailed {
+	return r.JSON412
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r TusStatusLinkResponse) GetJSON429() *LinkTooManyRequests {
+	return r.JSON429
+}
+
+// GetBody returns the raw response body bytes
+func (r TusStatusLinkResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r TusStatusLinkResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r TusStatusLinkResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r TusStatusLinkResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// TusUploadOptionsLinkResponse204Headers the declared response headers of an HTTP 204 response for TusUploadOptionsLink
+type TusUploadOptionsLinkResponse204Headers struct {
+	TusChecksumAlgorithm *string
+	TusExtension         *string
+	TusMaxSize           *int64
+	TusResumable         *string
+	TusVersion           *string
+}
+
+type TusUploadOptionsLinkResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// Headers204 the parsed response headers for an HTTP 204 response
+	Headers204 *TusUploadOptionsLinkResponse204Headers
+}
+
+// GetBody returns the raw response body bytes
+func (r TusUploadOptionsLinkResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r TusUploadOptionsLinkResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r TusUploadOptionsLinkResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r TusUploadOptionsLinkResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// TusWriteLinkResponse204Headers the declared response headers of an HTTP 204 response for TusWriteLink
+type TusWriteLinkResponse204Headers struct {
+	ShipfileFileId *openapi_types.UUID
+	TusResumable   *string
+	UploadExpires  *string
+	UploadOffset   *int64
+}
+
+// TusWriteLinkResponse412Headers the declared response headers of an HTTP 412 response for TusWriteLink
+type TusWriteLinkResponse412Headers struct {
+	TusResumable *string
+	TusVersion   *string
+}
+
+// TusWriteLinkResponse423Headers the declared response headers of an HTTP 423 response for TusWriteLink
+type TusWriteLinkResponse423Headers struct {
+	TusResumable *string
+}
+
+// TusWriteLinkResponse429Headers the declared response headers of an HTTP 429 response for TusWriteLink
+type TusWriteLinkResponse429Headers struct {
+	RetryAfter *int
+}
+
+// TusWriteLinkResponse460Headers the declared response headers of an HTTP 460 response for TusWriteLink
+type TusWriteLinkResponse460Headers struct {
+	TusResumable *string
+}
+
+// TusWriteLinkResponse503Headers the declared response headers of an HTTP 503 response for TusWriteLink
+type TusWriteLinkResponse503Headers struct {
+	RetryAfter *int
+}
+
+type TusWriteLinkResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *Error
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *LinkLocked
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON408 the response for an HTTP 408 `application/json` response
+	JSON408 *UploadTooSlow
+	// JSON409 the response for an HTTP 409 `application/json` response
+	JSON409 *Conflict
+	// JSON410 the response for an HTTP 410 `application/json` response
+	JSON410 *Gone
+	// JSON412 the response for an HTTP 412 `application/json` response
+	JSON412 *TusPreconditionFailed
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *TooLarge
+	// JSON415 the response for an HTTP 415 `application/json` response
+	JSON415 *UnsupportedMediaType
+	// JSON423 the response for an HTTP 423 `application/json` response
+	JSON423 *TusLocked
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *LinkTooManyRequests
+	// JSON460 the response for an HTTP 460 `application/json` response
+	JSON460 *TusChecksumMismatch
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *UploadsBusy
+	// Headers204 the parsed response headers for an HTTP 204 response
+	Headers204 *TusWriteLinkResponse204Headers
+	// Headers412 the parsed response headers for an HTTP 412 response
+	Headers412 *TusWriteLinkResponse412Headers
+	// Headers423 the parsed response headers for an HTTP 423 response
+	Headers423 *TusWriteLinkResponse423Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *TusWriteLinkResponse429Headers
+	// Headers460 the parsed response headers for an HTTP 460 response
+	Headers460 *TusWriteLinkResponse460Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *TusWriteLinkResponse503Headers
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r TusWriteLinkResponse) GetJSON400() *Error {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r TusWriteLinkResponse) GetJSON401() *LinkLocked {
+	return r.JSON401
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r TusWriteLinkResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON408 returns the response for an HTTP 408 `application/json` response
+func (r TusWriteLinkResponse) GetJSON408() *UploadTooSlow {
+	return r.JSON408
+}
+
+// GetJSON409 returns the response for an HTTP 409 `application/json` response
+func (r TusWriteLinkResponse) GetJSON409() *Conflict {
+	return r.JSON409
+}
+
+// GetJSON410 returns the response for an HTTP 410 `application/json` response
+func (r TusWriteLinkResponse) GetJSON410() *Gone {
+	return r.JSON410
+}
+
+// GetJSON412 returns the response for an HTTP 412 `application/json` response
+func (r TusWriteLinkResponse) GetJSON412() *TusPreconditionFailed {
+	return r.JSON412
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r TusWriteLinkResponse) GetJSON413() *TooLarge {
+	return r.JSON413
+}
+
+// GetJSON415 returns the response for an HTTP 415 `application/json` response
+func (r TusWriteLinkResponse) GetJSON415() *UnsupportedMediaType {
+	return r.JSON415
+}
+
+// GetJSON423 returns the response for an HTTP 423 `application/json` response
+func (r TusWriteLinkResponse) GetJSON423() *TusLocked {
+	return r.JSON423
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r TusWriteLinkResponse) GetJSON429() *LinkTooManyRequests {
+	return r.JSON429
+}
+
+// GetJSON460 returns the response for an HTTP 460 `application/json` response
+func (r TusWriteLinkResponse) GetJSON460() *TusChecksumMismatch {
+	return r.JSON460
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r TusWriteLinkResponse) GetJSON503() *UploadsBusy {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r TusWriteLinkResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r TusWriteLinkResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r TusWriteLinkResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r TusWriteLinkResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 // GetMeResponse401Headers the declared response headers of an HTTP 401 response for GetMe
 type GetMeResponse401Headers struct {
 	WWWAuthenticate *string
@@ -7272,6 +9341,647 @@ func (r RevokePackageResponse) ContentType() string {
 	return ""
 }
 
+// TusOptionsOwnerResponse204Headers the declared response headers of an HTTP 204 response for TusOptionsOwner
+type TusOptionsOwnerResponse204Headers struct {
+	TusChecksumAlgorithm *string
+	TusExtension         *string
+	TusMaxSize           *int64
+	TusResumable         *string
+	TusVersion           *string
+}
+
+type TusOptionsOwnerResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// Headers204 the parsed response headers for an HTTP 204 response
+	Headers204 *TusOptionsOwnerResponse204Headers
+}
+
+// GetBody returns the raw response body bytes
+func (r TusOptionsOwnerResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r TusOptionsOwnerResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r TusOptionsOwnerResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r TusOptionsOwnerResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// TusCreateOwnerResponse201Headers the declared response headers of an HTTP 201 response for TusCreateOwner
+type TusCreateOwnerResponse201Headers struct {
+	Location       *string
+	ShipfileFileId *openapi_types.UUID
+	TusResumable   *string
+	UploadExpires  *string
+	UploadOffset   *int64
+}
+
+// TusCreateOwnerResponse401Headers the declared response headers of an HTTP 401 response for TusCreateOwner
+type TusCreateOwnerResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+// TusCreateOwnerResponse412Headers the declared response headers of an HTTP 412 response for TusCreateOwner
+type TusCreateOwnerResponse412Headers struct {
+	TusResumable *string
+	TusVersion   *string
+}
+
+// TusCreateOwnerResponse429Headers the declared response headers of an HTTP 429 response for TusCreateOwner
+type TusCreateOwnerResponse429Headers struct {
+	RetryAfter *int
+}
+
+// TusCreateOwnerResponse460Headers the declared response headers of an HTTP 460 response for TusCreateOwner
+type TusCreateOwnerResponse460Headers struct {
+	TusResumable *string
+}
+
+// TusCreateOwnerResponse503Headers the declared response headers of an HTTP 503 response for TusCreateOwner
+type TusCreateOwnerResponse503Headers struct {
+	RetryAfter *int
+}
+
+type TusCreateOwnerResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *Error
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
+	// JSON408 the response for an HTTP 408 `application/json` response
+	JSON408 *UploadTooSlow
+	// JSON409 the response for an HTTP 409 `application/json` response
+	JSON409 *Conflict
+	// JSON412 the response for an HTTP 412 `application/json` response
+	JSON412 *TusPreconditionFailed
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *TooLarge
+	// JSON415 the response for an HTTP 415 `application/json` response
+	JSON415 *UnsupportedMediaType
+	// JSON422 the response for an HTTP 422 `application/json` response
+	JSON422 *Invalid
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *UploadTooManyRequests
+	// JSON460 the response for an HTTP 460 `application/json` response
+	JSON460 *TusChecksumMismatch
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *UploadsBusy
+	// Headers201 the parsed response headers for an HTTP 201 response
+	Headers201 *TusCreateOwnerResponse201Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *TusCreateOwnerResponse401Headers
+	// Headers412 the parsed response headers for an HTTP 412 response
+	Headers412 *TusCreateOwnerResponse412Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *TusCreateOwnerResponse429Headers
+	// Headers460 the parsed response headers for an HTTP 460 response
+	Headers460 *TusCreateOwnerResponse460Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *TusCreateOwnerResponse503Headers
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r TusCreateOwnerResponse) GetJSON400() *Error {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r TusCreateOwnerResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r TusCreateOwnerResponse) GetJSON403() *Forbidden {
+	return r.JSON403
+}
+
+// GetJSON408 returns the response for an HTTP 408 `application/json` response
+func (r TusCreateOwnerResponse) GetJSON408() *UploadTooSlow {
+	return r.JSON408
+}
+
+// GetJSON409 returns the response for an HTTP 409 `application/json` response
+func (r TusCreateOwnerResponse) GetJSON409() *Conflict {
+	return r.JSON409
+}
+
+// GetJSON412 returns the response for an HTTP 412 `application/json` response
+func (r TusCreateOwnerResponse) GetJSON412() *TusPreconditionFailed {
+	return r.JSON412
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r TusCreateOwnerResponse) GetJSON413() *TooLarge {
+	return r.JSON413
+}
+
+// GetJSON415 returns the response for an HTTP 415 `application/json` response
+func (r TusCreateOwnerResponse) GetJSON415() *UnsupportedMediaType {
+	return r.JSON415
+}
+
+// GetJSON422 returns the response for an HTTP 422 `application/json` response
+func (r TusCreateOwnerResponse) GetJSON422() *Invalid {
+	return r.JSON422
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r TusCreateOwnerResponse) GetJSON429() *UploadTooManyRequests {
+	return r.JSON429
+}
+
+// GetJSON460 returns the response for an HTTP 460 `application/json` response
+func (r TusCreateOwnerResponse) GetJSON460() *TusChecksumMismatch {
+	return r.JSON460
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r TusCreateOwnerResponse) GetJSON503() *UploadsBusy {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r TusCreateOwnerResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r TusCreateOwnerResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r TusCreateOwnerResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r TusCreateOwnerResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// TusTerminateOwnerResponse204Headers the declared response headers of an HTTP 204 response for TusTerminateOwner
+type TusTerminateOwnerResponse204Headers struct {
+	TusResumable *string
+}
+
+// TusTerminateOwnerResponse401Headers the declared response headers of an HTTP 401 response for TusTerminateOwner
+type TusTerminateOwnerResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+// TusTerminateOwnerResponse412Headers the declared response headers of an HTTP 412 response for TusTerminateOwner
+type TusTerminateOwnerResponse412Headers struct {
+	TusResumable *string
+	TusVersion   *string
+}
+
+// TusTerminateOwnerResponse429Headers the declared response headers of an HTTP 429 response for TusTerminateOwner
+type TusTerminateOwnerResponse429Headers struct {
+	RetryAfter *int
+}
+
+type TusTerminateOwnerResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON409 the response for an HTTP 409 `application/json` response
+	JSON409 *Conflict
+	// JSON412 the response for an HTTP 412 `application/json` response
+	JSON412 *TusPreconditionFailed
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *TooManyRequests
+	// Headers204 the parsed response headers for an HTTP 204 response
+	Headers204 *TusTerminateOwnerResponse204Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *TusTerminateOwnerResponse401Headers
+	// Headers412 the parsed response headers for an HTTP 412 response
+	Headers412 *TusTerminateOwnerResponse412Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *TusTerminateOwnerResponse429Headers
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r TusTerminateOwnerResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r TusTerminateOwnerResponse) GetJSON403() *Forbidden {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r TusTerminateOwnerResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON409 returns the response for an HTTP 409 `application/json` response
+func (r TusTerminateOwnerResponse) GetJSON409() *Conflict {
+	return r.JSON409
+}
+
+// GetJSON412 returns the response for an HTTP 412 `application/json` response
+func (r TusTerminateOwnerResponse) GetJSON412() *TusPreconditionFailed {
+	return r.JSON412
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r TusTerminateOwnerResponse) GetJSON429() *TooManyRequests {
+	return r.JSON429
+}
+
+// GetBody returns the raw response body bytes
+func (r TusTerminateOwnerResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r TusTerminateOwnerResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r TusTerminateOwnerResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r TusTerminateOwnerResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// TusStatusOwnerResponse200Headers the declared response headers of an HTTP 200 response for TusStatusOwner
+type TusStatusOwnerResponse200Headers struct {
+	CacheControl   *string
+	ShipfileFileId *openapi_types.UUID
+	TusResumable   *string
+	UploadExpires  *string
+	UploadLength   *int64
+	UploadOffset   *int64
+}
+
+// TusStatusOwnerResponse401Headers the declared response headers of an HTTP 401 response for TusStatusOwner
+type TusStatusOwnerResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+// TusStatusOwnerResponse412Headers the declared response headers of an HTTP 412 response for TusStatusOwner
+type TusStatusOwnerResponse412Headers struct {
+	TusResumable *string
+	TusVersion   *string
+}
+
+// TusStatusOwnerResponse429Headers the declared response headers of an HTTP 429 response for TusStatusOwner
+type TusStatusOwnerResponse429Headers struct {
+	RetryAfter *int
+}
+
+type TusStatusOwnerResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON412 the response for an HTTP 412 `application/json` response
+	JSON412 *TusPreconditionFailed
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *TooManyRequests
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *TusStatusOwnerResponse200Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *TusStatusOwnerResponse401Headers
+	// Headers412 the parsed response headers for an HTTP 412 response
+	Headers412 *TusStatusOwnerResponse412Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *TusStatusOwnerResponse429Headers
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r TusStatusOwnerResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r TusStatusOwnerResponse) GetJSON403() *Forbidden {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r TusStatusOwnerResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON412 returns the response for an HTTP 412 `application/json` response
+func (r TusStatusOwnerResponse) GetJSON412() *TusPreconditionFailed {
+	return r.JSON412
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r TusStatusOwnerResponse) GetJSON429() *TooManyRequests {
+	return r.JSON429
+}
+
+// GetBody returns the raw response body bytes
+func (r TusStatusOwnerResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r TusStatusOwnerResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r TusStatusOwnerResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r TusStatusOwnerResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// TusUploadOptionsOwnerResponse204Headers the declared response headers of an HTTP 204 response for TusUploadOptionsOwner
+type TusUploadOptionsOwnerResponse204Headers struct {
+	TusChecksumAlgorithm *string
+	TusExtension         *string
+	TusMaxSize           *int64
+	TusResumable         *string
+	TusVersion           *string
+}
+
+type TusUploadOptionsOwnerResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// Headers204 the parsed response headers for an HTTP 204 response
+	Headers204 *TusUploadOptionsOwnerResponse204Headers
+}
+
+// GetBody returns the raw response body bytes
+func (r TusUploadOptionsOwnerResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r TusUploadOptionsOwnerResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r TusUploadOptionsOwnerResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r TusUploadOptionsOwnerResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// TusWriteOwnerResponse204Headers the declared response headers of an HTTP 204 response for TusWriteOwner
+type TusWriteOwnerResponse204Headers struct {
+	ShipfileFileId *openapi_types.UUID
+	TusResumable   *string
+	UploadExpires  *string
+	UploadOffset   *int64
+}
+
+// TusWriteOwnerResponse401Headers the declared response headers of an HTTP 401 response for TusWriteOwner
+type TusWriteOwnerResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+// TusWriteOwnerResponse412Headers the declared response headers of an HTTP 412 response for TusWriteOwner
+type TusWriteOwnerResponse412Headers struct {
+	TusResumable *string
+	TusVersion   *string
+}
+
+// TusWriteOwnerResponse423Headers the declared response headers of an HTTP 423 response for TusWriteOwner
+type TusWriteOwnerResponse423Headers struct {
+	TusResumable *string
+}
+
+// TusWriteOwnerResponse429Headers the declared response headers of an HTTP 429 response for TusWriteOwner
+type TusWriteOwnerResponse429Headers struct {
+	RetryAfter *int
+}
+
+// TusWriteOwnerResponse460Headers the declared response headers of an HTTP 460 response for TusWriteOwner
+type TusWriteOwnerResponse460Headers struct {
+	TusResumable *string
+}
+
+// TusWriteOwnerResponse503Headers the declared response headers of an HTTP 503 response for TusWriteOwner
+type TusWriteOwnerResponse503Headers struct {
+	RetryAfter *int
+}
+
+type TusWriteOwnerResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *Error
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON408 the response for an HTTP 408 `application/json` response
+	JSON408 *UploadTooSlow
+	// JSON409 the response for an HTTP 409 `application/json` response
+	JSON409 *Conflict
+	// JSON412 the response for an HTTP 412 `application/json` response
+	JSON412 *TusPreconditionFailed
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *TooLarge
+	// JSON415 the response for an HTTP 415 `application/json` response
+	JSON415 *UnsupportedMediaType
+	// JSON423 the response for an HTTP 423 `application/json` response
+	JSON423 *TusLocked
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *UploadTooManyRequests
+	// JSON460 the response for an HTTP 460 `application/json` response
+	JSON460 *TusChecksumMismatch
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *UploadsBusy
+	// Headers204 the parsed response headers for an HTTP 204 response
+	Headers204 *TusWriteOwnerResponse204Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *TusWriteOwnerResponse401Headers
+	// Headers412 the parsed response headers for an HTTP 412 response
+	Headers412 *TusWriteOwnerResponse412Headers
+	// Headers423 the parsed response headers for an HTTP 423 response
+	Headers423 *TusWriteOwnerResponse423Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *TusWriteOwnerResponse429Headers
+	// Headers460 the parsed response headers for an HTTP 460 response
+	Headers460 *TusWriteOwnerResponse460Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *TusWriteOwnerResponse503Headers
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r TusWriteOwnerResponse) GetJSON400() *Error {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r TusWriteOwnerResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r TusWriteOwnerResponse) GetJSON403() *Forbidden {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r TusWriteOwnerResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON408 returns the response for an HTTP 408 `application/json` response
+func (r TusWriteOwnerResponse) GetJSON408() *UploadTooSlow {
+	return r.JSON408
+}
+
+// GetJSON409 returns the response for an HTTP 409 `application/json` response
+func (r TusWriteOwnerResponse) GetJSON409() *Conflict {
+	return r.JSON409
+}
+
+// GetJSON412 returns the response for an HTTP 412 `application/json` response
+func (r TusWriteOwnerResponse) GetJSON412() *TusPreconditionFailed {
+	return r.JSON412
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r TusWriteOwnerResponse) GetJSON413() *TooLarge {
+	return r.JSON413
+}
+
+// GetJSON415 returns the response for an HTTP 415 `application/json` response
+func (r TusWriteOwnerResponse) GetJSON415() *UnsupportedMediaType {
+	return r.JSON415
+}
+
+// GetJSON423 returns the response for an HTTP 423 `application/json` response
+func (r TusWriteOwnerResponse) GetJSON423() *TusLocked {
+	return r.JSON423
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r TusWriteOwnerResponse) GetJSON429() *UploadTooManyRequests {
+	return r.JSON429
+}
+
+// GetJSON460 returns the response for an HTTP 460 `application/json` response
+func (r TusWriteOwnerResponse) GetJSON460() *TusChecksumMismatch {
+	return r.JSON460
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r TusWriteOwnerResponse) GetJSON503() *UploadsBusy {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r TusWriteOwnerResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r TusWriteOwnerResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r TusWriteOwnerResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r TusWriteOwnerResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 type GetRedocResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -7680,6 +10390,100 @@ func (c *ClientWithResponses) UnlockLinkWithResponse(ctx context.Context, token 
 	return ParseUnlockLinkResponse(rsp)
 }
 
+// TusOptionsLinkWithResponse tus: what the server supports
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with OPTIONS /api/v1/links/{token}/uploads (the `TusOptionsLink` operationId).
+func (c *ClientWithResponses) TusOptionsLinkWithResponse(ctx context.Context, token string, params *TusOptionsLinkParams, reqEditors ...RequestEditorFn) (*TusOptionsLinkResponse, error) {
+	rsp, err := c.TusOptionsLink(ctx, token, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseTusOptionsLinkResponse(rsp)
+}
+
+// TusCreateLinkWithBodyWithResponse tus: create a resumable upload (recipient, active inbound package; the magic link)
+//
+// tus 1.0.0 creation, and creation-with-upload: a body with
+// `Content-Type: application/offset+octet-stream` is stored at once, as a PATCH at offset 0 would be
+// (the answer then carries `Upload-Offset`). The upload URL (`Location`) is this URL + `/{upload_id}`.
+// An upload of length 0 is complete at once.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /api/v1/links/{token}/uploads (the `TusCreateLink` operationId).
+func (c *ClientWithResponses) TusCreateLinkWithBodyWithResponse(ctx context.Context, token string, params *TusCreateLinkParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*TusCreateLinkResponse, error) {
+	rsp, err := c.TusCreateLinkWithBody(ctx, token, params, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseTusCreateLinkResponse(rsp)
+}
+
+// TusTerminateLinkWithResponse tus: terminate an unfinished upload (recipient, active inbound package; the magic link)
+//
+// Removes what the upload stored (its multipart upload and parts). A completed upload → 409 (remove its file instead).
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with DELETE /api/v1/links/{token}/uploads/{upload_id} (the `TusTerminateLink` operationId).
+func (c *ClientWithResponses) TusTerminateLinkWithResponse(ctx context.Context, token string, uploadId UploadId, params *TusTerminateLinkParams, reqEditors ...RequestEditorFn) (*TusTerminateLinkResponse, error) {
+	rsp, err := c.TusTerminateLink(ctx, token, uploadId, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseTusTerminateLinkResponse(rsp)
+}
+
+// TusStatusLinkWithResponse tus: where an upload stands (recipient, active inbound package; the magic link)
+//
+// An unfinished upload past its resume window, terminated, or whose package no longer takes it is 404; so is another user's or another link's upload.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with HEAD /api/v1/links/{token}/uploads/{upload_id} (the `TusStatusLink` operationId).
+func (c *ClientWithResponses) TusStatusLinkWithResponse(ctx context.Context, token string, uploadId UploadId, params *TusStatusLinkParams, reqEditors ...RequestEditorFn) (*TusStatusLinkResponse, error) {
+	rsp, err := c.TusStatusLink(ctx, token, uploadId, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseTusStatusLinkResponse(rsp)
+}
+
+// TusUploadOptionsLinkWithResponse tus: what the server supports
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with OPTIONS /api/v1/links/{token}/uploads/{upload_id} (the `TusUploadOptionsLink` operationId).
+func (c *ClientWithResponses) TusUploadOptionsLinkWithResponse(ctx context.Context, token string, uploadId UploadId, params *TusUploadOptionsLinkParams, reqEditors ...RequestEditorFn) (*TusUploadOptionsLinkResponse, error) {
+	rsp, err := c.TusUploadOptionsLink(ctx, token, uploadId, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseTusUploadOptionsLinkResponse(rsp)
+}
+
+// TusWriteLinkWithBodyWithResponse tus: append a chunk (recipient, active inbound package; the magic link)
+//
+// Appends the body at `Upload-Offset`, which must equal the server's (else 409). Bytes go into the
+// upload's S3 multipart upload part by part; a PATCH that breaks off keeps what reached the gateway
+// (at most one part, `SHIPFILE_UPLOAD_PART_SIZE`, is lost when the gateway itself dies): ask HEAD
+// and go on. One request writes an upload at a time (423). The chunk that stores the last byte
+// records the file exactly as a multipart upload does (same record, limits, audit entry and
+// `package.file_uploaded` event), after checking the package's state again (409/410, nothing kept).
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with PATCH /api/v1/links/{token}/uploads/{upload_id} (the `TusWriteLink` operationId).
+func (c *ClientWithResponses) TusWriteLinkWithBodyWithResponse(ctx context.Context, token string, uploadId UploadId, params *TusWriteLinkParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*TusWriteLinkResponse, error) {
+	rsp, err := c.TusWriteLinkWithBody(ctx, token, uploadId, params, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseTusWriteLinkResponse(rsp)
+}
+
 // GetMeWithResponse The current user
 //
 // Returns a wrapper object for the known response body format(s).
@@ -7932,6 +10736,100 @@ func (c *ClientWithResponses) RevokePackageWithResponse(ctx context.Context, id 
 		return nil, err
 	}
 	return ParseRevokePackageResponse(rsp)
+}
+
+// TusOptionsOwnerWithResponse tus: what the server supports
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with OPTIONS /api/v1/packages/{id}/uploads (the `TusOptionsOwner` operationId).
+func (c *ClientWithResponses) TusOptionsOwnerWithResponse(ctx context.Context, id openapi_types.UUID, reqEditors ...RequestEditorFn) (*TusOptionsOwnerResponse, error) {
+	rsp, err := c.TusOptionsOwner(ctx, id, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseTusOptionsOwnerResponse(rsp)
+}
+
+// TusCreateOwnerWithBodyWithResponse tus: create a resumable upload (owner, draft package; token or session + CSRF)
+//
+// tus 1.0.0 creation, and creation-with-upload: a body with
+// `Content-Type: application/offset+octet-stream` is stored at once, as a PATCH at offset 0 would be
+// (the answer then carries `Upload-Offset`). The upload URL (`Location`) is this URL + `/{upload_id}`.
+// An upload of length 0 is complete at once.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /api/v1/packages/{id}/uploads (the `TusCreateOwner` operationId).
+func (c *ClientWithResponses) TusCreateOwnerWithBodyWithResponse(ctx context.Context, id openapi_types.UUID, params *TusCreateOwnerParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*TusCreateOwnerResponse, error) {
+	rsp, err := c.TusCreateOwnerWithBody(ctx, id, params, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseTusCreateOwnerResponse(rsp)
+}
+
+// TusTerminateOwnerWithResponse tus: terminate an unfinished upload (owner, draft package; token or session + CSRF)
+//
+// Removes what the upload stored (its multipart upload and parts). A completed upload → 409 (remove its file instead).
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with DELETE /api/v1/packages/{id}/uploads/{upload_id} (the `TusTerminateOwner` operationId).
+func (c *ClientWithResponses) TusTerminateOwnerWithResponse(ctx context.Context, id openapi_types.UUID, uploadId UploadId, params *TusTerminateOwnerParams, reqEditors ...RequestEditorFn) (*TusTerminateOwnerResponse, error) {
+	rsp, err := c.TusTerminateOwner(ctx, id, uploadId, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseTusTerminateOwnerResponse(rsp)
+}
+
+// TusStatusOwnerWithResponse tus: where an upload stands (owner, draft package; token or session + CSRF)
+//
+// An unfinished upload past its resume window, terminated, or whose package no longer takes it is 404; so is another user's or another link's upload.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with HEAD /api/v1/packages/{id}/uploads/{upload_id} (the `TusStatusOwner` operationId).
+func (c *ClientWithResponses) TusStatusOwnerWithResponse(ctx context.Context, id openapi_types.UUID, uploadId UploadId, params *TusStatusOwnerParams, reqEditors ...RequestEditorFn) (*TusStatusOwnerResponse, error) {
+	rsp, err := c.TusStatusOwner(ctx, id, uploadId, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseTusStatusOwnerResponse(rsp)
+}
+
+// TusUploadOptionsOwnerWithResponse tus: what the server supports
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with OPTIONS /api/v1/packages/{id}/uploads/{upload_id} (the `TusUploadOptionsOwner` operationId).
+func (c *ClientWithResponses) TusUploadOptionsOwnerWithResponse(ctx context.Context, id openapi_types.UUID, uploadId UploadId, reqEditors ...RequestEditorFn) (*TusUploadOptionsOwnerResponse, error) {
+	rsp, err := c.TusUploadOptionsOwner(ctx, id, uploadId, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseTusUploadOptionsOwnerResponse(rsp)
+}
+
+// TusWriteOwnerWithBodyWithResponse tus: append a chunk (owner, draft package; token or session + CSRF)
+//
+// Appends the body at `Upload-Offset`, which must equal the server's (else 409). Bytes go into the
+// upload's S3 multipart upload part by part; a PATCH that breaks off keeps what reached the gateway
+// (at most one part, `SHIPFILE_UPLOAD_PART_SIZE`, is lost when the gateway itself dies): ask HEAD
+// and go on. One request writes an upload at a time (423). The chunk that stores the last byte
+// records the file exactly as a multipart upload does (same record, limits, audit entry and
+// `package.file_uploaded` event), after checking the package's state again (409/410, nothing kept).
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with PATCH /api/v1/packages/{id}/uploads/{upload_id} (the `TusWriteOwner` operationId).
+func (c *ClientWithResponses) TusWriteOwnerWithBodyWithResponse(ctx context.Context, id openapi_types.UUID, uploadId UploadId, params *TusWriteOwnerParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*TusWriteOwnerResponse, error) {
+	rsp, err := c.TusWriteOwnerWithBody(ctx, id, uploadId, params, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseTusWriteOwnerResponse(rsp)
 }
 
 // GetRedocWithResponse API reference (ReDoc), served offline
@@ -9496,6 +12394,754 @@ func ParseUnlockLinkResponse(rsp *http.Response) (*UnlockLinkResponse, error) {
 	return response, nil
 }
 
+// ParseTusOptionsLinkResponse parses an HTTP response from a TusOptionsLinkWithResponse call
+func ParseTusOptionsLinkResponse(rsp *http.Response) (*TusOptionsLinkResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &TusOptionsLinkResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case rsp.StatusCode == 204:
+		var headers TusOptionsLinkResponse204Headers
+		if values := rsp.Header.Values("Tus-Checksum-Algorithm"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Tus-Checksum-Algorithm", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.TusChecksumAlgorithm = &value
+		}
+		if values := rsp.Header.Values("Tus-Extension"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Tus-Extension", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.TusExtension = &value
+		}
+		if values := rsp.Header.Values("Tus-Max-Size"); len(values) > 0 {
+			var value int64
+			if err := runtime.BindStyledParameterWithOptions("simple", "Tus-Max-Size", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: "int64"}); err != nil {
+				return nil, err
+			}
+			headers.TusMaxSize = &value
+		}
+		if values := rsp.Header.Values("Tus-Resumable"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Tus-Resumable", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.TusResumable = &value
+		}
+		if values := rsp.Header.Values("Tus-Version"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Tus-Version", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.TusVersion = &value
+		}
+		response.Headers204 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseTusCreateLinkResponse parses an HTTP response from a TusCreateLinkWithResponse call
+func ParseTusCreateLinkResponse(rsp *http.Response) (*TusCreateLinkResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &TusCreateLinkResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case rsp.StatusCode == 201:
+		break // No content-type
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest LinkLocked
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 408:
+		var dest UploadTooSlow
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON408 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Conflict
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 410:
+		var dest Gone
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON410 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 412:
+		var dest TusPreconditionFailed
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON412 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest TooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest UnsupportedMediaType
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON415 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest Invalid
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON422 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest LinkTooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 460:
+		var dest TusChecksumMismatch
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON460 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest UploadsBusy
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 201:
+		var headers TusCreateLinkResponse201Headers
+		if values := rsp.Header.Values("Location"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Location", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Location = &value
+		}
+		if values := rsp.Header.Values("Shipfile-File-Id"); len(values) > 0 {
+			var value openapi_types.UUID
+			if err := runtime.BindStyledParameterWithOptions("simple", "Shipfile-File-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: "uuid"}); err != nil {
+				return nil, err
+			}
+			headers.ShipfileFileId = &value
+		}
+		if values := rsp.Header.Values("Tus-Resumable"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Tus-Resumable", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.TusResumable = &value
+		}
+		if values := rsp.Header.Values("Upload-Expires"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Upload-Expires", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.UploadExpires = &value
+		}
+		if values := rsp.Header.Values("Upload-Offset"); len(values) > 0 {
+			var value int64
+			if err := runtime.BindStyledParameterWithOptions("simple", "Upload-Offset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: "int64"}); err != nil {
+				return nil, err
+			}
+			headers.UploadOffset = &value
+		}
+		response.Headers201 = &headers
+	case rsp.StatusCode == 412:
+		var headers TusCreateLinkResponse412Headers
+		if values := rsp.Header.Values("Tus-Resumable"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Tus-Resumable", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.TusResumable = &value
+		}
+		if values := rsp.Header.Values("Tus-Version"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Tus-Version", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.TusVersion = &value
+		}
+		response.Headers412 = &headers
+	case rsp.StatusCode == 429:
+		var headers TusCreateLinkResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 460:
+		var headers TusCreateLinkResponse460Headers
+		if values := rsp.Header.Values("Tus-Resumable"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Tus-Resumable", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.TusResumable = &value
+		}
+		response.Headers460 = &headers
+	case rsp.StatusCode == 503:
+		var headers TusCreateLinkResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseTusTerminateLinkResponse parses an HTTP response from a TusTerminateLinkWithResponse call
+func ParseTusTerminateLinkResponse(rsp *http.Response) (*TusTerminateLinkResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &TusTerminateLinkResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case rsp.StatusCode == 204:
+		break // No content-type
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest LinkLocked
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Conflict
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 410:
+		var dest Gone
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON410 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 412:
+		var dest TusPreconditionFailed
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON412 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest LinkTooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 204:
+		var headers TusTerminateLinkResponse204Headers
+		if values := rsp.Header.Values("Tus-Resumable"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Tus-Resumable", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.TusResumable = &value
+		}
+		response.Headers204 = &headers
+	case rsp.StatusCode == 412:
+		var headers TusTerminateLinkResponse412Headers
+		if values := rsp.Header.Values("Tus-Resumable"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Tus-Resumable", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.TusResumable = &value
+		}
+		if values := rsp.Header.Values("Tus-Version"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Tus-Version", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.TusVersion = &value
+		}
+		response.Headers412 = &headers
+	case rsp.StatusCode == 429:
+		var headers TusTerminateLinkResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseTusStatusLinkResponse parses an HTTP response from a TusStatusLinkWithResponse call
+func ParseTusStatusLinkResponse(rsp *http.Response) (*TusStatusLinkResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &TusStatusLinkResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		break // No content-type
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest LinkLocked
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 410:
+		var dest Gone
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON410 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 412:
+		var dest TusPreconditionFailed
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON412 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest LinkTooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers TusStatusLinkResponse200Headers
+		if values := rsp.Header.Values("Cache-Control"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Cache-Control", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.CacheControl = &value
+		}
+		if values := rsp.Header.Values("Shipfile-File-Id"); len(values) > 0 {
+			var value openapi_types.UUID
+			if err := runtime.BindStyledParameterWithOptions("simple", "Shipfile-File-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: "uuid"}); err != nil {
+				return nil, err
+			}
+			headers.ShipfileFileId = &value
+		}
+		if values := rsp.Header.Values("Tus-Resumable"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Tus-Resumable", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.TusResumable = &value
+		}
+		if values := rsp.Header.Values("Upload-Expires"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Upload-Expires", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.UploadExpires = &value
+		}
+		if values := rsp.Header.Values("Upload-Length"); len(values) > 0 {
+			var value int64
+			if err := runtime.BindStyledParameterWithOptions("simple", "Upload-Length", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: "int64"}); err != nil {
+				return nil, err
+			}
+			headers.UploadLength = &value
+		}
+		if values := rsp.Header.Values("Upload-Offset"); len(values) > 0 {
+			var value int64
+			if err := runtime.BindStyledParameterWithOptions("simple", "Upload-Offset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: "int64"}); err != nil {
+				return nil, err
+			}
+			headers.UploadOffset = &value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 412:
+		var headers TusStatusLinkResponse412Headers
+		if values := rsp.Header.Values("Tus-Resumable"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Tus-Resumable", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.TusResumable = &value
+		}
+		if values := rsp.Header.Values("Tus-Version"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Tus-Version", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.TusVersion = &value
+		}
+		response.Headers412 = &headers
+	case rsp.StatusCode == 429:
+		var headers TusStatusLinkResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseTusUploadOptionsLinkResponse parses an HTTP response from a TusUploadOptionsLinkWithResponse call
+func ParseTusUploadOptionsLinkResponse(rsp *http.Response) (*TusUploadOptionsLinkResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &TusUploadOptionsLinkResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case rsp.StatusCode == 204:
+		var headers TusUploadOptionsLinkResponse204Headers
+		if values := rsp.Header.Values("Tus-Checksum-Algorithm"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Tus-Checksum-Algorithm", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.TusChecksumAlgorithm = &value
+		}
+		if values := rsp.Header.Values("Tus-Extension"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Tus-Extension", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.TusExtension = &value
+		}
+		if values := rsp.Header.Values("Tus-Max-Size"); len(values) > 0 {
+			var value int64
+			if err := runtime.BindStyledParameterWithOptions("simple", "Tus-Max-Size", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: "int64"}); err != nil {
+				return nil, err
+			}
+			headers.TusMaxSize = &value
+		}
+		if values := rsp.Header.Values("Tus-Resumable"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Tus-Resumable", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.TusResumable = &value
+		}
+		if values := rsp.Header.Values("Tus-Version"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Tus-Version", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.TusVersion = &value
+		}
+		response.Headers204 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseTusWriteLinkResponse parses an HTTP response from a TusWriteLinkWithResponse call
+func ParseTusWriteLinkResponse(rsp *http.Response) (*TusWriteLinkResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &TusWriteLinkResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case rsp.StatusCode == 204:
+		break // No content-type
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest LinkLocked
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 408:
+		var dest UploadTooSlow
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON408 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Conflict
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 410:
+		var dest Gone
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON410 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 412:
+		var dest TusPreconditionFailed
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON412 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest TooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest UnsupportedMediaType
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON415 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 423:
+		var dest TusLocked
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON423 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest LinkTooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 460:
+		var dest TusChecksumMismatch
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON460 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest UploadsBusy
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 204:
+		var headers TusWriteLinkResponse204Headers
+		if values := rsp.Header.Values("Shipfile-File-Id"); len(values) > 0 {
+			var value openapi_types.UUID
+			if err := runtime.BindStyledParameterWithOptions("simple", "Shipfile-File-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: "uuid"}); err != nil {
+				return nil, err
+			}
+			headers.ShipfileFileId = &value
+		}
+		if values := rsp.Header.Values("Tus-Resumable"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Tus-Resumable", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.TusResumable = &value
+		}
+		if values := rsp.Header.Values("Upload-Expires"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Upload-Expires", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.UploadExpires = &value
+		}
+		if values := rsp.Header.Values("Upload-Offset"); len(values) > 0 {
+			var value int64
+			if err := runtime.BindStyledParameterWithOptions("simple", "Upload-Offset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: "int64"}); err != nil {
+				return nil, err
+			}
+			headers.UploadOffset = &value
+		}
+		response.Headers204 = &headers
+	case rsp.StatusCode == 412:
+		var headers TusWriteLinkResponse412Headers
+		if values := rsp.Header.Values("Tus-Resumable"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Tus-Resumable", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.TusResumable = &value
+		}
+		if values := rsp.Header.Values("Tus-Version"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Tus-Version", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.TusVersion = &value
+		}
+		response.Headers412 = &headers
+	case rsp.StatusCode == 423:
+		var headers TusWriteLinkResponse423Headers
+		if values := rsp.Header.Values("Tus-Resumable"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Tus-Resumable", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.TusResumable = &value
+		}
+		response.Headers423 = &headers
+	case rsp.StatusCode == 429:
+		var headers TusWriteLinkResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 460:
+		var headers TusWriteLinkResponse460Headers
+		if values := rsp.Header.Values("Tus-Resumable"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Tus-Resumable", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.TusResumable = &value
+		}
+		response.Headers460 = &headers
+	case rsp.StatusCode == 503:
+		var headers TusWriteLinkResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
 // ParseGetMeResponse parses an HTTP response from a GetMeWithResponse call
 func ParseGetMeResponse(rsp *http.Response) (*GetMeResponse, error) {
 	bodyBytes, err := io.ReadAll(rsp.Body)
@@ -10666,6 +14312,794 @@ func ParseRevokePackageResponse(rsp *http.Response) (*RevokePackageResponse, err
 			headers.RetryAfter = &value
 		}
 		response.Headers429 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseTusOptionsOwnerResponse parses an HTTP response from a TusOptionsOwnerWithResponse call
+func ParseTusOptionsOwnerResponse(rsp *http.Response) (*TusOptionsOwnerResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &TusOptionsOwnerResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case rsp.StatusCode == 204:
+		var headers TusOptionsOwnerResponse204Headers
+		if values := rsp.Header.Values("Tus-Checksum-Algorithm"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Tus-Checksum-Algorithm", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.TusChecksumAlgorithm = &value
+		}
+		if values := rsp.Header.Values("Tus-Extension"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Tus-Extension", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.TusExtension = &value
+		}
+		if values := rsp.Header.Values("Tus-Max-Size"); len(values) > 0 {
+			var value int64
+			if err := runtime.BindStyledParameterWithOptions("simple", "Tus-Max-Size", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: "int64"}); err != nil {
+				return nil, err
+			}
+			headers.TusMaxSize = &value
+		}
+		if values := rsp.Header.Values("Tus-Resumable"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Tus-Resumable", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.TusResumable = &value
+		}
+		if values := rsp.Header.Values("Tus-Version"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Tus-Version", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.TusVersion = &value
+		}
+		response.Headers204 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseTusCreateOwnerResponse parses an HTTP response from a TusCreateOwnerWithResponse call
+func ParseTusCreateOwnerResponse(rsp *http.Response) (*TusCreateOwnerResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &TusCreateOwnerResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case rsp.StatusCode == 201:
+		break // No content-type
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 408:
+		var dest UploadTooSlow
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON408 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Conflict
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 412:
+		var dest TusPreconditionFailed
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON412 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest TooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest UnsupportedMediaType
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON415 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest Invalid
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON422 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest UploadTooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 460:
+		var dest TusChecksumMismatch
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON460 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest UploadsBusy
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 201:
+		var headers TusCreateOwnerResponse201Headers
+		if values := rsp.Header.Values("Location"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Location", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Location = &value
+		}
+		if values := rsp.Header.Values("Shipfile-File-Id"); len(values) > 0 {
+			var value openapi_types.UUID
+			if err := runtime.BindStyledParameterWithOptions("simple", "Shipfile-File-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: "uuid"}); err != nil {
+				return nil, err
+			}
+			headers.ShipfileFileId = &value
+		}
+		if values := rsp.Header.Values("Tus-Resumable"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Tus-Resumable", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.TusResumable = &value
+		}
+		if values := rsp.Header.Values("Upload-Expires"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Upload-Expires", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.UploadExpires = &value
+		}
+		if values := rsp.Header.Values("Upload-Offset"); len(values) > 0 {
+			var value int64
+			if err := runtime.BindStyledParameterWithOptions("simple", "Upload-Offset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: "int64"}); err != nil {
+				return nil, err
+			}
+			headers.UploadOffset = &value
+		}
+		response.Headers201 = &headers
+	case rsp.StatusCode == 401:
+		var headers TusCreateOwnerResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 412:
+		var headers TusCreateOwnerResponse412Headers
+		if values := rsp.Header.Values("Tus-Resumable"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Tus-Resumable", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.TusResumable = &value
+		}
+		if values := rsp.Header.Values("Tus-Version"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Tus-Version", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.TusVersion = &value
+		}
+		response.Headers412 = &headers
+	case rsp.StatusCode == 429:
+		var headers TusCreateOwnerResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 460:
+		var headers TusCreateOwnerResponse460Headers
+		if values := rsp.Header.Values("Tus-Resumable"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Tus-Resumable", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.TusResumable = &value
+		}
+		response.Headers460 = &headers
+	case rsp.StatusCode == 503:
+		var headers TusCreateOwnerResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseTusTerminateOwnerResponse parses an HTTP response from a TusTerminateOwnerWithResponse call
+func ParseTusTerminateOwnerResponse(rsp *http.Response) (*TusTerminateOwnerResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &TusTerminateOwnerResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case rsp.StatusCode == 204:
+		break // No content-type
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Conflict
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 412:
+		var dest TusPreconditionFailed
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON412 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 204:
+		var headers TusTerminateOwnerResponse204Headers
+		if values := rsp.Header.Values("Tus-Resumable"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Tus-Resumable", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.TusResumable = &value
+		}
+		response.Headers204 = &headers
+	case rsp.StatusCode == 401:
+		var headers TusTerminateOwnerResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 412:
+		var headers TusTerminateOwnerResponse412Headers
+		if values := rsp.Header.Values("Tus-Resumable"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Tus-Resumable", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.TusResumable = &value
+		}
+		if values := rsp.Header.Values("Tus-Version"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Tus-Version", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.TusVersion = &value
+		}
+		response.Headers412 = &headers
+	case rsp.StatusCode == 429:
+		var headers TusTerminateOwnerResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseTusStatusOwnerResponse parses an HTTP response from a TusStatusOwnerWithResponse call
+func ParseTusStatusOwnerResponse(rsp *http.Response) (*TusStatusOwnerResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &TusStatusOwnerResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		break // No content-type
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 412:
+		var dest TusPreconditionFailed
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON412 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers TusStatusOwnerResponse200Headers
+		if values := rsp.Header.Values("Cache-Control"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Cache-Control", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.CacheControl = &value
+		}
+		if values := rsp.Header.Values("Shipfile-File-Id"); len(values) > 0 {
+			var value openapi_types.UUID
+			if err := runtime.BindStyledParameterWithOptions("simple", "Shipfile-File-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: "uuid"}); err != nil {
+				return nil, err
+			}
+			headers.ShipfileFileId = &value
+		}
+		if values := rsp.Header.Values("Tus-Resumable"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Tus-Resumable", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.TusResumable = &value
+		}
+		if values := rsp.Header.Values("Upload-Expires"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Upload-Expires", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.UploadExpires = &value
+		}
+		if values := rsp.Header.Values("Upload-Length"); len(values) > 0 {
+			var value int64
+			if err := runtime.BindStyledParameterWithOptions("simple", "Upload-Length", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: "int64"}); err != nil {
+				return nil, err
+			}
+			headers.UploadLength = &value
+		}
+		if values := rsp.Header.Values("Upload-Offset"); len(values) > 0 {
+			var value int64
+			if err := runtime.BindStyledParameterWithOptions("simple", "Upload-Offset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: "int64"}); err != nil {
+				return nil, err
+			}
+			headers.UploadOffset = &value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 401:
+		var headers TusStatusOwnerResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 412:
+		var headers TusStatusOwnerResponse412Headers
+		if values := rsp.Header.Values("Tus-Resumable"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Tus-Resumable", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.TusResumable = &value
+		}
+		if values := rsp.Header.Values("Tus-Version"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Tus-Version", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.TusVersion = &value
+		}
+		response.Headers412 = &headers
+	case rsp.StatusCode == 429:
+		var headers TusStatusOwnerResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseTusUploadOptionsOwnerResponse parses an HTTP response from a TusUploadOptionsOwnerWithResponse call
+func ParseTusUploadOptionsOwnerResponse(rsp *http.Response) (*TusUploadOptionsOwnerResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &TusUploadOptionsOwnerResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case rsp.StatusCode == 204:
+		var headers TusUploadOptionsOwnerResponse204Headers
+		if values := rsp.Header.Values("Tus-Checksum-Algorithm"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Tus-Checksum-Algorithm", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.TusChecksumAlgorithm = &value
+		}
+		if values := rsp.Header.Values("Tus-Extension"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Tus-Extension", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.TusExtension = &value
+		}
+		if values := rsp.Header.Values("Tus-Max-Size"); len(values) > 0 {
+			var value int64
+			if err := runtime.BindStyledParameterWithOptions("simple", "Tus-Max-Size", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: "int64"}); err != nil {
+				return nil, err
+			}
+			headers.TusMaxSize = &value
+		}
+		if values := rsp.Header.Values("Tus-Resumable"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Tus-Resumable", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.TusResumable = &value
+		}
+		if values := rsp.Header.Values("Tus-Version"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Tus-Version", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.TusVersion = &value
+		}
+		response.Headers204 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseTusWriteOwnerResponse parses an HTTP response from a TusWriteOwnerWithResponse call
+func ParseTusWriteOwnerResponse(rsp *http.Response) (*TusWriteOwnerResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &TusWriteOwnerResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case rsp.StatusCode == 204:
+		break // No content-type
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 408:
+		var dest UploadTooSlow
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON408 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Conflict
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 412:
+		var dest TusPreconditionFailed
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON412 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest TooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest UnsupportedMediaType
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON415 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 423:
+		var dest TusLocked
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON423 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest UploadTooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 460:
+		var dest TusChecksumMismatch
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON460 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest UploadsBusy
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 204:
+		var headers TusWriteOwnerResponse204Headers
+		if values := rsp.Header.Values("Shipfile-File-Id"); len(values) > 0 {
+			var value openapi_types.UUID
+			if err := runtime.BindStyledParameterWithOptions("simple", "Shipfile-File-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: "uuid"}); err != nil {
+				return nil, err
+			}
+			headers.ShipfileFileId = &value
+		}
+		if values := rsp.Header.Values("Tus-Resumable"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Tus-Resumable", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.TusResumable = &value
+		}
+		if values := rsp.Header.Values("Upload-Expires"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Upload-Expires", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.UploadExpires = &value
+		}
+		if values := rsp.Header.Values("Upload-Offset"); len(values) > 0 {
+			var value int64
+			if err := runtime.BindStyledParameterWithOptions("simple", "Upload-Offset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: "int64"}); err != nil {
+				return nil, err
+			}
+			headers.UploadOffset = &value
+		}
+		response.Headers204 = &headers
+	case rsp.StatusCode == 401:
+		var headers TusWriteOwnerResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 412:
+		var headers TusWriteOwnerResponse412Headers
+		if values := rsp.Header.Values("Tus-Resumable"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Tus-Resumable", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.TusResumable = &value
+		}
+		if values := rsp.Header.Values("Tus-Version"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Tus-Version", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.TusVersion = &value
+		}
+		response.Headers412 = &headers
+	case rsp.StatusCode == 423:
+		var headers TusWriteOwnerResponse423Headers
+		if values := rsp.Header.Values("Tus-Resumable"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Tus-Resumable", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.TusResumable = &value
+		}
+		response.Headers423 = &headers
+	case rsp.StatusCode == 429:
+		var headers TusWriteOwnerResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 460:
+		var headers TusWriteOwnerResponse460Headers
+		if values := rsp.Header.Values("Tus-Resumable"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Tus-Resumable", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.TusResumable = &value
+		}
+		response.Headers460 = &headers
+	case rsp.StatusCode == 503:
+		var headers TusWriteOwnerResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
 	}
 
 	return response, nil

@@ -6,6 +6,7 @@ package store
 import (
 	"context"
 	"fmt"
+	"math"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -14,11 +15,13 @@ import (
 	"github.com/shipfile/shipfile/pkg/events"
 	"github.com/shipfile/shipfile/pkg/outbox"
 	"github.com/shipfile/shipfile/services/expiry/internal/app"
+	"github.com/shipfile/shipfile/services/expiry/internal/store/db"
 )
 
 // Postgres is the expiry service's database store.
 type Postgres struct {
 	pool *pgxpool.Pool
+	q    *db.Queries // the statements of queries.sql, on the pool
 	// wake is called after a transaction that wrote outbox rows has committed.
 	wake func()
 }
@@ -35,7 +38,7 @@ func WithOutboxWake(wake func()) Option { return func(s *Postgres) { s.wake = wa
 
 // New returns a store on pool.
 func New(pool *pgxpool.Pool, opts ...Option) *Postgres {
-	s := &Postgres{pool: pool}
+	s := &Postgres{pool: pool, q: db.New(pool)}
 	for _, o := range opts {
 		o(s)
 	}
@@ -50,20 +53,20 @@ func New(pool *pgxpool.Pool, opts ...Option) *Postgres {
 func (s *Postgres) ExpireDue(ctx context.Context, now time.Time, limit int, effects func([]app.Package) (app.Effects, error)) ([]app.Package, error) {
 	var out []app.Package
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		rows, err := tx.Query(ctx, qExpireDue, limit, now)
+		q := s.q.WithTx(tx)
+		rows, err := q.ExpireDue(ctx, db.ExpireDueParams{Now: now, MaxRows: int32(min(limit, math.MaxInt32))})
 		if err != nil {
 			return fmt.Errorf("store: expire: %w", err)
 		}
-		ps, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (app.Package, error) {
-			var p app.Package
-			err := r.Scan(&p.ID, &p.Title, &p.RecipientEmail, &p.OwnerUserID, &p.Direction, &p.PreviousState, &p.ExpiresAt)
-			return p, err
-		})
-		if err != nil {
-			return fmt.Errorf("store: expire: %w", err)
-		}
-		if len(ps) == 0 {
+		if len(rows) == 0 {
 			return nil
+		}
+		ps := make([]app.Package, len(rows))
+		for i, r := range rows {
+			ps[i] = app.Package{
+				ID: r.ID, Title: r.Title, RecipientEmail: r.RecipientEmail, OwnerUserID: r.OwnerUserID,
+				Direction: r.Direction, PreviousState: r.PreviousState, ExpiresAt: r.ExpiresAt,
+			}
 		}
 
 		ids := make([]string, len(ps))
@@ -72,24 +75,20 @@ func (s *Postgres) ExpireDue(ctx context.Context, now time.Time, limit int, effe
 			ids[i] = p.ID
 			index[p.ID] = i
 		}
-		rows, err = tx.Query(ctx, qQueueFileObjects, ids)
+		keys, err := q.QueueFileObjects(ctx, ids)
 		if err != nil {
 			return fmt.Errorf("store: queue objects: %w", err)
 		}
-		var pkg, key string
-		if _, err := pgx.ForEachRow(rows, []any{&pkg, &key}, func() error {
-			i := index[pkg]
-			ps[i].ObjectKeys = append(ps[i].ObjectKeys, key)
-			return nil
-		}); err != nil {
-			return fmt.Errorf("store: queue objects: %w", err)
+		for _, k := range keys {
+			i := index[k.PackageID]
+			ps[i].ObjectKeys = append(ps[i].ObjectKeys, k.ObjectKey)
 		}
 
 		fx, err := effects(ps)
 		if err != nil {
 			return err
 		}
-		if err := writeEffects(ctx, tx, fx); err != nil {
+		if err := writeEffects(ctx, tx, q, fx); err != nil {
 			return err
 		}
 		out = ps
@@ -105,14 +104,14 @@ func (s *Postgres) ExpireDue(ctx context.Context, now time.Time, limit int, effe
 }
 
 // writeEffects writes audit entries, and events as outbox rows, in tx.
-func writeEffects(ctx context.Context, tx pgx.Tx, fx app.Effects) error {
+func writeEffects(ctx context.Context, tx pgx.Tx, q *db.Queries, fx app.Effects) error {
 	if len(fx.Audit) > 0 {
 		actions := make([]string, len(fx.Audit))
 		pkgs := make([]string, len(fx.Audit))
 		for i, a := range fx.Audit {
 			actions[i], pkgs[i] = a.Action, a.PackageID
 		}
-		if _, err := tx.Exec(ctx, qInsertAudit, actions, pkgs); err != nil {
+		if err := q.InsertAudit(ctx, db.InsertAuditParams{Actions: actions, PackageIds: pkgs}); err != nil {
 			return fmt.Errorf("store: audit: %w", err)
 		}
 	}
@@ -134,11 +133,8 @@ func (s *Postgres) SweepDeletions(ctx context.Context, limit int, remove func(ke
 	var locked, forgotten int
 	var removeErr error
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		rows, err := tx.Query(ctx, qLockDeletions, limit)
-		if err != nil {
-			return fmt.Errorf("store: lock deletions: %w", err)
-		}
-		keys, err := pgx.CollectRows(rows, pgx.RowTo[string])
+		q := s.q.WithTx(tx)
+		keys, err := q.LockDeletions(ctx, int32(min(limit, math.MaxInt32)))
 		if err != nil {
 			return fmt.Errorf("store: lock deletions: %w", err)
 		}
@@ -151,11 +147,11 @@ func (s *Postgres) SweepDeletions(ctx context.Context, limit int, remove func(ke
 		if len(removed) == 0 {
 			return nil
 		}
-		tag, err := tx.Exec(ctx, qForgetDeletions, removed)
+		n, err := q.ForgetDeletions(ctx, removed)
 		if err != nil {
 			return fmt.Errorf("store: forget deletions: %w", err)
 		}
-		forgotten = int(tag.RowsAffected())
+		forgotten = int(n)
 		return nil
 	})
 	if err != nil {
@@ -175,26 +171,19 @@ func (s *Postgres) SweepOrphans(ctx context.Context, grace time.Duration, limit 
 	var locked, removedN int
 	var removeErr error
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		rows, err := tx.Query(ctx, qLockOrphans, grace.Seconds(), limit)
+		q := s.q.WithTx(tx)
+		rows, err := q.LockOrphans(ctx, db.LockOrphansParams{GraceSecs: grace.Seconds(), MaxRows: int32(min(limit, math.MaxInt32))})
 		if err != nil {
 			return fmt.Errorf("store: lock orphans: %w", err)
 		}
-		var (
-			key       string
-			committed bool
-			forget    []string
-			orphans   []string
-		)
-		if _, err := pgx.ForEachRow(rows, []any{&key, &committed}, func() error {
+		var forget, orphans []string
+		for _, r := range rows {
 			locked++
-			if committed {
-				forget = append(forget, key)
+			if r.Committed {
+				forget = append(forget, r.ObjectKey)
 			} else {
-				orphans = append(orphans, key)
+				orphans = append(orphans, r.ObjectKey)
 			}
-			return nil
-		}); err != nil {
-			return fmt.Errorf("store: lock orphans: %w", err)
 		}
 		if len(orphans) > 0 {
 			var removed []string
@@ -205,7 +194,7 @@ func (s *Postgres) SweepOrphans(ctx context.Context, grace time.Duration, limit 
 		if len(forget) == 0 {
 			return nil
 		}
-		if _, err := tx.Exec(ctx, qForgetReservations, forget); err != nil {
+		if err := q.ForgetReservations(ctx, forget); err != nil {
 			return fmt.Errorf("store: forget reservations: %w", err)
 		}
 		return nil
@@ -222,20 +211,20 @@ func (s *Postgres) SweepOrphans(ctx context.Context, grace time.Duration, limit 
 // OverdueLag returns the age at now of the oldest package overdue at now that is not
 // expired yet.
 func (s *Postgres) OverdueLag(ctx context.Context, now time.Time) (time.Duration, error) {
-	var secs *float64
-	if err := s.pool.QueryRow(ctx, qOverdueLag, now).Scan(&secs); err != nil {
+	secs, err := s.q.OverdueLag(ctx, now)
+	if err != nil {
 		return 0, fmt.Errorf("store: overdue lag: %w", err)
 	}
-	if secs == nil || *secs < 0 {
+	if secs < 0 {
 		return 0, nil
 	}
-	return time.Duration(*secs * float64(time.Second)), nil
+	return time.Duration(secs * float64(time.Second)), nil
 }
 
 // PendingDeletions counts the object keys queued for deletion.
 func (s *Postgres) PendingDeletions(ctx context.Context) (int64, error) {
-	var n int64
-	if err := s.pool.QueryRow(ctx, qPendingDeletions).Scan(&n); err != nil {
+	n, err := s.q.PendingDeletions(ctx)
+	if err != nil {
 		return 0, fmt.Errorf("store: pending deletions: %w", err)
 	}
 	return n, nil

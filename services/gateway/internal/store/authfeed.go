@@ -117,6 +117,9 @@ func (s *Postgres) followAuthOnce(ctx context.Context, feed AuthFeed) (connected
 		defer cancel()
 		_ = conn.Close(cctx)
 	}()
+	// The feed's two statements are not in queries.sql: they run on a bare pgconn.PgConn
+	// (simple protocol, the notifications read by OnNotification), which sqlc's DBTX does
+	// not fit, and LISTEN takes no parameters.
 	if _, err := conn.Exec(ctx, "LISTEN "+pgx.Identifier{AuthChannel}.Sanitize()).ReadAll(); err != nil {
 		return false, fmt.Errorf("listen: %w", err)
 	}

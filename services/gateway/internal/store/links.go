@@ -31,14 +31,6 @@ func (s *Postgres) ReturnDownloads(ctx context.Context, fileIDs []uuid.UUID) err
 	return s.q.ReturnDownloads(ctx, fileIDs)
 }
 
-// lockUnlockAttempts serialises the unlock attempts of one link, on every gateway,
-// until the transaction ends (a transaction-level advisory lock keyed by the package).
-const lockUnlockAttempts = `SELECT pg_advisory_xact_lock(hashtextextended('link-unlock:' || $1::text, 0))`
-
-// unlockClock reads the database's clock once the attempt holds the lock (not the
-// transaction's start, which came before the wait).
-const unlockClock = `SELECT clock_timestamp()`
-
 // AddUnlockAttempt records an unlock attempt and returns its id, its time and the
 // link's failures recorded before it within window, newest first. Attempts of one
 // link are serialised, so each sees every attempt before it: parallel guesses cannot
@@ -50,17 +42,15 @@ func (s *Postgres) AddUnlockAttempt(ctx context.Context, packageID uuid.UUID, wi
 	var at time.Time
 	var rows []time.Time
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		if _, err := tx.Exec(ctx, lockUnlockAttempts, packageID); err != nil {
-			return err
-		}
-		if err := tx.QueryRow(ctx, unlockClock).Scan(&at); err != nil {
-			return err
-		}
 		q := s.q.WithTx(tx)
-		var err error
-		if id, err = q.InsertUnlockFailure(ctx, InsertUnlockFailureParams{PackageID: packageID, FailedAt: at}); err != nil {
+		if err := q.LockUnlockAttempts(ctx, packageID.String()); err != nil {
 			return err
 		}
+		attempt, err := q.InsertUnlockFailure(ctx, packageID)
+		if err != nil {
+			return err
+		}
+		id, at = attempt.ID, attempt.FailedAt
 		since := at.Add(-window)
 		if rows, err = q.UnlockFailures(ctx, UnlockFailuresParams{PackageID: packageID, Since: since, BeforeID: id}); err != nil {
 			return err

@@ -104,10 +104,10 @@ const setupLockKey = 0x5e7a9f1e
 func (s *Postgres) CreateFirstUser(ctx context.Context, u app.NewUser, passwordHash string) (app.User, error) {
 	var user app.User
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		if _, err := tx.Exec(ctx, "SELECT pg_advisory_xact_lock($1)", setupLockKey); err != nil {
+		q := s.q.WithTx(tx)
+		if err := q.LockSetup(ctx, setupLockKey); err != nil {
 			return err
 		}
-		q := s.q.WithTx(tx)
 		n, err := q.CountUsers(ctx)
 		if err != nil {
 			return err
@@ -182,18 +182,15 @@ func (s *Postgres) UpdateUser(ctx context.Context, id int64, p app.UserPatch, pa
 	}
 	var user app.User
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		rows, err := tx.Query(ctx, `SELECT id FROM users WHERE role = 'admin' AND NOT disabled ORDER BY id FOR UPDATE`)
-		if err != nil {
-			return err
-		}
-		admins, err := pgx.CollectRows(rows, pgx.RowTo[int64])
+		q := s.q.WithTx(tx)
+		admins, err := q.LockActiveAdmins(ctx)
 		if err != nil {
 			return err
 		}
 		if err := app.CheckLastAdmin(admins, id); err != nil {
 			return err
 		}
-		row, err := s.q.WithTx(tx).UpdateUser(ctx, params)
+		row, err := q.UpdateUser(ctx, params)
 		if err != nil {
 			return mapUserErr(err)
 		}

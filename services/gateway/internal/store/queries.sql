@@ -25,6 +25,15 @@ UPDATE users SET
 WHERE id = @id
 RETURNING *;
 
+-- name: LockSetup :exec
+-- Serialises first-user creation across gateway instances, until the transaction ends.
+SELECT pg_advisory_xact_lock(@key::bigint);
+
+-- name: LockActiveAdmins :many
+-- Locks every active admin's row, so that two changes that would each take one away
+-- run one after the other.
+SELECT id FROM users WHERE role = 'admin' AND NOT disabled ORDER BY id FOR UPDATE;
+
 -- name: CreateToken :one
 INSERT INTO api_tokens (user_id, name, prefix, token_hash, expires_at)
 VALUES ($1, $2, $3, $4, $5)
@@ -46,9 +55,11 @@ JOIN users u ON u.id = t.user_id
 WHERE t.token_hash = $1;
 
 -- name: TouchTokens :exec
--- Writes a batch of tokens' last uses; never moves last_used_at back.
+-- Writes a batch of tokens' last uses; never moves last_used_at back. The arrays are
+-- zipped by unnest in one select list (set-returning functions there advance
+-- together): sqlc knows no multi-argument unnest in FROM.
 UPDATE api_tokens t SET last_used_at = u.at
-FROM unnest(@ids::bigint[], @ats::timestamptz[]) AS u (id, at)
+FROM (SELECT unnest(@ids::bigint[]) AS id, unnest(@ats::timestamptz[]) AS at) AS u
 WHERE t.id = u.id AND (t.last_used_at IS NULL OR t.last_used_at < u.at);
 
 -- name: InsertPackage :exec
@@ -123,8 +134,15 @@ SELECT failed_at FROM link_unlock_failures
 WHERE package_id = @package_id AND failed_at > @since AND id < @before_id
 ORDER BY failed_at DESC;
 
+-- name: LockUnlockAttempts :exec
+-- Serialises the unlock attempts of one link, on every gateway, until the transaction
+-- ends (a transaction-level advisory lock keyed by the package).
+SELECT pg_advisory_xact_lock(hashtextextended('link-unlock:' || @package_id::text, 0));
+
 -- name: InsertUnlockFailure :one
-INSERT INTO link_unlock_failures (package_id, failed_at) VALUES (@package_id, @failed_at) RETURNING id;
+-- An unlock attempt at the database's time once the link's lock is held (not the
+-- transaction's start, which came before the wait): every gateway counts on one clock.
+INSERT INTO link_unlock_failures (package_id, failed_at) VALUES (@package_id, clock_timestamp()) RETURNING id, failed_at;
 
 -- name: ForgetOldUnlockFailures :exec
 -- Wrong passwords older than the window count no more.
@@ -132,6 +150,9 @@ DELETE FROM link_unlock_failures WHERE package_id = @package_id AND failed_at <=
 
 -- name: DeleteUnlockFailure :exec
 DELETE FROM link_unlock_failures WHERE id = $1;
+
+-- name: FileExists :one
+SELECT EXISTS (SELECT 1 FROM files WHERE id = $1);
 
 -- name: InsertFile :exec
 INSERT INTO files (id, package_id, filename, size, content_type, sha256, object_key, uploaded_by, created_at)
@@ -149,11 +170,41 @@ DELETE FROM files WHERE id = $1;
 -- name: FileKeys :many
 SELECT object_key FROM files WHERE package_id = $1;
 
+-- name: ReserveObjectKey :exec
+-- Records (or renews) an object key about to be written (migration 00010).
+INSERT INTO object_reservations (object_key) VALUES (@object_key)
+ON CONFLICT (object_key) DO UPDATE SET reserved_at = now();
+
+-- name: ReleaseObjectKey :execrows
+-- Forgets a key whose file row is being committed.
+DELETE FROM object_reservations WHERE object_key = @object_key;
+
 -- name: QueueObjectDeletion :exec
 INSERT INTO object_deletions (object_key) SELECT unnest(@keys::text[]) ON CONFLICT DO NOTHING;
 
 -- name: ObjectsDeleted :exec
 DELETE FROM object_deletions WHERE object_key = ANY(@keys::text[]);
+
+-- name: TakeLinkRate :one
+-- One GCRA step in one statement (migration 00009): a client's theoretical arrival
+-- time (tat) moves on by one emission interval from max(tat, now) when that stays
+-- within the burst tolerance of now; otherwise the row is left alone and the statement
+-- reports how long until it would fit, in seconds. Durations are in microseconds.
+WITH cur AS (
+    SELECT greatest(link_rate.tat, clock_timestamp()) AS base FROM link_rate WHERE link_rate.client = @client
+), up AS (
+    INSERT INTO link_rate AS r (client, tat) VALUES (@client, clock_timestamp() + (sqlc.arg(interval_us)::bigint * interval '1 microsecond'))
+    ON CONFLICT (client) DO UPDATE
+        SET tat = greatest(r.tat, clock_timestamp()) + (sqlc.arg(interval_us)::bigint * interval '1 microsecond')
+        WHERE greatest(r.tat, clock_timestamp()) + (sqlc.arg(interval_us)::bigint * interval '1 microsecond') - clock_timestamp() <= (sqlc.arg(tolerance_us)::bigint * interval '1 microsecond')
+    RETURNING 1
+)
+SELECT EXISTS (SELECT 1 FROM up) AS taken,
+       coalesce((SELECT extract(epoch FROM cur.base + (sqlc.arg(interval_us)::bigint * interval '1 microsecond') - (sqlc.arg(tolerance_us)::bigint * interval '1 microsecond') - clock_timestamp()) FROM cur), 0)::float8 AS wait_secs;
+
+-- name: SweepLinkRates :exec
+-- Forgets the buckets that have been full again for @idle_us microseconds.
+DELETE FROM link_rate WHERE tat < clock_timestamp() - (sqlc.arg(idle_us)::bigint * interval '1 microsecond');
 
 -- name: InsertAudit :exec
 INSERT INTO audit_log (actor, actor_user_id, action, package_id, file_id, ip, user_agent, detail)
@@ -217,6 +268,20 @@ DELETE FROM webhook_deliveries WHERE subscription_id = $1;
 -- name: RedeliverWebhookDelivery :execrows
 UPDATE webhook_deliveries SET status = 'pending', round_attempts = 0, updated_at = now()
 WHERE id = @id AND subscription_id = @subscription_id;
+
+-- name: StaleWebhookSecrets :many
+-- Pages the subscriptions with a secret not sealed under the key whose prefix is
+-- @prefix (plaintext or another key), by id after @after_id.
+SELECT id, secret, previous_secret FROM webhook_subscriptions
+WHERE id > @after_id AND (left(secret, length(@prefix::text)) <> @prefix::text OR left(previous_secret, length(@prefix::text)) <> @prefix::text)
+ORDER BY id LIMIT @max_rows;
+
+-- name: ResealWebhookSecret :execrows
+-- Replaces a subscription's secrets only if they are still what was read (compare and
+-- swap): another gateway starting at once, or a rotation meanwhile, wins and the row
+-- is left to it.
+UPDATE webhook_subscriptions SET secret = @secret, previous_secret = @previous_secret
+WHERE id = @id AND secret = @old_secret::text AND previous_secret IS NOT DISTINCT FROM sqlc.narg(old_previous_secret)::text;
 
 -- name: ListWebhookAttempts :many
 SELECT a.id, a.delivery_id, d.event_id, d.event, a.attempt, a.status_code, a.error, a.duration_ms,

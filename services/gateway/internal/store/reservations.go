@@ -7,17 +7,6 @@ import (
 	"github.com/shipfile/shipfile/services/gateway/internal/app"
 )
 
-// The SQL of object reservations (migration 00010) is written by hand, beside the
-// sqlc-generated queries, so that uploads of every kind (multipart, tus) can share the
-// two statements without regenerating code.
-const (
-	// qReserveObjectKey records (or renews) a key about to be written.
-	qReserveObjectKey = `INSERT INTO object_reservations (object_key) VALUES ($1)
-ON CONFLICT (object_key) DO UPDATE SET reserved_at = now()`
-	// qReleaseObjectKey forgets a key whose file row is being committed.
-	qReleaseObjectKey = `DELETE FROM object_reservations WHERE object_key = $1`
-)
-
 // errReservationGone is the answer to a commit whose reservation the orphan sweep took:
 // the upload ran past SHIPFILE_ORPHAN_GRACE without renewing it, and its object is
 // (being) removed.
@@ -28,7 +17,7 @@ var errReservationGone = app.Conflict("the upload took too long to be committed 
 // SHIPFILE_ORPHAN_GRACE without a file row is an orphan, which the expiry service
 // removes. CommitObjectKey ends the reservation.
 func (s *Postgres) ReserveObjectKey(ctx context.Context, key string) error {
-	if _, err := s.pool.Exec(ctx, qReserveObjectKey, key); err != nil {
+	if err := s.q.ReserveObjectKey(ctx, key); err != nil {
 		return fmt.Errorf("reserve object key: %w", err)
 	}
 	return nil
@@ -40,11 +29,11 @@ func (s *Postgres) ReserveObjectKey(ctx context.Context, key string) error {
 // The sweep holds the reservation's row lock while it removes the object, so this
 // waits for it.
 func (q *Queries) CommitObjectKey(ctx context.Context, key string) error {
-	tag, err := q.db.Exec(ctx, qReleaseObjectKey, key)
+	n, err := q.ReleaseObjectKey(ctx, key)
 	if err != nil {
 		return fmt.Errorf("commit object key: %w", err)
 	}
-	if tag.RowsAffected() == 0 {
+	if n == 0 {
 		return errReservationGone
 	}
 	return nil

@@ -5,28 +5,11 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/jackc/pgx/v5"
-
 	"github.com/shipfile/shipfile/pkg/secretbox"
 )
 
 // resealBatch is how many subscriptions one pass of ResealWebhookSecrets reads at once.
 const resealBatch = 500
-
-// The SQL of ResealWebhookSecrets is written by hand rather than through sqlc: it runs
-// once at start, and a pattern over the current key id is all it filters on.
-const (
-	// qStaleSecrets pages the subscriptions with a secret not sealed under the key whose
-	// prefix is $1 (plaintext or another key), by id after $2.
-	qStaleSecrets = `SELECT id, secret, previous_secret FROM webhook_subscriptions
-WHERE id > $2 AND (left(secret, length($1)) <> $1 OR left(previous_secret, length($1)) <> $1)
-ORDER BY id LIMIT $3`
-	// qResealSecrets replaces a subscription's secrets only if they are still what was
-	// read (compare and swap): another gateway starting at once, or a rotation meanwhile,
-	// wins and the row is left to it.
-	qResealSecrets = `UPDATE webhook_subscriptions SET secret = $2, previous_secret = $3
-WHERE id = $1 AND secret = $4 AND previous_secret IS NOT DISTINCT FROM $5`
-)
 
 // ResealReport says what ResealWebhookSecrets did.
 type ResealReport struct {
@@ -44,43 +27,28 @@ func (s *Postgres) ResealWebhookSecrets(ctx context.Context, ring *secretbox.Key
 	prefix := secretbox.Prefix + ring.CurrentID() + ":"
 	var after int64
 	for {
-		rows, err := s.pool.Query(ctx, qStaleSecrets, prefix, after, resealBatch)
+		batch, err := s.q.StaleWebhookSecrets(ctx, StaleWebhookSecretsParams{Prefix: prefix, AfterID: after, MaxRows: resealBatch})
 		if err != nil {
 			return rep, fmt.Errorf("reseal webhook secrets: %w", err)
 		}
-		type row struct {
-			id          int64
-			secret      string
-			previous    *string
-			newSecret   string
-			newPrevious *string
-		}
-		batch, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (row, error) {
-			var x row
-			err := r.Scan(&x.id, &x.secret, &x.previous)
-			return x, err
-		})
-		if err != nil {
-			return rep, fmt.Errorf("reseal webhook secrets: %w", err)
-		}
-		for i := range batch {
-			x := &batch[i]
-			after = x.id
+		for _, x := range batch {
+			after = x.ID
 			var errSecret, errPrevious error
-			x.newSecret, _, errSecret = ring.Reseal(x.secret)
-			if x.previous != nil {
-				p, _, err := ring.Reseal(*x.previous)
-				x.newPrevious, errPrevious = &p, err
+			arg := ResealWebhookSecretParams{ID: x.ID, OldSecret: x.Secret, OldPreviousSecret: x.PreviousSecret}
+			arg.Secret, _, errSecret = ring.Reseal(x.Secret)
+			if x.PreviousSecret != nil {
+				p, _, err := ring.Reseal(*x.PreviousSecret)
+				arg.PreviousSecret, errPrevious = &p, err
 			}
 			if err := errors.Join(errSecret, errPrevious); err != nil {
-				rep.Unknown = append(rep.Unknown, x.id)
+				rep.Unknown = append(rep.Unknown, x.ID)
 				continue
 			}
-			tag, err := s.pool.Exec(ctx, qResealSecrets, x.id, x.newSecret, x.newPrevious, x.secret, x.previous)
+			n, err := s.q.ResealWebhookSecret(ctx, arg)
 			if err != nil {
-				return rep, fmt.Errorf("reseal webhook secret of subscription %d: %w", x.id, err)
+				return rep, fmt.Errorf("reseal webhook secret of subscription %d: %w", x.ID, err)
 			}
-			rep.Resealed += int(tag.RowsAffected())
+			rep.Resealed += int(n)
 		}
 		if len(batch) < resealBatch {
 			return rep, nil

@@ -64,45 +64,20 @@ func (s *Postgres) ClearLoginFailures(ctx context.Context, key string) error {
 	return s.q.ClearLoginFailures(ctx, key)
 }
 
-// countLoginAttempt is RecordLoginFailure's statement for several keys at once,
-// returning the counts and the locks in force before it. (Hand-written: sqlc cannot
-// be built on this machine; it belongs in sessions.sql at the next make generate.)
-const countLoginAttempt = `
-WITH old AS (
-    SELECT key, locked_until FROM login_throttle WHERE key = ANY($1::text[])
-), up AS (
-    INSERT INTO login_throttle AS t (key, failures, window_start, locked_until)
-    SELECT k, 1, $2, CASE WHEN 1 >= $5::int THEN $4::timestamptz END FROM unnest($1::text[]) AS k
-    ON CONFLICT (key) DO UPDATE SET
-        failures     = CASE WHEN t.window_start < $3 THEN 1 ELSE t.failures + 1 END,
-        window_start = CASE WHEN t.window_start < $3 THEN $2 ELSE t.window_start END,
-        locked_until = CASE
-            WHEN (CASE WHEN t.window_start < $3 THEN 1 ELSE t.failures + 1 END) >= $5::int
-            THEN greatest($4::timestamptz, t.locked_until)
-            ELSE t.locked_until
-        END
-    RETURNING key, failures
-)
-SELECT coalesce(max(up.failures), 0)::int,
-       (SELECT max(locked_until) FROM old WHERE locked_until > $2)
-FROM up`
-
 // CountLoginAttempt counts a sign-in attempt as a failure of every key before its
 // password is checked; see app.SessionStore.
 func (s *Postgres) CountLoginAttempt(ctx context.Context, keys []string, now, windowStart, lockUntil time.Time, maxFailures int) (app.LoginCount, error) {
-	var c app.LoginCount
-	err := s.pool.QueryRow(ctx, countLoginAttempt, keys, now, windowStart, lockUntil, maxFailures).Scan(&c.Failures, &c.LockedUntil)
-	return c, err
+	r, err := s.q.CountLoginAttempt(ctx, CountLoginAttemptParams{
+		Keys: keys, Now: now, WindowStart: windowStart, LockUntil: lockUntil, MaxFailures: int32(maxFailures),
+	})
+	if err != nil {
+		return app.LoginCount{}, err
+	}
+	return app.LoginCount{Failures: int(r.Failures), LockedUntil: r.LockedUntil}, nil
 }
 
 // RefundLoginAttempt takes back one counted attempt of key, lifting the lock when
 // the count falls below maxFailures again; a count that falls to zero is forgotten.
 func (s *Postgres) RefundLoginAttempt(ctx context.Context, key string, maxFailures int) error {
-	_, err := s.pool.Exec(ctx, `
-WITH gone AS (DELETE FROM login_throttle WHERE key = $1 AND failures <= 1)
-UPDATE login_throttle SET
-    failures     = failures - 1,
-    locked_until = CASE WHEN failures - 1 < $2::int THEN NULL ELSE locked_until END
-WHERE key = $1 AND failures > 1`, key, maxFailures)
-	return err
+	return s.q.RefundLoginAttempt(ctx, RefundLoginAttemptParams{Key: key, MaxFailures: int32(maxFailures)})
 }

@@ -5,38 +5,27 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"time"
 
 	"github.com/google/uuid"
-	"github.com/jackc/pgx/v5"
 
 	"github.com/shipfile/shipfile/services/gateway/internal/app"
 )
 
-// The state of resumable uploads (tus). The SQL is written by hand here rather than
-// in queries.sql: sqlc cannot be built on this machine (its parser needs cgo and
-// libpg_query); it is plain, static SQL that `make generate` can take over.
+// The state of resumable uploads (tus): the statements of tus.sql.
 
 var _ app.TusStore = (*Postgres)(nil)
 
-const tusColumns = `id, package_id, uploaded_by, creator_user_id, link_hash, file_id, filename, content_type,
-	length, "offset", object_key, s3_upload_id, parts, tail_key, tail_size, sha256_state, file_completed,
-	created_at, expires_at`
-
-func scanUpload(row pgx.Row) (app.TusUpload, error) {
-	var (
-		u     app.TusUpload
-		by    string
-		parts []byte
-	)
-	err := row.Scan(&u.ID, &u.PackageID, &by, &u.CreatorUserID, &u.LinkHash, &u.FileID, &u.Filename, &u.ContentType,
-		&u.Length, &u.Offset, &u.ObjectKey, &u.S3UploadID, &parts, &u.TailKey, &u.TailSize, &u.SHA256State,
-		&u.Completed, &u.CreatedAt, &u.ExpiresAt)
-	if err != nil {
-		return app.TusUpload{}, notFound(err, "upload")
+// toUpload turns a row of tus_uploads into an upload.
+func toUpload(r TusUpload) (app.TusUpload, error) {
+	u := app.TusUpload{
+		ID: r.ID, PackageID: r.PackageID, UploadedBy: app.Uploader(r.UploadedBy), CreatorUserID: r.CreatorUserID,
+		LinkHash: r.LinkHash, FileID: r.FileID, Filename: r.Filename, ContentType: r.ContentType, Length: r.Length,
+		Offset: r.Offset, ObjectKey: r.ObjectKey, S3UploadID: r.S3UploadID, TailKey: r.TailKey, TailSize: r.TailSize,
+		SHA256State: r.Sha256State, Completed: r.FileCompleted, CreatedAt: r.CreatedAt, ExpiresAt: r.ExpiresAt,
 	}
-	u.UploadedBy = app.Uploader(by)
-	if err := json.Unmarshal(parts, &u.Parts); err != nil {
+	if err := json.Unmarshal(r.Parts, &u.Parts); err != nil {
 		return app.TusUpload{}, fmt.Errorf("upload %s: parts: %w", u.ID, err)
 	}
 	return u, nil
@@ -48,38 +37,42 @@ func (s *Postgres) CreateUpload(ctx context.Context, u app.TusUpload) error {
 	if err != nil {
 		return err
 	}
-	_, err = s.pool.Exec(ctx, `INSERT INTO tus_uploads (`+tusColumns+`)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19)`,
-		u.ID, u.PackageID, string(u.UploadedBy), u.CreatorUserID, u.LinkHash, u.FileID, u.Filename, u.ContentType,
-		u.Length, u.Offset, u.ObjectKey, u.S3UploadID, parts, u.TailKey, u.TailSize, u.SHA256State, u.Completed,
-		u.CreatedAt, u.ExpiresAt)
-	return err
+	return s.q.CreateUpload(ctx, CreateUploadParams{
+		ID: u.ID, PackageID: u.PackageID, UploadedBy: string(u.UploadedBy), CreatorUserID: u.CreatorUserID,
+		LinkHash: u.LinkHash, FileID: u.FileID, Filename: u.Filename, ContentType: u.ContentType, Length: u.Length,
+		UploadOffset: u.Offset, ObjectKey: u.ObjectKey, S3UploadID: u.S3UploadID, Parts: parts, TailKey: u.TailKey,
+		TailSize: u.TailSize, Sha256State: u.SHA256State, FileCompleted: u.Completed, CreatedAt: u.CreatedAt,
+		ExpiresAt: u.ExpiresAt,
+	})
 }
 
 // GetUpload returns an upload by id.
 func (s *Postgres) GetUpload(ctx context.Context, id uuid.UUID) (app.TusUpload, error) {
-	return scanUpload(s.pool.QueryRow(ctx, `SELECT `+tusColumns+` FROM tus_uploads WHERE id = $1`, id))
+	row, err := s.q.GetUpload(ctx, id)
+	if err != nil {
+		return app.TusUpload{}, notFound(err, "upload")
+	}
+	return toUpload(row)
 }
 
 // LockUpload takes the upload's lease for owner when no other lease runs.
 func (s *Postgres) LockUpload(ctx context.Context, id, owner uuid.UUID, lease time.Duration) (app.TusUpload, error) {
-	u, err := scanUpload(s.pool.QueryRow(ctx, `UPDATE tus_uploads
-		SET lock_owner = $2, lock_until = now() + $3 * interval '1 microsecond'
-		WHERE id = $1 AND (lock_owner IS NULL OR lock_until < now() OR lock_owner = $2)
-		RETURNING `+tusColumns, id, owner, lease.Microseconds()))
-	if errors.Is(err, app.ErrNotFound) {
-		if _, getErr := s.GetUpload(ctx, id); getErr == nil {
-			return app.TusUpload{}, app.ErrUploadLocked
+	row, err := s.q.LockUpload(ctx, LockUploadParams{ID: id, Owner: owner, LeaseUs: lease.Microseconds()})
+	if err != nil {
+		err = notFound(err, "upload")
+		if errors.Is(err, app.ErrNotFound) {
+			if _, getErr := s.GetUpload(ctx, id); getErr == nil {
+				return app.TusUpload{}, app.ErrUploadLocked
+			}
 		}
+		return app.TusUpload{}, err
 	}
-	return u, err
+	return toUpload(row)
 }
 
 // RenewLease extends owner's lease.
 func (s *Postgres) RenewLease(ctx context.Context, id, owner uuid.UUID, lease time.Duration) error {
-	_, err := s.pool.Exec(ctx, `UPDATE tus_uploads SET lock_until = now() + $3 * interval '1 microsecond'
-		WHERE id = $1 AND lock_owner = $2`, id, owner, lease.Microseconds())
-	return err
+	return s.q.RenewUploadLease(ctx, RenewUploadLeaseParams{ID: id, Owner: owner, LeaseUs: lease.Microseconds()})
 }
 
 // SaveUpload stores where the upload stands and renews owner's lease, or gives it back
@@ -89,17 +82,15 @@ func (s *Postgres) SaveUpload(ctx context.Context, u app.TusUpload, owner uuid.U
 	if err != nil {
 		return err
 	}
-	tag, err := s.pool.Exec(ctx, `UPDATE tus_uploads
-		SET "offset" = $3, s3_upload_id = $4, parts = $5, tail_key = $6, tail_size = $7, sha256_state = $8,
-			expires_at = $9,
-			lock_owner = CASE WHEN $11 THEN NULL ELSE lock_owner END,
-			lock_until = CASE WHEN $11 THEN NULL ELSE now() + $10 * interval '1 microsecond' END
-		WHERE id = $1 AND lock_owner = $2`,
-		u.ID, owner, u.Offset, u.S3UploadID, parts, u.TailKey, u.TailSize, u.SHA256State, u.ExpiresAt, lease.Microseconds(), release)
+	n, err := s.q.SaveUpload(ctx, SaveUploadParams{
+		ID: u.ID, Owner: owner, UploadOffset: u.Offset, S3UploadID: u.S3UploadID, Parts: parts, TailKey: u.TailKey,
+		TailSize: u.TailSize, Sha256State: u.SHA256State, ExpiresAt: u.ExpiresAt, LeaseUs: lease.Microseconds(),
+		Release: release,
+	})
 	if err != nil {
 		return err
 	}
-	if tag.RowsAffected() == 0 {
+	if n == 0 {
 		return app.ErrUploadLocked
 	}
 	return nil
@@ -107,9 +98,7 @@ func (s *Postgres) SaveUpload(ctx context.Context, u app.TusUpload, owner uuid.U
 
 // UnlockUpload gives up owner's lease.
 func (s *Postgres) UnlockUpload(ctx context.Context, id, owner uuid.UUID) error {
-	_, err := s.pool.Exec(ctx, `UPDATE tus_uploads SET lock_owner = NULL, lock_until = NULL
-		WHERE id = $1 AND lock_owner = $2`, id, owner)
-	return err
+	return s.q.UnlockUpload(ctx, UnlockUploadParams{ID: id, Owner: owner})
 }
 
 // CompleteUpload records the file in its package's transaction (as AddFile does) and
@@ -125,14 +114,11 @@ func (s *Postgres) CompleteUpload(ctx context.Context, u app.TusUpload, owner uu
 		if err != nil {
 			return fx, err
 		}
-		tag, err := q.db.Exec(ctx, `UPDATE tus_uploads
-			SET file_completed = true, "offset" = length, s3_upload_id = $3, parts = $4, tail_key = '', tail_size = 0,
-				lock_owner = NULL, lock_until = NULL
-			WHERE id = $1 AND lock_owner = $2 AND NOT file_completed`, u.ID, owner, u.S3UploadID, parts)
+		n, err := q.CompleteUpload(ctx, CompleteUploadParams{ID: u.ID, Owner: owner, S3UploadID: u.S3UploadID, Parts: parts})
 		if err != nil {
 			return fx, err
 		}
-		if tag.RowsAffected() == 0 {
+		if n == 0 {
 			return fx, app.ErrUploadLocked
 		}
 		if err := addFileRow(ctx, q, f); err != nil {
@@ -146,51 +132,52 @@ func (s *Postgres) CompleteUpload(ctx context.Context, u app.TusUpload, owner uu
 
 // DeleteUpload forgets an upload.
 func (s *Postgres) DeleteUpload(ctx context.Context, id uuid.UUID) error {
-	_, err := s.pool.Exec(ctx, `DELETE FROM tus_uploads WHERE id = $1`, id)
-	return err
+	return s.q.DeleteUpload(ctx, id)
 }
 
 // UploadsToEnd lists uploads no PATCH holds that are past their expiry, or whose
 // package is gone, overdue, or in a state that takes no uploads of their kind.
 func (s *Postgres) UploadsToEnd(ctx context.Context, limit int) ([]app.TusUpload, error) {
-	rows, err := s.pool.Query(ctx, `SELECT `+prefixed("u.", tusColumns)+` FROM tus_uploads u
-		LEFT JOIN packages p ON p.id = u.package_id
-		WHERE (u.lock_owner IS NULL OR u.lock_until < now())
-		  AND (u.expires_at <= now()
-		    OR (NOT u.file_completed AND (p.id IS NULL OR p.expires_at <= now()
-		      OR (u.uploaded_by = 'owner' AND p.state <> 'draft')
-		      OR (u.uploaded_by = 'recipient' AND (p.state <> 'active' OR p.link_hash IS DISTINCT FROM u.link_hash)))))
-		ORDER BY u.expires_at
-		LIMIT $1`, limit)
+	rows, err := s.q.UploadsToEnd(ctx, int32(min(limit, math.MaxInt32)))
 	if err != nil {
 		return nil, err
 	}
-	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (app.TusUpload, error) { return scanUpload(r) })
+	out := make([]app.TusUpload, 0, len(rows))
+	for _, r := range rows {
+		u, err := toUpload(r.TusUpload)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, u)
+	}
+	return out, nil
 }
 
 // PackageUploads lists a package's uploads.
 func (s *Postgres) PackageUploads(ctx context.Context, packageID uuid.UUID) ([]app.TusUpload, error) {
-	rows, err := s.pool.Query(ctx, `SELECT `+tusColumns+` FROM tus_uploads WHERE package_id = $1`, packageID)
+	rows, err := s.q.PackageUploads(ctx, packageID)
 	if err != nil {
 		return nil, err
 	}
-	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (app.TusUpload, error) { return scanUpload(r) })
+	out := make([]app.TusUpload, 0, len(rows))
+	for _, r := range rows {
+		u, err := toUpload(r)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, u)
+	}
+	return out, nil
 }
 
 // FileExists reports whether a file row with that id exists.
 func (s *Postgres) FileExists(ctx context.Context, id uuid.UUID) (bool, error) {
-	var ok bool
-	err := s.pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM files WHERE id = $1)`, id).Scan(&ok)
-	return ok, err
+	return s.q.FileExists(ctx, id)
 }
 
 // KnownMultipart returns which of the multipart upload ids an upload row names.
 func (s *Postgres) KnownMultipart(ctx context.Context, ids []string) (map[string]bool, error) {
-	rows, err := s.pool.Query(ctx, `SELECT s3_upload_id FROM tus_uploads WHERE s3_upload_id = ANY($1::text[])`, ids)
-	if err != nil {
-		return nil, err
-	}
-	known, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	known, err := s.q.KnownMultipart(ctx, ids)
 	if err != nil {
 		return nil, err
 	}
@@ -206,25 +193,4 @@ func partsOrEmpty(p []app.TusPart) []app.TusPart {
 		return []app.TusPart{}
 	}
 	return p
-}
-
-// prefixed qualifies every column of a column list with a table alias.
-func prefixed(alias, columns string) string {
-	out := ""
-	start := 0
-	for i := 0; i <= len(columns); i++ {
-		if i == len(columns) || columns[i] == ',' {
-			col := columns[start:i]
-			j := 0
-			for j < len(col) && (col[j] == ' ' || col[j] == '\n' || col[j] == '\t') {
-				j++
-			}
-			if out != "" {
-				out += ", "
-			}
-			out += alias + col[j:]
-			start = i + 1
-		}
-	}
-	return out
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/shipfile/shipfile/services/mailer/internal/app"
+	"github.com/shipfile/shipfile/services/mailer/internal/store/db"
 )
 
 // pgLockNotAvailable is SQLSTATE 55P03, what FOR UPDATE NOWAIT answers when the row is
@@ -27,13 +28,14 @@ const writeTimeout = 10 * time.Second
 // Postgres is the mailer's store.
 type Postgres struct {
 	pool *pgxpool.Pool
+	q    *db.Queries // the statements of queries.sql, on the pool
 }
 
 var _ app.Store = (*Postgres)(nil)
 
 // New returns a store on pool. Each attempt holds one connection while the e-mail is
 // sent (see Open).
-func New(pool *pgxpool.Pool) *Postgres { return &Postgres{pool: pool} }
+func New(pool *pgxpool.Pool) *Postgres { return &Postgres{pool: pool, q: db.New(pool)} }
 
 // Open creates a pool on url with at least minConns connections (one per worker, which
 // holds it while its e-mail is sent, plus room for the readiness check) and checks that
@@ -61,7 +63,10 @@ func Open(ctx context.Context, url string, minConns int) (*pgxpool.Pool, error) 
 // instance holds the lock), reads its package's state, calls fn with both and writes fn's outcome and audit entry in
 // the same transaction. The lock is held while fn sends the e-mail.
 func (p *Postgres) Attempt(ctx context.Context, job app.Job, fn func(app.Delivery) app.Outcome) error {
-	if _, err := p.pool.Exec(ctx, qEnsureDelivery, job.ID, job.PackageID, job.Kind, job.RecipientEmail); err != nil {
+	err := p.q.EnsureDelivery(ctx, db.EnsureDeliveryParams{
+		JobID: job.ID, PackageID: job.PackageID, Kind: job.Kind, RecipientEmail: job.RecipientEmail,
+	})
+	if err != nil {
 		return fmt.Errorf("store: record job %s: %w", job.ID, err)
 	}
 	tx, err := p.pool.Begin(ctx)
@@ -75,15 +80,16 @@ func (p *Postgres) Attempt(ctx context.Context, job app.Job, fn func(app.Deliver
 		_ = tx.Rollback(rctx)
 	}()
 
-	var d app.Delivery
-	err = tx.QueryRow(ctx, qLockDelivery, job.ID).Scan(&d.State, &d.Attempts)
+	q := p.q.WithTx(tx)
+	locked, err := q.LockDelivery(ctx, job.ID)
 	if pgErr, ok := errors.AsType[*pgconn.PgError](err); ok && pgErr.Code == pgLockNotAvailable {
 		return app.ErrBusy
 	}
 	if err != nil {
 		return fmt.Errorf("store: lock job %s: %w", job.ID, err)
 	}
-	err = tx.QueryRow(ctx, qPackageState, job.PackageID, time.Now()).Scan(&d.PackageState)
+	d := app.Delivery{State: locked.State, Attempts: int(locked.Attempts)}
+	d.PackageState, err = q.PackageState(ctx, db.PackageStateParams{ID: job.PackageID, Now: time.Now()})
 	if err != nil && !errors.Is(err, pgx.ErrNoRows) {
 		return fmt.Errorf("store: package of job %s: %w", job.ID, err)
 	}
@@ -94,17 +100,15 @@ func (p *Postgres) Attempt(ctx context.Context, job app.Job, fn func(app.Deliver
 	}
 	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), writeTimeout)
 	defer cancel()
-	attempted := 0
-	if out.Attempted {
-		attempted = 1
-	}
-	if _, err := tx.Exec(wctx, qRecordAttempt, pgx.NamedArgs{
-		"job_id": job.ID, "state": out.State, "attempted": attempted, "last_error": out.Error, "message_id": out.MessageID,
-	}); err != nil {
+	err = q.RecordAttempt(wctx, db.RecordAttemptParams{
+		JobID: job.ID, State: out.State, Attempted: attempted(out), LastError: out.Error, MessageID: out.MessageID,
+	})
+	if err != nil {
 		return fmt.Errorf("store: record attempt of %s: %w", job.ID, err)
 	}
 	if out.AuditAction != "" {
-		if _, err := tx.Exec(wctx, qInsertAudit, out.AuditAction, job.PackageID, out.AuditDetail); err != nil {
+		err := q.InsertAudit(wctx, db.InsertAuditParams{Action: out.AuditAction, PackageID: job.PackageID, Detail: out.AuditDetail})
+		if err != nil {
 			return fmt.Errorf("store: audit %s of %s: %w", out.AuditAction, job.ID, err)
 		}
 	}
@@ -112,4 +116,12 @@ func (p *Postgres) Attempt(ctx context.Context, job app.Job, fn func(app.Deliver
 		return fmt.Errorf("store: commit attempt of %s: %w", job.ID, err)
 	}
 	return nil
+}
+
+// attempted is what an outcome adds to the attempts: 1 when an attempt was made.
+func attempted(out app.Outcome) int32 {
+	if out.Attempted {
+		return 1
+	}
+	return 0
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/shipfile/shipfile/services/webhooks/internal/app"
+	"github.com/shipfile/shipfile/services/webhooks/internal/store/db"
 )
 
 // NotifyChannel is the PostgreSQL channel on which every change of a subscription that
@@ -22,9 +23,12 @@ import (
 // webhook_subscriptions (migration 00007).
 const NotifyChannel = "shipfile_webhooks"
 
-// Postgres is the dispatcher's store.
+// Postgres is the dispatcher's store. Every SQL statement is in queries.sql (compiled
+// by sqlc into package db) but the LISTEN of Listen. Nothing there that runs once per
+// delivery writes or locks a webhook_subscriptions row.
 type Postgres struct {
 	pool    *pgxpool.Pool
+	q       *db.Queries // the statements of queries.sql, on the pool
 	secrets SecretOpener
 }
 
@@ -37,76 +41,64 @@ var (
 
 // New returns a store on pool; secrets opens the subscriptions' sealed signing secrets.
 func New(pool *pgxpool.Pool, secrets SecretOpener) *Postgres {
-	return &Postgres{pool: pool, secrets: secrets}
+	return &Postgres{pool: pool, q: db.New(pool), secrets: secrets}
 }
 
 // Subscriptions returns every subscription.
 func (p *Postgres) Subscriptions(ctx context.Context) ([]app.Subscription, error) {
-	rows, err := p.pool.Query(ctx, qSubscriptions)
+	rows, err := p.q.Subscriptions(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("store: subscriptions: %w", err)
 	}
-	subs, err := pgx.CollectRows(rows, p.scanSubscription)
-	if err != nil {
-		return nil, fmt.Errorf("store: subscriptions: %w", err)
+	subs := make([]app.Subscription, len(rows))
+	for i, r := range rows {
+		// The two queries read the same columns: the conversion compiles only while they do.
+		subs[i] = p.subscription(db.SubscriptionRow(r))
 	}
 	return subs, nil
 }
 
 // Subscription returns one subscription; app.ErrNotFound when it does not exist.
 func (p *Postgres) Subscription(ctx context.Context, id int64) (app.Subscription, error) {
-	rows, err := p.pool.Query(ctx, qSubscription, id)
-	if err != nil {
-		return app.Subscription{}, fmt.Errorf("store: subscription %d: %w", id, err)
-	}
-	s, err := pgx.CollectExactlyOneRow(rows, p.scanSubscription)
+	row, err := p.q.Subscription(ctx, id)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return app.Subscription{}, app.ErrNotFound
 	}
 	if err != nil {
 		return app.Subscription{}, fmt.Errorf("store: subscription %d: %w", id, err)
 	}
-	return s, nil
+	return p.subscription(row), nil
 }
 
-// scanSubscription reads one row of subscriptionColumns. It is the one place where the
-// dispatcher reads the secret and previous_secret columns, which it opens
-// (openSecrets: the gateway stores them sealed).
-func (p *Postgres) scanSubscription(row pgx.CollectableRow) (app.Subscription, error) {
-	var (
-		s          app.Subscription
-		prevSecret *string
-		prevUntil  *time.Time
-		rateLimit  *int32
-		maxFlight  int32
-	)
-	err := row.Scan(&s.ID, &s.URL, &s.Events, &s.Secret, &prevSecret, &prevUntil, &s.Active, &s.CreatedAt,
-		&maxFlight, &rateLimit)
-	if err != nil {
-		return app.Subscription{}, err
+// subscription turns a row of webhook_subscriptions into a subscription. It is the
+// one place where the dispatcher reads the secret and previous_secret columns, which it
+// opens (openSecrets: the gateway stores them sealed).
+func (p *Postgres) subscription(r db.SubscriptionRow) app.Subscription {
+	s := app.Subscription{
+		ID: r.ID, URL: r.Url, Events: r.Events, Secret: r.Secret, Active: r.Active, CreatedAt: r.CreatedAt,
+		MaxInFlight: int(r.MaxInFlight),
 	}
-	if prevSecret != nil {
-		s.PreviousSecret = *prevSecret
+	if r.PreviousSecret != nil {
+		s.PreviousSecret = *r.PreviousSecret
 	}
-	if prevUntil != nil {
-		s.PreviousSecretUntil = *prevUntil
+	if r.PreviousSecretUntil != nil {
+		s.PreviousSecretUntil = *r.PreviousSecretUntil
 	}
-	s.MaxInFlight = int(maxFlight)
-	if rateLimit != nil {
-		s.RateLimit = int(*rateLimit)
+	if r.RateLimit != nil {
+		s.RateLimit = int(*r.RateLimit)
 	}
 	if err := p.openSecrets(&s); err != nil {
 		// One subscription's unreadable secret must not stop the others: it is marked.
 		s.Secret, s.PreviousSecret, s.SecretError = "", "", err
 	}
-	return s, nil
+	return s
 }
 
 // LastSubscriptionID returns the highest subscription id, 0 when there is none: the
 // fan-out's cheap check that its cache has every subscription created so far.
 func (p *Postgres) LastSubscriptionID(ctx context.Context) (int64, error) {
-	var id int64
-	if err := p.pool.QueryRow(ctx, `SELECT coalesce(max(id), 0) FROM webhook_subscriptions`).Scan(&id); err != nil {
+	id, err := p.q.LastSubscriptionID(ctx)
+	if err != nil {
 		return 0, fmt.Errorf("store: last subscription id: %w", err)
 	}
 	return id, nil
@@ -125,6 +117,7 @@ func (p *Postgres) Listen(ctx context.Context, connected func(), changed func(id
 	// The connection leaves the pool: a LISTENing session must not serve other queries.
 	pc := conn.Hijack()
 	defer pc.Close(context.WithoutCancel(ctx))
+	// Not in queries.sql: a constant channel name, nothing for sqlc to check.
 	if _, err := pc.Exec(ctx, "LISTEN "+NotifyChannel); err != nil {
 		return fmt.Errorf("store: listen: %w", err)
 	}
@@ -168,7 +161,10 @@ func (p *Postgres) InsertDeliveries(ctx context.Context, ds []app.NewDelivery) e
 	for i, d := range ds {
 		ids[i], subs[i], evIDs[i], types[i], bodies[i] = d.ID, d.SubscriptionID, d.EventID, d.Event, d.Body
 	}
-	if _, err := p.pool.Exec(ctx, qInsertDeliveries, ids, subs, evIDs, types, bodies); err != nil {
+	err := p.q.InsertDeliveries(ctx, db.InsertDeliveriesParams{
+		Ids: ids, SubscriptionIds: subs, EventIds: evIDs, Events: types, Bodies: bodies,
+	})
+	if err != nil {
 		return fmt.Errorf("store: insert %d deliveries: %w", len(ds), err)
 	}
 	return nil
@@ -177,32 +173,27 @@ func (p *Postgres) InsertDeliveries(ctx context.Context, ds []app.NewDelivery) e
 // Deliveries returns the deliveries with these ids that exist, by id (without their
 // subscriptions).
 func (p *Postgres) Deliveries(ctx context.Context, ids []string) (map[string]app.Delivery, error) {
-	rows, err := p.pool.Query(ctx, qDeliveries, ids)
+	rows, err := p.q.Deliveries(ctx, ids)
 	if err != nil {
 		return nil, fmt.Errorf("store: %d deliveries: %w", len(ids), err)
 	}
-	ds, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (app.Delivery, error) {
-		var d app.Delivery
-		err := row.Scan(&d.ID, &d.SubscriptionID, &d.EventID, &d.Event, &d.Body, &d.Status, &d.Attempts, &d.RoundAttempts)
-		return d, err
-	})
-	if err != nil {
-		return nil, fmt.Errorf("store: %d deliveries: %w", len(ids), err)
-	}
-	out := make(map[string]app.Delivery, len(ds))
-	for _, d := range ds {
-		out[d.ID] = d
+	out := make(map[string]app.Delivery, len(rows))
+	for _, r := range rows {
+		out[r.ID] = app.Delivery{
+			ID: r.ID, SubscriptionID: r.SubscriptionID, EventID: r.EventID, Event: r.Event, Body: r.Body,
+			Status: r.Status, Attempts: int(r.Attempts), RoundAttempts: int(r.RoundAttempts),
+		}
 	}
 	return out, nil
 }
 
 // MarkFailed sets a delivery that has not succeeded failed with reason.
 func (p *Postgres) MarkFailed(ctx context.Context, id, reason string) error {
-	tag, err := p.pool.Exec(ctx, qMarkFailed, id, reason)
+	n, err := p.q.MarkFailed(ctx, db.MarkFailedParams{ID: id, Reason: reason})
 	if err != nil {
 		return fmt.Errorf("store: mark delivery %s failed: %w", id, err)
 	}
-	if tag.RowsAffected() == 0 {
+	if n == 0 {
 		return app.ErrNotFound
 	}
 	return nil
@@ -245,44 +236,32 @@ func (p *Postgres) RecordAttempts(ctx context.Context, recs []app.AttemptRecord)
 
 func (p *Postgres) recordAttempts(ctx context.Context, recs []app.AttemptRecord, out map[string]int) error {
 	n := len(recs)
-	ids, subs, statuses := make([]string, n), make([]int64, n), make([]string, n)
-	codes, durations := make([]*int32, n), make([]int32, n)
-	errs, excerpts := make([]*string, n), make([]*string, n)
+	arg := db.RecordAttemptsParams{
+		DeliveryIds: make([]string, n), SubscriptionIds: make([]int64, n), StatusCodes: make([]int32, n),
+		Errors: make([]string, n), Statuses: make([]string, n), DurationsMs: make([]int32, n),
+		Excerpts: make([]string, n), HasResponse: make([]bool, n),
+	}
 	for i, r := range recs {
-		ids[i], subs[i], statuses[i] = r.DeliveryID, r.SubscriptionID, r.Status
-		if r.StatusCode != 0 {
-			c := int32(r.StatusCode)
-			codes[i] = &c
-		}
-		durations[i] = int32(min(r.Duration.Milliseconds(), 1<<31-1))
-		if r.Error != "" {
-			e := r.Error
-			errs[i] = &e
-		}
-		if r.HasResponse {
-			x := r.Excerpt
-			excerpts[i] = &x
-		}
+		// A status code 0 (no answer) and an error "" are stored as NULL, the excerpt only
+		// when a response came.
+		arg.DeliveryIds[i], arg.SubscriptionIds[i], arg.Statuses[i] = r.DeliveryID, r.SubscriptionID, r.Status
+		arg.StatusCodes[i], arg.Errors[i] = int32(r.StatusCode), r.Error
+		arg.DurationsMs[i] = int32(min(r.Duration.Milliseconds(), 1<<31-1))
+		arg.Excerpts[i], arg.HasResponse[i] = r.Excerpt, r.HasResponse
 	}
-	rows, err := p.pool.Query(ctx, qRecordAttempts, ids, subs, codes, errs, statuses, durations, excerpts)
+	rows, err := p.q.RecordAttempts(ctx, arg)
 	if err != nil {
 		return fmt.Errorf("store: record %d attempts: %w", n, err)
 	}
-	var id string
-	var attempt int
-	_, err = pgx.ForEachRow(rows, []any{&id, &attempt}, func() error {
-		out[id] = attempt
-		return nil
-	})
-	if err != nil {
-		return fmt.Errorf("store: record %d attempts: %w", n, err)
+	for _, r := range rows {
+		out[r.DeliveryID] = int(r.Attempt)
 	}
 	return nil
 }
 
 // DisableSubscription disables an active subscription with reason.
 func (p *Postgres) DisableSubscription(ctx context.Context, id int64, reason string) error {
-	if _, err := p.pool.Exec(ctx, qDisableSubscription, id, reason); err != nil {
+	if err := p.q.DisableSubscription(ctx, db.DisableSubscriptionParams{ID: id, Reason: reason}); err != nil {
 		return fmt.Errorf("store: disable subscription %d: %w", id, err)
 	}
 	return nil
@@ -294,20 +273,18 @@ func (p *Postgres) DisableSubscription(ctx context.Context, id int64, reason str
 // another instance runs it.
 func (p *Postgres) Health(ctx context.Context, window, disableAfter time.Duration, reason string) (disabled []int64, ran bool, err error) {
 	err = pgx.BeginFunc(ctx, p.pool, func(tx pgx.Tx) error {
-		if err := tx.QueryRow(ctx, qHealthLock).Scan(&ran); err != nil || !ran {
+		q := p.q.WithTx(tx)
+		var err error
+		if ran, err = q.HealthLock(ctx); err != nil || !ran {
 			return err
 		}
-		if _, err := tx.Exec(ctx, qHealth, window); err != nil {
+		if err := q.Health(ctx, window); err != nil {
 			return err
 		}
 		if disableAfter <= 0 {
 			return nil
 		}
-		rows, err := tx.Query(ctx, qDisableFailing, disableAfter, reason)
-		if err != nil {
-			return err
-		}
-		disabled, err = pgx.CollectRows(rows, pgx.RowTo[int64])
+		disabled, err = q.DisableFailing(ctx, db.DisableFailingParams{FailingFor: disableAfter, Reason: reason})
 		return err
 	})
 	if err != nil {
@@ -319,26 +296,26 @@ func (p *Postgres) Health(ctx context.Context, window, disableAfter time.Duratio
 // DeleteDeliveriesOf removes the deliveries and attempts of the subscriptions among
 // ids that no longer exist (a fan-out that raced their deletion), and returns how many.
 func (p *Postgres) DeleteDeliveriesOf(ctx context.Context, ids []int64) (int64, error) {
-	tag, err := p.pool.Exec(ctx, qDeleteDeliveriesOf, ids)
+	n, err := p.q.DeleteDeliveriesOf(ctx, ids)
 	if err != nil {
 		return 0, fmt.Errorf("store: delete deliveries of deleted subscriptions: %w", err)
 	}
-	return tag.RowsAffected(), nil
+	return n, nil
 }
 
 // Heartbeat records the instance as alive and returns how many instances are, itself
 // included; an instance not seen for ttl is forgotten.
 func (p *Postgres) Heartbeat(ctx context.Context, instanceID string, ttl time.Duration) (int, error) {
-	var others int
-	if err := p.pool.QueryRow(ctx, qHeartbeat, instanceID, ttl).Scan(&others); err != nil {
+	others, err := p.q.Heartbeat(ctx, db.HeartbeatParams{InstanceID: instanceID, Ttl: ttl})
+	if err != nil {
 		return 0, fmt.Errorf("store: heartbeat: %w", err)
 	}
-	return others + 1, nil
+	return int(others) + 1, nil
 }
 
 // Leave forgets the instance (a clean stop).
 func (p *Postgres) Leave(ctx context.Context, instanceID string) error {
-	if _, err := p.pool.Exec(ctx, qLeave, instanceID); err != nil {
+	if err := p.q.Leave(ctx, instanceID); err != nil {
 		return fmt.Errorf("store: leave: %w", err)
 	}
 	return nil
@@ -346,8 +323,8 @@ func (p *Postgres) Leave(ctx context.Context, instanceID string) error {
 
 // OldestPending returns the age of the oldest pending delivery, 0 when none is.
 func (p *Postgres) OldestPending(ctx context.Context) (time.Duration, error) {
-	var secs float64
-	if err := p.pool.QueryRow(ctx, qOldestPending).Scan(&secs); err != nil {
+	secs, err := p.q.OldestPending(ctx)
+	if err != nil {
 		return 0, fmt.Errorf("store: oldest pending delivery: %w", err)
 	}
 	return time.Duration(secs * float64(time.Second)), nil

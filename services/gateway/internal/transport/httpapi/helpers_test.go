@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"io"
-	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	neturl "net/url"
@@ -25,9 +24,9 @@ import (
 	"github.com/shipfile/shipfile/pkg/servicetest"
 	"github.com/shipfile/shipfile/pkg/storage"
 	"github.com/shipfile/shipfile/services/gateway/internal/app"
+	"github.com/shipfile/shipfile/services/gateway/internal/service"
 	"github.com/shipfile/shipfile/services/gateway/internal/store"
 	"github.com/shipfile/shipfile/services/gateway/internal/transport/httpapi"
-	"github.com/shipfile/shipfile/services/gateway/internal/transport/web"
 	"github.com/shipfile/shipfile/services/gateway/migrations"
 )
 
@@ -175,68 +174,36 @@ func newTestAPI(t testing.TB, cfg httpapi.Config, opts ...testOption) *testAPI {
 		t.Fatal(err)
 	}
 	t.Cleanup(pool.Close)
-	var storeOpts []store.Option
-	if o.outboxWake != nil {
-		storeOpts = append(storeOpts, store.WithOutboxWake(o.outboxWake))
-	}
-	db := store.NewPostgres(pool, storeOpts...)
-	// As in the gateway's main: token look-ups cached while the change feed is
-	// current, last_used_at written in batches.
-	tokenCache := app.NewTokenCache(app.DefaultTokenCacheTTL, app.DefaultTokenFeedWindow)
-	tokenUsage := app.NewTokenUsage(db, app.DefaultTokenUsageInterval)
-	identity := app.NewIdentity(db, app.WithTokenCache(tokenCache), app.WithTokenUsage(tokenUsage), app.WithHasher(o.hasher))
-	linkRate := app.NewLinkRate(db, o.linkRate, o.linkBurst)
-	bgCtx, stopBackground := context.WithCancel(context.Background())
-	feedDone, usageDone := make(chan struct{}), make(chan struct{})
-	go func() {
-		defer close(feedDone)
-		db.FollowAuthChanges(bgCtx, tokenCache, nil)
-	}()
-	go func() {
-		defer close(usageDone)
-		tokenUsage.Run(bgCtx, nil)
-	}()
-	// Registered after pool.Close, so it runs before it.
-	t.Cleanup(func() {
-		stopBackground()
-		<-feedDone
-		<-usageDone
-	})
 	objects := servicetest.Bucket(t)
-	objectStore := store.NewObjects(objects, 5<<20)
-	packages := app.NewPackages(db, objectStore,
-		app.Limits{MaxFileSize: cfg.MaxFileSize, MaxFiles: 5}, "http://shipfile.test")
-	if o.hasher != nil {
-		packages.UseHasher(o.hasher) // as in the gateway's main: link passwords share the bound
+	// Built as the gateway's main builds it (service.New), without an outbox relay and
+	// with the test's API configuration.
+	svc, err := service.New(ctx, service.Config{
+		PublicURL:      "http://shipfile.test",
+		MaxFileSize:    cfg.MaxFileSize,
+		MaxFiles:       5,
+		UploadPartSize: 5 << 20,
+		ResumeWindow:   time.Hour,
+		UploadLease:    2 * time.Second,
+		WebhookPrivate: o.allowPrivateWebhooks,
+		Web: service.WebConfig{
+			SessionLifetime: time.Hour, SessionIdle: time.Hour, CookieSecure: "false",
+			LoginFailures: 5, LoginLockout: time.Minute,
+		},
+		Edge: service.EdgeConfig{LinkBurst: o.linkBurst},
+	}, service.Deps{
+		Pool: pool, Objects: objects, OutboxWake: o.outboxWake, Registry: ops.NewRegistry(),
+		Secrets: servicetest.Keyring(t), Hasher: o.hasher, LinkRate: o.linkRate, API: &cfg,
+	})
+	if err != nil {
+		t.Fatal(err)
 	}
 	if o.clockSkew != 0 {
-		packages.UseClock(func() time.Time { return time.Now().Add(o.clockSkew) })
+		svc.Packages.UseClock(func() time.Time { return time.Now().Add(o.clockSkew) })
 	}
-	resumable := app.NewResumable(packages, db, objectStore, app.TusConfig{ResumeWindow: time.Hour, Lease: 2 * time.Second}, nil)
-	registry := ops.NewRegistry()
-	webhooks := app.NewWebhooks(db, servicetest.Keyring(t), o.allowPrivateWebhooks)
-	sessions := app.NewSessions(db, identity, app.SessionConfig{Lifetime: time.Hour, IdleTimeout: time.Hour, MaxFailures: 5, Lockout: time.Minute})
-	pages, err := web.New(web.Deps{
-		Log: slog.New(slog.DiscardHandler), Identity: identity, Sessions: sessions, Packages: packages, Webhooks: webhooks, LinkRate: linkRate,
-		Config: web.Config{SessionLifetime: time.Hour, MaxFileSize: cfg.MaxFileSize},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	engine, err := httpapi.New(httpapi.Deps{
-		Log:       slog.New(slog.DiscardHandler),
-		Identity:  identity,
-		Packages:  packages,
-		Webhooks:  webhooks,
-		Resumable: resumable,
-		Pages:     pages,
-		Registry:  registry,
-		LinkRate:  linkRate,
-		Config:    cfg,
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	// The auth feed and the usage writer run as in the gateway (no tus sweeper: its
+	// tests sweep themselves); registered after pool.Close, so they stop before it.
+	t.Cleanup(svc.Start(context.Background()))
+	db, identity, tokenCache, resumable, engine, registry := svc.DB, svc.Identity, svc.TokenCache, svc.Resumable, svc.Handler, svc.Registry
 	a := &testAPI{t: t, pool: pool, dbURL: url, identity: identity, tokenCache: tokenCache, engine: engine, objects: objects, registry: registry, resumable: resumable, db: db}
 	srv := httptest.NewServer(engine)
 	t.Cleanup(srv.Close)

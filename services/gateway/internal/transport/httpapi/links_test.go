@@ -560,7 +560,9 @@ func TestBrokenDownloadGivesItsCountBack(t *testing.T) {
 // wrong password), and a free slot lets it through.
 func TestUnlockUsesTheBoundedHasher(t *testing.T) {
 	t.Parallel()
-	hasher := app.NewHasher(1, 20*time.Millisecond)
+	// A wait far shorter than one argon2id run (tens of ms): an unlock that finds the
+	// slot taken is answered 503 unless the holder's run ends within that wait.
+	hasher := app.NewHasher(1, time.Millisecond)
 	a := newTestAPI(t, defaultConfig(), withHasher(hasher))
 	_, token := a.user("owner@example.com", app.RoleRegular)
 	before := hasher.Runs()

@@ -3,7 +3,6 @@ package web_test
 import (
 	"context"
 	"io"
-	"log/slog"
 	"net/http"
 	"net/http/cookiejar"
 	"net/http/httptest"
@@ -20,9 +19,8 @@ import (
 	"github.com/shipfile/shipfile/pkg/pgtest"
 	"github.com/shipfile/shipfile/pkg/servicetest"
 	"github.com/shipfile/shipfile/services/gateway/internal/app"
-	"github.com/shipfile/shipfile/services/gateway/internal/store"
+	"github.com/shipfile/shipfile/services/gateway/internal/service"
 	"github.com/shipfile/shipfile/services/gateway/internal/transport/httpapi"
-	"github.com/shipfile/shipfile/services/gateway/internal/transport/web"
 	"github.com/shipfile/shipfile/services/gateway/migrations"
 )
 
@@ -55,29 +53,35 @@ func newEnv(t *testing.T, opts ...func(*options)) *env {
 		t.Fatal(err)
 	}
 	t.Cleanup(pool.Close)
-	db := store.NewPostgres(pool)
 	if o.hasher == nil {
 		o.hasher = app.NewHasher(0, 0)
 	}
-	identity := app.NewIdentity(db, app.WithHasher(o.hasher))
-	packages := app.NewPackages(db, store.NewObjects(servicetest.Bucket(t), 5<<20), app.Limits{MaxFileSize: 1 << 20, MaxFiles: 5}, "http://shipfile.test")
-	webhooks := app.NewWebhooks(db, servicetest.Keyring(t), true)
-	sessions := app.NewSessions(db, identity, app.SessionConfig{Lifetime: time.Hour, IdleTimeout: time.Hour, MaxFailures: o.maxFailures, Lockout: time.Minute})
-	ui, err := web.New(web.Deps{
-		Log: slog.New(slog.DiscardHandler), Identity: identity, Sessions: sessions, Packages: packages, Webhooks: webhooks,
-		Config: web.Config{SecureCookies: o.secure, SessionLifetime: time.Hour, MaxFileSize: 1 << 20},
+	cookies := "false"
+	if o.secure {
+		cookies = "true"
+	}
+	// Built as the gateway's main builds it (service.New), without an outbox relay.
+	svc, err := service.New(ctx, service.Config{
+		PublicURL:      "http://shipfile.test",
+		MaxFileSize:    1 << 20,
+		MaxFiles:       5,
+		UploadPartSize: 5 << 20,
+		ResumeWindow:   time.Hour,
+		UploadLease:    30 * time.Second,
+		WebhookPrivate: true,
+		Web: service.WebConfig{
+			SessionLifetime: time.Hour, SessionIdle: time.Hour, CookieSecure: cookies,
+			LoginFailures: o.maxFailures, LoginLockout: time.Minute,
+		},
+	}, service.Deps{
+		Pool: pool, Objects: servicetest.Bucket(t), Registry: ops.NewRegistry(), Secrets: servicetest.Keyring(t), Hasher: o.hasher,
+		API: &httpapi.Config{MaxJSONBytes: 1 << 20, MaxFileSize: 1 << 20, RatePerSecond: 1000, RateBurst: 1000},
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	engine, err := httpapi.New(httpapi.Deps{
-		Log: slog.New(slog.DiscardHandler), Identity: identity, Packages: packages, Webhooks: webhooks, Pages: ui,
-		Registry: ops.NewRegistry(),
-		Config:   httpapi.Config{MaxJSONBytes: 1 << 20, MaxFileSize: 1 << 20, RatePerSecond: 1000, RateBurst: 1000},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	t.Cleanup(svc.Start(context.Background())) // before pool.Close
+	identity, packages, engine := svc.Identity, svc.Packages, svc.Handler
 	srv := httptest.NewServer(engine)
 	t.Cleanup(srv.Close)
 	return &env{t: t, url: srv.URL, pool: pool, identity: identity, packages: packages, hasher: o.hasher}

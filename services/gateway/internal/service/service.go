@@ -1,0 +1,314 @@
+// Package service builds the gateway's whole graph from its configuration (store →
+// app → transport: the REST API, the web UI and the link routes on one router, and
+// the background work beside them): the binary's run and the test harnesses call New,
+// so they run what production runs.
+package service
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/gin-gonic/gin"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/shipfile/shipfile/pkg/bus"
+	"github.com/shipfile/shipfile/pkg/database"
+	"github.com/shipfile/shipfile/pkg/outbox"
+	"github.com/shipfile/shipfile/pkg/secretbox"
+	"github.com/shipfile/shipfile/pkg/storage"
+	"github.com/shipfile/shipfile/services/gateway/internal/app"
+	"github.com/shipfile/shipfile/services/gateway/internal/store"
+	"github.com/shipfile/shipfile/services/gateway/internal/transport/httpapi"
+	"github.com/shipfile/shipfile/services/gateway/internal/transport/web"
+)
+
+// Config is the gateway's configuration.
+type Config struct {
+	HTTPAddr        string `env:"SHIPFILE_HTTP_ADDR" default:"127.0.0.1:8080" help:"address the API listens on"`
+	PublicURL       string `env:"SHIPFILE_PUBLIC_URL" default:"http://127.0.0.1:8080" help:"public base URL (magic links)"`
+	Database        database.Config
+	NATS            bus.Config
+	S3              storage.Config
+	Secrets         secretbox.Config
+	MaxJSONBytes    int64         `env:"SHIPFILE_MAX_JSON_BYTES" default:"1048576" help:"largest accepted JSON request body"`
+	MaxFileSize     int64         `env:"SHIPFILE_MAX_FILE_SIZE" default:"10737418240" help:"largest accepted file, in bytes (10 GiB)"`
+	MaxFiles        int           `env:"SHIPFILE_MAX_FILES" default:"500" help:"most files in one package"`
+	UploadPartSize  int64         `env:"SHIPFILE_UPLOAD_PART_SIZE" default:"16777216" help:"multipart part size of uploads to S3, in bytes; bounds memory per upload (min 5 MiB)"`
+	ResumeWindow    time.Duration `env:"SHIPFILE_UPLOAD_RESUME_WINDOW" default:"24h" help:"an unfinished resumable (tus) upload expires this long after its last PATCH"`
+	UploadLease     time.Duration `env:"SHIPFILE_UPLOAD_LOCK_LEASE" default:"30s" help:"how long a tus PATCH's hold on its upload lasts without renewal (what a crashed gateway's PATCH blocks)"`
+	UploadSweep     time.Duration `env:"SHIPFILE_UPLOAD_SWEEP_INTERVAL" default:"1m" help:"how often the gateway ends expired or orphaned tus uploads"`
+	RateLimit       int           `env:"SHIPFILE_RATE_LIMIT" default:"50" help:"requests per second per API token (0 disables)"`
+	RateBurst       int           `env:"SHIPFILE_RATE_BURST" default:"100" help:"burst of requests per API token"`
+	TrustedProxies  string        `env:"SHIPFILE_TRUSTED_PROXIES" default:"" help:"comma-separated proxy CIDRs whose X-Forwarded-For is trusted"`
+	WebhookPrivate  bool          `env:"SHIPFILE_WEBHOOK_ALLOW_PRIVATE" default:"false" help:"accept webhook URLs whose host is localhost or a loopback, private or link-local address"`
+	ShutdownTimeout time.Duration `env:"SHIPFILE_SHUTDOWN_TIMEOUT" default:"20s" help:"grace period for in-flight requests on SIGTERM"`
+	Web             WebConfig
+	Edge            EdgeConfig
+}
+
+// EdgeConfig bounds what one client can hold of the gateway (SPEC "Hostile clients").
+type EdgeConfig struct {
+	OpsAddr             string        `env:"SHIPFILE_OPS_ADDR" default:"127.0.0.1:8084" help:"address of /readyz, /metrics and /healthz (never the public address)"`
+	HashConcurrency     int           `env:"SHIPFILE_HASH_CONCURRENCY" default:"0" help:"password hashes (argon2id, 19 MiB each) at once; 0: the CPU count"`
+	UploadMaxConcurrent int           `env:"SHIPFILE_UPLOAD_MAX_CONCURRENT" default:"32" help:"uploads in flight on this gateway (more: 503)"`
+	UploadPerClient     int           `env:"SHIPFILE_UPLOAD_MAX_PER_CLIENT" default:"4" help:"uploads in flight per token, link or browser user (more: 429)"`
+	UploadMinRate       int64         `env:"SHIPFILE_UPLOAD_MIN_RATE" default:"32768" help:"bytes a second an upload body must bring over every rate window, else it is cut off (0: no minimum)"`
+	UploadRateWindow    time.Duration `env:"SHIPFILE_UPLOAD_RATE_WINDOW" default:"30s" help:"window over which SHIPFILE_UPLOAD_MIN_RATE is counted"`
+	HTTPIdleTimeout     time.Duration `env:"SHIPFILE_HTTP_IDLE_TIMEOUT" default:"60s" help:"an idle keep-alive connection is closed after this"`
+	LinkRate            int           `env:"SHIPFILE_LINK_RATE" default:"20" help:"requests a second per client IP to link routes (/p/..., /api/v1/links/...), across instances (0 disables)"`
+	LinkBurst           int           `env:"SHIPFILE_LINK_BURST" default:"40" help:"burst of requests per client IP to link routes"`
+}
+
+// WebConfig is the web UI's share of the gateway configuration.
+type WebConfig struct {
+	SessionLifetime time.Duration `env:"SHIPFILE_SESSION_LIFETIME" default:"168h" help:"longest a web UI sign-in lasts, however active"`
+	SessionIdle     time.Duration `env:"SHIPFILE_SESSION_IDLE_TIMEOUT" default:"12h" help:"a web UI sign-in unused for this long ends"`
+	CookieSecure    string        `env:"SHIPFILE_COOKIE_SECURE" default:"auto" help:"Secure cookies: auto (when SHIPFILE_PUBLIC_URL is https), true or false"`
+	LoginFailures   int           `env:"SHIPFILE_LOGIN_MAX_FAILURES" default:"5" help:"failed sign-ins per e-mail or IP address before a lockout"`
+	LoginLockout    time.Duration `env:"SHIPFILE_LOGIN_LOCKOUT" default:"15m" help:"window of counted failed sign-ins, and how long a lockout lasts"`
+}
+
+// SecureCookies resolves SHIPFILE_COOKIE_SECURE.
+func (c WebConfig) SecureCookies(publicURL string) (bool, error) {
+	switch strings.ToLower(c.CookieSecure) {
+	case "auto", "":
+		return strings.HasPrefix(strings.ToLower(publicURL), "https://"), nil
+	case "true":
+		return true, nil
+	case "false":
+		return false, nil
+	}
+	return false, fmt.Errorf("SHIPFILE_COOKIE_SECURE must be auto, true or false")
+}
+
+// Validate checks what the parser cannot.
+func (c *Config) Validate() error {
+	errs := []error{c.NATS.Validate()}
+	if _, err := c.Web.SecureCookies(c.PublicURL); err != nil {
+		errs = append(errs, err)
+	}
+	if c.UploadPartSize < 5<<20 {
+		errs = append(errs, errors.New("SHIPFILE_UPLOAD_PART_SIZE must be at least 5 MiB"))
+	}
+	if c.Web.SessionLifetime <= 0 || c.Web.SessionIdle <= 0 || c.Web.LoginFailures < 1 || c.Web.LoginLockout <= 0 {
+		errs = append(errs, errors.New("SHIPFILE_SESSION_LIFETIME, SHIPFILE_SESSION_IDLE_TIMEOUT, SHIPFILE_LOGIN_MAX_FAILURES and SHIPFILE_LOGIN_LOCKOUT must be positive"))
+	}
+	if c.Edge.UploadRateWindow <= 0 || c.Edge.HTTPIdleTimeout <= 0 || c.Edge.UploadMinRate < 0 || c.Edge.LinkRate < 0 {
+		errs = append(errs, errors.New("SHIPFILE_UPLOAD_RATE_WINDOW and SHIPFILE_HTTP_IDLE_TIMEOUT must be positive, SHIPFILE_UPLOAD_MIN_RATE and SHIPFILE_LINK_RATE not negative"))
+	}
+	if c.ResumeWindow <= 0 || c.UploadLease <= 0 || c.UploadSweep <= 0 {
+		errs = append(errs, errors.New("SHIPFILE_UPLOAD_RESUME_WINDOW, SHIPFILE_UPLOAD_LOCK_LEASE and SHIPFILE_UPLOAD_SWEEP_INTERVAL must be positive"))
+	}
+	return errors.Join(errs...)
+}
+
+// API is the REST API's share of the configuration.
+func (c *Config) API() httpapi.Config {
+	return httpapi.Config{
+		MaxJSONBytes:   c.MaxJSONBytes,
+		MaxFileSize:    c.MaxFileSize,
+		RatePerSecond:  float64(c.RateLimit),
+		RateBurst:      c.RateBurst,
+		TrustedProxies: splitList(c.TrustedProxies),
+		Uploads: httpapi.UploadLimits{
+			MaxConcurrent: c.Edge.UploadMaxConcurrent, PerClient: c.Edge.UploadPerClient,
+			MinRate: c.Edge.UploadMinRate, RateWindow: c.Edge.UploadRateWindow,
+		},
+	}
+}
+
+// Deps are what New connects the graph to, and what tests adjust.
+type Deps struct {
+	Pool    *pgxpool.Pool
+	Objects *storage.Store
+	// JS is where the outbox relay publishes; nil: no relay (OutboxWake, if set, is
+	// what the store calls after committing outbox rows).
+	JS         jetstream.JetStream
+	OutboxWake func()
+	// Registry receives the metrics; nil: a new registry (Service.Registry).
+	Registry *prometheus.Registry
+	Log      *slog.Logger
+	// Secrets opens the webhook secrets; nil: cfg.Secrets' keyring.
+	Secrets *secretbox.Keyring
+	// Hasher hashes every password; nil: one of cfg.Edge.HashConcurrency.
+	Hasher *app.Hasher
+	// LinkRate overrides cfg.Edge.LinkRate (requests a second per client IP) when
+	// positive (tests: fractions).
+	LinkRate float64
+	// API replaces the REST API's configuration derived from cfg (tests).
+	API *httpapi.Config
+}
+
+// Service is the gateway's graph.
+type Service struct {
+	// Handler serves the REST API, the web UI, the docs and the link routes.
+	Handler    *gin.Engine
+	Registry   *prometheus.Registry
+	DB         *store.Postgres
+	Identity   *app.Identity
+	TokenCache *app.TokenCache
+	Packages   *app.Packages
+	Resumable  *app.Resumable
+	Webhooks   *app.Webhooks
+	// Relay publishes the outbox; nil without Deps.JS.
+	Relay *outbox.Relay
+
+	cfg        Config
+	log        *slog.Logger
+	secrets    *secretbox.Keyring
+	tokenUsage *app.TokenUsage
+}
+
+// New builds the gateway's graph from cfg on deps. It starts nothing: Start does.
+func New(_ context.Context, cfg Config, deps Deps) (*Service, error) {
+	log := deps.Log
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	secrets := deps.Secrets
+	if secrets == nil {
+		var err error
+		if secrets, err = cfg.Secrets.Keyring(); err != nil {
+			return nil, err
+		}
+	}
+	secure, err := cfg.Web.SecureCookies(cfg.PublicURL)
+	if err != nil {
+		return nil, err
+	}
+	reg := deps.Registry
+	if reg == nil {
+		reg = prometheus.NewRegistry()
+	}
+	s := &Service{Registry: reg, cfg: cfg, log: log, secrets: secrets}
+	var storeOpts []store.Option
+	switch {
+	case deps.JS != nil:
+		// The relay publishes committed outbox rows; the store wakes it after each
+		// commit that wrote some.
+		s.Relay = outbox.NewRelay(deps.Pool, deps.JS, outbox.Options{Log: log, Registerer: reg})
+		storeOpts = append(storeOpts, store.WithOutboxWake(s.Relay.Wake))
+	case deps.OutboxWake != nil:
+		storeOpts = append(storeOpts, store.WithOutboxWake(deps.OutboxWake))
+	}
+	db := store.NewPostgres(deps.Pool, storeOpts...)
+	s.DB = db
+	// Every password of this gateway (sign-in, setup, users, link passwords) is hashed
+	// through one Hasher: at most SHIPFILE_HASH_CONCURRENCY argon2id at once.
+	hasher := deps.Hasher
+	if hasher == nil {
+		hasher = app.NewHasher(cfg.Edge.HashConcurrency, app.DefaultHashWait)
+	}
+	// Token look-ups are cached while the change feed (LISTEN on the triggers'
+	// channel) is current; last_used_at is written in batches.
+	s.TokenCache = app.NewTokenCache(app.DefaultTokenCacheTTL, app.DefaultTokenFeedWindow)
+	s.tokenUsage = app.NewTokenUsage(db, app.DefaultTokenUsageInterval)
+	s.Identity = app.NewIdentity(db, app.WithTokenCache(s.TokenCache), app.WithTokenUsage(s.tokenUsage), app.WithHasher(hasher))
+	linkRate := float64(cfg.Edge.LinkRate)
+	if deps.LinkRate > 0 {
+		linkRate = deps.LinkRate
+	}
+	links := app.NewLinkRate(db, linkRate, cfg.Edge.LinkBurst)
+	objectStore := store.NewObjects(deps.Objects, uint64(cfg.UploadPartSize))
+	s.Packages = app.NewPackages(db, objectStore, app.Limits{MaxFileSize: cfg.MaxFileSize, MaxFiles: cfg.MaxFiles}, cfg.PublicURL)
+	s.Packages.UseHasher(hasher)
+	s.Resumable = app.NewResumable(s.Packages, db, objectStore, app.TusConfig{ResumeWindow: cfg.ResumeWindow, Lease: cfg.UploadLease}, log)
+	s.Webhooks = app.NewWebhooks(db, secrets, cfg.WebhookPrivate)
+	sessions := app.NewSessions(db, s.Identity, app.SessionConfig{
+		Lifetime: cfg.Web.SessionLifetime, IdleTimeout: cfg.Web.SessionIdle,
+		MaxFailures: cfg.Web.LoginFailures, Lockout: cfg.Web.LoginLockout,
+	})
+	ui, err := web.New(web.Deps{
+		Log: log, Identity: s.Identity, Sessions: sessions, Packages: s.Packages, Webhooks: s.Webhooks, LinkRate: links,
+		Config: web.Config{SecureCookies: secure, SessionLifetime: cfg.Web.SessionLifetime, MaxFileSize: cfg.MaxFileSize},
+	})
+	if err != nil {
+		return nil, fmt.Errorf("web UI: %w", err)
+	}
+	api := cfg.API()
+	if deps.API != nil {
+		api = *deps.API
+	}
+	router, err := httpapi.New(httpapi.Deps{
+		Log:       log,
+		Identity:  s.Identity,
+		Packages:  s.Packages,
+		Webhooks:  s.Webhooks,
+		Resumable: s.Resumable,
+		Registry:  reg,
+		Pages:     ui,
+		LinkRate:  links,
+		Config:    api,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("router: %w", err)
+	}
+	s.Handler = router
+	return s, nil
+}
+
+// ResealSecrets seals the webhook secrets stored in clear or under
+// SHIPFILE_SECRET_KEY_PREVIOUS under SHIPFILE_SECRET_KEY.
+func (s *Service) ResealSecrets(ctx context.Context) error {
+	rep, err := s.DB.ResealWebhookSecrets(ctx, s.secrets)
+	if err != nil {
+		return err
+	}
+	// The key id names the key (docs/OPERATIONS.md, rotation) and reveals nothing of it.
+	s.log.Info("webhook secrets sealed under SHIPFILE_SECRET_KEY", "key_id", s.secrets.CurrentID(), "resealed", rep.Resealed)
+	if len(rep.Unknown) > 0 {
+		s.log.Error("webhook secrets sealed under a key that is neither SHIPFILE_SECRET_KEY nor SHIPFILE_SECRET_KEY_PREVIOUS: "+
+			"their deliveries fail until that key is set as SHIPFILE_SECRET_KEY_PREVIOUS (or the secrets are rotated)",
+			"subscriptions", rep.Unknown)
+	}
+	return nil
+}
+
+// Start runs the background work beside the HTTP servers: the auth change feed, the
+// tokens' last_used_at writer, the tus sweeper (when cfg.UploadSweep is positive) and
+// the outbox relay (when there is one). The returned stop ends them, the usage writer
+// and the relay last (after the HTTP server drained, so the last requests' writes and
+// events go out too; rows the relay leaves are published by another instance or at
+// the next start). The feed and the sweeper also end with ctx.
+func (s *Service) Start(ctx context.Context) (stop func()) {
+	var bg, tail sync.WaitGroup
+	bgCtx, stopBG := context.WithCancel(ctx)
+	tailCtx, stopTail := context.WithCancel(context.WithoutCancel(ctx))
+	bg.Go(func() { s.DB.FollowAuthChanges(bgCtx, s.TokenCache, s.log) })
+	if s.cfg.UploadSweep > 0 {
+		bg.Go(func() { s.Resumable.RunSweeper(bgCtx, s.cfg.UploadSweep) })
+	}
+	tail.Go(func() {
+		s.tokenUsage.Run(tailCtx, func(err error) { s.log.Warn("write tokens' last_used_at", "err", err) })
+	})
+	if s.Relay != nil {
+		tail.Go(func() {
+			if err := s.Relay.Run(tailCtx); err != nil && !errors.Is(err, context.Canceled) {
+				s.log.Error("outbox relay", "err", err)
+			}
+		})
+	}
+	return func() {
+		stopBG()
+		bg.Wait()
+		stopTail()
+		tail.Wait()
+	}
+}
+
+func splitList(s string) []string {
+	var out []string
+	for part := range strings.SplitSeq(s, ",") {
+		if part = strings.TrimSpace(part); part != "" {
+			out = append(out, part)
+		}
+	}
+	return out
+}

@@ -1,0 +1,99 @@
+-- The mailer's SQL, compiled by sqlc (sqlc.yaml; make generate) against the gateway's
+-- schema (services/gateway/migrations): mail_deliveries, owner_notifications and
+-- owner_notification_files (00012), and audit_log.
+
+-- name: EnsureDelivery :exec
+-- Records a job at first sight, in its own short transaction, so that the locking
+-- transaction that follows never waits for another instance's insert.
+INSERT INTO mail_deliveries (job_id, package_id, kind, recipient_email)
+VALUES (@job_id, @package_id, @kind, @recipient_email)
+ON CONFLICT (job_id) DO NOTHING;
+
+-- name: LockDelivery :one
+-- Locks a job's record for one attempt; NOWAIT fails at once (55P03) while another
+-- instance holds it.
+SELECT state, attempts FROM mail_deliveries WHERE job_id = $1 FOR UPDATE NOWAIT;
+
+-- name: PackageState :one
+-- The state of a job's package at @now (the mailer's clock); no row when it was
+-- deleted. An overdue package counts as expired before the expiry service gets to it:
+-- the CASE is lifecycle.EffectiveStateSQL, the rule every service shares (a test in
+-- package db holds the two equal).
+SELECT (CASE WHEN (state <> 'expired' AND expires_at <= @now) THEN 'expired' ELSE state END)::text AS state
+FROM packages WHERE id = @id;
+
+-- name: RecordAttempt :exec
+-- Writes an attempt's outcome.
+UPDATE mail_deliveries
+SET state      = @state::text,
+    attempts   = attempts + @attempted::int,
+    last_error = @last_error,
+    message_id = CASE WHEN @message_id::text <> '' THEN @message_id::text ELSE message_id END,
+    sent_at    = CASE WHEN @state::text = 'sent' THEN now() ELSE sent_at END,
+    updated_at = now()
+WHERE job_id = @job_id;
+
+-- name: InsertAudit :exec
+-- Writes a system entry of the package's audit log.
+INSERT INTO audit_log (actor, action, package_id, detail)
+VALUES ('system', @action, @package_id::uuid, @detail);
+
+-- name: RecordDownload :exec
+-- Makes an outbound package's one 'downloaded' notification, due at once, while its
+-- owner wants notifications; a later download adds nothing.
+INSERT INTO owner_notifications (package_id, kind, state, due_at)
+SELECT p.id, 'downloaded', 'pending', now() FROM packages p
+WHERE p.id = @package_id AND p.direction = 'outbound' AND p.notify_owner
+ON CONFLICT (package_id) WHERE kind = 'downloaded' DO NOTHING;
+
+-- name: RecordUpload :exec
+-- Adds a recipient's upload to the package's open burst, opening one if none is, and
+-- moves its due time to quiet from now; a file already recorded (a redelivered event)
+-- changes nothing. The upsert takes the burst's row lock, so a mailer closing the
+-- burst meanwhile either sees the new due time or the upload opens a new burst.
+WITH pkg AS (
+    SELECT p.id FROM packages p
+    WHERE p.id = @package_id AND p.direction = 'inbound' AND p.notify_owner
+      AND NOT EXISTS (SELECT 1 FROM owner_notification_files WHERE file_id = @file_id::uuid)
+), burst AS (
+    INSERT INTO owner_notifications (package_id, kind, state, due_at)
+    SELECT pkg.id, 'uploads', 'open', now() + make_interval(secs => @quiet_secs::float8) FROM pkg
+    ON CONFLICT (package_id) WHERE kind = 'uploads' AND state = 'open'
+    DO UPDATE SET due_at = greatest(owner_notifications.due_at, excluded.due_at), updated_at = now()
+    RETURNING id
+)
+INSERT INTO owner_notification_files (file_id, notification_id, filename, size, uploaded_at)
+SELECT @file_id::uuid, burst.id, @filename::text, @size::bigint, @uploaded_at::timestamptz FROM burst
+ON CONFLICT (file_id) DO NOTHING;
+
+-- name: CloseDueBursts :exec
+-- Closes the bursts whose quiet time has passed.
+UPDATE owner_notifications SET state = 'pending', updated_at = now()
+WHERE kind = 'uploads' AND state = 'open' AND due_at <= now();
+
+-- name: LockDueNotification :one
+-- Locks one due notification no other instance holds, with what its e-mail needs.
+SELECT n.id, n.kind, n.package_id, n.attempts, p.title, p.recipient_email, p.recipient_name,
+       u.email AS owner_email, u.name AS owner_name, p.notify_owner
+FROM owner_notifications n
+JOIN packages p ON p.id = n.package_id
+JOIN users u ON u.id = p.owner_user_id
+WHERE n.state = 'pending' AND n.due_at <= now()
+ORDER BY n.due_at
+LIMIT 1
+FOR UPDATE OF n SKIP LOCKED;
+
+-- name: NotificationFiles :many
+SELECT filename, size FROM owner_notification_files WHERE notification_id = $1 ORDER BY uploaded_at, file_id;
+
+-- name: RecordNotification :exec
+-- Writes a notification attempt's outcome.
+UPDATE owner_notifications
+SET state      = @state::text,
+    attempts   = attempts + @attempted::int,
+    last_error = @last_error,
+    message_id = CASE WHEN @message_id::text <> '' THEN @message_id::text ELSE message_id END,
+    sent_at    = CASE WHEN @state::text = 'sent' THEN now() ELSE sent_at END,
+    due_at     = now() + make_interval(secs => @retry_secs::float8),
+    updated_at = now()
+WHERE id = @id;

@@ -1,0 +1,149 @@
+-- Every SQL statement of the dispatcher, compiled by sqlc (sqlc.yaml; make generate)
+-- against the gateway's schema (services/gateway/migrations: 00004_webhooks.sql,
+-- 00007_webhook_throughput.sql). Nothing here that runs once per delivery writes or
+-- locks a webhook_subscriptions row.
+
+-- name: Subscriptions :many
+-- Every subscription, for the dispatcher's cache. The same columns as Subscription.
+SELECT id, url, events, secret, previous_secret, previous_secret_until, active, created_at,
+       max_in_flight, rate_limit
+FROM webhook_subscriptions ORDER BY id;
+
+-- name: Subscription :one
+SELECT id, url, events, secret, previous_secret, previous_secret_until, active, created_at,
+       max_in_flight, rate_limit
+FROM webhook_subscriptions WHERE id = $1;
+
+-- name: LastSubscriptionID :one
+-- The highest subscription id, 0 when there is none.
+SELECT coalesce(max(id), 0)::bigint FROM webhook_subscriptions;
+
+-- name: InsertDeliveries :exec
+-- Inserts many deliveries in one statement (the arrays are zipped: set-returning
+-- functions in one select list advance together); a delivery of an event to a
+-- subscription that exists already is left alone.
+INSERT INTO webhook_deliveries (id, subscription_id, event_id, event, body)
+SELECT unnest(@ids::uuid[]), unnest(@subscription_ids::bigint[]), unnest(@event_ids::text[]),
+       unnest(@events::text[]), unnest(@bodies::bytea[])
+ON CONFLICT DO NOTHING;
+
+-- name: Deliveries :many
+SELECT id, subscription_id, event_id, event, body, status, attempts, round_attempts
+FROM webhook_deliveries
+WHERE id = ANY (@ids::uuid[]);
+
+-- name: MarkFailed :execrows
+UPDATE webhook_deliveries
+SET status = 'failed', last_error = @reason::text, updated_at = now()
+WHERE id = @id AND status <> 'succeeded';
+
+-- name: RecordAttempts :many
+-- Counts many attempts on their deliveries (new state, last answer) and logs them in
+-- webhook_attempts, in one statement (a group commit). It returns each attempt's
+-- delivery and number; a delivery that is gone returns no row. The arrays are zipped
+-- (one element per attempt; a delivery appears once): a status code 0 (no answer) and
+-- an error '' are stored as NULL, an excerpt only where has_response.
+WITH r AS (
+    SELECT unnest(@delivery_ids::uuid[]) AS delivery_id,
+           unnest(@subscription_ids::bigint[]) AS subscription_id,
+           nullif(unnest(@status_codes::int[]), 0) AS status_code,
+           nullif(unnest(@errors::text[]), '') AS error,
+           unnest(@statuses::text[]) AS status,
+           unnest(@durations_ms::int[]) AS duration_ms,
+           unnest(@excerpts::text[]) AS excerpt,
+           unnest(@has_response::boolean[]) AS has_response
+), d AS (
+    UPDATE webhook_deliveries w SET
+        attempts         = w.attempts + 1,
+        round_attempts   = w.round_attempts + 1,
+        last_status_code = r.status_code,
+        last_error       = r.error,
+        status           = r.status,
+        updated_at       = now()
+    FROM r
+    WHERE w.id = r.delivery_id
+    RETURNING w.id, w.attempts
+)
+INSERT INTO webhook_attempts (delivery_id, subscription_id, attempt, status_code, error, duration_ms, response_excerpt)
+SELECT r.delivery_id, r.subscription_id, d.attempts, r.status_code, r.error, r.duration_ms,
+       CASE WHEN r.has_response THEN r.excerpt END
+FROM r JOIN d ON d.id = r.delivery_id
+RETURNING delivery_id, attempt;
+
+-- name: DisableSubscription :exec
+-- Disables an active subscription (a 410 Gone: rare). The table's trigger tells every
+-- dispatcher.
+UPDATE webhook_subscriptions
+SET active = false, disabled_reason = @reason::text, disabled_at = now(), updated_at = now()
+WHERE id = @id AND active;
+
+-- name: HealthLock :one
+-- Makes one health pass run at a time across the instances.
+SELECT pg_try_advisory_xact_lock(hashtext('shipfile_webhooks_health'));
+
+-- name: Health :exec
+-- Derives each subscription's last_success_at and failing_since from the attempts of
+-- the last @health_window (longer than the pass period, so passes overlap; the result does
+-- not depend on how often an attempt is seen). failing_since is the first failure
+-- after the last success (not before failures_counted_from); an open streak is kept.
+WITH win AS MATERIALIZED (
+    SELECT subscription_id, created_at, coalesce(status_code BETWEEN 200 AND 299, false) AS ok
+    FROM webhook_attempts
+    WHERE created_at > now() - @health_window::interval
+), a AS (
+    SELECT subscription_id, max(created_at) FILTER (WHERE ok) AS last_ok
+    FROM win GROUP BY subscription_id
+), h AS (
+    SELECT s.id, greatest(s.last_success_at, a.last_ok) AS last_ok, s.failing_since, s.failures_counted_from
+    FROM webhook_subscriptions s JOIN a ON a.subscription_id = s.id
+), f AS (
+    SELECT h.id, h.last_ok,
+           CASE WHEN h.failing_since > coalesce(h.last_ok, '-infinity') THEN h.failing_since
+                ELSE (SELECT min(win.created_at) FROM win
+                      WHERE win.subscription_id = h.id AND NOT win.ok
+                        AND win.created_at > coalesce(h.last_ok, '-infinity')
+                        AND win.created_at >= coalesce(h.failures_counted_from, '-infinity'))
+           END AS failing_since
+    FROM h
+)
+UPDATE webhook_subscriptions s SET last_success_at = f.last_ok, failing_since = f.failing_since
+FROM f
+WHERE s.id = f.id
+  AND (s.last_success_at IS DISTINCT FROM f.last_ok OR s.failing_since IS DISTINCT FROM f.failing_since);
+
+-- name: DisableFailing :many
+-- Disables the active subscriptions failing since @failing_for or longer, with
+-- @reason, and returns their ids.
+UPDATE webhook_subscriptions
+SET active = false, disabled_reason = @reason::text, disabled_at = now(), updated_at = now()
+WHERE active AND failing_since <= now() - @failing_for::interval
+RETURNING id;
+
+-- name: DeleteDeliveriesOf :execrows
+-- Removes the deliveries (and, by cascade, the attempts) of the subscriptions among
+-- @subscription_ids that no longer exist.
+DELETE FROM webhook_deliveries d
+WHERE d.subscription_id = ANY (@subscription_ids::bigint[])
+  AND NOT EXISTS (SELECT 1 FROM webhook_subscriptions s WHERE s.id = d.subscription_id);
+
+-- name: Heartbeat :one
+-- Records @instance_id as alive, forgets instances not seen for @ttl and counts the
+-- other live ones.
+WITH up AS (
+    INSERT INTO webhook_dispatchers (instance_id, seen_at) VALUES (@instance_id::text, now())
+    ON CONFLICT (instance_id) DO UPDATE SET seen_at = now()
+), gone AS (
+    DELETE FROM webhook_dispatchers WHERE webhook_dispatchers.seen_at < now() - @ttl::interval
+)
+SELECT count(*) FROM webhook_dispatchers
+WHERE webhook_dispatchers.instance_id <> @instance_id::text AND webhook_dispatchers.seen_at >= now() - @ttl::interval;
+
+-- name: Leave :exec
+-- Forgets instance @instance_id (a clean stop).
+DELETE FROM webhook_dispatchers WHERE instance_id = @instance_id;
+
+-- name: OldestPending :one
+-- The age in seconds of the oldest pending delivery, or 0.
+SELECT coalesce(extract(epoch FROM now() - min(created_at)), 0)::float8
+FROM webhook_deliveries
+WHERE status = 'pending';
