@@ -204,13 +204,8 @@ func (d *Deliverer) Deliver(ctx context.Context, data []byte, numDelivered uint6
 	}
 	del := l.d
 	log = log.With("event", del.Event)
-	switch {
-	case del.Status == StatusSucceeded:
-		log.Info("delivery already succeeded; duplicate job dropped")
-		return Decision{Action: Ack}
-	case del.Status == StatusFailed && del.RoundAttempts > 0:
-		// A finished round; a redelivery through the gateway starts a new one (round 0).
-		log.Info("delivery already failed; duplicate job dropped")
+	if dup := duplicateJob(del); dup != "" {
+		log.Info(dup + "; duplicate job dropped")
 		return Decision{Action: Ack}
 	}
 	sub, err := d.subs.Get(ctx, del.SubscriptionID)
@@ -229,7 +224,7 @@ func (d *Deliverer) Deliver(ctx context.Context, data []byte, numDelivered uint6
 		log.Error("cannot open the subscription's signing secret; delivery waits", "err", sub.SecretError)
 		return Decision{Action: Nak, Delay: backoff.TransientDelay(numDelivered)}
 	}
-	if !sub.Active && del.Event != events.TypeWebhookTest {
+	if failsWithoutAttempt(sub, del.Event) {
 		if err := d.store.MarkFailed(ctx, del.ID, ReasonSubscriptionDisabled); err != nil && !errors.Is(err, ErrNotFound) {
 			log.Warn("mark delivery failed", "err", err)
 			return Decision{Action: Nak, Delay: backoff.TransientDelay(numDelivered)}
@@ -269,26 +264,9 @@ func (d *Deliverer) record(ctx context.Context, log *slog.Logger, del Delivery, 
 		HasResponse:    resp.StatusCode != 0,
 	}
 	round := del.RoundAttempts + 1
-	outcome := OutcomeRetried
-	var wait time.Duration
-	switch code := resp.StatusCode; {
-	case code >= 200 && code < 300:
-		rec.Succeeded, rec.Status, outcome = true, StatusSucceeded, OutcomeSucceeded
-	case code == http.StatusGone:
-		rec.Error = failureText(resp)
-		rec.Status, rec.DisableReason, outcome = StatusFailed, ReasonGone, OutcomeDisabled
-	default:
-		rec.Error = failureText(resp)
-		w, more := backoff.RetryWait(d.opts.Schedule, round)
-		if !more {
-			rec.Status, outcome = StatusFailed, OutcomeFailed
-			break
-		}
-		if code == http.StatusTooManyRequests || code == http.StatusServiceUnavailable {
-			w = max(w, resp.RetryAfter)
-		}
-		rec.Status, wait = StatusPending, w
-	}
+	o := DecideAttempt(resp, round, d.opts.Schedule)
+	rec.Succeeded, rec.Status, rec.DisableReason, rec.Error = o.Status == StatusSucceeded, o.Status, o.DisableReason, o.Error
+	outcome, wait := o.Outcome, o.Wait
 
 	// Written even when ctx is cancelled (shutdown): the attempt happened.
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), recordTimeout)
@@ -331,6 +309,67 @@ func (d *Deliverer) record(ctx context.Context, log *slog.Logger, del Delivery, 
 		log.Debug("webhook delivered", attrs...)
 	}
 	return Decision{Action: Ack}
+}
+
+// duplicateJob says why a job for del has nothing left to do ("" when it has): the
+// delivery already succeeded, or its round already failed (a redelivery through the
+// gateway starts a new round, at round attempt 0).
+func duplicateJob(del Delivery) string {
+	switch {
+	case del.Status == StatusSucceeded:
+		return "delivery already succeeded"
+	case del.Status == StatusFailed && del.RoundAttempts > 0:
+		return "delivery already failed"
+	}
+	return ""
+}
+
+// failsWithoutAttempt reports whether a delivery of event to sub fails at once, with
+// no attempt: the subscription is disabled and the event is not webhook.test (a test
+// delivery reaches a disabled subscription too, so its owner can check it).
+func failsWithoutAttempt(sub Subscription, event string) bool {
+	return !sub.Active && event != events.TypeWebhookTest
+}
+
+// AttemptOutcome is what one attempt's response makes of its delivery.
+type AttemptOutcome struct {
+	// Status is the delivery's status after the attempt: StatusSucceeded,
+	// StatusPending (another attempt after Wait) or StatusFailed.
+	Status string
+	// Outcome is the attempt's label on shipfile_webhook_deliveries_total.
+	Outcome string
+	// DisableReason, when not empty, disables the subscription.
+	DisableReason string
+	// Error says why the attempt failed ("" when it succeeded).
+	Error string
+	// Wait is the wait before the next attempt when Status is StatusPending.
+	Wait time.Duration
+}
+
+// DecideAttempt applies the delivery rules to the response of attempt round (1-based,
+// counted in the delivery's current round) under schedule (the waits after attempts
+// 1, 2, …): 2xx succeeds; 410 Gone fails the delivery and disables the subscription;
+// anything else (no response, 3xx, 4xx, 5xx) waits schedule[round-1] ± jitter, at least
+// the Retry-After of a 429 or 503, and fails the delivery after the last attempt
+// (len(schedule)+1 attempts a round), whatever Retry-After said.
+func DecideAttempt(resp Response, round int, schedule []time.Duration) AttemptOutcome {
+	switch code := resp.StatusCode; {
+	case code >= 200 && code < 300:
+		return AttemptOutcome{Status: StatusSucceeded, Outcome: OutcomeSucceeded}
+	case code == http.StatusGone:
+		return AttemptOutcome{Status: StatusFailed, Outcome: OutcomeDisabled, DisableReason: ReasonGone, Error: failureText(resp)}
+	default:
+		o := AttemptOutcome{Status: StatusFailed, Outcome: OutcomeFailed, Error: failureText(resp)}
+		w, more := backoff.RetryWait(schedule, round)
+		if !more {
+			return o
+		}
+		if code == http.StatusTooManyRequests || code == http.StatusServiceUnavailable {
+			w = max(w, resp.RetryAfter)
+		}
+		o.Status, o.Outcome, o.Wait = StatusPending, OutcomeRetried, w
+		return o
+	}
 }
 
 // failureText says why an attempt failed, for the attempt log and the delivery.
