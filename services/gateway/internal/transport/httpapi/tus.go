@@ -133,17 +133,27 @@ func uploadID(c *gin.Context) (uuid.UUID, error) {
 	return pathUUID(c, "upload_id", "upload")
 }
 
+// tusUpload reads the target and the upload id of a request on an upload URL; when
+// either is wrong it records the error on c and returns false.
+func tusUpload(c *gin.Context, target func(*gin.Context) (app.TusTarget, error)) (app.TusTarget, uuid.UUID, bool) {
+	t, err := target(c)
+	if err != nil {
+		_ = c.Error(err)
+		return t, uuid.Nil, false
+	}
+	id, err := uploadID(c)
+	if err != nil {
+		_ = c.Error(err)
+		return t, uuid.Nil, false
+	}
+	return t, id, true
+}
+
 func (h *handlers) tusHead(target func(*gin.Context) (app.TusTarget, error)) gin.HandlerFunc {
 	return func(c *gin.Context) {
 		c.Header("Cache-Control", "no-store")
-		t, err := target(c)
-		if err != nil {
-			_ = c.Error(err)
-			return
-		}
-		id, err := uploadID(c)
-		if err != nil {
-			_ = c.Error(err)
+		t, id, ok := tusUpload(c, target)
+		if !ok {
 			return
 		}
 		u, err := h.resumable.Status(c.Request.Context(), t, id)
@@ -173,14 +183,8 @@ func (h *handlers) tusPatch(target func(*gin.Context) (app.TusTarget, error)) gi
 			_ = c.Error(&httpError{status: http.StatusBadRequest, detail: "Upload-Offset must be a non-negative integer"})
 			return
 		}
-		t, err := target(c)
-		if err != nil {
-			_ = c.Error(err)
-			return
-		}
-		id, err := uploadID(c)
-		if err != nil {
-			_ = c.Error(err)
+		t, id, ok := tusUpload(c, target)
+		if !ok {
 			return
 		}
 		res, err := h.resumable.Write(c.Request.Context(), t, id, app.Chunk{
@@ -202,14 +206,8 @@ func (h *handlers) tusPatch(target func(*gin.Context) (app.TusTarget, error)) gi
 
 func (h *handlers) tusDelete(target func(*gin.Context) (app.TusTarget, error)) gin.HandlerFunc {
 	return func(c *gin.Context) {
-		t, err := target(c)
-		if err != nil {
-			_ = c.Error(err)
-			return
-		}
-		id, err := uploadID(c)
-		if err != nil {
-			_ = c.Error(err)
+		t, id, ok := tusUpload(c, target)
+		if !ok {
 			return
 		}
 		if err := h.resumable.Terminate(c.Request.Context(), t, id); err != nil {
