@@ -2,7 +2,6 @@ package httpapi
 
 import (
 	"encoding/base64"
-	"io"
 	"mime"
 	"net/http"
 	"strconv"
@@ -107,7 +106,7 @@ func (h *handlers) tusCreate(target func(*gin.Context) (app.TusTarget, error)) g
 		c.Header("Upload-Expires", res.Upload.ExpiresAt.UTC().Format(http.TimeFormat))
 		if withBody && res.File == nil {
 			res, err = h.resumable.Write(c.Request.Context(), t, res.Upload.ID, app.Chunk{
-				Offset: 0, Body: h.uploadBody(c), Checksum: c.GetHeader("Upload-Checksum"), Size: c.Request.ContentLength,
+				Offset: 0, Body: c.Request.Body, Checksum: c.GetHeader("Upload-Checksum"), Size: c.Request.ContentLength,
 			})
 			if err != nil {
 				_ = c.Error(err)
@@ -121,12 +120,6 @@ func (h *handlers) tusCreate(target func(*gin.Context) (app.TusTarget, error)) g
 		}
 		c.Status(http.StatusCreated)
 	}
-}
-
-// uploadBody is the body of a PATCH (or a creation with upload): the one place that
-// wraps upload bodies, where the gateway's upload limits apply.
-func (h *handlers) uploadBody(c *gin.Context) io.Reader {
-	return c.Request.Body
 }
 
 func uploadID(c *gin.Context) (uuid.UUID, error) {
@@ -188,7 +181,7 @@ func (h *handlers) tusPatch(target func(*gin.Context) (app.TusTarget, error)) gi
 			return
 		}
 		res, err := h.resumable.Write(c.Request.Context(), t, id, app.Chunk{
-			Offset: offset, Body: h.uploadBody(c), Checksum: c.GetHeader("Upload-Checksum"), Size: c.Request.ContentLength,
+			Offset: offset, Body: c.Request.Body, Checksum: c.GetHeader("Upload-Checksum"), Size: c.Request.ContentLength,
 		})
 		if err != nil {
 			_ = c.Error(err)
