@@ -3,10 +3,13 @@ package store_test
 import (
 	"context"
 	"testing"
+	"time"
 
+	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/shipfile/shipfile/pkg/pgtest"
+	"github.com/shipfile/shipfile/services/gateway/internal/app"
 	"github.com/shipfile/shipfile/services/gateway/migrations"
 )
 
@@ -30,4 +33,10 @@ func insertUser(t *testing.T, pool *pgxpool.Pool, email, name string) int64 {
 		t.Fatal(err)
 	}
 	return id
+}
+
+// draftPackage is a new outbound draft of owner's, created at now, with a new id.
+func draftPackage(owner int64, now time.Time) app.Package {
+	return app.Package{ID: uuid.New(), OwnerUserID: owner, Title: "T", RecipientEmail: "r@example.com",
+		Direction: app.Outbound, State: app.StateDraft, TTLDays: 7, CreatedAt: now, ExpiresAt: now.Add(time.Hour)}
 }

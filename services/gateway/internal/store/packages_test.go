@@ -5,8 +5,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/google/uuid"
-
 	"github.com/shipfile/shipfile/services/gateway/internal/app"
 	"github.com/shipfile/shipfile/services/gateway/internal/store"
 )
@@ -21,10 +19,7 @@ func TestCreatePackageIsAtomic(t *testing.T) {
 	owner := insertUser(t, pool, "o@example.com", "O")
 	db := store.NewPostgres(pool)
 	now := time.Now()
-	pkg := func() app.Package {
-		return app.Package{ID: uuid.New(), OwnerUserID: owner, Title: "T", RecipientEmail: "r@example.com",
-			Direction: app.Outbound, State: app.StateDraft, TTLDays: 7, CreatedAt: now, ExpiresAt: now.Add(time.Hour)}
-	}
+	pkg := func() app.Package { return draftPackage(owner, now) }
 	count := func(table string) int {
 		var n int
 		if err := pool.QueryRow(ctx, "SELECT count(*) FROM "+table).Scan(&n); err != nil {

@@ -22,8 +22,7 @@ func TestAddFileCommitsTheReservation(t *testing.T) {
 	owner := insertUser(t, pool, "o@example.com", "O")
 	db := store.NewPostgres(pool)
 	now := time.Now()
-	pkg := app.Package{ID: uuid.New(), OwnerUserID: owner, Title: "T", RecipientEmail: "r@example.com",
-		Direction: app.Outbound, State: app.StateDraft, TTLDays: 7, CreatedAt: now, ExpiresAt: now.Add(time.Hour)}
+	pkg := draftPackage(owner, now)
 	if err := db.CreatePackage(ctx, pkg, app.Effects{}); err != nil {
 		t.Fatal(err)
 	}
