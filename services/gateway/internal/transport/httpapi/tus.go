@@ -247,3 +247,11 @@ func (h *handlers) mountTus(g *gin.RouterGroup, path string, target func(*gin.Co
 	g.PATCH(path+"/:upload_id", append(upload[:len(upload):len(upload)], h.tusPatch(target))...)
 	g.DELETE(path+"/:upload_id", h.tusDelete(target))
 }
+
+// isTusPath says whether path is a tus creation or upload URL:
+// /api/v1/{packages|links}/{id}/uploads[/{upload_id}].
+func isTusPath(path string) bool {
+	seg := strings.Split(strings.Trim(path, "/"), "/")
+	return (len(seg) == 5 || len(seg) == 6) && seg[0] == "api" && seg[1] == "v1" &&
+		(seg[2] == "packages" || seg[2] == "links") && seg[4] == "uploads"
+}
