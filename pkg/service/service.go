@@ -13,6 +13,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/shipfile/shipfile/pkg/config"
 	"github.com/shipfile/shipfile/pkg/logging"
 	"github.com/shipfile/shipfile/pkg/ops"
@@ -32,6 +34,24 @@ func Main(name string, fn RunFunc) {
 		log.Error(name+" stopped", "err", err)
 		os.Exit(1)
 	}
+}
+
+// LoggerOr returns log, or a logger that discards everything when log is nil: the
+// default of a service graph's Deps.Log.
+func LoggerOr(log *slog.Logger) *slog.Logger {
+	if log == nil {
+		return slog.New(slog.DiscardHandler)
+	}
+	return log
+}
+
+// RegistryOr returns reg, or a new registry when reg is nil: the default of a service
+// graph's Deps.Registry.
+func RegistryOr(reg *prometheus.Registry) *prometheus.Registry {
+	if reg == nil {
+		return prometheus.NewRegistry()
+	}
+	return reg
 }
 
 // Validator is a configuration that checks itself (and fills in derived defaults)

@@ -22,6 +22,7 @@ import (
 	"github.com/shipfile/shipfile/pkg/database"
 	"github.com/shipfile/shipfile/pkg/outbox"
 	"github.com/shipfile/shipfile/pkg/secretbox"
+	pkgservice "github.com/shipfile/shipfile/pkg/service"
 	"github.com/shipfile/shipfile/pkg/storage"
 	"github.com/shipfile/shipfile/services/gateway/internal/app"
 	"github.com/shipfile/shipfile/services/gateway/internal/store"
@@ -168,10 +169,7 @@ type Service struct {
 
 // New builds the gateway's graph from cfg on deps. It starts nothing: Start does.
 func New(_ context.Context, cfg Config, deps Deps) (*Service, error) {
-	log := deps.Log
-	if log == nil {
-		log = slog.New(slog.DiscardHandler)
-	}
+	log := pkgservice.LoggerOr(deps.Log)
 	secrets := deps.Secrets
 	if secrets == nil {
 		var err error
@@ -183,10 +181,7 @@ func New(_ context.Context, cfg Config, deps Deps) (*Service, error) {
 	if err != nil {
 		return nil, err
 	}
-	reg := deps.Registry
-	if reg == nil {
-		reg = prometheus.NewRegistry()
-	}
+	reg := pkgservice.RegistryOr(deps.Registry)
 	s := &Service{Registry: reg, cfg: cfg, log: log, secrets: secrets}
 	var storeOpts []store.Option
 	switch {

@@ -6,12 +6,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5/pgxpool"
-
-	"github.com/shipfile/shipfile/pkg/pgtest"
 	"github.com/shipfile/shipfile/services/gateway/internal/app"
 	"github.com/shipfile/shipfile/services/gateway/internal/store"
-	"github.com/shipfile/shipfile/services/gateway/migrations"
 )
 
 // recordingFeed records what FollowAuthChanges reports.
@@ -52,11 +48,7 @@ func (f *recordingFeed) snapshot() ([]app.AuthChange, []time.Time, int) {
 func TestFollowAuthChanges(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	pool, err := pgxpool.New(ctx, pgtest.New(t, migrations.Version(), migrations.Up))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(pool.Close)
+	pool := newPool(t)
 	db := store.NewPostgres(pool)
 	feed := &recordingFeed{}
 	fctx, cancel := context.WithCancel(ctx)

@@ -5,13 +5,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/google/uuid"
-	"github.com/jackc/pgx/v5/pgxpool"
-
-	"github.com/shipfile/shipfile/pkg/pgtest"
 	"github.com/shipfile/shipfile/services/gateway/internal/app"
 	"github.com/shipfile/shipfile/services/gateway/internal/store"
-	"github.com/shipfile/shipfile/services/gateway/migrations"
 )
 
 // TestCreatePackageIsAtomic: CreatePackage sends the package, its audit entry and its
@@ -20,21 +15,11 @@ import (
 func TestCreatePackageIsAtomic(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	pool, err := pgxpool.New(ctx, pgtest.New(t, migrations.Version(), migrations.Up))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(pool.Close)
-	var owner int64
-	if err := pool.QueryRow(ctx, `INSERT INTO users (email, name, role) VALUES ('o@example.com', 'O', 'regular') RETURNING id`).Scan(&owner); err != nil {
-		t.Fatal(err)
-	}
+	pool := newPool(t)
+	owner := insertUser(t, pool, "o@example.com", "O")
 	db := store.NewPostgres(pool)
 	now := time.Now()
-	pkg := func() app.Package {
-		return app.Package{ID: uuid.New(), OwnerUserID: owner, Title: "T", RecipientEmail: "r@example.com",
-			Direction: app.Outbound, State: app.StateDraft, TTLDays: 7, CreatedAt: now, ExpiresAt: now.Add(time.Hour)}
-	}
+	pkg := func() app.Package { return draftPackage(owner, now) }
 	count := func(table string) int {
 		var n int
 		if err := pool.QueryRow(ctx, "SELECT count(*) FROM "+table).Scan(&n); err != nil {

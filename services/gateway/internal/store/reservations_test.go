@@ -7,12 +7,9 @@ import (
 	"time"
 
 	"github.com/google/uuid"
-	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/shipfile/shipfile/pkg/pgtest"
 	"github.com/shipfile/shipfile/services/gateway/internal/app"
 	"github.com/shipfile/shipfile/services/gateway/internal/store"
-	"github.com/shipfile/shipfile/services/gateway/migrations"
 )
 
 // TestAddFileCommitsTheReservation: AddFile ends the object key's reservation in its
@@ -21,19 +18,11 @@ import (
 func TestAddFileCommitsTheReservation(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	pool, err := pgxpool.New(ctx, pgtest.New(t, migrations.Version(), migrations.Up))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(pool.Close)
-	var owner int64
-	if err := pool.QueryRow(ctx, `INSERT INTO users (email, name, role) VALUES ('o@example.com', 'O', 'regular') RETURNING id`).Scan(&owner); err != nil {
-		t.Fatal(err)
-	}
+	pool := newPool(t)
+	owner := insertUser(t, pool, "o@example.com", "O")
 	db := store.NewPostgres(pool)
 	now := time.Now()
-	pkg := app.Package{ID: uuid.New(), OwnerUserID: owner, Title: "T", RecipientEmail: "r@example.com",
-		Direction: app.Outbound, State: app.StateDraft, TTLDays: 7, CreatedAt: now, ExpiresAt: now.Add(time.Hour)}
+	pkg := draftPackage(owner, now)
 	if err := db.CreatePackage(ctx, pkg, app.Effects{}); err != nil {
 		t.Fatal(err)
 	}

@@ -7,12 +7,8 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/jackc/pgx/v5/pgxpool"
-
-	"github.com/shipfile/shipfile/pkg/pgtest"
 	"github.com/shipfile/shipfile/pkg/secretbox"
 	"github.com/shipfile/shipfile/services/gateway/internal/store"
-	"github.com/shipfile/shipfile/services/gateway/migrations"
 )
 
 // TestResealWebhookSecrets: secrets stored in clear (before encryption) or under the
@@ -21,11 +17,7 @@ import (
 func TestResealWebhookSecrets(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	pool, err := pgxpool.New(ctx, pgtest.New(t, migrations.Version(), migrations.Up))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(pool.Close)
+	pool := newPool(t)
 	key := func(b byte) []byte { return bytes.Repeat([]byte{b}, secretbox.KeySize) }
 	mustRing := func(cur, prev []byte) *secretbox.Keyring {
 		r, err := secretbox.New(cur, prev)

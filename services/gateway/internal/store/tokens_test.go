@@ -5,12 +5,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5/pgxpool"
-
-	"github.com/shipfile/shipfile/pkg/pgtest"
 	"github.com/shipfile/shipfile/services/gateway/internal/app"
 	"github.com/shipfile/shipfile/services/gateway/internal/store"
-	"github.com/shipfile/shipfile/services/gateway/migrations"
 )
 
 // TestTouchTokens: one call writes the last use of every token of the batch (the two
@@ -19,15 +15,8 @@ import (
 func TestTouchTokens(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	pool, err := pgxpool.New(ctx, pgtest.New(t, migrations.Version(), migrations.Up))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(pool.Close)
-	var user int64
-	if err := pool.QueryRow(ctx, `INSERT INTO users (email, name, role) VALUES ('u@example.com', 'U', 'regular') RETURNING id`).Scan(&user); err != nil {
-		t.Fatal(err)
-	}
+	pool := newPool(t)
+	user := insertUser(t, pool, "u@example.com", "U")
 	db := store.NewPostgres(pool)
 	var ids []int64
 	for _, name := range []string{"a", "b", "c"} {

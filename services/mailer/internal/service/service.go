@@ -16,6 +16,7 @@ import (
 	"github.com/shipfile/shipfile/pkg/bus"
 	"github.com/shipfile/shipfile/pkg/consumer"
 	"github.com/shipfile/shipfile/pkg/database"
+	pkgservice "github.com/shipfile/shipfile/pkg/service"
 	"github.com/shipfile/shipfile/services/mailer/internal/app"
 	"github.com/shipfile/shipfile/services/mailer/internal/store"
 	"github.com/shipfile/shipfile/services/mailer/internal/transport"
@@ -97,14 +98,8 @@ type Service struct {
 
 // New builds the mailer's graph from cfg on deps. It starts nothing: Run does.
 func New(_ context.Context, cfg Config, deps Deps) (*Service, error) {
-	log := deps.Log
-	if log == nil {
-		log = slog.New(slog.DiscardHandler)
-	}
-	reg := deps.Registry
-	if reg == nil {
-		reg = prometheus.NewRegistry()
-	}
+	log := pkgservice.LoggerOr(deps.Log)
+	reg := pkgservice.RegistryOr(deps.Registry)
 	metrics, err := app.NewMetrics(reg)
 	if err != nil {
 		return nil, err

@@ -3,6 +3,7 @@
 package transport
 
 import (
+	"cmp"
 	"context"
 	"log/slog"
 	"time"
@@ -61,32 +62,23 @@ func DefaultOptions() Options {
 
 func (o *Options) defaults() {
 	d := DefaultOptions()
-	if o.Stream == "" {
-		o.Stream = d.Stream
-	}
-	if o.Filter == "" {
-		o.Filter = d.Filter
-	}
-	if o.Consumer == "" {
-		o.Consumer = d.Consumer
-	}
-	if o.AckWait <= 0 {
-		o.AckWait = d.AckWait
-	}
-	if o.MaxAckPending <= 0 {
-		o.MaxAckPending = d.MaxAckPending
-	}
-	if o.Workers <= 0 {
-		o.Workers = d.Workers
-	}
-	if o.FetchWait <= 0 {
-		o.FetchWait = d.FetchWait
-	}
-	if o.ShutdownTimeout <= 0 {
-		o.ShutdownTimeout = d.ShutdownTimeout
-	}
-	if o.StatsInterval <= 0 {
-		o.StatsInterval = d.StatsInterval
+	orDefault(&o.Stream, d.Stream)
+	orDefault(&o.Filter, d.Filter)
+	orDefault(&o.Consumer, d.Consumer)
+	orDefault(&o.AckWait, d.AckWait)
+	orDefault(&o.MaxAckPending, d.MaxAckPending)
+	orDefault(&o.Workers, d.Workers)
+	orDefault(&o.FetchWait, d.FetchWait)
+	orDefault(&o.ShutdownTimeout, d.ShutdownTimeout)
+	orDefault(&o.StatsInterval, d.StatsInterval)
+}
+
+// orDefault sets *v to def when *v is the zero value or, for numbers and durations,
+// not positive.
+func orDefault[T cmp.Ordered](v *T, def T) {
+	var zero T
+	if *v <= zero {
+		*v = def
 	}
 }
 

@@ -51,27 +51,13 @@ func DefaultNotifyOptions() NotifyOptions {
 
 func (o *NotifyOptions) defaults() {
 	d := DefaultNotifyOptions()
-	if o.Stream == "" {
-		o.Stream = d.Stream
-	}
-	if o.Consumer == "" {
-		o.Consumer = d.Consumer
-	}
-	if o.AckWait <= 0 {
-		o.AckWait = d.AckWait
-	}
-	if o.Workers <= 0 {
-		o.Workers = d.Workers
-	}
-	if o.FetchWait <= 0 {
-		o.FetchWait = d.FetchWait
-	}
-	if o.Poll <= 0 {
-		o.Poll = d.Poll
-	}
-	if o.ShutdownTimeout <= 0 {
-		o.ShutdownTimeout = d.ShutdownTimeout
-	}
+	orDefault(&o.Stream, d.Stream)
+	orDefault(&o.Consumer, d.Consumer)
+	orDefault(&o.AckWait, d.AckWait)
+	orDefault(&o.Workers, d.Workers)
+	orDefault(&o.FetchWait, d.FetchWait)
+	orDefault(&o.Poll, d.Poll)
+	orDefault(&o.ShutdownTimeout, d.ShutdownTimeout)
 }
 
 // NotifyConsumer runs one instance's share of the owner notifications: it records

@@ -21,6 +21,7 @@ import (
 	"github.com/shipfile/shipfile/pkg/consumer"
 	"github.com/shipfile/shipfile/pkg/database"
 	"github.com/shipfile/shipfile/pkg/secretbox"
+	pkgservice "github.com/shipfile/shipfile/pkg/service"
 	"github.com/shipfile/shipfile/services/webhooks/internal/app"
 	"github.com/shipfile/shipfile/services/webhooks/internal/store"
 	"github.com/shipfile/shipfile/services/webhooks/internal/transport"
@@ -123,14 +124,8 @@ func New(_ context.Context, cfg Config, deps Deps) (*Service, error) {
 	if err != nil {
 		return nil, err
 	}
-	log := deps.Log
-	if log == nil {
-		log = slog.New(slog.DiscardHandler)
-	}
-	reg := deps.Registry
-	if reg == nil {
-		reg = prometheus.NewRegistry()
-	}
+	log := pkgservice.LoggerOr(deps.Log)
+	reg := pkgservice.RegistryOr(deps.Registry)
 	metrics, err := app.NewMetrics(reg)
 	if err != nil {
 		return nil, err

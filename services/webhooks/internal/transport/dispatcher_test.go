@@ -58,6 +58,25 @@ func (f fixture) subscribe(t *testing.T, rc *webhooktest.Receiver, mod func(*web
 	return webhooktest.InsertSubscription(t, f.pool, s)
 }
 
+// keepPublishing publishes a package.created event every 20 ms until the returned
+// stop is called; stop returns once the publisher has ended.
+func (f fixture) keepPublishing(t *testing.T) (stop func()) {
+	quit := make(chan struct{})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			select {
+			case <-quit:
+				return
+			case <-time.After(20 * time.Millisecond):
+			}
+			f.streams.Publish(t, f.js, webhooktest.Envelope(events.TypePackageCreated, 0))
+		}
+	}()
+	return func() { close(quit); <-done }
+}
+
 func answers(codes ...int) webhooktest.Respond {
 	return func(nth int, _ webhooktest.Request) webhooktest.Answer {
 		if nth <= len(codes) {
@@ -723,20 +742,8 @@ func TestChangesReachEveryInstanceWithinASecond(t *testing.T) {
 	f.start(t, webhooktest.Config{})
 	f.start(t, webhooktest.Config{})
 
-	stop := make(chan struct{})
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		for {
-			select {
-			case <-stop:
-				return
-			case <-time.After(20 * time.Millisecond):
-			}
-			f.streams.Publish(t, f.js, webhooktest.Envelope(events.TypePackageCreated, 0))
-		}
-	}()
-	defer func() { close(stop); <-done }()
+	stop := f.keepPublishing(t)
+	defer stop()
 	disabled.WaitN(t, 5, 20*time.Second)
 	deleted.WaitN(t, 5, 20*time.Second)
 
@@ -806,20 +813,8 @@ func TestCacheFailsSafeWhenTheListenerDrops(t *testing.T) {
 	rc := webhooktest.NewReceiver(t, webhooktest.NewSecret(), nil)
 	hook := f.subscribe(t, rc, nil)
 	f.start(t, webhooktest.Config{})
-	stop := make(chan struct{})
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		for {
-			select {
-			case <-stop:
-				return
-			case <-time.After(20 * time.Millisecond):
-			}
-			f.streams.Publish(t, f.js, webhooktest.Envelope(events.TypePackageCreated, 0))
-		}
-	}()
-	defer func() { close(stop); <-done }()
+	stop := f.keepPublishing(t)
+	defer stop()
 	rc.WaitN(t, 5, 20*time.Second)
 
 	ctx := context.Background()

@@ -141,6 +141,11 @@ func notFound(c *gin.Context) {
 }
 
 func methodNotAllowed(c *gin.Context) {
+	// gin answers an unrouted method outside the route groups, so the tus groups'
+	// middleware never sees it; tus wants Tus-Resumable on every answer of its URLs.
+	if isTusPath(c.Request.URL.Path) {
+		c.Header("Tus-Resumable", tusVersion)
+	}
 	_ = c.Error(&httpError{status: http.StatusMethodNotAllowed, detail: "method not allowed"})
 }
 

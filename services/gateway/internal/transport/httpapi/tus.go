@@ -2,7 +2,6 @@ package httpapi
 
 import (
 	"encoding/base64"
-	"io"
 	"mime"
 	"net/http"
 	"strconv"
@@ -107,7 +106,7 @@ func (h *handlers) tusCreate(target func(*gin.Context) (app.TusTarget, error)) g
 		c.Header("Upload-Expires", res.Upload.ExpiresAt.UTC().Format(http.TimeFormat))
 		if withBody && res.File == nil {
 			res, err = h.resumable.Write(c.Request.Context(), t, res.Upload.ID, app.Chunk{
-				Offset: 0, Body: h.uploadBody(c), Checksum: c.GetHeader("Upload-Checksum"), Size: c.Request.ContentLength,
+				Offset: 0, Body: c.Request.Body, Checksum: c.GetHeader("Upload-Checksum"), Size: c.Request.ContentLength,
 			})
 			if err != nil {
 				_ = c.Error(err)
@@ -123,27 +122,31 @@ func (h *handlers) tusCreate(target func(*gin.Context) (app.TusTarget, error)) g
 	}
 }
 
-// uploadBody is the body of a PATCH (or a creation with upload): the one place that
-// wraps upload bodies, where the gateway's upload limits apply.
-func (h *handlers) uploadBody(c *gin.Context) io.Reader {
-	return c.Request.Body
-}
-
 func uploadID(c *gin.Context) (uuid.UUID, error) {
 	return pathUUID(c, "upload_id", "upload")
+}
+
+// tusUpload reads the target and the upload id of a request on an upload URL; when
+// either is wrong it records the error on c and returns false.
+func tusUpload(c *gin.Context, target func(*gin.Context) (app.TusTarget, error)) (app.TusTarget, uuid.UUID, bool) {
+	t, err := target(c)
+	if err != nil {
+		_ = c.Error(err)
+		return t, uuid.Nil, false
+	}
+	id, err := uploadID(c)
+	if err != nil {
+		_ = c.Error(err)
+		return t, uuid.Nil, false
+	}
+	return t, id, true
 }
 
 func (h *handlers) tusHead(target func(*gin.Context) (app.TusTarget, error)) gin.HandlerFunc {
 	return func(c *gin.Context) {
 		c.Header("Cache-Control", "no-store")
-		t, err := target(c)
-		if err != nil {
-			_ = c.Error(err)
-			return
-		}
-		id, err := uploadID(c)
-		if err != nil {
-			_ = c.Error(err)
+		t, id, ok := tusUpload(c, target)
+		if !ok {
 			return
 		}
 		u, err := h.resumable.Status(c.Request.Context(), t, id)
@@ -173,18 +176,12 @@ func (h *handlers) tusPatch(target func(*gin.Context) (app.TusTarget, error)) gi
 			_ = c.Error(&httpError{status: http.StatusBadRequest, detail: "Upload-Offset must be a non-negative integer"})
 			return
 		}
-		t, err := target(c)
-		if err != nil {
-			_ = c.Error(err)
-			return
-		}
-		id, err := uploadID(c)
-		if err != nil {
-			_ = c.Error(err)
+		t, id, ok := tusUpload(c, target)
+		if !ok {
 			return
 		}
 		res, err := h.resumable.Write(c.Request.Context(), t, id, app.Chunk{
-			Offset: offset, Body: h.uploadBody(c), Checksum: c.GetHeader("Upload-Checksum"), Size: c.Request.ContentLength,
+			Offset: offset, Body: c.Request.Body, Checksum: c.GetHeader("Upload-Checksum"), Size: c.Request.ContentLength,
 		})
 		if err != nil {
 			_ = c.Error(err)
@@ -202,14 +199,8 @@ func (h *handlers) tusPatch(target func(*gin.Context) (app.TusTarget, error)) gi
 
 func (h *handlers) tusDelete(target func(*gin.Context) (app.TusTarget, error)) gin.HandlerFunc {
 	return func(c *gin.Context) {
-		t, err := target(c)
-		if err != nil {
-			_ = c.Error(err)
-			return
-		}
-		id, err := uploadID(c)
-		if err != nil {
-			_ = c.Error(err)
+		t, id, ok := tusUpload(c, target)
+		if !ok {
 			return
 		}
 		if err := h.resumable.Terminate(c.Request.Context(), t, id); err != nil {
@@ -255,4 +246,12 @@ func (h *handlers) mountTus(g *gin.RouterGroup, path string, target func(*gin.Co
 	g.HEAD(path+"/:upload_id", h.tusHead(target))
 	g.PATCH(path+"/:upload_id", append(upload[:len(upload):len(upload)], h.tusPatch(target))...)
 	g.DELETE(path+"/:upload_id", h.tusDelete(target))
+}
+
+// isTusPath says whether path is a tus creation or upload URL:
+// /api/v1/{packages|links}/{id}/uploads[/{upload_id}].
+func isTusPath(path string) bool {
+	seg := strings.Split(strings.Trim(path, "/"), "/")
+	return (len(seg) == 5 || len(seg) == 6) && seg[0] == "api" && seg[1] == "v1" &&
+		(seg[2] == "packages" || seg[2] == "links") && seg[4] == "uploads"
 }

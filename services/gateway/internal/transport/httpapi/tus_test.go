@@ -185,6 +185,8 @@ func TestTusOptions(t *testing.T) {
 				t.Errorf("OPTIONS %s: %s = %q, want %q", path, k, got, v)
 			}
 		}
+		// A method tus does not use is 405, and still carries Tus-Resumable.
+		expectTus(t, a.tusDo("PUT", path+"/01a20bb6-d59d-7d69-bbb0-8082198c1f38", "", nil), http.StatusMethodNotAllowed)
 	}
 }
 

@@ -99,6 +99,22 @@ func (e *env) user(email string, role app.Role) app.User {
 	return u
 }
 
+// sent creates a package of owner's, finalizes it and returns the package and the
+// token of its link.
+func (e *env) sent(owner app.User, np app.NewPackage) (app.Package, string) {
+	e.t.Helper()
+	ctx := context.Background()
+	p, err := e.packages.Create(ctx, owner, app.Client{}, np)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	_, link, err := e.packages.Finalize(ctx, owner, app.Client{}, p.ID)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return p, link[strings.LastIndex(link, "/")+1:]
+}
+
 func (e *env) count(table string) int {
 	e.t.Helper()
 	var n int

@@ -20,17 +20,8 @@ func TestProtectedRecipientPage(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
 	owner := e.user("ann@example.com", app.RoleRegular)
-	ctx := context.Background()
-	p, err := e.packages.Create(ctx, owner, app.Client{}, app.NewPackage{Title: ptr("Secret stuff"), RecipientEmail: ptr("bob@example.com"),
+	_, token := e.sent(owner, app.NewPackage{Title: ptr("Secret stuff"), RecipientEmail: ptr("bob@example.com"),
 		Direction: ptr("inbound"), Note: ptr("the note"), Password: ptr("let me in please")})
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, link, err := e.packages.Finalize(ctx, owner, app.Client{}, p.ID)
-	if err != nil {
-		t.Fatal(err)
-	}
-	token := link[strings.LastIndex(link, "/")+1:]
 	b := e.browser()
 	form := b.get("/p/" + token)
 	expectStatus(t, form, http.StatusOK)

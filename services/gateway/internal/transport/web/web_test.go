@@ -402,16 +402,8 @@ func TestRecipientPages(t *testing.T) {
 	e := newEnv(t)
 	owner := e.user("ann@example.com", app.RoleRegular)
 	ctx := context.Background()
-	p, err := e.packages.Create(ctx, owner, app.Client{}, app.NewPackage{Title: ptr("Invoices please"), RecipientEmail: ptr("bob@example.com"),
+	p, token := e.sent(owner, app.NewPackage{Title: ptr("Invoices please"), RecipientEmail: ptr("bob@example.com"),
 		Direction: ptr("inbound"), Note: ptr("Line one\nLine <two>")})
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, link, err := e.packages.Finalize(ctx, owner, app.Client{}, p.ID)
-	if err != nil {
-		t.Fatal(err)
-	}
-	token := link[strings.LastIndex(link, "/")+1:]
 	b := e.browser()
 	rp := b.get("/p/" + token)
 	expectStatus(t, rp, http.StatusOK)

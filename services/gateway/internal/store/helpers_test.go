@@ -1,0 +1,42 @@
+package store_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/shipfile/shipfile/pkg/pgtest"
+	"github.com/shipfile/shipfile/services/gateway/internal/app"
+	"github.com/shipfile/shipfile/services/gateway/migrations"
+)
+
+// newPool returns a pool on a fresh database with the gateway's migrations, closed
+// when the test ends.
+func newPool(t *testing.T) *pgxpool.Pool {
+	t.Helper()
+	pool, err := pgxpool.New(context.Background(), pgtest.New(t, migrations.Version(), migrations.Up))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pool.Close)
+	return pool
+}
+
+// insertUser adds a regular user and returns its id.
+func insertUser(t *testing.T, pool *pgxpool.Pool, email, name string) int64 {
+	t.Helper()
+	var id int64
+	if err := pool.QueryRow(context.Background(), `INSERT INTO users (email, name, role) VALUES ($1, $2, 'regular') RETURNING id`, email, name).Scan(&id); err != nil {
+		t.Fatal(err)
+	}
+	return id
+}
+
+// draftPackage is a new outbound draft of owner's, created at now, with a new id.
+func draftPackage(owner int64, now time.Time) app.Package {
+	return app.Package{ID: uuid.New(), OwnerUserID: owner, Title: "T", RecipientEmail: "r@example.com",
+		Direction: app.Outbound, State: app.StateDraft, TTLDays: 7, CreatedAt: now, ExpiresAt: now.Add(time.Hour)}
+}
