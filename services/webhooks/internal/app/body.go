@@ -4,8 +4,12 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"slices"
+	"strconv"
 	"time"
+	"unicode/utf8"
 
+	"google.golang.org/protobuf/reflect/protoreflect"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/shipfile/shipfile/pkg/events"
@@ -19,63 +23,41 @@ const (
 	expiresLayout   = "2006-01-02T15:04:05"
 )
 
-// The body structs list their fields in the order they appear in the JSON; embedded
-// structs' fields come at the place of the embedding.
+// A body is derived from the event's payload message (the field of Envelope.data that
+// carries it), in the order of the message's fields: "event" and "timestamp", then for
+// each field of the payload its JSON value under its proto name, except
+//   - the field "package" (a Package), which must be set with a package_id and stands
+//     for the package head: package_id, title, recipient_email, owner_user_id (and the
+//     type's fromPackage fields),
+//   - a google.protobuf.Timestamp, which must be set and is formatted like expires_at.
+// Adding an event type whose body follows this needs no edit here; bodyRules holds the
+// few per-type extras SPEC asks for.
 
-// packageHead is what every package.* body starts with.
-type packageHead struct {
-	Event          string `json:"event"`
-	Timestamp      string `json:"timestamp"`
-	PackageID      string `json:"package_id"`
-	Title          string `json:"title"`
-	RecipientEmail string `json:"recipient_email"`
-	OwnerUserID    int64  `json:"owner_user_id"`
+// packageHead lists the Package fields every package.* body starts with, in order.
+var packageHead = []protoreflect.Name{"package_id", "title", "recipient_email", "owner_user_id"}
+
+// bodyRule is what one event type's body needs beyond the mechanical mapping.
+type bodyRule struct {
+	// fromPackage lists the Package fields that follow the head in this body.
+	fromPackage []protoreflect.Name
+	// nullIfEmpty lists the string fields rendered null when empty.
+	nullIfEmpty []protoreflect.Name
+	// positive lists the integer fields that must be > 0.
+	positive []protoreflect.Name
 }
 
-type createdBody struct {
-	packageHead
-	Direction string `json:"direction"`
-	TTLDays   int32  `json:"ttl_days"`
-	ExpiresAt string `json:"expires_at"`
+// bodyRules holds the per-type extras of SPEC "Events".
+var bodyRules = map[string]bodyRule{
+	events.TypePackageCreated:    {fromPackage: []protoreflect.Name{"direction"}},
+	events.TypePackageDownloaded: {nullIfEmpty: []protoreflect.Name{"file_id"}}, // null for the zip of all files
+	events.TypeWebhookTest:       {positive: []protoreflect.Name{"hook_id"}},
 }
 
-// finalizedBody is exactly the seed's table of package.finalized.
-type finalizedBody struct {
-	packageHead
-	FileCount int32  `json:"file_count"`
-	ExpiresAt string `json:"expires_at"`
-}
-
-type fileUploadedBody struct {
-	packageHead
-	FileID     string `json:"file_id"`
-	Filename   string `json:"filename"`
-	Size       int64  `json:"size"`
-	UploadedBy string `json:"uploaded_by"`
-}
-
-type downloadedBody struct {
-	packageHead
-	FileID   *string `json:"file_id"` // null for the zip of all files
-	Filename string  `json:"filename"`
-}
-
-type actorBody struct {
-	packageHead
-	ActorUserID int64 `json:"actor_user_id"`
-}
-
-type expiredBody struct {
-	packageHead
-	ExpiresAt string `json:"expires_at"`
-}
-
-type testBody struct {
-	Event     string `json:"event"`
-	Timestamp string `json:"timestamp"`
-	HookID    int64  `json:"hook_id"`
-	Message   string `json:"message"`
-}
+// Full names of the messages the mapping treats apart.
+var (
+	packageMessage   = (&eventsv1.Package{}).ProtoReflect().Descriptor().FullName()
+	timestampMessage = (&timestamppb.Timestamp{}).ProtoReflect().Descriptor().FullName()
+)
 
 // RenderBody returns the event type and the exact JSON body of the webhook requests of
 // env. An envelope that cannot be rendered (no data, data of another type, a missing
@@ -92,100 +74,149 @@ func RenderBody(env *eventsv1.Envelope) (string, []byte, error) {
 	if err != nil {
 		return typ, nil, fmt.Errorf("%w: envelope %s: %w", ErrPoison, env.GetEventId(), err)
 	}
-	v, err := bodyOf(env, typ, ts)
+	b, err := body(env, typ, ts)
 	if err != nil {
 		return typ, nil, fmt.Errorf("%w: envelope %s (%s): %w", ErrPoison, env.GetEventId(), typ, err)
-	}
-	b, err := marshal(v)
-	if err != nil {
-		return typ, nil, fmt.Errorf("%w: envelope %s: %w", ErrPoison, env.GetEventId(), err)
 	}
 	return typ, b, nil
 }
 
-func bodyOf(env *eventsv1.Envelope, typ, ts string) (any, error) {
-	if d, ok := env.GetData().(*eventsv1.Envelope_WebhookTest); ok {
-		if d.WebhookTest.GetHookId() <= 0 {
-			return nil, fmt.Errorf("hook_id %d", d.WebhookTest.GetHookId())
-		}
-		return testBody{Event: typ, Timestamp: ts, HookID: d.WebhookTest.GetHookId(), Message: d.WebhookTest.GetMessage()}, nil
+// body writes the JSON object of env's webhook body, whose type is typ and time ts.
+func body(env *eventsv1.Envelope, typ, ts string) ([]byte, error) {
+	data := events.Data(env)
+	if data == nil {
+		return nil, fmt.Errorf("no data")
 	}
-	head := func(p *eventsv1.Package) (packageHead, error) {
-		if p == nil || p.GetPackageId() == "" {
-			return packageHead{}, fmt.Errorf("no package")
+	rule := bodyRules[typ]
+	o := newObjectWriter()
+	o.key("event")
+	o.string(typ)
+	o.key("timestamp")
+	o.string(ts)
+	m := data.ProtoReflect()
+	fields := m.Descriptor().Fields()
+	for i := range fields.Len() {
+		fd := fields.Get(i)
+		name := fd.Name()
+		switch {
+		case fd.Message() != nil && fd.Message().FullName() == packageMessage:
+			pkg := m.Get(fd).Message()
+			pfs := pkg.Descriptor().Fields()
+			if !m.Has(fd) || pkg.Get(pfs.ByName("package_id")).String() == "" {
+				return nil, fmt.Errorf("no package")
+			}
+			for _, list := range [][]protoreflect.Name{packageHead, rule.fromPackage} {
+				for _, n := range list {
+					pfd := pfs.ByName(n)
+					o.key(string(n))
+					if err := o.scalar(pfd, pkg.Get(pfd)); err != nil {
+						return nil, err
+					}
+				}
+			}
+		case fd.Message() != nil && fd.Message().FullName() == timestampMessage:
+			var t *timestamppb.Timestamp
+			if m.Has(fd) {
+				t, _ = m.Get(fd).Message().Interface().(*timestamppb.Timestamp)
+			}
+			v, err := formatTime(t, expiresLayout, string(name))
+			if err != nil {
+				return nil, err
+			}
+			o.key(string(name))
+			o.string(v)
+		default:
+			v := m.Get(fd)
+			o.key(string(name))
+			switch {
+			case fd.Kind() == protoreflect.StringKind && v.String() == "" && slices.Contains(rule.nullIfEmpty, name):
+				o.buf = append(o.buf, "null"...)
+				continue
+			case slices.Contains(rule.positive, name) && v.Int() <= 0:
+				return nil, fmt.Errorf("%s %d", name, v.Int())
+			}
+			if err := o.scalar(fd, v); err != nil {
+				return nil, fmt.Errorf("%w of %s", err, m.Descriptor().FullName())
+			}
 		}
-		return packageHead{
-			Event:          typ,
-			Timestamp:      ts,
-			PackageID:      p.GetPackageId(),
-			Title:          p.GetTitle(),
-			RecipientEmail: p.GetRecipientEmail(),
-			OwnerUserID:    p.GetOwnerUserId(),
-		}, nil
 	}
-	switch d := env.GetData().(type) {
-	case *eventsv1.Envelope_PackageCreated:
-		h, err := head(d.PackageCreated.GetPackage())
-		if err != nil {
-			return nil, err
-		}
-		exp, err := formatTime(d.PackageCreated.GetExpiresAt(), expiresLayout, "expires_at")
-		if err != nil {
-			return nil, err
-		}
-		return createdBody{h, d.PackageCreated.GetPackage().GetDirection(), d.PackageCreated.GetTtlDays(), exp}, nil
-	case *eventsv1.Envelope_PackageFinalized:
-		h, err := head(d.PackageFinalized.GetPackage())
-		if err != nil {
-			return nil, err
-		}
-		exp, err := formatTime(d.PackageFinalized.GetExpiresAt(), expiresLayout, "expires_at")
-		if err != nil {
-			return nil, err
-		}
-		return finalizedBody{h, d.PackageFinalized.GetFileCount(), exp}, nil
-	case *eventsv1.Envelope_FileUploaded:
-		h, err := head(d.FileUploaded.GetPackage())
-		if err != nil {
-			return nil, err
-		}
-		f := d.FileUploaded
-		return fileUploadedBody{h, f.GetFileId(), f.GetFilename(), f.GetSize(), f.GetUploadedBy()}, nil
-	case *eventsv1.Envelope_PackageDownloaded:
-		h, err := head(d.PackageDownloaded.GetPackage())
-		if err != nil {
-			return nil, err
-		}
-		var fileID *string
-		if id := d.PackageDownloaded.GetFileId(); id != "" {
-			fileID = &id
-		}
-		return downloadedBody{h, fileID, d.PackageDownloaded.GetFilename()}, nil
-	case *eventsv1.Envelope_PackageRevoked:
-		h, err := head(d.PackageRevoked.GetPackage())
-		if err != nil {
-			return nil, err
-		}
-		return actorBody{h, d.PackageRevoked.GetActorUserId()}, nil
-	case *eventsv1.Envelope_PackageDeleted:
-		h, err := head(d.PackageDeleted.GetPackage())
-		if err != nil {
-			return nil, err
-		}
-		return actorBody{h, d.PackageDeleted.GetActorUserId()}, nil
-	case *eventsv1.Envelope_PackageExpired:
-		h, err := head(d.PackageExpired.GetPackage())
-		if err != nil {
-			return nil, err
-		}
-		exp, err := formatTime(d.PackageExpired.GetExpiresAt(), expiresLayout, "expires_at")
-		if err != nil {
-			return nil, err
-		}
-		return expiredBody{h, exp}, nil
+	o.buf = append(o.buf, '}')
+	return o.buf, nil
+}
+
+// objectWriter writes a JSON object whose keys keep the order they were written in.
+type objectWriter struct {
+	buf []byte
+}
+
+func newObjectWriter() *objectWriter {
+	return &objectWriter{buf: make([]byte, 0, 512)}
+}
+
+// key starts a member; k is a proto field name or a fixed key, which JSON needs no
+// escape for.
+func (o *objectWriter) key(k string) {
+	if len(o.buf) == 0 {
+		o.buf = append(o.buf, '{')
+	} else {
+		o.buf = append(o.buf, ',')
+	}
+	o.buf = append(o.buf, '"')
+	o.buf = append(o.buf, k...)
+	o.buf = append(o.buf, '"', ':')
+}
+
+// string writes s as a JSON string, escaped as encoding/json does without HTML escaping.
+func (o *objectWriter) string(s string) {
+	o.buf = appendJSONString(o.buf, s)
+}
+
+// scalar writes the value v of the singular scalar field fd.
+func (o *objectWriter) scalar(fd protoreflect.FieldDescriptor, v protoreflect.Value) error {
+	if fd.IsList() || fd.IsMap() {
+		return fmt.Errorf("no webhook body mapping for field %s", fd.Name())
+	}
+	switch fd.Kind() {
+	case protoreflect.StringKind:
+		o.string(v.String())
+	case protoreflect.Int32Kind, protoreflect.Sint32Kind, protoreflect.Sfixed32Kind,
+		protoreflect.Int64Kind, protoreflect.Sint64Kind, protoreflect.Sfixed64Kind:
+		o.buf = strconv.AppendInt(o.buf, v.Int(), 10)
+	case protoreflect.Uint32Kind, protoreflect.Fixed32Kind, protoreflect.Uint64Kind, protoreflect.Fixed64Kind:
+		o.buf = strconv.AppendUint(o.buf, v.Uint(), 10)
+	case protoreflect.BoolKind:
+		o.buf = strconv.AppendBool(o.buf, v.Bool())
 	default:
-		return nil, fmt.Errorf("no webhook body for event type %q", typ)
+		return fmt.Errorf("no webhook body mapping for field %s", fd.Name())
 	}
+	return nil
+}
+
+// appendJSONString appends s as a JSON string exactly as encoding/json encodes it with
+// SetEscapeHTML(false): valid UTF-8 without control characters, quote, backslash,
+// U+2028 or U+2029 as is (the usual case), anything else through encoding/json.
+func appendJSONString(b []byte, s string) []byte {
+	plain := true
+	for i := 0; i < len(s) && plain; {
+		if c := s[i]; c < utf8.RuneSelf {
+			plain = c >= 0x20 && c != '"' && c != '\\'
+			i++
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(s[i:])
+		plain = !(r == utf8.RuneError && size == 1) && r != '\u2028' && r != '\u2029'
+		i += size
+	}
+	if plain {
+		b = append(b, '"')
+		b = append(b, s...)
+		return append(b, '"')
+	}
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	_ = enc.Encode(s) // a string always encodes
+	return append(b, bytes.TrimSuffix(buf.Bytes(), []byte("\n"))...)
 }
 
 func formatTime(ts *timestamppb.Timestamp, layout, name string) (string, error) {
@@ -196,15 +227,4 @@ func formatTime(ts *timestamppb.Timestamp, layout, name string) (string, error) 
 		return "", fmt.Errorf("%s: %w", name, err)
 	}
 	return ts.AsTime().UTC().Truncate(time.Second).Format(layout), nil
-}
-
-// marshal encodes v as JSON without HTML escaping and without a trailing newline.
-func marshal(v any) ([]byte, error) {
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(v); err != nil {
-		return nil, err
-	}
-	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"google.golang.org/protobuf/encoding/protojson"
@@ -65,6 +66,32 @@ func FuzzRenderBody(f *testing.F) {
 		}
 		if bytes.HasSuffix(body, []byte("\n")) {
 			t.Fatal("body ends with a newline")
+		}
+	})
+}
+
+// FuzzBodyStringsAsEncodingJSON: a string field of a body is encoded byte for byte as
+// encoding/json encodes it without HTML escaping (the seed's bodies were written so).
+func FuzzBodyStringsAsEncodingJSON(f *testing.F) {
+	for _, s := range []string{"", "plain", `Q4 <report> & "notes" — Zoë`, "tab\tnl\n\x00\x1f\x7f", "\xff\xfe bad utf-8", "\u2028\u2029", `back\slash`} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, title string) {
+		env := loadEnvelope(t, "package.revoked")
+		env.GetPackageRevoked().GetPackage().Title = title
+		_, body, err := app.RenderBody(env)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var buf bytes.Buffer
+		enc := json.NewEncoder(&buf)
+		enc.SetEscapeHTML(false)
+		if err := enc.Encode(title); err != nil {
+			t.Fatal(err)
+		}
+		want := `"title":` + strings.TrimSuffix(buf.String(), "\n") + `,"recipient_email"`
+		if !strings.Contains(string(body), want) {
+			t.Fatalf("body %s does not contain %s", body, want)
 		}
 	})
 }

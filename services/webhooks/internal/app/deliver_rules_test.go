@@ -206,4 +206,3 @@ func TestHeadersPreviousSecretGrace(t *testing.T) {
 		}
 	}
 }
-
