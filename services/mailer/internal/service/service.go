@@ -127,6 +127,7 @@ func New(_ context.Context, cfg Config, deps Deps) (*Service, error) {
 	}
 	nopts := transport.DefaultNotifyOptions()
 	nopts.Poll = cfg.NotifyPoll
+	nopts.AckWait = transport.NotifyAckWait(cfg.NotifyQuiet)
 	nopts.ShutdownTimeout = cfg.ShutdownTimeout
 	nopts.Metrics = consumerMetrics
 	if deps.Notify != nil {

@@ -22,3 +22,24 @@ func TestDefaults(t *testing.T) {
 		t.Errorf("NotifyOptions.defaults: %+v", n)
 	}
 }
+
+// An event held by a mailer that dies comes back after AckWait; it must be back before
+// its burst can be closed as quiet.
+func TestNotifyAckWait(t *testing.T) {
+	for _, tc := range []struct{ quiet, want time.Duration }{
+		{time.Minute, 30 * time.Second},
+		{3 * time.Second, 1500 * time.Millisecond},
+		{time.Second, time.Second},
+		{time.Hour, 30 * time.Second},
+	} {
+		t.Run(tc.quiet.String(), func(t *testing.T) {
+			got := NotifyAckWait(tc.quiet)
+			if got != tc.want {
+				t.Fatalf("NotifyAckWait(%v) = %v, want %v", tc.quiet, got, tc.want)
+			}
+			if tc.quiet > time.Second && got >= tc.quiet {
+				t.Fatalf("NotifyAckWait(%v) = %v, not shorter than the quiet period", tc.quiet, got)
+			}
+		})
+	}
+}

@@ -21,7 +21,8 @@ const NotifyConsumerName = "mailer-notify"
 type NotifyOptions struct {
 	Stream   string // SHIPFILE_EVENTS
 	Consumer string // mailer-notify
-	// AckWait of the consumer: recording an event is one short statement.
+	// AckWait of the consumer: recording an event is one short statement, and a
+	// handler in progress is kept alive every AckWait/2 (see NotifyAckWait).
 	AckWait time.Duration
 	// Workers consume events at once in this instance (default 2).
 	Workers int
@@ -58,6 +59,14 @@ func (o *NotifyOptions) defaults() {
 	orDefault(&o.FetchWait, d.FetchWait)
 	orDefault(&o.Poll, d.Poll)
 	orDefault(&o.ShutdownTimeout, d.ShutdownTimeout)
+}
+
+// NotifyAckWait is the AckWait of the notification consumer for a burst quiet period
+// of quiet: half of it (at least 1 s, at most 30 s). An event held by an instance that
+// dies comes back after AckWait, so it must come back before its burst can be closed as
+// quiet, or the e-mail would miss its file and a second burst would start with it alone.
+func NotifyAckWait(quiet time.Duration) time.Duration {
+	return min(max(quiet/2, time.Second), 30*time.Second)
 }
 
 // NotifyConsumer runs one instance's share of the owner notifications: it records
@@ -104,7 +113,7 @@ func (c *NotifyConsumer) Run(ctx context.Context) error {
 	}
 	rt := consumer.NewSingle(func(ctx context.Context, msg jetstream.Msg) consumer.Decision {
 		return c.notifier.HandleEvent(ctx, msg.Data(), consumer.NumDelivered(msg))
-	}, consumer.Options{Name: c.opts.Consumer, Log: c.log, Metrics: c.opts.Metrics})
+	}, consumer.Options{Name: c.opts.Consumer, Log: c.log, Metrics: c.opts.Metrics, KeepAlive: c.opts.AckWait / 2})
 	g := consumer.NewGroup(ctx)
 	g.Pull(rt, cons, c.opts.Workers, consumer.PullOptions{Batch: 1, Wait: c.opts.FetchWait})
 	g.Go(func() {
