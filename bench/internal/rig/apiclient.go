@@ -6,6 +6,7 @@ import (
 	"net/http"
 
 	"github.com/google/uuid"
+	openapi_types "github.com/oapi-codegen/runtime/types"
 
 	"github.com/shipfile/shipfile/pkg/apiclient"
 )
@@ -44,8 +45,12 @@ func check(op string, status int, body []byte, want int) error {
 
 // PackageBody is the body of a package the benchmarks create (NewPackage, typed).
 func PackageBody(title string) apiclient.CreatePackage {
-	name := "Recipient"
-	return apiclient.CreatePackage{Title: title, RecipientEmail: "recipient@example.com", RecipientName: &name}
+	return PackageFor(title, "recipient@example.com", "Recipient")
+}
+
+// PackageFor is the body of a package titled title for the recipient email, name.
+func PackageFor(title, email, name string) apiclient.CreatePackage {
+	return apiclient.CreatePackage{Title: title, RecipientEmail: openapi_types.Email(email), RecipientName: &name}
 }
 
 // CreatePackage creates a package.
@@ -135,6 +140,42 @@ func Webhook(url string, events ...string) apiclient.CreateWebhook {
 			ts[i] = apiclient.EventType(e)
 		}
 		w.Events = &ts
+	}
+	return w
+}
+
+// TB is what the Must helpers need of a test.
+type TB interface {
+	Helper()
+	Fatalf(string, ...any)
+}
+
+// MustCreatePackage creates a package, failing t when it cannot.
+func (c *Client) MustCreatePackage(t TB, body apiclient.CreatePackage) apiclient.Package {
+	t.Helper()
+	p, err := c.CreatePackage(context.Background(), body)
+	if err != nil {
+		t.Fatalf("%v", err)
+	}
+	return p
+}
+
+// MustFinalize finalizes package packageID, failing t when it cannot.
+func (c *Client) MustFinalize(t TB, packageID string) apiclient.FinalizedPackage {
+	t.Helper()
+	p, err := c.Finalize(context.Background(), packageID)
+	if err != nil {
+		t.Fatalf("%v", err)
+	}
+	return p
+}
+
+// MustCreateWebhook creates a webhook subscription, failing t when it cannot.
+func (c *Client) MustCreateWebhook(t TB, body apiclient.CreateWebhook) apiclient.CreatedWebhook {
+	t.Helper()
+	w, err := c.CreateWebhook(context.Background(), body)
+	if err != nil {
+		t.Fatalf("%v", err)
 	}
 	return w
 }
