@@ -5,7 +5,6 @@ package faults
 import (
 	"context"
 	"fmt"
-	"net/http"
 	"strconv"
 	"strings"
 	"testing"
@@ -71,5 +70,5 @@ func TestNATSClusterNodeLoss(t *testing.T) {
 		p.WaitReady(30 * time.Second)
 	}
 	record(t, "services ready after the loss (gateway, 2 dispatchers)", "yes")
-	s.API.Must(t, "POST", "/api/v1/packages", rig.NewPackage("after the loss"), http.StatusCreated)
+	s.API.MustCreatePackage(t, rig.PackageBody("after the loss"))
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/shipfile/shipfile/bench/internal/rig"
+	"github.com/shipfile/shipfile/pkg/events"
 )
 
 // dispatcherEnv makes delivery retries quick, so a scenario ends soon after its fault.
@@ -61,9 +62,7 @@ func subscribe(t *testing.T, s *rig.Stack, rcv *rig.Receiver, n int) []string {
 	var hooks []string
 	for i := range n {
 		h := fmt.Sprintf("h%d", i+1)
-		s.API.Must(t, "POST", "/api/v1/admin/webhooks", map[string]any{
-			"url": rcv.URL + "/" + h, "events": []string{"package.created"},
-		}, http.StatusCreated)
+		s.API.MustCreateWebhook(t, rig.Webhook(rcv.URL+"/"+h, events.TypePackageCreated))
 		hooks = append(hooks, h)
 	}
 	return hooks

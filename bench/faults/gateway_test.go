@@ -25,7 +25,7 @@ func TestKillGatewayMidUpload(t *testing.T) {
 	g := s.StartGateway("SHIPFILE_UPLOAD_PART_SIZE=" + itoa(5<<20))
 	db := rig.DB(t, s.DBURL)
 
-	pkg := s.API.Must(t, "POST", "/api/v1/packages", rig.NewPackage("killed mid-upload"), http.StatusCreated).Str("id")
+	pkg := s.API.MustCreatePackage(t, rig.PackageBody("killed mid-upload")).Id.String()
 	type result struct {
 		a   rig.Answer
 		err error

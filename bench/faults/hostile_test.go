@@ -195,10 +195,10 @@ func TestHostileStalledUploads(t *testing.T) {
 	for i := range tokens {
 		tokens[i] = s.API.Must(t, "POST", "/api/v1/me/tokens", map[string]any{"name": fmt.Sprintf("stall %d", i)}, http.StatusCreated).Str("token")
 	}
-	pkg := s.API.Must(t, "POST", "/api/v1/packages", rig.NewPackage("stalled uploads"), http.StatusCreated).Str("id")
+	pkg := s.API.MustCreatePackage(t, rig.PackageBody("stalled uploads")).Id.String()
 	// Idle is a gateway that has served uploads: four at once fill the pool of part
 	// buffers it keeps between uploads (4 × 5 MiB, by design); they are deleted again.
-	warm := s.API.Must(t, "POST", "/api/v1/packages", rig.NewPackage("warm-up"), http.StatusCreated).Str("id")
+	warm := s.API.MustCreatePackage(t, rig.PackageBody("warm-up")).Id.String()
 	var warmUp sync.WaitGroup
 	for i := range 4 {
 		warmUp.Go(func() {
@@ -367,7 +367,7 @@ func TestHostileHeaders(t *testing.T) {
 	ns := rig.StartNATS(t)
 	s := rig.NewStack(t, bins, rig.StackOptions{NATSURL: ns.URL})
 	s.StartGateway()
-	pkg := s.API.Must(t, "POST", "/api/v1/packages", rig.NewPackage("hostile headers"), http.StatusCreated).Str("id")
+	pkg := s.API.MustCreatePackage(t, rig.PackageBody("hostile headers")).Id.String()
 	hugeUA := strings.Repeat("Mozilla/5.0 ", 700) // 8.4 KB
 	upload := func(filename, contentType string) (int, string) {
 		var body bytes.Buffer

@@ -29,13 +29,11 @@ func TestSMTPOutage(t *testing.T) {
 		var to []string
 		for i := range n {
 			rcpt := fmt.Sprintf("%s-%d@example.com", tag, i)
-			body := rig.NewPackage("mail " + tag)
-			body["recipient_email"] = rcpt
-			id := s.API.Must(t, "POST", "/api/v1/packages", body, http.StatusCreated).Str("id")
+			id := s.API.MustCreatePackage(t, rig.PackageFor("mail "+tag, rcpt, "Recipient")).Id.String()
 			if a, err := s.API.Upload(t.Context(), id, "a.txt", rig.Payload(100, uint64(i))); err != nil || a.Status != http.StatusCreated {
 				t.Fatalf("upload: %v %v", a, err)
 			}
-			s.API.Must(t, "POST", "/api/v1/packages/"+id+"/finalize", nil, http.StatusOK)
+			s.API.MustFinalize(t, id)
 			to = append(to, rcpt)
 		}
 		return to

@@ -15,6 +15,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/shipfile/shipfile/bench/internal/rig"
+	"github.com/shipfile/shipfile/pkg/apiclient"
 	"github.com/shipfile/shipfile/pkg/servicetest"
 )
 
@@ -31,10 +32,11 @@ func TestNotifyMailerKilledMidBurst(t *testing.T) {
 		"SHIPFILE_NOTIFY_POLL=100ms", "SHIPFILE_MAIL_RETRY_SCHEDULE=500ms,1s,2s", "SHIPFILE_PUBLIC_URL=http://" + s.Gateway.Addr}
 	mailers := []*rig.Proc{s.StartService("mailer", env...), s.StartService("mailer", env...)}
 
-	body := rig.NewPackage("invoices")
-	body["direction"] = "inbound"
-	id := s.API.Must(t, "POST", "/api/v1/packages", body, http.StatusCreated).Str("id")
-	token := rig.LinkToken(s.API.Must(t, "POST", "/api/v1/packages/"+id+"/finalize", nil, http.StatusOK).Str("magic_link"))
+	body := rig.PackageBody("invoices")
+	inbound := apiclient.CreatePackageDirectionInbound
+	body.Direction = &inbound
+	id := s.API.MustCreatePackage(t, body).Id.String()
+	token := rig.LinkToken(s.API.MustFinalize(t, id).MagicLink)
 	servicetest.WaitFor(t, 30*time.Second, "the recipient's e-mail", func() bool { return len(smtp.Mails()) >= 1 })
 
 	upload := func(name string) {

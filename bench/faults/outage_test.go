@@ -322,7 +322,7 @@ func TestMinIOOutage(t *testing.T) {
 	}
 	big := make(chan result, 3)
 	for i := range 3 {
-		pkg := s.API.Must(t, "POST", "/api/v1/packages", rig.NewPackage("big "+itoa(i)), http.StatusCreated).Str("id")
+		pkg := s.API.MustCreatePackage(t, rig.PackageBody("big "+itoa(i))).Id.String()
 		go func() {
 			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 			defer cancel()

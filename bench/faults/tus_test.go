@@ -34,7 +34,7 @@ func TestKillGatewayMidTusPatch(t *testing.T) {
 		t.Fatal(err)
 	}
 	sum := sha256.Sum256(content)
-	pkg := s.API.Must(t, "POST", "/api/v1/packages", rig.NewPackage("tus killed mid-PATCH"), http.StatusCreated).Str("id")
+	pkg := s.API.MustCreatePackage(t, rig.PackageBody("tus killed mid-PATCH")).Id.String()
 
 	tus := func(method, path string, body io.Reader, headers ...string) (*http.Response, error) {
 		req, err := http.NewRequest(method, s.API.Base+path, body)

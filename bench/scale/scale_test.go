@@ -30,6 +30,7 @@ import (
 	"time"
 
 	"github.com/shipfile/shipfile/bench/internal/rig"
+	"github.com/shipfile/shipfile/pkg/events"
 	"github.com/shipfile/shipfile/pkg/servicetest"
 )
 
@@ -142,8 +143,8 @@ func TestScaleOut(t *testing.T) {
 	api := rig.NewClient(public, s.Token)
 
 	// Two subscriptions: every package event, and package.finalized only.
-	api.Must(t, "POST", "/api/v1/admin/webhooks", map[string]any{"url": rcv.URL + "/all"}, http.StatusCreated)
-	api.Must(t, "POST", "/api/v1/admin/webhooks", map[string]any{"url": rcv.URL + "/finalized", "events": []string{"package.finalized"}}, http.StatusCreated)
+	api.MustCreateWebhook(t, rig.Webhook(rcv.URL+"/all"))
+	api.MustCreateWebhook(t, rig.Webhook(rcv.URL+"/finalized", events.TypePackageFinalized))
 
 	// The burst: create, upload, finalize (an e-mail), and revoke every third package.
 	// A third of the way in, one NATS node and one dispatcher are SIGKILLed.
@@ -334,25 +335,23 @@ func recipient(i int) string { return fmt.Sprintf("r%04d@example.com", i) }
 // lifecycle creates package i, uploads a file, finalizes it and, when revoke is set,
 // revokes it. It returns the package id.
 func lifecycle(ctx context.Context, api *rig.Client, i int, revoke bool, fail func(string, ...any)) (string, bool) {
-	a, err := api.Do(ctx, "POST", "/api/v1/packages", map[string]any{
-		"title": fmt.Sprintf("Scale %d", i), "recipient_email": recipient(i), "recipient_name": "R",
-	})
-	if err != nil || a.Status != http.StatusCreated {
-		fail("create %d: %v %v", i, a, err)
+	p, err := api.CreatePackage(ctx, rig.PackageFor(fmt.Sprintf("Scale %d", i), recipient(i), "R"))
+	if err != nil {
+		fail("create %d: %v", i, err)
 		return "", false
 	}
-	id := a.Str("id")
-	if a, err = api.Upload(ctx, id, "f.txt", strings.NewReader(strings.Repeat("x", 1000+i))); err != nil || a.Status != http.StatusCreated {
+	id := p.Id.String()
+	if a, err := api.Upload(ctx, id, "f.txt", strings.NewReader(strings.Repeat("x", 1000+i))); err != nil || a.Status != http.StatusCreated {
 		fail("upload %d: %v %v", i, a, err)
 		return "", false
 	}
-	if a, err = api.Do(ctx, "POST", "/api/v1/packages/"+id+"/finalize", nil); err != nil || a.Status != http.StatusOK {
-		fail("finalize %d: %v %v", i, a, err)
+	if _, err := api.Finalize(ctx, id); err != nil {
+		fail("finalize %d: %v", i, err)
 		return "", false
 	}
 	if revoke {
-		if a, err = api.Do(ctx, "POST", "/api/v1/packages/"+id+"/revoke", nil); err != nil || a.Status != http.StatusOK {
-			fail("revoke %d: %v %v", i, a, err)
+		if err := api.Revoke(ctx, id); err != nil {
+			fail("revoke %d: %v", i, err)
 			return "", false
 		}
 	}

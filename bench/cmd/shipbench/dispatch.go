@@ -103,11 +103,13 @@ func dispatchRun(ctx context.Context, t testing.TB, c config, bins rig.Bins, rcv
 	s.StartGateway("SHIPFILE_RATE_LIMIT=0")
 	js := jetStream(t, ns.URL)
 	for j := range c.subscriptions {
-		sub := map[string]any{"url": fmt.Sprintf("%s/%sh%d", rcv.URL, prefix, j+1), "events": []string{events.TypePackageCreated}}
+		sub := rig.Webhook(fmt.Sprintf("%s/%sh%d", rcv.URL, prefix, j+1), events.TypePackageCreated)
 		if c.maxInFlight > 0 {
-			sub["max_in_flight"] = c.maxInFlight
+			sub.MaxInFlight = &c.maxInFlight
 		}
-		s.API.Must(t, "POST", "/api/v1/admin/webhooks", sub, http.StatusCreated)
+		if _, err := s.API.CreateWebhook(ctx, sub); err != nil {
+			t.Fatal(err)
+		}
 	}
 	// The gateway is only needed for the subscriptions: it stops before the run.
 	s.Gateway.Stop(10 * time.Second)

@@ -13,6 +13,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/shipfile/shipfile/bench/internal/rig"
+	"github.com/shipfile/shipfile/pkg/apiclient"
 	"github.com/shipfile/shipfile/pkg/events"
 )
 
@@ -35,7 +36,9 @@ func eventsRow(ctx context.Context, t testing.TB, c config, bins rig.Bins, rep *
 	if err != nil {
 		t.Fatalf("create %d packages: %v", n, err)
 	}
-	s.API.Must(t, "POST", "/api/v1/admin/webhooks", map[string]any{"url": rcv.URL + "/finalized", "events": []string{"package.finalized"}}, http.StatusCreated)
+	if _, err := s.API.CreateWebhook(ctx, rig.Webhook(rcv.URL+"/finalized", events.TypePackageFinalized)); err != nil {
+		t.Fatal(err)
+	}
 	js := jetStream(t, ns.URL)
 	waitConsumerIdle(ctx, t, js, events.StreamEvents, "webhooks-fanout")
 
@@ -67,6 +70,7 @@ func eventsRow(ctx context.Context, t testing.TB, c config, bins rig.Bins, rep *
 		}
 		wg.Go(func() {
 			t0 := time.Now()
+			// Raw, not the generated client: this is the measured request.
 			a, err := s.API.Do(ctx, "POST", "/api/v1/packages/"+id+"/finalize", nil)
 			t1 := time.Now()
 			if err != nil || a.Status != http.StatusOK {
@@ -140,17 +144,15 @@ func createPackages(ctx context.Context, api *rig.Client, n int, direction strin
 				if i >= n {
 					return
 				}
-				body := rig.NewPackage(fmt.Sprintf("bench %d", i))
-				body["direction"] = direction
-				a, err := api.Do(ctx, "POST", "/api/v1/packages", body)
-				if err == nil && a.Status != http.StatusCreated {
-					err = fmt.Errorf("create: %s", a)
-				}
+				body := rig.PackageBody(fmt.Sprintf("bench %d", i))
+				dir := apiclient.CreatePackageDirection(direction)
+				body.Direction = &dir
+				p, err := api.CreatePackage(ctx, body)
 				if err != nil {
 					errs <- err
 					return
 				}
-				ids[i] = a.Str("id")
+				ids[i] = p.Id.String()
 			}
 		})
 	}

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"net/http"
 	"os"
 	"strings"
 	"sync"
@@ -34,9 +33,9 @@ func fairnessRow(ctx context.Context, t testing.TB, c config, bins rig.Bins, rep
 	s.StartGateway("SHIPFILE_RATE_LIMIT=0")
 	hooks := []string{"fast1", "fast2", "fast3", "slow"}
 	for _, h := range hooks {
-		s.API.Must(t, "POST", "/api/v1/admin/webhooks", map[string]any{
-			"url": rcv.URL + "/" + h, "events": []string{events.TypePackageCreated},
-		}, http.StatusCreated)
+		if _, err := s.API.CreateWebhook(ctx, rig.Webhook(rcv.URL+"/"+h, events.TypePackageCreated)); err != nil {
+			t.Fatal(err)
+		}
 	}
 	s.Gateway.Stop(10 * time.Second)
 	js := jetStream(t, ns.URL)

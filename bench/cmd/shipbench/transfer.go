@@ -60,7 +60,9 @@ func transferRows(ctx context.Context, t testing.TB, c config, bins rig.Bins, wa
 		x.downloadRow(ctx, pkgID, fileID)
 	}
 	if pkgID != "" {
-		x.s.API.Must(t, "DELETE", "/api/v1/packages/"+pkgID, nil, http.StatusNoContent)
+		if err := x.s.API.DeletePackage(ctx, pkgID); err != nil {
+			t.Fatal(err)
+		}
 	}
 	if want["memory"] || want["tus"] {
 		x.memoryRows(ctx, want["memory"], want["tus"])
@@ -75,13 +77,14 @@ func (x *transfer) nextSeed() uint64 {
 // upload sends one file of size through the gateway into a new package and returns
 // the package and file ids and the time the upload took.
 func (x *transfer) upload(ctx context.Context, size int64) (pkgID, fileID string, took time.Duration, err error) {
-	a, err := x.s.API.Do(ctx, "POST", "/api/v1/packages", rig.NewPackage("bench upload"))
-	if err != nil || a.Status != http.StatusCreated {
-		return "", "", 0, fmt.Errorf("create package: %v %v", a, err)
+	p, err := x.s.API.CreatePackage(ctx, rig.PackageBody("bench upload"))
+	if err != nil {
+		return "", "", 0, err
 	}
-	pkgID = a.Str("id")
+	pkgID = p.Id.String()
 	start := time.Now()
-	a, err = x.s.API.Upload(ctx, pkgID, "big.bin", rig.Payload(size, x.nextSeed()))
+	// Raw multipart streaming, not the generated client: the upload is what this row measures.
+	a, err := x.s.API.Upload(ctx, pkgID, "big.bin", rig.Payload(size, x.nextSeed()))
 	took = time.Since(start)
 	if err != nil {
 		return pkgID, "", took, fmt.Errorf("upload: %w", err)
@@ -147,7 +150,9 @@ func (x *transfer) uploadRow(ctx context.Context, report bool) (lastPkg, lastFil
 				i+1, size, took.Round(time.Millisecond), rig.MBps(float64(size)/took.Seconds()), 100*cpu.BusySince(),
 				(rig.ProcCPU(x.s.Gateway.Pid()) - gwCPU).Round(10*time.Millisecond))
 			if lastPkg != "" {
-				x.s.API.Must(t, "DELETE", "/api/v1/packages/"+lastPkg, nil, http.StatusNoContent)
+				if err := x.s.API.DeletePackage(ctx, lastPkg); err != nil {
+					t.Fatal(err)
+				}
 			}
 			lastPkg, lastFile = pkg, file
 		}
@@ -167,8 +172,11 @@ func (x *transfer) uploadRow(ctx context.Context, report bool) (lastPkg, lastFil
 
 func (x *transfer) downloadRow(ctx context.Context, pkgID, fileID string) {
 	t, size := x.t, int64(x.c.size)
-	fin := x.s.API.Must(t, "POST", "/api/v1/packages/"+pkgID+"/finalize", nil, http.StatusOK)
-	url := x.s.Gateway.URL("/api/v1/links/" + rig.LinkToken(fin.Str("magic_link")) + "/files/" + fileID)
+	fin, err := x.s.API.Finalize(ctx, pkgID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	url := x.s.Gateway.URL("/api/v1/links/" + rig.LinkToken(fin.MagicLink) + "/files/" + fileID)
 	key := "packages/" + pkgID + "/" + fileID
 	client := &http.Client{}
 	var gw, base []float64
@@ -242,9 +250,16 @@ func (x *transfer) memoryRows(ctx context.Context, multipart, tus bool) {
 	// Warm up the API's code paths and connection pools, without an upload: the first
 	// upload's part buffer is part of what the rows measure.
 	for range 3 {
-		x.s.API.Must(t, "GET", "/api/v1/me", nil, http.StatusOK)
-		a := x.s.API.Must(t, "POST", "/api/v1/packages", rig.NewPackage("warm-up"), http.StatusCreated)
-		x.s.API.Must(t, "DELETE", "/api/v1/packages/"+a.Str("id"), nil, http.StatusNoContent)
+		if _, err := x.s.API.Me(ctx); err != nil {
+			t.Fatal(err)
+		}
+		p, err := x.s.API.CreatePackage(ctx, rig.PackageBody("warm-up"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := x.s.API.DeletePackage(ctx, p.Id.String()); err != nil {
+			t.Fatal(err)
+		}
 	}
 	time.Sleep(time.Second) // let the warm-up's garbage settle before reading the idle RSS
 	pid := g.Pid()
@@ -285,7 +300,7 @@ func (x *transfer) memoryRows(ctx context.Context, multipart, tus bool) {
 		}
 		for _, p := range pkgs {
 			if p != "" {
-				_, _ = x.s.API.Do(context.Background(), "DELETE", "/api/v1/packages/"+p, nil)
+				_ = x.s.API.DeletePackage(context.Background(), p)
 			}
 		}
 		if ctx.Err() != nil {

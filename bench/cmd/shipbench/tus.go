@@ -16,11 +16,11 @@ import (
 // package: one PATCH with the whole body when chunk is 0, else PATCHes of chunk bytes.
 // It returns the package id and the time from creation to the completing PATCH.
 func (x *transfer) tusUpload(ctx context.Context, size, chunk int64) (pkgID string, took time.Duration, err error) {
-	a, err := x.s.API.Do(ctx, "POST", "/api/v1/packages", rig.NewPackage("bench tus upload"))
-	if err != nil || a.Status != http.StatusCreated {
-		return "", 0, fmt.Errorf("create package: %v %v", a, err)
+	p, err := x.s.API.CreatePackage(ctx, rig.PackageBody("bench tus upload"))
+	if err != nil {
+		return "", 0, err
 	}
-	pkgID = a.Str("id")
+	pkgID = p.Id.String()
 	send := func(method, path string, body io.Reader, n int64, headers ...string) (*http.Response, error) {
 		req, err := http.NewRequestWithContext(ctx, method, x.s.API.Base+path, body)
 		if err != nil {
@@ -90,7 +90,9 @@ func (x *transfer) tusRow(ctx context.Context) {
 			if err != nil {
 				t.Fatalf("tus upload: %v", err)
 			}
-			x.s.API.Must(t, "DELETE", "/api/v1/packages/"+pkg, nil, http.StatusNoContent)
+			if err := x.s.API.DeletePackage(ctx, pkg); err != nil {
+				t.Fatal(err)
+			}
 			rates = append(rates, float64(size)/took.Seconds())
 			x.rep.Rawf("tus run %d (%s): %d B in %s = %s", i+1, chunkName(chunk), size, took.Round(time.Millisecond), rig.MBps(rates[len(rates)-1]))
 		}
