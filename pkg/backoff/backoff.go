@@ -4,6 +4,7 @@
 package backoff
 
 import (
+	"errors"
 	"time"
 
 	"github.com/sethvargo/go-retry"
@@ -45,4 +46,15 @@ func TransientDelay(numDelivered uint64) time.Duration {
 		d *= 2
 	}
 	return min(d, time.Minute)
+}
+
+// CheckSchedule returns an error naming the setting env when a wait of schedule is not
+// positive, nil otherwise.
+func CheckSchedule(env string, schedule []time.Duration) error {
+	for _, d := range schedule {
+		if d <= 0 {
+			return errors.New(env + ": every wait must be positive")
+		}
+	}
+	return nil
 }

@@ -1,6 +1,7 @@
 package backoff
 
 import (
+	"strings"
 	"testing"
 	"time"
 )
@@ -38,5 +39,28 @@ func TestTransientDelay(t *testing.T) {
 		if got := TransientDelay(c.n); got != c.want {
 			t.Errorf("TransientDelay(%d) = %s, want %s", c.n, got, c.want)
 		}
+	}
+}
+
+func TestCheckSchedule(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		schedule []time.Duration
+		ok       bool
+	}{
+		{"empty", nil, true},
+		{"positive", []time.Duration{time.Second, time.Minute}, true},
+		{"zero", []time.Duration{time.Second, 0}, false},
+		{"negative", []time.Duration{-time.Second}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			err := CheckSchedule("SHIPFILE_X_RETRY_SCHEDULE", tc.schedule)
+			if (err == nil) != tc.ok {
+				t.Fatalf("CheckSchedule(%v) = %v, want ok %v", tc.schedule, err, tc.ok)
+			}
+			if err != nil && !strings.Contains(err.Error(), "SHIPFILE_X_RETRY_SCHEDULE") {
+				t.Fatalf("error %q does not name the setting", err)
+			}
+		})
 	}
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/shipfile/shipfile/pkg/backoff"
 	"github.com/shipfile/shipfile/pkg/bus"
 	"github.com/shipfile/shipfile/pkg/consumer"
 	"github.com/shipfile/shipfile/pkg/database"
@@ -50,11 +51,8 @@ func (c *Config) Validate() error {
 	if c.MaxAckPending < 1 {
 		errs = append(errs, errors.New("SHIPFILE_MAIL_MAX_ACK_PENDING must be at least 1"))
 	}
-	for _, d := range c.RetrySchedule {
-		if d <= 0 {
-			errs = append(errs, errors.New("SHIPFILE_MAIL_RETRY_SCHEDULE: every wait must be positive"))
-			break
-		}
+	if err := backoff.CheckSchedule("SHIPFILE_MAIL_RETRY_SCHEDULE", c.RetrySchedule); err != nil {
+		errs = append(errs, err)
 	}
 	if c.AckWait == 0 {
 		c.AckWait = c.SMTP.Timeout + 10*time.Second

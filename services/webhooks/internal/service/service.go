@@ -17,6 +17,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/shipfile/shipfile/pkg/backoff"
 	"github.com/shipfile/shipfile/pkg/bus"
 	"github.com/shipfile/shipfile/pkg/consumer"
 	"github.com/shipfile/shipfile/pkg/database"
@@ -61,11 +62,8 @@ func (c *Config) Validate() error {
 	if c.MaxAckPending < 1 {
 		errs = append(errs, errors.New("SHIPFILE_WEBHOOK_MAX_ACK_PENDING must be at least 1"))
 	}
-	for _, d := range c.RetrySchedule {
-		if d <= 0 {
-			errs = append(errs, errors.New("SHIPFILE_WEBHOOK_RETRY_SCHEDULE: every wait must be positive"))
-			break
-		}
+	if err := backoff.CheckSchedule("SHIPFILE_WEBHOOK_RETRY_SCHEDULE", c.RetrySchedule); err != nil {
+		errs = append(errs, err)
 	}
 	if c.FanoutConsumer == "" {
 		c.FanoutConsumer = transport.FanoutConsumer
