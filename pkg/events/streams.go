@@ -138,9 +138,23 @@ func EnsureStream(ctx context.Context, js jetstream.JetStream, cfgs ...jetstream
 	return nil
 }
 
+// errCodeSubjectOverlap is the server's JSStreamSubjectOverlapErr, "subjects overlap
+// with an existing stream" (nats.go names no constant for it).
+const errCodeSubjectOverlap jetstream.ErrorCode = 10065
+
 func ensureOne(ctx context.Context, js jetstream.JetStream, cfg jetstream.StreamConfig) error {
 	return retryRequest(ctx, func(actx context.Context) error {
 		_, err := js.CreateOrUpdateStream(actx, cfg)
+		var apiErr *jetstream.APIError
+		if errors.As(err, &apiErr) && apiErr.ErrorCode == errCodeSubjectOverlap {
+			// A clustered server answers a creation that races another caller's
+			// creation of the same stream this way too. When the stream of that name
+			// exists now, it is the race: the next attempt updates it. Otherwise
+			// another stream holds the subjects, which no retry fixes.
+			if _, serr := js.Stream(actx, cfg.Name); serr == nil {
+				return fmt.Errorf("%w (%w)", jetstream.ErrStreamNameAlreadyInUse, err)
+			}
+		}
 		return err
 	})
 }

@@ -213,3 +213,24 @@ func TestConnect(t *testing.T) {
 		waitReplicas(t, ctx, nc.JS, name, 3)
 	}
 }
+
+// Another stream holding the subjects is not a creation race: EnsureStream fails at
+// once (no retries) and says why.
+func TestEnsureStreamSubjectsTakenByAnotherStream(t *testing.T) {
+	t.Parallel()
+	js := eventstest.Connect(t)
+	cfg, prefix := testStream(t, js, events.EventsStream())
+	other := jetstream.StreamConfig{Name: eventstest.StreamName(prefix + "other"), Subjects: []string{prefix + ".>"}}
+	if _, err := js.CreateStream(t.Context(), other); err != nil {
+		t.Fatal(err)
+	}
+	eventstest.DeleteOnCleanup(t, js, other.Name)
+	start := time.Now()
+	err := events.EnsureStream(t.Context(), js, cfg)
+	if err == nil || !strings.Contains(err.Error(), "overlap") {
+		t.Fatalf("EnsureStream over another stream's subjects: err = %v, want the overlap", err)
+	}
+	if d := time.Since(start); d > 2*time.Second {
+		t.Errorf("EnsureStream took %v: an overlap with another stream was retried", d)
+	}
+}
