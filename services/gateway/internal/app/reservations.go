@@ -21,24 +21,33 @@ func (s *Packages) HoldObjectKey(ctx context.Context, key string) (release func(
 	if err := s.store.ReserveObjectKey(ctx, key); err != nil {
 		return nil, err
 	}
+	// A failed renewal is tried again at the next tick; the commit then tells whether the
+	// reservation survived.
+	return renewEvery(ctx, s.reservationRenewal, func(ctx context.Context) {
+		_ = s.store.ReserveObjectKey(ctx, key)
+	}), nil
+}
+
+// renewEvery calls renew every interval until the returned stop is called, which
+// cancels a renewal under way and waits for it. The renewals' context outlives ctx's
+// cancellation: a hold lasts until stop, not until the request that took it ends.
+func renewEvery(ctx context.Context, interval time.Duration, renew func(context.Context)) (stop func()) {
 	ctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	var wg sync.WaitGroup
 	wg.Go(func() {
-		t := time.NewTicker(s.reservationRenewal)
+		t := time.NewTicker(interval)
 		defer t.Stop()
 		for {
 			select {
 			case <-ctx.Done():
 				return
 			case <-t.C:
-				// A failed renewal is tried again at the next tick; the commit then tells
-				// whether the reservation survived.
-				_ = s.store.ReserveObjectKey(ctx, key)
+				renew(ctx)
 			}
 		}
 	})
 	return func() {
 		cancel()
 		wg.Wait()
-	}, nil
+	}
 }

@@ -544,22 +544,10 @@ func (r *Resumable) Write(ctx context.Context, t TusTarget, id uuid.UUID, c Chun
 // keepLease renews the upload's lease while a PATCH runs, until the returned function
 // is called.
 func (r *Resumable) keepLease(ctx context.Context, id, owner uuid.UUID) func() {
-	done := make(chan struct{})
-	stopped := make(chan struct{})
-	go func() {
-		defer close(stopped)
-		t := time.NewTicker(r.cfg.Lease / 3)
-		defer t.Stop()
-		for {
-			select {
-			case <-done:
-				return
-			case <-t.C:
-				_ = r.store.RenewLease(context.WithoutCancel(ctx), id, owner, r.cfg.Lease)
-			}
-		}
-	}()
-	return func() { close(done); <-stopped }
+	return renewEvery(ctx, r.cfg.Lease/3, func(ctx context.Context) {
+		// Not cancelled by stop: a renewal under way finishes before the PATCH goes on.
+		_ = r.store.RenewLease(context.WithoutCancel(ctx), id, owner, r.cfg.Lease)
+	})
 }
 
 // complete stores the last bytes, completes the multipart upload and records the file
