@@ -272,6 +272,18 @@ func (s *Identity) CreateToken(ctx context.Context, userID int64, name string, e
 	return t, raw, nil
 }
 
+// TokenExpiryWithin is the expiry of a token created with a token that expires at
+// parent (nil: never): the expiry asked for, but no later than parent's, so a token
+// that expires cannot mint one that outlives it (SPEC "Hostile clients", token
+// lifetime). A token asked for without an expiry gets parent's.
+func TokenExpiryWithin(requested, parent *time.Time) *time.Time {
+	if parent == nil || (requested != nil && !requested.After(*parent)) {
+		return requested
+	}
+	p := *parent
+	return &p
+}
+
 // ListTokens returns the user's tokens, newest first. A use this instance has not
 // written yet shows in last_used_at all the same.
 func (s *Identity) ListTokens(ctx context.Context, userID int64) ([]Token, error) {
@@ -300,8 +312,18 @@ func (s *Identity) RevokeToken(ctx context.Context, userID, id int64) error {
 // unknown, expired and revoked tokens, and tokens of disabled users, are all
 // ErrUnauthenticated.
 func (s *Identity) Authenticate(ctx context.Context, raw string) (User, int64, error) {
+	owner, err := s.AuthenticateToken(ctx, raw)
+	if err != nil {
+		return User{}, 0, err
+	}
+	return owner.User, owner.TokenID, nil
+}
+
+// AuthenticateToken is Authenticate returning the whole TokenOwner: the token's
+// expiry too.
+func (s *Identity) AuthenticateToken(ctx context.Context, raw string) (TokenOwner, error) {
 	if !rawTokenPattern.MatchString(raw) {
-		return User{}, 0, ErrUnauthenticated
+		return TokenOwner{}, ErrUnauthenticated
 	}
 	sum := sha256.Sum256([]byte(raw))
 	now := s.now()
@@ -310,18 +332,18 @@ func (s *Identity) Authenticate(ctx context.Context, raw string) (User, int64, e
 		var err error
 		owner, err = s.store.TokenOwner(ctx, sum[:])
 		if errors.Is(err, ErrNotFound) {
-			return User{}, 0, ErrUnauthenticated
+			return TokenOwner{}, ErrUnauthenticated
 		}
 		if err != nil {
-			return User{}, 0, err
+			return TokenOwner{}, err
 		}
 	}
 	// Expiry is checked at every use, cached or not.
 	if owner.ExpiresAt != nil && !now.Before(*owner.ExpiresAt) {
-		return User{}, 0, ErrUnauthenticated
+		return TokenOwner{}, ErrUnauthenticated
 	}
 	if owner.User.Disabled {
-		return User{}, 0, ErrUnauthenticated
+		return TokenOwner{}, ErrUnauthenticated
 	}
 	if !cached {
 		s.cache.put(sum, owner, gen, s.now())
@@ -330,10 +352,10 @@ func (s *Identity) Authenticate(ctx context.Context, raw string) (User, int64, e
 		s.usage.Record(owner.TokenID, now)
 	} else if owner.LastUsedAt == nil || now.Sub(*owner.LastUsedAt) >= lastUsedResolution {
 		if err := s.store.TouchTokens(ctx, []TokenUse{{TokenID: owner.TokenID, At: now}}); err != nil {
-			return User{}, 0, err
+			return TokenOwner{}, err
 		}
 	}
-	return owner.User, owner.TokenID, nil
+	return owner, nil
 }
 
 func newRawToken() (string, error) {

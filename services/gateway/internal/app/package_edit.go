@@ -2,9 +2,7 @@ package app
 
 import (
 	"context"
-	"strings"
 	"time"
-	"unicode/utf8"
 
 	"github.com/google/uuid"
 )
@@ -35,19 +33,20 @@ func (s *Packages) Update(ctx context.Context, u User, client Client, id uuid.UU
 	if _, err := s.visible(ctx, u, id); err != nil {
 		return Package{}, err
 	}
+	// The same rules as Create's.
 	if in.Title != nil {
-		if n := utf8.RuneCountInString(*in.Title); strings.TrimSpace(*in.Title) == "" || n > MaxTitleLen || strings.ContainsFunc(*in.Title, isControl) {
-			return Package{}, Invalid("title must be 1 to %d characters without control characters", MaxTitleLen)
+		if err := ValidateTitle(*in.Title); err != nil {
+			return Package{}, err
 		}
 	}
 	if in.RecipientName != nil {
-		if utf8.RuneCountInString(*in.RecipientName) > MaxRecipientLen || strings.ContainsFunc(*in.RecipientName, isControl) {
-			return Package{}, Invalid("recipient_name must be at most %d characters without control characters", MaxRecipientLen)
+		if err := ValidateRecipientName(*in.RecipientName); err != nil {
+			return Package{}, err
 		}
 	}
 	if in.Note != nil {
-		if utf8.RuneCountInString(*in.Note) > MaxNoteLen || strings.ContainsFunc(*in.Note, isNoteControl) {
-			return Package{}, Invalid("note must be at most %d characters", MaxNoteLen)
+		if err := ValidateNote(*in.Note); err != nil {
+			return Package{}, err
 		}
 	}
 	if in.ExpiresAt != nil {

@@ -151,8 +151,8 @@ func (s *Packages) Create(ctx context.Context, owner User, client Client, in New
 		return Package{}, Invalid("title is required")
 	}
 	p.Title = *in.Title
-	if n := utf8.RuneCountInString(p.Title); strings.TrimSpace(p.Title) == "" || n > MaxTitleLen || !utf8.ValidString(p.Title) || strings.ContainsFunc(p.Title, isHiddenRune) {
-		return Package{}, Invalid("title must be 1 to %d characters without control or format characters", MaxTitleLen)
+	if err := ValidateTitle(p.Title); err != nil {
+		return Package{}, err
 	}
 	if in.RecipientEmail == nil {
 		return Package{}, Invalid("recipient_email is required")
@@ -164,8 +164,8 @@ func (s *Packages) Create(ctx context.Context, owner User, client Client, in New
 	p.RecipientEmail = email
 	if in.RecipientName != nil {
 		p.RecipientName = *in.RecipientName
-		if utf8.RuneCountInString(p.RecipientName) > MaxRecipientLen || strings.ContainsFunc(p.RecipientName, isControl) {
-			return Package{}, Invalid("recipient_name must be at most %d characters without control characters", MaxRecipientLen)
+		if err := ValidateRecipientName(p.RecipientName); err != nil {
+			return Package{}, err
 		}
 	}
 	if in.Direction != nil {
@@ -182,8 +182,8 @@ func (s *Packages) Create(ctx context.Context, owner User, client Client, in New
 	}
 	if in.Note != nil {
 		p.Note = *in.Note
-		if utf8.RuneCountInString(p.Note) > MaxNoteLen || strings.ContainsFunc(p.Note, isNoteControl) {
-			return Package{}, Invalid("note must be at most %d characters", MaxNoteLen)
+		if err := ValidateNote(p.Note); err != nil {
+			return Package{}, err
 		}
 	}
 	if err := ValidateMaxDownloads(in.MaxDownloads); err != nil {

@@ -17,6 +17,9 @@ import (
 const (
 	ctxUser    = "shipfile.user"
 	ctxTokenID = "shipfile.token_id"
+	// ctxTokenExpires is the expiry (*time.Time, nil: never) of the bearer token that
+	// authenticated the request; absent for a browser session.
+	ctxTokenExpires = "shipfile.token_expires"
 )
 
 // authenticate requires a valid bearer token and puts its user in the context.
@@ -45,14 +48,15 @@ func authenticate(id *app.Identity, pages Pages) gin.HandlerFunc {
 			c.Abort()
 			return
 		}
-		u, tokenID, err := id.Authenticate(c.Request.Context(), raw)
+		owner, err := id.AuthenticateToken(c.Request.Context(), raw)
 		if err != nil {
 			_ = c.Error(err)
 			c.Abort()
 			return
 		}
-		c.Set(ctxUser, u)
-		c.Set(ctxTokenID, tokenID)
+		c.Set(ctxUser, owner.User)
+		c.Set(ctxTokenID, owner.TokenID)
+		c.Set(ctxTokenExpires, owner.ExpiresAt)
 		c.Next()
 	}
 }

@@ -101,6 +101,10 @@ func (h *handlers) createToken(c *gin.Context) {
 		_ = c.Error(err)
 		return
 	}
+	// A token minted with a token expires no later than that token.
+	if parent, ok := c.Get(ctxTokenExpires); ok {
+		expires = app.TokenExpiryWithin(expires, parent.(*time.Time))
+	}
 	t, raw, err := h.identity.CreateToken(c.Request.Context(), currentUser(c).ID, name, expires)
 	if err != nil {
 		_ = c.Error(err)

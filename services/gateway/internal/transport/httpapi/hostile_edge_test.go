@@ -1,0 +1,105 @@
+package httpapi_test
+
+import (
+	"context"
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/shipfile/shipfile/services/gateway/internal/app"
+)
+
+// TestEditRefusesWhatCreateRefuses: PATCH /api/v1/packages/{id} refuses the control
+// and format characters that create refuses (SPEC "Hostile clients", edits): 422,
+// and the package keeps its texts.
+func TestEditRefusesWhatCreateRefuses(t *testing.T) {
+	t.Parallel()
+	a := newTestAPI(t, defaultConfig())
+	_, token := a.user("editor@example.com", app.RoleRegular)
+	r := a.do("POST", "/api/v1/packages", token, map[string]any{"title": "Q3 report", "recipient_email": "r@example.com", "recipient_name": "Rita", "note": "Hi"})
+	expect(t, r, http.StatusCreated)
+	path := "/api/v1/packages/" + r.json(t)["id"].(string)
+	for name, body := range map[string]map[string]any{
+		"title with a bidi override":     {"title": "Invoice \u202Efdp.exe"},
+		"title with a zero-width space":  {"title": "a\u200Bb"},
+		"title with a C1 control":        {"title": "a\u0085b"},
+		"title with a tab":               {"title": "a\tb"},
+		"recipient_name with a bidi":     {"recipient_name": "Rita \u202Egnal"},
+		"recipient_name with an isolate": {"recipient_name": "Rita \u2066x\u2069"},
+		"recipient_name with a C1":       {"recipient_name": "Rita\u009b"},
+		"note with a bidi override":      {"note": "see \u202Etxt.exe"},
+		"note with a NUL":                {"note": "a\x00b"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			expect(t, a.do("PATCH", path, token, body), http.StatusUnprocessableEntity)
+			// Create refuses it the same way.
+			create := map[string]any{"title": "ok", "recipient_email": "r@example.com"}
+			for k, v := range body {
+				create[k] = v
+			}
+			expect(t, a.do("POST", "/api/v1/packages", token, create), http.StatusUnprocessableEntity)
+		})
+	}
+	got := a.do("GET", path, token, nil).json(t)
+	if got["title"] != "Q3 report" || got["recipient_name"] != "Rita" || got["note"] != "Hi" {
+		t.Fatalf("after refused edits: title %q, recipient_name %q, note %q", got["title"], got["recipient_name"], got["note"])
+	}
+	// What create accepts, an edit accepts: lines in a note, joiners in a name.
+	expect(t, a.do("PATCH", path, token, map[string]any{"title": "Q4 report", "note": "line 1\nline 2\ttab", "recipient_name": "Mi\u200Cnoo"}), http.StatusOK)
+}
+
+// TestTokenLifetimeBoundByParent: a token created with a token expires no later than
+// that token (SPEC "Hostile clients", token lifetime); the record shows the expiry
+// it got. A session or a token that never expires mints what it asks for.
+func TestTokenLifetimeBoundByParent(t *testing.T) {
+	t.Parallel()
+	a := newTestAPI(t, defaultConfig())
+	u, forever := a.user("tokens@example.com", app.RoleRegular)
+	parentExp := time.Now().Add(2 * time.Hour).UTC().Truncate(time.Second)
+	_, short, err := a.identity.CreateToken(context.Background(), u.ID, "short", &parentExp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := parentExp.Format(time.RFC3339)
+	for name, c := range map[string]struct {
+		body map[string]any
+		want string
+	}{
+		"no expiry":      {map[string]any{"name": "child"}, want},
+		"a later expiry": {map[string]any{"name": "child", "expires_at": "2099-01-01T00:00:00Z"}, want},
+		"an earlier one": {map[string]any{"name": "child", "expires_at": parentExp.Add(-time.Hour).Format(time.RFC3339)}, parentExp.Add(-time.Hour).Format(time.RFC3339)},
+	} {
+		t.Run(name, func(t *testing.T) {
+			r := a.do("POST", "/api/v1/me/tokens", short, c.body)
+			expect(t, r, http.StatusCreated)
+			got, _ := r.json(t)["expires_at"].(string)
+			gotT, err := time.Parse(time.RFC3339Nano, got)
+			wantT, _ := time.Parse(time.RFC3339, c.want)
+			if err != nil || !gotT.Equal(wantT) {
+				t.Fatalf("expires_at = %q, want %s", got, c.want)
+			}
+			// The child's list record says the same.
+			child := r.json(t)["token"].(string)
+			list := a.do("GET", "/api/v1/me/tokens", child, nil).json(t)["items"].([]any)
+			found := false
+			for _, it := range list {
+				m := it.(map[string]any)
+				if m["id"] == r.json(t)["id"] {
+					found = true
+					if lt, err := time.Parse(time.RFC3339Nano, m["expires_at"].(string)); err != nil || !lt.Equal(wantT) {
+						t.Fatalf("listed expires_at = %v, want %s", m["expires_at"], c.want)
+					}
+				}
+			}
+			if !found {
+				t.Fatal("the new token is not in the list")
+			}
+		})
+	}
+	// A token that never expires may mint one that never expires.
+	r := a.do("POST", "/api/v1/me/tokens", forever, map[string]any{"name": "free"})
+	expect(t, r, http.StatusCreated)
+	if r.json(t)["expires_at"] != nil {
+		t.Fatalf("expires_at = %v, want null", r.json(t)["expires_at"])
+	}
+}
