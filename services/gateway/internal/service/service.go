@@ -112,7 +112,9 @@ func (c *Config) Validate() error {
 
 // API is the REST API's share of the configuration.
 func (c *Config) API() httpapi.Config {
+	secure, _ := c.Web.SecureCookies(c.PublicURL) // Validate reports a bad value
 	return httpapi.Config{
+		SecureCookies:  secure,
 		MaxJSONBytes:   c.MaxJSONBytes,
 		MaxFileSize:    c.MaxFileSize,
 		RatePerSecond:  float64(c.RateLimit),

@@ -2,7 +2,9 @@ package httpapi_test
 
 import (
 	"context"
+	"fmt"
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 
@@ -101,5 +103,33 @@ func TestTokenLifetimeBoundByParent(t *testing.T) {
 	expect(t, r, http.StatusCreated)
 	if r.json(t)["expires_at"] != nil {
 		t.Fatalf("expires_at = %v, want null", r.json(t)["expires_at"])
+	}
+}
+
+// TestGrantCookieSecure: with SHIPFILE_COOKIE_SECURE on, the API's link grant cookie
+// is Secure although the request came over plain HTTP (TLS ends at the ingress), as
+// every other cookie of shipfile (SPEC "Hostile clients", cookies); off, it is not.
+func TestGrantCookieSecure(t *testing.T) {
+	t.Parallel()
+	for _, secure := range []bool{true, false} {
+		t.Run(fmt.Sprintf("secure=%v", secure), func(t *testing.T) {
+			t.Parallel()
+			cfg := defaultConfig()
+			cfg.SecureCookies = secure
+			a := newTestAPI(t, cfg)
+			_, token := a.user("owner@example.com", app.RoleRegular)
+			_, link := a.sharedPackage(token, map[string]any{"password": "open sesame"}, "a.txt")
+			r := a.unlock(link, "open sesame")
+			expect(t, r, http.StatusOK)
+			cookies := r.header.Values("Set-Cookie")
+			if len(cookies) != 2 {
+				t.Fatalf("Set-Cookie = %q, want two", cookies)
+			}
+			for _, c := range cookies {
+				if got := strings.Contains(c, "; Secure"); got != secure {
+					t.Fatalf("cookie %q: Secure %v, want %v", c, got, secure)
+				}
+			}
+		})
 	}
 }

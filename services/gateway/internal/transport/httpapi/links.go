@@ -206,19 +206,21 @@ func (h *handlers) unlockLink(c *gin.Context) {
 		_ = c.Error(err)
 		return
 	}
-	SetLinkCookie(c.Writer, c.Request, token, grant, exp)
+	SetLinkCookie(c.Writer, c.Request, token, grant, exp, h.secureCookies)
 	c.Header("Cache-Control", "no-store")
 	c.JSON(http.StatusOK, gin.H{"grant": grant, "expires_at": exp.UTC()})
 }
 
 // SetLinkCookie sets the shipfile_link cookie holding grant for the link token alone:
 // one cookie on the recipient's page path and one on the link's API path (HttpOnly,
-// SameSite=Lax, until the grant expires).
-func SetLinkCookie(w http.ResponseWriter, r *http.Request, token, grant string, exp time.Time) {
+// SameSite=Lax, until the grant expires). It is Secure when secure is set
+// (SHIPFILE_COOKIE_SECURE: behind a TLS-terminating ingress the request itself is
+// plain HTTP) or the request came over TLS.
+func SetLinkCookie(w http.ResponseWriter, r *http.Request, token, grant string, exp time.Time, secure bool) {
 	for _, path := range []string{"/p/" + token, "/api/v1/links/" + token} {
 		http.SetCookie(w, &http.Cookie{
 			Name: LinkCookie, Value: grant, Path: path, Expires: exp, MaxAge: int(time.Until(exp).Seconds()),
-			HttpOnly: true, SameSite: http.SameSiteLaxMode, Secure: r.TLS != nil,
+			HttpOnly: true, SameSite: http.SameSiteLaxMode, Secure: secure || r.TLS != nil,
 		})
 	}
 }

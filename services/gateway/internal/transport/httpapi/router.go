@@ -27,6 +27,8 @@ type Config struct {
 	TrustedProxies []string
 	// Uploads bound the upload routes.
 	Uploads UploadLimits
+	// SecureCookies marks every cookie the API sets Secure (SHIPFILE_COOKIE_SECURE).
+	SecureCookies bool
 }
 
 // Deps is what the router serves.
@@ -66,6 +68,8 @@ type handlers struct {
 	maxJSON     int64
 	maxFileSize int64
 	spec        *docs.Spec
+	// secureCookies marks the cookies the API sets Secure.
+	secureCookies bool
 }
 
 // New builds the gin engine with every route.
@@ -77,6 +81,7 @@ func New(d Deps) (*gin.Engine, error) {
 	h := &handlers{
 		log: d.Log, identity: d.Identity, packages: d.Packages, webhooks: d.Webhooks, resumable: d.Resumable,
 		maxJSON: d.Config.MaxJSONBytes, maxFileSize: d.Config.MaxFileSize, spec: spec,
+		secureCookies: d.Config.SecureCookies,
 	}
 
 	gin.SetMode(gin.ReleaseMode)
