@@ -3,6 +3,7 @@ package deploy_test
 import (
 	"errors"
 	"maps"
+	"net/netip"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -450,6 +451,32 @@ func TestConfigMapVariables(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestTrustedProxiesNarrow: the base trusts no proxy (SHIPFILE_TRUSTED_PROXIES empty,
+// as the gateway's default), and the production overlay names a narrow range for its
+// ingress controller, never a whole private block (SPEC "Hostile clients", proxies):
+// every address inside a trusted range may claim any client IP.
+func TestTrustedProxiesNarrow(t *testing.T) {
+	t.Parallel()
+	if v := rendered(t, baseDir).get("ConfigMap", "shipfile").(*corev1.ConfigMap).Data["SHIPFILE_TRUSTED_PROXIES"]; v != "" {
+		t.Errorf("base SHIPFILE_TRUSTED_PROXIES = %q, want empty (no proxy trusted)", v)
+	}
+	v := rendered(t, productionDir).get("ConfigMap", "shipfile").(*corev1.ConfigMap).Data["SHIPFILE_TRUSTED_PROXIES"]
+	if strings.TrimSpace(v) == "" {
+		t.Fatal("production overlay: SHIPFILE_TRUSTED_PROXIES is empty; behind the ingress every client would be one address")
+	}
+	for _, s := range strings.Split(v, ",") {
+		p, err := netip.ParsePrefix(strings.TrimSpace(s))
+		if err != nil {
+			t.Errorf("SHIPFILE_TRUSTED_PROXIES entry %q: %v", s, err)
+			continue
+		}
+		// A /20 of IPv4 (4,096 addresses) or a /56 of IPv6 at most.
+		if min := map[bool]int{true: 20, false: 56}[p.Addr().Is4()]; p.Bits() < min {
+			t.Errorf("SHIPFILE_TRUSTED_PROXIES entry %s is wider than /%d: name the ingress controller's own range", p, min)
+		}
 	}
 }
 
