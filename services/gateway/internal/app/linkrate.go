@@ -25,6 +25,11 @@ type LinkRate struct {
 	interval  time.Duration
 	tolerance time.Duration
 	lastSweep atomic.Int64
+	// prefix sets the buckets of this limit apart from the other limits' in the one
+	// table ("" for the link routes, "login:" for sign-ins).
+	prefix string
+	// detail is the answer over the limit.
+	detail string
 }
 
 // sweepEvery is how often an instance forgets the buckets of clients gone quiet.
@@ -39,7 +44,20 @@ func NewLinkRate(store RateStore, rate float64, burst int) *LinkRate {
 		burst = 1
 	}
 	interval := time.Duration(float64(time.Second) / rate)
-	return &LinkRate{store: store, interval: interval, tolerance: interval * time.Duration(burst)}
+	return &LinkRate{store: store, interval: interval, tolerance: interval * time.Duration(burst),
+		detail: "too many requests to links from this address; retry later"}
+}
+
+// NewLoginRate returns the request rate of sign-ins (POST /login) per client IP
+// address (an IPv6 client by its /64): rate a second with a burst of burst, counted
+// in PostgreSQL across gateway instances like the link routes' rate, in buckets of
+// their own. rate <= 0 returns nil, which allows everything.
+func NewLoginRate(store RateStore, rate float64, burst int) *LinkRate {
+	l := NewLinkRate(store, rate, burst)
+	if l != nil {
+		l.prefix, l.detail = "login:", "too many sign-in attempts from this address; retry later"
+	}
+	return l
 }
 
 // Take counts one request of the client at ip. Over the limit it returns a
@@ -52,12 +70,12 @@ func (l *LinkRate) Take(ctx context.Context, ip string) error {
 	if last := l.lastSweep.Load(); now.UnixNano()-last > int64(sweepEvery) && l.lastSweep.CompareAndSwap(last, now.UnixNano()) {
 		_ = l.store.SweepRates(context.WithoutCancel(ctx), sweepEvery)
 	}
-	ok, wait, err := l.store.TakeRate(ctx, RateKey(ip), l.interval, l.tolerance)
+	ok, wait, err := l.store.TakeRate(ctx, l.prefix+RateKey(ip), l.interval, l.tolerance)
 	if err != nil {
 		return err
 	}
 	if !ok {
-		return TooMany(wait, "too many requests to links from this address; retry later")
+		return TooMany(wait, "%s", l.detail)
 	}
 	return nil
 }

@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/base64"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"strings"
@@ -121,11 +122,12 @@ func LoginAllowed(c LoginCount, now time.Time, maxFailures int, lockout time.Dur
 // takes its count back.
 func (s *Sessions) Login(ctx context.Context, email, password string, client Client) (User, string, error) {
 	now := s.now()
-	emailKey := "email:" + strings.ToLower(strings.TrimSpace(email))
+	emailKey := LoginEmailKey(email)
 	keys := []string{emailKey}
 	ipKey := ""
 	if client.IP != "" {
-		ipKey = "ip:" + client.IP
+		// An IPv6 client by its /64, as the request rates count it.
+		ipKey = "ip:" + RateKey(client.IP)
 		keys = append(keys, ipKey)
 	}
 	count, err := s.store.CountLoginAttempt(ctx, keys, now, now.Add(-s.cfg.Lockout), now.Add(s.cfg.Lockout), s.cfg.MaxFailures)
@@ -171,6 +173,51 @@ func (s *Sessions) Login(ctx context.Context, email, password string, client Cli
 	_ = s.store.DeleteExpiredSessions(ctx, now)
 	_ = s.store.DeleteStaleLoginFailures(ctx, now, now.Add(-s.cfg.Lockout))
 	return u, raw, nil
+}
+
+// LoginEmailKey is the throttle key of the e-mail address a sign-in names: the
+// address in lower case, or, for an address longer than any user's (MaxEmailLen), a
+// SHA-256 of it, so that the key of whatever a client sends fits PostgreSQL's index
+// (a key of thousands of bytes does not) and every address still counts on its own.
+func LoginEmailKey(email string) string {
+	e := strings.ToLower(strings.TrimSpace(email))
+	if len(e) <= MaxEmailLen {
+		return "email:" + e
+	}
+	sum := sha256.Sum256([]byte(e))
+	return "email-sha256:" + hex.EncodeToString(sum[:])
+}
+
+// DefaultSweepEvery is how often a gateway forgets the sessions that ended and the
+// sign-in counts whose window and lock are over (Sessions.RunSweeper).
+const DefaultSweepEvery = time.Minute
+
+// Sweep forgets the sessions that ended and the sign-in counts whose window and lock
+// are both over, so that neither table grows with the addresses tried.
+func (s *Sessions) Sweep(ctx context.Context) error {
+	now := s.now()
+	return errors.Join(
+		s.store.DeleteExpiredSessions(ctx, now),
+		s.store.DeleteStaleLoginFailures(ctx, now, now.Add(-s.cfg.Lockout)),
+	)
+}
+
+// RunSweeper sweeps every interval until ctx ends (every gateway instance runs one;
+// a sweep that fails is tried again at the next tick). Failed sign-ins alone keep
+// the tables bounded this way: the sweep after a successful sign-in is not needed.
+func (s *Sessions) RunSweeper(ctx context.Context, every time.Duration, onErr func(error)) {
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			if err := s.Sweep(ctx); err != nil && ctx.Err() == nil && onErr != nil {
+				onErr(err)
+			}
+		}
+	}
 }
 
 // Resolve returns the user of a raw session id, extending the session while it is

@@ -65,6 +65,8 @@ type EdgeConfig struct {
 	HTTPIdleTimeout     time.Duration `env:"SHIPFILE_HTTP_IDLE_TIMEOUT" default:"60s" help:"an idle keep-alive connection is closed after this"`
 	LinkRate            int           `env:"SHIPFILE_LINK_RATE" default:"20" help:"requests a second per client IP to link routes (/p/..., /api/v1/links/...), across instances (0 disables)"`
 	LinkBurst           int           `env:"SHIPFILE_LINK_BURST" default:"40" help:"burst of requests per client IP to link routes"`
+	LoginRate           int           `env:"SHIPFILE_LOGIN_RATE" default:"1" help:"sign-ins (POST /login) a second per client IP (an IPv6 client by its /64), across instances (0 disables)"`
+	LoginBurst          int           `env:"SHIPFILE_LOGIN_BURST" default:"10" help:"burst of sign-ins per client IP"`
 }
 
 // WebConfig is the web UI's share of the gateway configuration.
@@ -103,6 +105,9 @@ func (c *Config) Validate() error {
 	}
 	if c.Edge.UploadRateWindow <= 0 || c.Edge.HTTPIdleTimeout <= 0 || c.Edge.UploadMinRate < 0 || c.Edge.LinkRate < 0 {
 		errs = append(errs, errors.New("SHIPFILE_UPLOAD_RATE_WINDOW and SHIPFILE_HTTP_IDLE_TIMEOUT must be positive, SHIPFILE_UPLOAD_MIN_RATE and SHIPFILE_LINK_RATE not negative"))
+	}
+	if c.Edge.LoginRate < 0 {
+		errs = append(errs, errors.New("SHIPFILE_LOGIN_RATE must not be negative"))
 	}
 	if c.ResumeWindow <= 0 || c.UploadLease <= 0 || c.UploadSweep <= 0 {
 		errs = append(errs, errors.New("SHIPFILE_UPLOAD_RESUME_WINDOW, SHIPFILE_UPLOAD_LOCK_LEASE and SHIPFILE_UPLOAD_SWEEP_INTERVAL must be positive"))
@@ -160,6 +165,8 @@ type Service struct {
 	Packages   *app.Packages
 	Resumable  *app.Resumable
 	Webhooks   *app.Webhooks
+	// Sessions signs browsers in; Start runs its sweeper.
+	Sessions *app.Sessions
 	// Relay publishes the outbox; nil without Deps.JS.
 	Relay *outbox.Relay
 
@@ -218,13 +225,14 @@ func New(_ context.Context, cfg Config, deps Deps) (*Service, error) {
 	s.Packages.UseHasher(hasher)
 	s.Resumable = app.NewResumable(s.Packages, db, objectStore, app.TusConfig{ResumeWindow: cfg.ResumeWindow, Lease: cfg.UploadLease}, log)
 	s.Webhooks = app.NewWebhooks(db, secrets, cfg.WebhookPrivate)
-	sessions := app.NewSessions(db, s.Identity, app.SessionConfig{
+	s.Sessions = app.NewSessions(db, s.Identity, app.SessionConfig{
 		Lifetime: cfg.Web.SessionLifetime, IdleTimeout: cfg.Web.SessionIdle,
 		MaxFailures: cfg.Web.LoginFailures, Lockout: cfg.Web.LoginLockout,
 	})
 	ui, err := web.New(web.Deps{
-		Log: log, Identity: s.Identity, Sessions: sessions, Packages: s.Packages, Webhooks: s.Webhooks, LinkRate: links,
-		Config: web.Config{SecureCookies: secure, SessionLifetime: cfg.Web.SessionLifetime, MaxFileSize: cfg.MaxFileSize},
+		Log: log, Identity: s.Identity, Sessions: s.Sessions, Packages: s.Packages, Webhooks: s.Webhooks, LinkRate: links,
+		LoginRate: app.NewLoginRate(db, float64(cfg.Edge.LoginRate), cfg.Edge.LoginBurst),
+		Config:    web.Config{SecureCookies: secure, SessionLifetime: cfg.Web.SessionLifetime, MaxFileSize: cfg.MaxFileSize},
 	})
 	if err != nil {
 		return nil, fmt.Errorf("web UI: %w", err)
@@ -269,7 +277,7 @@ func (s *Service) ResealSecrets(ctx context.Context) error {
 }
 
 // Start runs the background work beside the HTTP servers: the auth change feed, the
-// tokens' last_used_at writer, the tus sweeper (when cfg.UploadSweep is positive) and
+// sweeper of sessions and sign-in counts, the tokens' last_used_at writer, the tus sweeper (when cfg.UploadSweep is positive) and
 // the outbox relay (when there is one). The returned stop ends them, the usage writer
 // and the relay last (after the HTTP server drained, so the last requests' writes and
 // events go out too; rows the relay leaves are published by another instance or at
@@ -282,6 +290,10 @@ func (s *Service) Start(ctx context.Context) (stop func()) {
 	if s.cfg.UploadSweep > 0 {
 		bg.Go(func() { s.Resumable.RunSweeper(bgCtx, s.cfg.UploadSweep) })
 	}
+	// Ended sessions and sign-in counts of the past go whether or not anyone signs in.
+	bg.Go(func() {
+		s.Sessions.RunSweeper(bgCtx, app.DefaultSweepEvery, func(err error) { s.log.Warn("sweep sessions and sign-in counts", "err", err) })
+	})
 	tail.Go(func() {
 		s.tokenUsage.Run(tailCtx, func(err error) { s.log.Warn("write tokens' last_used_at", "err", err) })
 	})

@@ -99,6 +99,18 @@ func (w *Web) loginSubmit(c *gin.Context) {
 	c.Redirect(http.StatusSeeOther, v.Form["next"])
 }
 
+// loginRateGuard takes one request from the client IP's sign-in rate
+// (SHIPFILE_LOGIN_RATE, an IPv6 client by its /64, counted across gateway instances)
+// before a sign-in does anything else: 429 with Retry-After over the rate.
+func (w *Web) loginRateGuard(c *gin.Context) {
+	if err := w.loginRate.Take(c.Request.Context(), c.ClientIP()); err != nil {
+		_ = c.Error(err)
+		c.Abort()
+		return
+	}
+	c.Next()
+}
+
 func (w *Web) logout(c *gin.Context) {
 	if raw, ok := c.Get(ctxSession); ok {
 		if err := w.sessions.Logout(c.Request.Context(), raw.(string)); err != nil {

@@ -32,12 +32,17 @@ type env struct {
 	identity *app.Identity
 	packages *app.Packages
 	hasher   *app.Hasher
+	sessions *app.Sessions
 }
 
 type options struct {
 	secure      bool
 	maxFailures int
 	hasher      *app.Hasher
+	// edge bounds what one client can hold (rates, body limits); zero: no limits.
+	edge service.EdgeConfig
+	// trustedProxies are the CIDRs whose X-Forwarded-For names the client.
+	trustedProxies []string
 }
 
 func newEnv(t *testing.T, opts ...func(*options)) *env {
@@ -73,9 +78,10 @@ func newEnv(t *testing.T, opts ...func(*options)) *env {
 			SessionLifetime: time.Hour, SessionIdle: time.Hour, CookieSecure: cookies,
 			LoginFailures: o.maxFailures, LoginLockout: time.Minute,
 		},
+		Edge: o.edge,
 	}, service.Deps{
 		Pool: pool, Objects: servicetest.Bucket(t), Registry: ops.NewRegistry(), Secrets: servicetest.Keyring(t), Hasher: o.hasher,
-		API: &httpapi.Config{MaxJSONBytes: 1 << 20, MaxFileSize: 1 << 20, RatePerSecond: 1000, RateBurst: 1000},
+		API: &httpapi.Config{MaxJSONBytes: 1 << 20, MaxFileSize: 1 << 20, RatePerSecond: 1000, RateBurst: 1000, TrustedProxies: o.trustedProxies},
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -84,7 +90,7 @@ func newEnv(t *testing.T, opts ...func(*options)) *env {
 	identity, packages, engine := svc.Identity, svc.Packages, svc.Handler
 	srv := httptest.NewServer(engine)
 	t.Cleanup(srv.Close)
-	return &env{t: t, url: srv.URL, pool: pool, identity: identity, packages: packages, hasher: o.hasher}
+	return &env{t: t, url: srv.URL, pool: pool, identity: identity, packages: packages, hasher: o.hasher, sessions: svc.Sessions}
 }
 
 func secure(o *options) { o.secure = true }

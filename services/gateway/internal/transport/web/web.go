@@ -42,7 +42,9 @@ type Deps struct {
 	Webhooks *app.Webhooks
 	// LinkRate limits the recipient's page per client IP (nil: no limit).
 	LinkRate *app.LinkRate
-	Config   Config
+	// LoginRate limits sign-ins (POST /login) per client IP (nil: no limit).
+	LoginRate *app.LinkRate
+	Config    Config
 }
 
 // Web is the web UI. It implements httpapi.Pages.
@@ -53,10 +55,12 @@ type Web struct {
 	packages *app.Packages
 	webhooks *app.Webhooks
 	linkRate *app.LinkRate
-	cfg      Config
-	pages    map[string]*pageTemplate
-	cookies  cookieNames
-	origin   *http.CrossOriginProtection
+	// loginRate is the request rate of POST /login per client IP.
+	loginRate *app.LinkRate
+	cfg       Config
+	pages     map[string]*pageTemplate
+	cookies   cookieNames
+	origin    *http.CrossOriginProtection
 }
 
 // New parses the templates and returns the web UI.
@@ -66,7 +70,7 @@ func New(d Deps) (*Web, error) {
 		return nil, err
 	}
 	w := &Web{
-		log: d.Log, identity: d.Identity, sessions: d.Sessions, packages: d.Packages, webhooks: d.Webhooks, linkRate: d.LinkRate,
+		log: d.Log, identity: d.Identity, sessions: d.Sessions, packages: d.Packages, webhooks: d.Webhooks, linkRate: d.LinkRate, loginRate: d.LoginRate,
 		cfg: d.Config, pages: pages, cookies: newCookieNames(d.Config.SecureCookies),
 		origin: http.NewCrossOriginProtection(),
 	}
@@ -86,7 +90,7 @@ func (w *Web) Mount(r *gin.Engine) {
 	g.GET("/setup", w.setupForm)
 	g.POST("/setup", w.checkCSRF, w.setupSubmit)
 	g.GET("/login", w.loginForm)
-	g.POST("/login", w.checkCSRF, w.loginSubmit)
+	g.POST("/login", w.loginRateGuard, w.checkCSRF, w.loginSubmit)
 	g.POST("/logout", w.checkCSRF, w.logout)
 	g.GET("/p/:token", w.linkRateGuard, w.recipient)
 	g.POST("/p/:token", w.linkRateGuard, w.checkCSRF, w.unlock)
