@@ -137,3 +137,88 @@ func TestMinRateBodyWithoutDeadline(t *testing.T) {
 		t.Fatal("a blocked read was not cut")
 	}
 }
+
+// TestLimitBodyTimeout: a body that keeps above the minimum rate but goes on past
+// its time limit is cut at the limit, through the connection's deadline or, without
+// one, the timer; a body within the limit is read whole.
+func TestLimitBodyTimeout(t *testing.T) {
+	for name, c := range map[string]struct {
+		minRate int64
+	}{
+		"rate and deadline": {10},
+		"timeout alone":     {0},
+	} {
+		t.Run(name, func(t *testing.T) {
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				body := httpx.LimitBody(r.Body, c.minRate, 100*time.Millisecond, 300*time.Millisecond, httpx.ResponseDeadline(w))
+				_, err := io.Copy(io.Discard, body)
+				switch {
+				case httpx.TooSlow(body):
+					w.WriteHeader(http.StatusRequestTimeout)
+				case err != nil:
+					w.WriteHeader(http.StatusBadRequest)
+				}
+			}))
+			defer srv.Close()
+			pr, pw := io.Pipe()
+			stop := make(chan struct{})
+			defer close(stop)
+			go func() {
+				for {
+					select {
+					case <-stop:
+						pw.Close()
+						return
+					case <-time.After(10 * time.Millisecond):
+						_, _ = pw.Write([]byte(strings.Repeat("z", 100))) // 10 kB/s, far above the minimum
+					}
+				}
+			}()
+			start := time.Now()
+			resp, err := http.Post(srv.URL, "application/json", pr)
+			if err == nil {
+				resp.Body.Close()
+				if resp.StatusCode != http.StatusRequestTimeout {
+					t.Fatalf("status = %d, want 408", resp.StatusCode)
+				}
+			}
+			if took := time.Since(start); took < 250*time.Millisecond || took > 3*time.Second {
+				t.Fatalf("cut after %s, want about the 300 ms limit", took)
+			}
+			// A short body well within the limit goes through.
+			resp, err = http.Post(srv.URL, "application/json", strings.NewReader(`{"a": 1}`))
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+			if resp.StatusCode != http.StatusOK {
+				t.Fatalf("a quick body: %d, want 200", resp.StatusCode)
+			}
+		})
+	}
+	if b := io.NopCloser(strings.NewReader("")); httpx.LimitBody(b, 0, time.Second, 0, nil) != b {
+		t.Fatal("LimitBody without a rate or a limit wraps the body")
+	}
+}
+
+// TestLimitBodyTimeoutWithoutDeadline: without a connection deadline the timer
+// closes the body at the time limit, so a blocked Read returns.
+func TestLimitBodyTimeoutWithoutDeadline(t *testing.T) {
+	pr, pw := io.Pipe()
+	defer pw.Close()
+	go func() { _, _ = pw.Write([]byte(strings.Repeat("z", 1000))) }() // fast, then nothing
+	body := httpx.LimitBody(pr, 10, time.Hour, 200*time.Millisecond, nil)
+	done := make(chan error, 1)
+	go func() {
+		_, err := io.Copy(io.Discard, body)
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		if !errors.Is(err, httpx.ErrTooSlow) || !httpx.TooSlow(body) {
+			t.Fatalf("read error = %v, want ErrTooSlow", err)
+		}
+	case <-time.After(2 * time.Second):
+		t.Fatal("a blocked read was not cut at the time limit")
+	}
+}

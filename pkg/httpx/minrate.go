@@ -30,11 +30,28 @@ var ErrTooSlow = errors.New("request body too slow: fewer bytes than the minimum
 // It is one wrapper for every upload route (multipart uploads and tus PATCH).
 // minRate <= 0 or window <= 0 returns body unchanged.
 func MinRateBody(body io.ReadCloser, minRate int64, window time.Duration, setDeadline func(time.Time) error) io.ReadCloser {
-	if minRate <= 0 || window <= 0 {
+	return LimitBody(body, minRate, window, 0, setDeadline)
+}
+
+// LimitBody is MinRateBody with a time limit on the whole body too: a body not read
+// to its end within timeout of this call fails with ErrTooSlow (at the timeout, even
+// while a Read is blocked). It bounds the small bodies of every other route (JSON
+// and forms), which have no business arriving slowly. timeout <= 0 sets no limit;
+// minRate <= 0 or window <= 0 sets no minimum rate; with neither, body is returned
+// unchanged.
+func LimitBody(body io.ReadCloser, minRate int64, window, timeout time.Duration, setDeadline func(time.Time) error) io.ReadCloser {
+	var need int64
+	if minRate > 0 && window > 0 {
+		need = max(minRate*int64(window/time.Millisecond)/1000, 1)
+	}
+	if need == 0 && timeout <= 0 {
 		return body
 	}
-	need := minRate * int64(window/time.Millisecond) / 1000
-	return &rateBody{body: body, need: max(need, 1), window: window, setDeadline: setDeadline, now: time.Now}
+	m := &rateBody{body: body, need: need, window: window, setDeadline: setDeadline, now: time.Now}
+	if timeout > 0 {
+		m.deadline = m.now().Add(timeout)
+	}
+	return m
 }
 
 // ResponseDeadline returns the read-deadline setter of w's connection for
@@ -45,8 +62,9 @@ func ResponseDeadline(w http.ResponseWriter) func(time.Time) error {
 
 type rateBody struct {
 	body        io.ReadCloser
-	need        int64
+	need        int64 // bytes each window must bring; 0: no minimum rate
 	window      time.Duration
+	deadline    time.Time // the whole body must be read by then; zero: no limit
 	setDeadline func(time.Time) error
 	now         func() time.Time
 
@@ -64,13 +82,26 @@ func (m *rateBody) Read(p []byte) (int, error) {
 		return 0, ErrTooSlow
 	}
 	start := m.now()
-	left := m.window - m.waited
-	if m.setDeadline != nil && m.setDeadline(start.Add(left)) != nil {
+	if !m.deadline.IsZero() && !start.Before(m.deadline) {
+		m.cut = true
+		m.mu.Unlock()
+		return 0, ErrTooSlow
+	}
+	// This Read may wait until the end of the rate window or the body's deadline,
+	// whichever comes first.
+	var end time.Time
+	if m.need > 0 {
+		end = start.Add(m.window - m.waited)
+	}
+	if !m.deadline.IsZero() && (end.IsZero() || m.deadline.Before(end)) {
+		end = m.deadline
+	}
+	if m.setDeadline != nil && m.setDeadline(end) != nil {
 		m.setDeadline = nil // not supported: the timer below instead
 	}
 	var timer *time.Timer
 	if m.setDeadline == nil {
-		timer = time.AfterFunc(left, m.expire)
+		timer = time.AfterFunc(end.Sub(start), m.expire)
 	}
 	m.mu.Unlock()
 
@@ -81,12 +112,14 @@ func (m *rateBody) Read(p []byte) (int, error) {
 	if timer != nil {
 		timer.Stop()
 	}
-	m.waited += m.now().Sub(start)
+	now := m.now()
+	m.waited += now.Sub(start)
 	m.got += int64(n)
 	switch {
 	case m.cut || (err != nil && errors.Is(err, os.ErrDeadlineExceeded)):
 		m.cut = true
 		return n, ErrTooSlow
+	case m.need == 0:
 	case m.got >= m.need:
 		m.got, m.waited = 0, 0
 	case m.waited >= m.window:
@@ -118,8 +151,8 @@ func (m *rateBody) Close() error {
 	return m.body.Close()
 }
 
-// TooSlow reports whether body, as returned by MinRateBody, was cut off for being
-// too slow.
+// TooSlow reports whether body, as returned by MinRateBody or LimitBody, was cut off
+// for being too slow or too long in coming.
 func TooSlow(body io.ReadCloser) bool {
 	m, ok := body.(*rateBody)
 	if !ok {

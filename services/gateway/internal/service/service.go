@@ -63,6 +63,7 @@ type EdgeConfig struct {
 	UploadMinRate       int64         `env:"SHIPFILE_UPLOAD_MIN_RATE" default:"32768" help:"bytes a second an upload body must bring over every rate window, else it is cut off (0: no minimum)"`
 	UploadRateWindow    time.Duration `env:"SHIPFILE_UPLOAD_RATE_WINDOW" default:"30s" help:"window over which SHIPFILE_UPLOAD_MIN_RATE is counted"`
 	HTTPIdleTimeout     time.Duration `env:"SHIPFILE_HTTP_IDLE_TIMEOUT" default:"60s" help:"an idle keep-alive connection is closed after this"`
+	HTTPBodyTimeout     time.Duration `env:"SHIPFILE_HTTP_BODY_TIMEOUT" default:"30s" help:"longest a request body other than an upload's (JSON, forms) may take to arrive, else 408 (0: no limit)"`
 	LinkRate            int           `env:"SHIPFILE_LINK_RATE" default:"20" help:"requests a second per client IP to link routes (/p/..., /api/v1/links/...), across instances (0 disables)"`
 	LinkBurst           int           `env:"SHIPFILE_LINK_BURST" default:"40" help:"burst of requests per client IP to link routes"`
 	LoginRate           int           `env:"SHIPFILE_LOGIN_RATE" default:"1" help:"sign-ins (POST /login) a second per client IP (an IPv6 client by its /64), across instances (0 disables)"`
@@ -106,8 +107,8 @@ func (c *Config) Validate() error {
 	if c.Edge.UploadRateWindow <= 0 || c.Edge.HTTPIdleTimeout <= 0 || c.Edge.UploadMinRate < 0 || c.Edge.LinkRate < 0 {
 		errs = append(errs, errors.New("SHIPFILE_UPLOAD_RATE_WINDOW and SHIPFILE_HTTP_IDLE_TIMEOUT must be positive, SHIPFILE_UPLOAD_MIN_RATE and SHIPFILE_LINK_RATE not negative"))
 	}
-	if c.Edge.LoginRate < 0 {
-		errs = append(errs, errors.New("SHIPFILE_LOGIN_RATE must not be negative"))
+	if c.Edge.LoginRate < 0 || c.Edge.HTTPBodyTimeout < 0 {
+		errs = append(errs, errors.New("SHIPFILE_LOGIN_RATE and SHIPFILE_HTTP_BODY_TIMEOUT must not be negative"))
 	}
 	if c.ResumeWindow <= 0 || c.UploadLease <= 0 || c.UploadSweep <= 0 {
 		errs = append(errs, errors.New("SHIPFILE_UPLOAD_RESUME_WINDOW, SHIPFILE_UPLOAD_LOCK_LEASE and SHIPFILE_UPLOAD_SWEEP_INTERVAL must be positive"))
@@ -128,6 +129,10 @@ func (c *Config) API() httpapi.Config {
 		Uploads: httpapi.UploadLimits{
 			MaxConcurrent: c.Edge.UploadMaxConcurrent, PerClient: c.Edge.UploadPerClient,
 			MinRate: c.Edge.UploadMinRate, RateWindow: c.Edge.UploadRateWindow,
+		},
+		// JSON and form bodies: the uploads' minimum rate, and a time limit.
+		Bodies: httpapi.BodyLimits{
+			MinRate: c.Edge.UploadMinRate, RateWindow: c.Edge.UploadRateWindow, Timeout: c.Edge.HTTPBodyTimeout,
 		},
 	}
 }

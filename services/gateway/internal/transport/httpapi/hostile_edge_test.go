@@ -1,14 +1,18 @@
 package httpapi_test
 
 import (
+	"bytes"
 	"context"
 	"fmt"
+	"io"
+	"mime/multipart"
 	"net/http"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/shipfile/shipfile/services/gateway/internal/app"
+	"github.com/shipfile/shipfile/services/gateway/internal/transport/httpapi"
 )
 
 // TestEditRefusesWhatCreateRefuses: PATCH /api/v1/packages/{id} refuses the control
@@ -132,4 +136,116 @@ func TestGrantCookieSecure(t *testing.T) {
 			}
 		})
 	}
+}
+
+// trickle sends body in pieces of n bytes, one every interval (chunked), and returns
+// the answer (status -1 when the connection broke before one came) and how long it
+// took.
+func (a *testAPI) trickle(method, path, token, contentType string, body []byte, n int, interval time.Duration, headers ...string) (response, time.Duration) {
+	a.t.Helper()
+	pr, pw := io.Pipe()
+	go func() {
+		for len(body) > 0 {
+			k := min(n, len(body))
+			if _, err := pw.Write(body[:k]); err != nil {
+				return
+			}
+			body = body[k:]
+			time.Sleep(interval)
+		}
+		pw.Close()
+	}()
+	defer pr.Close()
+	req, err := http.NewRequest(method, a.url+path, pr)
+	if err != nil {
+		a.t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", contentType)
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	for i := 0; i+1 < len(headers); i += 2 {
+		req.Header.Set(headers[i], headers[i+1])
+	}
+	start := time.Now()
+	resp, err := (&http.Client{Timeout: 30 * time.Second}).Do(req)
+	if err != nil {
+		return response{status: -1}, time.Since(start)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return response{status: resp.StatusCode, header: resp.Header, body: b}, time.Since(start)
+}
+
+// TestSlowBodiesEveryRoute: JSON and form bodies that take longer than the time
+// limit (SHIPFILE_HTTP_BODY_TIMEOUT) or come slower than the minimum rate are cut
+// off with 408 {"detail"} on every route, the anonymous ones first (SPEC "Hostile
+// clients", slow request bodies); uploads keep their own rules and are not cut by the
+// time limit.
+func TestSlowBodiesEveryRoute(t *testing.T) {
+	t.Parallel()
+	cfg := defaultConfig()
+	cfg.Bodies = httpapi.BodyLimits{Timeout: 600 * time.Millisecond}
+	a := newTestAPI(t, cfg)
+	_, token := a.user("slow@example.com", app.RoleRegular)
+	_, link := a.sharedPackage(token, map[string]any{"password": "open sesame"}, "a.txt")
+
+	// A JSON body of a few bytes every 100 ms: within the rate, past the time limit.
+	unlock := []byte(`{"password": "open sesame and a good deal more of it"}`)
+	for name, c := range map[string]struct {
+		path, token, contentType string
+		body                     []byte
+	}{
+		"link unlock (anonymous JSON)": {"/api/v1/links/" + link + "/unlock", "", "application/json", unlock},
+		"token create (JSON)":          {"/api/v1/me/tokens", token, "application/json", []byte(`{"name": "a token with a long, long, long, long name"}`)},
+		"sign-in form":                 {"/login", "", "application/x-www-form-urlencoded", []byte("email=ann%40example.com&password=a+wrong+password+for+sure")},
+	} {
+		t.Run(name, func(t *testing.T) {
+			r, took := a.trickle("POST", c.path, c.token, c.contentType, c.body, 4, 100*time.Millisecond)
+			if r.status != http.StatusRequestTimeout {
+				t.Fatalf("status = %d, want 408; body: %s", r.status, r.body)
+			}
+			if took > 3*time.Second {
+				t.Fatalf("answered after %s, want about the 600 ms limit", took)
+			}
+			if strings.HasPrefix(c.path, "/api/") {
+				expect(t, r, http.StatusRequestTimeout)
+			}
+		})
+	}
+	// The same bodies sent at once go through.
+	expect(t, a.do("POST", "/api/v1/links/"+link+"/unlock", "", string(unlock)), http.StatusUnauthorized)
+	// An upload taking longer than the limit (above its own minimum rate) is stored.
+	id := a.createPackage(token, map[string]any{"title": "slow upload", "recipient_email": "r@example.com"})["id"].(string)
+	var body bytes.Buffer
+	mw := multipart.NewWriter(&body)
+	fw, _ := mw.CreateFormFile("file", "slow.txt")
+	_, _ = fw.Write(bytes.Repeat([]byte("u"), 20000))
+	_ = mw.Close()
+	r, took := a.trickle("POST", "/api/v1/packages/"+id+"/files", token, mw.FormDataContentType(), body.Bytes(), 2000, 100*time.Millisecond)
+	expect(t, r, http.StatusCreated)
+	if took < 600*time.Millisecond {
+		t.Fatalf("the upload took %s, want longer than the body time limit for this test to mean anything", took)
+	}
+}
+
+// TestSlowBodiesMinRate: a JSON body slower than the minimum rate is cut off after a
+// rate window (408), without any time limit set.
+func TestSlowBodiesMinRate(t *testing.T) {
+	t.Parallel()
+	cfg := defaultConfig()
+	cfg.Bodies = httpapi.BodyLimits{MinRate: 1000, RateWindow: 300 * time.Millisecond}
+	a := newTestAPI(t, cfg)
+	_, token := a.user("trickle@example.com", app.RoleRegular)
+	body := []byte(`{"title": "` + strings.Repeat("t", 150) + `", "recipient_email": "r@example.com"}`)
+	r, took := a.trickle("POST", "/api/v1/packages", token, "application/json", body, 1, 50*time.Millisecond) // 20 bytes/s
+	expect(t, r, http.StatusRequestTimeout)
+	if took > 3*time.Second {
+		t.Fatalf("answered after %s, want about one 300 ms window", took)
+	}
+	if n := a.rowCount("packages"); n != 0 {
+		t.Fatalf("%d packages stored from a cut body", n)
+	}
+	// Fast enough: created.
+	expect(t, a.do("POST", "/api/v1/packages", token, string(body)), http.StatusCreated)
 }

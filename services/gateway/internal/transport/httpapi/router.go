@@ -29,6 +29,9 @@ type Config struct {
 	Uploads UploadLimits
 	// SecureCookies marks every cookie the API sets Secure (SHIPFILE_COOKIE_SECURE).
 	SecureCookies bool
+	// Bodies bound how the body of every route but the uploads may arrive (its
+	// MaxBytes is MaxJSONBytes when zero).
+	Bodies BodyLimits
 }
 
 // Deps is what the router serves.
@@ -91,7 +94,11 @@ func New(d Deps) (*gin.Engine, error) {
 	if err := r.SetTrustedProxies(d.Config.TrustedProxies); err != nil {
 		return nil, err
 	}
-	r.Use(observe(d.Log, d.Registry), securityHeaders, errorMiddleware(d.Log, d.Pages), recovery(d.Log, d.Pages))
+	bodies := d.Config.Bodies
+	if bodies.MaxBytes == 0 {
+		bodies.MaxBytes = d.Config.MaxJSONBytes
+	}
+	r.Use(observe(d.Log, d.Registry), securityHeaders, errorMiddleware(d.Log, d.Pages), recovery(d.Log, d.Pages), bodyGuard(bodies))
 	r.NoRoute(notFound)
 	r.NoMethod(methodNotAllowed)
 
