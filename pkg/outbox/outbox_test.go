@@ -640,3 +640,62 @@ func (b *safeBuffer) String() string {
 	defer b.mu.Unlock()
 	return b.buf.String()
 }
+
+// TestSealedEphemeralPayloadOpened: an ephemeral row written sealed is published
+// opened (Options.Open), and a plain row is published as it is; a row that cannot be
+// opened is a failed publish: it stays pending with its error, and holds the rows
+// after it back until it can be opened.
+func TestSealedEphemeralPayloadOpened(t *testing.T) {
+	t.Parallel()
+	f := setup(t)
+	seal := func(s string) []byte { return []byte("sealed:" + strings.ToUpper(s)) }
+	broken := true
+	open := func(p []byte) ([]byte, error) {
+		s, ok := strings.CutPrefix(string(p), "sealed:")
+		if !ok {
+			return p, nil // written before sealing
+		}
+		if s == "BAD" && broken {
+			return nil, errors.New("unknown key")
+		}
+		return []byte(strings.ToLower(s)), nil
+	}
+	sealed, legacy, plain := f.msg("magic link: secret"), f.msg("old job"), f.msg("public")
+	sealed.Ephemeral, legacy.Ephemeral = true, true
+	sealed.Data = seal("magic link: secret")
+	f.insert(t, sealed, legacy, plain)
+	relay := outbox.NewRelay(f.pool, f.js, outbox.Options{Open: open})
+	if err := relay.Flush(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	stored := map[string]string{}
+	for _, m := range f.stored(t) {
+		stored[m.id] = m.data
+	}
+	if stored[sealed.ID] != "magic link: secret" || stored[legacy.ID] != "old job" || stored[plain.ID] != "public" {
+		t.Fatalf("stream holds %q", stored)
+	}
+	if r := f.row(t, sealed.ID); !r.published || r.payload != nil {
+		t.Fatalf("sealed row: published %v, payload %q; want published and erased", r.published, r.payload)
+	}
+
+	bad, after := f.msg(""), f.msg("after")
+	bad.Ephemeral, bad.Data = true, seal("bad")
+	f.insert(t, bad, after)
+	if err := relay.Flush(t.Context()); err == nil || !strings.Contains(err.Error(), "open sealed payload") {
+		t.Fatalf("Flush = %v, want the open error", err)
+	}
+	if r := f.row(t, bad.ID); r.published || r.attempts != 1 || r.lastError == nil || !strings.Contains(*r.lastError, "unknown key") {
+		t.Fatalf("unopened row: published %v, attempts %d, last_error %v", r.published, r.attempts, r.lastError)
+	}
+	if f.row(t, after.ID).published {
+		t.Fatal("a row after the unopened one was published out of order")
+	}
+	broken = false // the key is back (SHIPFILE_SECRET_KEY_PREVIOUS)
+	if err := relay.Flush(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if !f.row(t, bad.ID).published || !f.row(t, after.ID).published {
+		t.Fatal("the rows were not published once the payload could be opened")
+	}
+}

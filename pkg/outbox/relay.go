@@ -54,6 +54,11 @@ type Options struct {
 	// shipfile_outbox_publish_errors_total, shipfile_outbox_pending and
 	// shipfile_outbox_oldest_pending_seconds.
 	Registerer prometheus.Registerer
+	// Open, when set, opens the payload of an ephemeral row before it is published:
+	// its writer sealed it (a mail job's magic link is never readable in the table).
+	// A row it cannot open (sealed under a key the relay lacks) is a failed publish:
+	// it stays first in line, its error recorded, tried again with back-off.
+	Open func(payload []byte) ([]byte, error)
 }
 
 // Relay publishes committed outbox rows to JetStream. Several relays (one per gateway
@@ -206,7 +211,17 @@ func (r *Relay) publishBatch(ctx context.Context) (int, error) {
 	var failed *row
 	var pubErr error
 	for i, m := range batch {
-		if _, err := r.js.Publish(ctx, m.subject, m.payload, jetstream.WithMsgID(m.msgID)); err != nil {
+		payload := m.payload
+		if m.ephemeral && r.opts.Open != nil {
+			p, err := r.opts.Open(payload)
+			if err != nil {
+				// As a failed publish: it stays first in line, tried again with back-off.
+				failed, pubErr = &batch[i], fmt.Errorf("open sealed payload: %w", err)
+				break
+			}
+			payload = p
+		}
+		if _, err := r.js.Publish(ctx, m.subject, payload, jetstream.WithMsgID(m.msgID)); err != nil {
 			failed, pubErr = &batch[i], err
 			r.metrics.publishError()
 			break

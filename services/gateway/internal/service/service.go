@@ -197,12 +197,15 @@ func New(_ context.Context, cfg Config, deps Deps) (*Service, error) {
 	}
 	reg := pkgservice.RegistryOr(deps.Registry)
 	s := &Service{Registry: reg, cfg: cfg, log: log, secrets: secrets}
-	var storeOpts []store.Option
+	// Mail jobs carry magic links: the store seals them under SHIPFILE_SECRET_KEY
+	// before they are written to the outbox, and the relay opens them as it publishes,
+	// so that no raw link is ever readable in the database (SPEC "Hostile clients").
+	storeOpts := []store.Option{store.WithSealer(sealPayload(secrets))}
 	switch {
 	case deps.JS != nil:
 		// The relay publishes committed outbox rows; the store wakes it after each
 		// commit that wrote some.
-		s.Relay = outbox.NewRelay(deps.Pool, deps.JS, outbox.Options{Log: log, Registerer: reg})
+		s.Relay = outbox.NewRelay(deps.Pool, deps.JS, outbox.Options{Log: log, Registerer: reg, Open: openPayload(secrets)})
 		storeOpts = append(storeOpts, store.WithOutboxWake(s.Relay.Wake))
 	case deps.OutboxWake != nil:
 		storeOpts = append(storeOpts, store.WithOutboxWake(deps.OutboxWake))
@@ -314,6 +317,26 @@ func (s *Service) Start(ctx context.Context) (stop func()) {
 		bg.Wait()
 		stopTail()
 		tail.Wait()
+	}
+}
+
+// sealPayload seals an outbox payload under the ring's current key.
+func sealPayload(ring *secretbox.Keyring) func([]byte) ([]byte, error) {
+	return func(p []byte) ([]byte, error) {
+		sealed, err := ring.Seal(string(p))
+		return []byte(sealed), err
+	}
+}
+
+// openPayload opens what sealPayload sealed; a payload that is not sealed (a mail job
+// written before payloads were sealed) is published as it is.
+func openPayload(ring *secretbox.Keyring) func([]byte) ([]byte, error) {
+	return func(p []byte) ([]byte, error) {
+		if !secretbox.IsSealed(string(p)) {
+			return p, nil
+		}
+		opened, err := ring.Open(string(p))
+		return []byte(opened), err
 	}
 }
 

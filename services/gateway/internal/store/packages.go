@@ -25,7 +25,7 @@ func (s *Postgres) CreatePackage(ctx context.Context, p app.Package, fx app.Effe
 	b.Queue(insertPackage, p.ID, p.OwnerUserID, p.Title, p.RecipientEmail, p.RecipientName,
 		string(p.Direction), string(p.State), int32(p.TTLDays), p.Note, p.CreatedAt, p.ExpiresAt,
 		nullString(p.PasswordHash), int32Ptr(p.MaxDownloads), p.NotifyOwner)
-	if err := queueEffects(b, fx); err != nil {
+	if err := s.queueEffects(b, fx); err != nil {
 		return err
 	}
 	return s.committed(fx, s.pool.SendBatch(ctx, b).Close())
@@ -129,7 +129,7 @@ func (s *Postgres) withLocked(ctx context.Context, id uuid.UUID, fn func(q *Quer
 		if err != nil {
 			return err
 		}
-		return writeEffects(ctx, tx, fx)
+		return s.writeEffects(ctx, tx, fx)
 	})
 }
 
@@ -224,7 +224,7 @@ func (s *Postgres) RecordLinkUse(ctx context.Context, packageID uuid.UUID, fx ap
 		if err := s.q.WithTx(tx).UseLink(ctx, packageID); err != nil {
 			return err
 		}
-		return writeEffects(ctx, tx, fx)
+		return s.writeEffects(ctx, tx, fx)
 	})
 }
 
@@ -232,7 +232,7 @@ func (s *Postgres) RecordLinkUse(ctx context.Context, packageID uuid.UUID, fx ap
 // implicit transaction, one round trip).
 func (s *Postgres) WriteEffects(ctx context.Context, fx app.Effects) error {
 	b := &pgx.Batch{}
-	if err := queueEffects(b, fx); err != nil || b.Len() == 0 {
+	if err := s.queueEffects(b, fx); err != nil || b.Len() == 0 {
 		return err
 	}
 	return s.committed(fx, s.pool.SendBatch(ctx, b).Close())
@@ -278,9 +278,9 @@ func save(ctx context.Context, q *Queries, p app.Package) error {
 
 // writeEffects writes audit entries, and events, mail jobs and webhook jobs as outbox
 // rows, in tx: a transaction of inTx, which wakes the outbox relay after the commit.
-func writeEffects(ctx context.Context, tx pgx.Tx, fx app.Effects) error {
+func (s *Postgres) writeEffects(ctx context.Context, tx pgx.Tx, fx app.Effects) error {
 	b := &pgx.Batch{}
-	if err := queueEffects(b, fx); err != nil {
+	if err := s.queueEffects(b, fx); err != nil {
 		return err
 	}
 	if b.Len() == 0 {
@@ -292,8 +292,11 @@ func writeEffects(ctx context.Context, tx pgx.Tx, fx app.Effects) error {
 	return tx.SendBatch(ctx, b).Close()
 }
 
-// queueEffects adds the audit entries and outbox messages of a change to b.
-func queueEffects(b *pgx.Batch, fx app.Effects) error {
+// queueEffects adds the audit entries and outbox messages of a change to b. The
+// payloads of ephemeral messages (mail jobs, which carry magic links) are sealed
+// with the store's sealer, so that no raw link is readable in the outbox table; the
+// relay opens them as it publishes.
+func (s *Postgres) queueEffects(b *pgx.Batch, fx app.Effects) error {
 	for _, a := range fx.Audit {
 		// The arguments in the order of sqlc's InsertAudit.
 		b.Queue(insertAudit, a.Actor, a.ActorUserID, a.Action, a.PackageID, a.FileID, a.IP, a.UserAgent, a.Detail)
@@ -309,6 +312,9 @@ func queueEffects(b *pgx.Batch, fx app.Effects) error {
 	for _, j := range fx.Mail {
 		m, err := events.MailMessage(j)
 		if err != nil {
+			return err
+		}
+		if m.Data, err = s.sealPayload(m); err != nil {
 			return err
 		}
 		msgs = append(msgs, m)

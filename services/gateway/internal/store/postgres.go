@@ -7,6 +7,7 @@ import (
 	"cmp"
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"time"
 
@@ -14,6 +15,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/shipfile/shipfile/pkg/outbox"
 	"github.com/shipfile/shipfile/services/gateway/internal/app"
 )
 
@@ -28,6 +30,9 @@ type Postgres struct {
 	q    *Queries
 	// wake is called after a transaction that wrote outbox rows has committed.
 	wake func()
+	// seal seals the payloads of ephemeral outbox messages; nil: they are stored as
+	// they are.
+	seal func([]byte) ([]byte, error)
 }
 
 var _ app.IdentityStore = (*Postgres)(nil)
@@ -39,6 +44,27 @@ type Option func(*Postgres)
 // transaction that wrote outbox rows has committed, so they are published at once
 // instead of at the relay's next poll. Nothing in the transaction itself signals.
 func WithOutboxWake(wake func()) Option { return func(s *Postgres) { s.wake = wake } }
+
+// WithSealer has the store seal the payload of every ephemeral outbox message (a
+// mail job, which carries a magic link) with seal before it is written, so that the
+// outbox table holds no raw link; the relay opens it (outbox.Options.Open) as it
+// publishes.
+func WithSealer(seal func([]byte) ([]byte, error)) Option {
+	return func(s *Postgres) { s.seal = seal }
+}
+
+// sealPayload is m's payload as the outbox stores it: sealed when m is ephemeral and
+// the store has a sealer.
+func (s *Postgres) sealPayload(m outbox.Message) ([]byte, error) {
+	if !m.Ephemeral || s.seal == nil {
+		return m.Data, nil
+	}
+	sealed, err := s.seal(m.Data)
+	if err != nil {
+		return nil, fmt.Errorf("seal outbox message %s: %w", m.ID, err)
+	}
+	return sealed, nil
+}
 
 // NewPostgres returns the store on pool.
 func NewPostgres(pool *pgxpool.Pool, opts ...Option) *Postgres {

@@ -74,7 +74,7 @@ func (s *Postgres) ChangeWebhook(ctx context.Context, id int64, change func(w *a
 			return err
 		}
 		out = toWebhook(saved)
-		return writeEffects(ctx, tx, fx)
+		return s.writeEffects(ctx, tx, fx)
 	})
 	return out, err
 }
@@ -103,7 +103,7 @@ func (s *Postgres) WriteWebhookEffects(ctx context.Context, id int64, fx app.Eff
 		if _, err := s.q.WithTx(tx).HoldWebhook(ctx, id); err != nil {
 			return notFound(err, "webhook")
 		}
-		return writeEffects(ctx, tx, fx)
+		return s.writeEffects(ctx, tx, fx)
 	})
 }
 
@@ -122,7 +122,7 @@ func (s *Postgres) RedeliverWebhook(ctx context.Context, id int64, deliveryID uu
 		if n == 0 {
 			return app.NotFound("delivery")
 		}
-		return writeEffects(ctx, tx, fx)
+		return s.writeEffects(ctx, tx, fx)
 	})
 }
 

@@ -11,6 +11,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/shipfile/shipfile/pkg/events"
+	"github.com/shipfile/shipfile/pkg/secretbox"
+	"github.com/shipfile/shipfile/pkg/servicetest"
 	"github.com/shipfile/shipfile/services/gateway/internal/app"
 	"github.com/shipfile/shipfile/services/gateway/internal/transport/httpapi"
 )
@@ -248,4 +251,47 @@ func TestSlowBodiesMinRate(t *testing.T) {
 	}
 	// Fast enough: created.
 	expect(t, a.do("POST", "/api/v1/packages", token, string(body)), http.StatusCreated)
+}
+
+// TestMagicLinkSealedAtRest: after a package is finalized, no row of the outbox
+// holds its raw magic link (SPEC "Hostile clients", magic links at rest): the mail
+// job's payload is sealed under SHIPFILE_SECRET_KEY, and opens to the job with the
+// link (what the relay publishes to the mailer).
+func TestMagicLinkSealedAtRest(t *testing.T) {
+	t.Parallel()
+	a := newTestAPI(t, defaultConfig())
+	_, token := a.user("sealer@example.com", app.RoleRegular)
+	id, link := a.sharedPackage(token, nil, "a.txt")
+	var magicLink string
+	for _, r := range a.outboxRows() {
+		if bytes.Contains(r.payload, []byte(link)) {
+			t.Fatalf("outbox row %s on %s holds the raw link token", r.msgID, r.subject)
+		}
+		if !strings.HasPrefix(r.subject, "shipfile.mail.") {
+			continue
+		}
+		if !secretbox.IsSealed(string(r.payload)) {
+			t.Fatalf("mail job %s is not sealed: %q…", r.msgID, r.payload[:min(len(r.payload), 16)])
+		}
+		opened, err := servicetest.Keyring(t).Open(string(r.payload))
+		if err != nil {
+			t.Fatal(err)
+		}
+		job, err := events.UnmarshalMailJob([]byte(opened))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if job.GetPackageId() != id {
+			t.Fatalf("mail job of package %s, want %s", job.GetPackageId(), id)
+		}
+		magicLink = job.GetMagicLink()
+	}
+	if !strings.HasSuffix(magicLink, "/p/"+link) {
+		t.Fatalf("no sealed mail job with the link (magic link %q)", magicLink)
+	}
+	// Nothing else in the database holds it either.
+	var n int
+	if err := a.pool.QueryRow(context.Background(), `SELECT count(*) FROM outbox WHERE position($1::bytea IN coalesce(payload, ''::bytea)) > 0`, []byte(link)).Scan(&n); err != nil || n != 0 {
+		t.Fatalf("%d outbox rows hold the link token (%v)", n, err)
+	}
 }
