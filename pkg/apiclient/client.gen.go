@@ -614,7 +614,7 @@ type CreatePackageDirection string
 
 // CreateToken defines model for CreateToken.
 type CreateToken struct {
-	// ExpiresAt Optional RFC 3339 date-time in the future. Without it the token does not expire.
+	// ExpiresAt Optional RFC 3339 date-time in the future. Without it the token does not expire, unless it is created with a token that does: a token created with a token expires no later than that token (a later `expires_at`, or none, becomes the creating token's; the answer shows the expiry the token got).
 	ExpiresAt *time.Time `json:"expires_at,omitempty"`
 	Name      string     `json:"name"`
 }
