@@ -230,6 +230,13 @@ func TestSlowBodiesEveryRoute(t *testing.T) {
 	if took < 600*time.Millisecond {
 		t.Fatalf("the upload took %s, want longer than the body time limit for this test to mean anything", took)
 	}
+	// So is a tus PATCH.
+	upload := a.tusCreate("/api/v1/packages/"+id+"/uploads", token, 20000)
+	r, took = a.trickle("PATCH", strings.TrimPrefix(upload, a.url), token, "application/offset+octet-stream", bytes.Repeat([]byte("p"), 20000), 2000, 100*time.Millisecond,
+		"Tus-Resumable", "1.0.0", "Upload-Offset", "0")
+	if r.status != http.StatusNoContent || took < 600*time.Millisecond {
+		t.Fatalf("tus PATCH over %s: %d %s, want 204 after more than the body time limit", took, r.status, r.body)
+	}
 }
 
 // TestSlowBodiesMinRate: a JSON body slower than the minimum rate is cut off after a
