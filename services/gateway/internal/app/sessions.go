@@ -203,8 +203,9 @@ func (s *Sessions) Sweep(ctx context.Context) error {
 }
 
 // RunSweeper sweeps every interval until ctx ends (every gateway instance runs one;
-// a sweep that fails is tried again at the next tick). Failed sign-ins alone keep
-// the tables bounded this way: the sweep after a successful sign-in is not needed.
+// a sweep that fails is tried again at the next tick), so the tables stay bounded
+// however many failed sign-ins come and whether or not anyone signs in successfully
+// (which sweeps too).
 func (s *Sessions) RunSweeper(ctx context.Context, every time.Duration, onErr func(error)) {
 	t := time.NewTicker(every)
 	defer t.Stop()
