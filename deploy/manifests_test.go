@@ -474,8 +474,8 @@ func TestTrustedProxiesNarrow(t *testing.T) {
 			continue
 		}
 		// A /20 of IPv4 (4,096 addresses) or a /56 of IPv6 at most.
-		if min := map[bool]int{true: 20, false: 56}[p.Addr().Is4()]; p.Bits() < min {
-			t.Errorf("SHIPFILE_TRUSTED_PROXIES entry %s is wider than /%d: name the ingress controller's own range", p, min)
+		if least := map[bool]int{true: 20, false: 56}[p.Addr().Is4()]; p.Bits() < least {
+			t.Errorf("SHIPFILE_TRUSTED_PROXIES entry %s is wider than /%d: name the ingress controller's own range", p, least)
 		}
 	}
 }
