@@ -6,9 +6,9 @@ SHELL := bash
 
 GO ?= go
 # The modules of go.work, listed explicitly (check-modules fails when the two differ);
-# SERVICES are the ones with binaries.
-MODULES := bench deploy pkg proto services/gateway services/mailer services/expiry services/webhooks
-SERVICES := services/gateway services/mailer services/expiry services/webhooks
+# SERVICES are the ones with binaries, and cli builds the command line, bin/shipfile.
+MODULES := bench cli deploy pkg proto services/gateway services/mailer services/expiry services/webhooks
+SERVICES := services/gateway services/mailer services/expiry services/webhooks cli
 BIN := $(CURDIR)/bin
 # `go list -m -versions honnef.co/go/tools`: v0.8.2 is staticcheck 2026.2.2 (knows Go 1.26).
 STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
@@ -105,7 +105,7 @@ migrate: build ## apply the schema migrations (bin/shipctl migrate, settings fro
 assets: ## fetch the API docs assets (Swagger UI, ReDoc): scripts/assets.sh
 	@bash scripts/assets.sh
 
-build: assets ## build the binaries into bin/: gateway shipctl mailer expiry webhooks
+build: assets ## build the binaries into bin/: gateway shipctl mailer expiry webhooks shipfile
 	@mkdir -p $(BIN)
 	@for m in $(SERVICES); do \
 		echo "==> go build $$m"; \
