@@ -113,7 +113,12 @@ standard output (see docs/CLI.md).
 Settings: SHIPFILE_URL and SHIPFILE_TOKEN override what 'shipfile login' stored.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
-		Args:          cobra.NoArgs,
+		// Args stays cobra's default for a root with subcommands: an unknown command
+		// is an error (exit 2), not the help.
+		RunE: func(cmd *cobra.Command, argv []string) error {
+			_ = cmd.Help()
+			return usageErr("no command given")
+		},
 	}
 	root.PersistentFlags().BoolVar(&a.json, "json", false, "print one JSON document on standard output (for scripts)")
 	root.PersistentFlags().BoolVarP(&a.quiet, "quiet", "q", false, "no progress output")
