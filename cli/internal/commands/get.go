@@ -98,10 +98,7 @@ func (a *app) get(ctx context.Context, l transfer.Link, dir string) error {
 		}
 		res, err := d.Download(ctx, l.Token, f, dir)
 		if err != nil {
-			if api.Retryable(err) && !transfer.IsLocal(err) {
-				return fmt.Errorf("%s: %w; run the same command again to go on where it stopped", f.Filename, err)
-			}
-			return fmt.Errorf("%s: %w", f.Filename, err)
+			return stopped(f.Filename, err)
 		}
 		total += f.Size
 		out.Files = append(out.Files, gotFile{ID: f.Id.String(), Filename: f.Filename, Path: res.Path, Size: f.Size,

@@ -82,7 +82,7 @@ func Main(ctx context.Context, args []string, stdio IO) int {
 
 func (a *app) printError(err error, code int) {
 	msg := err.Error()
-	if errors.Is(err, context.Canceled) {
+	if msg == context.Canceled.Error() {
 		msg = "interrupted"
 	}
 	if a.json {

@@ -232,10 +232,7 @@ func (a *app) send(ctx context.Context, args []string, to []string, pf packageFl
 		}
 		res, err := up.Upload(ctx, pkgID, f.abs, f.size, &st, saveFile)
 		if err != nil {
-			if errors.Is(err, context.Canceled) || api.Retryable(err) {
-				return fmt.Errorf("%s: %w; run the same command again to go on where it stopped", f.arg, err)
-			}
-			return fmt.Errorf("%s: %w", f.arg, err)
+			return stopped(f.arg, err)
 		}
 		total += f.size
 		results = append(results, sentFile{Path: f.arg, FileID: res.FileID.String(), Filename: filepath.Base(f.abs),
@@ -322,4 +319,15 @@ func (a *app) requestCmd() *cobra.Command {
 	cmd.Flags().StringVar(&from, "from", "", "who is asked for files (their e-mail address)")
 	a.packageFlags(cmd, &pf, `the request's title (default "Files for EMAIL")`)
 	return cmd
+}
+
+// stopped says why the transfer of name stopped, and how to go on when it can.
+func stopped(name string, err error) error {
+	if errors.Is(err, context.Canceled) {
+		return fmt.Errorf("interrupted during %s; run the same command again to go on where it stopped", name)
+	}
+	if api.Retryable(err) && !transfer.IsLocal(err) {
+		return fmt.Errorf("%s: %w; run the same command again to go on where it stopped", name, err)
+	}
+	return fmt.Errorf("%s: %w", name, err)
 }

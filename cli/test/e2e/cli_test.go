@@ -2,8 +2,10 @@ package e2e
 
 import (
 	"encoding/json"
+	"errors"
 	"io/fs"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -295,6 +297,65 @@ func TestCLI(t *testing.T) {
 		}
 		if r := u.run("", []string{"SHIPFILE_TOKEN=" + created.Token}, "whoami"); r.code != 1 {
 			t.Fatalf("a revoked token still works: %+v", r)
+		}
+	})
+
+	t.Run("a network drop midway is retried within the run", func(t *testing.T) {
+		u.t = t
+		const size = 40 << 20
+		p, sum := randomFile(t, files, "dropped.bin", size)
+		sys.proxy.uploaded.Store(0)
+		sys.proxy.dropAt.Store(15 << 20)
+		sent := decode[jsonSend](t, u.ok("", "send", p, "--to", "grace@example.com", "--json"))
+		if sys.proxy.dropAt.Load() != 0 {
+			t.Fatal("the upload was not cut")
+		}
+		if f := sent.Files[0]; f.SHA256 != sum || sent.Package.TotalSize != size {
+			t.Fatalf("send after a drop: %+v", sent)
+		}
+		if up := sys.proxy.uploaded.Load(); up > size+partSize+(4<<20) {
+			t.Fatalf("%d bytes went up for a file of %d with one drop", up, size)
+		}
+
+		out := t.TempDir()
+		sys.proxy.downloaded.Store(0)
+		sys.proxy.dropAt.Store(15 << 20)
+		got := decode[jsonGet](t, u.ok("", "get", sent.Links[0].MagicLink, "-o", out, "--json"))
+		if sys.proxy.dropAt.Load() != 0 {
+			t.Fatal("the download was not cut")
+		}
+		if got.Files[0].SHA256 != sum || sha256File(t, filepath.Join(out, "dropped.bin")) != sum {
+			t.Fatalf("get after a drop: %+v", got)
+		}
+		if down := sys.proxy.downloaded.Load(); down > size+(1<<20) {
+			t.Fatalf("%d bytes came down for a file of %d with one drop: the rest was not asked for with Range", down, size)
+		}
+	})
+
+	t.Run("Ctrl-C stops a send, and the same command goes on", func(t *testing.T) {
+		u.t = t
+		const size = 40 << 20
+		p, sum := randomFile(t, files, "interrupted.bin", size)
+		args := []string{"send", p, "--to", "heidi@example.com"}
+		sys.proxy.rate.Store(20 << 20)
+		sys.proxy.uploaded.Store(0)
+		cmd, _, stderr := u.command("", nil, args...)
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		waitFor(t, 60*time.Second, "10 MiB uploaded", func() bool { return sys.proxy.uploaded.Load() >= 10<<20 })
+		_ = cmd.Process.Signal(os.Interrupt)
+		err := cmd.Wait()
+		sys.proxy.rate.Store(0)
+		var ee *exec.ExitError
+		if !errors.As(err, &ee) || ee.ExitCode() != 1 || !strings.Contains(stderr.String(), "run the same command again") {
+			t.Fatalf("after Ctrl-C: %v, stderr %q", err, stderr)
+		}
+		waitFor(t, 30*time.Second, "the stopped PATCH to end", func() bool { return sys.uploadsInFlight(t) == 0 })
+		offset := storedOffset(t, sys, u)
+		sent := decode[jsonSend](t, u.ok("", append(args, "--json")...))
+		if f := sent.Files[0]; f.ResumedFrom != offset || offset == 0 || f.SHA256 != sum {
+			t.Fatalf("send after Ctrl-C: %+v; the gateway had %d", f, offset)
 		}
 	})
 

@@ -17,6 +17,7 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"log"
 	"net"
 	"net/http"
 	"net/http/httputil"
@@ -130,23 +131,26 @@ type proxy struct {
 	uploaded   atomic.Int64 // PATCH body bytes forwarded to the gateway
 	downloaded atomic.Int64 // link file bytes forwarded to the client
 	rate       atomic.Int64 // bytes per second for both; 0: as fast as it goes
+	// dropAt, when positive, makes the transfer that brings its counter past it fail
+	// there, once (the connection is cut as in a network drop).
+	dropAt atomic.Int64
 }
 
 func newProxy(t *testing.T, ln net.Listener, target string) *proxy {
 	p := &proxy{}
 	rp := httputil.NewSingleHostReverseProxy(&url.URL{Scheme: "http", Host: target})
 	rp.FlushInterval = -1
-	rp.ErrorLog = nil
+	rp.ErrorLog = log.New(io.Discard, "", 0) // cut connections are what these tests make
 	rp.ModifyResponse = func(resp *http.Response) error {
 		if resp.Request.Method == http.MethodGet && strings.Contains(resp.Request.URL.Path, "/api/v1/links/") &&
 			strings.Contains(resp.Request.URL.Path, "/files/") {
-			resp.Body = &slowCounter{r: resp.Body, n: &p.downloaded, rate: &p.rate}
+			resp.Body = &slowCounter{r: resp.Body, n: &p.downloaded, rate: &p.rate, dropAt: &p.dropAt}
 		}
 		return nil
 	}
 	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method == http.MethodPatch {
-			r.Body = &slowCounter{r: r.Body, n: &p.uploaded, rate: &p.rate}
+			r.Body = &slowCounter{r: r.Body, n: &p.uploaded, rate: &p.rate, dropAt: &p.dropAt}
 		}
 		rp.ServeHTTP(w, r)
 	})}
@@ -157,12 +161,16 @@ func newProxy(t *testing.T, ln net.Listener, target string) *proxy {
 
 // slowCounter counts what is read through it and keeps to a rate.
 type slowCounter struct {
-	r     io.ReadCloser
-	n     *atomic.Int64
-	rate  *atomic.Int64
-	start time.Time
-	read  int64
+	r      io.ReadCloser
+	n      *atomic.Int64
+	rate   *atomic.Int64
+	dropAt *atomic.Int64
+	start  time.Time
+	read   int64
 }
+
+// errDropped is the cut of a simulated network drop.
+var errDropped = errors.New("connection dropped by the test")
 
 func (s *slowCounter) Read(b []byte) (int, error) {
 	if s.start.IsZero() {
@@ -172,6 +180,9 @@ func (s *slowCounter) Read(b []byte) (int, error) {
 		b = b[:256<<10]
 	}
 	n, err := s.r.Read(b)
+	if at := s.dropAt.Load(); at > 0 && s.n.Load()+int64(n) >= at && s.dropAt.CompareAndSwap(at, 0) {
+		return 0, errDropped
+	}
 	s.n.Add(int64(n))
 	s.read += int64(n)
 	if rate := s.rate.Load(); rate > 0 {
