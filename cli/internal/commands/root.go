@@ -61,7 +61,7 @@ type app struct {
 // Main runs the command line with args (without the program's name) and returns its
 // exit code.
 func Main(ctx context.Context, args []string, stdio IO) int {
-	a := &app{io: stdio, stdin: bufio.NewReader(stdio.In)}
+	a := &app{io: stdio, stdin: newLineReader(stdio.In)}
 	root := a.root()
 	root.SetArgs(args)
 	root.SetIn(stdio.In)
@@ -234,3 +234,6 @@ func (a *app) readSecret(prompt string) (string, error) {
 	}
 	return strings.TrimRight(line, "\r\n"), nil
 }
+
+// newLineReader reads standard input line by line.
+func newLineReader(r io.Reader) *bufio.Reader { return bufio.NewReader(r) }
