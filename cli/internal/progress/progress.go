@@ -24,6 +24,7 @@ func (b Bars) Start(name string, total, done int64) transfer.Bar {
 		progressbar.OptionSetDescription(name),
 		progressbar.OptionShowBytes(true),
 		progressbar.OptionShowTotalBytes(true),
+		progressbar.OptionShowCount(),
 		progressbar.OptionSetWidth(30),
 		progressbar.OptionThrottle(100*time.Millisecond),
 		progressbar.OptionSetPredictTime(true),
