@@ -131,8 +131,7 @@ func Retryable(err error) bool {
 	if errors.As(err, &e) {
 		switch e.Status {
 		case http.StatusLocked, http.StatusTooManyRequests, http.StatusRequestTimeout,
-			http.StatusBadGateway, http.StatusServiceUnavailable, http.StatusGatewayTimeout,
-			http.StatusInternalServerError:
+			http.StatusBadGateway, http.StatusServiceUnavailable, http.StatusGatewayTimeout:
 			return true
 		}
 		return false

@@ -83,6 +83,19 @@ func (r Retry) wait(ctx context.Context, attempt int, err error) error {
 	}
 }
 
+// do calls fn until it succeeds, fails for good, or has failed Attempts+1 times in a row.
+func (r Retry) do(ctx context.Context, fn func() error) error {
+	for attempt := 0; ; attempt++ {
+		err := fn()
+		if err == nil || !api.Retryable(err) || attempt >= r.Attempts {
+			return err
+		}
+		if werr := r.wait(ctx, attempt, err); werr != nil {
+			return werr
+		}
+	}
+}
+
 // UploadState is what a later run needs to go on with one file's upload.
 type UploadState struct {
 	// UploadID is the tus upload's id (its URL is the package's uploads URL + /id).
@@ -135,7 +148,11 @@ func (u *Uploader) Upload(ctx context.Context, pkg uuid.UUID, file string, size 
 		id, err := uuid.Parse(st.UploadID)
 		if err == nil {
 			var fileID uuid.UUID
-			offset, fileID, err = u.status(ctx, pkg, id, size)
+			err = u.Retry.do(ctx, func() error {
+				var err error
+				offset, fileID, err = u.status(ctx, pkg, id, size)
+				return err
+			})
 			switch {
 			case err == nil:
 				out.FileID, out.ResumedFrom = fileID, offset
@@ -149,7 +166,12 @@ func (u *Uploader) Upload(ctx context.Context, pkg uuid.UUID, file string, size 
 		}
 	}
 	if out.FileID == uuid.Nil && st.UploadID == "" {
-		id, fileID, err := u.create(ctx, pkg, name, size)
+		var id, fileID uuid.UUID
+		err := u.Retry.do(ctx, func() error {
+			var err error
+			id, fileID, err = u.create(ctx, pkg, name, size)
+			return err
+		})
 		if err != nil {
 			return out, err
 		}

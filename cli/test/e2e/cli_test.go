@@ -205,8 +205,7 @@ func TestCLI(t *testing.T) {
 		}
 
 		// ls, show, revoke, rm.
-		var list apiclient.PackageList
-		list = decode[apiclient.PackageList](t, u.ok("", "ls", "--json", "--state", "active"))
+		list := decode[apiclient.PackageList](t, u.ok("", "ls", "--json", "--state", "active"))
 		found := false
 		for _, p := range list.Items {
 			found = found || p.Id == sent.Package.Id
