@@ -126,7 +126,8 @@ func removeBucket(st *storage.Store) {
 }
 
 // proxy forwards to the gateway, counting (and, with a rate, slowing) the bytes of tus
-// PATCH bodies and of link file downloads.
+// PATCH bodies and of link file downloads, and checks every answer against
+// proto/openapi.yaml.
 type proxy struct {
 	uploaded   atomic.Int64 // PATCH body bytes forwarded to the gateway
 	downloaded atomic.Int64 // link file bytes forwarded to the client
@@ -141,10 +142,29 @@ func newProxy(t *testing.T, ln net.Listener, target string) *proxy {
 	rp := httputil.NewSingleHostReverseProxy(&url.URL{Scheme: "http", Host: target})
 	rp.FlushInterval = -1
 	rp.ErrorLog = log.New(io.Discard, "", 0) // cut connections are what these tests make
+	contract := servicetest.MustContract(t)
 	rp.ModifyResponse = func(resp *http.Response) error {
-		if resp.Request.Method == http.MethodGet && strings.Contains(resp.Request.URL.Path, "/api/v1/links/") &&
-			strings.Contains(resp.Request.URL.Path, "/files/") {
-			resp.Body = &slowCounter{r: resp.Body, n: &p.downloaded, rate: &p.rate, dropAt: &p.dropAt}
+		// Every answer the command line gets must match proto/openapi.yaml: its status
+		// and headers, and its body unless it is a file's bytes.
+		bytesOfFile := !strings.Contains(resp.Header.Get("Content-Type"), "json") && resp.ContentLength != 0 &&
+			resp.Request.Method == http.MethodGet && strings.Contains(resp.Request.URL.Path, "/files/")
+		if bytesOfFile {
+			if err := contract.Check(resp.Request, resp.StatusCode, resp.Header, nil); err != nil {
+				t.Errorf("contract: %v", err)
+			}
+			if strings.Contains(resp.Request.URL.Path, "/api/v1/links/") {
+				resp.Body = &slowCounter{r: resp.Body, n: &p.downloaded, rate: &p.rate, dropAt: &p.dropAt}
+			}
+			return nil
+		}
+		body, err := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if err != nil {
+			return err
+		}
+		resp.Body = io.NopCloser(bytes.NewReader(body))
+		if err := contract.Check(resp.Request, resp.StatusCode, resp.Header, body); err != nil {
+			t.Errorf("contract: %v\nanswer: %.300s", err, body)
 		}
 		return nil
 	}
