@@ -41,7 +41,7 @@ func TestExitCodes(t *testing.T) {
 		{"extra argument", []string{"whoami", "x"}, ExitUsage, "argument"},
 		{"send without files", []string{"send", "--to", "a@example.com"}, ExitUsage, "argument"},
 		{"send without --to", []string{"send", file}, ExitUsage, "--to"},
-		{"send to two", []string{"send", file, "--to", "a@example.com", "--to", "b@example.com"}, ExitUsage, "one recipient"},
+		{"the same recipient twice", []string{"send", file, "--to", "a@example.com", "--to", "A@example.com "}, ExitUsage, "twice"},
 		{"encrypt", []string{"send", file, "--to", "a@example.com", "--encrypt"}, ExitUsage, "not available yet"},
 		{"days", []string{"ls", "--limit", "101"}, ExitUsage, "--limit"},
 		{"bad id", []string{"rm", "12"}, ExitUsage, "not a package id"},

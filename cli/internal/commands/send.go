@@ -1,6 +1,7 @@
 package commands
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -78,15 +79,19 @@ path, size and modification time.`,
 			if len(to) == 0 {
 				return usageErr("--to EMAIL is required")
 			}
-			if len(to) > 1 {
-				// The server takes one recipient per package until it has recipient lists.
-				return usageErr("this server takes one recipient per package: give --to once (run send once per recipient)")
+			seen := map[string]bool{}
+			for _, e := range to {
+				k := strings.ToLower(strings.TrimSpace(e))
+				if seen[k] {
+					return usageErr("--to %s is given twice", e)
+				}
+				seen[k] = true
 			}
 			return a.send(cmd.Context(), files, to, pf)
 		}),
 	}
 	f := cmd.Flags()
-	f.StringArrayVar(&to, "to", nil, "the recipient's e-mail address")
+	f.StringArrayVar(&to, "to", nil, "a recipient's e-mail address; repeat it for several (a link each, on a server with recipient lists)")
 	a.packageFlags(cmd, &pf, "the package's title (default: the first file's name)")
 	f.IntVar(&pf.maxDown, "max-downloads", 0, "how many times each file may be downloaded through the link (1-10000; default no limit)")
 	f.BoolVar(&encrypt, "encrypt", false, "end-to-end encryption (not available yet)")
@@ -206,11 +211,11 @@ func (a *app) send(ctx context.Context, args []string, to []string, pf packageFl
 		}
 	}
 	if pkgID == uuid.Nil {
-		r, err := c.API.CreatePackageWithResponse(ctx, body)
-		if err := api.Expect(r, err, http.StatusCreated); err != nil {
+		id, err := createPackage(ctx, c, body, to)
+		if err != nil {
 			return err
 		}
-		pkgID = r.JSON201.Id
+		pkgID = id
 		state = config.SendState{PackageID: pkgID.String(), Files: map[string]json.RawMessage{}}
 		if err := save(); err != nil {
 			return err
@@ -268,8 +273,8 @@ func (a *app) send(ctx context.Context, args []string, to []string, pf packageFl
 	}
 	_ = os.Remove(statePath)
 	p := fr.JSON200
-	out := sendResult{Package: p, Links: []link{{Email: string(p.RecipientEmail), MagicLink: p.MagicLink}}, Files: results}
-	a.note("Sent %d file(s), %s, to %s (SHA-256 checked); package %s expires %s", len(results), progress.Bytes(total), p.RecipientEmail, p.Id, day(&p.ExpiresAt))
+	out := sendResult{Package: p, Links: linksOf(p, fr.Body), Files: results}
+	a.note("Sent %d file(s), %s, to %s (SHA-256 checked); package %s expires %s", len(results), progress.Bytes(total), strings.Join(to, ", "), p.Id, day(&p.ExpiresAt))
 	return a.output(out, func(w io.Writer) {
 		for _, l := range out.Links {
 			fmt.Fprintln(w, l.MagicLink)
@@ -311,7 +316,7 @@ func (a *app) requestCmd() *cobra.Command {
 				return err
 			}
 			p := fr.JSON200
-			out := sendResult{Package: p, Links: []link{{Email: string(p.RecipientEmail), MagicLink: p.MagicLink}}}
+			out := sendResult{Package: p, Links: linksOf(p, fr.Body)}
 			a.note("Upload link for %s (package %s, expires %s):", p.RecipientEmail, p.Id, day(&p.ExpiresAt))
 			return a.output(out, func(w io.Writer) { fmt.Fprintln(w, p.MagicLink) })
 		}),
@@ -330,4 +335,58 @@ func stopped(name string, err error) error {
 		return fmt.Errorf("%s: %w; run the same command again to go on where it stopped", name, err)
 	}
 	return fmt.Errorf("%s: %w", name, err)
+}
+
+// createPackage creates the package. With several recipients it sends the SPEC's
+// `recipients` list (recipient_email naming its first entry); a server without recipient
+// lists ignores that field and answers a package without `recipients`: that draft is
+// deleted again and the send fails, rather than going to the first address alone.
+func createPackage(ctx context.Context, c *api.Client, body apiclient.CreatePackage, to []string) (uuid.UUID, error) {
+	if len(to) == 1 {
+		r, err := c.API.CreatePackageWithResponse(ctx, body)
+		if err := api.Expect(r, err, http.StatusCreated); err != nil {
+			return uuid.Nil, err
+		}
+		return r.JSON201.Id, nil
+	}
+	raw, err := json.Marshal(body)
+	if err != nil {
+		return uuid.Nil, err
+	}
+	var doc map[string]any
+	if err := json.Unmarshal(raw, &doc); err != nil {
+		return uuid.Nil, err
+	}
+	list := make([]map[string]string, len(to))
+	for i, e := range to {
+		list[i] = map[string]string{"email": e}
+	}
+	doc["recipients"] = list
+	raw, _ = json.Marshal(doc)
+	r, err := c.API.CreatePackageWithBodyWithResponse(ctx, "application/json", bytes.NewReader(raw))
+	if err := api.Expect(r, err, http.StatusCreated); err != nil {
+		return uuid.Nil, err
+	}
+	var got struct {
+		Recipients []json.RawMessage `json:"recipients"`
+	}
+	if json.Unmarshal(r.Body, &got) != nil || len(got.Recipients) != len(to) {
+		if dr, err := c.API.DeletePackageWithResponse(ctx, r.JSON201.Id); api.Expect(dr, err, http.StatusNoContent) != nil {
+			return uuid.Nil, fmt.Errorf("this server takes one recipient per package, and the draft %s could not be removed: give --to once", r.JSON201.Id)
+		}
+		return uuid.Nil, errors.New("this server takes one recipient per package (it has no recipient lists): give --to once, and run send once per recipient")
+	}
+	return r.JSON201.Id, nil
+}
+
+// linksOf are the recipients' links of a finalize answer: its `links` list where the
+// server has several recipients, else the one magic_link.
+func linksOf(p *apiclient.FinalizedPackage, body []byte) []link {
+	var doc struct {
+		Links []link `json:"links"`
+	}
+	if json.Unmarshal(body, &doc) == nil && len(doc.Links) > 0 {
+		return doc.Links
+	}
+	return []link{{Email: string(p.RecipientEmail), MagicLink: p.MagicLink}}
 }

@@ -238,6 +238,20 @@ func TestCLI(t *testing.T) {
 		}
 	})
 
+	t.Run("several recipients on a server of one recipient per package", func(t *testing.T) {
+		u.t = t
+		p, _ := randomFile(t, files, "two.bin", 1000)
+		before := decode[apiclient.PackageList](t, u.ok("", "ls", "--json", "--all"))
+		r := u.run("", nil, "send", p, "--to", "ivan@example.com", "--to", "judy@example.com", "--title", "For two")
+		if r.code != 1 || !strings.Contains(r.stderr, "one recipient per package") {
+			t.Fatalf("send to two: exit %d, %q", r.code, r.stderr)
+		}
+		after := decode[apiclient.PackageList](t, u.ok("", "ls", "--json", "--all"))
+		if len(after.Items) != len(before.Items) {
+			t.Fatalf("the refused send left a package: %d packages before, %d after", len(before.Items), len(after.Items))
+		}
+	})
+
 	t.Run("a protected link asks for its password", func(t *testing.T) {
 		u.t = t
 		p, sum := randomFile(t, files, "secret.bin", 64<<10)
