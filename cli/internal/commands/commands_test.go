@@ -62,6 +62,9 @@ func TestExitCodes(t *testing.T) {
 }
 
 func TestJSONError(t *testing.T) {
+	if code, stdout, stderr := runMain(t, ""); code != ExitUsage || stdout != "" || !strings.Contains(stderr, "Available Commands") {
+		t.Fatalf("no command: exit %d, stdout %q, stderr %q; want 2 and the help on stderr", code, stdout, stderr)
+	}
 	code, stdout, stderr := runMain(t, "", "whoami", "--json")
 	var doc struct {
 		Error    string `json:"error"`

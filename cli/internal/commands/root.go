@@ -116,6 +116,7 @@ Settings: SHIPFILE_URL and SHIPFILE_TOKEN override what 'shipfile login' stored.
 		// Args stays cobra's default for a root with subcommands: an unknown command
 		// is an error (exit 2), not the help.
 		RunE: func(cmd *cobra.Command, argv []string) error {
+			cmd.SetOut(a.io.Err) // standard output is for results only
 			_ = cmd.Help()
 			return usageErr("no command given")
 		},
