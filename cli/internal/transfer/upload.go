@@ -240,12 +240,25 @@ func (u *Uploader) Upload(ctx context.Context, pkg uuid.UUID, file string, size 
 			// Where does the server stand now?
 			for {
 				o, fileID, err := u.status(ctx, pkg, uploadID, size)
-				if err == nil {
-					if conflict != nil && o == offset && fileID == uuid.Nil {
+				if err == nil && conflict != nil && o == offset && fileID == uuid.Nil {
+					// No other offset: the package's state, or an earlier PATCH that
+					// the server has not finished storing yet. Try a few times.
+					if failures >= 2 {
 						bar.Abort()
 						return out, conflict
 					}
+					err = conflict
+				}
+				if err == nil {
 					offset, out.FileID = o, fileID
+					break
+				}
+				if errors.Is(err, conflict) {
+					if werr := u.Retry.wait(ctx, failures, err); werr != nil {
+						bar.Abort()
+						return out, werr
+					}
+					failures++
 					break
 				}
 				if !api.Retryable(err) || failures >= u.Retry.Attempts {

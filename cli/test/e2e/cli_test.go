@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"io/fs"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -66,11 +67,14 @@ type (
 	}
 )
 
-// TestCLI drives the command line through one system, scenario after scenario.
+// TestCLI drives the command line through one system (one gateway, one user), scenario
+// after scenario.
 func TestCLI(t *testing.T) {
 	sys := startSystem(t)
 	u := newUser(t)
 	files := t.TempDir()
+	// Logged in before any scenario, so that each also runs alone (-run 'TestCLI/…').
+	u.ok(sys.token+"\n", "login", "--url", sys.url)
 
 	t.Run("login stores the token at mode 600", func(t *testing.T) {
 		u.t = t
@@ -372,6 +376,38 @@ func TestCLI(t *testing.T) {
 		}
 	})
 
+	t.Run("a draft deleted during a send: the send fails, and the same command starts over", func(t *testing.T) {
+		u.t = t
+		const size = 20 << 20
+		p, sum := randomFile(t, files, "deleted.bin", size)
+		args := []string{"send", p, "--to", "ken@example.com"}
+		sys.proxy.rate.Store(10 << 20)
+		sys.proxy.uploaded.Store(0)
+		cmd, _, stderr := u.command("", nil, args...)
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		waitFor(t, 60*time.Second, "5 MiB uploaded", func() bool { return sys.proxy.uploaded.Load() >= 5<<20 })
+		pkgID := sendState(t, u).PackageID
+		req, _ := http.NewRequest(http.MethodDelete, sys.url+"/api/v1/packages/"+pkgID, nil)
+		req.Header.Set("Authorization", "Bearer "+sys.token)
+		resp, err := httpClient.Do(req)
+		if err != nil || resp.StatusCode != http.StatusNoContent {
+			t.Fatalf("DELETE the draft: %v %v", resp, err)
+		}
+		resp.Body.Close()
+		err = cmd.Wait()
+		sys.proxy.rate.Store(0)
+		var ee *exec.ExitError
+		if !errors.As(err, &ee) || ee.ExitCode() != 1 {
+			t.Fatalf("send whose draft was deleted: %v, stderr %q", err, stderr)
+		}
+		sent := decode[jsonSend](t, u.ok("", append(args, "--json")...))
+		if sent.Package.Id.String() == pkgID || sent.Files[0].ResumedFrom != 0 || sent.Files[0].SHA256 != sum {
+			t.Fatalf("send again after the draft was deleted: %+v (old package %s)", sent, pkgID)
+		}
+	})
+
 	t.Run("a send and a download killed midway go on where they stopped", func(t *testing.T) {
 		u.t = t
 		const size = 200 << 20
@@ -454,9 +490,16 @@ func TestCLI(t *testing.T) {
 	})
 }
 
-// storedOffset is the Upload-Offset the gateway reports for the one unfinished send's
-// upload (named in the command line's state file).
-func storedOffset(t *testing.T, sys *system, u *user) int64 {
+// sendStateDoc is the state file of an unfinished send.
+type sendStateDoc struct {
+	PackageID string `json:"package_id"`
+	Files     map[string]struct {
+		UploadID string `json:"upload_id"`
+	} `json:"files"`
+}
+
+// sendState reads the one unfinished send's state file.
+func sendState(t *testing.T, u *user) sendStateDoc {
 	t.Helper()
 	var states []string
 	_ = filepath.WalkDir(filepath.Join(u.home, "cache", "shipfile", "sends"), func(p string, d fs.DirEntry, err error) error {
@@ -472,14 +515,20 @@ func storedOffset(t *testing.T, sys *system, u *user) int64 {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var st struct {
-		PackageID string `json:"package_id"`
-		Files     map[string]struct {
-			UploadID string `json:"upload_id"`
-		} `json:"files"`
-	}
-	if err := json.Unmarshal(b, &st); err != nil || len(st.Files) != 1 {
+	var st sendStateDoc
+	if err := json.Unmarshal(b, &st); err != nil || st.PackageID == "" {
 		t.Fatalf("state file %s: %v %s", states[0], err, b)
+	}
+	return st
+}
+
+// storedOffset is the Upload-Offset the gateway reports for the one unfinished send's
+// upload (named in the command line's state file).
+func storedOffset(t *testing.T, sys *system, u *user) int64 {
+	t.Helper()
+	st := sendState(t, u)
+	if len(st.Files) != 1 {
+		t.Fatalf("the send state names %d files, want 1", len(st.Files))
 	}
 	var uploadID string
 	for _, f := range st.Files {
