@@ -6,8 +6,8 @@ SHELL := bash
 
 GO ?= go
 # The modules of go.work, listed explicitly (check-modules fails when the two differ);
-# SERVICES are the ones with binaries.
-MODULES := bench deploy pkg proto services/gateway services/mailer services/expiry services/webhooks
+# SERVICES are the ones with binaries; cli is the command line, bin/shipfile (static).
+MODULES := bench cli deploy pkg proto services/gateway services/mailer services/expiry services/webhooks
 SERVICES := services/gateway services/mailer services/expiry services/webhooks
 BIN := $(CURDIR)/bin
 # `go list -m -versions honnef.co/go/tools`: v0.8.2 is staticcheck 2026.2.2 (knows Go 1.26).
@@ -105,12 +105,14 @@ migrate: build ## apply the schema migrations (bin/shipctl migrate, settings fro
 assets: ## fetch the API docs assets (Swagger UI, ReDoc): scripts/assets.sh
 	@bash scripts/assets.sh
 
-build: assets ## build the binaries into bin/: gateway shipctl mailer expiry webhooks
+build: assets ## build the binaries into bin/: gateway shipctl mailer expiry webhooks shipfile
 	@mkdir -p $(BIN)
 	@for m in $(SERVICES); do \
 		echo "==> go build $$m"; \
 		(cd $$m && $(GO) build -o $(BIN)/ ./cmd/...) || { echo "FAIL: build in $$m" >&2; exit 1; }; \
 	done
+	@echo "==> go build cli (static: CGO_ENABLED=0)"
+	@cd cli && CGO_ENABLED=0 $(GO) build -o $(BIN)/ ./cmd/... || { echo "FAIL: build in cli" >&2; exit 1; }
 
 k8s: ## render the production Kubernetes manifests (kustomize build deploy/k8s/overlays/production)
 	@if [[ "$$($(KUSTOMIZE) version 2>/dev/null)" != "$(KUSTOMIZE_VERSION)" ]]; then \

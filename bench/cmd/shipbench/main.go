@@ -15,7 +15,7 @@
 // bucket) and a nats-server binary (each row runs a private one, because the services'
 // stream and consumer names are fixed). It builds the services first, unless
 // SHIPBENCH_BIN_DIR names a directory of prebuilt binaries (gateway, shipctl, webhooks,
-// expiry), as on a machine without Go.
+// expiry, shipfile), as on a machine without Go.
 package main
 
 import (
@@ -67,7 +67,7 @@ type config struct {
 var prof *profiler
 
 // allRows are the rows in the order they run.
-var allRows = []string{"upload", "tus", "memory", "download", "api", "events", "expiry", "fairness", "dispatch"}
+var allRows = []string{"upload", "tus", "cli", "memory", "download", "api", "events", "expiry", "fairness", "dispatch"}
 
 // budgets bound each group of rows; the whole run is also bounded by -timeout.
 var budgets = map[string]time.Duration{
@@ -175,6 +175,9 @@ func run(c config, command string) int {
 
 	var bins rig.Bins
 	names := []string{"gateway", "shipctl"}
+	if want["cli"] {
+		names = append(names, "shipfile")
+	}
 	if want["events"] || want["dispatch"] || want["fairness"] {
 		names = append(names, "webhooks")
 	}
@@ -236,7 +239,7 @@ func run(c config, command string) int {
 		fmt.Fprintf(log, "    %s took %s\n", name, time.Since(start).Round(100*time.Millisecond))
 	}
 
-	group("transfer", []string{"upload", "tus", "memory", "download"}, func(ctx context.Context, t testing.TB) {
+	group("transfer", []string{"upload", "tus", "cli", "memory", "download"}, func(ctx context.Context, t testing.TB) {
 		transferRows(ctx, t, c, bins, want, rep)
 	})
 	group("api", []string{"api"}, func(ctx context.Context, t testing.TB) { apiRow(ctx, t, c, bins, rep) })
@@ -288,7 +291,7 @@ func prebuilt(dir string, names []string) (rig.Bins, error) {
 
 // groupOf maps a row to the group whose budget bounds it.
 var groupOf = map[string]string{
-	"upload": "transfer", "tus": "transfer", "memory": "transfer", "download": "transfer", "transfer": "transfer",
+	"upload": "transfer", "tus": "transfer", "cli": "transfer", "memory": "transfer", "download": "transfer", "transfer": "transfer",
 	"api": "api", "events": "events", "expiry": "expiry", "fairness": "fairness", "dispatch": "dispatch",
 }
 

@@ -50,11 +50,14 @@ func transferRows(ctx context.Context, t testing.TB, c config, bins rig.Bins, wa
 	x := &transfer{t: t, c: c, s: s, rep: rep}
 
 	var pkgID, fileID string
-	if want["upload"] || want["download"] || want["tus"] {
+	if want["upload"] || want["download"] || want["tus"] || want["cli"] {
 		pkgID, fileID = x.uploadRow(ctx, want["upload"])
 	}
 	if want["tus"] {
 		x.tusRow(ctx)
+	}
+	if want["cli"] {
+		x.cliRow(ctx)
 	}
 	if want["download"] && pkgID != "" {
 		x.downloadRow(ctx, pkgID, fileID)

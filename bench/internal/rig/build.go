@@ -16,6 +16,7 @@ var commands = map[string]string{
 	"webhooks": "services/webhooks/cmd/webhooks",
 	"mailer":   "services/mailer/cmd/mailer",
 	"expiry":   "services/expiry/cmd/expiry",
+	"shipfile": "cli/cmd/shipfile",
 }
 
 // Root returns the repository's root: the nearest directory above the working
@@ -40,7 +41,7 @@ func Root(t testing.TB) string {
 
 // Bins are the built binaries.
 type Bins struct {
-	// Path maps a binary's name (gateway, shipctl, webhooks, mailer, expiry) to its path.
+	// Path maps a binary's name (gateway, shipctl, webhooks, mailer, expiry, shipfile) to its path.
 	Path map[string]string
 	// Pprof says the services were built with a pprof endpoint (BuildOptions.Pprof).
 	Pprof bool
@@ -86,7 +87,7 @@ func Build(t testing.TB, dir string, o BuildOptions, names ...string) Bins {
 		}
 		replace := map[string]string{}
 		for _, n := range names {
-			if n != "shipctl" {
+			if n != "shipctl" && n != "shipfile" {
 				replace[filepath.Join(root, commands[n], "zz_shipbench_pprof.go")] = src
 			}
 		}

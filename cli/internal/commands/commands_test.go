@@ -1,0 +1,96 @@
+package commands
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// runMain runs the command line with no server behind it, in a home of its own.
+func runMain(t *testing.T, stdin string, args ...string) (int, string, string) {
+	t.Helper()
+	home := t.TempDir()
+	t.Setenv("XDG_CONFIG_HOME", filepath.Join(home, "config"))
+	t.Setenv("XDG_CACHE_HOME", filepath.Join(home, "cache"))
+	t.Setenv("SHIPFILE_CONFIG", "")
+	t.Setenv("SHIPFILE_TOKEN", "")
+	t.Setenv("SHIPFILE_URL", "")
+	var out, errb bytes.Buffer
+	code := Main(context.Background(), args, IO{In: strings.NewReader(stdin), Out: &out, Err: &errb})
+	return code, out.String(), errb.String()
+}
+
+func TestExitCodes(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "f.txt")
+	if err := os.WriteFile(file, []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name string
+		args []string
+		code int
+		say  string
+	}{
+		{"no command", nil, ExitUsage, "no command"},
+		{"unknown command", []string{"nope"}, ExitUsage, "unknown command"},
+		{"unknown flag", []string{"whoami", "--nope"}, ExitUsage, "unknown flag"},
+		{"extra argument", []string{"whoami", "x"}, ExitUsage, "argument"},
+		{"send without files", []string{"send", "--to", "a@example.com"}, ExitUsage, "argument"},
+		{"send without --to", []string{"send", file}, ExitUsage, "--to"},
+		{"the same recipient twice", []string{"send", file, "--to", "a@example.com", "--to", "A@example.com "}, ExitUsage, "twice"},
+		{"encrypt", []string{"send", file, "--to", "a@example.com", "--encrypt"}, ExitUsage, "not available yet"},
+		{"days", []string{"ls", "--limit", "101"}, ExitUsage, "--limit"},
+		{"bad id", []string{"rm", "12"}, ExitUsage, "not a package id"},
+		{"bad token id", []string{"tokens", "revoke", "x"}, ExitUsage, "not a token id"},
+		{"encrypted link", []string{"get", "https://h/p/tok#key"}, ExitUsage, "not available yet"},
+		{"login without url", []string{"login"}, ExitUsage, "--url"},
+		{"not logged in", []string{"whoami"}, ExitFailed, "not logged in"},
+		{"missing file", []string{"send", "/no/such/file", "--to", "a@example.com"}, ExitFailed, "no such file"},
+		{"help", []string{"--help"}, ExitOK, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			code, _, stderr := runMain(t, "", tc.args...)
+			if code != tc.code || !strings.Contains(stderr, tc.say) {
+				t.Fatalf("shipfile %v: exit %d, stderr %q; want %d and %q", tc.args, code, stderr, tc.code, tc.say)
+			}
+		})
+	}
+}
+
+func TestJSONError(t *testing.T) {
+	if code, stdout, stderr := runMain(t, ""); code != ExitUsage || stdout != "" || !strings.Contains(stderr, "Available Commands") {
+		t.Fatalf("no command: exit %d, stdout %q, stderr %q; want 2 and the help on stderr", code, stdout, stderr)
+	}
+	code, stdout, stderr := runMain(t, "", "whoami", "--json")
+	var doc struct {
+		Error    string `json:"error"`
+		ExitCode int    `json:"exit_code"`
+	}
+	if code != ExitFailed || stdout != "" || json.Unmarshal([]byte(stderr), &doc) != nil || doc.ExitCode != 1 || !strings.Contains(doc.Error, "not logged in") {
+		t.Fatalf("whoami --json when not logged in: exit %d, stdout %q, stderr %q", code, stdout, stderr)
+	}
+}
+
+func TestPasswordStdin(t *testing.T) {
+	for _, tc := range []struct{ in, want string }{
+		{"secret password\n", "secret password"},
+		{"no newline", "no newline"},
+		{"crlf line\r\nnext\n", "crlf line"},
+	} {
+		a := &app{io: IO{In: strings.NewReader(tc.in)}}
+		a.stdin = newLineReader(a.io.In)
+		got, err := a.readSecret("Password: ")
+		if err != nil || got != tc.want {
+			t.Errorf("readSecret(%q) = %q, %v; want %q", tc.in, got, err, tc.want)
+		}
+	}
+	a := &app{io: IO{In: strings.NewReader("")}}
+	a.stdin = newLineReader(a.io.In)
+	if _, err := a.readSecret("Password: "); err == nil || !strings.Contains(err.Error(), "password expected") {
+		t.Errorf("readSecret of empty stdin: %v", err)
+	}
+}
