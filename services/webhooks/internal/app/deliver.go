@@ -14,6 +14,7 @@ import (
 	"github.com/shipfile/shipfile/pkg/backoff"
 	"github.com/shipfile/shipfile/pkg/consumer"
 	"github.com/shipfile/shipfile/pkg/events"
+	"github.com/shipfile/shipfile/pkg/events/eventsv1"
 	"github.com/shipfile/shipfile/services/webhooks/internal/signing"
 )
 
@@ -189,47 +190,50 @@ func (d *Deliverer) Deliver(ctx context.Context, data []byte, numDelivered uint6
 	if _, err := uuid.Parse(job.GetDeliveryId()); err != nil {
 		return Decision{Action: Term, Reason: fmt.Sprintf("webhook job with delivery id %q: %v", job.GetDeliveryId(), err)}
 	}
-	log := d.log.With("delivery_id", job.GetDeliveryId(), "hook_id", job.GetHookId())
+	log := &deliveryLog{base: d.log, id: job.GetDeliveryId(), hook: job.GetHookId()}
 
-	l, err := d.loads.Do(ctx, job.GetDeliveryId())
-	switch {
-	case err != nil && ctx.Err() != nil:
-		return Decision{Action: Nak} // stopping: another instance takes it at once
-	case err != nil:
-		log.Warn("load delivery", "err", err)
-		return Decision{Action: Nak, Delay: backoff.TransientDelay(numDelivered)}
-	case !l.ok:
-		log.Info("delivery gone (subscription or delivery deleted); job dropped")
-		return Decision{Action: Ack}
+	del, fresh := freshDelivery(job, numDelivered)
+	if !fresh {
+		l, err := d.loads.Do(ctx, job.GetDeliveryId())
+		switch {
+		case err != nil && ctx.Err() != nil:
+			return Decision{Action: Nak} // stopping: another instance takes it at once
+		case err != nil:
+			log.get().Warn("load delivery", "err", err)
+			return Decision{Action: Nak, Delay: backoff.TransientDelay(numDelivered)}
+		case !l.ok:
+			log.get().Info("delivery gone (subscription or delivery deleted); job dropped")
+			return Decision{Action: Ack}
+		}
+		del = l.d
+		if dup := duplicateJob(del); dup != "" {
+			log.get().Info(dup+"; duplicate job dropped", "event", del.Event)
+			return Decision{Action: Ack}
+		}
 	}
-	del := l.d
-	log = log.With("event", del.Event)
-	if dup := duplicateJob(del); dup != "" {
-		log.Info(dup + "; duplicate job dropped")
-		return Decision{Action: Ack}
-	}
+	log.event = del.Event
 	sub, err := d.subs.Get(ctx, del.SubscriptionID)
 	switch {
 	case errors.Is(err, ErrNotFound):
-		log.Info("subscription deleted; job dropped")
+		log.get().Info("subscription deleted; job dropped")
 		return Decision{Action: Ack}
 	case err != nil && ctx.Err() != nil:
 		return Decision{Action: Nak}
 	case err != nil:
-		log.Warn("load subscription", "err", err)
+		log.get().Warn("load subscription", "err", err)
 		return Decision{Action: Nak, Delay: backoff.TransientDelay(numDelivered)}
 	}
 	del.Subscription = sub
 	if sub.SecretError != nil {
-		log.Error("cannot open the subscription's signing secret; delivery waits", "err", sub.SecretError)
+		log.get().Error("cannot open the subscription's signing secret; delivery waits", "err", sub.SecretError)
 		return Decision{Action: Nak, Delay: backoff.TransientDelay(numDelivered)}
 	}
 	if failsWithoutAttempt(sub, del.Event) {
 		if err := d.store.MarkFailed(ctx, del.ID, ReasonSubscriptionDisabled); err != nil && !errors.Is(err, ErrNotFound) {
-			log.Warn("mark delivery failed", "err", err)
+			log.get().Warn("mark delivery failed", "err", err)
 			return Decision{Action: Nak, Delay: backoff.TransientDelay(numDelivered)}
 		}
-		log.Info("subscription disabled; delivery failed without an attempt")
+		log.get().Info("subscription disabled; delivery failed without an attempt")
 		d.metrics.Deliveries.WithLabelValues(OutcomeFailed).Inc()
 		return Decision{Action: Ack}
 	}
@@ -246,7 +250,7 @@ func (d *Deliverer) Deliver(ctx context.Context, data []byte, numDelivered uint6
 		Body:   del.Body,
 	})
 	if resp.StatusCode == 0 && ctx.Err() != nil {
-		log.Info("attempt abandoned at shutdown; job requeued")
+		log.get().Info("attempt abandoned at shutdown; job requeued")
 		return Decision{Action: Nak}
 	}
 	d.metrics.AttemptDuration.Observe(resp.Duration.Seconds())
@@ -254,7 +258,7 @@ func (d *Deliverer) Deliver(ctx context.Context, data []byte, numDelivered uint6
 }
 
 // record decides the attempt's consequences and writes them.
-func (d *Deliverer) record(ctx context.Context, log *slog.Logger, del Delivery, resp Response, numDelivered uint64) Decision {
+func (d *Deliverer) record(ctx context.Context, log *deliveryLog, del Delivery, resp Response, numDelivered uint64) Decision {
 	rec := AttemptRecord{
 		DeliveryID:     del.ID,
 		SubscriptionID: del.SubscriptionID,
@@ -275,40 +279,76 @@ func (d *Deliverer) record(ctx context.Context, log *slog.Logger, del Delivery, 
 		// Rare (410 Gone): a write to the subscription's row, which tells every
 		// instance. Before the attempt's record, so a failure here retries both.
 		if err := d.store.DisableSubscription(rctx, del.SubscriptionID, rec.DisableReason); err != nil {
-			log.Warn("disable subscription", "err", err)
+			log.get().Warn("disable subscription", "err", err)
 			return Decision{Action: Nak, Delay: backoff.TransientDelay(numDelivered)}
 		}
 		d.subs.Changed(rctx, del.SubscriptionID)
 	}
 	r, err := d.records.Do(rctx, rec)
 	if err == nil && !r.ok {
-		log.Info("delivery deleted during its attempt; job dropped")
+		log.get().Info("delivery deleted during its attempt; job dropped")
 		return Decision{Action: Ack}
 	}
 	if err != nil {
 		// The attempt happened but is not on record: the job comes back and tries again.
-		log.Warn("record attempt", "err", err, "status_code", resp.StatusCode)
+		log.get().Warn("record attempt", "err", err, "status_code", resp.StatusCode)
 		return Decision{Action: Nak, Delay: backoff.TransientDelay(numDelivered)}
 	}
 	d.metrics.Deliveries.WithLabelValues(outcome).Inc()
 
-	attrs := []any{"attempt", r.attempt, "round_attempt", round, "status_code", resp.StatusCode,
-		"duration_ms", resp.Duration.Milliseconds(), "outcome", outcome}
-	if rec.Error != "" {
-		attrs = append(attrs, "error", rec.Error)
+	attrs := func(more ...any) []any {
+		a := []any{"attempt", r.attempt, "round_attempt", round, "status_code", resp.StatusCode,
+			"duration_ms", resp.Duration.Milliseconds(), "outcome", outcome}
+		if rec.Error != "" {
+			a = append(a, "error", rec.Error)
+		}
+		return append(a, more...)
 	}
 	switch {
 	case rec.DisableReason != "":
-		log.Warn("webhook attempt failed; subscription disabled", append(attrs, "reason", rec.DisableReason)...)
+		log.get().Warn("webhook attempt failed; subscription disabled", attrs("reason", rec.DisableReason)...)
 	case rec.Status == StatusPending:
-		log.Info("webhook attempt failed; will retry", append(attrs, "retry_in", wait.String())...)
+		log.get().Info("webhook attempt failed; will retry", attrs("retry_in", wait.String())...)
 		return Decision{Action: Nak, Delay: wait}
 	case rec.Status == StatusFailed:
-		log.Warn("webhook attempt failed; delivery failed after the last attempt", attrs...)
-	default:
-		log.Debug("webhook delivered", attrs...)
+		log.get().Warn("webhook attempt failed; delivery failed after the last attempt", attrs()...)
+	case d.log.Enabled(ctx, slog.LevelDebug):
+		log.get().Debug("webhook delivered", attrs()...)
 	}
 	return Decision{Action: Ack}
+}
+
+// deliveryLog is the logger of one delivery, made only when something is logged (most
+// deliveries log nothing, and a logger with attributes costs allocations).
+type deliveryLog struct {
+	base  *slog.Logger
+	id    string
+	hook  int64
+	event string
+}
+
+func (l *deliveryLog) get() *slog.Logger {
+	args := []any{"delivery_id", l.id, "hook_id", l.hook}
+	if l.event != "" {
+		args = append(args, "event", l.event)
+	}
+	return l.base.With(args...)
+}
+
+// freshDelivery returns the delivery a job fresh from the fan-out describes: one that
+// carries its event and body (the row's, committed before the job was published) and
+// is delivered for the first time. Such a delivery is pending in its first round with
+// no attempt yet, so its first attempt needs no read of the row. Any other job (handed
+// out again after a crash or a NATS restart, a retry, a redelivery through the API)
+// is not fresh: its row says what is left to do.
+func freshDelivery(job *eventsv1.WebhookJob, numDelivered uint64) (Delivery, bool) {
+	if numDelivered != 1 || job.GetEvent() == "" {
+		return Delivery{}, false
+	}
+	return Delivery{
+		ID: job.GetDeliveryId(), SubscriptionID: job.GetHookId(), Event: job.GetEvent(), Body: job.GetBody(),
+		Status: StatusPending,
+	}, true
 }
 
 // duplicateJob says why a job for del has nothing left to do ("" when it has): the
@@ -397,15 +437,17 @@ func Headers(del Delivery, now time.Time) http.Header {
 	if sub.PreviousSecret != "" && sub.PreviousSecretUntil.After(now) {
 		secrets = append(secrets, sub.PreviousSecret)
 	}
-	h := http.Header{}
-	h.Set("Content-Type", "application/json")
-	h.Set("User-Agent", UserAgent)
-	h.Set(HeaderEvent, del.Event)
-	h.Set(HeaderSignature, signing.Service(sub.Secret, del.Body))
-	h.Set(HeaderHookID, strconv.FormatInt(del.SubscriptionID, 10))
-	h.Set(HeaderDelivery, del.ID)
-	h.Set(HeaderWebhookID, del.ID)
-	h.Set(HeaderWebhookTimestamp, strconv.FormatInt(ts, 10))
-	h.Set(HeaderWebhookSignature, signing.StandardHeader(del.ID, ts, del.Body, secrets...))
+	// One map and one backing array for the nine values (an attempt's headers are built
+	// for every delivery); the keys are already canonical.
+	v := [...]string{
+		"application/json", UserAgent, del.Event, signing.Service(sub.Secret, del.Body),
+		strconv.FormatInt(del.SubscriptionID, 10), del.ID, del.ID, strconv.FormatInt(ts, 10),
+		signing.StandardHeader(del.ID, ts, del.Body, secrets...),
+	}
+	h := make(http.Header, len(v))
+	for i, k := range [...]string{"Content-Type", "User-Agent", HeaderEvent, HeaderSignature, HeaderHookID,
+		HeaderDelivery, HeaderWebhookID, HeaderWebhookTimestamp, HeaderWebhookSignature} {
+		h[k] = v[i : i+1 : i+1]
+	}
 	return h
 }

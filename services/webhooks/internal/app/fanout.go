@@ -111,7 +111,8 @@ func (f *Fanout) HandleBatch(ctx context.Context, msgs [][]byte) []error {
 		for _, s := range targets {
 			id := DeliveryID(env.GetEventId(), s.ID)
 			rows = append(rows, NewDelivery{ID: id, SubscriptionID: s.ID, EventID: env.GetEventId(), Event: typ, Body: body})
-			jobs = append(jobs, Job{Job: &eventsv1.WebhookJob{DeliveryId: id, HookId: s.ID}, MsgID: id})
+			// The job carries the row's event and body, so its first attempt reads nothing.
+			jobs = append(jobs, Job{Job: &eventsv1.WebhookJob{DeliveryId: id, HookId: s.ID, Event: typ, Body: body}, MsgID: id})
 		}
 		f.log.Debug("fanning out", "event_id", env.GetEventId(), "event", typ, "deliveries", len(targets))
 	}

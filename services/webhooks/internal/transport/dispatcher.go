@@ -15,9 +15,11 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	"google.golang.org/protobuf/proto"
 
 	"github.com/shipfile/shipfile/pkg/consumer"
 	"github.com/shipfile/shipfile/pkg/events"
+	"github.com/shipfile/shipfile/pkg/events/eventsv1"
 	"github.com/shipfile/shipfile/services/webhooks/internal/app"
 )
 
@@ -554,7 +556,11 @@ func (d *Dispatcher) scheduleRetry(ctx context.Context, msg jetstream.Msg, notBe
 		return err
 	}
 	out := nats.NewMsg(d.opts.RetrySubjectPrefix + strconv.FormatInt(job.GetHookId(), 10))
-	out.Data = msg.Data()
+	// The retry carries the ids only (not the fan-out's event and body): its attempt
+	// reads the row, whose round and state the first attempt changed.
+	if out.Data, err = proto.Marshal(&eventsv1.WebhookJob{DeliveryId: job.GetDeliveryId(), HookId: job.GetHookId()}); err != nil {
+		return err
+	}
 	out.Header.Set(HeaderNotBefore, strconv.FormatInt(notBefore.UnixMilli(), 10))
 	out.Header.Set(jetstream.MsgIDHeader, fmt.Sprintf("%s:retry:%d", job.GetDeliveryId(), md.Sequence.Stream))
 	pctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
