@@ -12,7 +12,6 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/shipfile/shipfile/pkg/backoff"
-	"github.com/shipfile/shipfile/pkg/consumer"
 	"github.com/shipfile/shipfile/pkg/events"
 	"github.com/shipfile/shipfile/pkg/events/eventsv1"
 	"github.com/shipfile/shipfile/services/webhooks/internal/signing"
@@ -42,16 +41,29 @@ const (
 // handling context was cancelled while the request was under way.
 const recordTimeout = 10 * time.Second
 
-// Decision is the outcome of handling one job message: Ack (delivered, finally failed, or nothing to do), Nak
-// (again after Delay) or Term (the message is malformed).
-type Decision = consumer.Decision
+// RetryError is what Deliver returns for a job to be handled again after Delay (at
+// once when 0: the dispatcher is stopping, another instance takes it): its attempt
+// failed and the next one waits for the schedule, or a dependency (the database, the
+// subscription's secret) failed. Err says why. The transport turns it into a
+// NakWithDelay, or moves the job to the retry queue; Deliver returns nil for a job that
+// is done (delivered, finally failed, or nothing left to do) and an error wrapping
+// ErrPoison for a malformed job.
+type RetryError struct {
+	Delay time.Duration
+	Err   error
+}
 
-// Actions on a job message.
-const (
-	Ack  = consumer.Ack
-	Nak  = consumer.Nak
-	Term = consumer.Term
-)
+func (e *RetryError) Error() string {
+	return fmt.Sprintf("again in %s: %v", e.Delay, e.Err)
+}
+
+func (e *RetryError) Unwrap() error { return e.Err }
+
+// retry returns a RetryError.
+func retry(delay time.Duration, err error) error { return &RetryError{Delay: delay, Err: err} }
+
+// errAbandoned: the dispatcher stopped while the attempt was under way.
+var errAbandoned = errors.New("attempt abandoned at shutdown")
 
 // Request is one webhook POST.
 type Request struct {
@@ -179,16 +191,18 @@ func (d *Deliverer) OldestPending(ctx context.Context) (time.Duration, error) {
 }
 
 // Deliver handles one job message (an encoded eventsv1.WebhookJob) that JetStream has
-// delivered numDelivered times. The job may be acknowledged once Deliver returns Ack:
-// its attempt is committed. When ctx is cancelled during the request (shutdown), the
-// attempt is abandoned unrecorded and the job goes back to the queue at once.
-func (d *Deliverer) Deliver(ctx context.Context, data []byte, numDelivered uint64) Decision {
+// delivered numDelivered times. The job may be acknowledged once Deliver returns nil:
+// its attempt is committed (or nothing is left to do). A *RetryError says when to
+// handle it again; an error wrapping ErrPoison, that it never can be. When ctx is
+// cancelled during the request (shutdown), the attempt is abandoned unrecorded and the
+// job goes back to the queue at once (a RetryError without delay).
+func (d *Deliverer) Deliver(ctx context.Context, data []byte, numDelivered uint64) error {
 	job, err := events.UnmarshalWebhookJob(data)
 	if err != nil {
-		return Decision{Action: Term, Reason: err.Error()}
+		return fmt.Errorf("%w: %w", ErrPoison, err)
 	}
 	if _, err := uuid.Parse(job.GetDeliveryId()); err != nil {
-		return Decision{Action: Term, Reason: fmt.Sprintf("webhook job with delivery id %q: %v", job.GetDeliveryId(), err)}
+		return fmt.Errorf("%w: webhook job with delivery id %q: %w", ErrPoison, job.GetDeliveryId(), err)
 	}
 	log := &deliveryLog{base: d.log, id: job.GetDeliveryId(), hook: job.GetHookId()}
 
@@ -197,18 +211,18 @@ func (d *Deliverer) Deliver(ctx context.Context, data []byte, numDelivered uint6
 		l, err := d.loads.Do(ctx, job.GetDeliveryId())
 		switch {
 		case err != nil && ctx.Err() != nil:
-			return Decision{Action: Nak} // stopping: another instance takes it at once
+			return retry(0, err) // stopping: another instance takes it at once
 		case err != nil:
 			log.get().Warn("load delivery", "err", err)
-			return Decision{Action: Nak, Delay: backoff.TransientDelay(numDelivered)}
+			return retry(backoff.TransientDelay(numDelivered), err)
 		case !l.ok:
 			log.get().Info("delivery gone (subscription or delivery deleted); job dropped")
-			return Decision{Action: Ack}
+			return nil
 		}
 		del = l.d
 		if dup := duplicateJob(del); dup != "" {
 			log.get().Info(dup+"; duplicate job dropped", "event", del.Event)
-			return Decision{Action: Ack}
+			return nil
 		}
 	}
 	log.event = del.Event
@@ -216,30 +230,30 @@ func (d *Deliverer) Deliver(ctx context.Context, data []byte, numDelivered uint6
 	switch {
 	case errors.Is(err, ErrNotFound):
 		log.get().Info("subscription deleted; job dropped")
-		return Decision{Action: Ack}
+		return nil
 	case err != nil && ctx.Err() != nil:
-		return Decision{Action: Nak}
+		return retry(0, err)
 	case err != nil:
 		log.get().Warn("load subscription", "err", err)
-		return Decision{Action: Nak, Delay: backoff.TransientDelay(numDelivered)}
+		return retry(backoff.TransientDelay(numDelivered), err)
 	}
 	del.Subscription = sub
 	if sub.SecretError != nil {
 		log.get().Error("cannot open the subscription's signing secret; delivery waits", "err", sub.SecretError)
-		return Decision{Action: Nak, Delay: backoff.TransientDelay(numDelivered)}
+		return retry(backoff.TransientDelay(numDelivered), sub.SecretError)
 	}
 	if failsWithoutAttempt(sub, del.Event) {
 		if err := d.store.MarkFailed(ctx, del.ID, ReasonSubscriptionDisabled); err != nil && !errors.Is(err, ErrNotFound) {
 			log.get().Warn("mark delivery failed", "err", err)
-			return Decision{Action: Nak, Delay: backoff.TransientDelay(numDelivered)}
+			return retry(backoff.TransientDelay(numDelivered), err)
 		}
 		log.get().Info("subscription disabled; delivery failed without an attempt")
 		d.metrics.Deliveries.WithLabelValues(OutcomeFailed).Inc()
-		return Decision{Action: Ack}
+		return nil
 	}
 	if d.rates != nil {
 		if err := d.rates.Wait(ctx, sub); err != nil {
-			return Decision{Action: Nak}
+			return retry(0, err)
 		}
 	}
 
@@ -251,14 +265,14 @@ func (d *Deliverer) Deliver(ctx context.Context, data []byte, numDelivered uint6
 	})
 	if resp.StatusCode == 0 && ctx.Err() != nil {
 		log.get().Info("attempt abandoned at shutdown; job requeued")
-		return Decision{Action: Nak}
+		return retry(0, errAbandoned)
 	}
 	d.metrics.AttemptDuration.Observe(resp.Duration.Seconds())
 	return d.record(ctx, log, del, resp, numDelivered)
 }
 
 // record decides the attempt's consequences and writes them.
-func (d *Deliverer) record(ctx context.Context, log *deliveryLog, del Delivery, resp Response, numDelivered uint64) Decision {
+func (d *Deliverer) record(ctx context.Context, log *deliveryLog, del Delivery, resp Response, numDelivered uint64) error {
 	rec := AttemptRecord{
 		DeliveryID:     del.ID,
 		SubscriptionID: del.SubscriptionID,
@@ -280,19 +294,19 @@ func (d *Deliverer) record(ctx context.Context, log *deliveryLog, del Delivery, 
 		// instance. Before the attempt's record, so a failure here retries both.
 		if err := d.store.DisableSubscription(rctx, del.SubscriptionID, rec.DisableReason); err != nil {
 			log.get().Warn("disable subscription", "err", err)
-			return Decision{Action: Nak, Delay: backoff.TransientDelay(numDelivered)}
+			return retry(backoff.TransientDelay(numDelivered), err)
 		}
 		d.subs.Changed(rctx, del.SubscriptionID)
 	}
 	r, err := d.records.Do(rctx, rec)
 	if err == nil && !r.ok {
 		log.get().Info("delivery deleted during its attempt; job dropped")
-		return Decision{Action: Ack}
+		return nil
 	}
 	if err != nil {
 		// The attempt happened but is not on record: the job comes back and tries again.
 		log.get().Warn("record attempt", "err", err, "status_code", resp.StatusCode)
-		return Decision{Action: Nak, Delay: backoff.TransientDelay(numDelivered)}
+		return retry(backoff.TransientDelay(numDelivered), err)
 	}
 	d.metrics.Deliveries.WithLabelValues(outcome).Inc()
 
@@ -309,13 +323,13 @@ func (d *Deliverer) record(ctx context.Context, log *deliveryLog, del Delivery, 
 		log.get().Warn("webhook attempt failed; subscription disabled", attrs("reason", rec.DisableReason)...)
 	case rec.Status == StatusPending:
 		log.get().Info("webhook attempt failed; will retry", attrs("retry_in", wait.String())...)
-		return Decision{Action: Nak, Delay: wait}
+		return retry(wait, errors.New(rec.Error))
 	case rec.Status == StatusFailed:
 		log.get().Warn("webhook attempt failed; delivery failed after the last attempt", attrs()...)
 	case d.log.Enabled(ctx, slog.LevelDebug):
 		log.get().Debug("webhook delivered", attrs()...)
 	}
-	return Decision{Action: Ack}
+	return nil
 }
 
 // deliveryLog is the logger of one delivery, made only when something is logged (most

@@ -528,19 +528,28 @@ func (d *Dispatcher) handleEvents(ctx context.Context, msgs []jetstream.Msg) []c
 	return out
 }
 
-// handleJob delivers one job, reporting progress while the attempt runs long. A job to
-// be tried again later moves to the retry subject, so that while it waits it holds no
-// slot of its subscription's max_in_flight.
+// handleJob delivers one job, reporting progress while the attempt runs long, and
+// turns what the delivery returned into the message's fate: done (nil) → Ack, poison →
+// Term, a retry → Nak at once or, after a delay, a move to the retry subject, so that
+// while it waits it holds no slot of its subscription's max_in_flight.
 func (d *Dispatcher) handleJob(ctx context.Context, msg jetstream.Msg) consumer.Decision {
-	dec := d.p.Deliverer.Deliver(ctx, msg.Data(), consumer.NumDelivered(msg))
-	if dec.Action == app.Nak && dec.Delay > 0 {
-		err := d.scheduleRetry(ctx, msg, time.Now().Add(dec.Delay))
-		if err == nil {
-			return consumer.Acked()
-		}
-		d.log.Warn("move webhook job to the retry queue; it waits on its own consumer", "subject", msg.Subject(), "err", err)
+	err := d.p.Deliverer.Deliver(ctx, msg.Data(), consumer.NumDelivered(msg))
+	var again *app.RetryError
+	switch {
+	case err == nil:
+		return consumer.Acked()
+	case errors.Is(err, app.ErrPoison):
+		return consumer.Poison(err.Error())
+	case !errors.As(err, &again):
+		return consumer.Failed(err) // not a delivery's error: after the back-off
+	case again.Delay <= 0:
+		return consumer.NakAfter(0)
 	}
-	return dec
+	if err := d.scheduleRetry(ctx, msg, time.Now().Add(again.Delay)); err != nil {
+		d.log.Warn("move webhook job to the retry queue; it waits on its own consumer", "subject", msg.Subject(), "err", err)
+		return consumer.NakAfter(again.Delay)
+	}
+	return consumer.Acked()
 }
 
 // scheduleRetry publishes msg's job on the retry subject, due at notBefore. Its
