@@ -432,6 +432,9 @@ ensure_bench_pg() {
 		BENCH_PG_PORT=$(pid_field pgbench port)
 		pg_ready "$BENCH_PG_PORT" || die "the bench's PostgreSQL (pid $pid) runs but does not answer on 127.0.0.1:$BENCH_PG_PORT"
 		log "PostgreSQL for the bench: ours, already running on 127.0.0.1:$BENCH_PG_PORT"
+	elif pg_ready "$BENCH_PG_PORT" && [[ $(pg_setting "$BENCH_PG_PORT" autovacuum) == on && $(pg_setting "$BENCH_PG_PORT" fsync) == on ]]; then
+		# Another checkout's bench cluster: every row makes its own database, so share it.
+		log "PostgreSQL for the bench: reusing the production-like server on 127.0.0.1:$BENCH_PG_PORT"
 	else
 		log "PostgreSQL on $PG_URL_PORT is tuned for CI (autovacuum=$av fsync=$fs synchronous_commit=$sc): the bench gets its own cluster"
 		start_pg "$BENCH_PG_PORT" pgbench "-c shared_buffers=512MB -c max_wal_size=4GB"
