@@ -43,10 +43,11 @@ test-race: check-modules check-generated assets ## go test -race in each module 
 
 # BENCH_FLAGS go to bench/cmd/shipbench, e.g. BENCH_FLAGS="-quick" (tiny sizes) or
 # BENCH_FLAGS="-rows api,events -profile /tmp/prof"; the report is also written to .run/bench.md.
+# It runs on a PostgreSQL configured like production: the shared one when it is, else a
+# cluster of its own that scripts/dev.sh bench starts (and `dev.sh down` stops).
 BENCH_FLAGS ?=
 bench: check-modules assets ## measure speed against baselines of the same run (bench/cmd/shipbench, < 10 min)
-	@bash scripts/dev.sh infra >/dev/null
-	@bash scripts/dev.sh exec bash -c 'cd bench && $(GO) run ./cmd/shipbench -o "$(CURDIR)/.run/bench.md" $(BENCH_FLAGS)'
+	@bash scripts/dev.sh bench bash -c 'cd bench && $(GO) run ./cmd/shipbench -o "$(CURDIR)/.run/bench.md" $(BENCH_FLAGS)'
 
 # test-faults: the fault scenarios of bench/faults (build tag faults: real processes
 # killed and restarted under load; their figures also go to .run/faults.md), then each

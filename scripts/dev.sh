@@ -8,6 +8,7 @@
 #   scripts/dev.sh test    infra + SMTP catcher, make test-race, then stop what this run started
 #   scripts/dev.sh status  what dev.sh started and whether it still runs
 #   scripts/dev.sh exec CMD...  run CMD with .run/env overlaid by the caller's SHIPFILE_* variables
+#   scripts/dev.sh bench CMD... exec, on a PostgreSQL configured like production (see below)
 #
 # A component already listening on its default port is reused (PostgreSQL on 5432, NATS on
 # 4222 when it has JetStream and is recent enough, MinIO on 9000, an SMTP catcher on 1025);
@@ -21,6 +22,7 @@
 #   SHIPFILE_NATS_MIN_VERSION      oldest NATS server reused on the default port (2.9.0)
 #   SHIPFILE_DEV_PG_PORT           PostgreSQL port to reuse (5432)
 #   SHIPFILE_DEV_PG_FALLBACK_PORT  port of dev.sh's own throwaway cluster (5433)
+#   SHIPFILE_DEV_BENCH_PG_PORT     port of the bench's own production-like cluster (5434)
 #   SHIPFILE_DEV_NATS_PORT         NATS port to reuse (4222)
 #   SHIPFILE_DEV_NATS_FALLBACK_PORT port of dev.sh's own nats-server (4223)
 #   SHIPFILE_DEV_MINIO_PORT        MinIO S3 port, reused or started (9000)
@@ -51,6 +53,7 @@ MINIO_VERSION=v0.0.0-20260212201848-7aac2a2c5b7c
 NATS_MIN_VERSION=${SHIPFILE_NATS_MIN_VERSION:-2.9.0}
 PG_PORT=${SHIPFILE_DEV_PG_PORT:-5432}
 PG_FALLBACK_PORT=${SHIPFILE_DEV_PG_FALLBACK_PORT:-5433}
+BENCH_PG_PORT=${SHIPFILE_DEV_BENCH_PG_PORT:-5434}
 NATS_PORT=${SHIPFILE_DEV_NATS_PORT:-4222}
 NATS_FALLBACK_PORT=${SHIPFILE_DEV_NATS_FALLBACK_PORT:-4223}
 MINIO_PORT=${SHIPFILE_DEV_MINIO_PORT:-9000}
@@ -64,7 +67,7 @@ MINIO_PASSWORD=minioadmin
 
 SERVICES=(gateway mailer expiry webhooks)
 # Stop order for `down`: services, then what they depend on.
-STOP_ORDER=(gateway mailer expiry webhooks maildev minio nats pg)
+STOP_ORDER=(gateway mailer expiry webhooks maildev minio nats pg pgbench)
 
 # The caller's own SHIPFILE_* variables, re-applied over .run/env wherever it is loaded.
 declare -A CALLER=()
@@ -355,15 +358,20 @@ ensure_pg() {
 	PG_URL_PORT=$port
 }
 
+# start_pg PORT [NAME [SETTINGS]]: initdb (once) and start the cluster NAME (pg: the
+# throwaway one tuned for tests; pgbench: the bench's, see ensure_bench_pg) with the
+# server settings SETTINGS (-c options; default: the test tuning below).
 start_pg() {
-	local port=$1 bindir base data sock logf
+	local port=$1 name=${2:-pg} bindir base data sock logf
+	# Tests only: durability off (nothing here must survive a crash).
+	local settings=${3:-"-c fsync=off -c synchronous_commit=off -c full_page_writes=off"}
 	bindir=$(pg_bindir)
 	base=$(pg_base)
-	data=$base/pg
-	sock=$base/pgsock
-	logf=$LOGS/pg.log
+	data=$base/$name
+	sock=$base/${name}sock
+	logf=$LOGS/$name.log
 	if pg_ready "$port" || port_open 127.0.0.1 "$port"; then
-		die "nothing answers on 127.0.0.1:$PG_PORT, but 127.0.0.1:$port (SHIPFILE_DEV_PG_FALLBACK_PORT) is taken by a server dev.sh did not start"
+		die "127.0.0.1:$port (for $name: SHIPFILE_DEV_PG_FALLBACK_PORT or SHIPFILE_DEV_BENCH_PG_PORT) is taken by a server this dev.sh did not start"
 	fi
 	mkdir -p "$base" "$sock"
 	# Unix socket paths are limited to ~107 bytes; use TCP only when ours would be longer.
@@ -387,14 +395,51 @@ start_pg() {
 	fi
 	log "PostgreSQL: starting on 127.0.0.1:$port"
 	if ! as_pg "$bindir/pg_ctl" -D "$data" -l "$logf" -w -t "$TIMEOUT" \
-		-o "-p $port -c listen_addresses=127.0.0.1 -c unix_socket_directories='$sock' -c max_connections=300 -c fsync=off -c synchronous_commit=off -c full_page_writes=off" \
+		-o "-p $port -c listen_addresses=127.0.0.1 -c unix_socket_directories='$sock' -c max_connections=300 $settings" \
 		start >/dev/null 9>&-; then
 		tail -n 40 "$logf" >&2
 		die "PostgreSQL did not start (log: $logf)"
 	fi
-	write_pidfile pg "$(head -n 1 "$data/postmaster.pid")" "cmd=postgres" "port=$port" "data=$data" "bindir=$bindir" "log=$logf"
-	STARTED+=(pg)
+	write_pidfile "$name" "$(head -n 1 "$data/postmaster.pid")" "cmd=postgres" "port=$port" "data=$data" "bindir=$bindir" "log=$logf"
+	STARTED+=("$name")
 	wait_for "PostgreSQL on 127.0.0.1:$port" pg pg_ready "$port" || die "PostgreSQL did not become ready"
+}
+
+# pg_setting PORT NAME: the server's setting NAME (empty when it does not answer).
+pg_setting() {
+	psql -h 127.0.0.1 -p "$1" -U postgres -d postgres -tAc "SHOW $2" 2>/dev/null || true
+}
+
+# ensure_bench_pg: the bench measures on a PostgreSQL configured like production. The
+# server of `infra` is used when it is (autovacuum on, durable commits); one tuned for CI
+# (autovacuum off: tables never analyzed; or fsync/synchronous_commit off) is not, and
+# the bench gets its own throwaway cluster on BENCH_PG_PORT instead, with PostgreSQL's
+# defaults (autovacuum, fsync, synchronous_commit on) and a production-sized
+# shared_buffers, kept between runs (`dev.sh down` stops it). Sets BENCH_PG_PORT and
+# BENCH_PG_ORIGIN (what the report says).
+ensure_bench_pg() {
+	local av fs sc pid
+	av=$(pg_setting "$PG_URL_PORT" autovacuum)
+	fs=$(pg_setting "$PG_URL_PORT" fsync)
+	sc=$(pg_setting "$PG_URL_PORT" synchronous_commit)
+	if [[ $av == on && $fs == on && $sc != off ]]; then
+		BENCH_PG_PORT=$PG_URL_PORT
+		BENCH_PG_ORIGIN="the PostgreSQL of dev.sh infra on port $PG_URL_PORT (production-like: autovacuum=$av fsync=$fs synchronous_commit=$sc)"
+		return
+	fi
+	pid=$(pid_of pgbench)
+	if [[ -n $pid ]]; then
+		BENCH_PG_PORT=$(pid_field pgbench port)
+		pg_ready "$BENCH_PG_PORT" || die "the bench's PostgreSQL (pid $pid) runs but does not answer on 127.0.0.1:$BENCH_PG_PORT"
+		log "PostgreSQL for the bench: ours, already running on 127.0.0.1:$BENCH_PG_PORT"
+	elif pg_ready "$BENCH_PG_PORT" && [[ $(pg_setting "$BENCH_PG_PORT" autovacuum) == on && $(pg_setting "$BENCH_PG_PORT" fsync) == on ]]; then
+		# Another checkout's bench cluster: every row makes its own database, so share it.
+		log "PostgreSQL for the bench: reusing the production-like server on 127.0.0.1:$BENCH_PG_PORT"
+	else
+		log "PostgreSQL on $PG_URL_PORT is tuned for CI (autovacuum=$av fsync=$fs synchronous_commit=$sc): the bench gets its own cluster"
+		start_pg "$BENCH_PG_PORT" pgbench "-c shared_buffers=512MB -c max_wal_size=4GB"
+	fi
+	BENCH_PG_ORIGIN="the bench's own cluster on port $BENCH_PG_PORT started by dev.sh (autovacuum=$(pg_setting "$BENCH_PG_PORT" autovacuum) fsync=$(pg_setting "$BENCH_PG_PORT" fsync) synchronous_commit=$(pg_setting "$BENCH_PG_PORT" synchronous_commit)), because the one on port $PG_URL_PORT is tuned for CI (autovacuum=$av fsync=$fs synchronous_commit=$sc)"
 }
 
 ensure_database() {
@@ -632,8 +677,8 @@ stop_one() {
 		return
 	fi
 	log "stopping $name (pid $pid)"
-	if [[ $name == pg ]]; then
-		as_pg "$(pid_field pg bindir)/pg_ctl" -D "$(pid_field pg data)" -m fast -w -t "$STOP_TIMEOUT" stop >/dev/null 2>&1 || true
+	if [[ $name == pg || $name == pgbench ]]; then
+		as_pg "$(pid_field "$name" bindir)/pg_ctl" -D "$(pid_field "$name" data)" -m fast -w -t "$STOP_TIMEOUT" stop >/dev/null 2>&1 || true
 	else
 		kill -TERM "$pid" 2>/dev/null || true
 	fi
@@ -816,6 +861,29 @@ cmd_status() {
 	}
 }
 
+# cmd_bench CMD...: infra, the bench's PostgreSQL (ensure_bench_pg), then CMD with
+# SHIPFILE_TEST_DATABASE_URL on it and SHIPFILE_BENCH_PG saying which server it is.
+cmd_bench() {
+	(($# > 0)) || die "usage: dev.sh bench CMD [ARG...]"
+	prepare
+	infra
+	keep_mail_settings
+	write_env
+	if caller_set SHIPFILE_TEST_DATABASE_URL; then
+		BENCH_PG_ORIGIN="the caller's SHIPFILE_TEST_DATABASE_URL"
+	else
+		ensure_bench_pg
+	fi
+	unlock
+	load_env
+	if ! caller_set SHIPFILE_TEST_DATABASE_URL; then
+		export SHIPFILE_TEST_DATABASE_URL="postgres://postgres@127.0.0.1:$BENCH_PG_PORT/postgres?sslmode=disable"
+	fi
+	export SHIPFILE_BENCH_PG="$BENCH_PG_ORIGIN"
+	cd "$ROOT"
+	exec "$@"
+}
+
 cmd_exec() {
 	(($# > 0)) || die "usage: dev.sh exec CMD [ARG...]"
 	load_env
@@ -824,7 +892,7 @@ cmd_exec() {
 }
 
 usage() {
-	sed -n '2,10p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'
+	sed -n '2,11p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'
 }
 
 main() {
@@ -837,6 +905,7 @@ main() {
 	test) cmd_test ;;
 	status) cmd_status ;;
 	exec) cmd_exec "$@" ;;
+	bench) cmd_bench "$@" ;;
 	-h | --help | help) usage ;;
 	*)
 		usage >&2

@@ -59,24 +59,33 @@ func KeepAlive(every time.Duration) Middleware {
 }
 
 // keepAlive calls InProgress on msgs every interval until the returned stop is called.
+// It costs one timer per handled batch and no goroutine until the first interval is
+// over (most messages are handled long before): it runs on every message of the hot
+// consumers.
 func keepAlive(msgs []jetstream.Msg, every time.Duration) (stop func()) {
-	done := make(chan struct{})
-	var wg sync.WaitGroup
-	wg.Go(func() {
-		t := time.NewTicker(every)
-		defer t.Stop()
-		for {
-			select {
-			case <-done:
-				return
-			case <-t.C:
-				for _, m := range msgs {
-					_ = m.InProgress()
-				}
-			}
+	var mu sync.Mutex
+	stopped := false
+	var t *time.Timer
+	mu.Lock() // the callback reads t
+	defer mu.Unlock()
+	t = time.AfterFunc(every, func() {
+		mu.Lock()
+		defer mu.Unlock()
+		if stopped {
+			return
 		}
+		for _, m := range msgs {
+			_ = m.InProgress()
+		}
+		t.Reset(every)
 	})
-	return func() { close(done); wg.Wait() }
+	return func() {
+		// Once stop returns, no InProgress is sent any more (the message is settled next).
+		mu.Lock()
+		stopped = true
+		t.Stop()
+		mu.Unlock()
+	}
 }
 
 // Backoff turns every Retry decision into a Nak after delay(NumDelivered(msg)); a nil

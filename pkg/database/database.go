@@ -13,11 +13,27 @@ type Config struct {
 	URL string `env:"SHIPFILE_DATABASE_URL" default:"postgres://postgres@127.0.0.1:5432/shipfile?sslmode=disable" secret:"true" help:"PostgreSQL connection URL"`
 }
 
-// Open creates a pool and checks that the database answers.
+// PlanCacheMode is the plan_cache_mode every pooled connection runs with, unless the URL
+// names one (options=-c%20plan_cache_mode%3D... or plan_cache_mode=...).
+//
+// pgx prepares each statement once per connection. In PostgreSQL's default mode ("auto")
+// a prepared statement switches to a generic plan after five executions when that plan
+// looks no dearer than the custom ones, and keeps it until the table's statistics change.
+// A statement first run while its table is nearly empty (a fresh database, or one whose
+// statistics are stale: autovacuum off, as on CI machines) can thereby settle on a
+// sequential scan and keep it while the table grows to millions of rows: every
+// execution then reads the whole table (issue 21 measured the dispatcher's group commit
+// go quadratic that way). A custom plan is made from the actual parameters and the
+// table's current size every time, so the hot statements stay index lookups whatever
+// the statistics say, for a planning cost of tens of microseconds per statement.
+const PlanCacheMode = "force_custom_plan"
+
+// Open creates a pool and checks that the database answers. Its connections plan every
+// prepared statement afresh (PlanCacheMode).
 func Open(ctx context.Context, url string) (*pgxpool.Pool, error) {
-	cfg, err := pgxpool.ParseConfig(url)
+	cfg, err := ParseConfig(url)
 	if err != nil {
-		return nil, fmt.Errorf("database: parse url: %w", err)
+		return nil, err
 	}
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
@@ -28,4 +44,17 @@ func Open(ctx context.Context, url string) (*pgxpool.Pool, error) {
 		return nil, fmt.Errorf("database: ping: %w", err)
 	}
 	return pool, nil
+}
+
+// ParseConfig parses a pool URL and adds the settings every service's pool runs with
+// (PlanCacheMode), for the callers that tune the pool further before opening it.
+func ParseConfig(url string) (*pgxpool.Config, error) {
+	cfg, err := pgxpool.ParseConfig(url)
+	if err != nil {
+		return nil, fmt.Errorf("database: parse url: %w", err)
+	}
+	if _, set := cfg.ConnConfig.RuntimeParams["plan_cache_mode"]; !set {
+		cfg.ConnConfig.RuntimeParams["plan_cache_mode"] = PlanCacheMode
+	}
+	return cfg, nil
 }

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
 	"github.com/nats-io/nats.go/jetstream"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
@@ -47,10 +48,12 @@ func dispatchRows(ctx context.Context, t testing.TB, c config, bins rig.Bins, re
 		var busy float64
 		var used time.Duration
 		var waits string
+		var res runResult
 		// Each run has a stack of its own, so that what one run left undelivered does
 		// not count against the next.
 		err := rig.Run(fmt.Sprintf("dispatch run %d", k+1), os.Stderr, func(t testing.TB) {
-			got, took, busy, used, waits = dispatchRun(ctx, t, c, bins, rcv, prefix, inst, k == 0, runEnd)
+			res = dispatchRun(ctx, t, c, bins, rcv, prefix, inst, k == 0, runEnd)
+			got, took, busy, used, waits = res.got, res.took, res.busy, res.used, res.waits
 		})
 		if err != nil {
 			t.Fatalf("dispatch run %d: %v", k+1, err)
@@ -61,6 +64,8 @@ func dispatchRows(ctx context.Context, t testing.TB, c config, bins rig.Bins, re
 		rep.Rawf("dispatch, %d instance(s): %d of %d deliveries in %s = %.0f deliveries/s (%d requests, %d duplicates); machine CPU %.0f%% busy, the dispatchers used %s of CPU (%.2f ms a delivery)%s; PostgreSQL waits: %s",
 			inst, got, want, took.Round(time.Millisecond), rate, cnt.Requests, cnt.Duplicates, 100*busy, used.Round(10*time.Millisecond),
 			perRequest(used, int(got)), unfinished(got, int64(want)), waits)
+		rep.Rawf("dispatch, %d instance(s), CPU per delivery: dispatchers %.3f ms, PostgreSQL (all its processes) %.3f ms, NATS %.3f ms, shipbench (the receiver) %.3f ms; rate in the first tenth %.0f/s, in the last tenth %.0f/s",
+			inst, perRequest(used, int(got)), perRequest(res.pg, int(got)), perRequest(res.nats, int(got)), perRequest(res.self, int(got)), res.firstTenth, res.lastTenth)
 		if k == 0 {
 			bodies = rcv.Deliveries()
 		}
@@ -97,7 +102,7 @@ func dispatchRows(ctx context.Context, t testing.TB, c config, bins rig.Bins, re
 // dispatchRun publishes the events for fresh subscriptions named prefix+"h<n>" while no
 // dispatcher runs, starts inst dispatchers and returns how many distinct deliveries
 // arrived by end, and the time from the processes' start to the last one.
-func dispatchRun(ctx context.Context, t testing.TB, c config, bins rig.Bins, rcv *rig.Receiver, prefix string, inst int, keep bool, end time.Time) (got int64, took time.Duration, busy float64, used time.Duration, waits string) {
+func dispatchRun(ctx context.Context, t testing.TB, c config, bins rig.Bins, rcv *rig.Receiver, prefix string, inst int, keep bool, end time.Time) (r runResult) {
 	ns := rig.StartNATS(t)
 	s := rig.NewStack(t, bins, rig.StackOptions{NATSURL: ns.URL})
 	s.StartGateway("SHIPFILE_RATE_LIMIT=0")
@@ -117,7 +122,9 @@ func dispatchRun(ctx context.Context, t testing.TB, c config, bins rig.Bins, rcv
 		t.Fatalf("publish %d events: %v", c.events, err)
 	}
 
-	var unique, last atomic.Int64
+	want := int64(c.events * c.subscriptions)
+	tenth := max(1, want/10)
+	var unique, last, first, atTenth, atNine atomic.Int64
 	var seen sync.Map
 	rcv.Reset()
 	rcv.KeepBodies(keep)
@@ -126,14 +133,22 @@ func dispatchRun(ctx context.Context, t testing.TB, c config, bins rig.Bins, rcv
 			return
 		}
 		if _, dup := seen.LoadOrStore(d.ID, true); !dup {
-			unique.Add(1)
+			switch n := unique.Add(1); n {
+			case 1:
+				first.Store(d.At.UnixNano())
+			case tenth:
+				atTenth.Store(d.At.UnixNano())
+			case want - tenth:
+				atNine.Store(d.At.UnixNano())
+			}
 			last.Store(d.At.UnixNano())
 		}
 	})
 	defer rcv.OnDelivery(nil)
 
-	want := int64(c.events * c.subscriptions)
 	procs := make([]*rig.Proc, inst)
+	postmaster := postmasterPid(ctx, s.DBURL)
+	pg0, nats0, self0 := rig.TreeCPU(postmaster), rig.ProcCPU(ns.Pid()), rig.ProcCPU(os.Getpid())
 	cpu := rig.ReadCPU()
 	start := time.Now()
 	for i := range procs {
@@ -148,15 +163,53 @@ func dispatchRun(ctx context.Context, t testing.TB, c config, bins rig.Bins, rcv
 	for unique.Load() < want && time.Now().Before(end) && ctx.Err() == nil {
 		time.Sleep(20 * time.Millisecond)
 	}
-	got, busy, waits = unique.Load(), cpu.BusySince(), sampled()
+	r.got, r.busy, r.waits = unique.Load(), cpu.BusySince(), sampled()
+	r.pg, r.nats, r.self = rig.TreeCPU(postmaster)-pg0, rig.ProcCPU(ns.Pid())-nats0, rig.ProcCPU(os.Getpid())-self0
 	for _, p := range procs {
-		used += rig.ProcCPU(p.Pid())
+		r.used += rig.ProcCPU(p.Pid())
 		p.Kill()
 	}
-	if got == 0 {
-		return 0, time.Since(start), busy, used, waits
+	if r.got == 0 {
+		r.took = time.Since(start)
+		return r
 	}
-	return got, time.Unix(0, last.Load()).Sub(start), busy, used, waits
+	r.took = time.Unix(0, last.Load()).Sub(start)
+	if a, b := atTenth.Load(), first.Load(); a > b {
+		r.firstTenth = float64(tenth) / time.Duration(a-b).Seconds()
+	}
+	if a, b := last.Load(), atNine.Load(); r.got == want && b > 0 && a > b {
+		r.lastTenth = float64(tenth) / time.Duration(a-b).Seconds()
+	}
+	return r
+}
+
+// runResult is what one dispatcher run measured: distinct deliveries, the time to the
+// last, the machine's busy share, the CPU time of the dispatchers, of PostgreSQL (the
+// postmaster and every backend), of NATS and of shipbench itself (mostly the
+// receiver), PostgreSQL's wait events, and the delivery rate in the first tenth of the
+// deliveries (from the first) and in the last tenth (0 when the run did not finish).
+type runResult struct {
+	got                   int64
+	took                  time.Duration
+	busy                  float64
+	used, pg, nats, self  time.Duration
+	waits                 string
+	firstTenth, lastTenth float64
+}
+
+// postmasterPid is the pid of the PostgreSQL server of url when it runs on this
+// machine (the parent of its checkpointer), 0 otherwise.
+func postmasterPid(ctx context.Context, url string) int {
+	conn, err := pgx.Connect(ctx, url)
+	if err != nil {
+		return 0
+	}
+	defer conn.Close(ctx)
+	var pid int
+	if err := conn.QueryRow(ctx, `SELECT pid FROM pg_stat_activity WHERE backend_type = 'checkpointer'`).Scan(&pid); err != nil {
+		return 0
+	}
+	return rig.Parent(pid)
 }
 
 func unfinished(got, want int64) string {

@@ -151,7 +151,8 @@ func main() {
 }
 
 func run(c config, command string) int {
-	rep := &Report{Start: time.Now()}
+	rep := &Report{Start: time.Now(), Postgres: describePostgres(context.Background())}
+	fmt.Fprintf(os.Stderr, "==> PostgreSQL: %s\n", rep.Postgres)
 	want := map[string]bool{}
 	for r := range strings.SplitSeq(c.rows, ",") {
 		if r = strings.TrimSpace(r); r != "" {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"context"
 	"fmt"
 	"io"
 	"os"
@@ -11,6 +12,8 @@ import (
 	"sync"
 	"text/tabwriter"
 	"time"
+
+	"github.com/jackc/pgx/v5"
 )
 
 // Row is one line of the result table.
@@ -31,6 +34,8 @@ type Report struct {
 	Rows  []Row
 	Raw   []string
 	Start time.Time
+	// Postgres says which PostgreSQL the run measured on and how it is configured.
+	Postgres string
 }
 
 // Add appends a row.
@@ -85,6 +90,7 @@ func (r *Report) PrintTable(w io.Writer) {
 func (r *Report) Markdown(w io.Writer, command string) {
 	fmt.Fprintf(w, "### Run of %s\n\n", r.Start.UTC().Format("2006-01-02 15:04 UTC"))
 	fmt.Fprintf(w, "- machine: %s\n", machine())
+	fmt.Fprintf(w, "- PostgreSQL: %s\n", r.Postgres)
 	fmt.Fprintf(w, "- command: `%s`\n", command)
 	fmt.Fprintf(w, "- took: %s\n\n", time.Since(r.Start).Round(time.Second))
 	fmt.Fprintln(w, "| what | measured | baseline (same run) | ratio | target | verdict |")
@@ -127,4 +133,40 @@ func machine() string {
 		load = ", load average at the end " + strings.Join(strings.Fields(string(b))[:3], " ")
 	}
 	return fmt.Sprintf("%s × %d CPUs%s%s, %s%s", cpu, runtime.NumCPU(), mem, kernel, runtime.Version(), load)
+}
+
+// describePostgres says which PostgreSQL the rows' databases are made on
+// (SHIPFILE_TEST_DATABASE_URL; SHIPFILE_BENCH_PG, set by scripts/dev.sh bench, says where
+// it comes from) and the settings that change the figures. A server tuned for CI
+// (autovacuum off, so tables are never analyzed; durability off) is named as such:
+// its figures are not production's.
+func describePostgres(ctx context.Context) string {
+	origin := os.Getenv("SHIPFILE_BENCH_PG")
+	if origin == "" {
+		origin = "SHIPFILE_TEST_DATABASE_URL (not started by scripts/dev.sh bench)"
+	}
+	url := os.Getenv("SHIPFILE_TEST_DATABASE_URL")
+	if url == "" {
+		return origin + "; SHIPFILE_TEST_DATABASE_URL unset"
+	}
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	conn, err := pgx.Connect(ctx, url)
+	if err != nil {
+		return fmt.Sprintf("%s; unreachable: %v", origin, err)
+	}
+	defer conn.Close(ctx)
+	var version, av, fsync, sc, sb string
+	err = conn.QueryRow(ctx, `SELECT current_setting('server_version'), current_setting('autovacuum'),
+		current_setting('fsync'), current_setting('synchronous_commit'), current_setting('shared_buffers')`).
+		Scan(&version, &av, &fsync, &sc, &sb)
+	if err != nil {
+		return fmt.Sprintf("%s; settings: %v", origin, err)
+	}
+	kind := "configured like production"
+	if av != "on" || fsync != "on" || sc == "off" {
+		kind = "TUNED FOR CI, not like production"
+	}
+	return fmt.Sprintf("%s; %s %s: autovacuum=%s fsync=%s synchronous_commit=%s shared_buffers=%s; services' pools plan_cache_mode=force_custom_plan",
+		origin, version, kind, av, fsync, sc, sb)
 }

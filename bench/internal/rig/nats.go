@@ -116,3 +116,13 @@ func (n *NATSServer) sendRaw(sig syscall.Signal) {
 		_ = n.cmd.Process.Signal(sig)
 	}
 }
+
+// Pid is the server process's id, 0 while it is stopped.
+func (n *NATSServer) Pid() int {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.cmd == nil || n.cmd.Process == nil {
+		return 0
+	}
+	return n.cmd.Process.Pid
+}

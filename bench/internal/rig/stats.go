@@ -86,3 +86,51 @@ func ProcCPU(pid int) time.Duration {
 	stime, _ := strconv.ParseUint(fields[12], 10, 64)
 	return time.Duration(utime+stime) * time.Second / 100 // USER_HZ is 100 on Linux
 }
+
+// TreeCPU returns the CPU time a process and its children have used so far: its own,
+// that of its children it has reaped (a PostgreSQL backend that ended), and that of
+// its live children (PostgreSQL's backends and workers, when pid is the postmaster).
+func TreeCPU(pid int) time.Duration {
+	self := procStat(pid)
+	if len(self) < 16 {
+		return 0
+	}
+	var ticks uint64
+	for _, f := range self[11:15] { // utime, stime, cutime, cstime
+		v, _ := strconv.ParseUint(f, 10, 64)
+		ticks += v
+	}
+	total := time.Duration(ticks) * time.Second / 100
+	dirs, _ := os.ReadDir("/proc")
+	want := strconv.Itoa(pid)
+	for _, d := range dirs {
+		child, err := strconv.Atoi(d.Name())
+		if err != nil {
+			continue
+		}
+		if st := procStat(child); len(st) > 1 && st[1] == want {
+			total += ProcCPU(child)
+		}
+	}
+	return total
+}
+
+// Parent returns the parent of process pid, 0 when it cannot be read.
+func Parent(pid int) int {
+	st := procStat(pid)
+	if len(st) < 2 {
+		return 0
+	}
+	ppid, _ := strconv.Atoi(st[1])
+	return ppid
+}
+
+// procStat returns the fields of /proc/pid/stat after the command name: state, ppid, …
+func procStat(pid int) []string {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return nil
+	}
+	s := string(b)
+	return strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
+}

@@ -13,6 +13,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/shipfile/shipfile/pkg/database"
 	"github.com/shipfile/shipfile/services/mailer/internal/app"
 	"github.com/shipfile/shipfile/services/mailer/internal/store/db"
 )
@@ -41,9 +42,9 @@ func New(pool *pgxpool.Pool) *Postgres { return &Postgres{pool: pool, q: db.New(
 // holds it while its e-mail is sent, plus room for the readiness check) and checks that
 // the database answers.
 func Open(ctx context.Context, url string, minConns int) (*pgxpool.Pool, error) {
-	cfg, err := pgxpool.ParseConfig(url)
+	cfg, err := database.ParseConfig(url)
 	if err != nil {
-		return nil, fmt.Errorf("database: parse url: %w", err)
+		return nil, err
 	}
 	if cfg.MaxConns < int32(minConns) {
 		cfg.MaxConns = int32(minConns)

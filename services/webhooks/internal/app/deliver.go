@@ -12,8 +12,8 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/shipfile/shipfile/pkg/backoff"
-	"github.com/shipfile/shipfile/pkg/consumer"
 	"github.com/shipfile/shipfile/pkg/events"
+	"github.com/shipfile/shipfile/pkg/events/eventsv1"
 	"github.com/shipfile/shipfile/services/webhooks/internal/signing"
 )
 
@@ -41,16 +41,29 @@ const (
 // handling context was cancelled while the request was under way.
 const recordTimeout = 10 * time.Second
 
-// Decision is the outcome of handling one job message: Ack (delivered, finally failed, or nothing to do), Nak
-// (again after Delay) or Term (the message is malformed).
-type Decision = consumer.Decision
+// RetryError is what Deliver returns for a job to be handled again after Delay (at
+// once when 0: the dispatcher is stopping, another instance takes it): its attempt
+// failed and the next one waits for the schedule, or a dependency (the database, the
+// subscription's secret) failed. Err says why. The transport turns it into a
+// NakWithDelay, or moves the job to the retry queue; Deliver returns nil for a job that
+// is done (delivered, finally failed, or nothing left to do) and an error wrapping
+// ErrPoison for a malformed job.
+type RetryError struct {
+	Delay time.Duration
+	Err   error
+}
 
-// Actions on a job message.
-const (
-	Ack  = consumer.Ack
-	Nak  = consumer.Nak
-	Term = consumer.Term
-)
+func (e *RetryError) Error() string {
+	return fmt.Sprintf("again in %s: %v", e.Delay, e.Err)
+}
+
+func (e *RetryError) Unwrap() error { return e.Err }
+
+// retry returns a RetryError.
+func retry(delay time.Duration, err error) error { return &RetryError{Delay: delay, Err: err} }
+
+// errAbandoned: the dispatcher stopped while the attempt was under way.
+var errAbandoned = errors.New("attempt abandoned at shutdown")
 
 // Request is one webhook POST.
 type Request struct {
@@ -178,64 +191,69 @@ func (d *Deliverer) OldestPending(ctx context.Context) (time.Duration, error) {
 }
 
 // Deliver handles one job message (an encoded eventsv1.WebhookJob) that JetStream has
-// delivered numDelivered times. The job may be acknowledged once Deliver returns Ack:
-// its attempt is committed. When ctx is cancelled during the request (shutdown), the
-// attempt is abandoned unrecorded and the job goes back to the queue at once.
-func (d *Deliverer) Deliver(ctx context.Context, data []byte, numDelivered uint64) Decision {
+// delivered numDelivered times. The job may be acknowledged once Deliver returns nil:
+// its attempt is committed (or nothing is left to do). A *RetryError says when to
+// handle it again; an error wrapping ErrPoison, that it never can be. When ctx is
+// cancelled during the request (shutdown), the attempt is abandoned unrecorded and the
+// job goes back to the queue at once (a RetryError without delay).
+func (d *Deliverer) Deliver(ctx context.Context, data []byte, numDelivered uint64) error {
 	job, err := events.UnmarshalWebhookJob(data)
 	if err != nil {
-		return Decision{Action: Term, Reason: err.Error()}
+		return fmt.Errorf("%w: %w", ErrPoison, err)
 	}
 	if _, err := uuid.Parse(job.GetDeliveryId()); err != nil {
-		return Decision{Action: Term, Reason: fmt.Sprintf("webhook job with delivery id %q: %v", job.GetDeliveryId(), err)}
+		return fmt.Errorf("%w: webhook job with delivery id %q: %w", ErrPoison, job.GetDeliveryId(), err)
 	}
-	log := d.log.With("delivery_id", job.GetDeliveryId(), "hook_id", job.GetHookId())
+	log := &deliveryLog{base: d.log, id: job.GetDeliveryId(), hook: job.GetHookId()}
 
-	l, err := d.loads.Do(ctx, job.GetDeliveryId())
-	switch {
-	case err != nil && ctx.Err() != nil:
-		return Decision{Action: Nak} // stopping: another instance takes it at once
-	case err != nil:
-		log.Warn("load delivery", "err", err)
-		return Decision{Action: Nak, Delay: backoff.TransientDelay(numDelivered)}
-	case !l.ok:
-		log.Info("delivery gone (subscription or delivery deleted); job dropped")
-		return Decision{Action: Ack}
+	del, fresh := freshDelivery(job, numDelivered)
+	if !fresh {
+		l, err := d.loads.Do(ctx, job.GetDeliveryId())
+		switch {
+		case err != nil && ctx.Err() != nil:
+			return retry(0, err) // stopping: another instance takes it at once
+		case err != nil:
+			log.get().Warn("load delivery", "err", err)
+			return retry(backoff.TransientDelay(numDelivered), err)
+		case !l.ok:
+			log.get().Info("delivery gone (subscription or delivery deleted); job dropped")
+			return nil
+		}
+		del = l.d
+		if dup := duplicateJob(del); dup != "" {
+			log.get().Info(dup+"; duplicate job dropped", "event", del.Event)
+			return nil
+		}
 	}
-	del := l.d
-	log = log.With("event", del.Event)
-	if dup := duplicateJob(del); dup != "" {
-		log.Info(dup + "; duplicate job dropped")
-		return Decision{Action: Ack}
-	}
+	log.event = del.Event
 	sub, err := d.subs.Get(ctx, del.SubscriptionID)
 	switch {
 	case errors.Is(err, ErrNotFound):
-		log.Info("subscription deleted; job dropped")
-		return Decision{Action: Ack}
+		log.get().Info("subscription deleted; job dropped")
+		return nil
 	case err != nil && ctx.Err() != nil:
-		return Decision{Action: Nak}
+		return retry(0, err)
 	case err != nil:
-		log.Warn("load subscription", "err", err)
-		return Decision{Action: Nak, Delay: backoff.TransientDelay(numDelivered)}
+		log.get().Warn("load subscription", "err", err)
+		return retry(backoff.TransientDelay(numDelivered), err)
 	}
 	del.Subscription = sub
 	if sub.SecretError != nil {
-		log.Error("cannot open the subscription's signing secret; delivery waits", "err", sub.SecretError)
-		return Decision{Action: Nak, Delay: backoff.TransientDelay(numDelivered)}
+		log.get().Error("cannot open the subscription's signing secret; delivery waits", "err", sub.SecretError)
+		return retry(backoff.TransientDelay(numDelivered), sub.SecretError)
 	}
 	if failsWithoutAttempt(sub, del.Event) {
 		if err := d.store.MarkFailed(ctx, del.ID, ReasonSubscriptionDisabled); err != nil && !errors.Is(err, ErrNotFound) {
-			log.Warn("mark delivery failed", "err", err)
-			return Decision{Action: Nak, Delay: backoff.TransientDelay(numDelivered)}
+			log.get().Warn("mark delivery failed", "err", err)
+			return retry(backoff.TransientDelay(numDelivered), err)
 		}
-		log.Info("subscription disabled; delivery failed without an attempt")
+		log.get().Info("subscription disabled; delivery failed without an attempt")
 		d.metrics.Deliveries.WithLabelValues(OutcomeFailed).Inc()
-		return Decision{Action: Ack}
+		return nil
 	}
 	if d.rates != nil {
 		if err := d.rates.Wait(ctx, sub); err != nil {
-			return Decision{Action: Nak}
+			return retry(0, err)
 		}
 	}
 
@@ -246,15 +264,15 @@ func (d *Deliverer) Deliver(ctx context.Context, data []byte, numDelivered uint6
 		Body:   del.Body,
 	})
 	if resp.StatusCode == 0 && ctx.Err() != nil {
-		log.Info("attempt abandoned at shutdown; job requeued")
-		return Decision{Action: Nak}
+		log.get().Info("attempt abandoned at shutdown; job requeued")
+		return retry(0, errAbandoned)
 	}
 	d.metrics.AttemptDuration.Observe(resp.Duration.Seconds())
 	return d.record(ctx, log, del, resp, numDelivered)
 }
 
 // record decides the attempt's consequences and writes them.
-func (d *Deliverer) record(ctx context.Context, log *slog.Logger, del Delivery, resp Response, numDelivered uint64) Decision {
+func (d *Deliverer) record(ctx context.Context, log *deliveryLog, del Delivery, resp Response, numDelivered uint64) error {
 	rec := AttemptRecord{
 		DeliveryID:     del.ID,
 		SubscriptionID: del.SubscriptionID,
@@ -275,40 +293,76 @@ func (d *Deliverer) record(ctx context.Context, log *slog.Logger, del Delivery, 
 		// Rare (410 Gone): a write to the subscription's row, which tells every
 		// instance. Before the attempt's record, so a failure here retries both.
 		if err := d.store.DisableSubscription(rctx, del.SubscriptionID, rec.DisableReason); err != nil {
-			log.Warn("disable subscription", "err", err)
-			return Decision{Action: Nak, Delay: backoff.TransientDelay(numDelivered)}
+			log.get().Warn("disable subscription", "err", err)
+			return retry(backoff.TransientDelay(numDelivered), err)
 		}
 		d.subs.Changed(rctx, del.SubscriptionID)
 	}
 	r, err := d.records.Do(rctx, rec)
 	if err == nil && !r.ok {
-		log.Info("delivery deleted during its attempt; job dropped")
-		return Decision{Action: Ack}
+		log.get().Info("delivery deleted during its attempt; job dropped")
+		return nil
 	}
 	if err != nil {
 		// The attempt happened but is not on record: the job comes back and tries again.
-		log.Warn("record attempt", "err", err, "status_code", resp.StatusCode)
-		return Decision{Action: Nak, Delay: backoff.TransientDelay(numDelivered)}
+		log.get().Warn("record attempt", "err", err, "status_code", resp.StatusCode)
+		return retry(backoff.TransientDelay(numDelivered), err)
 	}
 	d.metrics.Deliveries.WithLabelValues(outcome).Inc()
 
-	attrs := []any{"attempt", r.attempt, "round_attempt", round, "status_code", resp.StatusCode,
-		"duration_ms", resp.Duration.Milliseconds(), "outcome", outcome}
-	if rec.Error != "" {
-		attrs = append(attrs, "error", rec.Error)
+	attrs := func(more ...any) []any {
+		a := []any{"attempt", r.attempt, "round_attempt", round, "status_code", resp.StatusCode,
+			"duration_ms", resp.Duration.Milliseconds(), "outcome", outcome}
+		if rec.Error != "" {
+			a = append(a, "error", rec.Error)
+		}
+		return append(a, more...)
 	}
 	switch {
 	case rec.DisableReason != "":
-		log.Warn("webhook attempt failed; subscription disabled", append(attrs, "reason", rec.DisableReason)...)
+		log.get().Warn("webhook attempt failed; subscription disabled", attrs("reason", rec.DisableReason)...)
 	case rec.Status == StatusPending:
-		log.Info("webhook attempt failed; will retry", append(attrs, "retry_in", wait.String())...)
-		return Decision{Action: Nak, Delay: wait}
+		log.get().Info("webhook attempt failed; will retry", attrs("retry_in", wait.String())...)
+		return retry(wait, errors.New(rec.Error))
 	case rec.Status == StatusFailed:
-		log.Warn("webhook attempt failed; delivery failed after the last attempt", attrs...)
-	default:
-		log.Debug("webhook delivered", attrs...)
+		log.get().Warn("webhook attempt failed; delivery failed after the last attempt", attrs()...)
+	case d.log.Enabled(ctx, slog.LevelDebug):
+		log.get().Debug("webhook delivered", attrs()...)
 	}
-	return Decision{Action: Ack}
+	return nil
+}
+
+// deliveryLog is the logger of one delivery, made only when something is logged (most
+// deliveries log nothing, and a logger with attributes costs allocations).
+type deliveryLog struct {
+	base  *slog.Logger
+	id    string
+	hook  int64
+	event string
+}
+
+func (l *deliveryLog) get() *slog.Logger {
+	args := []any{"delivery_id", l.id, "hook_id", l.hook}
+	if l.event != "" {
+		args = append(args, "event", l.event)
+	}
+	return l.base.With(args...)
+}
+
+// freshDelivery returns the delivery a job fresh from the fan-out describes: one that
+// carries its event and body (the row's, committed before the job was published) and
+// is delivered for the first time. Such a delivery is pending in its first round with
+// no attempt yet, so its first attempt needs no read of the row. Any other job (handed
+// out again after a crash or a NATS restart, a retry, a redelivery through the API)
+// is not fresh: its row says what is left to do.
+func freshDelivery(job *eventsv1.WebhookJob, numDelivered uint64) (Delivery, bool) {
+	if numDelivered != 1 || job.GetEvent() == "" {
+		return Delivery{}, false
+	}
+	return Delivery{
+		ID: job.GetDeliveryId(), SubscriptionID: job.GetHookId(), Event: job.GetEvent(), Body: job.GetBody(),
+		Status: StatusPending,
+	}, true
 }
 
 // duplicateJob says why a job for del has nothing left to do ("" when it has): the
@@ -397,15 +451,17 @@ func Headers(del Delivery, now time.Time) http.Header {
 	if sub.PreviousSecret != "" && sub.PreviousSecretUntil.After(now) {
 		secrets = append(secrets, sub.PreviousSecret)
 	}
-	h := http.Header{}
-	h.Set("Content-Type", "application/json")
-	h.Set("User-Agent", UserAgent)
-	h.Set(HeaderEvent, del.Event)
-	h.Set(HeaderSignature, signing.Service(sub.Secret, del.Body))
-	h.Set(HeaderHookID, strconv.FormatInt(del.SubscriptionID, 10))
-	h.Set(HeaderDelivery, del.ID)
-	h.Set(HeaderWebhookID, del.ID)
-	h.Set(HeaderWebhookTimestamp, strconv.FormatInt(ts, 10))
-	h.Set(HeaderWebhookSignature, signing.StandardHeader(del.ID, ts, del.Body, secrets...))
+	// One map and one backing array for the nine values (an attempt's headers are built
+	// for every delivery); the keys are already canonical.
+	v := [...]string{
+		"application/json", UserAgent, del.Event, signing.Service(sub.Secret, del.Body),
+		strconv.FormatInt(del.SubscriptionID, 10), del.ID, del.ID, strconv.FormatInt(ts, 10),
+		signing.StandardHeader(del.ID, ts, del.Body, secrets...),
+	}
+	h := make(http.Header, len(v))
+	for i, k := range [...]string{"Content-Type", "User-Agent", HeaderEvent, HeaderSignature, HeaderHookID,
+		HeaderDelivery, HeaderWebhookID, HeaderWebhookTimestamp, HeaderWebhookSignature} {
+		h[k] = v[i : i+1 : i+1]
+	}
 	return h
 }

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/shipfile/shipfile/pkg/events"
+	"github.com/shipfile/shipfile/pkg/events/eventsv1"
 )
 
 // schedule is SPEC's default retry schedule: 8 attempts a round.
@@ -204,5 +205,34 @@ func TestHeadersPreviousSecretGrace(t *testing.T) {
 			h.Get(HeaderWebhookTimestamp) != "1700000000" || h.Get("User-Agent") != UserAgent || h.Get(HeaderEvent) != events.TypePackageFinalized {
 			t.Errorf("headers %v", h)
 		}
+	}
+}
+
+func TestFreshDelivery(t *testing.T) {
+	full := &eventsv1.WebhookJob{DeliveryId: "d-1", HookId: 7, Event: "package.created", Body: []byte(`{"a":1}`)}
+	bare := &eventsv1.WebhookJob{DeliveryId: "d-1", HookId: 7}
+	for _, c := range []struct {
+		name         string
+		job          *eventsv1.WebhookJob
+		numDelivered uint64
+		fresh        bool
+	}{
+		{"the fan-out's job, first handed out", full, 1, true},
+		{"the fan-out's job handed out again (crash, NATS restart)", full, 2, false},
+		{"a retry or a redelivery (ids only)", bare, 1, false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			d, fresh := freshDelivery(c.job, c.numDelivered)
+			if fresh != c.fresh {
+				t.Fatalf("fresh %v, want %v", fresh, c.fresh)
+			}
+			if !fresh {
+				return
+			}
+			if d.ID != "d-1" || d.SubscriptionID != 7 || d.Event != "package.created" || string(d.Body) != `{"a":1}` ||
+				d.Status != StatusPending || d.RoundAttempts != 0 || d.Attempts != 0 {
+				t.Fatalf("%+v", d)
+			}
+		})
 	}
 }

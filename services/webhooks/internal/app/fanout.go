@@ -69,8 +69,11 @@ func (f *Fanout) Handle(ctx context.Context, data []byte) error {
 // message's jobs are queued (it may be acknowledged), an error wrapping ErrPoison for a
 // message that can never be handled, another error for a transient failure. Every
 // step is idempotent, so an event handled again after a crash yields the same
-// deliveries, and their jobs are dropped by the stream's duplicate window or
-// acknowledged as done by the workers.
+// deliveries, and their jobs are dropped by the stream's duplicate window. (A job
+// published again after the window carries the event and body like the first, so its
+// first hand-out reads no row: the delivery may be attempted once more, with the same
+// delivery id, which at-least-once delivery allows; a job handed out again reads the
+// row and is acknowledged as done when the delivery is.)
 func (f *Fanout) HandleBatch(ctx context.Context, msgs [][]byte) []error {
 	errs := make([]error, len(msgs))
 	var rows []NewDelivery
@@ -111,7 +114,8 @@ func (f *Fanout) HandleBatch(ctx context.Context, msgs [][]byte) []error {
 		for _, s := range targets {
 			id := DeliveryID(env.GetEventId(), s.ID)
 			rows = append(rows, NewDelivery{ID: id, SubscriptionID: s.ID, EventID: env.GetEventId(), Event: typ, Body: body})
-			jobs = append(jobs, Job{Job: &eventsv1.WebhookJob{DeliveryId: id, HookId: s.ID}, MsgID: id})
+			// The job carries the row's event and body, so its first attempt reads nothing.
+			jobs = append(jobs, Job{Job: &eventsv1.WebhookJob{DeliveryId: id, HookId: s.ID, Event: typ, Body: body}, MsgID: id})
 		}
 		f.log.Debug("fanning out", "event_id", env.GetEventId(), "event", typ, "deliveries", len(targets))
 	}

@@ -2,6 +2,7 @@ package app_test
 
 import (
 	"encoding/json"
+	"net/http"
 	"os"
 	"strconv"
 	"testing"
@@ -42,6 +43,15 @@ func TestHeadersMatchSignatureVectors(t *testing.T) {
 				del.Subscription.PreviousSecretUntil = now.Add(time.Hour)
 			}
 			h := app.Headers(del, now)
+			for k, vs := range h {
+				// Built as a map literal: the keys must be canonical for Get to find them.
+				if k != http.CanonicalHeaderKey(k) || len(vs) != 1 {
+					t.Errorf("header %q = %q: want a canonical key with one value", k, vs)
+				}
+			}
+			if len(h) != 9 {
+				t.Errorf("%d headers, want 9: %v", len(h), h)
+			}
 			want := map[string]string{
 				"Content-Type":        "application/json",
 				"User-Agent":          "Service-Webhook/1.0",

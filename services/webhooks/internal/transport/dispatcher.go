@@ -15,9 +15,11 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	"google.golang.org/protobuf/proto"
 
 	"github.com/shipfile/shipfile/pkg/consumer"
 	"github.com/shipfile/shipfile/pkg/events"
+	"github.com/shipfile/shipfile/pkg/events/eventsv1"
 	"github.com/shipfile/shipfile/services/webhooks/internal/app"
 )
 
@@ -526,19 +528,28 @@ func (d *Dispatcher) handleEvents(ctx context.Context, msgs []jetstream.Msg) []c
 	return out
 }
 
-// handleJob delivers one job, reporting progress while the attempt runs long. A job to
-// be tried again later moves to the retry subject, so that while it waits it holds no
-// slot of its subscription's max_in_flight.
+// handleJob delivers one job, reporting progress while the attempt runs long, and
+// turns what the delivery returned into the message's fate: done (nil) → Ack, poison →
+// Term, a retry → Nak at once or, after a delay, a move to the retry subject, so that
+// while it waits it holds no slot of its subscription's max_in_flight.
 func (d *Dispatcher) handleJob(ctx context.Context, msg jetstream.Msg) consumer.Decision {
-	dec := d.p.Deliverer.Deliver(ctx, msg.Data(), consumer.NumDelivered(msg))
-	if dec.Action == app.Nak && dec.Delay > 0 {
-		err := d.scheduleRetry(ctx, msg, time.Now().Add(dec.Delay))
-		if err == nil {
-			return consumer.Acked()
-		}
-		d.log.Warn("move webhook job to the retry queue; it waits on its own consumer", "subject", msg.Subject(), "err", err)
+	err := d.p.Deliverer.Deliver(ctx, msg.Data(), consumer.NumDelivered(msg))
+	var again *app.RetryError
+	switch {
+	case err == nil:
+		return consumer.Acked()
+	case errors.Is(err, app.ErrPoison):
+		return consumer.Poison(err.Error())
+	case !errors.As(err, &again):
+		return consumer.Failed(err) // not a delivery's error: after the back-off
+	case again.Delay <= 0:
+		return consumer.NakAfter(0)
 	}
-	return dec
+	if err := d.scheduleRetry(ctx, msg, time.Now().Add(again.Delay)); err != nil {
+		d.log.Warn("move webhook job to the retry queue; it waits on its own consumer", "subject", msg.Subject(), "err", err)
+		return consumer.NakAfter(again.Delay)
+	}
+	return consumer.Acked()
 }
 
 // scheduleRetry publishes msg's job on the retry subject, due at notBefore. Its
@@ -554,7 +565,11 @@ func (d *Dispatcher) scheduleRetry(ctx context.Context, msg jetstream.Msg, notBe
 		return err
 	}
 	out := nats.NewMsg(d.opts.RetrySubjectPrefix + strconv.FormatInt(job.GetHookId(), 10))
-	out.Data = msg.Data()
+	// The retry carries the ids only (not the fan-out's event and body): its attempt
+	// reads the row, whose round and state the first attempt changed.
+	if out.Data, err = proto.Marshal(&eventsv1.WebhookJob{DeliveryId: job.GetDeliveryId(), HookId: job.GetHookId()}); err != nil {
+		return err
+	}
 	out.Header.Set(HeaderNotBefore, strconv.FormatInt(notBefore.UnixMilli(), 10))
 	out.Header.Set(jetstream.MsgIDHeader, fmt.Sprintf("%s:retry:%d", job.GetDeliveryId(), md.Sequence.Stream))
 	pctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)

@@ -85,7 +85,9 @@ func (s *HTTPSender) Send(ctx context.Context, req app.Request) app.Response {
 	if err != nil {
 		return app.Response{Err: errors.New("invalid webhook URL")}
 	}
-	hreq.Header = req.Header.Clone()
+	// The request's own headers, built for this attempt: the client does not change them
+	// (it copies them before adding any).
+	hreq.Header = req.Header
 	resp, err := s.client.Do(hreq)
 	if err != nil {
 		return app.Response{Err: s.describe(ctx, err), Duration: time.Since(start)}

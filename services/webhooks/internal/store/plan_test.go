@@ -1,0 +1,129 @@
+package store_test
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/shipfile/shipfile/pkg/database"
+	"github.com/shipfile/shipfile/pkg/schematest"
+	"github.com/shipfile/shipfile/services/webhooks/internal/app"
+	"github.com/shipfile/shipfile/services/webhooks/internal/store"
+	"github.com/shipfile/shipfile/services/webhooks/internal/webhooktest"
+)
+
+// TestHotPlansStayIndexLookups is issue 21's trap: the dispatcher's pool prepares its
+// per-delivery statements while webhook_deliveries is empty and never analyzed (as on a
+// fresh database, or a server with autovacuum off), runs them more than five times (when
+// PostgreSQL's default plan cache would switch to a generic plan), and then the table
+// grows to tens of thousands of rows. The statements must still find their rows through
+// the primary key, not scan the table, on the pool every service opens
+// (database.Open).
+func TestHotPlansStayIndexLookups(t *testing.T) {
+	t.Parallel()
+	_, url := schematest.Pool(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	// One connection, so every call below runs on the connection whose prepared
+	// statements are explained.
+	pool, err := database.Open(ctx, url+"&pool_max_conns=1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pool.Close)
+	st := store.New(pool, nil)
+	hook := webhooktest.InsertSubscription(t, pool, webhooktest.Subscription{URL: "https://a.example/hook", Secret: "whsec_a"})
+
+	// Prepared and run ten times on the empty table (the ids do not exist).
+	missing := uuid.NewString()
+	for range 10 {
+		if _, err := st.Deliveries(ctx, []string{missing}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := st.RecordAttempts(ctx, []app.AttemptRecord{{DeliveryID: missing, SubscriptionID: hook, StatusCode: 200, Status: app.StatusSucceeded}}); err != nil {
+			t.Fatal(err)
+		}
+		if err := st.MarkFailed(ctx, missing, "x"); err == nil {
+			t.Fatal("MarkFailed of a missing delivery succeeded")
+		}
+	}
+
+	const rows = 30000
+	if _, err := pool.Exec(ctx, `INSERT INTO webhook_deliveries (id, subscription_id, event_id, event, body)
+		SELECT gen_random_uuid(), $1, 'ev-' || g, 'package.created', '{}'::bytea FROM generate_series(1, $2) g`, hook, rows); err != nil {
+		t.Fatal(err)
+	}
+	var id string
+	if err := pool.QueryRow(ctx, `SELECT id::text FROM webhook_deliveries ORDER BY id LIMIT 1 OFFSET 12345`).Scan(&id); err != nil {
+		t.Fatal(err)
+	}
+	// And run again on the full table, as the dispatcher would.
+	for range 10 {
+		ds, err := st.Deliveries(ctx, []string{id})
+		if err != nil || len(ds) != 1 {
+			t.Fatalf("%v %v", ds, err)
+		}
+		if _, err := st.RecordAttempts(ctx, []app.AttemptRecord{{DeliveryID: id, SubscriptionID: hook, StatusCode: 500, Error: "boom", Status: app.StatusPending}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	for _, tc := range []struct {
+		name, marker, args string
+	}{
+		{"Deliveries", "FROM webhook_deliveries\nWHERE id = ANY", fmt.Sprintf(`('{%s}')`, id)},
+		{"RecordAttempts", "INSERT INTO webhook_attempts", fmt.Sprintf(`('{%s}', '{%d}', '{500}', '{boom}', '{pending}', '{3}', '{""}', '{f}')`, id, hook)},
+		{"MarkFailed", "SET status = 'failed'", fmt.Sprintf(`('x', '%s')`, id)},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			plan := explainPrepared(ctx, t, pool, tc.marker, tc.args)
+			if strings.Contains(plan, "Seq Scan on webhook_deliveries") || !strings.Contains(plan, "using webhook_deliveries_pkey") {
+				t.Fatalf("not an index lookup on webhook_deliveries:\n%s", plan)
+			}
+		})
+	}
+}
+
+// explainPrepared finds the statement the pool's connection prepared whose text holds
+// marker, checks that it ran more than five times, and returns EXPLAIN of its execution
+// with args (the plan PostgreSQL's plan cache gives it now).
+func explainPrepared(ctx context.Context, t *testing.T, pool *pgxpool.Pool, marker, args string) string {
+	t.Helper()
+	conn, err := pool.Acquire(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Release()
+	var name string
+	var generic, custom int64
+	err = conn.QueryRow(ctx, `SELECT name, generic_plans, custom_plans FROM pg_prepared_statements
+		WHERE strpos(statement, $1) > 0`, marker).Scan(&name, &generic, &custom)
+	if err != nil {
+		t.Fatalf("prepared statement with %q: %v", marker, err)
+	}
+	if generic+custom <= 5 {
+		t.Fatalf("%s ran %d times, want more than 5", name, generic+custom)
+	}
+	rows, err := conn.Query(ctx, fmt.Sprintf("EXPLAIN EXECUTE %q%s", name, args))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	var plan strings.Builder
+	for rows.Next() {
+		var line string
+		if err := rows.Scan(&line); err != nil {
+			t.Fatal(err)
+		}
+		plan.WriteString(line + "\n")
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return fmt.Sprintf("%s(generic plans %d, custom plans %d)\n", plan.String(), generic, custom)
+}
