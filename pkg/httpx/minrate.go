@@ -13,6 +13,9 @@ import (
 // rate asks for over a window.
 var ErrTooSlow = errors.New("request body too slow: fewer bytes than the minimum rate over the window")
 
+// ErrStopped is the read error of a body that Stop ended.
+var ErrStopped = errors.New("request body: the server stopped reading it")
+
 // MinRateBody wraps a request body so that it must bring at least minRate bytes a
 // second, counted over windows of window: within every window of time spent
 // waiting for the body, it must bring minRate×window bytes (the next window starts
@@ -27,14 +30,15 @@ var ErrTooSlow = errors.New("request body too slow: fewer bytes than the minimum
 // the part it has read, say) the client is not charged, so a slow object store
 // does not cut off a client that keeps up.
 //
-// It is one wrapper for every upload route (multipart uploads and tus PATCH).
-// minRate <= 0 or window <= 0 returns body unchanged.
+// It is one wrapper for every upload route (multipart uploads and tus PATCH), and
+// the server may end the body's reading with Stop. minRate <= 0 or window <= 0 sets
+// no minimum (the body can still be stopped).
 func MinRateBody(body io.ReadCloser, minRate int64, window time.Duration, setDeadline func(time.Time) error) io.ReadCloser {
-	if minRate <= 0 || window <= 0 {
-		return body
+	var need int64
+	if minRate > 0 && window > 0 {
+		need = max(minRate*int64(window/time.Millisecond)/1000, 1)
 	}
-	need := minRate * int64(window/time.Millisecond) / 1000
-	return &rateBody{body: body, need: max(need, 1), window: window, setDeadline: setDeadline, now: time.Now}
+	return &rateBody{body: body, need: need, window: window, setDeadline: setDeadline, now: time.Now}
 }
 
 // ResponseDeadline returns the read-deadline setter of w's connection for
@@ -50,18 +54,33 @@ type rateBody struct {
 	setDeadline func(time.Time) error
 	now         func() time.Time
 
-	mu     sync.Mutex
-	got    int64         // bytes in the current window
-	waited time.Duration // time spent in Read in the current window
-	cut    bool
-	closed bool
+	mu      sync.Mutex
+	got     int64         // bytes in the current window
+	waited  time.Duration // time spent in Read in the current window
+	cut     bool
+	stopped bool
+	closed  bool
 }
 
 func (m *rateBody) Read(p []byte) (int, error) {
 	m.mu.Lock()
+	if m.stopped {
+		m.mu.Unlock()
+		return 0, ErrStopped
+	}
 	if m.cut {
 		m.mu.Unlock()
 		return 0, ErrTooSlow
+	}
+	if m.need == 0 { // no minimum: only Stop ends the body early
+		m.mu.Unlock()
+		n, err := m.body.Read(p)
+		m.mu.Lock()
+		defer m.mu.Unlock()
+		if m.stopped {
+			return n, ErrStopped
+		}
+		return n, err
 	}
 	start := m.now()
 	left := m.window - m.waited
@@ -84,6 +103,8 @@ func (m *rateBody) Read(p []byte) (int, error) {
 	m.waited += m.now().Sub(start)
 	m.got += int64(n)
 	switch {
+	case m.stopped:
+		return n, ErrStopped
 	case m.cut || (err != nil && errors.Is(err, os.ErrDeadlineExceeded)):
 		m.cut = true
 		return n, ErrTooSlow
@@ -116,6 +137,32 @@ func (m *rateBody) Close() error {
 	m.closed = true
 	m.mu.Unlock()
 	return m.body.Close()
+}
+
+// Stop ends the reading of body, as returned by MinRateBody: a Read blocked on the
+// client returns at once (the connection's read deadline is moved to now; without
+// one, the body is closed), and every later Read fails with ErrStopped. The server
+// calls it when it must give up a request's body early (a tus PATCH asked to hand its
+// upload over). It reports whether body could be stopped.
+func Stop(body io.ReadCloser) bool {
+	m, ok := body.(*rateBody)
+	if !ok {
+		return false
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.stopped {
+		return true
+	}
+	m.stopped = true
+	// Under mu, so a Read cannot move the deadline back out between the two.
+	if m.setDeadline == nil || m.setDeadline(m.now()) != nil {
+		m.setDeadline = nil
+		if !m.closed {
+			go func() { _ = m.body.Close() }() // Close waits for a blocked Read in net/http
+		}
+	}
+	return true
 }
 
 // TooSlow reports whether body, as returned by MinRateBody, was cut off for being
