@@ -36,20 +36,20 @@ type TusUpload struct {
 	// browser session, or a recipient's upload).
 	CreatorTokenID *int64
 	LinkHash       []byte // recipient uploads: the link it was created through
-	FileID        uuid.UUID
-	Filename      string
-	ContentType   string
-	Length        int64
-	Offset        int64
-	ObjectKey     string
-	S3UploadID    string // "" until the first part is sent
-	Parts         []TusPart
-	TailKey       string // "" when no tail is stored
-	TailSize      int64
-	SHA256State   []byte // the digest of the first Offset bytes (encoding.BinaryMarshaler)
-	Completed     bool
-	CreatedAt     time.Time
-	ExpiresAt     time.Time
+	FileID         uuid.UUID
+	Filename       string
+	ContentType    string
+	Length         int64
+	Offset         int64
+	ObjectKey      string
+	S3UploadID     string // "" until the first part is sent
+	Parts          []TusPart
+	TailKey        string // "" when no tail is stored
+	TailSize       int64
+	SHA256State    []byte // the digest of the first Offset bytes (encoding.BinaryMarshaler)
+	Completed      bool
+	CreatedAt      time.Time
+	ExpiresAt      time.Time
 	// Held says a running request held its lease when it was read (GetUpload).
 	Held bool
 }
