@@ -2,6 +2,7 @@ package httpx_test
 
 import (
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -196,5 +197,47 @@ func TestStopBody(t *testing.T) {
 				t.Fatal("a plain body reported as stopped")
 			}
 		})
+	}
+}
+
+// TestStopBodyKeepsWhatArrived: what the client sent before the Stop is still read;
+// then the body ends with ErrStopped.
+func TestStopBodyKeepsWhatArrived(t *testing.T) {
+	got := make(chan string, 1)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body := httpx.MinRateBody(r.Body, 1000, time.Minute, httpx.ResponseDeadline(w))
+		buf := make([]byte, 5)
+		if _, err := io.ReadFull(body, buf); err != nil {
+			got <- err.Error()
+			return
+		}
+		time.Sleep(200 * time.Millisecond) // the client's next bytes arrive meanwhile
+		httpx.Stop(body)
+		rest, err := io.ReadAll(body)
+		if !errors.Is(err, httpx.ErrStopped) {
+			got <- fmt.Sprintf("read error %v", err)
+			return
+		}
+		got <- string(rest)
+	}))
+	defer srv.Close()
+	pr, pw := io.Pipe()
+	defer pw.Close()
+	go func() {
+		_, _ = pw.Write([]byte("hello"))
+		_, _ = pw.Write([]byte(" world"))
+	}()
+	go func() {
+		if resp, err := http.Post(srv.URL, "application/octet-stream", pr); err == nil {
+			resp.Body.Close()
+		}
+	}()
+	select {
+	case s := <-got:
+		if s != " world" {
+			t.Fatalf("read after the Stop: %q, want \" world\"", s)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("the stopped body did not end")
 	}
 }

@@ -59,14 +59,21 @@ type rateBody struct {
 	waited  time.Duration // time spent in Read in the current window
 	cut     bool
 	stopped bool
+	stopAt  time.Time // after Stop, while what the client already sent is served; zero once done
 	closed  bool
 }
+
+// After Stop, a Read waits at most stopIdle for the client's bytes, and none is
+// served later than stopMax after the Stop.
+const (
+	stopIdle = 100 * time.Millisecond
+	stopMax  = 2 * time.Second
+)
 
 func (m *rateBody) Read(p []byte) (int, error) {
 	m.mu.Lock()
 	if m.stopped {
-		m.mu.Unlock()
-		return 0, ErrStopped
+		return m.readStopping(p)
 	}
 	if m.cut {
 		m.mu.Unlock()
@@ -77,8 +84,11 @@ func (m *rateBody) Read(p []byte) (int, error) {
 		n, err := m.body.Read(p)
 		m.mu.Lock()
 		defer m.mu.Unlock()
-		if m.stopped {
-			return n, ErrStopped
+		if m.stopped && err != nil {
+			m.stopAt = time.Time{}
+			if errors.Is(err, os.ErrDeadlineExceeded) {
+				err = ErrStopped
+			}
 		}
 		return n, err
 	}
@@ -103,8 +113,14 @@ func (m *rateBody) Read(p []byte) (int, error) {
 	m.waited += m.now().Sub(start)
 	m.got += int64(n)
 	switch {
+	case m.stopped && err != nil: // the Stop's deadline, or the client's end
+		m.stopAt = time.Time{}
+		if errors.Is(err, os.ErrDeadlineExceeded) {
+			err = ErrStopped
+		}
+		return n, err
 	case m.stopped:
-		return n, ErrStopped
+		return n, nil
 	case m.cut || (err != nil && errors.Is(err, os.ErrDeadlineExceeded)):
 		m.cut = true
 		return n, ErrTooSlow
@@ -116,6 +132,38 @@ func (m *rateBody) Read(p []byte) (int, error) {
 	}
 	if err == io.EOF && m.setDeadline != nil {
 		_ = m.setDeadline(time.Time{}) // the body is done; the connection goes on without
+	}
+	return n, err
+}
+
+// readStopping is Read after Stop, called with mu held: what the client has already
+// sent is still served, a Read waiting at most stopIdle for it (and none after
+// stopAt); then ErrStopped for good.
+func (m *rateBody) readStopping(p []byte) (int, error) {
+	now := m.now()
+	if m.stopAt.IsZero() || !now.Before(m.stopAt) || m.setDeadline == nil {
+		m.stopAt = time.Time{}
+		m.mu.Unlock()
+		return 0, ErrStopped
+	}
+	deadline := now.Add(stopIdle)
+	if deadline.After(m.stopAt) {
+		deadline = m.stopAt
+	}
+	if m.setDeadline(deadline) != nil {
+		m.stopAt = time.Time{}
+		m.mu.Unlock()
+		return 0, ErrStopped
+	}
+	m.mu.Unlock()
+	n, err := m.body.Read(p)
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if err != nil {
+		m.stopAt = time.Time{}
+		if errors.Is(err, os.ErrDeadlineExceeded) {
+			err = ErrStopped
+		}
 	}
 	return n, err
 }
@@ -139,11 +187,14 @@ func (m *rateBody) Close() error {
 	return m.body.Close()
 }
 
-// Stop ends the reading of body, as returned by MinRateBody: a Read blocked on the
-// client returns at once (the connection's read deadline is moved to now; without
-// one, the body is closed), and every later Read fails with ErrStopped. The server
-// calls it when it must give up a request's body early (a tus PATCH asked to hand its
-// upload over). It reports whether body could be stopped.
+// Stop ends the reading of body, as returned by MinRateBody, once what the client
+// has already sent is read: from then on a Read waits at most 100 ms for bytes (none
+// is served 2 s after the Stop), so a Read blocked on a client gone quiet returns at
+// once, while the bytes already on their way (in the socket's buffers) are still
+// read; then every Read fails with ErrStopped (or the client's own end, io.EOF). The
+// connection's read deadline does it; without one, the body is closed at once. The
+// server calls it when it must give up a request's body early (a tus PATCH asked to
+// hand its upload over). It reports whether body could be stopped.
 func Stop(body io.ReadCloser) bool {
 	m, ok := body.(*rateBody)
 	if !ok {
@@ -155,9 +206,11 @@ func Stop(body io.ReadCloser) bool {
 		return true
 	}
 	m.stopped = true
+	now := m.now()
+	m.stopAt = now.Add(stopMax)
 	// Under mu, so a Read cannot move the deadline back out between the two.
-	if m.setDeadline == nil || m.setDeadline(m.now()) != nil {
-		m.setDeadline = nil
+	if m.setDeadline == nil || m.setDeadline(now.Add(stopIdle)) != nil {
+		m.setDeadline, m.stopAt = nil, time.Time{}
 		if !m.closed {
 			go func() { _ = m.body.Close() }() // Close waits for a blocked Read in net/http
 		}

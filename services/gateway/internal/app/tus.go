@@ -267,10 +267,10 @@ type Chunk struct {
 	Checksum string
 	// Size is the body's length when the request says it (Content-Length), else -1.
 	Size int64
-	// Stop makes a Read of Body blocked on the client return at once, and every
-	// later one fail (the transport moves the connection's read deadline): what a
-	// PATCH asked to hand its upload over calls. nil: the PATCH stops at its next
-	// Read instead.
+	// Stop ends the reading of Body once what the client already sent is read: a
+	// Read blocked on a client gone quiet returns at once, and later ones fail (the
+	// transport moves the connection's read deadline). What a PATCH asked to hand its
+	// upload over calls. nil: the PATCH stops at its next Read instead.
 	Stop func()
 }
 
@@ -843,6 +843,13 @@ func (l *lease) holds() error {
 	return l.lost
 }
 
+// wasAsked says whether another request asked for the upload.
+func (l *lease) wasAsked() bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.asked
+}
+
 // interrupted says why the body must not be read on: errLeaseLost (or the renewal's
 // failure), errHandedOver, or nil.
 func (l *lease) interrupted() error {
@@ -857,18 +864,25 @@ func (l *lease) interrupted() error {
 	return nil
 }
 
-// leaseBody is a PATCH's body that stops as soon as its lease is asked for or lost.
+// leaseBody is a PATCH's body that stops as soon as its lease is lost, and once it is
+// asked for.
 type leaseBody struct {
 	r io.Reader
 	l *lease
 }
 
+// Asked to let go, it still reads what the client has already sent, as long as the
+// transport's Stop lets it (see Chunk.Stop): those bytes reached the gateway and are
+// kept. Without a Stop it ends at once.
 func (b *leaseBody) Read(p []byte) (int, error) {
-	if err := b.l.interrupted(); err != nil {
+	if err := b.l.holds(); err != nil {
 		return 0, err
 	}
+	if b.l.stop == nil && b.l.wasAsked() {
+		return 0, errHandedOver
+	}
 	n, err := b.r.Read(p)
-	if err != nil {
+	if err != nil && err != io.EOF {
 		if why := b.l.interrupted(); why != nil {
 			err = why // the interruption made the read fail
 		}
