@@ -594,6 +594,10 @@ func (r *Resumable) Write(ctx context.Context, t TusTarget, id uuid.UUID, c Chun
 	// nothing but "not found"). The row it returns is the state to go on from.
 	owner := uuid.New()
 	l := newLease(r.cfg.Lease, c.Stop)
+	l.renew = func() (bool, error) {
+		// Not cancelled with the request: a renewal under way finishes.
+		return r.store.RenewLease(context.WithoutCancel(ctx), id, owner, r.cfg.Lease)
+	}
 	defer r.holders.add(owner, l.ask)()
 	who := ownerOf(p, t)
 	u, locked, err := r.acquire(ctx, id, owner, &who)
@@ -788,6 +792,9 @@ var (
 type lease struct {
 	length time.Duration
 	stop   func() // interrupts the body; nil: the next Read stops instead
+	// renew extends the lease now and says whether another request asked for it
+	// (ErrUploadLocked: lost).
+	renew func() (asked bool, err error)
 
 	mu       sync.Mutex
 	until    time.Time // the lease surely runs until then (local clock)
@@ -832,14 +839,47 @@ func (l *lease) interrupt() {
 	}
 }
 
-// holds returns nil while the PATCH may still write: its lease is not lost and has
-// surely not lapsed since the last renewal that held it.
+// holds returns nil while the PATCH may still write: its lease is not lost and holds
+// now. When the renewals are late (the lease may have lapsed since the last one that
+// held it), it renews first: a PATCH writes nothing on a lease it cannot be sure of.
 func (l *lease) holds() error {
 	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.lost == nil && !l.until.IsZero() && !time.Now().Before(l.until) {
-		l.lost = errLeaseLost
+	lost, until := l.lost, l.until
+	l.mu.Unlock()
+	if lost != nil || until.IsZero() || time.Now().Before(until) || l.renew == nil {
+		return lost
 	}
+	l.renewNow(true)
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.lost
+}
+
+// renewNow renews the lease and records what the renewal found. A failed renewal
+// loses the lease when strict (the caller must know), else it is left to the next one
+// (or to holds, once the lease may have lapsed).
+func (l *lease) renewNow(strict bool) {
+	start := time.Now()
+	asked, err := l.renew()
+	switch {
+	case errors.Is(err, ErrUploadLocked):
+		l.lose(errLeaseLost)
+	case err != nil:
+		if strict {
+			l.lose(fmt.Errorf("renew an upload's lease: %w", err))
+		}
+	default:
+		l.renewed(start)
+		if asked {
+			l.ask()
+		}
+	}
+}
+
+// lostErr says why the lease is lost, nil while it is not known to be.
+func (l *lease) lostErr() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
 	return l.lost
 }
 
@@ -853,11 +893,11 @@ func (l *lease) wasAsked() bool {
 // interrupted says why the body must not be read on: errLeaseLost (or the renewal's
 // failure), errHandedOver, or nil.
 func (l *lease) interrupted() error {
-	if err := l.holds(); err != nil {
-		return err
-	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	if l.lost != nil {
+		return l.lost
+	}
 	if l.asked {
 		return errHandedOver
 	}
@@ -875,7 +915,7 @@ type leaseBody struct {
 // transport's Stop lets it (see Chunk.Stop): those bytes reached the gateway and are
 // kept. Without a Stop it ends at once.
 func (b *leaseBody) Read(p []byte) (int, error) {
-	if err := b.l.holds(); err != nil {
+	if err := b.l.lostErr(); err != nil {
 		return 0, err
 	}
 	if b.l.stop == nil && b.l.wasAsked() {
@@ -892,25 +932,11 @@ func (b *leaseBody) Read(p []byte) (int, error) {
 
 // keepLease renews the upload's lease while a PATCH runs, until the returned function
 // is called. A renewal that finds another request's ask to let go interrupts the PATCH
-// like the ask's notification (which may have been missed); one that fails or finds
-// the lease gone stops it at once.
+// like the ask's notification (which may have been missed); one that finds the lease
+// gone stops it at once. (One that fails is left to the next; before writing, the
+// PATCH renews itself once the lease may have lapsed: lease.holds.)
 func (r *Resumable) keepLease(ctx context.Context, id, owner uuid.UUID, l *lease) func() {
-	return renewEvery(ctx, r.cfg.Lease/3, func(ctx context.Context) {
-		start := time.Now()
-		// Not cancelled by stop: a renewal under way finishes before the PATCH goes on.
-		asked, err := r.store.RenewLease(context.WithoutCancel(ctx), id, owner, r.cfg.Lease)
-		switch {
-		case errors.Is(err, ErrUploadLocked):
-			l.lose(errLeaseLost)
-		case err != nil:
-			l.lose(fmt.Errorf("renew the lease of upload %s: %w", id, err))
-		default:
-			l.renewed(start)
-			if asked {
-				l.ask()
-			}
-		}
-	})
+	return renewEvery(ctx, r.cfg.Lease/3, func(context.Context) { l.renewNow(false) })
 }
 
 // complete stores the last bytes, completes the multipart upload and records the file

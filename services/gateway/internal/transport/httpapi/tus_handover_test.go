@@ -418,3 +418,41 @@ func TestUploadsInFlightPerUser(t *testing.T) {
 	}
 	expectTus(t, a.patch(second, other, 0, []byte("0123456789")), http.StatusNoContent)
 }
+
+// TestTusUnreachableHolder: 423 is left for a holder that cannot be reached (here a
+// lease in the row that no gateway runs, as after a killed instance): a PATCH waits
+// SHIPFILE_UPLOAD_LOCK_WAIT, then gets 423 with a detail; a HEAD answers the saved
+// offset after that wait; once the lease lapses the PATCH goes on.
+func TestTusUnreachableHolder(t *testing.T) {
+	t.Parallel()
+	const wait = 300 * time.Millisecond
+	a := newTestAPI(t, tusConfig(), withTusLease(2*time.Second, wait))
+	_, token := a.user("owner@example.com", app.RoleRegular)
+	p := a.createPackage(token, map[string]any{"title": "T", "recipient_email": "r@example.com"})
+	url := a.tusCreate("/api/v1/packages/"+p["id"].(string)+"/uploads", token, 10)
+	expectTus(t, a.patch(url, token, 0, []byte("01234")), http.StatusNoContent)
+	if _, err := a.pool.Exec(context.Background(), `UPDATE tus_uploads SET lock_owner = gen_random_uuid(), lock_until = now() + interval '1 minute'`); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	r := a.patch(url, token, 5, []byte("56789"))
+	expect(t, r, http.StatusLocked)
+	if took := time.Since(start); took < wait {
+		t.Fatalf("423 after %s, before the lock wait of %s", took, wait)
+	}
+	start = time.Now()
+	if off := a.headOffset(url, token); off != 5 {
+		t.Fatalf("HEAD = %d, want the saved 5", off)
+	}
+	if took := time.Since(start); took < wait {
+		t.Fatalf("HEAD answered after %s, without asking the holder", took)
+	}
+	if _, err := a.pool.Exec(context.Background(), `UPDATE tus_uploads SET lock_until = now() - interval '1 second'`); err != nil {
+		t.Fatal(err)
+	}
+	r = a.patch(url, token, 5, []byte("56789"))
+	expectTus(t, r, http.StatusNoContent)
+	if r.header.Get("Shipfile-File-Id") == "" {
+		t.Fatal("the upload did not complete once the lease lapsed")
+	}
+}
