@@ -126,6 +126,8 @@ type TusStore interface {
 	UploadsToEnd(ctx context.Context, limit int) ([]TusUpload, error)
 	// PackageUploads lists a package's uploads.
 	PackageUploads(ctx context.Context, packageID uuid.UUID) ([]TusUpload, error)
+	// OpenUploads counts a package's unfinished uploads (not past their expiry).
+	OpenUploads(ctx context.Context, packageID uuid.UUID) (int, error)
 	// FileExists reports whether a file row with that id exists.
 	FileExists(ctx context.Context, id uuid.UUID) (bool, error)
 	// KnownMultipart returns which of the S3 multipart upload ids an upload row names.
@@ -216,6 +218,7 @@ func NewResumable(p *Packages, store TusStore, chunks ChunkStore, cfg TusConfig,
 	}
 	r := &Resumable{p: p, store: store, chunks: chunks, cfg: cfg, log: log, holders: holders{m: map[uuid.UUID]func(){}}}
 	p.endUploads = r.EndPackageUploads
+	p.openUploads = store.OpenUploads
 	return r
 }
 

@@ -248,6 +248,12 @@ func (s *Postgres) PackageUploads(ctx context.Context, packageID uuid.UUID) ([]a
 	return out, nil
 }
 
+// OpenUploads counts a package's unfinished uploads, not past their expiry.
+func (s *Postgres) OpenUploads(ctx context.Context, packageID uuid.UUID) (int, error) {
+	n, err := s.q.CountPackageOpenUploads(ctx, packageID)
+	return int(n), err
+}
+
 // FileExists reports whether a file row with that id exists.
 func (s *Postgres) FileExists(ctx context.Context, id uuid.UUID) (bool, error) {
 	return s.q.FileExists(ctx, id)

@@ -331,7 +331,7 @@ func TestTusLostLeaseStopsWriting(t *testing.T) {
 }
 
 // TestTusOpenUploadLimits: unfinished uploads count toward the package's file limit
-// (5 in the tests), and a token, a link or a browser user has at most
+// (5 in the tests; a tus creation and a multipart upload are refused at it), and a token, a link or a browser user has at most
 // SHIPFILE_UPLOAD_MAX_OPEN unfinished at once (429 with Retry-After and a detail);
 // finishing or ending one makes room.
 func TestTusOpenUploadLimits(t *testing.T) {
@@ -362,6 +362,7 @@ func TestTusOpenUploadLimits(t *testing.T) {
 	// The package: 1 file + 3 unfinished; one more reaches its limit of 5 files.
 	a.tusCreate(creation, other, 10)
 	expectTus(t, create(other), http.StatusConflict)
+	expect(t, a.upload("/api/v1/packages/"+p["id"].(string)+"/files", token, "b.txt", []byte("b")), http.StatusConflict) // multipart too
 	expectTus(t, a.tusDo("DELETE", fourth, token, nil), http.StatusNoContent)
 	a.tusCreate(creation, token, 10)
 
