@@ -101,8 +101,9 @@ func TestKillGatewayMidTusPatch(t *testing.T) {
 	if after < before || after%part != 0 && after != len(content) {
 		t.Errorf("offset after the restart = %d, before the kill %d", after, before)
 	}
-	// The killed PATCH's lease lapses by itself (SHIPFILE_UPLOAD_LOCK_LEASE); until then a
-	// PATCH is told 423 and retries, as tus clients do.
+	// The killed PATCH's lease lapses by itself (SHIPFILE_UPLOAD_LOCK_LEASE): a killed
+	// holder cannot be asked to let go. Until then a PATCH waits (SHIPFILE_UPLOAD_LOCK_WAIT),
+	// then is told 423 and retries, as tus clients do.
 	var status int
 	servicetest.WaitFor(t, 30*time.Second, "the rest of the upload to be accepted", func() bool {
 		resp, err := tus("PATCH", url, bytes.NewReader(content[after:]), "Upload-Offset", itoa(after))

@@ -1237,6 +1237,9 @@ type TooManyRequests = Error
 // TusChecksumMismatch defines model for TusChecksumMismatch.
 type TusChecksumMismatch = Error
 
+// TusCreateTooManyRequests defines model for TusCreateTooManyRequests.
+type TusCreateTooManyRequests = Error
+
 // TusLocked defines model for TusLocked.
 type TusLocked = Error
 
@@ -1743,7 +1746,9 @@ type ClientInterface interface {
 	// tus 1.0.0 creation, and creation-with-upload: a body with
 	// `Content-Type: application/offset+octet-stream` is stored at once, as a PATCH at offset 0 would be
 	// (the answer then carries `Upload-Offset`). The upload URL (`Location`) is this URL + `/{upload_id}`.
-	// An upload of length 0 is complete at once.
+	// An upload of length 0 is complete at once. Unfinished uploads count toward the package's file
+	// limit (409 when its files and unfinished uploads reach it), and a token, a browser user or a link
+	// has at most `SHIPFILE_UPLOAD_MAX_OPEN` (20) unfinished uploads at once (429 with `Retry-After`).
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -1759,7 +1764,7 @@ type ClientInterface interface {
 
 	// TusStatusLink tus: where an upload stands (recipient, active inbound package; the magic link)
 	//
-	// An unfinished upload past its resume window, terminated, or whose package no longer takes it is 404; so is another user's or another link's upload.
+	// An unfinished upload past its resume window, terminated, or whose package no longer takes it is 404; so is another user's or another link's upload. While an earlier PATCH of the upload still runs (its client went away), it is asked to store what it has and let go, and the answer waits for that (up to `SHIPFILE_UPLOAD_LOCK_WAIT`), so `Upload-Offset` is where the next PATCH succeeds.
 	//
 	// Corresponds with HEAD /api/v1/links/{token}/uploads/{upload_id} (the `TusStatusLink` operationId).
 	TusStatusLink(ctx context.Context, token string, uploadId UploadId, params *TusStatusLinkParams, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -1774,7 +1779,13 @@ type ClientInterface interface {
 	// Appends the body at `Upload-Offset`, which must equal the server's (else 409). Bytes go into the
 	// upload's S3 multipart upload part by part; a PATCH that breaks off keeps what reached the gateway
 	// (at most one part, `SHIPFILE_UPLOAD_PART_SIZE`, is lost when the gateway itself dies): ask HEAD
-	// and go on. One request writes an upload at a time (423). The chunk that stores the last byte
+	// and go on. One request writes an upload at a time: a request (HEAD, PATCH, DELETE) that comes while
+	// an earlier PATCH of the upload still runs (its client went away, or another client's) asks that
+	// PATCH to stop, on whichever gateway instance it runs; it stores what reached the gateway and
+	// answers 400, and the new request goes on within `SHIPFILE_UPLOAD_LOCK_WAIT` (5 s). 423 is left
+	// for a holder that cannot be reached (a killed gateway's, until `SHIPFILE_UPLOAD_LOCK_LEASE`
+	// lapses). A refused PATCH's body is read (up to 32 MiB) before the answer, so a client still
+	// sending sees the status, not a reset. The chunk that stores the last byte
 	// records the file exactly as a multipart upload does (same record, limits, audit entry and
 	// `package.file_uploaded` event), after checking the package's state again (409/410, nothing kept).
 	//
@@ -1917,7 +1928,9 @@ type ClientInterface interface {
 	// tus 1.0.0 creation, and creation-with-upload: a body with
 	// `Content-Type: application/offset+octet-stream` is stored at once, as a PATCH at offset 0 would be
 	// (the answer then carries `Upload-Offset`). The upload URL (`Location`) is this URL + `/{upload_id}`.
-	// An upload of length 0 is complete at once.
+	// An upload of length 0 is complete at once. Unfinished uploads count toward the package's file
+	// limit (409 when its files and unfinished uploads reach it), and a token, a browser user or a link
+	// has at most `SHIPFILE_UPLOAD_MAX_OPEN` (20) unfinished uploads at once (429 with `Retry-After`).
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -1933,7 +1946,7 @@ type ClientInterface interface {
 
 	// TusStatusOwner tus: where an upload stands (owner, draft package; token or session + CSRF)
 	//
-	// An unfinished upload past its resume window, terminated, or whose package no longer takes it is 404; so is another user's or another link's upload.
+	// An unfinished upload past its resume window, terminated, or whose package no longer takes it is 404; so is another user's or another link's upload. While an earlier PATCH of the upload still runs (its client went away), it is asked to store what it has and let go, and the answer waits for that (up to `SHIPFILE_UPLOAD_LOCK_WAIT`), so `Upload-Offset` is where the next PATCH succeeds.
 	//
 	// Corresponds with HEAD /api/v1/packages/{id}/uploads/{upload_id} (the `TusStatusOwner` operationId).
 	TusStatusOwner(ctx context.Context, id openapi_types.UUID, uploadId UploadId, params *TusStatusOwnerParams, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -1948,7 +1961,13 @@ type ClientInterface interface {
 	// Appends the body at `Upload-Offset`, which must equal the server's (else 409). Bytes go into the
 	// upload's S3 multipart upload part by part; a PATCH that breaks off keeps what reached the gateway
 	// (at most one part, `SHIPFILE_UPLOAD_PART_SIZE`, is lost when the gateway itself dies): ask HEAD
-	// and go on. One request writes an upload at a time (423). The chunk that stores the last byte
+	// and go on. One request writes an upload at a time: a request (HEAD, PATCH, DELETE) that comes while
+	// an earlier PATCH of the upload still runs (its client went away, or another client's) asks that
+	// PATCH to stop, on whichever gateway instance it runs; it stores what reached the gateway and
+	// answers 400, and the new request goes on within `SHIPFILE_UPLOAD_LOCK_WAIT` (5 s). 423 is left
+	// for a holder that cannot be reached (a killed gateway's, until `SHIPFILE_UPLOAD_LOCK_LEASE`
+	// lapses). A refused PATCH's body is read (up to 32 MiB) before the answer, so a client still
+	// sending sees the status, not a reset. The chunk that stores the last byte
 	// records the file exactly as a multipart upload does (same record, limits, audit entry and
 	// `package.file_uploaded` event), after checking the package's state again (409/410, nothing kept).
 	//
@@ -2431,7 +2450,9 @@ func (c *Client) TusOptionsLink(ctx context.Context, token string, params *TusOp
 // tus 1.0.0 creation, and creation-with-upload: a body with
 // `Content-Type: application/offset+octet-stream` is stored at once, as a PATCH at offset 0 would be
 // (the answer then carries `Upload-Offset`). The upload URL (`Location`) is this URL + `/{upload_id}`.
-// An upload of length 0 is complete at once.
+// An upload of length 0 is complete at once. Unfinished uploads count toward the package's file
+// limit (409 when its files and unfinished uploads reach it), and a token, a browser user or a link
+// has at most `SHIPFILE_UPLOAD_MAX_OPEN` (20) unfinished uploads at once (429 with `Retry-After`).
 //
 // Takes any type of body and a specified content type.
 //
@@ -2467,7 +2488,7 @@ func (c *Client) TusTerminateLink(ctx context.Context, token string, uploadId Up
 
 // TusStatusLink tus: where an upload stands (recipient, active inbound package; the magic link)
 //
-// An unfinished upload past its resume window, terminated, or whose package no longer takes it is 404; so is another user's or another link's upload.
+// An unfinished upload past its resume window, terminated, or whose package no longer takes it is 404; so is another user's or another link's upload. While an earlier PATCH of the upload still runs (its client went away), it is asked to store what it has and let go, and the answer waits for that (up to `SHIPFILE_UPLOAD_LOCK_WAIT`), so `Upload-Offset` is where the next PATCH succeeds.
 //
 // Corresponds with HEAD /api/v1/links/{token}/uploads/{upload_id} (the `TusStatusLink` operationId).
 func (c *Client) TusStatusLink(ctx context.Context, token string, uploadId UploadId, params *TusStatusLinkParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -2502,7 +2523,13 @@ func (c *Client) TusUploadOptionsLink(ctx context.Context, token string, uploadI
 // Appends the body at `Upload-Offset`, which must equal the server's (else 409). Bytes go into the
 // upload's S3 multipart upload part by part; a PATCH that breaks off keeps what reached the gateway
 // (at most one part, `SHIPFILE_UPLOAD_PART_SIZE`, is lost when the gateway itself dies): ask HEAD
-// and go on. One request writes an upload at a time (423). The chunk that stores the last byte
+// and go on. One request writes an upload at a time: a request (HEAD, PATCH, DELETE) that comes while
+// an earlier PATCH of the upload still runs (its client went away, or another client's) asks that
+// PATCH to stop, on whichever gateway instance it runs; it stores what reached the gateway and
+// answers 400, and the new request goes on within `SHIPFILE_UPLOAD_LOCK_WAIT` (5 s). 423 is left
+// for a holder that cannot be reached (a killed gateway's, until `SHIPFILE_UPLOAD_LOCK_LEASE`
+// lapses). A refused PATCH's body is read (up to 32 MiB) before the answer, so a client still
+// sending sees the status, not a reset. The chunk that stores the last byte
 // records the file exactly as a multipart upload does (same record, limits, audit entry and
 // `package.file_uploaded` event), after checking the package's state again (409/410, nothing kept).
 //
@@ -2845,7 +2872,9 @@ func (c *Client) TusOptionsOwner(ctx context.Context, id openapi_types.UUID, req
 // tus 1.0.0 creation, and creation-with-upload: a body with
 // `Content-Type: application/offset+octet-stream` is stored at once, as a PATCH at offset 0 would be
 // (the answer then carries `Upload-Offset`). The upload URL (`Location`) is this URL + `/{upload_id}`.
-// An upload of length 0 is complete at once.
+// An upload of length 0 is complete at once. Unfinished uploads count toward the package's file
+// limit (409 when its files and unfinished uploads reach it), and a token, a browser user or a link
+// has at most `SHIPFILE_UPLOAD_MAX_OPEN` (20) unfinished uploads at once (429 with `Retry-After`).
 //
 // Takes any type of body and a specified content type.
 //
@@ -2881,7 +2910,7 @@ func (c *Client) TusTerminateOwner(ctx context.Context, id openapi_types.UUID, u
 
 // TusStatusOwner tus: where an upload stands (owner, draft package; token or session + CSRF)
 //
-// An unfinished upload past its resume window, terminated, or whose package no longer takes it is 404; so is another user's or another link's upload.
+// An unfinished upload past its resume window, terminated, or whose package no longer takes it is 404; so is another user's or another link's upload. While an earlier PATCH of the upload still runs (its client went away), it is asked to store what it has and let go, and the answer waits for that (up to `SHIPFILE_UPLOAD_LOCK_WAIT`), so `Upload-Offset` is where the next PATCH succeeds.
 //
 // Corresponds with HEAD /api/v1/packages/{id}/uploads/{upload_id} (the `TusStatusOwner` operationId).
 func (c *Client) TusStatusOwner(ctx context.Context, id openapi_types.UUID, uploadId UploadId, params *TusStatusOwnerParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -2916,7 +2945,13 @@ func (c *Client) TusUploadOptionsOwner(ctx context.Context, id openapi_types.UUI
 // Appends the body at `Upload-Offset`, which must equal the server's (else 409). Bytes go into the
 // upload's S3 multipart upload part by part; a PATCH that breaks off keeps what reached the gateway
 // (at most one part, `SHIPFILE_UPLOAD_PART_SIZE`, is lost when the gateway itself dies): ask HEAD
-// and go on. One request writes an upload at a time (423). The chunk that stores the last byte
+// and go on. One request writes an upload at a time: a request (HEAD, PATCH, DELETE) that comes while
+// an earlier PATCH of the upload still runs (its client went away, or another client's) asks that
+// PATCH to stop, on whichever gateway instance it runs; it stores what reached the gateway and
+// answers 400, and the new request goes on within `SHIPFILE_UPLOAD_LOCK_WAIT` (5 s). 423 is left
+// for a holder that cannot be reached (a killed gateway's, until `SHIPFILE_UPLOAD_LOCK_LEASE`
+// lapses). A refused PATCH's body is read (up to 32 MiB) before the answer, so a client still
+// sending sees the status, not a reset. The chunk that stores the last byte
 // records the file exactly as a multipart upload does (same record, limits, audit entry and
 // `package.file_uploaded` event), after checking the package's state again (409/410, nothing kept).
 //
@@ -5503,7 +5538,9 @@ type ClientWithResponsesInterface interface {
 	// tus 1.0.0 creation, and creation-with-upload: a body with
 	// `Content-Type: application/offset+octet-stream` is stored at once, as a PATCH at offset 0 would be
 	// (the answer then carries `Upload-Offset`). The upload URL (`Location`) is this URL + `/{upload_id}`.
-	// An upload of length 0 is complete at once.
+	// An upload of length 0 is complete at once. Unfinished uploads count toward the package's file
+	// limit (409 when its files and unfinished uploads reach it), and a token, a browser user or a link
+	// has at most `SHIPFILE_UPLOAD_MAX_OPEN` (20) unfinished uploads at once (429 with `Retry-After`).
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -5521,7 +5558,7 @@ type ClientWithResponsesInterface interface {
 
 	// TusStatusLinkWithResponse tus: where an upload stands (recipient, active inbound package; the magic link)
 	//
-	// An unfinished upload past its resume window, terminated, or whose package no longer takes it is 404; so is another user's or another link's upload.
+	// An unfinished upload past its resume window, terminated, or whose package no longer takes it is 404; so is another user's or another link's upload. While an earlier PATCH of the upload still runs (its client went away), it is asked to store what it has and let go, and the answer waits for that (up to `SHIPFILE_UPLOAD_LOCK_WAIT`), so `Upload-Offset` is where the next PATCH succeeds.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -5540,7 +5577,13 @@ type ClientWithResponsesInterface interface {
 	// Appends the body at `Upload-Offset`, which must equal the server's (else 409). Bytes go into the
 	// upload's S3 multipart upload part by part; a PATCH that breaks off keeps what reached the gateway
 	// (at most one part, `SHIPFILE_UPLOAD_PART_SIZE`, is lost when the gateway itself dies): ask HEAD
-	// and go on. One request writes an upload at a time (423). The chunk that stores the last byte
+	// and go on. One request writes an upload at a time: a request (HEAD, PATCH, DELETE) that comes while
+	// an earlier PATCH of the upload still runs (its client went away, or another client's) asks that
+	// PATCH to stop, on whichever gateway instance it runs; it stores what reached the gateway and
+	// answers 400, and the new request goes on within `SHIPFILE_UPLOAD_LOCK_WAIT` (5 s). 423 is left
+	// for a holder that cannot be reached (a killed gateway's, until `SHIPFILE_UPLOAD_LOCK_LEASE`
+	// lapses). A refused PATCH's body is read (up to 32 MiB) before the answer, so a client still
+	// sending sees the status, not a reset. The chunk that stores the last byte
 	// records the file exactly as a multipart upload does (same record, limits, audit entry and
 	// `package.file_uploaded` event), after checking the package's state again (409/410, nothing kept).
 	//
@@ -5707,7 +5750,9 @@ type ClientWithResponsesInterface interface {
 	// tus 1.0.0 creation, and creation-with-upload: a body with
 	// `Content-Type: application/offset+octet-stream` is stored at once, as a PATCH at offset 0 would be
 	// (the answer then carries `Upload-Offset`). The upload URL (`Location`) is this URL + `/{upload_id}`.
-	// An upload of length 0 is complete at once.
+	// An upload of length 0 is complete at once. Unfinished uploads count toward the package's file
+	// limit (409 when its files and unfinished uploads reach it), and a token, a browser user or a link
+	// has at most `SHIPFILE_UPLOAD_MAX_OPEN` (20) unfinished uploads at once (429 with `Retry-After`).
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -5725,7 +5770,7 @@ type ClientWithResponsesInterface interface {
 
 	// TusStatusOwnerWithResponse tus: where an upload stands (owner, draft package; token or session + CSRF)
 	//
-	// An unfinished upload past its resume window, terminated, or whose package no longer takes it is 404; so is another user's or another link's upload.
+	// An unfinished upload past its resume window, terminated, or whose package no longer takes it is 404; so is another user's or another link's upload. While an earlier PATCH of the upload still runs (its client went away), it is asked to store what it has and let go, and the answer waits for that (up to `SHIPFILE_UPLOAD_LOCK_WAIT`), so `Upload-Offset` is where the next PATCH succeeds.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -5744,7 +5789,13 @@ type ClientWithResponsesInterface interface {
 	// Appends the body at `Upload-Offset`, which must equal the server's (else 409). Bytes go into the
 	// upload's S3 multipart upload part by part; a PATCH that breaks off keeps what reached the gateway
 	// (at most one part, `SHIPFILE_UPLOAD_PART_SIZE`, is lost when the gateway itself dies): ask HEAD
-	// and go on. One request writes an upload at a time (423). The chunk that stores the last byte
+	// and go on. One request writes an upload at a time: a request (HEAD, PATCH, DELETE) that comes while
+	// an earlier PATCH of the upload still runs (its client went away, or another client's) asks that
+	// PATCH to stop, on whichever gateway instance it runs; it stores what reached the gateway and
+	// answers 400, and the new request goes on within `SHIPFILE_UPLOAD_LOCK_WAIT` (5 s). 423 is left
+	// for a holder that cannot be reached (a killed gateway's, until `SHIPFILE_UPLOAD_LOCK_LEASE`
+	// lapses). A refused PATCH's body is read (up to 32 MiB) before the answer, so a client still
+	// sending sees the status, not a reset. The chunk that stores the last byte
 	// records the file exactly as a multipart upload does (same record, limits, audit entry and
 	// `package.file_uploaded` event), after checking the package's state again (409/410, nothing kept).
 	//
@@ -7531,7 +7582,8 @@ type TusCreateLinkResponse412Headers struct {
 
 // TusCreateLinkResponse429Headers the declared response headers of an HTTP 429 response for TusCreateLink
 type TusCreateLinkResponse429Headers struct {
-	RetryAfter *int
+	RetryAfter   *int
+	TusResumable *string
 }
 
 // TusCreateLinkResponse460Headers the declared response headers of an HTTP 460 response for TusCreateLink
@@ -7566,7 +7618,7 @@ type TusCreateLinkResponse struct {
 	// JSON422 the response for an HTTP 422 `application/json` response
 	JSON422 *Invalid
 	// JSON429 the response for an HTTP 429 `application/json` response
-	JSON429 *LinkTooManyRequests
+	JSON429 *TusCreateTooManyRequests
 	// JSON460 the response for an HTTP 460 `application/json` response
 	JSON460 *TusChecksumMismatch
 	// JSON503 the response for an HTTP 503 `application/json` response
@@ -7629,7 +7681,7 @@ func (r TusCreateLinkResponse) GetJSON422() *Invalid {
 }
 
 // GetJSON429 returns the response for an HTTP 429 `application/json` response
-func (r TusCreateLinkResponse) GetJSON429() *LinkTooManyRequests {
+func (r TusCreateLinkResponse) GetJSON429() *TusCreateTooManyRequests {
 	return r.JSON429
 }
 
@@ -7683,6 +7735,11 @@ type TusTerminateLinkResponse412Headers struct {
 	TusVersion   *string
 }
 
+// TusTerminateLinkResponse423Headers the declared response headers of an HTTP 423 response for TusTerminateLink
+type TusTerminateLinkResponse423Headers struct {
+	TusResumable *string
+}
+
 // TusTerminateLinkResponse429Headers the declared response headers of an HTTP 429 response for TusTerminateLink
 type TusTerminateLinkResponse429Headers struct {
 	RetryAfter *int
@@ -7701,12 +7758,16 @@ type TusTerminateLinkResponse struct {
 	JSON410 *Gone
 	// JSON412 the response for an HTTP 412 `application/json` response
 	JSON412 *TusPreconditionFailed
+	// JSON423 the response for an HTTP 423 `application/json` response
+	JSON423 *TusLocked
 	// JSON429 the response for an HTTP 429 `application/json` response
 	JSON429 *LinkTooManyRequests
 	// Headers204 the parsed response headers for an HTTP 204 response
 	Headers204 *TusTerminateLinkResponse204Headers
 	// Headers412 the parsed response headers for an HTTP 412 response
 	Headers412 *TusTerminateLinkResponse412Headers
+	// Headers423 the parsed response headers for an HTTP 423 response
+	Headers423 *TusTerminateLinkResponse423Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *TusTerminateLinkResponse429Headers
 }
@@ -7734,6 +7795,11 @@ func (r TusTerminateLinkResponse) GetJSON410() *Gone {
 // GetJSON412 returns the response for an HTTP 412 `application/json` response
 func (r TusTerminateLinkResponse) GetJSON412() *TusPreconditionFailed {
 	return r.JSON412
+}
+
+// GetJSON423 returns the response for an HTTP 423 `application/json` response
+func (r TusTerminateLinkResponse) GetJSON423() *TusLocked {
+	return r.JSON423
 }
 
 // GetJSON429 returns the response for an HTTP 429 `application/json` response
@@ -9408,7 +9474,8 @@ type TusCreateOwnerResponse412Headers struct {
 
 // TusCreateOwnerResponse429Headers the declared response headers of an HTTP 429 response for TusCreateOwner
 type TusCreateOwnerResponse429Headers struct {
-	RetryAfter *int
+	RetryAfter   *int
+	TusResumable *string
 }
 
 // TusCreateOwnerResponse460Headers the declared response headers of an HTTP 460 response for TusCreateOwner
@@ -9443,7 +9510,7 @@ type TusCreateOwnerResponse struct {
 	// JSON422 the response for an HTTP 422 `application/json` response
 	JSON422 *Invalid
 	// JSON429 the response for an HTTP 429 `application/json` response
-	JSON429 *UploadTooManyRequests
+	JSON429 *TusCreateTooManyRequests
 	// JSON460 the response for an HTTP 460 `application/json` response
 	JSON460 *TusChecksumMismatch
 	// JSON503 the response for an HTTP 503 `application/json` response
@@ -9508,7 +9575,7 @@ func (r TusCreateOwnerResponse) GetJSON422() *Invalid {
 }
 
 // GetJSON429 returns the response for an HTTP 429 `application/json` response
-func (r TusCreateOwnerResponse) GetJSON429() *UploadTooManyRequests {
+func (r TusCreateOwnerResponse) GetJSON429() *TusCreateTooManyRequests {
 	return r.JSON429
 }
 
@@ -9567,6 +9634,11 @@ type TusTerminateOwnerResponse412Headers struct {
 	TusVersion   *string
 }
 
+// TusTerminateOwnerResponse423Headers the declared response headers of an HTTP 423 response for TusTerminateOwner
+type TusTerminateOwnerResponse423Headers struct {
+	TusResumable *string
+}
+
 // TusTerminateOwnerResponse429Headers the declared response headers of an HTTP 429 response for TusTerminateOwner
 type TusTerminateOwnerResponse429Headers struct {
 	RetryAfter *int
@@ -9585,6 +9657,8 @@ type TusTerminateOwnerResponse struct {
 	JSON409 *Conflict
 	// JSON412 the response for an HTTP 412 `application/json` response
 	JSON412 *TusPreconditionFailed
+	// JSON423 the response for an HTTP 423 `application/json` response
+	JSON423 *TusLocked
 	// JSON429 the response for an HTTP 429 `application/json` response
 	JSON429 *TooManyRequests
 	// Headers204 the parsed response headers for an HTTP 204 response
@@ -9593,6 +9667,8 @@ type TusTerminateOwnerResponse struct {
 	Headers401 *TusTerminateOwnerResponse401Headers
 	// Headers412 the parsed response headers for an HTTP 412 response
 	Headers412 *TusTerminateOwnerResponse412Headers
+	// Headers423 the parsed response headers for an HTTP 423 response
+	Headers423 *TusTerminateOwnerResponse423Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *TusTerminateOwnerResponse429Headers
 }
@@ -9620,6 +9696,11 @@ func (r TusTerminateOwnerResponse) GetJSON409() *Conflict {
 // GetJSON412 returns the response for an HTTP 412 `application/json` response
 func (r TusTerminateOwnerResponse) GetJSON412() *TusPreconditionFailed {
 	return r.JSON412
+}
+
+// GetJSON423 returns the response for an HTTP 423 `application/json` response
+func (r TusTerminateOwnerResponse) GetJSON423() *TusLocked {
+	return r.JSON423
 }
 
 // GetJSON429 returns the response for an HTTP 429 `application/json` response
@@ -10408,7 +10489,9 @@ func (c *ClientWithResponses) TusOptionsLinkWithResponse(ctx context.Context, to
 // tus 1.0.0 creation, and creation-with-upload: a body with
 // `Content-Type: application/offset+octet-stream` is stored at once, as a PATCH at offset 0 would be
 // (the answer then carries `Upload-Offset`). The upload URL (`Location`) is this URL + `/{upload_id}`.
-// An upload of length 0 is complete at once.
+// An upload of length 0 is complete at once. Unfinished uploads count toward the package's file
+// limit (409 when its files and unfinished uploads reach it), and a token, a browser user or a link
+// has at most `SHIPFILE_UPLOAD_MAX_OPEN` (20) unfinished uploads at once (429 with `Retry-After`).
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -10438,7 +10521,7 @@ func (c *ClientWithResponses) TusTerminateLinkWithResponse(ctx context.Context, 
 
 // TusStatusLinkWithResponse tus: where an upload stands (recipient, active inbound package; the magic link)
 //
-// An unfinished upload past its resume window, terminated, or whose package no longer takes it is 404; so is another user's or another link's upload.
+// An unfinished upload past its resume window, terminated, or whose package no longer takes it is 404; so is another user's or another link's upload. While an earlier PATCH of the upload still runs (its client went away), it is asked to store what it has and let go, and the answer waits for that (up to `SHIPFILE_UPLOAD_LOCK_WAIT`), so `Upload-Offset` is where the next PATCH succeeds.
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -10469,7 +10552,13 @@ func (c *ClientWithResponses) TusUploadOptionsLinkWithResponse(ctx context.Conte
 // Appends the body at `Upload-Offset`, which must equal the server's (else 409). Bytes go into the
 // upload's S3 multipart upload part by part; a PATCH that breaks off keeps what reached the gateway
 // (at most one part, `SHIPFILE_UPLOAD_PART_SIZE`, is lost when the gateway itself dies): ask HEAD
-// and go on. One request writes an upload at a time (423). The chunk that stores the last byte
+// and go on. One request writes an upload at a time: a request (HEAD, PATCH, DELETE) that comes while
+// an earlier PATCH of the upload still runs (its client went away, or another client's) asks that
+// PATCH to stop, on whichever gateway instance it runs; it stores what reached the gateway and
+// answers 400, and the new request goes on within `SHIPFILE_UPLOAD_LOCK_WAIT` (5 s). 423 is left
+// for a holder that cannot be reached (a killed gateway's, until `SHIPFILE_UPLOAD_LOCK_LEASE`
+// lapses). A refused PATCH's body is read (up to 32 MiB) before the answer, so a client still
+// sending sees the status, not a reset. The chunk that stores the last byte
 // records the file exactly as a multipart upload does (same record, limits, audit entry and
 // `package.file_uploaded` event), after checking the package's state again (409/410, nothing kept).
 //
@@ -10756,7 +10845,9 @@ func (c *ClientWithResponses) TusOptionsOwnerWithResponse(ctx context.Context, i
 // tus 1.0.0 creation, and creation-with-upload: a body with
 // `Content-Type: application/offset+octet-stream` is stored at once, as a PATCH at offset 0 would be
 // (the answer then carries `Upload-Offset`). The upload URL (`Location`) is this URL + `/{upload_id}`.
-// An upload of length 0 is complete at once.
+// An upload of length 0 is complete at once. Unfinished uploads count toward the package's file
+// limit (409 when its files and unfinished uploads reach it), and a token, a browser user or a link
+// has at most `SHIPFILE_UPLOAD_MAX_OPEN` (20) unfinished uploads at once (429 with `Retry-After`).
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -10786,7 +10877,7 @@ func (c *ClientWithResponses) TusTerminateOwnerWithResponse(ctx context.Context,
 
 // TusStatusOwnerWithResponse tus: where an upload stands (owner, draft package; token or session + CSRF)
 //
-// An unfinished upload past its resume window, terminated, or whose package no longer takes it is 404; so is another user's or another link's upload.
+// An unfinished upload past its resume window, terminated, or whose package no longer takes it is 404; so is another user's or another link's upload. While an earlier PATCH of the upload still runs (its client went away), it is asked to store what it has and let go, and the answer waits for that (up to `SHIPFILE_UPLOAD_LOCK_WAIT`), so `Upload-Offset` is where the next PATCH succeeds.
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -10817,7 +10908,13 @@ func (c *ClientWithResponses) TusUploadOptionsOwnerWithResponse(ctx context.Cont
 // Appends the body at `Upload-Offset`, which must equal the server's (else 409). Bytes go into the
 // upload's S3 multipart upload part by part; a PATCH that breaks off keeps what reached the gateway
 // (at most one part, `SHIPFILE_UPLOAD_PART_SIZE`, is lost when the gateway itself dies): ask HEAD
-// and go on. One request writes an upload at a time (423). The chunk that stores the last byte
+// and go on. One request writes an upload at a time: a request (HEAD, PATCH, DELETE) that comes while
+// an earlier PATCH of the upload still runs (its client went away, or another client's) asks that
+// PATCH to stop, on whichever gateway instance it runs; it stores what reached the gateway and
+// answers 400, and the new request goes on within `SHIPFILE_UPLOAD_LOCK_WAIT` (5 s). 423 is left
+// for a holder that cannot be reached (a killed gateway's, until `SHIPFILE_UPLOAD_LOCK_LEASE`
+// lapses). A refused PATCH's body is read (up to 32 MiB) before the answer, so a client still
+// sending sees the status, not a reset. The chunk that stores the last byte
 // records the file exactly as a multipart upload does (same record, limits, audit entry and
 // `package.file_uploaded` event), after checking the package's state again (409/410, nothing kept).
 //
@@ -12532,7 +12629,7 @@ func ParseTusCreateLinkResponse(rsp *http.Response) (*TusCreateLinkResponse, err
 		response.JSON422 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
-		var dest LinkTooManyRequests
+		var dest TusCreateTooManyRequests
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
@@ -12619,6 +12716,13 @@ func ParseTusCreateLinkResponse(rsp *http.Response) (*TusCreateLinkResponse, err
 			}
 			headers.RetryAfter = &value
 		}
+		if values := rsp.Header.Values("Tus-Resumable"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Tus-Resumable", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.TusResumable = &value
+		}
 		response.Headers429 = &headers
 	case rsp.StatusCode == 460:
 		var headers TusCreateLinkResponse460Headers
@@ -12697,6 +12801,13 @@ func ParseTusTerminateLinkResponse(rsp *http.Response) (*TusTerminateLinkRespons
 		}
 		response.JSON412 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 423:
+		var dest TusLocked
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON423 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
 		var dest LinkTooManyRequests
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -12734,6 +12845,16 @@ func ParseTusTerminateLinkResponse(rsp *http.Response) (*TusTerminateLinkRespons
 			headers.TusVersion = &value
 		}
 		response.Headers412 = &headers
+	case rsp.StatusCode == 423:
+		var headers TusTerminateLinkResponse423Headers
+		if values := rsp.Header.Values("Tus-Resumable"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Tus-Resumable", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.TusResumable = &value
+		}
+		response.Headers423 = &headers
 	case rsp.StatusCode == 429:
 		var headers TusTerminateLinkResponse429Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
@@ -14455,7 +14576,7 @@ func ParseTusCreateOwnerResponse(rsp *http.Response) (*TusCreateOwnerResponse, e
 		response.JSON422 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
-		var dest UploadTooManyRequests
+		var dest TusCreateTooManyRequests
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
@@ -14552,6 +14673,13 @@ func ParseTusCreateOwnerResponse(rsp *http.Response) (*TusCreateOwnerResponse, e
 			}
 			headers.RetryAfter = &value
 		}
+		if values := rsp.Header.Values("Tus-Resumable"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Tus-Resumable", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.TusResumable = &value
+		}
 		response.Headers429 = &headers
 	case rsp.StatusCode == 460:
 		var headers TusCreateOwnerResponse460Headers
@@ -14630,6 +14758,13 @@ func ParseTusTerminateOwnerResponse(rsp *http.Response) (*TusTerminateOwnerRespo
 		}
 		response.JSON412 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 423:
+		var dest TusLocked
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON423 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
 		var dest TooManyRequests
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -14677,6 +14812,16 @@ func ParseTusTerminateOwnerResponse(rsp *http.Response) (*TusTerminateOwnerRespo
 			headers.TusVersion = &value
 		}
 		response.Headers412 = &headers
+	case rsp.StatusCode == 423:
+		var headers TusTerminateOwnerResponse423Headers
+		if values := rsp.Header.Values("Tus-Resumable"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Tus-Resumable", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.TusResumable = &value
+		}
+		response.Headers423 = &headers
 	case rsp.StatusCode == 429:
 		var headers TusTerminateOwnerResponse429Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {

@@ -2,6 +2,7 @@ package httpx_test
 
 import (
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -220,5 +221,108 @@ func TestLimitBodyTimeoutWithoutDeadline(t *testing.T) {
 		}
 	case <-time.After(2 * time.Second):
 		t.Fatal("a blocked read was not cut at the time limit")
+	}
+}
+
+// TestStopBody: Stop ends a body's reading at once, even while a Read is blocked on a
+// client that sends nothing more, with or without a minimum rate; the body is not
+// "too slow" then.
+func TestStopBody(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		rate int64
+	}{{"minimum rate", 1000}, {"no minimum", 0}} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := make(chan error, 1)
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				body := httpx.MinRateBody(r.Body, tc.rate, time.Minute, httpx.ResponseDeadline(w))
+				buf := make([]byte, 5)
+				if _, err := io.ReadFull(body, buf); err != nil {
+					got <- err
+					return
+				}
+				time.AfterFunc(50*time.Millisecond, func() {
+					if !httpx.Stop(body) {
+						got <- errors.New("not stoppable")
+					}
+				})
+				_, err := io.Copy(io.Discard, body) // blocks: the client sends nothing more
+				if httpx.TooSlow(body) {
+					err = errors.New("reported too slow")
+				}
+				got <- err
+				if _, err := body.Read(buf); !errors.Is(err, httpx.ErrStopped) {
+					got <- err
+				}
+				w.WriteHeader(http.StatusBadRequest)
+			}))
+			defer srv.Close()
+			pr, pw := io.Pipe()
+			defer pw.Close()
+			go func() { _, _ = pw.Write([]byte("hello")) }()
+			go func() {
+				if resp, err := http.Post(srv.URL, "application/octet-stream", pr); err == nil {
+					resp.Body.Close()
+				}
+			}()
+			select {
+			case err := <-got:
+				if !errors.Is(err, httpx.ErrStopped) {
+					t.Fatalf("read error = %v, want ErrStopped", err)
+				}
+			case <-time.After(5 * time.Second):
+				t.Fatal("a blocked read was not stopped")
+			}
+			select {
+			case err := <-got:
+				t.Fatalf("a read after Stop = %v, want ErrStopped", err)
+			case <-time.After(100 * time.Millisecond):
+			}
+			if httpx.Stop(io.NopCloser(strings.NewReader(""))) {
+				t.Fatal("a plain body reported as stopped")
+			}
+		})
+	}
+}
+
+// TestStopBodyKeepsWhatArrived: what the client sent before the Stop is still read;
+// then the body ends with ErrStopped.
+func TestStopBodyKeepsWhatArrived(t *testing.T) {
+	got := make(chan string, 1)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body := httpx.MinRateBody(r.Body, 1000, time.Minute, httpx.ResponseDeadline(w))
+		buf := make([]byte, 5)
+		if _, err := io.ReadFull(body, buf); err != nil {
+			got <- err.Error()
+			return
+		}
+		time.Sleep(200 * time.Millisecond) // the client's next bytes arrive meanwhile
+		httpx.Stop(body)
+		rest, err := io.ReadAll(body)
+		if !errors.Is(err, httpx.ErrStopped) {
+			got <- fmt.Sprintf("read error %v", err)
+			return
+		}
+		got <- string(rest)
+	}))
+	defer srv.Close()
+	pr, pw := io.Pipe()
+	defer pw.Close()
+	go func() {
+		_, _ = pw.Write([]byte("hello"))
+		_, _ = pw.Write([]byte(" world"))
+	}()
+	go func() {
+		if resp, err := http.Post(srv.URL, "application/octet-stream", pr); err == nil {
+			resp.Body.Close()
+		}
+	}()
+	select {
+	case s := <-got:
+		if s != " world" {
+			t.Fatalf("read after the Stop: %q, want \" world\"", s)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("the stopped body did not end")
 	}
 }

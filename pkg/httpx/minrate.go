@@ -13,6 +13,9 @@ import (
 // rate asks for over a window.
 var ErrTooSlow = errors.New("request body too slow: fewer bytes than the minimum rate over the window")
 
+// ErrStopped is the read error of a body that Stop ended.
+var ErrStopped = errors.New("request body: the server stopped reading it")
+
 // MinRateBody wraps a request body so that it must bring at least minRate bytes a
 // second, counted over windows of window: within every window of time spent
 // waiting for the body, it must bring minRate×window bytes (the next window starts
@@ -27,10 +30,11 @@ var ErrTooSlow = errors.New("request body too slow: fewer bytes than the minimum
 // the part it has read, say) the client is not charged, so a slow object store
 // does not cut off a client that keeps up.
 //
-// It is one wrapper for every upload route (multipart uploads and tus PATCH).
-// minRate <= 0 or window <= 0 returns body unchanged.
+// It is one wrapper for every upload route (multipart uploads and tus PATCH), and
+// the server may end the body's reading with Stop. minRate <= 0 or window <= 0 sets
+// no minimum (the body can still be stopped).
 func MinRateBody(body io.ReadCloser, minRate int64, window time.Duration, setDeadline func(time.Time) error) io.ReadCloser {
-	return LimitBody(body, minRate, window, 0, setDeadline)
+	return newRateBody(body, minRate, window, 0, setDeadline)
 }
 
 // LimitBody is MinRateBody with a time limit on the whole body too: a body not read
@@ -40,12 +44,16 @@ func MinRateBody(body io.ReadCloser, minRate int64, window time.Duration, setDea
 // minRate <= 0 or window <= 0 sets no minimum rate; with neither, body is returned
 // unchanged.
 func LimitBody(body io.ReadCloser, minRate int64, window, timeout time.Duration, setDeadline func(time.Time) error) io.ReadCloser {
+	if (minRate <= 0 || window <= 0) && timeout <= 0 {
+		return body
+	}
+	return newRateBody(body, minRate, window, timeout, setDeadline)
+}
+
+func newRateBody(body io.ReadCloser, minRate int64, window, timeout time.Duration, setDeadline func(time.Time) error) *rateBody {
 	var need int64
 	if minRate > 0 && window > 0 {
 		need = max(minRate*int64(window/time.Millisecond)/1000, 1)
-	}
-	if need == 0 && timeout <= 0 {
-		return body
 	}
 	m := &rateBody{body: body, need: need, window: window, setDeadline: setDeadline, now: time.Now}
 	if timeout > 0 {
@@ -68,18 +76,43 @@ type rateBody struct {
 	setDeadline func(time.Time) error
 	now         func() time.Time
 
-	mu     sync.Mutex
-	got    int64         // bytes in the current window
-	waited time.Duration // time spent in Read in the current window
-	cut    bool
-	closed bool
+	mu      sync.Mutex
+	got     int64         // bytes in the current window
+	waited  time.Duration // time spent in Read in the current window
+	cut     bool
+	stopped bool
+	stopAt  time.Time // after Stop, while what the client already sent is served; zero once done
+	closed  bool
 }
+
+// After Stop, a Read waits at most stopIdle for the client's bytes, and none is
+// served later than stopMax after the Stop.
+const (
+	stopIdle = 100 * time.Millisecond
+	stopMax  = 2 * time.Second
+)
 
 func (m *rateBody) Read(p []byte) (int, error) {
 	m.mu.Lock()
+	if m.stopped {
+		return m.readStopping(p)
+	}
 	if m.cut {
 		m.mu.Unlock()
 		return 0, ErrTooSlow
+	}
+	if m.need == 0 && m.deadline.IsZero() { // no minimum, no limit: only Stop ends the body early
+		m.mu.Unlock()
+		n, err := m.body.Read(p)
+		m.mu.Lock()
+		defer m.mu.Unlock()
+		if m.stopped && err != nil {
+			m.stopAt = time.Time{}
+			if errors.Is(err, os.ErrDeadlineExceeded) {
+				err = ErrStopped
+			}
+		}
+		return n, err
 	}
 	start := m.now()
 	if !m.deadline.IsZero() && !start.Before(m.deadline) {
@@ -116,6 +149,14 @@ func (m *rateBody) Read(p []byte) (int, error) {
 	m.waited += now.Sub(start)
 	m.got += int64(n)
 	switch {
+	case m.stopped && err != nil: // the Stop's deadline, or the client's end
+		m.stopAt = time.Time{}
+		if errors.Is(err, os.ErrDeadlineExceeded) {
+			err = ErrStopped
+		}
+		return n, err
+	case m.stopped:
+		return n, nil
 	case m.cut || (err != nil && errors.Is(err, os.ErrDeadlineExceeded)):
 		m.cut = true
 		return n, ErrTooSlow
@@ -128,6 +169,38 @@ func (m *rateBody) Read(p []byte) (int, error) {
 	}
 	if err == io.EOF && m.setDeadline != nil {
 		_ = m.setDeadline(time.Time{}) // the body is done; the connection goes on without
+	}
+	return n, err
+}
+
+// readStopping is Read after Stop, called with mu held: what the client has already
+// sent is still served, a Read waiting at most stopIdle for it (and none after
+// stopAt); then ErrStopped for good.
+func (m *rateBody) readStopping(p []byte) (int, error) {
+	now := m.now()
+	if m.stopAt.IsZero() || !now.Before(m.stopAt) || m.setDeadline == nil {
+		m.stopAt = time.Time{}
+		m.mu.Unlock()
+		return 0, ErrStopped
+	}
+	deadline := now.Add(stopIdle)
+	if deadline.After(m.stopAt) {
+		deadline = m.stopAt
+	}
+	if m.setDeadline(deadline) != nil {
+		m.stopAt = time.Time{}
+		m.mu.Unlock()
+		return 0, ErrStopped
+	}
+	m.mu.Unlock()
+	n, err := m.body.Read(p)
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if err != nil {
+		m.stopAt = time.Time{}
+		if errors.Is(err, os.ErrDeadlineExceeded) {
+			err = ErrStopped
+		}
 	}
 	return n, err
 }
@@ -149,6 +222,37 @@ func (m *rateBody) Close() error {
 	m.closed = true
 	m.mu.Unlock()
 	return m.body.Close()
+}
+
+// Stop ends the reading of body, as returned by MinRateBody, once what the client
+// has already sent is read: from then on a Read waits at most 100 ms for bytes (none
+// is served 2 s after the Stop), so a Read blocked on a client gone quiet returns at
+// once, while the bytes already on their way (in the socket's buffers) are still
+// read; then every Read fails with ErrStopped (or the client's own end, io.EOF). The
+// connection's read deadline does it; without one, the body is closed at once. The
+// server calls it when it must give up a request's body early (a tus PATCH asked to
+// hand its upload over). It reports whether body could be stopped.
+func Stop(body io.ReadCloser) bool {
+	m, ok := body.(*rateBody)
+	if !ok {
+		return false
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.stopped {
+		return true
+	}
+	m.stopped = true
+	now := m.now()
+	m.stopAt = now.Add(stopMax)
+	// Under mu, so a Read cannot move the deadline back out between the two.
+	if m.setDeadline == nil || m.setDeadline(now.Add(stopIdle)) != nil {
+		m.setDeadline, m.stopAt = nil, time.Time{}
+		if !m.closed {
+			go func() { _ = m.body.Close() }() // Close waits for a blocked Read in net/http
+		}
+	}
+	return true
 }
 
 // TooSlow reports whether body, as returned by MinRateBody or LimitBody, was cut off

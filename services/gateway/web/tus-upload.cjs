@@ -1,18 +1,26 @@
 // tus-upload.cjs uploads a file to shipfile with tus-js-client under Node, as an outside
 // client would (the gateway's tests run it: internal/transport/httpapi/tus_node_test.go).
 //
-//   node tus-upload.cjs ENDPOINT FILE [CHUNK_SIZE [BREAK_AT]]
+//   node tus-upload.cjs ENDPOINT FILE [CHUNK_SIZE [BREAK_AT [MODE]]]
 //
 // TUS_TOKEN (env) is sent as the bearer token when set. With BREAK_AT, the upload is
 // aborted once the gateway accepted that many bytes (sent in 1 MiB chunks), then a new Upload goes on from the same upload
-// URL (HEAD, then PATCH from the server's offset). It prints one JSON line:
-// {"firstUrl" (the broken upload's URL), "url", "fileId", "resumedFrom"}; any failure exits non-zero.
+// URL (HEAD, then PATCH from the server's offset). With MODE "midway", the upload is
+// one PATCH of the whole file instead, broken midway (its connection closed once
+// BREAK_AT bytes of its body went out), and the new Upload goes on at once; with MODE
+// "stalled", that PATCH sends BREAK_AT bytes and then nothing, its connection left
+// open (a network gone, which the gateway has not noticed), and the new Upload goes on
+// at once beside it. It prints one JSON line:
+// {"firstUrl" (the broken upload's URL), "url", "fileId", "resumedFrom",
+//  "statuses" (every status the resumed Upload got), "resumeMs" (from the break to the end)};
+// any failure exits non-zero.
 "use strict";
 const fs = require("fs");
+const http = require("http");
 const path = require("path");
 const tus = require("tus-js-client");
 
-const [endpoint, file, chunk, breakAt] = process.argv.slice(2);
+const [endpoint, file, chunk, breakAt, mode] = process.argv.slice(2);
 if (!endpoint || !file) {
   console.error("usage: node tus-upload.cjs ENDPOINT FILE [CHUNK_SIZE [BREAK_AT]]");
   process.exit(2);
@@ -31,6 +39,37 @@ const options = {
 };
 if (chunk && Number(chunk) > 0) options.chunkSize = Number(chunk);
 
+// stallingStack is tus-js-client's HTTP stack whose PATCH sends its first `at` bytes
+// and then nothing, its connection kept open; onStall runs once those are written.
+class StallingStack extends tus.DefaultHttpStack {
+  constructor(at, onStall) {
+    super();
+    this.at = at;
+    this.onStall = onStall;
+    this.stalled = null;
+  }
+
+  createRequest(method, url) {
+    const req = super.createRequest(method, url);
+    if (method !== "PATCH") return req;
+    req.send = (body) =>
+      new Promise(() => {
+        const u = new URL(url);
+        const r = http.request({
+          hostname: u.hostname,
+          port: u.port,
+          path: u.pathname,
+          method,
+          headers: { ...req._headers, "Content-Length": body.length },
+        });
+        r.on("error", () => {});
+        this.stalled = r;
+        r.write(body.subarray(0, this.at), () => this.onStall());
+      });
+    return req;
+  }
+}
+
 function run(extra) {
   return new Promise((resolve, reject) => {
     const upload = new tus.Upload(data, {
@@ -39,6 +78,19 @@ function run(extra) {
       onError: reject,
       onSuccess: (payload) => resolve({ upload, fileId: payload.lastResponse.getHeader("Shipfile-File-Id") }),
     });
+    if (extra.stallAt) {
+      extra.stack = new StallingStack(extra.stallAt, () => resolve({ upload, broken: true }));
+      upload.options.httpStack = extra.stack;
+    }
+    if (extra.breakMidway) {
+      // Broken under the body of the PATCH: its connection is closed while it sends.
+      upload.options.onProgress = (sent) => {
+        if (sent >= extra.breakMidway && !upload._aborted) {
+          upload._aborted = true;
+          upload.abort().then(() => resolve({ upload, broken: true }));
+        }
+      };
+    }
     if (extra.breakAt) {
       upload.options.onChunkComplete = (_, accepted) => {
         if (accepted >= extra.breakAt && !upload._aborted) {
@@ -54,17 +106,32 @@ function run(extra) {
 (async () => {
   let resumedFrom = null;
   let firstUrl = null;
-  // The broken run sends 1 MiB chunks until the gateway accepted BREAK_AT bytes.
-  let res = await run(breakAt ? { breakAt: Number(breakAt), chunkSize: 1 << 20 } : {});
+  // The broken run sends 1 MiB chunks until the gateway accepted BREAK_AT bytes, or
+  // (midway) one PATCH broken once BREAK_AT bytes of it went out.
+  let first = {};
+  if (breakAt && mode === "midway") first = { breakMidway: Number(breakAt) };
+  else if (breakAt && mode === "stalled") first = { stallAt: Number(breakAt) };
+  else if (breakAt) first = { breakAt: Number(breakAt), chunkSize: 1 << 20 };
+  let res = await run(first);
+  const statuses = [];
+  let resumeMs = null;
   if (res.broken) {
+    const start = Date.now();
     const url = res.upload.url;
     firstUrl = url;
     // A new client goes on from the upload URL: tus-js-client asks HEAD for the offset.
     const probe = await fetch(url, { method: "HEAD", headers: { ...headers, "Tus-Resumable": "1.0.0" } });
     resumedFrom = Number(probe.headers.get("upload-offset"));
-    res = await run({ uploadUrl: url });
+    res = await run({
+      uploadUrl: url,
+      onAfterResponse: (_, response) => {
+        statuses.push(response.getStatus());
+      },
+    });
+    resumeMs = Date.now() - start;
+    if (first.stallAt) first.stack.stalled.destroy();
   }
-  console.log(JSON.stringify({ firstUrl, url: res.upload.url, fileId: res.fileId, resumedFrom }));
+  console.log(JSON.stringify({ firstUrl, url: res.upload.url, fileId: res.fileId, resumedFrom, statuses, resumeMs }));
 })().catch((err) => {
   console.error("tus upload failed:", err && err.message ? err.message : err);
   process.exit(1);

@@ -102,6 +102,9 @@ type Packages struct {
 	reservationRenewal time.Duration
 	// endUploads ends a package's unfinished resumable uploads (set by NewResumable).
 	endUploads func(ctx context.Context, packageID uuid.UUID)
+	// openUploads counts a package's unfinished resumable uploads (set by
+	// NewResumable); they count toward its file limit.
+	openUploads func(ctx context.Context, packageID uuid.UUID) (int, error)
 }
 
 // NewPackages returns the package service.
@@ -280,6 +283,15 @@ func (s *Packages) upload(ctx context.Context, p Package, up Upload, by Uploader
 	}
 	if p.FileCount >= s.limits.MaxFiles {
 		return File{}, Conflict("package already has the maximum of %d files", s.limits.MaxFiles)
+	}
+	if s.openUploads != nil {
+		open, err := s.openUploads(ctx, p.ID)
+		if err != nil {
+			return File{}, err
+		}
+		if p.FileCount+open >= s.limits.MaxFiles {
+			return File{}, Conflict("package already has the maximum of %d files, counting unfinished uploads", s.limits.MaxFiles)
+		}
 	}
 	if err := ValidateFilename(up.Filename); err != nil {
 		return File{}, err

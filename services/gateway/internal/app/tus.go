@@ -13,6 +13,7 @@ import (
 	"io"
 	"log/slog"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/google/uuid"
@@ -31,21 +32,26 @@ type TusUpload struct {
 	PackageID     uuid.UUID
 	UploadedBy    Uploader
 	CreatorUserID *int64 // owner uploads
-	LinkHash      []byte // recipient uploads: the link it was created through
-	FileID        uuid.UUID
-	Filename      string
-	ContentType   string
-	Length        int64
-	Offset        int64
-	ObjectKey     string
-	S3UploadID    string // "" until the first part is sent
-	Parts         []TusPart
-	TailKey       string // "" when no tail is stored
-	TailSize      int64
-	SHA256State   []byte // the digest of the first Offset bytes (encoding.BinaryMarshaler)
-	Completed     bool
-	CreatedAt     time.Time
-	ExpiresAt     time.Time
+	// CreatorTokenID is the API token an owner's upload was created with (nil: a
+	// browser session, or a recipient's upload).
+	CreatorTokenID *int64
+	LinkHash       []byte // recipient uploads: the link it was created through
+	FileID         uuid.UUID
+	Filename       string
+	ContentType    string
+	Length         int64
+	Offset         int64
+	ObjectKey      string
+	S3UploadID     string // "" until the first part is sent
+	Parts          []TusPart
+	TailKey        string // "" when no tail is stored
+	TailSize       int64
+	SHA256State    []byte // the digest of the first Offset bytes (encoding.BinaryMarshaler)
+	Completed      bool
+	CreatedAt      time.Time
+	ExpiresAt      time.Time
+	// Held says a running request held its lease when it was read (GetUpload).
+	Held bool
 }
 
 // TusPart is a part of an upload's S3 multipart upload.
@@ -56,22 +62,60 @@ type TusPart struct {
 	Size   int64  `json:"size"`
 }
 
-// ErrUploadLocked is the answer to a PATCH while another request writes the upload.
-var ErrUploadLocked = &Error{Kind: KindLocked, Detail: "another request is writing this upload; retry after it ends"}
+// ErrUploadLocked is the answer to a request for an upload that another request
+// holds and did not let go within TusConfig.LockWait: a holder that cannot be reached
+// (its gateway was killed) until its lease lapses.
+var ErrUploadLocked = &Error{Kind: KindLocked, Detail: "another request holds this upload and did not let go (its gateway may be gone); retry once its lease lapses"}
+
+// TusOwner is whom an upload belongs to: its package, and the user who created it
+// (owner uploads) or the link it was created through (recipient uploads).
+type TusOwner struct {
+	PackageID     uuid.UUID
+	UploadedBy    Uploader
+	CreatorUserID *int64
+	LinkHash      []byte
+}
+
+// Owns says whether u belongs to o.
+func (o TusOwner) Owns(u TusUpload) bool {
+	if u.PackageID != o.PackageID || u.UploadedBy != o.UploadedBy {
+		return false
+	}
+	if o.UploadedBy == ByOwner {
+		return o.CreatorUserID != nil && u.CreatorUserID != nil && *u.CreatorUserID == *o.CreatorUserID
+	}
+	return len(o.LinkHash) > 0 && subtle.ConstantTimeCompare(u.LinkHash, o.LinkHash) == 1
+}
+
+// OpenUploads counts what a new upload is checked against, in the transaction that
+// creates it.
+type OpenUploads struct {
+	Files     int // the package's files
+	InPackage int // the package's unfinished uploads
+	ByCreator int // the unfinished uploads of the same token, browser user or link
+}
 
 // TusStore keeps the state of resumable uploads.
 type TusStore interface {
-	CreateUpload(ctx context.Context, u TusUpload) error
+	// CreateUpload inserts u in a transaction that serialises the creations of its
+	// package and of its creator, after check accepts their counts.
+	CreateUpload(ctx context.Context, u TusUpload, check func(OpenUploads) error) error
 	GetUpload(ctx context.Context, id uuid.UUID) (TusUpload, error)
 	// LockUpload takes the upload for lease (renewable) under owner and returns it;
-	// ErrUploadLocked when another owner's lease runs.
-	LockUpload(ctx context.Context, id, owner uuid.UUID, lease time.Duration) (TusUpload, error)
+	// ErrUploadLocked when another owner's lease runs. With who, only an upload who
+	// owns is taken (ErrNotFound for another's, whose lease is left alone).
+	LockUpload(ctx context.Context, id, owner uuid.UUID, lease time.Duration, who *TusOwner) (TusUpload, error)
+	// AskRelease asks the request that holds the upload's lease to let go, on
+	// whichever gateway it runs, and returns its lease owner; ok is false when no
+	// lease runs.
+	AskRelease(ctx context.Context, id uuid.UUID) (holder uuid.UUID, ok bool, err error)
 	// SaveUpload stores offset, parts, tail, digest and expiry, and renews the lease
 	// (or gives it back when release is set); ErrUploadLocked when owner no longer
 	// holds it.
 	SaveUpload(ctx context.Context, u TusUpload, owner uuid.UUID, lease time.Duration, release bool) error
-	// RenewLease extends owner's lease on the upload.
-	RenewLease(ctx context.Context, id, owner uuid.UUID, lease time.Duration) error
+	// RenewLease extends owner's lease on the upload and says whether another
+	// request asked it to let go; ErrUploadLocked when owner no longer holds it.
+	RenewLease(ctx context.Context, id, owner uuid.UUID, lease time.Duration) (asked bool, err error)
 	UnlockUpload(ctx context.Context, id, owner uuid.UUID) error
 	// CompleteUpload records the finished file like PackageStore.AddFile and, in the
 	// same transaction, marks the upload complete and gives its lease back.
@@ -82,6 +126,8 @@ type TusStore interface {
 	UploadsToEnd(ctx context.Context, limit int) ([]TusUpload, error)
 	// PackageUploads lists a package's uploads.
 	PackageUploads(ctx context.Context, packageID uuid.UUID) ([]TusUpload, error)
+	// OpenUploads counts a package's unfinished uploads (not past their expiry).
+	OpenUploads(ctx context.Context, packageID uuid.UUID) (int, error)
 	// FileExists reports whether a file row with that id exists.
 	FileExists(ctx context.Context, id uuid.UUID) (bool, error)
 	// KnownMultipart returns which of the S3 multipart upload ids an upload row names.
@@ -127,15 +173,27 @@ type TusConfig struct {
 	// that no upload row names is aborted (a gateway died between starting it and
 	// saving its id).
 	OrphanGrace time.Duration
+	// LockWait is how long a request for an upload that a running PATCH holds waits,
+	// after asking that PATCH to let go, before it answers 423 (a holder that cannot
+	// be reached).
+	LockWait time.Duration
+	// MaxOpen is how many unfinished uploads a token, a browser user or a link may
+	// have at once (0: no limit).
+	MaxOpen int
 }
+
+// openRetryAfter is the Retry-After of a creation refused for too many unfinished
+// uploads: one of them has to be finished or ended first.
+const openRetryAfter = 30 * time.Second
 
 // Resumable is the tus upload service.
 type Resumable struct {
-	p      *Packages
-	store  TusStore
-	chunks ChunkStore
-	cfg    TusConfig
-	log    *slog.Logger
+	p       *Packages
+	store   TusStore
+	chunks  ChunkStore
+	cfg     TusConfig
+	log     *slog.Logger
+	holders holders
 }
 
 // NewResumable returns the resumable upload service on the package service.
@@ -152,11 +210,15 @@ func NewResumable(p *Packages, store TusStore, chunks ChunkStore, cfg TusConfig,
 	if cfg.OrphanGrace <= 0 {
 		cfg.OrphanGrace = time.Hour
 	}
+	if cfg.LockWait <= 0 {
+		cfg.LockWait = 5 * time.Second
+	}
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	r := &Resumable{p: p, store: store, chunks: chunks, cfg: cfg, log: log}
+	r := &Resumable{p: p, store: store, chunks: chunks, cfg: cfg, log: log, holders: holders{m: map[uuid.UUID]func(){}}}
 	p.endUploads = r.EndPackageUploads
+	p.openUploads = store.OpenUploads
 	return r
 }
 
@@ -186,6 +248,8 @@ type TusTarget struct {
 	// Owner side: the signed-in user and the package id of the URL.
 	User      *User
 	PackageID uuid.UUID
+	// TokenID is the API token of an owner's request (0: a browser session).
+	TokenID int64
 	// Recipient side: the raw link token of the URL.
 	LinkToken string
 	Client    Client
@@ -206,6 +270,11 @@ type Chunk struct {
 	Checksum string
 	// Size is the body's length when the request says it (Content-Length), else -1.
 	Size int64
+	// Stop ends the reading of Body once what the client already sent is read: a
+	// Read blocked on a client gone quiet returns at once, and later ones fail (the
+	// transport moves the connection's read deadline). What a PATCH asked to hand its
+	// upload over calls. nil: the PATCH stops at its next Read instead.
+	Stop func()
 }
 
 // ChunkResult is where an upload stands after a chunk.
@@ -277,16 +346,34 @@ func (r *Resumable) Create(ctx context.Context, t TusTarget, in NewTusUpload) (C
 	if t.User != nil {
 		uid := t.User.ID
 		u.CreatorUserID = &uid
+		if t.TokenID > 0 {
+			tid := t.TokenID
+			u.CreatorTokenID = &tid
+		}
 	} else {
 		u.LinkHash = p.LinkHash
 	}
-	if err := r.store.CreateUpload(ctx, u); err != nil {
+	if err := r.store.CreateUpload(ctx, u, r.checkOpen); err != nil {
 		return ChunkResult{}, err
 	}
 	if in.Length > 0 {
 		return ChunkResult{Upload: u}, nil
 	}
 	return r.Write(ctx, t, id, Chunk{Offset: 0, Body: strings.NewReader("")})
+}
+
+// checkOpen is the rule of a new upload's counts (SPEC "Hostile clients", unfinished
+// uploads): unfinished uploads count toward the package's file limit, and a token, a
+// browser user or a link has at most MaxOpen unfinished at once.
+func (r *Resumable) checkOpen(o OpenUploads) error {
+	if o.Files+o.InPackage >= r.p.limits.MaxFiles {
+		return Conflict("package already has the maximum of %d files, counting unfinished uploads", r.p.limits.MaxFiles)
+	}
+	if r.cfg.MaxOpen > 0 && o.ByCreator >= r.cfg.MaxOpen {
+		return &Error{Kind: KindTooMany, RetryAfter: openRetryAfter, Detail: fmt.Sprintf(
+			"at most %d unfinished uploads at once; finish one, or end it with DELETE, first", r.cfg.MaxOpen)}
+	}
+	return nil
 }
 
 // tusObjectKey is where a resumable upload's file is stored. It is not under the
@@ -313,20 +400,19 @@ func (r *Resumable) get(ctx context.Context, t TusTarget, id uuid.UUID) (TusUplo
 	if err != nil {
 		return TusUpload{}, Package{}, "", AuditEntry{}, err
 	}
-	if !r.belongs(u, p, t) || !r.p.now().Before(u.ExpiresAt) {
+	if !ownerOf(p, t).Owns(u) || !r.p.now().Before(u.ExpiresAt) {
 		return TusUpload{}, Package{}, "", AuditEntry{}, NotFound("upload")
 	}
 	return u, p, op, audit, nil
 }
 
-func (r *Resumable) belongs(u TusUpload, p Package, t TusTarget) bool {
-	if u.PackageID != p.ID {
-		return false
-	}
+// ownerOf is whom the uploads a target may use belong to.
+func ownerOf(p Package, t TusTarget) TusOwner {
 	if t.User != nil {
-		return u.UploadedBy == ByOwner && u.CreatorUserID != nil && *u.CreatorUserID == t.User.ID
+		uid := t.User.ID
+		return TusOwner{PackageID: p.ID, UploadedBy: ByOwner, CreatorUserID: &uid}
 	}
-	return u.UploadedBy == ByRecipient && subtle.ConstantTimeCompare(u.LinkHash, p.LinkHash) == 1
+	return TusOwner{PackageID: p.ID, UploadedBy: ByRecipient, LinkHash: p.LinkHash}
 }
 
 // Status answers HEAD: where the upload stands. An unfinished upload of a package that
@@ -335,6 +421,14 @@ func (r *Resumable) Status(ctx context.Context, t TusTarget, id uuid.UUID) (TusU
 	u, p, op, _, err := r.get(ctx, t, id)
 	if err != nil {
 		return TusUpload{}, err
+	}
+	if u.Held && !u.Completed {
+		// A PATCH still runs (its client went away, or another client's): it is asked
+		// to store what it has and let go, so the offset answered is where the next
+		// PATCH succeeds.
+		if u, err = r.awaitRelease(ctx, u); err != nil {
+			return TusUpload{}, err
+		}
 	}
 	if !u.Completed {
 		if err := p.apply(op, r.p.now()); err != nil {
@@ -355,9 +449,14 @@ func (r *Resumable) Terminate(ctx context.Context, t TusTarget, id uuid.UUID) er
 		return Conflict("the upload is complete; remove its file with DELETE on the file instead")
 	}
 	owner := uuid.New()
-	locked, err := r.store.LockUpload(ctx, id, owner, r.cfg.Lease)
+	who := TusOwner{PackageID: u.PackageID, UploadedBy: u.UploadedBy, CreatorUserID: u.CreatorUserID, LinkHash: u.LinkHash}
+	locked, _, err := r.acquire(ctx, id, owner, &who)
 	if err != nil {
 		return err
+	}
+	if locked.Completed {
+		_ = r.store.UnlockUpload(context.WithoutCancel(ctx), id, owner)
+		return Conflict("the upload is complete; remove its file with DELETE on the file instead")
 	}
 	return r.end(ctx, locked)
 }
@@ -391,7 +490,7 @@ func (r *Resumable) end(ctx context.Context, u TusUpload) error {
 // again).
 func (r *Resumable) endQuietly(ctx context.Context, u TusUpload) {
 	owner := uuid.New()
-	locked, err := r.store.LockUpload(ctx, u.ID, owner, r.cfg.Lease)
+	locked, err := r.store.LockUpload(ctx, u.ID, owner, r.cfg.Lease, nil)
 	if err == nil {
 		err = r.end(ctx, locked)
 	}
@@ -426,7 +525,7 @@ func (r *Resumable) Sweep(ctx context.Context) (int, error) {
 	var errs []error
 	for _, u := range ups {
 		owner := uuid.New()
-		locked, err := r.store.LockUpload(ctx, u.ID, owner, r.cfg.Lease)
+		locked, err := r.store.LockUpload(ctx, u.ID, owner, r.cfg.Lease, nil)
 		if errors.Is(err, ErrUploadLocked) || errors.Is(err, ErrNotFound) {
 			continue
 		}
@@ -479,6 +578,11 @@ func (r *Resumable) abortOrphans(ctx context.Context) (int, error) {
 // what reached the gateway less at most one part. With a checksum nothing of the chunk
 // counts until the whole chunk matches. The chunk that reaches the length completes the
 // upload: the file is recorded as after a multipart upload.
+//
+// One request writes an upload at a time, under a lease in its row. A request that
+// comes while an earlier PATCH holds it asks that PATCH to let go (see acquire): it
+// stops reading, stores what it has, and answers 400. A PATCH whose lease is lost
+// stops at once and stores nothing more.
 func (r *Resumable) Write(ctx context.Context, t TusTarget, id uuid.UUID, c Chunk) (ChunkResult, error) {
 	sum, err := parseChecksum(c.Checksum)
 	if err != nil {
@@ -488,21 +592,29 @@ func (r *Resumable) Write(ctx context.Context, t TusTarget, id uuid.UUID, c Chun
 	if err != nil {
 		return ChunkResult{}, err
 	}
-	// The lease first: the row it returns is the state to go on from (one round trip
-	// less per PATCH than reading it first). Whoever does not own the upload gives it
-	// straight back and learns nothing but "not found".
+	// The lease is taken only on an upload of this target's (the ownership is part of
+	// the lock's statement: one round trip, and a stranger takes no lease and learns
+	// nothing but "not found"). The row it returns is the state to go on from.
 	owner := uuid.New()
-	u, err := r.store.LockUpload(ctx, id, owner, r.cfg.Lease)
+	l := newLease(r.cfg.Lease, c.Stop)
+	l.renew = func() (bool, error) {
+		// Not cancelled with the request: a renewal under way finishes.
+		return r.store.RenewLease(context.WithoutCancel(ctx), id, owner, r.cfg.Lease)
+	}
+	defer r.holders.add(owner, l.ask)()
+	who := ownerOf(p, t)
+	u, locked, err := r.acquire(ctx, id, owner, &who)
 	if err != nil {
 		return ChunkResult{}, err
 	}
-	w := &chunkWriter{r: r, u: u, owner: owner, sum: sum}
+	l.renewed(locked)
+	w := &chunkWriter{r: r, u: u, owner: owner, sum: sum, lease: l}
 	defer func() {
 		if !w.released {
 			_ = r.store.UnlockUpload(context.WithoutCancel(ctx), id, owner)
 		}
 	}()
-	if !r.belongs(u, p, t) || !r.p.now().Before(u.ExpiresAt) {
+	if !r.p.now().Before(u.ExpiresAt) {
 		return ChunkResult{}, NotFound("upload")
 	}
 	if u.Completed {
@@ -520,7 +632,7 @@ func (r *Resumable) Write(ctx context.Context, t TusTarget, id uuid.UUID, c Chun
 	if c.Offset != u.Offset {
 		return ChunkResult{}, Conflict("Upload-Offset %d does not match the upload's offset %d", c.Offset, u.Offset)
 	}
-	stop := r.keepLease(ctx, id, owner)
+	stop := r.keepLease(ctx, id, owner, l)
 	defer stop() // before the unlock: deferred calls run last first
 	defer func() {
 		if w.unhold != nil {
@@ -528,7 +640,7 @@ func (r *Resumable) Write(ctx context.Context, t TusTarget, id uuid.UUID, c Chun
 		}
 	}()
 	w.size = c.Size
-	res, err := w.write(ctx, c.Body)
+	res, err := w.write(ctx, &leaseBody{r: c.Body, l: l})
 	if err != nil || res.Upload.Offset < res.Upload.Length {
 		return res, err
 	}
@@ -541,13 +653,293 @@ func (r *Resumable) Write(ctx context.Context, t TusTarget, id uuid.UUID, c Chun
 	return res, nil
 }
 
+// askAgain is how often a waiting request repeats its ask to let go (a new holder
+// may have taken the lease meanwhile, or the ask's notification was missed), and
+// maxPoll the longest pause between two looks at the lease.
+const (
+	askAgain = time.Second
+	maxPoll  = 100 * time.Millisecond
+)
+
+// acquire takes the upload's lease for owner (only an upload who owns, when who is
+// set). When a running request holds it, that request is asked to let go, on
+// whichever gateway it runs, and acquire waits for it up to LockWait: a PATCH whose
+// client went away, or a second client's, stores what it has and gives the lease
+// back within that time. ErrUploadLocked is left for a holder that cannot be reached
+// (a killed gateway's, until its lease lapses). It returns the row and when the lock
+// statement was sent (the earliest the lease may have started).
+func (r *Resumable) acquire(ctx context.Context, id, owner uuid.UUID, who *TusOwner) (TusUpload, time.Time, error) {
+	deadline := time.Now().Add(r.cfg.LockWait)
+	var askedAt time.Time
+	pause := 5 * time.Millisecond
+	for {
+		start := time.Now()
+		u, err := r.store.LockUpload(ctx, id, owner, r.cfg.Lease, who)
+		if !errors.Is(err, ErrUploadLocked) {
+			return u, start, err
+		}
+		if time.Since(askedAt) >= askAgain {
+			if err := r.askRelease(ctx, id); err != nil {
+				return TusUpload{}, start, err
+			}
+			askedAt = time.Now()
+		}
+		if err := sleepUntil(ctx, deadline, pause); err != nil {
+			return TusUpload{}, start, err
+		}
+		pause = min(2*pause, maxPoll)
+	}
+}
+
+// awaitRelease asks the request that holds u to let go and waits up to LockWait for
+// it, then returns the upload as it stands (still held when its holder cannot be
+// reached).
+func (r *Resumable) awaitRelease(ctx context.Context, u TusUpload) (TusUpload, error) {
+	deadline := time.Now().Add(r.cfg.LockWait)
+	var askedAt time.Time
+	pause := 5 * time.Millisecond
+	for u.Held {
+		if time.Since(askedAt) >= askAgain {
+			if err := r.askRelease(ctx, u.ID); err != nil {
+				return TusUpload{}, err
+			}
+			askedAt = time.Now()
+		}
+		if err := sleepUntil(ctx, deadline, pause); errors.Is(err, ErrUploadLocked) {
+			return u, nil
+		} else if err != nil {
+			return TusUpload{}, err
+		}
+		pause = min(2*pause, maxPoll)
+		next, err := r.store.GetUpload(ctx, u.ID)
+		if err != nil {
+			return TusUpload{}, err
+		}
+		u = next
+	}
+	return u, nil
+}
+
+// sleepUntil waits pause (cut to the deadline); ErrUploadLocked once the deadline has
+// passed, ctx's error when it ends first.
+func sleepUntil(ctx context.Context, deadline time.Time, pause time.Duration) error {
+	left := time.Until(deadline)
+	if left <= 0 {
+		return ErrUploadLocked
+	}
+	t := time.NewTimer(min(pause, left))
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}
+
+// askRelease asks the holder of the upload's lease to let go: through the store (the
+// row and a notification that reaches every gateway), and directly when it runs here.
+func (r *Resumable) askRelease(ctx context.Context, id uuid.UUID) error {
+	holder, ok, err := r.store.AskRelease(ctx, id)
+	if err != nil || !ok {
+		return err
+	}
+	r.holders.ask(holder)
+	return nil
+}
+
+// AskRelease is what the store's listener calls when a request asked the lease
+// holder holder to let go: a PATCH of this gateway holding it stops reading, stores
+// what it has and gives the lease back.
+func (r *Resumable) AskRelease(holder uuid.UUID) { r.holders.ask(holder) }
+
+// holders are the requests of this gateway that hold (or are about to take) a lease,
+// by lease owner, each with the function that asks it to let go.
+type holders struct {
+	mu sync.Mutex
+	m  map[uuid.UUID]func()
+}
+
+// add registers owner's ask until the returned function is called.
+func (h *holders) add(owner uuid.UUID, ask func()) (remove func()) {
+	h.mu.Lock()
+	h.m[owner] = ask
+	h.mu.Unlock()
+	return func() {
+		h.mu.Lock()
+		delete(h.m, owner)
+		h.mu.Unlock()
+	}
+}
+
+// ask asks owner to let go when it runs here.
+func (h *holders) ask(owner uuid.UUID) {
+	h.mu.Lock()
+	ask := h.m[owner]
+	h.mu.Unlock()
+	if ask != nil {
+		ask()
+	}
+}
+
+// Why a PATCH stops before its body ends.
+var (
+	// errHandedOver: another request for the upload asked it to let go.
+	errHandedOver = &Error{Kind: KindBadRequest, Detail: "another request for this upload took it over; what reached the gateway is kept: ask HEAD for the offset"}
+	// errLeaseLost: its lease could not be renewed; another request may hold the
+	// upload now, so it stores nothing more.
+	errLeaseLost = &Error{Kind: KindLocked, Detail: "this request lost its hold on the upload and stopped; ask HEAD for the offset"}
+)
+
+// lease is a running PATCH's hold on its upload, as its renewals find it.
+type lease struct {
+	length time.Duration
+	stop   func() // interrupts the body; nil: the next Read stops instead
+	// renew extends the lease now and says whether another request asked for it
+	// (ErrUploadLocked: lost).
+	renew func() (asked bool, err error)
+
+	mu       sync.Mutex
+	until    time.Time // the lease surely runs until then (local clock)
+	asked    bool
+	lost     error // why the lease is lost; nil while it holds
+	stopOnce sync.Once
+}
+
+func newLease(length time.Duration, stop func()) *lease {
+	return &lease{length: length, stop: stop}
+}
+
+// renewed records a renewal (or the lock) sent at start that found the lease held.
+func (l *lease) renewed(start time.Time) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.until = start.Add(l.length)
+}
+
+// ask records that another request asked for the upload, and interrupts the body.
+func (l *lease) ask() {
+	l.mu.Lock()
+	l.asked = true
+	l.mu.Unlock()
+	l.interrupt()
+}
+
+// lose records that the lease is gone (or cannot be known to hold), and interrupts
+// the body.
+func (l *lease) lose(err error) {
+	l.mu.Lock()
+	if l.lost == nil {
+		l.lost = err
+	}
+	l.mu.Unlock()
+	l.interrupt()
+}
+
+func (l *lease) interrupt() {
+	if l.stop != nil {
+		l.stopOnce.Do(l.stop)
+	}
+}
+
+// holds returns nil while the PATCH may still write: its lease is not lost and holds
+// now. When the renewals are late (the lease may have lapsed since the last one that
+// held it), it renews first: a PATCH writes nothing on a lease it cannot be sure of.
+func (l *lease) holds() error {
+	l.mu.Lock()
+	lost, until := l.lost, l.until
+	l.mu.Unlock()
+	if lost != nil || until.IsZero() || time.Now().Before(until) || l.renew == nil {
+		return lost
+	}
+	l.renewNow(true)
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.lost
+}
+
+// renewNow renews the lease and records what the renewal found. A failed renewal
+// loses the lease when strict (the caller must know), else it is left to the next one
+// (or to holds, once the lease may have lapsed).
+func (l *lease) renewNow(strict bool) {
+	start := time.Now()
+	asked, err := l.renew()
+	switch {
+	case errors.Is(err, ErrUploadLocked):
+		l.lose(errLeaseLost)
+	case err != nil:
+		if strict {
+			l.lose(fmt.Errorf("renew an upload's lease: %w", err))
+		}
+	default:
+		l.renewed(start)
+		if asked {
+			l.ask()
+		}
+	}
+}
+
+// lostErr says why the lease is lost, nil while it is not known to be.
+func (l *lease) lostErr() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.lost
+}
+
+// wasAsked says whether another request asked for the upload.
+func (l *lease) wasAsked() bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.asked
+}
+
+// interrupted says why the body must not be read on: errLeaseLost (or the renewal's
+// failure), errHandedOver, or nil.
+func (l *lease) interrupted() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.lost != nil {
+		return l.lost
+	}
+	if l.asked {
+		return errHandedOver
+	}
+	return nil
+}
+
+// leaseBody is a PATCH's body that stops as soon as its lease is lost, and once it is
+// asked for.
+type leaseBody struct {
+	r io.Reader
+	l *lease
+}
+
+// Asked to let go, it still reads what the client has already sent, as long as the
+// transport's Stop lets it (see Chunk.Stop): those bytes reached the gateway and are
+// kept. Without a Stop it ends at once.
+func (b *leaseBody) Read(p []byte) (int, error) {
+	if err := b.l.lostErr(); err != nil {
+		return 0, err
+	}
+	if b.l.stop == nil && b.l.wasAsked() {
+		return 0, errHandedOver
+	}
+	n, err := b.r.Read(p)
+	if err != nil && err != io.EOF {
+		if why := b.l.interrupted(); why != nil {
+			err = why // the interruption made the read fail
+		}
+	}
+	return n, err
+}
+
 // keepLease renews the upload's lease while a PATCH runs, until the returned function
-// is called.
-func (r *Resumable) keepLease(ctx context.Context, id, owner uuid.UUID) func() {
-	return renewEvery(ctx, r.cfg.Lease/3, func(ctx context.Context) {
-		// Not cancelled by stop: a renewal under way finishes before the PATCH goes on.
-		_ = r.store.RenewLease(context.WithoutCancel(ctx), id, owner, r.cfg.Lease)
-	})
+// is called. A renewal that finds another request's ask to let go interrupts the PATCH
+// like the ask's notification (which may have been missed); one that finds the lease
+// gone stops it at once. (One that fails is left to the next; before writing, the
+// PATCH renews itself once the lease may have lapsed: lease.holds.)
+func (r *Resumable) keepLease(ctx context.Context, id, owner uuid.UUID, l *lease) func() {
+	return renewEvery(ctx, r.cfg.Lease/3, func(context.Context) { l.renewNow(false) })
 }
 
 // complete stores the last bytes, completes the multipart upload and records the file
@@ -589,6 +981,7 @@ type chunkWriter struct {
 	r     *Resumable
 	u     TusUpload // the saved state
 	owner uuid.UUID
+	lease *lease
 	sum   *checksum
 	// released: the last save gave the lease back (no unlock needed).
 	released bool
@@ -670,7 +1063,14 @@ func (w *chunkWriter) write(ctx context.Context, body io.Reader) (ChunkResult, e
 	if bodyErr == io.EOF {
 		bodyErr = nil
 	}
+	if err := w.lease.holds(); err != nil {
+		// Another request may hold the upload now: nothing more is stored.
+		return ChunkResult{Upload: w.u}, err
+	}
 	if w.sum != nil {
+		if bodyErr == errHandedOver {
+			return ChunkResult{Upload: w.u}, &Error{Kind: KindBadRequest, Detail: "another request for this upload took it over; the chunk is discarded"}
+		}
 		if bodyErr != nil {
 			return ChunkResult{Upload: w.u}, &Error{Kind: KindBadRequest, Detail: "the upload broke off; the chunk is discarded: " + bodyErr.Error()}
 		}
@@ -703,6 +1103,9 @@ func (w *chunkWriter) write(ctx context.Context, body io.Reader) (ChunkResult, e
 			}
 			next.TailKey, next.TailSize = "", 0
 		} else if n > 0 {
+			if err := w.lease.holds(); err != nil {
+				return ChunkResult{Upload: w.u}, err
+			}
 			key := fmt.Sprintf("%s%d", tailPrefix(next), next.Offset)
 			if err := r.chunks.PutSmall(sctx, key, buf[:n], "application/octet-stream"); err != nil {
 				return ChunkResult{Upload: w.u}, err
@@ -716,6 +1119,9 @@ func (w *chunkWriter) write(ctx context.Context, body io.Reader) (ChunkResult, e
 	if oldTail != "" && oldTail != w.u.TailKey {
 		_ = r.chunks.Remove(sctx, oldTail)
 	}
+	if bodyErr == errHandedOver {
+		return ChunkResult{Upload: w.u}, errHandedOver
+	}
 	if bodyErr != nil {
 		return ChunkResult{Upload: w.u}, &Error{Kind: KindBadRequest, Detail: "the upload broke off: " + bodyErr.Error()}
 	}
@@ -724,6 +1130,10 @@ func (w *chunkWriter) write(ctx context.Context, body io.Reader) (ChunkResult, e
 
 // putPart sends data as the next part, starting the multipart upload first if needed.
 func (w *chunkWriter) putPart(ctx context.Context, next *TusUpload, data []byte) error {
+	// A PATCH that lost its lease writes no part: another may write the same numbers.
+	if err := w.lease.holds(); err != nil {
+		return err
+	}
 	if next.S3UploadID == "" {
 		id, err := w.r.chunks.StartMultipart(ctx, next.ObjectKey, next.ContentType)
 		if err != nil {
@@ -752,6 +1162,9 @@ func (w *chunkWriter) putPart(ctx context.Context, next *TusUpload, data []byte)
 // part and is completed; an upload that never filled a part is one PUT.
 func (w *chunkWriter) finish(ctx context.Context, next *TusUpload, data []byte) error {
 	r := w.r
+	if err := w.lease.holds(); err != nil {
+		return err
+	}
 	if len(next.Parts) == 0 {
 		if next.S3UploadID != "" {
 			_ = r.chunks.AbortMultipart(ctx, next.ObjectKey, next.S3UploadID)
@@ -763,6 +1176,9 @@ func (w *chunkWriter) finish(ctx context.Context, next *TusUpload, data []byte) 
 		if err := w.putPart(ctx, next, data); err != nil {
 			return err
 		}
+	}
+	if err := w.lease.holds(); err != nil {
+		return err
 	}
 	if err := r.chunks.CompleteMultipart(ctx, next.ObjectKey, next.S3UploadID, next.Parts); err != nil {
 		return err

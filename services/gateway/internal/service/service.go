@@ -44,6 +44,7 @@ type Config struct {
 	UploadPartSize  int64         `env:"SHIPFILE_UPLOAD_PART_SIZE" default:"16777216" help:"multipart part size of uploads to S3, in bytes; bounds memory per upload (min 5 MiB)"`
 	ResumeWindow    time.Duration `env:"SHIPFILE_UPLOAD_RESUME_WINDOW" default:"24h" help:"an unfinished resumable (tus) upload expires this long after its last PATCH"`
 	UploadLease     time.Duration `env:"SHIPFILE_UPLOAD_LOCK_LEASE" default:"30s" help:"how long a tus PATCH's hold on its upload lasts without renewal (what a crashed gateway's PATCH blocks)"`
+	UploadLockWait  time.Duration `env:"SHIPFILE_UPLOAD_LOCK_WAIT" default:"5s" help:"how long a tus request waits for a running PATCH of its upload, asked to let go, before answering 423 (a holder that cannot be reached)"`
 	UploadSweep     time.Duration `env:"SHIPFILE_UPLOAD_SWEEP_INTERVAL" default:"1m" help:"how often the gateway ends expired or orphaned tus uploads"`
 	RateLimit       int           `env:"SHIPFILE_RATE_LIMIT" default:"50" help:"requests per second per API token (0 disables)"`
 	RateBurst       int           `env:"SHIPFILE_RATE_BURST" default:"100" help:"burst of requests per API token"`
@@ -59,7 +60,8 @@ type EdgeConfig struct {
 	OpsAddr             string        `env:"SHIPFILE_OPS_ADDR" default:"127.0.0.1:8084" help:"address of /readyz, /metrics and /healthz (never the public address)"`
 	HashConcurrency     int           `env:"SHIPFILE_HASH_CONCURRENCY" default:"0" help:"password hashes (argon2id, 19 MiB each) at once; 0: the CPU count"`
 	UploadMaxConcurrent int           `env:"SHIPFILE_UPLOAD_MAX_CONCURRENT" default:"32" help:"uploads in flight on this gateway (more: 503)"`
-	UploadPerClient     int           `env:"SHIPFILE_UPLOAD_MAX_PER_CLIENT" default:"4" help:"uploads in flight per token, link or browser user (more: 429)"`
+	UploadPerClient     int           `env:"SHIPFILE_UPLOAD_MAX_PER_CLIENT" default:"4" help:"uploads in flight per token, link, browser session and user (more: 429)"`
+	UploadMaxOpen       int           `env:"SHIPFILE_UPLOAD_MAX_OPEN" default:"20" help:"unfinished tus uploads per token, link or browser user (more: 429; 0: no limit)"`
 	UploadMinRate       int64         `env:"SHIPFILE_UPLOAD_MIN_RATE" default:"32768" help:"bytes a second an upload body must bring over every rate window, else it is cut off (0: no minimum)"`
 	UploadRateWindow    time.Duration `env:"SHIPFILE_UPLOAD_RATE_WINDOW" default:"30s" help:"window over which SHIPFILE_UPLOAD_MIN_RATE is counted"`
 	HTTPIdleTimeout     time.Duration `env:"SHIPFILE_HTTP_IDLE_TIMEOUT" default:"60s" help:"an idle keep-alive connection is closed after this"`
@@ -110,8 +112,11 @@ func (c *Config) Validate() error {
 	if c.Edge.LoginRate < 0 || c.Edge.HTTPBodyTimeout < 0 {
 		errs = append(errs, errors.New("SHIPFILE_LOGIN_RATE and SHIPFILE_HTTP_BODY_TIMEOUT must not be negative"))
 	}
-	if c.ResumeWindow <= 0 || c.UploadLease <= 0 || c.UploadSweep <= 0 {
-		errs = append(errs, errors.New("SHIPFILE_UPLOAD_RESUME_WINDOW, SHIPFILE_UPLOAD_LOCK_LEASE and SHIPFILE_UPLOAD_SWEEP_INTERVAL must be positive"))
+	if c.ResumeWindow <= 0 || c.UploadLease <= 0 || c.UploadSweep <= 0 || c.UploadLockWait <= 0 {
+		errs = append(errs, errors.New("SHIPFILE_UPLOAD_RESUME_WINDOW, SHIPFILE_UPLOAD_LOCK_LEASE, SHIPFILE_UPLOAD_LOCK_WAIT and SHIPFILE_UPLOAD_SWEEP_INTERVAL must be positive"))
+	}
+	if c.Edge.UploadMaxOpen < 0 {
+		errs = append(errs, errors.New("SHIPFILE_UPLOAD_MAX_OPEN must not be negative"))
 	}
 	return errors.Join(errs...)
 }
@@ -231,7 +236,9 @@ func New(_ context.Context, cfg Config, deps Deps) (*Service, error) {
 	objectStore := store.NewObjects(deps.Objects, uint64(cfg.UploadPartSize))
 	s.Packages = app.NewPackages(db, objectStore, app.Limits{MaxFileSize: cfg.MaxFileSize, MaxFiles: cfg.MaxFiles}, cfg.PublicURL)
 	s.Packages.UseHasher(hasher)
-	s.Resumable = app.NewResumable(s.Packages, db, objectStore, app.TusConfig{ResumeWindow: cfg.ResumeWindow, Lease: cfg.UploadLease}, log)
+	s.Resumable = app.NewResumable(s.Packages, db, objectStore, app.TusConfig{
+		ResumeWindow: cfg.ResumeWindow, Lease: cfg.UploadLease, LockWait: cfg.UploadLockWait, MaxOpen: cfg.Edge.UploadMaxOpen,
+	}, log)
 	s.Webhooks = app.NewWebhooks(db, secrets, cfg.WebhookPrivate)
 	s.Sessions = app.NewSessions(db, s.Identity, app.SessionConfig{
 		Lifetime: cfg.Web.SessionLifetime, IdleTimeout: cfg.Web.SessionIdle,
@@ -285,7 +292,8 @@ func (s *Service) ResealSecrets(ctx context.Context) error {
 }
 
 // Start runs the background work beside the HTTP servers: the auth change feed, the
-// sweeper of sessions and sign-in counts, the tokens' last_used_at writer, the tus sweeper (when cfg.UploadSweep is positive) and
+// sweeper of sessions and sign-in counts, the listener of asks to let go of tus uploads,
+// the tokens' last_used_at writer, the tus sweeper (when cfg.UploadSweep is positive) and
 // the outbox relay (when there is one). The returned stop ends them, the usage writer
 // and the relay last (after the HTTP server drained, so the last requests' writes and
 // events go out too; rows the relay leaves are published by another instance or at
@@ -295,6 +303,7 @@ func (s *Service) Start(ctx context.Context) (stop func()) {
 	bgCtx, stopBG := context.WithCancel(ctx)
 	tailCtx, stopTail := context.WithCancel(context.WithoutCancel(ctx))
 	bg.Go(func() { s.DB.FollowAuthChanges(bgCtx, s.TokenCache, s.log) })
+	bg.Go(func() { s.DB.FollowUploadReleases(bgCtx, s.Resumable.AskRelease, s.log) })
 	if s.cfg.UploadSweep > 0 {
 		bg.Go(func() { s.Resumable.RunSweeper(bgCtx, s.cfg.UploadSweep) })
 	}

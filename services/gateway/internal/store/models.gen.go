@@ -148,27 +148,29 @@ type Package struct {
 }
 
 type TusUpload struct {
-	ID            uuid.UUID
-	PackageID     uuid.UUID
-	UploadedBy    string
-	CreatorUserID *int64
-	LinkHash      []byte
-	FileID        uuid.UUID
-	Filename      string
-	ContentType   string
-	Length        int64
-	Offset        int64
-	ObjectKey     string
-	S3UploadID    string
-	Parts         []byte
-	TailKey       string
-	TailSize      int64
-	Sha256State   []byte
-	LockOwner     *uuid.UUID
-	LockUntil     *time.Time
-	FileCompleted bool
-	CreatedAt     time.Time
-	ExpiresAt     time.Time
+	ID             uuid.UUID
+	PackageID      uuid.UUID
+	UploadedBy     string
+	CreatorUserID  *int64
+	LinkHash       []byte
+	FileID         uuid.UUID
+	Filename       string
+	ContentType    string
+	Length         int64
+	Offset         int64
+	ObjectKey      string
+	S3UploadID     string
+	Parts          []byte
+	TailKey        string
+	TailSize       int64
+	Sha256State    []byte
+	LockOwner      *uuid.UUID
+	LockUntil      *time.Time
+	FileCompleted  bool
+	CreatedAt      time.Time
+	ExpiresAt      time.Time
+	ReleaseAsked   *uuid.UUID
+	CreatorTokenID *int64
 }
 
 type User struct {

@@ -2,13 +2,16 @@ package store
 
 import (
 	"context"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
+	"strconv"
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
 
 	"github.com/shipfile/shipfile/services/gateway/internal/app"
 )
@@ -21,9 +24,10 @@ var _ app.TusStore = (*Postgres)(nil)
 func toUpload(r TusUpload) (app.TusUpload, error) {
 	u := app.TusUpload{
 		ID: r.ID, PackageID: r.PackageID, UploadedBy: app.Uploader(r.UploadedBy), CreatorUserID: r.CreatorUserID,
-		LinkHash: r.LinkHash, FileID: r.FileID, Filename: r.Filename, ContentType: r.ContentType, Length: r.Length,
-		Offset: r.Offset, ObjectKey: r.ObjectKey, S3UploadID: r.S3UploadID, TailKey: r.TailKey, TailSize: r.TailSize,
-		SHA256State: r.Sha256State, Completed: r.FileCompleted, CreatedAt: r.CreatedAt, ExpiresAt: r.ExpiresAt,
+		CreatorTokenID: r.CreatorTokenID, LinkHash: r.LinkHash, FileID: r.FileID, Filename: r.Filename,
+		ContentType: r.ContentType, Length: r.Length, Offset: r.Offset, ObjectKey: r.ObjectKey, S3UploadID: r.S3UploadID,
+		TailKey: r.TailKey, TailSize: r.TailSize, SHA256State: r.Sha256State, Completed: r.FileCompleted,
+		CreatedAt: r.CreatedAt, ExpiresAt: r.ExpiresAt,
 	}
 	if err := json.Unmarshal(r.Parts, &u.Parts); err != nil {
 		return app.TusUpload{}, fmt.Errorf("upload %s: parts: %w", u.ID, err)
@@ -31,37 +35,93 @@ func toUpload(r TusUpload) (app.TusUpload, error) {
 	return u, nil
 }
 
-// CreateUpload inserts a new upload.
-func (s *Postgres) CreateUpload(ctx context.Context, u app.TusUpload) error {
+// CreateUpload inserts a new upload once check accepts the counts of unfinished
+// uploads, in one transaction that holds the package's row and an advisory lock on
+// the creator (token, browser user or link), so parallel creations cannot both pass.
+func (s *Postgres) CreateUpload(ctx context.Context, u app.TusUpload, check func(app.OpenUploads) error) error {
 	parts, err := json.Marshal(partsOrEmpty(u.Parts))
 	if err != nil {
 		return err
 	}
-	return s.q.CreateUpload(ctx, CreateUploadParams{
-		ID: u.ID, PackageID: u.PackageID, UploadedBy: string(u.UploadedBy), CreatorUserID: u.CreatorUserID,
-		LinkHash: u.LinkHash, FileID: u.FileID, Filename: u.Filename, ContentType: u.ContentType, Length: u.Length,
-		UploadOffset: u.Offset, ObjectKey: u.ObjectKey, S3UploadID: u.S3UploadID, Parts: parts, TailKey: u.TailKey,
-		TailSize: u.TailSize, Sha256State: u.SHA256State, FileCompleted: u.Completed, CreatedAt: u.CreatedAt,
-		ExpiresAt: u.ExpiresAt,
+	return s.inTx(ctx, func(tx pgx.Tx) error {
+		p, err := s.locked(ctx, tx, u.PackageID)
+		if err != nil {
+			return err
+		}
+		q := s.q.WithTx(tx)
+		key, count := creatorOf(q, u)
+		if err := q.LockUploadCreator(ctx, key); err != nil {
+			return err
+		}
+		inPackage, err := q.CountPackageOpenUploads(ctx, u.PackageID)
+		if err != nil {
+			return err
+		}
+		byCreator, err := count(ctx)
+		if err != nil {
+			return err
+		}
+		if err := check(app.OpenUploads{Files: p.FileCount, InPackage: int(inPackage), ByCreator: int(byCreator)}); err != nil {
+			return err
+		}
+		return q.CreateUpload(ctx, CreateUploadParams{
+			ID: u.ID, PackageID: u.PackageID, UploadedBy: string(u.UploadedBy), CreatorUserID: u.CreatorUserID,
+			CreatorTokenID: u.CreatorTokenID, LinkHash: u.LinkHash, FileID: u.FileID, Filename: u.Filename,
+			ContentType: u.ContentType, Length: u.Length, UploadOffset: u.Offset, ObjectKey: u.ObjectKey,
+			S3UploadID: u.S3UploadID, Parts: parts, TailKey: u.TailKey, TailSize: u.TailSize, Sha256State: u.SHA256State,
+			FileCompleted: u.Completed, CreatedAt: u.CreatedAt, ExpiresAt: u.ExpiresAt,
+		})
 	})
 }
 
-// GetUpload returns an upload by id.
+// creatorOf names the creator of u whose unfinished uploads are counted (the
+// advisory lock's key) and returns its count.
+func creatorOf(q *Queries, u app.TusUpload) (string, func(context.Context) (int64, error)) {
+	switch {
+	case u.CreatorTokenID != nil:
+		return "tus token " + strconv.FormatInt(*u.CreatorTokenID, 10), func(ctx context.Context) (int64, error) {
+			return q.CountTokenOpenUploads(ctx, u.CreatorTokenID)
+		}
+	case u.CreatorUserID != nil:
+		return "tus user " + strconv.FormatInt(*u.CreatorUserID, 10), func(ctx context.Context) (int64, error) {
+			return q.CountSessionOpenUploads(ctx, u.CreatorUserID)
+		}
+	default:
+		return "tus link " + hex.EncodeToString(u.LinkHash), func(ctx context.Context) (int64, error) {
+			return q.CountLinkOpenUploads(ctx, u.LinkHash)
+		}
+	}
+}
+
+// GetUpload returns an upload by id, with whether a running request holds it.
 func (s *Postgres) GetUpload(ctx context.Context, id uuid.UUID) (app.TusUpload, error) {
 	row, err := s.q.GetUpload(ctx, id)
 	if err != nil {
 		return app.TusUpload{}, notFound(err, "upload")
 	}
-	return toUpload(row)
+	u, err := toUpload(row.TusUpload)
+	u.Held = row.Held
+	return u, err
 }
 
-// LockUpload takes the upload's lease for owner when no other lease runs.
-func (s *Postgres) LockUpload(ctx context.Context, id, owner uuid.UUID, lease time.Duration) (app.TusUpload, error) {
-	row, err := s.q.LockUpload(ctx, LockUploadParams{ID: id, Owner: owner, LeaseUs: lease.Microseconds()})
+// LockUpload takes the upload's lease for owner when no other lease runs; with who,
+// only when who owns the upload (else ErrNotFound, and no lease is taken).
+func (s *Postgres) LockUpload(ctx context.Context, id, owner uuid.UUID, lease time.Duration, who *app.TusOwner) (app.TusUpload, error) {
+	var row TusUpload
+	var err error
+	if who == nil {
+		row, err = s.q.LockUpload(ctx, LockUploadParams{ID: id, Owner: owner, LeaseUs: lease.Microseconds()})
+	} else {
+		row, err = s.q.LockOwnUpload(ctx, LockOwnUploadParams{
+			ID: id, Owner: owner, LeaseUs: lease.Microseconds(), PackageID: who.PackageID,
+			UploadedBy: string(who.UploadedBy), CreatorUserID: who.CreatorUserID, LinkHash: who.LinkHash,
+		})
+	}
 	if err != nil {
 		err = notFound(err, "upload")
 		if errors.Is(err, app.ErrNotFound) {
-			if _, getErr := s.GetUpload(ctx, id); getErr == nil {
+			// No row: another lease runs, or the upload is gone or not who's.
+			if u, getErr := s.GetUpload(ctx, id); getErr == nil && (who == nil || who.Owns(u)) {
 				return app.TusUpload{}, app.ErrUploadLocked
 			}
 		}
@@ -70,9 +130,27 @@ func (s *Postgres) LockUpload(ctx context.Context, id, owner uuid.UUID, lease ti
 	return toUpload(row)
 }
 
-// RenewLease extends owner's lease.
-func (s *Postgres) RenewLease(ctx context.Context, id, owner uuid.UUID, lease time.Duration) error {
-	return s.q.RenewUploadLease(ctx, RenewUploadLeaseParams{ID: id, Owner: owner, LeaseUs: lease.Microseconds()})
+// AskRelease marks the ask to let go in the upload's row and notifies it to the
+// holder's gateway (FollowUploadReleases); ok is false when no lease runs.
+func (s *Postgres) AskRelease(ctx context.Context, id uuid.UUID) (uuid.UUID, bool, error) {
+	row, err := s.q.AskUploadRelease(ctx, id)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return uuid.Nil, false, nil
+	}
+	if err != nil {
+		return uuid.Nil, false, err
+	}
+	return row.Holder, true, nil
+}
+
+// RenewLease extends owner's lease and says whether it was asked to let go;
+// ErrUploadLocked when owner holds no lease any more.
+func (s *Postgres) RenewLease(ctx context.Context, id, owner uuid.UUID, lease time.Duration) (bool, error) {
+	asked, err := s.q.RenewUploadLease(ctx, RenewUploadLeaseParams{ID: id, Owner: owner, LeaseUs: lease.Microseconds()})
+	if errors.Is(err, pgx.ErrNoRows) {
+		return false, app.ErrUploadLocked
+	}
+	return asked, err
 }
 
 // SaveUpload stores where the upload stands and renews owner's lease, or gives it back
@@ -168,6 +246,12 @@ func (s *Postgres) PackageUploads(ctx context.Context, packageID uuid.UUID) ([]a
 		out = append(out, u)
 	}
 	return out, nil
+}
+
+// OpenUploads counts a package's unfinished uploads, not past their expiry.
+func (s *Postgres) OpenUploads(ctx context.Context, packageID uuid.UUID) (int, error) {
+	n, err := s.q.CountPackageOpenUploads(ctx, packageID)
+	return int(n), err
 }
 
 // FileExists reports whether a file row with that id exists.

@@ -1,28 +1,85 @@
--- Resumable uploads (tus): table tus_uploads (migration 00011). Durations are in
--- microseconds.
+-- Resumable uploads (tus): table tus_uploads (migrations 00011 and 00014). Durations
+-- are in microseconds.
 
 -- name: CreateUpload :exec
-INSERT INTO tus_uploads (id, package_id, uploaded_by, creator_user_id, link_hash, file_id, filename, content_type,
-                         length, "offset", object_key, s3_upload_id, parts, tail_key, tail_size, sha256_state,
-                         file_completed, created_at, expires_at)
-VALUES (@id, @package_id, @uploaded_by, @creator_user_id, @link_hash, @file_id, @filename, @content_type,
-        @length, @upload_offset, @object_key, @s3_upload_id, @parts, @tail_key, @tail_size, @sha256_state,
-        @file_completed, @created_at, @expires_at);
+INSERT INTO tus_uploads (id, package_id, uploaded_by, creator_user_id, creator_token_id, link_hash, file_id, filename,
+                         content_type, length, "offset", object_key, s3_upload_id, parts, tail_key, tail_size,
+                         sha256_state, file_completed, created_at, expires_at)
+VALUES (@id, @package_id, @uploaded_by, @creator_user_id, @creator_token_id, @link_hash, @file_id, @filename,
+        @content_type, @length, @upload_offset, @object_key, @s3_upload_id, @parts, @tail_key, @tail_size,
+        @sha256_state, @file_completed, @created_at, @expires_at);
+
+-- name: LockUploadCreator :exec
+-- Serialises the creations of one creator (a token, a browser user or a link) until
+-- the transaction ends, so its count of unfinished uploads holds.
+SELECT pg_advisory_xact_lock(hashtextextended(@creator_key::text, 0));
+
+-- name: CountPackageOpenUploads :one
+-- A package's unfinished uploads, not past their expiry.
+SELECT count(*) FROM tus_uploads WHERE package_id = @package_id AND NOT file_completed AND expires_at > now();
+
+-- name: CountTokenOpenUploads :one
+-- The unfinished uploads an API token created, not past their expiry.
+SELECT count(*) FROM tus_uploads
+WHERE creator_token_id = @token_id AND creator_token_id IS NOT NULL AND NOT file_completed AND expires_at > now();
+
+-- name: CountSessionOpenUploads :one
+-- The unfinished uploads a user created in the browser (no token), not past their expiry.
+SELECT count(*) FROM tus_uploads
+WHERE creator_user_id = @user_id AND creator_token_id IS NULL AND NOT file_completed AND expires_at > now();
+
+-- name: CountLinkOpenUploads :one
+-- The unfinished uploads created through a link, not past their expiry.
+SELECT count(*) FROM tus_uploads
+WHERE link_hash = @link_hash AND link_hash IS NOT NULL AND NOT file_completed AND expires_at > now();
 
 -- name: GetUpload :one
-SELECT * FROM tus_uploads WHERE id = $1;
+-- An upload, and whether a running request holds its lease now.
+SELECT sqlc.embed(tus_uploads), (lock_owner IS NOT NULL AND lock_until >= now())::boolean AS held
+FROM tus_uploads WHERE id = $1;
 
 -- name: LockUpload :one
 -- Takes the upload's lease for @owner when no other lease runs; no row when another
--- runs (or the upload is gone).
+-- runs (or the upload is gone). For the gateway's own work (sweep, ends): requests
+-- of a client use LockOwnUpload.
 UPDATE tus_uploads
-SET lock_owner = @owner::uuid, lock_until = now() + sqlc.arg(lease_us)::bigint * interval '1 microsecond'
+SET lock_owner = @owner::uuid, lock_until = now() + sqlc.arg(lease_us)::bigint * interval '1 microsecond',
+    release_asked = NULL
 WHERE id = @id AND (lock_owner IS NULL OR lock_until < now() OR lock_owner = @owner::uuid)
 RETURNING *;
 
--- name: RenewUploadLease :exec
+-- name: LockOwnUpload :one
+-- LockUpload for a request of the upload's creator: only when the upload belongs to
+-- that package, creator (user) or link, so a stranger's request takes no lease. No
+-- row when another lease runs, the upload is gone or it is not theirs.
+UPDATE tus_uploads
+SET lock_owner = @owner::uuid, lock_until = now() + sqlc.arg(lease_us)::bigint * interval '1 microsecond',
+    release_asked = NULL
+WHERE id = @id AND package_id = @package_id AND uploaded_by = @uploaded_by
+  AND creator_user_id IS NOT DISTINCT FROM sqlc.narg(creator_user_id)::bigint
+  AND link_hash IS NOT DISTINCT FROM sqlc.narg(link_hash)::bytea
+  AND (lock_owner IS NULL OR lock_until < now() OR lock_owner = @owner::uuid)
+RETURNING *;
+
+-- name: RenewUploadLease :one
+-- Extends @owner's lease and says whether another request asked it to let go; no row
+-- when @owner holds no lease any more.
 UPDATE tus_uploads SET lock_until = now() + sqlc.arg(lease_us)::bigint * interval '1 microsecond'
-WHERE id = @id AND lock_owner = @owner::uuid;
+WHERE id = @id AND lock_owner = @owner::uuid
+RETURNING COALESCE(release_asked = @owner::uuid, false)::boolean AS asked;
+
+-- name: AskUploadRelease :one
+-- Asks the request that holds the upload's lease to let go: the ask is marked in the
+-- row (read at the holder's next renewal) and notified on shipfile_tus_release with
+-- the holder's lock_owner (heard by its gateway's listener at once). No row when no
+-- lease runs.
+WITH asked AS (
+    UPDATE tus_uploads SET release_asked = lock_owner
+    WHERE id = @id AND lock_owner IS NOT NULL AND lock_until >= now()
+    RETURNING lock_owner
+)
+SELECT asked.lock_owner::uuid AS holder, pg_notify('shipfile_tus_release', asked.lock_owner::text)::text AS notified
+FROM asked;
 
 -- name: SaveUpload :execrows
 -- Stores where the upload stands and renews @owner's lease, or gives it back when
@@ -35,7 +92,7 @@ SET "offset" = @upload_offset, s3_upload_id = @s3_upload_id, parts = @parts, tai
 WHERE id = @id AND lock_owner = @owner::uuid;
 
 -- name: UnlockUpload :exec
-UPDATE tus_uploads SET lock_owner = NULL, lock_until = NULL
+UPDATE tus_uploads SET lock_owner = NULL, lock_until = NULL, release_asked = NULL
 WHERE id = @id AND lock_owner = @owner::uuid;
 
 -- name: CompleteUpload :execrows

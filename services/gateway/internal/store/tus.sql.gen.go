@@ -12,6 +12,32 @@ import (
 	"github.com/google/uuid"
 )
 
+const askUploadRelease = `-- name: AskUploadRelease :one
+WITH asked AS (
+    UPDATE tus_uploads SET release_asked = lock_owner
+    WHERE id = $1 AND lock_owner IS NOT NULL AND lock_until >= now()
+    RETURNING lock_owner
+)
+SELECT asked.lock_owner::uuid AS holder, pg_notify('shipfile_tus_release', asked.lock_owner::text)::text AS notified
+FROM asked
+`
+
+type AskUploadReleaseRow struct {
+	Holder   uuid.UUID
+	Notified string
+}
+
+// Asks the request that holds the upload's lease to let go: the ask is marked in the
+// row (read at the holder's next renewal) and notified on shipfile_tus_release with
+// the holder's lock_owner (heard by its gateway's listener at once). No row when no
+// lease runs.
+func (q *Queries) AskUploadRelease(ctx context.Context, id uuid.UUID) (AskUploadReleaseRow, error) {
+	row := q.db.QueryRow(ctx, askUploadRelease, id)
+	var i AskUploadReleaseRow
+	err := row.Scan(&i.Holder, &i.Notified)
+	return i, err
+}
+
 const completeUpload = `-- name: CompleteUpload :execrows
 UPDATE tus_uploads
 SET file_completed = true, "offset" = length, s3_upload_id = $1, parts = $2, tail_key = '', tail_size = 0,
@@ -41,46 +67,99 @@ func (q *Queries) CompleteUpload(ctx context.Context, arg CompleteUploadParams) 
 	return result.RowsAffected(), nil
 }
 
+const countLinkOpenUploads = `-- name: CountLinkOpenUploads :one
+SELECT count(*) FROM tus_uploads
+WHERE link_hash = $1 AND link_hash IS NOT NULL AND NOT file_completed AND expires_at > now()
+`
+
+// The unfinished uploads created through a link, not past their expiry.
+func (q *Queries) CountLinkOpenUploads(ctx context.Context, linkHash []byte) (int64, error) {
+	row := q.db.QueryRow(ctx, countLinkOpenUploads, linkHash)
+	var count int64
+	err := row.Scan(&count)
+	return count, err
+}
+
+const countPackageOpenUploads = `-- name: CountPackageOpenUploads :one
+SELECT count(*) FROM tus_uploads WHERE package_id = $1 AND NOT file_completed AND expires_at > now()
+`
+
+// A package's unfinished uploads, not past their expiry.
+func (q *Queries) CountPackageOpenUploads(ctx context.Context, packageID uuid.UUID) (int64, error) {
+	row := q.db.QueryRow(ctx, countPackageOpenUploads, packageID)
+	var count int64
+	err := row.Scan(&count)
+	return count, err
+}
+
+const countSessionOpenUploads = `-- name: CountSessionOpenUploads :one
+SELECT count(*) FROM tus_uploads
+WHERE creator_user_id = $1 AND creator_token_id IS NULL AND NOT file_completed AND expires_at > now()
+`
+
+// The unfinished uploads a user created in the browser (no token), not past their expiry.
+func (q *Queries) CountSessionOpenUploads(ctx context.Context, userID *int64) (int64, error) {
+	row := q.db.QueryRow(ctx, countSessionOpenUploads, userID)
+	var count int64
+	err := row.Scan(&count)
+	return count, err
+}
+
+const countTokenOpenUploads = `-- name: CountTokenOpenUploads :one
+SELECT count(*) FROM tus_uploads
+WHERE creator_token_id = $1 AND creator_token_id IS NOT NULL AND NOT file_completed AND expires_at > now()
+`
+
+// The unfinished uploads an API token created, not past their expiry.
+func (q *Queries) CountTokenOpenUploads(ctx context.Context, tokenID *int64) (int64, error) {
+	row := q.db.QueryRow(ctx, countTokenOpenUploads, tokenID)
+	var count int64
+	err := row.Scan(&count)
+	return count, err
+}
+
 const createUpload = `-- name: CreateUpload :exec
 
-INSERT INTO tus_uploads (id, package_id, uploaded_by, creator_user_id, link_hash, file_id, filename, content_type,
-                         length, "offset", object_key, s3_upload_id, parts, tail_key, tail_size, sha256_state,
-                         file_completed, created_at, expires_at)
+INSERT INTO tus_uploads (id, package_id, uploaded_by, creator_user_id, creator_token_id, link_hash, file_id, filename,
+                         content_type, length, "offset", object_key, s3_upload_id, parts, tail_key, tail_size,
+                         sha256_state, file_completed, created_at, expires_at)
 VALUES ($1, $2, $3, $4, $5, $6, $7, $8,
         $9, $10, $11, $12, $13, $14, $15, $16,
-        $17, $18, $19)
+        $17, $18, $19, $20)
 `
 
 type CreateUploadParams struct {
-	ID            uuid.UUID
-	PackageID     uuid.UUID
-	UploadedBy    string
-	CreatorUserID *int64
-	LinkHash      []byte
-	FileID        uuid.UUID
-	Filename      string
-	ContentType   string
-	Length        int64
-	UploadOffset  int64
-	ObjectKey     string
-	S3UploadID    string
-	Parts         []byte
-	TailKey       string
-	TailSize      int64
-	Sha256State   []byte
-	FileCompleted bool
-	CreatedAt     time.Time
-	ExpiresAt     time.Time
+	ID             uuid.UUID
+	PackageID      uuid.UUID
+	UploadedBy     string
+	CreatorUserID  *int64
+	CreatorTokenID *int64
+	LinkHash       []byte
+	FileID         uuid.UUID
+	Filename       string
+	ContentType    string
+	Length         int64
+	UploadOffset   int64
+	ObjectKey      string
+	S3UploadID     string
+	Parts          []byte
+	TailKey        string
+	TailSize       int64
+	Sha256State    []byte
+	FileCompleted  bool
+	CreatedAt      time.Time
+	ExpiresAt      time.Time
 }
 
-// Resumable uploads (tus): table tus_uploads (migration 00011). Durations are in
-// microseconds.
+// Resumable uploads (tus): table tus_uploads (migrations 00011 and 00014). Durations
+// are in microseconds.
 func (q *Queries) CreateUpload(ctx context.Context, arg CreateUploadParams) error {
 	_, err := q.db.Exec(ctx, createUpload,
 		arg.ID,
 		arg.PackageID,
 		arg.UploadedBy,
 		arg.CreatorUserID,
+		arg.CreatorTokenID,
 		arg.LinkHash,
 		arg.FileID,
 		arg.Filename,
@@ -110,34 +189,44 @@ func (q *Queries) DeleteUpload(ctx context.Context, id uuid.UUID) error {
 }
 
 const getUpload = `-- name: GetUpload :one
-SELECT id, package_id, uploaded_by, creator_user_id, link_hash, file_id, filename, content_type, length, "offset", object_key, s3_upload_id, parts, tail_key, tail_size, sha256_state, lock_owner, lock_until, file_completed, created_at, expires_at FROM tus_uploads WHERE id = $1
+SELECT tus_uploads.id, tus_uploads.package_id, tus_uploads.uploaded_by, tus_uploads.creator_user_id, tus_uploads.link_hash, tus_uploads.file_id, tus_uploads.filename, tus_uploads.content_type, tus_uploads.length, tus_uploads."offset", tus_uploads.object_key, tus_uploads.s3_upload_id, tus_uploads.parts, tus_uploads.tail_key, tus_uploads.tail_size, tus_uploads.sha256_state, tus_uploads.lock_owner, tus_uploads.lock_until, tus_uploads.file_completed, tus_uploads.created_at, tus_uploads.expires_at, tus_uploads.release_asked, tus_uploads.creator_token_id, (lock_owner IS NOT NULL AND lock_until >= now())::boolean AS held
+FROM tus_uploads WHERE id = $1
 `
 
-func (q *Queries) GetUpload(ctx context.Context, id uuid.UUID) (TusUpload, error) {
+type GetUploadRow struct {
+	TusUpload TusUpload
+	Held      bool
+}
+
+// An upload, and whether a running request holds its lease now.
+func (q *Queries) GetUpload(ctx context.Context, id uuid.UUID) (GetUploadRow, error) {
 	row := q.db.QueryRow(ctx, getUpload, id)
-	var i TusUpload
+	var i GetUploadRow
 	err := row.Scan(
-		&i.ID,
-		&i.PackageID,
-		&i.UploadedBy,
-		&i.CreatorUserID,
-		&i.LinkHash,
-		&i.FileID,
-		&i.Filename,
-		&i.ContentType,
-		&i.Length,
-		&i.Offset,
-		&i.ObjectKey,
-		&i.S3UploadID,
-		&i.Parts,
-		&i.TailKey,
-		&i.TailSize,
-		&i.Sha256State,
-		&i.LockOwner,
-		&i.LockUntil,
-		&i.FileCompleted,
-		&i.CreatedAt,
-		&i.ExpiresAt,
+		&i.TusUpload.ID,
+		&i.TusUpload.PackageID,
+		&i.TusUpload.UploadedBy,
+		&i.TusUpload.CreatorUserID,
+		&i.TusUpload.LinkHash,
+		&i.TusUpload.FileID,
+		&i.TusUpload.Filename,
+		&i.TusUpload.ContentType,
+		&i.TusUpload.Length,
+		&i.TusUpload.Offset,
+		&i.TusUpload.ObjectKey,
+		&i.TusUpload.S3UploadID,
+		&i.TusUpload.Parts,
+		&i.TusUpload.TailKey,
+		&i.TusUpload.TailSize,
+		&i.TusUpload.Sha256State,
+		&i.TusUpload.LockOwner,
+		&i.TusUpload.LockUntil,
+		&i.TusUpload.FileCompleted,
+		&i.TusUpload.CreatedAt,
+		&i.TusUpload.ExpiresAt,
+		&i.TusUpload.ReleaseAsked,
+		&i.TusUpload.CreatorTokenID,
+		&i.Held,
 	)
 	return i, err
 }
@@ -167,11 +256,75 @@ func (q *Queries) KnownMultipart(ctx context.Context, ids []string) ([]string, e
 	return items, nil
 }
 
+const lockOwnUpload = `-- name: LockOwnUpload :one
+UPDATE tus_uploads
+SET lock_owner = $1::uuid, lock_until = now() + $2::bigint * interval '1 microsecond',
+    release_asked = NULL
+WHERE id = $3 AND package_id = $4 AND uploaded_by = $5
+  AND creator_user_id IS NOT DISTINCT FROM $6::bigint
+  AND link_hash IS NOT DISTINCT FROM $7::bytea
+  AND (lock_owner IS NULL OR lock_until < now() OR lock_owner = $1::uuid)
+RETURNING id, package_id, uploaded_by, creator_user_id, link_hash, file_id, filename, content_type, length, "offset", object_key, s3_upload_id, parts, tail_key, tail_size, sha256_state, lock_owner, lock_until, file_completed, created_at, expires_at, release_asked, creator_token_id
+`
+
+type LockOwnUploadParams struct {
+	Owner         uuid.UUID
+	LeaseUs       int64
+	ID            uuid.UUID
+	PackageID     uuid.UUID
+	UploadedBy    string
+	CreatorUserID *int64
+	LinkHash      []byte
+}
+
+// LockUpload for a request of the upload's creator: only when the upload belongs to
+// that package, creator (user) or link, so a stranger's request takes no lease. No
+// row when another lease runs, the upload is gone or it is not theirs.
+func (q *Queries) LockOwnUpload(ctx context.Context, arg LockOwnUploadParams) (TusUpload, error) {
+	row := q.db.QueryRow(ctx, lockOwnUpload,
+		arg.Owner,
+		arg.LeaseUs,
+		arg.ID,
+		arg.PackageID,
+		arg.UploadedBy,
+		arg.CreatorUserID,
+		arg.LinkHash,
+	)
+	var i TusUpload
+	err := row.Scan(
+		&i.ID,
+		&i.PackageID,
+		&i.UploadedBy,
+		&i.CreatorUserID,
+		&i.LinkHash,
+		&i.FileID,
+		&i.Filename,
+		&i.ContentType,
+		&i.Length,
+		&i.Offset,
+		&i.ObjectKey,
+		&i.S3UploadID,
+		&i.Parts,
+		&i.TailKey,
+		&i.TailSize,
+		&i.Sha256State,
+		&i.LockOwner,
+		&i.LockUntil,
+		&i.FileCompleted,
+		&i.CreatedAt,
+		&i.ExpiresAt,
+		&i.ReleaseAsked,
+		&i.CreatorTokenID,
+	)
+	return i, err
+}
+
 const lockUpload = `-- name: LockUpload :one
 UPDATE tus_uploads
-SET lock_owner = $1::uuid, lock_until = now() + $2::bigint * interval '1 microsecond'
+SET lock_owner = $1::uuid, lock_until = now() + $2::bigint * interval '1 microsecond',
+    release_asked = NULL
 WHERE id = $3 AND (lock_owner IS NULL OR lock_until < now() OR lock_owner = $1::uuid)
-RETURNING id, package_id, uploaded_by, creator_user_id, link_hash, file_id, filename, content_type, length, "offset", object_key, s3_upload_id, parts, tail_key, tail_size, sha256_state, lock_owner, lock_until, file_completed, created_at, expires_at
+RETURNING id, package_id, uploaded_by, creator_user_id, link_hash, file_id, filename, content_type, length, "offset", object_key, s3_upload_id, parts, tail_key, tail_size, sha256_state, lock_owner, lock_until, file_completed, created_at, expires_at, release_asked, creator_token_id
 `
 
 type LockUploadParams struct {
@@ -181,7 +334,8 @@ type LockUploadParams struct {
 }
 
 // Takes the upload's lease for @owner when no other lease runs; no row when another
-// runs (or the upload is gone).
+// runs (or the upload is gone). For the gateway's own work (sweep, ends): requests
+// of a client use LockOwnUpload.
 func (q *Queries) LockUpload(ctx context.Context, arg LockUploadParams) (TusUpload, error) {
 	row := q.db.QueryRow(ctx, lockUpload, arg.Owner, arg.LeaseUs, arg.ID)
 	var i TusUpload
@@ -207,12 +361,25 @@ func (q *Queries) LockUpload(ctx context.Context, arg LockUploadParams) (TusUplo
 		&i.FileCompleted,
 		&i.CreatedAt,
 		&i.ExpiresAt,
+		&i.ReleaseAsked,
+		&i.CreatorTokenID,
 	)
 	return i, err
 }
 
+const lockUploadCreator = `-- name: LockUploadCreator :exec
+SELECT pg_advisory_xact_lock(hashtextextended($1::text, 0))
+`
+
+// Serialises the creations of one creator (a token, a browser user or a link) until
+// the transaction ends, so its count of unfinished uploads holds.
+func (q *Queries) LockUploadCreator(ctx context.Context, creatorKey string) error {
+	_, err := q.db.Exec(ctx, lockUploadCreator, creatorKey)
+	return err
+}
+
 const packageUploads = `-- name: PackageUploads :many
-SELECT id, package_id, uploaded_by, creator_user_id, link_hash, file_id, filename, content_type, length, "offset", object_key, s3_upload_id, parts, tail_key, tail_size, sha256_state, lock_owner, lock_until, file_completed, created_at, expires_at FROM tus_uploads WHERE package_id = $1
+SELECT id, package_id, uploaded_by, creator_user_id, link_hash, file_id, filename, content_type, length, "offset", object_key, s3_upload_id, parts, tail_key, tail_size, sha256_state, lock_owner, lock_until, file_completed, created_at, expires_at, release_asked, creator_token_id FROM tus_uploads WHERE package_id = $1
 `
 
 func (q *Queries) PackageUploads(ctx context.Context, packageID uuid.UUID) ([]TusUpload, error) {
@@ -246,6 +413,8 @@ func (q *Queries) PackageUploads(ctx context.Context, packageID uuid.UUID) ([]Tu
 			&i.FileCompleted,
 			&i.CreatedAt,
 			&i.ExpiresAt,
+			&i.ReleaseAsked,
+			&i.CreatorTokenID,
 		); err != nil {
 			return nil, err
 		}
@@ -257,9 +426,10 @@ func (q *Queries) PackageUploads(ctx context.Context, packageID uuid.UUID) ([]Tu
 	return items, nil
 }
 
-const renewUploadLease = `-- name: RenewUploadLease :exec
+const renewUploadLease = `-- name: RenewUploadLease :one
 UPDATE tus_uploads SET lock_until = now() + $1::bigint * interval '1 microsecond'
 WHERE id = $2 AND lock_owner = $3::uuid
+RETURNING COALESCE(release_asked = $3::uuid, false)::boolean AS asked
 `
 
 type RenewUploadLeaseParams struct {
@@ -268,9 +438,13 @@ type RenewUploadLeaseParams struct {
 	Owner   uuid.UUID
 }
 
-func (q *Queries) RenewUploadLease(ctx context.Context, arg RenewUploadLeaseParams) error {
-	_, err := q.db.Exec(ctx, renewUploadLease, arg.LeaseUs, arg.ID, arg.Owner)
-	return err
+// Extends @owner's lease and says whether another request asked it to let go; no row
+// when @owner holds no lease any more.
+func (q *Queries) RenewUploadLease(ctx context.Context, arg RenewUploadLeaseParams) (bool, error) {
+	row := q.db.QueryRow(ctx, renewUploadLease, arg.LeaseUs, arg.ID, arg.Owner)
+	var asked bool
+	err := row.Scan(&asked)
+	return asked, err
 }
 
 const saveUpload = `-- name: SaveUpload :execrows
@@ -319,7 +493,7 @@ func (q *Queries) SaveUpload(ctx context.Context, arg SaveUploadParams) (int64, 
 }
 
 const unlockUpload = `-- name: UnlockUpload :exec
-UPDATE tus_uploads SET lock_owner = NULL, lock_until = NULL
+UPDATE tus_uploads SET lock_owner = NULL, lock_until = NULL, release_asked = NULL
 WHERE id = $1 AND lock_owner = $2::uuid
 `
 
@@ -334,7 +508,7 @@ func (q *Queries) UnlockUpload(ctx context.Context, arg UnlockUploadParams) erro
 }
 
 const uploadsToEnd = `-- name: UploadsToEnd :many
-SELECT u.id, u.package_id, u.uploaded_by, u.creator_user_id, u.link_hash, u.file_id, u.filename, u.content_type, u.length, u."offset", u.object_key, u.s3_upload_id, u.parts, u.tail_key, u.tail_size, u.sha256_state, u.lock_owner, u.lock_until, u.file_completed, u.created_at, u.expires_at FROM tus_uploads u
+SELECT u.id, u.package_id, u.uploaded_by, u.creator_user_id, u.link_hash, u.file_id, u.filename, u.content_type, u.length, u."offset", u.object_key, u.s3_upload_id, u.parts, u.tail_key, u.tail_size, u.sha256_state, u.lock_owner, u.lock_until, u.file_completed, u.created_at, u.expires_at, u.release_asked, u.creator_token_id FROM tus_uploads u
 LEFT JOIN packages p ON p.id = u.package_id
 WHERE (u.lock_owner IS NULL OR u.lock_until < now())
   AND (u.expires_at <= now()
@@ -382,6 +556,8 @@ func (q *Queries) UploadsToEnd(ctx context.Context, maxRows int32) ([]UploadsToE
 			&i.TusUpload.FileCompleted,
 			&i.TusUpload.CreatedAt,
 			&i.TusUpload.ExpiresAt,
+			&i.TusUpload.ReleaseAsked,
+			&i.TusUpload.CreatorTokenID,
 		); err != nil {
 			return nil, err
 		}

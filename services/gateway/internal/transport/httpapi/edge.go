@@ -22,8 +22,8 @@ import (
 type UploadLimits struct {
 	// MaxConcurrent uploads in flight on this gateway; more are 503 (0: no limit).
 	MaxConcurrent int
-	// PerClient uploads in flight per token, per link and per browser user; more
-	// are 429 (0: no limit).
+	// PerClient uploads in flight per token, per link, per browser session and per
+	// user (all their tokens and sessions together); more are 429 (0: no limit).
 	PerClient int
 	// MinRate bytes a second over every RateWindow, else the body is cut off
 	// (0: no minimum).
@@ -85,12 +85,15 @@ func uploadGuard(l UploadLimits, reg prometheus.Registerer) gin.HandlerFunc {
 	}
 }
 
-// uploadKeys names the client of an upload: its token (or browser user) and, on a
-// link route, the link.
+// uploadKeys names the client of an upload: its token (or browser session), its
+// user (every token and session of theirs together) and, on a link route, the link.
 func uploadKeys(c *gin.Context) []string {
 	var keys []string
 	if id, ok := c.Get(ctxTokenID); ok {
 		keys = append(keys, "token:"+strconv.FormatInt(id.(int64), 10))
+	}
+	if u := currentUser(c); u.ID != 0 {
+		keys = append(keys, "user:"+strconv.FormatInt(u.ID, 10))
 	}
 	if tok := c.Param("token"); tok != "" {
 		sum := sha256.Sum256([]byte(tok))

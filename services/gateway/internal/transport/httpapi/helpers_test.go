@@ -117,7 +117,19 @@ type testOptions struct {
 	linkRate             float64
 	linkBurst            int
 	clockSkew            time.Duration
+	tusLease             time.Duration
+	tusLockWait          time.Duration
+	tusMaxOpen           int
 }
+
+// withTusLease sets the test gateway's SHIPFILE_UPLOAD_LOCK_LEASE (default 2s) and
+// SHIPFILE_UPLOAD_LOCK_WAIT (0: the default, 5s).
+func withTusLease(lease, wait time.Duration) testOption {
+	return func(o *testOptions) { o.tusLease, o.tusLockWait = lease, wait }
+}
+
+// withMaxOpen sets the test gateway's SHIPFILE_UPLOAD_MAX_OPEN (default: no limit).
+func withMaxOpen(n int) testOption { return func(o *testOptions) { o.tusMaxOpen = n } }
 
 // withHasher makes the test gateway hash passwords with h.
 func withHasher(h *app.Hasher) testOption { return func(o *testOptions) { o.hasher = h } }
@@ -168,6 +180,9 @@ func newTestAPI(t testing.TB, cfg httpapi.Config, opts ...testOption) *testAPI {
 		u.RawQuery = q.Encode()
 		url = u.String()
 	}
+	if o.tusLease == 0 {
+		o.tusLease = 2 * time.Second
+	}
 	ctx := context.Background()
 	pool, err := database.Open(ctx, url)
 	if err != nil {
@@ -183,13 +198,14 @@ func newTestAPI(t testing.TB, cfg httpapi.Config, opts ...testOption) *testAPI {
 		MaxFiles:       5,
 		UploadPartSize: 5 << 20,
 		ResumeWindow:   time.Hour,
-		UploadLease:    2 * time.Second,
+		UploadLease:    o.tusLease,
+		UploadLockWait: o.tusLockWait,
 		WebhookPrivate: o.allowPrivateWebhooks,
 		Web: service.WebConfig{
 			SessionLifetime: time.Hour, SessionIdle: time.Hour, CookieSecure: "false",
 			LoginFailures: 5, LoginLockout: time.Minute,
 		},
-		Edge: service.EdgeConfig{LinkBurst: o.linkBurst},
+		Edge: service.EdgeConfig{LinkBurst: o.linkBurst, UploadMaxOpen: o.tusMaxOpen},
 	}, service.Deps{
 		Pool: pool, Objects: objects, OutboxWake: o.outboxWake, Registry: ops.NewRegistry(),
 		Secrets: servicetest.Keyring(t), Hasher: o.hasher, LinkRate: o.linkRate, API: &cfg,

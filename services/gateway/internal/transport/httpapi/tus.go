@@ -2,14 +2,18 @@ package httpapi
 
 import (
 	"encoding/base64"
+	"errors"
+	"io"
 	"mime"
 	"net/http"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/gin-gonic/gin"
 	"github.com/google/uuid"
 
+	"github.com/shipfile/shipfile/pkg/httpx"
 	"github.com/shipfile/shipfile/services/gateway/internal/app"
 )
 
@@ -61,7 +65,11 @@ func ownerTarget(c *gin.Context) (app.TusTarget, error) {
 		return app.TusTarget{}, err
 	}
 	u := currentUser(c)
-	return app.TusTarget{User: &u, PackageID: id, Client: client(c)}, nil
+	t := app.TusTarget{User: &u, PackageID: id, Client: client(c)}
+	if tid, ok := c.Get(ctxTokenID); ok && tid.(int64) > 0 { // a browser session's is -user id
+		t.TokenID = tid.(int64)
+	}
+	return t, nil
 }
 
 // linkTarget is the target of a recipient's upload route.
@@ -99,16 +107,18 @@ func (h *handlers) tusCreate(target func(*gin.Context) (app.TusTarget, error)) g
 			Length: length, Filename: meta["filename"], ContentType: meta["filetype"],
 		})
 		if err != nil {
+			if withBody {
+				refuseBody(c)
+			}
 			_ = c.Error(err)
 			return
 		}
 		c.Header("Location", strings.TrimSuffix(c.Request.URL.Path, "/")+"/"+res.Upload.ID.String())
 		c.Header("Upload-Expires", res.Upload.ExpiresAt.UTC().Format(http.TimeFormat))
 		if withBody && res.File == nil {
-			res, err = h.resumable.Write(c.Request.Context(), t, res.Upload.ID, app.Chunk{
-				Offset: 0, Body: c.Request.Body, Checksum: c.GetHeader("Upload-Checksum"), Size: c.Request.ContentLength,
-			})
+			res, err = h.resumable.Write(c.Request.Context(), t, res.Upload.ID, chunk(c, 0))
 			if err != nil {
+				refuseBody(c)
 				_ = c.Error(err)
 				return
 			}
@@ -168,22 +178,24 @@ func (h *handlers) tusHead(target func(*gin.Context) (app.TusTarget, error)) gin
 func (h *handlers) tusPatch(target func(*gin.Context) (app.TusTarget, error)) gin.HandlerFunc {
 	return func(c *gin.Context) {
 		if !isChunkType(c.GetHeader("Content-Type")) {
+			refuseBody(c)
 			_ = c.Error(&httpError{status: http.StatusUnsupportedMediaType, detail: "Content-Type must be " + tusChunkType})
 			return
 		}
 		offset, err := strconv.ParseInt(c.GetHeader("Upload-Offset"), 10, 64)
 		if err != nil || offset < 0 {
+			refuseBody(c)
 			_ = c.Error(&httpError{status: http.StatusBadRequest, detail: "Upload-Offset must be a non-negative integer"})
 			return
 		}
 		t, id, ok := tusUpload(c, target)
 		if !ok {
+			refuseBody(c)
 			return
 		}
-		res, err := h.resumable.Write(c.Request.Context(), t, id, app.Chunk{
-			Offset: offset, Body: c.Request.Body, Checksum: c.GetHeader("Upload-Checksum"), Size: c.Request.ContentLength,
-		})
+		res, err := h.resumable.Write(c.Request.Context(), t, id, chunk(c, offset))
 		if err != nil {
+			refuseBody(c)
 			_ = c.Error(err)
 			return
 		}
@@ -208,6 +220,54 @@ func (h *handlers) tusDelete(target func(*gin.Context) (app.TusTarget, error)) g
 			return
 		}
 		c.Status(http.StatusNoContent)
+	}
+}
+
+// chunk is the body of a PATCH (or a creation with a body) at offset. Its Stop ends
+// the reading of the body at once (the upload guard's httpx.MinRateBody): what a PATCH
+// asked to hand its upload over calls.
+func chunk(c *gin.Context, offset int64) app.Chunk {
+	body := c.Request.Body
+	return app.Chunk{
+		Offset: offset, Body: body, Checksum: c.GetHeader("Upload-Checksum"), Size: c.Request.ContentLength,
+		Stop: func() { httpx.Stop(body) },
+	}
+}
+
+// Bounds of reading a refused request's body (refuseBody).
+const (
+	refusedBodyDrain = 32 << 20
+	refusedBodyTime  = 10 * time.Second
+)
+
+// refuseBody reads what is left of the body of a request about to be refused, up to
+// refusedBodyDrain bytes within refusedBodyTime, so the client, still sending, gets
+// the answer instead of a connection reset: a server that answers and closes while
+// the client's bytes keep arriving resets the connection, and many clients (browsers,
+// Node) then report the reset, not the status. A body past those bounds (or one the
+// server stopped reading) is answered with Connection: close.
+func refuseBody(c *gin.Context) {
+	body := c.Request.Body
+	if body == nil || body == http.NoBody {
+		return
+	}
+	if strings.EqualFold(c.GetHeader("Expect"), "100-continue") {
+		// The client waits to be asked for the body: reading would ask for it.
+		c.Header("Connection", "close")
+		return
+	}
+	done := make(chan error, 1)
+	timer := time.AfterFunc(refusedBodyTime, func() { httpx.Stop(body) })
+	defer timer.Stop()
+	go func() {
+		n, err := io.Copy(io.Discard, io.LimitReader(body, refusedBodyDrain))
+		if err == nil && n == refusedBodyDrain {
+			err = errors.New("too much to read")
+		}
+		done <- err
+	}()
+	if err := <-done; err != nil {
+		c.Header("Connection", "close")
 	}
 }
 

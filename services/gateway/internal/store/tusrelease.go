@@ -1,0 +1,109 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	mrand "math/rand/v2"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgconn/ctxwatch"
+)
+
+// TusReleaseChannel is the PostgreSQL notification channel on which a request for a
+// resumable upload asks the request that holds its lease to let go (AskRelease); the
+// payload is the holder's lease owner (a uuid).
+const TusReleaseChannel = "shipfile_tus_release"
+
+// TusReleaseAppName is the application_name of FollowUploadReleases' connection.
+const TusReleaseAppName = "shipfile-tus-release"
+
+// releasePing is how often an idle listener proves its connection alive.
+const releasePing = 10 * time.Second
+
+// FollowUploadReleases keeps a dedicated connection LISTENing on TusReleaseChannel and
+// calls ask with each holder named there, until ctx is cancelled; a lost connection
+// is reopened with back-off. ask must not block (app.Resumable.AskRelease). An ask
+// missed while the connection was down still reaches its holder: it is marked in the
+// upload's row too, which the holder reads at its next renewal.
+func (s *Postgres) FollowUploadReleases(ctx context.Context, ask func(holder uuid.UUID), log *slog.Logger) {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	backoff := time.Duration(0)
+	for ctx.Err() == nil {
+		connected, err := s.followReleasesOnce(ctx, ask)
+		if ctx.Err() != nil {
+			return
+		}
+		if connected {
+			backoff = 0
+		}
+		backoff = min(max(2*backoff, authFeedMinBackoff), authFeedMaxBackoff)
+		wait := backoff/2 + mrand.N(backoff/2+1)
+		log.Warn("tus release listener: connection lost; asks to let go reach a PATCH at its next lease renewal until it is back",
+			"err", err, "retry_in", wait)
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return
+		case <-t.C:
+		}
+	}
+}
+
+func (s *Postgres) followReleasesOnce(ctx context.Context, ask func(uuid.UUID)) (connected bool, err error) {
+	cfg := s.pool.Config().ConnConfig.Config.Copy()
+	if cfg.RuntimeParams == nil {
+		cfg.RuntimeParams = map[string]string{}
+	}
+	cfg.RuntimeParams["application_name"] = TusReleaseAppName
+	// A wait that times out only moves the socket's deadline (no cancel request that
+	// could hit the next ping).
+	cfg.BuildContextWatcherHandler = func(c *pgconn.PgConn) ctxwatch.Handler {
+		return &pgconn.DeadlineContextWatcherHandler{Conn: c.Conn()}
+	}
+	cfg.OnNotification = func(_ *pgconn.PgConn, n *pgconn.Notification) {
+		if holder, err := uuid.Parse(n.Payload); err == nil {
+			ask(holder)
+		}
+	}
+	conn, err := pgconn.ConnectConfig(ctx, cfg)
+	if err != nil {
+		return false, fmt.Errorf("connect: %w", err)
+	}
+	defer func() {
+		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Second)
+		defer cancel()
+		_ = conn.Close(cctx)
+	}()
+	// On a bare pgconn.PgConn (the notifications read by OnNotification), which sqlc's
+	// DBTX does not fit; LISTEN takes no parameters.
+	if _, err := conn.Exec(ctx, "LISTEN "+pgx.Identifier{TusReleaseChannel}.Sanitize()).ReadAll(); err != nil {
+		return false, fmt.Errorf("listen: %w", err)
+	}
+	for {
+		wctx, cancel := context.WithTimeout(ctx, releasePing)
+		err := conn.WaitForNotification(wctx)
+		cancel()
+		switch {
+		case ctx.Err() != nil:
+			return true, ctx.Err()
+		case err == nil:
+			continue
+		case !errors.Is(err, context.DeadlineExceeded) && !pgconn.Timeout(err):
+			return true, fmt.Errorf("wait: %w", err)
+		}
+		pctx, cancel := context.WithTimeout(ctx, authFeedPingTimeout)
+		_, err = conn.Exec(pctx, "SELECT 1").ReadAll()
+		cancel()
+		if err != nil {
+			return true, fmt.Errorf("ping: %w", err)
+		}
+	}
+}
