@@ -107,5 +107,9 @@ func (w *Web) logout(c *gin.Context) {
 		}
 	}
 	w.setCookie(c, w.cookies.session, "", -1)
+	if target := w.oidcSignOutURL(c); target != "" {
+		c.Redirect(http.StatusSeeOther, target) // the provider's session ends too
+		return
+	}
 	c.Redirect(http.StatusSeeOther, "/login?msg=signed-out")
 }

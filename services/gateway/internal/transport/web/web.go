@@ -12,6 +12,7 @@
 package web
 
 import (
+	"errors"
 	"log/slog"
 	"net/http"
 	"time"
@@ -31,6 +32,11 @@ type Config struct {
 	SessionLifetime time.Duration
 	// MaxFileSize is shown beside the upload zones.
 	MaxFileSize int64
+	// NoPasswordLogin hides the password form and refuses POST /login
+	// (SHIPFILE_PASSWORD_LOGIN=false).
+	NoPasswordLogin bool
+	// OIDC is the organization's OpenID provider; nil: no "Sign in with …".
+	OIDC *OIDCConfig
 }
 
 // Deps is what the web UI works with.
@@ -42,7 +48,9 @@ type Deps struct {
 	Webhooks *app.Webhooks
 	// LinkRate limits the recipient's page per client IP (nil: no limit).
 	LinkRate *app.LinkRate
-	Config   Config
+	// OIDCStore keeps sign-ins under way at the OpenID provider (with Config.OIDC).
+	OIDCStore app.OIDCStore
+	Config    Config
 }
 
 // Web is the web UI. It implements httpapi.Pages.
@@ -57,6 +65,9 @@ type Web struct {
 	pages    map[string]*pageTemplate
 	cookies  cookieNames
 	origin   *http.CrossOriginProtection
+	// oidc is the relying party of Config.OIDC; nil without one.
+	oidc      *oidcClient
+	oidcStore app.OIDCStore
 }
 
 // New parses the templates and returns the web UI.
@@ -69,6 +80,12 @@ func New(d Deps) (*Web, error) {
 		log: d.Log, identity: d.Identity, sessions: d.Sessions, packages: d.Packages, webhooks: d.Webhooks, linkRate: d.LinkRate,
 		cfg: d.Config, pages: pages, cookies: newCookieNames(d.Config.SecureCookies),
 		origin: http.NewCrossOriginProtection(),
+	}
+	if d.Config.OIDC != nil {
+		if d.OIDCStore == nil {
+			return nil, errors.New("web: OIDC needs an OIDCStore")
+		}
+		w.oidc, w.oidcStore = newOIDCClient(*d.Config.OIDC), d.OIDCStore
 	}
 	return w, nil
 }
@@ -86,7 +103,9 @@ func (w *Web) Mount(r *gin.Engine) {
 	g.GET("/setup", w.setupForm)
 	g.POST("/setup", w.checkCSRF, w.setupSubmit)
 	g.GET("/login", w.loginForm)
-	g.POST("/login", w.checkCSRF, w.loginSubmit)
+	g.POST("/login", w.passwordLogin, w.checkCSRF, w.loginSubmit)
+	g.GET("/auth/oidc/login", w.oidcLogin)
+	g.GET("/auth/oidc/callback", w.oidcCallback)
 	g.POST("/logout", w.checkCSRF, w.logout)
 	g.GET("/p/:token", w.linkRateGuard, w.recipient)
 	g.POST("/p/:token", w.linkRateGuard, w.checkCSRF, w.unlock)
