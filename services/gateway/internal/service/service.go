@@ -70,7 +70,9 @@ type OIDCConfig struct {
 }
 
 // PasswordLoginOff reports SHIPFILE_PASSWORD_LOGIN=false (empty: on).
-func (c OIDCConfig) PasswordLoginOff() bool { return strings.EqualFold(strings.TrimSpace(c.PasswordLogin), "false") }
+func (c OIDCConfig) PasswordLoginOff() bool {
+	return strings.EqualFold(strings.TrimSpace(c.PasswordLogin), "false")
+}
 
 // Web returns the web UI's share of the provider's settings; nil when no issuer is set.
 func (c OIDCConfig) Web(publicURL string) *web.OIDCConfig {
