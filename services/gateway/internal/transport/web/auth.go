@@ -57,7 +57,7 @@ func (w *Web) loginForm(c *gin.Context) {
 		_ = c.Error(err)
 		return
 	}
-	if setup {
+	if setup && w.oidc == nil { // with a provider, the first admin may come through it
 		c.Redirect(http.StatusSeeOther, "/setup")
 		return
 	}

@@ -371,3 +371,38 @@ func (w *Web) passwordLogin(c *gin.Context) {
 	}
 	c.Next()
 }
+
+// oidcFormAction lets the sign-out form's redirect reach the provider's
+// end_session_endpoint: browsers hold a form's whole redirect chain to the page's
+// form-action, which is otherwise 'self' alone.
+func (w *Web) oidcFormAction(c *gin.Context) {
+	if w.oidc != nil {
+		h := c.Writer.Header()
+		if csp := h.Get("Content-Security-Policy"); strings.Contains(csp, "form-action 'self'") {
+			h.Set("Content-Security-Policy", strings.Replace(csp, "form-action 'self'", "form-action 'self' "+w.oidc.origins(), 1))
+		}
+	}
+	c.Next()
+}
+
+// origins are the provider's origins a browser is sent to: the issuer's and, once
+// discovered, the end_session_endpoint's.
+func (o *oidcClient) origins() string {
+	out := []string{origin(o.cfg.Issuer)}
+	o.mu.Lock()
+	end := o.endSession
+	o.mu.Unlock()
+	if e := origin(end); e != "" && e != out[0] {
+		out = append(out, e)
+	}
+	return strings.Join(out, " ")
+}
+
+// origin is scheme://host of a URL, "" when it has none.
+func origin(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil || u.Scheme == "" || u.Host == "" || strings.ContainsAny(u.Host, " ;,'") {
+		return ""
+	}
+	return u.Scheme + "://" + u.Host
+}

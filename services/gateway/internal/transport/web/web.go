@@ -98,7 +98,7 @@ func (w *Web) Mount(r *gin.Engine) {
 	r.GET(staticPrefix+"/*file", w.static)
 	r.HEAD(staticPrefix+"/*file", w.static)
 
-	g := r.Group("", w.load)
+	g := r.Group("", w.oidcFormAction, w.load)
 	g.GET("/", w.requireUser, w.dashboard)
 	g.GET("/setup", w.setupForm)
 	g.POST("/setup", w.checkCSRF, w.setupSubmit)
