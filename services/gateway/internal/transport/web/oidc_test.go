@@ -273,7 +273,11 @@ func TestOIDCSignIn(t *testing.T) {
 		if me["role"] != "admin" {
 			t.Fatalf("alice: role %v, want admin", me["role"])
 		}
-		expectStatus(t, b.get("/admin/users"), http.StatusOK)
+		users := b.get("/admin/users")
+		expectStatus(t, users, http.StatusOK)
+		if !strings.Contains(users.body, `<td data-label="Sign-in">SSO</td>`) {
+			t.Fatalf("the users page does not say alice signs in through SSO:\n%s", users.body)
+		}
 		b, me = signedIn(t, "bob")
 		if me["role"] != "regular" || me["name"] != "Bob" {
 			t.Fatalf("bob: %v", me)
