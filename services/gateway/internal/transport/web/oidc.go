@@ -406,3 +406,19 @@ func origin(raw string) string {
 	}
 	return u.Scheme + "://" + u.Host
 }
+
+// oidcRate bounds the sign-ins one client IP starts (each stores a row for ten
+// minutes) and the callbacks it sends, with the per-IP limit of the link routes
+// (SHIPFILE_LINK_RATE, counted together with them, across instances).
+func (w *Web) oidcRate(c *gin.Context) {
+	if err := w.linkRate.Take(c.Request.Context(), c.ClientIP()); err != nil {
+		var e *app.Error
+		if errors.As(err, &e) && e.Kind == app.KindTooMany {
+			err = app.TooMany(e.RetryAfter, "too many sign-ins from this address; retry later")
+		}
+		_ = c.Error(err)
+		c.Abort()
+		return
+	}
+	c.Next()
+}

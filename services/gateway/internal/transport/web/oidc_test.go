@@ -116,6 +116,10 @@ type oidcEnv struct {
 // newOIDCEnv is a gateway whose OpenID provider is a real one (deploy/oidc-provider)
 // behind a tamperer, with users in the groups "staff" and "admins".
 func newOIDCEnv(t *testing.T, passwordLogin string, users ...servicetest.OIDCUser) *oidcEnv {
+	return newOIDCEnvWith(t, func(*service.Config) {}, passwordLogin, users...)
+}
+
+func newOIDCEnvWith(t *testing.T, adjust func(*service.Config), passwordLogin string, users ...servicetest.OIDCUser) *oidcEnv {
 	t.Helper()
 	known, _ := rsa.GenerateKey(rand.Reader, 2048)
 	unknown, _ := rsa.GenerateKey(rand.Reader, 2048)
@@ -139,7 +143,7 @@ func newOIDCEnv(t *testing.T, passwordLogin string, users ...servicetest.OIDCUse
 	gw := httptest.NewUnstartedServer(nil)
 	base := "http://" + gw.Listener.Addr().String()
 	hasher := app.NewHasher(0, 0)
-	svc, err := service.New(ctx, service.Config{
+	cfg := service.Config{
 		PublicURL: base, MaxFileSize: 1 << 20, MaxFiles: 5, UploadPartSize: 5 << 20,
 		ResumeWindow: time.Hour, UploadLease: 30 * time.Second,
 		Web: service.WebConfig{SessionLifetime: time.Hour, SessionIdle: time.Hour, CookieSecure: "false", LoginFailures: 5, LoginLockout: time.Minute},
@@ -148,7 +152,9 @@ func newOIDCEnv(t *testing.T, passwordLogin string, users ...servicetest.OIDCUse
 			Scopes: "openid email profile", GroupsClaim: "groups", AdminGroups: "admins", AllowedGroups: "staff,admins",
 			PasswordLogin: passwordLogin,
 		},
-	}, service.Deps{
+	}
+	adjust(&cfg)
+	svc, err := service.New(ctx, cfg, service.Deps{
 		Pool: pool, Objects: servicetest.Bucket(t), Registry: ops.NewRegistry(), Secrets: servicetest.Keyring(t), Hasher: hasher,
 		API: &httpapi.Config{MaxJSONBytes: 1 << 20, MaxFileSize: 1 << 20, RatePerSecond: 1000, RateBurst: 1000},
 	})
@@ -467,5 +473,25 @@ func TestPasswordLoginOff(t *testing.T) {
 	}
 	if p, at := e.providerLogin(b, "alice", "alice-password", false); p.status != http.StatusOK || at.Path != "/" {
 		t.Fatalf("sign-in through the provider: %d at %s", p.status, at)
+	}
+}
+
+func TestOIDCSignInsPerAddressAreBounded(t *testing.T) {
+	e := newOIDCEnvWith(t, func(c *service.Config) { c.Edge.LinkRate, c.Edge.LinkBurst = 1, 3 }, "", staff("bob"))
+	b := e.browser()
+	var codes []int
+	var last page
+	for range 6 {
+		last = b.get("/auth/oidc/login")
+		codes = append(codes, last.status)
+	}
+	if last.header.Get("Retry-After") == "" {
+		t.Fatal("429 without Retry-After")
+	}
+	if codes[0] != http.StatusFound || codes[len(codes)-1] != http.StatusTooManyRequests {
+		t.Fatalf("statuses %v: want 302 first, 429 once over the limit", codes)
+	}
+	if n := e.count("oidc_logins"); n > 4 {
+		t.Fatalf("%d sign-ins stored for %v", n, codes)
 	}
 }
