@@ -12,6 +12,7 @@ import (
 	"net/http/httputil"
 	"net/url"
 	"regexp"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -101,11 +102,9 @@ func (tp *tamperer) modify(resp *http.Response) error {
 	body, _ = json.Marshal(doc)
 	resp.Body = io.NopCloser(bytes.NewReader(body))
 	resp.ContentLength = int64(len(body))
-	resp.Header.Set("Content-Length", strconvI(len(body)))
+	resp.Header.Set("Content-Length", strconv.Itoa(len(body)))
 	return nil
 }
-
-func strconvI(n int) string { b, _ := json.Marshal(n); return string(b) }
 
 type oidcEnv struct {
 	*env
@@ -387,6 +386,13 @@ func TestOIDCSignIn(t *testing.T) {
 			{Name: "shipfile_oidc_state", Value: cb2.Query().Get("state"), Path: "/"}})
 		p, _ = b2.visit(cb2.String(), nil)
 		refused(t, b2, p, http.StatusBadRequest, "already used")
+
+		// The provider answers with an error instead of a code.
+		b4 := e.browser()
+		_, authz := b4.visit(e.url+"/auth/oidc/login", func(u *url.URL) bool { return u.Path == "/authorize" })
+		denied := e.url + "/auth/oidc/callback?" + url.Values{"error": {"access_denied"}, "state": {authz.Query().Get("state")}}.Encode()
+		p, _ = b4.visit(denied, nil)
+		refused(t, b4, p, http.StatusForbidden, "did not sign you in (access_denied)")
 
 		// A forged code with a genuine state: the provider refuses it.
 		b3 := e.browser()
