@@ -271,10 +271,16 @@ func (w *Web) oidcClaims(ctx context.Context, idt *oidc.IDToken, tok *oauth2.Tok
 		return app.OIDCClaims{}, err
 	}
 	c := app.OIDCClaims{Issuer: idt.Issuer, Subject: idt.Subject}
+	verifiedSaid := false
 	read := func(m map[string]json.RawMessage) {
 		if c.Email == "" {
 			_ = json.Unmarshal(m["email"], &c.Email)
-			c.EmailVerified = claimBool(m["email_verified"])
+		}
+		// email_verified speaks of the address beside it, and of no other.
+		var email string
+		_ = json.Unmarshal(m["email"], &email)
+		if v, ok := m["email_verified"]; ok && !verifiedSaid && email != "" && strings.EqualFold(email, c.Email) {
+			c.EmailVerified, verifiedSaid = claimBool(v), true
 		}
 		if c.Name == "" {
 			_ = json.Unmarshal(m["name"], &c.Name)
@@ -284,7 +290,7 @@ func (w *Web) oidcClaims(ctx context.Context, idt *oidc.IDToken, tok *oauth2.Tok
 		}
 	}
 	read(all)
-	if c.Email == "" || c.Groups == nil {
+	if c.Email == "" || !verifiedSaid || c.Groups == nil {
 		if info, err := w.oidc.provider.UserInfo(ctx, oauth2.StaticTokenSource(tok)); err == nil && info.Subject == c.Subject {
 			var m map[string]json.RawMessage
 			if info.Claims(&m) == nil {
