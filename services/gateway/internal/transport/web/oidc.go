@@ -270,35 +270,43 @@ func (w *Web) oidcClaims(ctx context.Context, idt *oidc.IDToken, tok *oauth2.Tok
 	if err := idt.Claims(&all); err != nil {
 		return app.OIDCClaims{}, err
 	}
-	c := app.OIDCClaims{Issuer: idt.Issuer, Subject: idt.Subject}
-	verifiedSaid := false
-	read := func(m map[string]json.RawMessage) {
-		if c.Email == "" {
-			_ = json.Unmarshal(m["email"], &c.Email)
-		}
-		// email_verified speaks of the address beside it, and of no other.
-		var email string
-		_ = json.Unmarshal(m["email"], &email)
-		if v, ok := m["email_verified"]; ok && !verifiedSaid && email != "" && strings.EqualFold(email, c.Email) {
-			c.EmailVerified, verifiedSaid = claimBool(v), true
-		}
-		if c.Name == "" {
-			_ = json.Unmarshal(m["name"], &c.Name)
-		}
-		if c.Groups == nil {
-			c.Groups = claimStrings(m[w.oidc.cfg.GroupsClaim])
-		}
-	}
-	read(all)
-	if c.Email == "" || !verifiedSaid || c.Groups == nil {
+	c := claimReader{groupsClaim: w.oidc.cfg.GroupsClaim, OIDCClaims: app.OIDCClaims{Issuer: idt.Issuer, Subject: idt.Subject}}
+	c.read(all)
+	if c.Email == "" || !c.verifiedSaid || c.Groups == nil {
 		if info, err := w.oidc.provider.UserInfo(ctx, oauth2.StaticTokenSource(tok)); err == nil && info.Subject == c.Subject {
 			var m map[string]json.RawMessage
 			if info.Claims(&m) == nil {
-				read(m)
+				c.read(m)
 			}
 		}
 	}
-	return c, nil
+	return c.OIDCClaims, nil
+}
+
+// claimReader gathers the claims shipfile uses from the ID token and then, for what
+// it lacks, from userinfo: the first source that says a thing wins.
+type claimReader struct {
+	app.OIDCClaims
+	groupsClaim  string
+	verifiedSaid bool
+}
+
+func (c *claimReader) read(m map[string]json.RawMessage) {
+	if c.Email == "" {
+		_ = json.Unmarshal(m["email"], &c.Email)
+	}
+	// email_verified speaks of the address beside it, and of no other.
+	var email string
+	_ = json.Unmarshal(m["email"], &email)
+	if v, ok := m["email_verified"]; ok && !c.verifiedSaid && email != "" && strings.EqualFold(email, c.Email) {
+		c.EmailVerified, c.verifiedSaid = claimBool(v), true
+	}
+	if c.Name == "" {
+		_ = json.Unmarshal(m["name"], &c.Name)
+	}
+	if c.Groups == nil {
+		c.Groups = claimStrings(m[c.groupsClaim])
+	}
 }
 
 // claimBool reads a boolean claim; some providers send "true" as a string.
