@@ -51,14 +51,17 @@ var oidcHTTP = &http.Client{Timeout: 10 * time.Second}
 type oidcClient struct {
 	cfg OIDCConfig
 
-	mu         sync.Mutex
-	ready      bool
-	provider   *oidc.Provider
-	oauth      oauth2.Config
-	verifier   *oidc.IDTokenVerifier
-	endSession string
-	failedAt   time.Time
-	failure    error
+	// discovering serialises discovery (network I/O); mu guards the fields below
+	// for moments only, so pages that read them never wait on the provider.
+	discovering sync.Mutex
+	mu          sync.Mutex
+	ready       bool
+	provider    *oidc.Provider
+	oauth       oauth2.Config
+	verifier    *oidc.IDTokenVerifier
+	endSession  string
+	failedAt    time.Time
+	failure     error
 }
 
 func newOIDCClient(cfg OIDCConfig) *oidcClient {
@@ -77,25 +80,35 @@ func newOIDCClient(cfg OIDCConfig) *oidcClient {
 
 // discover returns the client once the provider's discovery document was read.
 func (o *oidcClient) discover() error {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	if o.ready {
+	if o.isReady() {
 		return nil
 	}
-	if o.failure != nil && time.Since(o.failedAt) < oidcDiscoveryRetry {
-		return o.failure
+	o.discovering.Lock()
+	defer o.discovering.Unlock()
+	o.mu.Lock()
+	ready, failure, failedAt := o.ready, o.failure, o.failedAt
+	o.mu.Unlock()
+	if ready {
+		return nil
+	}
+	if failure != nil && time.Since(failedAt) < oidcDiscoveryRetry {
+		return failure
 	}
 	// go-oidc keeps the context's HTTP client for its later key fetches.
 	ctx := oidc.ClientContext(context.Background(), oidcHTTP)
 	p, err := oidc.NewProvider(ctx, o.cfg.Issuer)
 	if err != nil {
+		o.mu.Lock()
 		o.failure, o.failedAt = err, time.Now()
+		o.mu.Unlock()
 		return err
 	}
 	var extra struct {
 		EndSession string `json:"end_session_endpoint"`
 	}
 	_ = p.Claims(&extra)
+	o.mu.Lock()
+	defer o.mu.Unlock()
 	o.provider, o.endSession = p, extra.EndSession
 	o.verifier = p.VerifierContext(ctx, &oidc.Config{ClientID: o.cfg.ClientID})
 	o.oauth = oauth2.Config{
@@ -104,6 +117,12 @@ func (o *oidcClient) discover() error {
 	}
 	o.ready, o.failure = true, nil
 	return nil
+}
+
+func (o *oidcClient) isReady() bool {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.ready
 }
 
 // oidcStateCookie is the cookie that binds a sign-in at the provider to this browser.
@@ -123,7 +142,7 @@ func (w *Web) oidcSignedInCookie() string {
 	return "shipfile_oidc"
 }
 
-// unavailable is the answer while the provider cannot be reached.
+// providerUnavailable is the answer while the provider cannot be reached.
 func providerUnavailable() error {
 	return app.Busy(30*time.Second, "the identity provider cannot be reached; try again in a moment")
 }
