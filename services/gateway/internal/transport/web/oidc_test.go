@@ -501,3 +501,17 @@ func TestOIDCSignInsPerAddressAreBounded(t *testing.T) {
 		t.Fatalf("%d sign-ins stored for %v", n, codes)
 	}
 }
+
+func TestOIDCProviderDown(t *testing.T) {
+	e := newOIDCEnvWith(t, func(c *service.Config) { c.OIDC.Issuer = "http://" + servicetest.FreeAddr(t) }, "")
+	b := e.browser()
+	expectStatus(t, b.get("/login"), http.StatusOK)
+	p := b.get("/auth/oidc/login")
+	expectStatus(t, p, http.StatusServiceUnavailable)
+	if p.header.Get("Retry-After") == "" || !strings.Contains(p.body, "cannot be reached") {
+		t.Fatalf("503 without Retry-After or reason: %v\n%.500s", p.header, p.body)
+	}
+	if n := e.count("oidc_logins"); n != 0 {
+		t.Fatalf("%d sign-ins stored while the provider is down", n)
+	}
+}
