@@ -3,7 +3,7 @@
 #
 #   scripts/dev.sh infra   PostgreSQL, NATS JetStream and MinIO reachable; settings in .run/env
 #                          (with a SHIPFILE_SECRET_KEY made on the first run and kept)
-#   scripts/dev.sh up      infra + SMTP catcher (maildev) + make build + the four services
+#   scripts/dev.sh up      infra + SMTP catcher (maildev) + a test OpenID provider + make build + the four services
 #   scripts/dev.sh down    stop what dev.sh started (pid files under .run/pids), nothing else
 #   scripts/dev.sh test    infra + SMTP catcher, make test-race, then stop what this run started
 #   scripts/dev.sh status  what dev.sh started and whether it still runs
@@ -29,6 +29,8 @@
 #   SHIPFILE_DEV_MINIO_CONSOLE_PORT MinIO console port (9001)
 #   SHIPFILE_DEV_SMTP_PORT         maildev SMTP port, reused or started (1025)
 #   SHIPFILE_DEV_MAIL_WEB_PORT     maildev web port (1080)
+#   SHIPFILE_DEV_OIDC_PORT         port of the test OpenID provider `up` starts (9400); not started
+#                                  when the caller sets SHIPFILE_OIDC_ISSUER
 #   SHIPFILE_DEV_TIMEOUT           seconds to wait for anything to come up (90)
 #   SHIPFILE_HTTP_ADDR, SHIPFILE_OPS_ADDR (the gateway's /readyz, /metrics), SHIPFILE_MAILER_ADDR, SHIPFILE_EXPIRY_ADDR, SHIPFILE_WEBHOOKS_ADDR
 #                                  where the services listen (127.0.0.1:8080 … :8083)
@@ -60,6 +62,13 @@ MINIO_PORT=${SHIPFILE_DEV_MINIO_PORT:-9000}
 MINIO_CONSOLE_PORT=${SHIPFILE_DEV_MINIO_CONSOLE_PORT:-9001}
 SMTP_PORT=${SHIPFILE_DEV_SMTP_PORT:-1025}
 MAIL_WEB_PORT=${SHIPFILE_DEV_MAIL_WEB_PORT:-1080}
+OIDC_PORT=${SHIPFILE_DEV_OIDC_PORT:-9400}
+# The test OpenID provider (deploy/oidc-provider, its own module: zitadel/oidc's provider)
+# and the client it registers for `up`'s gateway.
+OIDC_DIR=$ROOT/deploy/oidc-provider
+OIDC_CLIENT_ID=shipfile
+OIDC_CLIENT_SECRET=shipfile-dev-secret
+OIDC_ADMIN_GROUPS=shipfile-admins
 TIMEOUT=${SHIPFILE_DEV_TIMEOUT:-90}
 STOP_TIMEOUT=20
 MINIO_USER=minioadmin
@@ -67,7 +76,7 @@ MINIO_PASSWORD=minioadmin
 
 SERVICES=(gateway mailer expiry webhooks)
 # Stop order for `down`: services, then what they depend on.
-STOP_ORDER=(gateway mailer expiry webhooks maildev minio nats pg pgbench)
+STOP_ORDER=(gateway mailer expiry webhooks oidc maildev minio nats pg pgbench)
 
 # The caller's own SHIPFILE_* variables, re-applied over .run/env wherever it is loaded.
 declare -A CALLER=()
@@ -79,7 +88,7 @@ unset _v
 # Components this invocation started (what `test` stops on exit).
 STARTED=()
 # Resolved settings, written to .run/env.
-PG_URL_PORT="" NATS_URL="" S3_ENDPOINT="" SMTP_ADDR="" MAIL_WEB_URL=""
+PG_URL_PORT="" NATS_URL="" S3_ENDPOINT="" SMTP_ADDR="" MAIL_WEB_URL="" OIDC_ISSUER=""
 
 log() { printf '==> %s\n' "$*" >&2; }
 warn() { printf 'dev.sh: %s\n' "$*" >&2; }
@@ -543,6 +552,53 @@ ensure_mail() {
 }
 
 # ---------------------------------------------------------------------------------------
+# the test OpenID provider
+
+# oidc_provider_bin: deploy/oidc-provider built into the cache (GOWORK=off: its own
+# module, outside go.work; its dependencies come through the Go module proxy once),
+# again whenever its sources change.
+oidc_provider_bin() {
+	local bin=$CACHE_BIN/shipfile-oidc-provider sum have=""
+	sum=$(cat "$OIDC_DIR"/go.mod "$OIDC_DIR"/go.sum "$OIDC_DIR"/*.go | cksum | cut -d' ' -f1)
+	[[ -f $bin.sum ]] && have=$(cat "$bin.sum")
+	if [[ ! -x $bin || $have != "$sum" ]]; then
+		have go || die "Go is needed to build deploy/oidc-provider"
+		log "building the test OpenID provider (deploy/oidc-provider) into $CACHE_BIN"
+		mkdir -p "$CACHE_BIN"
+		(cd "$OIDC_DIR" && GOWORK=off go build -o "$bin.tmp" .) >&2 || die "go build deploy/oidc-provider failed"
+		mv "$bin.tmp" "$bin"
+		printf '%s\n' "$sum" >"$bin.sum"
+	fi
+	printf '%s\n' "$bin"
+}
+
+oidc_up() { [[ $(http_status "http://127.0.0.1:$OIDC_PORT/.well-known/openid-configuration") == 200 ]]; }
+
+# ensure_oidc: the test OpenID provider on OIDC_PORT, unless the caller points the
+# gateway at their own provider.
+ensure_oidc() {
+	local pid bin
+	if caller_set SHIPFILE_OIDC_ISSUER; then
+		log "OpenID provider: using the caller's ${SHIPFILE_OIDC_ISSUER}; no test provider started"
+		return
+	fi
+	pid=$(pid_of oidc)
+	if [[ -n $pid ]]; then
+		log "OpenID provider: ours, already running on http://127.0.0.1:$OIDC_PORT"
+	else
+		if port_open 127.0.0.1 "$OIDC_PORT"; then
+			die "127.0.0.1:$OIDC_PORT is taken by a process dev.sh did not start (set SHIPFILE_DEV_OIDC_PORT)"
+		fi
+		bin=$(oidc_provider_bin)
+		log "OpenID provider: starting the test provider on http://127.0.0.1:$OIDC_PORT"
+		start_bg oidc shipfile-oidc-provider "$bin" -addr "127.0.0.1:$OIDC_PORT" \
+			-client-id "$OIDC_CLIENT_ID" -client-secret "$OIDC_CLIENT_SECRET"
+	fi
+	wait_for "the OpenID provider on 127.0.0.1:$OIDC_PORT" oidc oidc_up || die "the test OpenID provider did not start"
+	OIDC_ISSUER=http://127.0.0.1:$OIDC_PORT
+}
+
+# ---------------------------------------------------------------------------------------
 # .run/env
 
 write_env() {
@@ -651,6 +707,12 @@ start_service() {
 	(
 		load_env
 		if ! caller_set SHIPFILE_WEBHOOK_ALLOW_PRIVATE; then export SHIPFILE_WEBHOOK_ALLOW_PRIVATE=true; fi
+		if [[ $name == gateway && -n $OIDC_ISSUER ]]; then
+			# The test provider `up` started, and its client.
+			export SHIPFILE_OIDC_ISSUER=$OIDC_ISSUER SHIPFILE_OIDC_CLIENT_ID=$OIDC_CLIENT_ID \
+				SHIPFILE_OIDC_CLIENT_SECRET=$OIDC_CLIENT_SECRET
+			if ! caller_set SHIPFILE_OIDC_ADMIN_GROUPS; then export SHIPFILE_OIDC_ADMIN_GROUPS=$OIDC_ADMIN_GROUPS; fi
+		fi
 		if ! caller_set SHIPFILE_PUBLIC_URL; then
 			SHIPFILE_PUBLIC_URL="http://$(svc_addr gateway)"
 			export SHIPFILE_PUBLIC_URL
@@ -749,6 +811,7 @@ cmd_up() {
 	prepare
 	infra
 	ensure_mail
+	ensure_oidc
 	write_env
 	unlock
 	log "building (make build)"
@@ -768,12 +831,24 @@ shipfile is up.
   API docs       http://$gw/api/v1/docs  (Swagger UI)   http://$gw/api/v1/redoc  (ReDoc)
   web UI         http://$gw/  (the first admin signs up at http://$gw/setup)
   mail view      $mail
+  sign in        $(oidc_line)
   MinIO console  $(minio_console)
   ops            gateway http://$(svc_ops_addr gateway)  mailer http://$(svc_addr mailer)  expiry http://$(svc_addr expiry)  webhooks http://$(svc_addr webhooks)  (/healthz /readyz /metrics)
   settings       $ENV_FILE
   logs           $LOGS/<name>.log
   stop           make down
 EOF
+}
+
+# oidc_line: how to sign in, for `up`'s summary: the test provider's users and passwords.
+oidc_line() {
+	if [[ -z $OIDC_ISSUER ]]; then
+		printf 'the OpenID provider %s (SHIPFILE_OIDC_ISSUER)\n' "${SHIPFILE_OIDC_ISSUER:-not set}"
+		return
+	fi
+	printf '"Sign in with SSO" through the test OpenID provider %s; its users:\n' "$OIDC_ISSUER"
+	"$(oidc_provider_bin)" -print-users | sed 's/^/                   /'
+	printf '                 (or by password, after creating the first admin at /setup)\n'
 }
 
 minio_console() {
@@ -821,6 +896,9 @@ cmd_test() {
 	infra
 	ensure_mail
 	write_env
+	# The tests start their own OpenID providers from this binary.
+	SHIPFILE_OIDC_PROVIDER_BIN=$(oidc_provider_bin)
+	export SHIPFILE_OIDC_PROVIDER_BIN
 	unlock
 	load_env
 	log "running the tests (make test-race)"

@@ -339,6 +339,24 @@ func (e UpdateUserRole) Valid() bool {
 	}
 }
 
+// Defines values for UserAuth.
+const (
+	Oidc     UserAuth = "oidc"
+	Password UserAuth = "password"
+)
+
+// Valid indicates whether the value is a known member of the UserAuth enum.
+func (e UserAuth) Valid() bool {
+	switch e {
+	case Oidc:
+		return true
+	case Password:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for UserRole.
 const (
 	UserRoleAdmin   UserRole = "admin"
@@ -1066,17 +1084,24 @@ type Upload struct {
 
 // User defines model for User.
 type User struct {
-	CreatedAt time.Time `json:"created_at"`
+	// Auth How the user signs in to the web UI: `password` when a password is set, `oidc` when an identity of the organization's OpenID provider is linked (SHIPFILE_OIDC_ISSUER; found by issuer and subject), both, or neither (API tokens only). With SHIPFILE_PASSWORD_LOGIN=false a password is kept but sign-in by password is refused.
+	Auth      []UserAuth `json:"auth"`
+	CreatedAt time.Time  `json:"created_at"`
 
-	// Disabled A disabled user cannot sign in and their tokens stop working at once.
+	// Disabled A disabled user cannot sign in (by password or through the identity provider) and their tokens stop working at once.
 	Disabled bool                `json:"disabled"`
 	Email    openapi_types.Email `json:"email"`
 	Id       int64               `json:"id"`
 	Name     string              `json:"name"`
-	Role     UserRole            `json:"role"`
+
+	// Role With SHIPFILE_OIDC_ADMIN_GROUPS set, the role of a user who signs in through the identity provider is set again at every sign-in from their groups.
+	Role UserRole `json:"role"`
 }
 
-// UserRole defines model for User.Role.
+// UserAuth defines model for User.Auth.
+type UserAuth string
+
+// UserRole With SHIPFILE_OIDC_ADMIN_GROUPS set, the role of a user who signs in through the identity provider is set again at every sign-in from their groups.
 type UserRole string
 
 // UserList defines model for UserList.

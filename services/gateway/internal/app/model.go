@@ -23,6 +23,22 @@ type User struct {
 	PasswordHash string // empty: no password set, cannot sign in to the web UI
 	Disabled     bool
 	CreatedAt    time.Time
+	// OIDCIssuer and OIDCSubject are the identity at the OpenID provider the user
+	// signs in with (both empty: none linked).
+	OIDCIssuer, OIDCSubject string
+}
+
+// AuthMethods is how the user signs in to the web UI: "password" when a password
+// is set, "oidc" when an identity of the provider is linked (SPEC: `auth`).
+func (u User) AuthMethods() []string {
+	out := []string{}
+	if u.PasswordHash != "" {
+		out = append(out, "password")
+	}
+	if u.OIDCSubject != "" {
+		out = append(out, "oidc")
+	}
+	return out
 }
 
 // IsAdmin reports whether the user has the admin role.

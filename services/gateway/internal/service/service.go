@@ -53,6 +53,38 @@ type Config struct {
 	ShutdownTimeout time.Duration `env:"SHIPFILE_SHUTDOWN_TIMEOUT" default:"20s" help:"grace period for in-flight requests on SIGTERM"`
 	Web             WebConfig
 	Edge            EdgeConfig
+	OIDC            OIDCConfig
+}
+
+// OIDCConfig is the organization's OpenID provider (SPEC "Signing in with the
+// organization's accounts").
+type OIDCConfig struct {
+	Issuer        string `env:"SHIPFILE_OIDC_ISSUER" default:"" help:"OpenID provider's issuer URL (discovery at {issuer}/.well-known/openid-configuration); unset: no sign-in through a provider"`
+	ClientID      string `env:"SHIPFILE_OIDC_CLIENT_ID" default:"" help:"client id registered at the provider (redirect URI {SHIPFILE_PUBLIC_URL}/auth/oidc/callback)"`
+	ClientSecret  string `env:"SHIPFILE_OIDC_CLIENT_SECRET" default:"" secret:"true" help:"client secret registered at the provider"`
+	Name          string `env:"SHIPFILE_OIDC_NAME" default:"SSO" help:"the sign-in button's label: Sign in with {name}"`
+	Scopes        string `env:"SHIPFILE_OIDC_SCOPES" default:"openid email profile" help:"scopes asked of the provider (space-separated)"`
+	GroupsClaim   string `env:"SHIPFILE_OIDC_GROUPS_CLAIM" default:"groups" help:"claim of the ID token (or userinfo) that lists the user's groups"`
+	AdminGroups   string `env:"SHIPFILE_OIDC_ADMIN_GROUPS" default:"" help:"comma-separated groups whose members are admins, the others regular, set at every sign-in; empty: roles are left to admins"`
+	AllowedGroups string `env:"SHIPFILE_OIDC_ALLOWED_GROUPS" default:"" help:"comma-separated groups; when set, only their members may sign in"`
+	PasswordLogin string `env:"SHIPFILE_PASSWORD_LOGIN" default:"true" help:"sign-in by e-mail and password in the web UI: true or false (the form is hidden and POST /login refused)"`
+}
+
+// PasswordLoginOff reports SHIPFILE_PASSWORD_LOGIN=false (empty: on).
+func (c OIDCConfig) PasswordLoginOff() bool {
+	return strings.EqualFold(strings.TrimSpace(c.PasswordLogin), "false")
+}
+
+// Web returns the web UI's share of the provider's settings; nil when no issuer is set.
+func (c OIDCConfig) Web(publicURL string) *web.OIDCConfig {
+	if c.Issuer == "" {
+		return nil
+	}
+	return &web.OIDCConfig{
+		Issuer: c.Issuer, ClientID: c.ClientID, ClientSecret: c.ClientSecret, Name: c.Name,
+		Scopes: strings.Fields(c.Scopes), GroupsClaim: c.GroupsClaim, PublicURL: publicURL,
+		Policy: app.OIDCPolicy{AdminGroups: splitList(c.AdminGroups), AllowedGroups: splitList(c.AllowedGroups)},
+	}
 }
 
 // EdgeConfig bounds what one client can hold of the gateway (SPEC "Hostile clients").
@@ -111,6 +143,17 @@ func (c *Config) Validate() error {
 	}
 	if c.Edge.LoginRate < 0 || c.Edge.HTTPBodyTimeout < 0 {
 		errs = append(errs, errors.New("SHIPFILE_LOGIN_RATE and SHIPFILE_HTTP_BODY_TIMEOUT must not be negative"))
+	}
+	if c.OIDC.Issuer != "" && c.OIDC.ClientID == "" {
+		errs = append(errs, errors.New("SHIPFILE_OIDC_CLIENT_ID is required with SHIPFILE_OIDC_ISSUER"))
+	}
+	switch strings.ToLower(strings.TrimSpace(c.OIDC.PasswordLogin)) {
+	case "", "true", "false":
+	default:
+		errs = append(errs, errors.New("SHIPFILE_PASSWORD_LOGIN must be true or false"))
+	}
+	if c.OIDC.Issuer == "" && c.OIDC.PasswordLoginOff() {
+		errs = append(errs, errors.New("SHIPFILE_PASSWORD_LOGIN=false needs SHIPFILE_OIDC_ISSUER: nobody could sign in to the web UI"))
 	}
 	if c.ResumeWindow <= 0 || c.UploadLease <= 0 || c.UploadSweep <= 0 || c.UploadLockWait <= 0 {
 		errs = append(errs, errors.New("SHIPFILE_UPLOAD_RESUME_WINDOW, SHIPFILE_UPLOAD_LOCK_LEASE, SHIPFILE_UPLOAD_LOCK_WAIT and SHIPFILE_UPLOAD_SWEEP_INTERVAL must be positive"))
@@ -245,9 +288,10 @@ func New(_ context.Context, cfg Config, deps Deps) (*Service, error) {
 		MaxFailures: cfg.Web.LoginFailures, Lockout: cfg.Web.LoginLockout,
 	})
 	ui, err := web.New(web.Deps{
-		Log: log, Identity: s.Identity, Sessions: s.Sessions, Packages: s.Packages, Webhooks: s.Webhooks, LinkRate: links,
+		Log: log, Identity: s.Identity, Sessions: s.Sessions, Packages: s.Packages, Webhooks: s.Webhooks, LinkRate: links, OIDCStore: db,
 		LoginRate: app.NewLoginRate(db, float64(cfg.Edge.LoginRate), cfg.Edge.LoginBurst),
-		Config:    web.Config{SecureCookies: secure, SessionLifetime: cfg.Web.SessionLifetime, MaxFileSize: cfg.MaxFileSize},
+		Config: web.Config{SecureCookies: secure, SessionLifetime: cfg.Web.SessionLifetime, MaxFileSize: cfg.MaxFileSize,
+			NoPasswordLogin: cfg.OIDC.PasswordLoginOff(), OIDC: cfg.OIDC.Web(cfg.PublicURL)},
 	})
 	if err != nil {
 		return nil, fmt.Errorf("web UI: %w", err)

@@ -89,6 +89,14 @@ type ObjectReservation struct {
 	ReservedAt time.Time
 }
 
+type OidcLogin struct {
+	StateHash []byte
+	Nonce     string
+	Verifier  string
+	Next      string
+	CreatedAt time.Time
+}
+
 type Outbox struct {
 	ID          int64
 	MsgID       string
@@ -181,6 +189,8 @@ type User struct {
 	PasswordHash *string
 	Disabled     bool
 	CreatedAt    time.Time
+	OidcIssuer   *string
+	OidcSubject  *string
 }
 
 type WebSession struct {

@@ -306,6 +306,9 @@ func toUser(r User) app.User {
 	if r.PasswordHash != nil {
 		u.PasswordHash = *r.PasswordHash
 	}
+	if r.OidcIssuer != nil && r.OidcSubject != nil {
+		u.OIDCIssuer, u.OIDCSubject = *r.OidcIssuer, *r.OidcSubject
+	}
 	return u
 }
 

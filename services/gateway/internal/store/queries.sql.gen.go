@@ -71,7 +71,7 @@ func (q *Queries) CreateToken(ctx context.Context, arg CreateTokenParams) (Creat
 const createUser = `-- name: CreateUser :one
 INSERT INTO users (email, name, role, password_hash)
 VALUES ($1, $2, $3, $4)
-RETURNING id, email, name, role, password_hash, disabled, created_at
+RETURNING id, email, name, role, password_hash, disabled, created_at, oidc_issuer, oidc_subject
 `
 
 type CreateUserParams struct {
@@ -97,6 +97,8 @@ func (q *Queries) CreateUser(ctx context.Context, arg CreateUserParams) (User, e
 		&i.PasswordHash,
 		&i.Disabled,
 		&i.CreatedAt,
+		&i.OidcIssuer,
+		&i.OidcSubject,
 	)
 	return i, err
 }
@@ -282,7 +284,7 @@ func (q *Queries) GetPackage(ctx context.Context, id uuid.UUID) (Package, error)
 }
 
 const getUser = `-- name: GetUser :one
-SELECT id, email, name, role, password_hash, disabled, created_at FROM users WHERE id = $1
+SELECT id, email, name, role, password_hash, disabled, created_at, oidc_issuer, oidc_subject FROM users WHERE id = $1
 `
 
 func (q *Queries) GetUser(ctx context.Context, id int64) (User, error) {
@@ -296,12 +298,14 @@ func (q *Queries) GetUser(ctx context.Context, id int64) (User, error) {
 		&i.PasswordHash,
 		&i.Disabled,
 		&i.CreatedAt,
+		&i.OidcIssuer,
+		&i.OidcSubject,
 	)
 	return i, err
 }
 
 const getUserByEmail = `-- name: GetUserByEmail :one
-SELECT id, email, name, role, password_hash, disabled, created_at FROM users WHERE lower(email) = lower($1::text)
+SELECT id, email, name, role, password_hash, disabled, created_at, oidc_issuer, oidc_subject FROM users WHERE lower(email) = lower($1::text)
 `
 
 func (q *Queries) GetUserByEmail(ctx context.Context, email string) (User, error) {
@@ -315,6 +319,8 @@ func (q *Queries) GetUserByEmail(ctx context.Context, email string) (User, error
 		&i.PasswordHash,
 		&i.Disabled,
 		&i.CreatedAt,
+		&i.OidcIssuer,
+		&i.OidcSubject,
 	)
 	return i, err
 }
@@ -664,7 +670,7 @@ func (q *Queries) ListTokens(ctx context.Context, userID int64) ([]ListTokensRow
 }
 
 const listUsers = `-- name: ListUsers :many
-SELECT id, email, name, role, password_hash, disabled, created_at FROM users ORDER BY id
+SELECT id, email, name, role, password_hash, disabled, created_at, oidc_issuer, oidc_subject FROM users ORDER BY id
 `
 
 func (q *Queries) ListUsers(ctx context.Context) ([]User, error) {
@@ -684,6 +690,8 @@ func (q *Queries) ListUsers(ctx context.Context) ([]User, error) {
 			&i.PasswordHash,
 			&i.Disabled,
 			&i.CreatedAt,
+			&i.OidcIssuer,
+			&i.OidcSubject,
 		); err != nil {
 			return nil, err
 		}
@@ -1336,7 +1344,7 @@ func (q *Queries) TakeLinkRate(ctx context.Context, arg TakeLinkRateParams) (Tak
 }
 
 const tokenOwner = `-- name: TokenOwner :one
-SELECT t.id AS token_id, t.expires_at, t.last_used_at, u.id, u.email, u.name, u.role, u.password_hash, u.disabled, u.created_at
+SELECT t.id AS token_id, t.expires_at, t.last_used_at, u.id, u.email, u.name, u.role, u.password_hash, u.disabled, u.created_at, u.oidc_issuer, u.oidc_subject
 FROM api_tokens t
 JOIN users u ON u.id = t.user_id
 WHERE t.token_hash = $1
@@ -1363,6 +1371,8 @@ func (q *Queries) TokenOwner(ctx context.Context, tokenHash []byte) (TokenOwnerR
 		&i.User.PasswordHash,
 		&i.User.Disabled,
 		&i.User.CreatedAt,
+		&i.User.OidcIssuer,
+		&i.User.OidcSubject,
 	)
 	return i, err
 }
@@ -1427,7 +1437,7 @@ UPDATE users SET
     disabled      = coalesce($4, disabled),
     password_hash = coalesce($5, password_hash)
 WHERE id = $6
-RETURNING id, email, name, role, password_hash, disabled, created_at
+RETURNING id, email, name, role, password_hash, disabled, created_at, oidc_issuer, oidc_subject
 `
 
 type UpdateUserParams struct {
@@ -1457,6 +1467,8 @@ func (q *Queries) UpdateUser(ctx context.Context, arg UpdateUserParams) (User, e
 		&i.PasswordHash,
 		&i.Disabled,
 		&i.CreatedAt,
+		&i.OidcIssuer,
+		&i.OidcSubject,
 	)
 	return i, err
 }

@@ -165,7 +165,7 @@ func (q *Queries) RefundLoginAttempt(ctx context.Context, arg RefundLoginAttempt
 }
 
 const sessionUser = `-- name: SessionUser :one
-SELECT s.id_hash, s.user_id, s.created_at, s.last_seen_at, s.expires_at, u.id, u.email, u.name, u.role, u.password_hash, u.disabled, u.created_at
+SELECT s.id_hash, s.user_id, s.created_at, s.last_seen_at, s.expires_at, u.id, u.email, u.name, u.role, u.password_hash, u.disabled, u.created_at, u.oidc_issuer, u.oidc_subject
 FROM web_sessions s
 JOIN users u ON u.id = s.user_id
 WHERE s.id_hash = $1
@@ -192,6 +192,8 @@ func (q *Queries) SessionUser(ctx context.Context, idHash []byte) (SessionUserRo
 		&i.User.PasswordHash,
 		&i.User.Disabled,
 		&i.User.CreatedAt,
+		&i.User.OidcIssuer,
+		&i.User.OidcSubject,
 	)
 	return i, err
 }

@@ -26,6 +26,8 @@ type userResponse struct {
 	Role      string    `json:"role"`
 	Disabled  bool      `json:"disabled"`
 	CreatedAt time.Time `json:"created_at"`
+	// Auth is how the user signs in to the web UI: "password", "oidc", both or none.
+	Auth []string `json:"auth"`
 }
 
 // tokenResponse is an API token record; Token is set only in the creation answer.
@@ -44,7 +46,7 @@ type listResponse[T any] struct {
 }
 
 func toUserResponse(u app.User) userResponse {
-	return userResponse{ID: u.ID, Email: u.Email, Name: u.Name, Role: string(u.Role), Disabled: u.Disabled, CreatedAt: u.CreatedAt.UTC()}
+	return userResponse{ID: u.ID, Email: u.Email, Name: u.Name, Role: string(u.Role), Disabled: u.Disabled, CreatedAt: u.CreatedAt.UTC(), Auth: u.AuthMethods()}
 }
 
 func toTokenResponse(t app.Token, raw string) tokenResponse {

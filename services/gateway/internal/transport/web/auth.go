@@ -57,7 +57,7 @@ func (w *Web) loginForm(c *gin.Context) {
 		_ = c.Error(err)
 		return
 	}
-	if setup {
+	if setup && w.oidc == nil { // with a provider, the first admin may come through it
 		c.Redirect(http.StatusSeeOther, "/setup")
 		return
 	}
@@ -119,5 +119,9 @@ func (w *Web) logout(c *gin.Context) {
 		}
 	}
 	w.setCookie(c, w.cookies.session, "", -1)
+	if target := w.oidcSignOutURL(c); target != "" {
+		c.Redirect(http.StatusSeeOther, target) // the provider's session ends too
+		return
+	}
 	c.Redirect(http.StatusSeeOther, "/login?msg=signed-out")
 }

@@ -128,6 +128,9 @@ func (w *Web) render(c *gin.Context, status int, name string, v view) {
 	if v.Flash == "" {
 		v.Flash = flashes[c.Query("msg")]
 	}
+	if name == "login" && v.D == nil {
+		v.D = w.loginOptions(v.Form["next"])
+	}
 	v.Static = assetURLs
 	var b bytes.Buffer
 	if err := p.t.Execute(&b, v); err != nil {

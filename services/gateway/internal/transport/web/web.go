@@ -12,6 +12,7 @@
 package web
 
 import (
+	"errors"
 	"log/slog"
 	"net/http"
 	"time"
@@ -31,6 +32,11 @@ type Config struct {
 	SessionLifetime time.Duration
 	// MaxFileSize is shown beside the upload zones.
 	MaxFileSize int64
+	// NoPasswordLogin hides the password form and refuses POST /login
+	// (SHIPFILE_PASSWORD_LOGIN=false).
+	NoPasswordLogin bool
+	// OIDC is the organization's OpenID provider; nil: no "Sign in with …".
+	OIDC *OIDCConfig
 }
 
 // Deps is what the web UI works with.
@@ -44,6 +50,8 @@ type Deps struct {
 	LinkRate *app.LinkRate
 	// LoginRate limits sign-ins (POST /login) per client IP (nil: no limit).
 	LoginRate *app.LinkRate
+	// OIDCStore keeps sign-ins under way at the OpenID provider (with Config.OIDC).
+	OIDCStore app.OIDCStore
 	Config    Config
 }
 
@@ -61,6 +69,9 @@ type Web struct {
 	pages     map[string]*pageTemplate
 	cookies   cookieNames
 	origin    *http.CrossOriginProtection
+	// oidc is the relying party of Config.OIDC; nil without one.
+	oidc      *oidcClient
+	oidcStore app.OIDCStore
 }
 
 // New parses the templates and returns the web UI.
@@ -74,6 +85,12 @@ func New(d Deps) (*Web, error) {
 		cfg: d.Config, pages: pages, cookies: newCookieNames(d.Config.SecureCookies),
 		origin: http.NewCrossOriginProtection(),
 	}
+	if d.Config.OIDC != nil {
+		if d.OIDCStore == nil {
+			return nil, errors.New("web: OIDC needs an OIDCStore")
+		}
+		w.oidc, w.oidcStore = newOIDCClient(*d.Config.OIDC), d.OIDCStore
+	}
 	return w, nil
 }
 
@@ -85,12 +102,14 @@ func (w *Web) Mount(r *gin.Engine) {
 	r.GET(staticPrefix+"/*file", w.static)
 	r.HEAD(staticPrefix+"/*file", w.static)
 
-	g := r.Group("", w.load)
+	g := r.Group("", w.oidcFormAction, w.load)
 	g.GET("/", w.requireUser, w.dashboard)
 	g.GET("/setup", w.setupForm)
 	g.POST("/setup", w.checkCSRF, w.setupSubmit)
 	g.GET("/login", w.loginForm)
-	g.POST("/login", w.loginRateGuard, w.checkCSRF, w.loginSubmit)
+	g.POST("/login", w.passwordLogin, w.loginRateGuard, w.checkCSRF, w.loginSubmit)
+	g.GET("/auth/oidc/login", w.oidcRate, w.oidcLogin)
+	g.GET("/auth/oidc/callback", w.oidcRate, w.oidcCallback)
 	g.POST("/logout", w.checkCSRF, w.logout)
 	g.GET("/p/:token", w.linkRateGuard, w.recipient)
 	g.POST("/p/:token", w.linkRateGuard, w.checkCSRF, w.unlock)
