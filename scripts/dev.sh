@@ -6,7 +6,7 @@
 #   scripts/dev.sh up      infra + SMTP catcher (maildev) + clamd + make build + the five services
 #   scripts/dev.sh down    stop what dev.sh started (pid files under .run/pids), nothing else
 #   scripts/dev.sh test    infra + SMTP catcher + clamd, make test-race, then stop what this run started
-#   scripts/dev.sh clamd   infra + clamd reachable (SHIPFILE_CLAMD_ADDR written to .run/env)
+#   scripts/dev.sh clamd   infra + clamd reachable (SHIPFILE_TEST_CLAMD_ADDR written to .run/env)
 #   scripts/dev.sh status  what dev.sh started and whether it still runs
 #   scripts/dev.sh exec CMD...  run CMD with .run/env overlaid by the caller's SHIPFILE_* variables
 #
@@ -595,7 +595,7 @@ cmd_clamd() {
 	ensure_clamd
 	write_env
 	unlock
-	log "clamd answers on $CLAMD_ADDR (SHIPFILE_CLAMD_ADDR in $ENV_FILE)"
+	log "clamd answers on $CLAMD_ADDR (SHIPFILE_TEST_CLAMD_ADDR in $ENV_FILE)"
 }
 
 # ---------------------------------------------------------------------------------------
@@ -625,8 +625,10 @@ write_env() {
 			kv SHIPFILE_TEST_MAILDEV_URL "$MAIL_WEB_URL"
 		fi
 		if [[ -n $CLAMD_ADDR ]]; then
-			# clamd for the scanner; the tests scan with it too.
-			kv SHIPFILE_CLAMD_ADDR "$CLAMD_ADDR"
+			# clamd for the tests' scanners; `up` hands it to its services as
+			# SHIPFILE_CLAMD_ADDR (which turns the gateway's SHIPFILE_SCAN to block), so
+			# other tests' gateways are not put in block mode by .run/env.
+			kv SHIPFILE_TEST_CLAMD_ADDR "$CLAMD_ADDR"
 		fi
 		# The key webhook secrets are stored encrypted under (gateway, webhooks): made once
 		# and kept, since secrets sealed under a lost key cannot be read again.
@@ -712,6 +714,9 @@ start_service() {
 	(
 		load_env
 		if ! caller_set SHIPFILE_WEBHOOK_ALLOW_PRIVATE; then export SHIPFILE_WEBHOOK_ALLOW_PRIVATE=true; fi
+		if ! caller_set SHIPFILE_CLAMD_ADDR && [[ -n ${SHIPFILE_TEST_CLAMD_ADDR:-} ]]; then
+			export SHIPFILE_CLAMD_ADDR=$SHIPFILE_TEST_CLAMD_ADDR
+		fi
 		if ! caller_set SHIPFILE_PUBLIC_URL; then
 			SHIPFILE_PUBLIC_URL="http://$(svc_addr gateway)"
 			export SHIPFILE_PUBLIC_URL

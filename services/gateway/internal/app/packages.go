@@ -98,6 +98,8 @@ type Packages struct {
 	publicURL string
 	now       func() time.Time
 	hasher    PasswordHasher
+	// scan is the malware scanning mode the link routes follow (UseScanMode; scan.go).
+	scan ScanMode
 	// reservationRenewal is ObjectReservationRenewal (shorter in tests).
 	reservationRenewal time.Duration
 	// endUploads ends a package's unfinished resumable uploads (set by NewResumable).
@@ -608,6 +610,9 @@ func (s *Packages) DownloadViaLink(ctx context.Context, token string, client Cli
 	if !LinkMayDownload(f) {
 		return File{}, nil, nil, ErrRecipientFile
 	}
+	if err := s.scanAllows(f); err != nil {
+		return File{}, nil, nil, err
+	}
 	finish := func(bool) {}
 	if counted {
 		ok, err := s.store.TakeDownload(ctx, p.ID, f.ID, p.MaxDownloads)
@@ -666,7 +671,7 @@ func (s *Packages) ArchiveViaLink(ctx context.Context, token string, client Clie
 	}
 	files := make([]File, 0, len(all))
 	for _, f := range all {
-		if LinkMayDownload(f) {
+		if LinkMayDownload(f) && s.scanAllows(f) == nil {
 			files = append(files, f)
 		}
 	}
