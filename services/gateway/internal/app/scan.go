@@ -1,8 +1,11 @@
 package app
 
 import (
+	"context"
 	"fmt"
 	"time"
+
+	"github.com/google/uuid"
 )
 
 // ScanState is a file's malware scan state (files.scan; SPEC "Malware scanning").
@@ -80,4 +83,31 @@ func ScanAllows(m ScanMode, f File) error {
 		return ErrScanFailed
 	}
 	return nil
+}
+
+// ScanOmitted lists the files of package id that the archive of its link leaves out
+// because of the scan (pending or failed in block mode, infected in any mode), with why,
+// so the archive can say so. Files uploaded through the link are not listed (they are
+// never in it).
+func (s *Packages) ScanOmitted(ctx context.Context, id uuid.UUID) ([]string, error) {
+	files, err := s.store.ListFiles(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, f := range files {
+		if !LinkMayDownload(f) {
+			continue
+		}
+		switch err := s.scanAllows(f); {
+		case err == nil:
+		case f.Scan == ScanInfected:
+			out = append(out, f.Filename+" (malware found)")
+		case f.Scan == ScanPending:
+			out = append(out, f.Filename+" (being checked for malware)")
+		default:
+			out = append(out, f.Filename+" (could not be checked for malware)")
+		}
+	}
+	return out, nil
 }
