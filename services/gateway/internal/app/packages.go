@@ -297,6 +297,7 @@ func (s *Packages) upload(ctx context.Context, p Package, up Upload, by Uploader
 		ContentType: NormalizeContentType(up.ContentType),
 		ObjectKey:   objectKey(p.ID, fileID),
 		UploadedBy:  by,
+		Scan:        ScanPending, // the column's default: the scanner records the verdict
 	}
 
 	h := sha256.New()

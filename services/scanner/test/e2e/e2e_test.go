@@ -197,7 +197,7 @@ func (s *system) infectedOnce(fileID string) {
 	if n := s.count(`SELECT count(*) FROM audit_log WHERE action = 'file.infected' AND file_id = $1 AND actor = 'system' AND detail LIKE '%Eicar-Test-Signature%'`, fileID); n != 1 {
 		s.t.Errorf("%d audit entries naming the signature, want 1", n)
 	}
-	if n := s.count(`SELECT count(*) FROM outbox WHERE subject = 'shipfile.events.package.file_infected' AND position(convert_to($1, 'UTF8') in data) > 0`, fileID); n != 1 {
+	if n := s.count(`SELECT count(*) FROM outbox WHERE subject = 'shipfile.events.package.file_infected' AND position(convert_to($1, 'UTF8') in payload) > 0`, fileID); n != 1 {
 		s.t.Errorf("%d package.file_infected events of the file, want 1", n)
 	}
 	if n := s.count(`SELECT count(*) FROM owner_notifications WHERE kind = 'infected' AND file_id = $1`, fileID); n != 1 {
