@@ -380,6 +380,9 @@ func (s *Packages) open(ctx context.Context, id, fileID uuid.UUID) (File, Object
 	if err != nil {
 		return File{}, nil, err
 	}
+	if f.Scan == ScanInfected {
+		return File{}, nil, ErrInfectedRemoved
+	}
 	obj, err := s.objects.Open(ctx, f.ObjectKey)
 	if err != nil {
 		return File{}, nil, err

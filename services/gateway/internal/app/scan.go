@@ -56,6 +56,9 @@ var (
 	ErrInfected = Forbidden("this file contains malware and cannot be downloaded")
 	// ErrScanPending: block mode, the file has not been checked yet.
 	ErrScanPending error = &Error{Kind: KindConflict, Detail: "this file is being checked for malware; try again shortly", RetryAfter: ScanRetryAfter}
+	// ErrInfectedRemoved answers the owner's download of an infected file: its object
+	// was deleted (or quarantined) by the scanner.
+	ErrInfectedRemoved error = &Error{Kind: KindGone, Detail: "this file contains malware and was removed from storage"}
 	// ErrScanFailed: block mode, the file could not be checked.
 	ErrScanFailed = Conflict("this file could not be checked for malware and cannot be downloaded through the link")
 )

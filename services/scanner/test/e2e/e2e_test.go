@@ -271,6 +271,9 @@ func TestEICARIsFlaggedNeverServedAndRemoved(t *testing.T) {
 	if status != http.StatusForbidden || !strings.Contains(string(body), "malware") {
 		t.Fatalf("infected file through the link: %d %s", status, body)
 	}
+	if status, m := s.a.Call("GET", "/api/v1/packages/"+id+"/files/"+bad+"/content", nil); status != http.StatusGone || !strings.Contains(m["detail"].(string), "malware") {
+		t.Fatalf("owner's download of the infected file: %d %v", status, m)
+	}
 	status, _, body = s.linkGet("/api/v1/links/" + inToken + "/files/" + inBad)
 	if status != http.StatusForbidden {
 		t.Fatalf("recipient's infected file through the link: %d %s", status, body)
