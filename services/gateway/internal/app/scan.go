@@ -114,3 +114,7 @@ func (s *Packages) ScanOmitted(ctx context.Context, id uuid.UUID) ([]string, err
 	}
 	return out, nil
 }
+
+// LinkScanCheck is scanAllows for the recipient's page: nil when the link serves f now,
+// else why not (ErrScanPending: "being checked", ErrInfected, ErrScanFailed).
+func (s *Packages) LinkScanCheck(f File) error { return s.scanAllows(f) }

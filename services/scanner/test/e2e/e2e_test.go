@@ -236,6 +236,9 @@ func TestEICARIsFlaggedNeverServedAndRemoved(t *testing.T) {
 			t.Fatalf("pending file through the link: %d Retry-After %q %s", status, h.Get("Retry-After"), body)
 		}
 	}
+	if status, _, page := s.linkGet("/p/" + token); status != http.StatusOK || strings.Count(string(page), "being checked for malware") != 2 {
+		t.Fatalf("recipient's page while pending: %d, says 'being checked' %d times", status, strings.Count(string(page), "being checked for malware"))
+	}
 	status, h, body := s.linkGet("/api/v1/links/" + token + "/archive")
 	if status != http.StatusOK || h.Get("Shipfile-Archive-Omitted") != "2" {
 		t.Fatalf("archive while pending: %d omitted %q", status, h.Get("Shipfile-Archive-Omitted"))
@@ -281,6 +284,9 @@ func TestEICARIsFlaggedNeverServedAndRemoved(t *testing.T) {
 	status, _, body = s.linkGet("/api/v1/links/" + token + "/files/" + good)
 	if status != http.StatusOK || !bytes.Equal(body, cleanBytes) {
 		t.Fatalf("clean file through the link: %d %q", status, body)
+	}
+	if _, _, page := s.linkGet("/p/" + token); !strings.Contains(string(page), "malware found: removed") || strings.Contains(string(page), "being checked") {
+		t.Fatal("recipient's page after the scan does not say the file was removed, or still says 'being checked'")
 	}
 	status, h, body = s.linkGet("/api/v1/links/" + token + "/archive")
 	names, comment := zipNames(t, body)
