@@ -45,7 +45,7 @@ test-race: check-modules check-generated assets ## go test -race in each module 
 # BENCH_FLAGS="-rows api,events -profile /tmp/prof"; the report is also written to .run/bench.md.
 BENCH_FLAGS ?=
 bench: check-modules assets ## measure speed against baselines of the same run (bench/cmd/shipbench, < 10 min)
-	@bash scripts/dev.sh infra >/dev/null
+	@bash scripts/dev.sh clamd >/dev/null
 	@bash scripts/dev.sh exec bash -c 'cd bench && $(GO) run ./cmd/shipbench -o "$(CURDIR)/.run/bench.md" $(BENCH_FLAGS)'
 
 # test-faults: the fault scenarios of bench/faults (build tag faults: real processes

@@ -16,6 +16,7 @@ var commands = map[string]string{
 	"webhooks": "services/webhooks/cmd/webhooks",
 	"mailer":   "services/mailer/cmd/mailer",
 	"expiry":   "services/expiry/cmd/expiry",
+	"scanner":  "services/scanner/cmd/scanner",
 }
 
 // Root returns the repository's root: the nearest directory above the working
