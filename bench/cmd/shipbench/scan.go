@@ -37,7 +37,7 @@ const scanChunk = 256 << 10
 // streams each from a local file to clamd with INSTREAM (scanWorkers at once, the
 // scanner's chunk size), and by one scanner process, which gets a package.file_uploaded
 // per file and streams each object from MinIO. Both in MB/s of file bytes; the scanner's
-// peak RSS says its memory stays one chunk per scan whatever the file size. Each pass has
+// peak RSS says its memory stays two chunks per scan whatever the file size. Each pass has
 // its own bytes (clamd caches the verdicts of what it has seen).
 func scanRow(ctx context.Context, t testing.TB, c config, bins rig.Bins, rep *Report) {
 	clamd := os.Getenv("SHIPFILE_TEST_CLAMD_ADDR")

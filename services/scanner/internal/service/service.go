@@ -31,9 +31,9 @@ type Config struct {
 	NATS             bus.Config
 	S3               storage.Config
 	ClamdAddr        string        `env:"SHIPFILE_CLAMD_ADDR" default:"127.0.0.1:3310" help:"clamd's address: host:port, tcp://host:port, unix:/path or /path"`
-	Workers          int           `env:"SHIPFILE_SCAN_WORKERS" default:"4" help:"files this instance scans at once (each holds one chunk in memory)"`
+	Workers          int           `env:"SHIPFILE_SCAN_WORKERS" default:"4" help:"files this instance scans at once (each holds two chunks in memory)"`
 	MaxSize          int64         `env:"SHIPFILE_SCAN_MAX_SIZE" default:"1073741824" help:"larger files are not scanned but recorded 'skipped' (keep clamd's StreamMaxLength above it)"`
-	ChunkSize        int           `env:"SHIPFILE_SCAN_CHUNK_SIZE" default:"262144" help:"bytes of one INSTREAM chunk: the memory one scan holds"`
+	ChunkSize        int           `env:"SHIPFILE_SCAN_CHUNK_SIZE" default:"262144" help:"bytes of one INSTREAM chunk; a scan holds two (one read ahead while the other is sent)"`
 	ClamdTimeout     time.Duration `env:"SHIPFILE_CLAMD_TIMEOUT" default:"2m" help:"longest wait for clamd to take a chunk or give the verdict"`
 	MaxAttempts      int           `env:"SHIPFILE_SCAN_MAX_ATTEMPTS" default:"5" help:"failed attempts (clamd answered an error, the object could not be read) before a file is recorded 'error'; clamd being down is not counted"`
 	RetryMax         time.Duration `env:"SHIPFILE_SCAN_RETRY_MAX" default:"30s" help:"longest wait before a file is tried again (clamd down, a failed attempt)"`

@@ -23,8 +23,8 @@ type ClamdConfig struct {
 	// Addr is clamd's address: host:port or tcp://host:port, or a Unix socket as
 	// unix:/path or /path.
 	Addr string
-	// ChunkSize is the size of one INSTREAM chunk, and the memory one scan holds
-	// (default 256 KiB).
+	// ChunkSize is the size of one INSTREAM chunk (default 256 KiB); a scan holds two,
+	// one read ahead while the other is sent.
 	ChunkSize int
 	// DialTimeout bounds connecting (default 5s).
 	DialTimeout time.Duration
@@ -34,7 +34,7 @@ type ClamdConfig struct {
 }
 
 // Clamd talks to clamd: one connection per scan (clamd handles them in its threads),
-// chunks written from one buffer per scan.
+// chunks written from two buffers per scan.
 type Clamd struct {
 	network, addr string
 	cfg           ClamdConfig
@@ -120,7 +120,9 @@ func (e errSource) Unwrap() error { return e.err }
 
 // Scan streams r to clamd with INSTREAM: each chunk is a 4-byte big-endian length and
 // the bytes, a zero length ends the stream, and clamd answers "stream: OK", "stream:
-// <signature> FOUND" or "<reason> ERROR". Memory: one chunk buffer, whatever r's size.
+// <signature> FOUND" or "<reason> ERROR". The next chunk is read from r while the last
+// one goes to clamd, so the object store and clamd work at once. Memory: two chunk
+// buffers, whatever r's size.
 func (c *Clamd) Scan(ctx context.Context, r io.Reader) (string, error) {
 	conn, err := c.dial(ctx)
 	if err != nil {
@@ -131,29 +133,27 @@ func (c *Clamd) Scan(ctx context.Context, r io.Reader) (string, error) {
 	stop := context.AfterFunc(ctx, func() { _ = conn.SetDeadline(time.Unix(1, 0)) })
 	defer stop()
 
-	bp := c.bufs.Get().(*[]byte)
-	defer c.bufs.Put(bp)
-	buf := *bp
-
 	_ = conn.SetWriteDeadline(time.Now().Add(c.cfg.Timeout))
 	if _, err := conn.Write([]byte("zINSTREAM\x00")); err != nil {
 		return "", c.connErr(ctx, conn, err)
 	}
-	for {
-		n, rerr := io.ReadFull(r, buf[4:])
-		if n > 0 {
-			binary.BigEndian.PutUint32(buf[:4], uint32(n))
+	chunks, done := c.prefetch(r)
+	defer close(done)
+	for ch := range chunks {
+		if ch.n > 0 {
+			binary.BigEndian.PutUint32(ch.buf[:4], uint32(ch.n))
 			_ = conn.SetWriteDeadline(time.Now().Add(c.cfg.Timeout))
-			if _, err := conn.Write(buf[:4+n]); err != nil {
+			if _, err := conn.Write(ch.buf[:4+ch.n]); err != nil {
 				return "", c.connErr(ctx, conn, err)
 			}
 		}
-		if errors.Is(rerr, io.EOF) || errors.Is(rerr, io.ErrUnexpectedEOF) {
+		if errors.Is(ch.err, io.EOF) || errors.Is(ch.err, io.ErrUnexpectedEOF) {
 			break
 		}
-		if rerr != nil {
-			return "", errSource{rerr}
+		if ch.err != nil {
+			return "", errSource{ch.err}
 		}
+		ch.release()
 	}
 	_ = conn.SetWriteDeadline(time.Now().Add(c.cfg.Timeout))
 	if _, err := conn.Write([]byte{0, 0, 0, 0}); err != nil {
@@ -168,6 +168,51 @@ func (c *Clamd) Scan(ctx context.Context, r io.Reader) (string, error) {
 		return "", fmt.Errorf("%w: no verdict: %w", app.ErrClamdUnavailable, err)
 	}
 	return parseReply(reply)
+}
+
+// chunk is one read of the stream being scanned, in buf[4:4+n] (buf[:4] is left for the
+// length); err is what the read ended with.
+type chunk struct {
+	buf     []byte
+	n       int
+	err     error
+	release func() // hands buf back for the next read
+}
+
+// prefetch reads r in chunks into two buffers, one ahead of the chunk being sent. It
+// stops at the end of r, or when done is closed (the scan ended; the caller then closes
+// the object, which ends a read in progress); the buffers go back to the pool once it
+// has stopped.
+func (c *Clamd) prefetch(r io.Reader) (<-chan chunk, chan struct{}) {
+	out := make(chan chunk)
+	done := make(chan struct{})
+	free := make(chan []byte, 2)
+	a, b := c.bufs.Get().(*[]byte), c.bufs.Get().(*[]byte)
+	free <- *a
+	free <- *b
+	go func() {
+		defer func() { c.bufs.Put(a); c.bufs.Put(b) }()
+		defer close(out)
+		for {
+			var buf []byte
+			select {
+			case buf = <-free:
+			case <-done:
+				return
+			}
+			n, err := io.ReadFull(r, buf[4:])
+			ch := chunk{buf: buf, n: n, err: err, release: func() { free <- buf }}
+			select {
+			case out <- ch:
+			case <-done:
+				return
+			}
+			if err != nil {
+				return
+			}
+		}
+	}()
+	return out, done
 }
 
 // connErr is the error of a write to clamd that failed: clamd may have closed the
