@@ -7,8 +7,8 @@ SHELL := bash
 GO ?= go
 # The modules of go.work, listed explicitly (check-modules fails when the two differ);
 # SERVICES are the ones with binaries; cli is the command line, bin/shipfile (static).
-MODULES := bench cli deploy pkg proto services/gateway services/mailer services/expiry services/webhooks
-SERVICES := services/gateway services/mailer services/expiry services/webhooks
+MODULES := bench cli deploy pkg proto services/gateway services/mailer services/expiry services/webhooks services/scanner
+SERVICES := services/gateway services/mailer services/expiry services/webhooks services/scanner
 BIN := $(CURDIR)/bin
 # `go list -m -versions honnef.co/go/tools`: v0.8.2 is staticcheck 2026.2.2 (knows Go 1.26).
 STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
@@ -23,7 +23,7 @@ help: ## list the targets
 	@echo "usage: make <target>"
 	@awk 'BEGIN { FS = ":.*## " } /^[a-z0-9-]+:.*## / { printf "  %-14s %s\n", $$1, $$2 }' $(MAKEFILE_LIST)
 
-up: ## start PostgreSQL, NATS, MinIO, maildev and the four services in the background
+up: ## start PostgreSQL, NATS, MinIO, maildev, clamd and the five services in the background
 	@bash scripts/dev.sh up
 
 down: ## stop what `make up` / `make test` started (and nothing else)
@@ -47,6 +47,7 @@ test-race: check-modules check-generated assets ## go test -race in each module 
 # cluster of its own that scripts/dev.sh bench starts (and `dev.sh down` stops).
 BENCH_FLAGS ?=
 bench: check-modules assets ## measure speed against baselines of the same run (bench/cmd/shipbench, < 10 min)
+	@bash scripts/dev.sh clamd >/dev/null
 	@bash scripts/dev.sh bench bash -c 'cd bench && $(GO) run ./cmd/shipbench -o "$(CURDIR)/.run/bench.md" $(BENCH_FLAGS)'
 
 # test-faults: the fault scenarios of bench/faults (build tag faults: real processes
@@ -106,7 +107,7 @@ migrate: build ## apply the schema migrations (bin/shipctl migrate, settings fro
 assets: ## fetch the API docs assets (Swagger UI, ReDoc): scripts/assets.sh
 	@bash scripts/assets.sh
 
-build: assets ## build the binaries into bin/: gateway shipctl mailer expiry webhooks shipfile
+build: assets ## build the binaries into bin/: gateway shipctl mailer expiry webhooks scanner shipfile
 	@mkdir -p $(BIN)
 	@for m in $(SERVICES); do \
 		echo "==> go build $$m"; \

@@ -77,8 +77,9 @@ func TestRenderedManifestsDecodeStrictly(t *testing.T) {
 	t.Parallel()
 	common := []string{
 		"Namespace/shipfile", "ServiceAccount/shipfile", "ConfigMap/shipfile", "Job/shipfile-migrate",
-		"Deployment/gateway", "Deployment/mailer", "Deployment/expiry", "Deployment/webhooks",
+		"Deployment/gateway", "Deployment/mailer", "Deployment/expiry", "Deployment/webhooks", "Deployment/scanner",
 		"PodDisruptionBudget/gateway", "PodDisruptionBudget/mailer", "PodDisruptionBudget/expiry", "PodDisruptionBudget/webhooks",
+		"PodDisruptionBudget/scanner", "StatefulSet/clamav", "Service/clamav",
 		"Service/gateway", "Ingress/gateway", "Ingress/gateway-ops-paths",
 	}
 	tests := []struct {
@@ -144,6 +145,7 @@ var servicePorts = map[string]struct {
 	"mailer":   {"SHIPFILE_MAILER_ADDR", 8081, "SHIPFILE_MAILER_ADDR", 8081, "http"},
 	"expiry":   {"SHIPFILE_EXPIRY_ADDR", 8082, "SHIPFILE_EXPIRY_ADDR", 8082, "http"},
 	"webhooks": {"SHIPFILE_WEBHOOKS_ADDR", 8083, "SHIPFILE_WEBHOOKS_ADDR", 8083, "http"},
+	"scanner":  {"SHIPFILE_SCANNER_ADDR", 8085, "SHIPFILE_SCANNER_ADDR", 8085, "http"},
 }
 
 // containerPorts maps a container's port names to their numbers.
@@ -722,7 +724,7 @@ func TestServicesEnsureStreamsWithReplicas(t *testing.T) {
 		}
 		connected[filepath.Base(filepath.Dir(file))] = true
 	}
-	for _, svc := range []string{"gateway", "mailer", "expiry", "webhooks"} {
+	for _, svc := range []string{"gateway", "mailer", "expiry", "webhooks", "scanner"} {
 		if !connected[svc] {
 			t.Errorf("services/%s's main does not call events.Connect(ctx, cfg.NATS, …)", svc)
 		}

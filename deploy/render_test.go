@@ -74,6 +74,7 @@ var kinds = map[string]func() any{
 	"v1/ConfigMap":                           func() any { return &corev1.ConfigMap{} },
 	"v1/Service":                             func() any { return &corev1.Service{} },
 	"apps/v1/Deployment":                     func() any { return &appsv1.Deployment{} },
+	"apps/v1/StatefulSet":                    func() any { return &appsv1.StatefulSet{} },
 	"batch/v1/Job":                           func() any { return &batchv1.Job{} },
 	"policy/v1/PodDisruptionBudget":          func() any { return &policyv1.PodDisruptionBudget{} },
 	"networking.k8s.io/v1/Ingress":           func() any { return &networkingv1.Ingress{} },

@@ -106,7 +106,7 @@ func TestComposeSecretKeyAndOps(t *testing.T) {
 	if err := yaml.Unmarshal(b, &compose); err != nil {
 		t.Fatal(err)
 	}
-	for _, name := range []string{"gateway", "mailer", "expiry", "webhooks"} {
+	for _, name := range []string{"gateway", "mailer", "expiry", "webhooks", "scanner"} {
 		svc, ok := compose.Services[name]
 		if !ok {
 			t.Fatalf("docker-compose.yml has no service %s", name)

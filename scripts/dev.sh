@@ -3,9 +3,10 @@
 #
 #   scripts/dev.sh infra   PostgreSQL, NATS JetStream and MinIO reachable; settings in .run/env
 #                          (with a SHIPFILE_SECRET_KEY made on the first run and kept)
-#   scripts/dev.sh up      infra + SMTP catcher (maildev) + a test OpenID provider + make build + the four services
+#   scripts/dev.sh up      infra + SMTP catcher (maildev) + a test OpenID provider + clamd + make build + the five services
 #   scripts/dev.sh down    stop what dev.sh started (pid files under .run/pids), nothing else
-#   scripts/dev.sh test    infra + SMTP catcher, make test-race, then stop what this run started
+#   scripts/dev.sh test    infra + SMTP catcher + clamd, make test-race, then stop what this run started
+#   scripts/dev.sh clamd   infra + clamd reachable (SHIPFILE_TEST_CLAMD_ADDR written to .run/env)
 #   scripts/dev.sh status  what dev.sh started and whether it still runs
 #   scripts/dev.sh exec CMD...  run CMD with .run/env overlaid by the caller's SHIPFILE_* variables
 #   scripts/dev.sh bench CMD... exec, on a PostgreSQL configured like production (see below)
@@ -13,7 +14,11 @@
 # A component already listening on its default port is reused (PostgreSQL on 5432, NATS on
 # 4222 when it has JetStream and is recent enough, MinIO on 9000, an SMTP catcher on 1025);
 # otherwise dev.sh starts its own and records it in .run/pids/<name>.pid, logging to
-# .run/logs/<name>.log. Tools it needs are installed, pinned, into a cache outside the repo:
+# .run/logs/<name>.log. clamd (ClamAV's daemon, for the scanner) is Debian's clamav-daemon,
+# installed with apt-get when missing (as chromium is for the browser tests); dev.sh runs it
+# with its own clamd.conf and a signature database made for the tests from the EICAR test
+# file with sigtool (the signature mirror is out of reach here: freshclam is never run),
+# and waits until it answers PING. Tools it needs are installed, pinned, into a cache outside the repo:
 # ${SHIPFILE_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/shipfile}/bin (Go module proxy) and
 # deploy/maildev/node_modules (npm ci). The caller's SHIPFILE_* variables always win over
 # .run/env.
@@ -31,9 +36,10 @@
 #   SHIPFILE_DEV_MAIL_WEB_PORT     maildev web port (1080)
 #   SHIPFILE_DEV_OIDC_PORT         port of the test OpenID provider `up` starts (9400); not started
 #                                  when the caller sets SHIPFILE_OIDC_ISSUER
+#   SHIPFILE_DEV_CLAMD_PORT        clamd TCP port on 127.0.0.1, reused (when it answers PING) or started (3310)
 #   SHIPFILE_DEV_TIMEOUT           seconds to wait for anything to come up (90)
-#   SHIPFILE_HTTP_ADDR, SHIPFILE_OPS_ADDR (the gateway's /readyz, /metrics), SHIPFILE_MAILER_ADDR, SHIPFILE_EXPIRY_ADDR, SHIPFILE_WEBHOOKS_ADDR
-#                                  where the services listen (127.0.0.1:8080 … :8083)
+#   SHIPFILE_HTTP_ADDR, SHIPFILE_OPS_ADDR (the gateway's /readyz, /metrics), SHIPFILE_MAILER_ADDR, SHIPFILE_EXPIRY_ADDR, SHIPFILE_WEBHOOKS_ADDR,
+#   SHIPFILE_SCANNER_ADDR          where the services listen (127.0.0.1:8080 … :8083, scanner :8085)
 # shellcheck disable=SC2016 # the `bash -c '…'` probes expand their own $0 and $1.
 set -euo pipefail
 
@@ -69,14 +75,15 @@ OIDC_DIR=$ROOT/deploy/oidc-provider
 OIDC_CLIENT_ID=shipfile
 OIDC_CLIENT_SECRET=shipfile-dev-secret
 OIDC_ADMIN_GROUPS=shipfile-admins
+CLAMD_PORT=${SHIPFILE_DEV_CLAMD_PORT:-3310}
 TIMEOUT=${SHIPFILE_DEV_TIMEOUT:-90}
 STOP_TIMEOUT=20
 MINIO_USER=minioadmin
 MINIO_PASSWORD=minioadmin
 
-SERVICES=(gateway mailer expiry webhooks)
+SERVICES=(gateway mailer expiry webhooks scanner)
 # Stop order for `down`: services, then what they depend on.
-STOP_ORDER=(gateway mailer expiry webhooks oidc maildev minio nats pg pgbench)
+STOP_ORDER=(gateway mailer expiry webhooks scanner oidc maildev clamd minio nats pg pgbench)
 
 # The caller's own SHIPFILE_* variables, re-applied over .run/env wherever it is loaded.
 declare -A CALLER=()
@@ -88,7 +95,7 @@ unset _v
 # Components this invocation started (what `test` stops on exit).
 STARTED=()
 # Resolved settings, written to .run/env.
-PG_URL_PORT="" NATS_URL="" S3_ENDPOINT="" SMTP_ADDR="" MAIL_WEB_URL="" OIDC_ISSUER=""
+PG_URL_PORT="" NATS_URL="" S3_ENDPOINT="" SMTP_ADDR="" MAIL_WEB_URL="" OIDC_ISSUER="" CLAMD_ADDR=""
 
 log() { printf '==> %s\n' "$*" >&2; }
 warn() { printf 'dev.sh: %s\n' "$*" >&2; }
@@ -598,6 +605,99 @@ ensure_oidc() {
 	OIDC_ISSUER=http://127.0.0.1:$OIDC_PORT
 }
 
+# clamd
+
+# clamd_answers PORT: clamd on 127.0.0.1:PORT answers PING with PONG (the z-command form,
+# NUL-terminated, as the scanner speaks it).
+clamd_answers() {
+	local reply
+	reply=$(timeout 3 bash -c 'exec 3<>"/dev/tcp/127.0.0.1/$0" && printf "zPING\0" >&3 && IFS= read -r -d "" l <&3; printf "%s\n" "$l"' "$1" 2>/dev/null) || true
+	[[ $reply == PONG ]]
+}
+
+# clamd_bin prints the path of clamd (Debian puts it in /usr/sbin, not always on PATH).
+clamd_bin() {
+	if have clamd; then
+		command -v clamd
+	elif [[ -x /usr/sbin/clamd ]]; then
+		printf '%s\n' /usr/sbin/clamd
+	fi
+}
+
+# ensure_clamav_installed installs Debian's clamav-daemon (clamd) and clamav (sigtool)
+# when clamd or sigtool is missing.
+ensure_clamav_installed() {
+	[[ -n $(clamd_bin) ]] && have sigtool && return 0
+	local sudo=""
+	[[ $(id -u) == 0 ]] || sudo="sudo"
+	log "installing clamav-daemon and clamav (apt-get) for the scanner"
+	{ $sudo apt-get update -qq && $sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq clamav-daemon clamav >/dev/null; } ||
+		die "could not install clamav-daemon (apt-get install clamav-daemon clamav); the scanner needs clamd"
+}
+
+# clamd_db DIR: writes the test signature database into DIR: the EICAR test file's
+# signature as a body signature (.ndb, at any offset), made with sigtool --hex-dump. The
+# EICAR string is assembled here, never stored in the repository as a file.
+clamd_db() {
+	local dir=$1 hex
+	mkdir -p "$dir"
+	hex=$(printf '%s%s' 'X5O!P%@AP[4\PZX54(P^)7CC)7}$EICAR' '-STANDARD-ANTIVIRUS-TEST-FILE!$H+H*' | sigtool --hex-dump) ||
+		die "sigtool --hex-dump failed"
+	[[ -n $hex ]] || die "sigtool --hex-dump printed nothing"
+	printf 'Eicar-Test-Signature:0:*:%s\n' "$hex" >"$dir/shipfile-test.ndb.tmp"
+	mv "$dir/shipfile-test.ndb.tmp" "$dir/shipfile-test.ndb"
+}
+
+# ensure_clamd: clamd answering on 127.0.0.1:CLAMD_PORT, ours (own config and test
+# database under .run/clamd) or one that already answers there.
+ensure_clamd() {
+	local pid dir bin
+	pid=$(pid_of clamd)
+	if [[ -n $pid ]]; then
+		log "clamd: ours, already running on 127.0.0.1:$CLAMD_PORT"
+	elif clamd_answers "$CLAMD_PORT"; then
+		log "clamd: reusing 127.0.0.1:$CLAMD_PORT"
+	else
+		if port_open 127.0.0.1 "$CLAMD_PORT"; then
+			die "127.0.0.1:$CLAMD_PORT is taken by something that is not clamd (set SHIPFILE_DEV_CLAMD_PORT)"
+		fi
+		ensure_clamav_installed
+		bin=$(clamd_bin)
+		dir=$RUN/clamd
+		clamd_db "$dir/db"
+		# Limits a little over the scanner's default SHIPFILE_SCAN_MAX_SIZE (1 GiB): a
+		# bigger file is 'skipped' by the scanner before it reaches clamd.
+		{
+			printf '# Written by scripts/dev.sh: clamd for make up / make test, with the test database.\n'
+			printf 'Foreground yes\nDatabaseDirectory %s\nTCPSocket %s\nTCPAddr 127.0.0.1\n' "$dir/db" "$CLAMD_PORT"
+			printf 'PidFile %s\nLogTime yes\nSelfCheck 3600\nMaxThreads 8\n' "$dir/clamd.pid"
+			printf 'StreamMaxLength 1100M\nMaxScanSize 1100M\nMaxFileSize 1100M\n'
+		} >"$dir/clamd.conf"
+		log "clamd: starting on 127.0.0.1:$CLAMD_PORT (test signatures in $dir/db)"
+		start_bg clamd "$dir/clamd.conf" "$bin" -c "$dir/clamd.conf"
+	fi
+	wait_for "clamd on 127.0.0.1:$CLAMD_PORT (PING)" clamd clamd_answers "$CLAMD_PORT" || die "clamd did not answer PING"
+	CLAMD_ADDR=127.0.0.1:$CLAMD_PORT
+}
+
+# keep_clamd_settings keeps SHIPFILE_CLAMD_ADDR in .run/env while clamd answers, so that
+# `infra` after `up` does not drop it.
+keep_clamd_settings() {
+	if [[ -z $CLAMD_ADDR ]] && clamd_answers "$CLAMD_PORT"; then
+		CLAMD_ADDR=127.0.0.1:$CLAMD_PORT
+	fi
+}
+
+cmd_clamd() {
+	prepare
+	infra
+	keep_mail_settings
+	ensure_clamd
+	write_env
+	unlock
+	log "clamd answers on $CLAMD_ADDR (SHIPFILE_TEST_CLAMD_ADDR in $ENV_FILE)"
+}
+
 # ---------------------------------------------------------------------------------------
 # .run/env
 
@@ -623,6 +723,12 @@ write_env() {
 		if [[ -n $MAIL_WEB_URL ]]; then
 			# maildev's REST API (GET /email) for tests that read the mail the services sent.
 			kv SHIPFILE_TEST_MAILDEV_URL "$MAIL_WEB_URL"
+		fi
+		if [[ -n $CLAMD_ADDR ]]; then
+			# clamd for the tests' scanners; `up` hands it to its services as
+			# SHIPFILE_CLAMD_ADDR (which turns the gateway's SHIPFILE_SCAN to block), so
+			# other tests' gateways are not put in block mode by .run/env.
+			kv SHIPFILE_TEST_CLAMD_ADDR "$CLAMD_ADDR"
 		fi
 		# The key webhook secrets are stored encrypted under (gateway, webhooks): made once
 		# and kept, since secrets sealed under a lost key cannot be read again.
@@ -671,6 +777,7 @@ svc_addr() {
 	mailer) probe_addr "${SHIPFILE_MAILER_ADDR:-127.0.0.1:8081}" ;;
 	expiry) probe_addr "${SHIPFILE_EXPIRY_ADDR:-127.0.0.1:8082}" ;;
 	webhooks) probe_addr "${SHIPFILE_WEBHOOKS_ADDR:-127.0.0.1:8083}" ;;
+	scanner) probe_addr "${SHIPFILE_SCANNER_ADDR:-127.0.0.1:8085}" ;;
 	esac
 }
 
@@ -712,6 +819,9 @@ start_service() {
 			export SHIPFILE_OIDC_ISSUER=$OIDC_ISSUER SHIPFILE_OIDC_CLIENT_ID=$OIDC_CLIENT_ID \
 				SHIPFILE_OIDC_CLIENT_SECRET=$OIDC_CLIENT_SECRET
 			if ! caller_set SHIPFILE_OIDC_ADMIN_GROUPS; then export SHIPFILE_OIDC_ADMIN_GROUPS=$OIDC_ADMIN_GROUPS; fi
+		fi
+		if ! caller_set SHIPFILE_CLAMD_ADDR && [[ -n ${SHIPFILE_TEST_CLAMD_ADDR:-} ]]; then
+			export SHIPFILE_CLAMD_ADDR=$SHIPFILE_TEST_CLAMD_ADDR
 		fi
 		if ! caller_set SHIPFILE_PUBLIC_URL; then
 			SHIPFILE_PUBLIC_URL="http://$(svc_addr gateway)"
@@ -791,6 +901,7 @@ cmd_infra() {
 	prepare
 	infra
 	keep_mail_settings
+	keep_clamd_settings
 	write_env
 	unlock
 	log "settings written to $ENV_FILE"
@@ -812,6 +923,7 @@ cmd_up() {
 	infra
 	ensure_mail
 	ensure_oidc
+	ensure_clamd
 	write_env
 	unlock
 	log "building (make build)"
@@ -833,7 +945,8 @@ shipfile is up.
   mail view      $mail
   sign in        $(oidc_line)
   MinIO console  $(minio_console)
-  ops            gateway http://$(svc_ops_addr gateway)  mailer http://$(svc_addr mailer)  expiry http://$(svc_addr expiry)  webhooks http://$(svc_addr webhooks)  (/healthz /readyz /metrics)
+  ops            gateway http://$(svc_ops_addr gateway)  mailer http://$(svc_addr mailer)  expiry http://$(svc_addr expiry)  webhooks http://$(svc_addr webhooks)  scanner http://$(svc_addr scanner)  (/healthz /readyz /metrics)
+  clamd          $CLAMD_ADDR (test signatures only: the EICAR test file)
   settings       $ENV_FILE
   logs           $LOGS/<name>.log
   stop           make down
@@ -895,6 +1008,7 @@ cmd_test() {
 	ensure_chromium
 	infra
 	ensure_mail
+	ensure_clamd
 	write_env
 	# The tests start their own OpenID providers from this binary.
 	SHIPFILE_OIDC_PROVIDER_BIN=$(oidc_provider_bin)
@@ -978,6 +1092,7 @@ main() {
 	(($# == 0)) || shift
 	case $cmd in
 	infra) cmd_infra ;;
+	clamd) cmd_clamd ;;
 	up) cmd_up ;;
 	down) cmd_down ;;
 	test) cmd_test ;;

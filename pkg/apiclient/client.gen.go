@@ -81,6 +81,7 @@ const (
 	PackageDeleted      EventType = "package.deleted"
 	PackageDownloaded   EventType = "package.downloaded"
 	PackageExpired      EventType = "package.expired"
+	PackageFileInfected EventType = "package.file_infected"
 	PackageFileUploaded EventType = "package.file_uploaded"
 	PackageFinalized    EventType = "package.finalized"
 	PackageRevoked      EventType = "package.revoked"
@@ -97,11 +98,40 @@ func (e EventType) Valid() bool {
 		return true
 	case PackageExpired:
 		return true
+	case PackageFileInfected:
+		return true
 	case PackageFileUploaded:
 		return true
 	case PackageFinalized:
 		return true
 	case PackageRevoked:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for FileScan.
+const (
+	FileScanClean    FileScan = "clean"
+	FileScanError    FileScan = "error"
+	FileScanInfected FileScan = "infected"
+	FileScanPending  FileScan = "pending"
+	FileScanSkipped  FileScan = "skipped"
+)
+
+// Valid indicates whether the value is a known member of the FileScan enum.
+func (e FileScan) Valid() bool {
+	switch e {
+	case FileScanClean:
+		return true
+	case FileScanError:
+		return true
+	case FileScanInfected:
+		return true
+	case FileScanPending:
+		return true
+	case FileScanSkipped:
 		return true
 	default:
 		return false
@@ -162,6 +192,33 @@ func (e FinalizedPackageState) Valid() bool {
 	case FinalizedPackageStateExpired:
 		return true
 	case FinalizedPackageStateRevoked:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for LinkFileScan.
+const (
+	LinkFileScanClean    LinkFileScan = "clean"
+	LinkFileScanError    LinkFileScan = "error"
+	LinkFileScanInfected LinkFileScan = "infected"
+	LinkFileScanPending  LinkFileScan = "pending"
+	LinkFileScanSkipped  LinkFileScan = "skipped"
+)
+
+// Valid indicates whether the value is a known member of the LinkFileScan enum.
+func (e LinkFileScan) Valid() bool {
+	switch e {
+	case LinkFileScanClean:
+		return true
+	case LinkFileScanError:
+		return true
+	case LinkFileScanInfected:
+		return true
+	case LinkFileScanPending:
+		return true
+	case LinkFileScanSkipped:
 		return true
 	default:
 		return false
@@ -377,19 +434,19 @@ func (e UserRole) Valid() bool {
 
 // Defines values for WebhookAttemptDeliveryStatus.
 const (
-	Failed    WebhookAttemptDeliveryStatus = "failed"
-	Pending   WebhookAttemptDeliveryStatus = "pending"
-	Succeeded WebhookAttemptDeliveryStatus = "succeeded"
+	WebhookAttemptDeliveryStatusFailed    WebhookAttemptDeliveryStatus = "failed"
+	WebhookAttemptDeliveryStatusPending   WebhookAttemptDeliveryStatus = "pending"
+	WebhookAttemptDeliveryStatusSucceeded WebhookAttemptDeliveryStatus = "succeeded"
 )
 
 // Valid indicates whether the value is a known member of the WebhookAttemptDeliveryStatus enum.
 func (e WebhookAttemptDeliveryStatus) Valid() bool {
 	switch e {
-	case Failed:
+	case WebhookAttemptDeliveryStatusFailed:
 		return true
-	case Pending:
+	case WebhookAttemptDeliveryStatusPending:
 		return true
-	case Succeeded:
+	case WebhookAttemptDeliveryStatusSucceeded:
 		return true
 	default:
 		return false
@@ -759,11 +816,31 @@ type File struct {
 	Filename      string             `json:"filename"`
 	Id            openapi_types.UUID `json:"id"`
 
+	// Scan The malware scan (SPEC "Malware scanning"): `pending` until the scanner has checked the file;
+	// `clean`; `infected` (never served through the link, its object removed); `error` (could not be
+	// scanned after the retries); `skipped` (over `SHIPFILE_SCAN_MAX_SIZE`, end-to-end encrypted, or
+	// stored before scanning was set up). With `SHIPFILE_SCAN=block` the link serves a file only when
+	// `clean` or `skipped`.
+	Scan FileScan `json:"scan"`
+
+	// ScanSignature What clamd found, when `infected` (e.g. `Eicar-Test-Signature`); else null.
+	ScanSignature *string `json:"scan_signature"`
+
+	// ScannedAt When the verdict was recorded; null while pending.
+	ScannedAt *time.Time `json:"scanned_at"`
+
 	// Sha256 Lowercase hex SHA-256 of the bytes, computed while streaming.
 	Sha256     string         `json:"sha256"`
 	Size       int64          `json:"size"`
 	UploadedBy FileUploadedBy `json:"uploaded_by"`
 }
+
+// FileScan The malware scan (SPEC "Malware scanning"): `pending` until the scanner has checked the file;
+// `clean`; `infected` (never served through the link, its object removed); `error` (could not be
+// scanned after the retries); `skipped` (over `SHIPFILE_SCAN_MAX_SIZE`, end-to-end encrypted, or
+// stored before scanning was set up). With `SHIPFILE_SCAN=block` the link serves a file only when
+// `clean` or `skipped`.
+type FileScan string
 
 // FileUploadedBy defines model for File.UploadedBy.
 type FileUploadedBy string
@@ -839,11 +916,31 @@ type LinkFile struct {
 	Filename      string             `json:"filename"`
 	Id            openapi_types.UUID `json:"id"`
 
+	// Scan The malware scan (SPEC "Malware scanning"): `pending` until the scanner has checked the file;
+	// `clean`; `infected` (never served through the link, its object removed); `error` (could not be
+	// scanned after the retries); `skipped` (over `SHIPFILE_SCAN_MAX_SIZE`, end-to-end encrypted, or
+	// stored before scanning was set up). With `SHIPFILE_SCAN=block` the link serves a file only when
+	// `clean` or `skipped`.
+	Scan LinkFileScan `json:"scan"`
+
+	// ScanSignature What clamd found, when `infected` (e.g. `Eicar-Test-Signature`); else null.
+	ScanSignature *string `json:"scan_signature"`
+
+	// ScannedAt When the verdict was recorded; null while pending.
+	ScannedAt *time.Time `json:"scanned_at"`
+
 	// Sha256 Lowercase hex SHA-256 of the bytes, computed while streaming.
 	Sha256     string             `json:"sha256"`
 	Size       int64              `json:"size"`
 	UploadedBy LinkFileUploadedBy `json:"uploaded_by"`
 }
+
+// LinkFileScan The malware scan (SPEC "Malware scanning"): `pending` until the scanner has checked the file;
+// `clean`; `infected` (never served through the link, its object removed); `error` (could not be
+// scanned after the retries); `skipped` (over `SHIPFILE_SCAN_MAX_SIZE`, end-to-end encrypted, or
+// stored before scanning was set up). With `SHIPFILE_SCAN=block` the link serves a file only when
+// `clean` or `skipped`.
+type LinkFileScan string
 
 // LinkFileUploadedBy defines model for LinkFile.UploadedBy.
 type LinkFileUploadedBy string
@@ -1252,6 +1349,9 @@ type PasswordBusy = Error
 
 // RecipientFile defines model for RecipientFile.
 type RecipientFile = Error
+
+// ScanPending defines model for ScanPending.
+type ScanPending = Error
 
 // TooLarge defines model for TooLarge.
 type TooLarge = Error
@@ -1709,7 +1809,9 @@ type ClientInterface interface {
 	//
 	// Fires `package.downloaded` with `file_id` null and `filename` the zip's name. Takes one download of
 	// each file in it; files that reached `max_downloads` are left out (410 when that is every file). Files
-	// uploaded through the link (an inbound package's) are left out too.
+	// uploaded through the link (an inbound package's) are left out too. The malware scan waits for
+	// nothing: infected files, and in `SHIPFILE_SCAN=block` files not yet (or not) checked, are left out;
+	// `Shipfile-Archive-Omitted` then counts them and the zip's comment names them.
 	//
 	// Corresponds with GET /api/v1/links/{token}/archive (the `DownloadLinkArchive` operationId).
 	DownloadLinkArchive(ctx context.Context, token string, params *DownloadLinkArchiveParams, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -2343,7 +2445,9 @@ func (c *Client) GetLink(ctx context.Context, token string, params *GetLinkParam
 //
 // Fires `package.downloaded` with `file_id` null and `filename` the zip's name. Takes one download of
 // each file in it; files that reached `max_downloads` are left out (410 when that is every file). Files
-// uploaded through the link (an inbound package's) are left out too.
+// uploaded through the link (an inbound package's) are left out too. The malware scan waits for
+// nothing: infected files, and in `SHIPFILE_SCAN=block` files not yet (or not) checked, are left out;
+// `Shipfile-Archive-Omitted` then counts them and the zip's comment names them.
 //
 // Corresponds with GET /api/v1/links/{token}/archive (the `DownloadLinkArchive` operationId).
 func (c *Client) DownloadLinkArchive(ctx context.Context, token string, params *DownloadLinkArchiveParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -5493,7 +5597,9 @@ type ClientWithResponsesInterface interface {
 	//
 	// Fires `package.downloaded` with `file_id` null and `filename` the zip's name. Takes one download of
 	// each file in it; files that reached `max_downloads` are left out (410 when that is every file). Files
-	// uploaded through the link (an inbound package's) are left out too.
+	// uploaded through the link (an inbound package's) are left out too. The malware scan waits for
+	// nothing: infected files, and in `SHIPFILE_SCAN=block` files not yet (or not) checked, are left out;
+	// `Shipfile-Archive-Omitted` then counts them and the zip's comment names them.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -7144,6 +7250,11 @@ func (r GetLinkResponse) ContentType() string {
 	return ""
 }
 
+// DownloadLinkArchiveResponse200Headers the declared response headers of an HTTP 200 response for DownloadLinkArchive
+type DownloadLinkArchiveResponse200Headers struct {
+	ShipfileArchiveOmitted *int
+}
+
 // DownloadLinkArchiveResponse429Headers the declared response headers of an HTTP 429 response for DownloadLinkArchive
 type DownloadLinkArchiveResponse429Headers struct {
 	RetryAfter *int
@@ -7158,6 +7269,8 @@ type DownloadLinkArchiveResponse struct {
 	JSON410 *Gone
 	// JSON429 the response for an HTTP 429 `application/json` response
 	JSON429 *LinkTooManyRequests
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *DownloadLinkArchiveResponse200Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *DownloadLinkArchiveResponse429Headers
 }
@@ -7331,6 +7444,11 @@ func (r UploadLinkFileResponse) ContentType() string {
 	return ""
 }
 
+// DownloadLinkFileResponse409Headers the declared response headers of an HTTP 409 response for DownloadLinkFile
+type DownloadLinkFileResponse409Headers struct {
+	RetryAfter *int
+}
+
 // DownloadLinkFileResponse429Headers the declared response headers of an HTTP 429 response for DownloadLinkFile
 type DownloadLinkFileResponse429Headers struct {
 	RetryAfter *int
@@ -7345,10 +7463,14 @@ type DownloadLinkFileResponse struct {
 	JSON403 *RecipientFile
 	// JSON404 the response for an HTTP 404 `application/json` response
 	JSON404 *NotFound
+	// JSON409 the response for an HTTP 409 `application/json` response
+	JSON409 *ScanPending
 	// JSON410 the response for an HTTP 410 `application/json` response
 	JSON410 *Gone
 	// JSON429 the response for an HTTP 429 `application/json` response
 	JSON429 *LinkTooManyRequests
+	// Headers409 the parsed response headers for an HTTP 409 response
+	Headers409 *DownloadLinkFileResponse409Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *DownloadLinkFileResponse429Headers
 }
@@ -7366,6 +7488,11 @@ func (r DownloadLinkFileResponse) GetJSON403() *RecipientFile {
 // GetJSON404 returns the response for an HTTP 404 `application/json` response
 func (r DownloadLinkFileResponse) GetJSON404() *NotFound {
 	return r.JSON404
+}
+
+// GetJSON409 returns the response for an HTTP 409 `application/json` response
+func (r DownloadLinkFileResponse) GetJSON409() *ScanPending {
+	return r.JSON409
 }
 
 // GetJSON410 returns the response for an HTTP 410 `application/json` response
@@ -9190,6 +9317,8 @@ type DownloadPackageFileResponse struct {
 	JSON404 *NotFound
 	// JSON409 the response for an HTTP 409 `application/json` response
 	JSON409 *Conflict
+	// JSON410 the response for an HTTP 410 `application/json` response
+	JSON410 *Error
 	// JSON429 the response for an HTTP 429 `application/json` response
 	JSON429 *TooManyRequests
 	// Headers401 the parsed response headers for an HTTP 401 response
@@ -9216,6 +9345,11 @@ func (r DownloadPackageFileResponse) GetJSON404() *NotFound {
 // GetJSON409 returns the response for an HTTP 409 `application/json` response
 func (r DownloadPackageFileResponse) GetJSON409() *Conflict {
 	return r.JSON409
+}
+
+// GetJSON410 returns the response for an HTTP 410 `application/json` response
+func (r DownloadPackageFileResponse) GetJSON410() *Error {
+	return r.JSON410
 }
 
 // GetJSON429 returns the response for an HTTP 429 `application/json` response
@@ -10402,7 +10536,9 @@ func (c *ClientWithResponses) GetLinkWithResponse(ctx context.Context, token str
 //
 // Fires `package.downloaded` with `file_id` null and `filename` the zip's name. Takes one download of
 // each file in it; files that reached `max_downloads` are left out (410 when that is every file). Files
-// uploaded through the link (an inbound package's) are left out too.
+// uploaded through the link (an inbound package's) are left out too. The malware scan waits for
+// nothing: infected files, and in `SHIPFILE_SCAN=block` files not yet (or not) checked, are left out;
+// `Shipfile-Archive-Omitted` then counts them and the zip's comment names them.
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -12198,6 +12334,16 @@ func ParseDownloadLinkArchiveResponse(rsp *http.Response) (*DownloadLinkArchiveR
 	}
 
 	switch {
+	case rsp.StatusCode == 200:
+		var headers DownloadLinkArchiveResponse200Headers
+		if values := rsp.Header.Values("Shipfile-Archive-Omitted"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Shipfile-Archive-Omitted", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ShipfileArchiveOmitted = &value
+		}
+		response.Headers200 = &headers
 	case rsp.StatusCode == 429:
 		var headers DownloadLinkArchiveResponse429Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
@@ -12370,6 +12516,13 @@ func ParseDownloadLinkFileResponse(rsp *http.Response) (*DownloadLinkFileRespons
 		}
 		response.JSON404 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest ScanPending
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 410:
 		var dest Gone
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -12387,6 +12540,16 @@ func ParseDownloadLinkFileResponse(rsp *http.Response) (*DownloadLinkFileRespons
 	}
 
 	switch {
+	case rsp.StatusCode == 409:
+		var headers DownloadLinkFileResponse409Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers409 = &headers
 	case rsp.StatusCode == 429:
 		var headers DownloadLinkFileResponse429Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
@@ -14259,6 +14422,13 @@ func ParseDownloadPackageFileResponse(rsp *http.Response) (*DownloadPackageFileR
 			return nil, err
 		}
 		response.JSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 410:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON410 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
 		var dest TooManyRequests

@@ -60,6 +60,8 @@ const (
 	TypePackageRevoked      = "package.revoked"
 	TypePackageDeleted      = "package.deleted"
 	TypePackageExpired      = "package.expired"
+	// TypePackageFileInfected is published by the scanner when clamd finds malware.
+	TypePackageFileInfected = "package.file_infected"
 	// TypeWebhookTest is the synthetic event of a subscription's Test button; it is not
 	// in Types, since subscriptions do not select it.
 	TypeWebhookTest = "webhook.test"

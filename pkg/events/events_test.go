@@ -175,6 +175,7 @@ func TestTypeOfCoversEveryType(t *testing.T) {
 		{events.TypePackageDeleted, &eventsv1.PackageDeleted{}},
 		{events.TypePackageExpired, &eventsv1.PackageExpired{}},
 		{events.TypeWebhookTest, &eventsv1.WebhookTest{}},
+		{events.TypePackageFileInfected, &eventsv1.FileInfected{}},
 	}
 	var all []string
 	for _, tt := range tests {
@@ -198,8 +199,8 @@ func TestTypeOfCoversEveryType(t *testing.T) {
 	if !slices.Equal(events.AllTypes, all) {
 		t.Errorf("AllTypes = %v, want %v", events.AllTypes, all)
 	}
-	if want := all[:7]; !slices.Equal(events.Types, want) {
-		t.Errorf("Types = %v, want the seven package events %v", events.Types, want)
+	if want := slices.Concat(all[:7], all[8:]); !slices.Equal(events.Types, want) {
+		t.Errorf("Types = %v, want the eight package events %v", events.Types, want)
 	}
 	if events.Selectable(events.TypeWebhookTest) || !events.Selectable(events.TypePackageExpired) || events.Selectable("package.nope") {
 		t.Error("Selectable: webhook.test is synthetic, package.expired selectable, unknown types not")

@@ -55,6 +55,9 @@ type config struct {
 	expiryPackages int
 	expiryTarget   time.Duration
 
+	scanFiles int
+	scanSize  int64
+
 	rows    string
 	budget  budgetFlag
 	timeout time.Duration
@@ -67,7 +70,7 @@ type config struct {
 var prof *profiler
 
 // allRows are the rows in the order they run.
-var allRows = []string{"upload", "tus", "cli", "memory", "download", "api", "events", "expiry", "fairness", "dispatch"}
+var allRows = []string{"upload", "tus", "cli", "memory", "download", "api", "events", "expiry", "scan", "fairness", "dispatch"}
 
 // budgets bound each group of rows; the whole run is also bounded by -timeout.
 var budgets = map[string]time.Duration{
@@ -77,6 +80,7 @@ var budgets = map[string]time.Duration{
 	"dispatch": 150 * time.Second,
 	"expiry":   150 * time.Second,
 	"fairness": 60 * time.Second,
+	"scan":     240 * time.Second,
 }
 
 func main() {
@@ -109,8 +113,10 @@ func main() {
 	fs.DurationVar(&c.fairDuration, "fair-duration", 15*time.Second, "duration of each phase of the dispatcher fairness row")
 	fs.IntVar(&c.expiryPackages, "expiry-packages", 100000, "overdue packages of the expiry row")
 	fs.DurationVar(&c.expiryTarget, "expiry-target", 60*time.Second, "time the expiry row has to expire them all")
+	fs.IntVar(&c.scanFiles, "scan-files", 16, "files of the scanner row")
+	fs.Int64Var(&c.scanSize, "scan-size", 64<<20, "bytes of each file of the scanner row")
 	fs.StringVar(&c.rows, "rows", strings.Join(allRows, ","), "rows to run, comma-separated: "+strings.Join(allRows, ","))
-	fs.Var(&c.budget, "budget", "time a row (or group: transfer, api, events, expiry, fairness, dispatch) may take, as row=duration; repeat or comma-separate, e.g. api=3m,dispatch=8m (-timeout grows to fit unless given)")
+	fs.Var(&c.budget, "budget", "time a row (or group: transfer, api, events, expiry, scan, fairness, dispatch) may take, as row=duration; repeat or comma-separate, e.g. api=3m,dispatch=8m (-timeout grows to fit unless given)")
 	fs.DurationVar(&c.timeout, "timeout", 8*time.Minute+30*time.Second, "bound of the whole run; rows still running then are stopped and reported")
 	fs.StringVar(&c.out, "o", "", "also write the report as Markdown to this file")
 	fs.StringVar(&c.profile, "profile", "", "build the services with a pprof endpoint, save CPU profiles of the measured windows in this directory and list their top functions")
@@ -139,7 +145,7 @@ func main() {
 		quick := map[string]string{
 			"size": "16MiB", "big-size": "64MiB", "runs": "1", "concurrent": "4", "api-duration": "2s",
 			"event-rate": "50", "event-duration": "2s", "events": "500", "instances": "1,2", "expiry-packages": "1000",
-			"fair-duration": "3s",
+			"fair-duration": "3s", "scan-files": "4", "scan-size": "8388608",
 		}
 		for name, v := range quick {
 			if !set[name] {
@@ -184,6 +190,9 @@ func run(c config, command string) int {
 	}
 	if want["expiry"] {
 		names = append(names, "expiry")
+	}
+	if want["scan"] {
+		names = append(names, "scanner")
 	}
 	if dir := os.Getenv("SHIPBENCH_BIN_DIR"); dir != "" {
 		if bins, err = prebuilt(dir, names); err != nil {
@@ -246,6 +255,7 @@ func run(c config, command string) int {
 	group("api", []string{"api"}, func(ctx context.Context, t testing.TB) { apiRow(ctx, t, c, bins, rep) })
 	group("events", []string{"events"}, func(ctx context.Context, t testing.TB) { eventsRow(ctx, t, c, bins, rep) })
 	group("expiry", []string{"expiry"}, func(ctx context.Context, t testing.TB) { expiryRow(ctx, t, c, bins, rep) })
+	group("scan", []string{"scan"}, func(ctx context.Context, t testing.TB) { scanRow(ctx, t, c, bins, rep) })
 	group("fairness", []string{"fairness"}, func(ctx context.Context, t testing.TB) { fairnessRow(ctx, t, c, bins, rep) })
 	// Last: it takes whatever is left of its budget (its runs stop at their share).
 	group("dispatch", []string{"dispatch"}, func(ctx context.Context, t testing.TB) { dispatchRows(ctx, t, c, bins, rep) })
@@ -293,7 +303,7 @@ func prebuilt(dir string, names []string) (rig.Bins, error) {
 // groupOf maps a row to the group whose budget bounds it.
 var groupOf = map[string]string{
 	"upload": "transfer", "tus": "transfer", "cli": "transfer", "memory": "transfer", "download": "transfer", "transfer": "transfer",
-	"api": "api", "events": "events", "expiry": "expiry", "fairness": "fairness", "dispatch": "dispatch",
+	"api": "api", "events": "events", "expiry": "expiry", "scan": "scan", "fairness": "fairness", "dispatch": "dispatch",
 }
 
 // budgetFlag is -budget: row=duration pairs, repeated or comma-separated, keyed by group.

@@ -17,6 +17,7 @@ var commands = map[string]string{
 	"mailer":   "services/mailer/cmd/mailer",
 	"expiry":   "services/expiry/cmd/expiry",
 	"shipfile": "cli/cmd/shipfile",
+	"scanner":  "services/scanner/cmd/scanner",
 }
 
 // Root returns the repository's root: the nearest directory above the working

@@ -25,6 +25,7 @@ var addrVars = map[string]string{
 	"webhooks": "SHIPFILE_WEBHOOKS_ADDR",
 	"mailer":   "SHIPFILE_MAILER_ADDR",
 	"expiry":   "SHIPFILE_EXPIRY_ADDR",
+	"scanner":  "SHIPFILE_SCANNER_ADDR",
 }
 
 // Proc is a service process: started with its environment, killed or stopped and

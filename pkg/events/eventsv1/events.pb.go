@@ -50,6 +50,7 @@ type Envelope struct {
 	//	*Envelope_PackageDeleted
 	//	*Envelope_PackageExpired
 	//	*Envelope_WebhookTest
+	//	*Envelope_FileInfected
 	Data          isEnvelope_Data `protobuf_oneof:"data"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -192,6 +193,15 @@ func (x *Envelope) GetWebhookTest() *WebhookTest {
 	return nil
 }
 
+func (x *Envelope) GetFileInfected() *FileInfected {
+	if x != nil {
+		if x, ok := x.Data.(*Envelope_FileInfected); ok {
+			return x.FileInfected
+		}
+	}
+	return nil
+}
+
 type isEnvelope_Data interface {
 	isEnvelope_Data()
 }
@@ -228,6 +238,10 @@ type Envelope_WebhookTest struct {
 	WebhookTest *WebhookTest `protobuf:"bytes,17,opt,name=webhook_test,json=webhookTest,proto3,oneof"`
 }
 
+type Envelope_FileInfected struct {
+	FileInfected *FileInfected `protobuf:"bytes,18,opt,name=file_infected,json=fileInfected,proto3,oneof"`
+}
+
 func (*Envelope_PackageCreated) isEnvelope_Data() {}
 
 func (*Envelope_PackageFinalized) isEnvelope_Data() {}
@@ -243,6 +257,8 @@ func (*Envelope_PackageDeleted) isEnvelope_Data() {}
 func (*Envelope_PackageExpired) isEnvelope_Data() {}
 
 func (*Envelope_WebhookTest) isEnvelope_Data() {}
+
+func (*Envelope_FileInfected) isEnvelope_Data() {}
 
 // Package is the part of a package every event carries.
 type Package struct {
@@ -733,6 +749,76 @@ func (x *PackageExpired) GetExpiresAt() *timestamppb.Timestamp {
 	return nil
 }
 
+// FileInfected says the scanner (services/scanner) found malware in a file: the file is
+// never served through the link again and its object is deleted or quarantined.
+type FileInfected struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Package       *Package               `protobuf:"bytes,1,opt,name=package,proto3" json:"package,omitempty"`
+	FileId        string                 `protobuf:"bytes,2,opt,name=file_id,json=fileId,proto3" json:"file_id,omitempty"`
+	Filename      string                 `protobuf:"bytes,3,opt,name=filename,proto3" json:"filename,omitempty"`
+	Signature     string                 `protobuf:"bytes,4,opt,name=signature,proto3" json:"signature,omitempty"` // clamd's name of what it found, e.g. "Eicar-Test-Signature"
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *FileInfected) Reset() {
+	*x = FileInfected{}
+	mi := &file_events_v1_events_proto_msgTypes[9]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *FileInfected) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*FileInfected) ProtoMessage() {}
+
+func (x *FileInfected) ProtoReflect() protoreflect.Message {
+	mi := &file_events_v1_events_proto_msgTypes[9]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use FileInfected.ProtoReflect.Descriptor instead.
+func (*FileInfected) Descriptor() ([]byte, []int) {
+	return file_events_v1_events_proto_rawDescGZIP(), []int{9}
+}
+
+func (x *FileInfected) GetPackage() *Package {
+	if x != nil {
+		return x.Package
+	}
+	return nil
+}
+
+func (x *FileInfected) GetFileId() string {
+	if x != nil {
+		return x.FileId
+	}
+	return ""
+}
+
+func (x *FileInfected) GetFilename() string {
+	if x != nil {
+		return x.Filename
+	}
+	return ""
+}
+
+func (x *FileInfected) GetSignature() string {
+	if x != nil {
+		return x.Signature
+	}
+	return ""
+}
+
 // WebhookTest is the synthetic event an admin fires with a subscription's Test button
 // (type "webhook.test"). It goes to that one subscription, whatever its event selection.
 type WebhookTest struct {
@@ -745,7 +831,7 @@ type WebhookTest struct {
 
 func (x *WebhookTest) Reset() {
 	*x = WebhookTest{}
-	mi := &file_events_v1_events_proto_msgTypes[9]
+	mi := &file_events_v1_events_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -757,7 +843,7 @@ func (x *WebhookTest) String() string {
 func (*WebhookTest) ProtoMessage() {}
 
 func (x *WebhookTest) ProtoReflect() protoreflect.Message {
-	mi := &file_events_v1_events_proto_msgTypes[9]
+	mi := &file_events_v1_events_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -770,7 +856,7 @@ func (x *WebhookTest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WebhookTest.ProtoReflect.Descriptor instead.
 func (*WebhookTest) Descriptor() ([]byte, []int) {
-	return file_events_v1_events_proto_rawDescGZIP(), []int{9}
+	return file_events_v1_events_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *WebhookTest) GetHookId() int64 {
@@ -808,7 +894,7 @@ type WebhookJob struct {
 
 func (x *WebhookJob) Reset() {
 	*x = WebhookJob{}
-	mi := &file_events_v1_events_proto_msgTypes[10]
+	mi := &file_events_v1_events_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -820,7 +906,7 @@ func (x *WebhookJob) String() string {
 func (*WebhookJob) ProtoMessage() {}
 
 func (x *WebhookJob) ProtoReflect() protoreflect.Message {
-	mi := &file_events_v1_events_proto_msgTypes[10]
+	mi := &file_events_v1_events_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -833,7 +919,7 @@ func (x *WebhookJob) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WebhookJob.ProtoReflect.Descriptor instead.
 func (*WebhookJob) Descriptor() ([]byte, []int) {
-	return file_events_v1_events_proto_rawDescGZIP(), []int{10}
+	return file_events_v1_events_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *WebhookJob) GetDeliveryId() string {
@@ -884,7 +970,7 @@ type MailJob struct {
 
 func (x *MailJob) Reset() {
 	*x = MailJob{}
-	mi := &file_events_v1_events_proto_msgTypes[11]
+	mi := &file_events_v1_events_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -896,7 +982,7 @@ func (x *MailJob) String() string {
 func (*MailJob) ProtoMessage() {}
 
 func (x *MailJob) ProtoReflect() protoreflect.Message {
-	mi := &file_events_v1_events_proto_msgTypes[11]
+	mi := &file_events_v1_events_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -909,7 +995,7 @@ func (x *MailJob) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MailJob.ProtoReflect.Descriptor instead.
 func (*MailJob) Descriptor() ([]byte, []int) {
-	return file_events_v1_events_proto_rawDescGZIP(), []int{11}
+	return file_events_v1_events_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *MailJob) GetJobId() string {
@@ -1026,7 +1112,7 @@ var File_events_v1_events_proto protoreflect.FileDescriptor
 
 const file_events_v1_events_proto_rawDesc = "" +
 	"\n" +
-	"\x16events/v1/events.proto\x12\x12shipfile.events.v1\x1a google/protobuf/descriptor.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xc4\a\n" +
+	"\x16events/v1/events.proto\x12\x12shipfile.events.v1\x1a google/protobuf/descriptor.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xa8\b\n" +
 	"\bEnvelope\x12\x19\n" +
 	"\bevent_id\x18\x01 \x01(\tR\aeventId\x12\x12\n" +
 	"\x04type\x18\x02 \x01(\tR\x04type\x12\x18\n" +
@@ -1041,7 +1127,8 @@ const file_events_v1_events_proto_rawDesc = "" +
 	"\x0fpackage_revoked\x18\x0e \x01(\v2\".shipfile.events.v1.PackageRevokedB\x13\xa2\xbb\x18\x0fpackage.revokedH\x00R\x0epackageRevoked\x12b\n" +
 	"\x0fpackage_deleted\x18\x0f \x01(\v2\".shipfile.events.v1.PackageDeletedB\x13\xa2\xbb\x18\x0fpackage.deletedH\x00R\x0epackageDeleted\x12b\n" +
 	"\x0fpackage_expired\x18\x10 \x01(\v2\".shipfile.events.v1.PackageExpiredB\x13\xa2\xbb\x18\x0fpackage.expiredH\x00R\x0epackageExpired\x12Z\n" +
-	"\fwebhook_test\x18\x11 \x01(\v2\x1f.shipfile.events.v1.WebhookTestB\x14\xa2\xbb\x18\fwebhook.test\xa8\xbb\x18\x01H\x00R\vwebhookTestB\x06\n" +
+	"\fwebhook_test\x18\x11 \x01(\v2\x1f.shipfile.events.v1.WebhookTestB\x14\xa2\xbb\x18\fwebhook.test\xa8\xbb\x18\x01H\x00R\vwebhookTest\x12b\n" +
+	"\rfile_infected\x18\x12 \x01(\v2 .shipfile.events.v1.FileInfectedB\x19\xa2\xbb\x18\x15package.file_infectedH\x00R\ffileInfectedB\x06\n" +
 	"\x04data\"\xa9\x01\n" +
 	"\aPackage\x12\x1d\n" +
 	"\n" +
@@ -1081,7 +1168,12 @@ const file_events_v1_events_proto_rawDesc = "" +
 	"\x0ePackageExpired\x125\n" +
 	"\apackage\x18\x01 \x01(\v2\x1b.shipfile.events.v1.PackageR\apackage\x129\n" +
 	"\n" +
-	"expires_at\x18\x02 \x01(\v2\x1a.google.protobuf.TimestampR\texpiresAt\"@\n" +
+	"expires_at\x18\x02 \x01(\v2\x1a.google.protobuf.TimestampR\texpiresAt\"\x98\x01\n" +
+	"\fFileInfected\x125\n" +
+	"\apackage\x18\x01 \x01(\v2\x1b.shipfile.events.v1.PackageR\apackage\x12\x17\n" +
+	"\afile_id\x18\x02 \x01(\tR\x06fileId\x12\x1a\n" +
+	"\bfilename\x18\x03 \x01(\tR\bfilename\x12\x1c\n" +
+	"\tsignature\x18\x04 \x01(\tR\tsignature\"@\n" +
 	"\vWebhookTest\x12\x17\n" +
 	"\ahook_id\x18\x01 \x01(\x03R\x06hookId\x12\x18\n" +
 	"\amessage\x18\x02 \x01(\tR\amessage\"p\n" +
@@ -1126,7 +1218,7 @@ func file_events_v1_events_proto_rawDescGZIP() []byte {
 	return file_events_v1_events_proto_rawDescData
 }
 
-var file_events_v1_events_proto_msgTypes = make([]protoimpl.MessageInfo, 12)
+var file_events_v1_events_proto_msgTypes = make([]protoimpl.MessageInfo, 13)
 var file_events_v1_events_proto_goTypes = []any{
 	(*Envelope)(nil),                  // 0: shipfile.events.v1.Envelope
 	(*Package)(nil),                   // 1: shipfile.events.v1.Package
@@ -1137,14 +1229,15 @@ var file_events_v1_events_proto_goTypes = []any{
 	(*PackageRevoked)(nil),            // 6: shipfile.events.v1.PackageRevoked
 	(*PackageDeleted)(nil),            // 7: shipfile.events.v1.PackageDeleted
 	(*PackageExpired)(nil),            // 8: shipfile.events.v1.PackageExpired
-	(*WebhookTest)(nil),               // 9: shipfile.events.v1.WebhookTest
-	(*WebhookJob)(nil),                // 10: shipfile.events.v1.WebhookJob
-	(*MailJob)(nil),                   // 11: shipfile.events.v1.MailJob
-	(*timestamppb.Timestamp)(nil),     // 12: google.protobuf.Timestamp
-	(*descriptorpb.FieldOptions)(nil), // 13: google.protobuf.FieldOptions
+	(*FileInfected)(nil),              // 9: shipfile.events.v1.FileInfected
+	(*WebhookTest)(nil),               // 10: shipfile.events.v1.WebhookTest
+	(*WebhookJob)(nil),                // 11: shipfile.events.v1.WebhookJob
+	(*MailJob)(nil),                   // 12: shipfile.events.v1.MailJob
+	(*timestamppb.Timestamp)(nil),     // 13: google.protobuf.Timestamp
+	(*descriptorpb.FieldOptions)(nil), // 14: google.protobuf.FieldOptions
 }
 var file_events_v1_events_proto_depIdxs = []int32{
-	12, // 0: shipfile.events.v1.Envelope.occurred_at:type_name -> google.protobuf.Timestamp
+	13, // 0: shipfile.events.v1.Envelope.occurred_at:type_name -> google.protobuf.Timestamp
 	2,  // 1: shipfile.events.v1.Envelope.package_created:type_name -> shipfile.events.v1.PackageCreated
 	3,  // 2: shipfile.events.v1.Envelope.package_finalized:type_name -> shipfile.events.v1.PackageFinalized
 	4,  // 3: shipfile.events.v1.Envelope.file_uploaded:type_name -> shipfile.events.v1.FileUploaded
@@ -1152,25 +1245,27 @@ var file_events_v1_events_proto_depIdxs = []int32{
 	6,  // 5: shipfile.events.v1.Envelope.package_revoked:type_name -> shipfile.events.v1.PackageRevoked
 	7,  // 6: shipfile.events.v1.Envelope.package_deleted:type_name -> shipfile.events.v1.PackageDeleted
 	8,  // 7: shipfile.events.v1.Envelope.package_expired:type_name -> shipfile.events.v1.PackageExpired
-	9,  // 8: shipfile.events.v1.Envelope.webhook_test:type_name -> shipfile.events.v1.WebhookTest
-	1,  // 9: shipfile.events.v1.PackageCreated.package:type_name -> shipfile.events.v1.Package
-	12, // 10: shipfile.events.v1.PackageCreated.expires_at:type_name -> google.protobuf.Timestamp
-	1,  // 11: shipfile.events.v1.PackageFinalized.package:type_name -> shipfile.events.v1.Package
-	12, // 12: shipfile.events.v1.PackageFinalized.expires_at:type_name -> google.protobuf.Timestamp
-	1,  // 13: shipfile.events.v1.FileUploaded.package:type_name -> shipfile.events.v1.Package
-	1,  // 14: shipfile.events.v1.PackageDownloaded.package:type_name -> shipfile.events.v1.Package
-	1,  // 15: shipfile.events.v1.PackageRevoked.package:type_name -> shipfile.events.v1.Package
-	1,  // 16: shipfile.events.v1.PackageDeleted.package:type_name -> shipfile.events.v1.Package
-	1,  // 17: shipfile.events.v1.PackageExpired.package:type_name -> shipfile.events.v1.Package
-	12, // 18: shipfile.events.v1.PackageExpired.expires_at:type_name -> google.protobuf.Timestamp
-	12, // 19: shipfile.events.v1.MailJob.expires_at:type_name -> google.protobuf.Timestamp
-	13, // 20: shipfile.events.v1.event_type:extendee -> google.protobuf.FieldOptions
-	13, // 21: shipfile.events.v1.synthetic:extendee -> google.protobuf.FieldOptions
-	22, // [22:22] is the sub-list for method output_type
-	22, // [22:22] is the sub-list for method input_type
-	22, // [22:22] is the sub-list for extension type_name
-	20, // [20:22] is the sub-list for extension extendee
-	0,  // [0:20] is the sub-list for field type_name
+	10, // 8: shipfile.events.v1.Envelope.webhook_test:type_name -> shipfile.events.v1.WebhookTest
+	9,  // 9: shipfile.events.v1.Envelope.file_infected:type_name -> shipfile.events.v1.FileInfected
+	1,  // 10: shipfile.events.v1.PackageCreated.package:type_name -> shipfile.events.v1.Package
+	13, // 11: shipfile.events.v1.PackageCreated.expires_at:type_name -> google.protobuf.Timestamp
+	1,  // 12: shipfile.events.v1.PackageFinalized.package:type_name -> shipfile.events.v1.Package
+	13, // 13: shipfile.events.v1.PackageFinalized.expires_at:type_name -> google.protobuf.Timestamp
+	1,  // 14: shipfile.events.v1.FileUploaded.package:type_name -> shipfile.events.v1.Package
+	1,  // 15: shipfile.events.v1.PackageDownloaded.package:type_name -> shipfile.events.v1.Package
+	1,  // 16: shipfile.events.v1.PackageRevoked.package:type_name -> shipfile.events.v1.Package
+	1,  // 17: shipfile.events.v1.PackageDeleted.package:type_name -> shipfile.events.v1.Package
+	1,  // 18: shipfile.events.v1.PackageExpired.package:type_name -> shipfile.events.v1.Package
+	13, // 19: shipfile.events.v1.PackageExpired.expires_at:type_name -> google.protobuf.Timestamp
+	1,  // 20: shipfile.events.v1.FileInfected.package:type_name -> shipfile.events.v1.Package
+	13, // 21: shipfile.events.v1.MailJob.expires_at:type_name -> google.protobuf.Timestamp
+	14, // 22: shipfile.events.v1.event_type:extendee -> google.protobuf.FieldOptions
+	14, // 23: shipfile.events.v1.synthetic:extendee -> google.protobuf.FieldOptions
+	24, // [24:24] is the sub-list for method output_type
+	24, // [24:24] is the sub-list for method input_type
+	24, // [24:24] is the sub-list for extension type_name
+	22, // [22:24] is the sub-list for extension extendee
+	0,  // [0:22] is the sub-list for field type_name
 }
 
 func init() { file_events_v1_events_proto_init() }
@@ -1187,6 +1282,7 @@ func file_events_v1_events_proto_init() {
 		(*Envelope_PackageDeleted)(nil),
 		(*Envelope_PackageExpired)(nil),
 		(*Envelope_WebhookTest)(nil),
+		(*Envelope_FileInfected)(nil),
 	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
@@ -1194,7 +1290,7 @@ func file_events_v1_events_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_events_v1_events_proto_rawDesc), len(file_events_v1_events_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   12,
+			NumMessages:   13,
 			NumExtensions: 2,
 			NumServices:   0,
 		},

@@ -83,6 +83,11 @@ type File struct {
 	CreatedAt   time.Time
 	// DownloadCount is the number of downloads through the link.
 	DownloadCount int
+	// Scan is the malware scan's state (ScanPending …), ScanSignature what clamd found
+	// when infected, ScannedAt when the verdict was recorded (SPEC "Malware scanning").
+	Scan          ScanState
+	ScanSignature string
+	ScannedAt     *time.Time
 }
 
 // DownloadsLeft is how many more downloads of f the link allows under limit (nil: no

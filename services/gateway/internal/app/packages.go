@@ -98,6 +98,8 @@ type Packages struct {
 	publicURL string
 	now       func() time.Time
 	hasher    PasswordHasher
+	// scan is the malware scanning mode the link routes follow (UseScanMode; scan.go).
+	scan ScanMode
 	// reservationRenewal is ObjectReservationRenewal (shorter in tests).
 	reservationRenewal time.Duration
 	// endUploads ends a package's unfinished resumable uploads (set by NewResumable).
@@ -307,6 +309,7 @@ func (s *Packages) upload(ctx context.Context, p Package, up Upload, by Uploader
 		ContentType: NormalizeContentType(up.ContentType),
 		ObjectKey:   objectKey(p.ID, fileID),
 		UploadedBy:  by,
+		Scan:        ScanPending, // the column's default: the scanner records the verdict
 	}
 
 	h := sha256.New()
@@ -388,6 +391,9 @@ func (s *Packages) open(ctx context.Context, id, fileID uuid.UUID) (File, Object
 	f, err := s.store.GetFile(ctx, id, fileID)
 	if err != nil {
 		return File{}, nil, err
+	}
+	if f.Scan == ScanInfected {
+		return File{}, nil, ErrInfectedRemoved
 	}
 	obj, err := s.objects.Open(ctx, f.ObjectKey)
 	if err != nil {
@@ -620,6 +626,9 @@ func (s *Packages) DownloadViaLink(ctx context.Context, token string, client Cli
 	if !LinkMayDownload(f) {
 		return File{}, nil, nil, ErrRecipientFile
 	}
+	if err := s.scanAllows(f); err != nil {
+		return File{}, nil, nil, err
+	}
 	finish := func(bool) {}
 	if counted {
 		ok, err := s.store.TakeDownload(ctx, p.ID, f.ID, p.MaxDownloads)
@@ -678,7 +687,7 @@ func (s *Packages) ArchiveViaLink(ctx context.Context, token string, client Clie
 	}
 	files := make([]File, 0, len(all))
 	for _, f := range all {
-		if LinkMayDownload(f) {
+		if LinkMayDownload(f) && s.scanAllows(f) == nil {
 			files = append(files, f)
 		}
 	}

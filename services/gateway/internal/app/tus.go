@@ -954,7 +954,7 @@ func (r *Resumable) complete(ctx context.Context, w *chunkWriter, op Op, audit A
 	}
 	f := File{
 		ID: u.FileID, PackageID: u.PackageID, Filename: u.Filename, ContentType: u.ContentType,
-		ObjectKey: u.ObjectKey, UploadedBy: u.UploadedBy, Size: u.Length,
+		ObjectKey: u.ObjectKey, UploadedBy: u.UploadedBy, Size: u.Length, Scan: ScanPending,
 		SHA256:    fmt.Sprintf("%x", digest.Sum(nil)),
 		CreatedAt: r.p.now().UTC().Truncate(time.Microsecond),
 	}

@@ -54,6 +54,7 @@ type Config struct {
 	Web             WebConfig
 	Edge            EdgeConfig
 	OIDC            OIDCConfig
+	Scan            ScanConfig
 }
 
 // OIDCConfig is the organization's OpenID provider (SPEC "Signing in with the
@@ -85,6 +86,13 @@ func (c OIDCConfig) Web(publicURL string) *web.OIDCConfig {
 		Scopes: strings.Fields(c.Scopes), GroupsClaim: c.GroupsClaim, PublicURL: publicURL,
 		Policy: app.OIDCPolicy{AdminGroups: splitList(c.AdminGroups), AllowedGroups: splitList(c.AllowedGroups)},
 	}
+}
+
+// ScanConfig is what the gateway needs of malware scanning (SPEC "Malware scanning"):
+// the mode its link routes follow. The scanner service does the scanning.
+type ScanConfig struct {
+	Mode      string `env:"SHIPFILE_SCAN" default:"" help:"off, flag (files served while pending) or block (through the link a file is served once clean); default: block when SHIPFILE_CLAMD_ADDR is set, else off"`
+	ClamdAddr string `env:"SHIPFILE_CLAMD_ADDR" default:"" help:"clamd's address (the scanner's); the gateway only reads whether it is set, for SHIPFILE_SCAN's default"`
 }
 
 // EdgeConfig bounds what one client can hold of the gateway (SPEC "Hostile clients").
@@ -129,6 +137,9 @@ func (c WebConfig) SecureCookies(publicURL string) (bool, error) {
 // Validate checks what the parser cannot.
 func (c *Config) Validate() error {
 	errs := []error{c.NATS.Validate()}
+	if _, err := app.ParseScanMode(c.Scan.Mode, c.Scan.ClamdAddr); err != nil {
+		errs = append(errs, err)
+	}
 	if _, err := c.Web.SecureCookies(c.PublicURL); err != nil {
 		errs = append(errs, err)
 	}
@@ -279,6 +290,11 @@ func New(_ context.Context, cfg Config, deps Deps) (*Service, error) {
 	objectStore := store.NewObjects(deps.Objects, uint64(cfg.UploadPartSize))
 	s.Packages = app.NewPackages(db, objectStore, app.Limits{MaxFileSize: cfg.MaxFileSize, MaxFiles: cfg.MaxFiles}, cfg.PublicURL)
 	s.Packages.UseHasher(hasher)
+	scanMode, err := app.ParseScanMode(cfg.Scan.Mode, cfg.Scan.ClamdAddr)
+	if err != nil {
+		return nil, err
+	}
+	s.Packages.UseScanMode(scanMode)
 	s.Resumable = app.NewResumable(s.Packages, db, objectStore, app.TusConfig{
 		ResumeWindow: cfg.ResumeWindow, Lease: cfg.UploadLease, LockWait: cfg.UploadLockWait, MaxOpen: cfg.Edge.UploadMaxOpen,
 	}, log)

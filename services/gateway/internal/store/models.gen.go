@@ -45,6 +45,10 @@ type File struct {
 	UploadedBy    string
 	CreatedAt     time.Time
 	DownloadCount int32
+	Scan          string
+	ScanSignature string
+	ScannedAt     *time.Time
+	ScanAttempts  int32
 }
 
 type LinkRate struct {
@@ -121,6 +125,9 @@ type OwnerNotification struct {
 	CreatedAt time.Time
 	UpdatedAt time.Time
 	SentAt    *time.Time
+	FileID    *uuid.UUID
+	Filename  string
+	Signature string
 }
 
 type OwnerNotificationFile struct {

@@ -224,7 +224,7 @@ func (q *Queries) ForgetOldUnlockFailures(ctx context.Context, arg ForgetOldUnlo
 }
 
 const getFile = `-- name: GetFile :one
-SELECT id, package_id, filename, size, content_type, sha256, object_key, uploaded_by, created_at, download_count FROM files WHERE package_id = $1 AND id = $2
+SELECT id, package_id, filename, size, content_type, sha256, object_key, uploaded_by, created_at, download_count, scan, scan_signature, scanned_at, scan_attempts FROM files WHERE package_id = $1 AND id = $2
 `
 
 type GetFileParams struct {
@@ -246,6 +246,10 @@ func (q *Queries) GetFile(ctx context.Context, arg GetFileParams) (File, error) 
 		&i.UploadedBy,
 		&i.CreatedAt,
 		&i.DownloadCount,
+		&i.Scan,
+		&i.ScanSignature,
+		&i.ScannedAt,
+		&i.ScanAttempts,
 	)
 	return i, err
 }
@@ -590,7 +594,7 @@ func (q *Queries) ListAudit(ctx context.Context, arg ListAuditParams) ([]AuditLo
 }
 
 const listFiles = `-- name: ListFiles :many
-SELECT id, package_id, filename, size, content_type, sha256, object_key, uploaded_by, created_at, download_count FROM files WHERE package_id = $1 ORDER BY created_at, id
+SELECT id, package_id, filename, size, content_type, sha256, object_key, uploaded_by, created_at, download_count, scan, scan_signature, scanned_at, scan_attempts FROM files WHERE package_id = $1 ORDER BY created_at, id
 `
 
 func (q *Queries) ListFiles(ctx context.Context, packageID uuid.UUID) ([]File, error) {
@@ -613,6 +617,10 @@ func (q *Queries) ListFiles(ctx context.Context, packageID uuid.UUID) ([]File, e
 			&i.UploadedBy,
 			&i.CreatedAt,
 			&i.DownloadCount,
+			&i.Scan,
+			&i.ScanSignature,
+			&i.ScannedAt,
+			&i.ScanAttempts,
 		); err != nil {
 			return nil, err
 		}

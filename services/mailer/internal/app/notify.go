@@ -20,6 +20,9 @@ import (
 const (
 	NotifyDownloaded = "downloaded" // an outbound package's first download
 	NotifyUploads    = "uploads"    // a burst of recipient uploads to an inbound package
+	// NotifyInfected: the scanner found malware in a file (services/scanner writes the
+	// row with its verdict). Sent whatever notify_owner says: it is a security notice.
+	NotifyInfected = "infected"
 )
 
 // Notification states (owner_notifications.state) beyond the delivery states.
@@ -68,6 +71,9 @@ type Notification struct {
 	OwnerName      string
 	NotifyOwner    bool
 	Files          []NotifiedFile // the burst's files, oldest first (uploads)
+	// Filename and Signature: the infected file and what clamd found (infected).
+	Filename  string
+	Signature string
 }
 
 // NotifiedFile is a file of an upload burst.
@@ -176,7 +182,7 @@ func (n *Notifier) Tick(stop, ctx context.Context) {
 func (n *Notifier) send(ctx context.Context) func(Notification) Outcome {
 	return func(no Notification) Outcome {
 		log := n.log.With("notification_id", no.ID, "package_id", no.PackageID, "kind", no.Kind)
-		if !no.NotifyOwner {
+		if !no.NotifyOwner && no.Kind != NotifyInfected {
 			log.Info("notification dropped: the owner turned notifications off")
 			return Outcome{State: NotifyDropped}
 		}
@@ -225,6 +231,9 @@ type notifyView struct {
 	Title     string
 	Link      string
 	Files     []notifyFile
+	// Infected is the infected file's name and Signature what clamd found (infected).
+	Infected  string
+	Signature string
 }
 
 type notifyFile struct {
@@ -264,6 +273,9 @@ func RenderNotification(no Notification, publicURL string) (Email, error) {
 		for _, f := range no.Files {
 			v.Files = append(v.Files, notifyFile{Name: OneLine(f.Name), Size: humanSize(f.Size)})
 		}
+	case NotifyInfected:
+		v.Infected, v.Signature = OneLine(no.Filename), OneLine(no.Signature)
+		v.Subject = fmt.Sprintf("Malware found in %s: %s", v.Title, v.Infected)
 	default:
 		return Email{}, fmt.Errorf("%w: unknown notification kind %q", ErrPoison, no.Kind)
 	}

@@ -57,6 +57,19 @@ func TestRenderNotification(t *testing.T) {
 	if e, _ := RenderNotification(u, "https://x"); e.Subject != "bob@example.com uploaded 1 file to Q3 report" {
 		t.Errorf("one file: %q", e.Subject)
 	}
+	inf := base
+	inf.Kind, inf.Filename, inf.Signature = NotifyInfected, "inv<o>ice.pdf", "Eicar-Test-Signature.UNOFFICIAL"
+	e, err = RenderNotification(inf, "https://files.example.com")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if e.Subject != "Malware found in Q3 report: inv<o>ice.pdf" {
+		t.Errorf("infected subject %q", e.Subject)
+	}
+	if !strings.Contains(e.Text, "found Eicar-Test-Signature.UNOFFICIAL in the file inv<o>ice.pdf") ||
+		!strings.Contains(e.HTML, "inv&lt;o&gt;ice.pdf") || !strings.Contains(e.Text, link) {
+		t.Errorf("infected e-mail lacks the signature, the escaped name or the link:\n%s", e.Text)
+	}
 	bad := base
 	bad.Kind, bad.OwnerEmail = NotifyDownloaded, "not an address"
 	if _, err := RenderNotification(bad, "https://x"); !errors.Is(err, errUndeliverable) {

@@ -68,6 +68,7 @@ func (p *Postgres) SendDue(ctx context.Context, fn func(app.Notification) app.Ou
 		ID: row.ID, Kind: row.Kind, PackageID: row.PackageID, Attempts: int(row.Attempts), Title: row.Title,
 		RecipientEmail: row.RecipientEmail, RecipientName: row.RecipientName,
 		OwnerEmail: row.OwnerEmail, OwnerName: row.OwnerName, NotifyOwner: row.NotifyOwner,
+		Filename: row.Filename, Signature: row.Signature,
 	}
 	files, err := q.NotificationFiles(ctx, n.ID)
 	if err != nil {

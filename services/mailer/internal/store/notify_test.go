@@ -148,3 +148,31 @@ func TestNotificationState(t *testing.T) {
 		t.Fatalf("after sending: %v", st)
 	}
 }
+
+// An infected file's notification, written by the scanner with its verdict, is sent
+// with the file's name and the signature, even when the owner turned notifications off.
+func TestInfectedNotificationSent(t *testing.T) {
+	t.Parallel()
+	pool, _ := schematest.Pool(t)
+	s := store.New(pool)
+	ctx := context.Background()
+	pkg := insertPackage(t, pool, "inbound", false)
+	if _, err := pool.Exec(ctx, `INSERT INTO owner_notifications (package_id, kind, state, due_at, file_id, filename, signature)
+		VALUES ($1, 'infected', 'pending', now(), $2, 'evil.exe', 'Eicar-Test-Signature')`, pkg, uuid.NewString()); err != nil {
+		t.Fatal(err)
+	}
+	var got app.Notification
+	sent, err := s.SendDue(ctx, func(n app.Notification) app.Outcome {
+		got = n
+		return app.Outcome{State: app.StateSent, Attempted: true, MessageID: "<m@x>"}
+	})
+	if err != nil || !sent {
+		t.Fatalf("SendDue: %v, %v", sent, err)
+	}
+	if got.Kind != app.NotifyInfected || got.Filename != "evil.exe" || got.Signature != "Eicar-Test-Signature" || got.NotifyOwner {
+		t.Errorf("notification %+v", got)
+	}
+	if st, _ := notifications(t, pool, pkg); len(st) != 1 || st[0] != "sent" {
+		t.Errorf("states %v, want [sent]", st)
+	}
+}

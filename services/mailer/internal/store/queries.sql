@@ -74,7 +74,7 @@ WHERE kind = 'uploads' AND state = 'open' AND due_at <= now();
 -- name: LockDueNotification :one
 -- Locks one due notification no other instance holds, with what its e-mail needs.
 SELECT n.id, n.kind, n.package_id, n.attempts, p.title, p.recipient_email, p.recipient_name,
-       u.email AS owner_email, u.name AS owner_name, p.notify_owner
+       u.email AS owner_email, u.name AS owner_name, p.notify_owner, n.filename, n.signature
 FROM owner_notifications n
 JOIN packages p ON p.id = n.package_id
 JOIN users u ON u.id = p.owner_user_id

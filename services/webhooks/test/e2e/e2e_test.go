@@ -150,8 +150,8 @@ func TestWebhooksEndToEnd(t *testing.T) {
 	rcv.setStatus("flaky", http.StatusInternalServerError)
 	secrets := map[string]string{"all": all["secret"].(string), "finalized": only["secret"].(string), "flaky": flaky["secret"].(string)}
 	hookIDs := map[string]float64{"all": all["id"].(float64), "finalized": only["id"].(float64), "flaky": flaky["id"].(float64)}
-	if n := len(all["events"].([]any)); n != 7 {
-		t.Fatalf("default events = %d, want the seven package events", n)
+	if n := len(all["events"].([]any)); n != 8 {
+		t.Fatalf("default events = %d, want the eight package events (package.file_infected included)", n)
 	}
 
 	// The Test button.

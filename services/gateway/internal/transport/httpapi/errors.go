@@ -71,8 +71,10 @@ func writeError(c *gin.Context, log *slog.Logger, pages Pages, err error) {
 	}
 	var ae *app.Error
 	switch {
-	case errors.As(err, &ae) && (ae.Kind == app.KindTooMany || ae.Kind == app.KindBusy):
-		retryAfter(c, ae.RetryAfter) // a limit of the gateway's own, not an outage
+	case errors.As(err, &ae) && (ae.Kind == app.KindTooMany || ae.Kind == app.KindBusy || ae.RetryAfter > 0):
+		// A limit of the gateway's own, not an outage; or a state that passes (a file
+		// still being checked for malware: 409).
+		retryAfter(c, ae.RetryAfter)
 	case status == http.StatusServiceUnavailable:
 		log.Warn("request failed: a backing service is unavailable", "route", c.FullPath(), "method", c.Request.Method, "err", err)
 		c.Header("Retry-After", "5")

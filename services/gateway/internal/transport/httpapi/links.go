@@ -117,8 +117,12 @@ func (h *handlers) archiveViaLink(c *gin.Context) {
 	w.Header().Set("Content-Disposition", attachment(app.ArchiveName(p)))
 	w.Header().Set("X-Content-Type-Options", "nosniff")
 	w.Header().Set("Cache-Control", "private, no-store")
+	omitted := h.scanOmitted(c, p.ID)
 	w.WriteHeader(http.StatusOK)
 	zw := zip.NewWriter(w)
+	if omitted != "" {
+		_ = zw.SetComment(omitted)
+	}
 	names := map[string]int{}
 	for _, f := range files {
 		if err := addToZip(zw, f, uniqueName(names, f.Filename), open); err != nil {

@@ -56,6 +56,10 @@ type fileResponse struct {
 	CreatedAt   time.Time `json:"created_at"`
 	// DownloadCount is the number of downloads through the link.
 	DownloadCount int `json:"download_count"`
+	// Scan, ScanSignature and ScannedAt: SPEC "Malware scanning".
+	Scan          string     `json:"scan"`
+	ScanSignature *string    `json:"scan_signature"`
+	ScannedAt     *time.Time `json:"scanned_at"`
 }
 
 func toPackageResponse(p app.Package) packageResponse {
@@ -81,7 +85,16 @@ func toFileResponse(f app.File) fileResponse {
 	return fileResponse{
 		ID: f.ID.String(), Filename: f.Filename, Size: f.Size, ContentType: f.ContentType, SHA256: f.SHA256,
 		UploadedBy: string(f.UploadedBy), CreatedAt: f.CreatedAt.UTC(), DownloadCount: f.DownloadCount,
+		Scan: string(f.Scan), ScanSignature: scanSignature(f), ScannedAt: utcPtr(f.ScannedAt),
 	}
+}
+
+// scanSignature is what clamd found in an infected file, null otherwise.
+func scanSignature(f app.File) *string {
+	if f.Scan != app.ScanInfected || f.ScanSignature == "" {
+		return nil
+	}
+	return &f.ScanSignature
 }
 
 // client is the caller for the audit log, with the link grant it presents (header

@@ -184,7 +184,7 @@ func TestWebhookCreateAndRead(t *testing.T) {
 	}
 	allID := hookID(t, all)
 	if got := stringList(all["events"]); !slices.Equal(got, events.Types) {
-		t.Fatalf("default events = %v, want all seven %v", got, events.Types)
+		t.Fatalf("default events = %v, want all %v", got, events.Types)
 	}
 	if all["url"] != "https://hooks.example.com/all" || all["description"] != "" || all["active"] != true {
 		t.Fatalf("created = %s", r.body)

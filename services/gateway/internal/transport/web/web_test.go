@@ -13,6 +13,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/shipfile/shipfile/pkg/events"
 	"github.com/shipfile/shipfile/services/gateway/internal/app"
 )
 
@@ -491,7 +492,7 @@ func TestAdminPages(t *testing.T) {
 	// Webhooks: every event is checked by default; none checked is an error; the
 	// secret is shown once.
 	p = b.get("/admin/webhooks")
-	if n := strings.Count(p.body, `name="events"`); n != 7 || strings.Count(p.body, " checked>") != 7 {
+	if n := strings.Count(p.body, `name="events"`); n != len(events.Types) || strings.Count(p.body, " checked>") != len(events.Types) {
 		t.Fatalf("event checkboxes: %d, checked %d", n, strings.Count(p.body, " checked>"))
 	}
 	p = b.post("/admin/webhooks", url.Values{"url": {"http://127.0.0.1:9/hook"}})

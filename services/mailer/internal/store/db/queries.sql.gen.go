@@ -87,7 +87,7 @@ func (q *Queries) LockDelivery(ctx context.Context, jobID string) (LockDeliveryR
 
 const lockDueNotification = `-- name: LockDueNotification :one
 SELECT n.id, n.kind, n.package_id, n.attempts, p.title, p.recipient_email, p.recipient_name,
-       u.email AS owner_email, u.name AS owner_name, p.notify_owner
+       u.email AS owner_email, u.name AS owner_name, p.notify_owner, n.filename, n.signature
 FROM owner_notifications n
 JOIN packages p ON p.id = n.package_id
 JOIN users u ON u.id = p.owner_user_id
@@ -108,6 +108,8 @@ type LockDueNotificationRow struct {
 	OwnerEmail     string
 	OwnerName      string
 	NotifyOwner    bool
+	Filename       string
+	Signature      string
 }
 
 // Locks one due notification no other instance holds, with what its e-mail needs.
@@ -125,6 +127,8 @@ func (q *Queries) LockDueNotification(ctx context.Context) (LockDueNotificationR
 		&i.OwnerEmail,
 		&i.OwnerName,
 		&i.NotifyOwner,
+		&i.Filename,
+		&i.Signature,
 	)
 	return i, err
 }
