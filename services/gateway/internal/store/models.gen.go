@@ -32,6 +32,8 @@ type AuditLog struct {
 	Ip          string
 	UserAgent   string
 	Detail      string
+	Hits        int32
+	Hour        *time.Time
 }
 
 type File struct {
@@ -45,6 +47,12 @@ type File struct {
 	UploadedBy    string
 	CreatedAt     time.Time
 	DownloadCount int32
+}
+
+type LinkBudget struct {
+	FileID   uuid.UUID
+	LinkHash []byte
+	Taken    int64
 }
 
 type LinkRate struct {

@@ -5,11 +5,11 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"strconv"
 	"strings"
 	"time"
 
 	"github.com/gin-gonic/gin"
+	"github.com/google/uuid"
 
 	"github.com/shipfile/shipfile/services/gateway/internal/app"
 )
@@ -33,7 +33,8 @@ type linkResponse struct {
 type linkFileResponse struct {
 	fileResponse
 	DownloadURL string `json:"download_url"`
-	// DownloadsLeft is how many more downloads the link allows; null: no limit.
+	// DownloadsLeft is the file's budget left through the link in whole copies
+	// (SPEC "Download limit"); null: no limit.
 	DownloadsLeft *int `json:"downloads_left"`
 }
 
@@ -66,52 +67,31 @@ func (h *handlers) downloadViaLink(c *gin.Context) {
 		_ = c.Error(err)
 		return
 	}
-	// A HEAD, or a range that does not start at byte 0, resumes or probes a download
-	// rather than starting one, so it does not fire package.downloaded.
-	counted := c.Request.Method == http.MethodGet && startsAtZero(c.GetHeader("Range"))
-	f, obj, finish, err := h.packages.DownloadViaLink(c.Request.Context(), c.Param("token"), client(c), fileID, counted)
+	head := c.Request.Method == http.MethodHead
+	plan := func(f app.File) (app.Span, error) { return linkSpan(c.Request, f) }
+	f, span, obj, finish, err := h.packages.DownloadViaLink(c.Request.Context(), c.Param("token"), client(c), fileID, head, plan)
 	if err != nil {
 		_ = c.Error(err)
 		return
 	}
 	defer obj.Close()
-	serveFile(c, f, obj)
-	finish(servedWhole(c))
-}
-
-// servedWhole reports whether the answer went out to its last byte: a 200 or 206
-// whose body was written as long as its Content-Length (a 304, 412 or 416 serves
-// nothing; a cut connection fails a write).
-func servedWhole(c *gin.Context) bool {
-	st := c.Writer.Status()
-	if st != http.StatusOK && st != http.StatusPartialContent {
-		return false
-	}
-	n, err := strconv.ParseInt(c.Writer.Header().Get("Content-Length"), 10, 64)
-	// Not the request's context: a client that read the last byte may close the
-	// connection (cancelling the context) before the handler returns.
-	return err == nil && int64(c.Writer.Size()) == n
-}
-
-func startsAtZero(rng string) bool {
-	if rng == "" {
-		return true
-	}
-	spec, ok := strings.CutPrefix(strings.TrimSpace(rng), "bytes=")
-	return ok && strings.HasPrefix(strings.TrimSpace(spec), "0-")
+	serveSpan(c, f, span, obj)
+	finish(sentOf(c))
 }
 
 // archiveViaLink streams every file of the package as one zip, stored without
-// compression (files are streamed straight from storage, nothing is buffered).
+// compression (files are streamed straight from storage, nothing is buffered). What
+// went out of each entry is noted, so a stream cut midway keeps the entries it sent
+// whole taken from their budgets and gives back the rest.
 func (h *handlers) archiveViaLink(c *gin.Context) {
 	p, files, open, finish, err := h.packages.ArchiveViaLink(c.Request.Context(), c.Param("token"), client(c))
 	if err != nil {
 		_ = c.Error(err)
 		return
 	}
-	complete := false
-	// Deferred, so a stream cut by the panic below gives its downloads back too.
-	defer func() { finish(complete) }()
+	sent := make(map[uuid.UUID]app.Sent, len(files))
+	// Deferred, so a stream cut by the panic below settles its budgets too.
+	defer func() { finish(sent) }()
 	w := c.Writer
 	w.Header().Set("Content-Type", "application/zip")
 	w.Header().Set("Content-Disposition", attachment(app.ArchiveName(p)))
@@ -121,7 +101,9 @@ func (h *handlers) archiveViaLink(c *gin.Context) {
 	zw := zip.NewWriter(w)
 	names := map[string]int{}
 	for _, f := range files {
-		if err := addToZip(zw, f, uniqueName(names, f.Filename), open); err != nil {
+		n, err := addToZip(zw, f, uniqueName(names, f.Filename), open)
+		sent[f.ID] = app.Sent{Bytes: n, Whole: err == nil && n == f.Size}
+		if err != nil {
 			// The status is sent; all we can do is cut the stream so the client sees a
 			// broken zip rather than a short one that looks whole.
 			h.log.Error("zip stream failed", "package_id", p.ID, "file_id", f.ID, "err", err)
@@ -130,25 +112,24 @@ func (h *handlers) archiveViaLink(c *gin.Context) {
 	}
 	if err := zw.Close(); err != nil {
 		h.log.Warn("zip stream close failed", "package_id", p.ID, "err", err)
-		return
 	}
-	complete = true
 }
 
-func addToZip(zw *zip.Writer, f app.File, name string, open func(app.File) (app.Object, error)) error {
+// addToZip writes f as an entry of zw and returns how many of its bytes went into
+// the stream.
+func addToZip(zw *zip.Writer, f app.File, name string, open func(app.File) (app.Object, error)) (int64, error) {
 	obj, err := open(f)
 	if err != nil {
-		return err
+		return 0, err
 	}
 	defer obj.Close()
 	hdr := &zip.FileHeader{Name: name, Method: zip.Store, Modified: f.CreatedAt}
 	hdr.SetMode(0o644)
 	dst, err := zw.CreateHeader(hdr)
 	if err != nil {
-		return err
+		return 0, err
 	}
-	_, err = io.Copy(dst, obj)
-	return err
+	return io.Copy(dst, obj)
 }
 
 // uniqueName keeps names within one zip distinct: "a.txt", "a (2).txt", ...
