@@ -11,10 +11,12 @@ import "fmt"
 // one per whole copy.
 
 // Span is what an answer through a link sends of a file: Length bytes from Start.
-// Partial: one range, answered 206; else the whole file, 200.
+// Partial: one range, answered 206; else the whole file, 200. Bodiless: the answer
+// sends no body (a HEAD, or a 304 that the request's validators ask for).
 type Span struct {
 	Start, Length int64
 	Partial       bool
+	Bodiless      bool
 }
 
 // WholeFile is the span of all of f.
@@ -36,10 +38,10 @@ func budgetUnit(size int64) int64 { return max(size, 1) }
 func LinkBudget(size int64, limit int) int64 { return int64(limit) * budgetUnit(size) }
 
 // AnswerCost is what an answer sending span of a file of size bytes takes from its
-// budget: the bytes it sends; nothing for a HEAD; one unit for a whole empty file.
-func AnswerCost(size int64, s Span, head bool) int64 {
+// budget: the bytes it sends; nothing without a body; one unit for a whole empty file.
+func AnswerCost(size int64, s Span) int64 {
 	switch {
-	case head:
+	case s.Bodiless:
 		return 0
 	case size == 0 && !s.Partial:
 		return 1
@@ -53,6 +55,10 @@ type Sent struct {
 	Bytes int64
 	Whole bool
 }
+
+// Counted reports whether an answer of span counts a download and fires
+// package.downloaded: it sends a body that starts at byte 0.
+func (s Span) Counted() bool { return !s.Bodiless && s.Start == 0 }
 
 // GiveBack is what an answer that took cost gives back to the budget once it sent
 // sent: what it did not send.

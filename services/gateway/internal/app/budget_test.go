@@ -50,23 +50,22 @@ func TestAnswerCostAndGiveBack(t *testing.T) {
 		name string
 		size int64
 		span Span
-		head bool
 		sent Sent
 		cost int64
 		back int64
 	}{
-		{"whole file sent whole", 100, Span{Length: 100}, false, Sent{Bytes: 100, Whole: true}, 100, 0},
-		{"whole file cut at 40", 100, Span{Length: 100}, false, Sent{Bytes: 40}, 100, 60},
-		{"a 304 sends nothing", 100, Span{Length: 100}, false, Sent{}, 100, 100},
-		{"a range", 100, Span{Start: 90, Length: 10, Partial: true}, false, Sent{Bytes: 10, Whole: true}, 10, 0},
-		{"a suffix of the whole file", 100, Span{Length: 100, Partial: true}, false, Sent{Bytes: 100, Whole: true}, 100, 0},
-		{"HEAD", 100, Span{Length: 100}, true, Sent{}, 0, 0},
-		{"empty file", 0, Span{}, false, Sent{Whole: true}, 1, 0},
-		{"empty file not sent", 0, Span{}, false, Sent{}, 1, 1},
-		{"more written than taken (headers)", 100, Span{Length: 10, Partial: true}, false, Sent{Bytes: 50}, 10, 0},
+		{"whole file sent whole", 100, Span{Length: 100}, Sent{Bytes: 100, Whole: true}, 100, 0},
+		{"whole file cut at 40", 100, Span{Length: 100}, Sent{Bytes: 40}, 100, 60},
+		{"a 304 sends nothing", 100, Span{Length: 100}, Sent{}, 100, 100},
+		{"a range", 100, Span{Start: 90, Length: 10, Partial: true}, Sent{Bytes: 10, Whole: true}, 10, 0},
+		{"a suffix of the whole file", 100, Span{Length: 100, Partial: true}, Sent{Bytes: 100, Whole: true}, 100, 0},
+		{"HEAD", 100, Span{Length: 100, Bodiless: true}, Sent{}, 0, 0},
+		{"empty file", 0, Span{}, Sent{Whole: true}, 1, 0},
+		{"empty file not sent", 0, Span{}, Sent{}, 1, 1},
+		{"more written than taken (headers)", 100, Span{Length: 10, Partial: true}, Sent{Bytes: 50}, 10, 0},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			cost := AnswerCost(c.size, c.span, c.head)
+			cost := AnswerCost(c.size, c.span)
 			if cost != c.cost {
 				t.Fatalf("AnswerCost = %d, want %d", cost, c.cost)
 			}
@@ -86,7 +85,7 @@ func TestBudgetAgainstEveryTrick(t *testing.T) {
 	f := File{Size: size}
 	var out int64 // bytes that went out
 	take := func(span Span) bool {
-		cost := AnswerCost(size, span, false)
+		cost := AnswerCost(size, span)
 		left, _ := f.BudgetLeft(&n)
 		if left == 0 || cost > left {
 			return false

@@ -600,10 +600,10 @@ type Finish func(Sent)
 // DownloadViaLink opens a file through a link for an answer of the span plan picks
 // (a RangeNotSatisfiableError for a range the file cannot satisfy). A file whose
 // budget is spent answers ErrFileUsedUp, HEAD included; otherwise the answer takes the
-// bytes it will send (none for a HEAD) from the budget, or is ErrFileUsedUp when they
-// are more than what is left. An answer from byte 0 (not a HEAD) counts a download and
-// fires package.downloaded. The caller calls finish with what it sent.
-func (s *Packages) DownloadViaLink(ctx context.Context, token string, client Client, fileID uuid.UUID, head bool, plan func(File) (Span, error)) (File, Span, Object, Finish, error) {
+// bytes it will send (none without a body) from the budget, or is ErrFileUsedUp when
+// they are more than what is left. An answer with a body from byte 0 counts a download
+// and fires package.downloaded. The caller calls finish with what it sent.
+func (s *Packages) DownloadViaLink(ctx context.Context, token string, client Client, fileID uuid.UUID, plan func(File) (Span, error)) (File, Span, Object, Finish, error) {
 	p, err := s.resolveLink(ctx, token, client)
 	if err != nil {
 		return File{}, Span{}, nil, nil, err
@@ -622,8 +622,8 @@ func (s *Packages) DownloadViaLink(ctx context.Context, token string, client Cli
 	if err != nil {
 		return File{}, Span{}, nil, nil, err
 	}
-	cost := AnswerCost(f.Size, span, head)
-	counted := !head && span.Start == 0
+	cost := AnswerCost(f.Size, span)
+	counted := span.Counted()
 	finish := func(Sent) {}
 	if cost > 0 || counted {
 		taken, err := s.store.TakeLinkBytes(ctx, p.ID, p.LinkHash, []uuid.UUID{f.ID}, []int64{cost}, counted)
@@ -701,7 +701,7 @@ func (s *Packages) ArchiveViaLink(ctx context.Context, token string, client Clie
 		ids := make([]uuid.UUID, len(files))
 		costs := make([]int64, len(files))
 		for i, f := range files {
-			ids[i], costs[i] = f.ID, AnswerCost(f.Size, WholeFile(f), false)
+			ids[i], costs[i] = f.ID, AnswerCost(f.Size, WholeFile(f))
 		}
 		taken, err := s.store.TakeLinkBytes(ctx, p.ID, p.LinkHash, ids, costs, true)
 		if err != nil {
@@ -714,7 +714,7 @@ func (s *Packages) ArchiveViaLink(ctx context.Context, token string, client Clie
 		finish = func(sent map[uuid.UUID]Sent) {
 			back := make(map[uuid.UUID]int64, len(files))
 			for _, f := range files {
-				back[f.ID] = GiveBack(AnswerCost(f.Size, WholeFile(f), false), sent[f.ID])
+				back[f.ID] = GiveBack(AnswerCost(f.Size, WholeFile(f)), sent[f.ID])
 			}
 			s.giveBack(ctx, p.LinkHash, back)
 		}

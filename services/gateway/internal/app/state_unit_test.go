@@ -523,7 +523,7 @@ func TestUnitOperations(t *testing.T) {
 		}},
 		{"download through the link", Outbound, func(f *unitFixture, p Package, link string) error {
 			files, _ := f.store.ListFiles(ctx, p.ID)
-			_, _, obj, finish, err := f.svc.DownloadViaLink(ctx, link, Client{}, files[0].ID, false, func(f File) (Span, error) { return WholeFile(f), nil })
+			_, _, obj, finish, err := f.svc.DownloadViaLink(ctx, link, Client{}, files[0].ID, func(f File) (Span, error) { return WholeFile(f), nil })
 			if obj != nil {
 				obj.Close()
 				finish(Sent{Whole: true})

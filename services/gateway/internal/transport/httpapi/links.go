@@ -67,9 +67,8 @@ func (h *handlers) downloadViaLink(c *gin.Context) {
 		_ = c.Error(err)
 		return
 	}
-	head := c.Request.Method == http.MethodHead
 	plan := func(f app.File) (app.Span, error) { return linkSpan(c.Request, f) }
-	f, span, obj, finish, err := h.packages.DownloadViaLink(c.Request.Context(), c.Param("token"), client(c), fileID, head, plan)
+	f, span, obj, finish, err := h.packages.DownloadViaLink(c.Request.Context(), c.Param("token"), client(c), fileID, plan)
 	if err != nil {
 		_ = c.Error(err)
 		return

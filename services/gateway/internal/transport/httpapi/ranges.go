@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"io"
 	"math"
 	"net/http"
 	"strconv"
@@ -16,10 +17,18 @@ import (
 // answer sends is decided before it takes its bytes from the file's budget: one range
 // (bytes=a-b, bytes=a-, bytes=-n) is a 206; several ranges, an If-Range that does not
 // match, a Range it cannot parse or of another unit are the whole file (200); a range
-// no byte satisfies is 416. Multi-range answers are never sent.
+// no byte satisfies is 416. Multi-range answers are never sent, and the answer is
+// written here, never by http.ServeContent.
 
 // linkSpan is the part of f that an answer to r sends.
 func linkSpan(r *http.Request, f app.File) (app.Span, error) {
+	span, err := rangeSpan(r, f)
+	span.Bodiless = r.Method == http.MethodHead || notModified(r, f)
+	return span, err
+}
+
+// rangeSpan is the part of f that r's Range and If-Range ask for.
+func rangeSpan(r *http.Request, f app.File) (app.Span, error) {
 	whole := app.WholeFile(f)
 	rng := r.Header.Get("Range")
 	if rng == "" || !ifRangeMatches(r.Header.Get("If-Range"), f) {
@@ -110,26 +119,62 @@ func ifRangeMatches(ifRange string, f app.File) bool {
 	return err == nil && t.Unix() == f.CreatedAt.Truncate(time.Second).Unix()
 }
 
+// notModified reports whether the answer to r is a 304 (RFC 9110 13.2.2): an
+// If-None-Match naming the file's ETag (weakly) or "*", or without one, an
+// If-Modified-Since not before its Last-Modified.
+func notModified(r *http.Request, f app.File) bool {
+	if inm := r.Header.Get("If-None-Match"); inm != "" {
+		etag := strings.TrimPrefix(etagOf(f), "W/")
+		for tag := range strings.SplitSeq(inm, ",") {
+			if tag = strings.TrimPrefix(strings.TrimSpace(tag), "W/"); tag == "*" || tag == etag {
+				return true
+			}
+		}
+		return false
+	}
+	t, err := http.ParseTime(r.Header.Get("If-Modified-Since"))
+	return err == nil && !f.CreatedAt.Truncate(time.Second).After(t)
+}
+
 func etagOf(f app.File) string { return `"` + f.SHA256 + `"` }
 
 // serveSpan answers with span of f's bytes: 206 with Content-Range for one range, 200
-// for the whole file. http.ServeContent writes it and answers the other conditional
-// headers (If-None-Match: 304, If-Match: 412), but it is handed a request whose Range
-// names the span alone and whose If-Range is gone: the decision is ours.
+// for the whole file, 304 when the request's validators say the client has it (a HEAD
+// gets the headers alone). It writes the answer itself, never through
+// http.ServeContent: what goes out is exactly the span the budget was charged for.
 func serveSpan(c *gin.Context, f app.File, span app.Span, obj app.Object) {
-	r := c.Request.Clone(c.Request.Context())
-	r.Header.Del("If-Range")
-	r.Header.Del("Range")
-	if span.Partial {
-		r.Header.Set("Range", "bytes="+strconv.FormatInt(span.Start, 10)+"-"+strconv.FormatInt(span.Start+span.Length-1, 10))
+	h := c.Writer.Header()
+	h.Set("ETag", etagOf(f))
+	h.Set("Last-Modified", f.CreatedAt.UTC().Format(http.TimeFormat))
+	h.Set("Cache-Control", "private, no-store")
+	if c.Request.Method != http.MethodHead && span.Bodiless {
+		c.Status(http.StatusNotModified)
+		c.Writer.WriteHeaderNow()
+		return
 	}
-	w := c.Writer
-	w.Header().Set("Content-Type", f.ContentType)
-	w.Header().Set("Content-Disposition", attachment(f.Filename))
-	w.Header().Set("ETag", etagOf(f))
-	w.Header().Set("X-Content-Type-Options", "nosniff")
-	w.Header().Set("Cache-Control", "private, no-store")
-	http.ServeContent(w, r, "", f.CreatedAt, obj)
+	h.Set("Content-Type", f.ContentType)
+	h.Set("Content-Disposition", attachment(f.Filename))
+	h.Set("X-Content-Type-Options", "nosniff")
+	h.Set("Accept-Ranges", "bytes")
+	h.Set("Content-Length", strconv.FormatInt(span.Length, 10))
+	status := http.StatusOK
+	if span.Partial {
+		status = http.StatusPartialContent
+		h.Set("Content-Range", "bytes "+strconv.FormatInt(span.Start, 10)+"-"+strconv.FormatInt(span.Start+span.Length-1, 10)+"/"+strconv.FormatInt(f.Size, 10))
+	}
+	if span.Start > 0 {
+		if _, err := obj.Seek(span.Start, io.SeekStart); err != nil {
+			_ = c.Error(err)
+			return
+		}
+	}
+	c.Status(status)
+	c.Writer.WriteHeaderNow()
+	if c.Request.Method == http.MethodHead || span.Length == 0 {
+		return
+	}
+	// A failed write is a client gone; sentOf tells the budget how far it got.
+	_, _ = io.CopyN(c.Writer, obj, span.Length)
 }
 
 // sentOf is what the answer sent of its span: the body bytes written of a 200 or 206,
