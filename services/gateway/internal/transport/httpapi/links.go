@@ -74,34 +74,46 @@ func (h *handlers) downloadViaLink(c *gin.Context) {
 		return
 	}
 	defer obj.Close()
-	serveSpan(c, f, span, obj)
-	finish(sentOf(c))
+	meter := serveSpan(c, f, span, obj)
+	sent := sentOf(c, meter)
+	meter.close()
+	finish(sent)
 }
 
 // archiveViaLink streams every file of the package as one zip, stored without
-// compression (files are streamed straight from storage, nothing is buffered). What
-// went out of each entry is noted, so a stream cut midway keeps the entries it sent
-// whole taken from their budgets and gives back the rest.
+// compression (files are streamed straight from storage, nothing is buffered). Where
+// each entry's bytes lie in the stream is noted, so a stream cut midway keeps the
+// entries the client got whole taken from their budgets and gives back the rest.
 func (h *handlers) archiveViaLink(c *gin.Context) {
 	p, files, open, finish, err := h.packages.ArchiveViaLink(c.Request.Context(), c.Param("token"), client(c))
 	if err != nil {
 		_ = c.Error(err)
 		return
 	}
-	sent := make(map[uuid.UUID]app.Sent, len(files))
+	out := &countingWriter{w: c.Writer}
+	entries := make([]zipEntry, 0, len(files))
+	complete := false
+	var meter deliveryMeter
 	// Deferred, so a stream cut by the panic below settles its budgets too.
-	defer func() { finish(sent) }()
+	defer func() {
+		delivered := meter.delivered(out.n)
+		meter.close()
+		finish(archiveSent(entries, complete, delivered))
+	}()
 	w := c.Writer
 	w.Header().Set("Content-Type", "application/zip")
 	w.Header().Set("Content-Disposition", attachment(app.ArchiveName(p)))
 	w.Header().Set("X-Content-Type-Options", "nosniff")
 	w.Header().Set("Cache-Control", "private, no-store")
 	w.WriteHeader(http.StatusOK)
-	zw := zip.NewWriter(w)
+	// The headers out first, so the meter counts the zip's bytes alone.
+	w.Flush()
+	meter = startDeliveryMeter(c.Request)
+	zw := zip.NewWriter(out)
 	names := map[string]int{}
 	for _, f := range files {
-		n, err := addToZip(zw, f, uniqueName(names, f.Filename), open)
-		sent[f.ID] = app.Sent{Bytes: n, Whole: err == nil && n == f.Size}
+		e, err := addToZip(zw, out, f, uniqueName(names, f.Filename), open)
+		entries = append(entries, e)
 		if err != nil {
 			// The status is sent; all we can do is cut the stream so the client sees a
 			// broken zip rather than a short one that looks whole.
@@ -111,24 +123,68 @@ func (h *handlers) archiveViaLink(c *gin.Context) {
 	}
 	if err := zw.Close(); err != nil {
 		h.log.Warn("zip stream close failed", "package_id", p.ID, "err", err)
+		return
 	}
+	complete = true
 }
 
-// addToZip writes f as an entry of zw and returns how many of its bytes went into
-// the stream.
-func addToZip(zw *zip.Writer, f app.File, name string, open func(app.File) (app.Object, error)) (int64, error) {
+// zipEntry is where a file's bytes lie in an archive's stream: written of them from
+// start on.
+type zipEntry struct {
+	id             uuid.UUID
+	size           int64
+	start, written int64
+}
+
+// archiveSent is what an archive sent of each entry: all of each when it completed;
+// else what lies within the delivered bytes of the stream.
+func archiveSent(entries []zipEntry, complete bool, delivered int64) map[uuid.UUID]app.Sent {
+	sent := make(map[uuid.UUID]app.Sent, len(entries))
+	for _, e := range entries {
+		if complete {
+			sent[e.id] = app.Sent{Bytes: e.written, Whole: true}
+			continue
+		}
+		n := min(max(delivered-e.start, 0), e.written)
+		sent[e.id] = app.Sent{Bytes: n, Whole: n == e.size && delivered >= e.start}
+	}
+	return sent
+}
+
+// countingWriter counts the bytes written through it.
+type countingWriter struct {
+	w io.Writer
+	n int64
+}
+
+func (c *countingWriter) Write(p []byte) (int, error) {
+	n, err := c.w.Write(p)
+	c.n += int64(n)
+	return n, err
+}
+
+// addToZip writes f as an entry of zw, whose stream goes through out, and says where
+// its bytes went.
+func addToZip(zw *zip.Writer, out *countingWriter, f app.File, name string, open func(app.File) (app.Object, error)) (zipEntry, error) {
+	e := zipEntry{id: f.ID, size: f.Size}
 	obj, err := open(f)
 	if err != nil {
-		return 0, err
+		return e, err
 	}
 	defer obj.Close()
 	hdr := &zip.FileHeader{Name: name, Method: zip.Store, Modified: f.CreatedAt}
 	hdr.SetMode(0o644)
 	dst, err := zw.CreateHeader(hdr)
 	if err != nil {
-		return 0, err
+		return e, err
 	}
-	return io.Copy(dst, obj)
+	// The header out of zw's buffer, so the stream's count is where the data starts.
+	if err := zw.Flush(); err != nil {
+		return e, err
+	}
+	e.start = out.n
+	e.written, err = io.Copy(dst, obj)
+	return e, err
 }
 
 // uniqueName keeps names within one zip distinct: "a.txt", "a (2).txt", ...

@@ -141,8 +141,9 @@ func etagOf(f app.File) string { return `"` + f.SHA256 + `"` }
 // serveSpan answers with span of f's bytes: 206 with Content-Range for one range, 200
 // for the whole file, 304 when the request's validators say the client has it (a HEAD
 // gets the headers alone). It writes the answer itself, never through
-// http.ServeContent: what goes out is exactly the span the budget was charged for.
-func serveSpan(c *gin.Context, f app.File, span app.Span, obj app.Object) {
+// http.ServeContent: what goes out is exactly the span the budget was charged for. It
+// returns the meter of what the client acknowledged of the body.
+func serveSpan(c *gin.Context, f app.File, span app.Span, obj app.Object) deliveryMeter {
 	h := c.Writer.Header()
 	h.Set("ETag", etagOf(f))
 	h.Set("Last-Modified", f.CreatedAt.UTC().Format(http.TimeFormat))
@@ -150,7 +151,7 @@ func serveSpan(c *gin.Context, f app.File, span app.Span, obj app.Object) {
 	if c.Request.Method != http.MethodHead && span.Bodiless {
 		c.Status(http.StatusNotModified)
 		c.Writer.WriteHeaderNow()
-		return
+		return deliveryMeter{}
 	}
 	h.Set("Content-Type", f.ContentType)
 	h.Set("Content-Disposition", attachment(f.Filename))
@@ -165,23 +166,28 @@ func serveSpan(c *gin.Context, f app.File, span app.Span, obj app.Object) {
 	if span.Start > 0 {
 		if _, err := obj.Seek(span.Start, io.SeekStart); err != nil {
 			_ = c.Error(err)
-			return
+			return deliveryMeter{}
 		}
 	}
 	c.Status(status)
 	c.Writer.WriteHeaderNow()
 	if c.Request.Method == http.MethodHead || span.Length == 0 {
-		return
+		return deliveryMeter{}
 	}
+	// The headers out first, so the meter counts the body alone.
+	c.Writer.Flush()
+	meter := startDeliveryMeter(c.Request)
 	// A failed write is a client gone; sentOf tells the budget how far it got.
 	_, _ = io.CopyN(c.Writer, obj, span.Length)
+	return meter
 }
 
 // sentOf is what the answer sent of its span: the body bytes written of a 200 or 206,
-// whole when they are as many as its Content-Length (a 304 or 412 sends nothing; a cut
-// connection fails a write). Not the request's context: a client that read the last
-// byte may close the connection (cancelling the context) before the handler returns.
-func sentOf(c *gin.Context) app.Sent {
+// whole when they are as many as its Content-Length (a 304 sends nothing; a cut
+// connection fails a write); of an answer cut short, only what meter says the client
+// acknowledged. Not the request's context: a client that read the last byte may close
+// the connection (cancelling the context) before the handler returns.
+func sentOf(c *gin.Context, meter deliveryMeter) app.Sent {
 	st := c.Writer.Status()
 	if st != http.StatusOK && st != http.StatusPartialContent {
 		return app.Sent{}
@@ -189,5 +195,8 @@ func sentOf(c *gin.Context) app.Sent {
 	// gin's Size is -1 until something is written (an empty body).
 	n := int64(max(c.Writer.Size(), 0))
 	cl, err := strconv.ParseInt(c.Writer.Header().Get("Content-Length"), 10, 64)
-	return app.Sent{Bytes: n, Whole: err == nil && n == cl && c.Request.Method != http.MethodHead}
+	if err == nil && n == cl && c.Request.Method != http.MethodHead {
+		return app.Sent{Bytes: n, Whole: true}
+	}
+	return app.Sent{Bytes: meter.delivered(n)}
 }
