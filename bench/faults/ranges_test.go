@@ -17,6 +17,8 @@ import (
 	"testing"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/shipfile/shipfile/bench/internal/rig"
 )
 
@@ -125,7 +127,9 @@ func (g *gamer) get(method, name string, headers ...string) int {
 }
 
 // cut reads path through a connection with a small receive buffer until at least
-// after bytes of the body arrived, then resets it; it returns the body bytes received
+// after bytes of the body arrived, stops reading (the gateway blocks on a closed
+// window), then resets the connection, as a broken network would. It returns the body
+// bytes that reached the client: those it read and those its kernel took in unread
 // (0 and the status when the answer is not a 200).
 func (g *gamer) cut(path string, after int64) (int64, int) {
 	u, _ := url.Parse(g.base)
@@ -153,10 +157,29 @@ func (g *gamer) cut(path string, after int64) (int64, int) {
 			status, _ := strconv.Atoi(string(bytes.Fields(head)[1]))
 			return 0, status
 		}
-		if ok && int64(len(body)) >= after || err != nil {
+		if err != nil {
 			return int64(len(body)), http.StatusOK
 		}
+		if ok && int64(len(body)) >= after {
+			time.Sleep(200 * time.Millisecond)
+			return int64(len(body)) + unread(tcp), http.StatusOK
+		}
 	}
+}
+
+// unread is how many bytes c's kernel holds that were not read (SIOCINQ).
+func unread(c *net.TCPConn) int64 {
+	raw, err := c.SyscallConn()
+	if err != nil {
+		return 0
+	}
+	var n int
+	var ierr error
+	err = raw.Control(func(fd uintptr) { n, ierr = unix.IoctlGetInt(int(fd), unix.SIOCINQ) })
+	if err != nil || ierr != nil {
+		panic(fmt.Sprint(err, ierr))
+	}
+	return int64(n)
 }
 
 // archive reads the whole zip and counts each entry's bytes.
@@ -199,8 +222,13 @@ func (g *gamer) play(names []string) {
 		// Cut after a third, then resume from what arrived.
 		n, st := g.cut(g.urls[name], g.sizes[name]/3)
 		g.add(name, n, st)
-		if st == http.StatusOK {
-			g.get("GET", name, "Range", "bytes="+strconv.FormatInt(n, 10)+"-")
+		// The gateway gives back what the cut answer did not deliver once it sees the
+		// connection broken: until then the resume may be refused, so it is retried.
+		for i := 0; st == http.StatusOK && i < 20; i++ {
+			if g.get("GET", name, "Range", "bytes="+strconv.FormatInt(n, 10)+"-") != http.StatusGone {
+				break
+			}
+			time.Sleep(100 * time.Millisecond)
 		}
 		// Halves.
 		half := g.sizes[name] / 2

@@ -5,6 +5,7 @@ import (
 	"crypto/tls"
 	"net"
 	"net/http"
+	"time"
 )
 
 // What an answer through a link "sent", for the download budget, is what its client
@@ -59,16 +60,16 @@ func startDeliveryMeter(r *http.Request) deliveryMeter {
 }
 
 // delivered bounds written, the bytes written since the start, by what the peer has
-// acknowledged of them.
-func (m deliveryMeter) delivered(written int64) int64 {
+// acknowledged of them, and says whether the peer may still acknowledge more.
+func (m deliveryMeter) delivered(written int64) (int64, bool) {
 	if !m.ok {
-		return written
+		return written, false
 	}
-	n, ok := bytesAcked(m.fd)
+	n, alive, ok := bytesAcked(m.fd)
 	if !ok {
-		return written
+		return written, false
 	}
-	return min(written, max(n-m.start, 0))
+	return min(written, max(n-m.start, 0)), alive
 }
 
 // close lets go of the meter's descriptor.
@@ -76,4 +77,44 @@ func (m deliveryMeter) close() {
 	if m.ok {
 		closeFD(m.fd)
 	}
+}
+
+// deliveryWait bounds how long an answer written whole waits for its client to
+// acknowledge it before it counts as delivered.
+const deliveryWait = time.Minute
+
+// settleDelivery calls done with what the client acknowledged of the written bytes of
+// an answer (all: every one), and closes the meter. An answer cut short (short) is
+// settled at once: its connection broke, what was acknowledged is final. One written
+// whole may still sit in socket buffers, on its way or lost with a connection that
+// breaks now: it is settled in the background once the client acknowledged all of it
+// (all), the connection broke (what was acknowledged), or deliveryWait passed (all:
+// the budget errs on the side of counting). Without a meter, what was written counts.
+func settleDelivery(m deliveryMeter, written int64, short bool, done func(delivered int64, all bool)) {
+	if !m.ok {
+		done(written, !short)
+		return
+	}
+	if short {
+		d, _ := m.delivered(written)
+		m.close()
+		done(d, false)
+		return
+	}
+	go func() {
+		defer m.close()
+		deadline := time.Now().Add(deliveryWait)
+		for wait := 2 * time.Millisecond; ; wait = min(2*wait, 250*time.Millisecond) {
+			d, alive := m.delivered(written)
+			switch {
+			case d >= written || time.Now().After(deadline):
+				done(written, true)
+				return
+			case !alive:
+				done(d, false)
+				return
+			}
+			time.Sleep(wait)
+		}
+	}()
 }

@@ -11,6 +11,6 @@ func dupConn(*net.TCPConn) (int, bool) { return 0, false }
 
 func closeFD(int) {}
 
-func bytesAcked(int) (int64, bool) { return 0, false }
+func bytesAcked(int) (int64, bool, bool) { return 0, false, false }
 
 func bytesWritten(int) (int64, bool) { return 0, false }

@@ -74,10 +74,7 @@ func (h *handlers) downloadViaLink(c *gin.Context) {
 		return
 	}
 	defer obj.Close()
-	meter := serveSpan(c, f, span, obj)
-	sent := sentOf(c, meter)
-	meter.close()
-	finish(sent)
+	settleSpan(c, serveSpan(c, f, span, obj), finish)
 }
 
 // archiveViaLink streams every file of the package as one zip, stored without
@@ -96,9 +93,9 @@ func (h *handlers) archiveViaLink(c *gin.Context) {
 	var meter deliveryMeter
 	// Deferred, so a stream cut by the panic below settles its budgets too.
 	defer func() {
-		delivered := meter.delivered(out.n)
-		meter.close()
-		finish(archiveSent(entries, complete, delivered))
+		settleDelivery(meter, out.n, !complete, func(delivered int64, all bool) {
+			finish(archiveSent(entries, all, delivered))
+		})
 	}()
 	w := c.Writer
 	w.Header().Set("Content-Type", "application/zip")
@@ -136,8 +133,8 @@ type zipEntry struct {
 	start, written int64
 }
 
-// archiveSent is what an archive sent of each entry: all of each when it completed;
-// else what lies within the delivered bytes of the stream.
+// archiveSent is what an archive sent of each entry: all of each when the client got
+// all of the stream (complete); else what lies within the delivered bytes of it.
 func archiveSent(entries []zipEntry, complete bool, delivered int64) map[uuid.UUID]app.Sent {
 	sent := make(map[uuid.UUID]app.Sent, len(entries))
 	for _, e := range entries {

@@ -182,21 +182,22 @@ func serveSpan(c *gin.Context, f app.File, span app.Span, obj app.Object) delive
 	return meter
 }
 
-// sentOf is what the answer sent of its span: the body bytes written of a 200 or 206,
-// whole when they are as many as its Content-Length (a 304 sends nothing; a cut
-// connection fails a write); of an answer cut short, only what meter says the client
-// acknowledged. Not the request's context: a client that read the last byte may close
-// the connection (cancelling the context) before the handler returns.
-func sentOf(c *gin.Context, meter deliveryMeter) app.Sent {
+// settleSpan tells finish what the answer sent of its span, once that is known
+// (settleDelivery): the body bytes of a 200 or 206 that its client acknowledged, whole
+// when they are as many as its Content-Length (a 304 sends nothing). Not the request's
+// context: a client that read the last byte may close the connection (cancelling the
+// context) before the handler returns.
+func settleSpan(c *gin.Context, meter deliveryMeter, finish app.Finish) {
 	st := c.Writer.Status()
-	if st != http.StatusOK && st != http.StatusPartialContent {
-		return app.Sent{}
+	if st != http.StatusOK && st != http.StatusPartialContent || c.Request.Method == http.MethodHead {
+		meter.close()
+		finish(app.Sent{})
+		return
 	}
 	// gin's Size is -1 until something is written (an empty body).
 	n := int64(max(c.Writer.Size(), 0))
 	cl, err := strconv.ParseInt(c.Writer.Header().Get("Content-Length"), 10, 64)
-	if err == nil && n == cl && c.Request.Method != http.MethodHead {
-		return app.Sent{Bytes: n, Whole: true}
-	}
-	return app.Sent{Bytes: meter.delivered(n)}
+	settleDelivery(meter, n, err != nil || n != cl, func(delivered int64, all bool) {
+		finish(app.Sent{Bytes: delivered, Whole: all})
+	})
 }
