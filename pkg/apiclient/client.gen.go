@@ -648,8 +648,12 @@ type AuditEntry struct {
 	//
 	//
 	// Example: to bob@example.com
-	Detail    string              `json:"detail"`
-	FileId    *openapi_types.UUID `json:"file_id"`
+	Detail string              `json:"detail"`
+	FileId *openapi_types.UUID `json:"file_id"`
+
+	// Hits How many times it happened: 1, except for `link.invalid` (hits of unknown or dead links), counted
+	// in one entry per IP and hour, `created_at` being the first hit of the hour.
+	Hits      int                 `json:"hits"`
 	Id        int64               `json:"id"`
 	Ip        string              `json:"ip"`
 	PackageId *openapi_types.UUID `json:"package_id"`
@@ -669,7 +673,7 @@ type AuditList struct {
 type CreatePackage struct {
 	Direction *CreatePackageDirection `json:"direction,omitempty"`
 
-	// MaxDownloads Downloads allowed per file through the link (the archive counts once for each file in it); null: no limit.
+	// MaxDownloads Whole copies of each file the link gives: a budget of max_downloads × the file's size in bytes, from which every answer (a whole file, a range, an archive entry) takes what it sends; null: no limit.
 	MaxDownloads *int `json:"max_downloads,omitempty"`
 
 	// Note Shown in the e-mail and on the recipient's page.
@@ -811,7 +815,7 @@ type File struct {
 	ContentType string    `json:"content_type"`
 	CreatedAt   time.Time `json:"created_at"`
 
-	// DownloadCount Downloads through the link: whole files, ranges from byte 0 and the archive; never HEAD.
+	// DownloadCount Answers through the link that started at byte 0: whole files, ranges from byte 0 and archive entries; never HEAD or 304.
 	DownloadCount int                `json:"download_count"`
 	Filename      string             `json:"filename"`
 	Id            openapi_types.UUID `json:"id"`
@@ -863,7 +867,7 @@ type FinalizedPackage struct {
 	// MagicLink `{SHIPFILE_PUBLIC_URL}/p/{token}`. Shown here once; only the token's SHA-256 is stored.
 	MagicLink string `json:"magic_link"`
 
-	// MaxDownloads Downloads allowed per file through the link; null: no limit.
+	// MaxDownloads Whole copies of each file the link gives: a budget of max_downloads × the file's size in bytes, from which every answer takes what it sends (see the link file download); null: no limit.
 	MaxDownloads *int   `json:"max_downloads"`
 	Note         string `json:"note"`
 
@@ -907,11 +911,11 @@ type LinkFile struct {
 	ContentType string    `json:"content_type"`
 	CreatedAt   time.Time `json:"created_at"`
 
-	// DownloadCount Downloads through the link: whole files, ranges from byte 0 and the archive; never HEAD.
+	// DownloadCount Answers through the link that started at byte 0: whole files, ranges from byte 0 and archive entries; never HEAD or 304.
 	DownloadCount int    `json:"download_count"`
 	DownloadUrl   string `json:"download_url"`
 
-	// DownloadsLeft Downloads the link has left for this file; null: no limit.
+	// DownloadsLeft The file's download budget left through the link, in whole copies (rounded down: a broken download's rest may still be fetched with Range when this is 0); null: no limit.
 	DownloadsLeft *int               `json:"downloads_left"`
 	Filename      string             `json:"filename"`
 	Id            openapi_types.UUID `json:"id"`
@@ -1002,7 +1006,7 @@ type Package struct {
 	// LinkUseCount Hits on the magic link (views, downloads, uploads).
 	LinkUseCount int64 `json:"link_use_count"`
 
-	// MaxDownloads Downloads allowed per file through the link; null: no limit.
+	// MaxDownloads Whole copies of each file the link gives: a budget of max_downloads × the file's size in bytes, from which every answer takes what it sends (see the link file download); null: no limit.
 	MaxDownloads *int   `json:"max_downloads"`
 	Note         string `json:"note"`
 
@@ -1051,7 +1055,7 @@ type PackageDetail struct {
 	// LinkUseCount Hits on the magic link (views, downloads, uploads).
 	LinkUseCount int64 `json:"link_use_count"`
 
-	// MaxDownloads Downloads allowed per file through the link; null: no limit.
+	// MaxDownloads Whole copies of each file the link gives: a budget of max_downloads × the file's size in bytes, from which every answer takes what it sends (see the link file download); null: no limit.
 	MaxDownloads *int   `json:"max_downloads"`
 	Note         string `json:"note"`
 
@@ -1423,12 +1427,34 @@ type UploadLinkFileParams struct {
 type DownloadLinkFileParams struct {
 	// LinkGrantHeader The grant of a password-protected link (or send the `shipfile_link` cookie instead).
 	LinkGrantHeader *LinkGrantHeader `json:"Shipfile-Link-Grant,omitempty"`
+
+	// Range One byte range (`bytes=a-b`, `bytes=a-`, `bytes=-n`; leading zeros allowed) answers 206. Several
+	// ranges, another unit or a malformed value answer the whole file (200), taken from the budget like
+	// any other answer; multipart/byteranges is never sent.
+	Range *string `json:"Range,omitempty"`
+
+	// IfRange An ETag or HTTP date; when it does not match the file, `Range` is ignored (200, the whole file).
+	IfRange *string `json:"If-Range,omitempty"`
+
+	// IfNoneMatch The file's ETag (or `*`) answers 304, which sends nothing and takes nothing.
+	IfNoneMatch *string `json:"If-None-Match,omitempty"`
 }
 
 // HeadLinkFileParams defines parameters for HeadLinkFile.
 type HeadLinkFileParams struct {
 	// LinkGrantHeader The grant of a password-protected link (or send the `shipfile_link` cookie instead).
 	LinkGrantHeader *LinkGrantHeader `json:"Shipfile-Link-Grant,omitempty"`
+
+	// Range One byte range (`bytes=a-b`, `bytes=a-`, `bytes=-n`; leading zeros allowed) answers 206. Several
+	// ranges, another unit or a malformed value answer the whole file (200), taken from the budget like
+	// any other answer; multipart/byteranges is never sent.
+	Range *string `json:"Range,omitempty"`
+
+	// IfRange An ETag or HTTP date; when it does not match the file, `Range` is ignored (200, the whole file).
+	IfRange *string `json:"If-Range,omitempty"`
+
+	// IfNoneMatch The file's ETag (or `*`) answers 304, which sends nothing and takes nothing.
+	IfNoneMatch *string `json:"If-None-Match,omitempty"`
 }
 
 // TusOptionsLinkParams defines parameters for TusOptionsLink.
@@ -1807,11 +1833,14 @@ type ClientInterface interface {
 
 	// DownloadLinkArchive All files of the package as one streamed zip
 	//
-	// Fires `package.downloaded` with `file_id` null and `filename` the zip's name. Takes one download of
-	// each file in it; files that reached `max_downloads` are left out (410 when that is every file). Files
-	// uploaded through the link (an inbound package's) are left out too. The malware scan waits for
-	// nothing: infected files, and in `SHIPFILE_SCAN=block` files not yet (or not) checked, are left out;
-	// `Shipfile-Archive-Omitted` then counts them and the zip's comment names them.
+	// Fires `package.downloaded` with `file_id` null and `filename` the zip's name. Each entry takes a whole
+	// copy of its file from the file's download budget (and counts in its `download_count`); files whose
+	// budget does not hold a whole copy are left out (410 when that is every file). A stream cut midway
+	// gives back what it did not send: entries that went out whole stay taken. Files uploaded through the
+	// link (an inbound package's) are left out too.
+	// The malware scan waits for nothing: infected files, and in `SHIPFILE_SCAN=block` files not yet (or
+	// not) checked, are left out; `Shipfile-Archive-Omitted` then counts them and the zip's comment names
+	// them.
 	//
 	// Corresponds with GET /api/v1/links/{token}/archive (the `DownloadLinkArchive` operationId).
 	DownloadLinkArchive(ctx context.Context, token string, params *DownloadLinkArchiveParams, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -1826,15 +1855,21 @@ type ClientInterface interface {
 	// DownloadLinkFile Download one file through the link
 	//
 	// Answers with `Content-Disposition: attachment` (with an RFC 6266 `filename*`), `Content-Length`,
-	// `ETag`, `X-Content-Type-Options: nosniff`; `Range` gives 206. Fires `package.downloaded`, except for
-	// a range that starts past byte 0. With `max_downloads`, a whole file or a range from byte 0 takes one of
-	// the file's downloads when it starts (given back when it fails before the last byte); a file with none
-	// left answers 410, and once every file has none the whole link answers 410.
+	// `ETag`, `Last-Modified`, `Accept-Ranges: bytes`, `X-Content-Type-Options: nosniff`. The gateway
+	// answers `Range` itself: one range gives 206 with `Content-Range`; several ranges, or an `If-Range`
+	// that does not match, give the whole file (200); a range no byte satisfies gives 416. An answer that
+	// starts at byte 0 counts in the file's `download_count` and fires `package.downloaded`.
+	//
+	// Download limit: with `max_downloads` = N the file has a budget of N × its size in bytes through
+	// the link. Every answer takes the bytes it will send when it starts and gives back what it did not
+	// send when it ends, so a broken download can be resumed with `Range` while no combination of
+	// requests gets more than N whole copies. A file whose budget is spent, or an answer that asks for
+	// more than is left, answers 410; once every file's budget is spent the whole link answers 410.
 	//
 	// Corresponds with GET /api/v1/links/{token}/files/{file_id} (the `DownloadLinkFile` operationId).
 	DownloadLinkFile(ctx context.Context, token string, fileId openapi_types.UUID, params *DownloadLinkFileParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
-	// HeadLinkFile Headers of a file download (does not fire package.downloaded)
+	// HeadLinkFile Headers of a file download (does not fire package.downloaded, takes nothing from the budget)
 	//
 	// Corresponds with HEAD /api/v1/links/{token}/files/{file_id} (the `HeadLinkFile` operationId).
 	HeadLinkFile(ctx context.Context, token string, fileId openapi_types.UUID, params *HeadLinkFileParams, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -2443,11 +2478,14 @@ func (c *Client) GetLink(ctx context.Context, token string, params *GetLinkParam
 
 // DownloadLinkArchive All files of the package as one streamed zip
 //
-// Fires `package.downloaded` with `file_id` null and `filename` the zip's name. Takes one download of
-// each file in it; files that reached `max_downloads` are left out (410 when that is every file). Files
-// uploaded through the link (an inbound package's) are left out too. The malware scan waits for
-// nothing: infected files, and in `SHIPFILE_SCAN=block` files not yet (or not) checked, are left out;
-// `Shipfile-Archive-Omitted` then counts them and the zip's comment names them.
+// Fires `package.downloaded` with `file_id` null and `filename` the zip's name. Each entry takes a whole
+// copy of its file from the file's download budget (and counts in its `download_count`); files whose
+// budget does not hold a whole copy are left out (410 when that is every file). A stream cut midway
+// gives back what it did not send: entries that went out whole stay taken. Files uploaded through the
+// link (an inbound package's) are left out too.
+// The malware scan waits for nothing: infected files, and in `SHIPFILE_SCAN=block` files not yet (or
+// not) checked, are left out; `Shipfile-Archive-Omitted` then counts them and the zip's comment names
+// them.
 //
 // Corresponds with GET /api/v1/links/{token}/archive (the `DownloadLinkArchive` operationId).
 func (c *Client) DownloadLinkArchive(ctx context.Context, token string, params *DownloadLinkArchiveParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -2482,10 +2520,16 @@ func (c *Client) UploadLinkFileWithBody(ctx context.Context, token string, param
 // DownloadLinkFile Download one file through the link
 //
 // Answers with `Content-Disposition: attachment` (with an RFC 6266 `filename*`), `Content-Length`,
-// `ETag`, `X-Content-Type-Options: nosniff`; `Range` gives 206. Fires `package.downloaded`, except for
-// a range that starts past byte 0. With `max_downloads`, a whole file or a range from byte 0 takes one of
-// the file's downloads when it starts (given back when it fails before the last byte); a file with none
-// left answers 410, and once every file has none the whole link answers 410.
+// `ETag`, `Last-Modified`, `Accept-Ranges: bytes`, `X-Content-Type-Options: nosniff`. The gateway
+// answers `Range` itself: one range gives 206 with `Content-Range`; several ranges, or an `If-Range`
+// that does not match, give the whole file (200); a range no byte satisfies gives 416. An answer that
+// starts at byte 0 counts in the file's `download_count` and fires `package.downloaded`.
+//
+// Download limit: with `max_downloads` = N the file has a budget of N × its size in bytes through
+// the link. Every answer takes the bytes it will send when it starts and gives back what it did not
+// send when it ends, so a broken download can be resumed with `Range` while no combination of
+// requests gets more than N whole copies. A file whose budget is spent, or an answer that asks for
+// more than is left, answers 410; once every file's budget is spent the whole link answers 410.
 //
 // Corresponds with GET /api/v1/links/{token}/files/{file_id} (the `DownloadLinkFile` operationId).
 func (c *Client) DownloadLinkFile(ctx context.Context, token string, fileId openapi_types.UUID, params *DownloadLinkFileParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -2500,7 +2544,7 @@ func (c *Client) DownloadLinkFile(ctx context.Context, token string, fileId open
 	return c.Client.Do(req)
 }
 
-// HeadLinkFile Headers of a file download (does not fire package.downloaded)
+// HeadLinkFile Headers of a file download (does not fire package.downloaded, takes nothing from the budget)
 //
 // Corresponds with HEAD /api/v1/links/{token}/files/{file_id} (the `HeadLinkFile` operationId).
 func (c *Client) HeadLinkFile(ctx context.Context, token string, fileId openapi_types.UUID, params *HeadLinkFileParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -3924,6 +3968,39 @@ func NewDownloadLinkFileRequest(server string, token string, fileId openapi_type
 			req.Header.Set("Shipfile-Link-Grant", headerParam0)
 		}
 
+		if params.Range != nil {
+			var headerParam1 string
+
+			headerParam1, err = runtime.StyleParamWithOptions("simple", false, "Range", *params.Range, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Range", headerParam1)
+		}
+
+		if params.IfRange != nil {
+			var headerParam2 string
+
+			headerParam2, err = runtime.StyleParamWithOptions("simple", false, "If-Range", *params.IfRange, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("If-Range", headerParam2)
+		}
+
+		if params.IfNoneMatch != nil {
+			var headerParam3 string
+
+			headerParam3, err = runtime.StyleParamWithOptions("simple", false, "If-None-Match", *params.IfNoneMatch, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("If-None-Match", headerParam3)
+		}
+
 	}
 
 	return req, nil
@@ -3978,6 +4055,39 @@ func NewHeadLinkFileRequest(server string, token string, fileId openapi_types.UU
 			}
 
 			req.Header.Set("Shipfile-Link-Grant", headerParam0)
+		}
+
+		if params.Range != nil {
+			var headerParam1 string
+
+			headerParam1, err = runtime.StyleParamWithOptions("simple", false, "Range", *params.Range, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Range", headerParam1)
+		}
+
+		if params.IfRange != nil {
+			var headerParam2 string
+
+			headerParam2, err = runtime.StyleParamWithOptions("simple", false, "If-Range", *params.IfRange, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("If-Range", headerParam2)
+		}
+
+		if params.IfNoneMatch != nil {
+			var headerParam3 string
+
+			headerParam3, err = runtime.StyleParamWithOptions("simple", false, "If-None-Match", *params.IfNoneMatch, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("If-None-Match", headerParam3)
 		}
 
 	}
@@ -5595,11 +5705,14 @@ type ClientWithResponsesInterface interface {
 
 	// DownloadLinkArchiveWithResponse All files of the package as one streamed zip
 	//
-	// Fires `package.downloaded` with `file_id` null and `filename` the zip's name. Takes one download of
-	// each file in it; files that reached `max_downloads` are left out (410 when that is every file). Files
-	// uploaded through the link (an inbound package's) are left out too. The malware scan waits for
-	// nothing: infected files, and in `SHIPFILE_SCAN=block` files not yet (or not) checked, are left out;
-	// `Shipfile-Archive-Omitted` then counts them and the zip's comment names them.
+	// Fires `package.downloaded` with `file_id` null and `filename` the zip's name. Each entry takes a whole
+	// copy of its file from the file's download budget (and counts in its `download_count`); files whose
+	// budget does not hold a whole copy are left out (410 when that is every file). A stream cut midway
+	// gives back what it did not send: entries that went out whole stay taken. Files uploaded through the
+	// link (an inbound package's) are left out too.
+	// The malware scan waits for nothing: infected files, and in `SHIPFILE_SCAN=block` files not yet (or
+	// not) checked, are left out; `Shipfile-Archive-Omitted` then counts them and the zip's comment names
+	// them.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -5616,17 +5729,23 @@ type ClientWithResponsesInterface interface {
 	// DownloadLinkFileWithResponse Download one file through the link
 	//
 	// Answers with `Content-Disposition: attachment` (with an RFC 6266 `filename*`), `Content-Length`,
-	// `ETag`, `X-Content-Type-Options: nosniff`; `Range` gives 206. Fires `package.downloaded`, except for
-	// a range that starts past byte 0. With `max_downloads`, a whole file or a range from byte 0 takes one of
-	// the file's downloads when it starts (given back when it fails before the last byte); a file with none
-	// left answers 410, and once every file has none the whole link answers 410.
+	// `ETag`, `Last-Modified`, `Accept-Ranges: bytes`, `X-Content-Type-Options: nosniff`. The gateway
+	// answers `Range` itself: one range gives 206 with `Content-Range`; several ranges, or an `If-Range`
+	// that does not match, give the whole file (200); a range no byte satisfies gives 416. An answer that
+	// starts at byte 0 counts in the file's `download_count` and fires `package.downloaded`.
+	//
+	// Download limit: with `max_downloads` = N the file has a budget of N × its size in bytes through
+	// the link. Every answer takes the bytes it will send when it starts and gives back what it did not
+	// send when it ends, so a broken download can be resumed with `Range` while no combination of
+	// requests gets more than N whole copies. A file whose budget is spent, or an answer that asks for
+	// more than is left, answers 410; once every file's budget is spent the whole link answers 410.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with GET /api/v1/links/{token}/files/{file_id} (the `DownloadLinkFile` operationId).
 	DownloadLinkFileWithResponse(ctx context.Context, token string, fileId openapi_types.UUID, params *DownloadLinkFileParams, reqEditors ...RequestEditorFn) (*DownloadLinkFileResponse, error)
 
-	// HeadLinkFileWithResponse Headers of a file download (does not fire package.downloaded)
+	// HeadLinkFileWithResponse Headers of a file download (does not fire package.downloaded, takes nothing from the budget)
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -7444,9 +7563,19 @@ func (r UploadLinkFileResponse) ContentType() string {
 	return ""
 }
 
+// DownloadLinkFileResponse206Headers the declared response headers of an HTTP 206 response for DownloadLinkFile
+type DownloadLinkFileResponse206Headers struct {
+	ContentRange *string
+}
+
 // DownloadLinkFileResponse409Headers the declared response headers of an HTTP 409 response for DownloadLinkFile
 type DownloadLinkFileResponse409Headers struct {
 	RetryAfter *int
+}
+
+// DownloadLinkFileResponse416Headers the declared response headers of an HTTP 416 response for DownloadLinkFile
+type DownloadLinkFileResponse416Headers struct {
+	ContentRange *string
 }
 
 // DownloadLinkFileResponse429Headers the declared response headers of an HTTP 429 response for DownloadLinkFile
@@ -7467,10 +7596,16 @@ type DownloadLinkFileResponse struct {
 	JSON409 *ScanPending
 	// JSON410 the response for an HTTP 410 `application/json` response
 	JSON410 *Gone
+	// JSON416 the response for an HTTP 416 `application/json` response
+	JSON416 *Error
 	// JSON429 the response for an HTTP 429 `application/json` response
 	JSON429 *LinkTooManyRequests
+	// Headers206 the parsed response headers for an HTTP 206 response
+	Headers206 *DownloadLinkFileResponse206Headers
 	// Headers409 the parsed response headers for an HTTP 409 response
 	Headers409 *DownloadLinkFileResponse409Headers
+	// Headers416 the parsed response headers for an HTTP 416 response
+	Headers416 *DownloadLinkFileResponse416Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *DownloadLinkFileResponse429Headers
 }
@@ -7498,6 +7633,11 @@ func (r DownloadLinkFileResponse) GetJSON409() *ScanPending {
 // GetJSON410 returns the response for an HTTP 410 `application/json` response
 func (r DownloadLinkFileResponse) GetJSON410() *Gone {
 	return r.JSON410
+}
+
+// GetJSON416 returns the response for an HTTP 416 `application/json` response
+func (r DownloadLinkFileResponse) GetJSON416() *Error {
+	return r.JSON416
 }
 
 // GetJSON429 returns the response for an HTTP 429 `application/json` response
@@ -10534,11 +10674,14 @@ func (c *ClientWithResponses) GetLinkWithResponse(ctx context.Context, token str
 
 // DownloadLinkArchiveWithResponse All files of the package as one streamed zip
 //
-// Fires `package.downloaded` with `file_id` null and `filename` the zip's name. Takes one download of
-// each file in it; files that reached `max_downloads` are left out (410 when that is every file). Files
-// uploaded through the link (an inbound package's) are left out too. The malware scan waits for
-// nothing: infected files, and in `SHIPFILE_SCAN=block` files not yet (or not) checked, are left out;
-// `Shipfile-Archive-Omitted` then counts them and the zip's comment names them.
+// Fires `package.downloaded` with `file_id` null and `filename` the zip's name. Each entry takes a whole
+// copy of its file from the file's download budget (and counts in its `download_count`); files whose
+// budget does not hold a whole copy are left out (410 when that is every file). A stream cut midway
+// gives back what it did not send: entries that went out whole stay taken. Files uploaded through the
+// link (an inbound package's) are left out too.
+// The malware scan waits for nothing: infected files, and in `SHIPFILE_SCAN=block` files not yet (or
+// not) checked, are left out; `Shipfile-Archive-Omitted` then counts them and the zip's comment names
+// them.
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -10567,10 +10710,16 @@ func (c *ClientWithResponses) UploadLinkFileWithBodyWithResponse(ctx context.Con
 // DownloadLinkFileWithResponse Download one file through the link
 //
 // Answers with `Content-Disposition: attachment` (with an RFC 6266 `filename*`), `Content-Length`,
-// `ETag`, `X-Content-Type-Options: nosniff`; `Range` gives 206. Fires `package.downloaded`, except for
-// a range that starts past byte 0. With `max_downloads`, a whole file or a range from byte 0 takes one of
-// the file's downloads when it starts (given back when it fails before the last byte); a file with none
-// left answers 410, and once every file has none the whole link answers 410.
+// `ETag`, `Last-Modified`, `Accept-Ranges: bytes`, `X-Content-Type-Options: nosniff`. The gateway
+// answers `Range` itself: one range gives 206 with `Content-Range`; several ranges, or an `If-Range`
+// that does not match, give the whole file (200); a range no byte satisfies gives 416. An answer that
+// starts at byte 0 counts in the file's `download_count` and fires `package.downloaded`.
+//
+// Download limit: with `max_downloads` = N the file has a budget of N × its size in bytes through
+// the link. Every answer takes the bytes it will send when it starts and gives back what it did not
+// send when it ends, so a broken download can be resumed with `Range` while no combination of
+// requests gets more than N whole copies. A file whose budget is spent, or an answer that asks for
+// more than is left, answers 410; once every file's budget is spent the whole link answers 410.
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -10583,7 +10732,7 @@ func (c *ClientWithResponses) DownloadLinkFileWithResponse(ctx context.Context, 
 	return ParseDownloadLinkFileResponse(rsp)
 }
 
-// HeadLinkFileWithResponse Headers of a file download (does not fire package.downloaded)
+// HeadLinkFileWithResponse Headers of a file download (does not fire package.downloaded, takes nothing from the budget)
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -12492,7 +12641,7 @@ func ParseDownloadLinkFileResponse(rsp *http.Response) (*DownloadLinkFileRespons
 	}
 
 	switch {
-	case rsp.StatusCode == 206:
+	case rsp.StatusCode == 304:
 		break // No content-type
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
@@ -12530,6 +12679,13 @@ func ParseDownloadLinkFileResponse(rsp *http.Response) (*DownloadLinkFileRespons
 		}
 		response.JSON410 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 416:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON416 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
 		var dest LinkTooManyRequests
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -12540,6 +12696,16 @@ func ParseDownloadLinkFileResponse(rsp *http.Response) (*DownloadLinkFileRespons
 	}
 
 	switch {
+	case rsp.StatusCode == 206:
+		var headers DownloadLinkFileResponse206Headers
+		if values := rsp.Header.Values("Content-Range"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Content-Range", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ContentRange = &value
+		}
+		response.Headers206 = &headers
 	case rsp.StatusCode == 409:
 		var headers DownloadLinkFileResponse409Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
@@ -12550,6 +12716,16 @@ func ParseDownloadLinkFileResponse(rsp *http.Response) (*DownloadLinkFileRespons
 			headers.RetryAfter = &value
 		}
 		response.Headers409 = &headers
+	case rsp.StatusCode == 416:
+		var headers DownloadLinkFileResponse416Headers
+		if values := rsp.Header.Values("Content-Range"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Content-Range", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ContentRange = &value
+		}
+		response.Headers416 = &headers
 	case rsp.StatusCode == 429:
 		var headers DownloadLinkFileResponse429Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {

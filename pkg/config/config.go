@@ -7,7 +7,8 @@
 //	Pass string `env:"SHIPFILE_SMTP_PASSWORD" secret:"true" help:"SMTP password"`
 //
 // Supported field types: string, bool, int, int64, time.Duration and []time.Duration
-// (comma separated). Nested structs (embedded or named) are walked recursively.
+// (comma separated). A duration is Go's (time.ParseDuration), optionally led by a
+// number of days: "365d", "1d12h". Nested structs (embedded or named) are walked recursively.
 package config
 
 import (
@@ -15,6 +16,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"os"
 	"reflect"
 	"strconv"
@@ -143,6 +145,31 @@ var (
 	durationsType = reflect.TypeFor[[]time.Duration]()
 )
 
+// ParseDuration is time.ParseDuration that also takes a leading number of days
+// ("365d", "1d12h"; a day is 24h).
+func ParseDuration(s string) (time.Duration, error) {
+	days, rest, ok := strings.Cut(s, "d")
+	if !ok || days == "" || strings.Trim(days, "0123456789") != "" {
+		return time.ParseDuration(s)
+	}
+	n, err := strconv.ParseInt(days, 10, 64)
+	if err != nil || n > int64(math.MaxInt64/(24*time.Hour)) {
+		return 0, fmt.Errorf("time: invalid duration %q", s)
+	}
+	d := time.Duration(n) * 24 * time.Hour
+	if rest == "" {
+		return d, nil
+	}
+	r, err := time.ParseDuration(rest)
+	if err != nil || r < 0 {
+		return 0, fmt.Errorf("time: invalid duration %q", s)
+	}
+	if d > math.MaxInt64-r {
+		return 0, fmt.Errorf("time: invalid duration %q", s)
+	}
+	return d + r, nil
+}
+
 func set(v reflect.Value, raw string) error {
 	switch {
 	case v.Type() == durationType:
@@ -150,7 +177,7 @@ func set(v reflect.Value, raw string) error {
 			v.SetInt(0)
 			return nil
 		}
-		d, err := time.ParseDuration(raw)
+		d, err := ParseDuration(raw)
 		if err != nil {
 			return err
 		}
@@ -162,7 +189,7 @@ func set(v reflect.Value, raw string) error {
 			if part == "" {
 				continue
 			}
-			d, err := time.ParseDuration(part)
+			d, err := ParseDuration(part)
 			if err != nil {
 				return err
 			}

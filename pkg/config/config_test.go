@@ -65,3 +65,28 @@ func TestParseHelp(t *testing.T) {
 		}
 	}
 }
+
+func TestParseDuration(t *testing.T) {
+	for _, c := range []struct {
+		in   string
+		want time.Duration
+		ok   bool
+	}{
+		{"365d", 365 * 24 * time.Hour, true},
+		{"1d12h", 36 * time.Hour, true},
+		{"0d", 0, true},
+		{"90m", 90 * time.Minute, true},
+		{"1.5h", 90 * time.Minute, true},
+		{"d", 0, false},
+		{"1dd", 0, false},
+		{"-1d", 0, false},
+		{"1d-1h", 0, false},
+		{"99999999999999999999d", 0, false},
+		{"200000d", 0, false},
+	} {
+		got, err := ParseDuration(c.in)
+		if (err == nil) != c.ok || (c.ok && got != c.want) {
+			t.Errorf("ParseDuration(%q) = %v, %v", c.in, got, err)
+		}
+	}
+}

@@ -41,6 +41,9 @@ type Options struct {
 	// OrphanGrace is the age after which a reserved object key without a file row is
 	// an orphan whose object is removed (default DefaultOrphanGrace).
 	OrphanGrace time.Duration
+	// AuditRetention is the age after which audit log entries are removed
+	// (SHIPFILE_AUDIT_RETENTION); 0 keeps them for ever.
+	AuditRetention time.Duration
 }
 
 // Expirer expires overdue packages and removes the objects queued for deletion.
@@ -102,14 +105,15 @@ type TickResult struct {
 	DeletionFailures int   // queued objects whose removal failed (still queued)
 	UploadsAborted   int   // stale multipart uploads aborted
 	OrphansRemoved   int   // objects of uploads that never committed removed
+	AuditRemoved     int   // audit entries past the retention removed
 	Err              error // the failures of the tick's steps, joined
 }
 
 // Tick expires every overdue package (batch after batch, until none is left that is
 // not locked by another instance), removes the objects queued for deletion (until the
 // queue is empty or storage fails) and the orphans (objects of uploads whose file row
-// never committed within OrphanGrace), aborts stale multipart uploads, and updates the
-// gauges. A failing step does not stop the others.
+// never committed within OrphanGrace), aborts stale multipart uploads, removes audit
+// entries older than AuditRetention, and updates the gauges. A failing step does not stop the others.
 func (e *Expirer) Tick(ctx context.Context) TickResult {
 	start := time.Now()
 	var r TickResult
@@ -124,6 +128,9 @@ func (e *Expirer) Tick(ctx context.Context) TickResult {
 		errs = append(errs, err)
 	}
 	if err := e.abortStaleUploads(ctx, &r); err != nil {
+		errs = append(errs, err)
+	}
+	if err := e.sweepAudit(ctx, &r); err != nil {
 		errs = append(errs, err)
 	}
 	if err := e.measure(ctx); err != nil {
@@ -142,10 +149,10 @@ func (e *Expirer) Tick(ctx context.Context) TickResult {
 		e.metrics.Ticks.WithLabelValues(outcome).Inc()
 		e.metrics.TickDuration.Observe(time.Since(start).Seconds())
 	}
-	if r.Expired > 0 || r.Deleted > 0 || r.DeletionFailures > 0 || r.UploadsAborted > 0 || r.OrphansRemoved > 0 {
+	if r.Expired > 0 || r.Deleted > 0 || r.DeletionFailures > 0 || r.UploadsAborted > 0 || r.OrphansRemoved > 0 || r.AuditRemoved > 0 {
 		e.log.Info("expiry tick", "expired", r.Expired, "objects_deleted", r.Deleted,
 			"object_deletion_failures", r.DeletionFailures, "stale_uploads_aborted", r.UploadsAborted,
-			"orphans_removed", r.OrphansRemoved, "duration", time.Since(start))
+			"orphans_removed", r.OrphansRemoved, "audit_entries_removed", r.AuditRemoved, "duration", time.Since(start))
 	}
 	return r
 }
@@ -245,6 +252,30 @@ func (e *Expirer) sweepOrphans(ctx context.Context, r *TickResult) error {
 			return fmt.Errorf("remove orphan objects: %w", err)
 		}
 		if locked < e.opts.DeleteBatchSize {
+			return nil
+		}
+	}
+	return nil
+}
+
+// sweepAudit removes audit entries older than AuditRetention, batch by batch (rows
+// another instance's sweep holds are skipped, so instances share the work).
+func (e *Expirer) sweepAudit(ctx context.Context, r *TickResult) error {
+	if e.opts.AuditRetention <= 0 {
+		return nil
+	}
+	for ctx.Err() == nil {
+		sctx, cancel := e.step(ctx)
+		n, err := e.store.RemoveOldAudit(sctx, e.opts.AuditRetention, e.opts.BatchSize)
+		cancel()
+		r.AuditRemoved += n
+		if e.metrics != nil {
+			e.metrics.AuditEntriesRemoved.Add(float64(n))
+		}
+		if err != nil {
+			return fmt.Errorf("remove old audit entries: %w", err)
+		}
+		if n < e.opts.BatchSize {
 			return nil
 		}
 	}

@@ -24,6 +24,9 @@ type Metrics struct {
 	StaleUploadsAborted prometheus.Counter
 	// OrphansRemoved counts objects of uploads that never committed that this instance removed.
 	OrphansRemoved prometheus.Counter
+	// AuditEntriesRemoved counts audit entries past SHIPFILE_AUDIT_RETENTION this
+	// instance removed.
+	AuditEntriesRemoved prometheus.Counter
 	// Ticks counts ticks by outcome.
 	Ticks *prometheus.CounterVec
 	// TickDuration observes how long each tick took.
@@ -61,6 +64,10 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 			Name: "shipfile_expiry_orphan_objects_removed_total",
 			Help: "Objects of uploads whose file row never committed (a crash, a failed insert), reserved longer than SHIPFILE_ORPHAN_GRACE ago, that this instance removed.",
 		}),
+		AuditEntriesRemoved: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "shipfile_expiry_audit_entries_removed_total",
+			Help: "Audit log entries older than SHIPFILE_AUDIT_RETENTION that this instance removed.",
+		}),
 		Ticks: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "shipfile_expiry_ticks_total",
 			Help: "Expiry ticks run by this instance, by outcome (ok, error).",
@@ -74,7 +81,7 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 	m.Ticks.WithLabelValues(OutcomeOK)
 	m.Ticks.WithLabelValues(OutcomeError)
 	for _, c := range []prometheus.Collector{m.PackagesExpired, m.ObjectsDeleted, m.DeletionFailures, m.PendingDeletions,
-		m.Lag, m.StaleUploadsAborted, m.OrphansRemoved, m.Ticks, m.TickDuration} {
+		m.Lag, m.StaleUploadsAborted, m.OrphansRemoved, m.AuditEntriesRemoved, m.Ticks, m.TickDuration} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}

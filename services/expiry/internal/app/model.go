@@ -60,6 +60,10 @@ type Store interface {
 	// of a key whose object is being removed. It returns how many keys it locked and
 	// how many objects were removed; remove's error is returned (wrapped).
 	SweepOrphans(ctx context.Context, grace time.Duration, limit int, remove func(keys []string) (removed []string, err error)) (locked, removed int, err error)
+	// RemoveOldAudit removes up to limit audit entries older than retention (by the
+	// database's clock, oldest first, skipping rows another instance holds) and returns
+	// how many it removed.
+	RemoveOldAudit(ctx context.Context, retention time.Duration, limit int) (int, error)
 	// OverdueLag returns how long before now the oldest package overdue at now reached
 	// its expires_at; 0 when there is none.
 	OverdueLag(ctx context.Context, now time.Time) (time.Duration, error)

@@ -33,6 +33,7 @@ type Config struct {
 	BatchSize       int           `env:"SHIPFILE_EXPIRY_BATCH_SIZE" default:"500" help:"packages expired per transaction; a tick runs batches until none is overdue"`
 	StaleUploadAge  time.Duration `env:"SHIPFILE_EXPIRY_STALE_UPLOAD_AGE" default:"24h" help:"abort incomplete multipart uploads under packages/ older than this (0 turns it off)"`
 	OrphanGrace     time.Duration `env:"SHIPFILE_ORPHAN_GRACE" default:"1h" help:"remove the object of an upload whose file row did not commit (a crash, a failed insert) once its key has been reserved this long (at least 10m: a gateway renews the reservation of an upload in progress every 5m)"`
+	AuditRetention  time.Duration `env:"SHIPFILE_AUDIT_RETENTION" default:"365d" help:"remove audit log entries older than this (units up to d, e.g. 365d or 90d12h; 0 keeps them for ever)"`
 	ShutdownTimeout time.Duration `env:"SHIPFILE_SHUTDOWN_TIMEOUT" default:"20s" help:"grace period for in-flight work on SIGTERM"`
 }
 
@@ -47,6 +48,9 @@ func (c *Config) Validate() error {
 	}
 	if c.StaleUploadAge < 0 {
 		errs = append(errs, errors.New("SHIPFILE_EXPIRY_STALE_UPLOAD_AGE must not be negative"))
+	}
+	if c.AuditRetention < 0 {
+		errs = append(errs, errors.New("SHIPFILE_AUDIT_RETENTION must not be negative"))
 	}
 	if c.OrphanGrace < MinOrphanGrace {
 		errs = append(errs, fmt.Errorf("SHIPFILE_ORPHAN_GRACE must be at least %s: a gateway renews the reservation of an upload in progress every 5m", MinOrphanGrace))
@@ -109,6 +113,7 @@ func New(_ context.Context, cfg Config, deps Deps) (*Service, error) {
 		BatchSize:      cfg.BatchSize,
 		StaleUploadAge: cfg.StaleUploadAge,
 		OrphanGrace:    cfg.OrphanGrace,
+		AuditRetention: cfg.AuditRetention,
 	}
 	if deps.App != nil {
 		deps.App(&opts)

@@ -77,3 +77,15 @@ FOR UPDATE OF r SKIP LOCKED;
 -- name: ForgetReservations :exec
 -- Forgets reservations whose objects are gone or committed.
 DELETE FROM object_reservations WHERE object_key = ANY(@keys::text[]);
+
+-- name: RemoveOldAudit :execrows
+-- Removes up to @max_rows audit entries older than @retention_secs by the database's
+-- clock (SHIPFILE_AUDIT_RETENTION), oldest first, skipping rows another instance's
+-- sweep holds. It uses audit_log_created_idx (00013).
+DELETE FROM audit_log WHERE id IN (
+    SELECT a.id FROM audit_log a
+    WHERE a.created_at < now() - make_interval(secs => @retention_secs::float8)
+    ORDER BY a.created_at
+    LIMIT @max_rows
+    FOR UPDATE SKIP LOCKED
+);

@@ -208,6 +208,16 @@ func (s *Postgres) SweepOrphans(ctx context.Context, grace time.Duration, limit 
 	return locked, removedN, nil
 }
 
+// RemoveOldAudit removes up to limit audit entries older than retention (by the
+// database's clock), oldest first, and returns how many it removed.
+func (s *Postgres) RemoveOldAudit(ctx context.Context, retention time.Duration, limit int) (int, error) {
+	n, err := s.q.RemoveOldAudit(ctx, db.RemoveOldAuditParams{RetentionSecs: retention.Seconds(), MaxRows: int32(min(limit, math.MaxInt32))})
+	if err != nil {
+		return 0, fmt.Errorf("store: remove old audit entries: %w", err)
+	}
+	return int(n), nil
+}
+
 // OverdueLag returns the age at now of the oldest package overdue at now that is not
 // expired yet.
 func (s *Postgres) OverdueLag(ctx context.Context, now time.Time) (time.Duration, error) {

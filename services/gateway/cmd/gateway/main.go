@@ -14,6 +14,7 @@ import (
 	"github.com/shipfile/shipfile/pkg/service"
 	"github.com/shipfile/shipfile/pkg/storage"
 	gateway "github.com/shipfile/shipfile/services/gateway/internal/service"
+	"github.com/shipfile/shipfile/services/gateway/internal/transport/httpapi"
 	"github.com/shipfile/shipfile/services/gateway/migrations"
 )
 
@@ -77,7 +78,8 @@ func run(ctx context.Context, log *slog.Logger, args []string) error {
 	opsCtx, stopOps := context.WithCancel(context.WithoutCancel(ctx))
 	opsDone := make(chan error, 1)
 	go func() { opsDone <- ops.ServeListener(opsCtx, log, opsLn, opsHandler, time.Second) }()
-	err = ops.Serve(ctx, log, cfg.HTTPAddr, svc.Handler, cfg.ShutdownTimeout, ops.WithIdleTimeout(cfg.Edge.HTTPIdleTimeout))
+	// The link routes read from the connection what a download delivered.
+	err = ops.Serve(ctx, log, cfg.HTTPAddr, svc.Handler, cfg.ShutdownTimeout, ops.WithIdleTimeout(cfg.Edge.HTTPIdleTimeout), httpapi.WithConnContext)
 	// The ops endpoints stay up while the public server drains, then stop.
 	stopOps()
 	if opsErr := <-opsDone; opsErr != nil && err == nil {

@@ -105,10 +105,6 @@ func TestEditRules(t *testing.T) {
 			t.Errorf("ValidateMaxDownloads(%v) = %v", c.n, err)
 		}
 	}
-	f := File{DownloadCount: 3}
-	if f.DownloadsLeft(nil) != nil || *f.DownloadsLeft(new(5)) != 2 || *f.DownloadsLeft(new(2)) != 0 {
-		t.Error("DownloadsLeft")
-	}
 	if err := (&Package{State: StateRevoked, ExpiresAt: now.Add(time.Hour)}).apply(OpEdit, now); err == nil || !strings.Contains(err.Error(), "revoked") {
 		t.Errorf("edit of a revoked package: %v", err)
 	}

@@ -63,7 +63,7 @@ type Package struct {
 	// NotifyOwner asks the mailer to tell the owner of downloads and uploads.
 	NotifyOwner bool
 	// UsedUp is set when the package is read through its link: it has a download limit
-	// and every file has reached it, so the link is dead.
+	// and every file has spent its budget through the link, so the link is dead.
 	UsedUp bool
 }
 
@@ -81,23 +81,17 @@ type File struct {
 	ObjectKey   string
 	UploadedBy  Uploader
 	CreatedAt   time.Time
-	// DownloadCount is the number of downloads through the link.
+	// DownloadCount is the number of answers through the link that started at byte 0
+	// (whole files, ranges from byte 0, archive entries).
 	DownloadCount int
 	// Scan is the malware scan's state (ScanPending …), ScanSignature what clamd found
 	// when infected, ScannedAt when the verdict was recorded (SPEC "Malware scanning").
 	Scan          ScanState
 	ScanSignature string
 	ScannedAt     *time.Time
-}
-
-// DownloadsLeft is how many more downloads of f the link allows under limit (nil: no
-// limit, nil returned).
-func (f File) DownloadsLeft(limit *int) *int {
-	if limit == nil {
-		return nil
-	}
-	left := max(0, *limit-f.DownloadCount)
-	return &left
+	// LinkTaken is what answers through the link have taken of the file's budget
+	// there (SPEC "Download limit"): bytes, or whole copies of an empty file.
+	LinkTaken int64
 }
 
 // AuditEntry is one line of the audit log.
@@ -114,6 +108,10 @@ type AuditEntry struct {
 	// Detail says more than the action, e.g. an e-mail's recipient or an SMTP
 	// server's rejection (written by the mailer).
 	Detail string
+	// Hourly: the entry is counted in the one row of its action, IP and hour (Hits
+	// says how many), for anonymous failures (SPEC "Hostile clients").
+	Hourly bool
+	Hits   int
 }
 
 // Client is who is calling, for the audit log.

@@ -50,13 +50,14 @@ type PackageStore interface {
 	ListAudit(ctx context.Context, f AuditFilter) ([]AuditEntry, error)
 	ObjectsDeleted(ctx context.Context, keys []string) error
 	GetUser(ctx context.Context, id int64) (User, error)
-	// TakeDownload counts one download of a file through the link unless limit (nil:
-	// none) is reached, in one conditional UPDATE; false when it is.
-	TakeDownload(ctx context.Context, packageID, fileID uuid.UUID, limit *int) (bool, error)
-	// TakeArchiveDownloads does the same for each of fileIDs and returns those it counted.
-	TakeArchiveDownloads(ctx context.Context, packageID uuid.UUID, fileIDs []uuid.UUID, limit *int) ([]uuid.UUID, error)
-	// ReturnDownloads gives back downloads that failed before their last byte.
-	ReturnDownloads(ctx context.Context, fileIDs []uuid.UUID) error
+	// TakeLinkBytes takes costs[i] from the budget of fileIDs[i] through the link
+	// linkHash (SPEC "Download limit") where it is not spent and holds that much, in
+	// one conditional UPDATE, and returns the files taken; with counted, each of them
+	// counts a download. Without a limit nothing is refused, but the bytes are still
+	// recorded (a limit set later counts them).
+	TakeLinkBytes(ctx context.Context, packageID uuid.UUID, linkHash []byte, fileIDs []uuid.UUID, costs []int64, counted bool) ([]uuid.UUID, error)
+	// ReturnLinkBytes gives amounts[i] back to the budget of fileIDs[i].
+	ReturnLinkBytes(ctx context.Context, linkHash []byte, fileIDs []uuid.UUID, amounts []int64) error
 	// AddUnlockAttempt records an unlock attempt of the package's link (as a failure,
 	// until DeleteUnlockAttempt) and returns its id, its time and the times of the
 	// link's failures recorded before it within window, newest first. Attempts of one
@@ -589,7 +590,10 @@ func (s *Packages) liveLink(ctx context.Context, token string, client Client) (P
 			return Package{}, err
 		}
 	}
-	_ = s.store.WriteEffects(ctx, Effects{Audit: []AuditEntry{linkAudit(client, "link.invalid", nil, nil)}})
+	// One row per IP and hour, however many links a guesser tries.
+	invalid := linkAudit(client, "link.invalid", nil, nil)
+	invalid.Hourly = true
+	_ = s.store.WriteEffects(ctx, Effects{Audit: []AuditEntry{invalid}})
 	return Package{}, ErrLinkGone
 }
 
@@ -607,47 +611,60 @@ func (s *Packages) ViewLink(ctx context.Context, token string, client Client) (P
 	return p, files, err
 }
 
-// Finish ends a download through a link: complete says whether its last byte went
-// out; the count it took is given back when not.
-type Finish func(complete bool)
+// Finish ends an answer through a link: what it took and did not send goes back to
+// the budget.
+type Finish func(Sent)
 
-// DownloadViaLink opens a file through a link. A counted download (a whole file or
-// a range from byte 0) takes one of the file's downloads (ErrFileUsedUp when none is
-// left) and fires package.downloaded; the caller calls finish when it is over.
-func (s *Packages) DownloadViaLink(ctx context.Context, token string, client Client, fileID uuid.UUID, counted bool) (File, Object, Finish, error) {
+// DownloadViaLink opens a file through a link for an answer of the span plan picks
+// (a RangeNotSatisfiableError for a range the file cannot satisfy). A file whose
+// budget is spent answers ErrFileUsedUp, HEAD included; otherwise the answer takes the
+// bytes it will send (none without a body) from the budget, or is ErrFileUsedUp when
+// they are more than what is left. An answer with a body from byte 0 counts a download
+// and fires package.downloaded. The caller calls finish with what it sent.
+func (s *Packages) DownloadViaLink(ctx context.Context, token string, client Client, fileID uuid.UUID, plan func(File) (Span, error)) (File, Span, Object, Finish, error) {
 	p, err := s.resolveLink(ctx, token, client)
 	if err != nil {
-		return File{}, nil, nil, err
+		return File{}, Span{}, nil, nil, err
 	}
 	f, err := s.store.GetFile(ctx, p.ID, fileID)
 	if err != nil {
-		return File{}, nil, nil, err
+		return File{}, Span{}, nil, nil, err
 	}
 	if !LinkMayDownload(f) {
-		return File{}, nil, nil, ErrRecipientFile
+		return File{}, Span{}, nil, nil, ErrRecipientFile
 	}
 	if err := s.scanAllows(f); err != nil {
-		return File{}, nil, nil, err
+		return File{}, Span{}, nil, nil, err
 	}
-	finish := func(bool) {}
-	if counted {
-		ok, err := s.store.TakeDownload(ctx, p.ID, f.ID, p.MaxDownloads)
+	if f.BudgetSpent(p.MaxDownloads) {
+		return File{}, Span{}, nil, nil, ErrFileUsedUp
+	}
+	span, err := plan(f)
+	if err != nil {
+		return File{}, Span{}, nil, nil, err
+	}
+	cost := AnswerCost(f.Size, span)
+	counted := span.Counted()
+	finish := func(Sent) {}
+	if cost > 0 || counted {
+		taken, err := s.store.TakeLinkBytes(ctx, p.ID, p.LinkHash, []uuid.UUID{f.ID}, []int64{cost}, counted)
 		if err != nil {
-			return File{}, nil, nil, err
+			return File{}, Span{}, nil, nil, err
 		}
-		if !ok {
-			return File{}, nil, nil, ErrFileUsedUp
+		if len(taken) == 0 {
+			return File{}, Span{}, nil, nil, ErrFileUsedUp
 		}
-		f.DownloadCount++
-		finish = s.giveBackUnless(ctx, []uuid.UUID{f.ID})
-	} else if left := f.DownloadsLeft(p.MaxDownloads); left != nil && *left == 0 {
-		return File{}, nil, nil, ErrFileUsedUp
+		if counted {
+			f.DownloadCount++
+		}
+		f.LinkTaken += cost
+		finish = func(sent Sent) { s.giveBack(ctx, p.LinkHash, map[uuid.UUID]int64{f.ID: GiveBack(cost, sent)}) }
 	}
 	// Open first: a download that cannot start is not recorded as one.
 	obj, err := s.objects.Open(ctx, f.ObjectKey)
 	if err != nil {
-		finish(false)
-		return File{}, nil, nil, err
+		finish(Sent{})
+		return File{}, Span{}, nil, nil, err
 	}
 	fx := Effects{Audit: []AuditEntry{linkAudit(client, "file.download", &p.ID, &f.ID)}}
 	if counted {
@@ -655,28 +672,37 @@ func (s *Packages) DownloadViaLink(ctx context.Context, token string, client Cli
 	}
 	if err := s.store.RecordLinkUse(ctx, p.ID, fx); err != nil {
 		obj.Close()
-		finish(false)
-		return File{}, nil, nil, err
+		finish(Sent{})
+		return File{}, Span{}, nil, nil, err
 	}
-	return f, obj, finish, nil
+	return f, span, obj, finish, nil
 }
 
-// giveBackUnless returns a Finish that gives the downloads of ids back unless the
-// download completed.
-func (s *Packages) giveBackUnless(ctx context.Context, ids []uuid.UUID) Finish {
-	return func(complete bool) {
-		if complete || len(ids) == 0 {
-			return
+// giveBack returns to the budgets of the link what answers took and did not send.
+func (s *Packages) giveBack(ctx context.Context, linkHash []byte, amounts map[uuid.UUID]int64) {
+	var ids []uuid.UUID
+	var ns []int64
+	for id, n := range amounts {
+		if n > 0 {
+			ids, ns = append(ids, id), append(ns, n)
 		}
-		_ = s.store.ReturnDownloads(context.WithoutCancel(ctx), ids)
+	}
+	if len(ids) > 0 {
+		_ = s.store.ReturnLinkBytes(context.WithoutCancel(ctx), linkHash, ids, ns)
 	}
 }
+
+// ArchiveFinish ends an archive through a link: sent says what went out of each
+// file's entry (a file missing from it sent nothing). What the entries took and did
+// not send goes back to the budgets; entries sent whole keep what they took.
+type ArchiveFinish func(sent map[uuid.UUID]Sent)
 
 // ArchiveViaLink returns the files of a link's package for a zip of them all,
-// recording the download, and a function to open each file's bytes. The archive takes
-// one download of each file in it; files that have reached the limit are left out
-// (ErrFileUsedUp when that is every file). The caller calls finish when it is over.
-func (s *Packages) ArchiveViaLink(ctx context.Context, token string, client Client) (Package, []File, func(File) (Object, error), Finish, error) {
+// recording the download, and a function to open each file's bytes. Each entry takes
+// a whole copy of its file from the file's budget (and counts a download); files whose
+// budget does not hold one are left out (ErrFileUsedUp when that is every file). The
+// caller calls finish with what it sent of each entry.
+func (s *Packages) ArchiveViaLink(ctx context.Context, token string, client Client) (Package, []File, func(File) (Object, error), ArchiveFinish, error) {
 	p, err := s.resolveLink(ctx, token, client)
 	if err != nil {
 		return Package{}, nil, nil, nil, err
@@ -691,13 +717,14 @@ func (s *Packages) ArchiveViaLink(ctx context.Context, token string, client Clie
 			files = append(files, f)
 		}
 	}
-	finish := func(bool) {}
+	finish := func(map[uuid.UUID]Sent) {}
 	if len(files) > 0 {
 		ids := make([]uuid.UUID, len(files))
+		costs := make([]int64, len(files))
 		for i, f := range files {
-			ids[i] = f.ID
+			ids[i], costs[i] = f.ID, AnswerCost(f.Size, WholeFile(f))
 		}
-		taken, err := s.store.TakeArchiveDownloads(ctx, p.ID, ids, p.MaxDownloads)
+		taken, err := s.store.TakeLinkBytes(ctx, p.ID, p.LinkHash, ids, costs, true)
 		if err != nil {
 			return Package{}, nil, nil, nil, err
 		}
@@ -705,14 +732,20 @@ func (s *Packages) ArchiveViaLink(ctx context.Context, token string, client Clie
 			return Package{}, nil, nil, nil, ErrFileUsedUp
 		}
 		files = slices.DeleteFunc(files, func(f File) bool { return !slices.Contains(taken, f.ID) })
-		finish = s.giveBackUnless(ctx, taken)
+		finish = func(sent map[uuid.UUID]Sent) {
+			back := make(map[uuid.UUID]int64, len(files))
+			for _, f := range files {
+				back[f.ID] = GiveBack(AnswerCost(f.Size, WholeFile(f)), sent[f.ID])
+			}
+			s.giveBack(ctx, p.LinkHash, back)
+		}
 	}
 	fx := Effects{
 		Events: []*eventsv1.Envelope{packageDownloaded(p, "", ArchiveName(p))},
 		Audit:  []AuditEntry{linkAudit(client, "archive.download", &p.ID, nil)},
 	}
 	if err := s.store.RecordLinkUse(ctx, p.ID, fx); err != nil {
-		finish(false)
+		finish(nil)
 		return Package{}, nil, nil, nil, err
 	}
 	open := func(f File) (Object, error) { return s.objects.Open(ctx, f.ObjectKey) }

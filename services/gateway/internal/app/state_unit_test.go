@@ -198,43 +198,37 @@ func (s *fakeStore) AddFile(_ context.Context, f File, fn func(p *Package) (Effe
 	return p, err
 }
 
-// TakeDownload counts one download of a file unless limit (nil: none) is reached.
-func (s *fakeStore) TakeDownload(_ context.Context, id, fileID uuid.UUID, limit *int) (bool, error) {
+// TakeLinkBytes takes costs[i] from the budget of fileIDs[i] (one link per package
+// here, so the budget lives in the file) where it is not spent and holds that much.
+func (s *fakeStore) TakeLinkBytes(_ context.Context, id uuid.UUID, _ []byte, fileIDs []uuid.UUID, costs []int64, counted bool) ([]uuid.UUID, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	for i, f := range s.files[id] {
-		if f.ID == fileID {
-			if limit != nil && f.DownloadCount >= *limit {
-				return false, nil
-			}
-			s.files[id][i].DownloadCount++
-			return true, nil
-		}
-	}
-	return false, NotFound("file")
-}
-
-func (s *fakeStore) TakeArchiveDownloads(ctx context.Context, id uuid.UUID, fileIDs []uuid.UUID, limit *int) ([]uuid.UUID, error) {
+	limit := s.packages[id].MaxDownloads
 	var taken []uuid.UUID
-	for _, fid := range fileIDs {
-		ok, err := s.TakeDownload(ctx, id, fid, limit)
-		if err != nil {
-			return nil, err
+	for i, f := range s.files[id] {
+		k := slices.Index(fileIDs, f.ID)
+		if k < 0 {
+			continue
 		}
-		if ok {
-			taken = append(taken, fid)
+		if left, ok := f.BudgetLeft(limit); ok && (left == 0 || costs[k] > left) {
+			continue
 		}
+		s.files[id][i].LinkTaken += costs[k]
+		if counted {
+			s.files[id][i].DownloadCount++
+		}
+		taken = append(taken, f.ID)
 	}
 	return taken, nil
 }
 
-func (s *fakeStore) ReturnDownloads(_ context.Context, fileIDs []uuid.UUID) error {
+func (s *fakeStore) ReturnLinkBytes(_ context.Context, _ []byte, fileIDs []uuid.UUID, amounts []int64) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for id, files := range s.files {
 		for i, f := range files {
-			if slices.Contains(fileIDs, f.ID) && f.DownloadCount > 0 {
-				s.files[id][i].DownloadCount--
+			if k := slices.Index(fileIDs, f.ID); k >= 0 {
+				s.files[id][i].LinkTaken = max(0, f.LinkTaken-amounts[k])
 			}
 		}
 	}
@@ -529,10 +523,10 @@ func TestUnitOperations(t *testing.T) {
 		}},
 		{"download through the link", Outbound, func(f *unitFixture, p Package, link string) error {
 			files, _ := f.store.ListFiles(ctx, p.ID)
-			_, obj, finish, err := f.svc.DownloadViaLink(ctx, link, Client{}, files[0].ID, true)
+			_, _, obj, finish, err := f.svc.DownloadViaLink(ctx, link, Client{}, files[0].ID, func(f File) (Span, error) { return WholeFile(f), nil })
 			if obj != nil {
 				obj.Close()
-				finish(true)
+				finish(Sent{Whole: true})
 			}
 			return err
 		}, map[State]result{
@@ -544,7 +538,7 @@ func TestUnitOperations(t *testing.T) {
 		{"archive through the link", Outbound, func(f *unitFixture, _ Package, link string) error {
 			_, _, _, finish, err := f.svc.ArchiveViaLink(ctx, link, Client{})
 			if finish != nil {
-				finish(true)
+				finish(nil)
 			}
 			return err
 		}, map[State]result{

@@ -2,33 +2,47 @@ package store
 
 import (
 	"context"
-	"errors"
+	"slices"
 	"time"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 )
 
-// TakeDownload counts one download of a file through the link unless limit is
-// reached: one conditional UPDATE, which PostgreSQL serialises on the file's row, so
-// concurrent downloads on any number of gateways never go past the limit.
-func (s *Postgres) TakeDownload(ctx context.Context, packageID, fileID uuid.UUID, limit *int) (bool, error) {
-	_, err := s.q.TakeDownload(ctx, TakeDownloadParams{PackageID: packageID, FileID: fileID, MaxDownloads: int32Ptr(limit)})
-	if errors.Is(err, pgx.ErrNoRows) {
-		return false, nil
+// TakeLinkBytes takes costs[i] from the budget of fileIDs[i] through the link (SPEC
+// "Download limit") and returns the files taken: one conditional UPDATE, which
+// PostgreSQL serialises on each budget row, so concurrent answers on any number of
+// gateways never take past a budget. A file's first answer through the link makes its
+// budget row first.
+func (s *Postgres) TakeLinkBytes(ctx context.Context, packageID uuid.UUID, linkHash []byte, fileIDs []uuid.UUID, costs []int64, counted bool) ([]uuid.UUID, error) {
+	take := func(ids []uuid.UUID, costs []int64) ([]uuid.UUID, error) {
+		return s.q.TakeLinkBytes(ctx, TakeLinkBytesParams{PackageID: packageID, LinkHash: linkHash, FileIds: ids, Costs: costs, Counted: counted})
 	}
-	return err == nil, err
+	taken, err := take(fileIDs, costs)
+	if err != nil || len(taken) == len(fileIDs) {
+		return taken, err
+	}
+	// Those not taken may have no row yet (or a spent budget: then again nothing).
+	var ids []uuid.UUID
+	var rest []int64
+	for i, id := range fileIDs {
+		if !slices.Contains(taken, id) {
+			ids, rest = append(ids, id), append(rest, costs[i])
+		}
+	}
+	if err := s.q.EnsureLinkBudgets(ctx, EnsureLinkBudgetsParams{FileIds: ids, LinkHash: linkHash}); err != nil {
+		return nil, err
+	}
+	more, err := take(ids, rest)
+	if err != nil {
+		return nil, err
+	}
+	return append(taken, more...), nil
 }
 
-// TakeArchiveDownloads counts one download of each file not at its limit and returns
-// the files counted.
-func (s *Postgres) TakeArchiveDownloads(ctx context.Context, packageID uuid.UUID, fileIDs []uuid.UUID, limit *int) ([]uuid.UUID, error) {
-	return s.q.TakeArchiveDownloads(ctx, TakeArchiveDownloadsParams{PackageID: packageID, FileIds: fileIDs, MaxDownloads: int32Ptr(limit)})
-}
-
-// ReturnDownloads gives back downloads that failed before their last byte.
-func (s *Postgres) ReturnDownloads(ctx context.Context, fileIDs []uuid.UUID) error {
-	return s.q.ReturnDownloads(ctx, fileIDs)
+// ReturnLinkBytes gives amounts[i] back to the budget of fileIDs[i] through the link.
+func (s *Postgres) ReturnLinkBytes(ctx context.Context, linkHash []byte, fileIDs []uuid.UUID, amounts []int64) error {
+	return s.q.ReturnLinkBytes(ctx, ReturnLinkBytesParams{LinkHash: linkHash, FileIds: fileIDs, Amounts: amounts})
 }
 
 // AddUnlockAttempt records an unlock attempt and returns its id, its time and the

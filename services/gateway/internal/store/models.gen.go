@@ -32,6 +32,8 @@ type AuditLog struct {
 	Ip          string
 	UserAgent   string
 	Detail      string
+	Hits        int32
+	Hour        *time.Time
 }
 
 type File struct {
@@ -49,6 +51,12 @@ type File struct {
 	ScanSignature string
 	ScannedAt     *time.Time
 	ScanAttempts  int32
+}
+
+type LinkBudget struct {
+	FileID   uuid.UUID
+	LinkHash []byte
+	Taken    int64
 }
 
 type LinkRate struct {

@@ -103,7 +103,8 @@ func (s *Postgres) ListFiles(ctx context.Context, packageID uuid.UUID) ([]app.Fi
 	}
 	out := make([]app.File, len(rows))
 	for i, r := range rows {
-		out[i] = toFile(r)
+		out[i] = toFile(r.File)
+		out[i].LinkTaken = r.LinkTaken
 	}
 	return out, nil
 }
@@ -114,7 +115,9 @@ func (s *Postgres) GetFile(ctx context.Context, packageID, fileID uuid.UUID) (ap
 	if err != nil {
 		return app.File{}, notFound(err, "file")
 	}
-	return toFile(row), nil
+	f := toFile(row.File)
+	f.LinkTaken = row.LinkTaken
+	return f, nil
 }
 
 // withLocked runs fn in a transaction that holds the package's row lock, then writes
@@ -184,14 +187,14 @@ func (s *Postgres) RemoveFile(ctx context.Context, packageID, fileID uuid.UUID, 
 		if err != nil {
 			return app.Effects{}, notFound(err, "file")
 		}
-		fx, err := change(p, toFile(row))
+		fx, err := change(p, toFile(row.File))
 		if err != nil {
 			return fx, err
 		}
 		if err := q.DeleteFileRow(ctx, fileID); err != nil {
 			return fx, err
 		}
-		if err := q.QueueObjectDeletion(ctx, []string{row.ObjectKey}); err != nil {
+		if err := q.QueueObjectDeletion(ctx, []string{row.File.ObjectKey}); err != nil {
 			return fx, err
 		}
 		return fx, save(ctx, q, *p)
@@ -254,6 +257,7 @@ func (s *Postgres) ListAudit(ctx context.Context, f app.AuditFilter) ([]app.Audi
 		out[i] = app.AuditEntry{
 			ID: r.ID, CreatedAt: r.CreatedAt, Actor: r.Actor, ActorUserID: r.ActorUserID, Action: r.Action,
 			PackageID: r.PackageID, FileID: r.FileID, IP: r.Ip, UserAgent: r.UserAgent, Detail: r.Detail,
+			Hourly: r.Hour != nil, Hits: int(r.Hits),
 		}
 	}
 	return out, nil
@@ -298,8 +302,12 @@ func (s *Postgres) writeEffects(ctx context.Context, tx pgx.Tx, fx app.Effects) 
 // relay opens them as it publishes.
 func (s *Postgres) queueEffects(b *pgx.Batch, fx app.Effects) error {
 	for _, a := range fx.Audit {
-		// The arguments in the order of sqlc's InsertAudit.
-		b.Queue(insertAudit, a.Actor, a.ActorUserID, a.Action, a.PackageID, a.FileID, a.IP, a.UserAgent, a.Detail)
+		// The arguments in the order of sqlc's InsertAudit and CountAuditHourly.
+		query := insertAudit
+		if a.Hourly {
+			query = countAuditHourly
+		}
+		b.Queue(query, a.Actor, a.ActorUserID, a.Action, a.PackageID, a.FileID, a.IP, a.UserAgent, a.Detail)
 	}
 	msgs := make([]outbox.Message, 0, len(fx.Events)+len(fx.Mail)+len(fx.WebhookJobs))
 	for _, e := range fx.Events {

@@ -95,38 +95,56 @@ DELETE FROM packages WHERE id = $1;
 
 -- name: PackageByLink :one
 -- used_up: the package has a download limit and every file the recipient may download
--- (an outbound package's) has reached it.
+-- (an outbound package's) has spent its budget through the link (link_budgets, 00013).
 SELECT sqlc.embed(packages),
        (packages.direction = 'outbound' AND packages.max_downloads IS NOT NULL AND packages.file_count > 0
         AND NOT EXISTS (SELECT 1 FROM files f
-                        WHERE f.package_id = packages.id AND f.download_count < packages.max_downloads))::boolean AS used_up
-FROM packages WHERE link_hash = $1;
+                        LEFT JOIN link_budgets b ON b.file_id = f.id AND b.link_hash = packages.link_hash
+                        WHERE f.package_id = packages.id
+                          AND coalesce(b.taken, 0) < packages.max_downloads::bigint * GREATEST(f.size, 1)))::boolean AS used_up
+FROM packages WHERE packages.link_hash = $1;
 
 -- name: UseLink :exec
 UPDATE packages SET link_use_count = link_use_count + 1, link_last_used_at = now() WHERE id = $1;
 
--- name: TakeDownload :one
--- Takes one download of a file through the link, unless the package's limit is
--- reached: one conditional UPDATE, so concurrent downloads on any gateway never go past
--- the limit.
-UPDATE files SET download_count = download_count + 1
-WHERE files.package_id = @package_id AND files.id = @file_id
-  AND (sqlc.narg(max_downloads)::int IS NULL OR files.download_count < sqlc.narg(max_downloads)::int)
-RETURNING download_count;
+-- name: EnsureLinkBudgets :exec
+-- Makes the budget rows of files through a link, so TakeLinkBytes has a row to lock.
+INSERT INTO link_budgets (file_id, link_hash)
+SELECT unnest(@file_ids::uuid[]), @link_hash::bytea
+ON CONFLICT DO NOTHING;
 
--- name: TakeArchiveDownloads :many
--- Takes one download of each file of the package whose limit is not reached, for the
--- archive; the files returned are the ones the archive holds.
-UPDATE files SET download_count = download_count + 1
-WHERE files.package_id = @package_id
-  AND files.id = ANY(@file_ids::uuid[])
-  AND (sqlc.narg(max_downloads)::int IS NULL OR files.download_count < sqlc.narg(max_downloads)::int)
-RETURNING id;
+-- name: TakeLinkBytes :many
+-- Takes what answers through a link will send from each file's budget there
+-- (max_downloads × size, an empty file max_downloads × 1; no limit: no budget, but the
+-- bytes are still recorded, so a limit set later counts them): a file is taken only
+-- when its budget is not spent and holds all it asks for. One conditional UPDATE:
+-- PostgreSQL serialises it on each budget row and checks the condition again on the
+-- row it locked, so concurrent answers on any number of gateways never take past the
+-- budget. Each file taken with counted set also counts one download (an answer from
+-- byte 0). The files returned are the ones taken.
+WITH want AS (
+    SELECT w.file_id, (@costs::bigint[])[w.n] AS cost FROM unnest(@file_ids::uuid[]) WITH ORDINALITY AS w (file_id, n)
+), taken AS (
+    UPDATE link_budgets b SET taken = b.taken + want.cost
+    FROM want, files f, packages p
+    WHERE b.file_id = want.file_id AND b.link_hash = @link_hash::bytea
+      AND f.id = b.file_id AND f.package_id = @package_id AND p.id = f.package_id
+      AND (p.max_downloads IS NULL
+           OR (b.taken < p.max_downloads::bigint * GREATEST(f.size, 1)
+               AND b.taken + want.cost <= p.max_downloads::bigint * GREATEST(f.size, 1)))
+    RETURNING b.file_id
+)
+, counted AS (
+    UPDATE files SET download_count = files.download_count + 1
+    FROM taken WHERE files.id = taken.file_id AND @counted::boolean
+)
+SELECT taken.file_id FROM taken;
 
--- name: ReturnDownloads :exec
--- Gives back downloads that failed before their last byte.
-UPDATE files SET download_count = download_count - 1
-WHERE id = ANY(@file_ids::uuid[]) AND download_count > 0;
+-- name: ReturnLinkBytes :exec
+-- Gives back what answers through a link took and did not send.
+UPDATE link_budgets b SET taken = GREATEST(b.taken - (@amounts::bigint[])[r.n], 0)
+FROM unnest(@file_ids::uuid[]) WITH ORDINALITY AS r (file_id, n)
+WHERE b.file_id = r.file_id AND b.link_hash = @link_hash::bytea;
 
 -- name: UnlockFailures :many
 -- The link's wrong passwords within the window recorded before an attempt, newest first.
@@ -159,10 +177,17 @@ INSERT INTO files (id, package_id, filename, size, content_type, sha256, object_
 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9);
 
 -- name: ListFiles :many
-SELECT * FROM files WHERE package_id = $1 ORDER BY created_at, id;
+-- link_taken: what answers through the package's link have taken of the file's budget.
+SELECT sqlc.embed(files), coalesce(b.taken, 0)::bigint AS link_taken
+FROM files JOIN packages p ON p.id = files.package_id
+LEFT JOIN link_budgets b ON b.file_id = files.id AND b.link_hash = p.link_hash
+WHERE files.package_id = $1 ORDER BY files.created_at, files.id;
 
 -- name: GetFile :one
-SELECT * FROM files WHERE package_id = $1 AND id = $2;
+SELECT sqlc.embed(files), coalesce(b.taken, 0)::bigint AS link_taken
+FROM files JOIN packages p ON p.id = files.package_id
+LEFT JOIN link_budgets b ON b.file_id = files.id AND b.link_hash = p.link_hash
+WHERE files.package_id = $1 AND files.id = $2;
 
 -- name: DeleteFileRow :exec
 DELETE FROM files WHERE id = $1;
@@ -209,6 +234,14 @@ DELETE FROM link_rate WHERE tat < clock_timestamp() - (sqlc.arg(idle_us)::bigint
 -- name: InsertAudit :exec
 INSERT INTO audit_log (actor, actor_user_id, action, package_id, file_id, ip, user_agent, detail)
 VALUES ($1, $2, $3, $4, $5, $6, $7, $8);
+
+-- name: CountAuditHourly :exec
+-- Counts a hit in the one row of its action, IP and hour (the database's clock, UTC),
+-- for anonymous failures such as hits of unknown or dead links (SPEC "Hostile
+-- clients"): a guesser adds one row per hour, not one per hit.
+INSERT INTO audit_log (actor, actor_user_id, action, package_id, file_id, ip, user_agent, detail, hour)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, date_trunc('hour', now() AT TIME ZONE 'UTC') AT TIME ZONE 'UTC')
+ON CONFLICT (action, ip, hour) WHERE hour IS NOT NULL DO UPDATE SET hits = audit_log.hits + 1;
 
 -- name: ListAudit :many
 SELECT * FROM audit_log

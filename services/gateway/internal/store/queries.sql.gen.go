@@ -12,6 +12,40 @@ import (
 	"github.com/google/uuid"
 )
 
+const countAuditHourly = `-- name: CountAuditHourly :exec
+INSERT INTO audit_log (actor, actor_user_id, action, package_id, file_id, ip, user_agent, detail, hour)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, date_trunc('hour', now() AT TIME ZONE 'UTC') AT TIME ZONE 'UTC')
+ON CONFLICT (action, ip, hour) WHERE hour IS NOT NULL DO UPDATE SET hits = audit_log.hits + 1
+`
+
+type CountAuditHourlyParams struct {
+	Actor       string
+	ActorUserID *int64
+	Action      string
+	PackageID   *uuid.UUID
+	FileID      *uuid.UUID
+	Ip          string
+	UserAgent   string
+	Detail      string
+}
+
+// Counts a hit in the one row of its action, IP and hour (the database's clock, UTC),
+// for anonymous failures such as hits of unknown or dead links (SPEC "Hostile
+// clients"): a guesser adds one row per hour, not one per hit.
+func (q *Queries) CountAuditHourly(ctx context.Context, arg CountAuditHourlyParams) error {
+	_, err := q.db.Exec(ctx, countAuditHourly,
+		arg.Actor,
+		arg.ActorUserID,
+		arg.Action,
+		arg.PackageID,
+		arg.FileID,
+		arg.Ip,
+		arg.UserAgent,
+		arg.Detail,
+	)
+	return err
+}
+
 const countUsers = `-- name: CountUsers :one
 SELECT count(*) FROM users
 `
@@ -173,6 +207,23 @@ func (q *Queries) DeleteWebhookDeliveries(ctx context.Context, subscriptionID in
 	return result.RowsAffected(), nil
 }
 
+const ensureLinkBudgets = `-- name: EnsureLinkBudgets :exec
+INSERT INTO link_budgets (file_id, link_hash)
+SELECT unnest($1::uuid[]), $2::bytea
+ON CONFLICT DO NOTHING
+`
+
+type EnsureLinkBudgetsParams struct {
+	FileIds  []uuid.UUID
+	LinkHash []byte
+}
+
+// Makes the budget rows of files through a link, so TakeLinkBytes has a row to lock.
+func (q *Queries) EnsureLinkBudgets(ctx context.Context, arg EnsureLinkBudgetsParams) error {
+	_, err := q.db.Exec(ctx, ensureLinkBudgets, arg.FileIds, arg.LinkHash)
+	return err
+}
+
 const fileExists = `-- name: FileExists :one
 SELECT EXISTS (SELECT 1 FROM files WHERE id = $1)
 `
@@ -224,7 +275,10 @@ func (q *Queries) ForgetOldUnlockFailures(ctx context.Context, arg ForgetOldUnlo
 }
 
 const getFile = `-- name: GetFile :one
-SELECT id, package_id, filename, size, content_type, sha256, object_key, uploaded_by, created_at, download_count, scan, scan_signature, scanned_at, scan_attempts FROM files WHERE package_id = $1 AND id = $2
+SELECT files.id, files.package_id, files.filename, files.size, files.content_type, files.sha256, files.object_key, files.uploaded_by, files.created_at, files.download_count, files.scan, files.scan_signature, files.scanned_at, files.scan_attempts, coalesce(b.taken, 0)::bigint AS link_taken
+FROM files JOIN packages p ON p.id = files.package_id
+LEFT JOIN link_budgets b ON b.file_id = files.id AND b.link_hash = p.link_hash
+WHERE files.package_id = $1 AND files.id = $2
 `
 
 type GetFileParams struct {
@@ -232,24 +286,30 @@ type GetFileParams struct {
 	ID        uuid.UUID
 }
 
-func (q *Queries) GetFile(ctx context.Context, arg GetFileParams) (File, error) {
+type GetFileRow struct {
+	File      File
+	LinkTaken int64
+}
+
+func (q *Queries) GetFile(ctx context.Context, arg GetFileParams) (GetFileRow, error) {
 	row := q.db.QueryRow(ctx, getFile, arg.PackageID, arg.ID)
-	var i File
+	var i GetFileRow
 	err := row.Scan(
-		&i.ID,
-		&i.PackageID,
-		&i.Filename,
-		&i.Size,
-		&i.ContentType,
-		&i.Sha256,
-		&i.ObjectKey,
-		&i.UploadedBy,
-		&i.CreatedAt,
-		&i.DownloadCount,
-		&i.Scan,
-		&i.ScanSignature,
-		&i.ScannedAt,
-		&i.ScanAttempts,
+		&i.File.ID,
+		&i.File.PackageID,
+		&i.File.Filename,
+		&i.File.Size,
+		&i.File.ContentType,
+		&i.File.Sha256,
+		&i.File.ObjectKey,
+		&i.File.UploadedBy,
+		&i.File.CreatedAt,
+		&i.File.DownloadCount,
+		&i.File.Scan,
+		&i.File.ScanSignature,
+		&i.File.ScannedAt,
+		&i.File.ScanAttempts,
+		&i.LinkTaken,
 	)
 	return i, err
 }
@@ -549,7 +609,7 @@ func (q *Queries) InsertWebhook(ctx context.Context, arg InsertWebhookParams) (W
 }
 
 const listAudit = `-- name: ListAudit :many
-SELECT id, created_at, actor, actor_user_id, action, package_id, file_id, ip, user_agent, detail FROM audit_log
+SELECT id, created_at, actor, actor_user_id, action, package_id, file_id, ip, user_agent, detail, hits, hour FROM audit_log
 WHERE ($1::uuid IS NULL OR package_id = $1)
   AND ($2::bigint = 0 OR id < $2)
 ORDER BY id DESC
@@ -582,6 +642,8 @@ func (q *Queries) ListAudit(ctx context.Context, arg ListAuditParams) ([]AuditLo
 			&i.Ip,
 			&i.UserAgent,
 			&i.Detail,
+			&i.Hits,
+			&i.Hour,
 		); err != nil {
 			return nil, err
 		}
@@ -594,33 +656,43 @@ func (q *Queries) ListAudit(ctx context.Context, arg ListAuditParams) ([]AuditLo
 }
 
 const listFiles = `-- name: ListFiles :many
-SELECT id, package_id, filename, size, content_type, sha256, object_key, uploaded_by, created_at, download_count, scan, scan_signature, scanned_at, scan_attempts FROM files WHERE package_id = $1 ORDER BY created_at, id
+SELECT files.id, files.package_id, files.filename, files.size, files.content_type, files.sha256, files.object_key, files.uploaded_by, files.created_at, files.download_count, files.scan, files.scan_signature, files.scanned_at, files.scan_attempts, coalesce(b.taken, 0)::bigint AS link_taken
+FROM files JOIN packages p ON p.id = files.package_id
+LEFT JOIN link_budgets b ON b.file_id = files.id AND b.link_hash = p.link_hash
+WHERE files.package_id = $1 ORDER BY files.created_at, files.id
 `
 
-func (q *Queries) ListFiles(ctx context.Context, packageID uuid.UUID) ([]File, error) {
+type ListFilesRow struct {
+	File      File
+	LinkTaken int64
+}
+
+// link_taken: what answers through the package's link have taken of the file's budget.
+func (q *Queries) ListFiles(ctx context.Context, packageID uuid.UUID) ([]ListFilesRow, error) {
 	rows, err := q.db.Query(ctx, listFiles, packageID)
 	if err != nil {
 		return nil, err
 	}
 	defer rows.Close()
-	var items []File
+	var items []ListFilesRow
 	for rows.Next() {
-		var i File
+		var i ListFilesRow
 		if err := rows.Scan(
-			&i.ID,
-			&i.PackageID,
-			&i.Filename,
-			&i.Size,
-			&i.ContentType,
-			&i.Sha256,
-			&i.ObjectKey,
-			&i.UploadedBy,
-			&i.CreatedAt,
-			&i.DownloadCount,
-			&i.Scan,
-			&i.ScanSignature,
-			&i.ScannedAt,
-			&i.ScanAttempts,
+			&i.File.ID,
+			&i.File.PackageID,
+			&i.File.Filename,
+			&i.File.Size,
+			&i.File.ContentType,
+			&i.File.Sha256,
+			&i.File.ObjectKey,
+			&i.File.UploadedBy,
+			&i.File.CreatedAt,
+			&i.File.DownloadCount,
+			&i.File.Scan,
+			&i.File.ScanSignature,
+			&i.File.ScannedAt,
+			&i.File.ScanAttempts,
+			&i.LinkTaken,
 		); err != nil {
 			return nil, err
 		}
@@ -938,8 +1010,10 @@ const packageByLink = `-- name: PackageByLink :one
 SELECT packages.id, packages.owner_user_id, packages.title, packages.recipient_email, packages.recipient_name, packages.direction, packages.state, packages.ttl_days, packages.note, packages.file_count, packages.total_size, packages.created_at, packages.finalized_at, packages.expires_at, packages.revoked_at, packages.link_hash, packages.link_use_count, packages.link_last_used_at, packages.password_hash, packages.max_downloads, packages.notify_owner,
        (packages.direction = 'outbound' AND packages.max_downloads IS NOT NULL AND packages.file_count > 0
         AND NOT EXISTS (SELECT 1 FROM files f
-                        WHERE f.package_id = packages.id AND f.download_count < packages.max_downloads))::boolean AS used_up
-FROM packages WHERE link_hash = $1
+                        LEFT JOIN link_budgets b ON b.file_id = f.id AND b.link_hash = packages.link_hash
+                        WHERE f.package_id = packages.id
+                          AND coalesce(b.taken, 0) < packages.max_downloads::bigint * GREATEST(f.size, 1)))::boolean AS used_up
+FROM packages WHERE packages.link_hash = $1
 `
 
 type PackageByLinkRow struct {
@@ -948,7 +1022,7 @@ type PackageByLinkRow struct {
 }
 
 // used_up: the package has a download limit and every file the recipient may download
-// (an outbound package's) has reached it.
+// (an outbound package's) has spent its budget through the link (link_budgets, 00013).
 func (q *Queries) PackageByLink(ctx context.Context, linkHash []byte) (PackageByLinkRow, error) {
 	row := q.db.QueryRow(ctx, packageByLink, linkHash)
 	var i PackageByLinkRow
@@ -1060,14 +1134,21 @@ func (q *Queries) ReserveObjectKey(ctx context.Context, objectKey string) error 
 	return err
 }
 
-const returnDownloads = `-- name: ReturnDownloads :exec
-UPDATE files SET download_count = download_count - 1
-WHERE id = ANY($1::uuid[]) AND download_count > 0
+const returnLinkBytes = `-- name: ReturnLinkBytes :exec
+UPDATE link_budgets b SET taken = GREATEST(b.taken - ($1::bigint[])[r.n], 0)
+FROM unnest($3::uuid[]) WITH ORDINALITY AS r (file_id, n)
+WHERE b.file_id = r.file_id AND b.link_hash = $2::bytea
 `
 
-// Gives back downloads that failed before their last byte.
-func (q *Queries) ReturnDownloads(ctx context.Context, fileIds []uuid.UUID) error {
-	_, err := q.db.Exec(ctx, returnDownloads, fileIds)
+type ReturnLinkBytesParams struct {
+	Amounts  []int64
+	LinkHash []byte
+	FileIds  []uuid.UUID
+}
+
+// Gives back what answers through a link took and did not send.
+func (q *Queries) ReturnLinkBytes(ctx context.Context, arg ReturnLinkBytesParams) error {
+	_, err := q.db.Exec(ctx, returnLinkBytes, arg.Amounts, arg.LinkHash, arg.FileIds)
 	return err
 }
 
@@ -1256,63 +1337,66 @@ func (q *Queries) SweepLinkRates(ctx context.Context, idleUs int64) error {
 	return err
 }
 
-const takeArchiveDownloads = `-- name: TakeArchiveDownloads :many
-UPDATE files SET download_count = download_count + 1
-WHERE files.package_id = $1
-  AND files.id = ANY($2::uuid[])
-  AND ($3::int IS NULL OR files.download_count < $3::int)
-RETURNING id
+const takeLinkBytes = `-- name: TakeLinkBytes :many
+WITH want AS (
+    SELECT w.file_id, ($1::bigint[])[w.n] AS cost FROM unnest($2::uuid[]) WITH ORDINALITY AS w (file_id, n)
+), taken AS (
+    UPDATE link_budgets b SET taken = b.taken + want.cost
+    FROM want, files f, packages p
+    WHERE b.file_id = want.file_id AND b.link_hash = $3::bytea
+      AND f.id = b.file_id AND f.package_id = $4 AND p.id = f.package_id
+      AND (p.max_downloads IS NULL
+           OR (b.taken < p.max_downloads::bigint * GREATEST(f.size, 1)
+               AND b.taken + want.cost <= p.max_downloads::bigint * GREATEST(f.size, 1)))
+    RETURNING b.file_id
+)
+, counted AS (
+    UPDATE files SET download_count = files.download_count + 1
+    FROM taken WHERE files.id = taken.file_id AND $5::boolean
+)
+SELECT taken.file_id FROM taken
 `
 
-type TakeArchiveDownloadsParams struct {
-	PackageID    uuid.UUID
-	FileIds      []uuid.UUID
-	MaxDownloads *int32
+type TakeLinkBytesParams struct {
+	Costs     []int64
+	FileIds   []uuid.UUID
+	LinkHash  []byte
+	PackageID uuid.UUID
+	Counted   bool
 }
 
-// Takes one download of each file of the package whose limit is not reached, for the
-// archive; the files returned are the ones the archive holds.
-func (q *Queries) TakeArchiveDownloads(ctx context.Context, arg TakeArchiveDownloadsParams) ([]uuid.UUID, error) {
-	rows, err := q.db.Query(ctx, takeArchiveDownloads, arg.PackageID, arg.FileIds, arg.MaxDownloads)
+// Takes what answers through a link will send from each file's budget there
+// (max_downloads × size, an empty file max_downloads × 1; no limit: no budget, but the
+// bytes are still recorded, so a limit set later counts them): a file is taken only
+// when its budget is not spent and holds all it asks for. One conditional UPDATE:
+// PostgreSQL serialises it on each budget row and checks the condition again on the
+// row it locked, so concurrent answers on any number of gateways never take past the
+// budget. Each file taken with counted set also counts one download (an answer from
+// byte 0). The files returned are the ones taken.
+func (q *Queries) TakeLinkBytes(ctx context.Context, arg TakeLinkBytesParams) ([]uuid.UUID, error) {
+	rows, err := q.db.Query(ctx, takeLinkBytes,
+		arg.Costs,
+		arg.FileIds,
+		arg.LinkHash,
+		arg.PackageID,
+		arg.Counted,
+	)
 	if err != nil {
 		return nil, err
 	}
 	defer rows.Close()
 	var items []uuid.UUID
 	for rows.Next() {
-		var id uuid.UUID
-		if err := rows.Scan(&id); err != nil {
+		var file_id uuid.UUID
+		if err := rows.Scan(&file_id); err != nil {
 			return nil, err
 		}
-		items = append(items, id)
+		items = append(items, file_id)
 	}
 	if err := rows.Err(); err != nil {
 		return nil, err
 	}
 	return items, nil
-}
-
-const takeDownload = `-- name: TakeDownload :one
-UPDATE files SET download_count = download_count + 1
-WHERE files.package_id = $1 AND files.id = $2
-  AND ($3::int IS NULL OR files.download_count < $3::int)
-RETURNING download_count
-`
-
-type TakeDownloadParams struct {
-	PackageID    uuid.UUID
-	FileID       uuid.UUID
-	MaxDownloads *int32
-}
-
-// Takes one download of a file through the link, unless the package's limit is
-// reached: one conditional UPDATE, so concurrent downloads on any gateway never go past
-// the limit.
-func (q *Queries) TakeDownload(ctx context.Context, arg TakeDownloadParams) (int32, error) {
-	row := q.db.QueryRow(ctx, takeDownload, arg.PackageID, arg.FileID, arg.MaxDownloads)
-	var download_count int32
-	err := row.Scan(&download_count)
-	return download_count, err
 }
 
 const takeLinkRate = `-- name: TakeLinkRate :one

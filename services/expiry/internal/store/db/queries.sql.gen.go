@@ -253,3 +253,29 @@ func (q *Queries) QueueFileObjects(ctx context.Context, packageIds []string) ([]
 	}
 	return items, nil
 }
+
+const removeOldAudit = `-- name: RemoveOldAudit :execrows
+DELETE FROM audit_log WHERE id IN (
+    SELECT a.id FROM audit_log a
+    WHERE a.created_at < now() - make_interval(secs => $1::float8)
+    ORDER BY a.created_at
+    LIMIT $2
+    FOR UPDATE SKIP LOCKED
+)
+`
+
+type RemoveOldAuditParams struct {
+	RetentionSecs float64
+	MaxRows       int32
+}
+
+// Removes up to @max_rows audit entries older than @retention_secs by the database's
+// clock (SHIPFILE_AUDIT_RETENTION), oldest first, skipping rows another instance's
+// sweep holds. It uses audit_log_created_idx (00013).
+func (q *Queries) RemoveOldAudit(ctx context.Context, arg RemoveOldAuditParams) (int64, error) {
+	result, err := q.db.Exec(ctx, removeOldAudit, arg.RetentionSecs, arg.MaxRows)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected(), nil
+}

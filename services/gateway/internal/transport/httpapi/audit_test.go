@@ -2,6 +2,7 @@ package httpapi_test
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"testing"
 
@@ -48,5 +49,45 @@ func TestAuditListShowsDetail(t *testing.T) {
 		if got[action] != want {
 			t.Errorf("%s detail = %#v, want %#v", action, got[action], want)
 		}
+	}
+}
+
+// TestDeadLinkHitsCountedPerIPAndHour: hits of unknown, malformed and dead links are
+// counted in one audit row per IP and hour (SPEC "Hostile clients"), not one row each;
+// the admin audit list shows the count.
+func TestDeadLinkHitsCountedPerIPAndHour(t *testing.T) {
+	t.Parallel()
+	a := newTestAPI(t, defaultConfig())
+	_, token := a.user("owner@example.com", app.RoleRegular)
+	_, admin := a.user("admin@example.com", app.RoleAdmin)
+	id, link := a.sharedPackage(token, nil, "a.txt")
+	expect(t, a.do("POST", "/api/v1/packages/"+id+"/revoke", token, nil), http.StatusOK)
+	for i := range 25 {
+		expect(t, a.do("GET", fmt.Sprintf("/api/v1/links/%043d", i), "", nil), http.StatusGone)
+	}
+	expect(t, a.do("GET", "/api/v1/links/short", "", nil), http.StatusGone)
+	expect(t, a.do("GET", "/api/v1/links/"+link, "", nil), http.StatusGone)
+	expect(t, a.do("GET", "/api/v1/links/"+link+"/archive", "", nil), http.StatusGone)
+	var rows, hits int
+	if err := a.pool.QueryRow(context.Background(),
+		`SELECT count(*), coalesce(sum(hits), 0) FROM audit_log WHERE action = 'link.invalid'`).Scan(&rows, &hits); err != nil {
+		t.Fatal(err)
+	}
+	if rows != 1 || hits != 28 {
+		t.Fatalf("28 hits of dead links: %d audit rows counting %d, want 1 counting 28", rows, hits)
+	}
+	r := a.do("GET", "/api/v1/admin/audit?limit=100", admin, nil)
+	expect(t, r, http.StatusOK)
+	found := false
+	for _, it := range r.json(t)["items"].([]any) {
+		e := it.(map[string]any)
+		if e["action"] == "link.invalid" {
+			found = e["hits"] == float64(28) && e["ip"] != ""
+		} else if e["hits"] != float64(1) {
+			t.Errorf("%v: hits = %v, want 1", e["action"], e["hits"])
+		}
+	}
+	if !found {
+		t.Fatalf("the admin audit list has no link.invalid entry with hits 28: %s", r.body)
 	}
 }

@@ -79,6 +79,10 @@ func writeError(c *gin.Context, log *slog.Logger, pages Pages, err error) {
 		log.Warn("request failed: a backing service is unavailable", "route", c.FullPath(), "method", c.Request.Method, "err", err)
 		c.Header("Retry-After", "5")
 	}
+	var rne *app.RangeNotSatisfiableError
+	if errors.As(err, &rne) {
+		c.Header("Content-Range", "bytes */"+strconv.FormatInt(rne.Size, 10))
+	}
 	var te *app.LinkThrottledError
 	if errors.As(err, &te) {
 		c.Header("Retry-After", strconv.Itoa(int(math.Ceil(te.RetryAfter.Seconds()))))
@@ -112,6 +116,10 @@ func classify(err error) (int, string) {
 	var te *app.LinkThrottledError
 	if errors.As(err, &te) {
 		return http.StatusTooManyRequests, te.Detail
+	}
+	var rne *app.RangeNotSatisfiableError
+	if errors.As(err, &rne) {
+		return http.StatusRequestedRangeNotSatisfiable, rne.Error()
 	}
 	var ae *app.Error
 	if errors.As(err, &ae) {

@@ -221,7 +221,9 @@ func newTestAPI(t testing.TB, cfg httpapi.Config, opts ...testOption) *testAPI {
 	t.Cleanup(svc.Start(context.Background()))
 	db, identity, tokenCache, resumable, engine, registry := svc.DB, svc.Identity, svc.TokenCache, svc.Resumable, svc.Handler, svc.Registry
 	a := &testAPI{t: t, pool: pool, dbURL: url, identity: identity, tokenCache: tokenCache, engine: engine, objects: objects, registry: registry, resumable: resumable, db: db}
-	srv := httptest.NewServer(engine)
+	srv := httptest.NewUnstartedServer(engine)
+	httpapi.WithConnContext(srv.Config)
+	srv.Start()
 	t.Cleanup(srv.Close)
 	a.url = srv.URL
 	return a

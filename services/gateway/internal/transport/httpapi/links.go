@@ -5,11 +5,11 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"strconv"
 	"strings"
 	"time"
 
 	"github.com/gin-gonic/gin"
+	"github.com/google/uuid"
 
 	"github.com/shipfile/shipfile/services/gateway/internal/app"
 )
@@ -33,7 +33,8 @@ type linkResponse struct {
 type linkFileResponse struct {
 	fileResponse
 	DownloadURL string `json:"download_url"`
-	// DownloadsLeft is how many more downloads the link allows; null: no limit.
+	// DownloadsLeft is the file's budget left through the link in whole copies
+	// (SPEC "Download limit"); null: no limit.
 	DownloadsLeft *int `json:"downloads_left"`
 }
 
@@ -66,52 +67,36 @@ func (h *handlers) downloadViaLink(c *gin.Context) {
 		_ = c.Error(err)
 		return
 	}
-	// A HEAD, or a range that does not start at byte 0, resumes or probes a download
-	// rather than starting one, so it does not fire package.downloaded.
-	counted := c.Request.Method == http.MethodGet && startsAtZero(c.GetHeader("Range"))
-	f, obj, finish, err := h.packages.DownloadViaLink(c.Request.Context(), c.Param("token"), client(c), fileID, counted)
+	plan := func(f app.File) (app.Span, error) { return linkSpan(c.Request, f) }
+	f, span, obj, finish, err := h.packages.DownloadViaLink(c.Request.Context(), c.Param("token"), client(c), fileID, plan)
 	if err != nil {
 		_ = c.Error(err)
 		return
 	}
 	defer obj.Close()
-	serveFile(c, f, obj)
-	finish(servedWhole(c))
-}
-
-// servedWhole reports whether the answer went out to its last byte: a 200 or 206
-// whose body was written as long as its Content-Length (a 304, 412 or 416 serves
-// nothing; a cut connection fails a write).
-func servedWhole(c *gin.Context) bool {
-	st := c.Writer.Status()
-	if st != http.StatusOK && st != http.StatusPartialContent {
-		return false
-	}
-	n, err := strconv.ParseInt(c.Writer.Header().Get("Content-Length"), 10, 64)
-	// Not the request's context: a client that read the last byte may close the
-	// connection (cancelling the context) before the handler returns.
-	return err == nil && int64(c.Writer.Size()) == n
-}
-
-func startsAtZero(rng string) bool {
-	if rng == "" {
-		return true
-	}
-	spec, ok := strings.CutPrefix(strings.TrimSpace(rng), "bytes=")
-	return ok && strings.HasPrefix(strings.TrimSpace(spec), "0-")
+	settleSpan(c, serveSpan(c, f, span, obj), finish)
 }
 
 // archiveViaLink streams every file of the package as one zip, stored without
-// compression (files are streamed straight from storage, nothing is buffered).
+// compression (files are streamed straight from storage, nothing is buffered). Where
+// each entry's bytes lie in the stream is noted, so a stream cut midway keeps the
+// entries the client got whole taken from their budgets and gives back the rest.
 func (h *handlers) archiveViaLink(c *gin.Context) {
 	p, files, open, finish, err := h.packages.ArchiveViaLink(c.Request.Context(), c.Param("token"), client(c))
 	if err != nil {
 		_ = c.Error(err)
 		return
 	}
+	out := &countingWriter{w: c.Writer}
+	entries := make([]zipEntry, 0, len(files))
 	complete := false
-	// Deferred, so a stream cut by the panic below gives its downloads back too.
-	defer func() { finish(complete) }()
+	var meter deliveryMeter
+	// Deferred, so a stream cut by the panic below settles its budgets too.
+	defer func() {
+		settleDelivery(meter, out.n, !complete, func(delivered int64, all bool) {
+			finish(archiveSent(entries, all, delivered))
+		})
+	}()
 	w := c.Writer
 	w.Header().Set("Content-Type", "application/zip")
 	w.Header().Set("Content-Disposition", attachment(app.ArchiveName(p)))
@@ -119,13 +104,18 @@ func (h *handlers) archiveViaLink(c *gin.Context) {
 	w.Header().Set("Cache-Control", "private, no-store")
 	omitted := h.scanOmitted(c, p.ID)
 	w.WriteHeader(http.StatusOK)
-	zw := zip.NewWriter(w)
+	// The headers out first, so the meter counts the zip's bytes alone.
+	w.Flush()
+	meter = startDeliveryMeter(c.Request)
+	zw := zip.NewWriter(out)
 	if omitted != "" {
 		_ = zw.SetComment(omitted)
 	}
 	names := map[string]int{}
 	for _, f := range files {
-		if err := addToZip(zw, f, uniqueName(names, f.Filename), open); err != nil {
+		e, err := addToZip(zw, out, f, uniqueName(names, f.Filename), open)
+		entries = append(entries, e)
+		if err != nil {
 			// The status is sent; all we can do is cut the stream so the client sees a
 			// broken zip rather than a short one that looks whole.
 			h.log.Error("zip stream failed", "package_id", p.ID, "file_id", f.ID, "err", err)
@@ -139,20 +129,63 @@ func (h *handlers) archiveViaLink(c *gin.Context) {
 	complete = true
 }
 
-func addToZip(zw *zip.Writer, f app.File, name string, open func(app.File) (app.Object, error)) error {
+// zipEntry is where a file's bytes lie in an archive's stream: written of them from
+// start on.
+type zipEntry struct {
+	id             uuid.UUID
+	size           int64
+	start, written int64
+}
+
+// archiveSent is what an archive sent of each entry: all of each when the client got
+// all of the stream (complete); else what lies within the delivered bytes of it.
+func archiveSent(entries []zipEntry, complete bool, delivered int64) map[uuid.UUID]app.Sent {
+	sent := make(map[uuid.UUID]app.Sent, len(entries))
+	for _, e := range entries {
+		if complete {
+			sent[e.id] = app.Sent{Bytes: e.written, Whole: true}
+			continue
+		}
+		n := min(max(delivered-e.start, 0), e.written)
+		sent[e.id] = app.Sent{Bytes: n, Whole: n == e.size && delivered >= e.start}
+	}
+	return sent
+}
+
+// countingWriter counts the bytes written through it.
+type countingWriter struct {
+	w io.Writer
+	n int64
+}
+
+func (c *countingWriter) Write(p []byte) (int, error) {
+	n, err := c.w.Write(p)
+	c.n += int64(n)
+	return n, err
+}
+
+// addToZip writes f as an entry of zw, whose stream goes through out, and says where
+// its bytes went.
+func addToZip(zw *zip.Writer, out *countingWriter, f app.File, name string, open func(app.File) (app.Object, error)) (zipEntry, error) {
+	e := zipEntry{id: f.ID, size: f.Size}
 	obj, err := open(f)
 	if err != nil {
-		return err
+		return e, err
 	}
 	defer obj.Close()
 	hdr := &zip.FileHeader{Name: name, Method: zip.Store, Modified: f.CreatedAt}
 	hdr.SetMode(0o644)
 	dst, err := zw.CreateHeader(hdr)
 	if err != nil {
-		return err
+		return e, err
 	}
-	_, err = io.Copy(dst, obj)
-	return err
+	// The header out of zw's buffer, so the stream's count is where the data starts.
+	if err := zw.Flush(); err != nil {
+		return e, err
+	}
+	e.start = out.n
+	e.written, err = io.Copy(dst, obj)
+	return e, err
 }
 
 // uniqueName keeps names within one zip distinct: "a.txt", "a (2).txt", ...

@@ -4,9 +4,9 @@ import (
 	"archive/zip"
 	"bytes"
 	"context"
-	"io"
 	"net"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -315,43 +315,58 @@ func (a *testAPI) linkFiles(link string, headers ...string) map[string]map[strin
 	return out
 }
 
+// TestDownloadLimit: each file has a budget of max_downloads × its size through the
+// link (SPEC "Download limit"); answers take what they send, downloads_left is the
+// budget in whole copies, a spent file is 410 and left out of the archive, and once
+// every file's is, the whole link is 410.
 func TestDownloadLimit(t *testing.T) {
 	t.Parallel()
 	a := newTestAPI(t, defaultConfig())
 	_, token := a.user("owner@example.com", app.RoleRegular)
-	id, link := a.sharedPackage(token, map[string]any{"max_downloads": 2}, "a.txt", "b.txt")
+	id, link := a.sharedPackage(token, map[string]any{"max_downloads": 2}, "a.txt", "b.txt") // 16 bytes each
 	files := a.linkFiles(link)
 	aURL, bURL := files["a.txt"]["download_url"].(string), files["b.txt"]["download_url"].(string)
 	if files["a.txt"]["downloads_left"] != float64(2) || files["a.txt"]["download_count"] != float64(0) {
 		t.Fatalf("link view: %v", files["a.txt"])
 	}
+	left := func(name string) any { return a.linkFiles(link)[name]["downloads_left"] }
 
-	// HEAD and a range past byte 0 never count; a range from byte 0 does.
+	// HEAD takes nothing; a range takes its bytes; 13 + 3 bytes are one copy of 16.
 	expect(t, a.do("HEAD", aURL, "", nil), http.StatusOK)
-	expect(t, a.do("GET", aURL, "", nil, "Range", "bytes=3-"), http.StatusPartialContent)
-	expect(t, a.do("GET", aURL, "", nil, "Range", "bytes=0-2"), http.StatusPartialContent)
-	if left := a.linkFiles(link)["a.txt"]["downloads_left"]; left != float64(1) {
-		t.Fatalf("downloads_left after a range from 0 = %v, want 1", left)
+	r := a.do("GET", aURL, "", nil, "Range", "bytes=3-")
+	expect(t, r, http.StatusPartialContent)
+	if string(r.body) != "tent of a.txt" || r.header.Get("Content-Range") != "bytes 3-15/16" {
+		t.Fatalf("bytes=3-: %q, Content-Range %q", r.body, r.header.Get("Content-Range"))
 	}
-	// A download that serves nothing (304 for a matching ETag) gives its count back.
+	if l := left("a.txt"); l != float64(1) {
+		t.Fatalf("downloads_left after 13 of 32 bytes = %v, want 1", l)
+	}
+	expect(t, a.do("GET", aURL, "", nil, "Range", "bytes=0-2"), http.StatusPartialContent)
+	// A 304 sends nothing and takes nothing.
 	etag := a.do("HEAD", aURL, "", nil).header.Get("ETag")
 	expect(t, a.do("GET", aURL, "", nil, "If-None-Match", etag), http.StatusNotModified)
-	if left := a.linkFiles(link)["a.txt"]["downloads_left"]; left != float64(1) {
-		t.Fatalf("downloads_left after a 304 = %v, want 1 (given back)", left)
+	if l := left("a.txt"); l != float64(1) {
+		t.Fatalf("downloads_left after 16 of 32 bytes and a 304 = %v, want 1", l)
+	}
+	// 416 for a range past the end, as usual, taking nothing.
+	r = a.do("GET", aURL, "", nil, "Range", "bytes=16-")
+	expect(t, r, http.StatusRequestedRangeNotSatisfiable)
+	if r.header.Get("Content-Range") != "bytes */16" {
+		t.Fatalf("416 Content-Range = %q", r.header.Get("Content-Range"))
 	}
 	expect(t, a.do("GET", aURL, "", nil), http.StatusOK)
-	// a.txt is used up: 410 for it, HEAD and ranges included; b.txt still works.
+	// a.txt is spent: 410 for it, HEAD and ranges included; b.txt still works.
 	expect(t, a.do("GET", aURL, "", nil), http.StatusGone)
-	expect(t, a.do("GET", aURL, "", nil, "Range", "bytes=3-"), http.StatusGone)
+	expect(t, a.do("GET", aURL, "", nil, "Range", "bytes=15-"), http.StatusGone)
 	if r := a.do("HEAD", aURL, "", nil); r.status != http.StatusGone {
-		t.Fatalf("HEAD of a used-up file: %d", r.status)
+		t.Fatalf("HEAD of a spent file: %d", r.status)
 	}
-	if left := a.linkFiles(link)["a.txt"]["downloads_left"]; left != float64(0) {
-		t.Fatalf("downloads_left = %v, want 0", left)
+	if l := left("a.txt"); l != float64(0) {
+		t.Fatalf("downloads_left = %v, want 0", l)
 	}
 
-	// The archive counts once for each file in it and leaves used-up files out.
-	r := a.do("GET", "/api/v1/links/"+link+"/archive", "", nil)
+	// The archive takes a copy of each file in it and leaves spent files out.
+	r = a.do("GET", "/api/v1/links/"+link+"/archive", "", nil)
 	expect(t, r, http.StatusOK)
 	zr, err := zip.NewReader(bytes.NewReader(r.body), int64(len(r.body)))
 	if err != nil {
@@ -361,11 +376,13 @@ func TestDownloadLimit(t *testing.T) {
 		t.Fatalf("archive holds %d files, want b.txt alone", len(zr.File))
 	}
 	expect(t, a.do("GET", bURL, "", nil), http.StatusOK)
-	// Every file used up: the whole link is dead, like a revoked one.
+	// Every file spent: the whole link is dead, like a revoked one.
 	for _, path := range []string{"/api/v1/links/" + link, "/api/v1/links/" + link + "/archive", bURL} {
 		expect(t, a.do("GET", path, "", nil), http.StatusGone)
 	}
-	// The owner sees the counts, the package stays active, and a higher limit revives it.
+	// The owner sees the counts (answers from byte 0: a range 0-2 and a GET of a.txt;
+	// the archive and a GET of b.txt), the package stays active, and a higher limit
+	// revives it.
 	d := a.do("GET", "/api/v1/packages/"+id, token, nil).json(t)
 	if d["state"] != "active" {
 		t.Fatalf("state = %v", d["state"])
@@ -383,6 +400,107 @@ func TestDownloadLimit(t *testing.T) {
 	expect(t, a.do("GET", bURL, "", nil), http.StatusOK)
 	if f := a.linkFiles(link)["b.txt"]; f["downloads_left"] != nil || f["download_count"] != float64(4) {
 		t.Fatalf("without a limit: %v", f)
+	}
+	// What was taken without a limit counts when one is set again: 4 copies of b.txt.
+	expect(t, a.do("PATCH", "/api/v1/packages/"+id, token, map[string]any{"max_downloads": 4}), http.StatusOK)
+	expect(t, a.do("GET", bURL, "", nil), http.StatusGone)
+}
+
+// TestRangeGamesAgainstTheLimit plays the issue's attacks with max_downloads = 1: no
+// combination of Range (suffix, multi-range, leading zeros), If-Range and HEAD gets a
+// second copy of the file, and a broken download can still be resumed with Range.
+func TestRangeGamesAgainstTheLimit(t *testing.T) {
+	t.Parallel()
+	a := newTestAPI(t, defaultConfig())
+	_, token := a.user("owner@example.com", app.RoleRegular)
+	content := bytes.Repeat([]byte("0123456789"), 10_000) // 100,000 bytes
+	shared := func() (string, string) {
+		p := a.createPackage(token, map[string]any{"title": "Limited", "recipient_email": "r@example.com", "max_downloads": 1})
+		id := p["id"].(string)
+		expect(t, a.upload("/api/v1/packages/"+id+"/files", token, "f.bin", content), http.StatusCreated)
+		fin := a.do("POST", "/api/v1/packages/"+id+"/finalize", token, nil)
+		expect(t, fin, http.StatusOK)
+		link := linkToken(t, fin.json(t)["magic_link"])
+		return link, a.linkFiles(link)["f.bin"]["download_url"].(string)
+	}
+	// copies counts the whole copies' worth of bytes a sequence of requests got.
+	play := func(t *testing.T, url string, headers ...[]string) (statuses []int, got int) {
+		for _, h := range headers {
+			r := a.do("GET", url, "", nil, h...)
+			statuses = append(statuses, r.status)
+			if r.status == http.StatusOK || r.status == http.StatusPartialContent {
+				got += len(r.body)
+			}
+		}
+		return statuses, got
+	}
+	suffix := []string{"Range", "bytes=-999999999"}
+	for _, c := range []struct {
+		name    string
+		headers [][]string
+		want    []int
+	}{
+		{"suffix ×4 then a plain GET", [][]string{suffix, suffix, suffix, suffix, nil}, []int{206, 410, 410, 410, 410}},
+		{"bytes=00- then a plain GET", [][]string{{"Range", "bytes=00-"}, {"Range", "bytes=00-"}, nil}, []int{206, 410, 410}},
+		{"bytes=1-,0- (the whole file, taken) then a plain GET", [][]string{{"Range", "bytes=1-,0-"}, {"Range", "bytes=1-,0-"}, nil}, []int{200, 410, 410}},
+		{"a stale If-Range (the whole file) then ranges", [][]string{{"Range", "bytes=50000-", "If-Range", `"stale"`}, {"Range", "bytes=0-0"}}, []int{200, 410}},
+		{"halves then a byte more", [][]string{{"Range", "bytes=0-49999"}, {"Range", "bytes=50000-"}, {"Range", "bytes=-1"}}, []int{206, 206, 410}},
+		{"a range over what is left", [][]string{{"Range", "bytes=0-89999"}, {"Range", "bytes=0-10000"}, {"Range", "bytes=90000-"}}, []int{206, 410, 206}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			_, url := shared()
+			expect(t, a.do("HEAD", url, "", nil, "Range", "bytes=-5"), http.StatusPartialContent)
+			statuses, got := play(t, url, c.headers...)
+			if !slices.Equal(statuses, c.want) {
+				t.Fatalf("statuses %v, want %v", statuses, c.want)
+			}
+			if got > len(content) {
+				t.Fatalf("got %d bytes of a %d-byte file with max_downloads 1", got, len(content))
+			}
+			if r := a.do("HEAD", url, "", nil); r.status != http.StatusGone {
+				t.Fatalf("HEAD after the budget is spent: %d", r.status)
+			}
+		})
+	}
+}
+
+// cutWhen starts a GET of path through a connection with a small receive buffer (so
+// the gateway cannot get far ahead of what is read), reads the answer until done says
+// so of the body received, then resets the connection, as the issue's client did. It
+// returns the body received.
+func cutWhen(t *testing.T, a *testAPI, path string, done func(body []byte) bool) []byte {
+	t.Helper()
+	conn, err := net.Dial("tcp", strings.TrimPrefix(a.url, "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tcp := conn.(*net.TCPConn)
+	_ = tcp.SetReadBuffer(16 << 10)
+	defer func() {
+		_ = tcp.SetLinger(0)
+		tcp.Close()
+	}()
+	if _, err := conn.Write([]byte("GET " + path + " HTTP/1.1\r\nHost: x\r\n\r\n")); err != nil {
+		t.Fatal(err)
+	}
+	var got []byte
+	buf := make([]byte, 4096)
+	for {
+		n, err := conn.Read(buf)
+		got = append(got, buf[:n]...)
+		if err != nil {
+			t.Fatalf("the answer ended before the cut: %v (%d bytes)", err, len(got))
+		}
+		head, body, ok := bytes.Cut(got, []byte("\r\n\r\n"))
+		if !ok {
+			continue
+		}
+		if !bytes.HasPrefix(head, []byte("HTTP/1.1 200")) {
+			t.Fatalf("answer %.100q", head)
+		}
+		if done(body) {
+			return body
+		}
 	}
 }
 
@@ -417,6 +535,11 @@ func TestConcurrentDownloadsAtLimit(t *testing.T) {
 	}
 	if a1 != 3 || b1 != 3 {
 		t.Fatalf("download counts a=%d b=%d, want 3 and 3 (never past the limit)", a1, b1)
+	}
+	var over int
+	if err := a.pool.QueryRow(context.Background(), `SELECT count(*) FROM link_budgets b JOIN files f ON f.id = b.file_id
+		WHERE b.taken > 3 * f.size`).Scan(&over); err != nil || over != 0 {
+		t.Fatalf("%d budgets taken past 3 copies (%v)", over, err)
 	}
 	// Each 200 took a count of a.txt (file downloads, archives with a.txt) or b.txt
 	// (archives without it): 3 + 3 counts, at least 3 and at most 6 answers of 200.
@@ -497,61 +620,70 @@ func TestUpdatePackage(t *testing.T) {
 	}
 }
 
-// TestBrokenDownloadGivesItsCountBack: a download whose connection is cut before the
-// last byte gives its count back; so does a zip stream cut midway.
-func TestBrokenDownloadGivesItsCountBack(t *testing.T) {
+// TestBrokenDownloadGivesBackWhatItDidNotSend: an answer cut midway gives back to the
+// file's budget what it did not send, so the download can be resumed with Range; an
+// archive cut once its last entry has started keeps the entries it sent whole taken.
+func TestBrokenDownloadGivesBackWhatItDidNotSend(t *testing.T) {
 	t.Parallel()
 	cfg := defaultConfig()
 	cfg.MaxFileSize = 64 << 20
 	a := newTestAPI(t, cfg)
 	_, token := a.user("owner@example.com", app.RoleRegular)
-	p := a.createPackage(token, map[string]any{"title": "Big", "recipient_email": "r@example.com", "max_downloads": 1})
+	p := a.createPackage(token, map[string]any{"title": "Big", "recipient_email": "r@example.com", "max_downloads": 2})
 	id := p["id"].(string)
-	expect(t, a.upload("/api/v1/packages/"+id+"/files", token, "big.bin", bytes.Repeat([]byte("0123456789abcdef"), 2<<20)), http.StatusCreated)
-	expect(t, a.upload("/api/v1/packages/"+id+"/files", token, "small.txt", []byte("small")), http.StatusCreated)
+	small := bytes.Repeat([]byte("small "), 5_000) // 30,000 bytes, first in the archive
+	big := bytes.Repeat([]byte("0123456789abcdef"), 2<<20)
+	expect(t, a.upload("/api/v1/packages/"+id+"/files", token, "small.txt", small), http.StatusCreated)
+	expect(t, a.upload("/api/v1/packages/"+id+"/files", token, "big.bin", big), http.StatusCreated)
 	fin := a.do("POST", "/api/v1/packages/"+id+"/finalize", token, nil)
 	expect(t, fin, http.StatusOK)
 	link := linkToken(t, fin.json(t)["magic_link"])
-	big := a.linkFiles(link)["big.bin"]["download_url"].(string)
+	files := a.linkFiles(link)
+	smallURL, bigURL := files["small.txt"]["download_url"].(string), files["big.bin"]["download_url"].(string)
+	taken := func(name string) int64 {
+		var n int64
+		if err := a.pool.QueryRow(context.Background(), `SELECT coalesce(sum(b.taken), 0)::bigint FROM files f
+			LEFT JOIN link_budgets b ON b.file_id = f.id WHERE f.package_id = $1 AND f.filename = $2`, id, name).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
 
-	cut := func(path string) {
-		t.Helper()
-		conn, err := net.Dial("tcp", strings.TrimPrefix(a.url, "http://"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		_ = conn.(*net.TCPConn).SetReadBuffer(4096)
-		if _, err := conn.Write([]byte("GET " + path + " HTTP/1.1\r\nHost: x\r\n\r\n")); err != nil {
-			t.Fatal(err)
-		}
-		buf := make([]byte, 64<<10)
-		if _, err := io.ReadFull(conn, buf); err != nil {
-			t.Fatal(err)
-		}
-		if !bytes.HasPrefix(buf, []byte("HTTP/1.1 200")) {
-			t.Fatalf("answer %.100q", buf)
-		}
-		conn.Close()
+	// The archive read until big.bin's entry has started, then reset: small.txt went
+	// out whole and stays taken; big.bin gives back what did not go out.
+	cutWhen(t, a, "/api/v1/links/"+link+"/archive", func(body []byte) bool {
+		i := bytes.Index(body, []byte("big.bin"))
+		return i >= 0 && len(body) > i+16<<10
+	})
+	servicetest.WaitFor(t, 20*time.Second, "the cut archive's unsent bytes of big.bin given back", func() bool {
+		return taken("big.bin") < int64(len(big))/2
+	})
+	if n := taken("small.txt"); n != int64(len(small)) {
+		t.Fatalf("small.txt, sent whole before the cut: %d bytes taken, want %d", n, len(small))
 	}
-	counts := func() string {
-		var s string
-		if err := a.pool.QueryRow(context.Background(), "SELECT string_agg(download_count::text, ',' ORDER BY filename) FROM files").Scan(&s); err != nil {
-			t.Fatal(err)
-		}
-		return s
+	if l := a.linkFiles(link)["small.txt"]["downloads_left"]; l != float64(1) {
+		t.Fatalf("small.txt downloads_left = %v, want 1", l)
 	}
-	cut(big)
-	servicetest.WaitFor(t, 20*time.Second, "the cut download's count given back", func() bool { return counts() == "0,0" })
-	cut("/api/v1/links/" + link + "/archive")
-	servicetest.WaitFor(t, 20*time.Second, "the cut archive's counts given back", func() bool { return counts() == "0,0" })
-	// A whole download keeps its count.
-	r := a.do("GET", big, "", nil)
-	expect(t, r, http.StatusOK)
-	if len(r.body) != 32<<20 {
-		t.Fatalf("downloaded %d bytes", len(r.body))
+	expect(t, a.do("GET", smallURL, "", nil), http.StatusOK)
+	expect(t, a.do("GET", smallURL, "", nil, "Range", "bytes=-1"), http.StatusGone)
+
+	// A download of big.bin cut after 256 KiB gives back what did not go out, and the
+	// rest comes with Range.
+	before := taken("big.bin")
+	got := cutWhen(t, a, bigURL, func(body []byte) bool { return len(body) >= 256<<10 })
+	servicetest.WaitFor(t, 20*time.Second, "the cut download's unsent bytes given back", func() bool {
+		return taken("big.bin")-before < int64(len(big))/2
+	})
+	if taken("big.bin")-before < int64(len(got)) {
+		t.Fatalf("%d bytes taken for a cut download that delivered %d", taken("big.bin")-before, len(got))
 	}
-	if c := counts(); c != "1,0" {
-		t.Fatalf("counts after a whole download = %s, want 1,0", c)
+	r := a.do("GET", bigURL, "", nil, "Range", "bytes="+strconv.Itoa(len(got))+"-")
+	expect(t, r, http.StatusPartialContent)
+	if !bytes.Equal(append(got, r.body...), big) {
+		t.Fatalf("the resumed download is not the file (%d + %d bytes)", len(got), len(r.body))
+	}
+	if n := taken("big.bin"); n > 2*int64(len(big)) {
+		t.Fatalf("%d bytes taken, over the budget of %d", n, 2*len(big))
 	}
 }
 

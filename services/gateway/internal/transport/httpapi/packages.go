@@ -417,6 +417,9 @@ type auditResponse struct {
 	IP          string    `json:"ip"`
 	UserAgent   string    `json:"user_agent"`
 	Detail      string    `json:"detail"`
+	// Hits: how many times the entry happened; more than 1 only for entries counted
+	// per IP and hour (link.invalid).
+	Hits int `json:"hits"`
 }
 
 func (h *handlers) listAudit(c *gin.Context) {
@@ -451,7 +454,7 @@ func (h *handlers) listAudit(c *gin.Context) {
 		items[i] = auditResponse{
 			ID: e.ID, CreatedAt: e.CreatedAt.UTC(), Actor: e.Actor, ActorUserID: e.ActorUserID, Action: e.Action,
 			PackageID: uuidString(e.PackageID), FileID: uuidString(e.FileID), IP: e.IP, UserAgent: e.UserAgent,
-			Detail: e.Detail,
+			Detail: e.Detail, Hits: max(e.Hits, 1),
 		}
 	}
 	c.JSON(http.StatusOK, gin.H{"items": items, "next_cursor": next})
