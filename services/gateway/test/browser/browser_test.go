@@ -32,6 +32,7 @@ import (
 	"github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/chromedp"
 
+	"github.com/shipfile/shipfile/pkg/events"
 	"github.com/shipfile/shipfile/pkg/pgtest"
 	"github.com/shipfile/shipfile/pkg/servicetest"
 )
@@ -668,8 +669,8 @@ func TestWebUI(t *testing.T) {
 	// Settings → Webhooks: every event is checked; the secret is shown once; Test
 	// reaches the receiver through the dispatcher, signed with that secret.
 	admin.open("/admin/webhooks")
-	if n := run(admin, chromedp.Evaluate[int](`document.querySelectorAll('#webhook-form input[name=events]:checked').length`)); n != 7 {
-		t.Fatalf("checked events = %d, want all 7", n)
+	if n := run(admin, chromedp.Evaluate[int](`document.querySelectorAll('#webhook-form input[name=events]:checked').length`)); n != len(events.Types) {
+		t.Fatalf("checked events = %d, want all %d", n, len(events.Types))
 	}
 	admin.do(chromedp.SendKeys(css("#url"), sys.hook), chromedp.SendKeys(css("#description"), "CI receiver"))
 	if st := admin.submit(chromedp.Click(css("#webhook-form button[type=submit]"))); st != http.StatusCreated {
