@@ -4,10 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/shipfile/shipfile/pkg/backoff"
-	"github.com/shipfile/shipfile/pkg/msgerr"
 	"log/slog"
 	"time"
+
+	"github.com/shipfile/shipfile/pkg/backoff"
+	"github.com/shipfile/shipfile/pkg/msgerr"
 )
 
 // maxErrorLen bounds the error text kept in mail_deliveries and the audit log.
