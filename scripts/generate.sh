@@ -4,7 +4,9 @@
 #   1. protobuf: proto/events/v1/*.proto → pkg/events/eventsv1/*.pb.go
 #      (pkg/events reads the event types from this descriptor: the (event_type)
 #      option of each field of Envelope.data)
-#      (buf generate with proto/buf.yaml + proto/buf.gen.yaml, plugin protoc-gen-go)
+#      (buf generate with proto/buf.yaml + proto/buf.gen.yaml, plugin protoc-gen-go),
+#      then pkg/events/types.gen.go, the Type* constants of the event types, read off
+#      that descriptor (pkg/events/internal/typegen; a test of pkg/events fails when stale)
 #   2. sqlc:     every service's SQL (services/*/sqlc.yaml: the gateway's
 #      internal/store/*.sql → internal/store/*.gen.go; the mailer's, the expiry
 #      service's and the dispatcher's internal/store/queries.sql → internal/store/db),
@@ -93,6 +95,8 @@ gen_proto() {
 	else
 		die "neither buf ($BUF_PKG@$BUF_VERSION) could be installed nor protoc found (apt-get install protobuf-compiler)"
 	fi
+	log "event type constants (pkg/events/eventsv1 → pkg/events/types.gen.go)"
+	(cd "$ROOT/pkg" && go run ./events/internal/typegen/gentypes events/types.gen.go)
 }
 
 # sqlc_services prints the directories of the services with a sqlc.yaml, relative to ROOT.

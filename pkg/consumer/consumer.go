@@ -17,6 +17,8 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/shipfile/shipfile/pkg/msgerr"
 )
 
 // Action is what becomes of a consumed message once handled.
@@ -118,4 +120,31 @@ func NumDelivered(msg jetstream.Msg) uint64 {
 		return md.NumDelivered
 	}
 	return 1
+}
+
+// Decide turns what a handler's domain code returned into a decision: nil is Ack, a
+// msgerr.Poison is Term with the error as the reason, a msgerr.RetryAfter is a Nak
+// after its delay (with its cause as the reason, when it has one), and any other error
+// is a Retry after the back-off of the delivery count (Failed).
+func Decide(err error) Decision {
+	if err == nil {
+		return Acked()
+	}
+	if msgerr.IsPoison(err) {
+		return Poison(err.Error())
+	}
+	if delay, cause, ok := msgerr.Delay(err); ok {
+		d := NakAfter(delay)
+		if cause != nil {
+			d.Reason = err.Error()
+		}
+		return d
+	}
+	return Failed(err)
+}
+
+// Errors turns a handler that returns an error (nil, msgerr.RetryAfter, msgerr.Poison
+// or another) into a Handler, through Decide.
+func Errors(h func(ctx context.Context, msg jetstream.Msg) error) Handler {
+	return func(ctx context.Context, msg jetstream.Msg) Decision { return Decide(h(ctx, msg)) }
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/shipfile/shipfile/pkg/consumer"
+	"github.com/shipfile/shipfile/pkg/msgerr"
 )
 
 // fakeMsg records how it was settled; it needs no server. Methods the runtime does not
@@ -274,4 +275,29 @@ func TestGroupGivesWorkItsGrace(t *testing.T) {
 			t.Fatal("not reported abandoned")
 		}
 	})
+}
+
+// TestDecide: what a handler's domain code returns becomes one decision.
+func TestDecide(t *testing.T) {
+	t.Parallel()
+	cause := errors.New("smtp down")
+	tests := []struct {
+		name string
+		err  error
+		want consumer.Decision
+	}{
+		{"done", nil, consumer.Decision{Action: consumer.Ack}},
+		{"poison", msgerr.Poison(errors.New("bad body")), consumer.Decision{Action: consumer.Term, Reason: "bad body"}},
+		{"retry after, logged by the handler", msgerr.RetryAfter(time.Minute, nil), consumer.Decision{Action: consumer.Nak, Delay: time.Minute}},
+		{"retry after, with a cause", msgerr.RetryAfter(time.Second, cause), consumer.Decision{Action: consumer.Nak, Delay: time.Second, Reason: "smtp down"}},
+		{"retry at once", msgerr.RetryAfter(0, nil), consumer.Decision{Action: consumer.Nak}},
+		{"another error", cause, consumer.Decision{Action: consumer.Retry, Reason: "smtp down"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := consumer.Decide(tt.err); got != tt.want {
+				t.Errorf("Decide = %+v, want %+v", got, tt.want)
+			}
+		})
+	}
 }

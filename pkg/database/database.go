@@ -31,9 +31,19 @@ const PlanCacheMode = "force_custom_plan"
 // Open creates a pool and checks that the database answers. Its connections plan every
 // prepared statement afresh (PlanCacheMode).
 func Open(ctx context.Context, url string) (*pgxpool.Pool, error) {
+	return OpenAtLeast(ctx, url, 0)
+}
+
+// OpenAtLeast is Open with a pool of at least minConns connections (MaxConns raised to
+// it when the URL or pgx's default gives fewer): for a service whose workers each hold
+// a connection for a while, e.g. the mailer's while an e-mail is sent.
+func OpenAtLeast(ctx context.Context, url string, minConns int) (*pgxpool.Pool, error) {
 	cfg, err := ParseConfig(url)
 	if err != nil {
 		return nil, err
+	}
+	if cfg.MaxConns < int32(minConns) {
+		cfg.MaxConns = int32(minConns)
 	}
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {

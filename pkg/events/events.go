@@ -48,24 +48,9 @@ const (
 // Version is the schema version of the eventsv1 payloads, set in Envelope.version.
 const Version = 1
 
-// Event types: the Envelope's type and the last tokens of its subject. They are the
-// event_type options of Envelope.data's fields in proto/events/v1/events.proto, named
-// here for the code that builds an event of one type (a test checks each against the
-// descriptor); Types, AllTypes and TypeOf are read from the descriptor itself.
-const (
-	TypePackageCreated      = "package.created"
-	TypePackageFinalized    = "package.finalized"
-	TypePackageFileUploaded = "package.file_uploaded"
-	TypePackageDownloaded   = "package.downloaded"
-	TypePackageRevoked      = "package.revoked"
-	TypePackageDeleted      = "package.deleted"
-	TypePackageExpired      = "package.expired"
-	// TypePackageFileInfected is published by the scanner when clamd finds malware.
-	TypePackageFileInfected = "package.file_infected"
-	// TypeWebhookTest is the synthetic event of a subscription's Test button; it is not
-	// in Types, since subscriptions do not select it.
-	TypeWebhookTest = "webhook.test"
-)
+// The event types (TypePackageCreated, …) are constants generated from the event_type
+// options of Envelope.data's fields in proto/events/v1/events.proto: types.gen.go
+// (`make generate`); Types, AllTypes and TypeOf are read from the descriptor itself.
 
 // Mail job kinds: the MailJob's kind and the last token of its subject.
 const (

@@ -13,6 +13,7 @@ import (
 	"google.golang.org/protobuf/types/descriptorpb"
 
 	"github.com/shipfile/shipfile/pkg/events/eventsv1"
+	"github.com/shipfile/shipfile/pkg/events/internal/typegen"
 )
 
 // envelopeWith builds a descriptor of an Envelope whose oneof data has one field per
@@ -147,5 +148,35 @@ func TestOpenAPIEventTypesMatchDescriptor(t *testing.T) {
 	if !slices.Equal(enum, Types) {
 		t.Errorf("%s components.schemas.EventType.enum = %v\nproto/events/v1/events.proto Envelope.data = %v\n"+
 			"list the non-synthetic event types of the proto in the enum, in the same order", openAPIFile, enum, Types)
+	}
+}
+
+// TestTypesGenIsCurrent fails when types.gen.go, the Type* constants, differs from what
+// the descriptor gives (events.proto edited without `make generate`).
+func TestTypesGenIsCurrent(t *testing.T) {
+	t.Parallel()
+	want, err := typegen.Render((&eventsv1.Envelope{}).ProtoReflect().Descriptor())
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := os.ReadFile(typegen.File)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(got) != string(want) {
+		t.Errorf("%s is stale: run make generate (scripts/generate.sh)", typegen.File)
+	}
+}
+
+func TestConstName(t *testing.T) {
+	t.Parallel()
+	for typ, want := range map[string]string{
+		"package.created":       "TypePackageCreated",
+		"package.file_uploaded": "TypePackageFileUploaded",
+		"webhook.test":          "TypeWebhookTest",
+	} {
+		if got := typegen.ConstName(typ); got != want {
+			t.Errorf("ConstName(%q) = %q, want %q", typ, got, want)
+		}
 	}
 }

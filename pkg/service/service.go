@@ -1,6 +1,8 @@
 // Package service runs a shipfile binary's lifecycle: a JSON logger, a context that is
 // cancelled on SIGINT/SIGTERM, and the exit status of its run function; the shared
-// skeleton of a run (Load the configuration, Serve the ops endpoints beside the work).
+// skeleton of a run (Load the configuration, Open PostgreSQL, NATS and S3, Serve the ops
+// endpoints beside the work). Every binary, shipctl included, opens its connections
+// with Open.
 package service
 
 import (

@@ -6,11 +6,8 @@ import (
 	"context"
 	"log/slog"
 
-	"github.com/shipfile/shipfile/pkg/database"
-	"github.com/shipfile/shipfile/pkg/events"
 	"github.com/shipfile/shipfile/pkg/ops"
 	"github.com/shipfile/shipfile/pkg/service"
-	"github.com/shipfile/shipfile/pkg/storage"
 	expiry "github.com/shipfile/shipfile/services/expiry/internal/service"
 )
 
@@ -25,30 +22,17 @@ func run(ctx context.Context, log *slog.Logger, args []string) error {
 		return err
 	}
 
-	pool, err := database.Open(ctx, cfg.Database.URL)
+	conns, err := service.Open(ctx, "expiry", service.Connections{Database: &cfg.Database, NATS: &cfg.NATS, S3: &cfg.S3})
 	if err != nil {
 		return err
 	}
-	defer pool.Close()
-	nc, err := events.Connect(ctx, cfg.NATS, "shipfile-expiry")
-	if err != nil {
-		return err
-	}
-	defer nc.Close()
-	objects, err := storage.Open(ctx, cfg.S3)
-	if err != nil {
-		return err
-	}
-	svc, err := expiry.New(ctx, cfg, expiry.Deps{Pool: pool, Objects: objects, JS: nc.JS, Registry: ops.NewRegistry(), Log: log})
+	defer conns.Close()
+	svc, err := expiry.New(ctx, cfg, expiry.Deps{Pool: conns.Pool, Objects: conns.Objects, JS: conns.Bus.JS, Registry: ops.NewRegistry(), Log: log})
 	if err != nil {
 		return err
 	}
 
-	handler := ops.Handler(svc.Registry,
-		ops.Check{Name: "postgres", Fn: pool.Ping},
-		ops.Check{Name: "nats", Fn: nc.Check},
-		ops.Check{Name: "s3", Fn: objects.Check},
-	)
+	handler := ops.Handler(svc.Registry, conns.Checks()...)
 	// The expirer stops when ctx is cancelled (or the ops server fails); the relay
 	// after it, publishing what the last batch wrote.
 	return service.Serve(ctx, log, cfg.Addr, handler, cfg.ShutdownTimeout, svc.Run)

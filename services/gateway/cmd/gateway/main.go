@@ -8,11 +8,8 @@ import (
 	"net"
 	"time"
 
-	"github.com/shipfile/shipfile/pkg/database"
-	"github.com/shipfile/shipfile/pkg/events"
 	"github.com/shipfile/shipfile/pkg/ops"
 	"github.com/shipfile/shipfile/pkg/service"
-	"github.com/shipfile/shipfile/pkg/storage"
 	gateway "github.com/shipfile/shipfile/services/gateway/internal/service"
 	"github.com/shipfile/shipfile/services/gateway/internal/transport/httpapi"
 	"github.com/shipfile/shipfile/services/gateway/migrations"
@@ -35,20 +32,11 @@ func run(ctx context.Context, log *slog.Logger, args []string) error {
 	if err := migrations.Up(ctx, cfg.Database.URL); err != nil {
 		return err
 	}
-	pool, err := database.Open(ctx, cfg.Database.URL)
+	conns, err := service.Open(ctx, "gateway", service.Connections{Database: &cfg.Database, NATS: &cfg.NATS, S3: &cfg.S3})
 	if err != nil {
 		return err
 	}
-	defer pool.Close()
-	nc, err := events.Connect(ctx, cfg.NATS, "shipfile-gateway")
-	if err != nil {
-		return err
-	}
-	defer nc.Close()
-	objects, err := storage.Open(ctx, cfg.S3)
-	if err != nil {
-		return err
-	}
+	defer conns.Close()
 	// The ops listener is bound first, so an address in use fails the start.
 	opsLn, err := net.Listen("tcp", cfg.Edge.OpsAddr)
 	if err != nil {
@@ -57,7 +45,7 @@ func run(ctx context.Context, log *slog.Logger, args []string) error {
 	defer opsLn.Close()
 
 	svc, err := gateway.New(ctx, cfg, gateway.Deps{
-		Pool: pool, Objects: objects, JS: nc.JS, Registry: ops.NewRegistry(), Log: log,
+		Pool: conns.Pool, Objects: conns.Objects, JS: conns.Bus.JS, Registry: ops.NewRegistry(), Log: log,
 	})
 	if err != nil {
 		return err
@@ -70,11 +58,7 @@ func run(ctx context.Context, log *slog.Logger, args []string) error {
 	stop := svc.Start(ctx)
 	defer stop()
 
-	opsHandler := ops.Handler(svc.Registry,
-		ops.Check{Name: "postgres", Fn: pool.Ping},
-		ops.Check{Name: "nats", Fn: nc.Check},
-		ops.Check{Name: "s3", Fn: objects.Check},
-	)
+	opsHandler := ops.Handler(svc.Registry, conns.Checks()...)
 	opsCtx, stopOps := context.WithCancel(context.WithoutCancel(ctx))
 	opsDone := make(chan error, 1)
 	go func() { opsDone <- ops.ServeListener(opsCtx, log, opsLn, opsHandler, time.Second) }()

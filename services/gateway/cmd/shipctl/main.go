@@ -16,6 +16,7 @@ import (
 
 	"github.com/shipfile/shipfile/pkg/config"
 	"github.com/shipfile/shipfile/pkg/database"
+	"github.com/shipfile/shipfile/pkg/service"
 	"github.com/shipfile/shipfile/services/gateway/internal/app"
 	"github.com/shipfile/shipfile/services/gateway/internal/store"
 	"github.com/shipfile/shipfile/services/gateway/migrations"
@@ -66,12 +67,13 @@ func run(ctx context.Context, args []string, in io.Reader, out io.Writer) error 
 	if len(args) < 2 {
 		return flag.ErrHelp
 	}
-	pool, err := database.Open(ctx, db.URL)
+	// shipctl needs PostgreSQL only.
+	conns, err := service.Open(ctx, "shipctl", service.Connections{Database: &db})
 	if err != nil {
 		return err
 	}
-	defer pool.Close()
-	identity := app.NewIdentity(store.NewPostgres(pool))
+	defer conns.Close()
+	identity := app.NewIdentity(store.NewPostgres(conns.Pool))
 
 	switch args[0] + " " + args[1] {
 	case "user create":

@@ -8,11 +8,9 @@ import (
 	"context"
 	"log/slog"
 
-	"github.com/shipfile/shipfile/pkg/events"
 	"github.com/shipfile/shipfile/pkg/ops"
 	"github.com/shipfile/shipfile/pkg/service"
 	mailer "github.com/shipfile/shipfile/services/mailer/internal/service"
-	"github.com/shipfile/shipfile/services/mailer/internal/store"
 )
 
 // Config is the mailer's configuration.
@@ -26,25 +24,17 @@ func run(ctx context.Context, log *slog.Logger, args []string) error {
 		return err
 	}
 
-	pool, err := store.Open(ctx, cfg.Database.URL, cfg.PoolSize())
+	// Each worker holds a connection while its e-mail is sent: the pool is sized for them.
+	conns, err := service.Open(ctx, "mailer", service.Connections{Database: &cfg.Database, MinConns: cfg.PoolSize(), NATS: &cfg.NATS})
 	if err != nil {
 		return err
 	}
-	defer pool.Close()
-	nc, err := events.Connect(ctx, cfg.NATS, "shipfile-mailer")
-	if err != nil {
-		return err
-	}
-	defer nc.Close()
-	svc, err := mailer.New(ctx, cfg, mailer.Deps{Pool: pool, JS: nc.JS, Registry: ops.NewRegistry(), Log: log})
+	defer conns.Close()
+	svc, err := mailer.New(ctx, cfg, mailer.Deps{Pool: conns.Pool, JS: conns.Bus.JS, Registry: ops.NewRegistry(), Log: log})
 	if err != nil {
 		return err
 	}
 
-	handler := ops.Handler(svc.Registry,
-		ops.Check{Name: "postgres", Fn: pool.Ping},
-		ops.Check{Name: "nats", Fn: nc.Check},
-		ops.Check{Name: "smtp", Fn: svc.Sender.Check},
-	)
+	handler := ops.Handler(svc.Registry, conns.Checks(ops.Check{Name: "smtp", Fn: svc.Sender.Check})...)
 	return service.Serve(ctx, log, cfg.Addr, handler, cfg.ShutdownTimeout, svc.Run)
 }

@@ -4,9 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/shipfile/shipfile/pkg/backoff"
 	"log/slog"
 	"time"
+
+	"github.com/shipfile/shipfile/pkg/backoff"
+	"github.com/shipfile/shipfile/pkg/msgerr"
 )
 
 // maxErrorLen bounds the error text kept in mail_deliveries and the audit log.
@@ -70,17 +72,21 @@ const abandoned = "abandoned"
 // the outcome is recorded before the message is settled: sent (acknowledged, audit
 // mail.sent), rejected for good by a 5xx reply or out of retries (acknowledged, audit
 // mail.failed), or a transient failure (returned after the schedule's next wait).
-func (m *Mailer) Handle(ctx context.Context, data []byte, numDelivered uint64) Decision {
+//
+// It returns nil when the message is done (sent, finally failed, or already handled), a
+// msgerr.Poison when the message is malformed, and a msgerr.RetryAfter when it is to be
+// handled again (the transport turns these into Ack, Term and NakWithDelay).
+func (m *Mailer) Handle(ctx context.Context, data []byte, numDelivered uint64) error {
 	job, err := ParseJob(data)
 	if err != nil {
 		m.metrics.Jobs.WithLabelValues(OutcomePoison).Inc()
-		return Decision{Action: Term, Reason: err.Error()}
+		return msgerr.Poison(err)
 	}
 	log := m.log.With("job_id", job.ID, "package_id", job.PackageID, "kind", job.Kind)
 	email, renderErr := Render(job)
 	if renderErr != nil && !errors.Is(renderErr, errUndeliverable) {
 		m.metrics.Jobs.WithLabelValues(OutcomePoison).Inc()
-		return Decision{Action: Term, Reason: renderErr.Error()}
+		return msgerr.Poison(renderErr)
 	}
 	recipient := OneLine(job.RecipientEmail)
 
@@ -148,24 +154,24 @@ func (m *Mailer) Handle(ctx context.Context, data []byte, numDelivered uint64) D
 	switch {
 	case errors.Is(err, ErrBusy):
 		log.Info("job is being sent by another instance; trying again later", "retry_in", m.opts.BusyDelay.String())
-		return Decision{Action: Nak, Delay: m.opts.BusyDelay}
+		return msgerr.RetryAfter(m.opts.BusyDelay, nil)
 	case err != nil && sent:
 		// The server has the e-mail but the record is lost: the job comes back and is
 		// sent again. The one way to a duplicate, and only when PostgreSQL fails here.
 		log.Error("e-mail sent but not recorded; the job will be sent again", "err", err, "message_id", messageID)
-		return Decision{Action: Nak, Delay: backoff.TransientDelay(numDelivered)}
+		return msgerr.RetryAfter(backoff.TransientDelay(numDelivered), nil)
 	case err != nil && ctx.Err() != nil:
-		return Decision{Action: Nak} // stopping: another instance takes it at once
+		return msgerr.RetryAfter(0, nil) // stopping: another instance takes it at once
 	case err != nil:
 		log.Warn("mail job not handled; it will be tried again", "err", err)
-		return Decision{Action: Nak, Delay: backoff.TransientDelay(numDelivered)}
+		return msgerr.RetryAfter(backoff.TransientDelay(numDelivered), nil)
 	}
 
 	attrs := []any{"attempt", attempt, "duration_ms", took.Milliseconds()}
 	switch result {
 	case abandoned:
 		log.Info("send abandoned at shutdown; job requeued")
-		return Decision{Action: Nak}
+		return msgerr.RetryAfter(0, nil)
 	case OutcomeDuplicate:
 		log.Info("job already handled; duplicate dropped")
 	case OutcomeSent:
@@ -177,9 +183,9 @@ func (m *Mailer) Handle(ctx context.Context, data []byte, numDelivered uint64) D
 	}
 	m.metrics.Jobs.WithLabelValues(result).Inc()
 	if result == OutcomeRetried {
-		return Decision{Action: Nak, Delay: wait}
+		return msgerr.RetryAfter(wait, nil)
 	}
-	return Decision{Action: Ack}
+	return nil
 }
 
 func truncate(s string) string {

@@ -12,8 +12,6 @@ import (
 	"errors"
 	"fmt"
 	"time"
-
-	"github.com/shipfile/shipfile/pkg/consumer"
 )
 
 // Job kinds (MailJob.kind).
@@ -122,14 +120,3 @@ type Outcome struct {
 	// RetryIn is when a pending owner notification is tried again.
 	RetryIn time.Duration
 }
-
-// Decision is the outcome of handling one job message: Ack (sent, finally failed, or already done), Nak
-// (again after Delay) or Term (the message is malformed).
-type Decision = consumer.Decision
-
-// Actions on a job message.
-const (
-	Ack  = consumer.Ack
-	Nak  = consumer.Nak
-	Term = consumer.Term
-)

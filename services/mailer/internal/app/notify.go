@@ -14,6 +14,7 @@ import (
 	"github.com/shipfile/shipfile/pkg/backoff"
 	"github.com/shipfile/shipfile/pkg/events"
 	"github.com/shipfile/shipfile/pkg/events/eventsv1"
+	"github.com/shipfile/shipfile/pkg/msgerr"
 )
 
 // Kinds of owner notification (owner_notifications.kind).
@@ -112,22 +113,23 @@ func NewNotifier(store NotifyStore, sender Sender, metrics *Metrics, log *slog.L
 
 // HandleEvent records a package.downloaded or package.file_uploaded event (other
 // events are acknowledged and ignored): the message is acknowledged once the
-// notification's state is committed.
-func (n *Notifier) HandleEvent(ctx context.Context, data []byte, numDelivered uint64) Decision {
+// notification's state is committed. It returns nil (done), a msgerr.Poison (not an
+// envelope) or a msgerr.RetryAfter (the store failed; again after a back-off).
+func (n *Notifier) HandleEvent(ctx context.Context, data []byte, numDelivered uint64) error {
 	env, err := events.UnmarshalEnvelope(data)
 	if err != nil {
-		return Decision{Action: Term, Reason: err.Error()}
+		return msgerr.Poison(err)
 	}
 	switch d := env.GetData().(type) {
 	case *eventsv1.Envelope_PackageDownloaded:
 		if d.PackageDownloaded.GetPackage().GetDirection() != KindOutbound {
-			return Decision{Action: Ack}
+			return nil
 		}
 		err = n.store.RecordDownload(ctx, d.PackageDownloaded.GetPackage().GetPackageId())
 	case *eventsv1.Envelope_FileUploaded:
 		fu := d.FileUploaded
 		if fu.GetUploadedBy() != "recipient" || fu.GetPackage().GetDirection() != KindInbound {
-			return Decision{Action: Ack}
+			return nil
 		}
 		at := time.Now()
 		if env.GetOccurredAt() != nil {
@@ -137,16 +139,16 @@ func (n *Notifier) HandleEvent(ctx context.Context, data []byte, numDelivered ui
 			PackageID: fu.GetPackage().GetPackageId(), FileID: fu.GetFileId(), Filename: fu.GetFilename(), Size: fu.GetSize(), At: at,
 		}, n.opts.Quiet)
 	default:
-		return Decision{Action: Ack}
+		return nil
 	}
 	if err != nil {
 		if ctx.Err() != nil {
-			return Decision{Action: Nak}
+			return msgerr.RetryAfter(0, nil)
 		}
 		n.log.Warn("notification event not recorded; it will be tried again", "event_id", env.GetEventId(), "err", err)
-		return Decision{Action: Nak, Delay: backoff.TransientDelay(numDelivered)}
+		return msgerr.RetryAfter(backoff.TransientDelay(numDelivered), nil)
 	}
-	return Decision{Action: Ack}
+	return nil
 }
 
 // Tick closes the bursts that have been quiet long enough and sends every due

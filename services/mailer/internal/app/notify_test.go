@@ -12,9 +12,9 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
-	"github.com/shipfile/shipfile/pkg/consumer"
 	"github.com/shipfile/shipfile/pkg/events"
 	"github.com/shipfile/shipfile/pkg/events/eventsv1"
+	"github.com/shipfile/shipfile/pkg/msgerr"
 )
 
 func TestRenderNotification(t *testing.T) {
@@ -147,18 +147,18 @@ func TestNotifierEvents(t *testing.T) {
 		e.Data = &eventsv1.Envelope_FileUploaded{FileUploaded: &eventsv1.FileUploaded{Package: pkg("inbound"), FileId: "f2", Filename: "y", Size: 1, UploadedBy: "owner"}}
 	})
 	for _, c := range []struct {
-		name string
-		data []byte
-		want consumer.Action
+		name   string
+		data   []byte
+		poison bool // else done (nil)
 	}{
-		{"outbound download", download, Ack},
-		{"inbound download", inboundDownload, Ack},
-		{"recipient upload", upload, Ack},
-		{"owner upload", ownerUpload, Ack},
-		{"garbage", []byte("not protobuf"), Term},
+		{"outbound download", download, false},
+		{"inbound download", inboundDownload, false},
+		{"recipient upload", upload, false},
+		{"owner upload", ownerUpload, false},
+		{"garbage", []byte("not protobuf"), true},
 	} {
-		if d := n.HandleEvent(context.Background(), c.data, 1); d.Action != c.want {
-			t.Errorf("%s: %v, want %v", c.name, d.Action, c.want)
+		if err := n.HandleEvent(context.Background(), c.data, 1); (err != nil) != c.poison || (c.poison && !msgerr.IsPoison(err)) {
+			t.Errorf("%s: %v, want poison %v", c.name, err, c.poison)
 		}
 	}
 	if len(store.downloads) != 1 || len(store.uploads) != 1 || store.uploads[0].Filename != "x.pdf" || store.quiet != 3*time.Second ||

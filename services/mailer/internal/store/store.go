@@ -13,7 +13,6 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/shipfile/shipfile/pkg/database"
 	"github.com/shipfile/shipfile/services/mailer/internal/app"
 	"github.com/shipfile/shipfile/services/mailer/internal/store/db"
 )
@@ -35,30 +34,8 @@ type Postgres struct {
 var _ app.Store = (*Postgres)(nil)
 
 // New returns a store on pool. Each attempt holds one connection while the e-mail is
-// sent (see Open).
+// sent: the mailer's main sizes the pool for its workers (service.Connections.MinConns).
 func New(pool *pgxpool.Pool) *Postgres { return &Postgres{pool: pool, q: db.New(pool)} }
-
-// Open creates a pool on url with at least minConns connections (one per worker, which
-// holds it while its e-mail is sent, plus room for the readiness check) and checks that
-// the database answers.
-func Open(ctx context.Context, url string, minConns int) (*pgxpool.Pool, error) {
-	cfg, err := database.ParseConfig(url)
-	if err != nil {
-		return nil, err
-	}
-	if cfg.MaxConns < int32(minConns) {
-		cfg.MaxConns = int32(minConns)
-	}
-	pool, err := pgxpool.NewWithConfig(ctx, cfg)
-	if err != nil {
-		return nil, fmt.Errorf("database: %w", err)
-	}
-	if err := pool.Ping(ctx); err != nil {
-		pool.Close()
-		return nil, fmt.Errorf("database: ping: %w", err)
-	}
-	return pool, nil
-}
 
 // Attempt records job at first sight, locks its record (app.ErrBusy when another
 // instance holds the lock), reads its package's state, calls fn with both and writes fn's outcome and audit entry in

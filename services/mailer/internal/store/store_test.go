@@ -9,6 +9,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/shipfile/shipfile/pkg/database"
 	"github.com/shipfile/shipfile/pkg/schematest"
 	"github.com/shipfile/shipfile/services/mailer/internal/app"
 	"github.com/shipfile/shipfile/services/mailer/internal/mailtest"
@@ -178,10 +179,11 @@ func TestAttemptWritesAfterCancellation(t *testing.T) {
 	}
 }
 
+// The mailer's pool is sized for its workers (its main passes PoolSize as MinConns).
 func TestOpenSizesThePool(t *testing.T) {
 	t.Parallel()
 	url := schematest.New(t)
-	pool, err := store.Open(context.Background(), url+"&pool_max_conns=2", 9)
+	pool, err := database.OpenAtLeast(context.Background(), url+"&pool_max_conns=2", 9)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -189,7 +191,7 @@ func TestOpenSizesThePool(t *testing.T) {
 	if n := pool.Config().MaxConns; n != 9 {
 		t.Fatalf("MaxConns = %d, want 9", n)
 	}
-	if _, err := store.Open(context.Background(), "postgres://127.0.0.1:1/x?connect_timeout=1", 1); err == nil {
+	if _, err := database.OpenAtLeast(context.Background(), "postgres://127.0.0.1:1/x?connect_timeout=1", 1); err == nil {
 		t.Fatal("Open of an unreachable server succeeded")
 	}
 }

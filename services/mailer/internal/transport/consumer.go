@@ -149,7 +149,7 @@ func (c *Consumer) Run(ctx context.Context) error {
 
 // handle sends one job's e-mail; the mailer decides what becomes of the message.
 func (c *Consumer) handle(ctx context.Context, msg jetstream.Msg) consumer.Decision {
-	return c.mailer.Handle(ctx, msg.Data(), consumer.NumDelivered(msg))
+	return consumer.Decide(c.mailer.Handle(ctx, msg.Data(), consumer.NumDelivered(msg)))
 }
 
 // refreshStats refreshes the queue gauge.

@@ -111,9 +111,9 @@ func (c *NotifyConsumer) Run(ctx context.Context) error {
 		}
 		return err
 	}
-	rt := consumer.NewSingle(func(ctx context.Context, msg jetstream.Msg) consumer.Decision {
+	rt := consumer.NewSingle(consumer.Errors(func(ctx context.Context, msg jetstream.Msg) error {
 		return c.notifier.HandleEvent(ctx, msg.Data(), consumer.NumDelivered(msg))
-	}, consumer.Options{Name: c.opts.Consumer, Log: c.log, Metrics: c.opts.Metrics, KeepAlive: c.opts.AckWait / 2})
+	}), consumer.Options{Name: c.opts.Consumer, Log: c.log, Metrics: c.opts.Metrics, KeepAlive: c.opts.AckWait / 2})
 	g := consumer.NewGroup(ctx)
 	g.Pull(rt, cons, c.opts.Workers, consumer.PullOptions{Batch: 1, Wait: c.opts.FetchWait})
 	g.Go(func() {

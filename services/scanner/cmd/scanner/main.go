@@ -8,11 +8,8 @@ import (
 	"context"
 	"log/slog"
 
-	"github.com/shipfile/shipfile/pkg/database"
-	"github.com/shipfile/shipfile/pkg/events"
 	"github.com/shipfile/shipfile/pkg/ops"
 	"github.com/shipfile/shipfile/pkg/service"
-	"github.com/shipfile/shipfile/pkg/storage"
 	scanner "github.com/shipfile/shipfile/services/scanner/internal/service"
 )
 
@@ -27,30 +24,16 @@ func run(ctx context.Context, log *slog.Logger, args []string) error {
 		return err
 	}
 
-	pool, err := database.Open(ctx, cfg.Database.URL)
+	conns, err := service.Open(ctx, "scanner", service.Connections{Database: &cfg.Database, NATS: &cfg.NATS, S3: &cfg.S3})
 	if err != nil {
 		return err
 	}
-	defer pool.Close()
-	nc, err := events.Connect(ctx, cfg.NATS, "shipfile-scanner")
-	if err != nil {
-		return err
-	}
-	defer nc.Close()
-	objects, err := storage.Open(ctx, cfg.S3)
-	if err != nil {
-		return err
-	}
-	svc, err := scanner.New(ctx, cfg, scanner.Deps{Pool: pool, Objects: objects, JS: nc.JS, Registry: ops.NewRegistry(), Log: log})
+	defer conns.Close()
+	svc, err := scanner.New(ctx, cfg, scanner.Deps{Pool: conns.Pool, Objects: conns.Objects, JS: conns.Bus.JS, Registry: ops.NewRegistry(), Log: log})
 	if err != nil {
 		return err
 	}
 
-	handler := ops.Handler(svc.Registry,
-		ops.Check{Name: "postgres", Fn: pool.Ping},
-		ops.Check{Name: "nats", Fn: nc.Check},
-		ops.Check{Name: "s3", Fn: objects.Check},
-		ops.Check{Name: "clamd", Fn: svc.Clamd.Ping},
-	)
+	handler := ops.Handler(svc.Registry, conns.Checks(ops.Check{Name: "clamd", Fn: svc.Clamd.Ping})...)
 	return service.Serve(ctx, log, cfg.Addr, handler, cfg.ShutdownTimeout, svc.Run)
 }

@@ -13,9 +13,9 @@ import (
 	"time"
 
 	"github.com/shipfile/shipfile/pkg/backoff"
-	"github.com/shipfile/shipfile/pkg/consumer"
 	"github.com/shipfile/shipfile/pkg/events"
 	"github.com/shipfile/shipfile/pkg/events/eventsv1"
+	"github.com/shipfile/shipfile/pkg/msgerr"
 )
 
 // Scan states of a file (files.scan): SPEC "Malware scanning".
@@ -139,30 +139,32 @@ func New(store Store, objects Objects, clamd Clamd, metrics *Metrics, log *slog.
 	return &Scanner{store: store, objects: objects, clamd: clamd, metrics: metrics, log: log, opts: opts, now: time.Now}
 }
 
-// retry is the decision to try a message again after the back-off of its delivery
-// count, capped at RetryMax.
-func (s *Scanner) retry(numDelivered uint64, reason string) consumer.Decision {
-	d := consumer.NakAfter(min(backoff.TransientDelay(numDelivered), s.opts.RetryMax))
-	d.Reason = reason
-	return d
+// retry is the error that hands a message back, to be tried again after the back-off
+// of its delivery count, capped at RetryMax, because of reason.
+func (s *Scanner) retry(numDelivered uint64, reason string) error {
+	return msgerr.RetryAfter(min(backoff.TransientDelay(numDelivered), s.opts.RetryMax), errors.New(reason))
 }
 
 // Handle scans the file of one package.file_uploaded event (other events are
 // acknowledged at once). The message is acknowledged once the file has its verdict
 // (recorded now, or before by another instance or an earlier delivery).
-func (s *Scanner) Handle(ctx context.Context, data []byte, numDelivered uint64) consumer.Decision {
+//
+// It returns nil when the message is done, a msgerr.Poison when it is not an envelope,
+// and a msgerr.RetryAfter when it is to be handled again; the transport turns these
+// into Ack, Term and NakWithDelay.
+func (s *Scanner) Handle(ctx context.Context, data []byte, numDelivered uint64) error {
 	env, err := events.UnmarshalEnvelope(data)
 	if err != nil {
-		return consumer.Poison(err.Error())
+		return msgerr.Poison(err)
 	}
 	fu := env.GetFileUploaded()
 	if fu == nil {
-		return consumer.Acked()
+		return nil
 	}
 	f, err := s.store.File(ctx, fu.GetFileId())
 	switch {
 	case errors.Is(err, ErrNotFound):
-		return consumer.Acked() // deleted meanwhile: nothing to scan
+		return nil // deleted meanwhile: nothing to scan
 	case err != nil:
 		return s.retry(numDelivered, err.Error())
 	}
@@ -175,9 +177,9 @@ func (s *Scanner) Handle(ctx context.Context, data []byte, numDelivered uint64) 
 		if err := s.objects.Quarantine(ctx, f.ObjectKey); err != nil {
 			return s.retry(numDelivered, "quarantine: "+err.Error())
 		}
-		return consumer.Acked()
+		return nil
 	default:
-		return consumer.Acked()
+		return nil
 	}
 	if f.Size > s.opts.MaxSize {
 		return s.record(ctx, log, f, Verdict{FileID: f.ID, Scan: ScanSkipped}, numDelivered)
@@ -196,14 +198,14 @@ func (s *Scanner) Handle(ctx context.Context, data []byte, numDelivered uint64) 
 	case errors.Is(err, ErrClamdUnavailable):
 		s.metrics.ClamdUnavailable.Inc()
 		if ctx.Err() != nil {
-			return consumer.NakAfter(0)
+			return msgerr.RetryAfter(0, nil)
 		}
 		return s.retry(numDelivered, err.Error())
 	case errors.As(err, &sf):
 		return s.failed(ctx, log, f, numDelivered, sf.Error())
 	case err != nil:
 		if ctx.Err() != nil {
-			return consumer.NakAfter(0) // stopping: another instance scans it
+			return msgerr.RetryAfter(0, nil) // stopping: another instance scans it
 		}
 		// The object store failed midway: transient, like clamd being down.
 		return s.retry(numDelivered, err.Error())
@@ -227,13 +229,13 @@ func (s *Scanner) scan(ctx context.Context, f File) (string, error) {
 }
 
 // failed counts a failed attempt; the last one records 'error'.
-func (s *Scanner) failed(ctx context.Context, log *slog.Logger, f File, numDelivered uint64, reason string) consumer.Decision {
+func (s *Scanner) failed(ctx context.Context, log *slog.Logger, f File, numDelivered uint64, reason string) error {
 	n, err := s.store.CountFailure(ctx, f.ID)
 	if err != nil {
 		return s.retry(numDelivered, err.Error())
 	}
 	if n == 0 {
-		return consumer.Acked() // a verdict meanwhile, or the file is gone
+		return nil // a verdict meanwhile, or the file is gone
 	}
 	if n >= s.opts.MaxAttempts {
 		log.Warn("file could not be scanned; recorded as error", "attempts", n, "reason", reason)
@@ -244,7 +246,7 @@ func (s *Scanner) failed(ctx context.Context, log *slog.Logger, f File, numDeliv
 
 // record writes v (with its effects when infected) and, for an infected file, removes
 // its object once the verdict is committed.
-func (s *Scanner) record(ctx context.Context, log *slog.Logger, f File, v Verdict, numDelivered uint64) consumer.Decision {
+func (s *Scanner) record(ctx context.Context, log *slog.Logger, f File, v Verdict, numDelivered uint64) error {
 	var fx Effects
 	if v.Scan == ScanInfected {
 		fx = InfectedEffects(f, v.Signature, s.now())
@@ -264,7 +266,7 @@ func (s *Scanner) record(ctx context.Context, log *slog.Logger, f File, v Verdic
 			return s.retry(numDelivered, "quarantine: "+err.Error())
 		}
 	}
-	return consumer.Acked()
+	return nil
 }
 
 // InfectedEffects are the effects of finding sig in f at now: package.file_infected,

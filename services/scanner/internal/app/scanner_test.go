@@ -133,7 +133,7 @@ func TestHandle(t *testing.T) {
 			s := newScanner(t, st, obj, tt.clamd)
 			var d consumer.Decision
 			for i := range tt.deliveries {
-				d = s.Handle(context.Background(), uploaded(t), uint64(i+1))
+				d = consumer.Decide(s.Handle(context.Background(), uploaded(t), uint64(i+1)))
 			}
 			if d.Action != tt.action {
 				t.Errorf("last decision %v (%s), want %v", d.Action, d.Reason, tt.action)
@@ -162,8 +162,8 @@ func fmtErr(err error) error { return errors.Join(err, errors.New("dial tcp: con
 func TestInfectedEffects(t *testing.T) {
 	st := &fakeStore{file: pending()}
 	s := newScanner(t, st, &fakeObjects{}, fakeClamd{sig: "Eicar-Test-Signature.UNOFFICIAL"})
-	if d := s.Handle(context.Background(), uploaded(t), 1); d.Action != consumer.Ack {
-		t.Fatalf("decision %v", d)
+	if err := s.Handle(context.Background(), uploaded(t), 1); err != nil {
+		t.Fatalf("Handle = %v, want done", err)
 	}
 	if len(st.effects) != 1 {
 		t.Fatalf("%d effects", len(st.effects))

@@ -100,7 +100,7 @@ func (c *Consumer) Run(ctx context.Context) error {
 		return err
 	}
 	rt := consumer.NewSingle(func(ctx context.Context, msg jetstream.Msg) consumer.Decision {
-		return c.scanner.Handle(ctx, msg.Data(), consumer.NumDelivered(msg))
+		return consumer.Decide(c.scanner.Handle(ctx, msg.Data(), consumer.NumDelivered(msg)))
 	}, consumer.Options{Name: c.opts.Consumer, Log: c.log, Metrics: c.opts.Metrics, KeepAlive: c.opts.AckWait / 2})
 	g := consumer.NewGroup(ctx)
 	g.Pull(rt, cons, c.opts.Workers, consumer.PullOptions{Batch: 1, Wait: c.opts.FetchWait})

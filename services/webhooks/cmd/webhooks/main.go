@@ -6,8 +6,6 @@ import (
 	"context"
 	"log/slog"
 
-	"github.com/shipfile/shipfile/pkg/database"
-	"github.com/shipfile/shipfile/pkg/events"
 	"github.com/shipfile/shipfile/pkg/ops"
 	"github.com/shipfile/shipfile/pkg/service"
 	webhooks "github.com/shipfile/shipfile/services/webhooks/internal/service"
@@ -32,26 +30,18 @@ func run(ctx context.Context, log *slog.Logger, args []string) error {
 		return err
 	}
 
-	pool, err := database.Open(ctx, cfg.Database.URL)
+	conns, err := service.Open(ctx, "webhooks", service.Connections{Database: &cfg.Database, NATS: &cfg.NATS})
 	if err != nil {
 		return err
 	}
-	defer pool.Close()
-	nc, err := events.Connect(ctx, cfg.NATS, "shipfile-webhooks")
-	if err != nil {
-		return err
-	}
-	defer nc.Close()
+	defer conns.Close()
 	svc, err := webhooks.New(ctx, cfg, webhooks.Deps{
-		Pool: pool, JS: nc.JS, Registry: ops.NewRegistry(), Log: log, Options: dispatchOptions(),
+		Pool: conns.Pool, JS: conns.Bus.JS, Registry: ops.NewRegistry(), Log: log, Options: dispatchOptions(),
 	})
 	if err != nil {
 		return err
 	}
 
-	handler := ops.Handler(svc.Registry,
-		ops.Check{Name: "postgres", Fn: pool.Ping},
-		ops.Check{Name: "nats", Fn: nc.Check},
-	)
+	handler := ops.Handler(svc.Registry, conns.Checks()...)
 	return service.Serve(ctx, log, cfg.Addr, handler, cfg.ShutdownTimeout, svc.Run)
 }

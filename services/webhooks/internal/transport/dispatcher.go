@@ -303,28 +303,24 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 		}
 		return err
 	}
-	// Work runs on its own context, so a stop lets it finish; it is cancelled only when
-	// the grace period is over.
-	workCtx, cancelWork := context.WithCancel(context.WithoutCancel(ctx))
-	defer cancelWork()
+	// The loops run in one consumer.Group: they stop fetching when ctx is done, while
+	// the work they started runs on the group's work context, cancelled only when the
+	// grace period (ShutdownTimeout) is over.
+	g := consumer.NewGroup(ctx)
+	workCtx := g.Work()
 
 	subs := d.p.Subscriptions
 	if err := subs.Reload(ctx); err != nil && ctx.Err() == nil {
 		d.log.Warn("load subscriptions", "err", err)
 	}
-	var wg sync.WaitGroup
-	wg.Go(func() { d.listen(ctx) })
+	g.Go(func() { d.listen(ctx) })
 	// The fan-out fetches events in batches (the first waits, the rest are what is
 	// there) and fans each batch out together.
-	wg.Go(func() {
-		d.fanout.Pull(ctx, workCtx, fanoutCons, consumer.PullOptions{Batch: d.opts.FanoutBatch, Wait: d.opts.FetchWait, Together: true})
-	})
-	wg.Go(func() {
-		d.retry.Pull(ctx, workCtx, retryCons, consumer.PullOptions{Batch: 256, Wait: d.opts.FetchWait})
-	})
-	wg.Go(func() { consumer.Every(ctx, d.opts.StatsInterval, d.refreshStats) })
-	wg.Go(func() { consumer.Every(ctx, d.p.Health.Interval(), d.p.Health.Pass) })
-	wg.Go(func() { consumer.Every(ctx, d.p.Health.Interval(), d.p.Health.Heartbeat) })
+	g.Pull(d.fanout, fanoutCons, 1, consumer.PullOptions{Batch: d.opts.FanoutBatch, Wait: d.opts.FetchWait, Together: true})
+	g.Pull(d.retry, retryCons, 1, consumer.PullOptions{Batch: 256, Wait: d.opts.FetchWait})
+	g.Go(func() { consumer.Every(ctx, d.opts.StatsInterval, d.refreshStats) })
+	g.Go(func() { consumer.Every(ctx, d.p.Health.Interval(), d.p.Health.Pass) })
+	g.Go(func() { consumer.Every(ctx, d.p.Health.Interval(), d.p.Health.Heartbeat) })
 
 	hooks := map[int64]*hookConsumer{}
 	d.reconcile(ctx, workCtx, hooks, true)
@@ -343,25 +339,19 @@ loop:
 		d.reconcile(ctx, workCtx, hooks, false)
 	}
 
-	// Stop pulling; messages already buffered are handed back (Nak) at once.
+	// Stop pulling; messages already buffered are handed back (Nak) at once. The
+	// deliveries in flight belong to the group too.
 	for _, h := range hooks {
 		h.cc.Drain()
 	}
-	done := make(chan struct{})
-	go func() {
+	g.Go(func() {
 		for _, h := range hooks {
 			<-h.cc.Closed()
 		}
-		wg.Wait()
 		d.inflight.Wait()
-		close(done)
-	}()
-	select {
-	case <-done:
-	case <-time.After(d.opts.ShutdownTimeout):
-		d.log.Warn("in-flight deliveries outlived the shutdown timeout; abandoning them", "timeout", d.opts.ShutdownTimeout)
-		cancelWork()
-		<-done
+	})
+	if g.Wait(d.opts.ShutdownTimeout) {
+		d.log.Warn("in-flight deliveries outlived the shutdown timeout; abandoned them", "timeout", d.opts.ShutdownTimeout)
 	}
 	d.p.Deliverer.Close()
 	lctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)

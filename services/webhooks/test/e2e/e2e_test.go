@@ -18,6 +18,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/shipfile/shipfile/pkg/events"
 	"github.com/shipfile/shipfile/pkg/pgtest"
 	"github.com/shipfile/shipfile/pkg/servicetest"
 	"github.com/shipfile/shipfile/services/webhooks/internal/signing"
@@ -150,8 +151,8 @@ func TestWebhooksEndToEnd(t *testing.T) {
 	rcv.setStatus("flaky", http.StatusInternalServerError)
 	secrets := map[string]string{"all": all["secret"].(string), "finalized": only["secret"].(string), "flaky": flaky["secret"].(string)}
 	hookIDs := map[string]float64{"all": all["id"].(float64), "finalized": only["id"].(float64), "flaky": flaky["id"].(float64)}
-	if n := len(all["events"].([]any)); n != 8 {
-		t.Fatalf("default events = %d, want the eight package events (package.file_infected included)", n)
+	if n := len(all["events"].([]any)); n != len(events.Types) {
+		t.Fatalf("default events = %d, want every selectable event type %v", n, events.Types)
 	}
 
 	// The Test button.
