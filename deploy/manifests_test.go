@@ -713,20 +713,31 @@ func TestPostgresCluster(t *testing.T) {
 func TestServicesEnsureStreamsWithReplicas(t *testing.T) {
 	t.Parallel()
 	src := sources(t)
-	// Every service main connects through events.Connect, which creates the streams with
-	// SHIPFILE_STREAM_REPLICAS; a bare bus.Connect or EnsureStreams could set them back.
+	// Every service main connects through service.Open with its cfg.NATS, which calls
+	// events.Connect, which creates the streams with SHIPFILE_STREAM_REPLICAS; a bare
+	// bus.Connect or EnsureStreams could set them back.
+	open, err := os.ReadFile("../pkg/service/connect.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !regexp.MustCompile(`events\.Connect\(ctx, \*want\.NATS,`).Match(open) {
+		t.Error("pkg/service.Open does not connect through events.Connect(ctx, *want.NATS, …)")
+	}
 	connected := map[string]bool{}
 	for _, call := range src.natsStarts {
 		file, expr, _ := strings.Cut(call, ": ")
-		if !strings.HasPrefix(expr, "events.Connect(") || !strings.Contains(expr, "cfg.NATS") {
-			t.Errorf("%s: %s; want events.Connect(ctx, cfg.NATS, …)", file, expr)
+		if strings.HasPrefix(expr, "service.Open(") && !strings.Contains(expr, "NATS:") {
+			continue // a binary that opens no NATS connection (shipctl)
+		}
+		if !strings.HasPrefix(expr, "service.Open(") || !strings.Contains(expr, "NATS: &cfg.NATS") {
+			t.Errorf("%s: %s; want service.Open(ctx, name, service.Connections{…, NATS: &cfg.NATS, …})", file, expr)
 			continue
 		}
 		connected[filepath.Base(filepath.Dir(file))] = true
 	}
 	for _, svc := range []string{"gateway", "mailer", "expiry", "webhooks", "scanner"} {
 		if !connected[svc] {
-			t.Errorf("services/%s's main does not call events.Connect(ctx, cfg.NATS, …)", svc)
+			t.Errorf("services/%s's main does not call service.Open with NATS: &cfg.NATS", svc)
 		}
 	}
 }

@@ -184,7 +184,7 @@ type goSources struct {
 	// consts are the string constants, "package.Name" → value.
 	consts map[string]string
 	// natsStarts are the services' mains' calls that connect to NATS or create the
-	// streams (events.Connect, bus.Connect, events.EnsureStreams), "file: call".
+	// streams (service.Open, events.Connect, bus.Connect, events.EnsureStreams), "file: call".
 	natsStarts []string
 }
 
@@ -194,7 +194,7 @@ var (
 	defaultTag = regexp.MustCompile(`default:"([^"]*)"`)
 	secretTag  = regexp.MustCompile(`secret:"true"`)
 	metricDecl = regexp.MustCompile(`prometheus\.New(Counter|Gauge|Histogram|Summary)(Vec)?\(prometheus\.\w+Opts\{\s*Name:\s*"([a-z_:][a-z0-9_:]*)"`)
-	natsStart  = regexp.MustCompile(`(?:events\.Connect|bus\.Connect|events\.EnsureStreams)\([^\n]*`)
+	natsStart  = regexp.MustCompile(`(?:events\.Connect|bus\.Connect|events\.EnsureStreams|service\.Open)\([^\n]*`)
 	stringDecl = regexp.MustCompile(`(?m)^\s*(\w+)\s*(?:=|string\s*=)\s*"([^"]*)"`)
 )
 
