@@ -300,7 +300,7 @@ func (r *Resumable) resolve(ctx context.Context, t TusTarget) (Package, Op, Audi
 	if p.Direction != Inbound {
 		return Package{}, "", AuditEntry{}, "", Conflict("this package does not accept uploads")
 	}
-	return p, OpRecipientUpload, linkAudit(t.Client, "file.upload", &p.ID, nil), ByRecipient, nil
+	return p, OpRecipientUpload, p.linkAudit(t.Client, "file.upload", nil), ByRecipient, nil
 }
 
 // Create starts an upload. A zero-length upload is complete at once.
@@ -971,7 +971,7 @@ func (r *Resumable) complete(ctx context.Context, w *chunkWriter, op Op, audit A
 	w.released = true
 	_ = r.chunks.RemovePrefix(ctx, tailPrefix(u))
 	if u.UploadedBy == ByRecipient {
-		_ = r.p.store.RecordLinkUse(ctx, u.PackageID, Effects{})
+		_ = r.p.store.RecordLinkUse(ctx, u.LinkHash, Effects{})
 	}
 	return f, nil
 }

@@ -200,17 +200,28 @@ func (w *Web) requestSubmit(c *gin.Context) {
 		return
 	}
 	u, _ := currentUser(c)
-	p, link, err := w.packages.Finalize(c.Request.Context(), u, client(c), p.ID)
+	p, links, err := w.packages.Finalize(c.Request.Context(), u, client(c), p.ID)
 	if err != nil {
 		_ = c.Error(err)
 		return
 	}
-	w.render(c, http.StatusCreated, "sent", view{Title: "Request sent", Section: "request", D: sentData{Package: p, Link: link}})
+	w.render(c, http.StatusCreated, "sent", view{Title: "Request sent", Section: "request", D: newSentData(p, links)})
 }
 
+// sentData is the page that shows a finalized package's links, this once: Link is
+// the first recipient's, Links every recipient's.
 type sentData struct {
 	Package app.Package
 	Link    string
+	Links   []app.LinkMint
+}
+
+func newSentData(p app.Package, links []app.LinkMint) sentData {
+	d := sentData{Package: p, Links: links}
+	if len(links) > 0 {
+		d.Link = links[0].MagicLink
+	}
+	return d
 }
 
 type packageData struct {
@@ -382,7 +393,7 @@ func (w *Web) finalize(c *gin.Context) {
 		return
 	}
 	u, _ := currentUser(c)
-	p, link, err := w.packages.Finalize(c.Request.Context(), u, client(c), id)
+	p, links, err := w.packages.Finalize(c.Request.Context(), u, client(c), id)
 	if app.KindOf(err) == app.KindConflict {
 		w.showPackage(c, id, http.StatusConflict, capitalize(err.Error()))
 		return
@@ -391,7 +402,7 @@ func (w *Web) finalize(c *gin.Context) {
 		_ = c.Error(err)
 		return
 	}
-	w.render(c, http.StatusOK, "sent", view{Title: "Package sent", Section: "packages", D: sentData{Package: p, Link: link}})
+	w.render(c, http.StatusOK, "sent", view{Title: "Package sent", Section: "packages", D: newSentData(p, links)})
 }
 
 type confirmData struct {
