@@ -150,11 +150,14 @@ ON CONFLICT DO NOTHING;
 -- PostgreSQL serialises it on each budget row and checks the condition again on the
 -- row it locked, so concurrent answers on any number of gateways never take past the
 -- budget. Each file taken with counted set also counts one download (an answer from
--- byte 0). The files returned are the ones taken.
+-- byte 0): in the file's total, in the link's count of it and in the recipient's.
+-- (The link's count is set by the same UPDATE that takes the bytes: a statement
+-- updates a row once.) The files returned are the ones taken.
 WITH want AS (
     SELECT w.file_id, (@costs::bigint[])[w.n] AS cost FROM unnest(@file_ids::uuid[]) WITH ORDINALITY AS w (file_id, n)
 ), taken AS (
-    UPDATE link_budgets b SET taken = b.taken + want.cost
+    UPDATE link_budgets b SET taken = b.taken + want.cost,
+        download_count = b.download_count + CASE WHEN @counted::boolean THEN 1 ELSE 0 END
     FROM want, files f, packages p
     WHERE b.file_id = want.file_id AND b.link_hash = @link_hash::bytea
       AND f.id = b.file_id AND f.package_id = @package_id AND p.id = f.package_id
@@ -166,10 +169,6 @@ WITH want AS (
 , counted AS (
     UPDATE files SET download_count = files.download_count + 1
     FROM taken WHERE files.id = taken.file_id AND @counted::boolean
-)
-, link_counted AS (
-    UPDATE link_budgets lb SET download_count = lb.download_count + 1
-    FROM taken WHERE lb.file_id = taken.file_id AND lb.link_hash = @link_hash::bytea AND @counted::boolean
 )
 , recipient_counted AS (
     UPDATE recipients SET download_count = recipients.download_count + (SELECT count(*) FROM taken)

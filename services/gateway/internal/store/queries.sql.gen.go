@@ -1479,10 +1479,11 @@ const takeLinkBytes = `-- name: TakeLinkBytes :many
 WITH want AS (
     SELECT w.file_id, ($1::bigint[])[w.n] AS cost FROM unnest($2::uuid[]) WITH ORDINALITY AS w (file_id, n)
 ), taken AS (
-    UPDATE link_budgets b SET taken = b.taken + want.cost
+    UPDATE link_budgets b SET taken = b.taken + want.cost,
+        download_count = b.download_count + CASE WHEN $3::boolean THEN 1 ELSE 0 END
     FROM want, files f, packages p
-    WHERE b.file_id = want.file_id AND b.link_hash = $3::bytea
-      AND f.id = b.file_id AND f.package_id = $4 AND p.id = f.package_id
+    WHERE b.file_id = want.file_id AND b.link_hash = $4::bytea
+      AND f.id = b.file_id AND f.package_id = $5 AND p.id = f.package_id
       AND (p.max_downloads IS NULL
            OR (b.taken < p.max_downloads::bigint * GREATEST(f.size, 1)
                AND b.taken + want.cost <= p.max_downloads::bigint * GREATEST(f.size, 1)))
@@ -1490,15 +1491,11 @@ WITH want AS (
 )
 , counted AS (
     UPDATE files SET download_count = files.download_count + 1
-    FROM taken WHERE files.id = taken.file_id AND $5::boolean
-)
-, link_counted AS (
-    UPDATE link_budgets lb SET download_count = lb.download_count + 1
-    FROM taken WHERE lb.file_id = taken.file_id AND lb.link_hash = $3::bytea AND $5::boolean
+    FROM taken WHERE files.id = taken.file_id AND $3::boolean
 )
 , recipient_counted AS (
     UPDATE recipients SET download_count = recipients.download_count + (SELECT count(*) FROM taken)
-    WHERE recipients.link_hash = $3::bytea AND $5::boolean AND EXISTS (SELECT 1 FROM taken)
+    WHERE recipients.link_hash = $4::bytea AND $3::boolean AND EXISTS (SELECT 1 FROM taken)
 )
 SELECT taken.file_id FROM taken
 `
@@ -1506,9 +1503,9 @@ SELECT taken.file_id FROM taken
 type TakeLinkBytesParams struct {
 	Costs     []int64
 	FileIds   []uuid.UUID
+	Counted   bool
 	LinkHash  []byte
 	PackageID uuid.UUID
-	Counted   bool
 }
 
 // Takes what answers through a link will send from each file's budget there
@@ -1518,14 +1515,16 @@ type TakeLinkBytesParams struct {
 // PostgreSQL serialises it on each budget row and checks the condition again on the
 // row it locked, so concurrent answers on any number of gateways never take past the
 // budget. Each file taken with counted set also counts one download (an answer from
-// byte 0). The files returned are the ones taken.
+// byte 0): in the file's total, in the link's count of it and in the recipient's.
+// (The link's count is set by the same UPDATE that takes the bytes: a statement
+// updates a row once.) The files returned are the ones taken.
 func (q *Queries) TakeLinkBytes(ctx context.Context, arg TakeLinkBytesParams) ([]uuid.UUID, error) {
 	rows, err := q.db.Query(ctx, takeLinkBytes,
 		arg.Costs,
 		arg.FileIds,
+		arg.Counted,
 		arg.LinkHash,
 		arg.PackageID,
-		arg.Counted,
 	)
 	if err != nil {
 		return nil, err
