@@ -316,6 +316,9 @@ func (s *Packages) upload(ctx context.Context, p Package, up Upload, by Uploader
 		UploadedBy:  by,
 		Scan:        ScanPending, // the column's default: the scanner records the verdict
 	}
+	if by == ByRecipient {
+		f.RecipientID = audit.RecipientID // the link it comes through
+	}
 
 	h := sha256.New()
 	body := &limitedReader{r: io.TeeReader(up.Body, h), left: s.limits.MaxFileSize}

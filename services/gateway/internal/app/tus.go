@@ -958,6 +958,9 @@ func (r *Resumable) complete(ctx context.Context, w *chunkWriter, op Op, audit A
 		SHA256:    fmt.Sprintf("%x", digest.Sum(nil)),
 		CreatedAt: r.p.now().UTC().Truncate(time.Microsecond),
 	}
+	if f.UploadedBy == ByRecipient {
+		f.RecipientID = audit.RecipientID // the link it came through
+	}
 	err = r.p.recordFile(ctx, f, op, audit, func(ctx context.Context, f File, change func(p *Package) (Effects, error)) (Package, error) {
 		return r.store.CompleteUpload(ctx, u, w.owner, f, change)
 	})
