@@ -22,11 +22,11 @@ type PackagePatch struct {
 	RecipientName *string
 	// Recipients replaces a draft's recipient list (an active package's grows one by
 	// one: AddRecipient).
-	Recipients *[]RecipientInput
-	ExpiresAt     *time.Time
-	Password      Nullable[string] // null removes the password
-	MaxDownloads  Nullable[int]    // null removes the limit
-	NotifyOwner   *bool
+	Recipients   *[]RecipientInput
+	ExpiresAt    *time.Time
+	Password     Nullable[string] // null removes the password
+	MaxDownloads Nullable[int]    // null removes the limit
+	NotifyOwner  *bool
 }
 
 // Update edits a draft or active package the user may manage (else 409): title, note,

@@ -111,7 +111,7 @@ type fakeStore struct {
 	files    map[uuid.UUID][]File
 	users    map[int64]User
 	written  []Effects
-	uses     map[string]int // by link hash
+	uses     map[string]int  // by link hash
 	reserved map[string]bool // object keys reserved and not yet committed
 }
 

@@ -509,6 +509,6 @@ func toFile(r File) app.File {
 		ID: r.ID, PackageID: r.PackageID, Filename: r.Filename, Size: r.Size, ContentType: r.ContentType,
 		SHA256: r.Sha256, ObjectKey: r.ObjectKey, UploadedBy: app.Uploader(r.UploadedBy), CreatedAt: r.CreatedAt,
 		DownloadCount: int(r.DownloadCount), RecipientID: r.RecipientID,
-		Scan:          app.ScanState(r.Scan), ScanSignature: r.ScanSignature, ScannedAt: r.ScannedAt,
+		Scan: app.ScanState(r.Scan), ScanSignature: r.ScanSignature, ScannedAt: r.ScannedAt,
 	}
 }
