@@ -232,7 +232,13 @@ func (s *Packages) Get(ctx context.Context, u User, id uuid.UUID) (Package, []Fi
 	if err != nil {
 		return Package{}, nil, err
 	}
-	files, err := s.store.ListFiles(ctx, id, nil)
+	// With one recipient the owner sees the files through that link, as before there
+	// were several: the same counts, and what the link has taken of each budget.
+	var through []byte
+	if len(p.Recipients) == 1 {
+		through = p.Recipients[0].LinkHash
+	}
+	files, err := s.store.ListFiles(ctx, id, through)
 	return p, files, err
 }
 
