@@ -54,7 +54,7 @@ func TestSeveralRecipientsPages(t *testing.T) {
 	}
 
 	// Revoke Bob's link alone.
-	rid := regexp.MustCompile(`action="` + pkgPath + `/recipients/([0-9a-f-]{36})/revoke"`).FindAllStringSubmatch(page.body, -1)
+	rid := regexp.MustCompile(`action="`+pkgPath+`/recipients/([0-9a-f-]{36})/revoke"`).FindAllStringSubmatch(page.body, -1)
 	if len(rid) != 3 {
 		t.Fatalf("revoke buttons: %d", len(rid))
 	}
