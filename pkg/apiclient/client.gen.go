@@ -2164,8 +2164,9 @@ type ClientInterface interface {
 
 	// UpdatePackageWithBody Edit a draft or active package (owner or admin)
 	//
-	// Changes `title`, `note`, `recipient_name`, `expires_at`, `password`, `max_downloads` and `notify_owner`.
-	// Another state answers 409. A new password, or `null`, ends every grant of the link at once.
+	// Changes `title`, `note`, `recipient_name` (the first recipient's), `expires_at`, `password`, `max_downloads`
+	// and `notify_owner`, and a draft's `recipients` (an active package's answer 409: add and revoke them one at a
+	// time). Another state answers 409. A new password, or `null`, ends every grant of the link at once.
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -2174,8 +2175,9 @@ type ClientInterface interface {
 
 	// UpdatePackage Edit a draft or active package (owner or admin)
 	//
-	// Changes `title`, `note`, `recipient_name`, `expires_at`, `password`, `max_downloads` and `notify_owner`.
-	// Another state answers 409. A new password, or `null`, ends every grant of the link at once.
+	// Changes `title`, `note`, `recipient_name` (the first recipient's), `expires_at`, `password`, `max_downloads`
+	// and `notify_owner`, and a draft's `recipients` (an active package's answer 409: add and revoke them one at a
+	// time). Another state answers 409. A new password, or `null`, ends every grant of the link at once.
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -2205,7 +2207,7 @@ type ClientInterface interface {
 	// Corresponds with GET /api/v1/packages/{id}/files/{file_id}/content (the `DownloadPackageFile` operationId).
 	DownloadPackageFile(ctx context.Context, id openapi_types.UUID, fileId openapi_types.UUID, reqEditors ...RequestEditorFn) (*http.Response, error)
 
-	// FinalizePackage Seal a draft, mint the magic link and send the e-mail
+	// FinalizePackage Seal a draft, mint one magic link per recipient and e-mail each their own
 	//
 	// An outbound package needs at least one file (409 "package has no files"). Fires `package.finalized`.
 	//
@@ -3067,8 +3069,9 @@ func (c *Client) GetPackage(ctx context.Context, id openapi_types.UUID, reqEdito
 
 // UpdatePackageWithBody Edit a draft or active package (owner or admin)
 //
-// Changes `title`, `note`, `recipient_name`, `expires_at`, `password`, `max_downloads` and `notify_owner`.
-// Another state answers 409. A new password, or `null`, ends every grant of the link at once.
+// Changes `title`, `note`, `recipient_name` (the first recipient's), `expires_at`, `password`, `max_downloads`
+// and `notify_owner`, and a draft's `recipients` (an active package's answer 409: add and revoke them one at a
+// time). Another state answers 409. A new password, or `null`, ends every grant of the link at once.
 //
 // Takes any type of body and a specified content type.
 //
@@ -3087,8 +3090,9 @@ func (c *Client) UpdatePackageWithBody(ctx context.Context, id openapi_types.UUI
 
 // UpdatePackage Edit a draft or active package (owner or admin)
 //
-// Changes `title`, `note`, `recipient_name`, `expires_at`, `password`, `max_downloads` and `notify_owner`.
-// Another state answers 409. A new password, or `null`, ends every grant of the link at once.
+// Changes `title`, `note`, `recipient_name` (the first recipient's), `expires_at`, `password`, `max_downloads`
+// and `notify_owner`, and a draft's `recipients` (an active package's answer 409: add and revoke them one at a
+// time). Another state answers 409. A new password, or `null`, ends every grant of the link at once.
 //
 // Takes a body of the `application/json` content type.
 //
@@ -3158,7 +3162,7 @@ func (c *Client) DownloadPackageFile(ctx context.Context, id openapi_types.UUID,
 	return c.Client.Do(req)
 }
 
-// FinalizePackage Seal a draft, mint the magic link and send the e-mail
+// FinalizePackage Seal a draft, mint one magic link per recipient and e-mail each their own
 //
 // An outbound package needs at least one file (409 "package has no files"). Fires `package.finalized`.
 //
@@ -6238,8 +6242,9 @@ type ClientWithResponsesInterface interface {
 
 	// UpdatePackageWithBodyWithResponse Edit a draft or active package (owner or admin)
 	//
-	// Changes `title`, `note`, `recipient_name`, `expires_at`, `password`, `max_downloads` and `notify_owner`.
-	// Another state answers 409. A new password, or `null`, ends every grant of the link at once.
+	// Changes `title`, `note`, `recipient_name` (the first recipient's), `expires_at`, `password`, `max_downloads`
+	// and `notify_owner`, and a draft's `recipients` (an active package's answer 409: add and revoke them one at a
+	// time). Another state answers 409. A new password, or `null`, ends every grant of the link at once.
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -6248,8 +6253,9 @@ type ClientWithResponsesInterface interface {
 
 	// UpdatePackageWithResponse Edit a draft or active package (owner or admin)
 	//
-	// Changes `title`, `note`, `recipient_name`, `expires_at`, `password`, `max_downloads` and `notify_owner`.
-	// Another state answers 409. A new password, or `null`, ends every grant of the link at once.
+	// Changes `title`, `note`, `recipient_name` (the first recipient's), `expires_at`, `password`, `max_downloads`
+	// and `notify_owner`, and a draft's `recipients` (an active package's answer 409: add and revoke them one at a
+	// time). Another state answers 409. A new password, or `null`, ends every grant of the link at once.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -6283,7 +6289,7 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with GET /api/v1/packages/{id}/files/{file_id}/content (the `DownloadPackageFile` operationId).
 	DownloadPackageFileWithResponse(ctx context.Context, id openapi_types.UUID, fileId openapi_types.UUID, reqEditors ...RequestEditorFn) (*DownloadPackageFileResponse, error)
 
-	// FinalizePackageWithResponse Seal a draft, mint the magic link and send the e-mail
+	// FinalizePackageWithResponse Seal a draft, mint one magic link per recipient and e-mail each their own
 	//
 	// An outbound package needs at least one file (409 "package has no files"). Fires `package.finalized`.
 	//
@@ -11576,8 +11582,9 @@ func (c *ClientWithResponses) GetPackageWithResponse(ctx context.Context, id ope
 
 // UpdatePackageWithBodyWithResponse Edit a draft or active package (owner or admin)
 //
-// Changes `title`, `note`, `recipient_name`, `expires_at`, `password`, `max_downloads` and `notify_owner`.
-// Another state answers 409. A new password, or `null`, ends every grant of the link at once.
+// Changes `title`, `note`, `recipient_name` (the first recipient's), `expires_at`, `password`, `max_downloads`
+// and `notify_owner`, and a draft's `recipients` (an active package's answer 409: add and revoke them one at a
+// time). Another state answers 409. A new password, or `null`, ends every grant of the link at once.
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -11592,8 +11599,9 @@ func (c *ClientWithResponses) UpdatePackageWithBodyWithResponse(ctx context.Cont
 
 // UpdatePackageWithResponse Edit a draft or active package (owner or admin)
 //
-// Changes `title`, `note`, `recipient_name`, `expires_at`, `password`, `max_downloads` and `notify_owner`.
-// Another state answers 409. A new password, or `null`, ends every grant of the link at once.
+// Changes `title`, `note`, `recipient_name` (the first recipient's), `expires_at`, `password`, `max_downloads`
+// and `notify_owner`, and a draft's `recipients` (an active package's answer 409: add and revoke them one at a
+// time). Another state answers 409. A new password, or `null`, ends every grant of the link at once.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
@@ -11651,7 +11659,7 @@ func (c *ClientWithResponses) DownloadPackageFileWithResponse(ctx context.Contex
 	return ParseDownloadPackageFileResponse(rsp)
 }
 
-// FinalizePackageWithResponse Seal a draft, mint the magic link and send the e-mail
+// FinalizePackageWithResponse Seal a draft, mint one magic link per recipient and e-mail each their own
 //
 // An outbound package needs at least one file (409 "package has no files"). Fires `package.finalized`.
 //
