@@ -395,3 +395,36 @@ func TestRecipientsRules(t *testing.T) {
 	_, other := a.user("other@example.com", app.RoleRegular)
 	expect(t, a.do("POST", "/api/v1/packages/"+id+"/recipients", other, map[string]any{"email": "s@example.com"}), http.StatusForbidden)
 }
+
+// TestRecipientResumableUploads: a tus upload through one recipient's link belongs to
+// that link alone, and its file says whose it is; revoking the link ends it.
+func TestRecipientResumableUploads(t *testing.T) {
+	t.Parallel()
+	a := newTestAPI(t, defaultConfig())
+	_, token := a.user("owner@example.com", app.RoleRegular)
+	id, links := a.several(token, []string{"ann@example.com", "bob@example.com"}, map[string]any{"direction": "inbound"})
+	rs := a.recipientsByEmail(token, id)
+	content := []byte("ann's resumable file")
+	url := a.tusCreate("/api/v1/links/"+links["ann@example.com"]+"/uploads", "", len(content))
+	rid := url[strings.LastIndex(url, "/")+1:]
+	expectTus(t, a.tusDo("HEAD", "/api/v1/links/"+links["bob@example.com"]+"/uploads/"+rid, "", nil), http.StatusNotFound)
+	expectTus(t, a.patch(url, "", 0, content), http.StatusNoContent)
+	d := a.do("GET", "/api/v1/packages/"+id, token, nil).json(t)
+	f := d["files"].([]any)[0].(map[string]any)
+	if f["uploaded_by"] != "recipient" || f["recipient_id"] != rs["ann@example.com"]["id"] {
+		t.Fatalf("the tus upload's file: %v", f)
+	}
+	// Bob's link is revoked: his unfinished upload is refused at once.
+	bobURL := a.tusCreate("/api/v1/links/"+links["bob@example.com"]+"/uploads", "", 4)
+	expect(t, a.do("POST", "/api/v1/packages/"+id+"/recipients/"+rs["bob@example.com"]["id"].(string)+"/revoke", token, nil), http.StatusOK)
+	if r := a.patch(bobURL, "", 0, []byte("late")); r.status != http.StatusGone {
+		t.Fatalf("a revoked link's upload: %d %s", r.status, r.body)
+	}
+	var who []string
+	for _, env := range a.eventsOf(id, events.TypePackageFileUploaded) {
+		who = append(who, env.GetFileUploaded().GetPackage().GetRecipientEmail())
+	}
+	if strings.Join(who, ",") != "ann@example.com" {
+		t.Fatalf("package.file_uploaded recipient_email = %v", who)
+	}
+}
