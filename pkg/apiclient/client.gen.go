@@ -18,6 +18,27 @@ import (
 	openapi_types "github.com/oapi-codegen/runtime/types"
 )
 
+// Defines values for AddedRecipientLinkState.
+const (
+	AddedRecipientLinkStateActive  AddedRecipientLinkState = "active"
+	AddedRecipientLinkStateNone    AddedRecipientLinkState = "none"
+	AddedRecipientLinkStateRevoked AddedRecipientLinkState = "revoked"
+)
+
+// Valid indicates whether the value is a known member of the AddedRecipientLinkState enum.
+func (e AddedRecipientLinkState) Valid() bool {
+	switch e {
+	case AddedRecipientLinkStateActive:
+		return true
+	case AddedRecipientLinkStateNone:
+		return true
+	case AddedRecipientLinkStateRevoked:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for AuditEntryActor.
 const (
 	AuditEntryActorLink   AuditEntryActor = "link"
@@ -378,6 +399,27 @@ func (e PackageDetailState) Valid() bool {
 	}
 }
 
+// Defines values for RecipientLinkState.
+const (
+	RecipientLinkStateActive  RecipientLinkState = "active"
+	RecipientLinkStateNone    RecipientLinkState = "none"
+	RecipientLinkStateRevoked RecipientLinkState = "revoked"
+)
+
+// Valid indicates whether the value is a known member of the RecipientLinkState enum.
+func (e RecipientLinkState) Valid() bool {
+	switch e {
+	case RecipientLinkStateActive:
+		return true
+	case RecipientLinkStateNone:
+		return true
+	case RecipientLinkStateRevoked:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for UpdateUserRole.
 const (
 	UpdateUserRoleAdmin   UpdateUserRole = "admin"
@@ -630,9 +672,30 @@ func (e TusWriteOwnerParamsTusResumable) Valid() bool {
 	}
 }
 
+// AddedRecipient defines model for AddedRecipient.
+type AddedRecipient struct {
+	// DownloadCount Answers through this recipient's link that started at byte 0.
+	DownloadCount int64               `json:"download_count"`
+	Email         openapi_types.Email `json:"email"`
+	Id            openapi_types.UUID  `json:"id"`
+
+	// LastUsedAt The last hit on this recipient's link.
+	LastUsedAt *time.Time `json:"last_used_at"`
+
+	// LinkState `none` before the package is finalized; `revoked` once this recipient's link (or the package) is revoked.
+	LinkState AddedRecipientLinkState `json:"link_state"`
+
+	// MagicLink The new recipient's link, shown here once (and e-mailed to them).
+	MagicLink string `json:"magic_link"`
+	Name      string `json:"name"`
+}
+
+// AddedRecipientLinkState `none` before the package is finalized; `revoked` once this recipient's link (or the package) is revoked.
+type AddedRecipientLinkState string
+
 // AuditEntry defines model for AuditEntry.
 type AuditEntry struct {
-	// Action package.create, package.finalize, package.revoke, package.delete, file.upload, file.remove,
+	// Action package.create, package.finalize, package.revoke, package.delete, recipient.add, recipient.revoke, file.upload, file.remove,
 	// link.view, file.download, archive.download, link.invalid, webhook.test (no package);
 	// by the mailer (actor `system`): mail.sent, mail.failed.
 	//
@@ -657,7 +720,10 @@ type AuditEntry struct {
 	Id        int64               `json:"id"`
 	Ip        string              `json:"ip"`
 	PackageId *openapi_types.UUID `json:"package_id"`
-	UserAgent string              `json:"user_agent"`
+
+	// RecipientId The recipient whose link was used (actor `link`), or whom the owner's recipient.add / recipient.revoke concerned.
+	RecipientId *openapi_types.UUID `json:"recipient_id"`
+	UserAgent   string              `json:"user_agent"`
 }
 
 // AuditEntryActor defines model for AuditEntry.Actor.
@@ -669,7 +735,7 @@ type AuditList struct {
 	NextCursor *string      `json:"next_cursor"`
 }
 
-// CreatePackage defines model for CreatePackage.
+// CreatePackage `recipient_email` (one recipient) or `recipients` is required.
 type CreatePackage struct {
 	Direction *CreatePackageDirection `json:"direction,omitempty"`
 
@@ -681,11 +747,18 @@ type CreatePackage struct {
 	NotifyOwner *bool   `json:"notify_owner,omitempty"`
 
 	// Password The link's password (stored as argon2id, never returned, never e-mailed). Null or absent — none.
-	Password       *string             `json:"password,omitempty"`
-	RecipientEmail openapi_types.Email `json:"recipient_email"`
-	RecipientName  *string             `json:"recipient_name,omitempty"`
-	Title          string              `json:"title"`
-	TtlDays        *int                `json:"ttl_days,omitempty"`
+	Password *string `json:"password,omitempty"`
+
+	// RecipientEmail Alone: the one recipient. Beside `recipients`: optional, and must be its first entry's address (else 422).
+	RecipientEmail *openapi_types.Email `json:"recipient_email,omitempty"`
+
+	// RecipientName Beside `recipients`: must be its first entry's name (else 422).
+	RecipientName *string `json:"recipient_name,omitempty"`
+
+	// Recipients Several recipients, each with a link of their own; e-mails unique (case-insensitive).
+	Recipients *[]RecipientInput `json:"recipients,omitempty"`
+	Title      string            `json:"title"`
+	TtlDays    *int              `json:"ttl_days,omitempty"`
 }
 
 // CreatePackageDirection defines model for CreatePackage.Direction.
@@ -815,10 +888,13 @@ type File struct {
 	ContentType string    `json:"content_type"`
 	CreatedAt   time.Time `json:"created_at"`
 
-	// DownloadCount Answers through the link that started at byte 0: whole files, ranges from byte 0 and archive entries; never HEAD or 304.
+	// DownloadCount Answers through the links that started at byte 0: whole files, ranges from byte 0 and archive entries; never HEAD or 304. The owner sees every link's together; a link sees its own alone.
 	DownloadCount int                `json:"download_count"`
 	Filename      string             `json:"filename"`
 	Id            openapi_types.UUID `json:"id"`
+
+	// RecipientId The recipient whose link the file was uploaded through; null for the owner's files.
+	RecipientId *openapi_types.UUID `json:"recipient_id"`
 
 	// Scan The malware scan (SPEC "Malware scanning"): `pending` until the scanner has checked the file;
 	// `clean`; `infected` (never served through the link, its object removed); `error` (could not be
@@ -861,10 +937,17 @@ type FinalizedPackage struct {
 	Id             openapi_types.UUID `json:"id"`
 	LinkLastUsedAt *time.Time         `json:"link_last_used_at"`
 
-	// LinkUseCount Hits on the magic link (views, downloads, uploads).
+	// LinkUseCount Hits on the magic links (views, downloads, uploads), every recipient's together.
 	LinkUseCount int64 `json:"link_use_count"`
 
-	// MagicLink `{SHIPFILE_PUBLIC_URL}/p/{token}`. Shown here once; only the token's SHA-256 is stored.
+	// Links One link per recipient, in the recipients' order, shown here once; each is e-mailed to its recipient.
+	Links []struct {
+		Email       openapi_types.Email `json:"email"`
+		MagicLink   string              `json:"magic_link"`
+		RecipientId openapi_types.UUID  `json:"recipient_id"`
+	} `json:"links"`
+
+	// MagicLink `{SHIPFILE_PUBLIC_URL}/p/{token}`: the first recipient's. Shown here once; only the token's SHA-256 is stored.
 	MagicLink string `json:"magic_link"`
 
 	// MaxDownloads Whole copies of each file the link gives: a budget of max_downloads × the file's size in bytes, from which every answer takes what it sends (see the link file download); null: no limit.
@@ -876,10 +959,17 @@ type FinalizedPackage struct {
 	OwnerUserId int64 `json:"owner_user_id"`
 
 	// PasswordProtected The link asks for a password (the password itself is never returned).
-	PasswordProtected bool                `json:"password_protected"`
-	RecipientEmail    openapi_types.Email `json:"recipient_email"`
-	RecipientName     string              `json:"recipient_name"`
-	RevokedAt         *time.Time          `json:"revoked_at"`
+	PasswordProtected bool `json:"password_protected"`
+
+	// RecipientEmail The first recipient's address.
+	RecipientEmail openapi_types.Email `json:"recipient_email"`
+
+	// RecipientName The first recipient's name.
+	RecipientName string `json:"recipient_name"`
+
+	// Recipients Every recipient, the first first, each with a link of their own (SPEC "Several recipients").
+	Recipients []Recipient `json:"recipients"`
+	RevokedAt  *time.Time  `json:"revoked_at"`
 
 	// State draft → (finalize) active → (revoke) revoked; draft, active and revoked become expired when
 	// `expires_at` passes. Delete removes a package in any state. A move the table does not allow
@@ -911,7 +1001,7 @@ type LinkFile struct {
 	ContentType string    `json:"content_type"`
 	CreatedAt   time.Time `json:"created_at"`
 
-	// DownloadCount Answers through the link that started at byte 0: whole files, ranges from byte 0 and archive entries; never HEAD or 304.
+	// DownloadCount Answers through the links that started at byte 0: whole files, ranges from byte 0 and archive entries; never HEAD or 304. The owner sees every link's together; a link sees its own alone.
 	DownloadCount int    `json:"download_count"`
 	DownloadUrl   string `json:"download_url"`
 
@@ -919,6 +1009,9 @@ type LinkFile struct {
 	DownloadsLeft *int               `json:"downloads_left"`
 	Filename      string             `json:"filename"`
 	Id            openapi_types.UUID `json:"id"`
+
+	// RecipientId The recipient whose link the file was uploaded through; null for the owner's files.
+	RecipientId *openapi_types.UUID `json:"recipient_id"`
 
 	// Scan The malware scan (SPEC "Malware scanning"): `pending` until the scanner has checked the file;
 	// `clean`; `infected` (never served through the link, its object removed); `error` (could not be
@@ -1003,7 +1096,7 @@ type Package struct {
 	Id             openapi_types.UUID `json:"id"`
 	LinkLastUsedAt *time.Time         `json:"link_last_used_at"`
 
-	// LinkUseCount Hits on the magic link (views, downloads, uploads).
+	// LinkUseCount Hits on the magic links (views, downloads, uploads), every recipient's together.
 	LinkUseCount int64 `json:"link_use_count"`
 
 	// MaxDownloads Whole copies of each file the link gives: a budget of max_downloads × the file's size in bytes, from which every answer takes what it sends (see the link file download); null: no limit.
@@ -1015,10 +1108,17 @@ type Package struct {
 	OwnerUserId int64 `json:"owner_user_id"`
 
 	// PasswordProtected The link asks for a password (the password itself is never returned).
-	PasswordProtected bool                `json:"password_protected"`
-	RecipientEmail    openapi_types.Email `json:"recipient_email"`
-	RecipientName     string              `json:"recipient_name"`
-	RevokedAt         *time.Time          `json:"revoked_at"`
+	PasswordProtected bool `json:"password_protected"`
+
+	// RecipientEmail The first recipient's address.
+	RecipientEmail openapi_types.Email `json:"recipient_email"`
+
+	// RecipientName The first recipient's name.
+	RecipientName string `json:"recipient_name"`
+
+	// Recipients Every recipient, the first first, each with a link of their own (SPEC "Several recipients").
+	Recipients []Recipient `json:"recipients"`
+	RevokedAt  *time.Time  `json:"revoked_at"`
 
 	// State draft → (finalize) active → (revoke) revoked; draft, active and revoked become expired when
 	// `expires_at` passes. Delete removes a package in any state. A move the table does not allow
@@ -1052,7 +1152,7 @@ type PackageDetail struct {
 	Id             openapi_types.UUID `json:"id"`
 	LinkLastUsedAt *time.Time         `json:"link_last_used_at"`
 
-	// LinkUseCount Hits on the magic link (views, downloads, uploads).
+	// LinkUseCount Hits on the magic links (views, downloads, uploads), every recipient's together.
 	LinkUseCount int64 `json:"link_use_count"`
 
 	// MaxDownloads Whole copies of each file the link gives: a budget of max_downloads × the file's size in bytes, from which every answer takes what it sends (see the link file download); null: no limit.
@@ -1064,10 +1164,17 @@ type PackageDetail struct {
 	OwnerUserId int64 `json:"owner_user_id"`
 
 	// PasswordProtected The link asks for a password (the password itself is never returned).
-	PasswordProtected bool                `json:"password_protected"`
-	RecipientEmail    openapi_types.Email `json:"recipient_email"`
-	RecipientName     string              `json:"recipient_name"`
-	RevokedAt         *time.Time          `json:"revoked_at"`
+	PasswordProtected bool `json:"password_protected"`
+
+	// RecipientEmail The first recipient's address.
+	RecipientEmail openapi_types.Email `json:"recipient_email"`
+
+	// RecipientName The first recipient's name.
+	RecipientName string `json:"recipient_name"`
+
+	// Recipients Every recipient, the first first, each with a link of their own (SPEC "Several recipients").
+	Recipients []Recipient `json:"recipients"`
+	RevokedAt  *time.Time  `json:"revoked_at"`
 
 	// State draft → (finalize) active → (revoke) revoked; draft, active and revoked become expired when
 	// `expires_at` passes. Delete removes a package in any state. A move the table does not allow
@@ -1094,6 +1201,30 @@ type PackageList struct {
 
 	// NextCursor Pass as `cursor` for the next page; null on the last page.
 	NextCursor *string `json:"next_cursor"`
+}
+
+// Recipient defines model for Recipient.
+type Recipient struct {
+	// DownloadCount Answers through this recipient's link that started at byte 0.
+	DownloadCount int64               `json:"download_count"`
+	Email         openapi_types.Email `json:"email"`
+	Id            openapi_types.UUID  `json:"id"`
+
+	// LastUsedAt The last hit on this recipient's link.
+	LastUsedAt *time.Time `json:"last_used_at"`
+
+	// LinkState `none` before the package is finalized; `revoked` once this recipient's link (or the package) is revoked.
+	LinkState RecipientLinkState `json:"link_state"`
+	Name      string             `json:"name"`
+}
+
+// RecipientLinkState `none` before the package is finalized; `revoked` once this recipient's link (or the package) is revoked.
+type RecipientLinkState string
+
+// RecipientInput defines model for RecipientInput.
+type RecipientInput struct {
+	Email openapi_types.Email `json:"email"`
+	Name  *string             `json:"name,omitempty"`
 }
 
 // Redelivery defines model for Redelivery.
@@ -1140,7 +1271,10 @@ type UpdatePackage struct {
 	// Password A new password (ends every grant of the link); null removes the password.
 	Password      *string `json:"password,omitempty"`
 	RecipientName *string `json:"recipient_name,omitempty"`
-	Title         *string `json:"title,omitempty"`
+
+	// Recipients Replaces a draft's recipients (an active package's are added and revoked one at a time: 409).
+	Recipients *[]RecipientInput `json:"recipients,omitempty"`
+	Title      *string           `json:"title,omitempty"`
 }
 
 // UpdateUser Only the fields present change.
@@ -1625,6 +1759,9 @@ type UpdatePackageJSONRequestBody = UpdatePackage
 // UploadPackageFileMultipartRequestBody defines body for UploadPackageFile for multipart/form-data ContentType.
 type UploadPackageFileMultipartRequestBody = Upload
 
+// AddRecipientJSONRequestBody defines body for AddRecipient for application/json ContentType.
+type AddRecipientJSONRequestBody = RecipientInput
+
 // RequestEditorFn is the function signature for the RequestEditor callback function
 type RequestEditorFn func(ctx context.Context, req *http.Request) error
 
@@ -2027,8 +2164,9 @@ type ClientInterface interface {
 
 	// UpdatePackageWithBody Edit a draft or active package (owner or admin)
 	//
-	// Changes `title`, `note`, `recipient_name`, `expires_at`, `password`, `max_downloads` and `notify_owner`.
-	// Another state answers 409. A new password, or `null`, ends every grant of the link at once.
+	// Changes `title`, `note`, `recipient_name` (the first recipient's), `expires_at`, `password`, `max_downloads`
+	// and `notify_owner`, and a draft's `recipients` (an active package's answer 409: add and revoke them one at a
+	// time). Another state answers 409. A new password, or `null`, ends every grant of the link at once.
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -2037,8 +2175,9 @@ type ClientInterface interface {
 
 	// UpdatePackage Edit a draft or active package (owner or admin)
 	//
-	// Changes `title`, `note`, `recipient_name`, `expires_at`, `password`, `max_downloads` and `notify_owner`.
-	// Another state answers 409. A new password, or `null`, ends every grant of the link at once.
+	// Changes `title`, `note`, `recipient_name` (the first recipient's), `expires_at`, `password`, `max_downloads`
+	// and `notify_owner`, and a draft's `recipients` (an active package's answer 409: add and revoke them one at a
+	// time). Another state answers 409. A new password, or `null`, ends every grant of the link at once.
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -2068,12 +2207,40 @@ type ClientInterface interface {
 	// Corresponds with GET /api/v1/packages/{id}/files/{file_id}/content (the `DownloadPackageFile` operationId).
 	DownloadPackageFile(ctx context.Context, id openapi_types.UUID, fileId openapi_types.UUID, reqEditors ...RequestEditorFn) (*http.Response, error)
 
-	// FinalizePackage Seal a draft, mint the magic link and send the e-mail
+	// FinalizePackage Seal a draft, mint one magic link per recipient and e-mail each their own
 	//
 	// An outbound package needs at least one file (409 "package has no files"). Fires `package.finalized`.
 	//
 	// Corresponds with POST /api/v1/packages/{id}/finalize (the `FinalizePackage` operationId).
 	FinalizePackage(ctx context.Context, id openapi_types.UUID, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// AddRecipientWithBody Add a recipient to an active package; their link works at once
+	//
+	// Mints the new recipient's own link and e-mails it at once. A package that is not `active`, one with
+	// 50 recipients, or an address already on the list (case-insensitive) answers 409.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /api/v1/packages/{id}/recipients (the `AddRecipient` operationId).
+	AddRecipientWithBody(ctx context.Context, id openapi_types.UUID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// AddRecipient Add a recipient to an active package; their link works at once
+	//
+	// Mints the new recipient's own link and e-mails it at once. A package that is not `active`, one with
+	// 50 recipients, or an address already on the list (case-insensitive) answers 409.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /api/v1/packages/{id}/recipients (the `AddRecipient` operationId).
+	AddRecipient(ctx context.Context, id openapi_types.UUID, body AddRecipientJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// RevokeRecipient Revoke one recipient's link; the others keep working
+	//
+	// Fires `package.revoked` with that recipient's `recipient_email` and `all_links: false`. A package that
+	// is not `active`, or a link that is not active, answers 409.
+	//
+	// Corresponds with POST /api/v1/packages/{id}/recipients/{recipient_id}/revoke (the `RevokeRecipient` operationId).
+	RevokeRecipient(ctx context.Context, id openapi_types.UUID, recipientId openapi_types.UUID, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// RevokePackage Revoke the active link; it stops working at once
 	//
@@ -2902,8 +3069,9 @@ func (c *Client) GetPackage(ctx context.Context, id openapi_types.UUID, reqEdito
 
 // UpdatePackageWithBody Edit a draft or active package (owner or admin)
 //
-// Changes `title`, `note`, `recipient_name`, `expires_at`, `password`, `max_downloads` and `notify_owner`.
-// Another state answers 409. A new password, or `null`, ends every grant of the link at once.
+// Changes `title`, `note`, `recipient_name` (the first recipient's), `expires_at`, `password`, `max_downloads`
+// and `notify_owner`, and a draft's `recipients` (an active package's answer 409: add and revoke them one at a
+// time). Another state answers 409. A new password, or `null`, ends every grant of the link at once.
 //
 // Takes any type of body and a specified content type.
 //
@@ -2922,8 +3090,9 @@ func (c *Client) UpdatePackageWithBody(ctx context.Context, id openapi_types.UUI
 
 // UpdatePackage Edit a draft or active package (owner or admin)
 //
-// Changes `title`, `note`, `recipient_name`, `expires_at`, `password`, `max_downloads` and `notify_owner`.
-// Another state answers 409. A new password, or `null`, ends every grant of the link at once.
+// Changes `title`, `note`, `recipient_name` (the first recipient's), `expires_at`, `password`, `max_downloads`
+// and `notify_owner`, and a draft's `recipients` (an active package's answer 409: add and revoke them one at a
+// time). Another state answers 409. A new password, or `null`, ends every grant of the link at once.
 //
 // Takes a body of the `application/json` content type.
 //
@@ -2993,13 +3162,71 @@ func (c *Client) DownloadPackageFile(ctx context.Context, id openapi_types.UUID,
 	return c.Client.Do(req)
 }
 
-// FinalizePackage Seal a draft, mint the magic link and send the e-mail
+// FinalizePackage Seal a draft, mint one magic link per recipient and e-mail each their own
 //
 // An outbound package needs at least one file (409 "package has no files"). Fires `package.finalized`.
 //
 // Corresponds with POST /api/v1/packages/{id}/finalize (the `FinalizePackage` operationId).
 func (c *Client) FinalizePackage(ctx context.Context, id openapi_types.UUID, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewFinalizePackageRequest(c.Server, id)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// AddRecipientWithBody Add a recipient to an active package; their link works at once
+//
+// Mints the new recipient's own link and e-mails it at once. A package that is not `active`, one with
+// 50 recipients, or an address already on the list (case-insensitive) answers 409.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /api/v1/packages/{id}/recipients (the `AddRecipient` operationId).
+func (c *Client) AddRecipientWithBody(ctx context.Context, id openapi_types.UUID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewAddRecipientRequestWithBody(c.Server, id, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// AddRecipient Add a recipient to an active package; their link works at once
+//
+// Mints the new recipient's own link and e-mails it at once. A package that is not `active`, one with
+// 50 recipients, or an address already on the list (case-insensitive) answers 409.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /api/v1/packages/{id}/recipients (the `AddRecipient` operationId).
+func (c *Client) AddRecipient(ctx context.Context, id openapi_types.UUID, body AddRecipientJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewAddRecipientRequest(c.Server, id, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// RevokeRecipient Revoke one recipient's link; the others keep working
+//
+// Fires `package.revoked` with that recipient's `recipient_email` and `all_links: false`. A package that
+// is not `active`, or a link that is not active, answers 409.
+//
+// Corresponds with POST /api/v1/packages/{id}/recipients/{recipient_id}/revoke (the `RevokeRecipient` operationId).
+func (c *Client) RevokeRecipient(ctx context.Context, id openapi_types.UUID, recipientId openapi_types.UUID, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewRevokeRecipientRequest(c.Server, id, recipientId)
 	if err != nil {
 		return nil, err
 	}
@@ -5105,6 +5332,94 @@ func NewFinalizePackageRequest(server string, id openapi_types.UUID) (*http.Requ
 	return req, nil
 }
 
+// NewAddRecipientRequest calls the generic AddRecipient builder with application/json body
+func NewAddRecipientRequest(server string, id openapi_types.UUID, body AddRecipientJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewAddRecipientRequestWithBody(server, id, "application/json", bodyReader)
+}
+
+// NewAddRecipientRequestWithBody constructs an http.Request for the AddRecipient method, with any body, and a specified content type
+func NewAddRecipientRequestWithBody(server string, id openapi_types.UUID, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: "uuid"})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/v1/packages/%s/recipients", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
+// NewRevokeRecipientRequest constructs an http.Request for the RevokeRecipient method
+func NewRevokeRecipientRequest(server string, id openapi_types.UUID, recipientId openapi_types.UUID) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: "uuid"})
+	if err != nil {
+		return nil, err
+	}
+
+	var pathParam1 string
+
+	pathParam1, err = runtime.StyleParamWithOptions("simple", false, "recipient_id", recipientId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: "uuid"})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/v1/packages/%s/recipients/%s/revoke", pathParam0, pathParam1)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
 // NewRevokePackageRequest constructs an http.Request for the RevokePackage method
 func NewRevokePackageRequest(server string, id openapi_types.UUID) (*http.Request, error) {
 	var err error
@@ -5927,8 +6242,9 @@ type ClientWithResponsesInterface interface {
 
 	// UpdatePackageWithBodyWithResponse Edit a draft or active package (owner or admin)
 	//
-	// Changes `title`, `note`, `recipient_name`, `expires_at`, `password`, `max_downloads` and `notify_owner`.
-	// Another state answers 409. A new password, or `null`, ends every grant of the link at once.
+	// Changes `title`, `note`, `recipient_name` (the first recipient's), `expires_at`, `password`, `max_downloads`
+	// and `notify_owner`, and a draft's `recipients` (an active package's answer 409: add and revoke them one at a
+	// time). Another state answers 409. A new password, or `null`, ends every grant of the link at once.
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -5937,8 +6253,9 @@ type ClientWithResponsesInterface interface {
 
 	// UpdatePackageWithResponse Edit a draft or active package (owner or admin)
 	//
-	// Changes `title`, `note`, `recipient_name`, `expires_at`, `password`, `max_downloads` and `notify_owner`.
-	// Another state answers 409. A new password, or `null`, ends every grant of the link at once.
+	// Changes `title`, `note`, `recipient_name` (the first recipient's), `expires_at`, `password`, `max_downloads`
+	// and `notify_owner`, and a draft's `recipients` (an active package's answer 409: add and revoke them one at a
+	// time). Another state answers 409. A new password, or `null`, ends every grant of the link at once.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -5972,7 +6289,7 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with GET /api/v1/packages/{id}/files/{file_id}/content (the `DownloadPackageFile` operationId).
 	DownloadPackageFileWithResponse(ctx context.Context, id openapi_types.UUID, fileId openapi_types.UUID, reqEditors ...RequestEditorFn) (*DownloadPackageFileResponse, error)
 
-	// FinalizePackageWithResponse Seal a draft, mint the magic link and send the e-mail
+	// FinalizePackageWithResponse Seal a draft, mint one magic link per recipient and e-mail each their own
 	//
 	// An outbound package needs at least one file (409 "package has no files"). Fires `package.finalized`.
 	//
@@ -5980,6 +6297,36 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with POST /api/v1/packages/{id}/finalize (the `FinalizePackage` operationId).
 	FinalizePackageWithResponse(ctx context.Context, id openapi_types.UUID, reqEditors ...RequestEditorFn) (*FinalizePackageResponse, error)
+
+	// AddRecipientWithBodyWithResponse Add a recipient to an active package; their link works at once
+	//
+	// Mints the new recipient's own link and e-mails it at once. A package that is not `active`, one with
+	// 50 recipients, or an address already on the list (case-insensitive) answers 409.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /api/v1/packages/{id}/recipients (the `AddRecipient` operationId).
+	AddRecipientWithBodyWithResponse(ctx context.Context, id openapi_types.UUID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*AddRecipientResponse, error)
+
+	// AddRecipientWithResponse Add a recipient to an active package; their link works at once
+	//
+	// Mints the new recipient's own link and e-mails it at once. A package that is not `active`, one with
+	// 50 recipients, or an address already on the list (case-insensitive) answers 409.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /api/v1/packages/{id}/recipients (the `AddRecipient` operationId).
+	AddRecipientWithResponse(ctx context.Context, id openapi_types.UUID, body AddRecipientJSONRequestBody, reqEditors ...RequestEditorFn) (*AddRecipientResponse, error)
+
+	// RevokeRecipientWithResponse Revoke one recipient's link; the others keep working
+	//
+	// Fires `package.revoked` with that recipient's `recipient_email` and `all_links: false`. A package that
+	// is not `active`, or a link that is not active, answers 409.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /api/v1/packages/{id}/recipients/{recipient_id}/revoke (the `RevokeRecipient` operationId).
+	RevokeRecipientWithResponse(ctx context.Context, id openapi_types.UUID, recipientId openapi_types.UUID, reqEditors ...RequestEditorFn) (*RevokeRecipientResponse, error)
 
 	// RevokePackageWithResponse Revoke the active link; it stops working at once
 	//
@@ -9616,6 +9963,207 @@ func (r FinalizePackageResponse) ContentType() string {
 	return ""
 }
 
+// AddRecipientResponse401Headers the declared response headers of an HTTP 401 response for AddRecipient
+type AddRecipientResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+// AddRecipientResponse429Headers the declared response headers of an HTTP 429 response for AddRecipient
+type AddRecipientResponse429Headers struct {
+	RetryAfter *int
+}
+
+type AddRecipientResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON201 the response for an HTTP 201 `application/json` response
+	JSON201 *AddedRecipient
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON409 the response for an HTTP 409 `application/json` response
+	JSON409 *Conflict
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *TooLarge
+	// JSON415 the response for an HTTP 415 `application/json` response
+	JSON415 *UnsupportedMediaType
+	// JSON422 the response for an HTTP 422 `application/json` response
+	JSON422 *Invalid
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *TooManyRequests
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *AddRecipientResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *AddRecipientResponse429Headers
+}
+
+// GetJSON201 returns the response for an HTTP 201 `application/json` response
+func (r AddRecipientResponse) GetJSON201() *AddedRecipient {
+	return r.JSON201
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r AddRecipientResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r AddRecipientResponse) GetJSON403() *Forbidden {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r AddRecipientResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON409 returns the response for an HTTP 409 `application/json` response
+func (r AddRecipientResponse) GetJSON409() *Conflict {
+	return r.JSON409
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r AddRecipientResponse) GetJSON413() *TooLarge {
+	return r.JSON413
+}
+
+// GetJSON415 returns the response for an HTTP 415 `application/json` response
+func (r AddRecipientResponse) GetJSON415() *UnsupportedMediaType {
+	return r.JSON415
+}
+
+// GetJSON422 returns the response for an HTTP 422 `application/json` response
+func (r AddRecipientResponse) GetJSON422() *Invalid {
+	return r.JSON422
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r AddRecipientResponse) GetJSON429() *TooManyRequests {
+	return r.JSON429
+}
+
+// GetBody returns the raw response body bytes
+func (r AddRecipientResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r AddRecipientResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r AddRecipientResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r AddRecipientResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// RevokeRecipientResponse401Headers the declared response headers of an HTTP 401 response for RevokeRecipient
+type RevokeRecipientResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+// RevokeRecipientResponse429Headers the declared response headers of an HTTP 429 response for RevokeRecipient
+type RevokeRecipientResponse429Headers struct {
+	RetryAfter *int
+}
+
+type RevokeRecipientResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *Package
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON409 the response for an HTTP 409 `application/json` response
+	JSON409 *Conflict
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *TooManyRequests
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *RevokeRecipientResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *RevokeRecipientResponse429Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r RevokeRecipientResponse) GetJSON200() *Package {
+	return r.JSON200
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r RevokeRecipientResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r RevokeRecipientResponse) GetJSON403() *Forbidden {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r RevokeRecipientResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON409 returns the response for an HTTP 409 `application/json` response
+func (r RevokeRecipientResponse) GetJSON409() *Conflict {
+	return r.JSON409
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r RevokeRecipientResponse) GetJSON429() *TooManyRequests {
+	return r.JSON429
+}
+
+// GetBody returns the raw response body bytes
+func (r RevokeRecipientResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r RevokeRecipientResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r RevokeRecipientResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r RevokeRecipientResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 // RevokePackageResponse401Headers the declared response headers of an HTTP 401 response for RevokePackage
 type RevokePackageResponse401Headers struct {
 	WWWAuthenticate *string
@@ -11034,8 +11582,9 @@ func (c *ClientWithResponses) GetPackageWithResponse(ctx context.Context, id ope
 
 // UpdatePackageWithBodyWithResponse Edit a draft or active package (owner or admin)
 //
-// Changes `title`, `note`, `recipient_name`, `expires_at`, `password`, `max_downloads` and `notify_owner`.
-// Another state answers 409. A new password, or `null`, ends every grant of the link at once.
+// Changes `title`, `note`, `recipient_name` (the first recipient's), `expires_at`, `password`, `max_downloads`
+// and `notify_owner`, and a draft's `recipients` (an active package's answer 409: add and revoke them one at a
+// time). Another state answers 409. A new password, or `null`, ends every grant of the link at once.
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -11050,8 +11599,9 @@ func (c *ClientWithResponses) UpdatePackageWithBodyWithResponse(ctx context.Cont
 
 // UpdatePackageWithResponse Edit a draft or active package (owner or admin)
 //
-// Changes `title`, `note`, `recipient_name`, `expires_at`, `password`, `max_downloads` and `notify_owner`.
-// Another state answers 409. A new password, or `null`, ends every grant of the link at once.
+// Changes `title`, `note`, `recipient_name` (the first recipient's), `expires_at`, `password`, `max_downloads`
+// and `notify_owner`, and a draft's `recipients` (an active package's answer 409: add and revoke them one at a
+// time). Another state answers 409. A new password, or `null`, ends every grant of the link at once.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
@@ -11109,7 +11659,7 @@ func (c *ClientWithResponses) DownloadPackageFileWithResponse(ctx context.Contex
 	return ParseDownloadPackageFileResponse(rsp)
 }
 
-// FinalizePackageWithResponse Seal a draft, mint the magic link and send the e-mail
+// FinalizePackageWithResponse Seal a draft, mint one magic link per recipient and e-mail each their own
 //
 // An outbound package needs at least one file (409 "package has no files"). Fires `package.finalized`.
 //
@@ -11122,6 +11672,54 @@ func (c *ClientWithResponses) FinalizePackageWithResponse(ctx context.Context, i
 		return nil, err
 	}
 	return ParseFinalizePackageResponse(rsp)
+}
+
+// AddRecipientWithBodyWithResponse Add a recipient to an active package; their link works at once
+//
+// Mints the new recipient's own link and e-mails it at once. A package that is not `active`, one with
+// 50 recipients, or an address already on the list (case-insensitive) answers 409.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /api/v1/packages/{id}/recipients (the `AddRecipient` operationId).
+func (c *ClientWithResponses) AddRecipientWithBodyWithResponse(ctx context.Context, id openapi_types.UUID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*AddRecipientResponse, error) {
+	rsp, err := c.AddRecipientWithBody(ctx, id, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseAddRecipientResponse(rsp)
+}
+
+// AddRecipientWithResponse Add a recipient to an active package; their link works at once
+//
+// Mints the new recipient's own link and e-mails it at once. A package that is not `active`, one with
+// 50 recipients, or an address already on the list (case-insensitive) answers 409.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /api/v1/packages/{id}/recipients (the `AddRecipient` operationId).
+func (c *ClientWithResponses) AddRecipientWithResponse(ctx context.Context, id openapi_types.UUID, body AddRecipientJSONRequestBody, reqEditors ...RequestEditorFn) (*AddRecipientResponse, error) {
+	rsp, err := c.AddRecipient(ctx, id, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseAddRecipientResponse(rsp)
+}
+
+// RevokeRecipientWithResponse Revoke one recipient's link; the others keep working
+//
+// Fires `package.revoked` with that recipient's `recipient_email` and `all_links: false`. A package that
+// is not `active`, or a link that is not active, answers 409.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /api/v1/packages/{id}/recipients/{recipient_id}/revoke (the `RevokeRecipient` operationId).
+func (c *ClientWithResponses) RevokeRecipientWithResponse(ctx context.Context, id openapi_types.UUID, recipientId openapi_types.UUID, reqEditors ...RequestEditorFn) (*RevokeRecipientResponse, error) {
+	rsp, err := c.RevokeRecipient(ctx, id, recipientId, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseRevokeRecipientResponse(rsp)
 }
 
 // RevokePackageWithResponse Revoke the active link; it stops working at once
@@ -14712,6 +15310,195 @@ func ParseFinalizePackageResponse(rsp *http.Response) (*FinalizePackageResponse,
 		response.Headers401 = &headers
 	case rsp.StatusCode == 429:
 		var headers FinalizePackageResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseAddRecipientResponse parses an HTTP response from a AddRecipientWithResponse call
+func ParseAddRecipientResponse(rsp *http.Response) (*AddRecipientResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &AddRecipientResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 201:
+		var dest AddedRecipient
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON201 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Conflict
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest TooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest UnsupportedMediaType
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON415 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest Invalid
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON422 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers AddRecipientResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers AddRecipientResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseRevokeRecipientResponse parses an HTTP response from a RevokeRecipientWithResponse call
+func ParseRevokeRecipientResponse(rsp *http.Response) (*RevokeRecipientResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &RevokeRecipientResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest Package
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Conflict
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers RevokeRecipientResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers RevokeRecipientResponse429Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {

@@ -50,7 +50,8 @@ func PackageBody(title string) apiclient.CreatePackage {
 
 // PackageFor is the body of a package titled title for the recipient email, name.
 func PackageFor(title, email, name string) apiclient.CreatePackage {
-	return apiclient.CreatePackage{Title: title, RecipientEmail: openapi_types.Email(email), RecipientName: &name}
+	addr := openapi_types.Email(email)
+	return apiclient.CreatePackage{Title: title, RecipientEmail: &addr, RecipientName: &name}
 }
 
 // CreatePackage creates a package.

@@ -108,7 +108,8 @@ func (a *app) packageFlags(cmd *cobra.Command, pf *packageFlags, titleHelp strin
 
 // createBody is the package to create.
 func (a *app) createBody(pf packageFlags, to string, dir apiclient.CreatePackageDirection) (apiclient.CreatePackage, error) {
-	body := apiclient.CreatePackage{Title: pf.title, RecipientEmail: openapi_types.Email(to), Direction: &dir}
+	email := openapi_types.Email(to)
+	body := apiclient.CreatePackage{Title: pf.title, RecipientEmail: &email, Direction: &dir}
 	if pf.note != "" {
 		body.Note = &pf.note
 	}

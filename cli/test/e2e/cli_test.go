@@ -242,17 +242,25 @@ func TestCLI(t *testing.T) {
 		}
 	})
 
-	t.Run("several recipients on a server of one recipient per package", func(t *testing.T) {
+	t.Run("several recipients each get a link of their own", func(t *testing.T) {
 		u.t = t
-		p, _ := randomFile(t, files, "two.bin", 1000)
-		before := decode[apiclient.PackageList](t, u.ok("", "ls", "--json", "--all"))
-		r := u.run("", nil, "send", p, "--to", "ivan@example.com", "--to", "judy@example.com", "--title", "For two")
-		if r.code != 1 || !strings.Contains(r.stderr, "one recipient per package") {
-			t.Fatalf("send to two: exit %d, %q", r.code, r.stderr)
+		p, sum := randomFile(t, files, "two.bin", 1000)
+		sent := decode[jsonSend](t, u.ok("", "send", p, "--to", "ivan@example.com", "--to", "judy@example.com", "--title", "For two", "--json"))
+		if len(sent.Links) != 2 || sent.Links[0].Email != "ivan@example.com" || sent.Links[1].Email != "judy@example.com" ||
+			sent.Links[0].MagicLink == sent.Links[1].MagicLink || sent.Package.MagicLink != sent.Links[0].MagicLink {
+			t.Fatalf("send to two: %+v", sent.Links)
 		}
-		after := decode[apiclient.PackageList](t, u.ok("", "ls", "--json", "--all"))
-		if len(after.Items) != len(before.Items) {
-			t.Fatalf("the refused send left a package: %d packages before, %d after", len(before.Items), len(after.Items))
+		for _, l := range sent.Links {
+			out := t.TempDir()
+			got := decode[jsonGet](t, u.ok("", "get", l.MagicLink, "-o", out, "--json"))
+			if len(got.Files) != 1 || sha256File(t, filepath.Join(out, "two.bin")) != sum {
+				t.Fatalf("get through %s's link: %+v", l.Email, got)
+			}
+		}
+		// Plain output: one link per line, each recipient's.
+		r := u.ok("", "send", p, "--to", "ivan@example.com", "--to", "judy@example.com", "--title", "For two again")
+		if lines := strings.Split(strings.TrimSpace(r.stdout), "\n"); len(lines) != 2 || lines[0] == lines[1] || strings.Count(r.stdout, sys.url+"/p/") != 2 {
+			t.Fatalf("send to two printed %q", r.stdout)
 		}
 	})
 

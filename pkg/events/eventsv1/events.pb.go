@@ -338,10 +338,13 @@ func (x *Package) GetDirection() string {
 }
 
 type PackageCreated struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Package       *Package               `protobuf:"bytes,1,opt,name=package,proto3" json:"package,omitempty"`
-	TtlDays       int32                  `protobuf:"varint,2,opt,name=ttl_days,json=ttlDays,proto3" json:"ttl_days,omitempty"`
-	ExpiresAt     *timestamppb.Timestamp `protobuf:"bytes,3,opt,name=expires_at,json=expiresAt,proto3" json:"expires_at,omitempty"`
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	Package   *Package               `protobuf:"bytes,1,opt,name=package,proto3" json:"package,omitempty"`
+	TtlDays   int32                  `protobuf:"varint,2,opt,name=ttl_days,json=ttlDays,proto3" json:"ttl_days,omitempty"`
+	ExpiresAt *timestamppb.Timestamp `protobuf:"bytes,3,opt,name=expires_at,json=expiresAt,proto3" json:"expires_at,omitempty"`
+	// The e-mails of every recipient, in order, when the package has several (SPEC
+	// "Several recipients"); empty, and left out of the webhook body, for one.
+	Recipients    []string `protobuf:"bytes,4,rep,name=recipients,proto3" json:"recipients,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -397,11 +400,20 @@ func (x *PackageCreated) GetExpiresAt() *timestamppb.Timestamp {
 	return nil
 }
 
+func (x *PackageCreated) GetRecipients() []string {
+	if x != nil {
+		return x.Recipients
+	}
+	return nil
+}
+
 type PackageFinalized struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Package       *Package               `protobuf:"bytes,1,opt,name=package,proto3" json:"package,omitempty"`
-	FileCount     int32                  `protobuf:"varint,2,opt,name=file_count,json=fileCount,proto3" json:"file_count,omitempty"`
-	ExpiresAt     *timestamppb.Timestamp `protobuf:"bytes,3,opt,name=expires_at,json=expiresAt,proto3" json:"expires_at,omitempty"`
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	Package   *Package               `protobuf:"bytes,1,opt,name=package,proto3" json:"package,omitempty"`
+	FileCount int32                  `protobuf:"varint,2,opt,name=file_count,json=fileCount,proto3" json:"file_count,omitempty"`
+	ExpiresAt *timestamppb.Timestamp `protobuf:"bytes,3,opt,name=expires_at,json=expiresAt,proto3" json:"expires_at,omitempty"`
+	// As PackageCreated.recipients.
+	Recipients    []string `protobuf:"bytes,4,rep,name=recipients,proto3" json:"recipients,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -453,6 +465,13 @@ func (x *PackageFinalized) GetFileCount() int32 {
 func (x *PackageFinalized) GetExpiresAt() *timestamppb.Timestamp {
 	if x != nil {
 		return x.ExpiresAt
+	}
+	return nil
+}
+
+func (x *PackageFinalized) GetRecipients() []string {
+	if x != nil {
+		return x.Recipients
 	}
 	return nil
 }
@@ -594,9 +613,13 @@ func (x *PackageDownloaded) GetFilename() string {
 }
 
 type PackageRevoked struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Package       *Package               `protobuf:"bytes,1,opt,name=package,proto3" json:"package,omitempty"`
-	ActorUserId   int64                  `protobuf:"varint,2,opt,name=actor_user_id,json=actorUserId,proto3" json:"actor_user_id,omitempty"`
+	state       protoimpl.MessageState `protogen:"open.v1"`
+	Package     *Package               `protobuf:"bytes,1,opt,name=package,proto3" json:"package,omitempty"` // revoking one recipient: recipient_email is that recipient's
+	ActorUserId int64                  `protobuf:"varint,2,opt,name=actor_user_id,json=actorUserId,proto3" json:"actor_user_id,omitempty"`
+	// Set for a package with several recipients: true when the package's revoke ended
+	// every link, false when one recipient's link was revoked. Unset (and left out of
+	// the webhook body) for a package with one recipient.
+	AllLinks      *bool `protobuf:"varint,3,opt,name=all_links,json=allLinks,proto3,oneof" json:"all_links,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -643,6 +666,13 @@ func (x *PackageRevoked) GetActorUserId() int64 {
 		return x.ActorUserId
 	}
 	return 0
+}
+
+func (x *PackageRevoked) GetAllLinks() bool {
+	if x != nil && x.AllLinks != nil {
+		return *x.AllLinks
+	}
+	return false
 }
 
 type PackageDeleted struct {
@@ -1136,18 +1166,24 @@ const file_events_v1_events_proto_rawDesc = "" +
 	"\x05title\x18\x02 \x01(\tR\x05title\x12'\n" +
 	"\x0frecipient_email\x18\x03 \x01(\tR\x0erecipientEmail\x12\"\n" +
 	"\rowner_user_id\x18\x04 \x01(\x03R\vownerUserId\x12\x1c\n" +
-	"\tdirection\x18\x05 \x01(\tR\tdirection\"\x9d\x01\n" +
+	"\tdirection\x18\x05 \x01(\tR\tdirection\"\xbd\x01\n" +
 	"\x0ePackageCreated\x125\n" +
 	"\apackage\x18\x01 \x01(\v2\x1b.shipfile.events.v1.PackageR\apackage\x12\x19\n" +
 	"\bttl_days\x18\x02 \x01(\x05R\attlDays\x129\n" +
 	"\n" +
-	"expires_at\x18\x03 \x01(\v2\x1a.google.protobuf.TimestampR\texpiresAt\"\xa3\x01\n" +
+	"expires_at\x18\x03 \x01(\v2\x1a.google.protobuf.TimestampR\texpiresAt\x12\x1e\n" +
+	"\n" +
+	"recipients\x18\x04 \x03(\tR\n" +
+	"recipients\"\xc3\x01\n" +
 	"\x10PackageFinalized\x125\n" +
 	"\apackage\x18\x01 \x01(\v2\x1b.shipfile.events.v1.PackageR\apackage\x12\x1d\n" +
 	"\n" +
 	"file_count\x18\x02 \x01(\x05R\tfileCount\x129\n" +
 	"\n" +
-	"expires_at\x18\x03 \x01(\v2\x1a.google.protobuf.TimestampR\texpiresAt\"\xaf\x01\n" +
+	"expires_at\x18\x03 \x01(\v2\x1a.google.protobuf.TimestampR\texpiresAt\x12\x1e\n" +
+	"\n" +
+	"recipients\x18\x04 \x03(\tR\n" +
+	"recipients\"\xaf\x01\n" +
 	"\fFileUploaded\x125\n" +
 	"\apackage\x18\x01 \x01(\v2\x1b.shipfile.events.v1.PackageR\apackage\x12\x17\n" +
 	"\afile_id\x18\x02 \x01(\tR\x06fileId\x12\x1a\n" +
@@ -1158,10 +1194,13 @@ const file_events_v1_events_proto_rawDesc = "" +
 	"\x11PackageDownloaded\x125\n" +
 	"\apackage\x18\x01 \x01(\v2\x1b.shipfile.events.v1.PackageR\apackage\x12\x17\n" +
 	"\afile_id\x18\x02 \x01(\tR\x06fileId\x12\x1a\n" +
-	"\bfilename\x18\x03 \x01(\tR\bfilename\"k\n" +
+	"\bfilename\x18\x03 \x01(\tR\bfilename\"\x9b\x01\n" +
 	"\x0ePackageRevoked\x125\n" +
 	"\apackage\x18\x01 \x01(\v2\x1b.shipfile.events.v1.PackageR\apackage\x12\"\n" +
-	"\ractor_user_id\x18\x02 \x01(\x03R\vactorUserId\"k\n" +
+	"\ractor_user_id\x18\x02 \x01(\x03R\vactorUserId\x12 \n" +
+	"\tall_links\x18\x03 \x01(\bH\x00R\ballLinks\x88\x01\x01B\f\n" +
+	"\n" +
+	"_all_links\"k\n" +
 	"\x0ePackageDeleted\x125\n" +
 	"\apackage\x18\x01 \x01(\v2\x1b.shipfile.events.v1.PackageR\apackage\x12\"\n" +
 	"\ractor_user_id\x18\x02 \x01(\x03R\vactorUserId\"\x82\x01\n" +
@@ -1284,6 +1323,7 @@ func file_events_v1_events_proto_init() {
 		(*Envelope_WebhookTest)(nil),
 		(*Envelope_FileInfected)(nil),
 	}
+	file_events_v1_events_proto_msgTypes[6].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{

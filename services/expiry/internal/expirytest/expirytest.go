@@ -73,10 +73,14 @@ func Insert(t testing.TB, pool *pgxpool.Pool, owner int64, specs ...Spec) []Pack
 		}
 		total := int64(5 * s.Files) // every object is "hello"
 		b.Queue(`INSERT INTO packages (id, owner_user_id, title, recipient_email, direction, state, ttl_days,
-				file_count, total_size, expires_at, link_hash, finalized_at)
+				file_count, total_size, expires_at, finalized_at)
 			VALUES ($1, $2, $3, 'bob@example.com', $4, $5, 7, $6, $7,
-				now() + $8 * interval '1 microsecond', $9, CASE WHEN $5 = 'draft' THEN NULL ELSE now() END)`,
-			id, owner, p.Title, s.Direction, s.State, s.Files, total, s.ExpiresIn.Microseconds(), link)
+				now() + $8 * interval '1 microsecond', CASE WHEN $5 = 'draft' THEN NULL ELSE now() END)`,
+			id, owner, p.Title, s.Direction, s.State, s.Files, total, s.ExpiresIn.Microseconds())
+		// The package's one recipient and link (gateway migration 00019).
+		b.Queue(`INSERT INTO recipients (id, package_id, position, email, link_hash, link_state)
+			VALUES ($1, $2, 0, 'bob@example.com', $3, CASE WHEN $3::bytea IS NULL THEN 'none' WHEN $4 = 'revoked' THEN 'revoked' ELSE 'active' END)`,
+			uuid.Must(uuid.NewV7()), id, link, s.State)
 		for range s.Files {
 			fid := uuid.Must(uuid.NewV7())
 			key := "packages/" + id.String() + "/" + fid.String()

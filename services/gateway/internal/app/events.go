@@ -16,11 +16,17 @@ func envelope(typ string, fill func(e *eventsv1.Envelope)) *eventsv1.Envelope {
 	return e
 }
 
+// eventPackage is the package part of an event. Its recipient_email is the first
+// recipient's, or, for a package read through a link, that link's recipient's.
 func eventPackage(p Package) *eventsv1.Package {
+	email := p.RecipientEmail
+	if p.Link != nil {
+		email = p.Link.Email
+	}
 	return &eventsv1.Package{
 		PackageId:      p.ID.String(),
 		Title:          p.Title,
-		RecipientEmail: p.RecipientEmail,
+		RecipientEmail: email,
 		OwnerUserId:    p.OwnerUserID,
 		Direction:      string(p.Direction),
 	}
@@ -30,6 +36,7 @@ func packageCreated(p Package) *eventsv1.Envelope {
 	return envelope(events.TypePackageCreated, func(e *eventsv1.Envelope) {
 		e.Data = &eventsv1.Envelope_PackageCreated{PackageCreated: &eventsv1.PackageCreated{
 			Package: eventPackage(p), TtlDays: int32(p.TTLDays), ExpiresAt: timestamppb.New(p.ExpiresAt),
+			Recipients: eventRecipients(p),
 		}}
 	})
 }
@@ -38,11 +45,26 @@ func packageFinalized(p Package) *eventsv1.Envelope {
 	return envelope(events.TypePackageFinalized, func(e *eventsv1.Envelope) {
 		e.Data = &eventsv1.Envelope_PackageFinalized{PackageFinalized: &eventsv1.PackageFinalized{
 			Package: eventPackage(p), FileCount: int32(p.FileCount), ExpiresAt: timestamppb.New(p.ExpiresAt),
+			Recipients: eventRecipients(p),
 		}}
 	})
 }
 
+// eventRecipients lists the recipients' addresses for a package with several, nil for
+// one (whose events stay as they were).
+func eventRecipients(p Package) []string {
+	if !p.several() {
+		return nil
+	}
+	return p.RecipientEmails()
+}
+
 func fileUploaded(p Package, f File) *eventsv1.Envelope {
+	if f.RecipientID != nil && p.Link == nil {
+		if r, ok := p.Recipient(*f.RecipientID); ok {
+			p.Link = &r
+		}
+	}
 	return envelope(events.TypePackageFileUploaded, func(e *eventsv1.Envelope) {
 		e.Data = &eventsv1.Envelope_FileUploaded{FileUploaded: &eventsv1.FileUploaded{
 			Package: eventPackage(p), FileId: f.ID.String(), Filename: f.Filename, Size: f.Size, UploadedBy: string(f.UploadedBy),
@@ -60,7 +82,24 @@ func packageDownloaded(p Package, fileID, filename string) *eventsv1.Envelope {
 
 func packageRevoked(p Package, actor int64) *eventsv1.Envelope {
 	return envelope(events.TypePackageRevoked, func(e *eventsv1.Envelope) {
-		e.Data = &eventsv1.Envelope_PackageRevoked{PackageRevoked: &eventsv1.PackageRevoked{Package: eventPackage(p), ActorUserId: actor}}
+		ev := &eventsv1.PackageRevoked{Package: eventPackage(p), ActorUserId: actor}
+		if p.several() {
+			all := true
+			ev.AllLinks = &all
+		}
+		e.Data = &eventsv1.Envelope_PackageRevoked{PackageRevoked: ev}
+	})
+}
+
+// recipientRevoked is the package.revoked of one recipient's link: recipient_email is
+// theirs and all_links false.
+func recipientRevoked(p Package, r Recipient, actor int64) *eventsv1.Envelope {
+	p.Link = &r
+	return envelope(events.TypePackageRevoked, func(e *eventsv1.Envelope) {
+		all := false
+		e.Data = &eventsv1.Envelope_PackageRevoked{PackageRevoked: &eventsv1.PackageRevoked{
+			Package: eventPackage(p), ActorUserId: actor, AllLinks: &all,
+		}}
 	})
 }
 
@@ -70,16 +109,16 @@ func packageDeleted(p Package, actor int64) *eventsv1.Envelope {
 	})
 }
 
-// mailJob asks the mailer to send the recipient's e-mail carrying the magic link.
-func mailJob(p Package, owner User, link string) *eventsv1.MailJob {
+// mailJob asks the mailer to send recipient r's e-mail carrying their magic link.
+func mailJob(p Package, r Recipient, owner User, link string) *eventsv1.MailJob {
 	return &eventsv1.MailJob{
 		JobId:          events.NewEventID(),
 		Kind:           string(p.Direction),
 		PackageId:      p.ID.String(),
 		Title:          p.Title,
 		Note:           p.Note,
-		RecipientEmail: p.RecipientEmail,
-		RecipientName:  p.RecipientName,
+		RecipientEmail: r.Email,
+		RecipientName:  r.Name,
 		OwnerName:      owner.Name,
 		OwnerEmail:     owner.Email,
 		MagicLink:      link,

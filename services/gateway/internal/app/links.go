@@ -163,7 +163,7 @@ func (s *Packages) Unlock(ctx context.Context, token, password string, client Cl
 	}
 	// The window is on the database's clock (at, and the times of earlier failures),
 	// never this gateway's: gateways whose clocks disagree still count together.
-	attempt, at, earlier, err := s.store.AddUnlockAttempt(ctx, p.ID, UnlockWindow)
+	attempt, at, earlier, err := s.store.AddUnlockAttempt(ctx, p.ID, *p.linkRecipientID(), UnlockWindow)
 	if err != nil {
 		return "", time.Time{}, err
 	}
@@ -181,11 +181,11 @@ func (s *Packages) Unlock(ctx context.Context, token, password string, client Cl
 		}
 	}
 	if !ok {
-		_ = s.store.WriteEffects(ctx, Effects{Audit: []AuditEntry{linkAudit(client, "link.unlock_failed", &p.ID, nil)}})
+		_ = s.store.WriteEffects(ctx, Effects{Audit: []AuditEntry{p.linkAudit(client, "link.unlock_failed", nil)}})
 		return "", time.Time{}, ErrWrongPassword
 	}
 	forget()
-	if err := s.store.RecordLinkUse(ctx, p.ID, Effects{Audit: []AuditEntry{linkAudit(client, "link.unlock", &p.ID, nil)}}); err != nil {
+	if err := s.store.RecordLinkUse(ctx, p.LinkHash, Effects{Audit: []AuditEntry{p.linkAudit(client, "link.unlock", nil)}}); err != nil {
 		return "", time.Time{}, err
 	}
 	grant, exp := NewGrant(p, s.now())

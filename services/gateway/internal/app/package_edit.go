@@ -2,6 +2,7 @@ package app
 
 import (
 	"context"
+	"strings"
 	"time"
 
 	"github.com/google/uuid"
@@ -19,10 +20,13 @@ type PackagePatch struct {
 	Title         *string
 	Note          *string
 	RecipientName *string
-	ExpiresAt     *time.Time
-	Password      Nullable[string] // null removes the password
-	MaxDownloads  Nullable[int]    // null removes the limit
-	NotifyOwner   *bool
+	// Recipients replaces a draft's recipient list (an active package's grows one by
+	// one: AddRecipient).
+	Recipients   *[]RecipientInput
+	ExpiresAt    *time.Time
+	Password     Nullable[string] // null removes the password
+	MaxDownloads Nullable[int]    // null removes the limit
+	NotifyOwner  *bool
 }
 
 // Update edits a draft or active package the user may manage (else 409): title, note,
@@ -41,6 +45,16 @@ func (s *Packages) Update(ctx context.Context, u User, client Client, id uuid.UU
 	}
 	if in.RecipientName != nil {
 		if err := ValidateRecipientName(*in.RecipientName); err != nil {
+			return Package{}, err
+		}
+	}
+	var recipients []Recipient
+	if in.Recipients != nil {
+		var err error
+		if recipients, err = ResolveRecipients(in.Recipients, nil, in.RecipientName); err != nil {
+			return Package{}, err
+		}
+		if recipients, err = withIDs(recipients, s.now().UTC().Truncate(time.Microsecond)); err != nil {
 			return Package{}, err
 		}
 	}
@@ -80,8 +94,24 @@ func (s *Packages) Update(ctx context.Context, u User, client Client, id uuid.UU
 		if in.Note != nil {
 			p.Note = *in.Note
 		}
-		if in.RecipientName != nil {
+		if in.Recipients != nil {
+			if p.State != StateDraft {
+				return Effects{}, Conflict("the recipients of an active package are added one at a time (POST /api/v1/packages/{id}/recipients) and revoked one at a time")
+			}
+			// A recipient already on the list keeps their id.
+			for i := range recipients {
+				for _, old := range p.Recipients {
+					if strings.EqualFold(old.Email, recipients[i].Email) {
+						recipients[i].ID, recipients[i].CreatedAt = old.ID, old.CreatedAt
+					}
+				}
+			}
+			p.setRecipients(recipients)
+		} else if in.RecipientName != nil {
 			p.RecipientName = *in.RecipientName
+			if len(p.Recipients) > 0 {
+				p.Recipients[0].Name = *in.RecipientName
+			}
 		}
 		if in.ExpiresAt != nil {
 			p.ExpiresAt = in.ExpiresAt.UTC().Truncate(time.Microsecond)

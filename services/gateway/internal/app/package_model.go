@@ -52,9 +52,17 @@ type Package struct {
 	FinalizedAt    *time.Time
 	ExpiresAt      time.Time
 	RevokedAt      *time.Time
-	LinkHash       []byte
+	// LinkHash is the hash of the link the package was read through (PackageByLink),
+	// nil otherwise; Link is that link's recipient.
+	LinkHash []byte
+	Link     *Recipient
+	// LinkUseCount and LinkLastUsedAt sum up the uses of every recipient's link.
 	LinkUseCount   int64
 	LinkLastUsedAt *time.Time
+	// Recipients are the package's recipients in order (SPEC "Several recipients"):
+	// RecipientEmail and RecipientName are the first's. Loaded for the owner's reads
+	// and changes, not for reads through a link.
+	Recipients []Recipient
 	// PasswordHash is the argon2id hash of the link's password, "" when it has none.
 	PasswordHash string
 	// MaxDownloads is how many times each file may be downloaded through the link; nil:
@@ -65,6 +73,59 @@ type Package struct {
 	// UsedUp is set when the package is read through its link: it has a download limit
 	// and every file has spent its budget through the link, so the link is dead.
 	UsedUp bool
+}
+
+// LinkState is where a recipient's link is.
+type LinkState string
+
+// The link states: none before the package is finalized.
+const (
+	LinkNone    LinkState = "none"
+	LinkActive  LinkState = "active"
+	LinkRevoked LinkState = "revoked"
+)
+
+// Recipient is one addressee of a package, with a magic link of their own.
+type Recipient struct {
+	ID    uuid.UUID
+	Email string
+	Name  string
+	// LinkHash is the SHA-256 of the recipient's link; nil while LinkState is none.
+	LinkHash      []byte
+	LinkState     LinkState
+	UseCount      int64
+	LastUsedAt    *time.Time
+	DownloadCount int64
+	CreatedAt     time.Time
+	RevokedAt     *time.Time
+}
+
+// Recipient returns the package's recipient with the id, if it has one.
+func (p Package) Recipient(id uuid.UUID) (Recipient, bool) {
+	for _, r := range p.Recipients {
+		if r.ID == id {
+			return r, true
+		}
+	}
+	return Recipient{}, false
+}
+
+// RecipientEmails lists the recipients' addresses in order.
+func (p Package) RecipientEmails() []string {
+	out := make([]string, len(p.Recipients))
+	for i, r := range p.Recipients {
+		out[i] = r.Email
+	}
+	return out
+}
+
+// linkRecipientID is the id of the recipient whose link the package was read through.
+func (p Package) linkRecipientID() *uuid.UUID {
+	if p.Link == nil {
+		return nil
+	}
+	id := p.Link.ID
+	return &id
 }
 
 // PasswordProtected reports whether the link asks for a password.
@@ -81,8 +142,11 @@ type File struct {
 	ObjectKey   string
 	UploadedBy  Uploader
 	CreatedAt   time.Time
-	// DownloadCount is the number of answers through the link that started at byte 0
-	// (whole files, ranges from byte 0, archive entries).
+	// RecipientID is the recipient whose link the file was uploaded through.
+	RecipientID *uuid.UUID
+	// DownloadCount is the number of answers through the links that started at byte 0
+	// (whole files, ranges from byte 0, archive entries); read through a link, that
+	// link's alone.
 	DownloadCount int
 	// Scan is the malware scan's state (ScanPending …), ScanSignature what clamd found
 	// when infected, ScannedAt when the verdict was recorded (SPEC "Malware scanning").
@@ -103,6 +167,8 @@ type AuditEntry struct {
 	Action      string
 	PackageID   *uuid.UUID
 	FileID      *uuid.UUID
+	// RecipientID is the recipient whose link was used (actor "link").
+	RecipientID *uuid.UUID
 	IP          string
 	UserAgent   string
 	// Detail says more than the action, e.g. an e-mail's recipient or an SMTP

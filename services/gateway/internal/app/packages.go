@@ -38,14 +38,20 @@ type PackageStore interface {
 	CreatePackage(ctx context.Context, p Package, fx Effects) error
 	GetPackage(ctx context.Context, id uuid.UUID) (Package, error)
 	ListPackages(ctx context.Context, f PackageFilter) ([]Package, error)
-	ListFiles(ctx context.Context, packageID uuid.UUID) ([]File, error)
-	GetFile(ctx context.Context, packageID, fileID uuid.UUID) (File, error)
+	// ListFiles and GetFile read files with what the link that hashes to linkHash has
+	// taken of their budgets and its downloads of them (nil: the owner's view, with
+	// every link's downloads).
+	ListFiles(ctx context.Context, packageID uuid.UUID, linkHash []byte) ([]File, error)
+	GetFile(ctx context.Context, packageID, fileID uuid.UUID, linkHash []byte) (File, error)
 	ChangePackage(ctx context.Context, id uuid.UUID, change func(p *Package) (Effects, error)) (Package, error)
 	AddFile(ctx context.Context, f File, change func(p *Package) (Effects, error)) (Package, error)
 	RemoveFile(ctx context.Context, packageID, fileID uuid.UUID, change func(p *Package, f File) (Effects, error)) error
 	DeletePackage(ctx context.Context, id uuid.UUID, change func(p *Package) (Effects, error)) (objectKeys []string, err error)
+	// PackageByLink returns the package with the link that hashes to hash, with Link
+	// and LinkHash set to that link's.
 	PackageByLink(ctx context.Context, hash []byte) (Package, error)
-	RecordLinkUse(ctx context.Context, packageID uuid.UUID, fx Effects) error
+	// RecordLinkUse counts a use of the link that hashes to linkHash and writes fx.
+	RecordLinkUse(ctx context.Context, linkHash []byte, fx Effects) error
 	WriteEffects(ctx context.Context, fx Effects) error
 	ListAudit(ctx context.Context, f AuditFilter) ([]AuditEntry, error)
 	ObjectsDeleted(ctx context.Context, keys []string) error
@@ -63,7 +69,7 @@ type PackageStore interface {
 	// link's failures recorded before it within window, newest first. Attempts of one
 	// link are serialised across gateways, and every time is the database's: one
 	// clock for all gateways, whatever their own clocks say.
-	AddUnlockAttempt(ctx context.Context, packageID uuid.UUID, window time.Duration) (int64, time.Time, []time.Time, error)
+	AddUnlockAttempt(ctx context.Context, packageID, recipientID uuid.UUID, window time.Duration) (int64, time.Time, []time.Time, error)
 	DeleteUnlockAttempt(ctx context.Context, id int64) error
 	// ReserveObjectKey records (or renews) an object key before its bytes are stored;
 	// AddFile ends the reservation. A reservation older than SHIPFILE_ORPHAN_GRACE
@@ -137,6 +143,7 @@ type NewPackage struct {
 	Title          *string
 	RecipientEmail *string
 	RecipientName  *string
+	Recipients     *[]RecipientInput // nil: the one recipient of RecipientEmail
 	Direction      *string
 	TTLDays        *int
 	Note           *string
@@ -160,19 +167,12 @@ func (s *Packages) Create(ctx context.Context, owner User, client Client, in New
 	if err := ValidateTitle(p.Title); err != nil {
 		return Package{}, err
 	}
-	if in.RecipientEmail == nil {
+	if in.RecipientEmail == nil && in.Recipients == nil {
 		return Package{}, Invalid("recipient_email is required")
 	}
-	email, err := normalizeEmail(*in.RecipientEmail)
+	recipients, err := ResolveRecipients(in.Recipients, in.RecipientEmail, in.RecipientName)
 	if err != nil {
-		return Package{}, Invalid("recipient_email must be a valid e-mail address")
-	}
-	p.RecipientEmail = email
-	if in.RecipientName != nil {
-		p.RecipientName = *in.RecipientName
-		if err := ValidateRecipientName(p.RecipientName); err != nil {
-			return Package{}, err
-		}
+		return Package{}, err
 	}
 	if in.Direction != nil {
 		p.Direction = Direction(*in.Direction)
@@ -212,6 +212,10 @@ func (s *Packages) Create(ctx context.Context, owner User, client Client, in New
 	now := s.now().UTC().Truncate(time.Microsecond)
 	p.CreatedAt = now
 	p.ExpiresAt = now.Add(time.Duration(p.TTLDays) * 24 * time.Hour)
+	if recipients, err = withIDs(recipients, now); err != nil {
+		return Package{}, err
+	}
+	p.setRecipients(recipients)
 	fx := Effects{
 		Events: []*eventsv1.Envelope{packageCreated(p)},
 		Audit:  []AuditEntry{userAudit(owner, client, "package.create", p.ID, nil)},
@@ -228,7 +232,13 @@ func (s *Packages) Get(ctx context.Context, u User, id uuid.UUID) (Package, []Fi
 	if err != nil {
 		return Package{}, nil, err
 	}
-	files, err := s.store.ListFiles(ctx, id)
+	// With one recipient the owner sees the files through that link, as before there
+	// were several: the same counts, and what the link has taken of each budget.
+	var through []byte
+	if len(p.Recipients) == 1 {
+		through = p.Recipients[0].LinkHash
+	}
+	files, err := s.store.ListFiles(ctx, id, through)
 	return p, files, err
 }
 
@@ -312,6 +322,9 @@ func (s *Packages) upload(ctx context.Context, p Package, up Upload, by Uploader
 		UploadedBy:  by,
 		Scan:        ScanPending, // the column's default: the scanner records the verdict
 	}
+	if by == ByRecipient {
+		f.RecipientID = audit.RecipientID // the link it comes through
+	}
 
 	h := sha256.New()
 	body := &limitedReader{r: io.TeeReader(up.Body, h), left: s.limits.MaxFileSize}
@@ -362,6 +375,9 @@ type addFileFunc func(ctx context.Context, f File, change func(p *Package) (Effe
 // its audit entry and package.file_uploaded event.
 func (s *Packages) recordFile(ctx context.Context, f File, op Op, audit AuditEntry, add addFileFunc) error {
 	audit.FileID = &f.ID
+	if f.UploadedBy == ByRecipient && f.RecipientID == nil {
+		f.RecipientID = audit.RecipientID // the link it came through
+	}
 	_, err := add(ctx, f, func(p *Package) (Effects, error) {
 		if err := p.apply(op, s.now()); err != nil {
 			return Effects{}, err
@@ -389,7 +405,7 @@ func (s *Packages) OpenFile(ctx context.Context, u User, id, fileID uuid.UUID) (
 }
 
 func (s *Packages) open(ctx context.Context, id, fileID uuid.UUID) (File, Object, error) {
-	f, err := s.store.GetFile(ctx, id, fileID)
+	f, err := s.store.GetFile(ctx, id, fileID, nil)
 	if err != nil {
 		return File{}, nil, err
 	}
@@ -425,25 +441,42 @@ func (s *Packages) RemoveFile(ctx context.Context, u User, client Client, id, fi
 	return nil
 }
 
-// Finalize seals a draft, mints its magic link and queues the recipient's e-mail. It
-// returns the package and the link, which is never available again.
-func (s *Packages) Finalize(ctx context.Context, u User, client Client, id uuid.UUID) (Package, string, error) {
+// Finalize seals a draft, mints one magic link per recipient and queues each their
+// e-mail. It returns the package and the links (the first recipient's first), which
+// are never available again.
+func (s *Packages) Finalize(ctx context.Context, u User, client Client, id uuid.UUID) (Package, []LinkMint, error) {
 	current, err := s.visible(ctx, u, id)
 	if err != nil {
-		return Package{}, "", err
+		return Package{}, nil, err
 	}
 	// The owner is read before the package's transaction: a read through the store
 	// inside it would need a second pool connection while holding the first, and
 	// enough concurrent finalizes would then wait on each other for good.
 	owner, err := s.store.GetUser(ctx, current.OwnerUserID)
 	if err != nil {
-		return Package{}, "", err
+		return Package{}, nil, err
 	}
-	token, hash, err := newLinkToken()
-	if err != nil {
-		return Package{}, "", err
+	// Tokens for as many recipients as the package may have by the time its row is
+	// locked (a draft's recipients may change until then).
+	type minted struct {
+		token string
+		hash  []byte
 	}
-	link := s.publicURL + "/p/" + token
+	var tokens []minted
+	mint := func(n int) error {
+		for len(tokens) < n {
+			token, hash, err := newLinkToken()
+			if err != nil {
+				return err
+			}
+			tokens = append(tokens, minted{token, hash})
+		}
+		return nil
+	}
+	if err := mint(max(len(current.Recipients), 1)); err != nil {
+		return Package{}, nil, err
+	}
+	var links []LinkMint
 	p, err := s.store.ChangePackage(ctx, id, func(p *Package) (Effects, error) {
 		if err := p.apply(OpFinalize, s.now()); err != nil {
 			return Effects{}, err
@@ -451,20 +484,30 @@ func (s *Packages) Finalize(ctx context.Context, u User, client Client, id uuid.
 		if p.Direction == Outbound && p.FileCount == 0 {
 			return Effects{}, Conflict("package has no files")
 		}
+		if err := mint(len(p.Recipients)); err != nil {
+			return Effects{}, err
+		}
 		now := s.now().UTC().Truncate(time.Microsecond)
 		p.FinalizedAt = &now
 		p.ExpiresAt = now.Add(time.Duration(p.TTLDays) * 24 * time.Hour)
-		p.LinkHash = hash
-		return Effects{
+		fx := Effects{
 			Events: []*eventsv1.Envelope{packageFinalized(*p)},
-			Mail:   []*eventsv1.MailJob{mailJob(*p, owner, link)},
 			Audit:  []AuditEntry{userAudit(u, client, "package.finalize", id, nil)},
-		}, nil
+		}
+		links = links[:0]
+		for i := range p.Recipients {
+			r := &p.Recipients[i]
+			r.LinkHash, r.LinkState = tokens[i].hash, LinkActive
+			link := s.publicURL + "/p/" + tokens[i].token
+			links = append(links, LinkMint{RecipientID: r.ID, Email: r.Email, MagicLink: link})
+			fx.Mail = append(fx.Mail, mailJob(*p, *r, owner, link))
+		}
+		return fx, nil
 	})
 	if err != nil {
-		return Package{}, "", err
+		return Package{}, nil, err
 	}
-	return p, link, nil
+	return p, links, nil
 }
 
 // Revoke kills the active link of a package at once.
@@ -478,6 +521,11 @@ func (s *Packages) Revoke(ctx context.Context, u User, client Client, id uuid.UU
 		}
 		now := s.now().UTC().Truncate(time.Microsecond)
 		p.RevokedAt = &now
+		for i := range p.Recipients {
+			if r := &p.Recipients[i]; r.LinkState == LinkActive {
+				r.LinkState, r.RevokedAt = LinkRevoked, &now
+			}
+		}
 		return Effects{
 			Events: []*eventsv1.Envelope{packageRevoked(*p, u.ID)},
 			Audit:  []AuditEntry{userAudit(u, client, "package.revoke", id, nil)},
@@ -583,7 +631,7 @@ func (s *Packages) liveLink(ctx context.Context, token string, client Client) (P
 	hash, ok := linkHash(token)
 	if ok {
 		p, err := s.store.PackageByLink(ctx, hash)
-		if err == nil && !p.UsedUp && p.apply(OpUseLink, s.now()) == nil {
+		if err == nil && !p.UsedUp && p.Link != nil && p.Link.LinkState == LinkActive && p.apply(OpUseLink, s.now()) == nil {
 			return p, nil
 		}
 		if err != nil && !errors.Is(err, ErrNotFound) {
@@ -603,11 +651,21 @@ func (s *Packages) ViewLink(ctx context.Context, token string, client Client) (P
 	if err != nil {
 		return Package{}, nil, err
 	}
-	files, err := s.store.ListFiles(ctx, p.ID)
+	files, err := s.store.ListFiles(ctx, p.ID, p.LinkHash)
 	if err != nil {
 		return Package{}, nil, err
 	}
-	err = s.store.RecordLinkUse(ctx, p.ID, Effects{Audit: []AuditEntry{linkAudit(client, "link.view", &p.ID, nil)}})
+	// A recipient sees the owner's files and their own uploads, never another
+	// recipient's.
+	files = slices.DeleteFunc(files, func(f File) bool {
+		if f.UploadedBy != ByRecipient || f.RecipientID == nil || p.Link == nil || *f.RecipientID == p.Link.ID {
+			return false
+		}
+		p.FileCount--
+		p.TotalSize -= f.Size
+		return true
+	})
+	err = s.store.RecordLinkUse(ctx, p.LinkHash, Effects{Audit: []AuditEntry{p.linkAudit(client, "link.view", nil)}})
 	return p, files, err
 }
 
@@ -626,7 +684,7 @@ func (s *Packages) DownloadViaLink(ctx context.Context, token string, client Cli
 	if err != nil {
 		return File{}, Span{}, nil, nil, err
 	}
-	f, err := s.store.GetFile(ctx, p.ID, fileID)
+	f, err := s.store.GetFile(ctx, p.ID, fileID, p.LinkHash)
 	if err != nil {
 		return File{}, Span{}, nil, nil, err
 	}
@@ -666,11 +724,11 @@ func (s *Packages) DownloadViaLink(ctx context.Context, token string, client Cli
 		finish(Sent{})
 		return File{}, Span{}, nil, nil, err
 	}
-	fx := Effects{Audit: []AuditEntry{linkAudit(client, "file.download", &p.ID, &f.ID)}}
+	fx := Effects{Audit: []AuditEntry{p.linkAudit(client, "file.download", &f.ID)}}
 	if counted {
 		fx.Events = []*eventsv1.Envelope{packageDownloaded(p, f.ID.String(), f.Filename)}
 	}
-	if err := s.store.RecordLinkUse(ctx, p.ID, fx); err != nil {
+	if err := s.store.RecordLinkUse(ctx, p.LinkHash, fx); err != nil {
 		obj.Close()
 		finish(Sent{})
 		return File{}, Span{}, nil, nil, err
@@ -707,7 +765,7 @@ func (s *Packages) ArchiveViaLink(ctx context.Context, token string, client Clie
 	if err != nil {
 		return Package{}, nil, nil, nil, err
 	}
-	all, err := s.store.ListFiles(ctx, p.ID)
+	all, err := s.store.ListFiles(ctx, p.ID, p.LinkHash)
 	if err != nil {
 		return Package{}, nil, nil, nil, err
 	}
@@ -742,9 +800,9 @@ func (s *Packages) ArchiveViaLink(ctx context.Context, token string, client Clie
 	}
 	fx := Effects{
 		Events: []*eventsv1.Envelope{packageDownloaded(p, "", ArchiveName(p))},
-		Audit:  []AuditEntry{linkAudit(client, "archive.download", &p.ID, nil)},
+		Audit:  []AuditEntry{p.linkAudit(client, "archive.download", nil)},
 	}
-	if err := s.store.RecordLinkUse(ctx, p.ID, fx); err != nil {
+	if err := s.store.RecordLinkUse(ctx, p.LinkHash, fx); err != nil {
 		finish(nil)
 		return Package{}, nil, nil, nil, err
 	}
@@ -770,11 +828,11 @@ func (s *Packages) UploadViaLink(ctx context.Context, token string, client Clien
 	if p.Direction != Inbound {
 		return File{}, Conflict("this package does not accept uploads")
 	}
-	f, err := s.upload(ctx, p, up, ByRecipient, OpRecipientUpload, linkAudit(client, "file.upload", &p.ID, nil))
+	f, err := s.upload(ctx, p, up, ByRecipient, OpRecipientUpload, p.linkAudit(client, "file.upload", nil))
 	if err != nil {
 		return File{}, err
 	}
-	if err := s.store.RecordLinkUse(ctx, p.ID, Effects{}); err != nil {
+	if err := s.store.RecordLinkUse(ctx, p.LinkHash, Effects{}); err != nil {
 		return File{}, err
 	}
 	return f, nil
@@ -900,6 +958,14 @@ func userAudit(u User, c Client, action string, pkg uuid.UUID, file *uuid.UUID) 
 
 func linkAudit(c Client, action string, pkg, file *uuid.UUID) AuditEntry {
 	return AuditEntry{Actor: "link", Action: action, PackageID: pkg, FileID: file, IP: c.IP, UserAgent: c.UserAgent}
+}
+
+// linkAudit is an audit entry of a use of the link p was read through: it names the
+// link's recipient, so each link has audit entries of its own.
+func (p Package) linkAudit(c Client, action string, file *uuid.UUID) AuditEntry {
+	a := linkAudit(c, action, &p.ID, file)
+	a.RecipientID = p.linkRecipientID()
+	return a
 }
 
 // limitedReader fails once more than left bytes have been read, and remembers that it

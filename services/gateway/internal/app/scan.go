@@ -93,7 +93,7 @@ func ScanAllows(m ScanMode, f File) error {
 // so the archive can say so. Files uploaded through the link are not listed (they are
 // never in it).
 func (s *Packages) ScanOmitted(ctx context.Context, id uuid.UUID) ([]string, error) {
-	files, err := s.store.ListFiles(ctx, id)
+	files, err := s.store.ListFiles(ctx, id, nil)
 	if err != nil {
 		return nil, err
 	}

@@ -111,13 +111,13 @@ type fakeStore struct {
 	files    map[uuid.UUID][]File
 	users    map[int64]User
 	written  []Effects
-	uses     map[uuid.UUID]int
+	uses     map[string]int  // by link hash
 	reserved map[string]bool // object keys reserved and not yet committed
 }
 
 func newFakeStore() *fakeStore {
 	return &fakeStore{packages: map[uuid.UUID]Package{}, files: map[uuid.UUID][]File{}, users: map[int64]User{},
-		uses: map[uuid.UUID]int{}, reserved: map[string]bool{}}
+		uses: map[string]int{}, reserved: map[string]bool{}}
 }
 
 func (s *fakeStore) CreatePackage(_ context.Context, p Package, fx Effects) error {
@@ -148,13 +148,13 @@ func (s *fakeStore) GetUser(_ context.Context, id int64) (User, error) {
 	return u, nil
 }
 
-func (s *fakeStore) ListFiles(_ context.Context, id uuid.UUID) ([]File, error) {
+func (s *fakeStore) ListFiles(_ context.Context, id uuid.UUID, _ []byte) ([]File, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return slices.Clone(s.files[id]), nil
 }
 
-func (s *fakeStore) GetFile(_ context.Context, id, fileID uuid.UUID) (File, error) {
+func (s *fakeStore) GetFile(_ context.Context, id, fileID uuid.UUID, _ []byte) (File, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for _, f := range s.files[id] {
@@ -276,17 +276,20 @@ func (s *fakeStore) PackageByLink(_ context.Context, hash []byte) (Package, erro
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for _, p := range s.packages {
-		if p.LinkHash != nil && bytes.Equal(p.LinkHash, hash) {
-			return p, nil
+		for _, r := range p.Recipients {
+			if r.LinkHash != nil && bytes.Equal(r.LinkHash, hash) {
+				p.Link, p.LinkHash = &r, r.LinkHash
+				return p, nil
+			}
 		}
 	}
 	return Package{}, NotFound("package")
 }
 
-func (s *fakeStore) RecordLinkUse(_ context.Context, id uuid.UUID, fx Effects) error {
+func (s *fakeStore) RecordLinkUse(_ context.Context, hash []byte, fx Effects) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.uses[id]++
+	s.uses[string(hash)]++
 	s.written = append(s.written, fx)
 	return nil
 }
@@ -417,10 +420,11 @@ func (f *unitFixture) inState(t *testing.T, dir Direction, state State) (Package
 	p := f.draft(t, dir, 1)
 	var link string
 	if state != StateDraft {
-		var err error
-		if _, link, err = f.svc.Finalize(ctx, f.owner, Client{}, p.ID); err != nil {
+		_, links, err := f.svc.Finalize(ctx, f.owner, Client{}, p.ID)
+		if err != nil {
 			t.Fatal(err)
 		}
+		link = links[0].MagicLink
 	}
 	switch state {
 	case StateRevoked:
@@ -465,7 +469,7 @@ func TestUnitOperations(t *testing.T) {
 			StateExpired: {KindConflict, StateActive, nil, nil, nil},
 		}},
 		{"remove file", Outbound, func(f *unitFixture, p Package, _ string) error {
-			files, _ := f.store.ListFiles(ctx, p.ID)
+			files, _ := f.store.ListFiles(ctx, p.ID, nil)
 			return f.svc.RemoveFile(ctx, f.owner, Client{}, p.ID, files[0].ID)
 		}, map[State]result{
 			StateDraft:   {ok, StateDraft, nil, nil, []string{"file.remove"}},
@@ -500,7 +504,7 @@ func TestUnitOperations(t *testing.T) {
 			StateExpired: {ok, "", []string{events.TypePackageDeleted}, nil, []string{"package.delete"}},
 		}},
 		{"owner download", Outbound, func(f *unitFixture, p Package, _ string) error {
-			files, _ := f.store.ListFiles(ctx, p.ID)
+			files, _ := f.store.ListFiles(ctx, p.ID, nil)
 			_, obj, err := f.svc.OpenFile(ctx, f.owner, p.ID, files[0].ID)
 			if obj != nil {
 				obj.Close()
@@ -522,7 +526,7 @@ func TestUnitOperations(t *testing.T) {
 			StateExpired: {KindGone, StateActive, nil, nil, []string{"link.invalid"}},
 		}},
 		{"download through the link", Outbound, func(f *unitFixture, p Package, link string) error {
-			files, _ := f.store.ListFiles(ctx, p.ID)
+			files, _ := f.store.ListFiles(ctx, p.ID, nil)
 			_, _, obj, finish, err := f.svc.DownloadViaLink(ctx, link, Client{}, files[0].ID, func(f File) (Span, error) { return WholeFile(f), nil })
 			if obj != nil {
 				obj.Close()
@@ -624,10 +628,11 @@ func TestUnitFinalize(t *testing.T) {
 		f := newUnitFixture(t)
 		p := f.draft(t, Inbound, 0)
 		f.now = f.now.Add(time.Hour)
-		got, link, err := f.svc.Finalize(ctx, f.owner, Client{}, p.ID)
+		got, links, err := f.svc.Finalize(ctx, f.owner, Client{}, p.ID)
 		if err != nil {
 			t.Fatal(err)
 		}
+		link := links[0].MagicLink
 		if !strings.HasPrefix(link, "https://files.example.com/p/") || len(strings.TrimPrefix(link, "https://files.example.com/p/")) != 43 {
 			t.Errorf("link = %q", link)
 		}

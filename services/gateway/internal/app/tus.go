@@ -300,7 +300,7 @@ func (r *Resumable) resolve(ctx context.Context, t TusTarget) (Package, Op, Audi
 	if p.Direction != Inbound {
 		return Package{}, "", AuditEntry{}, "", Conflict("this package does not accept uploads")
 	}
-	return p, OpRecipientUpload, linkAudit(t.Client, "file.upload", &p.ID, nil), ByRecipient, nil
+	return p, OpRecipientUpload, p.linkAudit(t.Client, "file.upload", nil), ByRecipient, nil
 }
 
 // Create starts an upload. A zero-length upload is complete at once.
@@ -958,6 +958,9 @@ func (r *Resumable) complete(ctx context.Context, w *chunkWriter, op Op, audit A
 		SHA256:    fmt.Sprintf("%x", digest.Sum(nil)),
 		CreatedAt: r.p.now().UTC().Truncate(time.Microsecond),
 	}
+	if f.UploadedBy == ByRecipient {
+		f.RecipientID = audit.RecipientID // the link it came through
+	}
 	err = r.p.recordFile(ctx, f, op, audit, func(ctx context.Context, f File, change func(p *Package) (Effects, error)) (Package, error) {
 		return r.store.CompleteUpload(ctx, u, w.owner, f, change)
 	})
@@ -971,7 +974,7 @@ func (r *Resumable) complete(ctx context.Context, w *chunkWriter, op Op, audit A
 	w.released = true
 	_ = r.chunks.RemovePrefix(ctx, tailPrefix(u))
 	if u.UploadedBy == ByRecipient {
-		_ = r.p.store.RecordLinkUse(ctx, u.PackageID, Effects{})
+		_ = r.p.store.RecordLinkUse(ctx, u.LinkHash, Effects{})
 	}
 	return f, nil
 }

@@ -51,26 +51,26 @@ func (s *Postgres) ReturnLinkBytes(ctx context.Context, linkHash []byte, fileIDs
 // all see a count under the limit. Every time is PostgreSQL's, never the gateway's:
 // with the gateways' own clocks, one running ahead would see (and prune) the other
 // gateways' failures as out of the window and check more than the limit.
-func (s *Postgres) AddUnlockAttempt(ctx context.Context, packageID uuid.UUID, window time.Duration) (int64, time.Time, []time.Time, error) {
+func (s *Postgres) AddUnlockAttempt(ctx context.Context, packageID, recipientID uuid.UUID, window time.Duration) (int64, time.Time, []time.Time, error) {
 	var id int64
 	var at time.Time
 	var rows []time.Time
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		q := s.q.WithTx(tx)
-		if err := q.LockUnlockAttempts(ctx, packageID.String()); err != nil {
+		if err := q.LockUnlockAttempts(ctx, recipientID.String()); err != nil {
 			return err
 		}
-		attempt, err := q.InsertUnlockFailure(ctx, packageID)
+		attempt, err := q.InsertUnlockFailure(ctx, InsertUnlockFailureParams{PackageID: packageID, RecipientID: &recipientID})
 		if err != nil {
 			return err
 		}
 		id, at = attempt.ID, attempt.FailedAt
 		since := at.Add(-window)
-		if rows, err = q.UnlockFailures(ctx, UnlockFailuresParams{PackageID: packageID, Since: since, BeforeID: id}); err != nil {
+		if rows, err = q.UnlockFailures(ctx, UnlockFailuresParams{RecipientID: &recipientID, Since: since, BeforeID: id}); err != nil {
 			return err
 		}
 		// Keeps the table at most one window of attempts per link.
-		return q.ForgetOldUnlockFailures(ctx, ForgetOldUnlockFailuresParams{PackageID: packageID, Since: since})
+		return q.ForgetOldUnlockFailures(ctx, ForgetOldUnlockFailuresParams{RecipientID: &recipientID, Since: since})
 	})
 	if err != nil {
 		return 0, time.Time{}, nil, err

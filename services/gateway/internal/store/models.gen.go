@@ -34,6 +34,7 @@ type AuditLog struct {
 	Detail      string
 	Hits        int32
 	Hour        *time.Time
+	RecipientID *uuid.UUID
 }
 
 type File struct {
@@ -51,12 +52,14 @@ type File struct {
 	ScanSignature string
 	ScannedAt     *time.Time
 	ScanAttempts  int32
+	RecipientID   *uuid.UUID
 }
 
 type LinkBudget struct {
-	FileID   uuid.UUID
-	LinkHash []byte
-	Taken    int64
+	FileID        uuid.UUID
+	LinkHash      []byte
+	Taken         int64
+	DownloadCount int32
 }
 
 type LinkRate struct {
@@ -65,9 +68,10 @@ type LinkRate struct {
 }
 
 type LinkUnlockFailure struct {
-	ID        int64
-	PackageID uuid.UUID
-	FailedAt  time.Time
+	ID          int64
+	PackageID   uuid.UUID
+	FailedAt    time.Time
+	RecipientID *uuid.UUID
 }
 
 type LoginThrottle struct {
@@ -122,20 +126,21 @@ type Outbox struct {
 }
 
 type OwnerNotification struct {
-	ID        int64
-	PackageID uuid.UUID
-	Kind      string
-	State     string
-	DueAt     time.Time
-	Attempts  int32
-	LastError string
-	MessageID string
-	CreatedAt time.Time
-	UpdatedAt time.Time
-	SentAt    *time.Time
-	FileID    *uuid.UUID
-	Filename  string
-	Signature string
+	ID             int64
+	PackageID      uuid.UUID
+	Kind           string
+	State          string
+	DueAt          time.Time
+	Attempts       int32
+	LastError      string
+	MessageID      string
+	CreatedAt      time.Time
+	UpdatedAt      time.Time
+	SentAt         *time.Time
+	FileID         *uuid.UUID
+	Filename       string
+	Signature      string
+	RecipientEmail string
 }
 
 type OwnerNotificationFile struct {
@@ -162,12 +167,24 @@ type Package struct {
 	FinalizedAt    *time.Time
 	ExpiresAt      time.Time
 	RevokedAt      *time.Time
-	LinkHash       []byte
-	LinkUseCount   int64
-	LinkLastUsedAt *time.Time
 	PasswordHash   *string
 	MaxDownloads   *int32
 	NotifyOwner    bool
+}
+
+type Recipient struct {
+	ID            uuid.UUID
+	PackageID     uuid.UUID
+	Position      int32
+	Email         string
+	Name          string
+	LinkHash      []byte
+	LinkState     string
+	UseCount      int64
+	LastUsedAt    *time.Time
+	DownloadCount int64
+	CreatedAt     time.Time
+	RevokedAt     *time.Time
 }
 
 type TusUpload struct {

@@ -1,13 +1,17 @@
 package store
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
+	"time"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/shipfile/shipfile/pkg/events"
 	"github.com/shipfile/shipfile/pkg/outbox"
@@ -25,6 +29,10 @@ func (s *Postgres) CreatePackage(ctx context.Context, p app.Package, fx app.Effe
 	b.Queue(insertPackage, p.ID, p.OwnerUserID, p.Title, p.RecipientEmail, p.RecipientName,
 		string(p.Direction), string(p.State), int32(p.TTLDays), p.Note, p.CreatedAt, p.ExpiresAt,
 		nullString(p.PasswordHash), int32Ptr(p.MaxDownloads), p.NotifyOwner)
+	for i, r := range p.Recipients {
+		// The arguments in the order of sqlc's SaveRecipient.
+		b.Queue(saveRecipient, r.ID, p.ID, int32(i), r.Email, r.Name, r.LinkHash, string(r.LinkState), r.CreatedAt, r.RevokedAt)
+	}
 	if err := s.queueEffects(b, fx); err != nil {
 		return err
 	}
@@ -37,24 +45,67 @@ func (s *Postgres) GetPackage(ctx context.Context, id uuid.UUID) (app.Package, e
 	if err != nil {
 		return app.Package{}, notFound(err, "package")
 	}
-	return toPackage(row), nil
+	ps := []app.Package{toPackage(row)}
+	if err := withRecipients(ctx, s.q, ps); err != nil {
+		return app.Package{}, err
+	}
+	return ps[0], nil
 }
 
-// PackageByLink returns the package whose magic link hashes to hash.
+// withRecipients loads the recipients of packages (one query for them all) and sums
+// up their links' uses.
+func withRecipients(ctx context.Context, q *Queries, ps []app.Package) error {
+	if len(ps) == 0 {
+		return nil
+	}
+	ids := make([]uuid.UUID, len(ps))
+	at := make(map[uuid.UUID]int, len(ps))
+	for i, p := range ps {
+		ids[i], at[p.ID] = p.ID, i
+	}
+	rows, err := q.ListRecipients(ctx, ids)
+	if err != nil {
+		return err
+	}
+	for _, r := range rows {
+		p := &ps[at[r.PackageID]]
+		p.Recipients = append(p.Recipients, toRecipient(r))
+		p.LinkUseCount += r.UseCount
+		if r.LastUsedAt != nil && (p.LinkLastUsedAt == nil || r.LastUsedAt.After(*p.LinkLastUsedAt)) {
+			t := *r.LastUsedAt
+			p.LinkLastUsedAt = &t
+		}
+	}
+	return nil
+}
+
+func toRecipient(r Recipient) app.Recipient {
+	return app.Recipient{
+		ID: r.ID, Email: r.Email, Name: r.Name, LinkHash: r.LinkHash, LinkState: app.LinkState(r.LinkState),
+		UseCount: r.UseCount, LastUsedAt: r.LastUsedAt, DownloadCount: r.DownloadCount, CreatedAt: r.CreatedAt,
+		RevokedAt: r.RevokedAt,
+	}
+}
+
+// PackageByLink returns the package with the magic link that hashes to hash, with
+// the link's recipient (the package's other recipients are not loaded).
 func (s *Postgres) PackageByLink(ctx context.Context, hash []byte) (app.Package, error) {
 	row, err := s.q.PackageByLink(ctx, hash)
 	if err != nil {
 		return app.Package{}, notFound(err, "package")
 	}
 	p := toPackage(row.Package)
+	r := toRecipient(row.Recipient)
+	p.Link, p.LinkHash = &r, r.LinkHash
+	p.LinkUseCount, p.LinkLastUsedAt = r.UseCount, r.LastUsedAt
 	p.UsedUp = row.UsedUp
 	return p, nil
 }
 
 // packageColumns lists the packages table's columns in the order scanPackage reads them.
 const packageColumns = `id, owner_user_id, title, recipient_email, recipient_name, direction, state, ttl_days,
-	note, file_count, total_size, created_at, finalized_at, expires_at, revoked_at, link_hash, link_use_count,
-	link_last_used_at, password_hash, max_downloads, notify_owner`
+	note, file_count, total_size, created_at, finalized_at, expires_at, revoked_at, password_hash, max_downloads,
+	notify_owner`
 
 // ListPackages returns a page of packages, newest first, after the cursor. The filter
 // is dynamic, so this query is written by hand.
@@ -86,38 +137,49 @@ func (s *Postgres) ListPackages(ctx context.Context, f app.PackageFilter) ([]app
 	if err != nil {
 		return nil, err
 	}
-	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (app.Package, error) {
+	ps, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (app.Package, error) {
 		var p Package
 		err := r.Scan(&p.ID, &p.OwnerUserID, &p.Title, &p.RecipientEmail, &p.RecipientName, &p.Direction, &p.State,
 			&p.TtlDays, &p.Note, &p.FileCount, &p.TotalSize, &p.CreatedAt, &p.FinalizedAt, &p.ExpiresAt, &p.RevokedAt,
-			&p.LinkHash, &p.LinkUseCount, &p.LinkLastUsedAt, &p.PasswordHash, &p.MaxDownloads, &p.NotifyOwner)
+			&p.PasswordHash, &p.MaxDownloads, &p.NotifyOwner)
 		return toPackage(p), err
 	})
+	if err != nil {
+		return nil, err
+	}
+	return ps, withRecipients(ctx, s.q, ps)
 }
 
-// ListFiles returns a package's files, oldest first.
-func (s *Postgres) ListFiles(ctx context.Context, packageID uuid.UUID) ([]app.File, error) {
-	rows, err := s.q.ListFiles(ctx, packageID)
+// ListFiles returns a package's files, oldest first, as the link linkHash sees them
+// (nil: the owner).
+func (s *Postgres) ListFiles(ctx context.Context, packageID uuid.UUID, linkHash []byte) ([]app.File, error) {
+	rows, err := s.q.ListFiles(ctx, ListFilesParams{PackageID: packageID, LinkHash: linkHash})
 	if err != nil {
 		return nil, err
 	}
 	out := make([]app.File, len(rows))
 	for i, r := range rows {
-		out[i] = toFile(r.File)
-		out[i].LinkTaken = r.LinkTaken
+		out[i] = throughLink(toFile(r.File), linkHash, r.LinkTaken, r.LinkDownloads)
 	}
 	return out, nil
 }
 
-// GetFile returns one file of a package.
-func (s *Postgres) GetFile(ctx context.Context, packageID, fileID uuid.UUID) (app.File, error) {
-	row, err := s.q.GetFile(ctx, GetFileParams{PackageID: packageID, ID: fileID})
+// GetFile returns one file of a package, as the link linkHash sees it (nil: the owner).
+func (s *Postgres) GetFile(ctx context.Context, packageID, fileID uuid.UUID, linkHash []byte) (app.File, error) {
+	row, err := s.q.GetFile(ctx, GetFileParams{PackageID: packageID, ID: fileID, LinkHash: linkHash})
 	if err != nil {
 		return app.File{}, notFound(err, "file")
 	}
-	f := toFile(row.File)
-	f.LinkTaken = row.LinkTaken
-	return f, nil
+	return throughLink(toFile(row.File), linkHash, row.LinkTaken, row.LinkDownloads), nil
+}
+
+// throughLink sets what a link sees of a file: its budget taken there and its own
+// downloads of it, never another link's.
+func throughLink(f app.File, linkHash []byte, taken int64, downloads int32) app.File {
+	if linkHash != nil {
+		f.LinkTaken, f.DownloadCount = taken, int(downloads)
+	}
+	return f
 }
 
 // withLocked runs fn in a transaction that holds the package's row lock, then writes
@@ -128,12 +190,80 @@ func (s *Postgres) withLocked(ctx context.Context, id uuid.UUID, fn func(q *Quer
 		if err != nil {
 			return err
 		}
-		fx, err := fn(s.q.WithTx(tx), &p)
+		before := slices.Clone(p.Recipients)
+		q := s.q.WithTx(tx)
+		fx, err := fn(q, &p)
 		if err != nil {
+			return err
+		}
+		if err := saveRecipients(ctx, q, p, before); err != nil {
 			return err
 		}
 		return s.writeEffects(ctx, tx, fx)
 	})
+}
+
+// saveRecipients writes the recipients a change added, removed or changed (most
+// changes touch none, and write nothing here).
+func saveRecipients(ctx context.Context, q *Queries, p app.Package, before []app.Recipient) error {
+	if recipientsEqual(p.Recipients, before) {
+		return nil
+	}
+	keep := make([]uuid.UUID, len(p.Recipients))
+	moved := len(p.Recipients) < len(before)
+	for i, r := range p.Recipients {
+		keep[i] = r.ID
+		if i < len(before) && before[i].ID != r.ID {
+			moved = true
+		}
+	}
+	if err := q.DeleteOtherRecipients(ctx, DeleteOtherRecipientsParams{PackageID: p.ID, Keep: keep}); err != nil {
+		return err
+	}
+	if moved {
+		if err := q.ShiftRecipients(ctx, p.ID); err != nil {
+			return err
+		}
+	}
+	for i, r := range p.Recipients {
+		if !moved && i < len(before) && recipientEqual(r, before[i]) {
+			continue
+		}
+		if err := q.SaveRecipient(ctx, SaveRecipientParams{
+			ID: r.ID, PackageID: p.ID, Position: int32(i), Email: r.Email, Name: r.Name, LinkHash: r.LinkHash,
+			LinkState: string(r.LinkState), CreatedAt: r.CreatedAt, RevokedAt: r.RevokedAt,
+		}); err != nil {
+			return mapRecipientConflict(err)
+		}
+	}
+	return nil
+}
+
+func recipientsEqual(a, b []app.Recipient) bool {
+	return slices.EqualFunc(a, b, recipientEqual)
+}
+
+// recipientEqual compares what a change may set of a recipient.
+func recipientEqual(a, b app.Recipient) bool {
+	return a.ID == b.ID && a.Email == b.Email && a.Name == b.Name && bytes.Equal(a.LinkHash, b.LinkHash) &&
+		a.LinkState == b.LinkState && timePtrEqual(a.RevokedAt, b.RevokedAt)
+}
+
+func timePtrEqual(a, b *time.Time) bool {
+	if a == nil || b == nil {
+		return a == b
+	}
+	return a.Equal(*b)
+}
+
+// mapRecipientConflict turns a second recipient with the same address (which the app
+// checks first, under the package's lock) into a conflict rather than a 500.
+func mapRecipientConflict(err error) error {
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) && pe.Code == "23505" {
+		return app.Conflict("this address is already a recipient of the package")
+	}
+	return err
 }
 
 // ChangePackage locks the package row, lets change mutate it, saves it and writes the
@@ -177,6 +307,7 @@ func addFileRow(ctx context.Context, q *Queries, f app.File) error {
 	return q.InsertFile(ctx, InsertFileParams{
 		ID: f.ID, PackageID: f.PackageID, Filename: f.Filename, Size: f.Size, ContentType: f.ContentType,
 		Sha256: f.SHA256, ObjectKey: f.ObjectKey, UploadedBy: string(f.UploadedBy), CreatedAt: f.CreatedAt,
+		RecipientID: f.RecipientID,
 	})
 }
 
@@ -221,10 +352,10 @@ func (s *Postgres) DeletePackage(ctx context.Context, id uuid.UUID, change func(
 	return keys, err
 }
 
-// RecordLinkUse counts a use of the package's link and writes the effects.
-func (s *Postgres) RecordLinkUse(ctx context.Context, packageID uuid.UUID, fx app.Effects) error {
+// RecordLinkUse counts a use of the link that hashes to linkHash and writes the effects.
+func (s *Postgres) RecordLinkUse(ctx context.Context, linkHash []byte, fx app.Effects) error {
 	return s.inTx(ctx, func(tx pgx.Tx) error {
-		if err := s.q.WithTx(tx).UseLink(ctx, packageID); err != nil {
+		if err := s.q.WithTx(tx).UseLink(ctx, linkHash); err != nil {
 			return err
 		}
 		return s.writeEffects(ctx, tx, fx)
@@ -256,7 +387,7 @@ func (s *Postgres) ListAudit(ctx context.Context, f app.AuditFilter) ([]app.Audi
 	for i, r := range rows {
 		out[i] = app.AuditEntry{
 			ID: r.ID, CreatedAt: r.CreatedAt, Actor: r.Actor, ActorUserID: r.ActorUserID, Action: r.Action,
-			PackageID: r.PackageID, FileID: r.FileID, IP: r.Ip, UserAgent: r.UserAgent, Detail: r.Detail,
+			PackageID: r.PackageID, FileID: r.FileID, RecipientID: r.RecipientID, IP: r.Ip, UserAgent: r.UserAgent, Detail: r.Detail,
 			Hourly: r.Hour != nil, Hits: int(r.Hits),
 		}
 	}
@@ -264,19 +395,24 @@ func (s *Postgres) ListAudit(ctx context.Context, f app.AuditFilter) ([]app.Audi
 }
 
 func (s *Postgres) locked(ctx context.Context, tx pgx.Tx, id uuid.UUID) (app.Package, error) {
-	row, err := s.q.WithTx(tx).LockPackage(ctx, id)
+	q := s.q.WithTx(tx)
+	row, err := q.LockPackage(ctx, id)
 	if err != nil {
 		return app.Package{}, notFound(err, "package")
 	}
-	return toPackage(row), nil
+	ps := []app.Package{toPackage(row)}
+	if err := withRecipients(ctx, q, ps); err != nil {
+		return app.Package{}, err
+	}
+	return ps[0], nil
 }
 
 func save(ctx context.Context, q *Queries, p app.Package) error {
 	return q.SavePackage(ctx, SavePackageParams{
 		ID: p.ID, State: string(p.State), FileCount: int32(p.FileCount), TotalSize: p.TotalSize,
-		FinalizedAt: p.FinalizedAt, ExpiresAt: p.ExpiresAt, RevokedAt: p.RevokedAt, LinkHash: p.LinkHash,
+		FinalizedAt: p.FinalizedAt, ExpiresAt: p.ExpiresAt, RevokedAt: p.RevokedAt,
 		Title: p.Title, Note: p.Note, RecipientName: p.RecipientName, PasswordHash: nullString(p.PasswordHash),
-		MaxDownloads: int32Ptr(p.MaxDownloads), NotifyOwner: p.NotifyOwner,
+		MaxDownloads: int32Ptr(p.MaxDownloads), NotifyOwner: p.NotifyOwner, RecipientEmail: p.RecipientEmail,
 	})
 }
 
@@ -307,7 +443,7 @@ func (s *Postgres) queueEffects(b *pgx.Batch, fx app.Effects) error {
 		if a.Hourly {
 			query = countAuditHourly
 		}
-		b.Queue(query, a.Actor, a.ActorUserID, a.Action, a.PackageID, a.FileID, a.IP, a.UserAgent, a.Detail)
+		b.Queue(query, a.Actor, a.ActorUserID, a.Action, a.PackageID, a.FileID, a.IP, a.UserAgent, a.Detail, a.RecipientID)
 	}
 	msgs := make([]outbox.Message, 0, len(fx.Events)+len(fx.Mail)+len(fx.WebhookJobs))
 	for _, e := range fx.Events {
@@ -350,7 +486,6 @@ func toPackage(r Package) app.Package {
 		RecipientName: r.RecipientName, Direction: app.Direction(r.Direction), State: app.State(r.State),
 		TTLDays: int(r.TtlDays), Note: r.Note, FileCount: int(r.FileCount), TotalSize: r.TotalSize,
 		CreatedAt: r.CreatedAt, FinalizedAt: r.FinalizedAt, ExpiresAt: r.ExpiresAt, RevokedAt: r.RevokedAt,
-		LinkHash: r.LinkHash, LinkUseCount: r.LinkUseCount, LinkLastUsedAt: r.LinkLastUsedAt,
 		PasswordHash: deref(r.PasswordHash), MaxDownloads: intPtr(r.MaxDownloads), NotifyOwner: r.NotifyOwner,
 	}
 }
@@ -373,7 +508,7 @@ func toFile(r File) app.File {
 	return app.File{
 		ID: r.ID, PackageID: r.PackageID, Filename: r.Filename, Size: r.Size, ContentType: r.ContentType,
 		SHA256: r.Sha256, ObjectKey: r.ObjectKey, UploadedBy: app.Uploader(r.UploadedBy), CreatedAt: r.CreatedAt,
-		DownloadCount: int(r.DownloadCount),
-		Scan:          app.ScanState(r.Scan), ScanSignature: r.ScanSignature, ScannedAt: r.ScannedAt,
+		DownloadCount: int(r.DownloadCount), RecipientID: r.RecipientID,
+		Scan: app.ScanState(r.Scan), ScanSignature: r.ScanSignature, ScannedAt: r.ScannedAt,
 	}
 }

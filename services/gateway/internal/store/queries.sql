@@ -75,37 +75,66 @@ SELECT * FROM packages WHERE id = $1 FOR UPDATE;
 
 -- name: SavePackage :exec
 UPDATE packages SET
-    state        = $2,
-    file_count   = $3,
-    total_size   = $4,
-    finalized_at = $5,
-    expires_at   = $6,
-    revoked_at   = $7,
-    link_hash    = $8,
-    title          = $9,
-    note           = $10,
-    recipient_name = $11,
-    password_hash  = $12,
-    max_downloads  = $13,
-    notify_owner   = $14
+    state           = $2,
+    file_count      = $3,
+    total_size      = $4,
+    finalized_at    = $5,
+    expires_at      = $6,
+    revoked_at      = $7,
+    title           = $8,
+    note            = $9,
+    recipient_name  = $10,
+    password_hash   = $11,
+    max_downloads   = $12,
+    notify_owner    = $13,
+    recipient_email = $14
 WHERE id = $1;
 
 -- name: DeletePackageRow :exec
 DELETE FROM packages WHERE id = $1;
 
 -- name: PackageByLink :one
--- used_up: the package has a download limit and every file the recipient may download
--- (an outbound package's) has spent its budget through the link (link_budgets, 00013).
-SELECT sqlc.embed(packages),
+-- The package and the recipient whose link hashes to $1 (00019: one link per
+-- recipient). used_up: the package has a download limit and every file the recipient
+-- may download (an outbound package's) has spent its budget through this link
+-- (link_budgets, 00013).
+SELECT sqlc.embed(packages), sqlc.embed(r),
        (packages.direction = 'outbound' AND packages.max_downloads IS NOT NULL AND packages.file_count > 0
         AND NOT EXISTS (SELECT 1 FROM files f
-                        LEFT JOIN link_budgets b ON b.file_id = f.id AND b.link_hash = packages.link_hash
+                        LEFT JOIN link_budgets b ON b.file_id = f.id AND b.link_hash = r.link_hash
                         WHERE f.package_id = packages.id
                           AND coalesce(b.taken, 0) < packages.max_downloads::bigint * GREATEST(f.size, 1)))::boolean AS used_up
-FROM packages WHERE packages.link_hash = $1;
+FROM recipients r JOIN packages ON packages.id = r.package_id
+WHERE r.link_hash = $1;
 
 -- name: UseLink :exec
-UPDATE packages SET link_use_count = link_use_count + 1, link_last_used_at = now() WHERE id = $1;
+UPDATE recipients SET use_count = use_count + 1, last_used_at = now() WHERE link_hash = @link_hash::bytea;
+
+-- name: ListRecipients :many
+-- The recipients of packages, each package's in list order.
+SELECT * FROM recipients WHERE package_id = ANY(@package_ids::uuid[]) ORDER BY package_id, position;
+
+-- name: SaveRecipient :exec
+-- Inserts or updates a recipient as the package's change left it; the use counts
+-- belong to the link routes and are never written here.
+INSERT INTO recipients (id, package_id, position, email, name, link_hash, link_state, created_at, revoked_at)
+VALUES (@id, @package_id, @position, @email, @name, @link_hash, @link_state, @created_at, @revoked_at)
+ON CONFLICT (id) DO UPDATE SET
+    position   = excluded.position,
+    email      = excluded.email,
+    name       = excluded.name,
+    link_hash  = excluded.link_hash,
+    link_state = excluded.link_state,
+    revoked_at = excluded.revoked_at;
+
+-- name: DeleteOtherRecipients :exec
+-- Removes the recipients a draft's edit left out (they never had a link).
+DELETE FROM recipients WHERE package_id = @package_id AND NOT (id = ANY(@keep::uuid[]));
+
+-- name: ShiftRecipients :exec
+-- Moves a package's recipients out of the way of new positions before they are saved
+-- (position is unique per package).
+UPDATE recipients SET position = position + 1000 WHERE package_id = @package_id;
 
 -- name: EnsureLinkBudgets :exec
 -- Makes the budget rows of files through a link, so TakeLinkBytes has a row to lock.
@@ -121,11 +150,14 @@ ON CONFLICT DO NOTHING;
 -- PostgreSQL serialises it on each budget row and checks the condition again on the
 -- row it locked, so concurrent answers on any number of gateways never take past the
 -- budget. Each file taken with counted set also counts one download (an answer from
--- byte 0). The files returned are the ones taken.
+-- byte 0): in the file's total, in the link's count of it and in the recipient's.
+-- (The link's count is set by the same UPDATE that takes the bytes: a statement
+-- updates a row once.) The files returned are the ones taken.
 WITH want AS (
     SELECT w.file_id, (@costs::bigint[])[w.n] AS cost FROM unnest(@file_ids::uuid[]) WITH ORDINALITY AS w (file_id, n)
 ), taken AS (
-    UPDATE link_budgets b SET taken = b.taken + want.cost
+    UPDATE link_budgets b SET taken = b.taken + want.cost,
+        download_count = b.download_count + CASE WHEN @counted::boolean THEN 1 ELSE 0 END
     FROM want, files f, packages p
     WHERE b.file_id = want.file_id AND b.link_hash = @link_hash::bytea
       AND f.id = b.file_id AND f.package_id = @package_id AND p.id = f.package_id
@@ -138,6 +170,10 @@ WITH want AS (
     UPDATE files SET download_count = files.download_count + 1
     FROM taken WHERE files.id = taken.file_id AND @counted::boolean
 )
+, recipient_counted AS (
+    UPDATE recipients SET download_count = recipients.download_count + (SELECT count(*) FROM taken)
+    WHERE recipients.link_hash = @link_hash::bytea AND @counted::boolean AND EXISTS (SELECT 1 FROM taken)
+)
 SELECT taken.file_id FROM taken;
 
 -- name: ReturnLinkBytes :exec
@@ -149,22 +185,22 @@ WHERE b.file_id = r.file_id AND b.link_hash = @link_hash::bytea;
 -- name: UnlockFailures :many
 -- The link's wrong passwords within the window recorded before an attempt, newest first.
 SELECT failed_at FROM link_unlock_failures
-WHERE package_id = @package_id AND failed_at > @since AND id < @before_id
+WHERE recipient_id = @recipient_id AND failed_at > @since AND id < @before_id
 ORDER BY failed_at DESC;
 
 -- name: LockUnlockAttempts :exec
 -- Serialises the unlock attempts of one link, on every gateway, until the transaction
--- ends (a transaction-level advisory lock keyed by the package).
-SELECT pg_advisory_xact_lock(hashtextextended('link-unlock:' || @package_id::text, 0));
+-- ends (a transaction-level advisory lock keyed by the link's recipient).
+SELECT pg_advisory_xact_lock(hashtextextended('link-unlock:' || @recipient_id::text, 0));
 
 -- name: InsertUnlockFailure :one
 -- An unlock attempt at the database's time once the link's lock is held (not the
 -- transaction's start, which came before the wait): every gateway counts on one clock.
-INSERT INTO link_unlock_failures (package_id, failed_at) VALUES (@package_id, clock_timestamp()) RETURNING id, failed_at;
+INSERT INTO link_unlock_failures (package_id, recipient_id, failed_at) VALUES (@package_id, @recipient_id, clock_timestamp()) RETURNING id, failed_at;
 
 -- name: ForgetOldUnlockFailures :exec
 -- Wrong passwords older than the window count no more.
-DELETE FROM link_unlock_failures WHERE package_id = @package_id AND failed_at <= @since;
+DELETE FROM link_unlock_failures WHERE recipient_id = @recipient_id AND failed_at <= @since;
 
 -- name: DeleteUnlockFailure :exec
 DELETE FROM link_unlock_failures WHERE id = $1;
@@ -173,21 +209,23 @@ DELETE FROM link_unlock_failures WHERE id = $1;
 SELECT EXISTS (SELECT 1 FROM files WHERE id = $1);
 
 -- name: InsertFile :exec
-INSERT INTO files (id, package_id, filename, size, content_type, sha256, object_key, uploaded_by, created_at)
-VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9);
+INSERT INTO files (id, package_id, filename, size, content_type, sha256, object_key, uploaded_by, created_at, recipient_id)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10);
 
 -- name: ListFiles :many
--- link_taken: what answers through the package's link have taken of the file's budget.
-SELECT sqlc.embed(files), coalesce(b.taken, 0)::bigint AS link_taken
-FROM files JOIN packages p ON p.id = files.package_id
-LEFT JOIN link_budgets b ON b.file_id = files.id AND b.link_hash = p.link_hash
-WHERE files.package_id = $1 ORDER BY files.created_at, files.id;
+-- link_taken and link_downloads: what answers through the link @link_hash have taken
+-- of the file's budget there, and its downloads through it (0 without a link: the
+-- owner's view).
+SELECT sqlc.embed(files), coalesce(b.taken, 0)::bigint AS link_taken, coalesce(b.download_count, 0)::int AS link_downloads
+FROM files
+LEFT JOIN link_budgets b ON b.file_id = files.id AND b.link_hash = sqlc.narg(link_hash)::bytea
+WHERE files.package_id = @package_id ORDER BY files.created_at, files.id;
 
 -- name: GetFile :one
-SELECT sqlc.embed(files), coalesce(b.taken, 0)::bigint AS link_taken
-FROM files JOIN packages p ON p.id = files.package_id
-LEFT JOIN link_budgets b ON b.file_id = files.id AND b.link_hash = p.link_hash
-WHERE files.package_id = $1 AND files.id = $2;
+SELECT sqlc.embed(files), coalesce(b.taken, 0)::bigint AS link_taken, coalesce(b.download_count, 0)::int AS link_downloads
+FROM files
+LEFT JOIN link_budgets b ON b.file_id = files.id AND b.link_hash = sqlc.narg(link_hash)::bytea
+WHERE files.package_id = @package_id AND files.id = @id;
 
 -- name: DeleteFileRow :exec
 DELETE FROM files WHERE id = $1;
@@ -232,15 +270,15 @@ SELECT EXISTS (SELECT 1 FROM up) AS taken,
 DELETE FROM link_rate WHERE tat < clock_timestamp() - (sqlc.arg(idle_us)::bigint * interval '1 microsecond');
 
 -- name: InsertAudit :exec
-INSERT INTO audit_log (actor, actor_user_id, action, package_id, file_id, ip, user_agent, detail)
-VALUES ($1, $2, $3, $4, $5, $6, $7, $8);
+INSERT INTO audit_log (actor, actor_user_id, action, package_id, file_id, ip, user_agent, detail, recipient_id)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9);
 
 -- name: CountAuditHourly :exec
 -- Counts a hit in the one row of its action, IP and hour (the database's clock, UTC),
 -- for anonymous failures such as hits of unknown or dead links (SPEC "Hostile
 -- clients"): a guesser adds one row per hour, not one per hit.
-INSERT INTO audit_log (actor, actor_user_id, action, package_id, file_id, ip, user_agent, detail, hour)
-VALUES ($1, $2, $3, $4, $5, $6, $7, $8, date_trunc('hour', now() AT TIME ZONE 'UTC') AT TIME ZONE 'UTC')
+INSERT INTO audit_log (actor, actor_user_id, action, package_id, file_id, ip, user_agent, detail, recipient_id, hour)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, date_trunc('hour', now() AT TIME ZONE 'UTC') AT TIME ZONE 'UTC')
 ON CONFLICT (action, ip, hour) WHERE hour IS NOT NULL DO UPDATE SET hits = audit_log.hits + 1;
 
 -- name: ListAudit :many

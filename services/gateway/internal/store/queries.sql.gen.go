@@ -13,8 +13,8 @@ import (
 )
 
 const countAuditHourly = `-- name: CountAuditHourly :exec
-INSERT INTO audit_log (actor, actor_user_id, action, package_id, file_id, ip, user_agent, detail, hour)
-VALUES ($1, $2, $3, $4, $5, $6, $7, $8, date_trunc('hour', now() AT TIME ZONE 'UTC') AT TIME ZONE 'UTC')
+INSERT INTO audit_log (actor, actor_user_id, action, package_id, file_id, ip, user_agent, detail, recipient_id, hour)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, date_trunc('hour', now() AT TIME ZONE 'UTC') AT TIME ZONE 'UTC')
 ON CONFLICT (action, ip, hour) WHERE hour IS NOT NULL DO UPDATE SET hits = audit_log.hits + 1
 `
 
@@ -27,6 +27,7 @@ type CountAuditHourlyParams struct {
 	Ip          string
 	UserAgent   string
 	Detail      string
+	RecipientID *uuid.UUID
 }
 
 // Counts a hit in the one row of its action, IP and hour (the database's clock, UTC),
@@ -42,6 +43,7 @@ func (q *Queries) CountAuditHourly(ctx context.Context, arg CountAuditHourlyPara
 		arg.Ip,
 		arg.UserAgent,
 		arg.Detail,
+		arg.RecipientID,
 	)
 	return err
 }
@@ -143,6 +145,21 @@ DELETE FROM files WHERE id = $1
 
 func (q *Queries) DeleteFileRow(ctx context.Context, id uuid.UUID) error {
 	_, err := q.db.Exec(ctx, deleteFileRow, id)
+	return err
+}
+
+const deleteOtherRecipients = `-- name: DeleteOtherRecipients :exec
+DELETE FROM recipients WHERE package_id = $1 AND NOT (id = ANY($2::uuid[]))
+`
+
+type DeleteOtherRecipientsParams struct {
+	PackageID uuid.UUID
+	Keep      []uuid.UUID
+}
+
+// Removes the recipients a draft's edit left out (they never had a link).
+func (q *Queries) DeleteOtherRecipients(ctx context.Context, arg DeleteOtherRecipientsParams) error {
+	_, err := q.db.Exec(ctx, deleteOtherRecipients, arg.PackageID, arg.Keep)
 	return err
 }
 
@@ -260,39 +277,41 @@ func (q *Queries) FileKeys(ctx context.Context, packageID uuid.UUID) ([]string, 
 }
 
 const forgetOldUnlockFailures = `-- name: ForgetOldUnlockFailures :exec
-DELETE FROM link_unlock_failures WHERE package_id = $1 AND failed_at <= $2
+DELETE FROM link_unlock_failures WHERE recipient_id = $1 AND failed_at <= $2
 `
 
 type ForgetOldUnlockFailuresParams struct {
-	PackageID uuid.UUID
-	Since     time.Time
+	RecipientID *uuid.UUID
+	Since       time.Time
 }
 
 // Wrong passwords older than the window count no more.
 func (q *Queries) ForgetOldUnlockFailures(ctx context.Context, arg ForgetOldUnlockFailuresParams) error {
-	_, err := q.db.Exec(ctx, forgetOldUnlockFailures, arg.PackageID, arg.Since)
+	_, err := q.db.Exec(ctx, forgetOldUnlockFailures, arg.RecipientID, arg.Since)
 	return err
 }
 
 const getFile = `-- name: GetFile :one
-SELECT files.id, files.package_id, files.filename, files.size, files.content_type, files.sha256, files.object_key, files.uploaded_by, files.created_at, files.download_count, files.scan, files.scan_signature, files.scanned_at, files.scan_attempts, coalesce(b.taken, 0)::bigint AS link_taken
-FROM files JOIN packages p ON p.id = files.package_id
-LEFT JOIN link_budgets b ON b.file_id = files.id AND b.link_hash = p.link_hash
-WHERE files.package_id = $1 AND files.id = $2
+SELECT files.id, files.package_id, files.filename, files.size, files.content_type, files.sha256, files.object_key, files.uploaded_by, files.created_at, files.download_count, files.scan, files.scan_signature, files.scanned_at, files.scan_attempts, files.recipient_id, coalesce(b.taken, 0)::bigint AS link_taken, coalesce(b.download_count, 0)::int AS link_downloads
+FROM files
+LEFT JOIN link_budgets b ON b.file_id = files.id AND b.link_hash = $1::bytea
+WHERE files.package_id = $2 AND files.id = $3
 `
 
 type GetFileParams struct {
+	LinkHash  []byte
 	PackageID uuid.UUID
 	ID        uuid.UUID
 }
 
 type GetFileRow struct {
-	File      File
-	LinkTaken int64
+	File          File
+	LinkTaken     int64
+	LinkDownloads int32
 }
 
 func (q *Queries) GetFile(ctx context.Context, arg GetFileParams) (GetFileRow, error) {
-	row := q.db.QueryRow(ctx, getFile, arg.PackageID, arg.ID)
+	row := q.db.QueryRow(ctx, getFile, arg.LinkHash, arg.PackageID, arg.ID)
 	var i GetFileRow
 	err := row.Scan(
 		&i.File.ID,
@@ -309,13 +328,15 @@ func (q *Queries) GetFile(ctx context.Context, arg GetFileParams) (GetFileRow, e
 		&i.File.ScanSignature,
 		&i.File.ScannedAt,
 		&i.File.ScanAttempts,
+		&i.File.RecipientID,
 		&i.LinkTaken,
+		&i.LinkDownloads,
 	)
 	return i, err
 }
 
 const getPackage = `-- name: GetPackage :one
-SELECT id, owner_user_id, title, recipient_email, recipient_name, direction, state, ttl_days, note, file_count, total_size, created_at, finalized_at, expires_at, revoked_at, link_hash, link_use_count, link_last_used_at, password_hash, max_downloads, notify_owner FROM packages WHERE id = $1
+SELECT id, owner_user_id, title, recipient_email, recipient_name, direction, state, ttl_days, note, file_count, total_size, created_at, finalized_at, expires_at, revoked_at, password_hash, max_downloads, notify_owner FROM packages WHERE id = $1
 `
 
 func (q *Queries) GetPackage(ctx context.Context, id uuid.UUID) (Package, error) {
@@ -337,9 +358,6 @@ func (q *Queries) GetPackage(ctx context.Context, id uuid.UUID) (Package, error)
 		&i.FinalizedAt,
 		&i.ExpiresAt,
 		&i.RevokedAt,
-		&i.LinkHash,
-		&i.LinkUseCount,
-		&i.LinkLastUsedAt,
 		&i.PasswordHash,
 		&i.MaxDownloads,
 		&i.NotifyOwner,
@@ -432,8 +450,8 @@ func (q *Queries) HoldWebhook(ctx context.Context, id int64) (int64, error) {
 }
 
 const insertAudit = `-- name: InsertAudit :exec
-INSERT INTO audit_log (actor, actor_user_id, action, package_id, file_id, ip, user_agent, detail)
-VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
+INSERT INTO audit_log (actor, actor_user_id, action, package_id, file_id, ip, user_agent, detail, recipient_id)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
 `
 
 type InsertAuditParams struct {
@@ -445,6 +463,7 @@ type InsertAuditParams struct {
 	Ip          string
 	UserAgent   string
 	Detail      string
+	RecipientID *uuid.UUID
 }
 
 func (q *Queries) InsertAudit(ctx context.Context, arg InsertAuditParams) error {
@@ -457,13 +476,14 @@ func (q *Queries) InsertAudit(ctx context.Context, arg InsertAuditParams) error 
 		arg.Ip,
 		arg.UserAgent,
 		arg.Detail,
+		arg.RecipientID,
 	)
 	return err
 }
 
 const insertFile = `-- name: InsertFile :exec
-INSERT INTO files (id, package_id, filename, size, content_type, sha256, object_key, uploaded_by, created_at)
-VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
+INSERT INTO files (id, package_id, filename, size, content_type, sha256, object_key, uploaded_by, created_at, recipient_id)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)
 `
 
 type InsertFileParams struct {
@@ -476,6 +496,7 @@ type InsertFileParams struct {
 	ObjectKey   string
 	UploadedBy  string
 	CreatedAt   time.Time
+	RecipientID *uuid.UUID
 }
 
 func (q *Queries) InsertFile(ctx context.Context, arg InsertFileParams) error {
@@ -489,6 +510,7 @@ func (q *Queries) InsertFile(ctx context.Context, arg InsertFileParams) error {
 		arg.ObjectKey,
 		arg.UploadedBy,
 		arg.CreatedAt,
+		arg.RecipientID,
 	)
 	return err
 }
@@ -537,8 +559,13 @@ func (q *Queries) InsertPackage(ctx context.Context, arg InsertPackageParams) er
 }
 
 const insertUnlockFailure = `-- name: InsertUnlockFailure :one
-INSERT INTO link_unlock_failures (package_id, failed_at) VALUES ($1, clock_timestamp()) RETURNING id, failed_at
+INSERT INTO link_unlock_failures (package_id, recipient_id, failed_at) VALUES ($1, $2, clock_timestamp()) RETURNING id, failed_at
 `
+
+type InsertUnlockFailureParams struct {
+	PackageID   uuid.UUID
+	RecipientID *uuid.UUID
+}
 
 type InsertUnlockFailureRow struct {
 	ID       int64
@@ -547,8 +574,8 @@ type InsertUnlockFailureRow struct {
 
 // An unlock attempt at the database's time once the link's lock is held (not the
 // transaction's start, which came before the wait): every gateway counts on one clock.
-func (q *Queries) InsertUnlockFailure(ctx context.Context, packageID uuid.UUID) (InsertUnlockFailureRow, error) {
-	row := q.db.QueryRow(ctx, insertUnlockFailure, packageID)
+func (q *Queries) InsertUnlockFailure(ctx context.Context, arg InsertUnlockFailureParams) (InsertUnlockFailureRow, error) {
+	row := q.db.QueryRow(ctx, insertUnlockFailure, arg.PackageID, arg.RecipientID)
 	var i InsertUnlockFailureRow
 	err := row.Scan(&i.ID, &i.FailedAt)
 	return i, err
@@ -609,7 +636,7 @@ func (q *Queries) InsertWebhook(ctx context.Context, arg InsertWebhookParams) (W
 }
 
 const listAudit = `-- name: ListAudit :many
-SELECT id, created_at, actor, actor_user_id, action, package_id, file_id, ip, user_agent, detail, hits, hour FROM audit_log
+SELECT id, created_at, actor, actor_user_id, action, package_id, file_id, ip, user_agent, detail, hits, hour, recipient_id FROM audit_log
 WHERE ($1::uuid IS NULL OR package_id = $1)
   AND ($2::bigint = 0 OR id < $2)
 ORDER BY id DESC
@@ -644,6 +671,7 @@ func (q *Queries) ListAudit(ctx context.Context, arg ListAuditParams) ([]AuditLo
 			&i.Detail,
 			&i.Hits,
 			&i.Hour,
+			&i.RecipientID,
 		); err != nil {
 			return nil, err
 		}
@@ -656,20 +684,28 @@ func (q *Queries) ListAudit(ctx context.Context, arg ListAuditParams) ([]AuditLo
 }
 
 const listFiles = `-- name: ListFiles :many
-SELECT files.id, files.package_id, files.filename, files.size, files.content_type, files.sha256, files.object_key, files.uploaded_by, files.created_at, files.download_count, files.scan, files.scan_signature, files.scanned_at, files.scan_attempts, coalesce(b.taken, 0)::bigint AS link_taken
-FROM files JOIN packages p ON p.id = files.package_id
-LEFT JOIN link_budgets b ON b.file_id = files.id AND b.link_hash = p.link_hash
-WHERE files.package_id = $1 ORDER BY files.created_at, files.id
+SELECT files.id, files.package_id, files.filename, files.size, files.content_type, files.sha256, files.object_key, files.uploaded_by, files.created_at, files.download_count, files.scan, files.scan_signature, files.scanned_at, files.scan_attempts, files.recipient_id, coalesce(b.taken, 0)::bigint AS link_taken, coalesce(b.download_count, 0)::int AS link_downloads
+FROM files
+LEFT JOIN link_budgets b ON b.file_id = files.id AND b.link_hash = $1::bytea
+WHERE files.package_id = $2 ORDER BY files.created_at, files.id
 `
 
-type ListFilesRow struct {
-	File      File
-	LinkTaken int64
+type ListFilesParams struct {
+	LinkHash  []byte
+	PackageID uuid.UUID
 }
 
-// link_taken: what answers through the package's link have taken of the file's budget.
-func (q *Queries) ListFiles(ctx context.Context, packageID uuid.UUID) ([]ListFilesRow, error) {
-	rows, err := q.db.Query(ctx, listFiles, packageID)
+type ListFilesRow struct {
+	File          File
+	LinkTaken     int64
+	LinkDownloads int32
+}
+
+// link_taken and link_downloads: what answers through the link @link_hash have taken
+// of the file's budget there, and its downloads through it (0 without a link: the
+// owner's view).
+func (q *Queries) ListFiles(ctx context.Context, arg ListFilesParams) ([]ListFilesRow, error) {
+	rows, err := q.db.Query(ctx, listFiles, arg.LinkHash, arg.PackageID)
 	if err != nil {
 		return nil, err
 	}
@@ -692,7 +728,47 @@ func (q *Queries) ListFiles(ctx context.Context, packageID uuid.UUID) ([]ListFil
 			&i.File.ScanSignature,
 			&i.File.ScannedAt,
 			&i.File.ScanAttempts,
+			&i.File.RecipientID,
 			&i.LinkTaken,
+			&i.LinkDownloads,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const listRecipients = `-- name: ListRecipients :many
+SELECT id, package_id, position, email, name, link_hash, link_state, use_count, last_used_at, download_count, created_at, revoked_at FROM recipients WHERE package_id = ANY($1::uuid[]) ORDER BY package_id, position
+`
+
+// The recipients of packages, each package's in list order.
+func (q *Queries) ListRecipients(ctx context.Context, packageIds []uuid.UUID) ([]Recipient, error) {
+	rows, err := q.db.Query(ctx, listRecipients, packageIds)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []Recipient
+	for rows.Next() {
+		var i Recipient
+		if err := rows.Scan(
+			&i.ID,
+			&i.PackageID,
+			&i.Position,
+			&i.Email,
+			&i.Name,
+			&i.LinkHash,
+			&i.LinkState,
+			&i.UseCount,
+			&i.LastUsedAt,
+			&i.DownloadCount,
+			&i.CreatedAt,
+			&i.RevokedAt,
 		); err != nil {
 			return nil, err
 		}
@@ -915,7 +991,7 @@ func (q *Queries) LockActiveAdmins(ctx context.Context) ([]int64, error) {
 }
 
 const lockPackage = `-- name: LockPackage :one
-SELECT id, owner_user_id, title, recipient_email, recipient_name, direction, state, ttl_days, note, file_count, total_size, created_at, finalized_at, expires_at, revoked_at, link_hash, link_use_count, link_last_used_at, password_hash, max_downloads, notify_owner FROM packages WHERE id = $1 FOR UPDATE
+SELECT id, owner_user_id, title, recipient_email, recipient_name, direction, state, ttl_days, note, file_count, total_size, created_at, finalized_at, expires_at, revoked_at, password_hash, max_downloads, notify_owner FROM packages WHERE id = $1 FOR UPDATE
 `
 
 func (q *Queries) LockPackage(ctx context.Context, id uuid.UUID) (Package, error) {
@@ -937,9 +1013,6 @@ func (q *Queries) LockPackage(ctx context.Context, id uuid.UUID) (Package, error
 		&i.FinalizedAt,
 		&i.ExpiresAt,
 		&i.RevokedAt,
-		&i.LinkHash,
-		&i.LinkUseCount,
-		&i.LinkLastUsedAt,
 		&i.PasswordHash,
 		&i.MaxDownloads,
 		&i.NotifyOwner,
@@ -962,9 +1035,9 @@ SELECT pg_advisory_xact_lock(hashtextextended('link-unlock:' || $1::text, 0))
 `
 
 // Serialises the unlock attempts of one link, on every gateway, until the transaction
-// ends (a transaction-level advisory lock keyed by the package).
-func (q *Queries) LockUnlockAttempts(ctx context.Context, packageID string) error {
-	_, err := q.db.Exec(ctx, lockUnlockAttempts, packageID)
+// ends (a transaction-level advisory lock keyed by the link's recipient).
+func (q *Queries) LockUnlockAttempts(ctx context.Context, recipientID string) error {
+	_, err := q.db.Exec(ctx, lockUnlockAttempts, recipientID)
 	return err
 }
 
@@ -1007,22 +1080,26 @@ func (q *Queries) ObjectsDeleted(ctx context.Context, keys []string) error {
 }
 
 const packageByLink = `-- name: PackageByLink :one
-SELECT packages.id, packages.owner_user_id, packages.title, packages.recipient_email, packages.recipient_name, packages.direction, packages.state, packages.ttl_days, packages.note, packages.file_count, packages.total_size, packages.created_at, packages.finalized_at, packages.expires_at, packages.revoked_at, packages.link_hash, packages.link_use_count, packages.link_last_used_at, packages.password_hash, packages.max_downloads, packages.notify_owner,
+SELECT packages.id, packages.owner_user_id, packages.title, packages.recipient_email, packages.recipient_name, packages.direction, packages.state, packages.ttl_days, packages.note, packages.file_count, packages.total_size, packages.created_at, packages.finalized_at, packages.expires_at, packages.revoked_at, packages.password_hash, packages.max_downloads, packages.notify_owner, r.id, r.package_id, r.position, r.email, r.name, r.link_hash, r.link_state, r.use_count, r.last_used_at, r.download_count, r.created_at, r.revoked_at,
        (packages.direction = 'outbound' AND packages.max_downloads IS NOT NULL AND packages.file_count > 0
         AND NOT EXISTS (SELECT 1 FROM files f
-                        LEFT JOIN link_budgets b ON b.file_id = f.id AND b.link_hash = packages.link_hash
+                        LEFT JOIN link_budgets b ON b.file_id = f.id AND b.link_hash = r.link_hash
                         WHERE f.package_id = packages.id
                           AND coalesce(b.taken, 0) < packages.max_downloads::bigint * GREATEST(f.size, 1)))::boolean AS used_up
-FROM packages WHERE packages.link_hash = $1
+FROM recipients r JOIN packages ON packages.id = r.package_id
+WHERE r.link_hash = $1
 `
 
 type PackageByLinkRow struct {
-	Package Package
-	UsedUp  bool
+	Package   Package
+	Recipient Recipient
+	UsedUp    bool
 }
 
-// used_up: the package has a download limit and every file the recipient may download
-// (an outbound package's) has spent its budget through the link (link_budgets, 00013).
+// The package and the recipient whose link hashes to $1 (00019: one link per
+// recipient). used_up: the package has a download limit and every file the recipient
+// may download (an outbound package's) has spent its budget through this link
+// (link_budgets, 00013).
 func (q *Queries) PackageByLink(ctx context.Context, linkHash []byte) (PackageByLinkRow, error) {
 	row := q.db.QueryRow(ctx, packageByLink, linkHash)
 	var i PackageByLinkRow
@@ -1042,12 +1119,21 @@ func (q *Queries) PackageByLink(ctx context.Context, linkHash []byte) (PackageBy
 		&i.Package.FinalizedAt,
 		&i.Package.ExpiresAt,
 		&i.Package.RevokedAt,
-		&i.Package.LinkHash,
-		&i.Package.LinkUseCount,
-		&i.Package.LinkLastUsedAt,
 		&i.Package.PasswordHash,
 		&i.Package.MaxDownloads,
 		&i.Package.NotifyOwner,
+		&i.Recipient.ID,
+		&i.Recipient.PackageID,
+		&i.Recipient.Position,
+		&i.Recipient.Email,
+		&i.Recipient.Name,
+		&i.Recipient.LinkHash,
+		&i.Recipient.LinkState,
+		&i.Recipient.UseCount,
+		&i.Recipient.LastUsedAt,
+		&i.Recipient.DownloadCount,
+		&i.Recipient.CreatedAt,
+		&i.Recipient.RevokedAt,
 		&i.UsedUp,
 	)
 	return i, err
@@ -1154,37 +1240,37 @@ func (q *Queries) ReturnLinkBytes(ctx context.Context, arg ReturnLinkBytesParams
 
 const savePackage = `-- name: SavePackage :exec
 UPDATE packages SET
-    state        = $2,
-    file_count   = $3,
-    total_size   = $4,
-    finalized_at = $5,
-    expires_at   = $6,
-    revoked_at   = $7,
-    link_hash    = $8,
-    title          = $9,
-    note           = $10,
-    recipient_name = $11,
-    password_hash  = $12,
-    max_downloads  = $13,
-    notify_owner   = $14
+    state           = $2,
+    file_count      = $3,
+    total_size      = $4,
+    finalized_at    = $5,
+    expires_at      = $6,
+    revoked_at      = $7,
+    title           = $8,
+    note            = $9,
+    recipient_name  = $10,
+    password_hash   = $11,
+    max_downloads   = $12,
+    notify_owner    = $13,
+    recipient_email = $14
 WHERE id = $1
 `
 
 type SavePackageParams struct {
-	ID            uuid.UUID
-	State         string
-	FileCount     int32
-	TotalSize     int64
-	FinalizedAt   *time.Time
-	ExpiresAt     time.Time
-	RevokedAt     *time.Time
-	LinkHash      []byte
-	Title         string
-	Note          string
-	RecipientName string
-	PasswordHash  *string
-	MaxDownloads  *int32
-	NotifyOwner   bool
+	ID             uuid.UUID
+	State          string
+	FileCount      int32
+	TotalSize      int64
+	FinalizedAt    *time.Time
+	ExpiresAt      time.Time
+	RevokedAt      *time.Time
+	Title          string
+	Note           string
+	RecipientName  string
+	PasswordHash   *string
+	MaxDownloads   *int32
+	NotifyOwner    bool
+	RecipientEmail string
 }
 
 func (q *Queries) SavePackage(ctx context.Context, arg SavePackageParams) error {
@@ -1196,13 +1282,54 @@ func (q *Queries) SavePackage(ctx context.Context, arg SavePackageParams) error 
 		arg.FinalizedAt,
 		arg.ExpiresAt,
 		arg.RevokedAt,
-		arg.LinkHash,
 		arg.Title,
 		arg.Note,
 		arg.RecipientName,
 		arg.PasswordHash,
 		arg.MaxDownloads,
 		arg.NotifyOwner,
+		arg.RecipientEmail,
+	)
+	return err
+}
+
+const saveRecipient = `-- name: SaveRecipient :exec
+INSERT INTO recipients (id, package_id, position, email, name, link_hash, link_state, created_at, revoked_at)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
+ON CONFLICT (id) DO UPDATE SET
+    position   = excluded.position,
+    email      = excluded.email,
+    name       = excluded.name,
+    link_hash  = excluded.link_hash,
+    link_state = excluded.link_state,
+    revoked_at = excluded.revoked_at
+`
+
+type SaveRecipientParams struct {
+	ID        uuid.UUID
+	PackageID uuid.UUID
+	Position  int32
+	Email     string
+	Name      string
+	LinkHash  []byte
+	LinkState string
+	CreatedAt time.Time
+	RevokedAt *time.Time
+}
+
+// Inserts or updates a recipient as the package's change left it; the use counts
+// belong to the link routes and are never written here.
+func (q *Queries) SaveRecipient(ctx context.Context, arg SaveRecipientParams) error {
+	_, err := q.db.Exec(ctx, saveRecipient,
+		arg.ID,
+		arg.PackageID,
+		arg.Position,
+		arg.Email,
+		arg.Name,
+		arg.LinkHash,
+		arg.LinkState,
+		arg.CreatedAt,
+		arg.RevokedAt,
 	)
 	return err
 }
@@ -1287,6 +1414,17 @@ func (q *Queries) SaveWebhook(ctx context.Context, arg SaveWebhookParams) (Webho
 	return i, err
 }
 
+const shiftRecipients = `-- name: ShiftRecipients :exec
+UPDATE recipients SET position = position + 1000 WHERE package_id = $1
+`
+
+// Moves a package's recipients out of the way of new positions before they are saved
+// (position is unique per package).
+func (q *Queries) ShiftRecipients(ctx context.Context, packageID uuid.UUID) error {
+	_, err := q.db.Exec(ctx, shiftRecipients, packageID)
+	return err
+}
+
 const staleWebhookSecrets = `-- name: StaleWebhookSecrets :many
 SELECT id, secret, previous_secret FROM webhook_subscriptions
 WHERE id > $1 AND (left(secret, length($2::text)) <> $2::text OR left(previous_secret, length($2::text)) <> $2::text)
@@ -1341,10 +1479,11 @@ const takeLinkBytes = `-- name: TakeLinkBytes :many
 WITH want AS (
     SELECT w.file_id, ($1::bigint[])[w.n] AS cost FROM unnest($2::uuid[]) WITH ORDINALITY AS w (file_id, n)
 ), taken AS (
-    UPDATE link_budgets b SET taken = b.taken + want.cost
+    UPDATE link_budgets b SET taken = b.taken + want.cost,
+        download_count = b.download_count + CASE WHEN $3::boolean THEN 1 ELSE 0 END
     FROM want, files f, packages p
-    WHERE b.file_id = want.file_id AND b.link_hash = $3::bytea
-      AND f.id = b.file_id AND f.package_id = $4 AND p.id = f.package_id
+    WHERE b.file_id = want.file_id AND b.link_hash = $4::bytea
+      AND f.id = b.file_id AND f.package_id = $5 AND p.id = f.package_id
       AND (p.max_downloads IS NULL
            OR (b.taken < p.max_downloads::bigint * GREATEST(f.size, 1)
                AND b.taken + want.cost <= p.max_downloads::bigint * GREATEST(f.size, 1)))
@@ -1352,7 +1491,11 @@ WITH want AS (
 )
 , counted AS (
     UPDATE files SET download_count = files.download_count + 1
-    FROM taken WHERE files.id = taken.file_id AND $5::boolean
+    FROM taken WHERE files.id = taken.file_id AND $3::boolean
+)
+, recipient_counted AS (
+    UPDATE recipients SET download_count = recipients.download_count + (SELECT count(*) FROM taken)
+    WHERE recipients.link_hash = $4::bytea AND $3::boolean AND EXISTS (SELECT 1 FROM taken)
 )
 SELECT taken.file_id FROM taken
 `
@@ -1360,9 +1503,9 @@ SELECT taken.file_id FROM taken
 type TakeLinkBytesParams struct {
 	Costs     []int64
 	FileIds   []uuid.UUID
+	Counted   bool
 	LinkHash  []byte
 	PackageID uuid.UUID
-	Counted   bool
 }
 
 // Takes what answers through a link will send from each file's budget there
@@ -1372,14 +1515,16 @@ type TakeLinkBytesParams struct {
 // PostgreSQL serialises it on each budget row and checks the condition again on the
 // row it locked, so concurrent answers on any number of gateways never take past the
 // budget. Each file taken with counted set also counts one download (an answer from
-// byte 0). The files returned are the ones taken.
+// byte 0): in the file's total, in the link's count of it and in the recipient's.
+// (The link's count is set by the same UPDATE that takes the bytes: a statement
+// updates a row once.) The files returned are the ones taken.
 func (q *Queries) TakeLinkBytes(ctx context.Context, arg TakeLinkBytesParams) ([]uuid.UUID, error) {
 	rows, err := q.db.Query(ctx, takeLinkBytes,
 		arg.Costs,
 		arg.FileIds,
+		arg.Counted,
 		arg.LinkHash,
 		arg.PackageID,
-		arg.Counted,
 	)
 	if err != nil {
 		return nil, err
@@ -1490,19 +1635,19 @@ func (q *Queries) TouchTokens(ctx context.Context, arg TouchTokensParams) error 
 
 const unlockFailures = `-- name: UnlockFailures :many
 SELECT failed_at FROM link_unlock_failures
-WHERE package_id = $1 AND failed_at > $2 AND id < $3
+WHERE recipient_id = $1 AND failed_at > $2 AND id < $3
 ORDER BY failed_at DESC
 `
 
 type UnlockFailuresParams struct {
-	PackageID uuid.UUID
-	Since     time.Time
-	BeforeID  int64
+	RecipientID *uuid.UUID
+	Since       time.Time
+	BeforeID    int64
 }
 
 // The link's wrong passwords within the window recorded before an attempt, newest first.
 func (q *Queries) UnlockFailures(ctx context.Context, arg UnlockFailuresParams) ([]time.Time, error) {
-	rows, err := q.db.Query(ctx, unlockFailures, arg.PackageID, arg.Since, arg.BeforeID)
+	rows, err := q.db.Query(ctx, unlockFailures, arg.RecipientID, arg.Since, arg.BeforeID)
 	if err != nil {
 		return nil, err
 	}
@@ -1566,10 +1711,10 @@ func (q *Queries) UpdateUser(ctx context.Context, arg UpdateUserParams) (User, e
 }
 
 const useLink = `-- name: UseLink :exec
-UPDATE packages SET link_use_count = link_use_count + 1, link_last_used_at = now() WHERE id = $1
+UPDATE recipients SET use_count = use_count + 1, last_used_at = now() WHERE link_hash = $1::bytea
 `
 
-func (q *Queries) UseLink(ctx context.Context, id uuid.UUID) error {
-	_, err := q.db.Exec(ctx, useLink, id)
+func (q *Queries) UseLink(ctx context.Context, linkHash []byte) error {
+	_, err := q.db.Exec(ctx, useLink, linkHash)
 	return err
 }

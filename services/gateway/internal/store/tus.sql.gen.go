@@ -514,7 +514,8 @@ WHERE (u.lock_owner IS NULL OR u.lock_until < now())
   AND (u.expires_at <= now()
     OR (NOT u.file_completed AND (p.id IS NULL OR p.expires_at <= now()
       OR (u.uploaded_by = 'owner' AND p.state <> 'draft')
-      OR (u.uploaded_by = 'recipient' AND (p.state <> 'active' OR p.link_hash IS DISTINCT FROM u.link_hash)))))
+      OR (u.uploaded_by = 'recipient' AND (p.state <> 'active' OR NOT EXISTS (
+          SELECT 1 FROM recipients r WHERE r.link_hash = u.link_hash AND r.package_id = u.package_id AND r.link_state = 'active'))))))
 ORDER BY u.expires_at
 LIMIT $1
 `

@@ -10,6 +10,7 @@ import (
 	"github.com/minio/minio-go/v7"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	openapi_types "github.com/oapi-codegen/runtime/types"
 
 	"github.com/shipfile/shipfile/pkg/apiclient"
 	"github.com/shipfile/shipfile/pkg/events"
@@ -34,7 +35,8 @@ func TestCrashBetweenCommitAndPublish(t *testing.T) {
 		t.Fatal(err)
 	}
 	api := servicetest.APIClient(t, gw.url(""), e.token)
-	created, err := api.CreatePackageWithResponse(t.Context(), apiclient.CreatePackageJSONRequestBody{Title: "Crash", RecipientEmail: "r@example.com"})
+	recipient := openapi_types.Email("r@example.com")
+	created, err := api.CreatePackageWithResponse(t.Context(), apiclient.CreatePackageJSONRequestBody{Title: "Crash", RecipientEmail: &recipient})
 	if err != nil || created.JSON201 == nil {
 		t.Fatalf("create: %v %v", err, created)
 	}

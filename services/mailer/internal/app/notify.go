@@ -35,8 +35,9 @@ const (
 // NotifyStore is what the owner notifications need of the database.
 type NotifyStore interface {
 	// RecordDownload notes an outbound package's download: the first one (while the
-	// package's notify_owner is on) makes its one notification, due at once.
-	RecordDownload(ctx context.Context, packageID string) error
+	// package's notify_owner is on) makes its one notification, due at once, naming
+	// the recipient whose link was used (recipientEmail).
+	RecordDownload(ctx context.Context, packageID, recipientEmail string) error
 	// RecordUpload adds a recipient's upload to the inbound package's open burst (while
 	// its notify_owner is on), opening one if none is, and moves the burst's due time
 	// to quiet from now. A file already recorded adds nothing.
@@ -57,6 +58,9 @@ type Upload struct {
 	Filename  string
 	Size      int64
 	At        time.Time
+	// RecipientEmail is the recipient whose link it came through; a burst names the
+	// one who opened it.
+	RecipientEmail string
 }
 
 // Notification is an owner notification as the store holds it when it is sent.
@@ -125,7 +129,8 @@ func (n *Notifier) HandleEvent(ctx context.Context, data []byte, numDelivered ui
 		if d.PackageDownloaded.GetPackage().GetDirection() != KindOutbound {
 			return nil
 		}
-		err = n.store.RecordDownload(ctx, d.PackageDownloaded.GetPackage().GetPackageId())
+		pkg := d.PackageDownloaded.GetPackage()
+		err = n.store.RecordDownload(ctx, pkg.GetPackageId(), pkg.GetRecipientEmail())
 	case *eventsv1.Envelope_FileUploaded:
 		fu := d.FileUploaded
 		if fu.GetUploadedBy() != "recipient" || fu.GetPackage().GetDirection() != KindInbound {
@@ -137,6 +142,7 @@ func (n *Notifier) HandleEvent(ctx context.Context, data []byte, numDelivered ui
 		}
 		err = n.store.RecordUpload(ctx, Upload{
 			PackageID: fu.GetPackage().GetPackageId(), FileID: fu.GetFileId(), Filename: fu.GetFilename(), Size: fu.GetSize(), At: at,
+			RecipientEmail: fu.GetPackage().GetRecipientEmail(),
 		}, n.opts.Quiet)
 	default:
 		return nil

@@ -86,7 +86,7 @@ type fakeNotifyStore struct {
 	outcomes  []Outcome
 }
 
-func (f *fakeNotifyStore) RecordDownload(_ context.Context, id string) error {
+func (f *fakeNotifyStore) RecordDownload(_ context.Context, id, _ string) error {
 	f.downloads = append(f.downloads, id)
 	return nil
 }

@@ -16,8 +16,8 @@ var _ app.NotifyStore = (*Postgres)(nil)
 
 // RecordDownload notes an outbound package's download (its first makes the
 // notification).
-func (p *Postgres) RecordDownload(ctx context.Context, packageID string) error {
-	if err := p.q.RecordDownload(ctx, packageID); err != nil {
+func (p *Postgres) RecordDownload(ctx context.Context, packageID, recipientEmail string) error {
+	if err := p.q.RecordDownload(ctx, db.RecordDownloadParams{PackageID: packageID, RecipientEmail: recipientEmail}); err != nil {
 		return fmt.Errorf("store: record download of %s: %w", packageID, err)
 	}
 	return nil
@@ -27,7 +27,7 @@ func (p *Postgres) RecordDownload(ctx context.Context, packageID string) error {
 func (p *Postgres) RecordUpload(ctx context.Context, u app.Upload, quiet time.Duration) error {
 	err := p.q.RecordUpload(ctx, db.RecordUploadParams{
 		PackageID: u.PackageID, FileID: u.FileID, Filename: u.Filename, Size: u.Size,
-		UploadedAt: u.At, QuietSecs: quiet.Seconds(),
+		UploadedAt: u.At, QuietSecs: quiet.Seconds(), RecipientEmail: u.RecipientEmail,
 	})
 	if err != nil {
 		return fmt.Errorf("store: record upload %s: %w", u.FileID, err)

@@ -60,7 +60,7 @@ func TestNotificationState(t *testing.T) {
 	off := insertPackage(t, pool, "outbound", false)
 	for range 3 {
 		for _, p := range []string{out, off} {
-			if err := s.RecordDownload(ctx, p); err != nil {
+			if err := s.RecordDownload(ctx, p, "r@example.com"); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -174,5 +174,37 @@ func TestInfectedNotificationSent(t *testing.T) {
 	}
 	if st, _ := notifications(t, pool, pkg); len(st) != 1 || st[0] != "sent" {
 		t.Errorf("states %v, want [sent]", st)
+	}
+}
+
+// TestDownloadNotificationNamesTheRecipient: on a package with several recipients
+// (gateway migration 00019) the owner is told who downloaded, not the first recipient.
+func TestDownloadNotificationNamesTheRecipient(t *testing.T) {
+	t.Parallel()
+	pool, _ := schematest.Pool(t)
+	s := store.New(pool)
+	ctx := context.Background()
+	pkg := insertPackage(t, pool, "outbound", true)
+	if _, err := pool.Exec(ctx, `INSERT INTO recipients (id, package_id, position, email, name) VALUES
+		($1, $3, 0, 'r@example.com', 'Ann'), ($2, $3, 1, 'bob@example.com', 'Bob')`, uuid.NewString(), uuid.NewString(), pkg); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.RecordDownload(ctx, pkg, "BOB@example.com"); err != nil {
+		t.Fatal(err)
+	}
+	var got app.Notification
+	sent, err := s.SendDue(ctx, func(n app.Notification) app.Outcome {
+		got = n
+		return app.Outcome{State: app.StateSent, Attempted: true, MessageID: "<m@x>"}
+	})
+	if err != nil || !sent {
+		t.Fatalf("SendDue: %v, %v", sent, err)
+	}
+	if got.RecipientName != "Bob" || got.RecipientEmail != "bob@example.com" {
+		t.Fatalf("notification names %q <%s>, want Bob <bob@example.com>", got.RecipientName, got.RecipientEmail)
+	}
+	got.OwnerEmail = "owner@example.com"
+	if e, err := app.RenderNotification(got, "https://files.example.com"); err != nil || e.Subject != "Bob downloaded T" {
+		t.Fatalf("e-mail %q, %v; want the subject \"Bob downloaded T\"", e.Subject, err)
 	}
 }

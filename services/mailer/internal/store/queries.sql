@@ -40,9 +40,10 @@ VALUES ('system', @action, @package_id::uuid, @detail);
 
 -- name: RecordDownload :exec
 -- Makes an outbound package's one 'downloaded' notification, due at once, while its
--- owner wants notifications; a later download adds nothing.
-INSERT INTO owner_notifications (package_id, kind, state, due_at)
-SELECT p.id, 'downloaded', 'pending', now() FROM packages p
+-- owner wants notifications; a later download adds nothing. recipient_email is the
+-- address of the recipient whose link was used (the e-mail names them).
+INSERT INTO owner_notifications (package_id, kind, state, due_at, recipient_email)
+SELECT p.id, 'downloaded', 'pending', now(), @recipient_email::text FROM packages p
 WHERE p.id = @package_id AND p.direction = 'outbound' AND p.notify_owner
 ON CONFLICT (package_id) WHERE kind = 'downloaded' DO NOTHING;
 
@@ -56,8 +57,8 @@ WITH pkg AS (
     WHERE p.id = @package_id AND p.direction = 'inbound' AND p.notify_owner
       AND NOT EXISTS (SELECT 1 FROM owner_notification_files WHERE file_id = @file_id::uuid)
 ), burst AS (
-    INSERT INTO owner_notifications (package_id, kind, state, due_at)
-    SELECT pkg.id, 'uploads', 'open', now() + make_interval(secs => @quiet_secs::float8) FROM pkg
+    INSERT INTO owner_notifications (package_id, kind, state, due_at, recipient_email)
+    SELECT pkg.id, 'uploads', 'open', now() + make_interval(secs => @quiet_secs::float8), @recipient_email::text FROM pkg
     ON CONFLICT (package_id) WHERE kind = 'uploads' AND state = 'open'
     DO UPDATE SET due_at = greatest(owner_notifications.due_at, excluded.due_at), updated_at = now()
     RETURNING id
@@ -72,12 +73,15 @@ UPDATE owner_notifications SET state = 'pending', updated_at = now()
 WHERE kind = 'uploads' AND state = 'open' AND due_at <= now();
 
 -- name: LockDueNotification :one
--- Locks one due notification no other instance holds, with what its e-mail needs.
-SELECT n.id, n.kind, n.package_id, n.attempts, p.title, p.recipient_email, p.recipient_name,
+-- Locks one due notification no other instance holds, with what its e-mail needs: the
+-- recipient is the one whose link was used (gateway migration 00019), else the first.
+SELECT n.id, n.kind, n.package_id, n.attempts, p.title,
+       coalesce(r.email, p.recipient_email)::text AS recipient_email, coalesce(r.name, p.recipient_name)::text AS recipient_name,
        u.email AS owner_email, u.name AS owner_name, p.notify_owner, n.filename, n.signature
 FROM owner_notifications n
 JOIN packages p ON p.id = n.package_id
 JOIN users u ON u.id = p.owner_user_id
+LEFT JOIN recipients r ON r.package_id = n.package_id AND n.recipient_email <> '' AND lower(r.email) = lower(n.recipient_email)
 WHERE n.state = 'pending' AND n.due_at <= now()
 ORDER BY n.due_at
 LIMIT 1

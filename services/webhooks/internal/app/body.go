@@ -29,7 +29,9 @@ const (
 //   - the field "package" (a Package), which must be set with a package_id and stands
 //     for the package head: package_id, title, recipient_email, owner_user_id (and the
 //     type's fromPackage fields),
-//   - a google.protobuf.Timestamp, which must be set and is formatted like expires_at.
+//   - a google.protobuf.Timestamp, which must be set and is formatted like expires_at,
+//   - a repeated string field (a JSON array) or a proto3 optional field, left out when
+//     empty or unset.
 // Adding an event type whose body follows this needs no edit here; bodyRules holds the
 // few per-type extras SPEC asks for.
 
@@ -125,6 +127,17 @@ func body(env *eventsv1.Envelope, typ, ts string) ([]byte, error) {
 			}
 			o.key(string(name))
 			o.string(v)
+		case fd.IsList() || fd.HasOptionalKeyword():
+			// Fields only some packages carry (SPEC "Several recipients": recipients,
+			// all_links): left out when empty or unset, so a package with one
+			// recipient publishes the bodies it always did.
+			if !m.Has(fd) {
+				continue
+			}
+			o.key(string(name))
+			if err := o.value(fd, m.Get(fd)); err != nil {
+				return nil, fmt.Errorf("%w of %s", err, m.Descriptor().FullName())
+			}
 		default:
 			v := m.Get(fd)
 			o.key(string(name))
@@ -169,6 +182,26 @@ func (o *objectWriter) key(k string) {
 // string writes s as a JSON string, escaped as encoding/json does without HTML escaping.
 func (o *objectWriter) string(s string) {
 	o.buf = appendJSONString(o.buf, s)
+}
+
+// value writes v, a list of scalars as a JSON array, or a scalar.
+func (o *objectWriter) value(fd protoreflect.FieldDescriptor, v protoreflect.Value) error {
+	if !fd.IsList() {
+		return o.scalar(fd, v)
+	}
+	if fd.Kind() != protoreflect.StringKind {
+		return fmt.Errorf("no webhook body mapping for field %s", fd.Name())
+	}
+	l := v.List()
+	o.buf = append(o.buf, '[')
+	for i := range l.Len() {
+		if i > 0 {
+			o.buf = append(o.buf, ',')
+		}
+		o.string(l.Get(i).String())
+	}
+	o.buf = append(o.buf, ']')
+	return nil
 }
 
 // scalar writes the value v of the singular scalar field fd.

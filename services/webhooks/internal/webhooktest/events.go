@@ -60,6 +60,9 @@ func Envelope(typ string, hookID int64) *eventsv1.Envelope {
 	fields := payload.Descriptor().Fields()
 	for i := range fields.Len() {
 		f := fields.Get(i)
+		if f.IsList() || f.HasOptionalKeyword() {
+			continue // what only some packages carry (several recipients): left unset, as one recipient's events
+		}
 		var v any
 		if s, ok := samples[f.Name()]; ok {
 			v = s(hookID)

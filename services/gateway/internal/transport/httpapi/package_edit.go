@@ -32,13 +32,14 @@ func (n *nullable[T]) UnmarshalJSON(b []byte) error {
 }
 
 type updatePackageRequest struct {
-	Title         *string          `json:"title"`
-	Note          *string          `json:"note"`
-	RecipientName *string          `json:"recipient_name"`
-	ExpiresAt     *string          `json:"expires_at"`
-	Password      nullable[string] `json:"password"`
-	MaxDownloads  nullable[int]    `json:"max_downloads"`
-	NotifyOwner   *bool            `json:"notify_owner"`
+	Title         *string               `json:"title"`
+	Note          *string               `json:"note"`
+	RecipientName *string               `json:"recipient_name"`
+	Recipients    *[]app.RecipientInput `json:"recipients"`
+	ExpiresAt     *string               `json:"expires_at"`
+	Password      nullable[string]      `json:"password"`
+	MaxDownloads  nullable[int]         `json:"max_downloads"`
+	NotifyOwner   *bool                 `json:"notify_owner"`
 }
 
 // updatePackage is PATCH /api/v1/packages/{id}.
@@ -62,7 +63,7 @@ func (h *handlers) updatePackage(c *gin.Context) {
 		return
 	}
 	p, err := h.packages.Update(c.Request.Context(), currentUser(c), client(c), id, app.PackagePatch{
-		Title: req.Title, Note: req.Note, RecipientName: req.RecipientName, ExpiresAt: expires,
+		Title: req.Title, Note: req.Note, RecipientName: req.RecipientName, Recipients: req.Recipients, ExpiresAt: expires,
 		Password: req.Password.Nullable, MaxDownloads: req.MaxDownloads.Nullable, NotifyOwner: req.NotifyOwner,
 	})
 	if err != nil {

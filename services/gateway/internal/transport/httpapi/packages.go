@@ -38,21 +38,29 @@ type packageResponse struct {
 	LinkUseCount   int64      `json:"link_use_count"`
 	LinkLastUsedAt *time.Time `json:"link_last_used_at"`
 	// PasswordProtected, MaxDownloads and NotifyOwner: SPEC "Protecting a link".
-	PasswordProtected bool           `json:"password_protected"`
-	MaxDownloads      *int           `json:"max_downloads"`
-	NotifyOwner       bool           `json:"notify_owner"`
-	Files             []fileResponse `json:"files,omitempty"`
-	MagicLink         string         `json:"magic_link,omitempty"`
+	PasswordProtected bool `json:"password_protected"`
+	MaxDownloads      *int `json:"max_downloads"`
+	NotifyOwner       bool `json:"notify_owner"`
+	// Recipients: SPEC "Several recipients" (recipient_email and recipient_name are
+	// the first's).
+	Recipients []recipientResponse `json:"recipients"`
+	Files      []fileResponse      `json:"files,omitempty"`
+	MagicLink  string              `json:"magic_link,omitempty"`
+	// Links is the finalize answer's one link per recipient, shown once.
+	Links []linkResponseItem `json:"links,omitempty"`
 }
 
 // fileResponse is a file record.
 type fileResponse struct {
-	ID          string    `json:"id"`
-	Filename    string    `json:"filename"`
-	Size        int64     `json:"size"`
-	ContentType string    `json:"content_type"`
-	SHA256      string    `json:"sha256"`
-	UploadedBy  string    `json:"uploaded_by"`
+	ID          string `json:"id"`
+	Filename    string `json:"filename"`
+	Size        int64  `json:"size"`
+	ContentType string `json:"content_type"`
+	SHA256      string `json:"sha256"`
+	UploadedBy  string `json:"uploaded_by"`
+	// RecipientID is the recipient whose link the file was uploaded through; null for
+	// the owner's files.
+	RecipientID *string   `json:"recipient_id"`
 	CreatedAt   time.Time `json:"created_at"`
 	// DownloadCount is the number of downloads through the link.
 	DownloadCount int `json:"download_count"`
@@ -70,6 +78,7 @@ func toPackageResponse(p app.Package) packageResponse {
 		FinalizedAt: utcPtr(p.FinalizedAt), ExpiresAt: p.ExpiresAt.UTC(), RevokedAt: utcPtr(p.RevokedAt),
 		LinkUseCount: p.LinkUseCount, LinkLastUsedAt: utcPtr(p.LinkLastUsedAt),
 		PasswordProtected: p.PasswordProtected(), MaxDownloads: p.MaxDownloads, NotifyOwner: p.NotifyOwner,
+		Recipients: toRecipientResponses(p.Recipients),
 	}
 }
 
@@ -84,7 +93,7 @@ func toFileResponses(files []app.File) []fileResponse {
 func toFileResponse(f app.File) fileResponse {
 	return fileResponse{
 		ID: f.ID.String(), Filename: f.Filename, Size: f.Size, ContentType: f.ContentType, SHA256: f.SHA256,
-		UploadedBy: string(f.UploadedBy), CreatedAt: f.CreatedAt.UTC(), DownloadCount: f.DownloadCount,
+		UploadedBy: string(f.UploadedBy), RecipientID: uuidString(f.RecipientID), CreatedAt: f.CreatedAt.UTC(), DownloadCount: f.DownloadCount,
 		Scan: string(f.Scan), ScanSignature: scanSignature(f), ScannedAt: utcPtr(f.ScannedAt),
 	}
 }
@@ -128,15 +137,16 @@ func fileParams(c *gin.Context) (id, fileID uuid.UUID, err error) {
 }
 
 type createPackageRequest struct {
-	Title          *string `json:"title"`
-	RecipientEmail *string `json:"recipient_email"`
-	RecipientName  *string `json:"recipient_name"`
-	Direction      *string `json:"direction"`
-	TTLDays        *int    `json:"ttl_days"`
-	Note           *string `json:"note"`
-	Password       *string `json:"password"`
-	MaxDownloads   *int    `json:"max_downloads"`
-	NotifyOwner    *bool   `json:"notify_owner"`
+	Title          *string               `json:"title"`
+	RecipientEmail *string               `json:"recipient_email"`
+	RecipientName  *string               `json:"recipient_name"`
+	Recipients     *[]app.RecipientInput `json:"recipients"`
+	Direction      *string               `json:"direction"`
+	TTLDays        *int                  `json:"ttl_days"`
+	Note           *string               `json:"note"`
+	Password       *string               `json:"password"`
+	MaxDownloads   *int                  `json:"max_downloads"`
+	NotifyOwner    *bool                 `json:"notify_owner"`
 }
 
 func (h *handlers) createPackage(c *gin.Context) {
@@ -268,13 +278,16 @@ func (h *handlers) finalizePackage(c *gin.Context) {
 		_ = c.Error(err)
 		return
 	}
-	p, link, err := h.packages.Finalize(c.Request.Context(), currentUser(c), client(c), id)
+	p, links, err := h.packages.Finalize(c.Request.Context(), currentUser(c), client(c), id)
 	if err != nil {
 		_ = c.Error(err)
 		return
 	}
 	resp := toPackageResponse(p)
-	resp.MagicLink = link
+	if len(links) > 0 {
+		resp.MagicLink = links[0].MagicLink
+	}
+	resp.Links = toLinkItems(links)
 	c.JSON(http.StatusOK, resp)
 }
 
@@ -414,9 +427,12 @@ type auditResponse struct {
 	Action      string    `json:"action"`
 	PackageID   *string   `json:"package_id"`
 	FileID      *string   `json:"file_id"`
-	IP          string    `json:"ip"`
-	UserAgent   string    `json:"user_agent"`
-	Detail      string    `json:"detail"`
+	// RecipientID: the recipient whose link was used (actor "link"), or whom an
+	// owner's change of one recipient concerned.
+	RecipientID *string `json:"recipient_id"`
+	IP          string  `json:"ip"`
+	UserAgent   string  `json:"user_agent"`
+	Detail      string  `json:"detail"`
 	// Hits: how many times the entry happened; more than 1 only for entries counted
 	// per IP and hour (link.invalid).
 	Hits int `json:"hits"`
@@ -453,7 +469,7 @@ func (h *handlers) listAudit(c *gin.Context) {
 	for i, e := range entries {
 		items[i] = auditResponse{
 			ID: e.ID, CreatedAt: e.CreatedAt.UTC(), Actor: e.Actor, ActorUserID: e.ActorUserID, Action: e.Action,
-			PackageID: uuidString(e.PackageID), FileID: uuidString(e.FileID), IP: e.IP, UserAgent: e.UserAgent,
+			PackageID: uuidString(e.PackageID), FileID: uuidString(e.FileID), RecipientID: uuidString(e.RecipientID), IP: e.IP, UserAgent: e.UserAgent,
 			Detail: e.Detail, Hits: max(e.Hits, 1),
 		}
 	}

@@ -156,6 +156,8 @@ func New(d Deps) (*gin.Engine, error) {
 	authed.DELETE("/packages/:id/files/:file_id", h.removeFile)
 	authed.POST("/packages/:id/finalize", h.finalizePackage)
 	authed.POST("/packages/:id/revoke", h.revokePackage)
+	authed.POST("/packages/:id/recipients", h.addRecipient)
+	authed.POST("/packages/:id/recipients/:recipient_id/revoke", h.revokeRecipient)
 
 	admin := authed.Group("/admin", requireAdmin)
 	admin.GET("/audit", h.listAudit)

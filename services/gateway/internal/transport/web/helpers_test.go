@@ -114,10 +114,11 @@ func (e *env) sent(owner app.User, np app.NewPackage) (app.Package, string) {
 	if err != nil {
 		e.t.Fatal(err)
 	}
-	_, link, err := e.packages.Finalize(ctx, owner, app.Client{}, p.ID)
+	_, links, err := e.packages.Finalize(ctx, owner, app.Client{}, p.ID)
 	if err != nil {
 		e.t.Fatal(err)
 	}
+	link := links[0].MagicLink
 	return p, link[strings.LastIndex(link, "/")+1:]
 }
 

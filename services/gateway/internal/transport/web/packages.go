@@ -2,8 +2,10 @@ package web
 
 import (
 	"encoding/base64"
+	"errors"
 	"fmt"
 	"net/http"
+	"regexp"
 	"strconv"
 	"strings"
 	"time"
@@ -141,12 +143,17 @@ func (w *Web) createFromForm(c *gin.Context, dir app.Direction) (app.Package, bo
 	form["note"] = strings.ReplaceAll(c.PostForm("note"), "\r\n", "\n")
 	form["password"] = c.PostForm("password") // kept as typed: spaces count
 	form["notify_owner"] = c.PostForm("notify_owner")
+	form["more_recipients"] = c.PostForm("more_recipients")
 	title := map[app.Direction]string{app.Outbound: "Send files", app.Inbound: "Request files"}[dir]
 	v := view{Title: title, Section: map[app.Direction]string{app.Outbound: "send", app.Inbound: "request"}[dir], Form: form,
 		D: packageFormData{Direction: dir, MinTTL: app.MinTTLDays, MaxTTL: app.MaxTTLDays}}
 	in := app.NewPackage{
 		Title: ptr(form["title"]), RecipientEmail: ptr(form["recipient_email"]), RecipientName: ptr(form["recipient_name"]),
 		Note: ptr(form["note"]), Direction: ptr(string(dir)),
+	}
+	if more := moreRecipients(form["more_recipients"]); len(more) > 0 {
+		list := append([]app.RecipientInput{{Email: ptr(form["recipient_email"]), Name: ptr(form["recipient_name"])}}, more...)
+		in.Recipients, in.RecipientEmail, in.RecipientName = &list, nil, nil
 	}
 	if form["ttl_days"] != "" {
 		n, err := strconv.Atoi(form["ttl_days"])
@@ -171,6 +178,11 @@ func (w *Web) createFromForm(c *gin.Context, dir app.Direction) (app.Package, bo
 	}
 	in.NotifyOwner = ptr(form["notify_owner"] == "1")
 	p, err := w.packages.Create(c.Request.Context(), u, client(c), in)
+	if field, msg, ok := recipientError(err); ok {
+		v.Errors = map[string]string{field: msg}
+		w.render(c, http.StatusUnprocessableEntity, "package_new", v)
+		return app.Package{}, false
+	}
 	if fe, msg, ok := formErrors(err, packageFields...); ok {
 		v.Errors, v.Error = fe, msg
 		w.render(c, http.StatusUnprocessableEntity, "package_new", v)
@@ -181,6 +193,42 @@ func (w *Web) createFromForm(c *gin.Context, dir app.Direction) (app.Package, bo
 		return app.Package{}, false
 	}
 	return p, true
+}
+
+// recipientListError matches the app's errors of one entry of a recipient list.
+var recipientListError = regexp.MustCompile(`^recipients\[(\d+)\]\.(email|name) (.*)$`)
+
+// recipientError places an error of the recipient list beside its form field: the
+// first entry is the recipient_email and recipient_name fields, the others are
+// more_recipients.
+func recipientError(err error) (field, msg string, ok bool) {
+	var ae *app.Error
+	if !errors.As(err, &ae) || ae.Kind != app.KindInvalid {
+		return "", "", false
+	}
+	m := recipientListError.FindStringSubmatch(ae.Detail)
+	if m == nil {
+		if strings.HasPrefix(ae.Detail, "recipients ") {
+			return "more_recipients", capitalize(ae.Detail), true
+		}
+		return "", "", false
+	}
+	if m[1] == "0" {
+		return "recipient_" + m[2], capitalize(m[3]), true
+	}
+	return "more_recipients", capitalize(m[3]), true
+}
+
+// moreRecipients reads the send and request forms' further addresses: one per line
+// (or separated by commas or semicolons), each with no name.
+func moreRecipients(s string) []app.RecipientInput {
+	var out []app.RecipientInput
+	for _, f := range strings.FieldsFunc(s, func(r rune) bool { return r == '\n' || r == '\r' || r == ',' || r == ';' }) {
+		if f = strings.TrimSpace(f); f != "" {
+			out = append(out, app.RecipientInput{Email: ptr(f)})
+		}
+	}
+	return out
 }
 
 // sendSubmit creates an outbound draft; its page takes the files, then finalizes.
@@ -200,17 +248,29 @@ func (w *Web) requestSubmit(c *gin.Context) {
 		return
 	}
 	u, _ := currentUser(c)
-	p, link, err := w.packages.Finalize(c.Request.Context(), u, client(c), p.ID)
+	p, links, err := w.packages.Finalize(c.Request.Context(), u, client(c), p.ID)
 	if err != nil {
 		_ = c.Error(err)
 		return
 	}
-	w.render(c, http.StatusCreated, "sent", view{Title: "Request sent", Section: "request", D: sentData{Package: p, Link: link}})
+	w.render(c, http.StatusCreated, "sent", view{Title: "Request sent", Section: "request", D: newSentData(p, links)})
 }
 
+// sentData is the page that shows a finalized package's links, this once: Link is
+// the first recipient's, Links every recipient's.
 type sentData struct {
 	Package app.Package
 	Link    string
+	Links   []app.LinkMint
+	Added   bool // a recipient added to an active package: Links is theirs
+}
+
+func newSentData(p app.Package, links []app.LinkMint) sentData {
+	d := sentData{Package: p, Links: links}
+	if len(links) > 0 {
+		d.Link = links[0].MagicLink
+	}
+	return d
 }
 
 type packageData struct {
@@ -223,6 +283,15 @@ type packageData struct {
 	UploadURL   string
 	TusURL      string // the tus creation URL of the same package
 	Editable    bool   // draft or active: the edit form is shown
+}
+
+// RecipientEmail is the address of the package's recipient id, "" when unknown.
+func (d packageData) RecipientEmail(id *uuid.UUID) string {
+	if id == nil {
+		return ""
+	}
+	r, _ := d.Package.Recipient(*id)
+	return r.Email
 }
 
 // packageAuditEntries is how many audit entries the package page shows.
@@ -382,7 +451,7 @@ func (w *Web) finalize(c *gin.Context) {
 		return
 	}
 	u, _ := currentUser(c)
-	p, link, err := w.packages.Finalize(c.Request.Context(), u, client(c), id)
+	p, links, err := w.packages.Finalize(c.Request.Context(), u, client(c), id)
 	if app.KindOf(err) == app.KindConflict {
 		w.showPackage(c, id, http.StatusConflict, capitalize(err.Error()))
 		return
@@ -391,7 +460,7 @@ func (w *Web) finalize(c *gin.Context) {
 		_ = c.Error(err)
 		return
 	}
-	w.render(c, http.StatusOK, "sent", view{Title: "Package sent", Section: "packages", D: sentData{Package: p, Link: link}})
+	w.render(c, http.StatusOK, "sent", view{Title: "Package sent", Section: "packages", D: newSentData(p, links)})
 }
 
 type confirmData struct {
@@ -434,6 +503,53 @@ func (w *Web) revoke(c *gin.Context) {
 		return
 	}
 	c.Redirect(http.StatusSeeOther, "/packages/"+id.String()+"?msg=revoked")
+}
+
+// addRecipient adds a recipient to an active package and shows their link, this once.
+func (w *Web) addRecipient(c *gin.Context) {
+	id, ok := w.packageID(c)
+	if !ok {
+		return
+	}
+	u, _ := currentUser(c)
+	email, name := strings.TrimSpace(c.PostForm("email")), strings.TrimSpace(c.PostForm("name"))
+	p, r, link, err := w.packages.AddRecipient(c.Request.Context(), u, client(c), id, app.NewRecipient{Email: &email, Name: &name})
+	if k := app.KindOf(err); k == app.KindConflict || k == app.KindInvalid {
+		w.showPackageForm(c, id, http.StatusUnprocessableEntity, "", map[string]string{"add_recipient": capitalize(strings.TrimPrefix(err.Error(), "recipients[0]."))},
+			map[string]string{"add_email": email, "add_name": name})
+		return
+	}
+	if err != nil {
+		_ = c.Error(err)
+		return
+	}
+	d := newSentData(p, []app.LinkMint{{RecipientID: r.ID, Email: r.Email, MagicLink: link}})
+	d.Added = true
+	w.render(c, http.StatusCreated, "sent", view{Title: "Recipient added", Section: "packages", D: d})
+}
+
+// revokeRecipient ends one recipient's link.
+func (w *Web) revokeRecipient(c *gin.Context) {
+	id, ok := w.packageID(c)
+	if !ok {
+		return
+	}
+	rid, err := uuid.Parse(c.Param("recipient_id"))
+	if err != nil {
+		_ = c.Error(app.NotFound("recipient"))
+		return
+	}
+	u, _ := currentUser(c)
+	_, err = w.packages.RevokeRecipient(c.Request.Context(), u, client(c), id, rid)
+	if app.KindOf(err) == app.KindConflict {
+		w.showPackage(c, id, http.StatusConflict, capitalize(err.Error()))
+		return
+	}
+	if err != nil {
+		_ = c.Error(err)
+		return
+	}
+	c.Redirect(http.StatusSeeOther, "/packages/"+id.String()+"?msg=recipient-revoked")
 }
 
 func (w *Web) deletePackage(c *gin.Context) {

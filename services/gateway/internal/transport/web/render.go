@@ -67,6 +67,7 @@ var assetURLs = func() map[string]string {
 }()
 
 var funcs = template.FuncMap{
+	"sub":    func(a, b int) int { return a - b },
 	"size":   humanSize,
 	"date":   func(t time.Time) string { return t.UTC().Format("2006-01-02 15:04 UTC") },
 	"datep":  datePtr,
@@ -189,19 +190,20 @@ func (w *Web) static(c *gin.Context) {
 // flashes are the messages a redirect may ask the next page to show (?msg=…): a fixed
 // set, so a link cannot put words on the page.
 var flashes = map[string]string{
-	"admin-created":   "Administrator created. Sign in with your e-mail address and password.",
-	"signed-out":      "You are signed out.",
-	"deleted":         "Package deleted, with its files.",
-	"revoked":         "Link revoked: it stopped working at once.",
-	"file-removed":    "File removed.",
-	"saved":           "Package saved.",
-	"token-revoked":   "Token revoked.",
-	"user-created":    "User created.",
-	"user-saved":      "User saved.",
-	"webhook-saved":   "Webhook saved.",
-	"webhook-deleted": "Webhook deleted.",
-	"test-queued":     "Test event queued: it appears in the delivery log once sent.",
-	"redelivered":     "Redelivery queued.",
+	"admin-created":     "Administrator created. Sign in with your e-mail address and password.",
+	"signed-out":        "You are signed out.",
+	"deleted":           "Package deleted, with its files.",
+	"revoked":           "Link revoked: it stopped working at once.",
+	"recipient-revoked": "The recipient's link is revoked: it stopped working at once; the others still work.",
+	"file-removed":      "File removed.",
+	"saved":             "Package saved.",
+	"token-revoked":     "Token revoked.",
+	"user-created":      "User created.",
+	"user-saved":        "User saved.",
+	"webhook-saved":     "Webhook saved.",
+	"webhook-deleted":   "Webhook deleted.",
+	"test-queued":       "Test event queued: it appears in the delivery log once sent.",
+	"redelivered":       "Redelivery queued.",
 }
 
 // formErrors turns an application error about a form into messages beside its

@@ -124,6 +124,8 @@ func (w *Web) Mount(r *gin.Engine) {
 	u.POST("/packages/:id/edit", w.checkCSRF, w.editPackage)
 	u.GET("/packages/:id/revoke", w.confirmRevoke)
 	u.POST("/packages/:id/revoke", w.checkCSRF, w.revoke)
+	u.POST("/packages/:id/recipients", w.checkCSRF, w.addRecipient)
+	u.POST("/packages/:id/recipients/:recipient_id/revoke", w.checkCSRF, w.revokeRecipient)
 	u.GET("/packages/:id/delete", w.confirmDelete)
 	u.POST("/packages/:id/delete", w.checkCSRF, w.deletePackage)
 	u.POST("/packages/:id/files/:file_id/remove", w.checkCSRF, w.removeFile)

@@ -86,11 +86,13 @@ func (q *Queries) LockDelivery(ctx context.Context, jobID string) (LockDeliveryR
 }
 
 const lockDueNotification = `-- name: LockDueNotification :one
-SELECT n.id, n.kind, n.package_id, n.attempts, p.title, p.recipient_email, p.recipient_name,
+SELECT n.id, n.kind, n.package_id, n.attempts, p.title,
+       coalesce(r.email, p.recipient_email)::text AS recipient_email, coalesce(r.name, p.recipient_name)::text AS recipient_name,
        u.email AS owner_email, u.name AS owner_name, p.notify_owner, n.filename, n.signature
 FROM owner_notifications n
 JOIN packages p ON p.id = n.package_id
 JOIN users u ON u.id = p.owner_user_id
+LEFT JOIN recipients r ON r.package_id = n.package_id AND n.recipient_email <> '' AND lower(r.email) = lower(n.recipient_email)
 WHERE n.state = 'pending' AND n.due_at <= now()
 ORDER BY n.due_at
 LIMIT 1
@@ -112,7 +114,8 @@ type LockDueNotificationRow struct {
 	Signature      string
 }
 
-// Locks one due notification no other instance holds, with what its e-mail needs.
+// Locks one due notification no other instance holds, with what its e-mail needs: the
+// recipient is the one whose link was used (gateway migration 00019), else the first.
 func (q *Queries) LockDueNotification(ctx context.Context) (LockDueNotificationRow, error) {
 	row := q.db.QueryRow(ctx, lockDueNotification)
 	var i LockDueNotificationRow
@@ -215,16 +218,22 @@ func (q *Queries) RecordAttempt(ctx context.Context, arg RecordAttemptParams) er
 }
 
 const recordDownload = `-- name: RecordDownload :exec
-INSERT INTO owner_notifications (package_id, kind, state, due_at)
-SELECT p.id, 'downloaded', 'pending', now() FROM packages p
-WHERE p.id = $1 AND p.direction = 'outbound' AND p.notify_owner
+INSERT INTO owner_notifications (package_id, kind, state, due_at, recipient_email)
+SELECT p.id, 'downloaded', 'pending', now(), $1::text FROM packages p
+WHERE p.id = $2 AND p.direction = 'outbound' AND p.notify_owner
 ON CONFLICT (package_id) WHERE kind = 'downloaded' DO NOTHING
 `
 
+type RecordDownloadParams struct {
+	RecipientEmail string
+	PackageID      string
+}
+
 // Makes an outbound package's one 'downloaded' notification, due at once, while its
-// owner wants notifications; a later download adds nothing.
-func (q *Queries) RecordDownload(ctx context.Context, packageID string) error {
-	_, err := q.db.Exec(ctx, recordDownload, packageID)
+// owner wants notifications; a later download adds nothing. recipient_email is the
+// address of the recipient whose link was used (the e-mail names them).
+func (q *Queries) RecordDownload(ctx context.Context, arg RecordDownloadParams) error {
+	_, err := q.db.Exec(ctx, recordDownload, arg.RecipientEmail, arg.PackageID)
 	return err
 }
 
@@ -268,8 +277,8 @@ WITH pkg AS (
     WHERE p.id = $5 AND p.direction = 'inbound' AND p.notify_owner
       AND NOT EXISTS (SELECT 1 FROM owner_notification_files WHERE file_id = $1::uuid)
 ), burst AS (
-    INSERT INTO owner_notifications (package_id, kind, state, due_at)
-    SELECT pkg.id, 'uploads', 'open', now() + make_interval(secs => $6::float8) FROM pkg
+    INSERT INTO owner_notifications (package_id, kind, state, due_at, recipient_email)
+    SELECT pkg.id, 'uploads', 'open', now() + make_interval(secs => $6::float8), $7::text FROM pkg
     ON CONFLICT (package_id) WHERE kind = 'uploads' AND state = 'open'
     DO UPDATE SET due_at = greatest(owner_notifications.due_at, excluded.due_at), updated_at = now()
     RETURNING id
@@ -280,12 +289,13 @@ ON CONFLICT (file_id) DO NOTHING
 `
 
 type RecordUploadParams struct {
-	FileID     string
-	Filename   string
-	Size       int64
-	UploadedAt time.Time
-	PackageID  string
-	QuietSecs  float64
+	FileID         string
+	Filename       string
+	Size           int64
+	UploadedAt     time.Time
+	PackageID      string
+	QuietSecs      float64
+	RecipientEmail string
 }
 
 // Adds a recipient's upload to the package's open burst, opening one if none is, and
@@ -300,6 +310,7 @@ func (q *Queries) RecordUpload(ctx context.Context, arg RecordUploadParams) erro
 		arg.UploadedAt,
 		arg.PackageID,
 		arg.QuietSecs,
+		arg.RecipientEmail,
 	)
 	return err
 }
