@@ -63,6 +63,23 @@ func slowServer(t *testing.T, rate int64, window time.Duration) string {
 	return srv.URL
 }
 
+// trickle writes chunk to pw every interval until stop is called, then closes pw.
+func trickle(pw *io.PipeWriter, every time.Duration, chunk string) (stop func()) {
+	done := make(chan struct{})
+	go func() {
+		for {
+			select {
+			case <-done:
+				pw.Close()
+				return
+			case <-time.After(every):
+				_, _ = pw.Write([]byte(chunk))
+			}
+		}
+	}()
+	return func() { close(done) }
+}
+
 func TestMinRateBodyCutsAStall(t *testing.T) {
 	url := slowServer(t, 1000, 200*time.Millisecond)
 	pr, pw := io.Pipe()
@@ -84,19 +101,7 @@ func TestMinRateBodyCutsAStall(t *testing.T) {
 func TestMinRateBodyCutsATrickle(t *testing.T) {
 	url := slowServer(t, 1000, 200*time.Millisecond)
 	pr, pw := io.Pipe()
-	stop := make(chan struct{})
-	defer close(stop)
-	go func() {
-		for {
-			select {
-			case <-stop:
-				pw.Close()
-				return
-			case <-time.After(50 * time.Millisecond):
-				_, _ = pw.Write([]byte("x")) // 20 bytes/s against a minimum of 1000
-			}
-		}
-	}()
+	defer trickle(pw, 50*time.Millisecond, "x")() // 20 bytes/s against a minimum of 1000
 	resp, err := http.Post(url, "application/octet-stream", pr)
 	if err == nil {
 		defer resp.Body.Close()
@@ -123,7 +128,13 @@ func TestMinRateBodyLetsAFastBodyThrough(t *testing.T) {
 func TestMinRateBodyWithoutDeadline(t *testing.T) {
 	pr, pw := io.Pipe()
 	defer pw.Close()
-	body := httpx.MinRateBody(pr, 1000, 100*time.Millisecond, nil)
+	requireCut(t, httpx.MinRateBody(pr, 1000, 100*time.Millisecond, nil), "a blocked read was not cut")
+}
+
+// requireCut reads body to its end: the read must end in ErrTooSlow, with TooSlow(body),
+// within 2s, else the test fails with notCut.
+func requireCut(t *testing.T, body io.ReadCloser, notCut string) {
+	t.Helper()
 	done := make(chan error, 1)
 	go func() {
 		_, err := io.Copy(io.Discard, body)
@@ -135,7 +146,7 @@ func TestMinRateBodyWithoutDeadline(t *testing.T) {
 			t.Fatalf("read error = %v, want ErrTooSlow", err)
 		}
 	case <-time.After(2 * time.Second):
-		t.Fatal("a blocked read was not cut")
+		t.Fatal(notCut)
 	}
 }
 
@@ -162,19 +173,7 @@ func TestLimitBodyTimeout(t *testing.T) {
 			}))
 			defer srv.Close()
 			pr, pw := io.Pipe()
-			stop := make(chan struct{})
-			defer close(stop)
-			go func() {
-				for {
-					select {
-					case <-stop:
-						pw.Close()
-						return
-					case <-time.After(10 * time.Millisecond):
-						_, _ = pw.Write([]byte(strings.Repeat("z", 100))) // 10 kB/s, far above the minimum
-					}
-				}
-			}()
+			defer trickle(pw, 10*time.Millisecond, strings.Repeat("z", 100))() // 10 kB/s, far above the minimum
 			start := time.Now()
 			resp, err := http.Post(srv.URL, "application/json", pr)
 			if err == nil {
@@ -208,20 +207,7 @@ func TestLimitBodyTimeoutWithoutDeadline(t *testing.T) {
 	pr, pw := io.Pipe()
 	defer pw.Close()
 	go func() { _, _ = pw.Write([]byte(strings.Repeat("z", 1000))) }() // fast, then nothing
-	body := httpx.LimitBody(pr, 10, time.Hour, 200*time.Millisecond, nil)
-	done := make(chan error, 1)
-	go func() {
-		_, err := io.Copy(io.Discard, body)
-		done <- err
-	}()
-	select {
-	case err := <-done:
-		if !errors.Is(err, httpx.ErrTooSlow) || !httpx.TooSlow(body) {
-			t.Fatalf("read error = %v, want ErrTooSlow", err)
-		}
-	case <-time.After(2 * time.Second):
-		t.Fatal("a blocked read was not cut at the time limit")
-	}
+	requireCut(t, httpx.LimitBody(pr, 10, time.Hour, 200*time.Millisecond, nil), "a blocked read was not cut at the time limit")
 }
 
 // TestStopBody: Stop ends a body's reading at once, even while a Read is blocked on a

@@ -699,3 +699,30 @@ func TestSealedEphemeralPayloadOpened(t *testing.T) {
 		t.Fatal("the rows were not published once the payload could be opened")
 	}
 }
+
+// TestRunBesidePublishesWhatWorkWroteLast: the relay publishes while work runs, and once
+// work returned, what it wrote last is published before RunBeside returns work's error,
+// though the relay's poll alone would not have got to it.
+func TestRunBesidePublishesWhatWorkWroteLast(t *testing.T) {
+	t.Parallel()
+	f := setup(t)
+	r := outbox.NewRelay(f.pool, f.js, outbox.Options{PollInterval: time.Minute})
+	first, last := f.msg("while work runs"), f.msg("work's last write")
+	workErr := errors.New("work failed")
+	err := r.RunBeside(t.Context(), 5*time.Second, func(context.Context) error {
+		f.insert(t, first)
+		r.Wake()
+		waitFor(t, 2*time.Second, "published while work runs", func() bool { return f.count(t) == 1 })
+		f.insert(t, last) // never woken: only the flush at the end publishes it
+		return workErr
+	})
+	if !errors.Is(err, workErr) {
+		t.Fatalf("RunBeside returned %v, want work's error", err)
+	}
+	if got := f.stored(t); len(got) != 2 || got[0].id != first.ID || got[1].id != last.ID {
+		t.Fatalf("stored %+v, want %s then %s", got, first.ID, last.ID)
+	}
+	if !f.row(t, last.ID).published {
+		t.Fatal("the last row is not marked published")
+	}
+}

@@ -152,6 +152,29 @@ func (r *Relay) Run(ctx context.Context) error {
 	}
 }
 
+// RunBeside runs the relay while work runs on ctx, and until work has returned (ctx
+// done, or work failed): then it stops the relay and publishes what is still pending,
+// what work wrote last included, within flushTimeout (rows left then are published by
+// another instance or at the next start). It returns work's error. A binary whose only
+// work writes the outbox (the scanner, the expiry service) runs that work through it.
+func (r *Relay) RunBeside(ctx context.Context, flushTimeout time.Duration, work func(context.Context) error) error {
+	relayCtx, stopRelay := context.WithCancel(context.WithoutCancel(ctx))
+	relayDone := make(chan error, 1)
+	go func() { relayDone <- r.Run(relayCtx) }()
+	defer func() {
+		stopRelay()
+		if err := <-relayDone; err != nil {
+			r.log.Error("outbox relay", "err", err)
+		}
+		fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), flushTimeout)
+		defer cancel()
+		if err := r.Flush(fctx); err != nil {
+			r.log.Warn("outbox: publish at shutdown; another instance or the next start publishes the rest", "err", err)
+		}
+	}()
+	return work(ctx)
+}
+
 // Flush publishes everything pending now, batch by batch, and returns the first error.
 // Rows another relay holds locked at that moment are left to it. Tests call Flush, and
 // a gateway at shutdown (with a fresh, bounded context).

@@ -1,6 +1,7 @@
 package commands
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"net/http"
@@ -95,10 +96,12 @@ func packageID(s string) (uuid.UUID, error) {
 	return id, nil
 }
 
-func (a *app) showCmd() *cobra.Command {
+// packageCmd is a command on one package, "NAME ID": do gets the parsed id (a usage error
+// before anything else when it is none) and the API client.
+func (a *app) packageCmd(name, short string, do func(ctx context.Context, c *api.Client, id uuid.UUID) error) *cobra.Command {
 	return &cobra.Command{
-		Use:   "show ID",
-		Short: "Show a package and its files",
+		Use:   name + " ID",
+		Short: short,
 		Args:  args(1, 1),
 		RunE: run(func(cmd *cobra.Command, argv []string) error {
 			id, err := packageID(argv[0])
@@ -109,92 +112,72 @@ func (a *app) showCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			r, err := c.API.GetPackageWithResponse(cmd.Context(), id)
-			if err := api.Expect(r, err, http.StatusOK); err != nil {
-				return err
-			}
-			p := r.JSON200
-			return a.output(p, func(w io.Writer) {
-				tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-				fmt.Fprintf(tw, "id\t%s\n", p.Id)
-				fmt.Fprintf(tw, "title\t%s\n", p.Title)
-				fmt.Fprintf(tw, "state\t%s (%s)\n", p.State, p.Direction)
-				fmt.Fprintf(tw, "recipient\t%s %s\n", p.RecipientEmail, p.RecipientName)
-				fmt.Fprintf(tw, "created\t%s\n", day(&p.CreatedAt))
-				fmt.Fprintf(tw, "expires\t%s\n", day(&p.ExpiresAt))
-				if p.RevokedAt != nil {
-					fmt.Fprintf(tw, "revoked\t%s\n", day(p.RevokedAt))
-				}
-				fmt.Fprintf(tw, "password\t%v\n", p.PasswordProtected)
-				if p.MaxDownloads != nil {
-					fmt.Fprintf(tw, "max downloads\t%d\n", *p.MaxDownloads)
-				}
-				fmt.Fprintf(tw, "link used\t%d times, last %s\n", p.LinkUseCount, day(p.LinkLastUsedAt))
-				if p.Note != "" {
-					fmt.Fprintf(tw, "note\t%s\n", p.Note)
-				}
-				fmt.Fprintf(tw, "files\t%d, %s\n", p.FileCount, progress.Bytes(p.TotalSize))
-				tw.Flush()
-				if len(p.Files) > 0 {
-					fmt.Fprintln(w)
-					tw = tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-					fmt.Fprintln(tw, "FILE ID\tSIZE\tDOWNLOADS\tBY\tSHA-256\tNAME")
-					for _, f := range p.Files {
-						fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%s\n", f.Id, progress.Bytes(f.Size), f.DownloadCount, f.UploadedBy, f.Sha256, f.Filename)
-					}
-					tw.Flush()
-				}
-			})
+			return do(cmd.Context(), c, id)
 		}),
 	}
+}
+
+func (a *app) showCmd() *cobra.Command {
+	return a.packageCmd("show", "Show a package and its files", func(ctx context.Context, c *api.Client, id uuid.UUID) error {
+		r, err := c.API.GetPackageWithResponse(ctx, id)
+		if err := api.Expect(r, err, http.StatusOK); err != nil {
+			return err
+		}
+		p := r.JSON200
+		return a.output(p, func(w io.Writer) {
+			tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+			fmt.Fprintf(tw, "id\t%s\n", p.Id)
+			fmt.Fprintf(tw, "title\t%s\n", p.Title)
+			fmt.Fprintf(tw, "state\t%s (%s)\n", p.State, p.Direction)
+			fmt.Fprintf(tw, "recipient\t%s %s\n", p.RecipientEmail, p.RecipientName)
+			fmt.Fprintf(tw, "created\t%s\n", day(&p.CreatedAt))
+			fmt.Fprintf(tw, "expires\t%s\n", day(&p.ExpiresAt))
+			if p.RevokedAt != nil {
+				fmt.Fprintf(tw, "revoked\t%s\n", day(p.RevokedAt))
+			}
+			fmt.Fprintf(tw, "password\t%v\n", p.PasswordProtected)
+			if p.MaxDownloads != nil {
+				fmt.Fprintf(tw, "max downloads\t%d\n", *p.MaxDownloads)
+			}
+			fmt.Fprintf(tw, "link used\t%d times, last %s\n", p.LinkUseCount, day(p.LinkLastUsedAt))
+			if p.Note != "" {
+				fmt.Fprintf(tw, "note\t%s\n", p.Note)
+			}
+			fmt.Fprintf(tw, "files\t%d, %s\n", p.FileCount, progress.Bytes(p.TotalSize))
+			tw.Flush()
+			if len(p.Files) > 0 {
+				fmt.Fprintln(w)
+				tw = tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+				fmt.Fprintln(tw, "FILE ID\tSIZE\tDOWNLOADS\tBY\tSHA-256\tNAME")
+				for _, f := range p.Files {
+					fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%s\n", f.Id, progress.Bytes(f.Size), f.DownloadCount, f.UploadedBy, f.Sha256, f.Filename)
+				}
+				tw.Flush()
+			}
+		})
+	})
 }
 
 func (a *app) revokeCmd() *cobra.Command {
-	return &cobra.Command{
-		Use:   "revoke ID",
-		Short: "Revoke a package: its link stops working at once",
-		Args:  args(1, 1),
-		RunE: run(func(cmd *cobra.Command, argv []string) error {
-			id, err := packageID(argv[0])
-			if err != nil {
-				return err
-			}
-			c, err := a.client()
-			if err != nil {
-				return err
-			}
-			r, err := c.API.RevokePackageWithResponse(cmd.Context(), id)
-			if err := api.Expect(r, err, http.StatusOK); err != nil {
-				return err
-			}
-			return a.output(r.JSON200, func(w io.Writer) {
-				fmt.Fprintf(w, "Package %s revoked\n", id)
-			})
-		}),
-	}
+	return a.packageCmd("revoke", "Revoke a package: its link stops working at once", func(ctx context.Context, c *api.Client, id uuid.UUID) error {
+		r, err := c.API.RevokePackageWithResponse(ctx, id)
+		if err := api.Expect(r, err, http.StatusOK); err != nil {
+			return err
+		}
+		return a.output(r.JSON200, func(w io.Writer) {
+			fmt.Fprintf(w, "Package %s revoked\n", id)
+		})
+	})
 }
 
 func (a *app) rmCmd() *cobra.Command {
-	return &cobra.Command{
-		Use:   "rm ID",
-		Short: "Delete a package and its files",
-		Args:  args(1, 1),
-		RunE: run(func(cmd *cobra.Command, argv []string) error {
-			id, err := packageID(argv[0])
-			if err != nil {
-				return err
-			}
-			c, err := a.client()
-			if err != nil {
-				return err
-			}
-			r, err := c.API.DeletePackageWithResponse(cmd.Context(), id)
-			if err := api.Expect(r, err, http.StatusNoContent); err != nil {
-				return err
-			}
-			return a.output(map[string]any{"id": id, "deleted": true}, func(w io.Writer) {
-				fmt.Fprintf(w, "Package %s deleted\n", id)
-			})
-		}),
-	}
+	return a.packageCmd("rm", "Delete a package and its files", func(ctx context.Context, c *api.Client, id uuid.UUID) error {
+		r, err := c.API.DeletePackageWithResponse(ctx, id)
+		if err := api.Expect(r, err, http.StatusNoContent); err != nil {
+			return err
+		}
+		return a.output(map[string]any{"id": id, "deleted": true}, func(w io.Writer) {
+			fmt.Fprintf(w, "Package %s deleted\n", id)
+		})
+	})
 }

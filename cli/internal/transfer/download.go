@@ -133,13 +133,13 @@ func (d *Downloader) Download(ctx context.Context, token string, file apiclient.
 			failures = 0
 			continue
 		}
-		if IsLocal(err) || !api.Retryable(err) || failures >= d.Retry.Attempts {
+		if IsLocal(err) { // the disk, not the network: trying again changes nothing
 			bar.Abort()
 			return out, err
 		}
-		if werr := d.Retry.wait(ctx, failures, err); werr != nil {
+		if err := d.Retry.again(ctx, failures, err); err != nil {
 			bar.Abort()
-			return out, werr
+			return out, err
 		}
 		failures++
 		bar.Set(have)

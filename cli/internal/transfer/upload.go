@@ -83,15 +83,25 @@ func (r Retry) wait(ctx context.Context, attempt int, err error) error {
 	}
 }
 
+// again decides on err, the failure that follows failures others in a row: it returns
+// err when that is for good (not retryable, or the Attempts are spent), else it waits
+// before the next try and returns nil (or ctx's error when cancelled meanwhile).
+func (r Retry) again(ctx context.Context, failures int, err error) error {
+	if !api.Retryable(err) || failures >= r.Attempts {
+		return err
+	}
+	return r.wait(ctx, failures, err)
+}
+
 // do calls fn until it succeeds, fails for good, or has failed Attempts+1 times in a row.
 func (r Retry) do(ctx context.Context, fn func() error) error {
 	for attempt := 0; ; attempt++ {
 		err := fn()
-		if err == nil || !api.Retryable(err) || attempt >= r.Attempts {
-			return err
+		if err == nil {
+			return nil
 		}
-		if werr := r.wait(ctx, attempt, err); werr != nil {
-			return werr
+		if err := r.again(ctx, attempt, err); err != nil {
+			return err
 		}
 	}
 }
@@ -227,13 +237,9 @@ func (u *Uploader) Upload(ctx context.Context, pkg uuid.UUID, file string, size 
 				conflict, err = err, nil
 			}
 			if err != nil {
-				if !api.Retryable(err) || failures >= u.Retry.Attempts {
+				if err := u.Retry.again(ctx, failures, err); err != nil {
 					bar.Abort()
 					return out, err
-				}
-				if werr := u.Retry.wait(ctx, failures, err); werr != nil {
-					bar.Abort()
-					return out, werr
 				}
 				failures++
 			}
@@ -261,13 +267,9 @@ func (u *Uploader) Upload(ctx context.Context, pkg uuid.UUID, file string, size 
 					failures++
 					break
 				}
-				if !api.Retryable(err) || failures >= u.Retry.Attempts {
+				if err := u.Retry.again(ctx, failures, err); err != nil {
 					bar.Abort()
 					return out, err
-				}
-				if werr := u.Retry.wait(ctx, failures, err); werr != nil {
-					bar.Abort()
-					return out, werr
 				}
 				failures++
 			}

@@ -87,7 +87,6 @@ type Service struct {
 	Expirer  *app.Expirer
 	// Relay publishes the outbox rows the expirer writes; nil without Deps.JS.
 	Relay *outbox.Relay
-	log   *slog.Logger
 }
 
 // New builds the expiry service's graph from cfg on deps. It starts nothing: Run does.
@@ -98,7 +97,7 @@ func New(_ context.Context, cfg Config, deps Deps) (*Service, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Service{Registry: reg, Metrics: metrics, log: log}
+	s := &Service{Registry: reg, Metrics: metrics}
 	var storeOpts []store.Option
 	if deps.JS != nil {
 		// The service runs an outbox relay of its own, so package.expired is published
@@ -125,21 +124,8 @@ func New(_ context.Context, cfg Config, deps Deps) (*Service, error) {
 // Run runs the expirer until ctx is done, and the relay until the expirer stopped;
 // then the relay publishes what the last batch wrote.
 func (s *Service) Run(ctx context.Context) error {
-	if s.Relay != nil {
-		relayCtx, stopRelay := context.WithCancel(context.WithoutCancel(ctx))
-		relayDone := make(chan error, 1)
-		go func() { relayDone <- s.Relay.Run(relayCtx) }()
-		defer func() {
-			stopRelay()
-			if err := <-relayDone; err != nil {
-				s.log.Error("outbox relay", "err", err)
-			}
-			fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), flushTimeout)
-			defer cancel()
-			if err := s.Relay.Flush(fctx); err != nil {
-				s.log.Warn("outbox: publish at shutdown; another instance or the next start publishes the rest", "err", err)
-			}
-		}()
+	if s.Relay == nil {
+		return s.Expirer.Run(ctx)
 	}
-	return s.Expirer.Run(ctx)
+	return s.Relay.RunBeside(ctx, flushTimeout, s.Expirer.Run)
 }

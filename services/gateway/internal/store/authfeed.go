@@ -5,12 +5,10 @@ import (
 	"crypto/rand"
 	"fmt"
 	"log/slog"
-	mrand "math/rand/v2"
 	"strconv"
 	"strings"
 	"time"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/shipfile/shipfile/services/gateway/internal/app"
@@ -62,67 +60,37 @@ type AuthFeed interface {
 // first Live. The probes are the only notifications a healthy installation sends all
 // the time: 5 a second per gateway, none on a request's path.
 func (s *Postgres) FollowAuthChanges(ctx context.Context, feed AuthFeed, log *slog.Logger) {
-	if log == nil {
-		log = slog.New(slog.DiscardHandler)
-	}
-	backoff := time.Duration(0)
-	for ctx.Err() == nil {
-		connected, err := s.followAuthOnce(ctx, feed)
-		feed.Lost()
-		if ctx.Err() != nil {
-			return
-		}
-		if connected {
-			backoff = 0
-		}
-		backoff = min(max(2*backoff, authFeedMinBackoff), authFeedMaxBackoff)
-		wait := backoff/2 + mrand.N(backoff/2+1)
-		log.Warn("auth feed: connection lost; token look-ups bypass the cache until it is back", "err", err, "retry_in", wait)
-		t := time.NewTimer(wait)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return
-		case <-t.C:
-		}
-	}
+	followListener(ctx, log, "auth feed: connection lost; token look-ups bypass the cache until it is back",
+		func(ctx context.Context) (bool, error) {
+			connected, err := s.followAuthOnce(ctx, feed)
+			feed.Lost()
+			return connected, err
+		})
 }
 
 // followAuthOnce runs one connection of the feed until it fails; connected says LISTEN
 // was in place.
 func (s *Postgres) followAuthOnce(ctx context.Context, feed AuthFeed) (connected bool, err error) {
-	cfg := s.pool.Config().ConnConfig.Config.Copy()
-	if cfg.RuntimeParams == nil {
-		cfg.RuntimeParams = map[string]string{}
-	}
-	cfg.RuntimeParams["application_name"] = AuthFeedAppName
 	// Called while a probe's query reads the connection, so a change is passed on
 	// before the probe that followed it reports Live.
 	tag := rand.Text()[:12] // base32: safe inside the probe's SQL literal
 	var expect string
 	var heard bool
-	cfg.OnNotification = func(_ *pgconn.PgConn, n *pgconn.Notification) {
-		if probe, ok := strings.CutPrefix(n.Payload, probePrefix); ok {
-			heard = heard || probe == expect // another gateway's probe is no change
-			return
+	// The feed's probe is not in queries.sql either: it runs on the listener's bare
+	// connection.
+	conn, closeConn, err := s.listen(ctx, AuthFeedAppName, AuthChannel, func(cfg *pgconn.Config) {
+		cfg.OnNotification = func(_ *pgconn.PgConn, n *pgconn.Notification) {
+			if probe, ok := strings.CutPrefix(n.Payload, probePrefix); ok {
+				heard = heard || probe == expect // another gateway's probe is no change
+				return
+			}
+			feed.Forget(parseAuthChange(n.Payload))
 		}
-		feed.Forget(parseAuthChange(n.Payload))
-	}
-	conn, err := pgconn.ConnectConfig(ctx, cfg)
+	})
 	if err != nil {
-		return false, fmt.Errorf("connect: %w", err)
+		return false, err
 	}
-	defer func() {
-		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Second)
-		defer cancel()
-		_ = conn.Close(cctx)
-	}()
-	// The feed's two statements are not in queries.sql: they run on a bare pgconn.PgConn
-	// (simple protocol, the notifications read by OnNotification), which sqlc's DBTX does
-	// not fit, and LISTEN takes no parameters.
-	if _, err := conn.Exec(ctx, "LISTEN "+pgx.Identifier{AuthChannel}.Sanitize()).ReadAll(); err != nil {
-		return false, fmt.Errorf("listen: %w", err)
-	}
+	defer closeConn()
 	feed.Lost() // changes before the LISTEN were not heard
 	tick := time.NewTicker(authFeedPing)
 	defer tick.Stop()

@@ -5,11 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	mrand "math/rand/v2"
 	"time"
 
 	"github.com/google/uuid"
-	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgconn/ctxwatch"
 )
@@ -31,62 +29,27 @@ const releasePing = 10 * time.Second
 // missed while the connection was down still reaches its holder: it is marked in the
 // upload's row too, which the holder reads at its next renewal.
 func (s *Postgres) FollowUploadReleases(ctx context.Context, ask func(holder uuid.UUID), log *slog.Logger) {
-	if log == nil {
-		log = slog.New(slog.DiscardHandler)
-	}
-	backoff := time.Duration(0)
-	for ctx.Err() == nil {
-		connected, err := s.followReleasesOnce(ctx, ask)
-		if ctx.Err() != nil {
-			return
-		}
-		if connected {
-			backoff = 0
-		}
-		backoff = min(max(2*backoff, authFeedMinBackoff), authFeedMaxBackoff)
-		wait := backoff/2 + mrand.N(backoff/2+1)
-		log.Warn("tus release listener: connection lost; asks to let go reach a PATCH at its next lease renewal until it is back",
-			"err", err, "retry_in", wait)
-		t := time.NewTimer(wait)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return
-		case <-t.C:
-		}
-	}
+	followListener(ctx, log, "tus release listener: connection lost; asks to let go reach a PATCH at its next lease renewal until it is back",
+		func(ctx context.Context) (bool, error) { return s.followReleasesOnce(ctx, ask) })
 }
 
 func (s *Postgres) followReleasesOnce(ctx context.Context, ask func(uuid.UUID)) (connected bool, err error) {
-	cfg := s.pool.Config().ConnConfig.Config.Copy()
-	if cfg.RuntimeParams == nil {
-		cfg.RuntimeParams = map[string]string{}
-	}
-	cfg.RuntimeParams["application_name"] = TusReleaseAppName
-	// A wait that times out only moves the socket's deadline (no cancel request that
-	// could hit the next ping).
-	cfg.BuildContextWatcherHandler = func(c *pgconn.PgConn) ctxwatch.Handler {
-		return &pgconn.DeadlineContextWatcherHandler{Conn: c.Conn()}
-	}
-	cfg.OnNotification = func(_ *pgconn.PgConn, n *pgconn.Notification) {
-		if holder, err := uuid.Parse(n.Payload); err == nil {
-			ask(holder)
+	conn, closeConn, err := s.listen(ctx, TusReleaseAppName, TusReleaseChannel, func(cfg *pgconn.Config) {
+		// A wait that times out only moves the socket's deadline (no cancel request that
+		// could hit the next ping).
+		cfg.BuildContextWatcherHandler = func(c *pgconn.PgConn) ctxwatch.Handler {
+			return &pgconn.DeadlineContextWatcherHandler{Conn: c.Conn()}
 		}
-	}
-	conn, err := pgconn.ConnectConfig(ctx, cfg)
+		cfg.OnNotification = func(_ *pgconn.PgConn, n *pgconn.Notification) {
+			if holder, err := uuid.Parse(n.Payload); err == nil {
+				ask(holder)
+			}
+		}
+	})
 	if err != nil {
-		return false, fmt.Errorf("connect: %w", err)
+		return false, err
 	}
-	defer func() {
-		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Second)
-		defer cancel()
-		_ = conn.Close(cctx)
-	}()
-	// On a bare pgconn.PgConn (the notifications read by OnNotification), which sqlc's
-	// DBTX does not fit; LISTEN takes no parameters.
-	if _, err := conn.Exec(ctx, "LISTEN "+pgx.Identifier{TusReleaseChannel}.Sanitize()).ReadAll(); err != nil {
-		return false, fmt.Errorf("listen: %w", err)
-	}
+	defer closeConn()
 	for {
 		wctx, cancel := context.WithTimeout(ctx, releasePing)
 		err := conn.WaitForNotification(wctx)

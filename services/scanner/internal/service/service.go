@@ -85,7 +85,6 @@ type Service struct {
 	Consumer *transport.Consumer
 	Relay    *outbox.Relay
 	objects  *store.Objects
-	log      *slog.Logger
 }
 
 // New builds the scanner's graph from cfg on deps. It starts nothing: Run does.
@@ -117,7 +116,7 @@ func New(_ context.Context, cfg Config, deps Deps) (*Service, error) {
 		deps.Consumer(&opts)
 	}
 	return &Service{
-		Registry: reg, Metrics: metrics, Clamd: clamd, Scanner: scanner, Relay: relay, objects: objects, log: log,
+		Registry: reg, Metrics: metrics, Clamd: clamd, Scanner: scanner, Relay: relay, objects: objects,
 		Consumer: transport.NewConsumer(deps.JS, scanner, log, opts),
 	}, nil
 }
@@ -128,19 +127,5 @@ func (s *Service) Run(ctx context.Context) error {
 	if err := s.objects.EnsureQuarantine(ctx); err != nil {
 		return err
 	}
-	relayCtx, stopRelay := context.WithCancel(context.WithoutCancel(ctx))
-	relayDone := make(chan error, 1)
-	go func() { relayDone <- s.Relay.Run(relayCtx) }()
-	defer func() {
-		stopRelay()
-		if err := <-relayDone; err != nil {
-			s.log.Error("outbox relay", "err", err)
-		}
-		fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), flushTimeout)
-		defer cancel()
-		if err := s.Relay.Flush(fctx); err != nil {
-			s.log.Warn("outbox: publish at shutdown; another instance or the next start publishes the rest", "err", err)
-		}
-	}()
-	return s.Consumer.Run(ctx)
+	return s.Relay.RunBeside(ctx, flushTimeout, s.Consumer.Run)
 }
