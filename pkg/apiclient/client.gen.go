@@ -8171,8 +8171,15 @@ type TusOptionsLinkResponse204Headers struct {
 type TusOptionsLinkResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
+	// JSON410 the response for an HTTP 410 `application/json` response
+	JSON410 *Gone
 	// Headers204 the parsed response headers for an HTTP 204 response
 	Headers204 *TusOptionsLinkResponse204Headers
+}
+
+// GetJSON410 returns the response for an HTTP 410 `application/json` response
+func (r TusOptionsLinkResponse) GetJSON410() *Gone {
+	return r.JSON410
 }
 
 // GetBody returns the raw response body bytes
@@ -13464,6 +13471,19 @@ func ParseTusOptionsLinkResponse(rsp *http.Response) (*TusOptionsLinkResponse, e
 	response := &TusOptionsLinkResponse{
 		Body:         bodyBytes,
 		HTTPResponse: rsp,
+	}
+
+	switch {
+	case rsp.StatusCode == 204:
+		break // No content-type
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 410:
+		var dest Gone
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON410 = &dest
+
 	}
 
 	switch {

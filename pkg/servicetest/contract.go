@@ -37,6 +37,12 @@ type Contract struct {
 	router routers.Router
 }
 
+func init() {
+	// The documentation pages (/api/v1/docs, /api/v1/redoc) are text/html documented as a
+	// string; kin-openapi decodes only text/plain as one out of the box.
+	openapi3filter.RegisterBodyDecoder("text/html", openapi3filter.PlainBodyDecoder)
+}
+
 // LoadContract parses proto/openapi.yaml once per test binary.
 var LoadContract = sync.OnceValues(func() (*Contract, error) { return NewContract(proto.OpenAPI) })
 
@@ -159,16 +165,30 @@ func flattenAllOf(s *openapi3.Schema) {
 // Retry-After and an Error body.
 var anyEndpoint = map[int]bool{http.StatusTooManyRequests: true, http.StatusServiceUnavailable: true}
 
+// undocumented are the statuses of an answer to a path or a method that no operation
+// documents (info.description): not found, method not allowed, with an Error body.
+var undocumented = map[int]bool{http.StatusNotFound: true, http.StatusMethodNotAllowed: true}
+
 // Check validates one answer to req (status, header, body) against the document. A
 // request outside APIPrefix is not the REST API's and passes; one under it that no
-// operation documents is an error.
+// operation documents must be answered 404 or 405 with an Error body.
 func (c *Contract) Check(req *http.Request, status int, header http.Header, body []byte) error {
 	if !strings.HasPrefix(req.URL.Path, APIPrefix) {
 		return nil
 	}
 	route, params, err := c.router.FindRoute(req)
+	if err != nil && undocumented[status] {
+		// A path or a method no operation has: info.description's 404 or 405, an Error.
+		return c.checkError(body)
+	}
 	if err != nil {
 		return fmt.Errorf("%s %s is not an operation of proto/openapi.yaml: %w", req.Method, req.URL.Path, err)
+	}
+	if status == http.StatusRequestTimeout && route.Operation.RequestBody != nil &&
+		route.Operation.Responses.Status(status) == nil {
+		// info.description: any endpoint that takes a body may cut off one that comes
+		// too slowly, with an Error.
+		return c.checkError(body)
 	}
 	if anyEndpoint[status] && route.Operation.Responses.Status(status) == nil {
 		if header.Get("Retry-After") == "" {

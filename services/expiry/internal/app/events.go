@@ -17,13 +17,7 @@ const AuditActionExpired = "package.expired"
 func PackageExpired(p Package, now time.Time) *eventsv1.Envelope {
 	e := events.NewEnvelope(events.TypePackageExpired, now.UTC())
 	e.Data = &eventsv1.Envelope_PackageExpired{PackageExpired: &eventsv1.PackageExpired{
-		Package: &eventsv1.Package{
-			PackageId:      p.ID,
-			Title:          p.Title,
-			RecipientEmail: p.RecipientEmail,
-			OwnerUserId:    p.OwnerUserID,
-			Direction:      p.Direction,
-		},
+		Package:   p.PackageHead.Proto(),
 		ExpiresAt: timestamppb.New(p.ExpiresAt),
 	}}
 	return e

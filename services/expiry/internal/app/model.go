@@ -10,16 +10,14 @@ import (
 	"context"
 	"time"
 
+	"github.com/shipfile/shipfile/pkg/events"
 	"github.com/shipfile/shipfile/pkg/events/eventsv1"
 )
 
 // Package is a package the expiry service has just expired.
 type Package struct {
-	ID             string
-	Title          string
-	RecipientEmail string
-	OwnerUserID    int64
-	Direction      string
+	// PackageHead is its id and the head its events carry, read off its row.
+	events.PackageHead
 	// PreviousState is the state it was in: draft, active or revoked.
 	PreviousState string
 	ExpiresAt     time.Time

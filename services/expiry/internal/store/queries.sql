@@ -19,7 +19,8 @@ WITH due AS (
 UPDATE packages p SET state = 'expired'
 FROM due
 WHERE p.id = due.id AND p.state <> 'expired'
-RETURNING p.id, p.title, p.recipient_email, p.owner_user_id, p.direction, due.state AS previous_state, p.expires_at;
+-- The head of the package's events is read off its whole row (events.PackageHeadFromRow).
+RETURNING p.id, to_jsonb(p) AS head, due.state AS previous_state, p.expires_at;
 
 -- name: QueueFileObjects :many
 -- Queues the objects of the packages' files for deletion and returns each file's

@@ -63,10 +63,11 @@ func (s *Postgres) ExpireDue(ctx context.Context, now time.Time, limit int, effe
 		}
 		ps := make([]app.Package, len(rows))
 		for i, r := range rows {
-			ps[i] = app.Package{
-				ID: r.ID, Title: r.Title, RecipientEmail: r.RecipientEmail, OwnerUserID: r.OwnerUserID,
-				Direction: r.Direction, PreviousState: r.PreviousState, ExpiresAt: r.ExpiresAt,
+			head, err := events.PackageHeadFromRow(r.Head)
+			if err != nil {
+				return fmt.Errorf("store: expire: %w", err)
 			}
+			ps[i] = app.Package{PackageHead: head, PreviousState: r.PreviousState, ExpiresAt: r.ExpiresAt}
 		}
 
 		ids := make([]string, len(ps))

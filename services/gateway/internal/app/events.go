@@ -23,13 +23,13 @@ func eventPackage(p Package) *eventsv1.Package {
 	if p.Link != nil {
 		email = p.Link.Email
 	}
-	return &eventsv1.Package{
-		PackageId:      p.ID.String(),
+	return events.PackageHead{
+		ID:             p.ID.String(),
 		Title:          p.Title,
 		RecipientEmail: email,
-		OwnerUserId:    p.OwnerUserID,
+		OwnerUserID:    p.OwnerUserID,
 		Direction:      string(p.Direction),
-	}
+	}.Proto()
 }
 
 func packageCreated(p Package) *eventsv1.Envelope {

@@ -4,9 +4,8 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"fmt"
+	"math"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/google/uuid"
@@ -25,15 +24,21 @@ var _ app.PackageStore = (*Postgres)(nil)
 // commit together in a single round trip.
 func (s *Postgres) CreatePackage(ctx context.Context, p app.Package, fx app.Effects) error {
 	b := &pgx.Batch{}
-	// The arguments in the order of sqlc's InsertPackage.
-	b.Queue(insertPackage, p.ID, p.OwnerUserID, p.Title, p.RecipientEmail, p.RecipientName,
-		string(p.Direction), string(p.State), int32(p.TTLDays), p.Note, p.CreatedAt, p.ExpiresAt,
-		nullString(p.PasswordHash), int32Ptr(p.MaxDownloads), p.NotifyOwner)
+	q := batched(b)
+	// The batch's statements cannot fail when queued: their errors come with Close.
+	_ = q.InsertPackage(ctx, InsertPackageParams{
+		ID: p.ID, OwnerUserID: p.OwnerUserID, Title: p.Title, RecipientEmail: p.RecipientEmail,
+		RecipientName: p.RecipientName, Direction: string(p.Direction), State: string(p.State),
+		TtlDays: int32(p.TTLDays), Note: p.Note, CreatedAt: p.CreatedAt, ExpiresAt: p.ExpiresAt,
+		PasswordHash: nullString(p.PasswordHash), MaxDownloads: int32Ptr(p.MaxDownloads), NotifyOwner: p.NotifyOwner,
+	})
 	for i, r := range p.Recipients {
-		// The arguments in the order of sqlc's SaveRecipient.
-		b.Queue(saveRecipient, r.ID, p.ID, int32(i), r.Email, r.Name, r.LinkHash, string(r.LinkState), r.CreatedAt, r.RevokedAt)
+		_ = q.SaveRecipient(ctx, SaveRecipientParams{
+			ID: r.ID, PackageID: p.ID, Position: int32(i), Email: r.Email, Name: r.Name, LinkHash: r.LinkHash,
+			LinkState: string(r.LinkState), CreatedAt: r.CreatedAt, RevokedAt: r.RevokedAt,
+		})
 	}
-	if err := s.queueEffects(b, fx); err != nil {
+	if err := s.queueEffects(ctx, b, fx); err != nil {
 		return err
 	}
 	return s.committed(fx, s.pool.SendBatch(ctx, b).Close())
@@ -102,53 +107,31 @@ func (s *Postgres) PackageByLink(ctx context.Context, hash []byte) (app.Package,
 	return p, nil
 }
 
-// packageColumns lists the packages table's columns in the order scanPackage reads them.
-const packageColumns = `id, owner_user_id, title, recipient_email, recipient_name, direction, state, ttl_days,
-	note, file_count, total_size, created_at, finalized_at, expires_at, revoked_at, password_hash, max_downloads,
-	notify_owner`
-
-// ListPackages returns a page of packages, newest first, after the cursor. The filter
-// is dynamic, so this query is written by hand.
+// ListPackages returns a page of packages, newest first, after the cursor; each filter
+// left nil selects every value.
 func (s *Postgres) ListPackages(ctx context.Context, f app.PackageFilter) ([]app.Package, error) {
-	var where []string
-	var args []any
-	arg := func(v any) string {
-		args = append(args, v)
-		return fmt.Sprintf("$%d", len(args))
-	}
-	if f.OwnerUserID != nil {
-		where = append(where, "owner_user_id = "+arg(*f.OwnerUserID))
-	}
+	arg := ListPackagesParams{OwnerUserID: f.OwnerUserID, MaxRows: int32(min(f.Limit, math.MaxInt32))}
 	if f.State != nil {
-		where = append(where, "state = "+arg(string(*f.State)))
+		arg.State = ptr(string(*f.State))
 	}
 	if f.Direction != nil {
-		where = append(where, "direction = "+arg(string(*f.Direction)))
+		arg.Direction = ptr(string(*f.Direction))
 	}
 	if f.After != nil {
-		where = append(where, fmt.Sprintf("(created_at, id) < (%s, %s)", arg(f.After.CreatedAt), arg(f.After.ID)))
+		arg.AfterCreatedAt, arg.AfterID = &f.After.CreatedAt, &f.After.ID
 	}
-	sql := "SELECT " + packageColumns + " FROM packages"
-	if len(where) > 0 {
-		sql += " WHERE " + strings.Join(where, " AND ")
-	}
-	sql += " ORDER BY created_at DESC, id DESC LIMIT " + arg(f.Limit)
-	rows, err := s.pool.Query(ctx, sql, args...)
+	rows, err := s.q.ListPackages(ctx, arg)
 	if err != nil {
 		return nil, err
 	}
-	ps, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (app.Package, error) {
-		var p Package
-		err := r.Scan(&p.ID, &p.OwnerUserID, &p.Title, &p.RecipientEmail, &p.RecipientName, &p.Direction, &p.State,
-			&p.TtlDays, &p.Note, &p.FileCount, &p.TotalSize, &p.CreatedAt, &p.FinalizedAt, &p.ExpiresAt, &p.RevokedAt,
-			&p.PasswordHash, &p.MaxDownloads, &p.NotifyOwner)
-		return toPackage(p), err
-	})
-	if err != nil {
-		return nil, err
+	ps := make([]app.Package, len(rows))
+	for i, r := range rows {
+		ps[i] = toPackage(r)
 	}
 	return ps, withRecipients(ctx, s.q, ps)
 }
+
+func ptr[T any](v T) *T { return &v }
 
 // ListFiles returns a package's files, oldest first, as the link linkHash sees them
 // (nil: the owner).
@@ -366,7 +349,7 @@ func (s *Postgres) RecordLinkUse(ctx context.Context, linkHash []byte, fx app.Ef
 // implicit transaction, one round trip).
 func (s *Postgres) WriteEffects(ctx context.Context, fx app.Effects) error {
 	b := &pgx.Batch{}
-	if err := s.queueEffects(b, fx); err != nil || b.Len() == 0 {
+	if err := s.queueEffects(ctx, b, fx); err != nil || b.Len() == 0 {
 		return err
 	}
 	return s.committed(fx, s.pool.SendBatch(ctx, b).Close())
@@ -420,7 +403,7 @@ func save(ctx context.Context, q *Queries, p app.Package) error {
 // rows, in tx: a transaction of inTx, which wakes the outbox relay after the commit.
 func (s *Postgres) writeEffects(ctx context.Context, tx pgx.Tx, fx app.Effects) error {
 	b := &pgx.Batch{}
-	if err := s.queueEffects(b, fx); err != nil {
+	if err := s.queueEffects(ctx, b, fx); err != nil {
 		return err
 	}
 	if b.Len() == 0 {
@@ -436,14 +419,18 @@ func (s *Postgres) writeEffects(ctx context.Context, tx pgx.Tx, fx app.Effects) 
 // payloads of ephemeral messages (mail jobs, which carry magic links) are sealed
 // with the store's sealer, so that no raw link is readable in the outbox table; the
 // relay opens them as it publishes.
-func (s *Postgres) queueEffects(b *pgx.Batch, fx app.Effects) error {
+func (s *Postgres) queueEffects(ctx context.Context, b *pgx.Batch, fx app.Effects) error {
+	q := batched(b)
 	for _, a := range fx.Audit {
-		// The arguments in the order of sqlc's InsertAudit and CountAuditHourly.
-		query := insertAudit
-		if a.Hourly {
-			query = countAuditHourly
+		arg := InsertAuditParams{
+			Actor: a.Actor, ActorUserID: a.ActorUserID, Action: a.Action, PackageID: a.PackageID, FileID: a.FileID,
+			Ip: a.IP, UserAgent: a.UserAgent, Detail: a.Detail, RecipientID: a.RecipientID,
 		}
-		b.Queue(query, a.Actor, a.ActorUserID, a.Action, a.PackageID, a.FileID, a.IP, a.UserAgent, a.Detail, a.RecipientID)
+		if a.Hourly {
+			_ = q.CountAuditHourly(ctx, CountAuditHourlyParams(arg))
+		} else {
+			_ = q.InsertAudit(ctx, arg)
+		}
 	}
 	msgs := make([]outbox.Message, 0, len(fx.Events)+len(fx.Mail)+len(fx.WebhookJobs))
 	for _, e := range fx.Events {

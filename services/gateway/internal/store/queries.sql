@@ -67,6 +67,18 @@ INSERT INTO packages (id, owner_user_id, title, recipient_email, recipient_name,
                       ttl_days, note, created_at, expires_at, password_hash, max_downloads, notify_owner)
 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14);
 
+-- name: ListPackages :many
+-- A page of packages, newest first, after the cursor (@after_created_at, @after_id);
+-- a NULL filter selects every value.
+SELECT * FROM packages
+WHERE (sqlc.narg(owner_user_id)::bigint IS NULL OR owner_user_id = sqlc.narg(owner_user_id))
+  AND (sqlc.narg(state)::text IS NULL OR state = sqlc.narg(state))
+  AND (sqlc.narg(direction)::text IS NULL OR direction = sqlc.narg(direction))
+  AND (sqlc.narg(after_created_at)::timestamptz IS NULL
+       OR (created_at, id) < (sqlc.narg(after_created_at), sqlc.narg(after_id)::uuid))
+ORDER BY created_at DESC, id DESC
+LIMIT sqlc.arg(max_rows);
+
 -- name: GetPackage :one
 SELECT * FROM packages WHERE id = $1;
 

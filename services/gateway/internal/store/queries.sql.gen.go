@@ -742,6 +742,74 @@ func (q *Queries) ListFiles(ctx context.Context, arg ListFilesParams) ([]ListFil
 	return items, nil
 }
 
+const listPackages = `-- name: ListPackages :many
+SELECT id, owner_user_id, title, recipient_email, recipient_name, direction, state, ttl_days, note, file_count, total_size, created_at, finalized_at, expires_at, revoked_at, password_hash, max_downloads, notify_owner FROM packages
+WHERE ($1::bigint IS NULL OR owner_user_id = $1)
+  AND ($2::text IS NULL OR state = $2)
+  AND ($3::text IS NULL OR direction = $3)
+  AND ($4::timestamptz IS NULL
+       OR (created_at, id) < ($4, $5::uuid))
+ORDER BY created_at DESC, id DESC
+LIMIT $6
+`
+
+type ListPackagesParams struct {
+	OwnerUserID    *int64
+	State          *string
+	Direction      *string
+	AfterCreatedAt *time.Time
+	AfterID        *uuid.UUID
+	MaxRows        int32
+}
+
+// A page of packages, newest first, after the cursor (@after_created_at, @after_id);
+// a NULL filter selects every value.
+func (q *Queries) ListPackages(ctx context.Context, arg ListPackagesParams) ([]Package, error) {
+	rows, err := q.db.Query(ctx, listPackages,
+		arg.OwnerUserID,
+		arg.State,
+		arg.Direction,
+		arg.AfterCreatedAt,
+		arg.AfterID,
+		arg.MaxRows,
+	)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []Package
+	for rows.Next() {
+		var i Package
+		if err := rows.Scan(
+			&i.ID,
+			&i.OwnerUserID,
+			&i.Title,
+			&i.RecipientEmail,
+			&i.RecipientName,
+			&i.Direction,
+			&i.State,
+			&i.TtlDays,
+			&i.Note,
+			&i.FileCount,
+			&i.TotalSize,
+			&i.CreatedAt,
+			&i.FinalizedAt,
+			&i.ExpiresAt,
+			&i.RevokedAt,
+			&i.PasswordHash,
+			&i.MaxDownloads,
+			&i.NotifyOwner,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const listRecipients = `-- name: ListRecipients :many
 SELECT id, package_id, position, email, name, link_hash, link_state, use_count, last_used_at, download_count, created_at, revoked_at FROM recipients WHERE package_id = ANY($1::uuid[]) ORDER BY package_id, position
 `

@@ -53,11 +53,8 @@ type File struct {
 	ObjectKey string
 	Scan      string
 	Attempts  int
-	// Package head, for package.file_infected.
-	Title          string
-	RecipientEmail string
-	OwnerUserID    int64
-	Direction      string
+	// Package is the head of its package, for package.file_infected.
+	Package events.PackageHead
 }
 
 // Verdict is what is recorded for a file.
@@ -274,11 +271,8 @@ func (s *Scanner) record(ctx context.Context, log *slog.Logger, f File, v Verdic
 func InfectedEffects(f File, sig string, now time.Time) Effects {
 	e := events.NewEnvelope(events.TypePackageFileInfected, now.UTC())
 	e.Data = &eventsv1.Envelope_FileInfected{FileInfected: &eventsv1.FileInfected{
-		Package: &eventsv1.Package{
-			PackageId: f.PackageID, Title: f.Title, RecipientEmail: f.RecipientEmail,
-			OwnerUserId: f.OwnerUserID, Direction: f.Direction,
-		},
-		FileId: f.ID, Filename: f.Filename, Signature: sig,
+		Package: f.Package.Proto(),
+		FileId:  f.ID, Filename: f.Filename, Signature: sig,
 	}}
 	return Effects{
 		Event:       e,

@@ -98,7 +98,7 @@ func newScanner(t *testing.T, st *fakeStore, obj *fakeObjects, cd app.Clamd) *ap
 
 func pending() app.File {
 	return app.File{ID: "f1", PackageID: "p1", Filename: "a.pdf", Size: 5, ObjectKey: "k", Scan: app.ScanPending,
-		Title: "T", RecipientEmail: "bob@example.com", OwnerUserID: 7, Direction: "inbound"}
+		Package: events.PackageHead{ID: "p1", Title: "T", RecipientEmail: "bob@example.com", OwnerUserID: 7, Direction: "inbound"}}
 }
 
 func TestHandle(t *testing.T) {

@@ -2,8 +2,10 @@
 -- the schema): a file and its package head, the verdict written once, its effects.
 
 -- name: GetFile :one
+-- The head of package.file_infected is read off the package's whole row
+-- (events.PackageHeadFromRow).
 SELECT f.id, f.package_id, f.filename, f.size, f.object_key, f.scan, f.scan_attempts,
-       p.title, p.recipient_email, p.owner_user_id, p.direction
+       to_jsonb(p) AS head
 FROM files f JOIN packages p ON p.id = f.package_id
 WHERE f.id = @file_id;
 

@@ -45,10 +45,13 @@ func (s *Postgres) File(ctx context.Context, fileID string) (app.File, error) {
 	if err != nil {
 		return app.File{}, fmt.Errorf("store: file: %w", err)
 	}
+	head, err := events.PackageHeadFromRow(r.Head)
+	if err != nil {
+		return app.File{}, fmt.Errorf("store: file: %w", err)
+	}
 	return app.File{
 		ID: r.ID, PackageID: r.PackageID, Filename: r.Filename, Size: r.Size, ObjectKey: r.ObjectKey,
-		Scan: r.Scan, Attempts: int(r.ScanAttempts), Title: r.Title, RecipientEmail: r.RecipientEmail,
-		OwnerUserID: r.OwnerUserID, Direction: r.Direction,
+		Scan: r.Scan, Attempts: int(r.ScanAttempts), Package: head,
 	}, nil
 }
 

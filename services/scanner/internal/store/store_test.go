@@ -34,7 +34,7 @@ func TestRecordOnce(t *testing.T) {
 	}
 	s := store.New(pool, nil)
 	f, err := s.File(ctx, fileID)
-	if err != nil || f.Scan != app.ScanPending || f.OwnerUserID != owner || f.Direction != "inbound" {
+	if err != nil || f.Scan != app.ScanPending || f.Package.OwnerUserID != owner || f.Package.Direction != "inbound" || f.Package.ID != f.PackageID {
 		t.Fatalf("File: %+v, %v", f, err)
 	}
 	if n, err := s.CountFailure(ctx, fileID); err != nil || n != 1 {

@@ -22,7 +22,7 @@ WITH due AS (
 UPDATE packages p SET state = 'expired'
 FROM due
 WHERE p.id = due.id AND p.state <> 'expired'
-RETURNING p.id, p.title, p.recipient_email, p.owner_user_id, p.direction, due.state AS previous_state, p.expires_at
+RETURNING p.id, to_jsonb(p) AS head, due.state AS previous_state, p.expires_at
 `
 
 type ExpireDueParams struct {
@@ -31,13 +31,10 @@ type ExpireDueParams struct {
 }
 
 type ExpireDueRow struct {
-	ID             string
-	Title          string
-	RecipientEmail string
-	OwnerUserID    int64
-	Direction      string
-	PreviousState  string
-	ExpiresAt      time.Time
+	ID            string
+	Head          []byte
+	PreviousState string
+	ExpiresAt     time.Time
 }
 
 // The expiry service's SQL, compiled by sqlc (sqlc.yaml; make generate) against the
@@ -49,6 +46,7 @@ type ExpireDueRow struct {
 // expires them. The state test is repeated on the locked row, so a package expired
 // meanwhile by another instance is never expired (nor announced) twice. It uses
 // packages_expiring_idx.
+// The head of the package's events is read off its whole row (events.PackageHeadFromRow).
 func (q *Queries) ExpireDue(ctx context.Context, arg ExpireDueParams) ([]ExpireDueRow, error) {
 	rows, err := q.db.Query(ctx, expireDue, arg.Now, arg.MaxRows)
 	if err != nil {
@@ -60,10 +58,7 @@ func (q *Queries) ExpireDue(ctx context.Context, arg ExpireDueParams) ([]ExpireD
 		var i ExpireDueRow
 		if err := rows.Scan(
 			&i.ID,
-			&i.Title,
-			&i.RecipientEmail,
-			&i.OwnerUserID,
-			&i.Direction,
+			&i.Head,
 			&i.PreviousState,
 			&i.ExpiresAt,
 		); err != nil {

@@ -149,7 +149,7 @@ func (a *testAPI) stalledUpload(path, token string, head []byte) (<-chan respons
 		if token != "" {
 			req.Header.Set("Authorization", "Bearer "+token)
 		}
-		resp, err := http.DefaultClient.Do(req)
+		resp, err := a.client(0).Do(req)
 		if err != nil {
 			done <- response{status: -1, body: []byte(err.Error())}
 			return

@@ -171,7 +171,7 @@ func (a *testAPI) trickle(method, path, token, contentType string, body []byte, 
 		req.Header.Set(headers[i], headers[i+1])
 	}
 	start := time.Now()
-	resp, err := (&http.Client{Timeout: 30 * time.Second}).Do(req)
+	resp, err := a.client(30 * time.Second).Do(req)
 	if err != nil {
 		return response{status: -1}, time.Since(start)
 	}

@@ -697,7 +697,7 @@ func TestFinalizeWithOneDatabaseConnection(t *testing.T) {
 	expect(t, a.upload("/api/v1/packages/"+p["id"].(string)+"/files", token, "a.txt", []byte("x")), http.StatusCreated)
 	req, _ := http.NewRequest("POST", a.url+"/api/v1/packages/"+p["id"].(string)+"/finalize", nil)
 	req.Header.Set("Authorization", "Bearer "+token)
-	resp, err := (&http.Client{Timeout: 10 * time.Second}).Do(req)
+	resp, err := a.client(10 * time.Second).Do(req)
 	if err != nil {
 		t.Fatalf("finalize with a one-connection pool: %v", err)
 	}

@@ -56,7 +56,7 @@ func (a *testAPI) streamUpload(path, token string) (pw *io.PipeWriter, end func(
 	req.Header.Set("Authorization", "Bearer "+token)
 	done := make(chan response, 1)
 	go func() {
-		resp, err := http.DefaultClient.Do(req)
+		resp, err := a.client(0).Do(req)
 		if err != nil {
 			done <- response{status: -1, body: []byte(err.Error())}
 			return

@@ -42,7 +42,7 @@ func (a *testAPI) startPatch(url, token string, offset, length int, first []byte
 		if token != "" {
 			req.Header.Set("Authorization", "Bearer "+token)
 		}
-		resp, err := http.DefaultClient.Do(req)
+		resp, err := a.client(0).Do(req)
 		if err != nil {
 			p.done <- response{}
 			return
@@ -172,7 +172,7 @@ func (a *testAPI) cutPatch(url, token string, offset int, content []byte, n int)
 	req.Header.Set("Content-Type", "application/offset+octet-stream")
 	req.Header.Set("Upload-Offset", strconv.Itoa(offset))
 	req.Header.Set("Authorization", "Bearer "+token)
-	if resp, err := http.DefaultClient.Do(req); err == nil {
+	if resp, err := a.client(0).Do(req); err == nil {
 		resp.Body.Close()
 		a.t.Fatal("the cut PATCH succeeded")
 	}

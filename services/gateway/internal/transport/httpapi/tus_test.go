@@ -59,7 +59,7 @@ func (a *testAPI) tusDo(method, url, token string, body io.Reader, headers ...st
 		}
 		req.Header.Set(headers[i], headers[i+1])
 	}
-	resp, err := (&http.Client{Timeout: 60 * time.Second}).Do(req)
+	resp, err := a.client(60 * time.Second).Do(req)
 	if err != nil {
 		a.t.Fatal(err)
 	}
@@ -502,7 +502,7 @@ func TestTusBrokenPatchResumes(t *testing.T) {
 	req.Header.Set("Content-Type", "application/offset+octet-stream")
 	req.Header.Set("Upload-Offset", "0")
 	req.Header.Set("Authorization", "Bearer "+token)
-	if resp, err := http.DefaultClient.Do(req); err == nil {
+	if resp, err := a.client(0).Do(req); err == nil {
 		resp.Body.Close()
 		t.Fatal("the broken PATCH succeeded")
 	}
@@ -679,7 +679,7 @@ func TestTusUploadLimits(t *testing.T) {
 		req.Header.Set("Content-Type", "application/offset+octet-stream")
 		req.Header.Set("Upload-Offset", "0")
 		req.Header.Set("Authorization", "Bearer "+token)
-		resp, err := http.DefaultClient.Do(req)
+		resp, err := a.client(0).Do(req)
 		if err != nil {
 			done <- 0
 			return

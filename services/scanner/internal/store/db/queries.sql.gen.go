@@ -27,27 +27,26 @@ func (q *Queries) CountFailure(ctx context.Context, fileID string) (int32, error
 const getFile = `-- name: GetFile :one
 
 SELECT f.id, f.package_id, f.filename, f.size, f.object_key, f.scan, f.scan_attempts,
-       p.title, p.recipient_email, p.owner_user_id, p.direction
+       to_jsonb(p) AS head
 FROM files f JOIN packages p ON p.id = f.package_id
 WHERE f.id = $1
 `
 
 type GetFileRow struct {
-	ID             string
-	PackageID      string
-	Filename       string
-	Size           int64
-	ObjectKey      string
-	Scan           string
-	ScanAttempts   int32
-	Title          string
-	RecipientEmail string
-	OwnerUserID    int64
-	Direction      string
+	ID           string
+	PackageID    string
+	Filename     string
+	Size         int64
+	ObjectKey    string
+	Scan         string
+	ScanAttempts int32
+	Head         []byte
 }
 
 // The scanner's statements (sqlc, compiled against the gateway's migrations, which own
 // the schema): a file and its package head, the verdict written once, its effects.
+// The head of package.file_infected is read off the package's whole row
+// (events.PackageHeadFromRow).
 func (q *Queries) GetFile(ctx context.Context, fileID string) (GetFileRow, error) {
 	row := q.db.QueryRow(ctx, getFile, fileID)
 	var i GetFileRow
@@ -59,10 +58,7 @@ func (q *Queries) GetFile(ctx context.Context, fileID string) (GetFileRow, error
 		&i.ObjectKey,
 		&i.Scan,
 		&i.ScanAttempts,
-		&i.Title,
-		&i.RecipientEmail,
-		&i.OwnerUserID,
-		&i.Direction,
+		&i.Head,
 	)
 	return i, err
 }
