@@ -523,7 +523,7 @@ func (d *Dispatcher) handleEvents(ctx context.Context, msgs []jetstream.Msg) []c
 // Term, a retry → Nak at once or, after a delay, a move to the retry subject, so that
 // while it waits it holds no slot of its subscription's max_in_flight.
 func (d *Dispatcher) handleJob(ctx context.Context, msg jetstream.Msg) consumer.Decision {
-	err := d.p.Deliverer.Deliver(ctx, msg.Data(), consumer.NumDelivered(msg))
+	err := d.p.Deliverer.Deliver(ctx, msg.Data(), numDelivered(msg))
 	var again *app.RetryError
 	switch {
 	case err == nil:
