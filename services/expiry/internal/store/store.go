@@ -4,9 +4,12 @@
 package store
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"math"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -69,6 +72,11 @@ func (s *Postgres) ExpireDue(ctx context.Context, now time.Time, limit int, effe
 			}
 			ps[i] = app.Package{PackageHead: head, PreviousState: r.PreviousState, ExpiresAt: r.ExpiresAt}
 		}
+		// Oldest deadline first: UPDATE … RETURNING promises no order, whatever the
+		// ORDER BY of the CTE that picked the rows.
+		slices.SortStableFunc(ps, func(a, b app.Package) int {
+			return cmp.Or(a.ExpiresAt.Compare(b.ExpiresAt), strings.Compare(a.ID, b.ID))
+		})
 
 		ids := make([]string, len(ps))
 		index := make(map[string]int, len(ps))

@@ -40,6 +40,12 @@ func TestExpireDue(t *testing.T) {
 		expirytest.Spec{State: "active", ExpiresIn: time.Hour, Files: 1},   // not due
 		expirytest.Spec{State: "expired", ExpiresIn: -time.Hour, Files: 1}, // done already
 	)
+	// The oldest package edited since: its row moves to the end of the table, so the
+	// UPDATE's RETURNING would hand it back last.
+	if _, err := pool.Exec(ctx, `UPDATE packages SET title = title || ' (edited)' WHERE id = $1`, ps[0].ID); err != nil {
+		t.Fatal(err)
+	}
+	ps[0].Title += " (edited)"
 
 	got, err := st.ExpireDue(ctx, time.Now(), 10, effects)
 	if err != nil {
