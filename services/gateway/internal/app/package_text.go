@@ -32,7 +32,7 @@ func ValidateRecipientName(n string) error {
 // and tabs allowed, no other control characters and no bidi overrides.
 func ValidateNote(n string) error {
 	if utf8.RuneCountInString(n) > MaxNoteLen || !utf8.ValidString(n) ||
-		strings.ContainsFunc(n, func(r rune) bool { return isNoteControl(r) || isBidiOverride(r) }) {
+		strings.ContainsFunc(n, func(r rune) bool { return IsNoteControl(r) || isBidiOverride(r) }) {
 		return Invalid("note must be at most %d characters without control characters or bidi overrides", MaxNoteLen)
 	}
 	return nil

@@ -949,7 +949,9 @@ func linkHash(token string) ([]byte, bool) {
 	return sum[:], true
 }
 
-func isNoteControl(r rune) bool { return isControl(r) && r != '\n' && r != '\r' && r != '\t' }
+// IsNoteControl reports a control character other than a line break or a tab: what a
+// note or a description must not contain.
+func IsNoteControl(r rune) bool { return isControl(r) && r != '\n' && r != '\r' && r != '\t' }
 
 func userAudit(u User, c Client, action string, pkg uuid.UUID, file *uuid.UUID) AuditEntry {
 	id := u.ID

@@ -25,6 +25,7 @@ import (
 	pkgservice "github.com/shipfile/shipfile/pkg/service"
 	"github.com/shipfile/shipfile/pkg/storage"
 	"github.com/shipfile/shipfile/services/gateway/internal/app"
+	"github.com/shipfile/shipfile/services/gateway/internal/app/webhookadmin"
 	"github.com/shipfile/shipfile/services/gateway/internal/store"
 	"github.com/shipfile/shipfile/services/gateway/internal/transport/httpapi"
 	"github.com/shipfile/shipfile/services/gateway/internal/transport/web"
@@ -228,7 +229,7 @@ type Service struct {
 	TokenCache *app.TokenCache
 	Packages   *app.Packages
 	Resumable  *app.Resumable
-	Webhooks   *app.Webhooks
+	Webhooks   *webhookadmin.Service
 	// Sessions signs browsers in; Start runs its sweeper.
 	Sessions *app.Sessions
 	// Relay publishes the outbox; nil without Deps.JS.
@@ -298,7 +299,7 @@ func New(_ context.Context, cfg Config, deps Deps) (*Service, error) {
 	s.Resumable = app.NewResumable(s.Packages, db, objectStore, app.TusConfig{
 		ResumeWindow: cfg.ResumeWindow, Lease: cfg.UploadLease, LockWait: cfg.UploadLockWait, MaxOpen: cfg.Edge.UploadMaxOpen,
 	}, log)
-	s.Webhooks = app.NewWebhooks(db, secrets, cfg.WebhookPrivate)
+	s.Webhooks = webhookadmin.New(db, secrets, cfg.WebhookPrivate)
 	s.Sessions = app.NewSessions(db, s.Identity, app.SessionConfig{
 		Lifetime: cfg.Web.SessionLifetime, IdleTimeout: cfg.Web.SessionIdle,
 		MaxFailures: cfg.Web.LoginFailures, Lockout: cfg.Web.LoginLockout,

@@ -13,6 +13,7 @@ import (
 
 	"github.com/shipfile/shipfile/pkg/ops"
 	"github.com/shipfile/shipfile/services/gateway/internal/app"
+	"github.com/shipfile/shipfile/services/gateway/internal/app/webhookadmin"
 	"github.com/shipfile/shipfile/services/gateway/internal/docs"
 )
 
@@ -39,7 +40,7 @@ type Deps struct {
 	Log      *slog.Logger
 	Identity *app.Identity
 	Packages *app.Packages
-	Webhooks *app.Webhooks
+	Webhooks *webhookadmin.Service
 	// Resumable serves tus uploads.
 	Resumable *app.Resumable
 	Registry  *prometheus.Registry
@@ -66,7 +67,7 @@ type handlers struct {
 	log         *slog.Logger
 	identity    *app.Identity
 	packages    *app.Packages
-	webhooks    *app.Webhooks
+	webhooks    *webhookadmin.Service
 	resumable   *app.Resumable
 	maxJSON     int64
 	maxFileSize int64

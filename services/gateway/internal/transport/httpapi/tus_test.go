@@ -24,6 +24,7 @@ import (
 	"github.com/shipfile/shipfile/pkg/ops"
 	"github.com/shipfile/shipfile/pkg/servicetest"
 	"github.com/shipfile/shipfile/services/gateway/internal/app"
+	"github.com/shipfile/shipfile/services/gateway/internal/app/webhookadmin"
 	"github.com/shipfile/shipfile/services/gateway/internal/store"
 	"github.com/shipfile/shipfile/services/gateway/internal/transport/httpapi"
 )
@@ -557,7 +558,7 @@ func (a *testAPI) secondInstance() *testAPI {
 	})
 	engine, err := httpapi.New(httpapi.Deps{
 		Log: slog.New(slog.DiscardHandler), Identity: app.NewIdentity(db), Packages: packages, Resumable: resumable,
-		Webhooks: app.NewWebhooks(db, servicetest.Keyring(a.t), false), Registry: ops.NewRegistry(), Config: cfg,
+		Webhooks: webhookadmin.New(db, servicetest.Keyring(a.t), false), Registry: ops.NewRegistry(), Config: cfg,
 	})
 	if err != nil {
 		a.t.Fatal(err)

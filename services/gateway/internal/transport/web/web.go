@@ -20,6 +20,7 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"github.com/shipfile/shipfile/services/gateway/internal/app"
+	"github.com/shipfile/shipfile/services/gateway/internal/app/webhookadmin"
 )
 
 // Config is the web UI's share of the gateway configuration.
@@ -45,7 +46,7 @@ type Deps struct {
 	Identity *app.Identity
 	Sessions *app.Sessions
 	Packages *app.Packages
-	Webhooks *app.Webhooks
+	Webhooks *webhookadmin.Service
 	// LinkRate limits the recipient's page per client IP (nil: no limit).
 	LinkRate *app.LinkRate
 	// LoginRate limits sign-ins (POST /login) per client IP (nil: no limit).
@@ -61,7 +62,7 @@ type Web struct {
 	identity *app.Identity
 	sessions *app.Sessions
 	packages *app.Packages
-	webhooks *app.Webhooks
+	webhooks *webhookadmin.Service
 	linkRate *app.LinkRate
 	// loginRate is the request rate of POST /login per client IP.
 	loginRate *app.LinkRate
