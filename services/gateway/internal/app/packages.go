@@ -109,10 +109,10 @@ type Packages struct {
 	scan ScanMode
 	// reservationRenewal is ObjectReservationRenewal (shorter in tests).
 	reservationRenewal time.Duration
-	// endUploads ends a package's unfinished resumable uploads (set by NewResumable).
+	// endUploads ends a package's unfinished resumable uploads (set by transfers.NewResumable).
 	endUploads func(ctx context.Context, packageID uuid.UUID)
 	// openUploads counts a package's unfinished resumable uploads (set by
-	// NewResumable); they count toward its file limit.
+	// transfers.NewResumable); they count toward its file limit.
 	openUploads func(ctx context.Context, packageID uuid.UUID) (int, error)
 }
 

@@ -25,6 +25,7 @@ import (
 	pkgservice "github.com/shipfile/shipfile/pkg/service"
 	"github.com/shipfile/shipfile/pkg/storage"
 	"github.com/shipfile/shipfile/services/gateway/internal/app"
+	"github.com/shipfile/shipfile/services/gateway/internal/app/transfers"
 	"github.com/shipfile/shipfile/services/gateway/internal/app/webhookadmin"
 	"github.com/shipfile/shipfile/services/gateway/internal/store"
 	"github.com/shipfile/shipfile/services/gateway/internal/transport/httpapi"
@@ -228,7 +229,7 @@ type Service struct {
 	Identity   *app.Identity
 	TokenCache *app.TokenCache
 	Packages   *app.Packages
-	Resumable  *app.Resumable
+	Resumable  *transfers.Resumable
 	Webhooks   *webhookadmin.Service
 	// Sessions signs browsers in; Start runs its sweeper.
 	Sessions *app.Sessions
@@ -296,7 +297,7 @@ func New(_ context.Context, cfg Config, deps Deps) (*Service, error) {
 		return nil, err
 	}
 	s.Packages.UseScanMode(scanMode)
-	s.Resumable = app.NewResumable(s.Packages, db, objectStore, app.TusConfig{
+	s.Resumable = transfers.NewResumable(s.Packages, db, objectStore, transfers.TusConfig{
 		ResumeWindow: cfg.ResumeWindow, Lease: cfg.UploadLease, LockWait: cfg.UploadLockWait, MaxOpen: cfg.Edge.UploadMaxOpen,
 	}, log)
 	s.Webhooks = webhookadmin.New(db, secrets, cfg.WebhookPrivate)

@@ -24,6 +24,7 @@ import (
 	"github.com/shipfile/shipfile/pkg/servicetest"
 	"github.com/shipfile/shipfile/pkg/storage"
 	"github.com/shipfile/shipfile/services/gateway/internal/app"
+	"github.com/shipfile/shipfile/services/gateway/internal/app/transfers"
 	"github.com/shipfile/shipfile/services/gateway/internal/service"
 	"github.com/shipfile/shipfile/services/gateway/internal/store"
 	"github.com/shipfile/shipfile/services/gateway/internal/transport/httpapi"
@@ -43,7 +44,7 @@ type testAPI struct {
 	objects    *storage.Store
 	registry   *prometheus.Registry
 	// resumable is the tus upload service (its sweep is run by tests, not a ticker).
-	resumable *app.Resumable
+	resumable *transfers.Resumable
 	db        *store.Postgres
 }
 

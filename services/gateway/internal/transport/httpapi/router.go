@@ -13,6 +13,7 @@ import (
 
 	"github.com/shipfile/shipfile/pkg/ops"
 	"github.com/shipfile/shipfile/services/gateway/internal/app"
+	"github.com/shipfile/shipfile/services/gateway/internal/app/transfers"
 	"github.com/shipfile/shipfile/services/gateway/internal/app/webhookadmin"
 	"github.com/shipfile/shipfile/services/gateway/internal/docs"
 )
@@ -42,7 +43,7 @@ type Deps struct {
 	Packages *app.Packages
 	Webhooks *webhookadmin.Service
 	// Resumable serves tus uploads.
-	Resumable *app.Resumable
+	Resumable *transfers.Resumable
 	Registry  *prometheus.Registry
 	// LinkRate limits the link routes per client IP (nil: no limit).
 	LinkRate *app.LinkRate
@@ -68,7 +69,7 @@ type handlers struct {
 	identity    *app.Identity
 	packages    *app.Packages
 	webhooks    *webhookadmin.Service
-	resumable   *app.Resumable
+	resumable   *transfers.Resumable
 	maxJSON     int64
 	maxFileSize int64
 	spec        *docs.Spec
