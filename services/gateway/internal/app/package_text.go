@@ -40,7 +40,7 @@ func ValidateNote(n string) error {
 
 // isNameHidden reports the characters a name may not hold: every control character
 // (C0 and C1) and the bidi overrides.
-func isNameHidden(r rune) bool { return isControl(r) || (r >= 0x80 && r <= 0x9f) || isBidiOverride(r) }
+func isNameHidden(r rune) bool { return IsControl(r) || (r >= 0x80 && r <= 0x9f) || isBidiOverride(r) }
 
 // isBidiOverride reports the Unicode bidi embeddings, overrides and isolates
 // (U+202A–U+202E, U+2066–U+2069) and the bidi marks (U+200E, U+200F, U+061C), which

@@ -841,7 +841,7 @@ func (s *Packages) UploadViaLink(ctx context.Context, token string, client Clien
 // ArchiveName is the file name of the zip of a package's files.
 func ArchiveName(p Package) string {
 	name := strings.Map(func(r rune) rune {
-		if r == '/' || r == '\\' || isControl(r) || r == '"' {
+		if r == '/' || r == '\\' || IsControl(r) || r == '"' {
 			return '_'
 		}
 		return r
@@ -951,7 +951,7 @@ func linkHash(token string) ([]byte, bool) {
 
 // IsNoteControl reports a control character other than a line break or a tab: what a
 // note or a description must not contain.
-func IsNoteControl(r rune) bool { return isControl(r) && r != '\n' && r != '\r' && r != '\t' }
+func IsNoteControl(r rune) bool { return IsControl(r) && r != '\n' && r != '\r' && r != '\t' }
 
 func userAudit(u User, c Client, action string, pkg uuid.UUID, file *uuid.UUID) AuditEntry {
 	id := u.ID

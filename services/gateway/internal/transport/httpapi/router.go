@@ -13,6 +13,7 @@ import (
 
 	"github.com/shipfile/shipfile/pkg/ops"
 	"github.com/shipfile/shipfile/services/gateway/internal/app"
+	"github.com/shipfile/shipfile/services/gateway/internal/app/identity"
 	"github.com/shipfile/shipfile/services/gateway/internal/app/transfers"
 	"github.com/shipfile/shipfile/services/gateway/internal/app/webhookadmin"
 	"github.com/shipfile/shipfile/services/gateway/internal/docs"
@@ -39,7 +40,7 @@ type Config struct {
 // Deps is what the router serves.
 type Deps struct {
 	Log      *slog.Logger
-	Identity *app.Identity
+	Identity *identity.Identity
 	Packages *app.Packages
 	Webhooks *webhookadmin.Service
 	// Resumable serves tus uploads.
@@ -66,7 +67,7 @@ type Pages interface {
 
 type handlers struct {
 	log         *slog.Logger
-	identity    *app.Identity
+	identity    *identity.Identity
 	packages    *app.Packages
 	webhooks    *webhookadmin.Service
 	resumable   *transfers.Resumable

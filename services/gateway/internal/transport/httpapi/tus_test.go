@@ -24,6 +24,7 @@ import (
 	"github.com/shipfile/shipfile/pkg/ops"
 	"github.com/shipfile/shipfile/pkg/servicetest"
 	"github.com/shipfile/shipfile/services/gateway/internal/app"
+	"github.com/shipfile/shipfile/services/gateway/internal/app/identity"
 	"github.com/shipfile/shipfile/services/gateway/internal/app/transfers"
 	"github.com/shipfile/shipfile/services/gateway/internal/app/webhookadmin"
 	"github.com/shipfile/shipfile/services/gateway/internal/store"
@@ -558,7 +559,7 @@ func (a *testAPI) secondInstance() *testAPI {
 		<-listening
 	})
 	engine, err := httpapi.New(httpapi.Deps{
-		Log: slog.New(slog.DiscardHandler), Identity: app.NewIdentity(db), Packages: packages, Resumable: resumable,
+		Log: slog.New(slog.DiscardHandler), Identity: identity.NewIdentity(db), Packages: packages, Resumable: resumable,
 		Webhooks: webhookadmin.New(db, servicetest.Keyring(a.t), false), Registry: ops.NewRegistry(), Config: cfg,
 	})
 	if err != nil {
