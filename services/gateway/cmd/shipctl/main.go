@@ -18,6 +18,7 @@ import (
 	"github.com/shipfile/shipfile/pkg/database"
 	"github.com/shipfile/shipfile/pkg/service"
 	"github.com/shipfile/shipfile/services/gateway/internal/app"
+	"github.com/shipfile/shipfile/services/gateway/internal/app/identity"
 	"github.com/shipfile/shipfile/services/gateway/internal/store"
 	"github.com/shipfile/shipfile/services/gateway/migrations"
 )
@@ -73,7 +74,7 @@ func run(ctx context.Context, args []string, in io.Reader, out io.Writer) error 
 		return err
 	}
 	defer conns.Close()
-	identity := app.NewIdentity(store.NewPostgres(conns.Pool))
+	identity := identity.NewIdentity(store.NewPostgres(conns.Pool))
 
 	switch args[0] + " " + args[1] {
 	case "user create":
@@ -85,7 +86,7 @@ func run(ctx context.Context, args []string, in io.Reader, out io.Writer) error 
 	}
 }
 
-func userCreate(ctx context.Context, identity *app.Identity, args []string, in io.Reader, out io.Writer) error {
+func userCreate(ctx context.Context, identity *identity.Identity, args []string, in io.Reader, out io.Writer) error {
 	fs := flag.NewFlagSet("user create", flag.ContinueOnError)
 	email := fs.String("email", "", "e-mail address (required)")
 	name := fs.String("name", "", "display name (required)")
@@ -134,7 +135,7 @@ func readPassword(r io.Reader) (string, error) {
 	return line, nil
 }
 
-func tokenCreate(ctx context.Context, identity *app.Identity, args []string, out io.Writer) error {
+func tokenCreate(ctx context.Context, identity *identity.Identity, args []string, out io.Writer) error {
 	fs := flag.NewFlagSet("token create", flag.ContinueOnError)
 	email := fs.String("email", "", "the user's e-mail address (required)")
 	name := fs.String("name", "", "token name (required)")

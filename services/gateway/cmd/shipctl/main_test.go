@@ -11,6 +11,7 @@ import (
 	"github.com/shipfile/shipfile/pkg/database"
 	"github.com/shipfile/shipfile/pkg/pgtest"
 	"github.com/shipfile/shipfile/services/gateway/internal/app"
+	"github.com/shipfile/shipfile/services/gateway/internal/app/identity"
 	"github.com/shipfile/shipfile/services/gateway/internal/store"
 	"github.com/shipfile/shipfile/services/gateway/migrations"
 )
@@ -43,7 +44,7 @@ func TestUserAndTokenCreate(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer pool.Close()
-	identity := app.NewIdentity(store.NewPostgres(pool))
+	identity := identity.NewIdentity(store.NewPostgres(pool))
 	u, _, err := identity.Authenticate(ctx, raw)
 	if err != nil || u.Email != "root@example.com" || u.Role != app.RoleAdmin {
 		t.Fatalf("token authenticates as %+v, %v", u, err)

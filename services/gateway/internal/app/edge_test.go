@@ -55,51 +55,6 @@ func TestValidateFilenameRefusesHiddenCharacters(t *testing.T) {
 	}
 }
 
-func TestLastAdminRule(t *testing.T) {
-	regular, admin, yes, no := RoleRegular, RoleAdmin, true, false
-	cases := []struct {
-		name   string
-		patch  UserPatch
-		admins []int64
-		target int64
-		refuse bool
-	}{
-		{"demote the only admin", UserPatch{Role: &regular}, []int64{1}, 1, true},
-		{"disable the only admin", UserPatch{Disabled: &yes}, []int64{1}, 1, true},
-		{"demote one of two", UserPatch{Role: &regular}, []int64{1, 2}, 1, false},
-		{"disable a regular user", UserPatch{Disabled: &yes}, []int64{1}, 7, false},
-		{"keep the role", UserPatch{Role: &admin, Disabled: &no}, []int64{1}, 1, false},
-	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			refused := RemovesAdmin(tc.patch) && CheckLastAdmin(tc.admins, tc.target) != nil
-			if refused != tc.refuse {
-				t.Fatalf("refused = %v, want %v", refused, tc.refuse)
-			}
-		})
-	}
-}
-
-func TestLoginAllowed(t *testing.T) {
-	now := time.Now()
-	later := now.Add(time.Minute)
-	cases := []struct {
-		name string
-		c    LoginCount
-		ok   bool
-	}{
-		{"first", LoginCount{Failures: 1}, true},
-		{"the last allowed", LoginCount{Failures: 3}, true},
-		{"one more", LoginCount{Failures: 4}, false},
-		{"locked before", LoginCount{Failures: 1, LockedUntil: &later}, false},
-	}
-	for _, tc := range cases {
-		if ok, _ := LoginAllowed(tc.c, now, 3, time.Minute); ok != tc.ok {
-			t.Errorf("%s: allowed = %v", tc.name, ok)
-		}
-	}
-}
-
 func TestRateKey(t *testing.T) {
 	cases := map[string]string{
 		"192.0.2.7":            "192.0.2.7",
@@ -127,7 +82,7 @@ func TestHasherBusy(t *testing.T) {
 	if waited := time.Since(start); waited < 20*time.Millisecond || waited > time.Second {
 		t.Fatalf("waited %s for a slot, want about 20ms", waited)
 	}
-	if _, err := h.Verify(context.Background(), dummyHash, "x"); KindOf(err) != KindBusy {
+	if _, err := h.Verify(context.Background(), DummyHash, "x"); KindOf(err) != KindBusy {
 		t.Fatalf("Verify with no free slot = %v", err)
 	}
 	<-h.slots

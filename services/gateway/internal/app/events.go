@@ -126,19 +126,8 @@ func mailJob(p Package, r Recipient, owner User, link string) *eventsv1.MailJob 
 	}
 }
 
-// webhookTest is the event of a subscription's Test button; the dispatcher sends it to
-// that one subscription whatever its selection.
-func webhookTest(hookID int64) *eventsv1.Envelope {
-	return envelope(events.TypeWebhookTest, func(e *eventsv1.Envelope) {
-		e.Data = &eventsv1.Envelope_WebhookTest{WebhookTest: &eventsv1.WebhookTest{HookId: hookID, Message: WebhookTestMessage}}
-	})
-}
-
-// redeliveryJob asks the dispatcher to try a delivery again. Each redelivery has a
-// message id of its own, so the stream's duplicate window never drops a second one.
-func redeliveryJob(hookID int64, deliveryID string) WebhookJob {
-	return WebhookJob{
-		Job:   &eventsv1.WebhookJob{DeliveryId: deliveryID, HookId: hookID},
-		MsgID: deliveryID + "/redeliver/" + events.NewEventID(),
-	}
+// WebhookJob asks the dispatcher to (re)try a delivery; MsgID is its Nats-Msg-Id.
+type WebhookJob struct {
+	Job   *eventsv1.WebhookJob
+	MsgID string
 }

@@ -123,7 +123,7 @@ func verifyPassword(encoded, pw string) bool {
 	return ok && matchArgon2id(p, pw)
 }
 
-func validatePassword(pw string) error {
+func ValidatePassword(pw string) error {
 	if utf8.RuneCountInString(pw) < MinPasswordLen {
 		return Invalid("password must be at least %d characters", MinPasswordLen)
 	}
@@ -174,12 +174,12 @@ func parseArgon2id(encoded string) (argonParams, bool) {
 	return a, true
 }
 
-// dummyHash is verified against when there is no real hash to check (an unknown,
+// DummyHash is verified against when there is no real hash to check (an unknown,
 // disabled or password-less account), so such a sign-in costs as much as a real one.
 // (crypto/rand.Read does not fail since Go 1.24.)
-var dummyHash, _ = hashArgon2id("not a real password")
+var DummyHash, _ = hashArgon2id("not a real password")
 
-var dummyParams, _ = parseArgon2id(dummyHash)
+var dummyParams, _ = parseArgon2id(DummyHash)
 
 // The gateway's Hasher also hashes and checks link passwords (Packages.UseHasher).
 var _ PasswordHasher = (*Hasher)(nil)

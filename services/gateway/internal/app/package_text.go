@@ -32,7 +32,7 @@ func ValidateRecipientName(n string) error {
 // and tabs allowed, no other control characters and no bidi overrides.
 func ValidateNote(n string) error {
 	if utf8.RuneCountInString(n) > MaxNoteLen || !utf8.ValidString(n) ||
-		strings.ContainsFunc(n, func(r rune) bool { return isNoteControl(r) || isBidiOverride(r) }) {
+		strings.ContainsFunc(n, func(r rune) bool { return IsNoteControl(r) || isBidiOverride(r) }) {
 		return Invalid("note must be at most %d characters without control characters or bidi overrides", MaxNoteLen)
 	}
 	return nil
@@ -40,7 +40,7 @@ func ValidateNote(n string) error {
 
 // isNameHidden reports the characters a name may not hold: every control character
 // (C0 and C1) and the bidi overrides.
-func isNameHidden(r rune) bool { return isControl(r) || (r >= 0x80 && r <= 0x9f) || isBidiOverride(r) }
+func isNameHidden(r rune) bool { return IsControl(r) || (r >= 0x80 && r <= 0x9f) || isBidiOverride(r) }
 
 // isBidiOverride reports the Unicode bidi embeddings, overrides and isolates
 // (U+202A–U+202E, U+2066–U+2069) and the bidi marks (U+200E, U+200F, U+061C), which

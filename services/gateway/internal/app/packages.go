@@ -109,10 +109,10 @@ type Packages struct {
 	scan ScanMode
 	// reservationRenewal is ObjectReservationRenewal (shorter in tests).
 	reservationRenewal time.Duration
-	// endUploads ends a package's unfinished resumable uploads (set by NewResumable).
+	// endUploads ends a package's unfinished resumable uploads (set by transfers.NewResumable).
 	endUploads func(ctx context.Context, packageID uuid.UUID)
 	// openUploads counts a package's unfinished resumable uploads (set by
-	// NewResumable); they count toward its file limit.
+	// transfers.NewResumable); they count toward its file limit.
 	openUploads func(ctx context.Context, packageID uuid.UUID) (int, error)
 }
 
@@ -841,7 +841,7 @@ func (s *Packages) UploadViaLink(ctx context.Context, token string, client Clien
 // ArchiveName is the file name of the zip of a package's files.
 func ArchiveName(p Package) string {
 	name := strings.Map(func(r rune) rune {
-		if r == '/' || r == '\\' || isControl(r) || r == '"' {
+		if r == '/' || r == '\\' || IsControl(r) || r == '"' {
 			return '_'
 		}
 		return r
@@ -949,7 +949,9 @@ func linkHash(token string) ([]byte, bool) {
 	return sum[:], true
 }
 
-func isNoteControl(r rune) bool { return isControl(r) && r != '\n' && r != '\r' && r != '\t' }
+// IsNoteControl reports a control character other than a line break or a tab: what a
+// note or a description must not contain.
+func IsNoteControl(r rune) bool { return IsControl(r) && r != '\n' && r != '\r' && r != '\t' }
 
 func userAudit(u User, c Client, action string, pkg uuid.UUID, file *uuid.UUID) AuditEntry {
 	id := u.ID

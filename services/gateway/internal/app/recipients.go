@@ -42,7 +42,7 @@ func ResolveRecipients(list *[]RecipientInput, email, name *string) ([]Recipient
 		if email == nil {
 			return nil, Invalid("recipient_email (or recipients) is required")
 		}
-		e, err := normalizeEmail(*email)
+		e, err := NormalizeEmail(*email)
 		if err != nil {
 			return nil, Invalid("recipient_email must be a valid e-mail address")
 		}
@@ -64,7 +64,7 @@ func ResolveRecipients(list *[]RecipientInput, email, name *string) ([]Recipient
 		if in.Email == nil {
 			return nil, Invalid("recipients[%d].email is required", i)
 		}
-		e, err := normalizeEmail(*in.Email)
+		e, err := NormalizeEmail(*in.Email)
 		if err != nil {
 			return nil, Invalid("recipients[%d].email must be a valid e-mail address", i)
 		}

@@ -661,7 +661,7 @@ func TestUnitEventsAreValid(t *testing.T) {
 	f := File{ID: uuid.New(), Filename: "a.txt", Size: 3, UploadedBy: ByRecipient}
 	for _, e := range []*eventsv1.Envelope{
 		packageCreated(p), packageFinalized(p), fileUploaded(p, f), packageDownloaded(p, f.ID.String(), f.Filename),
-		packageRevoked(p, 1), packageDeleted(p, 1), webhookTest(3),
+		packageRevoked(p, 1), packageDeleted(p, 1),
 	} {
 		if _, err := events.EventMessage(e); err != nil || events.TypeOf(e) != e.GetType() {
 			t.Errorf("%s: %v, data of %q", e.GetType(), err, events.TypeOf(e))

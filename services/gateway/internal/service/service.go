@@ -25,6 +25,9 @@ import (
 	pkgservice "github.com/shipfile/shipfile/pkg/service"
 	"github.com/shipfile/shipfile/pkg/storage"
 	"github.com/shipfile/shipfile/services/gateway/internal/app"
+	"github.com/shipfile/shipfile/services/gateway/internal/app/identity"
+	"github.com/shipfile/shipfile/services/gateway/internal/app/transfers"
+	"github.com/shipfile/shipfile/services/gateway/internal/app/webhookadmin"
 	"github.com/shipfile/shipfile/services/gateway/internal/store"
 	"github.com/shipfile/shipfile/services/gateway/internal/transport/httpapi"
 	"github.com/shipfile/shipfile/services/gateway/internal/transport/web"
@@ -84,7 +87,7 @@ func (c OIDCConfig) Web(publicURL string) *web.OIDCConfig {
 	return &web.OIDCConfig{
 		Issuer: c.Issuer, ClientID: c.ClientID, ClientSecret: c.ClientSecret, Name: c.Name,
 		Scopes: strings.Fields(c.Scopes), GroupsClaim: c.GroupsClaim, PublicURL: publicURL,
-		Policy: app.OIDCPolicy{AdminGroups: splitList(c.AdminGroups), AllowedGroups: splitList(c.AllowedGroups)},
+		Policy: identity.OIDCPolicy{AdminGroups: splitList(c.AdminGroups), AllowedGroups: splitList(c.AllowedGroups)},
 	}
 }
 
@@ -224,20 +227,20 @@ type Service struct {
 	Handler    *gin.Engine
 	Registry   *prometheus.Registry
 	DB         *store.Postgres
-	Identity   *app.Identity
-	TokenCache *app.TokenCache
+	Identity   *identity.Identity
+	TokenCache *identity.TokenCache
 	Packages   *app.Packages
-	Resumable  *app.Resumable
-	Webhooks   *app.Webhooks
+	Resumable  *transfers.Resumable
+	Webhooks   *webhookadmin.Service
 	// Sessions signs browsers in; Start runs its sweeper.
-	Sessions *app.Sessions
+	Sessions *identity.Sessions
 	// Relay publishes the outbox; nil without Deps.JS.
 	Relay *outbox.Relay
 
 	cfg        Config
 	log        *slog.Logger
 	secrets    *secretbox.Keyring
-	tokenUsage *app.TokenUsage
+	tokenUsage *identity.TokenUsage
 }
 
 // New builds the gateway's graph from cfg on deps. It starts nothing: Start does.
@@ -279,9 +282,9 @@ func New(_ context.Context, cfg Config, deps Deps) (*Service, error) {
 	}
 	// Token look-ups are cached while the change feed (LISTEN on the triggers'
 	// channel) is current; last_used_at is written in batches.
-	s.TokenCache = app.NewTokenCache(app.DefaultTokenCacheTTL, app.DefaultTokenFeedWindow)
-	s.tokenUsage = app.NewTokenUsage(db, app.DefaultTokenUsageInterval)
-	s.Identity = app.NewIdentity(db, app.WithTokenCache(s.TokenCache), app.WithTokenUsage(s.tokenUsage), app.WithHasher(hasher))
+	s.TokenCache = identity.NewTokenCache(identity.DefaultTokenCacheTTL, identity.DefaultTokenFeedWindow)
+	s.tokenUsage = identity.NewTokenUsage(db, identity.DefaultTokenUsageInterval)
+	s.Identity = identity.NewIdentity(db, identity.WithTokenCache(s.TokenCache), identity.WithTokenUsage(s.tokenUsage), identity.WithHasher(hasher))
 	linkRate := float64(cfg.Edge.LinkRate)
 	if deps.LinkRate > 0 {
 		linkRate = deps.LinkRate
@@ -295,11 +298,11 @@ func New(_ context.Context, cfg Config, deps Deps) (*Service, error) {
 		return nil, err
 	}
 	s.Packages.UseScanMode(scanMode)
-	s.Resumable = app.NewResumable(s.Packages, db, objectStore, app.TusConfig{
+	s.Resumable = transfers.NewResumable(s.Packages, db, objectStore, transfers.TusConfig{
 		ResumeWindow: cfg.ResumeWindow, Lease: cfg.UploadLease, LockWait: cfg.UploadLockWait, MaxOpen: cfg.Edge.UploadMaxOpen,
 	}, log)
-	s.Webhooks = app.NewWebhooks(db, secrets, cfg.WebhookPrivate)
-	s.Sessions = app.NewSessions(db, s.Identity, app.SessionConfig{
+	s.Webhooks = webhookadmin.New(db, secrets, cfg.WebhookPrivate)
+	s.Sessions = identity.NewSessions(db, s.Identity, identity.SessionConfig{
 		Lifetime: cfg.Web.SessionLifetime, IdleTimeout: cfg.Web.SessionIdle,
 		MaxFailures: cfg.Web.LoginFailures, Lockout: cfg.Web.LoginLockout,
 	})
@@ -369,7 +372,7 @@ func (s *Service) Start(ctx context.Context) (stop func()) {
 	}
 	// Ended sessions and sign-in counts of the past go whether or not anyone signs in.
 	bg.Go(func() {
-		s.Sessions.RunSweeper(bgCtx, app.DefaultSweepEvery, func(err error) { s.log.Warn("sweep sessions and sign-in counts", "err", err) })
+		s.Sessions.RunSweeper(bgCtx, identity.DefaultSweepEvery, func(err error) { s.log.Warn("sweep sessions and sign-in counts", "err", err) })
 	})
 	tail.Go(func() {
 		s.tokenUsage.Run(tailCtx, func(err error) { s.log.Warn("write tokens' last_used_at", "err", err) })

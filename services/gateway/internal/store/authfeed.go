@@ -11,7 +11,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgconn"
 
-	"github.com/shipfile/shipfile/services/gateway/internal/app"
+	"github.com/shipfile/shipfile/services/gateway/internal/app/identity"
 )
 
 // AuthChannel is the PostgreSQL notification channel on which the triggers of
@@ -25,7 +25,7 @@ const AuthFeedAppName = "shipfile-auth-feed"
 
 const (
 	// authFeedPing is how often the feed proves itself current. It must be well under
-	// app.DefaultTokenFeedWindow, so a healthy feed keeps the cache on.
+	// identity.DefaultTokenFeedWindow, so a healthy feed keeps the cache on.
 	authFeedPing = 200 * time.Millisecond
 	// probePrefix starts the payload of a feed's probe of itself.
 	probePrefix = "probe "
@@ -36,12 +36,12 @@ const (
 	authFeedMaxBackoff = 5 * time.Second
 )
 
-var _ AuthFeed = (*app.TokenCache)(nil)
+var _ AuthFeed = (*identity.TokenCache)(nil)
 
-// AuthFeed receives the changes FollowAuthChanges hears: app.TokenCache.
+// AuthFeed receives the changes FollowAuthChanges hears: identity.TokenCache.
 type AuthFeed interface {
 	// Forget drops what the cache holds about a changed token or user.
-	Forget(app.AuthChange)
+	Forget(identity.AuthChange)
 	// Live says every change committed before at has been passed to Forget.
 	Live(at time.Time)
 	// Lost says changes may have been missed: the cache must empty and stop serving.
@@ -120,11 +120,11 @@ func quote(s string) string { return "'" + s + "'" }
 
 // parseAuthChange reads a notification's payload, "user ID" or "token ID"; anything
 // else becomes a change of unknown kind, which empties the whole cache.
-func parseAuthChange(payload string) app.AuthChange {
+func parseAuthChange(payload string) identity.AuthChange {
 	kind, id, ok := strings.Cut(payload, " ")
 	n, err := strconv.ParseInt(id, 10, 64)
-	if !ok || err != nil || (kind != app.AuthChangeUser && kind != app.AuthChangeToken) {
-		return app.AuthChange{Kind: "unknown"}
+	if !ok || err != nil || (kind != identity.AuthChangeUser && kind != identity.AuthChangeToken) {
+		return identity.AuthChange{Kind: "unknown"}
 	}
-	return app.AuthChange{Kind: kind, ID: n}
+	return identity.AuthChange{Kind: kind, ID: n}
 }

@@ -6,19 +6,19 @@ import (
 	"testing"
 	"time"
 
-	"github.com/shipfile/shipfile/services/gateway/internal/app"
+	"github.com/shipfile/shipfile/services/gateway/internal/app/identity"
 	"github.com/shipfile/shipfile/services/gateway/internal/store"
 )
 
 // recordingFeed records what FollowAuthChanges reports.
 type recordingFeed struct {
 	mu      sync.Mutex
-	changes []app.AuthChange
+	changes []identity.AuthChange
 	lives   []time.Time
 	losts   int
 }
 
-func (f *recordingFeed) Forget(c app.AuthChange) {
+func (f *recordingFeed) Forget(c identity.AuthChange) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.changes = append(f.changes, c)
@@ -36,10 +36,10 @@ func (f *recordingFeed) Lost() {
 	f.losts++
 }
 
-func (f *recordingFeed) snapshot() ([]app.AuthChange, []time.Time, int) {
+func (f *recordingFeed) snapshot() ([]identity.AuthChange, []time.Time, int) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	return append([]app.AuthChange(nil), f.changes...), append([]time.Time(nil), f.lives...), f.losts
+	return append([]identity.AuthChange(nil), f.changes...), append([]time.Time(nil), f.lives...), f.losts
 }
 
 // TestFollowAuthChanges: the feed proves itself current several times a second on a
@@ -72,8 +72,8 @@ func TestFollowAuthChanges(t *testing.T) {
 		t.Fatalf("in a quiet second: %d Live, %d Lost, changes %v; want ≥ 3 Live, only the Lost after LISTEN, no change", len(lives), losts, changes)
 	}
 	for i := 1; i < len(lives); i++ {
-		if gap := lives[i].Sub(lives[i-1]); gap > app.DefaultTokenFeedWindow {
-			t.Errorf("%s between two Live reports, over the cache's window %s", gap, app.DefaultTokenFeedWindow)
+		if gap := lives[i].Sub(lives[i-1]); gap > identity.DefaultTokenFeedWindow {
+			t.Errorf("%s between two Live reports, over the cache's window %s", gap, identity.DefaultTokenFeedWindow)
 		}
 	}
 
@@ -96,7 +96,7 @@ func TestFollowAuthChanges(t *testing.T) {
 	if _, err := pool.Exec(ctx, `UPDATE users SET disabled = true WHERE id = $1`, userID); err != nil {
 		t.Fatal(err)
 	}
-	want := []app.AuthChange{{Kind: app.AuthChangeToken, ID: tokenID}, {Kind: app.AuthChangeToken, ID: tokenID}, {Kind: app.AuthChangeUser, ID: userID}}
+	want := []identity.AuthChange{{Kind: identity.AuthChangeToken, ID: tokenID}, {Kind: identity.AuthChangeToken, ID: tokenID}, {Kind: identity.AuthChangeUser, ID: userID}}
 	deadline = time.Now().Add(5 * time.Second)
 	for {
 		changes, _, _ := feed.snapshot()

@@ -9,9 +9,10 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/shipfile/shipfile/services/gateway/internal/app"
+	"github.com/shipfile/shipfile/services/gateway/internal/app/identity"
 )
 
-var _ app.OIDCStore = (*Postgres)(nil)
+var _ identity.OIDCStore = (*Postgres)(nil)
 
 // GetUserByOIDC returns the user linked to (issuer, subject).
 func (s *Postgres) GetUserByOIDC(ctx context.Context, issuer, subject string) (app.User, error) {
@@ -53,20 +54,20 @@ func (s *Postgres) SetUserRole(ctx context.Context, id int64, role app.Role) (ap
 }
 
 // InsertOIDCLogin stores a sign-in under way.
-func (s *Postgres) InsertOIDCLogin(ctx context.Context, l app.OIDCLogin) error {
+func (s *Postgres) InsertOIDCLogin(ctx context.Context, l identity.OIDCLogin) error {
 	return s.q.InsertOIDCLogin(ctx, InsertOIDCLoginParams{StateHash: l.StateHash, Nonce: l.Nonce, Verifier: l.Verifier, Next: l.Next, CreatedAt: l.CreatedAt})
 }
 
 // TakeOIDCLogin removes and returns the sign-in with that state hash.
-func (s *Postgres) TakeOIDCLogin(ctx context.Context, stateHash []byte) (app.OIDCLogin, error) {
+func (s *Postgres) TakeOIDCLogin(ctx context.Context, stateHash []byte) (identity.OIDCLogin, error) {
 	r, err := s.q.TakeOIDCLogin(ctx, stateHash)
 	if errors.Is(err, pgx.ErrNoRows) {
-		return app.OIDCLogin{}, app.NotFound("sign-in")
+		return identity.OIDCLogin{}, app.NotFound("sign-in")
 	}
 	if err != nil {
-		return app.OIDCLogin{}, err
+		return identity.OIDCLogin{}, err
 	}
-	return app.OIDCLogin{StateHash: r.StateHash, Nonce: r.Nonce, Verifier: r.Verifier, Next: r.Next, CreatedAt: r.CreatedAt}, nil
+	return identity.OIDCLogin{StateHash: r.StateHash, Nonce: r.Nonce, Verifier: r.Verifier, Next: r.Next, CreatedAt: r.CreatedAt}, nil
 }
 
 // DeleteStaleOIDCLogins forgets the sign-ins begun before before.

@@ -17,6 +17,7 @@ import (
 
 	"github.com/shipfile/shipfile/pkg/outbox"
 	"github.com/shipfile/shipfile/services/gateway/internal/app"
+	"github.com/shipfile/shipfile/services/gateway/internal/app/identity"
 )
 
 // PostgreSQL error codes the store maps to application errors.
@@ -35,7 +36,7 @@ type Postgres struct {
 	seal func([]byte) ([]byte, error)
 }
 
-var _ app.IdentityStore = (*Postgres)(nil)
+var _ identity.IdentityStore = (*Postgres)(nil)
 
 // Option configures a Postgres store.
 type Option func(*Postgres)
@@ -199,7 +200,7 @@ func (s *Postgres) UpdateUser(ctx context.Context, id int64, p app.UserPatch, pa
 	params := UpdateUserParams{
 		ID: id, Email: p.Email, Name: p.Name, Role: role, Disabled: p.Disabled, PasswordHash: passwordHash,
 	}
-	if !app.RemovesAdmin(p) {
+	if !identity.RemovesAdmin(p) {
 		row, err := s.q.UpdateUser(ctx, params)
 		if err != nil {
 			return app.User{}, mapUserErr(err)
@@ -213,7 +214,7 @@ func (s *Postgres) UpdateUser(ctx context.Context, id int64, p app.UserPatch, pa
 		if err != nil {
 			return err
 		}
-		if err := app.CheckLastAdmin(admins, id); err != nil {
+		if err := identity.CheckLastAdmin(admins, id); err != nil {
 			return err
 		}
 		row, err := q.UpdateUser(ctx, params)
@@ -277,12 +278,12 @@ func (s *Postgres) TokenOwner(ctx context.Context, hash []byte) (app.TokenOwner,
 // TouchTokens writes tokens' last uses in one statement, in id order (so two gateways
 // writing overlapping batches lock the rows in the same order), never moving a
 // last_used_at back.
-func (s *Postgres) TouchTokens(ctx context.Context, uses []app.TokenUse) error {
+func (s *Postgres) TouchTokens(ctx context.Context, uses []identity.TokenUse) error {
 	if len(uses) == 0 {
 		return nil
 	}
 	uses = slices.Clone(uses)
-	slices.SortFunc(uses, func(a, b app.TokenUse) int { return cmp.Compare(a.TokenID, b.TokenID) })
+	slices.SortFunc(uses, func(a, b identity.TokenUse) int { return cmp.Compare(a.TokenID, b.TokenID) })
 	p := TouchTokensParams{Ids: make([]int64, len(uses)), Ats: make([]time.Time, len(uses))}
 	for i, u := range uses {
 		p.Ids[i], p.Ats[i] = u.TokenID, u.At

@@ -8,28 +8,29 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/shipfile/shipfile/services/gateway/internal/app"
+	"github.com/shipfile/shipfile/services/gateway/internal/app/identity"
 )
 
-var _ app.SessionStore = (*Postgres)(nil)
+var _ identity.SessionStore = (*Postgres)(nil)
 
 // CreateSession stores a new web session.
-func (s *Postgres) CreateSession(ctx context.Context, sess app.Session) error {
+func (s *Postgres) CreateSession(ctx context.Context, sess identity.Session) error {
 	return s.q.InsertSession(ctx, InsertSessionParams{
 		IDHash: sess.IDHash, UserID: sess.UserID, CreatedAt: sess.CreatedAt, LastSeenAt: sess.LastSeenAt, ExpiresAt: sess.ExpiresAt,
 	})
 }
 
 // SessionUser returns the session with that id hash and its user.
-func (s *Postgres) SessionUser(ctx context.Context, idHash []byte) (app.Session, app.User, error) {
+func (s *Postgres) SessionUser(ctx context.Context, idHash []byte) (identity.Session, app.User, error) {
 	row, err := s.q.SessionUser(ctx, idHash)
 	if errors.Is(err, pgx.ErrNoRows) {
-		return app.Session{}, app.User{}, app.NotFound("session")
+		return identity.Session{}, app.User{}, app.NotFound("session")
 	}
 	if err != nil {
-		return app.Session{}, app.User{}, err
+		return identity.Session{}, app.User{}, err
 	}
 	w := row.WebSession
-	return app.Session{IDHash: w.IDHash, UserID: w.UserID, CreatedAt: w.CreatedAt, LastSeenAt: w.LastSeenAt, ExpiresAt: w.ExpiresAt},
+	return identity.Session{IDHash: w.IDHash, UserID: w.UserID, CreatedAt: w.CreatedAt, LastSeenAt: w.LastSeenAt, ExpiresAt: w.ExpiresAt},
 		toUser(row.User), nil
 }
 
@@ -65,15 +66,15 @@ func (s *Postgres) ClearLoginFailures(ctx context.Context, key string) error {
 }
 
 // CountLoginAttempt counts a sign-in attempt as a failure of every key before its
-// password is checked; see app.SessionStore.
-func (s *Postgres) CountLoginAttempt(ctx context.Context, keys []string, now, windowStart, lockUntil time.Time, maxFailures int) (app.LoginCount, error) {
+// password is checked; see identity.SessionStore.
+func (s *Postgres) CountLoginAttempt(ctx context.Context, keys []string, now, windowStart, lockUntil time.Time, maxFailures int) (identity.LoginCount, error) {
 	r, err := s.q.CountLoginAttempt(ctx, CountLoginAttemptParams{
 		Keys: keys, Now: now, WindowStart: windowStart, LockUntil: lockUntil, MaxFailures: int32(maxFailures),
 	})
 	if err != nil {
-		return app.LoginCount{}, err
+		return identity.LoginCount{}, err
 	}
-	return app.LoginCount{Failures: int(r.Failures), LockedUntil: r.LockedUntil}, nil
+	return identity.LoginCount{Failures: int(r.Failures), LockedUntil: r.LockedUntil}, nil
 }
 
 // RefundLoginAttempt takes back one counted attempt of key, lifting the lock when

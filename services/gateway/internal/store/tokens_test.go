@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/shipfile/shipfile/services/gateway/internal/app"
+	"github.com/shipfile/shipfile/services/gateway/internal/app/identity"
 	"github.com/shipfile/shipfile/services/gateway/internal/store"
 )
 
@@ -52,13 +53,13 @@ func TestTouchTokens(t *testing.T) {
 	at := func(d time.Duration) *time.Time { x := base.Add(d); return &x }
 
 	// Out of id order, and the third token untouched.
-	if err := db.TouchTokens(ctx, []app.TokenUse{{TokenID: ids[1], At: *at(2 * time.Second)}, {TokenID: ids[0], At: *at(time.Second)}}); err != nil {
+	if err := db.TouchTokens(ctx, []identity.TokenUse{{TokenID: ids[1], At: *at(2 * time.Second)}, {TokenID: ids[0], At: *at(time.Second)}}); err != nil {
 		t.Fatal(err)
 	}
 	check("first batch", map[int64]*time.Time{ids[0]: at(time.Second), ids[1]: at(2 * time.Second), ids[2]: nil})
 
 	// An older use moves nothing back; a newer one moves on.
-	if err := db.TouchTokens(ctx, []app.TokenUse{{TokenID: ids[0], At: *at(-time.Hour)}, {TokenID: ids[1], At: *at(time.Minute)}}); err != nil {
+	if err := db.TouchTokens(ctx, []identity.TokenUse{{TokenID: ids[0], At: *at(-time.Hour)}, {TokenID: ids[1], At: *at(time.Minute)}}); err != nil {
 		t.Fatal(err)
 	}
 	check("second batch", map[int64]*time.Time{ids[0]: at(time.Second), ids[1]: at(time.Minute), ids[2]: nil})

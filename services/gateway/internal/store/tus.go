@@ -14,15 +14,16 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/shipfile/shipfile/services/gateway/internal/app"
+	"github.com/shipfile/shipfile/services/gateway/internal/app/transfers"
 )
 
 // The state of resumable uploads (tus): the statements of tus.sql.
 
-var _ app.TusStore = (*Postgres)(nil)
+var _ transfers.Store = (*Postgres)(nil)
 
 // toUpload turns a row of tus_uploads into an upload.
-func toUpload(r TusUpload) (app.TusUpload, error) {
-	u := app.TusUpload{
+func toUpload(r TusUpload) (transfers.TusUpload, error) {
+	u := transfers.TusUpload{
 		ID: r.ID, PackageID: r.PackageID, UploadedBy: app.Uploader(r.UploadedBy), CreatorUserID: r.CreatorUserID,
 		CreatorTokenID: r.CreatorTokenID, LinkHash: r.LinkHash, FileID: r.FileID, Filename: r.Filename,
 		ContentType: r.ContentType, Length: r.Length, Offset: r.Offset, ObjectKey: r.ObjectKey, S3UploadID: r.S3UploadID,
@@ -30,7 +31,7 @@ func toUpload(r TusUpload) (app.TusUpload, error) {
 		CreatedAt: r.CreatedAt, ExpiresAt: r.ExpiresAt,
 	}
 	if err := json.Unmarshal(r.Parts, &u.Parts); err != nil {
-		return app.TusUpload{}, fmt.Errorf("upload %s: parts: %w", u.ID, err)
+		return transfers.TusUpload{}, fmt.Errorf("upload %s: parts: %w", u.ID, err)
 	}
 	return u, nil
 }
@@ -38,7 +39,7 @@ func toUpload(r TusUpload) (app.TusUpload, error) {
 // CreateUpload inserts a new upload once check accepts the counts of unfinished
 // uploads, in one transaction that holds the package's row and an advisory lock on
 // the creator (token, browser user or link), so parallel creations cannot both pass.
-func (s *Postgres) CreateUpload(ctx context.Context, u app.TusUpload, check func(app.OpenUploads) error) error {
+func (s *Postgres) CreateUpload(ctx context.Context, u transfers.TusUpload, check func(transfers.OpenUploads) error) error {
 	parts, err := json.Marshal(partsOrEmpty(u.Parts))
 	if err != nil {
 		return err
@@ -61,7 +62,7 @@ func (s *Postgres) CreateUpload(ctx context.Context, u app.TusUpload, check func
 		if err != nil {
 			return err
 		}
-		if err := check(app.OpenUploads{Files: p.FileCount, InPackage: int(inPackage), ByCreator: int(byCreator)}); err != nil {
+		if err := check(transfers.OpenUploads{Files: p.FileCount, InPackage: int(inPackage), ByCreator: int(byCreator)}); err != nil {
 			return err
 		}
 		return q.CreateUpload(ctx, CreateUploadParams{
@@ -76,7 +77,7 @@ func (s *Postgres) CreateUpload(ctx context.Context, u app.TusUpload, check func
 
 // creatorOf names the creator of u whose unfinished uploads are counted (the
 // advisory lock's key) and returns its count.
-func creatorOf(q *Queries, u app.TusUpload) (string, func(context.Context) (int64, error)) {
+func creatorOf(q *Queries, u transfers.TusUpload) (string, func(context.Context) (int64, error)) {
 	switch {
 	case u.CreatorTokenID != nil:
 		return "tus token " + strconv.FormatInt(*u.CreatorTokenID, 10), func(ctx context.Context) (int64, error) {
@@ -94,10 +95,10 @@ func creatorOf(q *Queries, u app.TusUpload) (string, func(context.Context) (int6
 }
 
 // GetUpload returns an upload by id, with whether a running request holds it.
-func (s *Postgres) GetUpload(ctx context.Context, id uuid.UUID) (app.TusUpload, error) {
+func (s *Postgres) GetUpload(ctx context.Context, id uuid.UUID) (transfers.TusUpload, error) {
 	row, err := s.q.GetUpload(ctx, id)
 	if err != nil {
-		return app.TusUpload{}, notFound(err, "upload")
+		return transfers.TusUpload{}, notFound(err, "upload")
 	}
 	u, err := toUpload(row.TusUpload)
 	u.Held = row.Held
@@ -106,7 +107,7 @@ func (s *Postgres) GetUpload(ctx context.Context, id uuid.UUID) (app.TusUpload, 
 
 // LockUpload takes the upload's lease for owner when no other lease runs; with who,
 // only when who owns the upload (else ErrNotFound, and no lease is taken).
-func (s *Postgres) LockUpload(ctx context.Context, id, owner uuid.UUID, lease time.Duration, who *app.TusOwner) (app.TusUpload, error) {
+func (s *Postgres) LockUpload(ctx context.Context, id, owner uuid.UUID, lease time.Duration, who *transfers.TusOwner) (transfers.TusUpload, error) {
 	var row TusUpload
 	var err error
 	if who == nil {
@@ -122,10 +123,10 @@ func (s *Postgres) LockUpload(ctx context.Context, id, owner uuid.UUID, lease ti
 		if errors.Is(err, app.ErrNotFound) {
 			// No row: another lease runs, or the upload is gone or not who's.
 			if u, getErr := s.GetUpload(ctx, id); getErr == nil && (who == nil || who.Owns(u)) {
-				return app.TusUpload{}, app.ErrUploadLocked
+				return transfers.TusUpload{}, transfers.ErrUploadLocked
 			}
 		}
-		return app.TusUpload{}, err
+		return transfers.TusUpload{}, err
 	}
 	return toUpload(row)
 }
@@ -148,14 +149,14 @@ func (s *Postgres) AskRelease(ctx context.Context, id uuid.UUID) (uuid.UUID, boo
 func (s *Postgres) RenewLease(ctx context.Context, id, owner uuid.UUID, lease time.Duration) (bool, error) {
 	asked, err := s.q.RenewUploadLease(ctx, RenewUploadLeaseParams{ID: id, Owner: owner, LeaseUs: lease.Microseconds()})
 	if errors.Is(err, pgx.ErrNoRows) {
-		return false, app.ErrUploadLocked
+		return false, transfers.ErrUploadLocked
 	}
 	return asked, err
 }
 
 // SaveUpload stores where the upload stands and renews owner's lease, or gives it back
 // when release is set.
-func (s *Postgres) SaveUpload(ctx context.Context, u app.TusUpload, owner uuid.UUID, lease time.Duration, release bool) error {
+func (s *Postgres) SaveUpload(ctx context.Context, u transfers.TusUpload, owner uuid.UUID, lease time.Duration, release bool) error {
 	parts, err := json.Marshal(partsOrEmpty(u.Parts))
 	if err != nil {
 		return err
@@ -169,7 +170,7 @@ func (s *Postgres) SaveUpload(ctx context.Context, u app.TusUpload, owner uuid.U
 		return err
 	}
 	if n == 0 {
-		return app.ErrUploadLocked
+		return transfers.ErrUploadLocked
 	}
 	return nil
 }
@@ -181,7 +182,7 @@ func (s *Postgres) UnlockUpload(ctx context.Context, id, owner uuid.UUID) error 
 
 // CompleteUpload records the file in its package's transaction (as AddFile does) and
 // marks the upload complete in the same transaction.
-func (s *Postgres) CompleteUpload(ctx context.Context, u app.TusUpload, owner uuid.UUID, f app.File, change func(p *app.Package) (app.Effects, error)) (app.Package, error) {
+func (s *Postgres) CompleteUpload(ctx context.Context, u transfers.TusUpload, owner uuid.UUID, f app.File, change func(p *app.Package) (app.Effects, error)) (app.Package, error) {
 	var out app.Package
 	parts, err := json.Marshal(partsOrEmpty(u.Parts))
 	if err != nil {
@@ -197,7 +198,7 @@ func (s *Postgres) CompleteUpload(ctx context.Context, u app.TusUpload, owner uu
 			return fx, err
 		}
 		if n == 0 {
-			return fx, app.ErrUploadLocked
+			return fx, transfers.ErrUploadLocked
 		}
 		if err := addFileRow(ctx, q, f); err != nil {
 			return fx, err
@@ -215,12 +216,12 @@ func (s *Postgres) DeleteUpload(ctx context.Context, id uuid.UUID) error {
 
 // UploadsToEnd lists uploads no PATCH holds that are past their expiry, or whose
 // package is gone, overdue, or in a state that takes no uploads of their kind.
-func (s *Postgres) UploadsToEnd(ctx context.Context, limit int) ([]app.TusUpload, error) {
+func (s *Postgres) UploadsToEnd(ctx context.Context, limit int) ([]transfers.TusUpload, error) {
 	rows, err := s.q.UploadsToEnd(ctx, int32(min(limit, math.MaxInt32)))
 	if err != nil {
 		return nil, err
 	}
-	out := make([]app.TusUpload, 0, len(rows))
+	out := make([]transfers.TusUpload, 0, len(rows))
 	for _, r := range rows {
 		u, err := toUpload(r.TusUpload)
 		if err != nil {
@@ -232,12 +233,12 @@ func (s *Postgres) UploadsToEnd(ctx context.Context, limit int) ([]app.TusUpload
 }
 
 // PackageUploads lists a package's uploads.
-func (s *Postgres) PackageUploads(ctx context.Context, packageID uuid.UUID) ([]app.TusUpload, error) {
+func (s *Postgres) PackageUploads(ctx context.Context, packageID uuid.UUID) ([]transfers.TusUpload, error) {
 	rows, err := s.q.PackageUploads(ctx, packageID)
 	if err != nil {
 		return nil, err
 	}
-	out := make([]app.TusUpload, 0, len(rows))
+	out := make([]transfers.TusUpload, 0, len(rows))
 	for _, r := range rows {
 		u, err := toUpload(r)
 		if err != nil {
@@ -272,9 +273,9 @@ func (s *Postgres) KnownMultipart(ctx context.Context, ids []string) (map[string
 	return out, nil
 }
 
-func partsOrEmpty(p []app.TusPart) []app.TusPart {
+func partsOrEmpty(p []transfers.TusPart) []transfers.TusPart {
 	if p == nil {
-		return []app.TusPart{}
+		return []transfers.TusPart{}
 	}
 	return p
 }

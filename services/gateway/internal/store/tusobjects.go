@@ -10,13 +10,13 @@ import (
 
 	"github.com/minio/minio-go/v7"
 
-	"github.com/shipfile/shipfile/services/gateway/internal/app"
+	"github.com/shipfile/shipfile/services/gateway/internal/app/transfers"
 )
 
 // The bytes of resumable uploads: one S3 multipart upload per upload, sent part by part
 // from the pooled part buffers, and small tail objects between PATCHes.
 
-var _ app.ChunkStore = (*Objects)(nil)
+var _ transfers.ChunkStore = (*Objects)(nil)
 
 // Buffer returns a pooled part buffer and the function that gives it back.
 func (o *Objects) Buffer() ([]byte, func(), error) {
@@ -35,17 +35,17 @@ func (o *Objects) StartMultipart(ctx context.Context, key, contentType string) (
 }
 
 // PutPart sends data as part number of the multipart upload.
-func (o *Objects) PutPart(ctx context.Context, key, uploadID string, number int, data []byte) (app.TusPart, error) {
+func (o *Objects) PutPart(ctx context.Context, key, uploadID string, number int, data []byte) (transfers.TusPart, error) {
 	part, err := o.core.PutObjectPart(ctx, o.s.Bucket, key, uploadID, number,
 		bytes.NewReader(data), int64(len(data)), partOptions(data))
 	if err != nil {
-		return app.TusPart{}, fmt.Errorf("upload part %d: %w", number, err)
+		return transfers.TusPart{}, fmt.Errorf("upload part %d: %w", number, err)
 	}
-	return app.TusPart{Number: number, ETag: part.ETag, CRC32C: part.ChecksumCRC32C, Size: int64(len(data))}, nil
+	return transfers.TusPart{Number: number, ETag: part.ETag, CRC32C: part.ChecksumCRC32C, Size: int64(len(data))}, nil
 }
 
 // CompleteMultipart joins the parts into the object.
-func (o *Objects) CompleteMultipart(ctx context.Context, key, uploadID string, parts []app.TusPart) error {
+func (o *Objects) CompleteMultipart(ctx context.Context, key, uploadID string, parts []transfers.TusPart) error {
 	cp := make([]minio.CompletePart, len(parts))
 	for i, p := range parts {
 		cp[i] = minio.CompletePart{PartNumber: p.Number, ETag: p.ETag, ChecksumCRC32C: p.CRC32C}
@@ -108,16 +108,16 @@ func (o *Objects) RemovePrefix(ctx context.Context, prefix string) error {
 
 // ListMultipart lists the incomplete multipart uploads of keys under prefix. MinIO
 // lists them for the whole bucket or one exact key, so the filter is here.
-func (o *Objects) ListMultipart(ctx context.Context, prefix string) ([]app.Multipart, error) {
+func (o *Objects) ListMultipart(ctx context.Context, prefix string) ([]transfers.Multipart, error) {
 	lctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	var out []app.Multipart
+	var out []transfers.Multipart
 	for u := range o.s.Client.ListIncompleteUploads(lctx, o.s.Bucket, "", true) {
 		if u.Err != nil {
 			return nil, u.Err
 		}
 		if strings.HasPrefix(u.Key, prefix) && u.UploadID != "" {
-			out = append(out, app.Multipart{Key: u.Key, UploadID: u.UploadID, Initiated: u.Initiated})
+			out = append(out, transfers.Multipart{Key: u.Key, UploadID: u.UploadID, Initiated: u.Initiated})
 		}
 	}
 	return out, nil

@@ -25,7 +25,7 @@ const releasePing = 10 * time.Second
 
 // FollowUploadReleases keeps a dedicated connection LISTENing on TusReleaseChannel and
 // calls ask with each holder named there, until ctx is cancelled; a lost connection
-// is reopened with back-off. ask must not block (app.Resumable.AskRelease). An ask
+// is reopened with back-off. ask must not block (transfers.Resumable.AskRelease). An ask
 // missed while the connection was down still reaches its holder: it is marked in the
 // upload's row too, which the holder reads at its next renewal.
 func (s *Postgres) FollowUploadReleases(ctx context.Context, ask func(holder uuid.UUID), log *slog.Logger) {

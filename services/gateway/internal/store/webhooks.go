@@ -9,29 +9,30 @@ import (
 
 	"github.com/shipfile/shipfile/pkg/events"
 	"github.com/shipfile/shipfile/services/gateway/internal/app"
+	"github.com/shipfile/shipfile/services/gateway/internal/app/webhookadmin"
 )
 
-var _ app.WebhookStore = (*Postgres)(nil)
+var _ webhookadmin.Store = (*Postgres)(nil)
 
 // CreateWebhook inserts a subscription and returns it with its id.
-func (s *Postgres) CreateWebhook(ctx context.Context, w app.Webhook) (app.Webhook, error) {
+func (s *Postgres) CreateWebhook(ctx context.Context, w webhookadmin.Webhook) (webhookadmin.Webhook, error) {
 	row, err := s.q.InsertWebhook(ctx, InsertWebhookParams{
 		Url: w.URL, Description: w.Description, Events: toEventsRow(w), Secret: w.Secret, Active: w.Active,
 		MaxInFlight: int32(w.MaxInFlight), RateLimit: toInt32Ptr(w.RateLimit), CreatedAt: w.CreatedAt, UpdatedAt: w.UpdatedAt,
 	})
 	if err != nil {
-		return app.Webhook{}, err
+		return webhookadmin.Webhook{}, err
 	}
 	return toWebhook(row), nil
 }
 
 // ListWebhooks returns every subscription, oldest first.
-func (s *Postgres) ListWebhooks(ctx context.Context) ([]app.Webhook, error) {
+func (s *Postgres) ListWebhooks(ctx context.Context) ([]webhookadmin.Webhook, error) {
 	rows, err := s.q.ListWebhooks(ctx)
 	if err != nil {
 		return nil, err
 	}
-	out := make([]app.Webhook, len(rows))
+	out := make([]webhookadmin.Webhook, len(rows))
 	for i, r := range rows {
 		out[i] = toWebhook(r)
 	}
@@ -39,10 +40,10 @@ func (s *Postgres) ListWebhooks(ctx context.Context) ([]app.Webhook, error) {
 }
 
 // GetWebhook returns a subscription by id.
-func (s *Postgres) GetWebhook(ctx context.Context, id int64) (app.Webhook, error) {
+func (s *Postgres) GetWebhook(ctx context.Context, id int64) (webhookadmin.Webhook, error) {
 	row, err := s.q.GetWebhook(ctx, id)
 	if err != nil {
-		return app.Webhook{}, notFound(err, "webhook")
+		return webhookadmin.Webhook{}, notFound(err, "webhook")
 	}
 	return toWebhook(row), nil
 }
@@ -50,8 +51,8 @@ func (s *Postgres) GetWebhook(ctx context.Context, id int64) (app.Webhook, error
 // ChangeWebhook locks the subscription's row, lets change mutate it, saves it and
 // writes the effects, in one transaction. The lock keeps the dispatcher's own updates
 // (failures, disabling) from being lost.
-func (s *Postgres) ChangeWebhook(ctx context.Context, id int64, change func(w *app.Webhook) (app.Effects, error)) (app.Webhook, error) {
-	var out app.Webhook
+func (s *Postgres) ChangeWebhook(ctx context.Context, id int64, change func(w *webhookadmin.Webhook) (app.Effects, error)) (webhookadmin.Webhook, error) {
+	var out webhookadmin.Webhook
 	err := s.inTx(ctx, func(tx pgx.Tx) error {
 		q := s.q.WithTx(tx)
 		row, err := q.LockWebhook(ctx, id)
@@ -127,26 +128,26 @@ func (s *Postgres) RedeliverWebhook(ctx context.Context, id int64, deliveryID uu
 }
 
 // ListWebhookAttempts returns a page of the subscription's attempts, newest first.
-func (s *Postgres) ListWebhookAttempts(ctx context.Context, f app.WebhookAttemptFilter) ([]app.WebhookAttempt, error) {
+func (s *Postgres) ListWebhookAttempts(ctx context.Context, f webhookadmin.WebhookAttemptFilter) ([]webhookadmin.WebhookAttempt, error) {
 	rows, err := s.q.ListWebhookAttempts(ctx, ListWebhookAttemptsParams{
 		SubscriptionID: f.WebhookID, BeforeID: f.BeforeID, MaxRows: int32(f.Limit),
 	})
 	if err != nil {
 		return nil, err
 	}
-	out := make([]app.WebhookAttempt, len(rows))
+	out := make([]webhookadmin.WebhookAttempt, len(rows))
 	for i, r := range rows {
-		out[i] = app.WebhookAttempt{
+		out[i] = webhookadmin.WebhookAttempt{
 			ID: r.ID, DeliveryID: r.DeliveryID, EventID: r.EventID, Event: r.Event, Attempt: int(r.Attempt),
 			StatusCode: intPtr(r.StatusCode), Error: r.Error, DurationMS: int(r.DurationMs),
-			ResponseExcerpt: r.ResponseExcerpt, CreatedAt: r.CreatedAt, DeliveryStatus: app.DeliveryStatus(r.DeliveryStatus),
+			ResponseExcerpt: r.ResponseExcerpt, CreatedAt: r.CreatedAt, DeliveryStatus: webhookadmin.DeliveryStatus(r.DeliveryStatus),
 		}
 	}
 	return out, nil
 }
 
-func toWebhook(r WebhookSubscription) app.Webhook {
-	w := app.Webhook{
+func toWebhook(r WebhookSubscription) webhookadmin.Webhook {
+	w := webhookadmin.Webhook{
 		ID: r.ID, URL: r.Url, Description: r.Description, Events: r.Events, Secret: r.Secret,
 		PreviousSecret: r.PreviousSecret, PreviousSecretUntil: r.PreviousSecretUntil, Active: r.Active,
 		DisabledReason: r.DisabledReason, DisabledAt: r.DisabledAt, FailingSince: r.FailingSince,
@@ -165,7 +166,7 @@ func toWebhook(r WebhookSubscription) app.Webhook {
 }
 
 // toEventsRow is the events column of w: NULL for every event type.
-func toEventsRow(w app.Webhook) []string {
+func toEventsRow(w webhookadmin.Webhook) []string {
 	if w.AllEvents {
 		return nil
 	}

@@ -27,6 +27,7 @@ import (
 	"github.com/shipfile/shipfile/pkg/servicetest"
 	"github.com/shipfile/shipfile/pkg/storage"
 	"github.com/shipfile/shipfile/services/gateway/internal/app"
+	"github.com/shipfile/shipfile/services/gateway/internal/app/identity"
 	"github.com/shipfile/shipfile/services/gateway/internal/store"
 	"github.com/shipfile/shipfile/services/gateway/migrations"
 )
@@ -115,7 +116,7 @@ func newEnv(t testing.TB, natsURL string) env {
 		t.Fatal(err)
 	}
 	defer pool.Close()
-	id := app.NewIdentity(store.NewPostgres(pool))
+	id := identity.NewIdentity(store.NewPostgres(pool))
 	u, err := id.CreateUser(ctx, app.NewUser{Email: "e2e@example.com", Name: "E2E", Role: app.RoleRegular})
 	if err != nil {
 		t.Fatal(err)

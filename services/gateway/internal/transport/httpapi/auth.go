@@ -12,6 +12,7 @@ import (
 	"golang.org/x/time/rate"
 
 	"github.com/shipfile/shipfile/services/gateway/internal/app"
+	"github.com/shipfile/shipfile/services/gateway/internal/app/identity"
 )
 
 const (
@@ -25,7 +26,7 @@ const (
 // authenticate requires a valid bearer token and puts its user in the context.
 // Without an Authorization header, the web UI's session cookie is accepted too (with
 // its CSRF token on unsafe methods), so the UI's pages call the same endpoints.
-func authenticate(id *app.Identity, pages Pages) gin.HandlerFunc {
+func authenticate(id *identity.Identity, pages Pages) gin.HandlerFunc {
 	return func(c *gin.Context) {
 		raw, ok := bearer(c.GetHeader("Authorization"))
 		if !ok && c.GetHeader("Authorization") == "" && pages != nil {

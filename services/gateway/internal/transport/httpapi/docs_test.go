@@ -10,7 +10,7 @@ import (
 	"testing"
 
 	"github.com/shipfile/shipfile/pkg/ops"
-	"github.com/shipfile/shipfile/services/gateway/internal/app"
+	"github.com/shipfile/shipfile/services/gateway/internal/app/identity"
 	"github.com/shipfile/shipfile/services/gateway/internal/docs"
 	"github.com/shipfile/shipfile/services/gateway/internal/transport/httpapi"
 )
@@ -20,7 +20,7 @@ import (
 func TestRoutesMatchSpec(t *testing.T) {
 	t.Parallel()
 	engine, err := httpapi.New(httpapi.Deps{
-		Log: slog.New(slog.DiscardHandler), Identity: app.NewIdentity(nil), Registry: ops.NewRegistry(),
+		Log: slog.New(slog.DiscardHandler), Identity: identity.NewIdentity(nil), Registry: ops.NewRegistry(),
 		Config: defaultConfig(),
 	})
 	if err != nil {

@@ -24,6 +24,8 @@ import (
 	"github.com/shipfile/shipfile/pkg/servicetest"
 	"github.com/shipfile/shipfile/pkg/storage"
 	"github.com/shipfile/shipfile/services/gateway/internal/app"
+	"github.com/shipfile/shipfile/services/gateway/internal/app/identity"
+	"github.com/shipfile/shipfile/services/gateway/internal/app/transfers"
 	"github.com/shipfile/shipfile/services/gateway/internal/service"
 	"github.com/shipfile/shipfile/services/gateway/internal/store"
 	"github.com/shipfile/shipfile/services/gateway/internal/transport/httpapi"
@@ -36,14 +38,14 @@ type testAPI struct {
 	url      string
 	pool     *pgxpool.Pool
 	dbURL    string // with the pool settings of the test
-	identity *app.Identity
+	identity *identity.Identity
 	// tokenCache is the gateway's cache of token look-ups.
-	tokenCache *app.TokenCache
+	tokenCache *identity.TokenCache
 	engine     *gin.Engine
 	objects    *storage.Store
 	registry   *prometheus.Registry
 	// resumable is the tus upload service (its sweep is run by tests, not a ticker).
-	resumable *app.Resumable
+	resumable *transfers.Resumable
 	db        *store.Postgres
 }
 

@@ -7,6 +7,7 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"github.com/shipfile/shipfile/services/gateway/internal/app"
+	"github.com/shipfile/shipfile/services/gateway/internal/app/identity"
 )
 
 // meResponse is GET /api/v1/me.
@@ -105,7 +106,7 @@ func (h *handlers) createToken(c *gin.Context) {
 	}
 	// A token minted with a token expires no later than that token.
 	if parent, ok := c.Get(ctxTokenExpires); ok {
-		expires = app.TokenExpiryWithin(expires, parent.(*time.Time))
+		expires = identity.TokenExpiryWithin(expires, parent.(*time.Time))
 	}
 	t, raw, err := h.identity.CreateToken(c.Request.Context(), currentUser(c).ID, name, expires)
 	if err != nil {

@@ -13,6 +13,9 @@ import (
 
 	"github.com/shipfile/shipfile/pkg/ops"
 	"github.com/shipfile/shipfile/services/gateway/internal/app"
+	"github.com/shipfile/shipfile/services/gateway/internal/app/identity"
+	"github.com/shipfile/shipfile/services/gateway/internal/app/transfers"
+	"github.com/shipfile/shipfile/services/gateway/internal/app/webhookadmin"
 	"github.com/shipfile/shipfile/services/gateway/internal/docs"
 )
 
@@ -37,11 +40,11 @@ type Config struct {
 // Deps is what the router serves.
 type Deps struct {
 	Log      *slog.Logger
-	Identity *app.Identity
+	Identity *identity.Identity
 	Packages *app.Packages
-	Webhooks *app.Webhooks
+	Webhooks *webhookadmin.Service
 	// Resumable serves tus uploads.
-	Resumable *app.Resumable
+	Resumable *transfers.Resumable
 	Registry  *prometheus.Registry
 	// LinkRate limits the link routes per client IP (nil: no limit).
 	LinkRate *app.LinkRate
@@ -64,10 +67,10 @@ type Pages interface {
 
 type handlers struct {
 	log         *slog.Logger
-	identity    *app.Identity
+	identity    *identity.Identity
 	packages    *app.Packages
-	webhooks    *app.Webhooks
-	resumable   *app.Resumable
+	webhooks    *webhookadmin.Service
+	resumable   *transfers.Resumable
 	maxJSON     int64
 	maxFileSize int64
 	spec        *docs.Spec

@@ -15,6 +15,7 @@ import (
 
 	"github.com/shipfile/shipfile/pkg/httpx"
 	"github.com/shipfile/shipfile/services/gateway/internal/app"
+	"github.com/shipfile/shipfile/services/gateway/internal/app/transfers"
 )
 
 // tus 1.0.0 (SPEC "Resumable uploads"): a focused implementation of the core protocol
@@ -54,18 +55,18 @@ func (h *handlers) tusOptions(c *gin.Context) {
 	c.Header("Tus-Version", tusVersion)
 	c.Header("Tus-Extension", tusExtensions)
 	c.Header("Tus-Max-Size", strconv.FormatInt(h.maxFileSize, 10))
-	c.Header("Tus-Checksum-Algorithm", app.TusChecksumAlgorithms)
+	c.Header("Tus-Checksum-Algorithm", transfers.TusChecksumAlgorithms)
 	c.Status(http.StatusNoContent)
 }
 
 // ownerTarget is the target of an owner's upload route.
-func ownerTarget(c *gin.Context) (app.TusTarget, error) {
+func ownerTarget(c *gin.Context) (transfers.TusTarget, error) {
 	id, err := pathUUID(c, "id", "package")
 	if err != nil {
-		return app.TusTarget{}, err
+		return transfers.TusTarget{}, err
 	}
 	u := currentUser(c)
-	t := app.TusTarget{User: &u, PackageID: id, Client: client(c)}
+	t := transfers.TusTarget{User: &u, PackageID: id, Client: client(c)}
 	if tid, ok := c.Get(ctxTokenID); ok && tid.(int64) > 0 { // a browser session's is -user id
 		t.TokenID = tid.(int64)
 	}
@@ -73,11 +74,11 @@ func ownerTarget(c *gin.Context) (app.TusTarget, error) {
 }
 
 // linkTarget is the target of a recipient's upload route.
-func linkTarget(c *gin.Context) (app.TusTarget, error) {
-	return app.TusTarget{LinkToken: c.Param("token"), Client: client(c)}, nil
+func linkTarget(c *gin.Context) (transfers.TusTarget, error) {
+	return transfers.TusTarget{LinkToken: c.Param("token"), Client: client(c)}, nil
 }
 
-func (h *handlers) tusCreate(target func(*gin.Context) (app.TusTarget, error)) gin.HandlerFunc {
+func (h *handlers) tusCreate(target func(*gin.Context) (transfers.TusTarget, error)) gin.HandlerFunc {
 	return func(c *gin.Context) {
 		t, err := target(c)
 		if err != nil {
@@ -103,7 +104,7 @@ func (h *handlers) tusCreate(target func(*gin.Context) (app.TusTarget, error)) g
 			_ = c.Error(&httpError{status: http.StatusUnsupportedMediaType, detail: "a creation request with a body needs Content-Type: " + tusChunkType})
 			return
 		}
-		res, err := h.resumable.Create(c.Request.Context(), t, app.NewTusUpload{
+		res, err := h.resumable.Create(c.Request.Context(), t, transfers.NewTusUpload{
 			Length: length, Filename: meta["filename"], ContentType: meta["filetype"],
 		})
 		if err != nil {
@@ -138,7 +139,7 @@ func uploadID(c *gin.Context) (uuid.UUID, error) {
 
 // tusUpload reads the target and the upload id of a request on an upload URL; when
 // either is wrong it records the error on c and returns false.
-func tusUpload(c *gin.Context, target func(*gin.Context) (app.TusTarget, error)) (app.TusTarget, uuid.UUID, bool) {
+func tusUpload(c *gin.Context, target func(*gin.Context) (transfers.TusTarget, error)) (transfers.TusTarget, uuid.UUID, bool) {
 	t, err := target(c)
 	if err != nil {
 		_ = c.Error(err)
@@ -152,7 +153,7 @@ func tusUpload(c *gin.Context, target func(*gin.Context) (app.TusTarget, error))
 	return t, id, true
 }
 
-func (h *handlers) tusHead(target func(*gin.Context) (app.TusTarget, error)) gin.HandlerFunc {
+func (h *handlers) tusHead(target func(*gin.Context) (transfers.TusTarget, error)) gin.HandlerFunc {
 	return func(c *gin.Context) {
 		c.Header("Cache-Control", "no-store")
 		t, id, ok := tusUpload(c, target)
@@ -175,7 +176,7 @@ func (h *handlers) tusHead(target func(*gin.Context) (app.TusTarget, error)) gin
 	}
 }
 
-func (h *handlers) tusPatch(target func(*gin.Context) (app.TusTarget, error)) gin.HandlerFunc {
+func (h *handlers) tusPatch(target func(*gin.Context) (transfers.TusTarget, error)) gin.HandlerFunc {
 	return func(c *gin.Context) {
 		if !isChunkType(c.GetHeader("Content-Type")) {
 			refuseBody(c)
@@ -209,7 +210,7 @@ func (h *handlers) tusPatch(target func(*gin.Context) (app.TusTarget, error)) gi
 	}
 }
 
-func (h *handlers) tusDelete(target func(*gin.Context) (app.TusTarget, error)) gin.HandlerFunc {
+func (h *handlers) tusDelete(target func(*gin.Context) (transfers.TusTarget, error)) gin.HandlerFunc {
 	return func(c *gin.Context) {
 		t, id, ok := tusUpload(c, target)
 		if !ok {
@@ -226,9 +227,9 @@ func (h *handlers) tusDelete(target func(*gin.Context) (app.TusTarget, error)) g
 // chunk is the body of a PATCH (or a creation with a body) at offset. Its Stop ends
 // the reading of the body at once (the upload guard's httpx.MinRateBody): what a PATCH
 // asked to hand its upload over calls.
-func chunk(c *gin.Context, offset int64) app.Chunk {
+func chunk(c *gin.Context, offset int64) transfers.Chunk {
 	body := c.Request.Body
-	return app.Chunk{
+	return transfers.Chunk{
 		Offset: offset, Body: body, Checksum: c.GetHeader("Upload-Checksum"), Size: c.Request.ContentLength,
 		Stop: func() { httpx.Stop(body) },
 	}
@@ -301,7 +302,7 @@ func parseMetadata(h string) (map[string]string, error) {
 // mountTus adds the tus routes of one creation URL (relative to group). upload is what
 // guards requests that carry file bytes (PATCH, and POST with creation-with-upload):
 // the gateway's upload limits, the same as on the multipart upload routes.
-func (h *handlers) mountTus(g *gin.RouterGroup, path string, target func(*gin.Context) (app.TusTarget, error), upload ...gin.HandlerFunc) {
+func (h *handlers) mountTus(g *gin.RouterGroup, path string, target func(*gin.Context) (transfers.TusTarget, error), upload ...gin.HandlerFunc) {
 	g.POST(path, append(upload[:len(upload):len(upload)], h.tusCreate(target))...)
 	g.HEAD(path+"/:upload_id", h.tusHead(target))
 	g.PATCH(path+"/:upload_id", append(upload[:len(upload):len(upload)], h.tusPatch(target))...)

@@ -24,6 +24,9 @@ import (
 	"github.com/shipfile/shipfile/pkg/ops"
 	"github.com/shipfile/shipfile/pkg/servicetest"
 	"github.com/shipfile/shipfile/services/gateway/internal/app"
+	"github.com/shipfile/shipfile/services/gateway/internal/app/identity"
+	"github.com/shipfile/shipfile/services/gateway/internal/app/transfers"
+	"github.com/shipfile/shipfile/services/gateway/internal/app/webhookadmin"
 	"github.com/shipfile/shipfile/services/gateway/internal/store"
 	"github.com/shipfile/shipfile/services/gateway/internal/transport/httpapi"
 )
@@ -542,7 +545,7 @@ func (a *testAPI) secondInstance() *testAPI {
 	objectStore := store.NewObjects(a.objects, 5<<20)
 	cfg := tusConfig()
 	packages := app.NewPackages(db, objectStore, app.Limits{MaxFileSize: cfg.MaxFileSize, MaxFiles: 5}, "http://shipfile.test")
-	resumable := app.NewResumable(packages, db, objectStore, app.TusConfig{ResumeWindow: time.Hour, Lease: 2 * time.Second}, nil)
+	resumable := transfers.NewResumable(packages, db, objectStore, transfers.TusConfig{ResumeWindow: time.Hour, Lease: 2 * time.Second}, nil)
 	// Its listener of asks to let go runs as in the gateway (service.Start); it stops
 	// before the pool closes (cleanups run last first).
 	ctx, cancel := context.WithCancel(context.Background())
@@ -556,8 +559,8 @@ func (a *testAPI) secondInstance() *testAPI {
 		<-listening
 	})
 	engine, err := httpapi.New(httpapi.Deps{
-		Log: slog.New(slog.DiscardHandler), Identity: app.NewIdentity(db), Packages: packages, Resumable: resumable,
-		Webhooks: app.NewWebhooks(db, servicetest.Keyring(a.t), false), Registry: ops.NewRegistry(), Config: cfg,
+		Log: slog.New(slog.DiscardHandler), Identity: identity.NewIdentity(db), Packages: packages, Resumable: resumable,
+		Webhooks: webhookadmin.New(db, servicetest.Keyring(a.t), false), Registry: ops.NewRegistry(), Config: cfg,
 	})
 	if err != nil {
 		a.t.Fatal(err)
@@ -593,7 +596,7 @@ func TestTusSweepAbortsOrphans(t *testing.T) {
 	db := store.NewPostgres(a.pool)
 	objectStore := store.NewObjects(a.objects, 5<<20)
 	packages := app.NewPackages(db, objectStore, app.Limits{MaxFileSize: 24 << 20, MaxFiles: 5}, "http://shipfile.test")
-	sweeper := app.NewResumable(packages, db, objectStore, app.TusConfig{OrphanGrace: time.Nanosecond}, nil)
+	sweeper := transfers.NewResumable(packages, db, objectStore, transfers.TusConfig{OrphanGrace: time.Nanosecond}, nil)
 	time.Sleep(10 * time.Millisecond)
 	if n, err := sweeper.Sweep(context.Background()); err != nil || n != 1 {
 		t.Fatalf("sweep ended %d (%v), want the orphan alone", n, err)

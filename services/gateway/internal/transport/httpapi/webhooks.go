@@ -7,7 +7,7 @@ import (
 
 	"github.com/gin-gonic/gin"
 
-	"github.com/shipfile/shipfile/services/gateway/internal/app"
+	"github.com/shipfile/shipfile/services/gateway/internal/app/webhookadmin"
 )
 
 // webhookResponse is a webhook subscription record. It never carries the secret.
@@ -48,7 +48,7 @@ type webhookAttemptResponse struct {
 	DeliveryStatus  string    `json:"delivery_status"`
 }
 
-func toWebhookResponse(w app.Webhook) webhookResponse {
+func toWebhookResponse(w webhookadmin.Webhook) webhookResponse {
 	evs := w.Events
 	if evs == nil {
 		evs = []string{}
@@ -61,7 +61,7 @@ func toWebhookResponse(w app.Webhook) webhookResponse {
 	}
 }
 
-func toWebhookAttemptResponse(a app.WebhookAttempt) webhookAttemptResponse {
+func toWebhookAttemptResponse(a webhookadmin.WebhookAttempt) webhookAttemptResponse {
 	return webhookAttemptResponse{
 		ID: a.ID, DeliveryID: a.DeliveryID.String(), EventID: a.EventID, Event: a.Event, Attempt: a.Attempt,
 		StatusCode: a.StatusCode, Error: a.Error, DurationMS: a.DurationMS, ResponseExcerpt: a.ResponseExcerpt,
@@ -96,7 +96,7 @@ func (h *handlers) createWebhook(c *gin.Context) {
 		_ = c.Error(err)
 		return
 	}
-	w, err := h.webhooks.Create(c.Request.Context(), app.NewWebhook{
+	w, err := h.webhooks.Create(c.Request.Context(), webhookadmin.NewWebhook{
 		URL: req.URL, Events: req.Events, Description: req.Description, MaxInFlight: req.MaxInFlight, RateLimit: req.RateLimit,
 	})
 	if err != nil {
@@ -148,8 +148,8 @@ func (h *handlers) updateWebhook(c *gin.Context) {
 	c.JSON(http.StatusOK, toWebhookResponse(w))
 }
 
-func toWebhookPatch(req updateWebhookRequest) app.WebhookPatch {
-	p := app.WebhookPatch{URL: req.URL, Events: req.Events, Description: req.Description, Active: req.Active, MaxInFlight: req.MaxInFlight}
+func toWebhookPatch(req updateWebhookRequest) webhookadmin.WebhookPatch {
+	p := webhookadmin.WebhookPatch{URL: req.URL, Events: req.Events, Description: req.Description, Active: req.Active, MaxInFlight: req.MaxInFlight}
 	p.RateLimit = req.RateLimit.Nullable
 	return p
 }
@@ -201,7 +201,7 @@ func (h *handlers) listWebhookDeliveries(c *gin.Context) {
 		_ = c.Error(err)
 		return
 	}
-	f := app.WebhookAttemptFilter{WebhookID: id}
+	f := webhookadmin.WebhookAttemptFilter{WebhookID: id}
 	if f.Limit, err = pageLimit(c); err != nil {
 		_ = c.Error(err)
 		return
@@ -217,7 +217,7 @@ func (h *handlers) listWebhookDeliveries(c *gin.Context) {
 		_ = c.Error(err)
 		return
 	}
-	attempts, next := page(attempts, limit, func(last app.WebhookAttempt) string { return strconv.FormatInt(last.ID, 10) })
+	attempts, next := page(attempts, limit, func(last webhookadmin.WebhookAttempt) string { return strconv.FormatInt(last.ID, 10) })
 	items := make([]webhookAttemptResponse, len(attempts))
 	for i, a := range attempts {
 		items[i] = toWebhookAttemptResponse(a)

@@ -10,6 +10,7 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"github.com/shipfile/shipfile/services/gateway/internal/app"
+	"github.com/shipfile/shipfile/services/gateway/internal/app/identity"
 )
 
 // setupForm shows the first-admin form while no user exists, and 404 afterwards.
@@ -79,7 +80,7 @@ func (w *Web) loginSubmit(c *gin.Context) {
 		return
 	}
 	_, raw, err := w.sessions.Login(c.Request.Context(), email, password, client(c))
-	var throttled *app.ThrottledError
+	var throttled *identity.ThrottledError
 	switch {
 	case errors.As(err, &throttled):
 		wait := time.Until(throttled.Until)
@@ -87,7 +88,7 @@ func (w *Web) loginSubmit(c *gin.Context) {
 		v.Error = "Too many failed sign-ins. Try again in " + plural(int(math.Ceil(wait.Minutes())), "minute") + "."
 		w.render(c, http.StatusTooManyRequests, "login", v)
 		return
-	case errors.Is(err, app.ErrBadCredentials):
+	case errors.Is(err, identity.ErrBadCredentials):
 		v.Error = "Wrong e-mail address or password."
 		w.render(c, http.StatusUnauthorized, "login", v)
 		return

@@ -19,6 +19,7 @@ import (
 	"github.com/shipfile/shipfile/pkg/pgtest"
 	"github.com/shipfile/shipfile/pkg/servicetest"
 	"github.com/shipfile/shipfile/services/gateway/internal/app"
+	"github.com/shipfile/shipfile/services/gateway/internal/app/identity"
 	"github.com/shipfile/shipfile/services/gateway/internal/service"
 	"github.com/shipfile/shipfile/services/gateway/internal/transport/httpapi"
 	"github.com/shipfile/shipfile/services/gateway/migrations"
@@ -29,10 +30,10 @@ type env struct {
 	t        *testing.T
 	url      string
 	pool     *pgxpool.Pool
-	identity *app.Identity
+	identity *identity.Identity
 	packages *app.Packages
 	hasher   *app.Hasher
-	sessions *app.Sessions
+	sessions *identity.Sessions
 }
 
 type options struct {

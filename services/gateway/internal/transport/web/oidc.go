@@ -18,6 +18,7 @@ import (
 	"golang.org/x/oauth2"
 
 	"github.com/shipfile/shipfile/services/gateway/internal/app"
+	"github.com/shipfile/shipfile/services/gateway/internal/app/identity"
 )
 
 // OIDCConfig is the organization's OpenID provider (SPEC "Signing in with the
@@ -28,7 +29,7 @@ type OIDCConfig struct {
 	Name        string
 	Scopes      []string
 	GroupsClaim string
-	Policy      app.OIDCPolicy
+	Policy      identity.OIDCPolicy
 	// PublicURL is the gateway's public base URL: the callback's, and where the
 	// provider sends the browser back after signing out.
 	PublicURL string
@@ -163,7 +164,7 @@ func (w *Web) oidcLogin(c *gin.Context) {
 	state, nonce, verifier := rand.Text()+rand.Text(), rand.Text()+rand.Text(), oauth2.GenerateVerifier()
 	sum := sha256.Sum256([]byte(state))
 	now := time.Now()
-	if err := w.oidcStore.InsertOIDCLogin(c.Request.Context(), app.OIDCLogin{
+	if err := w.oidcStore.InsertOIDCLogin(c.Request.Context(), identity.OIDCLogin{
 		StateHash: sum[:], Nonce: nonce, Verifier: verifier, Next: localPath(c.Query("next")), CreatedAt: now,
 	}); err != nil {
 		_ = c.Error(err)
@@ -262,7 +263,7 @@ func (w *Web) oidcCallback(c *gin.Context) {
 		return
 	}
 	u, err := w.identity.SignInOIDC(ctx, w.oidcStore, claims, w.oidc.cfg.Policy)
-	var refusal *app.OIDCRefusal
+	var refusal *identity.OIDCRefusal
 	if errors.As(err, &refusal) {
 		w.log.Info("OpenID sign-in refused", "issuer", claims.Issuer, "subject", claims.Subject, "why", refusal.Reason)
 		w.oidcFail(c, http.StatusForbidden, refusal.Reason, nil)
@@ -284,12 +285,12 @@ func (w *Web) oidcCallback(c *gin.Context) {
 
 // oidcClaims reads the verified token's claims; what it lacks of the e-mail, name
 // and groups is asked of the userinfo endpoint (for the same subject).
-func (w *Web) oidcClaims(ctx context.Context, idt *oidc.IDToken, tok *oauth2.Token) (app.OIDCClaims, error) {
+func (w *Web) oidcClaims(ctx context.Context, idt *oidc.IDToken, tok *oauth2.Token) (identity.OIDCClaims, error) {
 	var all map[string]json.RawMessage
 	if err := idt.Claims(&all); err != nil {
-		return app.OIDCClaims{}, err
+		return identity.OIDCClaims{}, err
 	}
-	c := claimReader{groupsClaim: w.oidc.cfg.GroupsClaim, OIDCClaims: app.OIDCClaims{Issuer: idt.Issuer, Subject: idt.Subject}}
+	c := claimReader{groupsClaim: w.oidc.cfg.GroupsClaim, OIDCClaims: identity.OIDCClaims{Issuer: idt.Issuer, Subject: idt.Subject}}
 	c.read(all)
 	if c.Email == "" || !c.verifiedSaid || c.Groups == nil {
 		if info, err := w.oidc.provider.UserInfo(ctx, oauth2.StaticTokenSource(tok)); err == nil && info.Subject == c.Subject {
@@ -305,7 +306,7 @@ func (w *Web) oidcClaims(ctx context.Context, idt *oidc.IDToken, tok *oauth2.Tok
 // claimReader gathers the claims shipfile uses from the ID token and then, for what
 // it lacks, from userinfo: the first source that says a thing wins.
 type claimReader struct {
-	app.OIDCClaims
+	identity.OIDCClaims
 	groupsClaim  string
 	verifiedSaid bool
 }

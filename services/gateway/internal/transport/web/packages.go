@@ -14,6 +14,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/shipfile/shipfile/services/gateway/internal/app"
+	"github.com/shipfile/shipfile/services/gateway/internal/app/webhookadmin"
 )
 
 // dashboardPageSize is how many packages one dashboard page lists.
@@ -465,7 +466,7 @@ func (w *Web) finalize(c *gin.Context) {
 
 type confirmData struct {
 	Package app.Package
-	Hook    app.Webhook
+	Hook    webhookadmin.Webhook
 	Action  string // "revoke", "delete" or "delete-webhook"
 }
 

@@ -20,6 +20,8 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"github.com/shipfile/shipfile/services/gateway/internal/app"
+	"github.com/shipfile/shipfile/services/gateway/internal/app/identity"
+	"github.com/shipfile/shipfile/services/gateway/internal/app/webhookadmin"
 )
 
 // Config is the web UI's share of the gateway configuration.
@@ -42,26 +44,26 @@ type Config struct {
 // Deps is what the web UI works with.
 type Deps struct {
 	Log      *slog.Logger
-	Identity *app.Identity
-	Sessions *app.Sessions
+	Identity *identity.Identity
+	Sessions *identity.Sessions
 	Packages *app.Packages
-	Webhooks *app.Webhooks
+	Webhooks *webhookadmin.Service
 	// LinkRate limits the recipient's page per client IP (nil: no limit).
 	LinkRate *app.LinkRate
 	// LoginRate limits sign-ins (POST /login) per client IP (nil: no limit).
 	LoginRate *app.LinkRate
 	// OIDCStore keeps sign-ins under way at the OpenID provider (with Config.OIDC).
-	OIDCStore app.OIDCStore
+	OIDCStore identity.OIDCStore
 	Config    Config
 }
 
 // Web is the web UI. It implements httpapi.Pages.
 type Web struct {
 	log      *slog.Logger
-	identity *app.Identity
-	sessions *app.Sessions
+	identity *identity.Identity
+	sessions *identity.Sessions
 	packages *app.Packages
-	webhooks *app.Webhooks
+	webhooks *webhookadmin.Service
 	linkRate *app.LinkRate
 	// loginRate is the request rate of POST /login per client IP.
 	loginRate *app.LinkRate
@@ -71,7 +73,7 @@ type Web struct {
 	origin    *http.CrossOriginProtection
 	// oidc is the relying party of Config.OIDC; nil without one.
 	oidc      *oidcClient
-	oidcStore app.OIDCStore
+	oidcStore identity.OIDCStore
 }
 
 // New parses the templates and returns the web UI.

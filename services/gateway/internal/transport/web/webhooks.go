@@ -11,6 +11,7 @@ import (
 
 	"github.com/shipfile/shipfile/pkg/events"
 	"github.com/shipfile/shipfile/services/gateway/internal/app"
+	"github.com/shipfile/shipfile/services/gateway/internal/app/webhookadmin"
 )
 
 // errNoEvents is the form's own check: the API reads "no events" as "all of them".
@@ -47,10 +48,10 @@ func limitsFields(c *gin.Context, form map[string]string) map[string]string {
 }
 
 type webhooksData struct {
-	Hooks      []app.Webhook
+	Hooks      []webhookadmin.Webhook
 	AllEvents  []string
 	Selected   []string // the create form's checked events
-	Created    *app.Webhook
+	Created    *webhookadmin.Webhook
 	Secret     string // shown once, after creation
 	SecretHook int64
 }
@@ -79,13 +80,13 @@ func (w *Web) createWebhook(c *gin.Context) {
 	}
 	u, desc := strings.TrimSpace(c.PostForm("url")), c.PostForm("description")
 	evs := c.PostFormArray("events")
-	var hook app.Webhook
+	var hook webhookadmin.Webhook
 	maxInFlight, rateLimit, err := limitsForm(c)
 	if err == nil && len(evs) == 0 {
 		err = errNoEvents
 	}
 	if err == nil {
-		hook, err = w.webhooks.Create(c.Request.Context(), app.NewWebhook{URL: &u, Description: &desc, Events: &evs,
+		hook, err = w.webhooks.Create(c.Request.Context(), webhookadmin.NewWebhook{URL: &u, Description: &desc, Events: &evs,
 			MaxInFlight: maxInFlight, RateLimit: rateLimit})
 	}
 	if fe, msg, ok := formErrors(err, webhookFields...); ok {
@@ -114,10 +115,10 @@ func (w *Web) hookID(c *gin.Context) (int64, bool) {
 const deliveryLogSize = 50
 
 type webhookData struct {
-	Hook      app.Webhook
+	Hook      webhookadmin.Webhook
 	AllEvents []string
 	Selected  []string
-	Attempts  []app.WebhookAttempt
+	Attempts  []webhookadmin.WebhookAttempt
 	// Newest marks the newest attempt of each delivery, which carries its Redeliver
 	// button.
 	Newest map[int64]bool
@@ -142,7 +143,7 @@ func (w *Web) showWebhook(c *gin.Context, id int64, status int, v view, secret s
 		_ = c.Error(err)
 		return
 	}
-	f := app.WebhookAttemptFilter{WebhookID: id, Limit: deliveryLogSize + 1}
+	f := webhookadmin.WebhookAttemptFilter{WebhookID: id, Limit: deliveryLogSize + 1}
 	if n, err := strconv.ParseInt(c.Query("cursor"), 10, 64); err == nil && n > 0 {
 		f.BeforeID = n
 	}
@@ -196,7 +197,7 @@ func (w *Web) saveWebhook(c *gin.Context) {
 		err = errNoEvents
 	}
 	if err == nil {
-		_, err = w.webhooks.Update(c.Request.Context(), id, app.WebhookPatch{URL: &u, Description: &desc, Events: &evs, Active: &active,
+		_, err = w.webhooks.Update(c.Request.Context(), id, webhookadmin.WebhookPatch{URL: &u, Description: &desc, Events: &evs, Active: &active,
 			MaxInFlight: maxInFlight, RateLimit: app.Nullable[int]{Set: true, Value: rateLimit}})
 	}
 	if fe, msg, ok := formErrors(err, webhookFields...); ok {

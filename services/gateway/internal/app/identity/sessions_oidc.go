@@ -1,13 +1,17 @@
-package app
+package identity
 
-import "context"
+import (
+	"context"
+
+	"github.com/shipfile/shipfile/services/gateway/internal/app"
+)
 
 // Start signs a user in whom someone else vouched for (the OpenID provider): a new
 // session, with the same lifetime as a password sign-in's. It returns the raw id
 // for the cookie.
-func (s *Sessions) Start(ctx context.Context, u User) (string, error) {
+func (s *Sessions) Start(ctx context.Context, u app.User) (string, error) {
 	if u.Disabled {
-		return "", ErrUnauthenticated
+		return "", app.ErrUnauthenticated
 	}
 	now := s.now()
 	raw, hash, err := newSessionID()

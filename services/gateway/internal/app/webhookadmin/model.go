@@ -1,16 +1,16 @@
-package app
+package webhookadmin
 
 import (
 	"time"
 
 	"github.com/google/uuid"
 
-	"github.com/shipfile/shipfile/pkg/events/eventsv1"
+	"github.com/shipfile/shipfile/services/gateway/internal/app"
 )
 
 // Webhook is a subscription: where the dispatcher POSTs the selected events, signed
 // with Secret. The store holds Secret and PreviousSecret sealed (SecretSealer); only
-// Webhooks.Create returns Secret in clear, once.
+// Service.Create returns Secret in clear, once.
 type Webhook struct {
 	ID          int64
 	URL         string
@@ -43,7 +43,7 @@ type Webhook struct {
 	UpdatedAt time.Time
 }
 
-// NewWebhook is the input of Webhooks.Create. Nil fields take their defaults.
+// NewWebhook is the input of Service.Create. Nil fields take their defaults.
 type NewWebhook struct {
 	URL         *string
 	Events      *[]string
@@ -60,7 +60,7 @@ type WebhookPatch struct {
 	Active      *bool
 	MaxInFlight *int
 	// RateLimit, when Set, changes the rate limit: to Value, or none when Value is nil.
-	RateLimit Nullable[int]
+	RateLimit app.Nullable[int]
 }
 
 // DeliveryStatus is where a delivery is: being tried, done, or given up on.
@@ -94,10 +94,4 @@ type WebhookAttemptFilter struct {
 	WebhookID int64
 	Limit     int
 	BeforeID  int64 // 0: from the newest
-}
-
-// WebhookJob asks the dispatcher to (re)try a delivery; MsgID is its Nats-Msg-Id.
-type WebhookJob struct {
-	Job   *eventsv1.WebhookJob
-	MsgID string
 }

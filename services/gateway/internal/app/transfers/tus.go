@@ -1,4 +1,4 @@
-package app
+package transfers
 
 import (
 	"context"
@@ -17,9 +17,11 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+
+	"github.com/shipfile/shipfile/services/gateway/internal/app"
 )
 
-// Resumable uploads (tus 1.0.0). The protocol's state lives in PostgreSQL (TusStore) and
+// Resumable uploads (tus 1.0.0). The protocol's state lives in PostgreSQL (Store) and
 // its bytes in an S3 multipart upload (ChunkStore), so any gateway instance, or one
 // restarted, answers HEAD and goes on with PATCH. A PATCH holds one part buffer: bytes
 // go into it and out as a part each time it is full. What is left when a PATCH ends is
@@ -30,7 +32,7 @@ import (
 type TusUpload struct {
 	ID            uuid.UUID
 	PackageID     uuid.UUID
-	UploadedBy    Uploader
+	UploadedBy    app.Uploader
 	CreatorUserID *int64 // owner uploads
 	// CreatorTokenID is the API token an owner's upload was created with (nil: a
 	// browser session, or a recipient's upload).
@@ -65,13 +67,13 @@ type TusPart struct {
 // ErrUploadLocked is the answer to a request for an upload that another request
 // holds and did not let go within TusConfig.LockWait: a holder that cannot be reached
 // (its gateway was killed) until its lease lapses.
-var ErrUploadLocked = &Error{Kind: KindLocked, Detail: "another request holds this upload and did not let go (its gateway may be gone); retry once its lease lapses"}
+var ErrUploadLocked = &app.Error{Kind: app.KindLocked, Detail: "another request holds this upload and did not let go (its gateway may be gone); retry once its lease lapses"}
 
 // TusOwner is whom an upload belongs to: its package, and the user who created it
 // (owner uploads) or the link it was created through (recipient uploads).
 type TusOwner struct {
 	PackageID     uuid.UUID
-	UploadedBy    Uploader
+	UploadedBy    app.Uploader
 	CreatorUserID *int64
 	LinkHash      []byte
 }
@@ -81,7 +83,7 @@ func (o TusOwner) Owns(u TusUpload) bool {
 	if u.PackageID != o.PackageID || u.UploadedBy != o.UploadedBy {
 		return false
 	}
-	if o.UploadedBy == ByOwner {
+	if o.UploadedBy == app.ByOwner {
 		return o.CreatorUserID != nil && u.CreatorUserID != nil && *u.CreatorUserID == *o.CreatorUserID
 	}
 	return len(o.LinkHash) > 0 && subtle.ConstantTimeCompare(u.LinkHash, o.LinkHash) == 1
@@ -95,15 +97,15 @@ type OpenUploads struct {
 	ByCreator int // the unfinished uploads of the same token, browser user or link
 }
 
-// TusStore keeps the state of resumable uploads.
-type TusStore interface {
+// Store keeps the state of resumable uploads.
+type Store interface {
 	// CreateUpload inserts u in a transaction that serialises the creations of its
 	// package and of its creator, after check accepts their counts.
 	CreateUpload(ctx context.Context, u TusUpload, check func(OpenUploads) error) error
 	GetUpload(ctx context.Context, id uuid.UUID) (TusUpload, error)
 	// LockUpload takes the upload for lease (renewable) under owner and returns it;
 	// ErrUploadLocked when another owner's lease runs. With who, only an upload who
-	// owns is taken (ErrNotFound for another's, whose lease is left alone).
+	// owns is taken (app.ErrNotFound for another's, whose lease is left alone).
 	LockUpload(ctx context.Context, id, owner uuid.UUID, lease time.Duration, who *TusOwner) (TusUpload, error)
 	// AskRelease asks the request that holds the upload's lease to let go, on
 	// whichever gateway it runs, and returns its lease owner; ok is false when no
@@ -119,7 +121,7 @@ type TusStore interface {
 	UnlockUpload(ctx context.Context, id, owner uuid.UUID) error
 	// CompleteUpload records the finished file like PackageStore.AddFile and, in the
 	// same transaction, marks the upload complete and gives its lease back.
-	CompleteUpload(ctx context.Context, u TusUpload, owner uuid.UUID, f File, change func(p *Package) (Effects, error)) (Package, error)
+	CompleteUpload(ctx context.Context, u TusUpload, owner uuid.UUID, f app.File, change func(p *app.Package) (app.Effects, error)) (app.Package, error)
 	DeleteUpload(ctx context.Context, id uuid.UUID) error
 	// UploadsToEnd lists uploads past their expiry, or whose package is gone or no
 	// longer takes uploads of their kind, that no running PATCH holds.
@@ -188,8 +190,8 @@ const openRetryAfter = 30 * time.Second
 
 // Resumable is the tus upload service.
 type Resumable struct {
-	p       *Packages
-	store   TusStore
+	p       *app.Packages
+	store   Store
 	chunks  ChunkStore
 	cfg     TusConfig
 	log     *slog.Logger
@@ -197,7 +199,7 @@ type Resumable struct {
 }
 
 // NewResumable returns the resumable upload service on the package service.
-func NewResumable(p *Packages, store TusStore, chunks ChunkStore, cfg TusConfig, log *slog.Logger) *Resumable {
+func NewResumable(p *app.Packages, store Store, chunks ChunkStore, cfg TusConfig, log *slog.Logger) *Resumable {
 	if cfg.ResumeWindow <= 0 {
 		cfg.ResumeWindow = 24 * time.Hour
 	}
@@ -217,8 +219,7 @@ func NewResumable(p *Packages, store TusStore, chunks ChunkStore, cfg TusConfig,
 		log = slog.New(slog.DiscardHandler)
 	}
 	r := &Resumable{p: p, store: store, chunks: chunks, cfg: cfg, log: log, holders: holders{m: map[uuid.UUID]func(){}}}
-	p.endUploads = r.EndPackageUploads
-	p.openUploads = store.OpenUploads
+	p.UseUploads(r.EndPackageUploads, store.OpenUploads)
 	return r
 }
 
@@ -241,18 +242,18 @@ func (r *Resumable) RunSweeper(ctx context.Context, interval time.Duration) {
 }
 
 // MaxSize is the largest upload (the file size limit).
-func (r *Resumable) MaxSize() int64 { return r.p.limits.MaxFileSize }
+func (r *Resumable) MaxSize() int64 { return r.p.Limits().MaxFileSize }
 
 // TusTarget is the package an upload request addresses and who asks.
 type TusTarget struct {
 	// Owner side: the signed-in user and the package id of the URL.
-	User      *User
+	User      *app.User
 	PackageID uuid.UUID
 	// TokenID is the API token of an owner's request (0: a browser session).
 	TokenID int64
 	// Recipient side: the raw link token of the URL.
 	LinkToken string
-	Client    Client
+	Client    app.Client
 }
 
 // NewTusUpload is a creation request.
@@ -280,27 +281,27 @@ type Chunk struct {
 // ChunkResult is where an upload stands after a chunk.
 type ChunkResult struct {
 	Upload TusUpload
-	File   *File // set when the chunk completed the upload
+	File   *app.File // set when the chunk completed the upload
 }
 
 // resolve checks the target's credential and package and returns the package, the
 // operation the upload's completion needs, and the audit entry.
-func (r *Resumable) resolve(ctx context.Context, t TusTarget) (Package, Op, AuditEntry, Uploader, error) {
+func (r *Resumable) resolve(ctx context.Context, t TusTarget) (app.Package, app.Op, app.AuditEntry, app.Uploader, error) {
 	if t.User != nil {
-		p, err := r.p.visible(ctx, *t.User, t.PackageID)
+		p, err := r.p.Visible(ctx, *t.User, t.PackageID)
 		if err != nil {
-			return Package{}, "", AuditEntry{}, "", err
+			return app.Package{}, "", app.AuditEntry{}, "", err
 		}
-		return p, OpOwnerUpload, userAudit(*t.User, t.Client, "file.upload", p.ID, nil), ByOwner, nil
+		return p, app.OpOwnerUpload, app.UserAudit(*t.User, t.Client, "file.upload", p.ID, nil), app.ByOwner, nil
 	}
-	p, err := r.p.resolveLink(ctx, t.LinkToken, t.Client)
+	p, err := r.p.ResolveLink(ctx, t.LinkToken, t.Client)
 	if err != nil {
-		return Package{}, "", AuditEntry{}, "", err
+		return app.Package{}, "", app.AuditEntry{}, "", err
 	}
-	if p.Direction != Inbound {
-		return Package{}, "", AuditEntry{}, "", Conflict("this package does not accept uploads")
+	if p.Direction != app.Inbound {
+		return app.Package{}, "", app.AuditEntry{}, "", app.Conflict("this package does not accept uploads")
 	}
-	return p, OpRecipientUpload, p.linkAudit(t.Client, "file.upload", nil), ByRecipient, nil
+	return p, app.OpRecipientUpload, p.LinkAudit(t.Client, "file.upload", nil), app.ByRecipient, nil
 }
 
 // Create starts an upload. A zero-length upload is complete at once.
@@ -310,19 +311,19 @@ func (r *Resumable) Create(ctx context.Context, t TusTarget, in NewTusUpload) (C
 		return ChunkResult{}, err
 	}
 	probe := p
-	if err := probe.apply(op, r.p.now()); err != nil {
+	if err := probe.Apply(op, r.p.Now()); err != nil {
 		return ChunkResult{}, err
 	}
 	if in.Length < 0 {
-		return ChunkResult{}, &Error{Kind: KindBadRequest, Detail: "Upload-Length must be a non-negative integer"}
+		return ChunkResult{}, &app.Error{Kind: app.KindBadRequest, Detail: "Upload-Length must be a non-negative integer"}
 	}
-	if in.Length > r.p.limits.MaxFileSize {
-		return ChunkResult{}, &Error{Kind: KindTooLarge, Detail: fmt.Sprintf("file is larger than the limit of %d bytes", r.p.limits.MaxFileSize)}
+	if in.Length > r.p.Limits().MaxFileSize {
+		return ChunkResult{}, &app.Error{Kind: app.KindTooLarge, Detail: fmt.Sprintf("file is larger than the limit of %d bytes", r.p.Limits().MaxFileSize)}
 	}
-	if p.FileCount >= r.p.limits.MaxFiles {
-		return ChunkResult{}, Conflict("package already has the maximum of %d files", r.p.limits.MaxFiles)
+	if p.FileCount >= r.p.Limits().MaxFiles {
+		return ChunkResult{}, app.Conflict("package already has the maximum of %d files", r.p.Limits().MaxFiles)
 	}
-	if err := ValidateFilename(in.Filename); err != nil {
+	if err := app.ValidateFilename(in.Filename); err != nil {
 		return ChunkResult{}, err
 	}
 	id, err := uuid.NewV7()
@@ -337,10 +338,10 @@ func (r *Resumable) Create(ctx context.Context, t TusTarget, in NewTusUpload) (C
 	if err != nil {
 		return ChunkResult{}, err
 	}
-	now := r.p.now().UTC().Truncate(time.Microsecond)
+	now := r.p.Now().UTC().Truncate(time.Microsecond)
 	u := TusUpload{
 		ID: id, PackageID: p.ID, UploadedBy: by, FileID: fileID, Filename: in.Filename,
-		ContentType: NormalizeContentType(in.ContentType), Length: in.Length,
+		ContentType: app.NormalizeContentType(in.ContentType), Length: in.Length,
 		ObjectKey: tusObjectKey(p.ID, fileID), SHA256State: state, CreatedAt: now, ExpiresAt: now.Add(r.cfg.ResumeWindow),
 	}
 	if t.User != nil {
@@ -366,11 +367,11 @@ func (r *Resumable) Create(ctx context.Context, t TusTarget, in NewTusUpload) (C
 // uploads): unfinished uploads count toward the package's file limit, and a token, a
 // browser user or a link has at most MaxOpen unfinished at once.
 func (r *Resumable) checkOpen(o OpenUploads) error {
-	if o.Files+o.InPackage >= r.p.limits.MaxFiles {
-		return Conflict("package already has the maximum of %d files, counting unfinished uploads", r.p.limits.MaxFiles)
+	if o.Files+o.InPackage >= r.p.Limits().MaxFiles {
+		return app.Conflict("package already has the maximum of %d files, counting unfinished uploads", r.p.Limits().MaxFiles)
 	}
 	if r.cfg.MaxOpen > 0 && o.ByCreator >= r.cfg.MaxOpen {
-		return &Error{Kind: KindTooMany, RetryAfter: openRetryAfter, Detail: fmt.Sprintf(
+		return &app.Error{Kind: app.KindTooMany, RetryAfter: openRetryAfter, Detail: fmt.Sprintf(
 			"at most %d unfinished uploads at once; finish one, or end it with DELETE, first", r.cfg.MaxOpen)}
 	}
 	return nil
@@ -391,28 +392,28 @@ func tailPrefix(u TusUpload) string { return u.ObjectKey + ".tail/" }
 
 // get loads an upload and checks that it belongs to the target; anything else is
 // not found (an upload URL says nothing to whoever does not own it).
-func (r *Resumable) get(ctx context.Context, t TusTarget, id uuid.UUID) (TusUpload, Package, Op, AuditEntry, error) {
+func (r *Resumable) get(ctx context.Context, t TusTarget, id uuid.UUID) (TusUpload, app.Package, app.Op, app.AuditEntry, error) {
 	p, op, audit, _, err := r.resolve(ctx, t)
 	if err != nil {
-		return TusUpload{}, Package{}, "", AuditEntry{}, err
+		return TusUpload{}, app.Package{}, "", app.AuditEntry{}, err
 	}
 	u, err := r.store.GetUpload(ctx, id)
 	if err != nil {
-		return TusUpload{}, Package{}, "", AuditEntry{}, err
+		return TusUpload{}, app.Package{}, "", app.AuditEntry{}, err
 	}
-	if !ownerOf(p, t).Owns(u) || !r.p.now().Before(u.ExpiresAt) {
-		return TusUpload{}, Package{}, "", AuditEntry{}, NotFound("upload")
+	if !ownerOf(p, t).Owns(u) || !r.p.Now().Before(u.ExpiresAt) {
+		return TusUpload{}, app.Package{}, "", app.AuditEntry{}, app.NotFound("upload")
 	}
 	return u, p, op, audit, nil
 }
 
 // ownerOf is whom the uploads a target may use belong to.
-func ownerOf(p Package, t TusTarget) TusOwner {
+func ownerOf(p app.Package, t TusTarget) TusOwner {
 	if t.User != nil {
 		uid := t.User.ID
-		return TusOwner{PackageID: p.ID, UploadedBy: ByOwner, CreatorUserID: &uid}
+		return TusOwner{PackageID: p.ID, UploadedBy: app.ByOwner, CreatorUserID: &uid}
 	}
-	return TusOwner{PackageID: p.ID, UploadedBy: ByRecipient, LinkHash: p.LinkHash}
+	return TusOwner{PackageID: p.ID, UploadedBy: app.ByRecipient, LinkHash: p.LinkHash}
 }
 
 // Status answers HEAD: where the upload stands. An unfinished upload of a package that
@@ -431,9 +432,9 @@ func (r *Resumable) Status(ctx context.Context, t TusTarget, id uuid.UUID) (TusU
 		}
 	}
 	if !u.Completed {
-		if err := p.apply(op, r.p.now()); err != nil {
+		if err := p.Apply(op, r.p.Now()); err != nil {
 			r.endQuietly(ctx, u)
-			return TusUpload{}, NotFound("upload")
+			return TusUpload{}, app.NotFound("upload")
 		}
 	}
 	return u, nil
@@ -446,7 +447,7 @@ func (r *Resumable) Terminate(ctx context.Context, t TusTarget, id uuid.UUID) er
 		return err
 	}
 	if u.Completed {
-		return Conflict("the upload is complete; remove its file with DELETE on the file instead")
+		return app.Conflict("the upload is complete; remove its file with DELETE on the file instead")
 	}
 	owner := uuid.New()
 	who := TusOwner{PackageID: u.PackageID, UploadedBy: u.UploadedBy, CreatorUserID: u.CreatorUserID, LinkHash: u.LinkHash}
@@ -456,7 +457,7 @@ func (r *Resumable) Terminate(ctx context.Context, t TusTarget, id uuid.UUID) er
 	}
 	if locked.Completed {
 		_ = r.store.UnlockUpload(context.WithoutCancel(ctx), id, owner)
-		return Conflict("the upload is complete; remove its file with DELETE on the file instead")
+		return app.Conflict("the upload is complete; remove its file with DELETE on the file instead")
 	}
 	return r.end(ctx, locked)
 }
@@ -494,7 +495,7 @@ func (r *Resumable) endQuietly(ctx context.Context, u TusUpload) {
 	if err == nil {
 		err = r.end(ctx, locked)
 	}
-	if err != nil && !errors.Is(err, ErrUploadLocked) && !errors.Is(err, ErrNotFound) {
+	if err != nil && !errors.Is(err, ErrUploadLocked) && !errors.Is(err, app.ErrNotFound) {
 		r.log.Warn("ending an upload failed; the sweep tries again", "upload_id", u.ID, "err", err)
 	}
 }
@@ -526,7 +527,7 @@ func (r *Resumable) Sweep(ctx context.Context) (int, error) {
 	for _, u := range ups {
 		owner := uuid.New()
 		locked, err := r.store.LockUpload(ctx, u.ID, owner, r.cfg.Lease, nil)
-		if errors.Is(err, ErrUploadLocked) || errors.Is(err, ErrNotFound) {
+		if errors.Is(err, ErrUploadLocked) || errors.Is(err, app.ErrNotFound) {
 			continue
 		}
 		if err == nil {
@@ -559,7 +560,7 @@ func (r *Resumable) abortOrphans(ctx context.Context) (int, error) {
 	}
 	n := 0
 	var errs []error
-	cutoff := r.p.now().Add(-r.cfg.OrphanGrace)
+	cutoff := r.p.Now().Add(-r.cfg.OrphanGrace)
 	for _, m := range mps {
 		if known[m.UploadID] || !m.Initiated.Before(cutoff) {
 			continue
@@ -614,23 +615,23 @@ func (r *Resumable) Write(ctx context.Context, t TusTarget, id uuid.UUID, c Chun
 			_ = r.store.UnlockUpload(context.WithoutCancel(ctx), id, owner)
 		}
 	}()
-	if !r.p.now().Before(u.ExpiresAt) {
-		return ChunkResult{}, NotFound("upload")
+	if !r.p.Now().Before(u.ExpiresAt) {
+		return ChunkResult{}, app.NotFound("upload")
 	}
 	if u.Completed {
 		if c.Offset != u.Offset {
-			return ChunkResult{}, Conflict("Upload-Offset %d does not match the upload's offset %d", c.Offset, u.Offset)
+			return ChunkResult{}, app.Conflict("Upload-Offset %d does not match the upload's offset %d", c.Offset, u.Offset)
 		}
-		return ChunkResult{}, Conflict("the upload is already complete")
+		return ChunkResult{}, app.Conflict("the upload is already complete")
 	}
-	if err := p.apply(op, r.p.now()); err != nil {
+	if err := p.Apply(op, r.p.Now()); err != nil {
 		if endErr := r.end(ctx, u); endErr == nil {
 			w.released = true // the row is gone
 		}
 		return ChunkResult{}, err
 	}
 	if c.Offset != u.Offset {
-		return ChunkResult{}, Conflict("Upload-Offset %d does not match the upload's offset %d", c.Offset, u.Offset)
+		return ChunkResult{}, app.Conflict("Upload-Offset %d does not match the upload's offset %d", c.Offset, u.Offset)
 	}
 	stop := r.keepLease(ctx, id, owner, l)
 	defer stop() // before the unlock: deferred calls run last first
@@ -785,10 +786,10 @@ func (h *holders) ask(owner uuid.UUID) {
 // Why a PATCH stops before its body ends.
 var (
 	// errHandedOver: another request for the upload asked it to let go.
-	errHandedOver = &Error{Kind: KindBadRequest, Detail: "another request for this upload took it over; what reached the gateway is kept: ask HEAD for the offset"}
+	errHandedOver = &app.Error{Kind: app.KindBadRequest, Detail: "another request for this upload took it over; what reached the gateway is kept: ask HEAD for the offset"}
 	// errLeaseLost: its lease could not be renewed; another request may hold the
 	// upload now, so it stores nothing more.
-	errLeaseLost = &Error{Kind: KindLocked, Detail: "this request lost its hold on the upload and stopped; ask HEAD for the offset"}
+	errLeaseLost = &app.Error{Kind: app.KindLocked, Detail: "this request lost its hold on the upload and stopped; ask HEAD for the offset"}
 )
 
 // lease is a running PATCH's hold on its upload, as its renewals find it.
@@ -939,29 +940,29 @@ func (b *leaseBody) Read(p []byte) (int, error) {
 // gone stops it at once. (One that fails is left to the next; before writing, the
 // PATCH renews itself once the lease may have lapsed: lease.holds.)
 func (r *Resumable) keepLease(ctx context.Context, id, owner uuid.UUID, l *lease) func() {
-	return renewEvery(ctx, r.cfg.Lease/3, func(context.Context) { l.renewNow(false) })
+	return app.RenewEvery(ctx, r.cfg.Lease/3, func(context.Context) { l.renewNow(false) })
 }
 
 // complete stores the last bytes, completes the multipart upload and records the file
 // in the package's transaction, which checks the package's state again; when that
 // fails nothing is kept.
-func (r *Resumable) complete(ctx context.Context, w *chunkWriter, op Op, audit AuditEntry) (File, error) {
+func (r *Resumable) complete(ctx context.Context, w *chunkWriter, op app.Op, audit app.AuditEntry) (app.File, error) {
 	ctx = context.WithoutCancel(ctx) // the bytes are all here: finish even if the client goes
 	u := w.u
 	digest, err := restoreDigest(u.SHA256State)
 	if err != nil {
-		return File{}, err
+		return app.File{}, err
 	}
-	f := File{
+	f := app.File{
 		ID: u.FileID, PackageID: u.PackageID, Filename: u.Filename, ContentType: u.ContentType,
-		ObjectKey: u.ObjectKey, UploadedBy: u.UploadedBy, Size: u.Length, Scan: ScanPending,
+		ObjectKey: u.ObjectKey, UploadedBy: u.UploadedBy, Size: u.Length, Scan: app.ScanPending,
 		SHA256:    fmt.Sprintf("%x", digest.Sum(nil)),
-		CreatedAt: r.p.now().UTC().Truncate(time.Microsecond),
+		CreatedAt: r.p.Now().UTC().Truncate(time.Microsecond),
 	}
-	if f.UploadedBy == ByRecipient {
+	if f.UploadedBy == app.ByRecipient {
 		f.RecipientID = audit.RecipientID // the link it came through
 	}
-	err = r.p.recordFile(ctx, f, op, audit, func(ctx context.Context, f File, change func(p *Package) (Effects, error)) (Package, error) {
+	err = r.p.RecordFile(ctx, f, op, audit, func(ctx context.Context, f app.File, change func(p *app.Package) (app.Effects, error)) (app.Package, error) {
 		return r.store.CompleteUpload(ctx, u, w.owner, f, change)
 	})
 	if err != nil {
@@ -969,12 +970,12 @@ func (r *Resumable) complete(ctx context.Context, w *chunkWriter, op Op, audit A
 		if endErr := r.end(ctx, u); endErr != nil {
 			r.log.Warn("removing a failed upload", "upload_id", u.ID, "err", endErr)
 		}
-		return File{}, err
+		return app.File{}, err
 	}
 	w.released = true
 	_ = r.chunks.RemovePrefix(ctx, tailPrefix(u))
-	if u.UploadedBy == ByRecipient {
-		_ = r.p.store.RecordLinkUse(ctx, u.LinkHash, Effects{})
+	if u.UploadedBy == app.ByRecipient {
+		_ = r.p.RecordLinkUse(ctx, u.LinkHash, app.Effects{})
 	}
 	return f, nil
 }
@@ -1029,7 +1030,7 @@ func (w *chunkWriter) write(ctx context.Context, body io.Reader) (ChunkResult, e
 	for bodyErr == nil {
 		m, err := io.ReadFull(lim, buf[n:])
 		if int64(m) > left {
-			return ChunkResult{Upload: w.u}, &Error{Kind: KindTooLarge, Detail: "the chunk goes past Upload-Length"}
+			return ChunkResult{Upload: w.u}, &app.Error{Kind: app.KindTooLarge, Detail: "the chunk goes past Upload-Length"}
 		}
 		digest.Write(buf[n : n+m])
 		if w.sum != nil {
@@ -1072,13 +1073,13 @@ func (w *chunkWriter) write(ctx context.Context, body io.Reader) (ChunkResult, e
 	}
 	if w.sum != nil {
 		if bodyErr == errHandedOver {
-			return ChunkResult{Upload: w.u}, &Error{Kind: KindBadRequest, Detail: "another request for this upload took it over; the chunk is discarded"}
+			return ChunkResult{Upload: w.u}, &app.Error{Kind: app.KindBadRequest, Detail: "another request for this upload took it over; the chunk is discarded"}
 		}
 		if bodyErr != nil {
-			return ChunkResult{Upload: w.u}, &Error{Kind: KindBadRequest, Detail: "the upload broke off; the chunk is discarded: " + bodyErr.Error()}
+			return ChunkResult{Upload: w.u}, &app.Error{Kind: app.KindBadRequest, Detail: "the upload broke off; the chunk is discarded: " + bodyErr.Error()}
 		}
 		if !w.sum.matches() {
-			return ChunkResult{Upload: w.u}, &Error{Kind: KindChecksumMismatch, Detail: "Upload-Checksum does not match the chunk; the chunk is discarded"}
+			return ChunkResult{Upload: w.u}, &app.Error{Kind: app.KindChecksumMismatch, Detail: "Upload-Checksum does not match the chunk; the chunk is discarded"}
 		}
 	}
 	// Whatever reached the gateway is kept, even when the body broke off: the client's
@@ -1126,7 +1127,7 @@ func (w *chunkWriter) write(ctx context.Context, body io.Reader) (ChunkResult, e
 		return ChunkResult{Upload: w.u}, errHandedOver
 	}
 	if bodyErr != nil {
-		return ChunkResult{Upload: w.u}, &Error{Kind: KindBadRequest, Detail: "the upload broke off: " + bodyErr.Error()}
+		return ChunkResult{Upload: w.u}, &app.Error{Kind: app.KindBadRequest, Detail: "the upload broke off: " + bodyErr.Error()}
 	}
 	return ChunkResult{Upload: w.u}, nil
 }
@@ -1197,7 +1198,7 @@ func (w *chunkWriter) save(ctx context.Context, next TusUpload, digest hash.Hash
 		return err
 	}
 	next.SHA256State = state
-	next.ExpiresAt = w.r.p.now().UTC().Truncate(time.Microsecond).Add(w.r.cfg.ResumeWindow)
+	next.ExpiresAt = w.r.p.Now().UTC().Truncate(time.Microsecond).Add(w.r.cfg.ResumeWindow)
 	if err := w.r.store.SaveUpload(ctx, next, w.owner, w.r.cfg.Lease, final); err != nil {
 		return err
 	}
@@ -1232,11 +1233,11 @@ func parseChecksum(header string) (*checksum, error) {
 	}
 	alg, enc, ok := strings.Cut(strings.TrimSpace(header), " ")
 	if !ok {
-		return nil, &Error{Kind: KindBadRequest, Detail: "Upload-Checksum must be \"<algorithm> <base64 digest>\""}
+		return nil, &app.Error{Kind: app.KindBadRequest, Detail: "Upload-Checksum must be \"<algorithm> <base64 digest>\""}
 	}
 	want, err := base64.StdEncoding.DecodeString(strings.TrimSpace(enc))
 	if err != nil {
-		return nil, &Error{Kind: KindBadRequest, Detail: "Upload-Checksum's digest is not base64"}
+		return nil, &app.Error{Kind: app.KindBadRequest, Detail: "Upload-Checksum's digest is not base64"}
 	}
 	var h hash.Hash
 	switch strings.ToLower(alg) {
@@ -1245,10 +1246,10 @@ func parseChecksum(header string) (*checksum, error) {
 	case "sha256":
 		h = sha256.New()
 	default:
-		return nil, &Error{Kind: KindBadRequest, Detail: "Upload-Checksum algorithm must be one of " + TusChecksumAlgorithms}
+		return nil, &app.Error{Kind: app.KindBadRequest, Detail: "Upload-Checksum algorithm must be one of " + TusChecksumAlgorithms}
 	}
 	if len(want) != h.Size() {
-		return nil, &Error{Kind: KindBadRequest, Detail: "Upload-Checksum's digest has the wrong length"}
+		return nil, &app.Error{Kind: app.KindBadRequest, Detail: "Upload-Checksum's digest has the wrong length"}
 	}
 	return &checksum{h: h, want: want}, nil
 }

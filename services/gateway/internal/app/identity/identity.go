@@ -1,4 +1,4 @@
-package app
+package identity
 
 import (
 	"context"
@@ -7,28 +7,29 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
-	"net/mail"
 	"regexp"
 	"strings"
 	"time"
 	"unicode/utf8"
+
+	"github.com/shipfile/shipfile/services/gateway/internal/app"
 )
 
 // IdentityStore is the persistence the identity service needs.
 type IdentityStore interface {
-	CreateUser(ctx context.Context, u NewUser, passwordHash string) (User, error)
+	CreateUser(ctx context.Context, u app.NewUser, passwordHash string) (app.User, error)
 	// CreateFirstUser creates the user only while no user exists (atomically, so two
 	// racing calls create one user); otherwise it answers ErrNotFound.
-	CreateFirstUser(ctx context.Context, u NewUser, passwordHash string) (User, error)
-	GetUser(ctx context.Context, id int64) (User, error)
-	GetUserByEmail(ctx context.Context, email string) (User, error)
-	ListUsers(ctx context.Context) ([]User, error)
+	CreateFirstUser(ctx context.Context, u app.NewUser, passwordHash string) (app.User, error)
+	GetUser(ctx context.Context, id int64) (app.User, error)
+	GetUserByEmail(ctx context.Context, email string) (app.User, error)
+	ListUsers(ctx context.Context) ([]app.User, error)
 	CountUsers(ctx context.Context) (int64, error)
-	UpdateUser(ctx context.Context, id int64, p UserPatch, passwordHash *string) (User, error)
-	CreateToken(ctx context.Context, t NewToken) (Token, error)
-	ListTokens(ctx context.Context, userID int64) ([]Token, error)
+	UpdateUser(ctx context.Context, id int64, p app.UserPatch, passwordHash *string) (app.User, error)
+	CreateToken(ctx context.Context, t app.NewToken) (app.Token, error)
+	ListTokens(ctx context.Context, userID int64) ([]app.Token, error)
 	DeleteToken(ctx context.Context, userID, id int64) error
-	TokenOwner(ctx context.Context, hash []byte) (TokenOwner, error)
+	TokenOwner(ctx context.Context, hash []byte) (app.TokenOwner, error)
 	TokenUsageStore
 	// DeleteUserSessions signs the user out of every browser.
 	DeleteUserSessions(ctx context.Context, userID int64) error
@@ -37,7 +38,7 @@ type IdentityStore interface {
 // Identity manages users and API tokens.
 type Identity struct {
 	store  IdentityStore
-	hasher *Hasher
+	hasher *app.Hasher
 	now    func() time.Time
 	cache  *TokenCache // nil: every request reads the token from the store
 	usage  *TokenUsage // nil: last_used_at is written on the request path
@@ -57,7 +58,7 @@ func WithTokenUsage(u *TokenUsage) IdentityOption { return func(s *Identity) { s
 // WithHasher hashes and verifies the identity service's passwords with h, the one
 // Hasher of the gateway (without it: a Hasher of the CPU count's slots, for tools
 // such as shipctl).
-func WithHasher(h *Hasher) IdentityOption { return func(s *Identity) { s.hasher = h } }
+func WithHasher(h *app.Hasher) IdentityOption { return func(s *Identity) { s.hasher = h } }
 
 // NewIdentity returns the identity service on store.
 func NewIdentity(store IdentityStore, opts ...IdentityOption) *Identity {
@@ -66,21 +67,18 @@ func NewIdentity(store IdentityStore, opts ...IdentityOption) *Identity {
 		o(s)
 	}
 	if s.hasher == nil {
-		s.hasher = NewHasher(0, 0)
+		s.hasher = app.NewHasher(0, 0)
 	}
 	return s
 }
 
 // Hasher is the password hasher of the identity service, shared with whatever else
 // hashes passwords in this gateway.
-func (s *Identity) Hasher() *Hasher { return s.hasher }
+func (s *Identity) Hasher() *app.Hasher { return s.hasher }
 
 // Limits of identity fields.
 const (
 	MaxNameLen        = 100
-	MaxEmailLen       = 254
-	MinPasswordLen    = 10
-	MaxPasswordLen    = 1024
 	tokenPrefix       = "sf_"
 	tokenRandomBytes  = 32
 	tokenDisplayChars = 11
@@ -94,17 +92,17 @@ var rawTokenPattern = regexp.MustCompile(`^sf_[A-Za-z0-9_-]{43}$`)
 
 // CreateUser validates and stores a new user. A duplicate e-mail (in any case) is a
 // conflict.
-func (s *Identity) CreateUser(ctx context.Context, in NewUser) (User, error) {
+func (s *Identity) CreateUser(ctx context.Context, in app.NewUser) (app.User, error) {
 	in, hash, err := s.prepareUser(ctx, in)
 	if err != nil {
-		return User{}, err
+		return app.User{}, err
 	}
 	return s.store.CreateUser(ctx, in, hash)
 }
 
 // prepareUser validates a new user, normalizes its e-mail and hashes its password.
-func (s *Identity) prepareUser(ctx context.Context, in NewUser) (NewUser, string, error) {
-	email, err := normalizeEmail(in.Email)
+func (s *Identity) prepareUser(ctx context.Context, in app.NewUser) (app.NewUser, string, error) {
+	email, err := app.NormalizeEmail(in.Email)
 	if err != nil {
 		return in, "", err
 	}
@@ -113,11 +111,11 @@ func (s *Identity) prepareUser(ctx context.Context, in NewUser) (NewUser, string
 		return in, "", err
 	}
 	if !in.Role.Valid() {
-		return in, "", Invalid("role must be admin or regular")
+		return in, "", app.Invalid("role must be admin or regular")
 	}
 	var hash string
 	if in.Password != "" {
-		if err := validatePassword(in.Password); err != nil {
+		if err := app.ValidatePassword(in.Password); err != nil {
 			return in, "", err
 		}
 		if hash, err = s.hasher.Hash(ctx, in.Password); err != nil {
@@ -129,21 +127,21 @@ func (s *Identity) prepareUser(ctx context.Context, in NewUser) (NewUser, string
 
 // SetupFirstAdmin creates the first admin while no user exists; afterwards it answers
 // not found, as the setup page disappears. Two racing submissions create one admin.
-func (s *Identity) SetupFirstAdmin(ctx context.Context, in NewUser) (User, error) {
+func (s *Identity) SetupFirstAdmin(ctx context.Context, in app.NewUser) (app.User, error) {
 	n, err := s.store.CountUsers(ctx)
 	if err != nil {
-		return User{}, err
+		return app.User{}, err
 	}
 	if n > 0 {
-		return User{}, NotFound("setup")
+		return app.User{}, app.NotFound("setup")
 	}
 	if in.Password == "" {
-		return User{}, Invalid("password is required")
+		return app.User{}, app.Invalid("password is required")
 	}
-	in.Role = RoleAdmin
+	in.Role = app.RoleAdmin
 	in, hash, err := s.prepareUser(ctx, in)
 	if err != nil {
-		return User{}, err
+		return app.User{}, err
 	}
 	return s.store.CreateFirstUser(ctx, in, hash)
 }
@@ -155,36 +153,36 @@ func (s *Identity) NeedsSetup(ctx context.Context) (bool, error) {
 }
 
 // UpdateUser applies a patch to a user.
-func (s *Identity) UpdateUser(ctx context.Context, id int64, p UserPatch) (User, error) {
+func (s *Identity) UpdateUser(ctx context.Context, id int64, p app.UserPatch) (app.User, error) {
 	if p.Email != nil {
-		email, err := normalizeEmail(*p.Email)
+		email, err := app.NormalizeEmail(*p.Email)
 		if err != nil {
-			return User{}, err
+			return app.User{}, err
 		}
 		p.Email = &email
 	}
 	if p.Name != nil {
 		if err := validateName(*p.Name); err != nil {
-			return User{}, err
+			return app.User{}, err
 		}
 	}
 	if p.Role != nil && !p.Role.Valid() {
-		return User{}, Invalid("role must be admin or regular")
+		return app.User{}, app.Invalid("role must be admin or regular")
 	}
 	var hash *string
 	if p.Password != nil {
-		if err := validatePassword(*p.Password); err != nil {
-			return User{}, err
+		if err := app.ValidatePassword(*p.Password); err != nil {
+			return app.User{}, err
 		}
 		h, err := s.hasher.Hash(ctx, *p.Password)
 		if err != nil {
-			return User{}, err
+			return app.User{}, err
 		}
 		hash = &h
 	}
 	u, err := s.store.UpdateUser(ctx, id, p, hash)
 	if err != nil {
-		return User{}, err
+		return app.User{}, err
 	}
 	// This instance forgets the user's tokens at once; the others when the change
 	// feed tells them.
@@ -192,7 +190,7 @@ func (s *Identity) UpdateUser(ctx context.Context, id int64, p UserPatch) (User,
 	// A new password or a disabled account ends the user's web sessions at once.
 	if p.Password != nil || u.Disabled {
 		if err := s.store.DeleteUserSessions(ctx, id); err != nil {
-			return User{}, err
+			return app.User{}, err
 		}
 	}
 	return u, nil
@@ -200,24 +198,24 @@ func (s *Identity) UpdateUser(ctx context.Context, id int64, p UserPatch) (User,
 
 // RemovesAdmin reports whether a patch would take an admin away if its user is one:
 // it demotes to another role or disables the account.
-func RemovesAdmin(p UserPatch) bool {
-	return (p.Role != nil && *p.Role != RoleAdmin) || (p.Disabled != nil && *p.Disabled)
+func RemovesAdmin(p app.UserPatch) bool {
+	return (p.Role != nil && *p.Role != app.RoleAdmin) || (p.Disabled != nil && *p.Disabled)
 }
 
 // CheckLastAdmin refuses (ErrConflict) to take away the admin target when it is the
 // only one of activeAdmins, the ids of every active (enabled) admin.
 func CheckLastAdmin(activeAdmins []int64, target int64) error {
 	if len(activeAdmins) == 1 && activeAdmins[0] == target {
-		return Conflict("the last active admin cannot be demoted or disabled")
+		return app.Conflict("the last active admin cannot be demoted or disabled")
 	}
 	return nil
 }
 
 // ListUsers returns every user, oldest first.
-func (s *Identity) ListUsers(ctx context.Context) ([]User, error) { return s.store.ListUsers(ctx) }
+func (s *Identity) ListUsers(ctx context.Context) ([]app.User, error) { return s.store.ListUsers(ctx) }
 
 // UserByEmail finds a user by e-mail address, in any case.
-func (s *Identity) UserByEmail(ctx context.Context, email string) (User, error) {
+func (s *Identity) UserByEmail(ctx context.Context, email string) (app.User, error) {
 	return s.store.GetUserByEmail(ctx, email)
 }
 
@@ -225,49 +223,49 @@ func (s *Identity) UserByEmail(ctx context.Context, email string) (User, error) 
 // Unknown users, wrong passwords, disabled users and users without a password all
 // fail the same way, after the same work: one argon2id verification (against a dummy
 // hash when there is no real one to check), so timing does not tell them apart.
-func (s *Identity) CheckPassword(ctx context.Context, email, password string) (User, error) {
+func (s *Identity) CheckPassword(ctx context.Context, email, password string) (app.User, error) {
 	var (
-		u   User
-		err error = ErrNotFound
+		u   app.User
+		err error = app.ErrNotFound
 	)
-	// No user has an address longer than MaxEmailLen: such an address is not looked
+	// No user has an address longer than app.MaxEmailLen: such an address is not looked
 	// up (it still costs the same verification below).
-	if len(strings.TrimSpace(email)) <= MaxEmailLen {
+	if len(strings.TrimSpace(email)) <= app.MaxEmailLen {
 		u, err = s.store.GetUserByEmail(ctx, email)
 	}
-	if err != nil && !errors.Is(err, ErrNotFound) {
-		return User{}, err
+	if err != nil && !errors.Is(err, app.ErrNotFound) {
+		return app.User{}, err
 	}
 	usable := err == nil && !u.Disabled && u.PasswordHash != ""
-	hash := dummyHash
+	hash := app.DummyHash
 	if usable {
 		hash = u.PasswordHash
 	}
 	ok, verr := s.hasher.Verify(ctx, hash, password)
 	if verr != nil {
-		return User{}, verr
+		return app.User{}, verr
 	}
 	if !usable || !ok {
-		return User{}, ErrUnauthenticated
+		return app.User{}, app.ErrUnauthenticated
 	}
 	return u, nil
 }
 
 // CreateToken mints an API token for the user and returns its record with the raw
 // value, which is never available again.
-func (s *Identity) CreateToken(ctx context.Context, userID int64, name string, expiresAt *time.Time) (Token, string, error) {
+func (s *Identity) CreateToken(ctx context.Context, userID int64, name string, expiresAt *time.Time) (app.Token, string, error) {
 	if err := validateName(name); err != nil {
-		return Token{}, "", err
+		return app.Token{}, "", err
 	}
 	if expiresAt != nil && !expiresAt.After(s.now()) {
-		return Token{}, "", Invalid("expires_at must be in the future")
+		return app.Token{}, "", app.Invalid("expires_at must be in the future")
 	}
 	raw, err := newRawToken()
 	if err != nil {
-		return Token{}, "", err
+		return app.Token{}, "", err
 	}
 	sum := sha256.Sum256([]byte(raw))
-	t, err := s.store.CreateToken(ctx, NewToken{
+	t, err := s.store.CreateToken(ctx, app.NewToken{
 		UserID:    userID,
 		Name:      name,
 		Prefix:    raw[:tokenDisplayChars],
@@ -275,7 +273,7 @@ func (s *Identity) CreateToken(ctx context.Context, userID int64, name string, e
 		ExpiresAt: expiresAt,
 	})
 	if err != nil {
-		return Token{}, "", err
+		return app.Token{}, "", err
 	}
 	return t, raw, nil
 }
@@ -294,7 +292,7 @@ func TokenExpiryWithin(requested, parent *time.Time) *time.Time {
 
 // ListTokens returns the user's tokens, newest first. A use this instance has not
 // written yet shows in last_used_at all the same.
-func (s *Identity) ListTokens(ctx context.Context, userID int64) ([]Token, error) {
+func (s *Identity) ListTokens(ctx context.Context, userID int64) ([]app.Token, error) {
 	tokens, err := s.store.ListTokens(ctx, userID)
 	if err != nil || s.usage == nil {
 		return tokens, err
@@ -319,19 +317,19 @@ func (s *Identity) RevokeToken(ctx context.Context, userID, id int64) error {
 // Authenticate resolves a raw bearer token to its user and token id. Malformed,
 // unknown, expired and revoked tokens, and tokens of disabled users, are all
 // ErrUnauthenticated.
-func (s *Identity) Authenticate(ctx context.Context, raw string) (User, int64, error) {
+func (s *Identity) Authenticate(ctx context.Context, raw string) (app.User, int64, error) {
 	owner, err := s.AuthenticateToken(ctx, raw)
 	if err != nil {
-		return User{}, 0, err
+		return app.User{}, 0, err
 	}
 	return owner.User, owner.TokenID, nil
 }
 
 // AuthenticateToken is Authenticate returning the whole TokenOwner: the token's
 // expiry too.
-func (s *Identity) AuthenticateToken(ctx context.Context, raw string) (TokenOwner, error) {
+func (s *Identity) AuthenticateToken(ctx context.Context, raw string) (app.TokenOwner, error) {
 	if !rawTokenPattern.MatchString(raw) {
-		return TokenOwner{}, ErrUnauthenticated
+		return app.TokenOwner{}, app.ErrUnauthenticated
 	}
 	sum := sha256.Sum256([]byte(raw))
 	now := s.now()
@@ -339,19 +337,19 @@ func (s *Identity) AuthenticateToken(ctx context.Context, raw string) (TokenOwne
 	if !cached {
 		var err error
 		owner, err = s.store.TokenOwner(ctx, sum[:])
-		if errors.Is(err, ErrNotFound) {
-			return TokenOwner{}, ErrUnauthenticated
+		if errors.Is(err, app.ErrNotFound) {
+			return app.TokenOwner{}, app.ErrUnauthenticated
 		}
 		if err != nil {
-			return TokenOwner{}, err
+			return app.TokenOwner{}, err
 		}
 	}
 	// Expiry is checked at every use, cached or not.
 	if owner.ExpiresAt != nil && !now.Before(*owner.ExpiresAt) {
-		return TokenOwner{}, ErrUnauthenticated
+		return app.TokenOwner{}, app.ErrUnauthenticated
 	}
 	if owner.User.Disabled {
-		return TokenOwner{}, ErrUnauthenticated
+		return app.TokenOwner{}, app.ErrUnauthenticated
 	}
 	if !cached {
 		s.cache.put(sum, owner, gen, s.now())
@@ -360,7 +358,7 @@ func (s *Identity) AuthenticateToken(ctx context.Context, raw string) (TokenOwne
 		s.usage.Record(owner.TokenID, now)
 	} else if owner.LastUsedAt == nil || now.Sub(*owner.LastUsedAt) >= lastUsedResolution {
 		if err := s.store.TouchTokens(ctx, []TokenUse{{TokenID: owner.TokenID, At: now}}); err != nil {
-			return TokenOwner{}, err
+			return app.TokenOwner{}, err
 		}
 	}
 	return owner, nil
@@ -377,31 +375,16 @@ func newRawToken() (string, error) {
 func validateName(name string) error {
 	n := utf8.RuneCountInString(name)
 	if strings.TrimSpace(name) == "" || n > MaxNameLen {
-		return Invalid("name must be 1 to %d characters", MaxNameLen)
+		return app.Invalid("name must be 1 to %d characters", MaxNameLen)
 	}
-	if strings.ContainsFunc(name, isControl) {
-		return Invalid("name must not contain control characters")
+	if strings.ContainsFunc(name, app.IsControl) {
+		return app.Invalid("name must not contain control characters")
 	}
 	return nil
 }
 
-func isControl(r rune) bool { return r < 0x20 || r == 0x7f }
-
-// normalizeEmail checks that s is a bare e-mail address and returns it trimmed.
-func normalizeEmail(s string) (string, error) {
-	s = strings.TrimSpace(s)
-	if s == "" || len(s) > MaxEmailLen {
-		return "", Invalid("email must be a valid address of at most %d characters", MaxEmailLen)
-	}
-	addr, err := mail.ParseAddress(s)
-	if err != nil || addr.Address != s || addr.Name != "" {
-		return "", Invalid("email must be a valid address")
-	}
-	return s, nil
-}
-
 // ValidEmail reports whether s is a bare e-mail address.
 func ValidEmail(s string) bool {
-	_, err := normalizeEmail(s)
+	_, err := app.NormalizeEmail(s)
 	return err == nil
 }

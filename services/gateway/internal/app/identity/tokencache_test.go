@@ -1,4 +1,4 @@
-package app
+package identity
 
 import (
 	"context"
@@ -6,12 +6,14 @@ import (
 	"errors"
 	"testing"
 	"time"
+
+	"github.com/shipfile/shipfile/services/gateway/internal/app"
 )
 
 func TestTokenCache(t *testing.T) {
 	t0 := time.Date(2026, 11, 24, 12, 0, 0, 0, time.UTC)
 	key := sha256.Sum256([]byte("sf_token"))
-	owner := TokenOwner{TokenID: 7, User: User{ID: 3}}
+	owner := app.TokenOwner{TokenID: 7, User: app.User{ID: 3}}
 	const ttl, window = 10 * time.Second, 750 * time.Millisecond
 
 	// warm returns a cache whose feed is live at t0 and that holds owner.

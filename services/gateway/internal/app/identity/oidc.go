@@ -1,4 +1,4 @@
-package app
+package identity
 
 import (
 	"context"
@@ -6,20 +6,22 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/shipfile/shipfile/services/gateway/internal/app"
 )
 
 // OIDCStore is the persistence of sign-ins through the organization's OpenID
 // provider (SPEC "Signing in with the organization's accounts").
 type OIDCStore interface {
-	GetUserByOIDC(ctx context.Context, issuer, subject string) (User, error)
-	GetUserByEmail(ctx context.Context, email string) (User, error)
+	GetUserByOIDC(ctx context.Context, issuer, subject string) (app.User, error)
+	GetUserByEmail(ctx context.Context, email string) (app.User, error)
 	// LinkUserOIDC links the user to (issuer, subject) while it has no identity
 	// linked; otherwise ErrConflict.
-	LinkUserOIDC(ctx context.Context, id int64, issuer, subject string) (User, error)
+	LinkUserOIDC(ctx context.Context, id int64, issuer, subject string) (app.User, error)
 	// CreateOIDCUser creates a user without a password, linked to (issuer, subject);
 	// an e-mail or identity taken meanwhile is ErrConflict.
-	CreateOIDCUser(ctx context.Context, u NewUser, issuer, subject string) (User, error)
-	SetUserRole(ctx context.Context, id int64, role Role) (User, error)
+	CreateOIDCUser(ctx context.Context, u app.NewUser, issuer, subject string) (app.User, error)
+	SetUserRole(ctx context.Context, id int64, role app.Role) (app.User, error)
 	// InsertOIDCLogin, TakeOIDCLogin: a sign-in under way; TakeOIDCLogin removes the
 	// row it returns (ErrNotFound when there is none), so each is used once.
 	InsertOIDCLogin(ctx context.Context, l OIDCLogin) error
@@ -76,14 +78,14 @@ func (p OIDCPolicy) Allowed(groups []string) bool {
 
 // Role is the role a member of groups gets, and false when the policy leaves
 // roles to admins.
-func (p OIDCPolicy) Role(groups []string) (Role, bool) {
+func (p OIDCPolicy) Role(groups []string) (app.Role, bool) {
 	if len(p.AdminGroups) == 0 {
 		return "", false
 	}
 	if intersects(p.AdminGroups, groups) {
-		return RoleAdmin, true
+		return app.RoleAdmin, true
 	}
-	return RoleRegular, true
+	return app.RoleRegular, true
 }
 
 func intersects(a, b []string) bool {
@@ -97,26 +99,26 @@ func intersects(a, b []string) bool {
 // outside the allowed groups and an unverified address are refused (*OIDCRefusal),
 // and then nothing is created or linked. The role follows the groups at every
 // sign-in when the policy has admin groups.
-func (s *Identity) SignInOIDC(ctx context.Context, st OIDCStore, c OIDCClaims, p OIDCPolicy) (User, error) {
+func (s *Identity) SignInOIDC(ctx context.Context, st OIDCStore, c OIDCClaims, p OIDCPolicy) (app.User, error) {
 	if c.Issuer == "" || c.Subject == "" {
-		return User{}, refuse("The identity provider did not say who you are.")
+		return app.User{}, refuse("The identity provider did not say who you are.")
 	}
 	if !p.Allowed(c.Groups) {
-		return User{}, refuse("Your account at the identity provider is not in a group that may use shipfile. Ask your administrator for access.")
+		return app.User{}, refuse("Your account at the identity provider is not in a group that may use shipfile. Ask your administrator for access.")
 	}
 	u, err := st.GetUserByOIDC(ctx, c.Issuer, c.Subject)
-	if errors.Is(err, ErrNotFound) {
+	if errors.Is(err, app.ErrNotFound) {
 		u, err = s.firstOIDCSignIn(ctx, st, c, p)
 	}
 	if err != nil {
-		return User{}, err
+		return app.User{}, err
 	}
 	if u.Disabled {
-		return User{}, refuse("Your shipfile account is disabled. Ask your administrator.")
+		return app.User{}, refuse("Your shipfile account is disabled. Ask your administrator.")
 	}
 	if role, ok := p.Role(c.Groups); ok && role != u.Role {
 		if u, err = st.SetUserRole(ctx, u.ID, role); err != nil {
-			return User{}, err
+			return app.User{}, err
 		}
 		// Tokens act with the user's role: this instance forgets them at once, the
 		// others when the change feed tells them.
@@ -126,34 +128,34 @@ func (s *Identity) SignInOIDC(ctx context.Context, st OIDCStore, c OIDCClaims, p
 }
 
 // firstOIDCSignIn links or creates the user of an identity seen for the first time.
-func (s *Identity) firstOIDCSignIn(ctx context.Context, st OIDCStore, c OIDCClaims, p OIDCPolicy) (User, error) {
+func (s *Identity) firstOIDCSignIn(ctx context.Context, st OIDCStore, c OIDCClaims, p OIDCPolicy) (app.User, error) {
 	if !c.EmailVerified {
-		return User{}, refuse("The identity provider has not verified your e-mail address, so shipfile cannot tell which account is yours. Verify it there and sign in again.")
+		return app.User{}, refuse("The identity provider has not verified your e-mail address, so shipfile cannot tell which account is yours. Verify it there and sign in again.")
 	}
-	email, err := normalizeEmail(c.Email)
+	email, err := app.NormalizeEmail(c.Email)
 	if err != nil {
-		return User{}, refuse("The identity provider gave no usable e-mail address.")
+		return app.User{}, refuse("The identity provider gave no usable e-mail address.")
 	}
 	existing, err := st.GetUserByEmail(ctx, email)
 	switch {
 	case err == nil:
 		if existing.Disabled {
-			return User{}, refuse("Your shipfile account is disabled. Ask your administrator.")
+			return app.User{}, refuse("Your shipfile account is disabled. Ask your administrator.")
 		}
 		u, err := st.LinkUserOIDC(ctx, existing.ID, c.Issuer, c.Subject)
-		if errors.Is(err, ErrConflict) {
-			return User{}, refuse("The shipfile account with your e-mail address is linked to another identity. Ask your administrator.")
+		if errors.Is(err, app.ErrConflict) {
+			return app.User{}, refuse("The shipfile account with your e-mail address is linked to another identity. Ask your administrator.")
 		}
 		return u, err
-	case !errors.Is(err, ErrNotFound):
-		return User{}, err
+	case !errors.Is(err, app.ErrNotFound):
+		return app.User{}, err
 	}
 	role, ok := p.Role(c.Groups)
 	if !ok {
-		role = RoleRegular
+		role = app.RoleRegular
 	}
-	u, err := st.CreateOIDCUser(ctx, NewUser{Email: email, Name: oidcName(c), Role: role}, c.Issuer, c.Subject)
-	if errors.Is(err, ErrConflict) {
+	u, err := st.CreateOIDCUser(ctx, app.NewUser{Email: email, Name: oidcName(c), Role: role}, c.Issuer, c.Subject)
+	if errors.Is(err, app.ErrConflict) {
 		// A parallel first sign-in of the same person created it meanwhile.
 		return st.GetUserByOIDC(ctx, c.Issuer, c.Subject)
 	}
@@ -164,7 +166,7 @@ func (s *Identity) firstOIDCSignIn(ctx context.Context, st OIDCStore, c OIDCClai
 // trimmed to the limits of a name.
 func oidcName(c OIDCClaims) string {
 	name := strings.Map(func(r rune) rune {
-		if isControl(r) {
+		if app.IsControl(r) {
 			return -1
 		}
 		return r

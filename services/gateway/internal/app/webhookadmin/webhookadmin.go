@@ -1,4 +1,4 @@
-package app
+package webhookadmin
 
 import (
 	"context"
@@ -19,29 +19,30 @@ import (
 	"github.com/shipfile/shipfile/pkg/events"
 	"github.com/shipfile/shipfile/pkg/events/eventsv1"
 	"github.com/shipfile/shipfile/pkg/netguard"
+	"github.com/shipfile/shipfile/services/gateway/internal/app"
 )
 
-// WebhookStore is the persistence the webhook service needs. ChangeWebhook locks the
+// Store is the persistence the webhook service needs. ChangeWebhook locks the
 // subscription's row, runs the given change, saves the row and writes the effects in
 // one transaction; an error from the change rolls everything back.
-type WebhookStore interface {
+type Store interface {
 	CreateWebhook(ctx context.Context, w Webhook) (Webhook, error)
 	ListWebhooks(ctx context.Context) ([]Webhook, error)
 	GetWebhook(ctx context.Context, id int64) (Webhook, error)
-	ChangeWebhook(ctx context.Context, id int64, change func(w *Webhook) (Effects, error)) (Webhook, error)
+	ChangeWebhook(ctx context.Context, id int64, change func(w *Webhook) (app.Effects, error)) (Webhook, error)
 	DeleteWebhook(ctx context.Context, id int64) error
 	// WriteWebhookEffects writes effects that concern an existing subscription.
-	WriteWebhookEffects(ctx context.Context, id int64, fx Effects) error
+	WriteWebhookEffects(ctx context.Context, id int64, fx app.Effects) error
 	// RedeliverWebhook puts a delivery of the subscription back to pending for a new
 	// round of attempts and writes the effects.
-	RedeliverWebhook(ctx context.Context, id int64, deliveryID uuid.UUID, fx Effects) error
+	RedeliverWebhook(ctx context.Context, id int64, deliveryID uuid.UUID, fx app.Effects) error
 	ListWebhookAttempts(ctx context.Context, f WebhookAttemptFilter) ([]WebhookAttempt, error)
 }
 
-// Webhooks manages webhook subscriptions (admins only; checked by the transport). The
+// Service manages webhook subscriptions (admins only; checked by the transport). The
 // webhooks service delivers their events.
-type Webhooks struct {
-	store   WebhookStore
+type Service struct {
+	store   Store
 	secrets SecretSealer
 	guard   netguard.Guard
 	now     func() time.Time
@@ -53,11 +54,11 @@ type SecretSealer interface {
 	Seal(plaintext string) (string, error)
 }
 
-// NewWebhooks returns the webhook service. Secrets are stored sealed by secrets. Unless
+// New returns the webhook service. Secrets are stored sealed by secrets. Unless
 // allowPrivate, it refuses URLs whose host is localhost or an address pkg/netguard
 // refuses (loopback, private, link-local, carrier-grade NAT, …).
-func NewWebhooks(store WebhookStore, secrets SecretSealer, allowPrivate bool) *Webhooks {
-	return &Webhooks{store: store, secrets: secrets, guard: netguard.Guard{AllowPrivate: allowPrivate}, now: time.Now}
+func New(store Store, secrets SecretSealer, allowPrivate bool) *Service {
+	return &Service{store: store, secrets: secrets, guard: netguard.Guard{AllowPrivate: allowPrivate}, now: time.Now}
 }
 
 // Limits and fixed values of webhook subscriptions.
@@ -82,9 +83,9 @@ const (
 
 // Create validates and stores a new, active subscription with a fresh secret. The
 // returned record carries the secret, which no later read shows.
-func (s *Webhooks) Create(ctx context.Context, in NewWebhook) (Webhook, error) {
+func (s *Service) Create(ctx context.Context, in NewWebhook) (Webhook, error) {
 	if in.URL == nil {
-		return Webhook{}, Invalid("url is required")
+		return Webhook{}, app.Invalid("url is required")
 	}
 	w := Webhook{URL: *in.URL, Events: slices.Clone(events.Types), AllEvents: true, Active: true, MaxInFlight: DefaultWebhookMaxInFlight}
 	if err := s.validateURL(w.URL); err != nil {
@@ -131,17 +132,17 @@ func (s *Webhooks) Create(ctx context.Context, in NewWebhook) (Webhook, error) {
 }
 
 // List returns every subscription, oldest first.
-func (s *Webhooks) List(ctx context.Context) ([]Webhook, error) { return s.store.ListWebhooks(ctx) }
+func (s *Service) List(ctx context.Context) ([]Webhook, error) { return s.store.ListWebhooks(ctx) }
 
 // Get returns one subscription.
-func (s *Webhooks) Get(ctx context.Context, id int64) (Webhook, error) {
+func (s *Service) Get(ctx context.Context, id int64) (Webhook, error) {
 	return s.store.GetWebhook(ctx, id)
 }
 
 // Update applies a patch with the rules of Create. Turning a subscription on clears
 // why and since when it was off and its failure streak; turning an active one off
 // records that an admin did it (an inactive one keeps the reason it already has).
-func (s *Webhooks) Update(ctx context.Context, id int64, p WebhookPatch) (Webhook, error) {
+func (s *Service) Update(ctx context.Context, id int64, p WebhookPatch) (Webhook, error) {
 	if p.URL != nil {
 		if err := s.validateURL(*p.URL); err != nil {
 			return Webhook{}, err
@@ -169,7 +170,7 @@ func (s *Webhooks) Update(ctx context.Context, id int64, p WebhookPatch) (Webhoo
 			return Webhook{}, err
 		}
 	}
-	return s.store.ChangeWebhook(ctx, id, func(w *Webhook) (Effects, error) {
+	return s.store.ChangeWebhook(ctx, id, func(w *Webhook) (app.Effects, error) {
 		now := s.now().UTC().Truncate(time.Microsecond)
 		if p.URL != nil {
 			w.URL = *p.URL
@@ -198,28 +199,28 @@ func (s *Webhooks) Update(ctx context.Context, id int64, p WebhookPatch) (Webhoo
 			}
 		}
 		w.UpdatedAt = now
-		return Effects{}, nil
+		return app.Effects{}, nil
 	})
 }
 
 // Delete removes a subscription with its deliveries and their attempts.
-func (s *Webhooks) Delete(ctx context.Context, id int64) error { return s.store.DeleteWebhook(ctx, id) }
+func (s *Service) Delete(ctx context.Context, id int64) error { return s.store.DeleteWebhook(ctx, id) }
 
 // RotateSecret gives the subscription a new secret and returns it; it is never
 // available again. The old secret keeps signing webhook-signature for
 // PreviousSecretTTL, so receivers can switch without losing deliveries.
-func (s *Webhooks) RotateSecret(ctx context.Context, id int64) (string, error) {
+func (s *Service) RotateSecret(ctx context.Context, id int64) (string, error) {
 	secret, sealed, err := s.newSecret()
 	if err != nil {
 		return "", err
 	}
-	_, err = s.store.ChangeWebhook(ctx, id, func(w *Webhook) (Effects, error) {
+	_, err = s.store.ChangeWebhook(ctx, id, func(w *Webhook) (app.Effects, error) {
 		now := s.now().UTC().Truncate(time.Microsecond)
 		// The old secret moves as it is stored (sealed): the gateway never needs it in clear.
 		old, until := w.Secret, now.Add(PreviousSecretTTL)
 		w.Secret, w.PreviousSecret, w.PreviousSecretUntil = sealed, &old, &until
 		w.UpdatedAt = now
-		return Effects{}, nil
+		return app.Effects{}, nil
 	})
 	if err != nil {
 		return "", err
@@ -229,12 +230,12 @@ func (s *Webhooks) RotateSecret(ctx context.Context, id int64) (string, error) {
 
 // Test queues a webhook.test event for the subscription, whatever its selection and
 // even when it is inactive, and returns the event's id.
-func (s *Webhooks) Test(ctx context.Context, u User, c Client, id int64) (string, error) {
+func (s *Service) Test(ctx context.Context, u app.User, c app.Client, id int64) (string, error) {
 	env := webhookTest(id)
 	actor := u.ID
-	fx := Effects{
+	fx := app.Effects{
 		Events: []*eventsv1.Envelope{env},
-		Audit:  []AuditEntry{{Actor: "user", ActorUserID: &actor, Action: "webhook.test", IP: c.IP, UserAgent: c.UserAgent}},
+		Audit:  []app.AuditEntry{{Actor: "user", ActorUserID: &actor, Action: "webhook.test", IP: c.IP, UserAgent: c.UserAgent}},
 	}
 	if err := s.store.WriteWebhookEffects(ctx, id, fx); err != nil {
 		return "", err
@@ -244,13 +245,13 @@ func (s *Webhooks) Test(ctx context.Context, u User, c Client, id int64) (string
 
 // Redeliver starts a new round of attempts for one of the subscription's deliveries,
 // whatever its status: the same body under the same delivery id.
-func (s *Webhooks) Redeliver(ctx context.Context, id int64, deliveryID uuid.UUID) error {
-	fx := Effects{WebhookJobs: []WebhookJob{redeliveryJob(id, deliveryID.String())}}
+func (s *Service) Redeliver(ctx context.Context, id int64, deliveryID uuid.UUID) error {
+	fx := app.Effects{WebhookJobs: []app.WebhookJob{redeliveryJob(id, deliveryID.String())}}
 	return s.store.RedeliverWebhook(ctx, id, deliveryID, fx)
 }
 
 // Attempts returns a page of a subscription's delivery attempts, newest first.
-func (s *Webhooks) Attempts(ctx context.Context, f WebhookAttemptFilter) ([]WebhookAttempt, error) {
+func (s *Service) Attempts(ctx context.Context, f WebhookAttemptFilter) ([]WebhookAttempt, error) {
 	if _, err := s.store.GetWebhook(ctx, f.WebhookID); err != nil {
 		return nil, err
 	}
@@ -261,39 +262,39 @@ func (s *Webhooks) Attempts(ctx context.Context, f WebhookAttemptFilter) ([]Webh
 // private targets are allowed, the host must not be localhost or a literal address the
 // guard (pkg/netguard) refuses; the dispatcher asks the same guard about the resolved
 // address when it connects, so a name that resolves there is refused then.
-func (s *Webhooks) validateURL(raw string) error {
+func (s *Service) validateURL(raw string) error {
 	if raw == "" {
-		return Invalid("url is required")
+		return app.Invalid("url is required")
 	}
 	if utf8.RuneCountInString(raw) > MaxWebhookURLLen {
-		return Invalid("url must be at most %d characters", MaxWebhookURLLen)
+		return app.Invalid("url must be at most %d characters", MaxWebhookURLLen)
 	}
 	if strings.ContainsFunc(raw, func(r rune) bool { return unicode.IsSpace(r) || unicode.IsControl(r) }) {
-		return Invalid("url must not contain spaces or control characters")
+		return app.Invalid("url must not contain spaces or control characters")
 	}
 	u, err := url.Parse(raw)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Opaque != "" {
-		return Invalid("url must be an absolute http or https URL")
+		return app.Invalid("url must be an absolute http or https URL")
 	}
 	if u.User != nil {
-		return Invalid("url must not contain a user name or password")
+		return app.Invalid("url must not contain a user name or password")
 	}
 	host := u.Hostname()
 	if host == "" {
-		return Invalid("url must have a host")
+		return app.Invalid("url must have a host")
 	}
 	if p := u.Port(); p != "" {
 		if n, err := strconv.Atoi(p); err != nil || n < 1 || n > 65535 {
-			return Invalid("url port must be from 1 to 65535")
+			return app.Invalid("url port must be from 1 to 65535")
 		}
 	}
 	if err := s.guard.CheckHost(host); err != nil {
 		if errors.Is(err, netguard.ErrNotCanonical) {
 			// Resolvers read 127.1 or 2130706433 as addresses; only canonical ones are
 			// accepted, so the guard sees every literal address.
-			return Invalid("url host must be a domain name or an IP address in standard notation")
+			return app.Invalid("url host must be a domain name or an IP address in standard notation")
 		}
-		return Invalid("url %s, which this server does not allow (SHIPFILE_WEBHOOK_ALLOW_PRIVATE)", err.Error())
+		return app.Invalid("url %s, which this server does not allow (SHIPFILE_WEBHOOK_ALLOW_PRIVATE)", err.Error())
 	}
 	return nil
 }
@@ -302,11 +303,11 @@ func (s *Webhooks) validateURL(raw string) error {
 // duplicates, in the order of events.Types.
 func normalizeEvents(in []string) ([]string, error) {
 	if len(in) == 0 {
-		return nil, Invalid("events must name at least one event (leave it out to select all of them)")
+		return nil, app.Invalid("events must name at least one event (leave it out to select all of them)")
 	}
 	for _, e := range in {
 		if !slices.Contains(events.Types, e) {
-			return nil, Invalid("events: unknown event %q; the known events are %s", truncate(e, 100), strings.Join(events.Types, ", "))
+			return nil, app.Invalid("events: unknown event %q; the known events are %s", truncate(e, 100), strings.Join(events.Types, ", "))
 		}
 	}
 	out := make([]string, 0, len(in))
@@ -320,27 +321,27 @@ func normalizeEvents(in []string) ([]string, error) {
 
 func validateMaxInFlight(n int) error {
 	if n < 1 || n > MaxWebhookMaxInFlight {
-		return Invalid("max_in_flight must be from 1 to %d", MaxWebhookMaxInFlight)
+		return app.Invalid("max_in_flight must be from 1 to %d", MaxWebhookMaxInFlight)
 	}
 	return nil
 }
 
 func validateRateLimit(n int) error {
 	if n < 1 || n > MaxWebhookRateLimit {
-		return Invalid("rate_limit must be from 1 to %d deliveries per second, or null for no limit", MaxWebhookRateLimit)
+		return app.Invalid("rate_limit must be from 1 to %d deliveries per second, or null for no limit", MaxWebhookRateLimit)
 	}
 	return nil
 }
 
 func validateDescription(d string) error {
-	if utf8.RuneCountInString(d) > MaxWebhookDescriptionLen || strings.ContainsFunc(d, isNoteControl) {
-		return Invalid("description must be at most %d characters without control characters", MaxWebhookDescriptionLen)
+	if utf8.RuneCountInString(d) > MaxWebhookDescriptionLen || strings.ContainsFunc(d, app.IsNoteControl) {
+		return app.Invalid("description must be at most %d characters without control characters", MaxWebhookDescriptionLen)
 	}
 	return nil
 }
 
 // newSecret returns a fresh signing secret and the same sealed for storage.
-func (s *Webhooks) newSecret() (secret, sealed string, err error) {
+func (s *Service) newSecret() (secret, sealed string, err error) {
 	b := make([]byte, webhookSecretBytes)
 	if _, err := rand.Read(b); err != nil {
 		return "", "", fmt.Errorf("webhook secret: %w", err)

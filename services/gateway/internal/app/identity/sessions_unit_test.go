@@ -1,4 +1,4 @@
-package app
+package identity
 
 import (
 	"context"
@@ -6,6 +6,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/shipfile/shipfile/services/gateway/internal/app"
 )
 
 // sweepStore is a SessionStore that counts the sweeps it is asked for.
@@ -62,7 +64,7 @@ func TestUnitLoginEmailKey(t *testing.T) {
 	if len(k1) > 100 || k1 == k2 || LoginEmailKey(strings.ToUpper(long1)) != k1 {
 		t.Fatalf("long keys %q, %q", k1, k2)
 	}
-	at := strings.Repeat("y", MaxEmailLen-len("@example.com")) + "@example.com"
+	at := strings.Repeat("y", app.MaxEmailLen-len("@example.com")) + "@example.com"
 	if LoginEmailKey(at) != "email:"+at {
 		t.Fatalf("an address of %d bytes is not kept as itself", len(at))
 	}

@@ -1,6 +1,10 @@
-package app
+package identity
 
-import "testing"
+import (
+	"testing"
+
+	"github.com/shipfile/shipfile/services/gateway/internal/app"
+)
 
 func TestOIDCPolicy(t *testing.T) {
 	tests := []struct {
@@ -8,16 +12,16 @@ func TestOIDCPolicy(t *testing.T) {
 		policy   OIDCPolicy
 		groups   []string
 		allowed  bool
-		role     Role
+		role     app.Role
 		setsRole bool
 	}{
 		{"no groups configured", OIDCPolicy{}, nil, true, "", false},
-		{"admin group member", OIDCPolicy{AdminGroups: []string{"ops", "admins"}}, []string{"staff", "admins"}, true, RoleAdmin, true},
-		{"not in an admin group", OIDCPolicy{AdminGroups: []string{"admins"}}, []string{"staff"}, true, RoleRegular, true},
-		{"group names are exact", OIDCPolicy{AdminGroups: []string{"admins"}}, []string{"Admins", "admins-old"}, true, RoleRegular, true},
+		{"admin group member", OIDCPolicy{AdminGroups: []string{"ops", "admins"}}, []string{"staff", "admins"}, true, app.RoleAdmin, true},
+		{"not in an admin group", OIDCPolicy{AdminGroups: []string{"admins"}}, []string{"staff"}, true, app.RoleRegular, true},
+		{"group names are exact", OIDCPolicy{AdminGroups: []string{"admins"}}, []string{"Admins", "admins-old"}, true, app.RoleRegular, true},
 		{"allowed", OIDCPolicy{AllowedGroups: []string{"staff"}}, []string{"staff"}, true, "", false},
 		{"not allowed", OIDCPolicy{AllowedGroups: []string{"staff"}}, []string{"contractors"}, false, "", false},
-		{"no groups at all", OIDCPolicy{AllowedGroups: []string{"staff"}, AdminGroups: []string{"admins"}}, nil, false, RoleRegular, true},
+		{"no groups at all", OIDCPolicy{AllowedGroups: []string{"staff"}, AdminGroups: []string{"admins"}}, nil, false, app.RoleRegular, true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -26,7 +30,7 @@ func TestOIDCPolicy(t *testing.T) {
 			}
 			role, ok := tt.policy.Role(tt.groups)
 			if role != tt.role || ok != tt.setsRole {
-				t.Errorf("Role = %q, %v; want %q, %v", role, ok, tt.role, tt.setsRole)
+				t.Errorf("app.Role = %q, %v; want %q, %v", role, ok, tt.role, tt.setsRole)
 			}
 		})
 	}
@@ -54,13 +58,13 @@ func TestOIDCName(t *testing.T) {
 
 func TestAuthMethods(t *testing.T) {
 	for _, tt := range []struct {
-		u    User
+		u    app.User
 		want string
 	}{
-		{User{}, ""},
-		{User{PasswordHash: "x"}, "password"},
-		{User{OIDCSubject: "s", OIDCIssuer: "i"}, "oidc"},
-		{User{PasswordHash: "x", OIDCSubject: "s", OIDCIssuer: "i"}, "password,oidc"},
+		{app.User{}, ""},
+		{app.User{PasswordHash: "x"}, "password"},
+		{app.User{OIDCSubject: "s", OIDCIssuer: "i"}, "oidc"},
+		{app.User{PasswordHash: "x", OIDCSubject: "s", OIDCIssuer: "i"}, "password,oidc"},
 	} {
 		got := ""
 		for i, m := range tt.u.AuthMethods() {

@@ -1,9 +1,11 @@
-package app
+package identity
 
 import (
 	"crypto/sha256"
 	"sync"
 	"time"
+
+	"github.com/shipfile/shipfile/services/gateway/internal/app"
 )
 
 // Defaults of the token cache.
@@ -60,7 +62,7 @@ type TokenCache struct {
 }
 
 type cachedOwner struct {
-	owner TokenOwner
+	owner app.TokenOwner
 	at    time.Time
 }
 
@@ -79,25 +81,25 @@ func NewTokenCache(ttl, window time.Duration) *TokenCache {
 
 // get returns the cached owner of the token hash, if it may be served at now, and the
 // generation a look-up started now must present to put.
-func (c *TokenCache) get(sum [sha256.Size]byte, now time.Time) (TokenOwner, uint64, bool) {
+func (c *TokenCache) get(sum [sha256.Size]byte, now time.Time) (app.TokenOwner, uint64, bool) {
 	if c == nil {
-		return TokenOwner{}, 0, false
+		return app.TokenOwner{}, 0, false
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if !c.liveLocked(now) {
-		return TokenOwner{}, c.gen, false
+		return app.TokenOwner{}, c.gen, false
 	}
 	e, ok := c.entries[sum]
 	if !ok || now.Sub(e.at) >= c.ttl || now.Before(e.at) {
-		return TokenOwner{}, c.gen, false
+		return app.TokenOwner{}, c.gen, false
 	}
 	return e.owner, c.gen, true
 }
 
 // put stores what a look-up started at generation gen found, unless something was
 // invalidated since or the feed is down.
-func (c *TokenCache) put(sum [sha256.Size]byte, owner TokenOwner, gen uint64, now time.Time) {
+func (c *TokenCache) put(sum [sha256.Size]byte, owner app.TokenOwner, gen uint64, now time.Time) {
 	if c == nil {
 		return
 	}

@@ -1,4 +1,4 @@
-package app
+package transfers
 
 import (
 	"crypto/sha1" //nolint:gosec // the tus checksum extension's algorithm
@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+
+	"github.com/shipfile/shipfile/services/gateway/internal/app"
 )
 
 func TestParseChecksum(t *testing.T) {
@@ -35,8 +37,8 @@ func TestParseChecksum(t *testing.T) {
 				t.Fatalf("err = %v, want ok %v", err, tc.ok)
 			}
 			if err != nil {
-				if KindOf(err) != KindBadRequest {
-					t.Fatalf("kind = %v, want bad request", KindOf(err))
+				if app.KindOf(err) != app.KindBadRequest {
+					t.Fatalf("kind = %v, want bad request", app.KindOf(err))
 				}
 				return
 			}
@@ -80,18 +82,18 @@ func TestDigestState(t *testing.T) {
 // TestCheckOpen: unfinished uploads count toward the package's file limit (409), and a
 // creator has at most MaxOpen unfinished at once (429 with Retry-After); 0 is no limit.
 func TestCheckOpen(t *testing.T) {
-	r := &Resumable{p: &Packages{limits: Limits{MaxFiles: 5}}, cfg: TusConfig{MaxOpen: 2}}
-	unlimited := &Resumable{p: &Packages{limits: Limits{MaxFiles: 5}}}
+	r := &Resumable{p: app.NewPackages(nil, nil, app.Limits{MaxFiles: 5}, ""), cfg: TusConfig{MaxOpen: 2}}
+	unlimited := &Resumable{p: app.NewPackages(nil, nil, app.Limits{MaxFiles: 5}, "")}
 	for _, tc := range []struct {
 		name string
 		r    *Resumable
 		o    OpenUploads
-		want Kind
+		want app.Kind
 	}{
 		{"room", r, OpenUploads{Files: 2, InPackage: 1, ByCreator: 1}, -1},
-		{"files and unfinished reach the limit", r, OpenUploads{Files: 3, InPackage: 2}, KindConflict},
-		{"unfinished alone reach the limit", r, OpenUploads{InPackage: 5}, KindConflict},
-		{"creator at MaxOpen", r, OpenUploads{ByCreator: 2}, KindTooMany},
+		{"files and unfinished reach the limit", r, OpenUploads{Files: 3, InPackage: 2}, app.KindConflict},
+		{"unfinished alone reach the limit", r, OpenUploads{InPackage: 5}, app.KindConflict},
+		{"creator at MaxOpen", r, OpenUploads{ByCreator: 2}, app.KindTooMany},
 		{"no MaxOpen", unlimited, OpenUploads{ByCreator: 1000}, -1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -102,11 +104,11 @@ func TestCheckOpen(t *testing.T) {
 				}
 				return
 			}
-			var ae *Error
+			var ae *app.Error
 			if !errors.As(err, &ae) || ae.Kind != tc.want {
 				t.Fatalf("err = %v, want kind %v", err, tc.want)
 			}
-			if ae.Kind == KindTooMany && ae.RetryAfter <= 0 {
+			if ae.Kind == app.KindTooMany && ae.RetryAfter <= 0 {
 				t.Fatal("429 without a Retry-After")
 			}
 		})
@@ -117,22 +119,22 @@ func TestCheckOpen(t *testing.T) {
 func TestTusOwnerOwns(t *testing.T) {
 	pkg, other := uuid.New(), uuid.New()
 	uid, uid2 := int64(7), int64(8)
-	own := TusUpload{PackageID: pkg, UploadedBy: ByOwner, CreatorUserID: &uid}
-	rcp := TusUpload{PackageID: pkg, UploadedBy: ByRecipient, LinkHash: []byte("hash-1")}
+	own := TusUpload{PackageID: pkg, UploadedBy: app.ByOwner, CreatorUserID: &uid}
+	rcp := TusUpload{PackageID: pkg, UploadedBy: app.ByRecipient, LinkHash: []byte("hash-1")}
 	for _, tc := range []struct {
 		name string
 		who  TusOwner
 		u    TusUpload
 		want bool
 	}{
-		{"creator", TusOwner{PackageID: pkg, UploadedBy: ByOwner, CreatorUserID: &uid}, own, true},
-		{"another user", TusOwner{PackageID: pkg, UploadedBy: ByOwner, CreatorUserID: &uid2}, own, false},
-		{"another package", TusOwner{PackageID: other, UploadedBy: ByOwner, CreatorUserID: &uid}, own, false},
-		{"a link on an owner's upload", TusOwner{PackageID: pkg, UploadedBy: ByRecipient, LinkHash: []byte("hash-1")}, own, false},
-		{"its link", TusOwner{PackageID: pkg, UploadedBy: ByRecipient, LinkHash: []byte("hash-1")}, rcp, true},
-		{"another link", TusOwner{PackageID: pkg, UploadedBy: ByRecipient, LinkHash: []byte("hash-2")}, rcp, false},
-		{"no link", TusOwner{PackageID: pkg, UploadedBy: ByRecipient}, TusUpload{PackageID: pkg, UploadedBy: ByRecipient}, false},
-		{"the owner on a recipient's upload", TusOwner{PackageID: pkg, UploadedBy: ByOwner, CreatorUserID: &uid}, rcp, false},
+		{"creator", TusOwner{PackageID: pkg, UploadedBy: app.ByOwner, CreatorUserID: &uid}, own, true},
+		{"another user", TusOwner{PackageID: pkg, UploadedBy: app.ByOwner, CreatorUserID: &uid2}, own, false},
+		{"another package", TusOwner{PackageID: other, UploadedBy: app.ByOwner, CreatorUserID: &uid}, own, false},
+		{"a link on an owner's upload", TusOwner{PackageID: pkg, UploadedBy: app.ByRecipient, LinkHash: []byte("hash-1")}, own, false},
+		{"its link", TusOwner{PackageID: pkg, UploadedBy: app.ByRecipient, LinkHash: []byte("hash-1")}, rcp, true},
+		{"another link", TusOwner{PackageID: pkg, UploadedBy: app.ByRecipient, LinkHash: []byte("hash-2")}, rcp, false},
+		{"no link", TusOwner{PackageID: pkg, UploadedBy: app.ByRecipient}, TusUpload{PackageID: pkg, UploadedBy: app.ByRecipient}, false},
+		{"the owner on a recipient's upload", TusOwner{PackageID: pkg, UploadedBy: app.ByOwner, CreatorUserID: &uid}, rcp, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if got := tc.who.Owns(tc.u); got != tc.want {

@@ -1,4 +1,4 @@
-package app
+package identity
 
 import (
 	"context"
@@ -10,13 +10,15 @@ import (
 	"fmt"
 	"strings"
 	"time"
+
+	"github.com/shipfile/shipfile/services/gateway/internal/app"
 )
 
 // SessionStore is the persistence of web UI sessions and of the login throttle.
 type SessionStore interface {
 	CreateSession(ctx context.Context, s Session) error
 	// SessionUser returns the session with that id hash and its user.
-	SessionUser(ctx context.Context, idHash []byte) (Session, User, error)
+	SessionUser(ctx context.Context, idHash []byte) (Session, app.User, error)
 	TouchSession(ctx context.Context, idHash []byte, lastSeen, expiresAt time.Time) error
 	DeleteSession(ctx context.Context, idHash []byte) error
 	DeleteExpiredSessions(ctx context.Context, now time.Time) error
@@ -79,7 +81,7 @@ const touchResolution = time.Minute
 
 // ErrBadCredentials is the one answer for an unknown e-mail, a wrong password and a
 // disabled user.
-var ErrBadCredentials = &Error{Kind: KindUnauthenticated, Detail: "wrong e-mail address or password"}
+var ErrBadCredentials = &app.Error{Kind: app.KindUnauthenticated, Detail: "wrong e-mail address or password"}
 
 // ThrottledError is the answer to a sign-in while its e-mail address or IP address is
 // locked after too many failures.
@@ -120,26 +122,26 @@ func LoginAllowed(c LoginCount, now time.Time, maxFailures int, lockout time.Dur
 // MaxFailures passwords are checked in a window; the rest, and every attempt while
 // the address or IP is locked, get a *ThrottledError without a check. A success
 // takes its count back.
-func (s *Sessions) Login(ctx context.Context, email, password string, client Client) (User, string, error) {
+func (s *Sessions) Login(ctx context.Context, email, password string, client app.Client) (app.User, string, error) {
 	now := s.now()
 	emailKey := LoginEmailKey(email)
 	keys := []string{emailKey}
 	ipKey := ""
 	if client.IP != "" {
 		// An IPv6 client by its /64, as the request rates count it.
-		ipKey = "ip:" + RateKey(client.IP)
+		ipKey = "ip:" + app.RateKey(client.IP)
 		keys = append(keys, ipKey)
 	}
 	count, err := s.store.CountLoginAttempt(ctx, keys, now, now.Add(-s.cfg.Lockout), now.Add(s.cfg.Lockout), s.cfg.MaxFailures)
 	if err != nil {
-		return User{}, "", err
+		return app.User{}, "", err
 	}
 	if ok, until := LoginAllowed(count, now, s.cfg.MaxFailures, s.cfg.Lockout); !ok {
-		return User{}, "", &ThrottledError{Until: until}
+		return app.User{}, "", &ThrottledError{Until: until}
 	}
 	u, err := s.identity.CheckPassword(ctx, email, password)
-	if errors.Is(err, ErrUnauthenticated) {
-		return User{}, "", ErrBadCredentials
+	if errors.Is(err, app.ErrUnauthenticated) {
+		return app.User{}, "", ErrBadCredentials
 	}
 	if err != nil {
 		// No password was checked (the hasher was busy, the database failed): the
@@ -147,26 +149,26 @@ func (s *Sessions) Login(ctx context.Context, email, password string, client Cli
 		for _, k := range keys {
 			_ = s.store.RefundLoginAttempt(context.WithoutCancel(ctx), k, s.cfg.MaxFailures)
 		}
-		return User{}, "", err
+		return app.User{}, "", err
 	}
 	// A success clears the address's count, and takes back its own count of the IP
 	// (not the IP's whole count: signing in to one's own account must not reset the
 	// count of guesses at others).
 	if err := s.store.ClearLoginFailures(ctx, emailKey); err != nil {
-		return User{}, "", err
+		return app.User{}, "", err
 	}
 	if ipKey != "" {
 		if err := s.store.RefundLoginAttempt(ctx, ipKey, s.cfg.MaxFailures); err != nil {
-			return User{}, "", err
+			return app.User{}, "", err
 		}
 	}
 	raw, hash, err := newSessionID()
 	if err != nil {
-		return User{}, "", err
+		return app.User{}, "", err
 	}
 	sess := Session{IDHash: hash, UserID: u.ID, CreatedAt: now, LastSeenAt: now, ExpiresAt: s.expiry(now, now)}
 	if err := s.store.CreateSession(ctx, sess); err != nil {
-		return User{}, "", err
+		return app.User{}, "", err
 	}
 	// Sweep the sessions nobody will use again and the counts that no longer
 	// matter; a failure here harms no one.
@@ -176,12 +178,12 @@ func (s *Sessions) Login(ctx context.Context, email, password string, client Cli
 }
 
 // LoginEmailKey is the throttle key of the e-mail address a sign-in names: the
-// address in lower case, or, for an address longer than any user's (MaxEmailLen), a
+// address in lower case, or, for an address longer than any user's (app.MaxEmailLen), a
 // SHA-256 of it, so that the key of whatever a client sends fits PostgreSQL's index
 // (a key of thousands of bytes does not) and every address still counts on its own.
 func LoginEmailKey(email string) string {
 	e := strings.ToLower(strings.TrimSpace(email))
-	if len(e) <= MaxEmailLen {
+	if len(e) <= app.MaxEmailLen {
 		return "email:" + e
 	}
 	sum := sha256.Sum256([]byte(e))
@@ -224,26 +226,26 @@ func (s *Sessions) RunSweeper(ctx context.Context, every time.Duration, onErr fu
 // Resolve returns the user of a raw session id, extending the session while it is
 // used. Unknown, expired and malformed ids, and disabled users, are
 // ErrUnauthenticated.
-func (s *Sessions) Resolve(ctx context.Context, raw string) (User, Session, error) {
+func (s *Sessions) Resolve(ctx context.Context, raw string) (app.User, Session, error) {
 	hash, ok := sessionHash(raw)
 	if !ok {
-		return User{}, Session{}, ErrUnauthenticated
+		return app.User{}, Session{}, app.ErrUnauthenticated
 	}
 	sess, u, err := s.store.SessionUser(ctx, hash)
-	if errors.Is(err, ErrNotFound) {
-		return User{}, Session{}, ErrUnauthenticated
+	if errors.Is(err, app.ErrNotFound) {
+		return app.User{}, Session{}, app.ErrUnauthenticated
 	}
 	if err != nil {
-		return User{}, Session{}, err
+		return app.User{}, Session{}, err
 	}
 	now := s.now()
 	if !now.Before(sess.ExpiresAt) || u.Disabled {
-		return User{}, Session{}, ErrUnauthenticated
+		return app.User{}, Session{}, app.ErrUnauthenticated
 	}
 	if now.Sub(sess.LastSeenAt) >= touchResolution {
 		sess.LastSeenAt, sess.ExpiresAt = now, s.expiry(sess.CreatedAt, now)
 		if err := s.store.TouchSession(ctx, hash, sess.LastSeenAt, sess.ExpiresAt); err != nil {
-			return User{}, Session{}, err
+			return app.User{}, Session{}, err
 		}
 	}
 	return u, sess, nil
