@@ -531,17 +531,27 @@ func (w *Web) addRecipient(c *gin.Context) {
 
 // revokeRecipient ends one recipient's link.
 func (w *Web) revokeRecipient(c *gin.Context) {
+	w.packageItemAction(c, "recipient_id", "recipient", "recipient-revoked", func(u app.User, id, rid uuid.UUID) error {
+		_, err := w.packages.RevokeRecipient(c.Request.Context(), u, client(c), id, rid)
+		return err
+	})
+}
+
+// packageItemAction runs do on the package of the URL and the item named by param (a
+// recipient, a file): an id that is not a UUID is a 404 naming what, a conflict shows the
+// package page with the reason, and success goes back to the package page with msg.
+func (w *Web) packageItemAction(c *gin.Context, param, what, msg string, do func(u app.User, id, item uuid.UUID) error) {
 	id, ok := w.packageID(c)
 	if !ok {
 		return
 	}
-	rid, err := uuid.Parse(c.Param("recipient_id"))
+	item, err := uuid.Parse(c.Param(param))
 	if err != nil {
-		_ = c.Error(app.NotFound("recipient"))
+		_ = c.Error(app.NotFound(what))
 		return
 	}
 	u, _ := currentUser(c)
-	_, err = w.packages.RevokeRecipient(c.Request.Context(), u, client(c), id, rid)
+	err = do(u, id, item)
 	if app.KindOf(err) == app.KindConflict {
 		w.showPackage(c, id, http.StatusConflict, capitalize(err.Error()))
 		return
@@ -550,7 +560,7 @@ func (w *Web) revokeRecipient(c *gin.Context) {
 		_ = c.Error(err)
 		return
 	}
-	c.Redirect(http.StatusSeeOther, "/packages/"+id.String()+"?msg=recipient-revoked")
+	c.Redirect(http.StatusSeeOther, "/packages/"+id.String()+"?msg="+msg)
 }
 
 func (w *Web) deletePackage(c *gin.Context) {
@@ -567,26 +577,9 @@ func (w *Web) deletePackage(c *gin.Context) {
 }
 
 func (w *Web) removeFile(c *gin.Context) {
-	id, ok := w.packageID(c)
-	if !ok {
-		return
-	}
-	fileID, err := uuid.Parse(c.Param("file_id"))
-	if err != nil {
-		_ = c.Error(app.NotFound("file"))
-		return
-	}
-	u, _ := currentUser(c)
-	err = w.packages.RemoveFile(c.Request.Context(), u, client(c), id, fileID)
-	if app.KindOf(err) == app.KindConflict {
-		w.showPackage(c, id, http.StatusConflict, capitalize(err.Error()))
-		return
-	}
-	if err != nil {
-		_ = c.Error(err)
-		return
-	}
-	c.Redirect(http.StatusSeeOther, "/packages/"+id.String()+"?msg=file-removed")
+	w.packageItemAction(c, "file_id", "file", "file-removed", func(u app.User, id, fileID uuid.UUID) error {
+		return w.packages.RemoveFile(c.Request.Context(), u, client(c), id, fileID)
+	})
 }
 
 func ptr[T any](v T) *T { return &v }
