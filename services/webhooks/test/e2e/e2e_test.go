@@ -110,17 +110,16 @@ var (
 	uuidLike = regexp.MustCompile(`^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$`)
 )
 
-// TestWebhooksEndToEnd: a package's whole life reaches every matching subscription,
-// signed and with the exact bodies, through two dispatcher instances; a filtered
-// subscription gets only its event; the Test button works; a delivery that failed all
-// its attempts is redelivered through the API with the same delivery id.
-func TestWebhooksEndToEnd(t *testing.T) {
+// startGateway starts what the webhook tests share: a NATS server, an empty database
+// (the gateway and shipctl apply the migrations themselves), an admin with an API token,
+// and the gateway. It returns the settings every process of the test takes, the token
+// and the gateway's address.
+func startGateway(t *testing.T) (common []string, token, gwAddr string) {
+	t.Helper()
 	_, natsURL := servicetest.StartNATS(t)
-
-	// An empty database: the gateway (and shipctl) apply the migrations themselves.
 	dbURL := pgtest.New(t, "empty", func(context.Context, string) error { return nil })
 	bucket := "e2e-" + strings.ToLower(rand.Text()[:12])
-	common := []string{
+	common = []string{
 		"SHIPFILE_DATABASE_URL=" + dbURL, "SHIPFILE_NATS_URL=" + natsURL, "SHIPFILE_S3_BUCKET=" + bucket,
 		"SHIPFILE_WEBHOOK_ALLOW_PRIVATE=true", "SHIPFILE_LOG_LEVEL=warn", servicetest.SecretKeyEnv,
 	}
@@ -128,11 +127,20 @@ func TestWebhooksEndToEnd(t *testing.T) {
 	shipctl("user", "create", "--email", "admin@example.com", "--name", "Admin", "--role", "admin")
 	out := shipctl("token", "create", "--email", "admin@example.com", "--name", "e2e")
 	lines := strings.Split(strings.TrimSpace(out), "\n")
-	token := lines[len(lines)-1]
+	token = lines[len(lines)-1]
 
 	gwAddr, gwOps := servicetest.FreeAddr(t), servicetest.FreeAddr(t)
 	servicetest.StartProcess(t, bins["gateway"], append(common, "SHIPFILE_HTTP_ADDR="+gwAddr, "SHIPFILE_OPS_ADDR="+gwOps, "SHIPFILE_PUBLIC_URL=http://"+gwAddr))
 	servicetest.WaitReady(t, gwOps)
+	return common, token, gwAddr
+}
+
+// TestWebhooksEndToEnd: a package's whole life reaches every matching subscription,
+// signed and with the exact bodies, through two dispatcher instances; a filtered
+// subscription gets only its event; the Test button works; a delivery that failed all
+// its attempts is redelivered through the API with the same delivery id.
+func TestWebhooksEndToEnd(t *testing.T) {
+	common, token, gwAddr := startGateway(t)
 	for range 2 {
 		addr := servicetest.FreeAddr(t)
 		servicetest.StartProcess(t, bins["webhooks"], append(common, "SHIPFILE_WEBHOOKS_ADDR="+addr,

@@ -1,8 +1,6 @@
 package e2e
 
 import (
-	"context"
-	"crypto/rand"
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
@@ -10,7 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/shipfile/shipfile/pkg/pgtest"
 	"github.com/shipfile/shipfile/pkg/servicetest"
 )
 
@@ -19,22 +16,7 @@ import (
 // package.downloaded carries the address of whoever downloaded, and revoking one
 // recipient fires package.revoked with theirs and all_links false.
 func TestSeveralRecipientsWebhooks(t *testing.T) {
-	_, natsURL := servicetest.StartNATS(t)
-	dbURL := pgtest.New(t, "empty", func(context.Context, string) error { return nil })
-	bucket := "e2e-" + strings.ToLower(rand.Text()[:12])
-	common := []string{
-		"SHIPFILE_DATABASE_URL=" + dbURL, "SHIPFILE_NATS_URL=" + natsURL, "SHIPFILE_S3_BUCKET=" + bucket,
-		"SHIPFILE_WEBHOOK_ALLOW_PRIVATE=true", "SHIPFILE_LOG_LEVEL=warn", servicetest.SecretKeyEnv,
-	}
-	shipctl := func(args ...string) string { return servicetest.RunCommand(t, bins["shipctl"], common, args...) }
-	shipctl("user", "create", "--email", "admin@example.com", "--name", "Admin", "--role", "admin")
-	out := shipctl("token", "create", "--email", "admin@example.com", "--name", "e2e")
-	lines := strings.Split(strings.TrimSpace(out), "\n")
-	token := lines[len(lines)-1]
-
-	gwAddr, gwOps := servicetest.FreeAddr(t), servicetest.FreeAddr(t)
-	servicetest.StartProcess(t, bins["gateway"], append(common, "SHIPFILE_HTTP_ADDR="+gwAddr, "SHIPFILE_OPS_ADDR="+gwOps, "SHIPFILE_PUBLIC_URL=http://"+gwAddr))
-	servicetest.WaitReady(t, gwOps)
+	common, token, gwAddr := startGateway(t)
 	hooksAddr := servicetest.FreeAddr(t)
 	servicetest.StartProcess(t, bins["webhooks"], append(common, "SHIPFILE_WEBHOOKS_ADDR="+hooksAddr, "SHIPFILE_WEBHOOK_TIMEOUT=2s"))
 	servicetest.WaitReady(t, hooksAddr)
