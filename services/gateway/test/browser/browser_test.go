@@ -690,8 +690,15 @@ func TestWebUI(t *testing.T) {
 		t.Fatalf("X-Service-Signature %q does not match the secret shown", test.signature)
 	}
 	// The delivery log shows it; Redeliver sends it again under the same delivery id.
-	admin.do(chromedp.Click(css("a[href^='/admin/webhooks/'].mono")))
+	// The click navigates: wait for the hook's page to load before reading where it is,
+	// or the log below would poll the list page it came from.
+	if st := admin.submit(chromedp.Click(css("a[href^='/admin/webhooks/'].mono"))); st != http.StatusOK {
+		t.Fatalf("open the webhook's page: %d", st)
+	}
 	hookPage := admin.location()
+	if !strings.Contains(hookPage, "/admin/webhooks/") {
+		t.Fatalf("after the click the tab is at %s, want the webhook's page", hookPage)
+	}
 	servicetest.WaitFor(t, 20*time.Second, "the delivery log", func() bool {
 		admin.open(hookPage)
 		return run(admin, chromedp.Evaluate[bool](`!!document.querySelector('#deliveries tr[data-event="webhook.test"][data-status="204"]')`))
