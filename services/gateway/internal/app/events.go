@@ -29,6 +29,7 @@ func eventPackage(p Package) *eventsv1.Package {
 		RecipientEmail: email,
 		OwnerUserID:    p.OwnerUserID,
 		Direction:      string(p.Direction),
+		PackageFields:  p.PackageFields,
 	}.Proto()
 }
 

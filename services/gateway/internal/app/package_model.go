@@ -4,6 +4,8 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+
+	"github.com/shipfile/shipfile/pkg/events"
 )
 
 // State is where a package is in its life.
@@ -73,6 +75,10 @@ type Package struct {
 	// UsedUp is set when the package is read through its link: it has a download limit
 	// and every file has spent its budget through the link, so the link is dead.
 	UsedUp bool
+	// PackageFields are the events' package head beyond the fields above, held as the
+	// head carries them (eventPackage copies them whole): a new head field is declared
+	// there, in pkg/events, and the store fills it from its column.
+	events.PackageFields
 }
 
 // LinkState is where a recipient's link is.
