@@ -9,23 +9,16 @@ import (
 	"strconv"
 	"strings"
 	"time"
-	"unicode/utf8"
 )
 
-// Rules of link passwords, grants and the unlock throttle (SPEC "Protecting a link").
+// Rules of grants and the unlock throttle (SPEC "Protecting a link").
 const (
-	MinLinkPasswordLen = 8
-	MaxLinkPasswordLen = 128
-	MinMaxDownloads    = 1
-	MaxMaxDownloads    = 10000
 	// GrantLifetime is how long a grant (and its cookie) opens a protected link.
 	GrantLifetime = 12 * time.Hour
 	// UnlockMaxFailures wrong passwords within UnlockWindow make unlock answer 429,
 	// whatever the password, for the rest of the window.
 	UnlockMaxFailures = 5
 	UnlockWindow      = 15 * time.Minute
-	// MaxExpiryAhead bounds a new expires_at set by an edit.
-	MaxExpiryAhead = 90 * 24 * time.Hour
 )
 
 // Errors of protected and limited links.
@@ -46,53 +39,6 @@ type LinkThrottledError struct {
 }
 
 func (e *LinkThrottledError) Error() string { return e.Detail }
-
-// PasswordHasher computes and checks argon2id hashes of passwords. The gateway may
-// bound how many run at once (an error then, e.g. 503); the default runs them directly.
-type PasswordHasher interface {
-	Hash(ctx context.Context, password string) (string, error)
-	// Verify fails only before it has compared anything (no slot in time, or ctx
-	// done): Unlock then forgets the attempt, which was not a check.
-	Verify(ctx context.Context, encoded, password string) (bool, error)
-}
-
-// argon2idHasher hashes with the same argon2id parameters as sign-in passwords, with
-// no bound: the gateway's main gives the package service its bounded Hasher
-// (UseHasher), the one sign-in uses.
-type argon2idHasher struct{}
-
-func (argon2idHasher) Hash(_ context.Context, pw string) (string, error) { return hashArgon2id(pw) }
-
-func (argon2idHasher) Verify(_ context.Context, encoded, pw string) (bool, error) {
-	return verifyPassword(encoded, pw), nil
-}
-
-// UseHasher makes the package service hash and check link passwords through h.
-func (s *Packages) UseHasher(h PasswordHasher) { s.hasher = h }
-
-// ValidateLinkPassword checks the length rule of a link password.
-func ValidateLinkPassword(pw string) error {
-	if n := utf8.RuneCountInString(pw); n < MinLinkPasswordLen || n > MaxLinkPasswordLen || !utf8.ValidString(pw) {
-		return Invalid("password must be %d to %d characters", MinLinkPasswordLen, MaxLinkPasswordLen)
-	}
-	return nil
-}
-
-// ValidateMaxDownloads checks a download limit (nil: none).
-func ValidateMaxDownloads(n *int) error {
-	if n != nil && (*n < MinMaxDownloads || *n > MaxMaxDownloads) {
-		return Invalid("max_downloads must be between %d and %d, or null", MinMaxDownloads, MaxMaxDownloads)
-	}
-	return nil
-}
-
-// ValidateExpiry checks a new expires_at: in the future, at most MaxExpiryAhead from now.
-func ValidateExpiry(t, now time.Time) error {
-	if !t.After(now) || t.After(now.Add(MaxExpiryAhead)) {
-		return Invalid("expires_at must be in the future and at most 90 days from now")
-	}
-	return nil
-}
 
 // NewGrant mints a grant for p's link valid until now + GrantLifetime. It is keyed by
 // the package's password hash (a server-side secret read from the database on every

@@ -5,10 +5,12 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/shipfile/shipfile/pkg/events/eventsv1"
 )
 
-// What the transfers domain (app/transfers: resumable tus uploads) needs of the package
-// service: the same checks, clock, limits and file recording that a plain upload uses.
+// What the domains built on the package service (app/transfers: resumable tus uploads;
+// app/links: what a magic link opens) need of it: the same checks, clock, limits, file
+// recording and audit entries that its own routes use.
 
 // AddFileFunc records a stored file in its package's transaction (see RecordFile).
 type AddFileFunc = addFileFunc
@@ -62,4 +64,34 @@ func UserAudit(u User, c Client, action string, pkg uuid.UUID, file *uuid.UUID) 
 // RenewEvery calls renew every interval until the returned stop is called (see renewEvery).
 func RenewEvery(ctx context.Context, interval time.Duration, renew func(context.Context)) (stop func()) {
 	return renewEvery(ctx, interval, renew)
+}
+
+// StoreUpload streams an upload into p as by: the checks, the object and the file's row
+// of every multipart upload, the owner's and the recipient's.
+func (s *Packages) StoreUpload(ctx context.Context, p Package, up Upload, by Uploader, op Op, audit AuditEntry) (File, error) {
+	return s.upload(ctx, p, up, by, op, audit)
+}
+
+// Objects returns the object store of the package service.
+func (s *Packages) Objects() ObjectStore { return s.objects }
+
+// Hasher returns what hashes and checks link passwords (UseHasher).
+func (s *Packages) Hasher() PasswordHasher { return s.hasher }
+
+// LinkHash hashes a raw link token, refusing anything that is not 43 base64url
+// characters without touching the database.
+func LinkHash(token string) ([]byte, bool) { return linkHash(token) }
+
+// LinkAudit is the audit entry of an action through a link, pkg nil when the link
+// named none.
+func LinkAudit(c Client, action string, pkg, file *uuid.UUID) AuditEntry {
+	return linkAudit(c, action, pkg, file)
+}
+
+// LinkRecipientID is the id of the recipient whose link the package was read through.
+func (p Package) LinkRecipientID() *uuid.UUID { return p.linkRecipientID() }
+
+// PackageDownloaded is the package.downloaded event of a download through p's link.
+func PackageDownloaded(p Package, fileID, filename string) *eventsv1.Envelope {
+	return packageDownloaded(p, fileID, filename)
 }
