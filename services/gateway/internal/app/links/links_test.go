@@ -1,4 +1,4 @@
-package app
+package links
 
 import (
 	"strings"
@@ -6,11 +6,12 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/shipfile/shipfile/services/gateway/internal/app"
 )
 
 func TestGrant(t *testing.T) {
 	now := time.Date(2026, 11, 24, 12, 0, 0, 0, time.UTC)
-	p := Package{ID: uuid.New(), LinkHash: []byte("hash-of-link"), PasswordHash: "$argon2id$v=19$m=19456,t=2,p=1$c2FsdA$a2V5"}
+	p := app.Package{ID: uuid.New(), LinkHash: []byte("hash-of-link"), PasswordHash: "$argon2id$v=19$m=19456,t=2,p=1$c2FsdA$a2V5"}
 	grant, exp := NewGrant(p, now)
 	if exp != now.Add(GrantLifetime) {
 		t.Fatalf("expires %v", exp)
@@ -23,7 +24,7 @@ func TestGrant(t *testing.T) {
 	noPassword.PasswordHash = ""
 	for _, c := range []struct {
 		name  string
-		p     Package
+		p     app.Package
 		grant string
 		at    time.Time
 		want  bool
@@ -69,6 +70,21 @@ func TestUnlockRetryAfter(t *testing.T) {
 		got, limited := UnlockRetryAfter(c.earlier, now)
 		if got != c.want || limited != c.limited {
 			t.Errorf("%s: %v %v, want %v %v", c.name, got, limited, c.want, c.limited)
+		}
+	}
+}
+
+func TestRateKey(t *testing.T) {
+	cases := map[string]string{
+		"192.0.2.7":            "192.0.2.7",
+		"::ffff:192.0.2.7":     "192.0.2.7",
+		"2001:db8:1:2:3:4:5:6": "2001:db8:1:2::/64",
+		"2001:db8:1:2:ffff::1": "2001:db8:1:2::/64",
+		"not an address":       "not an address",
+	}
+	for in, want := range cases {
+		if got := RateKey(in); got != want {
+			t.Errorf("RateKey(%q) = %q, want %q", in, got, want)
 		}
 	}
 }
