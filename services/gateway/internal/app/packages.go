@@ -46,30 +46,10 @@ type PackageStore interface {
 	AddFile(ctx context.Context, f File, change func(p *Package) (Effects, error)) (Package, error)
 	RemoveFile(ctx context.Context, packageID, fileID uuid.UUID, change func(p *Package, f File) (Effects, error)) error
 	DeletePackage(ctx context.Context, id uuid.UUID, change func(p *Package) (Effects, error)) (objectKeys []string, err error)
-	// PackageByLink returns the package with the link that hashes to hash, with Link
-	// and LinkHash set to that link's.
-	PackageByLink(ctx context.Context, hash []byte) (Package, error)
-	// RecordLinkUse counts a use of the link that hashes to linkHash and writes fx.
-	RecordLinkUse(ctx context.Context, linkHash []byte, fx Effects) error
 	WriteEffects(ctx context.Context, fx Effects) error
 	ListAudit(ctx context.Context, f AuditFilter) ([]AuditEntry, error)
 	ObjectsDeleted(ctx context.Context, keys []string) error
 	GetUser(ctx context.Context, id int64) (User, error)
-	// TakeLinkBytes takes costs[i] from the budget of fileIDs[i] through the link
-	// linkHash (SPEC "Download limit") where it is not spent and holds that much, in
-	// one conditional UPDATE, and returns the files taken; with counted, each of them
-	// counts a download. Without a limit nothing is refused, but the bytes are still
-	// recorded (a limit set later counts them).
-	TakeLinkBytes(ctx context.Context, packageID uuid.UUID, linkHash []byte, fileIDs []uuid.UUID, costs []int64, counted bool) ([]uuid.UUID, error)
-	// ReturnLinkBytes gives amounts[i] back to the budget of fileIDs[i].
-	ReturnLinkBytes(ctx context.Context, linkHash []byte, fileIDs []uuid.UUID, amounts []int64) error
-	// AddUnlockAttempt records an unlock attempt of the package's link (as a failure,
-	// until DeleteUnlockAttempt) and returns its id, its time and the times of the
-	// link's failures recorded before it within window, newest first. Attempts of one
-	// link are serialised across gateways, and every time is the database's: one
-	// clock for all gateways, whatever their own clocks say.
-	AddUnlockAttempt(ctx context.Context, packageID, recipientID uuid.UUID, window time.Duration) (int64, time.Time, []time.Time, error)
-	DeleteUnlockAttempt(ctx context.Context, id int64) error
 	// ReserveObjectKey records (or renews) an object key before its bytes are stored;
 	// AddFile ends the reservation. A reservation older than SHIPFILE_ORPHAN_GRACE
 	// without a file row is an orphan the expiry service removes.

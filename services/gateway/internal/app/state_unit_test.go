@@ -106,6 +106,7 @@ func TestUnitOverdueCountsAsExpired(t *testing.T) {
 // nil interface's (they panic).
 type fakeStore struct {
 	PackageStore
+	unlockAttempts
 	mu       sync.Mutex
 	packages map[uuid.UUID]Package
 	files    map[uuid.UUID][]File
@@ -113,6 +114,13 @@ type fakeStore struct {
 	written  []Effects
 	uses     map[string]int  // by link hash
 	reserved map[string]bool // object keys reserved and not yet committed
+}
+
+// unlockAttempts is what the link service's store (links.Store) has beyond the
+// package service's: the unit tests do not unlock.
+type unlockAttempts interface {
+	AddUnlockAttempt(ctx context.Context, packageID, recipientID uuid.UUID, window time.Duration) (int64, time.Time, []time.Time, error)
+	DeleteUnlockAttempt(ctx context.Context, id int64) error
 }
 
 func newFakeStore() *fakeStore {
@@ -361,9 +369,22 @@ func (o *fakeObjects) Remove(_ context.Context, key string) error {
 	return nil
 }
 
+// LinkOps is the recipient's side of the package service (app/links, which imports
+// this package): NewLinkOps is set by links_unit_test.go, an external test file.
+type LinkOps interface {
+	ViewLink(ctx context.Context, token string, client Client) (Package, []File, error)
+	DownloadViaLink(ctx context.Context, token string, client Client, fileID uuid.UUID, plan func(File) (Span, error)) (File, Span, Object, Finish, error)
+	ArchiveViaLink(ctx context.Context, token string, client Client) (Package, []File, func(File) (Object, error), ArchiveFinish, error)
+	UploadViaLink(ctx context.Context, token string, client Client, up Upload) (File, error)
+}
+
+// NewLinkOps returns the link service on p and the fake store.
+var NewLinkOps func(p *Packages, store any) LinkOps
+
 // unitFixture is a package service on the fakes with a clock the test moves.
 type unitFixture struct {
 	svc     *Packages
+	links   LinkOps
 	store   *fakeStore
 	objects *fakeObjects
 	owner   User
@@ -381,6 +402,7 @@ func newUnitFixture(t *testing.T) *unitFixture {
 	f.store.users[f.owner.ID] = f.owner
 	f.svc = NewPackages(f.store, f.objects, Limits{MaxFileSize: 1 << 20, MaxFiles: 3}, "https://files.example.com/")
 	f.svc.now = func() time.Time { return f.now }
+	f.links = NewLinkOps(f.svc, f.store)
 	return f
 }
 
@@ -517,7 +539,7 @@ func TestUnitOperations(t *testing.T) {
 			StateExpired: {KindConflict, StateActive, nil, nil, nil},
 		}},
 		{"view link", Outbound, func(f *unitFixture, _ Package, link string) error {
-			_, _, err := f.svc.ViewLink(ctx, link, Client{})
+			_, _, err := f.links.ViewLink(ctx, link, Client{})
 			return err
 		}, map[State]result{
 			StateDraft:   {KindGone, StateDraft, nil, nil, []string{"link.invalid"}},
@@ -527,7 +549,7 @@ func TestUnitOperations(t *testing.T) {
 		}},
 		{"download through the link", Outbound, func(f *unitFixture, p Package, link string) error {
 			files, _ := f.store.ListFiles(ctx, p.ID, nil)
-			_, _, obj, finish, err := f.svc.DownloadViaLink(ctx, link, Client{}, files[0].ID, func(f File) (Span, error) { return WholeFile(f), nil })
+			_, _, obj, finish, err := f.links.DownloadViaLink(ctx, link, Client{}, files[0].ID, func(f File) (Span, error) { return WholeFile(f), nil })
 			if obj != nil {
 				obj.Close()
 				finish(Sent{Whole: true})
@@ -540,7 +562,7 @@ func TestUnitOperations(t *testing.T) {
 			StateExpired: {KindGone, StateActive, nil, nil, []string{"link.invalid"}},
 		}},
 		{"archive through the link", Outbound, func(f *unitFixture, _ Package, link string) error {
-			_, _, _, finish, err := f.svc.ArchiveViaLink(ctx, link, Client{})
+			_, _, _, finish, err := f.links.ArchiveViaLink(ctx, link, Client{})
 			if finish != nil {
 				finish(nil)
 			}
@@ -552,7 +574,7 @@ func TestUnitOperations(t *testing.T) {
 			StateExpired: {KindGone, StateActive, nil, nil, []string{"link.invalid"}},
 		}},
 		{"recipient upload", Inbound, func(f *unitFixture, _ Package, link string) error {
-			_, err := f.svc.UploadViaLink(ctx, link, Client{}, Upload{Filename: "signed.pdf", Body: strings.NewReader("%PDF")})
+			_, err := f.links.UploadViaLink(ctx, link, Client{}, Upload{Filename: "signed.pdf", Body: strings.NewReader("%PDF")})
 			return err
 		}, map[State]result{
 			StateDraft:   {KindGone, StateDraft, nil, nil, []string{"link.invalid"}},
@@ -561,7 +583,7 @@ func TestUnitOperations(t *testing.T) {
 			StateExpired: {KindGone, StateActive, nil, nil, []string{"link.invalid"}},
 		}},
 		{"recipient upload to an outbound package", Outbound, func(f *unitFixture, _ Package, link string) error {
-			_, err := f.svc.UploadViaLink(ctx, link, Client{}, Upload{Filename: "x.txt", Body: strings.NewReader("x")})
+			_, err := f.links.UploadViaLink(ctx, link, Client{}, Upload{Filename: "x.txt", Body: strings.NewReader("x")})
 			return err
 		}, map[State]result{
 			StateActive: {KindConflict, StateActive, nil, nil, nil},

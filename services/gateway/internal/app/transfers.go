@@ -26,11 +26,6 @@ func (s *Packages) Visible(ctx context.Context, u User, id uuid.UUID) (Package, 
 	return s.visible(ctx, u, id)
 }
 
-// ResolveLink checks a link token and returns the package read through it.
-func (s *Packages) ResolveLink(ctx context.Context, token string, client Client) (Package, error) {
-	return s.resolveLink(ctx, token, client)
-}
-
 // Limits returns the package service's limits.
 func (s *Packages) Limits() Limits { return s.limits }
 
@@ -41,11 +36,6 @@ func (s *Packages) Now() time.Time { return s.now() }
 // op to the package again and writes the audit entry and the events.
 func (s *Packages) RecordFile(ctx context.Context, f File, op Op, audit AuditEntry, add AddFileFunc) error {
 	return s.recordFile(ctx, f, op, audit, add)
-}
-
-// RecordLinkUse counts a use of the link that hashes to linkHash and writes fx.
-func (s *Packages) RecordLinkUse(ctx context.Context, linkHash []byte, fx Effects) error {
-	return s.store.RecordLinkUse(ctx, linkHash, fx)
 }
 
 // Apply moves the package by op at now (the state table), or says why it may not.

@@ -19,6 +19,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/shipfile/shipfile/services/gateway/internal/app"
+	"github.com/shipfile/shipfile/services/gateway/internal/app/links"
 )
 
 // Resumable uploads (tus 1.0.0). The protocol's state lives in PostgreSQL (Store) and
@@ -191,6 +192,7 @@ const openRetryAfter = 30 * time.Second
 // Resumable is the tus upload service.
 type Resumable struct {
 	p       *app.Packages
+	links   *links.Links
 	store   Store
 	chunks  ChunkStore
 	cfg     TusConfig
@@ -198,8 +200,9 @@ type Resumable struct {
 	holders holders
 }
 
-// NewResumable returns the resumable upload service on the package service.
-func NewResumable(p *app.Packages, store Store, chunks ChunkStore, cfg TusConfig, log *slog.Logger) *Resumable {
+// NewResumable returns the resumable upload service on the package service and its
+// links (the recipient's uploads).
+func NewResumable(p *app.Packages, l *links.Links, store Store, chunks ChunkStore, cfg TusConfig, log *slog.Logger) *Resumable {
 	if cfg.ResumeWindow <= 0 {
 		cfg.ResumeWindow = 24 * time.Hour
 	}
@@ -218,7 +221,7 @@ func NewResumable(p *app.Packages, store Store, chunks ChunkStore, cfg TusConfig
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	r := &Resumable{p: p, store: store, chunks: chunks, cfg: cfg, log: log, holders: holders{m: map[uuid.UUID]func(){}}}
+	r := &Resumable{p: p, links: l, store: store, chunks: chunks, cfg: cfg, log: log, holders: holders{m: map[uuid.UUID]func(){}}}
 	p.UseUploads(r.EndPackageUploads, store.OpenUploads)
 	return r
 }
@@ -294,7 +297,7 @@ func (r *Resumable) resolve(ctx context.Context, t TusTarget) (app.Package, app.
 		}
 		return p, app.OpOwnerUpload, app.UserAudit(*t.User, t.Client, "file.upload", p.ID, nil), app.ByOwner, nil
 	}
-	p, err := r.p.ResolveLink(ctx, t.LinkToken, t.Client)
+	p, err := r.links.ResolveLink(ctx, t.LinkToken, t.Client)
 	if err != nil {
 		return app.Package{}, "", app.AuditEntry{}, "", err
 	}
@@ -975,7 +978,7 @@ func (r *Resumable) complete(ctx context.Context, w *chunkWriter, op app.Op, aud
 	w.released = true
 	_ = r.chunks.RemovePrefix(ctx, tailPrefix(u))
 	if u.UploadedBy == app.ByRecipient {
-		_ = r.p.RecordLinkUse(ctx, u.LinkHash, app.Effects{})
+		_ = r.links.RecordLinkUse(ctx, u.LinkHash, app.Effects{})
 	}
 	return f, nil
 }

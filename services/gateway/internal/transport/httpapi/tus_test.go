@@ -25,6 +25,7 @@ import (
 	"github.com/shipfile/shipfile/pkg/servicetest"
 	"github.com/shipfile/shipfile/services/gateway/internal/app"
 	"github.com/shipfile/shipfile/services/gateway/internal/app/identity"
+	"github.com/shipfile/shipfile/services/gateway/internal/app/links"
 	"github.com/shipfile/shipfile/services/gateway/internal/app/transfers"
 	"github.com/shipfile/shipfile/services/gateway/internal/app/webhookadmin"
 	"github.com/shipfile/shipfile/services/gateway/internal/store"
@@ -545,7 +546,8 @@ func (a *testAPI) secondInstance() *testAPI {
 	objectStore := store.NewObjects(a.objects, 5<<20)
 	cfg := tusConfig()
 	packages := app.NewPackages(db, objectStore, app.Limits{MaxFileSize: cfg.MaxFileSize, MaxFiles: 5}, "http://shipfile.test")
-	resumable := transfers.NewResumable(packages, db, objectStore, transfers.TusConfig{ResumeWindow: time.Hour, Lease: 2 * time.Second}, nil)
+	linkService := links.New(packages, db)
+	resumable := transfers.NewResumable(packages, linkService, db, objectStore, transfers.TusConfig{ResumeWindow: time.Hour, Lease: 2 * time.Second}, nil)
 	// Its listener of asks to let go runs as in the gateway (service.Start); it stops
 	// before the pool closes (cleanups run last first).
 	ctx, cancel := context.WithCancel(context.Background())
@@ -559,7 +561,7 @@ func (a *testAPI) secondInstance() *testAPI {
 		<-listening
 	})
 	engine, err := httpapi.New(httpapi.Deps{
-		Log: slog.New(slog.DiscardHandler), Identity: identity.NewIdentity(db), Packages: packages, Resumable: resumable,
+		Log: slog.New(slog.DiscardHandler), Identity: identity.NewIdentity(db), Packages: packages, Links: linkService, Resumable: resumable,
 		Webhooks: webhookadmin.New(db, servicetest.Keyring(a.t), false), Registry: ops.NewRegistry(), Config: cfg,
 	})
 	if err != nil {
@@ -596,7 +598,7 @@ func TestTusSweepAbortsOrphans(t *testing.T) {
 	db := store.NewPostgres(a.pool)
 	objectStore := store.NewObjects(a.objects, 5<<20)
 	packages := app.NewPackages(db, objectStore, app.Limits{MaxFileSize: 24 << 20, MaxFiles: 5}, "http://shipfile.test")
-	sweeper := transfers.NewResumable(packages, db, objectStore, transfers.TusConfig{OrphanGrace: time.Nanosecond}, nil)
+	sweeper := transfers.NewResumable(packages, links.New(packages, db), db, objectStore, transfers.TusConfig{OrphanGrace: time.Nanosecond}, nil)
 	time.Sleep(10 * time.Millisecond)
 	if n, err := sweeper.Sweep(context.Background()); err != nil || n != 1 {
 		t.Fatalf("sweep ended %d (%v), want the orphan alone", n, err)

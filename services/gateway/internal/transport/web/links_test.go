@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/shipfile/shipfile/services/gateway/internal/app"
+	"github.com/shipfile/shipfile/services/gateway/internal/app/links"
 )
 
 // TestProtectedRecipientPage: a protected link's page shows only a password form; a
@@ -57,7 +58,7 @@ func TestProtectedRecipientPage(t *testing.T) {
 	}
 	locked := c.post("/p/"+token, url.Values{"password": {"let me in please"}})
 	expectStatus(t, locked, http.StatusTooManyRequests)
-	if s, err := strconv.Atoi(locked.header.Get("Retry-After")); err != nil || s <= 0 || time.Duration(s)*time.Second > app.UnlockWindow {
+	if s, err := strconv.Atoi(locked.header.Get("Retry-After")); err != nil || s <= 0 || time.Duration(s)*time.Second > links.UnlockWindow {
 		t.Fatalf("Retry-After %q", locked.header.Get("Retry-After"))
 	}
 	if !strings.Contains(locked.body, "Too many wrong passwords") {

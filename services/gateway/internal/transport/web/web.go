@@ -21,6 +21,7 @@ import (
 
 	"github.com/shipfile/shipfile/services/gateway/internal/app"
 	"github.com/shipfile/shipfile/services/gateway/internal/app/identity"
+	"github.com/shipfile/shipfile/services/gateway/internal/app/links"
 	"github.com/shipfile/shipfile/services/gateway/internal/app/webhookadmin"
 )
 
@@ -47,11 +48,13 @@ type Deps struct {
 	Identity *identity.Identity
 	Sessions *identity.Sessions
 	Packages *app.Packages
+	// Links serves the recipient's page and its unlock.
+	Links    *links.Links
 	Webhooks *webhookadmin.Service
 	// LinkRate limits the recipient's page per client IP (nil: no limit).
-	LinkRate *app.LinkRate
+	LinkRate *links.LinkRate
 	// LoginRate limits sign-ins (POST /login) per client IP (nil: no limit).
-	LoginRate *app.LinkRate
+	LoginRate *links.LinkRate
 	// OIDCStore keeps sign-ins under way at the OpenID provider (with Config.OIDC).
 	OIDCStore identity.OIDCStore
 	Config    Config
@@ -63,10 +66,11 @@ type Web struct {
 	identity *identity.Identity
 	sessions *identity.Sessions
 	packages *app.Packages
+	links    *links.Links
 	webhooks *webhookadmin.Service
-	linkRate *app.LinkRate
+	linkRate *links.LinkRate
 	// loginRate is the request rate of POST /login per client IP.
-	loginRate *app.LinkRate
+	loginRate *links.LinkRate
 	cfg       Config
 	pages     map[string]*pageTemplate
 	cookies   cookieNames
@@ -83,7 +87,7 @@ func New(d Deps) (*Web, error) {
 		return nil, err
 	}
 	w := &Web{
-		log: d.Log, identity: d.Identity, sessions: d.Sessions, packages: d.Packages, webhooks: d.Webhooks, linkRate: d.LinkRate, loginRate: d.LoginRate,
+		log: d.Log, identity: d.Identity, sessions: d.Sessions, packages: d.Packages, links: d.Links, webhooks: d.Webhooks, linkRate: d.LinkRate, loginRate: d.LoginRate,
 		cfg: d.Config, pages: pages, cookies: newCookieNames(d.Config.SecureCookies),
 		origin: http.NewCrossOriginProtection(),
 	}
