@@ -54,7 +54,7 @@ func packageFinalized(p Package) *eventsv1.Envelope {
 // eventRecipients lists the recipients' addresses for a package with several, nil for
 // one (whose events stay as they were).
 func eventRecipients(p Package) []string {
-	if !p.several() {
+	if !p.Several() {
 		return nil
 	}
 	return p.RecipientEmails()
@@ -84,7 +84,7 @@ func packageDownloaded(p Package, fileID, filename string) *eventsv1.Envelope {
 func packageRevoked(p Package, actor int64) *eventsv1.Envelope {
 	return envelope(events.TypePackageRevoked, func(e *eventsv1.Envelope) {
 		ev := &eventsv1.PackageRevoked{Package: eventPackage(p), ActorUserId: actor}
-		if p.several() {
+		if p.Several() {
 			all := true
 			ev.AllLinks = &all
 		}
@@ -125,10 +125,4 @@ func mailJob(p Package, r Recipient, owner User, link string) *eventsv1.MailJob 
 		MagicLink:      link,
 		ExpiresAt:      timestamppb.New(p.ExpiresAt),
 	}
-}
-
-// WebhookJob asks the dispatcher to (re)try a delivery; MsgID is its Nats-Msg-Id.
-type WebhookJob struct {
-	Job   *eventsv1.WebhookJob
-	MsgID string
 }

@@ -8,26 +8,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"mime"
 	"strings"
 	"time"
-	"unicode"
-	"unicode/utf8"
 
 	"github.com/google/uuid"
 
 	"github.com/shipfile/shipfile/pkg/events/eventsv1"
 )
-
-// Effects are what a change writes beside it, in the same database transaction: the
-// events for the bus, mail jobs for the mailer, delivery jobs for the webhook
-// dispatcher and audit entries.
-type Effects struct {
-	Events      []*eventsv1.Envelope
-	Mail        []*eventsv1.MailJob
-	WebhookJobs []WebhookJob
-	Audit       []AuditEntry
-}
 
 // PackageStore is the persistence the package service needs. Every method that
 // changes a package locks its row, runs the given change (which applies the state
@@ -56,26 +43,6 @@ type PackageStore interface {
 	ReserveObjectKey(ctx context.Context, key string) error
 }
 
-// Object is a stored file's bytes, seekable for ranges.
-type Object interface {
-	io.ReadSeekCloser
-}
-
-// ObjectStore keeps file bytes.
-type ObjectStore interface {
-	// Put streams r to key and returns the number of bytes stored. On error nothing
-	// remains under key.
-	Put(ctx context.Context, key string, r io.Reader, contentType string) (int64, error)
-	Open(ctx context.Context, key string) (Object, error)
-	Remove(ctx context.Context, key string) error
-}
-
-// Limits bound packages and uploads.
-type Limits struct {
-	MaxFileSize int64 // bytes per file
-	MaxFiles    int   // files per package
-}
-
 // Packages is the package service: drafts, files, finalizing, links, revoking, deleting.
 type Packages struct {
 	store     PackageStore
@@ -98,38 +65,12 @@ type Packages struct {
 // NewPackages returns the package service.
 func NewPackages(store PackageStore, objects ObjectStore, limits Limits, publicURL string) *Packages {
 	return &Packages{store: store, objects: objects, limits: limits, publicURL: strings.TrimRight(publicURL, "/"), now: time.Now,
-		hasher: argon2idHasher{}, reservationRenewal: ObjectReservationRenewal}
+		hasher: DirectHasher{}, reservationRenewal: ObjectReservationRenewal}
 }
 
 // UseClock makes the package service read the time from now instead of time.Now (a
 // test's gateway whose clock is off, say). Call it before the service is used.
 func (s *Packages) UseClock(now func() time.Time) { s.now = now }
-
-// Field limits of a package.
-const (
-	MaxTitleLen     = 200
-	MaxNoteLen      = 2000
-	MaxRecipientLen = 200
-	MinTTLDays      = 1
-	MaxTTLDays      = 90
-	DefaultTTLDays  = 7
-	MaxFilenameLen  = 255
-	linkTokenBytes  = 32
-)
-
-// NewPackage is the input of Create. Nil fields take their defaults.
-type NewPackage struct {
-	Title          *string
-	RecipientEmail *string
-	RecipientName  *string
-	Recipients     *[]RecipientInput // nil: the one recipient of RecipientEmail
-	Direction      *string
-	TTLDays        *int
-	Note           *string
-	Password       *string // the link's password; nil: none
-	MaxDownloads   *int    // nil: no limit
-	NotifyOwner    *bool   // default true
-}
 
 // Create validates and stores a draft package, with its package.created event.
 func (s *Packages) Create(ctx context.Context, owner User, client Client, in NewPackage) (Package, error) {
@@ -194,7 +135,7 @@ func (s *Packages) Create(ctx context.Context, owner User, client Client, in New
 	if recipients, err = withIDs(recipients, now); err != nil {
 		return Package{}, err
 	}
-	p.setRecipients(recipients)
+	p.SetRecipients(recipients)
 	fx := Effects{
 		Events: []*eventsv1.Envelope{packageCreated(p)},
 		Audit:  []AuditEntry{userAudit(owner, client, "package.create", p.ID, nil)},
@@ -246,13 +187,6 @@ func mayManage(u User, p Package) error {
 		return Forbidden("this package belongs to another user")
 	}
 	return nil
-}
-
-// Upload is a file arriving as a stream.
-type Upload struct {
-	Filename    string
-	ContentType string
-	Body        io.Reader
 }
 
 // UploadAsOwner streams a file into a draft package the user may manage.
@@ -563,90 +497,6 @@ func (s *Packages) Audit(ctx context.Context, f AuditFilter) ([]AuditEntry, erro
 	return s.store.ListAudit(ctx, f)
 }
 
-// ArchiveName is the file name of the zip of a package's files.
-func ArchiveName(p Package) string {
-	name := strings.Map(func(r rune) rune {
-		if r == '/' || r == '\\' || IsControl(r) || r == '"' {
-			return '_'
-		}
-		return r
-	}, strings.TrimSpace(p.Title))
-	if name == "" {
-		name = "package"
-	}
-	return name + ".zip"
-}
-
-// ValidateFilename accepts a plain file name: no path separators, no "." or "..", no
-// control characters, at most 255 bytes.
-func ValidateFilename(name string) error {
-	switch {
-	case name == "" || strings.TrimSpace(name) == "":
-		return Invalid("the file part needs a filename")
-	case len(name) > MaxFilenameLen:
-		return Invalid("filename must be at most %d bytes", MaxFilenameLen)
-	case !utf8.ValidString(name):
-		return Invalid("filename must be valid UTF-8")
-	case strings.ContainsAny(name, `/\`) || name == "." || name == "..":
-		return Invalid("filename must not contain a path")
-	case strings.ContainsFunc(name, isHiddenRune):
-		return Invalid("filename must not contain control characters or Unicode format characters (such as bidi overrides)")
-	}
-	return nil
-}
-
-// isHiddenRune reports control characters and Unicode format characters (category
-// Cf: bidi overrides such as U+202E, zero-width joiners, the BOM), which make a name
-// display as something other than what it is ("invoice\u202Efdp.exe").
-func isHiddenRune(r rune) bool { return unicode.IsControl(r) || unicode.Is(unicode.Cf, r) }
-
-// MaxContentTypeLen is the longest content type stored with a file.
-const MaxContentTypeLen = 127
-
-// NormalizeContentType is the content type stored for a file sent as ct: its
-// type/subtype in lower case, with its charset parameter if it has one and nothing
-// else, at most MaxContentTypeLen characters; anything else is
-// application/octet-stream.
-func NormalizeContentType(ct string) string {
-	const fallback = "application/octet-stream"
-	if ct == "" || len(ct) > 4096 {
-		return fallback
-	}
-	mt, params, err := mime.ParseMediaType(ct)
-	if err != nil || !strings.Contains(mt, "/") {
-		return fallback
-	}
-	keep := map[string]string{}
-	if cs, ok := params["charset"]; ok && cs != "" {
-		keep["charset"] = strings.ToLower(cs)
-	}
-	out := mime.FormatMediaType(mt, keep)
-	if out == "" || len(out) > MaxContentTypeLen {
-		if out = mime.FormatMediaType(mt, nil); out == "" || len(out) > MaxContentTypeLen {
-			return fallback
-		}
-	}
-	return out
-}
-
-// MaxUserAgentLen is the most of a User-Agent header kept in the audit log.
-const MaxUserAgentLen = 512
-
-// NewClient describes a request's client for the audit log: its IP address and its
-// User-Agent cut to MaxUserAgentLen bytes (at a character boundary), so a client
-// cannot make every audit row it causes arbitrarily large.
-func NewClient(ip, userAgent string) Client {
-	userAgent = strings.ToValidUTF8(userAgent, "\uFFFD")
-	if len(userAgent) > MaxUserAgentLen {
-		cut := MaxUserAgentLen
-		for cut > 0 && !utf8.RuneStart(userAgent[cut]) {
-			cut--
-		}
-		userAgent = userAgent[:cut]
-	}
-	return Client{IP: ip, UserAgent: userAgent}
-}
-
 func objectKey(packageID, fileID uuid.UUID) string {
 	return "packages/" + packageID.String() + "/" + fileID.String()
 }
@@ -659,40 +509,6 @@ func newLinkToken() (token string, hash []byte, err error) {
 	token = base64.RawURLEncoding.EncodeToString(b)
 	sum := sha256.Sum256([]byte(token))
 	return token, sum[:], nil
-}
-
-// linkHash hashes a raw link token, refusing anything that is not 43 base64url
-// characters without touching the database.
-func linkHash(token string) ([]byte, bool) {
-	if len(token) != 43 {
-		return nil, false
-	}
-	if _, err := base64.RawURLEncoding.DecodeString(token); err != nil {
-		return nil, false
-	}
-	sum := sha256.Sum256([]byte(token))
-	return sum[:], true
-}
-
-// IsNoteControl reports a control character other than a line break or a tab: what a
-// note or a description must not contain.
-func IsNoteControl(r rune) bool { return IsControl(r) && r != '\n' && r != '\r' && r != '\t' }
-
-func userAudit(u User, c Client, action string, pkg uuid.UUID, file *uuid.UUID) AuditEntry {
-	id := u.ID
-	return AuditEntry{Actor: "user", ActorUserID: &id, Action: action, PackageID: &pkg, FileID: file, IP: c.IP, UserAgent: c.UserAgent}
-}
-
-func linkAudit(c Client, action string, pkg, file *uuid.UUID) AuditEntry {
-	return AuditEntry{Actor: "link", Action: action, PackageID: pkg, FileID: file, IP: c.IP, UserAgent: c.UserAgent}
-}
-
-// linkAudit is an audit entry of a use of the link p was read through: it names the
-// link's recipient, so each link has audit entries of its own.
-func (p Package) linkAudit(c Client, action string, file *uuid.UUID) AuditEntry {
-	a := linkAudit(c, action, &p.ID, file)
-	a.RecipientID = p.linkRecipientID()
-	return a
 }
 
 // limitedReader fails once more than left bytes have been read, and remembers that it
@@ -729,3 +545,45 @@ func (l *limitedReader) Read(p []byte) (int, error) {
 	}
 	return n, err
 }
+
+// UseScanMode sets the scanning mode the link routes follow (default off). Call it
+// before the service is used.
+func (s *Packages) UseScanMode(m ScanMode) { s.scan = m }
+
+// scanAllows is the one check of the link's download routes (a file, the archive):
+// nil when f may be served through the link under the service's scanning mode.
+func (s *Packages) scanAllows(f File) error { return ScanAllows(s.scan, f) }
+
+// ScanOmitted lists the files of package id that the archive of its link leaves out
+// because of the scan (pending or failed in block mode, infected in any mode), with why,
+// so the archive can say so. Files uploaded through the link are not listed (they are
+// never in it).
+func (s *Packages) ScanOmitted(ctx context.Context, id uuid.UUID) ([]string, error) {
+	files, err := s.store.ListFiles(ctx, id, nil)
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, f := range files {
+		if !LinkMayDownload(f) {
+			continue
+		}
+		switch err := s.scanAllows(f); {
+		case err == nil:
+		case f.Scan == ScanInfected:
+			out = append(out, f.Filename+" (malware found)")
+		case f.Scan == ScanPending:
+			out = append(out, f.Filename+" (being checked for malware)")
+		default:
+			out = append(out, f.Filename+" (could not be checked for malware)")
+		}
+	}
+	return out, nil
+}
+
+// LinkScanCheck is scanAllows for the recipient's page: nil when the link serves f now,
+// else why not (ErrScanPending: "being checked", ErrInfected, ErrScanFailed).
+func (s *Packages) LinkScanCheck(f File) error { return s.scanAllows(f) }
+
+// linkTokenBytes is the size of a magic link's random token.
+const linkTokenBytes = 32

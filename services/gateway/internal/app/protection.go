@@ -1,7 +1,6 @@
 package app
 
 import (
-	"context"
 	"time"
 	"unicode/utf8"
 )
@@ -16,26 +15,6 @@ const (
 	// MaxExpiryAhead bounds a new expires_at set by an edit.
 	MaxExpiryAhead = 90 * 24 * time.Hour
 )
-
-// PasswordHasher computes and checks argon2id hashes of passwords. The gateway may
-// bound how many run at once (an error then, e.g. 503); the default runs them directly.
-type PasswordHasher interface {
-	Hash(ctx context.Context, password string) (string, error)
-	// Verify fails only before it has compared anything (no slot in time, or ctx
-	// done): Unlock then forgets the attempt, which was not a check.
-	Verify(ctx context.Context, encoded, password string) (bool, error)
-}
-
-// argon2idHasher hashes with the same argon2id parameters as sign-in passwords, with
-// no bound: the gateway's main gives the package service its bounded Hasher
-// (UseHasher), the one sign-in uses.
-type argon2idHasher struct{}
-
-func (argon2idHasher) Hash(_ context.Context, pw string) (string, error) { return hashArgon2id(pw) }
-
-func (argon2idHasher) Verify(_ context.Context, encoded, pw string) (bool, error) {
-	return verifyPassword(encoded, pw), nil
-}
 
 // UseHasher makes the package service hash and check link passwords through h.
 func (s *Packages) UseHasher(h PasswordHasher) { s.hasher = h }

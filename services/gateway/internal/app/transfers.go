@@ -38,19 +38,6 @@ func (s *Packages) RecordFile(ctx context.Context, f File, op Op, audit AuditEnt
 	return s.recordFile(ctx, f, op, audit, add)
 }
 
-// Apply moves the package by op at now (the state table), or says why it may not.
-func (p *Package) Apply(op Op, now time.Time) error { return p.apply(op, now) }
-
-// LinkAudit is the audit entry of an action through the package's link.
-func (p Package) LinkAudit(c Client, action string, file *uuid.UUID) AuditEntry {
-	return p.linkAudit(c, action, file)
-}
-
-// UserAudit is the audit entry of a signed-in user's action on a package.
-func UserAudit(u User, c Client, action string, pkg uuid.UUID, file *uuid.UUID) AuditEntry {
-	return userAudit(u, c, action, pkg, file)
-}
-
 // RenewEvery calls renew every interval until the returned stop is called (see renewEvery).
 func RenewEvery(ctx context.Context, interval time.Duration, renew func(context.Context)) (stop func()) {
 	return renewEvery(ctx, interval, renew)
@@ -67,19 +54,6 @@ func (s *Packages) Objects() ObjectStore { return s.objects }
 
 // Hasher returns what hashes and checks link passwords (UseHasher).
 func (s *Packages) Hasher() PasswordHasher { return s.hasher }
-
-// LinkHash hashes a raw link token, refusing anything that is not 43 base64url
-// characters without touching the database.
-func LinkHash(token string) ([]byte, bool) { return linkHash(token) }
-
-// LinkAudit is the audit entry of an action through a link, pkg nil when the link
-// named none.
-func LinkAudit(c Client, action string, pkg, file *uuid.UUID) AuditEntry {
-	return linkAudit(c, action, pkg, file)
-}
-
-// LinkRecipientID is the id of the recipient whose link the package was read through.
-func (p Package) LinkRecipientID() *uuid.UUID { return p.linkRecipientID() }
 
 // PackageDownloaded is the package.downloaded event of a download through p's link.
 func PackageDownloaded(p Package, fileID, filename string) *eventsv1.Envelope {
