@@ -1,4 +1,4 @@
-package app
+package packages
 
 import (
 	"context"
@@ -16,11 +16,11 @@ import (
 	"github.com/shipfile/shipfile/pkg/events/eventsv1"
 )
 
-// PackageStore is the persistence the package service needs. Every method that
+// Store is the persistence the package service needs. Every method that
 // changes a package locks its row, runs the given change (which applies the state
 // table and names the effects), saves the package and writes the effects in one
 // transaction; an error from the change rolls everything back.
-type PackageStore interface {
+type Store interface {
 	CreatePackage(ctx context.Context, p Package, fx Effects) error
 	GetPackage(ctx context.Context, id uuid.UUID) (Package, error)
 	ListPackages(ctx context.Context, f PackageFilter) ([]Package, error)
@@ -45,7 +45,7 @@ type PackageStore interface {
 
 // Packages is the package service: drafts, files, finalizing, links, revoking, deleting.
 type Packages struct {
-	store     PackageStore
+	store     Store
 	objects   ObjectStore
 	limits    Limits
 	publicURL string
@@ -63,7 +63,7 @@ type Packages struct {
 }
 
 // NewPackages returns the package service.
-func NewPackages(store PackageStore, objects ObjectStore, limits Limits, publicURL string) *Packages {
+func NewPackages(store Store, objects ObjectStore, limits Limits, publicURL string) *Packages {
 	return &Packages{store: store, objects: objects, limits: limits, publicURL: strings.TrimRight(publicURL, "/"), now: time.Now,
 		hasher: DirectHasher{}, reservationRenewal: ObjectReservationRenewal}
 }
@@ -204,7 +204,7 @@ func (s *Packages) UploadAsOwner(ctx context.Context, u User, client Client, id 
 // upload.
 func (s *Packages) upload(ctx context.Context, p Package, up Upload, by Uploader, op Op, audit AuditEntry) (File, error) {
 	probe := p
-	if err := probe.apply(op, s.now()); err != nil {
+	if err := probe.Apply(op, s.now()); err != nil {
 		return File{}, err
 	}
 	if p.FileCount >= s.limits.MaxFiles {
@@ -279,7 +279,7 @@ func (s *Packages) upload(ctx context.Context, p Package, up Upload, by Uploader
 	return f, nil
 }
 
-// addFileFunc records a stored file in its package's transaction (PackageStore.AddFile,
+// addFileFunc records a stored file in its package's transaction (Store.AddFile,
 // or a store that also marks a resumable upload complete in it).
 type addFileFunc func(ctx context.Context, f File, change func(p *Package) (Effects, error)) (Package, error)
 
@@ -292,7 +292,7 @@ func (s *Packages) recordFile(ctx context.Context, f File, op Op, audit AuditEnt
 		f.RecipientID = audit.RecipientID // the link it came through
 	}
 	_, err := add(ctx, f, func(p *Package) (Effects, error) {
-		if err := p.apply(op, s.now()); err != nil {
+		if err := p.Apply(op, s.now()); err != nil {
 			return Effects{}, err
 		}
 		if p.FileCount >= s.limits.MaxFiles {
@@ -311,7 +311,7 @@ func (s *Packages) OpenFile(ctx context.Context, u User, id, fileID uuid.UUID) (
 	if err != nil {
 		return File{}, nil, err
 	}
-	if err := p.apply(OpOwnerDownload, s.now()); err != nil {
+	if err := p.Apply(OpOwnerDownload, s.now()); err != nil {
 		return File{}, nil, err
 	}
 	return s.open(ctx, id, fileID)
@@ -339,7 +339,7 @@ func (s *Packages) RemoveFile(ctx context.Context, u User, client Client, id, fi
 	}
 	var key string
 	err := s.store.RemoveFile(ctx, id, fileID, func(p *Package, f File) (Effects, error) {
-		if err := p.apply(OpRemoveFile, s.now()); err != nil {
+		if err := p.Apply(OpRemoveFile, s.now()); err != nil {
 			return Effects{}, err
 		}
 		p.FileCount--
@@ -391,7 +391,7 @@ func (s *Packages) Finalize(ctx context.Context, u User, client Client, id uuid.
 	}
 	var links []LinkMint
 	p, err := s.store.ChangePackage(ctx, id, func(p *Package) (Effects, error) {
-		if err := p.apply(OpFinalize, s.now()); err != nil {
+		if err := p.Apply(OpFinalize, s.now()); err != nil {
 			return Effects{}, err
 		}
 		if p.Direction == Outbound && p.FileCount == 0 {
@@ -429,7 +429,7 @@ func (s *Packages) Revoke(ctx context.Context, u User, client Client, id uuid.UU
 		return Package{}, err
 	}
 	p, err := s.store.ChangePackage(ctx, id, func(p *Package) (Effects, error) {
-		if err := p.apply(OpRevoke, s.now()); err != nil {
+		if err := p.Apply(OpRevoke, s.now()); err != nil {
 			return Effects{}, err
 		}
 		now := s.now().UTC().Truncate(time.Microsecond)

@@ -1,4 +1,4 @@
-package app
+package packages
 
 import (
 	"strings"
@@ -38,10 +38,10 @@ func TestEditRules(t *testing.T) {
 			t.Errorf("ValidateMaxDownloads(%v) = %v", c.n, err)
 		}
 	}
-	if err := (&Package{State: StateRevoked, ExpiresAt: now.Add(time.Hour)}).apply(OpEdit, now); err == nil || !strings.Contains(err.Error(), "revoked") {
+	if err := (&Package{State: StateRevoked, ExpiresAt: now.Add(time.Hour)}).Apply(OpEdit, now); err == nil || !strings.Contains(err.Error(), "revoked") {
 		t.Errorf("edit of a revoked package: %v", err)
 	}
-	if err := (&Package{State: StateActive, ExpiresAt: now.Add(-time.Second)}).apply(OpEdit, now); err == nil {
+	if err := (&Package{State: StateActive, ExpiresAt: now.Add(-time.Second)}).Apply(OpEdit, now); err == nil {
 		t.Error("edit of an overdue package allowed")
 	}
 }

@@ -1,9 +1,9 @@
-package app
+package packages
 
 // The package state table and the package service's rules, tested with no server: no
 // PostgreSQL, NATS or MinIO (run them with `unshare -n go test ./internal/app/ -run
 // Unit` to see that no network is needed). The service runs against fakeStore, a map
-// behind the PackageStore interface the app declares; the integration tests of
+// behind the Store interface the app declares; the integration tests of
 // transport/httpapi keep the real servers.
 
 import (
@@ -26,12 +26,12 @@ import (
 
 var allStates = []State{StateDraft, StateActive, StateRevoked, StateExpired}
 
-// fakeStore is the PackageStore of the unit tests: packages and files in maps, the
+// fakeStore is the Store of the unit tests: packages and files in maps, the
 // effects each change wrote kept in order. A change that fails writes nothing, as the
 // real store's transaction rolls back. Methods the tests do not reach are the embedded
 // nil interface's (they panic).
 type fakeStore struct {
-	PackageStore
+	Store
 	unlockAttempts
 	mu       sync.Mutex
 	packages map[uuid.UUID]Package

@@ -1,4 +1,4 @@
-package app
+package packages
 
 import (
 	"context"
@@ -64,7 +64,7 @@ func (s *Packages) Update(ctx context.Context, u User, client Client, id uuid.UU
 		}
 	}
 	return s.store.ChangePackage(ctx, id, func(p *Package) (Effects, error) {
-		if err := p.apply(OpEdit, s.now()); err != nil {
+		if err := p.Apply(OpEdit, s.now()); err != nil {
 			return Effects{}, err
 		}
 		if in.Title != nil {
