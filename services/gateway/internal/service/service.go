@@ -27,6 +27,7 @@ import (
 	"github.com/shipfile/shipfile/services/gateway/internal/app"
 	"github.com/shipfile/shipfile/services/gateway/internal/app/identity"
 	"github.com/shipfile/shipfile/services/gateway/internal/app/links"
+	"github.com/shipfile/shipfile/services/gateway/internal/app/packages"
 	"github.com/shipfile/shipfile/services/gateway/internal/app/transfers"
 	"github.com/shipfile/shipfile/services/gateway/internal/app/webhookadmin"
 	"github.com/shipfile/shipfile/services/gateway/internal/store"
@@ -230,7 +231,7 @@ type Service struct {
 	DB         *store.Postgres
 	Identity   *identity.Identity
 	TokenCache *identity.TokenCache
-	Packages   *app.Packages
+	Packages   *packages.Packages
 	Links      *links.Links
 	Resumable  *transfers.Resumable
 	Webhooks   *webhookadmin.Service
@@ -293,7 +294,7 @@ func New(_ context.Context, cfg Config, deps Deps) (*Service, error) {
 	}
 	rate := links.NewLinkRate(db, linkRate, cfg.Edge.LinkBurst)
 	objectStore := store.NewObjects(deps.Objects, uint64(cfg.UploadPartSize))
-	s.Packages = app.NewPackages(db, objectStore, app.Limits{MaxFileSize: cfg.MaxFileSize, MaxFiles: cfg.MaxFiles}, cfg.PublicURL)
+	s.Packages = packages.NewPackages(db, objectStore, app.Limits{MaxFileSize: cfg.MaxFileSize, MaxFiles: cfg.MaxFiles}, cfg.PublicURL)
 	s.Packages.UseHasher(hasher)
 	scanMode, err := app.ParseScanMode(cfg.Scan.Mode, cfg.Scan.ClamdAddr)
 	if err != nil {

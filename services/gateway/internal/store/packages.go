@@ -15,9 +15,10 @@ import (
 	"github.com/shipfile/shipfile/pkg/events"
 	"github.com/shipfile/shipfile/pkg/outbox"
 	"github.com/shipfile/shipfile/services/gateway/internal/app"
+	"github.com/shipfile/shipfile/services/gateway/internal/app/packages"
 )
 
-var _ app.PackageStore = (*Postgres)(nil)
+var _ packages.Store = (*Postgres)(nil)
 
 // CreatePackage inserts a draft and writes its effects: one batch, which PostgreSQL runs
 // as one implicit transaction, so the package, its audit entry and its outbox rows

@@ -9,6 +9,7 @@ import (
 
 	"github.com/shipfile/shipfile/pkg/events/eventsv1"
 	"github.com/shipfile/shipfile/services/gateway/internal/app"
+	"github.com/shipfile/shipfile/services/gateway/internal/app/packages"
 )
 
 // The recipient's side of a package: what a magic link opens.
@@ -151,7 +152,7 @@ func (s *Links) DownloadViaLink(ctx context.Context, token string, client app.Cl
 	}
 	fx := app.Effects{Audit: []app.AuditEntry{p.LinkAudit(client, "file.download", &f.ID)}}
 	if counted {
-		fx.Events = []*eventsv1.Envelope{app.PackageDownloaded(p, f.ID.String(), f.Filename)}
+		fx.Events = []*eventsv1.Envelope{packages.PackageDownloaded(p, f.ID.String(), f.Filename)}
 	}
 	if err := s.store.RecordLinkUse(ctx, p.LinkHash, fx); err != nil {
 		obj.Close()
@@ -219,7 +220,7 @@ func (s *Links) ArchiveViaLink(ctx context.Context, token string, client app.Cli
 		}
 	}
 	fx := app.Effects{
-		Events: []*eventsv1.Envelope{app.PackageDownloaded(p, "", app.ArchiveName(p))},
+		Events: []*eventsv1.Envelope{packages.PackageDownloaded(p, "", app.ArchiveName(p))},
 		Audit:  []app.AuditEntry{p.LinkAudit(client, "archive.download", nil)},
 	}
 	if err := s.store.RecordLinkUse(ctx, p.LinkHash, fx); err != nil {

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/shipfile/shipfile/services/gateway/internal/app"
+	"github.com/shipfile/shipfile/services/gateway/internal/app/packages"
 )
 
 // Rules of grants and the unlock throttle (SPEC "Protecting a link").
@@ -121,7 +122,7 @@ func (s *Links) Unlock(ctx context.Context, token, password string, client app.C
 		return "", time.Time{}, &LinkThrottledError{Detail: "too many wrong passwords for this link; try again later", RetryAfter: wait}
 	}
 	ok := false
-	if len(password) <= 4*app.MaxLinkPasswordLen {
+	if len(password) <= 4*packages.MaxLinkPasswordLen {
 		ok, err = s.p.Hasher().Verify(ctx, p.PasswordHash, password)
 		if err != nil {
 			forget()

@@ -1,7 +1,7 @@
 // Package links is the recipient's side of packages: what a magic link opens (the
 // package's page, downloads, the archive, uploads to an inbound package), the grants of
 // a password-protected link and the throttle of its unlock, and the per-IP rate of the
-// anonymous routes (LinkRate). It is built on the package service (app.Packages), whose
+// anonymous routes (LinkRate). It is built on the package service (app/packages.Packages), whose
 // checks, clock, scan mode and upload pipeline it shares.
 package links
 
@@ -12,6 +12,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/shipfile/shipfile/services/gateway/internal/app"
+	"github.com/shipfile/shipfile/services/gateway/internal/app/packages"
 )
 
 // Store is the persistence the link routes need.
@@ -45,13 +46,13 @@ type Store interface {
 
 // Links is the link routes' service.
 type Links struct {
-	p       *app.Packages
+	p       *packages.Packages
 	store   Store
 	objects app.ObjectStore
 }
 
 // New returns the link service on the package service p.
-func New(p *app.Packages, store Store) *Links {
+func New(p *packages.Packages, store Store) *Links {
 	return &Links{p: p, store: store, objects: p.Objects()}
 }
 

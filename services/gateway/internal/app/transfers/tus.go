@@ -20,6 +20,7 @@ import (
 
 	"github.com/shipfile/shipfile/services/gateway/internal/app"
 	"github.com/shipfile/shipfile/services/gateway/internal/app/links"
+	"github.com/shipfile/shipfile/services/gateway/internal/app/packages"
 )
 
 // Resumable uploads (tus 1.0.0). The protocol's state lives in PostgreSQL (Store) and
@@ -191,7 +192,7 @@ const openRetryAfter = 30 * time.Second
 
 // Resumable is the tus upload service.
 type Resumable struct {
-	p       *app.Packages
+	p       *packages.Packages
 	links   *links.Links
 	store   Store
 	chunks  ChunkStore
@@ -202,7 +203,7 @@ type Resumable struct {
 
 // NewResumable returns the resumable upload service on the package service and its
 // links (the recipient's uploads).
-func NewResumable(p *app.Packages, l *links.Links, store Store, chunks ChunkStore, cfg TusConfig, log *slog.Logger) *Resumable {
+func NewResumable(p *packages.Packages, l *links.Links, store Store, chunks ChunkStore, cfg TusConfig, log *slog.Logger) *Resumable {
 	if cfg.ResumeWindow <= 0 {
 		cfg.ResumeWindow = 24 * time.Hour
 	}
@@ -943,7 +944,7 @@ func (b *leaseBody) Read(p []byte) (int, error) {
 // gone stops it at once. (One that fails is left to the next; before writing, the
 // PATCH renews itself once the lease may have lapsed: lease.holds.)
 func (r *Resumable) keepLease(ctx context.Context, id, owner uuid.UUID, l *lease) func() {
-	return app.RenewEvery(ctx, r.cfg.Lease/3, func(context.Context) { l.renewNow(false) })
+	return packages.RenewEvery(ctx, r.cfg.Lease/3, func(context.Context) { l.renewNow(false) })
 }
 
 // complete stores the last bytes, completes the multipart upload and records the file

@@ -15,6 +15,7 @@ import (
 	"github.com/shipfile/shipfile/services/gateway/internal/app"
 	"github.com/shipfile/shipfile/services/gateway/internal/app/identity"
 	"github.com/shipfile/shipfile/services/gateway/internal/app/links"
+	"github.com/shipfile/shipfile/services/gateway/internal/app/packages"
 	"github.com/shipfile/shipfile/services/gateway/internal/app/transfers"
 	"github.com/shipfile/shipfile/services/gateway/internal/app/webhookadmin"
 	"github.com/shipfile/shipfile/services/gateway/internal/docs"
@@ -42,7 +43,7 @@ type Config struct {
 type Deps struct {
 	Log      *slog.Logger
 	Identity *identity.Identity
-	Packages *app.Packages
+	Packages *packages.Packages
 	// Links serves the recipient's side: what a magic link opens.
 	Links    *links.Links
 	Webhooks *webhookadmin.Service
@@ -71,7 +72,7 @@ type Pages interface {
 type handlers struct {
 	log         *slog.Logger
 	identity    *identity.Identity
-	packages    *app.Packages
+	packages    *packages.Packages
 	links       *links.Links
 	webhooks    *webhookadmin.Service
 	resumable   *transfers.Resumable

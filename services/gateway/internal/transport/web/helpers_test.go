@@ -20,6 +20,7 @@ import (
 	"github.com/shipfile/shipfile/pkg/servicetest"
 	"github.com/shipfile/shipfile/services/gateway/internal/app"
 	"github.com/shipfile/shipfile/services/gateway/internal/app/identity"
+	"github.com/shipfile/shipfile/services/gateway/internal/app/packages"
 	"github.com/shipfile/shipfile/services/gateway/internal/service"
 	"github.com/shipfile/shipfile/services/gateway/internal/transport/httpapi"
 	"github.com/shipfile/shipfile/services/gateway/migrations"
@@ -31,7 +32,7 @@ type env struct {
 	url      string
 	pool     *pgxpool.Pool
 	identity *identity.Identity
-	packages *app.Packages
+	packages *packages.Packages
 	hasher   *app.Hasher
 	sessions *identity.Sessions
 }

@@ -22,6 +22,7 @@ import (
 	"github.com/shipfile/shipfile/services/gateway/internal/app"
 	"github.com/shipfile/shipfile/services/gateway/internal/app/identity"
 	"github.com/shipfile/shipfile/services/gateway/internal/app/links"
+	"github.com/shipfile/shipfile/services/gateway/internal/app/packages"
 	"github.com/shipfile/shipfile/services/gateway/internal/app/webhookadmin"
 )
 
@@ -47,7 +48,7 @@ type Deps struct {
 	Log      *slog.Logger
 	Identity *identity.Identity
 	Sessions *identity.Sessions
-	Packages *app.Packages
+	Packages *packages.Packages
 	// Links serves the recipient's page and its unlock.
 	Links    *links.Links
 	Webhooks *webhookadmin.Service
@@ -65,7 +66,7 @@ type Web struct {
 	log      *slog.Logger
 	identity *identity.Identity
 	sessions *identity.Sessions
-	packages *app.Packages
+	packages *packages.Packages
 	links    *links.Links
 	webhooks *webhookadmin.Service
 	linkRate *links.LinkRate
