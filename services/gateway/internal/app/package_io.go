@@ -59,20 +59,6 @@ const (
 	MaxFilenameLen  = 255
 )
 
-// NewPackage is the input of Create. Nil fields take their defaults.
-type NewPackage struct {
-	Title          *string
-	RecipientEmail *string
-	RecipientName  *string
-	Recipients     *[]RecipientInput // nil: the one recipient of RecipientEmail
-	Direction      *string
-	TTLDays        *int
-	Note           *string
-	Password       *string // the link's password; nil: none
-	MaxDownloads   *int    // nil: no limit
-	NotifyOwner    *bool   // default true
-}
-
 // Upload is a file arriving as a stream.
 type Upload struct {
 	Filename    string

@@ -23,7 +23,6 @@ type (
 	Kind           = app.Kind
 	Limits         = app.Limits
 	LinkMint       = app.LinkMint
-	NewPackage     = app.NewPackage
 	NewRecipient   = app.NewRecipient
 	Object         = app.Object
 	ObjectStore    = app.ObjectStore

@@ -72,6 +72,20 @@ func NewPackages(store Store, objects ObjectStore, limits Limits, publicURL stri
 // test's gateway whose clock is off, say). Call it before the service is used.
 func (s *Packages) UseClock(now func() time.Time) { s.now = now }
 
+// NewPackage is the input of Create. Nil fields take their defaults.
+type NewPackage struct {
+	Title          *string
+	RecipientEmail *string
+	RecipientName  *string
+	Recipients     *[]RecipientInput // nil: the one recipient of RecipientEmail
+	Direction      *string
+	TTLDays        *int
+	Note           *string
+	Password       *string // the link's password; nil: none
+	MaxDownloads   *int    // nil: no limit
+	NotifyOwner    *bool   // default true
+}
+
 // Create validates and stores a draft package, with its package.created event.
 func (s *Packages) Create(ctx context.Context, owner User, client Client, in NewPackage) (Package, error) {
 	p := Package{

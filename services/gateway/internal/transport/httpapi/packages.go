@@ -16,6 +16,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/shipfile/shipfile/services/gateway/internal/app"
+	"github.com/shipfile/shipfile/services/gateway/internal/app/packages"
 )
 
 // packageResponse is a package record.
@@ -155,7 +156,7 @@ func (h *handlers) createPackage(c *gin.Context) {
 		_ = c.Error(err)
 		return
 	}
-	p, err := h.packages.Create(c.Request.Context(), currentUser(c), client(c), app.NewPackage(req))
+	p, err := h.packages.Create(c.Request.Context(), currentUser(c), client(c), packages.NewPackage(req))
 	if err != nil {
 		_ = c.Error(err)
 		return

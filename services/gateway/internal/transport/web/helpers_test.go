@@ -109,7 +109,7 @@ func (e *env) user(email string, role app.Role) app.User {
 
 // sent creates a package of owner's, finalizes it and returns the package and the
 // token of its link.
-func (e *env) sent(owner app.User, np app.NewPackage) (app.Package, string) {
+func (e *env) sent(owner app.User, np packages.NewPackage) (app.Package, string) {
 	e.t.Helper()
 	ctx := context.Background()
 	p, err := e.packages.Create(ctx, owner, app.Client{}, np)

@@ -11,6 +11,7 @@ import (
 
 	"github.com/shipfile/shipfile/services/gateway/internal/app"
 	"github.com/shipfile/shipfile/services/gateway/internal/app/links"
+	"github.com/shipfile/shipfile/services/gateway/internal/app/packages"
 )
 
 // TestProtectedRecipientPage: a protected link's page shows only a password form; a
@@ -21,7 +22,7 @@ func TestProtectedRecipientPage(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
 	owner := e.user("ann@example.com", app.RoleRegular)
-	_, token := e.sent(owner, app.NewPackage{Title: ptr("Secret stuff"), RecipientEmail: ptr("bob@example.com"),
+	_, token := e.sent(owner, packages.NewPackage{Title: ptr("Secret stuff"), RecipientEmail: ptr("bob@example.com"),
 		Direction: ptr("inbound"), Note: ptr("the note"), Password: ptr("let me in please")})
 	b := e.browser()
 	form := b.get("/p/" + token)
@@ -73,7 +74,7 @@ func TestEditForm(t *testing.T) {
 	e := newEnv(t)
 	owner := e.user("ann@example.com", app.RoleRegular)
 	ctx := context.Background()
-	p, err := e.packages.Create(ctx, owner, app.Client{}, app.NewPackage{Title: ptr("Old"), RecipientEmail: ptr("bob@example.com")})
+	p, err := e.packages.Create(ctx, owner, app.Client{}, packages.NewPackage{Title: ptr("Old"), RecipientEmail: ptr("bob@example.com")})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -149,7 +149,7 @@ func (w *Web) createFromForm(c *gin.Context, dir app.Direction) (app.Package, bo
 	title := map[app.Direction]string{app.Outbound: "Send files", app.Inbound: "Request files"}[dir]
 	v := view{Title: title, Section: map[app.Direction]string{app.Outbound: "send", app.Inbound: "request"}[dir], Form: form,
 		D: packageFormData{Direction: dir, MinTTL: app.MinTTLDays, MaxTTL: app.MaxTTLDays}}
-	in := app.NewPackage{
+	in := packages.NewPackage{
 		Title: ptr(form["title"]), RecipientEmail: ptr(form["recipient_email"]), RecipientName: ptr(form["recipient_name"]),
 		Note: ptr(form["note"]), Direction: ptr(string(dir)),
 	}
