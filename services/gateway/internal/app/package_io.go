@@ -12,6 +12,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/google/uuid"
+
 	"github.com/shipfile/shipfile/pkg/events/eventsv1"
 )
 
