@@ -65,6 +65,9 @@ type Upload struct {
 	Filename    string
 	ContentType string
 	Body        io.Reader
+	// Manifest is the upload's own encrypted manifest entry as sent (the multipart
+	// field manifest: base64 of an age file), "" for none.
+	Manifest string
 }
 
 // ArchiveName is the file name of the zip of a package's files.

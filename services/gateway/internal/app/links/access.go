@@ -95,6 +95,9 @@ func (s *Links) ViewLink(ctx context.Context, token string, client app.Client) (
 		p.TotalSize -= f.Size
 		return true
 	})
+	if p.OwnerPublicKey, err = s.p.OwnerPublicKey(ctx, p); err != nil {
+		return app.Package{}, nil, err
+	}
 	err = s.store.RecordLinkUse(ctx, p.LinkHash, app.Effects{Audit: []app.AuditEntry{p.LinkAudit(client, "link.view", nil)}})
 	return p, files, err
 }
@@ -186,6 +189,9 @@ func (s *Links) ArchiveViaLink(ctx context.Context, token string, client app.Cli
 	if err != nil {
 		return app.Package{}, nil, nil, nil, err
 	}
+	if p.Encrypted() {
+		return app.Package{}, nil, nil, nil, app.ErrEncryptedArchive
+	}
 	all, err := s.store.ListFiles(ctx, p.ID, p.LinkHash)
 	if err != nil {
 		return app.Package{}, nil, nil, nil, err
@@ -252,4 +258,14 @@ func (s *Links) UploadViaLink(ctx context.Context, token string, client app.Clie
 		return app.File{}, err
 	}
 	return f, nil
+}
+
+// LinkManifest returns the encrypted manifest of a link's package, with the link's
+// grant rules; it is not a download and counts nothing.
+func (s *Links) LinkManifest(ctx context.Context, token string, client app.Client) ([]byte, error) {
+	p, err := s.resolveLink(ctx, token, client)
+	if err != nil {
+		return nil, err
+	}
+	return s.p.StoredManifest(ctx, p.ID)
 }
