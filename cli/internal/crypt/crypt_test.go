@@ -1,0 +1,103 @@
+package crypt
+
+import (
+	"bytes"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"testing"
+
+	"filippo.io/age"
+)
+
+func TestEncryptFileRoundTrip(t *testing.T) {
+	dir := t.TempDir()
+	src := filepath.Join(dir, "plain.bin")
+	plain := make([]byte, 200<<10+7)
+	_, _ = rand.Read(plain)
+	if err := os.WriteFile(src, plain, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	key, err := NewIdentity()
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := Recipient(key, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dst := filepath.Join(dir, "spool", "1.age")
+	enc, err := EncryptFile(src, dst, r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum := sha256.Sum256(plain)
+	cipher, _ := os.ReadFile(dst)
+	if enc.SHA256 != hex.EncodeToString(sum[:]) || enc.Size != int64(len(plain)) || enc.CipherSize != int64(len(cipher)) {
+		t.Fatalf("EncryptFile: %+v (ciphertext %d bytes)", enc, len(cipher))
+	}
+	if !bytes.HasPrefix(cipher, []byte(Magic)) || bytes.Contains(cipher, plain[:64]) {
+		t.Fatal("the spool is not an age file, or holds plaintext")
+	}
+	if left, _ := filepath.Glob(filepath.Join(dir, "spool", ".spool-*")); len(left) != 0 {
+		t.Fatalf("temporary files left: %v", left)
+	}
+	if types, err := StanzaTypes(bytes.NewReader(cipher)); err != nil || !slices.Equal(types, []string{"X25519"}) {
+		t.Fatalf("stanzas %v %v", types, err)
+	}
+
+	id, err := IdentityOf(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	dec, err := DecryptFile(dst, &out, id)
+	if err != nil || !bytes.Equal(out.Bytes(), plain) || dec.SHA256 != enc.SHA256 || dec.Size != enc.Size {
+		t.Fatalf("DecryptFile: %+v %v", dec, err)
+	}
+
+	// Another key: age's "no identity matched".
+	other, _ := age.GenerateX25519Identity()
+	_, err = DecryptFile(dst, io.Discard, other)
+	if !IsWrongKey(err) {
+		t.Fatalf("another key: %v", err)
+	}
+
+	// One byte of the payload changed: the chunk fails its authentication.
+	cipher[len(cipher)-100] ^= 1
+	_ = os.WriteFile(dst, cipher, 0o600)
+	if _, err := DecryptFile(dst, io.Discard, id); err == nil || IsWrongKey(err) {
+		t.Fatalf("a tampered file decrypted: %v", err)
+	}
+}
+
+func TestPassphrase(t *testing.T) {
+	r, err := Recipient("", "correct horse battery")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.(*age.ScryptRecipient).SetWorkFactor(10)
+	b, err := Encrypt([]byte(`{"version":1,"files":{}}`), r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if types, _ := StanzaTypes(bytes.NewReader(b)); !slices.Equal(types, []string{"scrypt"}) {
+		t.Fatalf("stanzas %v", types)
+	}
+	id, _ := PassphraseIdentity("correct horse battery")
+	p, err := Decrypt(b, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m, err := ParseManifest(p); err != nil || m.Version != 1 {
+		t.Fatalf("manifest %+v %v", m, err)
+	}
+	wrong, _ := PassphraseIdentity("wrong horse battery")
+	if _, err := Decrypt(b, wrong); !IsWrongKey(err) {
+		t.Fatalf("a wrong passphrase: %v", err)
+	}
+}
