@@ -98,7 +98,33 @@ func (d *Downloader) Download(ctx context.Context, token string, file apiclient.
 		}
 		return out, &localError{fmt.Errorf("%s exists and is not the file of the link: move it away or choose another directory (-o)", out.Path)}
 	}
-	part := out.Path + ".part"
+	got, err := d.Fetch(ctx, token, file, out.Path+".part", name)
+	out.SHA256, out.ResumedFrom, out.Received = got.SHA256, got.ResumedFrom, got.Received
+	if err != nil {
+		return out, err
+	}
+	if err := os.Rename(out.Path+".part", out.Path); err != nil {
+		return out, &localError{err}
+	}
+	return out, nil
+}
+
+// ChecksumError says the bytes received differ from the server's record of the file.
+type ChecksumError struct {
+	Name      string
+	Got, Want string
+}
+
+func (e *ChecksumError) Error() string {
+	return fmt.Sprintf("%s: SHA-256 %s differs from the server's %s; the partial file was removed, run again", e.Name, e.Got, e.Want)
+}
+
+// Fetch downloads file of the link with token into part, going on from part's length
+// with a Range request, and checks that its SHA-256 equals the server's: the verified
+// bytes are left in part (synced). On a SHA-256 that differs, part is removed and the
+// error is a *ChecksumError. name is shown in the progress.
+func (d *Downloader) Fetch(ctx context.Context, token string, file apiclient.LinkFile, part, name string) (Downloaded, error) {
+	out := Downloaded{Path: part}
 	f, err := os.OpenFile(part, os.O_RDWR|os.O_CREATE, 0o644)
 	if err != nil {
 		return out, &localError{err}
@@ -152,13 +178,8 @@ func (d *Downloader) Download(ctx context.Context, token string, file apiclient.
 	if out.SHA256 != file.Sha256 {
 		bar.Abort()
 		_ = os.Remove(part)
-		return out, fmt.Errorf("%s: SHA-256 %s differs from the server's %s; the partial file was removed, run again", name, out.SHA256, file.Sha256)
 	}
 	if err := f.Sync(); err != nil {
-		bar.Abort()
-		return out, &localError{err}
-	}
-	if err := os.Rename(part, out.Path); err != nil {
 		bar.Abort()
 		return out, &localError{err}
 	}
