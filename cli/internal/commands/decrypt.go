@@ -1,0 +1,229 @@
+package commands
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"filippo.io/age"
+
+	"github.com/shipfile/shipfile/cli/internal/api"
+	"github.com/shipfile/shipfile/cli/internal/crypt"
+	"github.com/shipfile/shipfile/cli/internal/transfer"
+	"github.com/shipfile/shipfile/pkg/apiclient"
+)
+
+// decryptor fetches and decrypts the files of an end-to-end encrypted link.
+type decryptor struct {
+	a        *app
+	c        *api.Client
+	token    string
+	grant    string
+	fragment string
+	// ids open the package's age files, once known (the fragment's key, or the
+	// passphrase read when the first age file asks for one).
+	ids []age.Identity
+	// manifest is the decrypted manifest, nil when the package has none.
+	manifest *crypt.Manifest
+	used     map[string]bool
+}
+
+// loadManifest fetches and decrypts the package's manifest: the files' names. A package
+// without one (404) gets neutral names.
+func (d *decryptor) loadManifest(ctx context.Context) error {
+	h := http.Header{}
+	if d.grant != "" {
+		h.Set("Shipfile-Link-Grant", d.grant)
+	}
+	resp, body, err := d.c.Do(ctx, http.MethodGet, "/api/v1/links/"+d.token+"/manifest", nil, "", h, crypt.MaxManifest+(64<<10))
+	if err == nil && resp.StatusCode == http.StatusNotFound {
+		d.a.note("This package has no list of names: its files get neutral names (file-1, ...)")
+		return nil
+	}
+	if err := api.Check(resp, body, err, http.StatusOK); err != nil {
+		return err
+	}
+	types, err := crypt.StanzaTypes(bytes.NewReader(body))
+	if err != nil {
+		return fmt.Errorf("the package's list of names was altered: %w", err)
+	}
+	ids, err := d.identities(types)
+	if err != nil {
+		return err
+	}
+	plain, err := crypt.Decrypt(body, ids...)
+	if err != nil {
+		return d.openError("the package's list of names", err)
+	}
+	m, err := crypt.ParseManifest(plain)
+	if err != nil {
+		return err
+	}
+	d.manifest = &m
+	return nil
+}
+
+// identities are what opens an age file with these stanza types: the link's key, or
+// the passphrase from standard input.
+func (d *decryptor) identities(types []string) ([]age.Identity, error) {
+	if d.ids != nil {
+		return d.ids, nil
+	}
+	if d.fragment != "" {
+		id, err := crypt.IdentityOf(d.fragment)
+		if err != nil {
+			return nil, usageErr("%v", err)
+		}
+		d.ids = []age.Identity{id}
+		return d.ids, nil
+	}
+	if !slices.Contains(types, "scrypt") {
+		return nil, errors.New("this link needs its key: the full link ends with #AGE-SECRET-KEY-1... (the e-mailed link lacks it; ask the sender for the full link, and quote it in the shell)")
+	}
+	pass, err := d.a.readSecret("Passphrase for the files: ")
+	if err != nil || pass == "" {
+		return nil, errors.New("this link needs its passphrase: pipe it on stdin (or run the command on a terminal to be asked for it)")
+	}
+	id, err := crypt.PassphraseIdentity(pass)
+	if err != nil {
+		return nil, err
+	}
+	d.ids = []age.Identity{id}
+	return d.ids, nil
+}
+
+// openError says why what could not be decrypted: the key or passphrase, or an
+// alteration.
+func (d *decryptor) openError(what string, err error) error {
+	if crypt.IsWrongKey(err) {
+		if d.fragment != "" {
+			return fmt.Errorf("this link's key does not open %s: a wrong or cut key after the #?", what)
+		}
+		return fmt.Errorf("the passphrase does not open %s: a wrong passphrase?", what)
+	}
+	return fmt.Errorf("%s was altered: it fails age's authentication (%v)", what, err)
+}
+
+// nameOf is the name the file gets: the manifest's, else a neutral one (the server's
+// file-N.age without .age), made unique within the package.
+func (d *decryptor) nameOf(f apiclient.LinkFile) (string, *crypt.ManifestFile) {
+	var entry *crypt.ManifestFile
+	name := strings.TrimSuffix(f.Filename, ".age")
+	if d.manifest != nil {
+		if e, ok := d.manifest.Files[f.Id.String()]; ok {
+			entry = &e
+			name = e.Name
+		}
+	}
+	if n, err := transfer.SafeName(name); err == nil {
+		name = n
+	} else {
+		name = strings.TrimSuffix(f.Filename, ".age")
+	}
+	base, ext := name, filepath.Ext(name)
+	base = strings.TrimSuffix(base, ext)
+	for i := 2; d.used[name]; i++ {
+		name = fmt.Sprintf("%s (%d)%s", base, i, ext)
+	}
+	d.used[name] = true
+	return name, entry
+}
+
+// download fetches file f's ciphertext to NAME.part (resumable, SHA-256 checked against
+// the server's record), then decrypts it to NAME through a temporary file: a file that
+// fails age's authentication leaves nothing behind.
+func (d *decryptor) download(ctx context.Context, dl *transfer.Downloader, f apiclient.LinkFile, dir string) (gotFile, error) {
+	name, entry := d.nameOf(f)
+	path := filepath.Join(dir, name)
+	part := path + ".part"
+	out := gotFile{ID: f.Id.String(), Filename: name, Path: path,
+		Ciphertext: &cipherInfo{Filename: f.Filename, Size: f.Size, SHA256: f.Sha256}}
+	existing, statErr := os.Stat(path)
+	exists := statErr == nil
+	if exists && entry != nil && existing.Size() != entry.Size {
+		return out, fmt.Errorf("%s exists and is not the file of the link: move it away or choose another directory (-o)", path)
+	}
+
+	got, err := dl.Fetch(ctx, d.token, f, part, name)
+	out.ResumedFrom, out.Received = got.ResumedFrom, got.Received
+	if err != nil {
+		var ce *transfer.ChecksumError
+		if errors.As(err, &ce) {
+			return out, fmt.Errorf("%s was altered: its encrypted bytes differ from what was uploaded (SHA-256 %s, the server recorded %s); nothing of it was kept", name, ce.Got, ce.Want)
+		}
+		return out, stopped(name, err)
+	}
+	pf, err := os.Open(part)
+	if err != nil {
+		return out, err
+	}
+	types, terr := crypt.StanzaTypes(pf)
+	pf.Close()
+	if terr != nil {
+		_ = os.Remove(part)
+		return out, fmt.Errorf("%s was altered: it is not an age file (%v); nothing of it was kept", name, terr)
+	}
+	ids, err := d.identities(types)
+	if err != nil {
+		return out, err
+	}
+
+	fail := func(err error) error {
+		if crypt.IsWrongKey(err) {
+			return d.openError(name, err) // the ciphertext is sound: kept for a run with the right key
+		}
+		_ = os.Remove(part)
+		return fmt.Errorf("%s was altered: it fails age's authentication (%v); nothing of it was kept", name, err)
+	}
+	if exists {
+		dec, err := crypt.DecryptFile(part, io.Discard, ids...)
+		if err != nil {
+			return out, fail(err)
+		}
+		sum, err := transfer.FileSHA256(path)
+		if err != nil {
+			return out, err
+		}
+		if sum != dec.SHA256 {
+			return out, fmt.Errorf("%s exists and is not the file of the link: move it away or choose another directory (-o)", path)
+		}
+		_ = os.Remove(part)
+		out.Size, out.SHA256, out.Skipped = dec.Size, dec.SHA256, true
+		return out, nil
+	}
+
+	tmp, err := os.CreateTemp(dir, "."+name+".decrypting-*")
+	if err != nil {
+		return out, err
+	}
+	defer os.Remove(tmp.Name()) // after the rename: nothing
+	dec, err := crypt.DecryptFile(part, tmp, ids...)
+	if err == nil && entry != nil && dec.Size != entry.Size {
+		err = fmt.Errorf("%d bytes where the list of names says %d", dec.Size, entry.Size)
+	}
+	if err != nil {
+		tmp.Close()
+		_ = os.Remove(tmp.Name())
+		return out, fail(err)
+	}
+	if err := tmp.Sync(); err != nil {
+		tmp.Close()
+		return out, err
+	}
+	if err := tmp.Close(); err != nil {
+		return out, err
+	}
+	if err := os.Rename(tmp.Name(), path); err != nil {
+		return out, err
+	}
+	_ = os.Remove(part)
+	out.Size, out.SHA256 = dec.Size, dec.SHA256
+	return out, nil
+}
