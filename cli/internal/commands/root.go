@@ -126,7 +126,7 @@ Settings: SHIPFILE_URL and SHIPFILE_TOKEN override what 'shipfile login' stored.
 	root.PersistentFlags().BoolVarP(&a.quiet, "quiet", "q", false, "no progress output")
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageErr("%v", err) })
 	root.AddCommand(a.loginCmd(), a.whoamiCmd(), a.sendCmd(), a.requestCmd(), a.getCmd(),
-		a.lsCmd(), a.showCmd(), a.revokeCmd(), a.rmCmd(), a.tokensCmd())
+		a.lsCmd(), a.showCmd(), a.revokeCmd(), a.rmCmd(), a.tokensCmd(), a.keyCmd())
 	root.CompletionOptions.DisableDefaultCmd = true
 	return root
 }

@@ -502,11 +502,12 @@ func putManifest(ctx context.Context, c *api.Client, pkgID uuid.UUID, files []lo
 
 func (a *app) requestCmd() *cobra.Command {
 	var (
-		from string
-		pf   packageFlags
+		from    string
+		pf      packageFlags
+		encrypt bool
 	)
 	cmd := &cobra.Command{
-		Use:   "request --from EMAIL [--title T] [--note N] [--days D] [--password-stdin]",
+		Use:   "request --from EMAIL [--title T] [--note N] [--days D] [--password-stdin] [--encrypt]",
 		Short: "Ask someone for files: print an upload link (also e-mailed to them)",
 		Args:  args(0, 0),
 		RunE: run(func(cmd *cobra.Command, _ []string) error {
@@ -525,11 +526,19 @@ func (a *app) requestCmd() *cobra.Command {
 				return err
 			}
 			ctx := cmd.Context()
-			r, err := c.API.CreatePackageWithResponse(ctx, body)
-			if err := api.Expect(r, err, http.StatusCreated); err != nil {
+			extra := map[string]any{}
+			if encrypt {
+				// Uploads are encrypted to the owner's public key: there must be one.
+				if _, err := a.getKey(ctx); err != nil {
+					return err
+				}
+				extra["encryption"] = "age"
+			}
+			id, err := createPackage(ctx, c, body, []string{from}, extra)
+			if err != nil {
 				return err
 			}
-			fr, err := c.API.FinalizePackageWithResponse(ctx, r.JSON201.Id)
+			fr, err := c.API.FinalizePackageWithResponse(ctx, id)
 			if err := api.Expect(fr, err, http.StatusOK); err != nil {
 				return err
 			}
@@ -540,6 +549,7 @@ func (a *app) requestCmd() *cobra.Command {
 		}),
 	}
 	cmd.Flags().StringVar(&from, "from", "", "who is asked for files (their e-mail address)")
+	cmd.Flags().BoolVar(&encrypt, "encrypt", false, "the request page encrypts every upload end to end to your key ('shipfile key create')")
 	a.packageFlags(cmd, &pf, `the request's title (default "Files for EMAIL")`)
 	return cmd
 }

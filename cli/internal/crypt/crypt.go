@@ -19,6 +19,7 @@ import (
 	"strings"
 
 	"filippo.io/age"
+	"filippo.io/age/armor"
 )
 
 // Magic is how every binary age v1 file begins.
@@ -237,4 +238,64 @@ func (c *countWriter) Write(p []byte) (int, error) {
 	n, err := c.w.Write(p)
 	c.n += int64(n)
 	return n, err
+}
+
+// Seal makes an owner's sealed identity: the identity (AGE-SECRET-KEY-1…) encrypted with
+// the passphrase (age's scrypt), ASCII-armored, as PUT /api/v1/me/key takes it.
+func Seal(identity, passphrase string) (string, error) {
+	r, err := age.NewScryptRecipient(passphrase)
+	if err != nil {
+		return "", err
+	}
+	var buf bytes.Buffer
+	aw := armor.NewWriter(&buf)
+	w, err := age.Encrypt(aw, r)
+	if err != nil {
+		return "", err
+	}
+	if _, err := io.WriteString(w, identity+"\n"); err != nil {
+		return "", err
+	}
+	if err := w.Close(); err != nil {
+		return "", err
+	}
+	if err := aw.Close(); err != nil {
+		return "", err
+	}
+	return buf.String(), nil
+}
+
+// Unseal opens a sealed identity with the passphrase and returns the X25519 identity
+// inside (a wrong passphrase: IsWrongKey).
+func Unseal(sealed, passphrase string) (*age.X25519Identity, error) {
+	id, err := age.NewScryptIdentity(passphrase)
+	if err != nil {
+		return nil, err
+	}
+	r, err := age.Decrypt(armor.NewReader(strings.NewReader(sealed)), id)
+	if err != nil {
+		return nil, err
+	}
+	b, err := io.ReadAll(io.LimitReader(r, 64<<10))
+	if err != nil {
+		return nil, err
+	}
+	ids, err := age.ParseIdentities(bytes.NewReader(b))
+	if err != nil {
+		return nil, fmt.Errorf("the sealed key holds no age identity: %w", err)
+	}
+	for _, i := range ids {
+		if x, ok := i.(*age.X25519Identity); ok {
+			return x, nil
+		}
+	}
+	return nil, errors.New("the sealed key holds no X25519 identity")
+}
+
+// RecipientOf is the public key (age1…) of an X25519 identity.
+func RecipientOf(id age.Identity) string {
+	if x, ok := id.(*age.X25519Identity); ok {
+		return x.Recipient().String()
+	}
+	return ""
 }

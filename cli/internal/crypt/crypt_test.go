@@ -9,9 +9,11 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 
 	"filippo.io/age"
+	"filippo.io/age/armor"
 )
 
 func TestEncryptFileRoundTrip(t *testing.T) {
@@ -98,6 +100,28 @@ func TestPassphrase(t *testing.T) {
 	}
 	wrong, _ := PassphraseIdentity("wrong horse battery")
 	if _, err := Decrypt(b, wrong); !IsWrongKey(err) {
+		t.Fatalf("a wrong passphrase: %v", err)
+	}
+}
+
+func TestSeal(t *testing.T) {
+	key, _ := NewIdentity()
+	sealed, err := Seal(key, "owner passphrase")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(sealed, "-----BEGIN AGE ENCRYPTED FILE-----") || len(sealed) > 4096 {
+		t.Fatalf("sealed: %q", sealed)
+	}
+	raw, _ := io.ReadAll(armor.NewReader(strings.NewReader(sealed)))
+	if !bytes.HasPrefix(raw, []byte(Magic+"-> scrypt ")) {
+		t.Fatalf("the sealed key's header: %.60q", raw)
+	}
+	id, err := Unseal(sealed, "owner passphrase")
+	if err != nil || id.String() != key {
+		t.Fatalf("Unseal: %v", err)
+	}
+	if _, err := Unseal(sealed, "another passphrase"); !IsWrongKey(err) {
 		t.Fatalf("a wrong passphrase: %v", err)
 	}
 }
