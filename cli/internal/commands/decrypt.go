@@ -27,6 +27,10 @@ type decryptor struct {
 	token    string
 	grant    string
 	fragment string
+	// ownerKey says ids is the owner's key (a file request's uploads).
+	ownerKey bool
+	// manifestPath is where the package's manifest is (default: the link's).
+	manifestPath string
 	// ids open the package's age files, once known (the fragment's key, or the
 	// passphrase read when the first age file asks for one).
 	ids []age.Identity
@@ -42,7 +46,11 @@ func (d *decryptor) loadManifest(ctx context.Context) error {
 	if d.grant != "" {
 		h.Set("Shipfile-Link-Grant", d.grant)
 	}
-	resp, body, err := d.c.Do(ctx, http.MethodGet, "/api/v1/links/"+d.token+"/manifest", nil, "", h, crypt.MaxManifest+(64<<10))
+	path := d.manifestPath
+	if path == "" {
+		path = "/api/v1/links/" + d.token + "/manifest"
+	}
+	resp, body, err := d.c.Do(ctx, http.MethodGet, path, nil, "", h, crypt.MaxManifest+(64<<10))
 	if err == nil && resp.StatusCode == http.StatusNotFound {
 		d.a.note("This package has no list of names: its files get neutral names (file-1, ...)")
 		return nil
@@ -84,6 +92,9 @@ func (d *decryptor) identities(types []string) ([]age.Identity, error) {
 		d.ids = []age.Identity{id}
 		return d.ids, nil
 	}
+	if !slices.Contains(types, "scrypt") && d.manifestPath != "" {
+		return nil, errors.New("this package's key was only in its links: get it through the full link (...#AGE-SECRET-KEY-1...)")
+	}
 	if !slices.Contains(types, "scrypt") {
 		return nil, errors.New("this link needs its key: the full link ends with #AGE-SECRET-KEY-1... (the e-mailed link lacks it; ask the sender for the full link, and quote it in the shell)")
 	}
@@ -103,6 +114,9 @@ func (d *decryptor) identities(types []string) ([]age.Identity, error) {
 // alteration.
 func (d *decryptor) openError(what string, err error) error {
 	if crypt.IsWrongKey(err) {
+		if d.ownerKey {
+			return fmt.Errorf("your key does not open %s: it was sent to another key (one you replaced?)", what)
+		}
 		if d.fragment != "" {
 			return fmt.Errorf("this link's key does not open %s: a wrong or cut key after the #?", what)
 		}

@@ -2,12 +2,15 @@ package commands
 
 import (
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
 	"os"
 
+	"filippo.io/age"
+	"github.com/google/uuid"
 	"github.com/spf13/cobra"
 
 	"github.com/shipfile/shipfile/cli/internal/api"
@@ -33,15 +36,16 @@ type gotFile struct {
 
 // getResult is `shipfile get --json`.
 type getResult struct {
-	Package *apiclient.LinkPackage `json:"package"`
-	Dir     string                 `json:"dir"`
-	Files   []gotFile              `json:"files"`
+	// Package is the API's LinkPackage (get LINK) or PackageDetail (get ID).
+	Package any       `json:"package"`
+	Dir     string    `json:"dir"`
+	Files   []gotFile `json:"files"`
 }
 
 func (a *app) getCmd() *cobra.Command {
 	var dir string
 	cmd := &cobra.Command{
-		Use:   "get LINK [-o DIR]",
+		Use:   "get LINK|ID [-o DIR]",
 		Short: "Download every file of a link (resumable, SHA-256 checked)",
 		Long: `Download every file of a magic link into DIR (default: the current directory).
 Each file is written to NAME.part first and renamed once its SHA-256 equals the
@@ -54,9 +58,17 @@ link's #AGE-SECRET-KEY-1... (quote the link in the shell), or with the passphras
 from standard input (after the link's password, when it has one). Its files are
 fetched as NAME.part (the ciphertext, SHA-256 checked against the server's), then
 decrypted to NAME; a file that fails age's authentication was altered, and nothing of
-it is kept.`,
+it is kept.
+
+With a package ID instead of a link, the owner (the stored token) fetches a package's
+files, e.g. what came in through a file request; an encrypted request's files are
+decrypted with your key ('shipfile key create'), whose passphrase is read from
+standard input.`,
 		Args: args(1, 1),
 		RunE: run(func(cmd *cobra.Command, argv []string) error {
+			if id, err := uuid.Parse(argv[0]); err == nil {
+				return a.getOwned(cmd.Context(), id, dir)
+			}
 			l, err := transfer.ParseLink(argv[0])
 			if err != nil {
 				return usageErr("%v", err)
@@ -146,6 +158,100 @@ func (a *app) get(ctx context.Context, l transfer.Link, dir string) error {
 	} else {
 		a.note("Got %d file(s), %s, of %q into %s (SHA-256 checked)", len(out.Files), progress.Bytes(total), pkg.Title, dir)
 	}
+	return a.output(out, func(w io.Writer) {
+		for _, f := range out.Files {
+			fmt.Fprintln(w, f.Path)
+		}
+	})
+}
+
+// getOwned fetches the files of package id as its owner (the stored token): the
+// package's own files of an outbound package, the uploads of a request. An encrypted
+// request's files are decrypted with the owner's key, unsealed with the passphrase; an
+// encrypted outbound package's with its passphrase (its key was only in its links).
+func (a *app) getOwned(ctx context.Context, id uuid.UUID, dir string) error {
+	c, err := a.client()
+	if err != nil {
+		return err
+	}
+	r, err := c.API.GetPackageWithResponse(ctx, id)
+	if err := api.Expect(r, err, http.StatusOK); err != nil {
+		return err
+	}
+	pkg := r.JSON200
+	var raw struct {
+		Encryption string `json:"encryption"`
+		Files      []struct {
+			ID       string  `json:"id"`
+			Manifest *string `json:"manifest"`
+		} `json:"files"`
+	}
+	_ = json.Unmarshal(r.Body, &raw)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	d := &transfer.Downloader{Client: c, Progress: a.progress(), Retry: transfer.DefaultRetry, Package: id}
+	var dec *decryptor
+	if raw.Encryption == "age" {
+		dec = &decryptor{a: a, c: c, used: map[string]bool{}, manifestPath: "/api/v1/packages/" + id.String() + "/manifest"}
+		if pkg.Direction == apiclient.PackageDetailDirectionInbound {
+			k, err := a.getKey(ctx)
+			if err != nil {
+				return err
+			}
+			owner, err := a.unsealKey(k)
+			if err != nil {
+				return err
+			}
+			dec.ids = []age.Identity{owner}
+			dec.ownerKey = true
+			// Each upload carries its own manifest entry, encrypted to the owner's key.
+			m := crypt.Manifest{Version: 1, Files: map[string]crypt.ManifestFile{}}
+			for _, f := range raw.Files {
+				if f.Manifest == nil {
+					continue
+				}
+				b, err := base64.StdEncoding.DecodeString(*f.Manifest)
+				if err != nil {
+					continue
+				}
+				plain, err := crypt.Decrypt(b, owner)
+				if err != nil {
+					a.note("The name of file %s does not open with your key (sent to another key?): it gets a neutral name", f.ID)
+					continue
+				}
+				var e crypt.ManifestFile
+				if json.Unmarshal(plain, &e) == nil {
+					m.Files[f.ID] = e
+				}
+			}
+			dec.manifest = &m
+		} else if err := dec.loadManifest(ctx); err != nil {
+			return err
+		}
+	}
+	out := getResult{Package: pkg, Dir: dir, Files: []gotFile{}}
+	var total int64
+	for _, f := range pkg.Files {
+		lf := apiclient.LinkFile{Id: f.Id, Filename: f.Filename, Size: f.Size, Sha256: f.Sha256}
+		if dec != nil {
+			g, err := dec.download(ctx, d, lf, dir)
+			if err != nil {
+				return err
+			}
+			total += g.Size
+			out.Files = append(out.Files, g)
+			continue
+		}
+		res, err := d.Download(ctx, "", lf, dir)
+		if err != nil {
+			return stopped(f.Filename, err)
+		}
+		total += f.Size
+		out.Files = append(out.Files, gotFile{ID: f.Id.String(), Filename: f.Filename, Path: res.Path, Size: f.Size,
+			SHA256: res.SHA256, ResumedFrom: res.ResumedFrom, Received: res.Received, Skipped: res.Skipped})
+	}
+	a.note("Got %d file(s), %s, of %q into %s (SHA-256 checked)", len(out.Files), progress.Bytes(total), pkg.Title, dir)
 	return a.output(out, func(w io.Writer) {
 		for _, f := range out.Files {
 			fmt.Fprintln(w, f.Path)

@@ -13,6 +13,8 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/google/uuid"
+
 	"github.com/shipfile/shipfile/cli/internal/api"
 	"github.com/shipfile/shipfile/pkg/apiclient"
 )
@@ -65,6 +67,10 @@ type Downloader struct {
 	Retry    Retry
 	// Grant is the link's grant for a password-protected link, "" otherwise.
 	Grant string
+	// Package, when set, fetches the files as their package's owner
+	// (GET /api/v1/packages/{id}/files/{file_id}/content with the token) instead of
+	// through a link.
+	Package uuid.UUID
 }
 
 // SafeName is the name a file of the server gets in the download directory: its last
@@ -191,16 +197,23 @@ func (d *Downloader) Fetch(ctx context.Context, token string, file apiclient.Lin
 // says the server sent the whole file instead (f was emptied first). It returns how
 // many bytes it wrote.
 func (d *Downloader) fetch(ctx context.Context, token string, file apiclient.LinkFile, f *os.File, have int64, h io.Writer, bar Bar, buf []byte) (int64, bool, error) {
-	params := &apiclient.DownloadLinkFileParams{}
-	if d.Grant != "" {
-		params.LinkGrantHeader = &d.Grant
-	}
-	resp, err := d.Client.Raw.DownloadLinkFile(ctx, token, file.Id, params, func(_ context.Context, req *http.Request) error {
+	rangeFrom := func(_ context.Context, req *http.Request) error {
 		if have > 0 {
 			req.Header.Set("Range", "bytes="+strconv.FormatInt(have, 10)+"-")
 		}
 		return nil
-	})
+	}
+	var resp *http.Response
+	var err error
+	if d.Package != uuid.Nil {
+		resp, err = d.Client.Raw.DownloadPackageFile(ctx, d.Package, file.Id, rangeFrom)
+	} else {
+		params := &apiclient.DownloadLinkFileParams{}
+		if d.Grant != "" {
+			params.LinkGrantHeader = &d.Grant
+		}
+		resp, err = d.Client.Raw.DownloadLinkFile(ctx, token, file.Id, params, rangeFrom)
+	}
 	if err != nil {
 		return 0, false, err
 	}
