@@ -4,8 +4,11 @@ import (
 	"bytes"
 	"context"
 	"crypto/sha256"
+	"encoding/base64"
 	"encoding/hex"
+	"fmt"
 	"io"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -16,6 +19,8 @@ import (
 	"filippo.io/age"
 	"github.com/jackc/pgx/v5"
 	"github.com/minio/minio-go/v7"
+
+	"github.com/shipfile/shipfile/pkg/apiclient"
 )
 
 // TestEncrypted drives `send --encrypt` / `--passphrase-stdin` and `get` of encrypted
@@ -254,6 +259,102 @@ func TestEncrypted(t *testing.T) {
 			t.Fatal("the resumed encrypted send came back with other bytes")
 		}
 	})
+}
+
+// TestEncryptedRequest: the owner's key pair (shipfile key), a request encrypted to it, an
+// upload through the request link as the page makes it (the file and its manifest entry
+// encrypted to the owner's public key), and the owner's get of the package by its id.
+func TestEncryptedRequest(t *testing.T) {
+	sys := startSystem(t)
+	u := newUser(t)
+	u.ok(sys.token+"\n", "login", "--url", sys.url)
+	const pass = "owner passphrase 1"
+
+	r := u.run("", nil, "key")
+	if r.code != 1 || !strings.Contains(r.stderr, "shipfile key create") {
+		t.Fatalf("key before there is one: exit %d, %q", r.code, r.stderr)
+	}
+	r = u.run("", nil, "request", "--from", "nina@example.com", "--encrypt")
+	if r.code != 1 || !strings.Contains(r.stderr, "shipfile key create") {
+		t.Fatalf("request --encrypt without a key: exit %d, %q", r.code, r.stderr)
+	}
+	key := decode[jsonKey](t, u.ok(pass+"\n", "key", "create", "--json"))
+	if !strings.HasPrefix(key.PublicKey, "age1") || !strings.HasPrefix(key.SealedIdentity, "-----BEGIN AGE ENCRYPTED FILE-----") {
+		t.Fatalf("key create --json: %+v", key)
+	}
+	if r := u.run(pass+"\n", nil, "key", "create"); r.code != 1 || !strings.Contains(r.stderr, "--replace") {
+		t.Fatalf("key create twice: exit %d, %q", r.code, r.stderr)
+	}
+	if r := u.ok("", "key"); strings.TrimSpace(r.stdout) != key.PublicKey {
+		t.Fatalf("key printed %q", r.stdout)
+	}
+	exp := u.ok(pass+"\n", "key", "export")
+	ids, err := age.ParseIdentities(strings.NewReader(exp.stdout))
+	if err != nil || len(ids) != 1 || ids[0].(*age.X25519Identity).Recipient().String() != key.PublicKey {
+		t.Fatalf("key export printed a key that is not the public key's: %v", err)
+	}
+	if r := u.run("wrong passphrase\n", nil, "key", "export"); r.code != 1 || !strings.Contains(r.stderr, "does not open") || strings.Contains(r.stdout, "AGE-SECRET-KEY") {
+		t.Fatalf("key export with a wrong passphrase: exit %d, %q", r.code, r.stderr)
+	}
+
+	req := decode[jsonSend](t, u.ok("", "request", "--from", "nina@example.com", "--encrypt", "--json"))
+	link := req.Links[0].MagicLink
+	token := link[strings.LastIndex(link, "/p/")+3:]
+
+	// Nina's upload, as the request page makes it.
+	recipient, _ := age.ParseX25519Recipient(key.PublicKey)
+	plain := bytes.Repeat([]byte("signed contract "), 20000)
+	var cipher, entry bytes.Buffer
+	w, _ := age.Encrypt(&cipher, recipient)
+	w.Write(plain)
+	w.Close()
+	w, _ = age.Encrypt(&entry, recipient)
+	fmt.Fprintf(w, `{"name":"contract.pdf","type":"application/pdf","size":%d}`, len(plain))
+	w.Close()
+	hreq, _ := http.NewRequest(http.MethodPost, sys.url+"/api/v1/links/"+token+"/uploads", bytes.NewReader(cipher.Bytes()))
+	hreq.Header.Set("Tus-Resumable", "1.0.0")
+	hreq.Header.Set("Content-Type", "application/offset+octet-stream")
+	hreq.Header.Set("Upload-Length", strconv64(int64(cipher.Len())))
+	hreq.Header.Set("Upload-Metadata", "filename "+base64.StdEncoding.EncodeToString([]byte("contract.pdf"))+
+		",manifest "+base64.StdEncoding.EncodeToString(entry.Bytes()))
+	resp, err := httpClient.Do(hreq)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusCreated || resp.Header.Get("Shipfile-File-Id") == "" {
+		t.Fatalf("the upload through the request link: %d %s", resp.StatusCode, body)
+	}
+	fileID := resp.Header.Get("Shipfile-File-Id")
+	if obj, _ := storedObject(t, sys, fileID); !bytes.Equal(obj, cipher.Bytes()) {
+		t.Fatal("the stored object is not the uploaded ciphertext")
+	}
+
+	pkgID := req.Package.Id.String()
+	out := t.TempDir()
+	if r := u.run("wrong passphrase\n", nil, "get", pkgID, "-o", out); r.code != 1 || !strings.Contains(r.stderr, "does not open your key") {
+		t.Fatalf("get ID with a wrong passphrase: exit %d, %q", r.code, r.stderr)
+	}
+	got := decode[jsonGetOwned](t, u.ok(pass+"\n", "get", pkgID, "-o", out, "--json"))
+	if len(got.Files) != 1 || got.Files[0].Filename != "contract.pdf" || got.Files[0].SHA256 != hexSHA(plain) ||
+		sha256File(t, filepath.Join(out, "contract.pdf")) != hexSHA(plain) {
+		t.Fatalf("get ID of the encrypted request: %+v", got)
+	}
+}
+
+// jsonKey is `key create --json`: the API's key object.
+type jsonKey struct {
+	PublicKey      string `json:"public_key"`
+	SealedIdentity string `json:"sealed_identity"`
+	CreatedAt      string `json:"created_at"`
+}
+
+// jsonGetOwned is `get ID --json`: the package is the API's PackageDetail.
+type jsonGetOwned struct {
+	Package apiclient.PackageDetail `json:"package"`
+	Dir     string                  `json:"dir"`
+	Files   []jsonGotFile           `json:"files"`
 }
 
 func hexSHA(b []byte) string {
