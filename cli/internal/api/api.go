@@ -4,12 +4,10 @@
 package api
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net"
 	"net/http"
 	"reflect"
@@ -32,45 +30,6 @@ type Client struct {
 	API *apiclient.ClientWithResponses
 	// Raw is the same client, for operations whose bodies are streamed.
 	Raw *apiclient.Client
-}
-
-// Do sends method path (below Base) with body (nil for none) of content type ct and
-// the extra headers, through the generated client's HTTP client and editors (the token,
-// the User-Agent), and returns the answer's status, headers and body (at most limit
-// bytes). It serves routes the generated client may not have yet.
-func (c *Client) Do(ctx context.Context, method, path string, body []byte, ct string, header http.Header, limit int64) (*http.Response, []byte, error) {
-	var rd io.Reader
-	if body != nil {
-		rd = bytes.NewReader(body)
-	}
-	req, err := http.NewRequestWithContext(ctx, method, c.Base+path, rd)
-	if err != nil {
-		return nil, nil, err
-	}
-	if ct != "" {
-		req.Header.Set("Content-Type", ct)
-	}
-	for k, v := range header {
-		req.Header[k] = v
-	}
-	for _, ed := range c.Raw.RequestEditors {
-		if err := ed(ctx, req); err != nil {
-			return nil, nil, err
-		}
-	}
-	resp, err := c.Raw.Client.Do(req)
-	if err != nil {
-		return nil, nil, err
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(io.LimitReader(resp.Body, limit+1))
-	if err != nil {
-		return resp, nil, err
-	}
-	if int64(len(b)) > limit {
-		return resp, nil, fmt.Errorf("the server's answer to %s %s is over %d bytes", method, path, limit)
-	}
-	return resp, b, nil
 }
 
 // New returns a client of base that sends token (none when empty) as its bearer.

@@ -13,6 +13,7 @@ import (
 	"strings"
 
 	"filippo.io/age"
+	"github.com/google/uuid"
 
 	"github.com/shipfile/shipfile/cli/internal/api"
 	"github.com/shipfile/shipfile/cli/internal/crypt"
@@ -29,8 +30,8 @@ type decryptor struct {
 	fragment string
 	// ownerKey says ids is the owner's key (a file request's uploads).
 	ownerKey bool
-	// manifestPath is where the package's manifest is (default: the link's).
-	manifestPath string
+	// owned is the package fetched as its owner (get ID), uuid.Nil through a link.
+	owned uuid.UUID
 	// ids open the package's age files, once known (the fragment's key, or the
 	// passphrase read when the first age file asks for one).
 	ids []age.Identity
@@ -42,20 +43,30 @@ type decryptor struct {
 // loadManifest fetches and decrypts the package's manifest: the files' names. A package
 // without one (404) gets neutral names.
 func (d *decryptor) loadManifest(ctx context.Context) error {
-	h := http.Header{}
-	if d.grant != "" {
-		h.Set("Shipfile-Link-Grant", d.grant)
+	var body []byte
+	var err error
+	if d.owned != uuid.Nil {
+		r, rerr := d.c.API.GetPackageManifestWithResponse(ctx, d.owned)
+		err = api.Expect(r, rerr, http.StatusOK)
+		if rerr == nil {
+			body = r.Body
+		}
+	} else {
+		params := &apiclient.GetLinkManifestParams{}
+		if d.grant != "" {
+			params.LinkGrantHeader = &d.grant
+		}
+		r, rerr := d.c.API.GetLinkManifestWithResponse(ctx, d.token, params)
+		err = api.Expect(r, rerr, http.StatusOK)
+		if rerr == nil {
+			body = r.Body
+		}
 	}
-	path := d.manifestPath
-	if path == "" {
-		path = "/api/v1/links/" + d.token + "/manifest"
-	}
-	resp, body, err := d.c.Do(ctx, http.MethodGet, path, nil, "", h, crypt.MaxManifest+(64<<10))
-	if err == nil && resp.StatusCode == http.StatusNotFound {
+	if api.StatusOf(err) == http.StatusNotFound {
 		d.a.note("This package has no list of names: its files get neutral names (file-1, ...)")
 		return nil
 	}
-	if err := api.Check(resp, body, err, http.StatusOK); err != nil {
+	if err != nil {
 		return err
 	}
 	types, err := crypt.StanzaTypes(bytes.NewReader(body))
@@ -92,7 +103,7 @@ func (d *decryptor) identities(types []string) ([]age.Identity, error) {
 		d.ids = []age.Identity{id}
 		return d.ids, nil
 	}
-	if !slices.Contains(types, "scrypt") && d.manifestPath != "" {
+	if !slices.Contains(types, "scrypt") && d.owned != uuid.Nil {
 		return nil, errors.New("this package's key was only in its links: get it through the full link (...#AGE-SECRET-KEY-1...)")
 	}
 	if !slices.Contains(types, "scrypt") {

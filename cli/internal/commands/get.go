@@ -2,7 +2,6 @@ package commands
 
 import (
 	"context"
-	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -111,11 +110,7 @@ func (a *app) get(ctx context.Context, l transfer.Link, dir string) error {
 		return err
 	}
 	pkg := r.JSON200
-	var kind struct {
-		Encryption string `json:"encryption"`
-	}
-	_ = json.Unmarshal(r.Body, &kind)
-	encrypted := kind.Encryption == "age"
+	encrypted := pkg.Encryption == apiclient.EncryptionAge
 	if !encrypted && l.Fragment != "" {
 		a.note("This link's package is not end-to-end encrypted: the #... of the link is not needed")
 	}
@@ -179,21 +174,13 @@ func (a *app) getOwned(ctx context.Context, id uuid.UUID, dir string) error {
 		return err
 	}
 	pkg := r.JSON200
-	var raw struct {
-		Encryption string `json:"encryption"`
-		Files      []struct {
-			ID       string  `json:"id"`
-			Manifest *string `json:"manifest"`
-		} `json:"files"`
-	}
-	_ = json.Unmarshal(r.Body, &raw)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
 	d := &transfer.Downloader{Client: c, Progress: a.progress(), Retry: transfer.DefaultRetry, Package: id}
 	var dec *decryptor
-	if raw.Encryption == "age" {
-		dec = &decryptor{a: a, c: c, used: map[string]bool{}, manifestPath: "/api/v1/packages/" + id.String() + "/manifest"}
+	if pkg.Encryption == apiclient.EncryptionAge {
+		dec = &decryptor{a: a, c: c, used: map[string]bool{}, owned: id}
 		if pkg.Direction == apiclient.PackageDetailDirectionInbound {
 			k, err := a.getKey(ctx)
 			if err != nil {
@@ -207,22 +194,18 @@ func (a *app) getOwned(ctx context.Context, id uuid.UUID, dir string) error {
 			dec.ownerKey = true
 			// Each upload carries its own manifest entry, encrypted to the owner's key.
 			m := crypt.Manifest{Version: 1, Files: map[string]crypt.ManifestFile{}}
-			for _, f := range raw.Files {
+			for _, f := range pkg.Files {
 				if f.Manifest == nil {
 					continue
 				}
-				b, err := base64.StdEncoding.DecodeString(*f.Manifest)
+				plain, err := crypt.Decrypt(*f.Manifest, owner)
 				if err != nil {
-					continue
-				}
-				plain, err := crypt.Decrypt(b, owner)
-				if err != nil {
-					a.note("The name of file %s does not open with your key (sent to another key?): it gets a neutral name", f.ID)
+					a.note("The name of %s does not open with your key (sent to another key?): it keeps its neutral name", f.Filename)
 					continue
 				}
 				var e crypt.ManifestFile
 				if json.Unmarshal(plain, &e) == nil {
-					m.Files[f.ID] = e
+					m.Files[f.Id.String()] = e
 				}
 			}
 			dec.manifest = &m

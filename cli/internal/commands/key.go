@@ -2,26 +2,18 @@ package commands
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"net/http"
-	"time"
 
 	"filippo.io/age"
 	"github.com/spf13/cobra"
 
 	"github.com/shipfile/shipfile/cli/internal/api"
 	"github.com/shipfile/shipfile/cli/internal/crypt"
+	"github.com/shipfile/shipfile/pkg/apiclient"
 )
-
-// ownerKey is the API's key object (GET/PUT /api/v1/me/key).
-type ownerKey struct {
-	PublicKey      string     `json:"public_key"`
-	SealedIdentity string     `json:"sealed_identity"`
-	CreatedAt      *time.Time `json:"created_at,omitempty"`
-}
 
 // keyExport is `shipfile key export --json`.
 type keyExport struct {
@@ -82,19 +74,15 @@ key stay readable only with the old key (export it first).`,
 				return err
 			}
 			x, _ := crypt.IdentityOf(identity)
-			body, _ := json.Marshal(ownerKey{PublicKey: crypt.RecipientOf(x), SealedIdentity: sealed})
 			c, err := a.client()
 			if err != nil {
 				return err
 			}
-			resp, b, err := c.Do(ctx, http.MethodPut, "/api/v1/me/key", body, "application/json", nil, 64<<10)
-			if err := api.Check(resp, b, err, http.StatusOK); err != nil {
+			r, err := c.API.PutMyKeyWithResponse(ctx, apiclient.PutUserKey{PublicKey: crypt.RecipientOf(x), SealedIdentity: sealed})
+			if err := api.Expect(r, err, http.StatusOK); err != nil {
 				return err
 			}
-			var k ownerKey
-			if err := json.Unmarshal(b, &k); err != nil {
-				return err
-			}
+			k := r.JSON200
 			a.note("Your encryption key is made; its private half is sealed by your passphrase (keep it: without it nobody can open files sent to this key)")
 			return a.output(k, func(w io.Writer) { fmt.Fprintln(w, k.PublicKey) })
 		}),
@@ -124,24 +112,23 @@ key stay readable only with the old key (export it first).`,
 }
 
 // getKey is the user's key object; an *api.Error of status 404 when there is none.
-func (a *app) getKey(ctx context.Context) (ownerKey, error) {
-	var k ownerKey
+func (a *app) getKey(ctx context.Context) (*apiclient.UserKey, error) {
 	c, err := a.client()
 	if err != nil {
-		return k, err
+		return nil, err
 	}
-	resp, b, err := c.Do(ctx, http.MethodGet, "/api/v1/me/key", nil, "", nil, 64<<10)
-	if err := api.Check(resp, b, err, http.StatusOK); err != nil {
+	r, err := c.API.GetMyKeyWithResponse(ctx)
+	if err := api.Expect(r, err, http.StatusOK); err != nil {
 		if api.StatusOf(err) == http.StatusNotFound {
-			return k, &api.Error{Status: http.StatusNotFound, Detail: "you have no encryption key yet: make one with 'shipfile key create'"}
+			return nil, &api.Error{Status: http.StatusNotFound, Detail: "you have no encryption key yet: make one with 'shipfile key create'"}
 		}
-		return k, err
+		return nil, err
 	}
-	return k, json.Unmarshal(b, &k)
+	return r.JSON200, nil
 }
 
 // unsealKey opens the user's sealed key with the passphrase from standard input.
-func (a *app) unsealKey(k ownerKey) (*age.X25519Identity, error) {
+func (a *app) unsealKey(k *apiclient.UserKey) (*age.X25519Identity, error) {
 	pass, err := a.readSecret("Passphrase of your key: ")
 	if err != nil || pass == "" {
 		return nil, errors.New("your key needs its passphrase: pipe it on stdin (or run the command on a terminal to be asked for it)")

@@ -279,11 +279,11 @@ func (a *app) send(ctx context.Context, args []string, to []string, pf packageFl
 		}
 	}
 	if pkgID == uuid.Nil {
-		extra := map[string]any{}
 		if enc.on {
-			extra["encryption"] = "age"
+			age := apiclient.CreatePackageEncryptionAge
+			body.Encryption = &age
 		}
-		id, err := createPackage(ctx, c, body, to, extra)
+		id, err := createPackage(ctx, c, body, to)
 		if err != nil {
 			return err
 		}
@@ -496,8 +496,8 @@ func putManifest(ctx context.Context, c *api.Client, pkgID uuid.UUID, files []lo
 	if len(b) > crypt.MaxManifest {
 		return fmt.Errorf("the encrypted list of names is %d bytes, over the server's %d: send fewer files in one package", len(b), crypt.MaxManifest)
 	}
-	resp, body, err := c.Do(ctx, http.MethodPut, "/api/v1/packages/"+pkgID.String()+"/manifest", b, "application/octet-stream", nil, 64<<10)
-	return api.Check(resp, body, err, http.StatusNoContent)
+	r, err := c.API.PutPackageManifestWithBodyWithResponse(ctx, pkgID, "application/octet-stream", bytes.NewReader(b))
+	return api.Expect(r, err, http.StatusNoContent)
 }
 
 func (a *app) requestCmd() *cobra.Command {
@@ -526,15 +526,15 @@ func (a *app) requestCmd() *cobra.Command {
 				return err
 			}
 			ctx := cmd.Context()
-			extra := map[string]any{}
 			if encrypt {
 				// Uploads are encrypted to the owner's public key: there must be one.
 				if _, err := a.getKey(ctx); err != nil {
 					return err
 				}
-				extra["encryption"] = "age"
+				age := apiclient.CreatePackageEncryptionAge
+				body.Encryption = &age
 			}
-			id, err := createPackage(ctx, c, body, []string{from}, extra)
+			id, err := createPackage(ctx, c, body, []string{from})
 			if err != nil {
 				return err
 			}
@@ -565,17 +565,19 @@ func stopped(name string, err error) error {
 	return fmt.Errorf("%s: %w", name, err)
 }
 
-// createPackage creates the package, with the fields of extra added to body (e.g.
-// "encryption"). With several recipients it sends the SPEC's `recipients` list
-// (recipient_email naming its first entry); a server without recipient lists ignores
-// that field and answers a package without `recipients`: that draft is deleted again
-// and the send fails, rather than going to the first address alone. The same for a
-// server that answers an `encryption` other than the one asked for.
-func createPackage(ctx context.Context, c *api.Client, body apiclient.CreatePackage, to []string, extra map[string]any) (uuid.UUID, error) {
-	if len(to) == 1 && len(extra) == 0 {
+// createPackage creates the package. With several recipients it sends the SPEC's
+// `recipients` list (recipient_email naming its first entry); a server without recipient
+// lists ignores that field and answers a package without `recipients`: that draft is
+// deleted again and the send fails, rather than going to the first address alone. The
+// same for a server that answers another `encryption` than the one asked for.
+func createPackage(ctx context.Context, c *api.Client, body apiclient.CreatePackage, to []string) (uuid.UUID, error) {
+	if len(to) == 1 {
 		r, err := c.API.CreatePackageWithResponse(ctx, body)
 		if err := api.Expect(r, err, http.StatusCreated); err != nil {
 			return uuid.Nil, err
+		}
+		if body.Encryption != nil && string(r.JSON201.Encryption) != string(*body.Encryption) {
+			return uuid.Nil, noEncryption(ctx, c, r.JSON201.Id)
 		}
 		return r.JSON201.Id, nil
 	}
@@ -591,34 +593,33 @@ func createPackage(ctx context.Context, c *api.Client, body apiclient.CreatePack
 	for i, e := range to {
 		list[i] = map[string]string{"email": e}
 	}
-	if len(to) > 1 {
-		doc["recipients"] = list
-	}
-	for k, v := range extra {
-		doc[k] = v
-	}
+	doc["recipients"] = list
 	raw, _ = json.Marshal(doc)
 	r, err := c.API.CreatePackageWithBodyWithResponse(ctx, "application/json", bytes.NewReader(raw))
 	if err := api.Expect(r, err, http.StatusCreated); err != nil {
 		return uuid.Nil, err
 	}
+	if body.Encryption != nil && string(r.JSON201.Encryption) != string(*body.Encryption) {
+		return uuid.Nil, noEncryption(ctx, c, r.JSON201.Id)
+	}
 	var got struct {
 		Recipients []json.RawMessage `json:"recipients"`
-		Encryption string            `json:"encryption"`
 	}
-	if json.Unmarshal(r.Body, &got) == nil && extra["encryption"] != nil && got.Encryption != extra["encryption"] {
-		if dr, err := c.API.DeletePackageWithResponse(ctx, r.JSON201.Id); api.Expect(dr, err, http.StatusNoContent) != nil {
-			return uuid.Nil, fmt.Errorf("this server does not encrypt end to end, and the draft %s could not be removed: send without --encrypt, or update the server", r.JSON201.Id)
-		}
-		return uuid.Nil, errors.New("this server does not encrypt end to end (its packages have no `encryption`): send without --encrypt, or update the server")
-	}
-	if len(to) > 1 && (json.Unmarshal(r.Body, &got) != nil || len(got.Recipients) != len(to)) {
+	if json.Unmarshal(r.Body, &got) != nil || len(got.Recipients) != len(to) {
 		if dr, err := c.API.DeletePackageWithResponse(ctx, r.JSON201.Id); api.Expect(dr, err, http.StatusNoContent) != nil {
 			return uuid.Nil, fmt.Errorf("this server takes one recipient per package, and the draft %s could not be removed: give --to once", r.JSON201.Id)
 		}
 		return uuid.Nil, errors.New("this server takes one recipient per package (it has no recipient lists): give --to once, and run send once per recipient")
 	}
 	return r.JSON201.Id, nil
+}
+
+// noEncryption deletes the draft id of a server that ignored `encryption` and says so.
+func noEncryption(ctx context.Context, c *api.Client, id uuid.UUID) error {
+	if dr, err := c.API.DeletePackageWithResponse(ctx, id); api.Expect(dr, err, http.StatusNoContent) != nil {
+		return fmt.Errorf("this server does not encrypt end to end, and the draft %s could not be removed: send without --encrypt, or update the server", id)
+	}
+	return errors.New("this server does not encrypt end to end (its packages have no `encryption`): send without --encrypt, or update the server")
 }
 
 // linksOf are the recipients' links of a finalize answer: its `links` list where the
