@@ -184,6 +184,7 @@ func (d *Downloader) Fetch(ctx context.Context, token string, file apiclient.Lin
 	if out.SHA256 != file.Sha256 {
 		bar.Abort()
 		_ = os.Remove(part)
+		return out, &ChecksumError{Name: name, Got: out.SHA256, Want: file.Sha256}
 	}
 	if err := f.Sync(); err != nil {
 		bar.Abort()

@@ -301,7 +301,8 @@ func TestEncryptedRequest(t *testing.T) {
 	link := req.Links[0].MagicLink
 	token := link[strings.LastIndex(link, "/p/")+3:]
 
-	// Nina's upload, as the request page makes it.
+	// Nina's upload, as the request page makes it (tus-js-client's metadata: the manifest
+	// entry's base64, base64-encoded again by tus).
 	recipient, _ := age.ParseX25519Recipient(key.PublicKey)
 	plain := bytes.Repeat([]byte("signed contract "), 20000)
 	var cipher, entry bytes.Buffer
@@ -316,7 +317,7 @@ func TestEncryptedRequest(t *testing.T) {
 	hreq.Header.Set("Content-Type", "application/offset+octet-stream")
 	hreq.Header.Set("Upload-Length", strconv64(int64(cipher.Len())))
 	hreq.Header.Set("Upload-Metadata", "filename "+base64.StdEncoding.EncodeToString([]byte("contract.pdf"))+
-		",manifest "+base64.StdEncoding.EncodeToString(entry.Bytes()))
+		",manifest "+base64.StdEncoding.EncodeToString([]byte(base64.StdEncoding.EncodeToString(entry.Bytes()))))
 	resp, err := httpClient.Do(hreq)
 	if err != nil {
 		t.Fatal(err)
