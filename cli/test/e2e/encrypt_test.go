@@ -6,6 +6,7 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -172,6 +173,45 @@ func TestEncrypted(t *testing.T) {
 		got := decode[jsonGet](t, u.ok("link password\n"+pass+"\n", "get", link, "-o", out, "--json"))
 		if len(got.Files) != 2 || sha256File(t, filepath.Join(out, "x.bin")) != suma || sha256File(t, filepath.Join(out, "y.bin")) != sumb {
 			t.Fatalf("get with the passphrase: %+v", got)
+		}
+	})
+
+	t.Run("a package without a manifest: neutral names", func(t *testing.T) {
+		u.t = t
+		// An API client that encrypts but sends no manifest.
+		id, _ := age.GenerateX25519Identity()
+		plain := bytes.Repeat([]byte("no names "), 5000)
+		var cipher bytes.Buffer
+		w, _ := age.Encrypt(&cipher, id.Recipient())
+		w.Write(plain)
+		w.Close()
+		var pkg struct {
+			ID string `json:"id"`
+		}
+		apiCall(t, sys, http.MethodPost, "/api/v1/packages", `{"title":"No names","recipient_email":"olga@example.com","encryption":"age"}`, http.StatusCreated, &pkg)
+		hreq, _ := http.NewRequest(http.MethodPost, sys.url+"/api/v1/packages/"+pkg.ID+"/uploads", bytes.NewReader(cipher.Bytes()))
+		hreq.Header.Set("Authorization", "Bearer "+sys.token)
+		hreq.Header.Set("Tus-Resumable", "1.0.0")
+		hreq.Header.Set("Content-Type", "application/offset+octet-stream")
+		hreq.Header.Set("Upload-Length", strconv64(int64(cipher.Len())))
+		hreq.Header.Set("Upload-Metadata", "filename "+base64.StdEncoding.EncodeToString([]byte("secret-name.txt")))
+		resp, err := httpClient.Do(hreq)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusCreated {
+			t.Fatalf("tus upload: %d", resp.StatusCode)
+		}
+		var fin struct {
+			MagicLink string `json:"magic_link"`
+		}
+		apiCall(t, sys, http.MethodPost, "/api/v1/packages/"+pkg.ID+"/finalize", "", http.StatusOK, &fin)
+		out := t.TempDir()
+		got := decode[jsonGet](t, u.ok("", "get", fin.MagicLink+"#"+id.String(), "-o", out, "--json"))
+		if len(got.Files) != 1 || got.Files[0].Filename != "file-1" || got.Files[0].SHA256 != hexSHA(plain) ||
+			sha256File(t, filepath.Join(out, "file-1")) != hexSHA(plain) {
+			t.Fatalf("get of a package without a manifest: %+v", got)
 		}
 	})
 
@@ -356,6 +396,35 @@ type jsonGetOwned struct {
 	Package apiclient.PackageDetail `json:"package"`
 	Dir     string                  `json:"dir"`
 	Files   []jsonGotFile           `json:"files"`
+}
+
+// apiCall sends body (JSON, none when empty) to the API with the user's token and
+// decodes the answer, which must have status want, into v.
+func apiCall(t *testing.T, sys *system, method, path, body string, want int, v any) {
+	t.Helper()
+	var rd io.Reader
+	if body != "" {
+		rd = strings.NewReader(body)
+	}
+	req, _ := http.NewRequest(method, sys.url+path, rd)
+	req.Header.Set("Authorization", "Bearer "+sys.token)
+	if body != "" {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	resp, err := httpClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != want {
+		t.Fatalf("%s %s: %d %s", method, path, resp.StatusCode, b)
+	}
+	if v != nil {
+		if err := json.Unmarshal(b, v); err != nil {
+			t.Fatalf("%s %s: %v", method, path, err)
+		}
+	}
 }
 
 func hexSHA(b []byte) string {
