@@ -32,6 +32,8 @@ type decryptor struct {
 	ownerKey bool
 	// owned is the package fetched as its owner (get ID), uuid.Nil through a link.
 	owned uuid.UUID
+	// progress shows the decryption of each file.
+	progress transfer.Progress
 	// ids open the package's age files, once known (the fragment's key, or the
 	// passphrase read when the first age file asks for one).
 	ids []age.Identity
@@ -121,6 +123,18 @@ func (d *decryptor) identities(types []string) ([]age.Identity, error) {
 	return d.ids, nil
 }
 
+// decrypt decrypts the age file part (size bytes) into w, with a progress bar.
+func (d *decryptor) decrypt(ctx context.Context, part, name string, size int64, w io.Writer, ids []age.Identity) (crypt.Decrypted, error) {
+	bar := d.progress.Start("decrypting "+name, size, 0)
+	dec, err := crypt.DecryptFile(ctx, part, w, bar.Add, ids...)
+	if err != nil {
+		bar.Abort()
+		return dec, err
+	}
+	bar.Finish()
+	return dec, nil
+}
+
 // openError says why what could not be decrypted: the key or passphrase, or an
 // alteration.
 func (d *decryptor) openError(what string, err error) error {
@@ -201,6 +215,9 @@ func (d *decryptor) download(ctx context.Context, dl *transfer.Downloader, f api
 	}
 
 	fail := func(err error) error {
+		if errors.Is(err, context.Canceled) {
+			return stopped(name, err) // the ciphertext stays: a run again decrypts it
+		}
 		if crypt.IsWrongKey(err) {
 			return d.openError(name, err) // the ciphertext is sound: kept for a run with the right key
 		}
@@ -208,7 +225,7 @@ func (d *decryptor) download(ctx context.Context, dl *transfer.Downloader, f api
 		return fmt.Errorf("%s was altered: it fails age's authentication (%v); nothing of it was kept", name, err)
 	}
 	if exists {
-		dec, err := crypt.DecryptFile(part, io.Discard, ids...)
+		dec, err := d.decrypt(ctx, part, name, f.Size, io.Discard, ids)
 		if err != nil {
 			return out, fail(err)
 		}
@@ -229,7 +246,7 @@ func (d *decryptor) download(ctx context.Context, dl *transfer.Downloader, f api
 		return out, err
 	}
 	defer os.Remove(tmp.Name()) // after the rename: nothing
-	dec, err := crypt.DecryptFile(part, tmp, ids...)
+	dec, err := d.decrypt(ctx, part, name, f.Size, tmp, ids)
 	if err == nil && entry != nil && dec.Size != entry.Size {
 		err = fmt.Errorf("%d bytes where the list of names says %d", dec.Size, entry.Size)
 	}

@@ -120,7 +120,7 @@ func (a *app) get(ctx context.Context, l transfer.Link, dir string) error {
 	d := &transfer.Downloader{Client: c, Progress: a.progress(), Retry: transfer.DefaultRetry, Grant: grant}
 	var dec *decryptor
 	if encrypted {
-		dec = &decryptor{a: a, c: c, token: l.Token, grant: grant, fragment: l.Fragment, used: map[string]bool{}}
+		dec = &decryptor{a: a, c: c, token: l.Token, grant: grant, fragment: l.Fragment, used: map[string]bool{}, progress: d.Progress}
 		if err := dec.loadManifest(ctx); err != nil {
 			return err
 		}
@@ -180,7 +180,7 @@ func (a *app) getOwned(ctx context.Context, id uuid.UUID, dir string) error {
 	d := &transfer.Downloader{Client: c, Progress: a.progress(), Retry: transfer.DefaultRetry, Package: id}
 	var dec *decryptor
 	if pkg.Encryption == apiclient.EncryptionAge {
-		dec = &decryptor{a: a, c: c, used: map[string]bool{}, owned: id}
+		dec = &decryptor{a: a, c: c, used: map[string]bool{}, owned: id, progress: d.Progress}
 		if pkg.Direction == apiclient.PackageDetailDirectionInbound {
 			k, err := a.getKey(ctx)
 			if err != nil {

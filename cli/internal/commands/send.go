@@ -448,11 +448,16 @@ func (a *app) sendEncrypted(ctx context.Context, up *transfer.Uploader, pkgID uu
 	if fi, err := os.Stat(spool); st.Spool != name || st.SHA256 == "" || err != nil || fi.Size() != st.CipherSize {
 		// No ciphertext of an earlier run: encrypt (an upload of another ciphertext
 		// cannot go on with this one, so it starts over).
-		a.note("Encrypting %s", f.arg)
-		enc, err := crypt.EncryptFile(f.abs, spool, recipient)
+		bar := up.Progress.Start("encrypting "+filepath.Base(f.abs), f.size, 0)
+		enc, err := crypt.EncryptFile(ctx, f.abs, spool, recipient, bar.Add)
 		if err != nil {
-			return &exitError{code: ExitFailed, err: fmt.Errorf("%s: encrypting: %w", f.arg, err)}
+			bar.Abort()
+			if errors.Is(err, context.Canceled) {
+				return stopped(f.arg, err)
+			}
+			return fmt.Errorf("%s: encrypting: %w", f.arg, err)
 		}
+		bar.Finish()
 		if enc.Size != f.size {
 			return fmt.Errorf("%s changed while it was encrypted", f.arg)
 		}

@@ -8,6 +8,7 @@ package crypt
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -104,8 +105,8 @@ type Encrypted struct {
 
 // EncryptFile encrypts the file src to r into dst, streaming (memory stays bounded),
 // through a temporary file beside dst and a rename, so that dst is either whole or
-// absent.
-func EncryptFile(src, dst string, r age.Recipient) (Encrypted, error) {
+// absent. It stops when ctx ends; read (may be nil) counts the plaintext bytes read.
+func EncryptFile(ctx context.Context, src, dst string, r age.Recipient, read func(int)) (Encrypted, error) {
 	var out Encrypted
 	in, err := os.Open(src)
 	if err != nil {
@@ -128,7 +129,7 @@ func EncryptFile(src, dst string, r age.Recipient) (Encrypted, error) {
 		return out, err
 	}
 	h := sha256.New()
-	n, err := io.Copy(io.MultiWriter(w, h), in)
+	n, err := io.Copy(io.MultiWriter(w, h), &ctxReader{ctx: ctx, r: in, read: read})
 	if err == nil {
 		err = w.Close()
 	}
@@ -157,14 +158,15 @@ type Decrypted struct {
 }
 
 // DecryptFile decrypts the age file src into w (streaming, each 64 KiB chunk
-// authenticated before it is written).
-func DecryptFile(src string, w io.Writer, ids ...age.Identity) (Decrypted, error) {
+// authenticated before it is written). It stops when ctx ends; read (may be nil) counts
+// the ciphertext bytes read.
+func DecryptFile(ctx context.Context, src string, w io.Writer, read func(int), ids ...age.Identity) (Decrypted, error) {
 	f, err := os.Open(src)
 	if err != nil {
 		return Decrypted{}, err
 	}
 	defer f.Close()
-	r, err := age.Decrypt(bufio.NewReaderSize(f, 1<<20), ids...)
+	r, err := age.Decrypt(bufio.NewReaderSize(&ctxReader{ctx: ctx, r: f, read: read}, 1<<20), ids...)
 	if err != nil {
 		return Decrypted{}, err
 	}
@@ -227,6 +229,24 @@ func ParseManifest(b []byte) (Manifest, error) {
 		return m, fmt.Errorf("the package's manifest has version %d, this command reads version 1", m.Version)
 	}
 	return m, nil
+}
+
+// ctxReader reads r until ctx ends, counting what it reads.
+type ctxReader struct {
+	ctx  context.Context
+	r    io.Reader
+	read func(int)
+}
+
+func (c *ctxReader) Read(p []byte) (int, error) {
+	if err := c.ctx.Err(); err != nil {
+		return 0, err
+	}
+	n, err := c.r.Read(p)
+	if n > 0 && c.read != nil {
+		c.read(n)
+	}
+	return n, err
 }
 
 type countWriter struct {

@@ -2,6 +2,7 @@ package crypt
 
 import (
 	"bytes"
+	"context"
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
@@ -33,7 +34,7 @@ func TestEncryptFileRoundTrip(t *testing.T) {
 		t.Fatal(err)
 	}
 	dst := filepath.Join(dir, "spool", "1.age")
-	enc, err := EncryptFile(src, dst, r)
+	enc, err := EncryptFile(context.Background(), src, dst, r, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -57,14 +58,14 @@ func TestEncryptFileRoundTrip(t *testing.T) {
 		t.Fatal(err)
 	}
 	var out bytes.Buffer
-	dec, err := DecryptFile(dst, &out, id)
+	dec, err := DecryptFile(context.Background(), dst, &out, nil, id)
 	if err != nil || !bytes.Equal(out.Bytes(), plain) || dec.SHA256 != enc.SHA256 || dec.Size != enc.Size {
 		t.Fatalf("DecryptFile: %+v %v", dec, err)
 	}
 
 	// Another key: age's "no identity matched".
 	other, _ := age.GenerateX25519Identity()
-	_, err = DecryptFile(dst, io.Discard, other)
+	_, err = DecryptFile(context.Background(), dst, io.Discard, nil, other)
 	if !IsWrongKey(err) {
 		t.Fatalf("another key: %v", err)
 	}
@@ -72,7 +73,7 @@ func TestEncryptFileRoundTrip(t *testing.T) {
 	// One byte of the payload changed: the chunk fails its authentication.
 	cipher[len(cipher)-100] ^= 1
 	_ = os.WriteFile(dst, cipher, 0o600)
-	if _, err := DecryptFile(dst, io.Discard, id); err == nil || IsWrongKey(err) {
+	if _, err := DecryptFile(context.Background(), dst, io.Discard, nil, id); err == nil || IsWrongKey(err) {
 		t.Fatalf("a tampered file decrypted: %v", err)
 	}
 }
