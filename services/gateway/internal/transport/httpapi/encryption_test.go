@@ -18,6 +18,8 @@ import (
 	"filippo.io/age/armor"
 	"github.com/minio/minio-go/v7"
 
+	"github.com/shipfile/shipfile/pkg/events"
+	"github.com/shipfile/shipfile/pkg/servicetest"
 	"github.com/shipfile/shipfile/services/gateway/internal/app"
 )
 
@@ -241,6 +243,33 @@ func TestEncryptedOutboundPackage(t *testing.T) {
 	link := linkToken(t, r.json(t)["magic_link"])
 	expect(t, a.do("PUT", base+"/manifest", token, nil, append(octet, "X-Raw-Body", string(manifest))...), http.StatusConflict)
 
+	// Events name the neutral files (no new fields); the mail job says the package is
+	// encrypted, and its link carries no key.
+	ups := a.eventsOf(id, events.TypePackageFileUploaded)
+	if len(ups) < 2 || ups[0].GetFileUploaded().GetFilename() != "file-1.age" || ups[1].GetFileUploaded().GetFilename() != "file-2.age" {
+		t.Fatalf("file_uploaded events: %v", ups)
+	}
+	mailed := false
+	for _, row := range a.outboxRows() {
+		if !strings.HasPrefix(row.subject, "shipfile.mail.") {
+			continue
+		}
+		opened, err := servicetest.Keyring(t).Open(string(row.payload))
+		if err != nil {
+			t.Fatal(err)
+		}
+		job, err := events.UnmarshalMailJob([]byte(opened))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if job.GetPackageId() == id {
+			mailed = job.GetEncrypted() && strings.HasSuffix(job.GetMagicLink(), "/p/"+link)
+		}
+	}
+	if !mailed {
+		t.Fatal("no mail job marked encrypted with the plain magic link")
+	}
+
 	// The link: encryption, no public key, the manifest (not a download), no archive.
 	r = a.do("GET", "/api/v1/links/"+link, "", nil)
 	expect(t, r, http.StatusOK)
@@ -434,6 +463,15 @@ func TestEncryptedFileRequest(t *testing.T) {
 		t.Fatalf("plain request link = %s", r.body)
 	}
 	expect(t, a.uploadWithManifest("/api/v1/links/"+plainLink+"/files", "", "c.pdf", m64, plain), http.StatusUnprocessableEntity)
+
+	// A protected link's manifest takes the link's grant, as its other routes do.
+	locked := a.createPackage(token, map[string]any{"title": "locked", "recipient_email": "e@example.com", "direction": "inbound", "encryption": "age", "password": "open sesame 42"})
+	r = a.do("POST", "/api/v1/packages/"+locked["id"].(string)+"/finalize", token, nil)
+	lockedLink := linkToken(t, r.json(t)["magic_link"])
+	expect(t, a.do("GET", "/api/v1/links/"+lockedLink+"/manifest", "", nil), http.StatusUnauthorized)
+	r = a.unlock(lockedLink, "open sesame 42")
+	expect(t, r, http.StatusOK)
+	expect(t, a.do("GET", "/api/v1/links/"+lockedLink+"/manifest", "", nil, "Shipfile-Link-Grant", r.json(t)["grant"].(string)), http.StatusNotFound)
 
 	// Replacing the key: the link now gives the new one.
 	next, _ := age.GenerateX25519Identity()
