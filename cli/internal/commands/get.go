@@ -119,7 +119,13 @@ func (a *app) get(ctx context.Context, l transfer.Link, dir string) error {
 	}
 	d := &transfer.Downloader{Client: c, Progress: a.progress(), Retry: transfer.DefaultRetry, Grant: grant}
 	var dec *decryptor
-	if encrypted {
+	ownFiles := 0
+	for _, f := range pkg.Files {
+		if f.UploadedBy != apiclient.LinkFileUploadedByRecipient {
+			ownFiles++
+		}
+	}
+	if encrypted && ownFiles > 0 {
 		dec = &decryptor{a: a, c: c, token: l.Token, grant: grant, fragment: l.Fragment, used: map[string]bool{}, progress: d.Progress}
 		if err := dec.loadManifest(ctx); err != nil {
 			return err

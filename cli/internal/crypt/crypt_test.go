@@ -78,6 +78,23 @@ func TestEncryptFileRoundTrip(t *testing.T) {
 	}
 }
 
+func TestEmptyFile(t *testing.T) {
+	dir := t.TempDir()
+	src := filepath.Join(dir, "empty")
+	_ = os.WriteFile(src, nil, 0o600)
+	key, _ := NewIdentity()
+	r, _ := Recipient(key, "")
+	enc, err := EncryptFile(context.Background(), src, filepath.Join(dir, "e.age"), r, nil)
+	if err != nil || enc.Size != 0 || enc.CipherSize == 0 {
+		t.Fatalf("EncryptFile of an empty file: %+v %v", enc, err)
+	}
+	id, _ := IdentityOf(key)
+	var out bytes.Buffer
+	if dec, err := DecryptFile(context.Background(), filepath.Join(dir, "e.age"), &out, nil, id); err != nil || dec.Size != 0 || out.Len() != 0 {
+		t.Fatalf("DecryptFile of an empty file: %+v %v", dec, err)
+	}
+}
+
 func TestPassphrase(t *testing.T) {
 	r, err := Recipient("", "correct horse battery")
 	if err != nil {
