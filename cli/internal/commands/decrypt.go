@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -190,7 +191,29 @@ func (d *decryptor) download(ctx context.Context, dl *transfer.Downloader, f api
 		return out, fmt.Errorf("%s exists and is not the file of the link: move it away or choose another directory (-o)", path)
 	}
 
-	got, err := dl.Fetch(ctx, d.token, f, part, name)
+	// When the ciphertext comes whole in this run and the key is known, it is decrypted
+	// as it arrives (one pass); else (an earlier run's part, a download that started
+	// over) from the part once it is whole.
+	var (
+		stream *decryptStream
+		tee    *transfer.Tee
+		tmp    *os.File
+	)
+	if _, err := os.Stat(part); !exists && d.ids != nil && errors.Is(err, fs.ErrNotExist) {
+		if tmp, err = os.CreateTemp(dir, "."+name+".decrypting-*"); err != nil {
+			return out, err
+		}
+		defer os.Remove(tmp.Name()) // after the rename: nothing
+		defer tmp.Close()
+		stream = startDecrypt(tmp, d.ids)
+		tee = &transfer.Tee{W: stream.pw}
+	}
+	got, err := dl.Fetch(ctx, d.token, f, part, name, tee)
+	var streamed crypt.Decrypted
+	var streamErr error
+	if stream != nil {
+		streamed, streamErr = stream.finish(err)
+	}
 	out.ResumedFrom, out.Received = got.ResumedFrom, got.Received
 	if err != nil {
 		var ce *transfer.ChecksumError
@@ -198,6 +221,13 @@ func (d *decryptor) download(ctx context.Context, dl *transfer.Downloader, f api
 			return out, fmt.Errorf("%s was altered: its encrypted bytes differ from what was uploaded (SHA-256 %s, the server recorded %s); nothing of it was kept", name, ce.Got, ce.Want)
 		}
 		return out, stopped(name, err)
+	}
+	if stream != nil && !tee.Broken && tee.N == f.Size {
+		return d.keep(out, tmp, part, entry, streamed, streamErr)
+	}
+	if tmp != nil {
+		tmp.Close()
+		_ = os.Remove(tmp.Name())
 	}
 	pf, err := os.Open(part)
 	if err != nil {
@@ -214,16 +244,7 @@ func (d *decryptor) download(ctx context.Context, dl *transfer.Downloader, f api
 		return out, err
 	}
 
-	fail := func(err error) error {
-		if errors.Is(err, context.Canceled) {
-			return stopped(name, err) // the ciphertext stays: a run again decrypts it
-		}
-		if crypt.IsWrongKey(err) {
-			return d.openError(name, err) // the ciphertext is sound: kept for a run with the right key
-		}
-		_ = os.Remove(part)
-		return fmt.Errorf("%s was altered: it fails age's authentication (%v); nothing of it was kept", name, err)
-	}
+	fail := func(err error) error { return d.fail(name, part, err) }
 	if exists {
 		dec, err := d.decrypt(ctx, part, name, f.Size, io.Discard, ids)
 		if err != nil {
@@ -241,31 +262,91 @@ func (d *decryptor) download(ctx context.Context, dl *transfer.Downloader, f api
 		return out, nil
 	}
 
-	tmp, err := os.CreateTemp(dir, "."+name+".decrypting-*")
+	tmp, err = os.CreateTemp(dir, "."+name+".decrypting-*")
 	if err != nil {
 		return out, err
 	}
 	defer os.Remove(tmp.Name()) // after the rename: nothing
+	defer tmp.Close()
 	dec, err := d.decrypt(ctx, part, name, f.Size, tmp, ids)
+	return d.keep(out, tmp, part, entry, dec, err)
+}
+
+// keep ends the decryption of a file into tmp (dec, or err): tmp becomes out.Path and
+// the ciphertext part is removed; or, on err, tmp is removed (nothing of the plaintext
+// stays) and the error says why.
+func (d *decryptor) keep(out gotFile, tmp *os.File, part string, entry *crypt.ManifestFile, dec crypt.Decrypted, err error) (gotFile, error) {
 	if err == nil && entry != nil && dec.Size != entry.Size {
 		err = fmt.Errorf("%d bytes where the list of names says %d", dec.Size, entry.Size)
 	}
+	if err == nil {
+		err = tmp.Sync()
+	}
+	if cerr := tmp.Close(); err == nil {
+		err = cerr
+	}
 	if err != nil {
-		tmp.Close()
 		_ = os.Remove(tmp.Name())
-		return out, fail(err)
+		return out, d.fail(out.Filename, part, err)
 	}
-	if err := tmp.Sync(); err != nil {
-		tmp.Close()
-		return out, err
-	}
-	if err := tmp.Close(); err != nil {
-		return out, err
-	}
-	if err := os.Rename(tmp.Name(), path); err != nil {
+	if err := os.Rename(tmp.Name(), out.Path); err != nil {
 		return out, err
 	}
 	_ = os.Remove(part)
 	out.Size, out.SHA256 = dec.Size, dec.SHA256
 	return out, nil
+}
+
+// fail says why the file name did not decrypt: an interruption or a wrong key keep the
+// ciphertext part (a run again, with the right key, decrypts it); anything else is an
+// alteration, and the part goes too.
+func (d *decryptor) fail(name, part string, err error) error {
+	if errors.Is(err, context.Canceled) {
+		return stopped(name, err)
+	}
+	if crypt.IsWrongKey(err) {
+		return d.openError(name, err)
+	}
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return err // the disk, not the file
+	}
+	_ = os.Remove(part)
+	return fmt.Errorf("%s was altered: it fails age's authentication (%v); nothing of it was kept", name, err)
+}
+
+// decryptStream decrypts what is written to pw, into a file, as it comes.
+type decryptStream struct {
+	pw   *io.PipeWriter
+	done chan struct{}
+	dec  crypt.Decrypted
+	err  error
+}
+
+func startDecrypt(w io.Writer, ids []age.Identity) *decryptStream {
+	pr, pw := io.Pipe()
+	s := &decryptStream{pw: pw, done: make(chan struct{})}
+	go func() {
+		defer close(s.done)
+		s.dec, s.err = crypt.DecryptReader(pr, w, ids...)
+		if s.err == nil {
+			// age stops at the last chunk: anything after it is not of the file.
+			if n, _ := io.Copy(io.Discard, pr); n > 0 {
+				s.err = fmt.Errorf("%d bytes after the end of the age file", n)
+			}
+		}
+		_, _ = io.Copy(io.Discard, pr) // the download goes on, whatever happened here
+	}()
+	return s
+}
+
+// finish ends the stream once the download ended (with err) and returns the outcome.
+func (s *decryptStream) finish(err error) (crypt.Decrypted, error) {
+	if err != nil {
+		s.pw.CloseWithError(err)
+	} else {
+		s.pw.Close()
+	}
+	<-s.done
+	return s.dec, s.err
 }

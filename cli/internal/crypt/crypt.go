@@ -166,7 +166,13 @@ func DecryptFile(ctx context.Context, src string, w io.Writer, read func(int), i
 		return Decrypted{}, err
 	}
 	defer f.Close()
-	r, err := age.Decrypt(bufio.NewReaderSize(&ctxReader{ctx: ctx, r: f, read: read}, 1<<20), ids...)
+	return DecryptReader(bufio.NewReaderSize(&ctxReader{ctx: ctx, r: f, read: read}, 1<<20), w, ids...)
+}
+
+// DecryptReader decrypts the age file that src reads into w (streaming, each 64 KiB
+// chunk authenticated before it is written).
+func DecryptReader(src io.Reader, w io.Writer, ids ...age.Identity) (Decrypted, error) {
+	r, err := age.Decrypt(src, ids...)
 	if err != nil {
 		return Decrypted{}, err
 	}

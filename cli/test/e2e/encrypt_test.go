@@ -111,6 +111,47 @@ func TestEncrypted(t *testing.T) {
 			}
 		}
 
+		// Run again into the same directory: each file there is compared, and skipped.
+		{
+			out := t.TempDir()
+			u.ok("", "get", sent.Links[0].FullLink, "-o", out)
+			again := decode[jsonGet](t, u.ok("", "get", sent.Links[0].FullLink, "-o", out, "--json"))
+			for _, f := range again.Files {
+				if !f.Skipped || f.SHA256 != sums[f.Filename] {
+					t.Errorf("second get: %+v, want skipped", f)
+				}
+			}
+		}
+
+		// An earlier run's part (the first half of the ciphertext, as a killed get leaves
+		// it): the rest is asked for with Range, then the part is decrypted.
+		{
+			var big jsonSentFile
+			for _, f := range sent.Files {
+				if f.Filename == "b report.pdf" {
+					big = f
+				}
+			}
+			obj, _ := storedObject(t, sys, big.FileID)
+			out := t.TempDir()
+			half := int64(len(obj) / 2)
+			if err := os.WriteFile(filepath.Join(out, "b report.pdf.part"), obj[:half], 0o644); err != nil {
+				t.Fatal(err)
+			}
+			got := decode[jsonGet](t, u.ok("", "get", sent.Links[1].FullLink, "-o", out, "--json"))
+			for _, f := range got.Files {
+				if f.Filename == "b report.pdf" && (f.ResumedFrom != half || f.Received != int64(len(obj))-half) {
+					t.Errorf("get after an earlier run's part of %d bytes: %+v", half, f)
+				}
+			}
+			if sha256File(t, filepath.Join(out, "b report.pdf")) != sums["b report.pdf"] {
+				t.Error("the resumed get came back with other bytes")
+			}
+			if entries, _ := os.ReadDir(out); len(entries) != 3 {
+				t.Errorf("the resumed get left more than the three files: %v", entries)
+			}
+		}
+
 		// The e-mailed link alone lacks the key; another key does not open the files.
 		out := t.TempDir()
 		r := u.run("", nil, "get", sent.Links[0].MagicLink, "-o", out)
