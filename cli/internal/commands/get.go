@@ -2,14 +2,18 @@ package commands
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
 	"os"
 
+	"filippo.io/age"
+	"github.com/google/uuid"
 	"github.com/spf13/cobra"
 
 	"github.com/shipfile/shipfile/cli/internal/api"
+	"github.com/shipfile/shipfile/cli/internal/crypt"
 	"github.com/shipfile/shipfile/cli/internal/progress"
 	"github.com/shipfile/shipfile/cli/internal/transfer"
 	"github.com/shipfile/shipfile/pkg/apiclient"
@@ -25,33 +29,53 @@ type gotFile struct {
 	ResumedFrom int64  `json:"resumed_from"`
 	Received    int64  `json:"received"`
 	Skipped     bool   `json:"skipped"`
+	// Ciphertext is what the server stores of an encrypted file.
+	Ciphertext *cipherInfo `json:"ciphertext,omitempty"`
 }
 
 // getResult is `shipfile get --json`.
 type getResult struct {
-	Package *apiclient.LinkPackage `json:"package"`
-	Dir     string                 `json:"dir"`
-	Files   []gotFile              `json:"files"`
+	// Package is the API's LinkPackage (get LINK) or PackageDetail (get ID).
+	Package any       `json:"package"`
+	Dir     string    `json:"dir"`
+	Files   []gotFile `json:"files"`
 }
 
 func (a *app) getCmd() *cobra.Command {
 	var dir string
 	cmd := &cobra.Command{
-		Use:   "get LINK [-o DIR]",
+		Use:   "get LINK|ID [-o DIR]",
 		Short: "Download every file of a link (resumable, SHA-256 checked)",
 		Long: `Download every file of a magic link into DIR (default: the current directory).
 Each file is written to NAME.part first and renamed once its SHA-256 equals the
 server's; run again after an interruption, it goes on from there with a Range request.
 A file already there with the server's SHA-256 is skipped. A password-protected link
-asks for its password on standard input (without echo on a terminal).`,
+asks for its password on standard input (without echo on a terminal).
+
+An end-to-end encrypted package is decrypted on this machine: with the key of the
+link's #AGE-SECRET-KEY-1... (quote the link in the shell), or with the passphrase read
+from standard input (after the link's password, when it has one). Its files are
+fetched as NAME.part (the ciphertext, SHA-256 checked against the server's), then
+decrypted to NAME; a file that fails age's authentication was altered, and nothing of
+it is kept.
+
+With a package ID instead of a link, the owner (the stored token) fetches a package's
+files, e.g. what came in through a file request; an encrypted request's files are
+decrypted with your key ('shipfile key create'), whose passphrase is read from
+standard input.`,
 		Args: args(1, 1),
 		RunE: run(func(cmd *cobra.Command, argv []string) error {
+			if id, err := uuid.Parse(argv[0]); err == nil {
+				return a.getOwned(cmd.Context(), id, dir)
+			}
 			l, err := transfer.ParseLink(argv[0])
 			if err != nil {
 				return usageErr("%v", err)
 			}
 			if l.Fragment != "" {
-				return usageErr("this link carries an end-to-end encryption key (#...): reading encrypted packages is not available yet")
+				if _, err := crypt.IdentityOf(l.Fragment); err != nil {
+					return usageErr("%v", err)
+				}
 			}
 			return a.get(cmd.Context(), l, dir)
 		}),
@@ -86,17 +110,129 @@ func (a *app) get(ctx context.Context, l transfer.Link, dir string) error {
 		return err
 	}
 	pkg := r.JSON200
+	encrypted := pkg.Encryption == apiclient.EncryptionAge
+	if !encrypted && l.Fragment != "" {
+		a.note("This link's package is not end-to-end encrypted: the #... of the link is not needed")
+	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
 	d := &transfer.Downloader{Client: c, Progress: a.progress(), Retry: transfer.DefaultRetry, Grant: grant}
+	var dec *decryptor
+	ownFiles := 0
+	for _, f := range pkg.Files {
+		if f.UploadedBy != apiclient.LinkFileUploadedByRecipient {
+			ownFiles++
+		}
+	}
+	if encrypted && ownFiles > 0 {
+		dec = &decryptor{a: a, c: c, token: l.Token, grant: grant, fragment: l.Fragment, used: map[string]bool{}, progress: d.Progress}
+		if err := dec.loadManifest(ctx); err != nil {
+			return err
+		}
+	}
 	out := getResult{Package: pkg, Dir: dir, Files: []gotFile{}}
 	var total int64
 	for _, f := range pkg.Files {
 		if f.UploadedBy == apiclient.LinkFileUploadedByRecipient {
 			continue // a request's uploads are the owner's to fetch, never the link's
 		}
+		if dec != nil {
+			g, err := dec.download(ctx, d, f, dir)
+			if err != nil {
+				return err
+			}
+			total += g.Size
+			out.Files = append(out.Files, g)
+			continue
+		}
 		res, err := d.Download(ctx, l.Token, f, dir)
+		if err != nil {
+			return stopped(f.Filename, err)
+		}
+		total += f.Size
+		out.Files = append(out.Files, gotFile{ID: f.Id.String(), Filename: f.Filename, Path: res.Path, Size: f.Size,
+			SHA256: res.SHA256, ResumedFrom: res.ResumedFrom, Received: res.Received, Skipped: res.Skipped})
+	}
+	if dec != nil {
+		a.note("Got and decrypted %d file(s), %s, of %q into %s (end-to-end encrypted; SHA-256 and age's authentication checked)", len(out.Files), progress.Bytes(total), pkg.Title, dir)
+	} else {
+		a.note("Got %d file(s), %s, of %q into %s (SHA-256 checked)", len(out.Files), progress.Bytes(total), pkg.Title, dir)
+	}
+	return a.output(out, func(w io.Writer) {
+		for _, f := range out.Files {
+			fmt.Fprintln(w, f.Path)
+		}
+	})
+}
+
+// getOwned fetches the files of package id as its owner (the stored token): the
+// package's own files of an outbound package, the uploads of a request. An encrypted
+// request's files are decrypted with the owner's key, unsealed with the passphrase; an
+// encrypted outbound package's with its passphrase (its key was only in its links).
+func (a *app) getOwned(ctx context.Context, id uuid.UUID, dir string) error {
+	c, err := a.client()
+	if err != nil {
+		return err
+	}
+	r, err := c.API.GetPackageWithResponse(ctx, id)
+	if err := api.Expect(r, err, http.StatusOK); err != nil {
+		return err
+	}
+	pkg := r.JSON200
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	d := &transfer.Downloader{Client: c, Progress: a.progress(), Retry: transfer.DefaultRetry, Package: id}
+	var dec *decryptor
+	if pkg.Encryption == apiclient.EncryptionAge {
+		dec = &decryptor{a: a, c: c, used: map[string]bool{}, owned: id, progress: d.Progress}
+		if pkg.Direction == apiclient.PackageDetailDirectionInbound {
+			k, err := a.getKey(ctx)
+			if err != nil {
+				return err
+			}
+			owner, err := a.unsealKey(k)
+			if err != nil {
+				return err
+			}
+			dec.ids = []age.Identity{owner}
+			dec.ownerKey = true
+			// Each upload carries its own manifest entry, encrypted to the owner's key.
+			m := crypt.Manifest{Version: 1, Files: map[string]crypt.ManifestFile{}}
+			for _, f := range pkg.Files {
+				if f.Manifest == nil {
+					continue
+				}
+				plain, err := crypt.Decrypt(*f.Manifest, owner)
+				if err != nil {
+					a.note("The name of %s does not open with your key (sent to another key?): it keeps its neutral name", f.Filename)
+					continue
+				}
+				var e crypt.ManifestFile
+				if json.Unmarshal(plain, &e) == nil {
+					m.Files[f.Id.String()] = e
+				}
+			}
+			dec.manifest = &m
+		} else if err := dec.loadManifest(ctx); err != nil {
+			return err
+		}
+	}
+	out := getResult{Package: pkg, Dir: dir, Files: []gotFile{}}
+	var total int64
+	for _, f := range pkg.Files {
+		lf := apiclient.LinkFile{Id: f.Id, Filename: f.Filename, Size: f.Size, Sha256: f.Sha256}
+		if dec != nil {
+			g, err := dec.download(ctx, d, lf, dir)
+			if err != nil {
+				return err
+			}
+			total += g.Size
+			out.Files = append(out.Files, g)
+			continue
+		}
+		res, err := d.Download(ctx, "", lf, dir)
 		if err != nil {
 			return stopped(f.Filename, err)
 		}

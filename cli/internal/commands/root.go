@@ -18,6 +18,7 @@ import (
 
 	"github.com/shipfile/shipfile/cli/internal/api"
 	"github.com/shipfile/shipfile/cli/internal/config"
+	"github.com/shipfile/shipfile/cli/internal/crypt"
 	"github.com/shipfile/shipfile/cli/internal/progress"
 	"github.com/shipfile/shipfile/cli/internal/transfer"
 )
@@ -125,7 +126,7 @@ Settings: SHIPFILE_URL and SHIPFILE_TOKEN override what 'shipfile login' stored.
 	root.PersistentFlags().BoolVarP(&a.quiet, "quiet", "q", false, "no progress output")
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageErr("%v", err) })
 	root.AddCommand(a.loginCmd(), a.whoamiCmd(), a.sendCmd(), a.requestCmd(), a.getCmd(),
-		a.lsCmd(), a.showCmd(), a.revokeCmd(), a.rmCmd(), a.tokensCmd())
+		a.lsCmd(), a.showCmd(), a.revokeCmd(), a.rmCmd(), a.tokensCmd(), a.keyCmd())
 	root.CompletionOptions.DisableDefaultCmd = true
 	return root
 }
@@ -234,6 +235,28 @@ func (a *app) readSecret(prompt string) (string, error) {
 		return "", err
 	}
 	return strings.TrimRight(line, "\r\n"), nil
+}
+
+// readPassphrase reads the passphrase of an encrypted send from standard input (asked
+// twice on a terminal: a mistyped one would lock the files away for good).
+func (a *app) readPassphrase() (string, error) {
+	pass, err := a.readSecret("Passphrase for the files: ")
+	if err != nil {
+		return "", err
+	}
+	if len([]rune(pass)) < crypt.MinPassphrase {
+		return "", usageErr("the passphrase must have at least %d characters", crypt.MinPassphrase)
+	}
+	if f, ok := a.io.In.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
+		again, err := a.readSecret("The same passphrase again: ")
+		if err != nil {
+			return "", err
+		}
+		if again != pass {
+			return "", usageErr("the two passphrases differ")
+		}
+	}
+	return pass, nil
 }
 
 // newLineReader reads standard input line by line.

@@ -12,6 +12,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 )
 
 // Settings is what `shipfile login` stores.
@@ -97,6 +98,18 @@ func writePrivate(p string, b []byte) error {
 type SendState struct {
 	PackageID string                     `json:"package_id"`
 	Files     map[string]json.RawMessage `json:"files"`
+	// Identity is an encrypted send's key (AGE-SECRET-KEY-1…), kept until the send is
+	// done so that a run again encrypts to the same key (the file is mode 600).
+	Identity string `json:"identity,omitempty"`
+	// PassphraseCheck is, for a send encrypted with a passphrase, a small age file made
+	// with it, so that a run again can tell the same passphrase from another.
+	PassphraseCheck []byte `json:"passphrase_check,omitempty"`
+}
+
+// SpoolDir is where an encrypted send whose state file is statePath keeps the
+// ciphertext of the file it is uploading: beside the state file.
+func SpoolDir(statePath string) string {
+	return strings.TrimSuffix(statePath, ".json") + ".spool"
 }
 
 // SendStatePath is the state file of a send whose inputs hash to key: shipfile/sends/

@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"hash"
 	"io"
 	"net/http"
 	"net/url"
@@ -12,6 +13,8 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+
+	"github.com/google/uuid"
 
 	"github.com/shipfile/shipfile/cli/internal/api"
 	"github.com/shipfile/shipfile/pkg/apiclient"
@@ -65,6 +68,10 @@ type Downloader struct {
 	Retry    Retry
 	// Grant is the link's grant for a password-protected link, "" otherwise.
 	Grant string
+	// Package, when set, fetches the files as their package's owner
+	// (GET /api/v1/packages/{id}/files/{file_id}/content with the token) instead of
+	// through a link.
+	Package uuid.UUID
 }
 
 // SafeName is the name a file of the server gets in the download directory: its last
@@ -98,7 +105,54 @@ func (d *Downloader) Download(ctx context.Context, token string, file apiclient.
 		}
 		return out, &localError{fmt.Errorf("%s exists and is not the file of the link: move it away or choose another directory (-o)", out.Path)}
 	}
-	part := out.Path + ".part"
+	got, err := d.Fetch(ctx, token, file, out.Path+".part", name, nil)
+	out.SHA256, out.ResumedFrom, out.Received = got.SHA256, got.ResumedFrom, got.Received
+	if err != nil {
+		return out, err
+	}
+	if err := os.Rename(out.Path+".part", out.Path); err != nil {
+		return out, &localError{err}
+	}
+	return out, nil
+}
+
+// ChecksumError says the bytes received differ from the server's record of the file.
+type ChecksumError struct {
+	Name      string
+	Got, Want string
+}
+
+func (e *ChecksumError) Error() string {
+	return fmt.Sprintf("%s: SHA-256 %s differs from the server's %s; the partial file was removed, run again", e.Name, e.Got, e.Want)
+}
+
+// Tee receives the bytes of a download in order, from the file's first byte, as they are
+// written: e.g. to decrypt while downloading. Broken says it missed some (the download
+// went on from an earlier run's part, or started over); N counts what it received.
+type Tee struct {
+	W      io.Writer
+	N      int64
+	Broken bool
+}
+
+func (t *Tee) write(p []byte) {
+	if t == nil || t.Broken {
+		return
+	}
+	if _, err := t.W.Write(p); err != nil {
+		t.Broken = true
+		return
+	}
+	t.N += int64(len(p))
+}
+
+// Fetch downloads file of the link with token into part, going on from part's length
+// with a Range request, and checks that its SHA-256 equals the server's: the verified
+// bytes are left in part (synced, unless tee is given). On a SHA-256 that differs, part is removed and the
+// error is a *ChecksumError. name is shown in the progress. tee, when not nil, gets the
+// bytes as they come.
+func (d *Downloader) Fetch(ctx context.Context, token string, file apiclient.LinkFile, part, name string, tee *Tee) (Downloaded, error) {
+	out := Downloaded{Path: part}
 	f, err := os.OpenFile(part, os.O_RDWR|os.O_CREATE, 0o644)
 	if err != nil {
 		return out, &localError{err}
@@ -117,14 +171,16 @@ func (d *Downloader) Download(ctx context.Context, token string, file apiclient.
 		return out, &localError{err}
 	}
 	out.ResumedFrom = have
+	if tee != nil && have > 0 {
+		tee.Broken = true
+	}
 
 	bar := d.Progress.Start(name, file.Size, have)
 	failures := 0
 	buf := make([]byte, 1<<20)
 	for have < file.Size {
-		n, restart, err := d.fetch(ctx, token, file, f, have, h, bar, buf)
+		n, restart, err := d.fetch(ctx, token, file, f, have, h, tee, bar, buf)
 		if restart {
-			h.Reset()
 			have = 0
 		}
 		have += n
@@ -152,34 +208,39 @@ func (d *Downloader) Download(ctx context.Context, token string, file apiclient.
 	if out.SHA256 != file.Sha256 {
 		bar.Abort()
 		_ = os.Remove(part)
-		return out, fmt.Errorf("%s: SHA-256 %s differs from the server's %s; the partial file was removed, run again", name, out.SHA256, file.Sha256)
+		return out, &ChecksumError{Name: name, Got: out.SHA256, Want: file.Sha256}
 	}
-	if err := f.Sync(); err != nil {
-		bar.Abort()
-		return out, &localError{err}
-	}
-	if err := os.Rename(part, out.Path); err != nil {
-		bar.Abort()
-		return out, &localError{err}
+	if tee == nil { // with a tee, what the caller makes of the bytes is what must last
+		if err := f.Sync(); err != nil {
+			bar.Abort()
+			return out, &localError{err}
+		}
 	}
 	bar.Finish()
 	return out, nil
 }
 
-// fetch asks for the file's bytes from have on and writes them at have in f; restart
-// says the server sent the whole file instead (f was emptied first). It returns how
-// many bytes it wrote.
-func (d *Downloader) fetch(ctx context.Context, token string, file apiclient.LinkFile, f *os.File, have int64, h io.Writer, bar Bar, buf []byte) (int64, bool, error) {
-	params := &apiclient.DownloadLinkFileParams{}
-	if d.Grant != "" {
-		params.LinkGrantHeader = &d.Grant
-	}
-	resp, err := d.Client.Raw.DownloadLinkFile(ctx, token, file.Id, params, func(_ context.Context, req *http.Request) error {
+// fetch asks for the file's bytes from have on and writes them at have in f (and to h
+// and tee); restart says the server sent the whole file instead (f was emptied and h
+// reset first, tee is broken). It returns how many bytes it wrote.
+func (d *Downloader) fetch(ctx context.Context, token string, file apiclient.LinkFile, f *os.File, have int64, h hash.Hash, tee *Tee, bar Bar, buf []byte) (int64, bool, error) {
+	rangeFrom := func(_ context.Context, req *http.Request) error {
 		if have > 0 {
 			req.Header.Set("Range", "bytes="+strconv.FormatInt(have, 10)+"-")
 		}
 		return nil
-	})
+	}
+	var resp *http.Response
+	var err error
+	if d.Package != uuid.Nil {
+		resp, err = d.Client.Raw.DownloadPackageFile(ctx, d.Package, file.Id, rangeFrom)
+	} else {
+		params := &apiclient.DownloadLinkFileParams{}
+		if d.Grant != "" {
+			params.LinkGrantHeader = &d.Grant
+		}
+		resp, err = d.Client.Raw.DownloadLinkFile(ctx, token, file.Id, params, rangeFrom)
+	}
 	if err != nil {
 		return 0, false, err
 	}
@@ -191,6 +252,10 @@ func (d *Downloader) fetch(ctx context.Context, token string, file apiclient.Lin
 		if restart {
 			if err := f.Truncate(0); err != nil {
 				return 0, false, &localError{err}
+			}
+			h.Reset()
+			if tee != nil {
+				tee.Broken = true
 			}
 			bar.Set(0)
 		}
@@ -218,6 +283,7 @@ func (d *Downloader) fetch(ctx context.Context, token string, file apiclient.Lin
 				return n, restart, &localError{werr}
 			}
 			h.Write(buf[:m])
+			tee.write(buf[:m])
 			n += int64(m)
 			bar.Add(m)
 		}

@@ -138,11 +138,32 @@ type localError struct{ err error }
 func (e *localError) Error() string { return e.err.Error() }
 func (e *localError) Unwrap() error { return e.err }
 
-// Upload sends the file at file (size bytes) to package pkg. st carries what an earlier
-// run stored of it (and is updated); save is called whenever st changes, so that a run
-// killed at any moment can be taken up again.
-func (u *Uploader) Upload(ctx context.Context, pkg uuid.UUID, file string, size int64, st *UploadState, save func() error) (Uploaded, error) {
-	name := filepath.Base(file)
+// Source is a file to upload.
+type Source struct {
+	// Path is the file whose bytes are sent, Size its length.
+	Path string
+	Size int64
+	// Name is shown in the progress (default: Path's last element).
+	Name string
+	// RemoteName is the tus `filename` sent to the server, with the `filetype` of its
+	// extension (default: Name). An encrypted file's is neutral: the server must not
+	// learn the real name.
+	RemoteName string
+}
+
+// Upload sends the file src to package pkg. st carries what an earlier run stored of it
+// (and is updated); save is called whenever st changes, so that a run killed at any
+// moment can be taken up again.
+func (u *Uploader) Upload(ctx context.Context, pkg uuid.UUID, src Source, st *UploadState, save func() error) (Uploaded, error) {
+	file, size := src.Path, src.Size
+	name := src.Name
+	if name == "" {
+		name = filepath.Base(file)
+	}
+	remote := src.RemoteName
+	if remote == "" {
+		remote = name
+	}
 	var out Uploaded
 	h := sha256.New()
 	var hashed int64 // h covers the file's bytes [0, hashed)
@@ -179,7 +200,7 @@ func (u *Uploader) Upload(ctx context.Context, pkg uuid.UUID, file string, size 
 		var id, fileID uuid.UUID
 		err := u.Retry.do(ctx, func() error {
 			var err error
-			id, fileID, err = u.create(ctx, pkg, name, size)
+			id, fileID, err = u.create(ctx, pkg, remote, size)
 			return err
 		})
 		if err != nil {

@@ -62,6 +62,8 @@ type system struct {
 	gw    string   // the gateway's own address
 	ops   string   // the gateway's operations address (/metrics)
 	proxy *proxy
+	dbURL string         // the gateway's database
+	store *storage.Store // the gateway's bucket
 }
 
 func startSystem(t *testing.T) *system {
@@ -82,7 +84,7 @@ func startSystem(t *testing.T) *system {
 	}
 	t.Cleanup(func() { removeBucket(st) })
 
-	s := &system{env: []string{
+	s := &system{dbURL: dbURL, store: st, env: []string{
 		"SHIPFILE_DATABASE_URL=" + dbURL,
 		"SHIPFILE_NATS_URL=" + natsURL,
 		"SHIPFILE_S3_ENDPOINT=" + s3.Endpoint,
