@@ -1,6 +1,6 @@
 // Package app is what the webhook dispatcher does: it fans each package event out to
-// the subscriptions that selected it (one delivery row and one delivery job per event ×
-// subscription) and delivers each job as a signed POST, retrying on a schedule, keeping
+// the subscriptions that selected it (one delivery job per event × subscription; the
+// delivery's row is written with its first attempt) and delivers each job as a signed POST, retrying on a schedule, keeping
 // a log of every attempt and disabling subscriptions whose receivers are gone.
 //
 // It declares the interfaces it needs (a store, a job publisher, a sender of requests)
@@ -31,7 +31,8 @@ var (
 	ErrPoison = errors.New("poison message")
 )
 
-// NewDelivery is a delivery row to insert: one event for one subscription.
+// NewDelivery is a delivery row to insert without an attempt (tests and tools): one
+// event for one subscription.
 type NewDelivery struct {
 	ID             string // UUIDv5 of event id and hook id: the same on every fan-out
 	SubscriptionID int64
@@ -50,7 +51,9 @@ type Delivery struct {
 	Status         string
 	Attempts       int // in all
 	RoundAttempts  int // in the current round (a redelivery starts a new round)
-	Subscription   Subscription
+	// CreatedAt is when the fan-out made it (its row's created_at).
+	CreatedAt    time.Time
+	Subscription Subscription
 }
 
 // Subscription is what the dispatcher needs of a webhook subscription; each instance
@@ -97,9 +100,15 @@ func (s Subscription) Selects(typ string, occurredAt time.Time) bool {
 type AttemptRecord struct {
 	DeliveryID     string
 	SubscriptionID int64
-	StatusCode     int    // 0 when no response came
-	Error          string // "" on success
-	Duration       time.Duration
+	// The delivery's event id, event type, body and creation time: its row is written
+	// with its first attempt.
+	EventID    string
+	Event      string
+	Body       []byte
+	CreatedAt  time.Time
+	StatusCode int    // 0 when no response came
+	Error      string // "" on success
+	Duration   time.Duration
 	// Excerpt is the start of the response body; HasResponse tells an empty body from
 	// no response at all.
 	Excerpt     string
