@@ -1,7 +1,9 @@
 -- Every SQL statement of the dispatcher, compiled by sqlc (sqlc.yaml; make generate)
 -- against the gateway's schema (services/gateway/migrations: 00004_webhooks.sql,
 -- 00007_webhook_throughput.sql). Nothing here that runs once per delivery writes or
--- locks a webhook_subscriptions row.
+-- locks a webhook_subscriptions row. Arrays of delivery ids are passed as text and
+-- cast to uuid in SQL (pgx has no binary encoding of a Go string as a uuid: it would
+-- try, format the whole array into an error, and send it again as text).
 
 -- name: Subscriptions :many
 -- Every subscription, for the dispatcher's cache. The same columns as Subscription.
@@ -24,14 +26,14 @@ SELECT coalesce(max(id), 0)::bigint FROM webhook_subscriptions;
 -- event to a subscription that exists already is left alone. For tests and tools:
 -- the dispatcher writes a delivery's row with its first attempt (RecordAttempts).
 INSERT INTO webhook_deliveries (id, subscription_id, event_id, event, body)
-SELECT unnest(@ids::uuid[]), unnest(@subscription_ids::bigint[]), unnest(@event_ids::text[]),
+SELECT unnest(@ids::text[])::uuid, unnest(@subscription_ids::bigint[]), unnest(@event_ids::text[]),
        unnest(@events::text[]), unnest(@bodies::bytea[])
 ON CONFLICT DO NOTHING;
 
 -- name: Deliveries :many
 SELECT id, subscription_id, event_id, event, body, status, attempts, round_attempts, created_at
 FROM webhook_deliveries
-WHERE id = ANY (@ids::uuid[]);
+WHERE id = ANY (CAST(@ids::text[] AS uuid[]));
 
 -- name: MarkFailed :execrows
 -- Sets a delivery that has not succeeded failed with @reason, without an attempt (its
@@ -51,7 +53,7 @@ WHERE w.status <> 'succeeded';
 -- only when the row is new; a status code 0 (no answer) and an error '' are stored as
 -- NULL, an excerpt only where has_response.
 WITH r AS (
-    SELECT unnest(@delivery_ids::uuid[]) AS delivery_id,
+    SELECT unnest(@delivery_ids::text[])::uuid AS delivery_id,
            unnest(@subscription_ids::bigint[]) AS subscription_id,
            unnest(@event_ids::text[]) AS event_id,
            unnest(@events::text[]) AS event,

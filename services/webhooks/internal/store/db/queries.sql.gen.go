@@ -29,7 +29,7 @@ func (q *Queries) DeleteDeliveriesOf(ctx context.Context, subscriptionIds []int6
 const deliveries = `-- name: Deliveries :many
 SELECT id, subscription_id, event_id, event, body, status, attempts, round_attempts, created_at
 FROM webhook_deliveries
-WHERE id = ANY ($1::uuid[])
+WHERE id = ANY (CAST($1::text[] AS uuid[]))
 `
 
 type DeliveriesRow struct {
@@ -201,7 +201,7 @@ func (q *Queries) Heartbeat(ctx context.Context, arg HeartbeatParams) (int64, er
 
 const insertDeliveries = `-- name: InsertDeliveries :exec
 INSERT INTO webhook_deliveries (id, subscription_id, event_id, event, body)
-SELECT unnest($1::uuid[]), unnest($2::bigint[]), unnest($3::text[]),
+SELECT unnest($1::text[])::uuid, unnest($2::bigint[]), unnest($3::text[]),
        unnest($4::text[]), unnest($5::bytea[])
 ON CONFLICT DO NOTHING
 `
@@ -303,7 +303,7 @@ func (q *Queries) OldestPending(ctx context.Context) (float64, error) {
 
 const recordAttempts = `-- name: RecordAttempts :many
 WITH r AS (
-    SELECT unnest($1::uuid[]) AS delivery_id,
+    SELECT unnest($1::text[])::uuid AS delivery_id,
            unnest($2::bigint[]) AS subscription_id,
            unnest($3::text[]) AS event_id,
            unnest($4::text[]) AS event,
@@ -456,7 +456,9 @@ type SubscriptionsRow struct {
 // Every SQL statement of the dispatcher, compiled by sqlc (sqlc.yaml; make generate)
 // against the gateway's schema (services/gateway/migrations: 00004_webhooks.sql,
 // 00007_webhook_throughput.sql). Nothing here that runs once per delivery writes or
-// locks a webhook_subscriptions row.
+// locks a webhook_subscriptions row. Arrays of delivery ids are passed as text and
+// cast to uuid in SQL (pgx has no binary encoding of a Go string as a uuid: it would
+// try, format the whole array into an error, and send it again as text).
 // Every subscription, for the dispatcher's cache. The same columns as Subscription.
 func (q *Queries) Subscriptions(ctx context.Context) ([]SubscriptionsRow, error) {
 	rows, err := q.db.Query(ctx, subscriptions)
