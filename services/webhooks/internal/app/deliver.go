@@ -14,7 +14,6 @@ import (
 	"github.com/shipfile/shipfile/pkg/backoff"
 	"github.com/shipfile/shipfile/pkg/events"
 	"github.com/shipfile/shipfile/pkg/events/eventsv1"
-	"github.com/shipfile/shipfile/services/webhooks/internal/signing"
 )
 
 // Request headers of every webhook POST.
@@ -296,17 +295,22 @@ func (d *Deliverer) record(ctx context.Context, log *deliveryLog, del Delivery, 
 	rec.Succeeded, rec.Status, rec.DisableReason, rec.Error = o.Status == StatusSucceeded, o.Status, o.DisableReason, o.Error
 	outcome, wait := o.Outcome, o.Wait
 
-	// Written even when ctx is cancelled (shutdown): the attempt happened.
-	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), recordTimeout)
-	defer cancel()
+	// Written even when ctx is cancelled (shutdown): the attempt happened. (The group
+	// commit bounds itself by recordTimeout and answers every caller.)
+	rctx := context.WithoutCancel(ctx)
 	if rec.DisableReason != "" {
 		// Rare (410 Gone): a write to the subscription's row, which tells every
 		// instance. Before the attempt's record, so a failure here retries both.
-		if err := d.store.DisableSubscription(rctx, del.SubscriptionID, rec.DisableReason); err != nil {
+		dctx, cancel := context.WithTimeout(rctx, recordTimeout)
+		err := d.store.DisableSubscription(dctx, del.SubscriptionID, rec.DisableReason)
+		if err == nil {
+			d.subs.Changed(dctx, del.SubscriptionID)
+		}
+		cancel()
+		if err != nil {
 			log.get().Warn("disable subscription", "err", err)
 			return retry(backoff.TransientDelay(numDelivered), err)
 		}
-		d.subs.Changed(rctx, del.SubscriptionID)
 	}
 	r, err := d.records.Do(rctx, rec)
 	if err == nil && !r.ok {
@@ -460,16 +464,19 @@ func failureText(resp Response) string {
 func Headers(del Delivery, now time.Time) http.Header {
 	sub := del.Subscription
 	ts := now.Unix()
-	secrets := []string{sub.Secret}
-	if sub.PreviousSecret != "" && sub.PreviousSecretUntil.After(now) {
-		secrets = append(secrets, sub.PreviousSecret)
+	sg := sub.signers
+	if sg == nil || sg.current == nil {
+		sg = withSigners(sub).signers
+	}
+	sig := sg.current.Standard(del.ID, ts, del.Body)
+	if sub.PreviousSecret != "" && sub.PreviousSecretUntil.After(now) && sg.previous != nil {
+		sig += " " + sg.previous.Standard(del.ID, ts, del.Body)
 	}
 	// One map and one backing array for the nine values (an attempt's headers are built
 	// for every delivery); the keys are already canonical.
 	v := [...]string{
-		"application/json", UserAgent, del.Event, signing.Service(sub.Secret, del.Body),
-		strconv.FormatInt(del.SubscriptionID, 10), del.ID, del.ID, strconv.FormatInt(ts, 10),
-		signing.StandardHeader(del.ID, ts, del.Body, secrets...),
+		"application/json", UserAgent, del.Event, sg.current.Service(del.Body),
+		strconv.FormatInt(del.SubscriptionID, 10), del.ID, del.ID, strconv.FormatInt(ts, 10), sig,
 	}
 	h := make(http.Header, len(v))
 	for i, k := range [...]string{"Content-Type", "User-Agent", HeaderEvent, HeaderSignature, HeaderHookID,

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/shipfile/shipfile/pkg/events"
+	"github.com/shipfile/shipfile/services/webhooks/internal/signing"
 )
 
 // Delivery states (webhook_deliveries.status).
@@ -80,6 +81,21 @@ type Subscription struct {
 	// SecretError says why its secrets could not be opened (a key this instance lacks);
 	// its deliveries wait (transient) while it is set, the others go on.
 	SecretError error
+
+	// signers sign with Secret and PreviousSecret, made once when the cache takes the
+	// subscription in (withSigners); nil: Headers makes them for the one attempt.
+	signers *signers
+}
+
+type signers struct{ current, previous *signing.Signer }
+
+// withSigners returns s with its signers made.
+func withSigners(s Subscription) Subscription {
+	s.signers = &signers{current: signing.NewSigner(s.Secret)}
+	if s.PreviousSecret != "" {
+		s.signers.previous = signing.NewSigner(s.PreviousSecret)
+	}
+	return s
 }
 
 // Selects reports whether an event of type typ that occurred at occurredAt goes to s:
