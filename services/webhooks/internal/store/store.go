@@ -24,7 +24,8 @@ import (
 const NotifyChannel = "shipfile_webhooks"
 
 // Postgres is the dispatcher's store. Every SQL statement is in queries.sql (compiled
-// by sqlc into package db) but the LISTEN of Listen. Nothing there that runs once per
+// by sqlc into package db) but the LISTEN of Listen and the transaction control around
+// the group commit (recordPipelined). Nothing there that runs once per
 // delivery writes or locks a webhook_subscriptions row.
 type Postgres struct {
 	pool    *pgxpool.Pool
@@ -275,14 +276,58 @@ func (p *Postgres) recordAttempts(ctx context.Context, recs []app.AttemptRecord,
 		arg.DurationsMs[i] = int32(min(r.Duration.Milliseconds(), 1<<31-1))
 		arg.Excerpts[i], arg.HasResponse[i] = r.Excerpt, r.HasResponse
 	}
-	rows, err := p.q.RecordAttempts(ctx, arg)
-	if err != nil {
+	if err := p.recordPipelined(ctx, arg, out); err != nil {
 		return fmt.Errorf("store: record %d attempts: %w", n, err)
 	}
-	for _, r := range rows {
-		out[r.DeliveryID] = int(r.Attempt)
-	}
 	return nil
+}
+
+// recordPipelined runs RecordAttempts under PostgreSQL's generic plan, in one round
+// trip: BEGIN, SET LOCAL plan_cache_mode, the statement and COMMIT in one pipeline.
+//
+// The pools run with plan_cache_mode = force_custom_plan (pkg/database: a statement
+// whose generic plan can go bad on stale statistics is planned anew every time), and
+// planning this statement (twelve arrays, two CTEs, an upsert, an insert) cost about
+// 0.4 ms of a backend's CPU per group commit, a third of PostgreSQL's work per delivery
+// at 16 deliveries a commit. Its generic plan cannot go bad: it reads no table but
+// through the upsert's arbiter index (webhook_deliveries_pkey) and the foreign key's
+// lookup, whatever the statistics (plan_test.go checks it on a table filled after the
+// plan was made).
+func (p *Postgres) recordPipelined(ctx context.Context, arg db.RecordAttemptsParams, out map[string]int) error {
+	b := &pgx.Batch{}
+	b.Queue("BEGIN")
+	b.Queue("SET LOCAL plan_cache_mode = force_generic_plan")
+	b.Queue(db.RecordAttemptsSQL, arg.DeliveryIds, arg.SubscriptionIds, arg.EventIds, arg.Events, arg.Bodies,
+		arg.CreatedAts, arg.StatusCodes, arg.Errors, arg.Statuses, arg.DurationsMs, arg.Excerpts, arg.HasResponse)
+	b.Queue("COMMIT")
+	br := p.pool.SendBatch(ctx, b)
+	defer br.Close()
+	for range 2 {
+		if _, err := br.Exec(); err != nil {
+			return err
+		}
+	}
+	rows, err := br.Query()
+	if err != nil {
+		return err
+	}
+	for rows.Next() {
+		var id string
+		var attempt int32
+		if err := rows.Scan(&id, &attempt); err != nil {
+			rows.Close()
+			return err
+		}
+		out[id] = int(attempt)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return err
+	}
+	if _, err := br.Exec(); err != nil { // COMMIT
+		return err
+	}
+	return br.Close()
 }
 
 // DisableSubscription disables an active subscription with reason.
