@@ -1,6 +1,10 @@
 package app
 
-import "fmt"
+import (
+	"fmt"
+
+	"github.com/google/uuid"
+)
 
 // The download limit as a byte budget (SPEC "Download limit"): with max_downloads = N
 // each file has, per link, N × its size bytes to give. Every answer through the link
@@ -94,3 +98,17 @@ func (f File) DownloadsLeft(limit *int) *int {
 	n := int(left / budgetUnit(f.Size))
 	return &n
 }
+
+// LinkMayDownload reports whether a file may be downloaded through its package's
+// link: files the owner put in may, files uploaded through the link never (whoever
+// holds a forwarded request link must not read what the recipient sent).
+func LinkMayDownload(f File) bool { return f.UploadedBy != ByRecipient }
+
+// Finish ends an answer through a link: what it took and did not send goes back to
+// the budget.
+type Finish func(Sent)
+
+// ArchiveFinish ends an archive through a link: sent says what went out of each
+// file's entry (a file missing from it sent nothing). What the entries took and did
+// not send goes back to the budgets; entries sent whole keep what they took.
+type ArchiveFinish func(sent map[uuid.UUID]Sent)

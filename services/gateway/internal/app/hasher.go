@@ -183,3 +183,23 @@ var dummyParams, _ = parseArgon2id(DummyHash)
 
 // The gateway's Hasher also hashes and checks link passwords (Packages.UseHasher).
 var _ PasswordHasher = (*Hasher)(nil)
+
+// PasswordHasher computes and checks argon2id hashes of passwords. The gateway may
+// bound how many run at once (an error then, e.g. 503); the default runs them directly.
+type PasswordHasher interface {
+	Hash(ctx context.Context, password string) (string, error)
+	// Verify fails only before it has compared anything (no slot in time, or ctx
+	// done): Unlock then forgets the attempt, which was not a check.
+	Verify(ctx context.Context, encoded, password string) (bool, error)
+}
+
+// DirectHasher hashes with the same argon2id parameters as sign-in passwords, with
+// no bound: the gateway's main gives the package service its bounded Hasher
+// (UseHasher), the one sign-in uses.
+type DirectHasher struct{}
+
+func (DirectHasher) Hash(_ context.Context, pw string) (string, error) { return hashArgon2id(pw) }
+
+func (DirectHasher) Verify(_ context.Context, encoded, pw string) (bool, error) {
+	return verifyPassword(encoded, pw), nil
+}

@@ -1,11 +1,8 @@
 package app
 
 import (
-	"context"
 	"fmt"
 	"time"
-
-	"github.com/google/uuid"
 )
 
 // ScanState is a file's malware scan state (files.scan; SPEC "Malware scanning").
@@ -63,14 +60,6 @@ var (
 	ErrScanFailed = Conflict("this file could not be checked for malware and cannot be downloaded through the link")
 )
 
-// UseScanMode sets the scanning mode the link routes follow (default off). Call it
-// before the service is used.
-func (s *Packages) UseScanMode(m ScanMode) { s.scan = m }
-
-// scanAllows is the one check of the link's download routes (a file, the archive):
-// nil when f may be served through the link under the service's scanning mode.
-func (s *Packages) scanAllows(f File) error { return ScanAllows(s.scan, f) }
-
 // ScanAllows says whether f may be served through the link in mode m: an infected file
 // never; in block mode only a clean or skipped file (pending: ErrScanPending, 409 with
 // Retry-After); in flag and off modes anything else.
@@ -87,34 +76,3 @@ func ScanAllows(m ScanMode, f File) error {
 	}
 	return nil
 }
-
-// ScanOmitted lists the files of package id that the archive of its link leaves out
-// because of the scan (pending or failed in block mode, infected in any mode), with why,
-// so the archive can say so. Files uploaded through the link are not listed (they are
-// never in it).
-func (s *Packages) ScanOmitted(ctx context.Context, id uuid.UUID) ([]string, error) {
-	files, err := s.store.ListFiles(ctx, id, nil)
-	if err != nil {
-		return nil, err
-	}
-	var out []string
-	for _, f := range files {
-		if !LinkMayDownload(f) {
-			continue
-		}
-		switch err := s.scanAllows(f); {
-		case err == nil:
-		case f.Scan == ScanInfected:
-			out = append(out, f.Filename+" (malware found)")
-		case f.Scan == ScanPending:
-			out = append(out, f.Filename+" (being checked for malware)")
-		default:
-			out = append(out, f.Filename+" (could not be checked for malware)")
-		}
-	}
-	return out, nil
-}
-
-// LinkScanCheck is scanAllows for the recipient's page: nil when the link serves f now,
-// else why not (ErrScanPending: "being checked", ErrInfected, ErrScanFailed).
-func (s *Packages) LinkScanCheck(f File) error { return s.scanAllows(f) }

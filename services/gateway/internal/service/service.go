@@ -26,6 +26,8 @@ import (
 	"github.com/shipfile/shipfile/pkg/storage"
 	"github.com/shipfile/shipfile/services/gateway/internal/app"
 	"github.com/shipfile/shipfile/services/gateway/internal/app/identity"
+	"github.com/shipfile/shipfile/services/gateway/internal/app/links"
+	"github.com/shipfile/shipfile/services/gateway/internal/app/packages"
 	"github.com/shipfile/shipfile/services/gateway/internal/app/transfers"
 	"github.com/shipfile/shipfile/services/gateway/internal/app/webhookadmin"
 	"github.com/shipfile/shipfile/services/gateway/internal/store"
@@ -229,7 +231,8 @@ type Service struct {
 	DB         *store.Postgres
 	Identity   *identity.Identity
 	TokenCache *identity.TokenCache
-	Packages   *app.Packages
+	Packages   *packages.Packages
+	Links      *links.Links
 	Resumable  *transfers.Resumable
 	Webhooks   *webhookadmin.Service
 	// Sessions signs browsers in; Start runs its sweeper.
@@ -289,16 +292,17 @@ func New(_ context.Context, cfg Config, deps Deps) (*Service, error) {
 	if deps.LinkRate > 0 {
 		linkRate = deps.LinkRate
 	}
-	links := app.NewLinkRate(db, linkRate, cfg.Edge.LinkBurst)
+	rate := links.NewLinkRate(db, linkRate, cfg.Edge.LinkBurst)
 	objectStore := store.NewObjects(deps.Objects, uint64(cfg.UploadPartSize))
-	s.Packages = app.NewPackages(db, objectStore, app.Limits{MaxFileSize: cfg.MaxFileSize, MaxFiles: cfg.MaxFiles}, cfg.PublicURL)
+	s.Packages = packages.NewPackages(db, objectStore, app.Limits{MaxFileSize: cfg.MaxFileSize, MaxFiles: cfg.MaxFiles}, cfg.PublicURL)
 	s.Packages.UseHasher(hasher)
 	scanMode, err := app.ParseScanMode(cfg.Scan.Mode, cfg.Scan.ClamdAddr)
 	if err != nil {
 		return nil, err
 	}
 	s.Packages.UseScanMode(scanMode)
-	s.Resumable = transfers.NewResumable(s.Packages, db, objectStore, transfers.TusConfig{
+	s.Links = links.New(s.Packages, db)
+	s.Resumable = transfers.NewResumable(s.Packages, s.Links, db, objectStore, transfers.TusConfig{
 		ResumeWindow: cfg.ResumeWindow, Lease: cfg.UploadLease, LockWait: cfg.UploadLockWait, MaxOpen: cfg.Edge.UploadMaxOpen,
 	}, log)
 	s.Webhooks = webhookadmin.New(db, secrets, cfg.WebhookPrivate)
@@ -307,8 +311,8 @@ func New(_ context.Context, cfg Config, deps Deps) (*Service, error) {
 		MaxFailures: cfg.Web.LoginFailures, Lockout: cfg.Web.LoginLockout,
 	})
 	ui, err := web.New(web.Deps{
-		Log: log, Identity: s.Identity, Sessions: s.Sessions, Packages: s.Packages, Webhooks: s.Webhooks, LinkRate: links, OIDCStore: db,
-		LoginRate: app.NewLoginRate(db, float64(cfg.Edge.LoginRate), cfg.Edge.LoginBurst),
+		Log: log, Identity: s.Identity, Sessions: s.Sessions, Packages: s.Packages, Links: s.Links, Webhooks: s.Webhooks, LinkRate: rate, OIDCStore: db,
+		LoginRate: links.NewLoginRate(db, float64(cfg.Edge.LoginRate), cfg.Edge.LoginBurst),
 		Config: web.Config{SecureCookies: secure, SessionLifetime: cfg.Web.SessionLifetime, MaxFileSize: cfg.MaxFileSize,
 			NoPasswordLogin: cfg.OIDC.PasswordLoginOff(), OIDC: cfg.OIDC.Web(cfg.PublicURL)},
 	})
@@ -323,11 +327,12 @@ func New(_ context.Context, cfg Config, deps Deps) (*Service, error) {
 		Log:       log,
 		Identity:  s.Identity,
 		Packages:  s.Packages,
+		Links:     s.Links,
 		Webhooks:  s.Webhooks,
 		Resumable: s.Resumable,
 		Registry:  reg,
 		Pages:     ui,
-		LinkRate:  links,
+		LinkRate:  rate,
 		Config:    api,
 	})
 	if err != nil {

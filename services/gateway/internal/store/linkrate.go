@@ -4,10 +4,10 @@ import (
 	"context"
 	"time"
 
-	"github.com/shipfile/shipfile/services/gateway/internal/app"
+	"github.com/shipfile/shipfile/services/gateway/internal/app/links"
 )
 
-var _ app.RateStore = (*Postgres)(nil)
+var _ links.RateStore = (*Postgres)(nil)
 
 // TakeRate takes one request from client's GCRA bucket: interval is the time one
 // request earns back, tolerance how far ahead of now the bucket may run (the burst

@@ -7,7 +7,11 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
+
+	"github.com/shipfile/shipfile/services/gateway/internal/app/links"
 )
+
+var _ links.Store = (*Postgres)(nil)
 
 // TakeLinkBytes takes costs[i] from the budget of fileIDs[i] through the link (SPEC
 // "Download limit") and returns the files taken: one conditional UPDATE, which

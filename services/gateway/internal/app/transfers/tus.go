@@ -19,6 +19,8 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/shipfile/shipfile/services/gateway/internal/app"
+	"github.com/shipfile/shipfile/services/gateway/internal/app/links"
+	"github.com/shipfile/shipfile/services/gateway/internal/app/packages"
 )
 
 // Resumable uploads (tus 1.0.0). The protocol's state lives in PostgreSQL (Store) and
@@ -54,6 +56,9 @@ type TusUpload struct {
 	ExpiresAt      time.Time
 	// Held says a running request held its lease when it was read (GetUpload).
 	Held bool
+	// Manifest is the upload's own encrypted manifest entry (an encrypted file
+	// request's uploads; app.ParseFileManifest), nil for none.
+	Manifest []byte
 }
 
 // TusPart is a part of an upload's S3 multipart upload.
@@ -190,7 +195,8 @@ const openRetryAfter = 30 * time.Second
 
 // Resumable is the tus upload service.
 type Resumable struct {
-	p       *app.Packages
+	p       *packages.Packages
+	links   *links.Links
 	store   Store
 	chunks  ChunkStore
 	cfg     TusConfig
@@ -198,8 +204,9 @@ type Resumable struct {
 	holders holders
 }
 
-// NewResumable returns the resumable upload service on the package service.
-func NewResumable(p *app.Packages, store Store, chunks ChunkStore, cfg TusConfig, log *slog.Logger) *Resumable {
+// NewResumable returns the resumable upload service on the package service and its
+// links (the recipient's uploads).
+func NewResumable(p *packages.Packages, l *links.Links, store Store, chunks ChunkStore, cfg TusConfig, log *slog.Logger) *Resumable {
 	if cfg.ResumeWindow <= 0 {
 		cfg.ResumeWindow = 24 * time.Hour
 	}
@@ -218,7 +225,7 @@ func NewResumable(p *app.Packages, store Store, chunks ChunkStore, cfg TusConfig
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	r := &Resumable{p: p, store: store, chunks: chunks, cfg: cfg, log: log, holders: holders{m: map[uuid.UUID]func(){}}}
+	r := &Resumable{p: p, links: l, store: store, chunks: chunks, cfg: cfg, log: log, holders: holders{m: map[uuid.UUID]func(){}}}
 	p.UseUploads(r.EndPackageUploads, store.OpenUploads)
 	return r
 }
@@ -261,6 +268,8 @@ type NewTusUpload struct {
 	Length      int64
 	Filename    string
 	ContentType string
+	// Manifest is the metadata entry manifest as sent ("" for none).
+	Manifest string
 }
 
 // Chunk is the body of a PATCH (or of a POST with creation-with-upload).
@@ -294,7 +303,7 @@ func (r *Resumable) resolve(ctx context.Context, t TusTarget) (app.Package, app.
 		}
 		return p, app.OpOwnerUpload, app.UserAudit(*t.User, t.Client, "file.upload", p.ID, nil), app.ByOwner, nil
 	}
-	p, err := r.p.ResolveLink(ctx, t.LinkToken, t.Client)
+	p, err := r.links.ResolveLink(ctx, t.LinkToken, t.Client)
 	if err != nil {
 		return app.Package{}, "", app.AuditEntry{}, "", err
 	}
@@ -323,7 +332,25 @@ func (r *Resumable) Create(ctx context.Context, t TusTarget, in NewTusUpload) (C
 	if p.FileCount >= r.p.Limits().MaxFiles {
 		return ChunkResult{}, app.Conflict("package already has the maximum of %d files", r.p.Limits().MaxFiles)
 	}
-	if err := app.ValidateFilename(in.Filename); err != nil {
+	var manifest []byte
+	if in.Manifest != "" {
+		if manifest, err = app.ParseFileManifest(in.Manifest); err != nil {
+			return ChunkResult{}, err
+		}
+		if !p.Encrypted() || p.Direction != app.Inbound {
+			return ChunkResult{}, app.Invalid("manifest is only for uploads to an end-to-end encrypted file request")
+		}
+	}
+	if p.Encrypted() {
+		// An age file is never shorter than its magic; the client's name and type are
+		// not kept (app.AsRecorded).
+		if in.Length < int64(len(app.AgeMagic)) {
+			return ChunkResult{}, app.ErrNotAge
+		}
+		in.Filename, in.ContentType = "", "application/octet-stream"
+	} else if in.Filename == "" {
+		return ChunkResult{}, app.Invalid("Upload-Metadata needs a filename")
+	} else if err := app.ValidateFilename(in.Filename); err != nil {
 		return ChunkResult{}, err
 	}
 	id, err := uuid.NewV7()
@@ -343,6 +370,7 @@ func (r *Resumable) Create(ctx context.Context, t TusTarget, in NewTusUpload) (C
 		ID: id, PackageID: p.ID, UploadedBy: by, FileID: fileID, Filename: in.Filename,
 		ContentType: app.NormalizeContentType(in.ContentType), Length: in.Length,
 		ObjectKey: tusObjectKey(p.ID, fileID), SHA256State: state, CreatedAt: now, ExpiresAt: now.Add(r.cfg.ResumeWindow),
+		Manifest: manifest,
 	}
 	if t.User != nil {
 		uid := t.User.ID
@@ -641,7 +669,18 @@ func (r *Resumable) Write(ctx context.Context, t TusTarget, id uuid.UUID, c Chun
 		}
 	}()
 	w.size = c.Size
-	res, err := w.write(ctx, &leaseBody{r: c.Body, l: l})
+	body := io.Reader(&leaseBody{r: c.Body, l: l})
+	if p.Encrypted() {
+		// The bytes of the age magic are checked as they come, whichever chunk brings
+		// them: an upload that is no age file ends here, and nothing of it is kept.
+		if body, err = app.CheckAgeChunk(u.Offset, body); err != nil {
+			if endErr := r.end(ctx, u); endErr == nil {
+				w.released = true // the row is gone
+			}
+			return ChunkResult{}, err
+		}
+	}
+	res, err := w.write(ctx, body)
 	if err != nil || res.Upload.Offset < res.Upload.Length {
 		return res, err
 	}
@@ -940,7 +979,7 @@ func (b *leaseBody) Read(p []byte) (int, error) {
 // gone stops it at once. (One that fails is left to the next; before writing, the
 // PATCH renews itself once the lease may have lapsed: lease.holds.)
 func (r *Resumable) keepLease(ctx context.Context, id, owner uuid.UUID, l *lease) func() {
-	return app.RenewEvery(ctx, r.cfg.Lease/3, func(context.Context) { l.renewNow(false) })
+	return packages.RenewEvery(ctx, r.cfg.Lease/3, func(context.Context) { l.renewNow(false) })
 }
 
 // complete stores the last bytes, completes the multipart upload and records the file
@@ -955,14 +994,14 @@ func (r *Resumable) complete(ctx context.Context, w *chunkWriter, op app.Op, aud
 	}
 	f := app.File{
 		ID: u.FileID, PackageID: u.PackageID, Filename: u.Filename, ContentType: u.ContentType,
-		ObjectKey: u.ObjectKey, UploadedBy: u.UploadedBy, Size: u.Length, Scan: app.ScanPending,
+		ObjectKey: u.ObjectKey, UploadedBy: u.UploadedBy, Size: u.Length, Scan: app.ScanPending, Manifest: u.Manifest,
 		SHA256:    fmt.Sprintf("%x", digest.Sum(nil)),
 		CreatedAt: r.p.Now().UTC().Truncate(time.Microsecond),
 	}
 	if f.UploadedBy == app.ByRecipient {
 		f.RecipientID = audit.RecipientID // the link it came through
 	}
-	err = r.p.RecordFile(ctx, f, op, audit, func(ctx context.Context, f app.File, change func(p *app.Package) (app.Effects, error)) (app.Package, error) {
+	f, err = r.p.RecordFile(ctx, f, op, audit, func(ctx context.Context, f app.File, change func(p *app.Package) (app.Effects, error)) (app.Package, error) {
 		return r.store.CompleteUpload(ctx, u, w.owner, f, change)
 	})
 	if err != nil {
@@ -975,7 +1014,7 @@ func (r *Resumable) complete(ctx context.Context, w *chunkWriter, op app.Op, aud
 	w.released = true
 	_ = r.chunks.RemovePrefix(ctx, tailPrefix(u))
 	if u.UploadedBy == app.ByRecipient {
-		_ = r.p.RecordLinkUse(ctx, u.LinkHash, app.Effects{})
+		_ = r.links.RecordLinkUse(ctx, u.LinkHash, app.Effects{})
 	}
 	return f, nil
 }

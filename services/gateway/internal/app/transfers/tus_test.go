@@ -12,6 +12,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/shipfile/shipfile/services/gateway/internal/app"
+	"github.com/shipfile/shipfile/services/gateway/internal/app/packages"
 )
 
 func TestParseChecksum(t *testing.T) {
@@ -82,8 +83,8 @@ func TestDigestState(t *testing.T) {
 // TestCheckOpen: unfinished uploads count toward the package's file limit (409), and a
 // creator has at most MaxOpen unfinished at once (429 with Retry-After); 0 is no limit.
 func TestCheckOpen(t *testing.T) {
-	r := &Resumable{p: app.NewPackages(nil, nil, app.Limits{MaxFiles: 5}, ""), cfg: TusConfig{MaxOpen: 2}}
-	unlimited := &Resumable{p: app.NewPackages(nil, nil, app.Limits{MaxFiles: 5}, "")}
+	r := &Resumable{p: packages.NewPackages(nil, nil, app.Limits{MaxFiles: 5}, ""), cfg: TusConfig{MaxOpen: 2}}
+	unlimited := &Resumable{p: packages.NewPackages(nil, nil, app.Limits{MaxFiles: 5}, "")}
 	for _, tc := range []struct {
 		name string
 		r    *Resumable

@@ -15,7 +15,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/shipfile/shipfile/pkg/httpx"
-	"github.com/shipfile/shipfile/services/gateway/internal/app"
+	"github.com/shipfile/shipfile/services/gateway/internal/app/links"
 )
 
 // UploadLimits bound the upload routes (multipart uploads here, tus PATCH too).
@@ -106,14 +106,14 @@ func uploadKeys(c *gin.Context) []string {
 // request rate across every gateway instance (429 with Retry-After), then the link
 // itself, so a dead link is 410 before any other check of the request. (The web
 // UI's /p/ page takes the same rate itself.)
-func linkGuard(packages *app.Packages, rate *app.LinkRate) gin.HandlerFunc {
+func linkGuard(l *links.Links, rate *links.LinkRate) gin.HandlerFunc {
 	return func(c *gin.Context) {
 		if err := rate.Take(c.Request.Context(), c.ClientIP()); err != nil {
 			_ = c.Error(err)
 			c.Abort()
 			return
 		}
-		ctx, err := packages.CheckLink(c.Request.Context(), c.Param("token"), client(c))
+		ctx, err := l.CheckLink(c.Request.Context(), c.Param("token"), client(c))
 		if err != nil {
 			_ = c.Error(err)
 			c.Abort()

@@ -14,6 +14,7 @@ import (
 	"github.com/shipfile/shipfile/pkg/database"
 	"github.com/shipfile/shipfile/pkg/storage"
 	"github.com/shipfile/shipfile/services/gateway/internal/app"
+	"github.com/shipfile/shipfile/services/gateway/internal/app/links"
 )
 
 // statusOf maps an application error kind to its HTTP status.
@@ -83,7 +84,7 @@ func writeError(c *gin.Context, log *slog.Logger, pages Pages, err error) {
 	if errors.As(err, &rne) {
 		c.Header("Content-Range", "bytes */"+strconv.FormatInt(rne.Size, 10))
 	}
-	var te *app.LinkThrottledError
+	var te *links.LinkThrottledError
 	if errors.As(err, &te) {
 		c.Header("Retry-After", strconv.Itoa(int(math.Ceil(te.RetryAfter.Seconds()))))
 	}
@@ -113,7 +114,7 @@ func classify(err error) (int, string) {
 	if errors.As(err, &mbe) {
 		return http.StatusRequestEntityTooLarge, "request body too large"
 	}
-	var te *app.LinkThrottledError
+	var te *links.LinkThrottledError
 	if errors.As(err, &te) {
 		return http.StatusTooManyRequests, te.Detail
 	}

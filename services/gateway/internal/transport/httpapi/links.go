@@ -28,6 +28,10 @@ type linkResponse struct {
 	// PasswordProtected and MaxDownloads: SPEC "Protecting a link".
 	PasswordProtected bool `json:"password_protected"`
 	MaxDownloads      *int `json:"max_downloads"`
+	// Encryption and PublicKey: SPEC "End-to-end encryption (age)" (the owner's age
+	// public key of an encrypted file request, to which uploads are encrypted).
+	Encryption string  `json:"encryption"`
+	PublicKey  *string `json:"public_key"`
 }
 
 type linkFileResponse struct {
@@ -43,6 +47,7 @@ func toLinkResponse(token string, p app.Package, files []app.File) linkResponse 
 		ID: p.ID.String(), Title: p.Title, Note: p.Note, Direction: string(p.Direction), State: string(p.State),
 		ExpiresAt: p.ExpiresAt.UTC(), FileCount: p.FileCount, TotalSize: p.TotalSize, Files: make([]linkFileResponse, len(files)),
 		PasswordProtected: p.PasswordProtected(), MaxDownloads: p.MaxDownloads,
+		Encryption: encryptionOf(p), PublicKey: nullIfEmpty(p.OwnerPublicKey),
 	}
 	for i, f := range files {
 		out.Files[i] = linkFileResponse{toFileResponse(f), "/api/v1/links/" + token + "/files/" + f.ID.String(), f.DownloadsLeft(p.MaxDownloads)}
@@ -52,7 +57,7 @@ func toLinkResponse(token string, p app.Package, files []app.File) linkResponse 
 
 func (h *handlers) viewLink(c *gin.Context) {
 	token := c.Param("token")
-	p, files, err := h.packages.ViewLink(c.Request.Context(), token, client(c))
+	p, files, err := h.links.ViewLink(c.Request.Context(), token, client(c))
 	if err != nil {
 		_ = c.Error(err)
 		return
@@ -68,7 +73,7 @@ func (h *handlers) downloadViaLink(c *gin.Context) {
 		return
 	}
 	plan := func(f app.File) (app.Span, error) { return linkSpan(c.Request, f) }
-	f, span, obj, finish, err := h.packages.DownloadViaLink(c.Request.Context(), c.Param("token"), client(c), fileID, plan)
+	f, span, obj, finish, err := h.links.DownloadViaLink(c.Request.Context(), c.Param("token"), client(c), fileID, plan)
 	if err != nil {
 		_ = c.Error(err)
 		return
@@ -82,7 +87,7 @@ func (h *handlers) downloadViaLink(c *gin.Context) {
 // each entry's bytes lie in the stream is noted, so a stream cut midway keeps the
 // entries the client got whole taken from their budgets and gives back the rest.
 func (h *handlers) archiveViaLink(c *gin.Context) {
-	p, files, open, finish, err := h.packages.ArchiveViaLink(c.Request.Context(), c.Param("token"), client(c))
+	p, files, open, finish, err := h.links.ArchiveViaLink(c.Request.Context(), c.Param("token"), client(c))
 	if err != nil {
 		_ = c.Error(err)
 		return
@@ -206,7 +211,7 @@ func uniqueName(seen map[string]int, name string) string {
 func (h *handlers) uploadViaLink(c *gin.Context) {
 	token := c.Param("token")
 	f, err := h.withUpload(c, func(up app.Upload) (app.File, error) {
-		return h.packages.UploadViaLink(c.Request.Context(), token, client(c), up)
+		return h.links.UploadViaLink(c.Request.Context(), token, client(c), up)
 	})
 	if err != nil {
 		_ = c.Error(err)
@@ -238,7 +243,7 @@ func (h *handlers) unlockLink(c *gin.Context) {
 		return
 	}
 	token := c.Param("token")
-	grant, exp, err := h.packages.Unlock(c.Request.Context(), token, *req.Password, client(c))
+	grant, exp, err := h.links.Unlock(c.Request.Context(), token, *req.Password, client(c))
 	if err != nil {
 		_ = c.Error(err)
 		return

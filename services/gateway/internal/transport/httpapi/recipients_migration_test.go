@@ -16,6 +16,7 @@ import (
 	"github.com/shipfile/shipfile/pkg/database"
 	"github.com/shipfile/shipfile/pkg/pgtest"
 	"github.com/shipfile/shipfile/services/gateway/internal/app"
+	"github.com/shipfile/shipfile/services/gateway/internal/app/links"
 	"github.com/shipfile/shipfile/services/gateway/migrations"
 )
 
@@ -106,7 +107,7 @@ func TestRecipientsMigration(t *testing.T) {
 	}
 	// A grant handed out before the migration.
 	pid := uuid.MustParse(protected.id)
-	grant, _ := app.NewGrant(app.Package{ID: pid, LinkHash: protected.hash, PasswordHash: pw}, time.Now())
+	grant, _ := links.NewGrant(app.Package{ID: pid, LinkHash: protected.hash, PasswordHash: pw}, time.Now())
 
 	if err := migrations.Up(ctx, url); err != nil {
 		t.Fatalf("00019 on a database with packages: %v", err)

@@ -10,6 +10,7 @@ import (
 	"github.com/shipfile/shipfile/pkg/events"
 	"github.com/shipfile/shipfile/pkg/events/eventsv1"
 	"github.com/shipfile/shipfile/services/gateway/internal/app"
+	"github.com/shipfile/shipfile/services/gateway/internal/app/links"
 )
 
 // several creates a package for the recipients (emails) with extra fields and files,
@@ -285,14 +286,14 @@ func TestRecipientGrantsAreTheirOwn(t *testing.T) {
 	t.Parallel()
 	a := newTestAPI(t, defaultConfig())
 	_, token := a.user("owner@example.com", app.RoleRegular)
-	_, links := a.several(token, []string{"ann@example.com", "bob@example.com"}, map[string]any{"password": "open sesame"}, "a.txt")
-	ann, bob := links["ann@example.com"], links["bob@example.com"]
+	_, tokens := a.several(token, []string{"ann@example.com", "bob@example.com"}, map[string]any{"password": "open sesame"}, "a.txt")
+	ann, bob := tokens["ann@example.com"], tokens["bob@example.com"]
 	r := a.unlock(ann, "open sesame")
 	expect(t, r, http.StatusOK)
 	grant := r.json(t)["grant"].(string)
 	expect(t, a.do("GET", "/api/v1/links/"+ann, "", nil, "Shipfile-Link-Grant", grant), http.StatusOK)
 	expect(t, a.do("GET", "/api/v1/links/"+bob, "", nil, "Shipfile-Link-Grant", grant), http.StatusUnauthorized)
-	for range app.UnlockMaxFailures {
+	for range links.UnlockMaxFailures {
 		expect(t, a.unlock(ann, "wrong password"), http.StatusUnauthorized)
 	}
 	expect(t, a.unlock(ann, "open sesame"), http.StatusTooManyRequests)

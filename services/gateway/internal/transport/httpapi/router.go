@@ -14,6 +14,8 @@ import (
 	"github.com/shipfile/shipfile/pkg/ops"
 	"github.com/shipfile/shipfile/services/gateway/internal/app"
 	"github.com/shipfile/shipfile/services/gateway/internal/app/identity"
+	"github.com/shipfile/shipfile/services/gateway/internal/app/links"
+	"github.com/shipfile/shipfile/services/gateway/internal/app/packages"
 	"github.com/shipfile/shipfile/services/gateway/internal/app/transfers"
 	"github.com/shipfile/shipfile/services/gateway/internal/app/webhookadmin"
 	"github.com/shipfile/shipfile/services/gateway/internal/docs"
@@ -41,13 +43,15 @@ type Config struct {
 type Deps struct {
 	Log      *slog.Logger
 	Identity *identity.Identity
-	Packages *app.Packages
+	Packages *packages.Packages
+	// Links serves the recipient's side: what a magic link opens.
+	Links    *links.Links
 	Webhooks *webhookadmin.Service
 	// Resumable serves tus uploads.
 	Resumable *transfers.Resumable
 	Registry  *prometheus.Registry
 	// LinkRate limits the link routes per client IP (nil: no limit).
-	LinkRate *app.LinkRate
+	LinkRate *links.LinkRate
 	Config   Config
 	// Pages is the web UI (package web); nil serves the API alone.
 	Pages Pages
@@ -68,7 +72,8 @@ type Pages interface {
 type handlers struct {
 	log         *slog.Logger
 	identity    *identity.Identity
-	packages    *app.Packages
+	packages    *packages.Packages
+	links       *links.Links
 	webhooks    *webhookadmin.Service
 	resumable   *transfers.Resumable
 	maxJSON     int64
@@ -85,7 +90,7 @@ func New(d Deps) (*gin.Engine, error) {
 		return nil, err
 	}
 	h := &handlers{
-		log: d.Log, identity: d.Identity, packages: d.Packages, webhooks: d.Webhooks, resumable: d.Resumable,
+		log: d.Log, identity: d.Identity, packages: d.Packages, links: d.Links, webhooks: d.Webhooks, resumable: d.Resumable,
 		maxJSON: d.Config.MaxJSONBytes, maxFileSize: d.Config.MaxFileSize, spec: spec,
 		secureCookies: d.Config.SecureCookies,
 	}
@@ -122,11 +127,12 @@ func New(d Deps) (*gin.Engine, error) {
 	// The recipient's side: the magic link is the only credential. Each route is
 	// rate-limited per client IP and answers 410 for a dead link before anything else.
 	uploads := uploadGuard(d.Config.Uploads, d.Registry)
-	links := v1.Group("/links/:token", linkGuard(d.Packages, d.LinkRate))
+	links := v1.Group("/links/:token", linkGuard(d.Links, d.LinkRate))
 	links.GET("", h.viewLink)
 	links.GET("/files/:file_id", h.downloadViaLink)
 	links.HEAD("/files/:file_id", h.downloadViaLink)
 	links.GET("/archive", h.archiveViaLink)
+	links.GET("/manifest", h.linkManifest)
 	links.POST("/files", uploads, h.uploadViaLink)
 	links.POST("/unlock", h.unlockLink)
 
@@ -134,7 +140,7 @@ func New(d Deps) (*gin.Engine, error) {
 	// link's rate and dead-link check come first, as on every link route; PATCH (and a
 	// creation with a body) go through the same upload limits as the multipart uploads.
 	lim := newLimiter(d.Config.RatePerSecond, d.Config.RateBurst)
-	tusLinks := v1.Group("/links/:token", tusResumable, linkGuard(d.Packages, d.LinkRate), tusRequireVersion)
+	tusLinks := v1.Group("/links/:token", tusResumable, linkGuard(d.Links, d.LinkRate), tusRequireVersion)
 	tusLinks.OPTIONS("/uploads", h.tusOptions)
 	tusLinks.OPTIONS("/uploads/:upload_id", h.tusOptions)
 	h.mountTus(tusLinks, "/uploads", linkTarget, uploads)
@@ -148,6 +154,8 @@ func New(d Deps) (*gin.Engine, error) {
 	authed.GET("/me/tokens", h.listTokens)
 	authed.POST("/me/tokens", h.createToken)
 	authed.DELETE("/me/tokens/:id", h.deleteToken)
+	authed.GET("/me/key", h.getKey)
+	authed.PUT("/me/key", h.putKey)
 
 	authed.GET("/packages", h.listPackages)
 	authed.POST("/packages", h.createPackage)
@@ -157,6 +165,8 @@ func New(d Deps) (*gin.Engine, error) {
 	authed.POST("/packages/:id/files", uploads, h.uploadFile)
 	authed.GET("/packages/:id/files/:file_id/content", h.downloadFile)
 	authed.DELETE("/packages/:id/files/:file_id", h.removeFile)
+	authed.GET("/packages/:id/manifest", h.getManifest)
+	authed.PUT("/packages/:id/manifest", h.putManifest)
 	authed.POST("/packages/:id/finalize", h.finalizePackage)
 	authed.POST("/packages/:id/revoke", h.revokePackage)
 	authed.POST("/packages/:id/recipients", h.addRecipient)

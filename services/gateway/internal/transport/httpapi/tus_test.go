@@ -25,6 +25,8 @@ import (
 	"github.com/shipfile/shipfile/pkg/servicetest"
 	"github.com/shipfile/shipfile/services/gateway/internal/app"
 	"github.com/shipfile/shipfile/services/gateway/internal/app/identity"
+	"github.com/shipfile/shipfile/services/gateway/internal/app/links"
+	"github.com/shipfile/shipfile/services/gateway/internal/app/packages"
 	"github.com/shipfile/shipfile/services/gateway/internal/app/transfers"
 	"github.com/shipfile/shipfile/services/gateway/internal/app/webhookadmin"
 	"github.com/shipfile/shipfile/services/gateway/internal/store"
@@ -544,8 +546,9 @@ func (a *testAPI) secondInstance() *testAPI {
 	db := store.NewPostgres(a.pool)
 	objectStore := store.NewObjects(a.objects, 5<<20)
 	cfg := tusConfig()
-	packages := app.NewPackages(db, objectStore, app.Limits{MaxFileSize: cfg.MaxFileSize, MaxFiles: 5}, "http://shipfile.test")
-	resumable := transfers.NewResumable(packages, db, objectStore, transfers.TusConfig{ResumeWindow: time.Hour, Lease: 2 * time.Second}, nil)
+	packages := packages.NewPackages(db, objectStore, app.Limits{MaxFileSize: cfg.MaxFileSize, MaxFiles: 5}, "http://shipfile.test")
+	linkService := links.New(packages, db)
+	resumable := transfers.NewResumable(packages, linkService, db, objectStore, transfers.TusConfig{ResumeWindow: time.Hour, Lease: 2 * time.Second}, nil)
 	// Its listener of asks to let go runs as in the gateway (service.Start); it stops
 	// before the pool closes (cleanups run last first).
 	ctx, cancel := context.WithCancel(context.Background())
@@ -559,7 +562,7 @@ func (a *testAPI) secondInstance() *testAPI {
 		<-listening
 	})
 	engine, err := httpapi.New(httpapi.Deps{
-		Log: slog.New(slog.DiscardHandler), Identity: identity.NewIdentity(db), Packages: packages, Resumable: resumable,
+		Log: slog.New(slog.DiscardHandler), Identity: identity.NewIdentity(db), Packages: packages, Links: linkService, Resumable: resumable,
 		Webhooks: webhookadmin.New(db, servicetest.Keyring(a.t), false), Registry: ops.NewRegistry(), Config: cfg,
 	})
 	if err != nil {
@@ -595,8 +598,8 @@ func TestTusSweepAbortsOrphans(t *testing.T) {
 	}
 	db := store.NewPostgres(a.pool)
 	objectStore := store.NewObjects(a.objects, 5<<20)
-	packages := app.NewPackages(db, objectStore, app.Limits{MaxFileSize: 24 << 20, MaxFiles: 5}, "http://shipfile.test")
-	sweeper := transfers.NewResumable(packages, db, objectStore, transfers.TusConfig{OrphanGrace: time.Nanosecond}, nil)
+	packages := packages.NewPackages(db, objectStore, app.Limits{MaxFileSize: 24 << 20, MaxFiles: 5}, "http://shipfile.test")
+	sweeper := transfers.NewResumable(packages, links.New(packages, db), db, objectStore, transfers.TusConfig{OrphanGrace: time.Nanosecond}, nil)
 	time.Sleep(10 * time.Millisecond)
 	if n, err := sweeper.Sweep(context.Background()); err != nil || n != 1 {
 		t.Fatalf("sweep ended %d (%v), want the orphan alone", n, err)

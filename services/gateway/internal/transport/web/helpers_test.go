@@ -20,6 +20,7 @@ import (
 	"github.com/shipfile/shipfile/pkg/servicetest"
 	"github.com/shipfile/shipfile/services/gateway/internal/app"
 	"github.com/shipfile/shipfile/services/gateway/internal/app/identity"
+	"github.com/shipfile/shipfile/services/gateway/internal/app/packages"
 	"github.com/shipfile/shipfile/services/gateway/internal/service"
 	"github.com/shipfile/shipfile/services/gateway/internal/transport/httpapi"
 	"github.com/shipfile/shipfile/services/gateway/migrations"
@@ -31,7 +32,7 @@ type env struct {
 	url      string
 	pool     *pgxpool.Pool
 	identity *identity.Identity
-	packages *app.Packages
+	packages *packages.Packages
 	hasher   *app.Hasher
 	sessions *identity.Sessions
 }
@@ -108,7 +109,7 @@ func (e *env) user(email string, role app.Role) app.User {
 
 // sent creates a package of owner's, finalizes it and returns the package and the
 // token of its link.
-func (e *env) sent(owner app.User, np app.NewPackage) (app.Package, string) {
+func (e *env) sent(owner app.User, np packages.NewPackage) (app.Package, string) {
 	e.t.Helper()
 	ctx := context.Background()
 	p, err := e.packages.Create(ctx, owner, app.Client{}, np)

@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/shipfile/shipfile/services/gateway/internal/app"
+	"github.com/shipfile/shipfile/services/gateway/internal/app/links"
+	"github.com/shipfile/shipfile/services/gateway/internal/app/packages"
 )
 
 // TestProtectedRecipientPage: a protected link's page shows only a password form; a
@@ -20,7 +22,7 @@ func TestProtectedRecipientPage(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
 	owner := e.user("ann@example.com", app.RoleRegular)
-	_, token := e.sent(owner, app.NewPackage{Title: ptr("Secret stuff"), RecipientEmail: ptr("bob@example.com"),
+	_, token := e.sent(owner, packages.NewPackage{Title: ptr("Secret stuff"), RecipientEmail: ptr("bob@example.com"),
 		Direction: ptr("inbound"), Note: ptr("the note"), Password: ptr("let me in please")})
 	b := e.browser()
 	form := b.get("/p/" + token)
@@ -57,7 +59,7 @@ func TestProtectedRecipientPage(t *testing.T) {
 	}
 	locked := c.post("/p/"+token, url.Values{"password": {"let me in please"}})
 	expectStatus(t, locked, http.StatusTooManyRequests)
-	if s, err := strconv.Atoi(locked.header.Get("Retry-After")); err != nil || s <= 0 || time.Duration(s)*time.Second > app.UnlockWindow {
+	if s, err := strconv.Atoi(locked.header.Get("Retry-After")); err != nil || s <= 0 || time.Duration(s)*time.Second > links.UnlockWindow {
 		t.Fatalf("Retry-After %q", locked.header.Get("Retry-After"))
 	}
 	if !strings.Contains(locked.body, "Too many wrong passwords") {
@@ -72,7 +74,7 @@ func TestEditForm(t *testing.T) {
 	e := newEnv(t)
 	owner := e.user("ann@example.com", app.RoleRegular)
 	ctx := context.Background()
-	p, err := e.packages.Create(ctx, owner, app.Client{}, app.NewPackage{Title: ptr("Old"), RecipientEmail: ptr("bob@example.com")})
+	p, err := e.packages.Create(ctx, owner, app.Client{}, packages.NewPackage{Title: ptr("Old"), RecipientEmail: ptr("bob@example.com")})
 	if err != nil {
 		t.Fatal(err)
 	}

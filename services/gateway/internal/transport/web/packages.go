@@ -14,6 +14,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/shipfile/shipfile/services/gateway/internal/app"
+	"github.com/shipfile/shipfile/services/gateway/internal/app/packages"
 	"github.com/shipfile/shipfile/services/gateway/internal/app/webhookadmin"
 )
 
@@ -148,7 +149,7 @@ func (w *Web) createFromForm(c *gin.Context, dir app.Direction) (app.Package, bo
 	title := map[app.Direction]string{app.Outbound: "Send files", app.Inbound: "Request files"}[dir]
 	v := view{Title: title, Section: map[app.Direction]string{app.Outbound: "send", app.Inbound: "request"}[dir], Form: form,
 		D: packageFormData{Direction: dir, MinTTL: app.MinTTLDays, MaxTTL: app.MaxTTLDays}}
-	in := app.NewPackage{
+	in := packages.NewPackage{
 		Title: ptr(form["title"]), RecipientEmail: ptr(form["recipient_email"]), RecipientName: ptr(form["recipient_name"]),
 		Note: ptr(form["note"]), Direction: ptr(string(dir)),
 	}
@@ -171,7 +172,7 @@ func (w *Web) createFromForm(c *gin.Context, dir app.Direction) (app.Package, bo
 	if form["max_downloads"] != "" {
 		n, err := strconv.Atoi(form["max_downloads"])
 		if err != nil {
-			v.Errors = map[string]string{"max_downloads": fmt.Sprintf("Must be a whole number from %d to %d, or empty for no limit.", app.MinMaxDownloads, app.MaxMaxDownloads)}
+			v.Errors = map[string]string{"max_downloads": fmt.Sprintf("Must be a whole number from %d to %d, or empty for no limit.", packages.MinMaxDownloads, packages.MaxMaxDownloads)}
 			w.render(c, http.StatusUnprocessableEntity, "package_new", v)
 			return app.Package{}, false
 		}
@@ -418,7 +419,7 @@ func (w *Web) editPackage(c *gin.Context) {
 	} else {
 		n, err := strconv.Atoi(form["max_downloads"])
 		if err != nil {
-			fail("max_downloads", fmt.Sprintf("Must be a whole number from %d to %d, or empty for no limit.", app.MinMaxDownloads, app.MaxMaxDownloads))
+			fail("max_downloads", fmt.Sprintf("Must be a whole number from %d to %d, or empty for no limit.", packages.MinMaxDownloads, packages.MaxMaxDownloads))
 			return
 		}
 		in.MaxDownloads = app.Nullable[int]{Set: true, Value: &n}

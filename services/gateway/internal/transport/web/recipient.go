@@ -11,6 +11,7 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"github.com/shipfile/shipfile/services/gateway/internal/app"
+	"github.com/shipfile/shipfile/services/gateway/internal/app/links"
 )
 
 type recipientData struct {
@@ -61,12 +62,12 @@ const linkCookie = "shipfile_link"
 func (w *Web) recipient(c *gin.Context) {
 	c.Header("Referrer-Policy", "no-referrer")
 	token := c.Param("token")
-	p, files, err := w.packages.ViewLink(c.Request.Context(), token, client(c))
+	p, files, err := w.links.ViewLink(c.Request.Context(), token, client(c))
 	if app.KindOf(err) == app.KindGone {
 		w.render(c, http.StatusGone, "gone", view{Title: "Link no longer available"})
 		return
 	}
-	if errors.Is(err, app.ErrLinkLocked) {
+	if errors.Is(err, links.ErrLinkLocked) {
 		w.render(c, http.StatusOK, "unlock", view{Title: "Password required", D: unlockData{Token: token}})
 		return
 	}
@@ -90,8 +91,8 @@ func (w *Web) recipient(c *gin.Context) {
 func (w *Web) unlock(c *gin.Context) {
 	c.Header("Referrer-Policy", "no-referrer")
 	token := c.Param("token")
-	grant, exp, err := w.packages.Unlock(c.Request.Context(), token, c.PostForm("password"), client(c))
-	var te *app.LinkThrottledError
+	grant, exp, err := w.links.Unlock(c.Request.Context(), token, c.PostForm("password"), client(c))
+	var te *links.LinkThrottledError
 	switch {
 	case err == nil:
 		for _, path := range []string{"/p/" + token, "/api/v1/links/" + token} {
@@ -103,7 +104,7 @@ func (w *Web) unlock(c *gin.Context) {
 		c.Redirect(http.StatusSeeOther, "/p/"+token)
 	case app.KindOf(err) == app.KindGone:
 		w.render(c, http.StatusGone, "gone", view{Title: "Link no longer available"})
-	case errors.Is(err, app.ErrWrongPassword):
+	case errors.Is(err, links.ErrWrongPassword):
 		w.render(c, http.StatusUnauthorized, "unlock", view{Title: "Password required", Error: "Wrong password.", D: unlockData{Token: token}})
 	case errors.As(err, &te):
 		mins := int(math.Ceil(te.RetryAfter.Minutes()))

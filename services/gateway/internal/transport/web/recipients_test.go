@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/shipfile/shipfile/services/gateway/internal/app"
+	"github.com/shipfile/shipfile/services/gateway/internal/app/packages"
 )
 
 // TestSeveralRecipientsPages: the request form takes several addresses and shows each
@@ -92,7 +93,7 @@ func TestOwnerPageSaysWhoDownloaded(t *testing.T) {
 	owner := e.user("ann@example.com", app.RoleRegular)
 	ctx := context.Background()
 	list := []app.RecipientInput{{Email: ptr("bob@example.com")}, {Email: ptr("cy@example.com")}}
-	p, err := e.packages.Create(ctx, owner, app.Client{}, app.NewPackage{Title: ptr("Q3"), Recipients: &list})
+	p, err := e.packages.Create(ctx, owner, app.Client{}, packages.NewPackage{Title: ptr("Q3"), Recipients: &list})
 	if err != nil {
 		t.Fatal(err)
 	}

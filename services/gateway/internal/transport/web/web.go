@@ -21,6 +21,8 @@ import (
 
 	"github.com/shipfile/shipfile/services/gateway/internal/app"
 	"github.com/shipfile/shipfile/services/gateway/internal/app/identity"
+	"github.com/shipfile/shipfile/services/gateway/internal/app/links"
+	"github.com/shipfile/shipfile/services/gateway/internal/app/packages"
 	"github.com/shipfile/shipfile/services/gateway/internal/app/webhookadmin"
 )
 
@@ -46,12 +48,14 @@ type Deps struct {
 	Log      *slog.Logger
 	Identity *identity.Identity
 	Sessions *identity.Sessions
-	Packages *app.Packages
+	Packages *packages.Packages
+	// Links serves the recipient's page and its unlock.
+	Links    *links.Links
 	Webhooks *webhookadmin.Service
 	// LinkRate limits the recipient's page per client IP (nil: no limit).
-	LinkRate *app.LinkRate
+	LinkRate *links.LinkRate
 	// LoginRate limits sign-ins (POST /login) per client IP (nil: no limit).
-	LoginRate *app.LinkRate
+	LoginRate *links.LinkRate
 	// OIDCStore keeps sign-ins under way at the OpenID provider (with Config.OIDC).
 	OIDCStore identity.OIDCStore
 	Config    Config
@@ -62,11 +66,12 @@ type Web struct {
 	log      *slog.Logger
 	identity *identity.Identity
 	sessions *identity.Sessions
-	packages *app.Packages
+	packages *packages.Packages
+	links    *links.Links
 	webhooks *webhookadmin.Service
-	linkRate *app.LinkRate
+	linkRate *links.LinkRate
 	// loginRate is the request rate of POST /login per client IP.
-	loginRate *app.LinkRate
+	loginRate *links.LinkRate
 	cfg       Config
 	pages     map[string]*pageTemplate
 	cookies   cookieNames
@@ -83,7 +88,7 @@ func New(d Deps) (*Web, error) {
 		return nil, err
 	}
 	w := &Web{
-		log: d.Log, identity: d.Identity, sessions: d.Sessions, packages: d.Packages, webhooks: d.Webhooks, linkRate: d.LinkRate, loginRate: d.LoginRate,
+		log: d.Log, identity: d.Identity, sessions: d.Sessions, packages: d.Packages, links: d.Links, webhooks: d.Webhooks, linkRate: d.LinkRate, loginRate: d.LoginRate,
 		cfg: d.Config, pages: pages, cookies: newCookieNames(d.Config.SecureCookies),
 		origin: http.NewCrossOriginProtection(),
 	}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/shipfile/shipfile/pkg/events"
 	"github.com/shipfile/shipfile/services/gateway/internal/app"
+	"github.com/shipfile/shipfile/services/gateway/internal/app/packages"
 )
 
 func TestSetup(t *testing.T) {
@@ -403,7 +404,7 @@ func TestRecipientPages(t *testing.T) {
 	e := newEnv(t)
 	owner := e.user("ann@example.com", app.RoleRegular)
 	ctx := context.Background()
-	p, token := e.sent(owner, app.NewPackage{Title: ptr("Invoices please"), RecipientEmail: ptr("bob@example.com"),
+	p, token := e.sent(owner, packages.NewPackage{Title: ptr("Invoices please"), RecipientEmail: ptr("bob@example.com"),
 		Direction: ptr("inbound"), Note: ptr("Line one\nLine <two>")})
 	b := e.browser()
 	rp := b.get("/p/" + token)

@@ -1,4 +1,4 @@
-package app
+package packages
 
 import (
 	"time"
@@ -29,6 +29,7 @@ func eventPackage(p Package) *eventsv1.Package {
 		RecipientEmail: email,
 		OwnerUserID:    p.OwnerUserID,
 		Direction:      string(p.Direction),
+		PackageFields:  p.PackageFields,
 	}.Proto()
 }
 
@@ -53,7 +54,7 @@ func packageFinalized(p Package) *eventsv1.Envelope {
 // eventRecipients lists the recipients' addresses for a package with several, nil for
 // one (whose events stay as they were).
 func eventRecipients(p Package) []string {
-	if !p.several() {
+	if !p.Several() {
 		return nil
 	}
 	return p.RecipientEmails()
@@ -83,7 +84,7 @@ func packageDownloaded(p Package, fileID, filename string) *eventsv1.Envelope {
 func packageRevoked(p Package, actor int64) *eventsv1.Envelope {
 	return envelope(events.TypePackageRevoked, func(e *eventsv1.Envelope) {
 		ev := &eventsv1.PackageRevoked{Package: eventPackage(p), ActorUserId: actor}
-		if p.several() {
+		if p.Several() {
 			all := true
 			ev.AllLinks = &all
 		}
@@ -123,11 +124,6 @@ func mailJob(p Package, r Recipient, owner User, link string) *eventsv1.MailJob 
 		OwnerEmail:     owner.Email,
 		MagicLink:      link,
 		ExpiresAt:      timestamppb.New(p.ExpiresAt),
+		Encrypted:      p.Encrypted(),
 	}
-}
-
-// WebhookJob asks the dispatcher to (re)try a delivery; MsgID is its Nats-Msg-Id.
-type WebhookJob struct {
-	Job   *eventsv1.WebhookJob
-	MsgID string
 }

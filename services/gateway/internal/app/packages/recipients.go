@@ -1,4 +1,4 @@
-package app
+package packages
 
 import (
 	"context"
@@ -9,28 +9,6 @@ import (
 
 	"github.com/shipfile/shipfile/pkg/events/eventsv1"
 )
-
-// Bounds of a package's recipient list (SPEC "Several recipients").
-const (
-	MinRecipients = 1
-	MaxRecipients = 50
-)
-
-// RecipientInput is one entry of the recipients of a create or an edit.
-type RecipientInput struct {
-	Email *string `json:"email"`
-	Name  *string `json:"name"`
-}
-
-// NewRecipient is the input of AddRecipient.
-type NewRecipient = RecipientInput
-
-// LinkMint is one recipient's freshly minted magic link, shown once.
-type LinkMint struct {
-	RecipientID uuid.UUID
-	Email       string
-	MagicLink   string
-}
 
 // ResolveRecipients applies SPEC's rules to the recipient fields of a create (or an
 // edit that sets the list): list nil means recipient_email (required then) and
@@ -103,20 +81,6 @@ func withIDs(rs []Recipient, now time.Time) ([]Recipient, error) {
 	return rs, nil
 }
 
-// setRecipients makes rs the package's recipients (the first is its recipient_email
-// and recipient_name).
-func (p *Package) setRecipients(rs []Recipient) {
-	p.Recipients = rs
-	if len(rs) > 0 {
-		p.RecipientEmail, p.RecipientName = rs[0].Email, rs[0].Name
-	}
-}
-
-// several reports whether the package has more than one recipient: only then do its
-// events carry the recipients' list and all_links (one recipient publishes as
-// before).
-func (p Package) several() bool { return len(p.Recipients) > 1 }
-
 // AddRecipient adds a recipient to an active package the user may manage, mints their
 // link and e-mails it at once. It returns the package, the recipient and the link,
 // which is never available again.
@@ -157,7 +121,7 @@ func (s *Packages) AddRecipient(ctx context.Context, u User, client Client, id u
 				return Effects{}, Conflict("%s is already a recipient of this package", r.Email)
 			}
 		}
-		p.setRecipients(append(p.Recipients, r))
+		p.SetRecipients(append(p.Recipients, r))
 		audit := userAudit(u, client, "recipient.add", id, nil)
 		audit.RecipientID = &r.ID
 		return Effects{

@@ -1,10 +1,12 @@
-package app
+package links
 
 import (
 	"context"
 	"net/netip"
 	"sync/atomic"
 	"time"
+
+	"github.com/shipfile/shipfile/services/gateway/internal/app"
 )
 
 // RateStore keeps request rates shared by every gateway instance.
@@ -75,7 +77,7 @@ func (l *LinkRate) Take(ctx context.Context, ip string) error {
 		return err
 	}
 	if !ok {
-		return TooMany(wait, "%s", l.detail)
+		return app.TooMany(wait, "%s", l.detail)
 	}
 	return nil
 }

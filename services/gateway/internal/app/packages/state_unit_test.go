@@ -1,9 +1,9 @@
-package app
+package packages
 
 // The package state table and the package service's rules, tested with no server: no
 // PostgreSQL, NATS or MinIO (run them with `unshare -n go test ./internal/app/ -run
 // Unit` to see that no network is needed). The service runs against fakeStore, a map
-// behind the PackageStore interface the app declares; the integration tests of
+// behind the Store interface the app declares; the integration tests of
 // transport/httpapi keep the real servers.
 
 import (
@@ -22,90 +22,17 @@ import (
 
 	"github.com/shipfile/shipfile/pkg/events"
 	"github.com/shipfile/shipfile/pkg/events/eventsv1"
-	"github.com/shipfile/shipfile/pkg/lifecycle"
 )
 
 var allStates = []State{StateDraft, StateActive, StateRevoked, StateExpired}
 
-var allOps = []Op{OpOwnerUpload, OpRemoveFile, OpFinalize, OpRecipientUpload, OpRevoke, OpUseLink, OpOwnerDownload, OpEdit}
-
-// TestUnitStateTable checks every state × operation of apply against the table of
-// SPEC.md "Packages", written out here on its own: what is allowed, and the state it
-// leads to; anything else is a 409 naming the state, and leaves the package as it was.
-func TestUnitStateTable(t *testing.T) {
-	t.Parallel()
-	allowed := map[Op]map[State]State{ // op → from → to
-		OpOwnerUpload:     {StateDraft: StateDraft},
-		OpRemoveFile:      {StateDraft: StateDraft},
-		OpFinalize:        {StateDraft: StateActive},
-		OpRecipientUpload: {StateActive: StateActive},
-		OpRevoke:          {StateActive: StateRevoked},
-		OpUseLink:         {StateActive: StateActive},
-		OpOwnerDownload:   {StateDraft: StateDraft, StateActive: StateActive, StateRevoked: StateRevoked},
-		OpEdit:            {StateDraft: StateDraft, StateActive: StateActive},
-	}
-	for op := range transitions {
-		if _, ok := allowed[op]; !ok || !slices.Contains(allOps, op) {
-			t.Errorf("operation %q of the state table is not in this test: add its row", op)
-		}
-	}
-	now := time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC)
-	for _, op := range allOps {
-		for _, from := range allStates {
-			t.Run(fmt.Sprintf("%s/%s", op, from), func(t *testing.T) {
-				p := Package{State: from, ExpiresAt: now.Add(time.Hour)}
-				err := p.apply(op, now)
-				to, ok := allowed[op][from]
-				if ok {
-					if err != nil || p.State != to {
-						t.Fatalf("apply = %v, state %s; want allowed, state %s", err, p.State, to)
-					}
-					return
-				}
-				if KindOf(err) != KindConflict || !strings.Contains(err.Error(), "state "+string(from)) {
-					t.Fatalf("apply = %v; want a conflict naming state %s", err, from)
-				}
-				if p.State != from {
-					t.Fatalf("a refused move changed the state to %s", p.State)
-				}
-			})
-		}
-	}
-}
-
-// TestUnitOverdueCountsAsExpired: from the instant expires_at passes, every operation
-// is refused as in state expired, whatever the stored state (lifecycle.EffectiveState).
-func TestUnitOverdueCountsAsExpired(t *testing.T) {
-	t.Parallel()
-	deadline := time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC)
-	for _, op := range allOps {
-		for _, from := range []State{StateDraft, StateActive, StateRevoked} {
-			for _, at := range []time.Duration{0, time.Nanosecond, time.Hour} {
-				p := Package{State: from, ExpiresAt: deadline}
-				err := p.apply(op, deadline.Add(at))
-				if KindOf(err) != KindConflict || !strings.Contains(err.Error(), "state expired") || p.State != from {
-					t.Errorf("%s a %s package %s past its deadline = %v (state %s); want a conflict naming state expired",
-						op, from, at, err, p.State)
-				}
-			}
-			// A nanosecond before the deadline the stored state decides.
-			p := Package{State: from, ExpiresAt: deadline}
-			if err := p.apply(op, deadline.Add(-time.Nanosecond)); err != nil && strings.Contains(err.Error(), "state expired") {
-				t.Errorf("%s a %s package before its deadline: %v", op, from, err)
-			}
-		}
-	}
-	if string(StateExpired) != lifecycle.StateExpired {
-		t.Errorf("StateExpired %q differs from lifecycle.StateExpired %q", StateExpired, lifecycle.StateExpired)
-	}
-}
-
-// fakeStore is the PackageStore of the unit tests: packages and files in maps, the
+// fakeStore is the Store of the unit tests: packages and files in maps, the
 // effects each change wrote kept in order. A change that fails writes nothing, as the
 // real store's transaction rolls back. Methods the tests do not reach are the embedded
 // nil interface's (they panic).
 type fakeStore struct {
-	PackageStore
+	Store
+	unlockAttempts
 	mu       sync.Mutex
 	packages map[uuid.UUID]Package
 	files    map[uuid.UUID][]File
@@ -113,6 +40,13 @@ type fakeStore struct {
 	written  []Effects
 	uses     map[string]int  // by link hash
 	reserved map[string]bool // object keys reserved and not yet committed
+}
+
+// unlockAttempts is what the link service's store (links.Store) has beyond the
+// package service's: the unit tests do not unlock.
+type unlockAttempts interface {
+	AddUnlockAttempt(ctx context.Context, packageID, recipientID uuid.UUID, window time.Duration) (int64, time.Time, []time.Time, error)
+	DeleteUnlockAttempt(ctx context.Context, id int64) error
 }
 
 func newFakeStore() *fakeStore {
@@ -361,9 +295,22 @@ func (o *fakeObjects) Remove(_ context.Context, key string) error {
 	return nil
 }
 
+// LinkOps is the recipient's side of the package service (app/links, which imports
+// this package): NewLinkOps is set by links_unit_test.go, an external test file.
+type LinkOps interface {
+	ViewLink(ctx context.Context, token string, client Client) (Package, []File, error)
+	DownloadViaLink(ctx context.Context, token string, client Client, fileID uuid.UUID, plan func(File) (Span, error)) (File, Span, Object, Finish, error)
+	ArchiveViaLink(ctx context.Context, token string, client Client) (Package, []File, func(File) (Object, error), ArchiveFinish, error)
+	UploadViaLink(ctx context.Context, token string, client Client, up Upload) (File, error)
+}
+
+// NewLinkOps returns the link service on p and the fake store.
+var NewLinkOps func(p *Packages, store any) LinkOps
+
 // unitFixture is a package service on the fakes with a clock the test moves.
 type unitFixture struct {
 	svc     *Packages
+	links   LinkOps
 	store   *fakeStore
 	objects *fakeObjects
 	owner   User
@@ -381,6 +328,7 @@ func newUnitFixture(t *testing.T) *unitFixture {
 	f.store.users[f.owner.ID] = f.owner
 	f.svc = NewPackages(f.store, f.objects, Limits{MaxFileSize: 1 << 20, MaxFiles: 3}, "https://files.example.com/")
 	f.svc.now = func() time.Time { return f.now }
+	f.links = NewLinkOps(f.svc, f.store)
 	return f
 }
 
@@ -517,7 +465,7 @@ func TestUnitOperations(t *testing.T) {
 			StateExpired: {KindConflict, StateActive, nil, nil, nil},
 		}},
 		{"view link", Outbound, func(f *unitFixture, _ Package, link string) error {
-			_, _, err := f.svc.ViewLink(ctx, link, Client{})
+			_, _, err := f.links.ViewLink(ctx, link, Client{})
 			return err
 		}, map[State]result{
 			StateDraft:   {KindGone, StateDraft, nil, nil, []string{"link.invalid"}},
@@ -527,7 +475,7 @@ func TestUnitOperations(t *testing.T) {
 		}},
 		{"download through the link", Outbound, func(f *unitFixture, p Package, link string) error {
 			files, _ := f.store.ListFiles(ctx, p.ID, nil)
-			_, _, obj, finish, err := f.svc.DownloadViaLink(ctx, link, Client{}, files[0].ID, func(f File) (Span, error) { return WholeFile(f), nil })
+			_, _, obj, finish, err := f.links.DownloadViaLink(ctx, link, Client{}, files[0].ID, func(f File) (Span, error) { return WholeFile(f), nil })
 			if obj != nil {
 				obj.Close()
 				finish(Sent{Whole: true})
@@ -540,7 +488,7 @@ func TestUnitOperations(t *testing.T) {
 			StateExpired: {KindGone, StateActive, nil, nil, []string{"link.invalid"}},
 		}},
 		{"archive through the link", Outbound, func(f *unitFixture, _ Package, link string) error {
-			_, _, _, finish, err := f.svc.ArchiveViaLink(ctx, link, Client{})
+			_, _, _, finish, err := f.links.ArchiveViaLink(ctx, link, Client{})
 			if finish != nil {
 				finish(nil)
 			}
@@ -552,7 +500,7 @@ func TestUnitOperations(t *testing.T) {
 			StateExpired: {KindGone, StateActive, nil, nil, []string{"link.invalid"}},
 		}},
 		{"recipient upload", Inbound, func(f *unitFixture, _ Package, link string) error {
-			_, err := f.svc.UploadViaLink(ctx, link, Client{}, Upload{Filename: "signed.pdf", Body: strings.NewReader("%PDF")})
+			_, err := f.links.UploadViaLink(ctx, link, Client{}, Upload{Filename: "signed.pdf", Body: strings.NewReader("%PDF")})
 			return err
 		}, map[State]result{
 			StateDraft:   {KindGone, StateDraft, nil, nil, []string{"link.invalid"}},
@@ -561,7 +509,7 @@ func TestUnitOperations(t *testing.T) {
 			StateExpired: {KindGone, StateActive, nil, nil, []string{"link.invalid"}},
 		}},
 		{"recipient upload to an outbound package", Outbound, func(f *unitFixture, _ Package, link string) error {
-			_, err := f.svc.UploadViaLink(ctx, link, Client{}, Upload{Filename: "x.txt", Body: strings.NewReader("x")})
+			_, err := f.links.UploadViaLink(ctx, link, Client{}, Upload{Filename: "x.txt", Body: strings.NewReader("x")})
 			return err
 		}, map[State]result{
 			StateActive: {KindConflict, StateActive, nil, nil, nil},

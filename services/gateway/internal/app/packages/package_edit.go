@@ -1,4 +1,4 @@
-package app
+package packages
 
 import (
 	"context"
@@ -7,27 +7,6 @@ import (
 
 	"github.com/google/uuid"
 )
-
-// Nullable is a field of an edit that may be absent (Set false), null (Set, Value
-// nil) or a value.
-type Nullable[T any] struct {
-	Set   bool
-	Value *T
-}
-
-// PackagePatch is the input of Update: nil (or unset) fields stay as they are.
-type PackagePatch struct {
-	Title         *string
-	Note          *string
-	RecipientName *string
-	// Recipients replaces a draft's recipient list (an active package's grows one by
-	// one: AddRecipient).
-	Recipients   *[]RecipientInput
-	ExpiresAt    *time.Time
-	Password     Nullable[string] // null removes the password
-	MaxDownloads Nullable[int]    // null removes the limit
-	NotifyOwner  *bool
-}
 
 // Update edits a draft or active package the user may manage (else 409): title, note,
 // recipient name, expiry, password, download limit and notifications. A new password,
@@ -85,7 +64,7 @@ func (s *Packages) Update(ctx context.Context, u User, client Client, id uuid.UU
 		}
 	}
 	return s.store.ChangePackage(ctx, id, func(p *Package) (Effects, error) {
-		if err := p.apply(OpEdit, s.now()); err != nil {
+		if err := p.Apply(OpEdit, s.now()); err != nil {
 			return Effects{}, err
 		}
 		if in.Title != nil {
@@ -106,7 +85,7 @@ func (s *Packages) Update(ctx context.Context, u User, client Client, id uuid.UU
 					}
 				}
 			}
-			p.setRecipients(recipients)
+			p.SetRecipients(recipients)
 		} else if in.RecipientName != nil {
 			p.RecipientName = *in.RecipientName
 			if len(p.Recipients) > 0 {

@@ -1,4 +1,4 @@
-package app
+package packages
 
 import (
 	"context"
@@ -8,10 +8,10 @@ import (
 	"time"
 )
 
-// reservingStore records ReserveObjectKey calls; every other method of PackageStore
+// reservingStore records ReserveObjectKey calls; every other method of Store
 // is left unimplemented.
 type reservingStore struct {
-	PackageStore
+	Store
 	mu    sync.Mutex
 	calls []string
 	err   error

@@ -1,4 +1,4 @@
-package app
+package links
 
 import (
 	"context"
@@ -9,33 +9,29 @@ import (
 	"strconv"
 	"strings"
 	"time"
-	"unicode/utf8"
+
+	"github.com/shipfile/shipfile/services/gateway/internal/app"
+	"github.com/shipfile/shipfile/services/gateway/internal/app/packages"
 )
 
-// Rules of link passwords, grants and the unlock throttle (SPEC "Protecting a link").
+// Rules of grants and the unlock throttle (SPEC "Protecting a link").
 const (
-	MinLinkPasswordLen = 8
-	MaxLinkPasswordLen = 128
-	MinMaxDownloads    = 1
-	MaxMaxDownloads    = 10000
 	// GrantLifetime is how long a grant (and its cookie) opens a protected link.
 	GrantLifetime = 12 * time.Hour
 	// UnlockMaxFailures wrong passwords within UnlockWindow make unlock answer 429,
 	// whatever the password, for the rest of the window.
 	UnlockMaxFailures = 5
 	UnlockWindow      = 15 * time.Minute
-	// MaxExpiryAhead bounds a new expires_at set by an edit.
-	MaxExpiryAhead = 90 * 24 * time.Hour
 )
 
 // Errors of protected and limited links.
 var (
 	// ErrLinkLocked: the link has a password and the request carries no valid grant.
-	ErrLinkLocked = &Error{Kind: KindUnauthenticated, Detail: "this link is protected by a password: unlock it first"}
+	ErrLinkLocked = &app.Error{Kind: app.KindUnauthenticated, Detail: "this link is protected by a password: unlock it first"}
 	// ErrWrongPassword: unlock was given a wrong password.
-	ErrWrongPassword = &Error{Kind: KindUnauthenticated, Detail: "wrong password"}
+	ErrWrongPassword = &app.Error{Kind: app.KindUnauthenticated, Detail: "wrong password"}
 	// ErrFileUsedUp: the file has had its downloads through the link.
-	ErrFileUsedUp = &Error{Kind: KindGone, Detail: "this file has reached its download limit"}
+	ErrFileUsedUp = &app.Error{Kind: app.KindGone, Detail: "this file has reached its download limit"}
 )
 
 // LinkThrottledError is an unlock refused for a while after too many wrong passwords
@@ -47,65 +43,18 @@ type LinkThrottledError struct {
 
 func (e *LinkThrottledError) Error() string { return e.Detail }
 
-// PasswordHasher computes and checks argon2id hashes of passwords. The gateway may
-// bound how many run at once (an error then, e.g. 503); the default runs them directly.
-type PasswordHasher interface {
-	Hash(ctx context.Context, password string) (string, error)
-	// Verify fails only before it has compared anything (no slot in time, or ctx
-	// done): Unlock then forgets the attempt, which was not a check.
-	Verify(ctx context.Context, encoded, password string) (bool, error)
-}
-
-// argon2idHasher hashes with the same argon2id parameters as sign-in passwords, with
-// no bound: the gateway's main gives the package service its bounded Hasher
-// (UseHasher), the one sign-in uses.
-type argon2idHasher struct{}
-
-func (argon2idHasher) Hash(_ context.Context, pw string) (string, error) { return hashArgon2id(pw) }
-
-func (argon2idHasher) Verify(_ context.Context, encoded, pw string) (bool, error) {
-	return verifyPassword(encoded, pw), nil
-}
-
-// UseHasher makes the package service hash and check link passwords through h.
-func (s *Packages) UseHasher(h PasswordHasher) { s.hasher = h }
-
-// ValidateLinkPassword checks the length rule of a link password.
-func ValidateLinkPassword(pw string) error {
-	if n := utf8.RuneCountInString(pw); n < MinLinkPasswordLen || n > MaxLinkPasswordLen || !utf8.ValidString(pw) {
-		return Invalid("password must be %d to %d characters", MinLinkPasswordLen, MaxLinkPasswordLen)
-	}
-	return nil
-}
-
-// ValidateMaxDownloads checks a download limit (nil: none).
-func ValidateMaxDownloads(n *int) error {
-	if n != nil && (*n < MinMaxDownloads || *n > MaxMaxDownloads) {
-		return Invalid("max_downloads must be between %d and %d, or null", MinMaxDownloads, MaxMaxDownloads)
-	}
-	return nil
-}
-
-// ValidateExpiry checks a new expires_at: in the future, at most MaxExpiryAhead from now.
-func ValidateExpiry(t, now time.Time) error {
-	if !t.After(now) || t.After(now.Add(MaxExpiryAhead)) {
-		return Invalid("expires_at must be in the future and at most 90 days from now")
-	}
-	return nil
-}
-
 // NewGrant mints a grant for p's link valid until now + GrantLifetime. It is keyed by
 // the package's password hash (a server-side secret read from the database on every
 // check), so a new password, or none, ends every grant at once; a revoked, expired,
 // deleted or used-up link answers 410 before any grant is looked at.
-func NewGrant(p Package, now time.Time) (string, time.Time) {
+func NewGrant(p app.Package, now time.Time) (string, time.Time) {
 	exp := now.Add(GrantLifetime).UTC().Truncate(time.Second)
 	e := strconv.FormatInt(exp.Unix(), 10)
 	return "v1." + e + "." + base64.RawURLEncoding.EncodeToString(grantMAC(p, e)), exp
 }
 
 // CheckGrant reports whether grant opens p's link at now.
-func CheckGrant(p Package, grant string, now time.Time) bool {
+func CheckGrant(p app.Package, grant string, now time.Time) bool {
 	if p.PasswordHash == "" || len(grant) > 200 {
 		return false
 	}
@@ -125,7 +74,7 @@ func CheckGrant(p Package, grant string, now time.Time) bool {
 	return err == nil && hmac.Equal(got, grantMAC(p, e))
 }
 
-func grantMAC(p Package, exp string) []byte {
+func grantMAC(p app.Package, exp string) []byte {
 	m := hmac.New(sha256.New, []byte("shipfile link grant\x00"+p.PasswordHash))
 	m.Write([]byte(p.ID.String() + "|" + hex.EncodeToString(p.LinkHash) + "|" + exp))
 	return m.Sum(nil)
@@ -153,17 +102,17 @@ func UnlockRetryAfter(earlier []time.Time, now time.Time) (time.Duration, bool) 
 // counted before the password is checked, so parallel wrong passwords get at most
 // UnlockMaxFailures checks per window; then LinkThrottledError. Wrong passwords are
 // audited.
-func (s *Packages) Unlock(ctx context.Context, token, password string, client Client) (string, time.Time, error) {
+func (s *Links) Unlock(ctx context.Context, token, password string, client app.Client) (string, time.Time, error) {
 	p, err := s.liveLink(ctx, token, client)
 	if err != nil {
 		return "", time.Time{}, err
 	}
 	if !p.PasswordProtected() {
-		return "", time.Time{}, Conflict("this link has no password")
+		return "", time.Time{}, app.Conflict("this link has no password")
 	}
 	// The window is on the database's clock (at, and the times of earlier failures),
 	// never this gateway's: gateways whose clocks disagree still count together.
-	attempt, at, earlier, err := s.store.AddUnlockAttempt(ctx, p.ID, *p.linkRecipientID(), UnlockWindow)
+	attempt, at, earlier, err := s.store.AddUnlockAttempt(ctx, p.ID, *p.LinkRecipientID(), UnlockWindow)
 	if err != nil {
 		return "", time.Time{}, err
 	}
@@ -173,19 +122,19 @@ func (s *Packages) Unlock(ctx context.Context, token, password string, client Cl
 		return "", time.Time{}, &LinkThrottledError{Detail: "too many wrong passwords for this link; try again later", RetryAfter: wait}
 	}
 	ok := false
-	if len(password) <= 4*MaxLinkPasswordLen {
-		ok, err = s.hasher.Verify(ctx, p.PasswordHash, password)
+	if len(password) <= 4*packages.MaxLinkPasswordLen {
+		ok, err = s.p.Hasher().Verify(ctx, p.PasswordHash, password)
 		if err != nil {
 			forget()
 			return "", time.Time{}, err
 		}
 	}
 	if !ok {
-		_ = s.store.WriteEffects(ctx, Effects{Audit: []AuditEntry{p.linkAudit(client, "link.unlock_failed", nil)}})
+		_ = s.store.WriteEffects(ctx, app.Effects{Audit: []app.AuditEntry{p.LinkAudit(client, "link.unlock_failed", nil)}})
 		return "", time.Time{}, ErrWrongPassword
 	}
 	forget()
-	if err := s.store.RecordLinkUse(ctx, p.LinkHash, Effects{Audit: []AuditEntry{p.linkAudit(client, "link.unlock", nil)}}); err != nil {
+	if err := s.store.RecordLinkUse(ctx, p.LinkHash, app.Effects{Audit: []app.AuditEntry{p.LinkAudit(client, "link.unlock", nil)}}); err != nil {
 		return "", time.Time{}, err
 	}
 	grant, exp := NewGrant(p, s.now())

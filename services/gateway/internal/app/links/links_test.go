@@ -1,4 +1,4 @@
-package app
+package links
 
 import (
 	"strings"
@@ -6,11 +6,13 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+
+	"github.com/shipfile/shipfile/services/gateway/internal/app"
 )
 
 func TestGrant(t *testing.T) {
 	now := time.Date(2026, 11, 24, 12, 0, 0, 0, time.UTC)
-	p := Package{ID: uuid.New(), LinkHash: []byte("hash-of-link"), PasswordHash: "$argon2id$v=19$m=19456,t=2,p=1$c2FsdA$a2V5"}
+	p := app.Package{ID: uuid.New(), LinkHash: []byte("hash-of-link"), PasswordHash: "$argon2id$v=19$m=19456,t=2,p=1$c2FsdA$a2V5"}
 	grant, exp := NewGrant(p, now)
 	if exp != now.Add(GrantLifetime) {
 		t.Fatalf("expires %v", exp)
@@ -23,7 +25,7 @@ func TestGrant(t *testing.T) {
 	noPassword.PasswordHash = ""
 	for _, c := range []struct {
 		name  string
-		p     Package
+		p     app.Package
 		grant string
 		at    time.Time
 		want  bool
@@ -73,42 +75,17 @@ func TestUnlockRetryAfter(t *testing.T) {
 	}
 }
 
-func TestEditRules(t *testing.T) {
-	now := time.Date(2026, 11, 24, 12, 0, 0, 0, time.UTC)
-	for _, c := range []struct {
-		at time.Time
-		ok bool
-	}{
-		{now.Add(time.Minute), true},
-		{now.Add(MaxExpiryAhead), true},
-		{now, false},
-		{now.Add(-time.Hour), false},
-		{now.Add(MaxExpiryAhead + time.Second), false},
-	} {
-		if err := ValidateExpiry(c.at, now); (err == nil) != c.ok {
-			t.Errorf("ValidateExpiry(%v) = %v", c.at, err)
+func TestRateKey(t *testing.T) {
+	cases := map[string]string{
+		"192.0.2.7":            "192.0.2.7",
+		"::ffff:192.0.2.7":     "192.0.2.7",
+		"2001:db8:1:2:3:4:5:6": "2001:db8:1:2::/64",
+		"2001:db8:1:2:ffff::1": "2001:db8:1:2::/64",
+		"not an address":       "not an address",
+	}
+	for in, want := range cases {
+		if got := RateKey(in); got != want {
+			t.Errorf("RateKey(%q) = %q, want %q", in, got, want)
 		}
-	}
-	for _, c := range []struct {
-		pw string
-		ok bool
-	}{{"1234567", false}, {"12345678", true}, {strings.Repeat("é", 128), true}, {strings.Repeat("p", 129), false}} {
-		if err := ValidateLinkPassword(c.pw); (err == nil) != c.ok {
-			t.Errorf("ValidateLinkPassword(%d runes) = %v", len([]rune(c.pw)), err)
-		}
-	}
-	for _, c := range []struct {
-		n  *int
-		ok bool
-	}{{nil, true}, {new(1), true}, {new(10000), true}, {new(0), false}, {new(10001), false}} {
-		if err := ValidateMaxDownloads(c.n); (err == nil) != c.ok {
-			t.Errorf("ValidateMaxDownloads(%v) = %v", c.n, err)
-		}
-	}
-	if err := (&Package{State: StateRevoked, ExpiresAt: now.Add(time.Hour)}).apply(OpEdit, now); err == nil || !strings.Contains(err.Error(), "revoked") {
-		t.Errorf("edit of a revoked package: %v", err)
-	}
-	if err := (&Package{State: StateActive, ExpiresAt: now.Add(-time.Second)}).apply(OpEdit, now); err == nil {
-		t.Error("edit of an overdue package allowed")
 	}
 }

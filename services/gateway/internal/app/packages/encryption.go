@@ -1,0 +1,124 @@
+package packages
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"strings"
+
+	"github.com/google/uuid"
+
+	"github.com/shipfile/shipfile/services/gateway/internal/app"
+)
+
+// The package service's side of end-to-end encryption (SPEC "End-to-end encryption
+// (age)"); the format rules are in internal/app (encryption.go).
+
+func (s *Packages) keys() (app.EncryptionStore, error) {
+	es, ok := s.store.(app.EncryptionStore)
+	if !ok {
+		return nil, errors.New("the package store keeps no encryption data")
+	}
+	return es, nil
+}
+
+// PutManifest stores the encrypted manifest of a draft encrypted package.
+func (s *Packages) PutManifest(ctx context.Context, u app.User, client app.Client, id uuid.UUID, data []byte) error {
+	if _, err := s.visible(ctx, u, id); err != nil {
+		return err
+	}
+	if !bytes.HasPrefix(data, []byte(app.AgeMagic)) {
+		return app.Invalid("the manifest must be a binary age v1 file (starting with %q)", strings.TrimSuffix(app.AgeMagic, "\n"))
+	}
+	es, err := s.keys()
+	if err != nil {
+		return err
+	}
+	return es.PutPackageManifest(ctx, id, data, func(p *app.Package) (app.Effects, error) {
+		if !p.Encrypted() {
+			return app.Effects{}, app.Conflict("this package is not end-to-end encrypted: it has no manifest")
+		}
+		if p.State != app.StateDraft {
+			return app.Effects{}, app.Conflict("the manifest can only be set on a draft; the package is %s", p.State)
+		}
+		return app.Effects{Audit: []app.AuditEntry{userAudit(u, client, "package.manifest", id, nil)}}, nil
+	})
+}
+
+// Manifest returns the encrypted manifest of a package the user may see.
+func (s *Packages) Manifest(ctx context.Context, u app.User, id uuid.UUID) ([]byte, error) {
+	if _, err := s.visible(ctx, u, id); err != nil {
+		return nil, err
+	}
+	return s.StoredManifest(ctx, id)
+}
+
+func (s *Packages) StoredManifest(ctx context.Context, id uuid.UUID) ([]byte, error) {
+	es, err := s.keys()
+	if err != nil {
+		return nil, err
+	}
+	b, err := es.GetPackageManifest(ctx, id)
+	if errors.Is(err, app.ErrNotFound) {
+		return nil, app.NotFound("manifest")
+	}
+	return b, err
+}
+
+// SetKey stores (or replaces) the user's key pair. Files sealed to an earlier key stay
+// readable with that key alone.
+func (s *Packages) SetKey(ctx context.Context, u app.User, publicKey, sealedIdentity string) (app.UserKey, error) {
+	if err := app.ValidateUserKey(publicKey, sealedIdentity); err != nil {
+		return app.UserKey{}, err
+	}
+	es, err := s.keys()
+	if err != nil {
+		return app.UserKey{}, err
+	}
+	return es.PutUserKey(ctx, app.UserKey{UserID: u.ID, PublicKey: publicKey, SealedIdentity: sealedIdentity})
+}
+
+// Key returns the user's key pair (app.NotFound: none set up).
+func (s *Packages) Key(ctx context.Context, u app.User) (app.UserKey, error) {
+	es, err := s.keys()
+	if err != nil {
+		return app.UserKey{}, err
+	}
+	k, err := es.GetUserKey(ctx, u.ID)
+	if errors.Is(err, app.ErrNotFound) {
+		return app.UserKey{}, app.NotFound("encryption key")
+	}
+	return k, err
+}
+
+// requireKey checks that the owner of a new encrypted file request has a key.
+func (s *Packages) requireKey(ctx context.Context, owner app.User) error {
+	es, err := s.keys()
+	if err != nil {
+		return err
+	}
+	if _, err := es.GetUserKey(ctx, owner.ID); err != nil {
+		if errors.Is(err, app.ErrNotFound) {
+			return app.ErrNoKey
+		}
+		return err
+	}
+	return nil
+}
+
+// OwnerPublicKey is the public key uploads through an encrypted file request's link
+// are encrypted to: its owner's, "" when the package takes no encrypted uploads.
+func (s *Packages) OwnerPublicKey(ctx context.Context, p app.Package) (string, error) {
+	if !p.Encrypted() || p.Direction != app.Inbound {
+		return "", nil
+	}
+	es, err := s.keys()
+	if err != nil {
+		return "", err
+	}
+	k, err := es.GetUserKey(ctx, p.OwnerUserID)
+	if errors.Is(err, app.ErrNotFound) {
+		return "", nil
+	}
+	return k.PublicKey, err
+}

@@ -1,0 +1,648 @@
+package packages
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/shipfile/shipfile/pkg/events/eventsv1"
+	"github.com/shipfile/shipfile/services/gateway/internal/app"
+)
+
+// Store is the persistence the package service needs. Every method that
+// changes a package locks its row, runs the given change (which applies the state
+// table and names the effects), saves the package and writes the effects in one
+// transaction; an error from the change rolls everything back.
+type Store interface {
+	CreatePackage(ctx context.Context, p Package, fx Effects) error
+	GetPackage(ctx context.Context, id uuid.UUID) (Package, error)
+	ListPackages(ctx context.Context, f PackageFilter) ([]Package, error)
+	// ListFiles and GetFile read files with what the link that hashes to linkHash has
+	// taken of their budgets and its downloads of them (nil: the owner's view, with
+	// every link's downloads).
+	ListFiles(ctx context.Context, packageID uuid.UUID, linkHash []byte) ([]File, error)
+	GetFile(ctx context.Context, packageID, fileID uuid.UUID, linkHash []byte) (File, error)
+	ChangePackage(ctx context.Context, id uuid.UUID, change func(p *Package) (Effects, error)) (Package, error)
+	AddFile(ctx context.Context, f File, change func(p *Package) (Effects, error)) (Package, error)
+	RemoveFile(ctx context.Context, packageID, fileID uuid.UUID, change func(p *Package, f File) (Effects, error)) error
+	DeletePackage(ctx context.Context, id uuid.UUID, change func(p *Package) (Effects, error)) (objectKeys []string, err error)
+	WriteEffects(ctx context.Context, fx Effects) error
+	ListAudit(ctx context.Context, f AuditFilter) ([]AuditEntry, error)
+	ObjectsDeleted(ctx context.Context, keys []string) error
+	GetUser(ctx context.Context, id int64) (User, error)
+	// ReserveObjectKey records (or renews) an object key before its bytes are stored;
+	// AddFile ends the reservation. A reservation older than SHIPFILE_ORPHAN_GRACE
+	// without a file row is an orphan the expiry service removes.
+	ReserveObjectKey(ctx context.Context, key string) error
+}
+
+// Packages is the package service: drafts, files, finalizing, links, revoking, deleting.
+type Packages struct {
+	store     Store
+	objects   ObjectStore
+	limits    Limits
+	publicURL string
+	now       func() time.Time
+	hasher    PasswordHasher
+	// scan is the malware scanning mode the link routes follow (UseScanMode; scan.go).
+	scan ScanMode
+	// reservationRenewal is ObjectReservationRenewal (shorter in tests).
+	reservationRenewal time.Duration
+	// endUploads ends a package's unfinished resumable uploads (set by transfers.NewResumable).
+	endUploads func(ctx context.Context, packageID uuid.UUID)
+	// openUploads counts a package's unfinished resumable uploads (set by
+	// transfers.NewResumable); they count toward its file limit.
+	openUploads func(ctx context.Context, packageID uuid.UUID) (int, error)
+}
+
+// NewPackages returns the package service.
+func NewPackages(store Store, objects ObjectStore, limits Limits, publicURL string) *Packages {
+	return &Packages{store: store, objects: objects, limits: limits, publicURL: strings.TrimRight(publicURL, "/"), now: time.Now,
+		hasher: DirectHasher{}, reservationRenewal: ObjectReservationRenewal}
+}
+
+// UseClock makes the package service read the time from now instead of time.Now (a
+// test's gateway whose clock is off, say). Call it before the service is used.
+func (s *Packages) UseClock(now func() time.Time) { s.now = now }
+
+// NewPackage is the input of Create. Nil fields take their defaults.
+type NewPackage struct {
+	Title          *string
+	RecipientEmail *string
+	RecipientName  *string
+	Recipients     *[]RecipientInput // nil: the one recipient of RecipientEmail
+	Direction      *string
+	TTLDays        *int
+	Note           *string
+	Password       *string // the link's password; nil: none
+	MaxDownloads   *int    // nil: no limit
+	NotifyOwner    *bool   // default true
+	Encryption     *string // none (default) or age
+}
+
+// Create validates and stores a draft package, with its package.created event.
+func (s *Packages) Create(ctx context.Context, owner User, client Client, in NewPackage) (Package, error) {
+	p := Package{
+		OwnerUserID: owner.ID,
+		Direction:   Outbound,
+		State:       StateDraft,
+		TTLDays:     DefaultTTLDays,
+	}
+	if in.Title == nil {
+		return Package{}, Invalid("title is required")
+	}
+	p.Title = *in.Title
+	if err := ValidateTitle(p.Title); err != nil {
+		return Package{}, err
+	}
+	if in.RecipientEmail == nil && in.Recipients == nil {
+		return Package{}, Invalid("recipient_email is required")
+	}
+	recipients, err := ResolveRecipients(in.Recipients, in.RecipientEmail, in.RecipientName)
+	if err != nil {
+		return Package{}, err
+	}
+	if in.Direction != nil {
+		p.Direction = Direction(*in.Direction)
+		if p.Direction != Outbound && p.Direction != Inbound {
+			return Package{}, Invalid("direction must be outbound or inbound")
+		}
+	}
+	if in.TTLDays != nil {
+		p.TTLDays = *in.TTLDays
+		if p.TTLDays < MinTTLDays || p.TTLDays > MaxTTLDays {
+			return Package{}, Invalid("ttl_days must be between %d and %d", MinTTLDays, MaxTTLDays)
+		}
+	}
+	if in.Note != nil {
+		p.Note = *in.Note
+		if err := ValidateNote(p.Note); err != nil {
+			return Package{}, err
+		}
+	}
+	if err := ValidateMaxDownloads(in.MaxDownloads); err != nil {
+		return Package{}, err
+	}
+	p.MaxDownloads = in.MaxDownloads
+	p.NotifyOwner = in.NotifyOwner == nil || *in.NotifyOwner
+	p.Encryption = app.EncryptionNone
+	if in.Encryption != nil {
+		if p.Encryption, err = app.ValidateEncryption(*in.Encryption); err != nil {
+			return Package{}, err
+		}
+	}
+	if p.Encrypted() && p.Direction == Inbound {
+		if err := s.requireKey(ctx, owner); err != nil {
+			return Package{}, err
+		}
+	}
+	if in.Password != nil {
+		if err := ValidateLinkPassword(*in.Password); err != nil {
+			return Package{}, err
+		}
+		if p.PasswordHash, err = s.hasher.Hash(ctx, *in.Password); err != nil {
+			return Package{}, err
+		}
+	}
+	p.ID, err = uuid.NewV7()
+	if err != nil {
+		return Package{}, err
+	}
+	now := s.now().UTC().Truncate(time.Microsecond)
+	p.CreatedAt = now
+	p.ExpiresAt = now.Add(time.Duration(p.TTLDays) * 24 * time.Hour)
+	if recipients, err = withIDs(recipients, now); err != nil {
+		return Package{}, err
+	}
+	p.SetRecipients(recipients)
+	fx := Effects{
+		Events: []*eventsv1.Envelope{packageCreated(p)},
+		Audit:  []AuditEntry{userAudit(owner, client, "package.create", p.ID, nil)},
+	}
+	if err := s.store.CreatePackage(ctx, p, fx); err != nil {
+		return Package{}, err
+	}
+	return p, nil
+}
+
+// Get returns a package the user may see, with its files.
+func (s *Packages) Get(ctx context.Context, u User, id uuid.UUID) (Package, []File, error) {
+	p, err := s.visible(ctx, u, id)
+	if err != nil {
+		return Package{}, nil, err
+	}
+	// With one recipient the owner sees the files through that link, as before there
+	// were several: the same counts, and what the link has taken of each budget.
+	var through []byte
+	if len(p.Recipients) == 1 {
+		through = p.Recipients[0].LinkHash
+	}
+	files, err := s.store.ListFiles(ctx, id, through)
+	return p, files, err
+}
+
+// List returns a page of the packages the user may see, newest first.
+func (s *Packages) List(ctx context.Context, u User, f PackageFilter) ([]Package, error) {
+	if !u.IsAdmin() {
+		f.OwnerUserID = &u.ID
+	}
+	return s.store.ListPackages(ctx, f)
+}
+
+// visible loads a package and checks that the user owns it or is an admin.
+func (s *Packages) visible(ctx context.Context, u User, id uuid.UUID) (Package, error) {
+	p, err := s.store.GetPackage(ctx, id)
+	if err != nil {
+		return Package{}, err
+	}
+	if err := mayManage(u, p); err != nil {
+		return Package{}, err
+	}
+	return p, nil
+}
+
+func mayManage(u User, p Package) error {
+	if p.OwnerUserID != u.ID && !u.IsAdmin() {
+		return Forbidden("this package belongs to another user")
+	}
+	return nil
+}
+
+// UploadAsOwner streams a file into a draft package the user may manage.
+func (s *Packages) UploadAsOwner(ctx context.Context, u User, client Client, id uuid.UUID, up Upload) (File, error) {
+	p, err := s.visible(ctx, u, id)
+	if err != nil {
+		return File{}, err
+	}
+	return s.upload(ctx, p, up, ByOwner, OpOwnerUpload, userAudit(u, client, "file.upload", id, nil))
+}
+
+// upload checks what it can before taking the bytes, streams them to storage, then
+// records the file in one transaction that checks the state again. When the
+// transaction fails the stored object is removed, so no object outlives a failed
+// upload.
+func (s *Packages) upload(ctx context.Context, p Package, up Upload, by Uploader, op Op, audit AuditEntry) (File, error) {
+	probe := p
+	if err := probe.Apply(op, s.now()); err != nil {
+		return File{}, err
+	}
+	if p.FileCount >= s.limits.MaxFiles {
+		return File{}, Conflict("package already has the maximum of %d files", s.limits.MaxFiles)
+	}
+	if s.openUploads != nil {
+		open, err := s.openUploads(ctx, p.ID)
+		if err != nil {
+			return File{}, err
+		}
+		if p.FileCount+open >= s.limits.MaxFiles {
+			return File{}, Conflict("package already has the maximum of %d files, counting unfinished uploads", s.limits.MaxFiles)
+		}
+	}
+	var manifest []byte
+	if up.Manifest != "" {
+		m, err := app.ParseFileManifest(up.Manifest)
+		if err != nil {
+			return File{}, err
+		}
+		manifest = m
+	}
+	if err := app.CheckFileManifest(p, manifest); err != nil {
+		return File{}, err
+	}
+	body := up.Body
+	if p.Encrypted() {
+		// The client's name and type are not kept (AsRecorded), and the bytes must be
+		// an age file: checked before anything is stored.
+		var err error
+		if body, err = app.CheckAgeUpload(body); err != nil {
+			return File{}, err
+		}
+	} else if err := ValidateFilename(up.Filename); err != nil {
+		return File{}, err
+	}
+	fileID, err := uuid.NewV7()
+	if err != nil {
+		return File{}, err
+	}
+	f := File{
+		ID:          fileID,
+		PackageID:   p.ID,
+		Filename:    up.Filename,
+		ContentType: NormalizeContentType(up.ContentType),
+		ObjectKey:   objectKey(p.ID, fileID),
+		UploadedBy:  by,
+		Scan:        ScanPending, // the column's default: the scanner records the verdict
+		Manifest:    manifest,
+	}
+	if p.Encrypted() {
+		f.Filename, f.ContentType = "", "application/octet-stream" // named when recorded
+	}
+	if by == ByRecipient {
+		f.RecipientID = audit.RecipientID // the link it comes through
+	}
+
+	h := sha256.New()
+	limited := &limitedReader{r: io.TeeReader(body, h), left: s.limits.MaxFileSize}
+	body = limited
+	release, err := s.HoldObjectKey(ctx, f.ObjectKey)
+	if err != nil {
+		return File{}, err
+	}
+	size, err := s.objects.Put(ctx, f.ObjectKey, body, f.ContentType)
+	release()
+	if err == nil && (limited.over || limited.readErr != nil) {
+		// The store may take a short read for the end of the stream (minio-go treats
+		// io.ErrUnexpectedEOF so); the body's own failure decides.
+		err = errors.Join(errBodyFailed, s.objects.Remove(context.WithoutCancel(ctx), f.ObjectKey))
+	}
+	if err != nil {
+		if limited.over {
+			return File{}, &Error{Kind: KindTooLarge, Detail: fmt.Sprintf("file is larger than the limit of %d bytes", s.limits.MaxFileSize)}
+		}
+		if limited.readErr != nil {
+			return File{}, &Error{Kind: KindBadRequest, Detail: "the upload broke off or is malformed: " + limited.readErr.Error()}
+		}
+		var ae *Error
+		if errors.As(err, &ae) {
+			return File{}, err
+		}
+		return File{}, fmt.Errorf("store object: %w", err)
+	}
+	f.Size = size
+	f.SHA256 = fmt.Sprintf("%x", h.Sum(nil))
+	f.CreatedAt = s.now().UTC().Truncate(time.Microsecond)
+
+	recorded, err := s.recordFile(ctx, f, op, audit, s.store.AddFile)
+	if err != nil {
+		// The row was not written: the object must not stay behind.
+		if rmErr := s.objects.Remove(context.WithoutCancel(ctx), f.ObjectKey); rmErr != nil {
+			err = errors.Join(err, fmt.Errorf("remove object after failed upload: %w", rmErr))
+		}
+		return File{}, err
+	}
+	return recorded, nil
+}
+
+// addFileFunc records a stored file in its package's transaction (Store.AddFile,
+// or a store that also marks a resumable upload complete in it).
+type addFileFunc func(ctx context.Context, f File, change func(p *Package) (Effects, error)) (Package, error)
+
+// recordFile is the commit of every upload, multipart or resumable: in the package's
+// transaction it checks the state and the file count again, counts the file and writes
+// its audit entry and package.file_uploaded event.
+// The file as recorded (AsRecorded: an encrypted package's neutral name) is returned.
+func (s *Packages) recordFile(ctx context.Context, f File, op Op, audit AuditEntry, add addFileFunc) (File, error) {
+	audit.FileID = &f.ID
+	if f.UploadedBy == ByRecipient && f.RecipientID == nil {
+		f.RecipientID = audit.RecipientID // the link it came through
+	}
+	recorded := f
+	_, err := add(ctx, f, func(p *Package) (Effects, error) {
+		if err := p.Apply(op, s.now()); err != nil {
+			return Effects{}, err
+		}
+		if p.FileCount >= s.limits.MaxFiles {
+			return Effects{}, Conflict("package already has the maximum of %d files", s.limits.MaxFiles)
+		}
+		p.FileCount++
+		p.FileSeq++
+		p.TotalSize += f.Size
+		recorded = app.AsRecorded(f, *p)
+		return Effects{Events: []*eventsv1.Envelope{fileUploaded(*p, recorded)}, Audit: []AuditEntry{audit}}, nil
+	})
+	if err != nil {
+		return File{}, err
+	}
+	return recorded, nil
+}
+
+// OpenFile opens a file of a package the user may see, for the owner's download.
+func (s *Packages) OpenFile(ctx context.Context, u User, id, fileID uuid.UUID) (File, Object, error) {
+	p, err := s.visible(ctx, u, id)
+	if err != nil {
+		return File{}, nil, err
+	}
+	if err := p.Apply(OpOwnerDownload, s.now()); err != nil {
+		return File{}, nil, err
+	}
+	return s.open(ctx, id, fileID)
+}
+
+func (s *Packages) open(ctx context.Context, id, fileID uuid.UUID) (File, Object, error) {
+	f, err := s.store.GetFile(ctx, id, fileID, nil)
+	if err != nil {
+		return File{}, nil, err
+	}
+	if f.Scan == ScanInfected {
+		return File{}, nil, ErrInfectedRemoved
+	}
+	obj, err := s.objects.Open(ctx, f.ObjectKey)
+	if err != nil {
+		return File{}, nil, err
+	}
+	return f, obj, nil
+}
+
+// RemoveFile removes a file from a draft package.
+func (s *Packages) RemoveFile(ctx context.Context, u User, client Client, id, fileID uuid.UUID) error {
+	if _, err := s.visible(ctx, u, id); err != nil {
+		return err
+	}
+	var key string
+	err := s.store.RemoveFile(ctx, id, fileID, func(p *Package, f File) (Effects, error) {
+		if err := p.Apply(OpRemoveFile, s.now()); err != nil {
+			return Effects{}, err
+		}
+		p.FileCount--
+		p.TotalSize -= f.Size
+		key = f.ObjectKey
+		return Effects{Audit: []AuditEntry{userAudit(u, client, "file.remove", id, &fileID)}}, nil
+	})
+	if err != nil {
+		return err
+	}
+	s.removeObjects(ctx, []string{key})
+	return nil
+}
+
+// Finalize seals a draft, mints one magic link per recipient and queues each their
+// e-mail. It returns the package and the links (the first recipient's first), which
+// are never available again.
+func (s *Packages) Finalize(ctx context.Context, u User, client Client, id uuid.UUID) (Package, []LinkMint, error) {
+	current, err := s.visible(ctx, u, id)
+	if err != nil {
+		return Package{}, nil, err
+	}
+	// The owner is read before the package's transaction: a read through the store
+	// inside it would need a second pool connection while holding the first, and
+	// enough concurrent finalizes would then wait on each other for good.
+	owner, err := s.store.GetUser(ctx, current.OwnerUserID)
+	if err != nil {
+		return Package{}, nil, err
+	}
+	// Tokens for as many recipients as the package may have by the time its row is
+	// locked (a draft's recipients may change until then).
+	type minted struct {
+		token string
+		hash  []byte
+	}
+	var tokens []minted
+	mint := func(n int) error {
+		for len(tokens) < n {
+			token, hash, err := newLinkToken()
+			if err != nil {
+				return err
+			}
+			tokens = append(tokens, minted{token, hash})
+		}
+		return nil
+	}
+	if err := mint(max(len(current.Recipients), 1)); err != nil {
+		return Package{}, nil, err
+	}
+	var links []LinkMint
+	p, err := s.store.ChangePackage(ctx, id, func(p *Package) (Effects, error) {
+		if err := p.Apply(OpFinalize, s.now()); err != nil {
+			return Effects{}, err
+		}
+		if p.Direction == Outbound && p.FileCount == 0 {
+			return Effects{}, Conflict("package has no files")
+		}
+		if err := mint(len(p.Recipients)); err != nil {
+			return Effects{}, err
+		}
+		now := s.now().UTC().Truncate(time.Microsecond)
+		p.FinalizedAt = &now
+		p.ExpiresAt = now.Add(time.Duration(p.TTLDays) * 24 * time.Hour)
+		fx := Effects{
+			Events: []*eventsv1.Envelope{packageFinalized(*p)},
+			Audit:  []AuditEntry{userAudit(u, client, "package.finalize", id, nil)},
+		}
+		links = links[:0]
+		for i := range p.Recipients {
+			r := &p.Recipients[i]
+			r.LinkHash, r.LinkState = tokens[i].hash, LinkActive
+			link := s.publicURL + "/p/" + tokens[i].token
+			links = append(links, LinkMint{RecipientID: r.ID, Email: r.Email, MagicLink: link})
+			fx.Mail = append(fx.Mail, mailJob(*p, *r, owner, link))
+		}
+		return fx, nil
+	})
+	if err != nil {
+		return Package{}, nil, err
+	}
+	return p, links, nil
+}
+
+// Revoke kills the active link of a package at once.
+func (s *Packages) Revoke(ctx context.Context, u User, client Client, id uuid.UUID) (Package, error) {
+	if _, err := s.visible(ctx, u, id); err != nil {
+		return Package{}, err
+	}
+	p, err := s.store.ChangePackage(ctx, id, func(p *Package) (Effects, error) {
+		if err := p.Apply(OpRevoke, s.now()); err != nil {
+			return Effects{}, err
+		}
+		now := s.now().UTC().Truncate(time.Microsecond)
+		p.RevokedAt = &now
+		for i := range p.Recipients {
+			if r := &p.Recipients[i]; r.LinkState == LinkActive {
+				r.LinkState, r.RevokedAt = LinkRevoked, &now
+			}
+		}
+		return Effects{
+			Events: []*eventsv1.Envelope{packageRevoked(*p, u.ID)},
+			Audit:  []AuditEntry{userAudit(u, client, "package.revoke", id, nil)},
+		}, nil
+	})
+	if err == nil && s.endUploads != nil {
+		s.endUploads(ctx, id)
+	}
+	return p, err
+}
+
+// Delete removes a package, its files and their objects for good.
+func (s *Packages) Delete(ctx context.Context, u User, client Client, id uuid.UUID) error {
+	if _, err := s.visible(ctx, u, id); err != nil {
+		return err
+	}
+	keys, err := s.store.DeletePackage(ctx, id, func(p *Package) (Effects, error) {
+		return Effects{
+			Events: []*eventsv1.Envelope{packageDeleted(*p, u.ID)},
+			Audit:  []AuditEntry{userAudit(u, client, "package.delete", id, nil)},
+		}, nil
+	})
+	if err != nil {
+		return err
+	}
+	s.removeObjects(ctx, keys)
+	if s.endUploads != nil {
+		s.endUploads(ctx, id)
+	}
+	return nil
+}
+
+// removeObjects deletes objects whose rows are gone. Their keys were queued in the
+// same transaction, so one that fails here stays queued for a later sweep.
+func (s *Packages) removeObjects(ctx context.Context, keys []string) {
+	ctx = context.WithoutCancel(ctx)
+	var done []string
+	for _, k := range keys {
+		if err := s.objects.Remove(ctx, k); err == nil {
+			done = append(done, k)
+		}
+	}
+	if len(done) > 0 {
+		_ = s.store.ObjectsDeleted(ctx, done)
+	}
+}
+
+// SweepDeletedObjects removes objects still queued for deletion, after a failure
+// between a row's deletion and its object's.
+func (s *Packages) SweepDeletedObjects(ctx context.Context, keys []string) {
+	s.removeObjects(ctx, keys)
+}
+
+// Audit returns a page of the audit log (admins only; checked by the transport).
+func (s *Packages) Audit(ctx context.Context, f AuditFilter) ([]AuditEntry, error) {
+	return s.store.ListAudit(ctx, f)
+}
+
+func objectKey(packageID, fileID uuid.UUID) string {
+	return "packages/" + packageID.String() + "/" + fileID.String()
+}
+
+func newLinkToken() (token string, hash []byte, err error) {
+	b := make([]byte, linkTokenBytes)
+	if _, err := rand.Read(b); err != nil {
+		return "", nil, err
+	}
+	token = base64.RawURLEncoding.EncodeToString(b)
+	sum := sha256.Sum256([]byte(token))
+	return token, sum[:], nil
+}
+
+// limitedReader fails once more than left bytes have been read, and remembers that it
+// did, so the caller can tell "too large" from other failures.
+type limitedReader struct {
+	r       io.Reader
+	left    int64
+	over    bool
+	readErr error // a failure of the body itself, not of storage
+}
+
+// errBodyFailed marks an upload whose body failed after the store accepted it.
+var errBodyFailed = errors.New("upload body failed")
+
+// ErrTooLarge is the read error of a body over its limit.
+var ErrTooLarge = &Error{Kind: KindTooLarge, Detail: "file too large"}
+
+func (l *limitedReader) Read(p []byte) (int, error) {
+	if l.left < 0 {
+		l.over = true
+		return 0, ErrTooLarge
+	}
+	if int64(len(p)) > l.left+1 {
+		p = p[:l.left+1]
+	}
+	n, err := l.r.Read(p)
+	if err != nil && err != io.EOF {
+		l.readErr = err
+	}
+	l.left -= int64(n)
+	if l.left < 0 {
+		l.over = true
+		return n, ErrTooLarge
+	}
+	return n, err
+}
+
+// UseScanMode sets the scanning mode the link routes follow (default off). Call it
+// before the service is used.
+func (s *Packages) UseScanMode(m ScanMode) { s.scan = m }
+
+// scanAllows is the one check of the link's download routes (a file, the archive):
+// nil when f may be served through the link under the service's scanning mode.
+func (s *Packages) scanAllows(f File) error { return ScanAllows(s.scan, f) }
+
+// ScanOmitted lists the files of package id that the archive of its link leaves out
+// because of the scan (pending or failed in block mode, infected in any mode), with why,
+// so the archive can say so. Files uploaded through the link are not listed (they are
+// never in it).
+func (s *Packages) ScanOmitted(ctx context.Context, id uuid.UUID) ([]string, error) {
+	files, err := s.store.ListFiles(ctx, id, nil)
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, f := range files {
+		if !LinkMayDownload(f) {
+			continue
+		}
+		switch err := s.scanAllows(f); {
+		case err == nil:
+		case f.Scan == ScanInfected:
+			out = append(out, f.Filename+" (malware found)")
+		case f.Scan == ScanPending:
+			out = append(out, f.Filename+" (being checked for malware)")
+		default:
+			out = append(out, f.Filename+" (could not be checked for malware)")
+		}
+	}
+	return out, nil
+}
+
+// LinkScanCheck is scanAllows for the recipient's page: nil when the link serves f now,
+// else why not (ErrScanPending: "being checked", ErrInfected, ErrScanFailed).
+func (s *Packages) LinkScanCheck(f File) error { return s.scanAllows(f) }
+
+// linkTokenBytes is the size of a magic link's random token.
+const linkTokenBytes = 32
