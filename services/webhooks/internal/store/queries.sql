@@ -135,7 +135,7 @@ WHERE active AND failing_since <= now() - @failing_for::interval
 RETURNING id;
 
 -- name: DeleteDeliveriesOf :execrows
--- Removes the deliveries (and, by cascade, the attempts) of the subscriptions among
+-- Removes the deliveries (and, by the trigger of 00021, their attempts) of the subscriptions among
 -- @subscription_ids that no longer exist.
 DELETE FROM webhook_deliveries d
 WHERE d.subscription_id = ANY (@subscription_ids::bigint[])

@@ -16,7 +16,7 @@ WHERE d.subscription_id = ANY ($1::bigint[])
   AND NOT EXISTS (SELECT 1 FROM webhook_subscriptions s WHERE s.id = d.subscription_id)
 `
 
-// Removes the deliveries (and, by cascade, the attempts) of the subscriptions among
+// Removes the deliveries (and, by the trigger of 00021, their attempts) of the subscriptions among
 // @subscription_ids that no longer exist.
 func (q *Queries) DeleteDeliveriesOf(ctx context.Context, subscriptionIds []int64) (int64, error) {
 	result, err := q.db.Exec(ctx, deleteDeliveriesOf, subscriptionIds)
