@@ -290,9 +290,8 @@ func (p *Postgres) recordAttempts(ctx context.Context, recs []app.AttemptRecord,
 // planning this statement (twelve arrays, two CTEs, an upsert, an insert) cost about
 // 0.4 ms of a backend's CPU per group commit, a third of PostgreSQL's work per delivery
 // at 16 deliveries a commit. Its generic plan cannot go bad: it reads no table but
-// through the upsert's arbiter index (webhook_deliveries_pkey) and the foreign key's
-// lookup, whatever the statistics (plan_test.go checks it on a table filled after the
-// plan was made).
+// through the upsert's arbiter index (webhook_deliveries_pkey), whatever the statistics
+// (plan_test.go checks it on a table filled after the plan was made).
 func (p *Postgres) recordPipelined(ctx context.Context, arg db.RecordAttemptsParams, out map[string]int) error {
 	b := &pgx.Batch{}
 	b.Queue("BEGIN")
