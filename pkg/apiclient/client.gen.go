@@ -2080,7 +2080,9 @@ type ClientInterface interface {
 	//
 	// Puts the delivery back to `pending` and starts a new round of attempts with the retry schedule:
 	// the same body under the same delivery id (`X-Service-Delivery`), so receivers can drop duplicates.
-	// Any delivery of the subscription may be redelivered, whatever its status.
+	// Any delivery of the subscription may be redelivered, whatever its status, from its first
+	// attempt on (when it appears in the delivery log): one whose first attempt is not recorded
+	// yet is `404`.
 	//
 	// Corresponds with POST /api/v1/admin/webhooks/{id}/deliveries/{delivery_id}/redeliver (the `RedeliverWebhookDelivery` operationId).
 	RedeliverWebhookDelivery(ctx context.Context, id int64, deliveryId openapi_types.UUID, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -2749,7 +2751,9 @@ func (c *Client) ListWebhookDeliveries(ctx context.Context, id int64, params *Li
 //
 // Puts the delivery back to `pending` and starts a new round of attempts with the retry schedule:
 // the same body under the same delivery id (`X-Service-Delivery`), so receivers can drop duplicates.
-// Any delivery of the subscription may be redelivered, whatever its status.
+// Any delivery of the subscription may be redelivered, whatever its status, from its first
+// attempt on (when it appears in the delivery log): one whose first attempt is not recorded
+// yet is `404`.
 //
 // Corresponds with POST /api/v1/admin/webhooks/{id}/deliveries/{delivery_id}/redeliver (the `RedeliverWebhookDelivery` operationId).
 func (c *Client) RedeliverWebhookDelivery(ctx context.Context, id int64, deliveryId openapi_types.UUID, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -6472,7 +6476,9 @@ type ClientWithResponsesInterface interface {
 	//
 	// Puts the delivery back to `pending` and starts a new round of attempts with the retry schedule:
 	// the same body under the same delivery id (`X-Service-Delivery`), so receivers can drop duplicates.
-	// Any delivery of the subscription may be redelivered, whatever its status.
+	// Any delivery of the subscription may be redelivered, whatever its status, from its first
+	// attempt on (when it appears in the delivery log): one whose first attempt is not recorded
+	// yet is `404`.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -12148,7 +12154,9 @@ func (c *ClientWithResponses) ListWebhookDeliveriesWithResponse(ctx context.Cont
 //
 // Puts the delivery back to `pending` and starts a new round of attempts with the retry schedule:
 // the same body under the same delivery id (`X-Service-Delivery`), so receivers can drop duplicates.
-// Any delivery of the subscription may be redelivered, whatever its status.
+// Any delivery of the subscription may be redelivered, whatever its status, from its first
+// attempt on (when it appears in the delivery log): one whose first attempt is not recorded
+// yet is `404`.
 //
 // Returns a wrapper object for the known response body format(s).
 //

@@ -911,15 +911,19 @@ type WebhookJob struct {
 	state      protoimpl.MessageState `protogen:"open.v1"`
 	DeliveryId string                 `protobuf:"bytes,1,opt,name=delivery_id,json=deliveryId,proto3" json:"delivery_id,omitempty"` // UUID; X-Service-Delivery and webhook-id
 	HookId     int64                  `protobuf:"varint,2,opt,name=hook_id,json=hookId,proto3" json:"hook_id,omitempty"`
-	// The delivery's event type and exact body, as the fan-out wrote them to its row
-	// (committed before the job is published), on the fan-out's job only: its first
-	// attempt then needs no read of the row (a delivery fresh from the fan-out is
-	// pending, in its first round). A job delivered again (num_delivered > 1), a retry
-	// and a redelivery through the API read the row. Empty: read the row.
-	Event         string `protobuf:"bytes,3,opt,name=event,proto3" json:"event,omitempty"`
-	Body          []byte `protobuf:"bytes,4,opt,name=body,proto3" json:"body,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	// The delivery's event type, exact body, event id and creation time, on the
+	// fan-out's job only: the delivery has no row until its first attempt, which writes
+	// the row with the attempt (one write per delivery) and reads nothing. A job
+	// delivered again (num_delivered > 1) reads the row and, finding none (no attempt
+	// committed yet), attempts from these fields. A retry and a redelivery through the
+	// API carry the ids only: they read the row. Empty: read the row.
+	Event   string `protobuf:"bytes,3,opt,name=event,proto3" json:"event,omitempty"`
+	Body    []byte `protobuf:"bytes,4,opt,name=body,proto3" json:"body,omitempty"`
+	EventId string `protobuf:"bytes,5,opt,name=event_id,json=eventId,proto3" json:"event_id,omitempty"`
+	// Unix milliseconds when the fan-out made the delivery: the row's created_at.
+	CreatedAtUnixMs int64 `protobuf:"varint,6,opt,name=created_at_unix_ms,json=createdAtUnixMs,proto3" json:"created_at_unix_ms,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
 }
 
 func (x *WebhookJob) Reset() {
@@ -978,6 +982,20 @@ func (x *WebhookJob) GetBody() []byte {
 		return x.Body
 	}
 	return nil
+}
+
+func (x *WebhookJob) GetEventId() string {
+	if x != nil {
+		return x.EventId
+	}
+	return ""
+}
+
+func (x *WebhookJob) GetCreatedAtUnixMs() int64 {
+	if x != nil {
+		return x.CreatedAtUnixMs
+	}
+	return 0
 }
 
 // MailJob asks the mailer to send one recipient e-mail.
@@ -1225,14 +1243,16 @@ const file_events_v1_events_proto_rawDesc = "" +
 	"\tsignature\x18\x04 \x01(\tR\tsignature\"@\n" +
 	"\vWebhookTest\x12\x17\n" +
 	"\ahook_id\x18\x01 \x01(\x03R\x06hookId\x12\x18\n" +
-	"\amessage\x18\x02 \x01(\tR\amessage\"p\n" +
+	"\amessage\x18\x02 \x01(\tR\amessage\"\xb8\x01\n" +
 	"\n" +
 	"WebhookJob\x12\x1f\n" +
 	"\vdelivery_id\x18\x01 \x01(\tR\n" +
 	"deliveryId\x12\x17\n" +
 	"\ahook_id\x18\x02 \x01(\x03R\x06hookId\x12\x14\n" +
 	"\x05event\x18\x03 \x01(\tR\x05event\x12\x12\n" +
-	"\x04body\x18\x04 \x01(\fR\x04body\"\x85\x03\n" +
+	"\x04body\x18\x04 \x01(\fR\x04body\x12\x19\n" +
+	"\bevent_id\x18\x05 \x01(\tR\aeventId\x12+\n" +
+	"\x12created_at_unix_ms\x18\x06 \x01(\x03R\x0fcreatedAtUnixMs\"\x85\x03\n" +
 	"\aMailJob\x12\x15\n" +
 	"\x06job_id\x18\x01 \x01(\tR\x05jobId\x12\x12\n" +
 	"\x04kind\x18\x02 \x01(\tR\x04kind\x12\x1d\n" +

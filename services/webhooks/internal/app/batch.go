@@ -2,7 +2,9 @@ package app
 
 import (
 	"context"
+	"errors"
 	"sync"
+	"time"
 )
 
 // batcher runs many callers' requests together: each Do waits for the result of its
@@ -37,7 +39,10 @@ func newBatcher[In, Out any](runners, max int, run func(ctx context.Context, ite
 	return b
 }
 
-// Do queues item and waits for its result, or for ctx.
+// errBatcherClosed: the batcher was closed before the item's batch ran.
+var errBatcherClosed = errors.New("batcher closed")
+
+// Do queues item and waits for its result, for ctx, or for Close.
 func (b *batcher[In, Out]) Do(ctx context.Context, item In) (Out, error) {
 	reply := make(chan batchResult[Out], 1)
 	var zero Out
@@ -45,12 +50,26 @@ func (b *batcher[In, Out]) Do(ctx context.Context, item In) (Out, error) {
 	case b.in <- batchItem[In, Out]{in: item, reply: reply}:
 	case <-ctx.Done():
 		return zero, ctx.Err()
+	case <-b.stop:
+		return zero, errBatcherClosed
 	}
 	select {
 	case r := <-reply:
 		return r.out, r.err
 	case <-ctx.Done():
 		return zero, ctx.Err()
+	case <-b.stop:
+		// Closing: the runners finish the batches under way (each bounded by
+		// recordTimeout), whose callers get their results; an item no runner took
+		// gets none.
+		t := time.NewTimer(recordTimeout + time.Second)
+		defer t.Stop()
+		select {
+		case r := <-reply:
+			return r.out, r.err
+		case <-t.C:
+			return zero, errBatcherClosed
+		}
 	}
 }
 

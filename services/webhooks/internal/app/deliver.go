@@ -14,7 +14,6 @@ import (
 	"github.com/shipfile/shipfile/pkg/backoff"
 	"github.com/shipfile/shipfile/pkg/events"
 	"github.com/shipfile/shipfile/pkg/events/eventsv1"
-	"github.com/shipfile/shipfile/services/webhooks/internal/signing"
 )
 
 // Request headers of every webhook POST.
@@ -93,10 +92,12 @@ type Sender interface {
 type DeliveryStore interface {
 	// Deliveries returns the deliveries with these ids that exist, by id.
 	Deliveries(ctx context.Context, ids []string) (map[string]Delivery, error)
-	// MarkFailed sets an unsucceeded delivery failed with reason, without an attempt.
-	MarkFailed(ctx context.Context, id, reason string) error
-	// RecordAttempts writes the attempts in one statement (a group commit) and returns
-	// each one's number by delivery id; a delivery that is gone has none.
+	// MarkFailed sets an unsucceeded delivery failed with reason, without an attempt,
+	// writing its row if it has none yet; ErrNotFound when it had succeeded.
+	MarkFailed(ctx context.Context, d Delivery, reason string) error
+	// RecordAttempts writes the attempts in one statement (a group commit), each
+	// delivery's row with its first attempt, and returns each one's number by
+	// delivery id.
 	RecordAttempts(ctx context.Context, recs []AttemptRecord) (map[string]int, error)
 	// DisableSubscription disables an active subscription with reason.
 	DisableSubscription(ctx context.Context, id int64, reason string) error
@@ -206,8 +207,11 @@ func (d *Deliverer) Deliver(ctx context.Context, data []byte, numDelivered uint6
 	}
 	log := &deliveryLog{base: d.log, id: job.GetDeliveryId(), hook: job.GetHookId()}
 
-	del, fresh := freshDelivery(job, numDelivered)
-	if !fresh {
+	del, fresh := jobDelivery(job)
+	if !fresh || numDelivered != 1 {
+		// Handed out again, a retry or a redelivery: the row says what is left to do.
+		// A fan-out's job whose delivery has no row yet (no attempt committed: a
+		// dispatcher killed mid-attempt) is still in its first round.
 		l, err := d.loads.Do(ctx, job.GetDeliveryId())
 		switch {
 		case err != nil && ctx.Err() != nil:
@@ -215,14 +219,15 @@ func (d *Deliverer) Deliver(ctx context.Context, data []byte, numDelivered uint6
 		case err != nil:
 			log.get().Warn("load delivery", "err", err)
 			return retry(backoff.TransientDelay(numDelivered), err)
-		case !l.ok:
+		case !l.ok && !fresh:
 			log.get().Info("delivery gone (subscription or delivery deleted); job dropped")
 			return nil
-		}
-		del = l.d
-		if dup := duplicateJob(del); dup != "" {
-			log.get().Info(dup+"; duplicate job dropped", "event", del.Event)
-			return nil
+		case l.ok:
+			del = l.d
+			if dup := duplicateJob(del); dup != "" {
+				log.get().Info(dup+"; duplicate job dropped", "event", del.Event)
+				return nil
+			}
 		}
 	}
 	log.event = del.Event
@@ -243,7 +248,7 @@ func (d *Deliverer) Deliver(ctx context.Context, data []byte, numDelivered uint6
 		return retry(backoff.TransientDelay(numDelivered), sub.SecretError)
 	}
 	if failsWithoutAttempt(sub, del.Event) {
-		if err := d.store.MarkFailed(ctx, del.ID, ReasonSubscriptionDisabled); err != nil && !errors.Is(err, ErrNotFound) {
+		if err := d.store.MarkFailed(ctx, del, ReasonSubscriptionDisabled); err != nil && !errors.Is(err, ErrNotFound) {
 			log.get().Warn("mark delivery failed", "err", err)
 			return retry(backoff.TransientDelay(numDelivered), err)
 		}
@@ -276,6 +281,10 @@ func (d *Deliverer) record(ctx context.Context, log *deliveryLog, del Delivery, 
 	rec := AttemptRecord{
 		DeliveryID:     del.ID,
 		SubscriptionID: del.SubscriptionID,
+		EventID:        del.EventID,
+		Event:          del.Event,
+		Body:           del.Body,
+		CreatedAt:      del.CreatedAt,
 		StatusCode:     resp.StatusCode,
 		Duration:       resp.Duration,
 		Excerpt:        resp.Excerpt,
@@ -286,17 +295,22 @@ func (d *Deliverer) record(ctx context.Context, log *deliveryLog, del Delivery, 
 	rec.Succeeded, rec.Status, rec.DisableReason, rec.Error = o.Status == StatusSucceeded, o.Status, o.DisableReason, o.Error
 	outcome, wait := o.Outcome, o.Wait
 
-	// Written even when ctx is cancelled (shutdown): the attempt happened.
-	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), recordTimeout)
-	defer cancel()
+	// Written even when ctx is cancelled (shutdown): the attempt happened. (The group
+	// commit bounds itself by recordTimeout and answers every caller.)
+	rctx := context.WithoutCancel(ctx)
 	if rec.DisableReason != "" {
 		// Rare (410 Gone): a write to the subscription's row, which tells every
 		// instance. Before the attempt's record, so a failure here retries both.
-		if err := d.store.DisableSubscription(rctx, del.SubscriptionID, rec.DisableReason); err != nil {
+		dctx, cancel := context.WithTimeout(rctx, recordTimeout)
+		err := d.store.DisableSubscription(dctx, del.SubscriptionID, rec.DisableReason)
+		if err == nil {
+			d.subs.Changed(dctx, del.SubscriptionID)
+		}
+		cancel()
+		if err != nil {
 			log.get().Warn("disable subscription", "err", err)
 			return retry(backoff.TransientDelay(numDelivered), err)
 		}
-		d.subs.Changed(rctx, del.SubscriptionID)
 	}
 	r, err := d.records.Do(rctx, rec)
 	if err == nil && !r.ok {
@@ -349,20 +363,23 @@ func (l *deliveryLog) get() *slog.Logger {
 	return l.base.With(args...)
 }
 
-// freshDelivery returns the delivery a job fresh from the fan-out describes: one that
-// carries its event and body (the row's, committed before the job was published) and
-// is delivered for the first time. Such a delivery is pending in its first round with
-// no attempt yet, so its first attempt needs no read of the row. Any other job (handed
-// out again after a crash or a NATS restart, a retry, a redelivery through the API)
-// is not fresh: its row says what is left to do.
-func freshDelivery(job *eventsv1.WebhookJob, numDelivered uint64) (Delivery, bool) {
-	if numDelivered != 1 || job.GetEvent() == "" {
+// jobDelivery returns the delivery a fan-out's job describes (ok false for any other
+// job: a retry or a redelivery through the API carries the ids only). Such a job
+// carries everything its row needs: its delivery is pending in its first round with no
+// attempt yet, until an attempt is committed, which writes the row. A job of a
+// dispatcher before that change (no event id: its fan-out wrote the row) reads the row.
+func jobDelivery(job *eventsv1.WebhookJob) (Delivery, bool) {
+	if job.GetEvent() == "" || job.GetEventId() == "" {
 		return Delivery{}, false
 	}
-	return Delivery{
-		ID: job.GetDeliveryId(), SubscriptionID: job.GetHookId(), Event: job.GetEvent(), Body: job.GetBody(),
-		Status: StatusPending,
-	}, true
+	d := Delivery{
+		ID: job.GetDeliveryId(), SubscriptionID: job.GetHookId(), EventID: job.GetEventId(),
+		Event: job.GetEvent(), Body: job.GetBody(), Status: StatusPending,
+	}
+	if ms := job.GetCreatedAtUnixMs(); ms > 0 {
+		d.CreatedAt = time.UnixMilli(ms)
+	}
+	return d, true
 }
 
 // duplicateJob says why a job for del has nothing left to do ("" when it has): the
@@ -447,16 +464,19 @@ func failureText(resp Response) string {
 func Headers(del Delivery, now time.Time) http.Header {
 	sub := del.Subscription
 	ts := now.Unix()
-	secrets := []string{sub.Secret}
-	if sub.PreviousSecret != "" && sub.PreviousSecretUntil.After(now) {
-		secrets = append(secrets, sub.PreviousSecret)
+	sg := sub.signers
+	if sg == nil || sg.current == nil {
+		sg = withSigners(sub).signers
+	}
+	sig := sg.current.Standard(del.ID, ts, del.Body)
+	if sub.PreviousSecret != "" && sub.PreviousSecretUntil.After(now) && sg.previous != nil {
+		sig += " " + sg.previous.Standard(del.ID, ts, del.Body)
 	}
 	// One map and one backing array for the nine values (an attempt's headers are built
 	// for every delivery); the keys are already canonical.
 	v := [...]string{
-		"application/json", UserAgent, del.Event, signing.Service(sub.Secret, del.Body),
-		strconv.FormatInt(del.SubscriptionID, 10), del.ID, del.ID, strconv.FormatInt(ts, 10),
-		signing.StandardHeader(del.ID, ts, del.Body, secrets...),
+		"application/json", UserAgent, del.Event, sg.current.Service(del.Body),
+		strconv.FormatInt(del.SubscriptionID, 10), del.ID, del.ID, strconv.FormatInt(ts, 10), sig,
 	}
 	h := make(http.Header, len(v))
 	for i, k := range [...]string{"Content-Type", "User-Agent", HeaderEvent, HeaderSignature, HeaderHookID,

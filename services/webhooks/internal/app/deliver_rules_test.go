@@ -208,29 +208,31 @@ func TestHeadersPreviousSecretGrace(t *testing.T) {
 	}
 }
 
-func TestFreshDelivery(t *testing.T) {
-	full := &eventsv1.WebhookJob{DeliveryId: "d-1", HookId: 7, Event: "package.created", Body: []byte(`{"a":1}`)}
+func TestJobDelivery(t *testing.T) {
+	full := &eventsv1.WebhookJob{DeliveryId: "d-1", HookId: 7, Event: "package.created", Body: []byte(`{"a":1}`),
+		EventId: "ev-1", CreatedAtUnixMs: 1700000000123}
+	// A job of a fan-out before rows came with the first attempt: its row exists.
+	old := &eventsv1.WebhookJob{DeliveryId: "d-1", HookId: 7, Event: "package.created", Body: []byte(`{"a":1}`)}
 	bare := &eventsv1.WebhookJob{DeliveryId: "d-1", HookId: 7}
 	for _, c := range []struct {
-		name         string
-		job          *eventsv1.WebhookJob
-		numDelivered uint64
-		fresh        bool
+		name string
+		job  *eventsv1.WebhookJob
+		ok   bool
 	}{
-		{"the fan-out's job, first handed out", full, 1, true},
-		{"the fan-out's job handed out again (crash, NATS restart)", full, 2, false},
-		{"a retry or a redelivery (ids only)", bare, 1, false},
+		{"the fan-out's job", full, true},
+		{"an older fan-out's job (its row exists)", old, false},
+		{"a retry or a redelivery (ids only)", bare, false},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			d, fresh := freshDelivery(c.job, c.numDelivered)
-			if fresh != c.fresh {
-				t.Fatalf("fresh %v, want %v", fresh, c.fresh)
+			d, ok := jobDelivery(c.job)
+			if ok != c.ok {
+				t.Fatalf("ok %v, want %v", ok, c.ok)
 			}
-			if !fresh {
+			if !ok {
 				return
 			}
-			if d.ID != "d-1" || d.SubscriptionID != 7 || d.Event != "package.created" || string(d.Body) != `{"a":1}` ||
-				d.Status != StatusPending || d.RoundAttempts != 0 || d.Attempts != 0 {
+			if d.ID != "d-1" || d.SubscriptionID != 7 || d.EventID != "ev-1" || d.Event != "package.created" || string(d.Body) != `{"a":1}` ||
+				d.Status != StatusPending || d.RoundAttempts != 0 || d.Attempts != 0 || d.CreatedAt.UnixMilli() != 1700000000123 {
 				t.Fatalf("%+v", d)
 			}
 		})

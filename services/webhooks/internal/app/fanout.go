@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"strconv"
+	"time"
 
 	"github.com/google/uuid"
 
@@ -24,13 +25,6 @@ func DeliveryID(eventID string, hookID int64) string {
 	return uuid.NewSHA1(DeliveryNamespace, []byte(eventID+":"+strconv.FormatInt(hookID, 10))).String()
 }
 
-// FanoutStore is what the fan-out needs of the database.
-type FanoutStore interface {
-	// InsertDeliveries inserts the deliveries in one statement, leaving alone those
-	// that exist (an event fanned out again).
-	InsertDeliveries(ctx context.Context, ds []NewDelivery) error
-}
-
 // Job is a delivery job to queue: the message and its Nats-Msg-Id (the delivery id).
 type Job struct {
 	Job   *eventsv1.WebhookJob
@@ -44,18 +38,18 @@ type JobPublisher interface {
 	PublishJobs(ctx context.Context, jobs []Job) error
 }
 
-// Fanout turns each package event into one delivery (row and job) per subscription.
+// Fanout turns each package event into one delivery job per subscription. It writes
+// nothing to the database: a delivery's row is written with its first attempt.
 type Fanout struct {
-	subs  *Subscriptions
-	store FanoutStore
-	jobs  JobPublisher
-	log   *slog.Logger
+	subs *Subscriptions
+	jobs JobPublisher
+	log  *slog.Logger
+	now  func() time.Time
 }
 
-// NewFanout returns a Fanout matching events to subs, writing to store and queueing on
-// jobs.
-func NewFanout(subs *Subscriptions, store FanoutStore, jobs JobPublisher, log *slog.Logger) *Fanout {
-	return &Fanout{subs: subs, store: store, jobs: jobs, log: log}
+// NewFanout returns a Fanout matching events to subs and queueing on jobs.
+func NewFanout(subs *Subscriptions, jobs JobPublisher, log *slog.Logger) *Fanout {
+	return &Fanout{subs: subs, jobs: jobs, log: log, now: time.Now}
 }
 
 // Handle fans out one event message; see HandleBatch.
@@ -64,20 +58,18 @@ func (f *Fanout) Handle(ctx context.Context, data []byte) error {
 }
 
 // HandleBatch fans out event messages (encoded eventsv1.Envelopes) together: their
-// delivery rows in one insert, then their jobs published asynchronously, waiting for
-// every acknowledgement. It returns one error per message: nil once all of that
-// message's jobs are queued (it may be acknowledged), an error wrapping ErrPoison for a
-// message that can never be handled, another error for a transient failure. Every
-// step is idempotent, so an event handled again after a crash yields the same
-// deliveries, and their jobs are dropped by the stream's duplicate window. (A job
-// published again after the window carries the event and body like the first, so its
-// first hand-out reads no row: the delivery may be attempted once more, with the same
-// delivery id, which at-least-once delivery allows; a job handed out again reads the
-// row and is acknowledged as done when the delivery is.)
+// jobs, each carrying its delivery's event, body, event id and creation time, published
+// asynchronously, waiting for every acknowledgement. It returns one error per message:
+// nil once all of that message's jobs are queued (it may be acknowledged), an error
+// wrapping ErrPoison for a message that can never be handled, another error for a
+// transient failure. An event handled again after a crash yields the same delivery ids
+// (DeliveryID), and their jobs are dropped by the stream's duplicate window. (A job
+// published again after the window is handed out as fresh: the delivery may be
+// attempted once more, with the same delivery id, which at-least-once delivery allows.)
 func (f *Fanout) HandleBatch(ctx context.Context, msgs [][]byte) []error {
 	errs := make([]error, len(msgs))
-	var rows []NewDelivery
 	var jobs []Job
+	created := f.now().UnixMilli()
 	if err := f.subs.CatchUp(ctx); err != nil {
 		for i := range errs {
 			errs[i] = fmt.Errorf("fan-out: subscriptions: %w", err)
@@ -113,9 +105,11 @@ func (f *Fanout) HandleBatch(ctx context.Context, msgs [][]byte) []error {
 		}
 		for _, s := range targets {
 			id := DeliveryID(env.GetEventId(), s.ID)
-			rows = append(rows, NewDelivery{ID: id, SubscriptionID: s.ID, EventID: env.GetEventId(), Event: typ, Body: body})
-			// The job carries the row's event and body, so its first attempt reads nothing.
-			jobs = append(jobs, Job{Job: &eventsv1.WebhookJob{DeliveryId: id, HookId: s.ID, Event: typ, Body: body}, MsgID: id})
+			// The job carries what the row needs: its first attempt reads nothing and
+			// writes the row with the attempt.
+			jobs = append(jobs, Job{Job: &eventsv1.WebhookJob{
+				DeliveryId: id, HookId: s.ID, Event: typ, Body: body, EventId: env.GetEventId(), CreatedAtUnixMs: created,
+			}, MsgID: id})
 		}
 		f.log.Debug("fanning out", "event_id", env.GetEventId(), "event", typ, "deliveries", len(targets))
 	}
@@ -126,9 +120,6 @@ func (f *Fanout) HandleBatch(ctx context.Context, msgs [][]byte) []error {
 			}
 		}
 		return errs
-	}
-	if err := f.store.InsertDeliveries(ctx, rows); err != nil {
-		return fail(fmt.Errorf("fan-out of %d events: %w", len(msgs), err))
 	}
 	if err := f.jobs.PublishJobs(ctx, jobs); err != nil {
 		return fail(fmt.Errorf("fan-out of %d events: queue %d deliveries: %w", len(msgs), len(jobs), err))

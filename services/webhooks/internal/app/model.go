@@ -1,6 +1,6 @@
 // Package app is what the webhook dispatcher does: it fans each package event out to
-// the subscriptions that selected it (one delivery row and one delivery job per event ×
-// subscription) and delivers each job as a signed POST, retrying on a schedule, keeping
+// the subscriptions that selected it (one delivery job per event × subscription; the
+// delivery's row is written with its first attempt) and delivers each job as a signed POST, retrying on a schedule, keeping
 // a log of every attempt and disabling subscriptions whose receivers are gone.
 //
 // It declares the interfaces it needs (a store, a job publisher, a sender of requests)
@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/shipfile/shipfile/pkg/events"
+	"github.com/shipfile/shipfile/services/webhooks/internal/signing"
 )
 
 // Delivery states (webhook_deliveries.status).
@@ -31,7 +32,8 @@ var (
 	ErrPoison = errors.New("poison message")
 )
 
-// NewDelivery is a delivery row to insert: one event for one subscription.
+// NewDelivery is a delivery row to insert without an attempt (tests and tools): one
+// event for one subscription.
 type NewDelivery struct {
 	ID             string // UUIDv5 of event id and hook id: the same on every fan-out
 	SubscriptionID int64
@@ -50,7 +52,9 @@ type Delivery struct {
 	Status         string
 	Attempts       int // in all
 	RoundAttempts  int // in the current round (a redelivery starts a new round)
-	Subscription   Subscription
+	// CreatedAt is when the fan-out made it (its row's created_at).
+	CreatedAt    time.Time
+	Subscription Subscription
 }
 
 // Subscription is what the dispatcher needs of a webhook subscription; each instance
@@ -77,6 +81,21 @@ type Subscription struct {
 	// SecretError says why its secrets could not be opened (a key this instance lacks);
 	// its deliveries wait (transient) while it is set, the others go on.
 	SecretError error
+
+	// signers sign with Secret and PreviousSecret, made once when the cache takes the
+	// subscription in (withSigners); nil: Headers makes them for the one attempt.
+	signers *signers
+}
+
+type signers struct{ current, previous *signing.Signer }
+
+// withSigners returns s with its signers made.
+func withSigners(s Subscription) Subscription {
+	s.signers = &signers{current: signing.NewSigner(s.Secret)}
+	if s.PreviousSecret != "" {
+		s.signers.previous = signing.NewSigner(s.PreviousSecret)
+	}
+	return s
 }
 
 // Selects reports whether an event of type typ that occurred at occurredAt goes to s:
@@ -97,9 +116,15 @@ func (s Subscription) Selects(typ string, occurredAt time.Time) bool {
 type AttemptRecord struct {
 	DeliveryID     string
 	SubscriptionID int64
-	StatusCode     int    // 0 when no response came
-	Error          string // "" on success
-	Duration       time.Duration
+	// The delivery's event id, event type, body and creation time: its row is written
+	// with its first attempt.
+	EventID    string
+	Event      string
+	Body       []byte
+	CreatedAt  time.Time
+	StatusCode int    // 0 when no response came
+	Error      string // "" on success
+	Duration   time.Duration
 	// Excerpt is the start of the response body; HasResponse tells an empty body from
 	// no response at all.
 	Excerpt     string

@@ -62,7 +62,7 @@ func (c *Subscriptions) Reload(ctx context.Context) error {
 	byID := make(map[int64]Subscription, len(subs))
 	var last int64
 	for _, s := range subs {
-		byID[s.ID] = s
+		byID[s.ID] = withSigners(s)
 		last = max(last, s.ID)
 	}
 	c.mu.Lock()
@@ -102,7 +102,7 @@ func (c *Subscriptions) Changed(ctx context.Context, id int64) {
 	case err != nil:
 		c.fresh = false
 	default:
-		c.byID[id] = s
+		c.byID[id] = withSigners(s)
 		c.lastID = max(c.lastID, id)
 	}
 	c.mu.Unlock()
@@ -144,6 +144,7 @@ func (c *Subscriptions) Get(ctx context.Context, id int64) (Subscription, error)
 	if err != nil {
 		return Subscription{}, err
 	}
+	s = withSigners(s)
 	if !ok {
 		// A new one whose notification is still on its way: announce it (consumers).
 		c.mu.Lock()

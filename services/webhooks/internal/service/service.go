@@ -162,7 +162,7 @@ func New(_ context.Context, cfg Config, deps Deps) (*Service, error) {
 	d := transport.NewDispatcher(deps.JS, transport.Parts{
 		Subscriptions: subs,
 		Listener:      st,
-		Fanout:        app.NewFanout(subs, st, transport.NewJobPublisher(deps.JS, opts.JobSubjectPrefix), log),
+		Fanout:        app.NewFanout(subs, transport.NewJobPublisher(deps.JS, opts.JobSubjectPrefix), log),
 		Deliverer:     app.NewDeliverer(st, subs, rates, sender, metrics, log, app.DeliveryOptions{Schedule: cfg.RetrySchedule}),
 		Health: app.NewHealth(st, subs, rates, log, app.HealthOptions{
 			Interval: cfg.HealthInterval, DisableAfter: cfg.DisableAfter, InstanceID: instance,

@@ -107,3 +107,39 @@ func TestVerifyStandardRefuses(t *testing.T) {
 		})
 	}
 }
+
+// TestSignerMatchesFunctions: a Signer's signatures are those of Service and Standard,
+// for every vector, a long id, and when used at once from many goroutines.
+func TestSignerMatchesFunctions(t *testing.T) {
+	for _, v := range loadVectors(t) {
+		s := signing.NewSigner(v.Secret)
+		for _, id := range []string{v.DeliveryID, strings.Repeat("x", 300)} {
+			if got, want := s.Service([]byte(v.Body)), signing.Service(v.Secret, []byte(v.Body)); got != want {
+				t.Errorf("%s: Service %s, want %s", v.Name, got, want)
+			}
+			if got, want := s.Standard(id, v.Timestamp, []byte(v.Body)), signing.Standard(v.Secret, id, v.Timestamp, []byte(v.Body)); got != want {
+				t.Errorf("%s: Standard %s, want %s", v.Name, got, want)
+			}
+		}
+	}
+	v := loadVectors(t)[0]
+	s := signing.NewSigner(v.Secret)
+	want := signing.Standard(v.Secret, v.DeliveryID, v.Timestamp, []byte(v.Body))
+	errs := make(chan string, 8)
+	for range 8 {
+		go func() {
+			for range 200 {
+				if got := s.Standard(v.DeliveryID, v.Timestamp, []byte(v.Body)); got != want {
+					errs <- got
+					return
+				}
+			}
+			errs <- ""
+		}()
+	}
+	for range 8 {
+		if got := <-errs; got != "" {
+			t.Fatalf("concurrent Standard %s, want %s", got, want)
+		}
+	}
+}

@@ -1,7 +1,9 @@
 -- Every SQL statement of the dispatcher, compiled by sqlc (sqlc.yaml; make generate)
 -- against the gateway's schema (services/gateway/migrations: 00004_webhooks.sql,
 -- 00007_webhook_throughput.sql). Nothing here that runs once per delivery writes or
--- locks a webhook_subscriptions row.
+-- locks a webhook_subscriptions row. Arrays of delivery ids are passed as text and
+-- cast to uuid in SQL (pgx has no binary encoding of a Go string as a uuid: it would
+-- try, format the whole array into an error, and send it again as text).
 
 -- name: Subscriptions :many
 -- Every subscription, for the dispatcher's cache. The same columns as Subscription.
@@ -19,33 +21,44 @@ FROM webhook_subscriptions WHERE id = $1;
 SELECT coalesce(max(id), 0)::bigint FROM webhook_subscriptions;
 
 -- name: InsertDeliveries :exec
--- Inserts many deliveries in one statement (the arrays are zipped: set-returning
--- functions in one select list advance together); a delivery of an event to a
--- subscription that exists already is left alone.
+-- Inserts many deliveries without attempts in one statement (the arrays are zipped:
+-- set-returning functions in one select list advance together); a delivery of an
+-- event to a subscription that exists already is left alone. For tests and tools:
+-- the dispatcher writes a delivery's row with its first attempt (RecordAttempts).
 INSERT INTO webhook_deliveries (id, subscription_id, event_id, event, body)
-SELECT unnest(@ids::uuid[]), unnest(@subscription_ids::bigint[]), unnest(@event_ids::text[]),
+SELECT unnest(@ids::text[])::uuid, unnest(@subscription_ids::bigint[]), unnest(@event_ids::text[]),
        unnest(@events::text[]), unnest(@bodies::bytea[])
 ON CONFLICT DO NOTHING;
 
 -- name: Deliveries :many
-SELECT id, subscription_id, event_id, event, body, status, attempts, round_attempts
+SELECT id, subscription_id, event_id, event, body, status, attempts, round_attempts, created_at
 FROM webhook_deliveries
-WHERE id = ANY (@ids::uuid[]);
+WHERE id = ANY (CAST(@ids::text[] AS uuid[]));
 
 -- name: MarkFailed :execrows
-UPDATE webhook_deliveries
-SET status = 'failed', last_error = @reason::text, updated_at = now()
-WHERE id = @id AND status <> 'succeeded';
+-- Sets a delivery that has not succeeded failed with @reason, without an attempt (its
+-- subscription is disabled), writing its row if it has none yet (a delivery's row is
+-- written with its first attempt).
+INSERT INTO webhook_deliveries AS w (id, subscription_id, event_id, event, body, status, last_error, created_at)
+VALUES (@id, @subscription_id, @event_id, @event, @body, 'failed', @reason::text, @created_at)
+ON CONFLICT (id) DO UPDATE SET status = 'failed', last_error = excluded.last_error, updated_at = now()
+WHERE w.status <> 'succeeded';
 
 -- name: RecordAttempts :many
--- Counts many attempts on their deliveries (new state, last answer) and logs them in
--- webhook_attempts, in one statement (a group commit). It returns each attempt's
--- delivery and number; a delivery that is gone returns no row. The arrays are zipped
--- (one element per attempt; a delivery appears once): a status code 0 (no answer) and
--- an error '' are stored as NULL, an excerpt only where has_response.
+-- Writes many attempts and their deliveries' new states (last answer, counters) in one
+-- statement (a group commit), and returns each attempt's delivery and number. A
+-- delivery's row is written with its first attempt (one write per delivery, no
+-- insert-then-update); a later attempt updates it. The arrays are zipped (one element
+-- per attempt; a delivery appears once): event_id, event, body and created_at are used
+-- only when the row is new; a status code 0 (no answer) and an error '' are stored as
+-- NULL, an excerpt only where has_response.
 WITH r AS (
-    SELECT unnest(@delivery_ids::uuid[]) AS delivery_id,
+    SELECT unnest(@delivery_ids::text[])::uuid AS delivery_id,
            unnest(@subscription_ids::bigint[]) AS subscription_id,
+           unnest(@event_ids::text[]) AS event_id,
+           unnest(@events::text[]) AS event,
+           unnest(@bodies::bytea[]) AS body,
+           unnest(@created_ats::timestamptz[]) AS created_at,
            nullif(unnest(@status_codes::int[]), 0) AS status_code,
            nullif(unnest(@errors::text[]), '') AS error,
            unnest(@statuses::text[]) AS status,
@@ -53,15 +66,17 @@ WITH r AS (
            unnest(@excerpts::text[]) AS excerpt,
            unnest(@has_response::boolean[]) AS has_response
 ), d AS (
-    UPDATE webhook_deliveries w SET
+    INSERT INTO webhook_deliveries AS w (id, subscription_id, event_id, event, body, status, attempts,
+                                         round_attempts, last_status_code, last_error, created_at)
+    SELECT delivery_id, subscription_id, event_id, event, body, status, 1, 1, status_code, error, created_at
+    FROM r
+    ON CONFLICT (id) DO UPDATE SET
         attempts         = w.attempts + 1,
         round_attempts   = w.round_attempts + 1,
-        last_status_code = r.status_code,
-        last_error       = r.error,
-        status           = r.status,
+        last_status_code = excluded.last_status_code,
+        last_error       = excluded.last_error,
+        status           = excluded.status,
         updated_at       = now()
-    FROM r
-    WHERE w.id = r.delivery_id
     RETURNING w.id, w.attempts
 )
 INSERT INTO webhook_attempts (delivery_id, subscription_id, attempt, status_code, error, duration_ms, response_excerpt)
@@ -120,7 +135,7 @@ WHERE active AND failing_since <= now() - @failing_for::interval
 RETURNING id;
 
 -- name: DeleteDeliveriesOf :execrows
--- Removes the deliveries (and, by cascade, the attempts) of the subscriptions among
+-- Removes the deliveries (and, by the trigger of 00021, their attempts) of the subscriptions among
 -- @subscription_ids that no longer exist.
 DELETE FROM webhook_deliveries d
 WHERE d.subscription_id = ANY (@subscription_ids::bigint[])

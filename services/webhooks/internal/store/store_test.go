@@ -82,16 +82,27 @@ func TestStore(t *testing.T) {
 	})
 
 	t.Run("attempts in one group commit", func(t *testing.T) {
-		gone := uuid.NewString()
+		// A delivery without a row yet: its row is written with its first attempt.
+		fresh := app.DeliveryID("ev-2", only)
+		created := time.Now().Add(-time.Minute).Truncate(time.Millisecond)
 		n, err := st.RecordAttempts(ctx, []app.AttemptRecord{
 			{DeliveryID: id, SubscriptionID: only, StatusCode: 500, Error: "the receiver answered 500", Duration: 12 * time.Millisecond,
 				Excerpt: "oops", HasResponse: true, Status: app.StatusPending},
-			{DeliveryID: gone, SubscriptionID: only, Error: "refused", Status: app.StatusPending},
+			{DeliveryID: fresh, SubscriptionID: only, EventID: "ev-2", Event: "package.expired", Body: []byte(`{"b":2}`),
+				CreatedAt: created, StatusCode: 204, HasResponse: true, Succeeded: true, Status: app.StatusSucceeded},
 			// The same delivery twice in one batch: both counted, in order.
 			{DeliveryID: id, SubscriptionID: only, Error: "refused", Status: app.StatusPending},
 		})
-		if err != nil || n[id] != 2 || len(n) != 1 {
+		if err != nil || n[id] != 2 || n[fresh] != 1 || len(n) != 2 {
 			t.Fatalf("%v %v", n, err)
+		}
+		ds, err := st.Deliveries(ctx, []string{fresh})
+		if f := ds[fresh]; err != nil || f.Status != app.StatusSucceeded || f.Attempts != 1 || f.RoundAttempts != 1 ||
+			f.EventID != "ev-2" || f.Event != "package.expired" || string(f.Body) != `{"b":2}` || !f.CreatedAt.Equal(created) {
+			t.Fatalf("the fresh delivery's row: %+v %v", f, err)
+		}
+		if as := webhooktest.Attempts(t, pool, fresh); len(as) != 1 || as[0].Attempt != 1 || *as[0].StatusCode != 204 || as[0].Error != nil {
+			t.Fatalf("the fresh delivery's attempts: %+v", as)
 		}
 		n, err = st.RecordAttempts(ctx, []app.AttemptRecord{{DeliveryID: id, SubscriptionID: only, StatusCode: 200, HasResponse: true,
 			Succeeded: true, Status: app.StatusSucceeded}})
@@ -103,11 +114,16 @@ func TestStore(t *testing.T) {
 			*as[0].ResponseExcerpt != "oops" || as[1].StatusCode != nil || as[1].ResponseExcerpt != nil || as[2].Error != nil {
 			t.Fatalf("attempts %+v", as)
 		}
-		d := webhooktest.Deliveries(t, pool, only)[0]
+		var d webhooktest.DeliveryRow
+		for _, r := range webhooktest.Deliveries(t, pool, only) {
+			if r.ID == id {
+				d = r
+			}
+		}
 		if d.Status != app.StatusSucceeded || d.Attempts != 3 || d.RoundAttempts != 3 || *d.LastStatusCode != 200 || d.LastError != nil {
 			t.Fatalf("delivery %+v", d)
 		}
-		if err := st.MarkFailed(ctx, id, "subscription disabled"); !errors.Is(err, app.ErrNotFound) {
+		if err := st.MarkFailed(ctx, app.Delivery{ID: nd.ID, SubscriptionID: only, EventID: nd.EventID, Event: nd.Event, Body: nd.Body}, "subscription disabled"); !errors.Is(err, app.ErrNotFound) {
 			t.Fatalf("MarkFailed on a succeeded delivery: %v", err)
 		}
 		// Nothing of the hot path touched the subscription's row.
@@ -147,12 +163,20 @@ func TestStore(t *testing.T) {
 		if age, err := st.OldestPending(ctx); err != nil || age < 90*time.Second || age > 100*time.Second {
 			t.Fatalf("oldest pending %s %v", age, err)
 		}
-		if err := st.MarkFailed(ctx, id3, "subscription disabled"); err != nil {
+		if err := st.MarkFailed(ctx, app.Delivery{ID: id3}, "subscription disabled"); err != nil {
 			t.Fatal(err)
 		}
-		ds, err := st.Deliveries(ctx, []string{id3})
-		if d := ds[id3]; err != nil || d.Status != app.StatusFailed || d.RoundAttempts != 0 {
-			t.Fatalf("%+v %v", d, err)
+		// A delivery without a row (no attempt yet) gets one, failed.
+		id4 := app.DeliveryID("ev-4", only)
+		if err := st.MarkFailed(ctx, app.Delivery{ID: id4, SubscriptionID: only, EventID: "ev-4", Event: "package.expired", Body: []byte(`{}`)},
+			"subscription disabled"); err != nil {
+			t.Fatal(err)
+		}
+		ds, err := st.Deliveries(ctx, []string{id3, id4})
+		for _, id := range []string{id3, id4} {
+			if d := ds[id]; err != nil || d.Status != app.StatusFailed || d.RoundAttempts != 0 || d.Attempts != 0 {
+				t.Fatalf("%s: %+v %v", id, d, err)
+			}
 		}
 	})
 

@@ -600,12 +600,25 @@ func (d *Dispatcher) handleRetry(ctx context.Context, msg jetstream.Msg) consume
 }
 
 // refreshStats refreshes the queue gauges, and removes the queued jobs of subscriptions
-// that no longer exist (a fan-out that raced a deletion).
+// that no longer exist (a fan-out that raced a deletion). The oldest pending delivery
+// is the older of the oldest pending row (a delivery waiting for its next attempt, or
+// redelivered) and the oldest job queued on a subscription's subject (a delivery has
+// no row until its first attempt is committed).
 func (d *Dispatcher) refreshStats(ctx context.Context) {
+	var oldestJob time.Duration
 	if stream, err := d.js.Stream(ctx, d.opts.JobsStream); err == nil {
 		info, err := stream.Info(ctx, jetstream.WithSubjectFilter(d.opts.JobSubjectPrefix+"*"))
 		if err == nil {
 			d.p.Metrics.QueueDepth.Set(float64(info.State.Msgs))
+			if info.State.Msgs > 0 {
+				m, err := stream.GetMsg(ctx, info.State.FirstSeq, jetstream.WithGetMsgSubject(d.opts.JobSubjectPrefix+"*"))
+				switch {
+				case err == nil:
+					oldestJob = max(0, time.Since(m.Time))
+				case !errors.Is(err, jetstream.ErrMsgNotFound) && ctx.Err() == nil:
+					d.log.Debug("oldest queued job", "err", err)
+				}
+			}
 			for subj := range info.State.Subjects {
 				id, err := strconv.ParseInt(strings.TrimPrefix(subj, d.opts.JobSubjectPrefix), 10, 64)
 				if err != nil {
@@ -620,7 +633,7 @@ func (d *Dispatcher) refreshStats(ctx context.Context) {
 		}
 	}
 	if age, err := d.p.Deliverer.OldestPending(ctx); err == nil {
-		d.p.Metrics.OldestPending.Set(age.Seconds())
+		d.p.Metrics.OldestPending.Set(max(age, oldestJob).Seconds())
 	} else if ctx.Err() == nil {
 		d.log.Debug("oldest pending delivery", "err", err)
 	}

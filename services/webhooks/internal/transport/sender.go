@@ -11,6 +11,7 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/shipfile/shipfile/pkg/netguard"
@@ -77,13 +78,10 @@ func (s *HTTPSender) Send(ctx context.Context, req app.Request) app.Response {
 	start := time.Now()
 	ctx, cancel := context.WithTimeout(ctx, s.timeout)
 	defer cancel()
-	u, err := url.Parse(req.URL)
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return app.Response{Err: errors.New("invalid webhook URL: want an absolute http or https URL")}
-	}
+	// The URL is parsed once, by NewRequestWithContext, and checked there.
 	hreq, err := http.NewRequestWithContext(ctx, http.MethodPost, req.URL, bytes.NewReader(req.Body))
-	if err != nil {
-		return app.Response{Err: errors.New("invalid webhook URL")}
+	if err != nil || (hreq.URL.Scheme != "http" && hreq.URL.Scheme != "https") || hreq.URL.Host == "" {
+		return app.Response{Err: errors.New("invalid webhook URL: want an absolute http or https URL")}
 	}
 	// The request's own headers, built for this attempt: the client does not change them
 	// (it copies them before adding any).
@@ -93,15 +91,25 @@ func (s *HTTPSender) Send(ctx context.Context, req app.Request) app.Response {
 		return app.Response{Err: s.describe(ctx, err), Duration: time.Since(start)}
 	}
 	defer resp.Body.Close()
-	excerpt, _ := io.ReadAll(io.LimitReader(resp.Body, excerptMax))
-	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, drainMax))
+	// The excerpt is read into a buffer of the pool (most answers have a short body or
+	// none); the rest is drained only when there is more, so the connection is reused.
+	buf := excerptBufs.Get().(*[excerptMax]byte)
+	n, err := io.ReadFull(resp.Body, buf[:])
+	excerpt := cleanExcerpt(buf[:n])
+	excerptBufs.Put(buf)
+	if err == nil {
+		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, drainMax))
+	}
 	return app.Response{
 		StatusCode: resp.StatusCode,
 		Duration:   time.Since(start),
-		Excerpt:    cleanExcerpt(excerpt),
+		Excerpt:    excerpt,
 		RetryAfter: parseRetryAfter(resp.Header.Get("Retry-After"), time.Now()),
 	}
 }
+
+// excerptBufs hold the buffers responses' excerpts are read into.
+var excerptBufs = sync.Pool{New: func() any { return new([excerptMax]byte) }}
 
 // describe turns a client error into the attempt log's text, without the URL (which may
 // carry credentials).

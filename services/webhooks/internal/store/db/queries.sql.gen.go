@@ -16,7 +16,7 @@ WHERE d.subscription_id = ANY ($1::bigint[])
   AND NOT EXISTS (SELECT 1 FROM webhook_subscriptions s WHERE s.id = d.subscription_id)
 `
 
-// Removes the deliveries (and, by cascade, the attempts) of the subscriptions among
+// Removes the deliveries (and, by the trigger of 00021, their attempts) of the subscriptions among
 // @subscription_ids that no longer exist.
 func (q *Queries) DeleteDeliveriesOf(ctx context.Context, subscriptionIds []int64) (int64, error) {
 	result, err := q.db.Exec(ctx, deleteDeliveriesOf, subscriptionIds)
@@ -27,9 +27,9 @@ func (q *Queries) DeleteDeliveriesOf(ctx context.Context, subscriptionIds []int6
 }
 
 const deliveries = `-- name: Deliveries :many
-SELECT id, subscription_id, event_id, event, body, status, attempts, round_attempts
+SELECT id, subscription_id, event_id, event, body, status, attempts, round_attempts, created_at
 FROM webhook_deliveries
-WHERE id = ANY ($1::uuid[])
+WHERE id = ANY (CAST($1::text[] AS uuid[]))
 `
 
 type DeliveriesRow struct {
@@ -41,6 +41,7 @@ type DeliveriesRow struct {
 	Status         string
 	Attempts       int32
 	RoundAttempts  int32
+	CreatedAt      time.Time
 }
 
 func (q *Queries) Deliveries(ctx context.Context, ids []string) ([]DeliveriesRow, error) {
@@ -61,6 +62,7 @@ func (q *Queries) Deliveries(ctx context.Context, ids []string) ([]DeliveriesRow
 			&i.Status,
 			&i.Attempts,
 			&i.RoundAttempts,
+			&i.CreatedAt,
 		); err != nil {
 			return nil, err
 		}
@@ -199,7 +201,7 @@ func (q *Queries) Heartbeat(ctx context.Context, arg HeartbeatParams) (int64, er
 
 const insertDeliveries = `-- name: InsertDeliveries :exec
 INSERT INTO webhook_deliveries (id, subscription_id, event_id, event, body)
-SELECT unnest($1::uuid[]), unnest($2::bigint[]), unnest($3::text[]),
+SELECT unnest($1::text[])::uuid, unnest($2::bigint[]), unnest($3::text[]),
        unnest($4::text[]), unnest($5::bytea[])
 ON CONFLICT DO NOTHING
 `
@@ -212,9 +214,10 @@ type InsertDeliveriesParams struct {
 	Bodies          [][]byte
 }
 
-// Inserts many deliveries in one statement (the arrays are zipped: set-returning
-// functions in one select list advance together); a delivery of an event to a
-// subscription that exists already is left alone.
+// Inserts many deliveries without attempts in one statement (the arrays are zipped:
+// set-returning functions in one select list advance together); a delivery of an
+// event to a subscription that exists already is left alone. For tests and tools:
+// the dispatcher writes a delivery's row with its first attempt (RecordAttempts).
 func (q *Queries) InsertDeliveries(ctx context.Context, arg InsertDeliveriesParams) error {
 	_, err := q.db.Exec(ctx, insertDeliveries,
 		arg.Ids,
@@ -249,18 +252,35 @@ func (q *Queries) Leave(ctx context.Context, instanceID string) error {
 }
 
 const markFailed = `-- name: MarkFailed :execrows
-UPDATE webhook_deliveries
-SET status = 'failed', last_error = $1::text, updated_at = now()
-WHERE id = $2 AND status <> 'succeeded'
+INSERT INTO webhook_deliveries AS w (id, subscription_id, event_id, event, body, status, last_error, created_at)
+VALUES ($1, $2, $3, $4, $5, 'failed', $6::text, $7)
+ON CONFLICT (id) DO UPDATE SET status = 'failed', last_error = excluded.last_error, updated_at = now()
+WHERE w.status <> 'succeeded'
 `
 
 type MarkFailedParams struct {
-	Reason string
-	ID     string
+	ID             string
+	SubscriptionID int64
+	EventID        string
+	Event          string
+	Body           []byte
+	Reason         string
+	CreatedAt      time.Time
 }
 
+// Sets a delivery that has not succeeded failed with @reason, without an attempt (its
+// subscription is disabled), writing its row if it has none yet (a delivery's row is
+// written with its first attempt).
 func (q *Queries) MarkFailed(ctx context.Context, arg MarkFailedParams) (int64, error) {
-	result, err := q.db.Exec(ctx, markFailed, arg.Reason, arg.ID)
+	result, err := q.db.Exec(ctx, markFailed,
+		arg.ID,
+		arg.SubscriptionID,
+		arg.EventID,
+		arg.Event,
+		arg.Body,
+		arg.Reason,
+		arg.CreatedAt,
+	)
 	if err != nil {
 		return 0, err
 	}
@@ -283,24 +303,30 @@ func (q *Queries) OldestPending(ctx context.Context) (float64, error) {
 
 const recordAttempts = `-- name: RecordAttempts :many
 WITH r AS (
-    SELECT unnest($1::uuid[]) AS delivery_id,
+    SELECT unnest($1::text[])::uuid AS delivery_id,
            unnest($2::bigint[]) AS subscription_id,
-           nullif(unnest($3::int[]), 0) AS status_code,
-           nullif(unnest($4::text[]), '') AS error,
-           unnest($5::text[]) AS status,
-           unnest($6::int[]) AS duration_ms,
-           unnest($7::text[]) AS excerpt,
-           unnest($8::boolean[]) AS has_response
+           unnest($3::text[]) AS event_id,
+           unnest($4::text[]) AS event,
+           unnest($5::bytea[]) AS body,
+           unnest($6::timestamptz[]) AS created_at,
+           nullif(unnest($7::int[]), 0) AS status_code,
+           nullif(unnest($8::text[]), '') AS error,
+           unnest($9::text[]) AS status,
+           unnest($10::int[]) AS duration_ms,
+           unnest($11::text[]) AS excerpt,
+           unnest($12::boolean[]) AS has_response
 ), d AS (
-    UPDATE webhook_deliveries w SET
+    INSERT INTO webhook_deliveries AS w (id, subscription_id, event_id, event, body, status, attempts,
+                                         round_attempts, last_status_code, last_error, created_at)
+    SELECT delivery_id, subscription_id, event_id, event, body, status, 1, 1, status_code, error, created_at
+    FROM r
+    ON CONFLICT (id) DO UPDATE SET
         attempts         = w.attempts + 1,
         round_attempts   = w.round_attempts + 1,
-        last_status_code = r.status_code,
-        last_error       = r.error,
-        status           = r.status,
+        last_status_code = excluded.last_status_code,
+        last_error       = excluded.last_error,
+        status           = excluded.status,
         updated_at       = now()
-    FROM r
-    WHERE w.id = r.delivery_id
     RETURNING w.id, w.attempts
 )
 INSERT INTO webhook_attempts (delivery_id, subscription_id, attempt, status_code, error, duration_ms, response_excerpt)
@@ -313,6 +339,10 @@ RETURNING delivery_id, attempt
 type RecordAttemptsParams struct {
 	DeliveryIds     []string
 	SubscriptionIds []int64
+	EventIds        []string
+	Events          []string
+	Bodies          [][]byte
+	CreatedAts      []time.Time
 	StatusCodes     []int32
 	Errors          []string
 	Statuses        []string
@@ -326,15 +356,21 @@ type RecordAttemptsRow struct {
 	Attempt    int32
 }
 
-// Counts many attempts on their deliveries (new state, last answer) and logs them in
-// webhook_attempts, in one statement (a group commit). It returns each attempt's
-// delivery and number; a delivery that is gone returns no row. The arrays are zipped
-// (one element per attempt; a delivery appears once): a status code 0 (no answer) and
-// an error ” are stored as NULL, an excerpt only where has_response.
+// Writes many attempts and their deliveries' new states (last answer, counters) in one
+// statement (a group commit), and returns each attempt's delivery and number. A
+// delivery's row is written with its first attempt (one write per delivery, no
+// insert-then-update); a later attempt updates it. The arrays are zipped (one element
+// per attempt; a delivery appears once): event_id, event, body and created_at are used
+// only when the row is new; a status code 0 (no answer) and an error ” are stored as
+// NULL, an excerpt only where has_response.
 func (q *Queries) RecordAttempts(ctx context.Context, arg RecordAttemptsParams) ([]RecordAttemptsRow, error) {
 	rows, err := q.db.Query(ctx, recordAttempts,
 		arg.DeliveryIds,
 		arg.SubscriptionIds,
+		arg.EventIds,
+		arg.Events,
+		arg.Bodies,
+		arg.CreatedAts,
 		arg.StatusCodes,
 		arg.Errors,
 		arg.Statuses,
@@ -420,7 +456,9 @@ type SubscriptionsRow struct {
 // Every SQL statement of the dispatcher, compiled by sqlc (sqlc.yaml; make generate)
 // against the gateway's schema (services/gateway/migrations: 00004_webhooks.sql,
 // 00007_webhook_throughput.sql). Nothing here that runs once per delivery writes or
-// locks a webhook_subscriptions row.
+// locks a webhook_subscriptions row. Arrays of delivery ids are passed as text and
+// cast to uuid in SQL (pgx has no binary encoding of a Go string as a uuid: it would
+// try, format the whole array into an error, and send it again as text).
 // Every subscription, for the dispatcher's cache. The same columns as Subscription.
 func (q *Queries) Subscriptions(ctx context.Context) ([]SubscriptionsRow, error) {
 	rows, err := q.db.Query(ctx, subscriptions)

@@ -1,0 +1,6 @@
+package db
+
+// RecordAttemptsSQL is the statement of RecordAttempts, for the store's group commit,
+// which sends it in one pipeline with the transaction that sets its plan cache mode
+// (store.Postgres.RecordAttempts). Not generated: sqlc leaves this file alone.
+const RecordAttemptsSQL = recordAttempts
