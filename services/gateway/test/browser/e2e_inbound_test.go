@@ -262,9 +262,12 @@ func TestE2EInboundRequest(t *testing.T) {
 	pkgID := pkg["id"].(string)
 
 	// The recipient's page encrypts both files before they leave (one of them larger
-	// than a tus request, so it goes in several).
+	// than a tus request, so it goes in several), through a proxy that slows uploads
+	// to 3 MB/s and cuts the connection once 2 MiB are sent: the page goes on from
+	// where the server stands (resumable within the page).
 	recipient := newTab(t, bctx, sys.base, chromedp.WithNewBrowserContext())
-	if st := recipient.open(link); st != http.StatusOK {
+	proxy := slowUploads(t, strings.TrimPrefix(sys.base, "http://"), 3e6)
+	if st := recipient.open(strings.Replace(link, sys.base, "http://"+proxy.addr, 1)); st != http.StatusOK {
 		t.Fatalf("the request page: %d", st)
 	}
 	if notice := recipient.text("#e2e-notice"); !strings.Contains(notice, "only they can open") {
@@ -276,7 +279,12 @@ func TestE2EInboundRequest(t *testing.T) {
 	sizes := map[string]int{"scan of the knee.pdf": 9<<20 + 123, "letter.txt": 20 << 10}
 	recipient.do(chromedp.Evaluate[chromedp.Void](`document.getElementById('dropzone').removeAttribute('data-reload')`),
 		chromedp.SetUploadFiles(css("#files-input"), []string{scan, letter}))
+	recipient.waitJS("2 MiB of the scan sent", `Number((document.querySelector('.uploads li') || {getAttribute: () => 0}).getAttribute('data-sent')) >= 2097152`)
+	proxy.drop()
 	recipient.waitJS("both encrypted uploads", `document.querySelectorAll('.uploads li[data-state=done][data-encrypted]').length === 2`)
+	if !run(recipient, chromedp.Evaluate[bool](`!!document.querySelector('.uploads li[data-retried]')`)) {
+		t.Fatal("the scan's upload did not see the connection drop (no retry)")
+	}
 	recipient.shot("e2e-request-upload")
 
 	// What the server keeps: neutral names, age files in the bucket that differ from

@@ -141,10 +141,8 @@
     var status = root.querySelector("#e2e-key-status");
     var none = root.querySelector("[data-e2e-none]");
     var some = root.querySelector("[data-e2e-some]");
-    var current = null;
 
     function render(key) {
-      current = key;
       root.setAttribute("data-state", key ? "some" : "none");
       show(root.querySelector("[data-e2e-loading]"), false);
       show(none, !key);
@@ -240,7 +238,6 @@
       show(root.querySelector("[data-e2e-loading]"), false);
       say(status, "Could not load your key: " + x.message);
     });
-    void current;
   }
 
   // ------------------------------------------------ request link page (uploading)
@@ -336,7 +333,7 @@
         return;
       }
       busy = true;
-      send(job).catch(function (x) {
+      Promise.resolve().then(function () { return send(job); }).catch(function (x) {
         fail(job.row, x && x.message ? x.message : String(x));
         busy = false;
         next();
@@ -354,6 +351,7 @@
     function send(job) {
       var file = job.file, r = job.row;
       var age = lib();
+      if (!/^age1[0-9a-z]+$/.test(recipient || "")) return Promise.reject(new Error("the request has no encryption key to encrypt to"));
       if (!window.tus || !window.tus.isSupported) return Promise.reject(new Error("this browser cannot upload here (no tus)"));
       r.li.setAttribute("data-state", "encrypting");
       r.li.setAttribute("data-encrypted", "1");
