@@ -481,6 +481,7 @@
       });
       return Promise.all(pending).then(function () {
         root.setAttribute("data-names", "1");
+        show(allBox, root.querySelectorAll('tr[data-e2e="open"]').length > 1);
         var others = root.querySelectorAll('tr[data-e2e="other-key"]').length;
         say(status, others ? others + " file(s) are sealed to another key (an earlier one?): download them as they are and decrypt them with that key." : "", others ? "warn" : null);
       });
@@ -499,6 +500,7 @@
       });
       show(formBox, true);
       show(lockBox, false);
+      show(allBox, false);
       say(status, "");
     }
 
@@ -543,29 +545,83 @@
     function download(a, tr) {
       var name = tr.getAttribute("data-name");
       var type = tr.getAttribute("data-type");
+      var size = Number(tr.getAttribute("data-plain-size"));
       var state = tr.querySelector(".e2e-state");
       tr.setAttribute("data-download", "running");
       say(state, "decrypting…");
-      var e2e = window.shipfileE2E;
+      var e2e = self.shipfileE2E;
       var p;
-      if (e2e && typeof e2e.downloadDecrypted === "function") {
-        p = e2e.downloadDecrypted({ url: a.href, identity: identity, name: name, type: type, size: Number(tr.getAttribute("data-plain-size")) || undefined });
+      if (e2e && typeof e2e.saveViaWorker === "function" && "serviceWorker" in navigator) {
+        // The shared service worker decrypts the stream to disk as it comes.
+        p = viaWorker(e2e, { url: a.href, name: name, type: type, size: isNaN(size) ? undefined : size, key: { identity: identity } }, state);
       } else {
-        p = fallbackDownload(a.href, name, type, Number(tr.getAttribute("data-plain-size")));
+        p = fallbackDownload(a.href, name, type, size);
       }
-      Promise.resolve(p).then(function () {
+      p.then(function () {
         tr.setAttribute("data-download", "done");
         say(state, "");
       }, function (x) {
         tr.setAttribute("data-download", "error");
-        var msg = x && x.message ? x.message : String(x);
-        if (/tag|auth|invalid|chunk|decrypt|HMAC|MAC/i.test(msg)) msg = "the file was altered or damaged: it does not decrypt (" + msg + ")";
-        say(state, "failed: " + msg);
+        say(state, "failed: " + failure(x));
       });
     }
 
-    // fallbackDownload decrypts in memory (bounded by fallbackLimit) when the shared
-    // module's service worker stream is not available.
+    function failure(x) {
+      var e2e = self.shipfileE2E;
+      if (x && x.kind === "altered") return "the file was altered after it was encrypted (or cut short): it failed age's integrity check and was not saved";
+      if (x && x.kind === "key") return "your key does not open this file";
+      if (e2e && x && x.kind && e2e.messages && e2e.messages[x.kind]) return e2e.messages[x.kind];
+      var msg = x && x.message ? x.message : String(x);
+      if (/invalid tag|HMAC|final chunk|stream ended/i.test(msg)) return "the file was altered or damaged: it does not decrypt (" + msg + ")";
+      return msg;
+    }
+
+    // viaWorker hands one job (a file, or a zip of several) to the shared download
+    // worker and settles when the browser has the whole file.
+    function viaWorker(e2e, job, state) {
+      return new Promise(function (resolve, reject) {
+        e2e.saveViaWorker(job, function (m) {
+          if (m.type === "progress") say(state, "decrypting… " + human(m.bytes));
+          else if (m.type === "done") resolve();
+          else if (m.type === "error") reject(m);
+        }).catch(reject);
+      });
+    }
+
+    // Download all: a zip made in the browser of every file the key opens.
+    var all = root.querySelector("#e2e-download-all");
+    var allBox = root.querySelector("#e2e-download-all-box");
+    if (all) {
+      all.addEventListener("click", function () {
+        var e2e = self.shipfileE2E;
+        var open = rows().filter(function (tr) { return tr.getAttribute("data-e2e") === "open"; });
+        var state = root.querySelector("#e2e-download-all-state");
+        if (!identity || open.length === 0) return;
+        if (!e2e || typeof e2e.saveViaWorker !== "function" || !("serviceWorker" in navigator)) {
+          say(state, "This browser cannot build the zip here: download the files one by one.");
+          return;
+        }
+        var files = open.map(function (tr) {
+          var n = Number(tr.getAttribute("data-plain-size"));
+          return { url: tr.querySelector("a.e2e-download").href, name: tr.getAttribute("data-name"), size: isNaN(n) ? undefined : n };
+        });
+        all.disabled = true;
+        root.setAttribute("data-zip", "running");
+        say(state, "decrypting…");
+        viaWorker(e2e, { zip: (root.getAttribute("data-title") || "files") + ".zip", files: files, key: { identity: identity } }, state).then(function () {
+          all.disabled = false;
+          root.setAttribute("data-zip", "done");
+          say(state, "");
+        }, function (x) {
+          all.disabled = false;
+          root.setAttribute("data-zip", "error");
+          say(state, "failed: " + failure(x));
+        });
+      });
+    }
+
+    // fallbackDownload decrypts in memory (up to fallbackLimit) when the shared
+    // service worker is not available (no service workers in this browser).
     var fallbackLimit = 512 << 20;
     function fallbackDownload(url, name, type, size) {
       if (size > fallbackLimit) {
