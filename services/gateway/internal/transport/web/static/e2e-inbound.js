@@ -572,6 +572,7 @@
       if (x && x.kind === "key") return "your key does not open this file";
       if (e2e && x && x.kind && e2e.messages && e2e.messages[x.kind]) return e2e.messages[x.kind];
       var msg = x && x.message ? x.message : String(x);
+      if (/no identity matched/i.test(msg)) return "your key does not open this file (it is sealed to another key)";
       if (/invalid tag|HMAC|final chunk|stream ended/i.test(msg)) return "the file was altered or damaged: it does not decrypt (" + msg + ")";
       return msg;
     }
