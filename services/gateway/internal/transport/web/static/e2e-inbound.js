@@ -242,9 +242,9 @@
 
   // ------------------------------------------------ request link page (uploading)
 
-  // batched wraps a stream's reader so that each read gives about size bytes at once:
-  // tus-js-client's stream source joins what it reads into one array per request,
-  // which with age's 64 KiB chunks would copy the chunk over and over.
+  // batched wraps a stream's reader so that each read gives about size bytes at once,
+  // as a Blob: tus-js-client's stream source joins what it reads into one value per
+  // request, which with age's 64 KiB chunks would copy the chunk over and over.
   function batched(stream, size) {
     var reader = stream.getReader();
     var done = false;
@@ -258,9 +258,9 @@
             else { parts.push(r.value); n += r.value.length; }
             if (!done && n < size) return pump();
             if (n === 0) return { done: true, value: undefined };
-            var out = new Uint8Array(n), off = 0;
-            for (var i = 0; i < parts.length; i++) { out.set(parts[i], off); off += parts[i].length; }
-            return { done: false, value: out };
+            // A Blob, not one Uint8Array: Chromium sends a Blob body about ten times
+            // faster (measured: 20 against 2 MiB/s for 32 MiB).
+            return { done: false, value: new Blob(parts) };
           });
         }
         return pump();
