@@ -92,6 +92,9 @@ func TestEncryptedRequestPages(t *testing.T) {
 	if !strings.Contains(acct.body, `id="e2e-key" data-e2e-key`) || !strings.Contains(acct.body, "e2e-inbound.js") || !strings.Contains(acct.body, "/static/docs/e2e.bundle.js") {
 		t.Fatalf("the account page has no encryption key section:\n%s", acct.body)
 	}
+	if !strings.Contains(acct.body, "Files of the requests you made so far stay sealed to the current key") {
+		t.Fatal("replacing the key does not warn that earlier requests stay sealed to the old one")
+	}
 	meta := regexp.MustCompile(`<meta name="csrf-token" content="([^"]+)">`).FindStringSubmatch(acct.body)
 	id, sealed := ageKeyPair(t, "correct horse battery staple")
 	body, _ := json.Marshal(map[string]string{"public_key": id.Recipient().String(), "sealed_identity": sealed})
