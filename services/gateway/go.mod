@@ -92,4 +92,9 @@ require (
 	gopkg.in/yaml.v3 v3.0.1
 )
 
+require (
+	filippo.io/age v1.3.2 // indirect
+	filippo.io/hpke v0.4.0 // indirect
+)
+
 replace github.com/shipfile/shipfile/proto => ../../proto
