@@ -197,7 +197,7 @@ type sentFile struct {
 // passphrase is not empty), uploads the files through the page and sends the
 // package. It returns the package id, the link shown after sending and the files with
 // their ids (from the manifest the page stored, decrypted with key).
-func sendEncrypted(t *testing.T, sys *outSystem, tb *tab, api servicetest.Client, title, passphrase string, files []*sentFile) (pkgID, link string, id age.Identity) {
+func sendEncrypted(t *testing.T, sys *outSystem, tb *tab, api servicetest.Client, title, passphrase string, files []*sentFile) (pkgID, link string, id age.Identity, upload time.Duration) {
 	t.Helper()
 	tb.open("/send")
 	tb.do(
@@ -224,12 +224,14 @@ func sendEncrypted(t *testing.T, sys *outSystem, tb *tab, api servicetest.Client
 		}
 		paths = append(paths, p)
 	}
-	tb.do(chromedp.Evaluate[chromedp.Void](`document.getElementById('dropzone').removeAttribute('data-reload')`),
-		chromedp.SetUploadFiles(css("#files"), paths))
+	tb.do(chromedp.Evaluate[chromedp.Void](`document.getElementById('dropzone').removeAttribute('data-reload')`))
+	start := time.Now()
+	tb.do(chromedp.SetUploadFiles(css("#files"), paths))
 	tb.waitJS("the encrypted uploads", `document.querySelectorAll('.uploads li[data-state=done]').length === `+strconv.Itoa(len(files))+` || document.querySelector('.uploads li[data-state=error]')`)
 	if errs := run(tb, chromedp.Evaluate[string](`Array.from(document.querySelectorAll('.uploads li[data-state=error] .stats')).map(e => e.textContent).join('; ')`)); errs != "" {
 		t.Fatalf("uploads failed: %s", errs)
 	}
+	upload = time.Since(start)
 
 	// The key: in this browser only.
 	if passphrase == "" {
@@ -317,7 +319,7 @@ func sendEncrypted(t *testing.T, sys *outSystem, tb *tab, api servicetest.Client
 	}
 	tb.waitJS("the note about the key", `!document.getElementById('e2e-sent-note').hidden`)
 	link = tb.value("#magic-link")
-	return pkgID, link, id
+	return pkgID, link, id, upload
 }
 
 func TestEndToEndOutbound(t *testing.T) {
@@ -334,7 +336,7 @@ func TestEndToEndOutbound(t *testing.T) {
 		{name: "chunk.bin", data: randomBytes(64 << 10)},
 		{name: "naïve notes.txt", data: []byte("hello, age\n")},
 	}
-	pkgID, link, _ := sendEncrypted(t, sys, sender, api, "Encrypted report", "", files)
+	pkgID, link, _, _ := sendEncrypted(t, sys, sender, api, "Encrypted report", "", files)
 	if !strings.Contains(link, "#AGE-SECRET-KEY-1") {
 		t.Fatalf("the link shown after sending has no key: %q", link)
 	}
@@ -447,7 +449,7 @@ func TestEndToEndOutbound(t *testing.T) {
 	// Passphrase mode: the e-mailed link works with the passphrase.
 	pfiles := []*sentFile{{name: "contract.txt", data: randomBytes(100_000)}}
 	const pass = "correct horse battery staple"
-	_, plink, _ := sendEncrypted(t, sys, sender, api, "Encrypted with a passphrase", pass, pfiles)
+	_, plink, _, _ := sendEncrypted(t, sys, sender, api, "Encrypted with a passphrase", pass, pfiles)
 	if strings.Contains(plink, "#") {
 		t.Fatalf("a passphrase link carries a fragment: %q", plink)
 	}
@@ -707,4 +709,67 @@ func sampleMemory(t *testing.T, bctx context.Context, page *tab) *memSampler {
 		}
 	}()
 	return m
+}
+
+// TestEndToEndThroughput (SHIPFILE_E2E_BENCH=1; SHIPFILE_E2E_BENCH_MIB sets the size,
+// 256 by default) measures in the browser, in one run: the upload of one file through
+// the draft's page, plain and encrypted, and its download from the recipient's page,
+// plain (the browser's own download of the link's file) and decrypted through the
+// service worker. It logs the throughputs and the ratios encrypted/plain
+// (docs/BENCHMARKS.md).
+func TestEndToEndThroughput(t *testing.T) {
+	if os.Getenv("SHIPFILE_E2E_BENCH") == "" {
+		t.Skip("set SHIPFILE_E2E_BENCH=1 to measure")
+	}
+	mib := 256
+	if v, err := strconv.Atoi(os.Getenv("SHIPFILE_E2E_BENCH_MIB")); err == nil && v > 0 {
+		mib = v
+	}
+	sys := startOutSystem(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 9*time.Minute)
+	defer cancel()
+	bctx := newBrowser(t, ctx)
+	sender := newTab(t, bctx, sys.base)
+	api := adminSession(t, sender, sys.base)
+	data := randomBytes(mib << 20)
+	path := filepath.Join(t.TempDir(), "data.bin")
+	if err := os.WriteFile(path, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+
+	// Plain: the same pages without encryption.
+	sender.open("/send")
+	sender.do(chromedp.SendKeys(css("#recipient_email"), "bob@example.com"), chromedp.SendKeys(css("#title"), "Plain"))
+	sender.submit(chromedp.Click(css("#package-form button[type=submit]")))
+	sender.do(chromedp.Evaluate[chromedp.Void](`document.getElementById('dropzone').removeAttribute('data-reload')`))
+	start := time.Now()
+	sender.do(chromedp.SetUploadFiles(css("#files"), []string{path}))
+	sender.waitJS("the plain upload", `document.querySelector('.uploads li[data-state=done]')`)
+	plainUp := time.Since(start)
+	sender.submit(chromedp.Click(css("#finalize")))
+	plainLink := sender.value("#magic-link")
+
+	enc := []*sentFile{{name: "data.bin", data: data}}
+	_, encLink, _, encUp := sendEncrypted(t, sys, sender, api, "Encrypted", "", enc)
+
+	bob := newTab(t, bctx, sys.base, chromedp.WithNewBrowserContext())
+	dl := bob.downloadsTo(t)
+	bob.open(plainLink)
+	start = time.Now()
+	p, state := dl.click("#files li a.btn", 5*time.Minute)
+	plainDown := time.Since(start)
+	if state != browser.DownloadProgressStateCompleted || fileSHA(t, p) != sum256(data) {
+		t.Fatalf("plain download: %s", state)
+	}
+	bob.open(encLink)
+	bob.waitJS("the opened files", `document.querySelector('#e2e-link[data-e2e-state=open]')`)
+	start = time.Now()
+	p, state = dl.click(`#files li[data-file-id="`+enc[0].id+`"] [data-e2e-download]`, 5*time.Minute)
+	encDown := time.Since(start)
+	if state != browser.DownloadProgressStateCompleted || fileSHA(t, p) != sum256(data) {
+		t.Fatalf("encrypted download: %s", state)
+	}
+	rate := func(d time.Duration) float64 { return float64(mib) / d.Seconds() }
+	t.Logf("%d MiB in the browser: upload plain %.1f MiB/s, encrypted %.1f MiB/s (%.2fx); download plain %.1f MiB/s, decrypted %.1f MiB/s (%.2fx)",
+		mib, rate(plainUp), rate(encUp), plainUp.Seconds()/encUp.Seconds(), rate(plainDown), rate(encDown), plainDown.Seconds()/encDown.Seconds())
 }
