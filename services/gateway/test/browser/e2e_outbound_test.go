@@ -314,6 +314,8 @@ func sendEncrypted(t *testing.T, sys *outSystem, tb *tab, api servicetest.Client
 	}
 
 	// Send; the page shows the link to pass on.
+	tb.open("/packages/" + pkgID)
+	tb.waitJS("the encrypting zone", `document.querySelector('#dropzone[data-e2e-ready]')`)
 	if st := tb.submit(chromedp.Click(css("#finalize"))); st != http.StatusOK {
 		t.Fatalf("finalize: %d", st)
 	}
@@ -746,6 +748,7 @@ func TestEndToEndThroughput(t *testing.T) {
 	sender.do(chromedp.SetUploadFiles(css("#files"), []string{path}))
 	sender.waitJS("the plain upload", `document.querySelector('.uploads li[data-state=done]')`)
 	plainUp := time.Since(start)
+	sender.open(sender.location())
 	sender.submit(chromedp.Click(css("#finalize")))
 	plainLink := sender.value("#magic-link")
 
