@@ -467,7 +467,8 @@ func TestEndToEndOutbound(t *testing.T) {
 	if msg := carol.text("#e2e-error"); !strings.Contains(msg, "This passphrase does not open these files") {
 		t.Fatalf("wrong passphrase: %q", msg)
 	}
-	carol.do(chromedp.SetValue(css("#e2e-passphrase"), ""), chromedp.SendKeys(css("#e2e-passphrase"), pass), chromedp.Click(css("#e2e-open")))
+	carol.do(chromedp.Evaluate[chromedp.Void](`document.getElementById('e2e-passphrase').value = ''`),
+		chromedp.SendKeys(css("#e2e-passphrase"), pass), chromedp.Click(css("#e2e-open")))
 	carol.waitJS("the opened files", `document.querySelector('#e2e-link[data-e2e-state=open]')`)
 	psel := `#files li[data-file-id="` + pfiles[0].id + `"]`
 	if got := carol.text(psel + " .file-name"); got != "contract.txt" {
