@@ -213,17 +213,24 @@
   async function worker() {
     if (!("serviceWorker" in navigator)) throw E2EError("unsupported", "This browser cannot save decrypted files (no service workers; a private window may turn them off).");
     if (!workerReg) {
-      workerReg = navigator.serviceWorker.register("/sw-e2e.js", { scope: "/e2e/" });
+      // Check for a newer worker now, not at the download's navigation: a worker
+      // replaced between the job and the navigation would not know the job.
+      workerReg = navigator.serviceWorker.register("/sw-e2e.js", { scope: "/e2e/" }).then(function (reg) {
+        return reg.update().then(function () { return reg; }, function () { return reg; });
+      });
     }
     var reg = await workerReg;
-    var sw = reg.active;
-    if (sw) return sw;
-    sw = reg.installing || reg.waiting;
-    await new Promise(function (resolve) {
-      if (sw.state === "activated") return resolve();
-      sw.addEventListener("statechange", function () { if (sw.state === "activated") resolve(); });
-    });
-    return reg.active || sw;
+    var sw = reg.installing || reg.waiting;
+    if (sw) {
+      // A new worker (the first, or an update) takes over at once (skipWaiting): wait
+      // for it, so the job goes to the worker that answers the navigation.
+      await new Promise(function (resolve) {
+        if (sw.state === "activated" || sw.state === "redundant") return resolve();
+        sw.addEventListener("statechange", function () { if (sw.state === "activated" || sw.state === "redundant") resolve(); });
+      });
+    }
+    if (!reg.active) throw E2EError("unsupported", "The download helper could not start; reload the page and try again.");
+    return reg.active;
   }
 
   function randomID() {
