@@ -127,8 +127,10 @@ func (tb *tab) inboundDownload(sel string) []byte {
 
 // cutOnce starts a TCP proxy to target that passes what clients send at
 // bytesPerSecond and, once cutAfter bytes went through from the clients, cuts the
-// connection that carries them, once: a network that goes away in the middle of an
-// upload, at a point the test chooses.
+// connection that carries them and refuses new ones for 1.5 s, once: a network that
+// goes away in the middle of an upload, at a point the test chooses. (Chromium sends a
+// request again by itself when a reused connection breaks, so the cut alone can go
+// unnoticed by the page.)
 func cutOnce(t *testing.T, target string, bytesPerSecond, cutAfter int) string {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -138,11 +140,19 @@ func cutOnce(t *testing.T, target string, bytesPerSecond, cutAfter int) string {
 	t.Cleanup(func() { ln.Close() })
 	var mu sync.Mutex
 	total, cut := 0, false
+	var down time.Time // until when the network stays away after the cut
 	go func() {
 		for {
 			c, err := ln.Accept()
 			if err != nil {
 				return
+			}
+			mu.Lock()
+			away := time.Now().Before(down)
+			mu.Unlock()
+			if away {
+				c.Close()
+				continue
 			}
 			go func() {
 				defer c.Close()
@@ -160,7 +170,9 @@ func cutOnce(t *testing.T, target string, bytesPerSecond, cutAfter int) string {
 						mu.Lock()
 						total += n
 						now := !cut && total >= cutAfter
-						cut = cut || now
+						if now {
+							cut, down = true, time.Now().Add(1500*time.Millisecond)
+						}
 						mu.Unlock()
 						if now {
 							return // both ends close: the request in flight breaks off
