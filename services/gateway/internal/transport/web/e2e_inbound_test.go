@@ -128,6 +128,9 @@ func TestEncryptedRequestPages(t *testing.T) {
 		t.Fatalf("no link on the sent page:\n%s", p.body)
 	}
 	token := link[1]
+	if !strings.Contains(p.body, `id="e2e-request-note"`) {
+		t.Fatal("the sent page does not say the request is end-to-end encrypted")
+	}
 	ctx := context.Background()
 	list, err := e.packages.List(ctx, owner, app.PackageFilter{Limit: 10})
 	if err != nil || len(list) != 1 || list[0].Encryption != app.EncryptionAge {
