@@ -264,7 +264,7 @@ func TestE2EInboundRequest(t *testing.T) {
 	if !strings.HasPrefix(pub, "age1") {
 		t.Fatalf("public key shown = %q", pub)
 	}
-	owner.shot("e2e-account-key")
+	owner.shot("e2e-inbound-account-key")
 	st, key := owner.inboundFetch("/api/v1/me/key")
 	if st != http.StatusOK || key["public_key"] != pub {
 		t.Fatalf("GET /me/key = %d %v, want the key shown (%s)", st, key, pub)
@@ -353,7 +353,7 @@ func TestE2EInboundRequest(t *testing.T) {
 	if !run(recipient, chromedp.Evaluate[bool](`!!document.querySelector('.uploads li[data-retried]')`)) {
 		t.Fatal("the scan's upload did not see the connection drop (no retry)")
 	}
-	recipient.shot("e2e-request-upload")
+	recipient.shot("e2e-inbound-request-upload")
 
 	// What the server keeps: neutral names, age files in the bucket that differ from
 	// the files and decrypt to them with the owner's identity, and manifests that
@@ -436,13 +436,13 @@ func TestE2EInboundRequest(t *testing.T) {
 	if names := other.text("#files-table"); strings.Contains(names, "letter.txt") || !strings.Contains(names, "file-1.age") {
 		t.Fatalf("the page shows names before the passphrase:\n%s", names)
 	}
-	other.shot("e2e-owner-locked")
+	other.shot("e2e-inbound-owner-locked")
 	other.do(chromedp.SendKeys(css("#e2e-unlock-pass"), "Correct Horse Battery Staple"), chromedp.Click(css("#e2e-unlock-button")))
 	other.waitJS("the wrong passphrase's error", `!document.getElementById('e2e-unlock-error').hidden`)
 	if msg := other.text("#e2e-unlock-error"); !strings.Contains(msg, "Wrong passphrase") {
 		t.Fatalf("wrong passphrase message = %q", msg)
 	}
-	other.shot("e2e-owner-wrong-passphrase")
+	other.shot("e2e-inbound-owner-wrong-passphrase")
 	other.do(chromedp.SetValue(css("#e2e-unlock-pass"), passphrase), chromedp.Click(css("#e2e-unlock-button")))
 	other.waitJS("the names", `document.getElementById('e2e-files').getAttribute('data-names') === '1'`)
 	table := other.text("#files-table")
@@ -457,7 +457,7 @@ func TestE2EInboundRequest(t *testing.T) {
 	if leaked := run(other, chromedp.Evaluate[bool](`JSON.stringify(Object.assign({}, localStorage)).includes('AGE-SECRET-KEY')`)); leaked {
 		t.Fatal("the identity is in localStorage")
 	}
-	other.shot("e2e-owner-unlocked")
+	other.shot("e2e-inbound-owner-unlocked")
 	for name, sum := range originals {
 		got := other.inboundDownload(`#files-table tr[data-name=` + jsString(name) + `] a.e2e-download`)
 		if inboundSum(got) != sum {
