@@ -731,7 +731,7 @@ type AddedRecipientLinkState string
 
 // AuditEntry defines model for AuditEntry.
 type AuditEntry struct {
-	// Action package.create, package.finalize, package.revoke, package.delete, recipient.add, recipient.revoke, file.upload, file.remove,
+	// Action package.create, package.finalize, package.revoke, package.delete, package.manifest (an encrypted package's manifest stored), recipient.add, recipient.revoke, file.upload, file.remove,
 	// link.view, file.download, archive.download, link.invalid, webhook.test (no package);
 	// by the mailer (actor `system`): mail.sent, mail.failed.
 	//
