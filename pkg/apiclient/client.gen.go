@@ -78,6 +78,24 @@ func (e CreatePackageDirection) Valid() bool {
 	}
 }
 
+// Defines values for CreatePackageEncryption.
+const (
+	CreatePackageEncryptionAge  CreatePackageEncryption = "age"
+	CreatePackageEncryptionNone CreatePackageEncryption = "none"
+)
+
+// Valid indicates whether the value is a known member of the CreatePackageEncryption enum.
+func (e CreatePackageEncryption) Valid() bool {
+	switch e {
+	case CreatePackageEncryptionAge:
+		return true
+	case CreatePackageEncryptionNone:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for CreateUserRole.
 const (
 	CreateUserRoleAdmin   CreateUserRole = "admin"
@@ -90,6 +108,24 @@ func (e CreateUserRole) Valid() bool {
 	case CreateUserRoleAdmin:
 		return true
 	case CreateUserRoleRegular:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for Encryption.
+const (
+	EncryptionAge  Encryption = "age"
+	EncryptionNone Encryption = "none"
+)
+
+// Valid indicates whether the value is a known member of the Encryption enum.
+func (e Encryption) Valid() bool {
+	switch e {
+	case EncryptionAge:
+		return true
+	case EncryptionNone:
 		return true
 	default:
 		return false
@@ -695,7 +731,7 @@ type AddedRecipientLinkState string
 
 // AuditEntry defines model for AuditEntry.
 type AuditEntry struct {
-	// Action package.create, package.finalize, package.revoke, package.delete, recipient.add, recipient.revoke, file.upload, file.remove,
+	// Action package.create, package.finalize, package.revoke, package.delete, package.manifest (an encrypted package's manifest stored), recipient.add, recipient.revoke, file.upload, file.remove,
 	// link.view, file.download, archive.download, link.invalid, webhook.test (no package);
 	// by the mailer (actor `system`): mail.sent, mail.failed.
 	//
@@ -739,6 +775,10 @@ type AuditList struct {
 type CreatePackage struct {
 	Direction *CreatePackageDirection `json:"direction,omitempty"`
 
+	// Encryption `age`: end-to-end encrypted (see `Encryption`); not changeable later. An inbound `age` package
+	// needs the owner's key pair (`PUT /api/v1/me/key`), else 422.
+	Encryption *CreatePackageEncryption `json:"encryption,omitempty"`
+
 	// MaxDownloads Whole copies of each file the link gives: a budget of max_downloads × the file's size in bytes, from which every answer (a whole file, a range, an archive entry) takes what it sends; null: no limit.
 	MaxDownloads *int `json:"max_downloads,omitempty"`
 
@@ -763,6 +803,10 @@ type CreatePackage struct {
 
 // CreatePackageDirection defines model for CreatePackage.Direction.
 type CreatePackageDirection string
+
+// CreatePackageEncryption `age`: end-to-end encrypted (see `Encryption`); not changeable later. An inbound `age` package
+// needs the owner's key pair (`PUT /api/v1/me/key`), else 422.
+type CreatePackageEncryption string
 
 // CreateToken defines model for CreateToken.
 type CreateToken struct {
@@ -874,6 +918,14 @@ type CreatedWebhook struct {
 	Url string `json:"url"`
 }
 
+// Encryption `age`: the package is end-to-end encrypted (SPEC "End-to-end encryption (age)"). Every file is an
+// age v1 file the client encrypted before sending it (the server checks it starts with
+// `age-encryption.org/v1\n`, else 422, and keeps nothing); files get neutral names (`file-1.age`, …),
+// type `application/octet-stream`, `encrypted: true` and `scan: skipped`; names, types and sizes travel
+// in the encrypted manifest (`PUT /api/v1/packages/{id}/manifest`); the link's archive answers 409.
+// Fixed at creation.
+type Encryption string
+
 // Error defines model for Error.
 type Error struct {
 	// Detail Example: name must be 1 to 100 characters
@@ -889,9 +941,20 @@ type File struct {
 	CreatedAt   time.Time `json:"created_at"`
 
 	// DownloadCount Answers through the links that started at byte 0: whole files, ranges from byte 0 and archive entries; never HEAD or 304. The owner sees every link's together; a link sees its own alone.
-	DownloadCount int                `json:"download_count"`
-	Filename      string             `json:"filename"`
-	Id            openapi_types.UUID `json:"id"`
+	DownloadCount int `json:"download_count"`
+
+	// Encrypted The file is an age v1 file of an end-to-end encrypted package (`size` and `sha256` are the ciphertext's).
+	Encrypted bool `json:"encrypted"`
+
+	// Filename The name sent with the file; `file-N.age` (N = 1, 2, … in the order the package recorded its files) for an `age` package's.
+	Filename string             `json:"filename"`
+	Id       openapi_types.UUID `json:"id"`
+
+	// Manifest An encrypted file request's upload: the standard base64 of its own manifest entry as the uploader sent
+	// it, an age file encrypted to the owner's public key whose plaintext is
+	// `{"name":"a.pdf","type":"application/pdf","size":12345}`. Null otherwise (an outbound package's files
+	// are named by the package manifest).
+	Manifest *[]byte `json:"manifest"`
 
 	// RecipientId The recipient whose link the file was uploaded through; null for the owner's files.
 	RecipientId *openapi_types.UUID `json:"recipient_id"`
@@ -929,6 +992,14 @@ type FileUploadedBy string
 type FinalizedPackage struct {
 	CreatedAt time.Time                 `json:"created_at"`
 	Direction FinalizedPackageDirection `json:"direction"`
+
+	// Encryption `age`: the package is end-to-end encrypted (SPEC "End-to-end encryption (age)"). Every file is an
+	// age v1 file the client encrypted before sending it (the server checks it starts with
+	// `age-encryption.org/v1\n`, else 422, and keeps nothing); files get neutral names (`file-1.age`, …),
+	// type `application/octet-stream`, `encrypted: true` and `scan: skipped`; names, types and sizes travel
+	// in the encrypted manifest (`PUT /api/v1/packages/{id}/manifest`); the link's archive answers 409.
+	// Fixed at creation.
+	Encryption Encryption `json:"encryption"`
 
 	// ExpiresAt created_at + ttl_days for a draft; finalized_at + ttl_days once finalized.
 	ExpiresAt      time.Time          `json:"expires_at"`
@@ -1006,9 +1077,20 @@ type LinkFile struct {
 	DownloadUrl   string `json:"download_url"`
 
 	// DownloadsLeft The file's download budget left through the link, in whole copies (rounded down: a broken download's rest may still be fetched with Range when this is 0); null: no limit.
-	DownloadsLeft *int               `json:"downloads_left"`
-	Filename      string             `json:"filename"`
-	Id            openapi_types.UUID `json:"id"`
+	DownloadsLeft *int `json:"downloads_left"`
+
+	// Encrypted The file is an age v1 file of an end-to-end encrypted package (`size` and `sha256` are the ciphertext's).
+	Encrypted bool `json:"encrypted"`
+
+	// Filename The name sent with the file; `file-N.age` (N = 1, 2, … in the order the package recorded its files) for an `age` package's.
+	Filename string             `json:"filename"`
+	Id       openapi_types.UUID `json:"id"`
+
+	// Manifest An encrypted file request's upload: the standard base64 of its own manifest entry as the uploader sent
+	// it, an age file encrypted to the owner's public key whose plaintext is
+	// `{"name":"a.pdf","type":"application/pdf","size":12345}`. Null otherwise (an outbound package's files
+	// are named by the package manifest).
+	Manifest *[]byte `json:"manifest"`
 
 	// RecipientId The recipient whose link the file was uploaded through; null for the owner's files.
 	RecipientId *openapi_types.UUID `json:"recipient_id"`
@@ -1053,17 +1135,28 @@ type LinkGrant struct {
 
 // LinkPackage defines model for LinkPackage.
 type LinkPackage struct {
-	Direction         LinkPackageDirection `json:"direction"`
-	ExpiresAt         time.Time            `json:"expires_at"`
-	FileCount         int                  `json:"file_count"`
-	Files             []LinkFile           `json:"files"`
-	Id                openapi_types.UUID   `json:"id"`
-	MaxDownloads      *int                 `json:"max_downloads"`
-	Note              string               `json:"note"`
-	PasswordProtected bool                 `json:"password_protected"`
-	State             LinkPackageState     `json:"state"`
-	Title             string               `json:"title"`
-	TotalSize         int64                `json:"total_size"`
+	Direction LinkPackageDirection `json:"direction"`
+
+	// Encryption `age`: the package is end-to-end encrypted (SPEC "End-to-end encryption (age)"). Every file is an
+	// age v1 file the client encrypted before sending it (the server checks it starts with
+	// `age-encryption.org/v1\n`, else 422, and keeps nothing); files get neutral names (`file-1.age`, …),
+	// type `application/octet-stream`, `encrypted: true` and `scan: skipped`; names, types and sizes travel
+	// in the encrypted manifest (`PUT /api/v1/packages/{id}/manifest`); the link's archive answers 409.
+	// Fixed at creation.
+	Encryption        Encryption         `json:"encryption"`
+	ExpiresAt         time.Time          `json:"expires_at"`
+	FileCount         int                `json:"file_count"`
+	Files             []LinkFile         `json:"files"`
+	Id                openapi_types.UUID `json:"id"`
+	MaxDownloads      *int               `json:"max_downloads"`
+	Note              string             `json:"note"`
+	PasswordProtected bool               `json:"password_protected"`
+
+	// PublicKey An inbound `age` package's: the owner's age public key (`age1…`), to which every upload (and its manifest entry) is encrypted; null otherwise.
+	PublicKey *string          `json:"public_key"`
+	State     LinkPackageState `json:"state"`
+	Title     string           `json:"title"`
+	TotalSize int64            `json:"total_size"`
 }
 
 // LinkPackageDirection defines model for LinkPackage.Direction.
@@ -1088,6 +1181,14 @@ type MeRole string
 type Package struct {
 	CreatedAt time.Time        `json:"created_at"`
 	Direction PackageDirection `json:"direction"`
+
+	// Encryption `age`: the package is end-to-end encrypted (SPEC "End-to-end encryption (age)"). Every file is an
+	// age v1 file the client encrypted before sending it (the server checks it starts with
+	// `age-encryption.org/v1\n`, else 422, and keeps nothing); files get neutral names (`file-1.age`, …),
+	// type `application/octet-stream`, `encrypted: true` and `scan: skipped`; names, types and sizes travel
+	// in the encrypted manifest (`PUT /api/v1/packages/{id}/manifest`); the link's archive answers 409.
+	// Fixed at creation.
+	Encryption Encryption `json:"encryption"`
 
 	// ExpiresAt created_at + ttl_days for a draft; finalized_at + ttl_days once finalized.
 	ExpiresAt      time.Time          `json:"expires_at"`
@@ -1143,6 +1244,14 @@ type PackageState string
 type PackageDetail struct {
 	CreatedAt time.Time              `json:"created_at"`
 	Direction PackageDetailDirection `json:"direction"`
+
+	// Encryption `age`: the package is end-to-end encrypted (SPEC "End-to-end encryption (age)"). Every file is an
+	// age v1 file the client encrypted before sending it (the server checks it starts with
+	// `age-encryption.org/v1\n`, else 422, and keeps nothing); files get neutral names (`file-1.age`, …),
+	// type `application/octet-stream`, `encrypted: true` and `scan: skipped`; names, types and sizes travel
+	// in the encrypted manifest (`PUT /api/v1/packages/{id}/manifest`); the link's archive answers 409.
+	// Fixed at creation.
+	Encryption Encryption `json:"encryption"`
 
 	// ExpiresAt created_at + ttl_days for a draft; finalized_at + ttl_days once finalized.
 	ExpiresAt      time.Time          `json:"expires_at"`
@@ -1201,6 +1310,16 @@ type PackageList struct {
 
 	// NextCursor Pass as `cursor` for the next page; null on the last page.
 	NextCursor *string `json:"next_cursor"`
+}
+
+// PutUserKey defines model for PutUserKey.
+type PutUserKey struct {
+	// PublicKey Must parse as an age X25519 recipient (`age1…`), else 422.
+	PublicKey string `json:"public_key"`
+
+	// SealedIdentity An ASCII-armored age file (`-----BEGIN AGE ENCRYPTED FILE-----`, at most 4 KiB) whose header's one
+	// stanza is `scrypt` (the dearmored file starts with `age-encryption.org/v1\n-> scrypt `), else 422.
+	SealedIdentity string `json:"sealed_identity"`
 }
 
 // Recipient defines model for Recipient.
@@ -1313,8 +1432,16 @@ type UpdateWebhook struct {
 // Upload defines model for Upload.
 type Upload struct {
 	// File One file per request. Its filename (from the part's Content-Disposition) must be a plain
-	// name: no `/` or `\`, not `.` or `..`, no control characters, at most 255 bytes.
+	// name: no `/` or `\`, not `.` or `..`, no control characters, at most 255 bytes. For an `age`
+	// package the name and type are not kept (the file is recorded as `file-N.age`,
+	// `application/octet-stream`) and the bytes must be an age v1 file (else 422, nothing kept).
 	File openapi_types.File `json:"file"`
+
+	// Manifest Uploads to an encrypted file request (an inbound `age` package) only, sent before the `file` part:
+	// the standard base64 of an age file of at most 8 KiB (decoded) encrypted to the owner's public key
+	// (`LinkPackage.public_key`), whose plaintext is `{"name":…,"type":…,"size":…}`; shown as
+	// `File.manifest`. Not base64, too large or not an age file → 422.
+	Manifest *string `json:"manifest,omitempty"`
 }
 
 // User defines model for User.
@@ -1338,6 +1465,20 @@ type UserAuth string
 
 // UserRole With SHIPFILE_OIDC_ADMIN_GROUPS set, the role of a user who signs in through the identity provider is set again at every sign-in from their groups.
 type UserRole string
+
+// UserKey defines model for UserKey.
+type UserKey struct {
+	// CreatedAt When this key was set (a replacement sets it again).
+	CreatedAt time.Time `json:"created_at"`
+
+	// PublicKey The age X25519 public key (`age1…`) uploads through the user's encrypted file requests are encrypted to.
+	//
+	// Example: age1qyqszqgpqyqszqgpqyqszqgpqyqszqgpqyqszqgpqyqszqgpqyqs3290gq
+	PublicKey string `json:"public_key"`
+
+	// SealedIdentity The private key (`AGE-SECRET-KEY-1…`) as an ASCII-armored age file sealed with the user's passphrase (one `scrypt` stanza): the server cannot open it.
+	SealedIdentity string `json:"sealed_identity"`
+}
 
 // UserList defines model for UserList.
 type UserList struct {
@@ -1591,6 +1732,12 @@ type HeadLinkFileParams struct {
 	IfNoneMatch *string `json:"If-None-Match,omitempty"`
 }
 
+// GetLinkManifestParams defines parameters for GetLinkManifest.
+type GetLinkManifestParams struct {
+	// LinkGrantHeader The grant of a password-protected link (or send the `shipfile_link` cookie instead).
+	LinkGrantHeader *LinkGrantHeader `json:"Shipfile-Link-Grant,omitempty"`
+}
+
 // TusOptionsLinkParams defines parameters for TusOptionsLink.
 type TusOptionsLinkParams struct {
 	// LinkGrantHeader The grant of a password-protected link (or send the `shipfile_link` cookie instead).
@@ -1605,7 +1752,7 @@ type TusCreateLinkParams struct {
 	// UploadLength The file's size in bytes; over the file size limit → 413. (`Upload-Defer-Length` is not supported → 400.)
 	UploadLength int64 `json:"Upload-Length"`
 
-	// UploadMetadata Comma-separated `key base64(value)` pairs: `filename` (required, the multipart upload's filename rules, else 422) and `filetype` (optional, the content type).
+	// UploadMetadata Comma-separated `key base64(value)` pairs: `filename` (required, the multipart upload's filename rules, else 422; ignored with `filetype` for an `age` package, whose file is recorded as `file-N.age`) and `filetype` (optional, the content type); for an encrypted file request (inbound `age`) optionally `manifest`, the standard base64 of the upload's encrypted manifest entry (see the multipart `Upload.manifest`; 422 when invalid). An `age` package's upload must be an age v1 file: a chunk whose bytes differ from `age-encryption.org/v1\n` (or an `Upload-Length` shorter than it) answers 422 and the upload ends, nothing kept.
 	UploadMetadata string `json:"Upload-Metadata"`
 
 	// UploadChecksum With a body, as on PATCH.
@@ -1688,7 +1835,7 @@ type TusCreateOwnerParams struct {
 	// UploadLength The file's size in bytes; over the file size limit → 413. (`Upload-Defer-Length` is not supported → 400.)
 	UploadLength int64 `json:"Upload-Length"`
 
-	// UploadMetadata Comma-separated `key base64(value)` pairs: `filename` (required, the multipart upload's filename rules, else 422) and `filetype` (optional, the content type).
+	// UploadMetadata Comma-separated `key base64(value)` pairs: `filename` (required, the multipart upload's filename rules, else 422; ignored with `filetype` for an `age` package, whose file is recorded as `file-N.age`) and `filetype` (optional, the content type); for an encrypted file request (inbound `age`) optionally `manifest`, the standard base64 of the upload's encrypted manifest entry (see the multipart `Upload.manifest`; 422 when invalid). An `age` package's upload must be an age v1 file: a chunk whose bytes differ from `age-encryption.org/v1\n` (or an `Upload-Length` shorter than it) answers 422 and the upload ends, nothing kept.
 	UploadMetadata string `json:"Upload-Metadata"`
 
 	// UploadChecksum With a body, as on PATCH.
@@ -1746,6 +1893,9 @@ type UploadLinkFileMultipartRequestBody = Upload
 
 // UnlockLinkJSONRequestBody defines body for UnlockLink for application/json ContentType.
 type UnlockLinkJSONRequestBody = Unlock
+
+// PutMyKeyJSONRequestBody defines body for PutMyKey for application/json ContentType.
+type PutMyKeyJSONRequestBody = PutUserKey
 
 // CreateTokenJSONRequestBody defines body for CreateToken for application/json ContentType.
 type CreateTokenJSONRequestBody = CreateToken
@@ -2011,6 +2161,16 @@ type ClientInterface interface {
 	// Corresponds with HEAD /api/v1/links/{token}/files/{file_id} (the `HeadLinkFile` operationId).
 	HeadLinkFile(ctx context.Context, token string, fileId openapi_types.UUID, params *HeadLinkFileParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
+	// GetLinkManifest The encrypted manifest of an end-to-end encrypted package
+	//
+	// The age file the sender stored with `PUT /api/v1/packages/{id}/manifest`, as bytes; its plaintext is
+	// `{"version":1,"files":{"<file id>":{"name":…,"type":…,"size":…}}}`. The same grant rules as the link's
+	// other routes; not a download (counts nothing). 404 when the package has none (the page then shows the
+	// neutral names).
+	//
+	// Corresponds with GET /api/v1/links/{token}/manifest (the `GetLinkManifest` operationId).
+	GetLinkManifest(ctx context.Context, token string, params *GetLinkManifestParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// UnlockLinkWithBody Unlock a password-protected link
 	//
 	// The right password answers a grant for this link alone, also set as the `shipfile_link` cookie
@@ -2097,6 +2257,33 @@ type ClientInterface interface {
 	//
 	// Corresponds with GET /api/v1/me (the `GetMe` operationId).
 	GetMe(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// GetMyKey The caller's key pair for encrypted file requests
+	//
+	// Corresponds with GET /api/v1/me/key (the `GetMyKey` operationId).
+	GetMyKey(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// PutMyKeyWithBody Set (or replace) the caller's key pair for encrypted file requests
+	//
+	// The browser makes the pair once; the server keeps the public key and the private key only sealed
+	// with the owner's passphrase (age's scrypt), which it cannot open. Replacing it is allowed: files
+	// already encrypted to the old key stay readable with the old key alone.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with PUT /api/v1/me/key (the `PutMyKey` operationId).
+	PutMyKeyWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// PutMyKey Set (or replace) the caller's key pair for encrypted file requests
+	//
+	// The browser makes the pair once; the server keeps the public key and the private key only sealed
+	// with the owner's passphrase (age's scrypt), which it cannot open. Replacing it is allowed: files
+	// already encrypted to the old key stay readable with the old key alone.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with PUT /api/v1/me/key (the `PutMyKey` operationId).
+	PutMyKey(ctx context.Context, body PutMyKeyJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// ListTokens List the caller's API tokens, newest first
 	//
@@ -2213,6 +2400,23 @@ type ClientInterface interface {
 	//
 	// Corresponds with POST /api/v1/packages/{id}/finalize (the `FinalizePackage` operationId).
 	FinalizePackage(ctx context.Context, id openapi_types.UUID, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// GetPackageManifest The encrypted manifest of an end-to-end encrypted package (owner)
+	//
+	// Corresponds with GET /api/v1/packages/{id}/manifest (the `GetPackageManifest` operationId).
+	GetPackageManifest(ctx context.Context, id openapi_types.UUID, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// PutPackageManifestWithBody Store the encrypted manifest of a draft `age` package
+	//
+	// The body is the age file (binary, encrypted like the files: to the package's identity or with the
+	// passphrase) whose plaintext is `{"version":1,"files":{"<file id>":{"name":"…","type":"…","size":N}}}`.
+	// Replaces any earlier manifest. At most 1 MiB (413); must start with `age-encryption.org/v1\n` (422);
+	// the package must be `age` (409) and a draft (409).
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with PUT /api/v1/packages/{id}/manifest (the `PutPackageManifest` operationId).
+	PutPackageManifestWithBody(ctx context.Context, id openapi_types.UUID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// AddRecipientWithBody Add a recipient to an active package; their link works at once
 	//
@@ -2726,6 +2930,26 @@ func (c *Client) HeadLinkFile(ctx context.Context, token string, fileId openapi_
 	return c.Client.Do(req)
 }
 
+// GetLinkManifest The encrypted manifest of an end-to-end encrypted package
+//
+// The age file the sender stored with `PUT /api/v1/packages/{id}/manifest`, as bytes; its plaintext is
+// `{"version":1,"files":{"<file id>":{"name":…,"type":…,"size":…}}}`. The same grant rules as the link's
+// other routes; not a download (counts nothing). 404 when the package has none (the page then shows the
+// neutral names).
+//
+// Corresponds with GET /api/v1/links/{token}/manifest (the `GetLinkManifest` operationId).
+func (c *Client) GetLinkManifest(ctx context.Context, token string, params *GetLinkManifestParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetLinkManifestRequest(c.Server, token, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
 // UnlockLinkWithBody Unlock a password-protected link
 //
 // The right password answers a grant for this link alone, also set as the `shipfile_link` cookie
@@ -2893,6 +3117,63 @@ func (c *Client) TusWriteLinkWithBody(ctx context.Context, token string, uploadI
 // Corresponds with GET /api/v1/me (the `GetMe` operationId).
 func (c *Client) GetMe(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewGetMeRequest(c.Server)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// GetMyKey The caller's key pair for encrypted file requests
+//
+// Corresponds with GET /api/v1/me/key (the `GetMyKey` operationId).
+func (c *Client) GetMyKey(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetMyKeyRequest(c.Server)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// PutMyKeyWithBody Set (or replace) the caller's key pair for encrypted file requests
+//
+// The browser makes the pair once; the server keeps the public key and the private key only sealed
+// with the owner's passphrase (age's scrypt), which it cannot open. Replacing it is allowed: files
+// already encrypted to the old key stay readable with the old key alone.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with PUT /api/v1/me/key (the `PutMyKey` operationId).
+func (c *Client) PutMyKeyWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewPutMyKeyRequestWithBody(c.Server, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// PutMyKey Set (or replace) the caller's key pair for encrypted file requests
+//
+// The browser makes the pair once; the server keeps the public key and the private key only sealed
+// with the owner's passphrase (age's scrypt), which it cannot open. Replacing it is allowed: files
+// already encrypted to the old key stay readable with the old key alone.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with PUT /api/v1/me/key (the `PutMyKey` operationId).
+func (c *Client) PutMyKey(ctx context.Context, body PutMyKeyJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewPutMyKeyRequest(c.Server, body)
 	if err != nil {
 		return nil, err
 	}
@@ -3169,6 +3450,43 @@ func (c *Client) DownloadPackageFile(ctx context.Context, id openapi_types.UUID,
 // Corresponds with POST /api/v1/packages/{id}/finalize (the `FinalizePackage` operationId).
 func (c *Client) FinalizePackage(ctx context.Context, id openapi_types.UUID, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewFinalizePackageRequest(c.Server, id)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// GetPackageManifest The encrypted manifest of an end-to-end encrypted package (owner)
+//
+// Corresponds with GET /api/v1/packages/{id}/manifest (the `GetPackageManifest` operationId).
+func (c *Client) GetPackageManifest(ctx context.Context, id openapi_types.UUID, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetPackageManifestRequest(c.Server, id)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// PutPackageManifestWithBody Store the encrypted manifest of a draft `age` package
+//
+// The body is the age file (binary, encrypted like the files: to the package's identity or with the
+// passphrase) whose plaintext is `{"version":1,"files":{"<file id>":{"name":"…","type":"…","size":N}}}`.
+// Replaces any earlier manifest. At most 1 MiB (413); must start with `age-encryption.org/v1\n` (422);
+// the package must be `age` (409) and a draft (409).
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with PUT /api/v1/packages/{id}/manifest (the `PutPackageManifest` operationId).
+func (c *Client) PutPackageManifestWithBody(ctx context.Context, id openapi_types.UUID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewPutPackageManifestRequestWithBody(c.Server, id, contentType, body)
 	if err != nil {
 		return nil, err
 	}
@@ -4322,6 +4640,55 @@ func NewHeadLinkFileRequest(server string, token string, fileId openapi_types.UU
 	return req, nil
 }
 
+// NewGetLinkManifestRequest constructs an http.Request for the GetLinkManifest method
+func NewGetLinkManifestRequest(server string, token string, params *GetLinkManifestParams) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "token", token, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/v1/links/%s/manifest", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+
+		if params.LinkGrantHeader != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Shipfile-Link-Grant", *params.LinkGrantHeader, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Shipfile-Link-Grant", headerParam0)
+		}
+
+	}
+
+	return req, nil
+}
+
 // NewUnlockLinkRequest calls the generic UnlockLink builder with application/json body
 func NewUnlockLinkRequest(server string, token string, body UnlockLinkJSONRequestBody) (*http.Request, error) {
 	var bodyReader io.Reader
@@ -4803,6 +5170,73 @@ func NewGetMeRequest(server string) (*http.Request, error) {
 	if err != nil {
 		return nil, err
 	}
+
+	return req, nil
+}
+
+// NewGetMyKeyRequest constructs an http.Request for the GetMyKey method
+func NewGetMyKeyRequest(server string) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/v1/me/key")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewPutMyKeyRequest calls the generic PutMyKey builder with application/json body
+func NewPutMyKeyRequest(server string, body PutMyKeyJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewPutMyKeyRequestWithBody(server, "application/json", bodyReader)
+}
+
+// NewPutMyKeyRequestWithBody constructs an http.Request for the PutMyKey method, with any body, and a specified content type
+func NewPutMyKeyRequestWithBody(server string, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/v1/me/key")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPut, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
 
 	return req, nil
 }
@@ -5328,6 +5762,76 @@ func NewFinalizePackageRequest(server string, id openapi_types.UUID) (*http.Requ
 	if err != nil {
 		return nil, err
 	}
+
+	return req, nil
+}
+
+// NewGetPackageManifestRequest constructs an http.Request for the GetPackageManifest method
+func NewGetPackageManifestRequest(server string, id openapi_types.UUID) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: "uuid"})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/v1/packages/%s/manifest", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewPutPackageManifestRequestWithBody constructs an http.Request for the PutPackageManifest method, with any body, and a specified content type
+func NewPutPackageManifestRequestWithBody(server string, id openapi_types.UUID, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: "uuid"})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/v1/packages/%s/manifest", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPut, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
 
 	return req, nil
 }
@@ -6067,6 +6571,18 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with HEAD /api/v1/links/{token}/files/{file_id} (the `HeadLinkFile` operationId).
 	HeadLinkFileWithResponse(ctx context.Context, token string, fileId openapi_types.UUID, params *HeadLinkFileParams, reqEditors ...RequestEditorFn) (*HeadLinkFileResponse, error)
 
+	// GetLinkManifestWithResponse The encrypted manifest of an end-to-end encrypted package
+	//
+	// The age file the sender stored with `PUT /api/v1/packages/{id}/manifest`, as bytes; its plaintext is
+	// `{"version":1,"files":{"<file id>":{"name":…,"type":…,"size":…}}}`. The same grant rules as the link's
+	// other routes; not a download (counts nothing). 404 when the package has none (the page then shows the
+	// neutral names).
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /api/v1/links/{token}/manifest (the `GetLinkManifest` operationId).
+	GetLinkManifestWithResponse(ctx context.Context, token string, params *GetLinkManifestParams, reqEditors ...RequestEditorFn) (*GetLinkManifestResponse, error)
+
 	// UnlockLinkWithBodyWithResponse Unlock a password-protected link
 	//
 	// The right password answers a grant for this link alone, also set as the `shipfile_link` cookie
@@ -6163,6 +6679,35 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with GET /api/v1/me (the `GetMe` operationId).
 	GetMeWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*GetMeResponse, error)
+
+	// GetMyKeyWithResponse The caller's key pair for encrypted file requests
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /api/v1/me/key (the `GetMyKey` operationId).
+	GetMyKeyWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*GetMyKeyResponse, error)
+
+	// PutMyKeyWithBodyWithResponse Set (or replace) the caller's key pair for encrypted file requests
+	//
+	// The browser makes the pair once; the server keeps the public key and the private key only sealed
+	// with the owner's passphrase (age's scrypt), which it cannot open. Replacing it is allowed: files
+	// already encrypted to the old key stay readable with the old key alone.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with PUT /api/v1/me/key (the `PutMyKey` operationId).
+	PutMyKeyWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*PutMyKeyResponse, error)
+
+	// PutMyKeyWithResponse Set (or replace) the caller's key pair for encrypted file requests
+	//
+	// The browser makes the pair once; the server keeps the public key and the private key only sealed
+	// with the owner's passphrase (age's scrypt), which it cannot open. Replacing it is allowed: files
+	// already encrypted to the old key stay readable with the old key alone.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with PUT /api/v1/me/key (the `PutMyKey` operationId).
+	PutMyKeyWithResponse(ctx context.Context, body PutMyKeyJSONRequestBody, reqEditors ...RequestEditorFn) (*PutMyKeyResponse, error)
 
 	// ListTokensWithResponse List the caller's API tokens, newest first
 	//
@@ -6297,6 +6842,25 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with POST /api/v1/packages/{id}/finalize (the `FinalizePackage` operationId).
 	FinalizePackageWithResponse(ctx context.Context, id openapi_types.UUID, reqEditors ...RequestEditorFn) (*FinalizePackageResponse, error)
+
+	// GetPackageManifestWithResponse The encrypted manifest of an end-to-end encrypted package (owner)
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /api/v1/packages/{id}/manifest (the `GetPackageManifest` operationId).
+	GetPackageManifestWithResponse(ctx context.Context, id openapi_types.UUID, reqEditors ...RequestEditorFn) (*GetPackageManifestResponse, error)
+
+	// PutPackageManifestWithBodyWithResponse Store the encrypted manifest of a draft `age` package
+	//
+	// The body is the age file (binary, encrypted like the files: to the package's identity or with the
+	// passphrase) whose plaintext is `{"version":1,"files":{"<file id>":{"name":"…","type":"…","size":N}}}`.
+	// Replaces any earlier manifest. At most 1 MiB (413); must start with `age-encryption.org/v1\n` (422);
+	// the package must be `age` (409) and a draft (409).
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with PUT /api/v1/packages/{id}/manifest (the `PutPackageManifest` operationId).
+	PutPackageManifestWithBodyWithResponse(ctx context.Context, id openapi_types.UUID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*PutPackageManifestResponse, error)
 
 	// AddRecipientWithBodyWithResponse Add a recipient to an active package; their link works at once
 	//
@@ -7731,6 +8295,8 @@ type DownloadLinkArchiveResponse struct {
 	HTTPResponse *http.Response
 	// JSON401 the response for an HTTP 401 `application/json` response
 	JSON401 *LinkLocked
+	// JSON409 the response for an HTTP 409 `application/json` response
+	JSON409 *Error
 	// JSON410 the response for an HTTP 410 `application/json` response
 	JSON410 *Gone
 	// JSON429 the response for an HTTP 429 `application/json` response
@@ -7744,6 +8310,11 @@ type DownloadLinkArchiveResponse struct {
 // GetJSON401 returns the response for an HTTP 401 `application/json` response
 func (r DownloadLinkArchiveResponse) GetJSON401() *LinkLocked {
 	return r.JSON401
+}
+
+// GetJSON409 returns the response for an HTTP 409 `application/json` response
+func (r DownloadLinkArchiveResponse) GetJSON409() *Error {
+	return r.JSON409
 }
 
 // GetJSON410 returns the response for an HTTP 410 `application/json` response
@@ -8049,6 +8620,75 @@ func (r HeadLinkFileResponse) StatusCode() int {
 
 // ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
 func (r HeadLinkFileResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// GetLinkManifestResponse429Headers the declared response headers of an HTTP 429 response for GetLinkManifest
+type GetLinkManifestResponse429Headers struct {
+	RetryAfter *int
+}
+
+type GetLinkManifestResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *LinkLocked
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON410 the response for an HTTP 410 `application/json` response
+	JSON410 *Gone
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *LinkTooManyRequests
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *GetLinkManifestResponse429Headers
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r GetLinkManifestResponse) GetJSON401() *LinkLocked {
+	return r.JSON401
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r GetLinkManifestResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON410 returns the response for an HTTP 410 `application/json` response
+func (r GetLinkManifestResponse) GetJSON410() *Gone {
+	return r.JSON410
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r GetLinkManifestResponse) GetJSON429() *LinkTooManyRequests {
+	return r.JSON429
+}
+
+// GetBody returns the raw response body bytes
+func (r GetLinkManifestResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r GetLinkManifestResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GetLinkManifestResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r GetLinkManifestResponse) ContentType() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Header.Get("Content-Type")
 	}
@@ -8678,6 +9318,8 @@ type TusWriteLinkResponse struct {
 	JSON413 *TooLarge
 	// JSON415 the response for an HTTP 415 `application/json` response
 	JSON415 *UnsupportedMediaType
+	// JSON422 the response for an HTTP 422 `application/json` response
+	JSON422 *Error
 	// JSON423 the response for an HTTP 423 `application/json` response
 	JSON423 *TusLocked
 	// JSON429 the response for an HTTP 429 `application/json` response
@@ -8743,6 +9385,11 @@ func (r TusWriteLinkResponse) GetJSON413() *TooLarge {
 // GetJSON415 returns the response for an HTTP 415 `application/json` response
 func (r TusWriteLinkResponse) GetJSON415() *UnsupportedMediaType {
 	return r.JSON415
+}
+
+// GetJSON422 returns the response for an HTTP 422 `application/json` response
+func (r TusWriteLinkResponse) GetJSON422() *Error {
+	return r.JSON422
 }
 
 // GetJSON423 returns the response for an HTTP 423 `application/json` response
@@ -8857,6 +9504,179 @@ func (r GetMeResponse) StatusCode() int {
 
 // ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
 func (r GetMeResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// GetMyKeyResponse401Headers the declared response headers of an HTTP 401 response for GetMyKey
+type GetMyKeyResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+// GetMyKeyResponse429Headers the declared response headers of an HTTP 429 response for GetMyKey
+type GetMyKeyResponse429Headers struct {
+	RetryAfter *int
+}
+
+type GetMyKeyResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *UserKey
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *TooManyRequests
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *GetMyKeyResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *GetMyKeyResponse429Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r GetMyKeyResponse) GetJSON200() *UserKey {
+	return r.JSON200
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r GetMyKeyResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r GetMyKeyResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r GetMyKeyResponse) GetJSON429() *TooManyRequests {
+	return r.JSON429
+}
+
+// GetBody returns the raw response body bytes
+func (r GetMyKeyResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r GetMyKeyResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GetMyKeyResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r GetMyKeyResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// PutMyKeyResponse401Headers the declared response headers of an HTTP 401 response for PutMyKey
+type PutMyKeyResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+// PutMyKeyResponse429Headers the declared response headers of an HTTP 429 response for PutMyKey
+type PutMyKeyResponse429Headers struct {
+	RetryAfter *int
+}
+
+type PutMyKeyResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *UserKey
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *TooLarge
+	// JSON415 the response for an HTTP 415 `application/json` response
+	JSON415 *UnsupportedMediaType
+	// JSON422 the response for an HTTP 422 `application/json` response
+	JSON422 *Invalid
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *TooManyRequests
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *PutMyKeyResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *PutMyKeyResponse429Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r PutMyKeyResponse) GetJSON200() *UserKey {
+	return r.JSON200
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r PutMyKeyResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r PutMyKeyResponse) GetJSON403() *Forbidden {
+	return r.JSON403
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r PutMyKeyResponse) GetJSON413() *TooLarge {
+	return r.JSON413
+}
+
+// GetJSON415 returns the response for an HTTP 415 `application/json` response
+func (r PutMyKeyResponse) GetJSON415() *UnsupportedMediaType {
+	return r.JSON415
+}
+
+// GetJSON422 returns the response for an HTTP 422 `application/json` response
+func (r PutMyKeyResponse) GetJSON422() *Invalid {
+	return r.JSON422
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r PutMyKeyResponse) GetJSON429() *TooManyRequests {
+	return r.JSON429
+}
+
+// GetBody returns the raw response body bytes
+func (r PutMyKeyResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r PutMyKeyResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r PutMyKeyResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r PutMyKeyResponse) ContentType() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Header.Get("Content-Type")
 	}
@@ -9970,6 +10790,186 @@ func (r FinalizePackageResponse) ContentType() string {
 	return ""
 }
 
+// GetPackageManifestResponse401Headers the declared response headers of an HTTP 401 response for GetPackageManifest
+type GetPackageManifestResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+// GetPackageManifestResponse429Headers the declared response headers of an HTTP 429 response for GetPackageManifest
+type GetPackageManifestResponse429Headers struct {
+	RetryAfter *int
+}
+
+type GetPackageManifestResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *TooManyRequests
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *GetPackageManifestResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *GetPackageManifestResponse429Headers
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r GetPackageManifestResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r GetPackageManifestResponse) GetJSON403() *Forbidden {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r GetPackageManifestResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r GetPackageManifestResponse) GetJSON429() *TooManyRequests {
+	return r.JSON429
+}
+
+// GetBody returns the raw response body bytes
+func (r GetPackageManifestResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r GetPackageManifestResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GetPackageManifestResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r GetPackageManifestResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// PutPackageManifestResponse401Headers the declared response headers of an HTTP 401 response for PutPackageManifest
+type PutPackageManifestResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+// PutPackageManifestResponse429Headers the declared response headers of an HTTP 429 response for PutPackageManifest
+type PutPackageManifestResponse429Headers struct {
+	RetryAfter *int
+}
+
+type PutPackageManifestResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON409 the response for an HTTP 409 `application/json` response
+	JSON409 *Conflict
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *TooLarge
+	// JSON415 the response for an HTTP 415 `application/json` response
+	JSON415 *UnsupportedMediaType
+	// JSON422 the response for an HTTP 422 `application/json` response
+	JSON422 *Invalid
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *TooManyRequests
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *PutPackageManifestResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *PutPackageManifestResponse429Headers
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r PutPackageManifestResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r PutPackageManifestResponse) GetJSON403() *Forbidden {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r PutPackageManifestResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON409 returns the response for an HTTP 409 `application/json` response
+func (r PutPackageManifestResponse) GetJSON409() *Conflict {
+	return r.JSON409
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r PutPackageManifestResponse) GetJSON413() *TooLarge {
+	return r.JSON413
+}
+
+// GetJSON415 returns the response for an HTTP 415 `application/json` response
+func (r PutPackageManifestResponse) GetJSON415() *UnsupportedMediaType {
+	return r.JSON415
+}
+
+// GetJSON422 returns the response for an HTTP 422 `application/json` response
+func (r PutPackageManifestResponse) GetJSON422() *Invalid {
+	return r.JSON422
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r PutPackageManifestResponse) GetJSON429() *TooManyRequests {
+	return r.JSON429
+}
+
+// GetBody returns the raw response body bytes
+func (r PutPackageManifestResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r PutPackageManifestResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r PutPackageManifestResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r PutPackageManifestResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 // AddRecipientResponse401Headers the declared response headers of an HTTP 401 response for AddRecipient
 type AddRecipientResponse401Headers struct {
 	WWWAuthenticate *string
@@ -10799,6 +11799,8 @@ type TusWriteOwnerResponse struct {
 	JSON413 *TooLarge
 	// JSON415 the response for an HTTP 415 `application/json` response
 	JSON415 *UnsupportedMediaType
+	// JSON422 the response for an HTTP 422 `application/json` response
+	JSON422 *Error
 	// JSON423 the response for an HTTP 423 `application/json` response
 	JSON423 *TusLocked
 	// JSON429 the response for an HTTP 429 `application/json` response
@@ -10866,6 +11868,11 @@ func (r TusWriteOwnerResponse) GetJSON413() *TooLarge {
 // GetJSON415 returns the response for an HTTP 415 `application/json` response
 func (r TusWriteOwnerResponse) GetJSON415() *UnsupportedMediaType {
 	return r.JSON415
+}
+
+// GetJSON422 returns the response for an HTTP 422 `application/json` response
+func (r TusWriteOwnerResponse) GetJSON422() *Error {
+	return r.JSON422
 }
 
 // GetJSON423 returns the response for an HTTP 423 `application/json` response
@@ -11300,6 +12307,24 @@ func (c *ClientWithResponses) HeadLinkFileWithResponse(ctx context.Context, toke
 	return ParseHeadLinkFileResponse(rsp)
 }
 
+// GetLinkManifestWithResponse The encrypted manifest of an end-to-end encrypted package
+//
+// The age file the sender stored with `PUT /api/v1/packages/{id}/manifest`, as bytes; its plaintext is
+// `{"version":1,"files":{"<file id>":{"name":…,"type":…,"size":…}}}`. The same grant rules as the link's
+// other routes; not a download (counts nothing). 404 when the package has none (the page then shows the
+// neutral names).
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /api/v1/links/{token}/manifest (the `GetLinkManifest` operationId).
+func (c *ClientWithResponses) GetLinkManifestWithResponse(ctx context.Context, token string, params *GetLinkManifestParams, reqEditors ...RequestEditorFn) (*GetLinkManifestResponse, error) {
+	rsp, err := c.GetLinkManifest(ctx, token, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetLinkManifestResponse(rsp)
+}
+
 // UnlockLinkWithBodyWithResponse Unlock a password-protected link
 //
 // The right password answers a grant for this link alone, also set as the `shipfile_link` cookie
@@ -11449,6 +12474,53 @@ func (c *ClientWithResponses) GetMeWithResponse(ctx context.Context, reqEditors 
 		return nil, err
 	}
 	return ParseGetMeResponse(rsp)
+}
+
+// GetMyKeyWithResponse The caller's key pair for encrypted file requests
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /api/v1/me/key (the `GetMyKey` operationId).
+func (c *ClientWithResponses) GetMyKeyWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*GetMyKeyResponse, error) {
+	rsp, err := c.GetMyKey(ctx, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetMyKeyResponse(rsp)
+}
+
+// PutMyKeyWithBodyWithResponse Set (or replace) the caller's key pair for encrypted file requests
+//
+// The browser makes the pair once; the server keeps the public key and the private key only sealed
+// with the owner's passphrase (age's scrypt), which it cannot open. Replacing it is allowed: files
+// already encrypted to the old key stay readable with the old key alone.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with PUT /api/v1/me/key (the `PutMyKey` operationId).
+func (c *ClientWithResponses) PutMyKeyWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*PutMyKeyResponse, error) {
+	rsp, err := c.PutMyKeyWithBody(ctx, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParsePutMyKeyResponse(rsp)
+}
+
+// PutMyKeyWithResponse Set (or replace) the caller's key pair for encrypted file requests
+//
+// The browser makes the pair once; the server keeps the public key and the private key only sealed
+// with the owner's passphrase (age's scrypt), which it cannot open. Replacing it is allowed: files
+// already encrypted to the old key stay readable with the old key alone.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with PUT /api/v1/me/key (the `PutMyKey` operationId).
+func (c *ClientWithResponses) PutMyKeyWithResponse(ctx context.Context, body PutMyKeyJSONRequestBody, reqEditors ...RequestEditorFn) (*PutMyKeyResponse, error) {
+	rsp, err := c.PutMyKey(ctx, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParsePutMyKeyResponse(rsp)
 }
 
 // ListTokensWithResponse List the caller's API tokens, newest first
@@ -11679,6 +12751,37 @@ func (c *ClientWithResponses) FinalizePackageWithResponse(ctx context.Context, i
 		return nil, err
 	}
 	return ParseFinalizePackageResponse(rsp)
+}
+
+// GetPackageManifestWithResponse The encrypted manifest of an end-to-end encrypted package (owner)
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /api/v1/packages/{id}/manifest (the `GetPackageManifest` operationId).
+func (c *ClientWithResponses) GetPackageManifestWithResponse(ctx context.Context, id openapi_types.UUID, reqEditors ...RequestEditorFn) (*GetPackageManifestResponse, error) {
+	rsp, err := c.GetPackageManifest(ctx, id, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetPackageManifestResponse(rsp)
+}
+
+// PutPackageManifestWithBodyWithResponse Store the encrypted manifest of a draft `age` package
+//
+// The body is the age file (binary, encrypted like the files: to the package's identity or with the
+// passphrase) whose plaintext is `{"version":1,"files":{"<file id>":{"name":"…","type":"…","size":N}}}`.
+// Replaces any earlier manifest. At most 1 MiB (413); must start with `age-encryption.org/v1\n` (422);
+// the package must be `age` (409) and a draft (409).
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with PUT /api/v1/packages/{id}/manifest (the `PutPackageManifest` operationId).
+func (c *ClientWithResponses) PutPackageManifestWithBodyWithResponse(ctx context.Context, id openapi_types.UUID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*PutPackageManifestResponse, error) {
+	rsp, err := c.PutPackageManifestWithBody(ctx, id, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParsePutPackageManifestResponse(rsp)
 }
 
 // AddRecipientWithBodyWithResponse Add a recipient to an active package; their link works at once
@@ -13071,6 +14174,13 @@ func ParseDownloadLinkArchiveResponse(rsp *http.Response) (*DownloadLinkArchiveR
 		}
 		response.JSON401 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 410:
 		var dest Gone
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -13357,6 +14467,66 @@ func ParseHeadLinkFileResponse(rsp *http.Response) (*HeadLinkFileResponse, error
 	response := &HeadLinkFileResponse{
 		Body:         bodyBytes,
 		HTTPResponse: rsp,
+	}
+
+	return response, nil
+}
+
+// ParseGetLinkManifestResponse parses an HTTP response from a GetLinkManifestWithResponse call
+func ParseGetLinkManifestResponse(rsp *http.Response) (*GetLinkManifestResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GetLinkManifestResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest LinkLocked
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 410:
+		var dest Gone
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON410 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest LinkTooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 429:
+		var headers GetLinkManifestResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
 	}
 
 	return response, nil
@@ -14121,6 +15291,13 @@ func ParseTusWriteLinkResponse(rsp *http.Response) (*TusWriteLinkResponse, error
 		}
 		response.JSON415 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON422 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 423:
 		var dest TusLocked
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -14295,6 +15472,167 @@ func ParseGetMeResponse(rsp *http.Response) (*GetMeResponse, error) {
 		response.Headers401 = &headers
 	case rsp.StatusCode == 429:
 		var headers GetMeResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseGetMyKeyResponse parses an HTTP response from a GetMyKeyWithResponse call
+func ParseGetMyKeyResponse(rsp *http.Response) (*GetMyKeyResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GetMyKeyResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest UserKey
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers GetMyKeyResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers GetMyKeyResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
+	}
+
+	return response, nil
+}
+
+// ParsePutMyKeyResponse parses an HTTP response from a PutMyKeyWithResponse call
+func ParsePutMyKeyResponse(rsp *http.Response) (*PutMyKeyResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &PutMyKeyResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest UserKey
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest TooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest UnsupportedMediaType
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON415 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest Invalid
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON422 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers PutMyKeyResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers PutMyKeyResponse429Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
@@ -15343,6 +16681,177 @@ func ParseFinalizePackageResponse(rsp *http.Response) (*FinalizePackageResponse,
 	return response, nil
 }
 
+// ParseGetPackageManifestResponse parses an HTTP response from a GetPackageManifestWithResponse call
+func ParseGetPackageManifestResponse(rsp *http.Response) (*GetPackageManifestResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GetPackageManifestResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers GetPackageManifestResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers GetPackageManifestResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
+	}
+
+	return response, nil
+}
+
+// ParsePutPackageManifestResponse parses an HTTP response from a PutPackageManifestWithResponse call
+func ParsePutPackageManifestResponse(rsp *http.Response) (*PutPackageManifestResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &PutPackageManifestResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case rsp.StatusCode == 204:
+		break // No content-type
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Conflict
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest TooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest UnsupportedMediaType
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON415 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest Invalid
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON422 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers PutPackageManifestResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers PutPackageManifestResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
+	}
+
+	return response, nil
+}
+
 // ParseAddRecipientResponse parses an HTTP response from a AddRecipientWithResponse call
 func ParseAddRecipientResponse(rsp *http.Response) (*AddRecipientResponse, error) {
 	bodyBytes, err := io.ReadAll(rsp.Body)
@@ -16293,6 +17802,13 @@ func ParseTusWriteOwnerResponse(rsp *http.Response) (*TusWriteOwnerResponse, err
 			return nil, err
 		}
 		response.JSON415 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON422 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 423:
 		var dest TusLocked

@@ -994,8 +994,11 @@ type MailJob struct {
 	OwnerEmail     string                 `protobuf:"bytes,9,opt,name=owner_email,json=ownerEmail,proto3" json:"owner_email,omitempty"`
 	MagicLink      string                 `protobuf:"bytes,10,opt,name=magic_link,json=magicLink,proto3" json:"magic_link,omitempty"` // secret: never logged, erased from the outbox once published
 	ExpiresAt      *timestamppb.Timestamp `protobuf:"bytes,11,opt,name=expires_at,json=expiresAt,proto3" json:"expires_at,omitempty"`
-	unknownFields  protoimpl.UnknownFields
-	sizeCache      protoimpl.SizeCache
+	// The package is end-to-end encrypted (SPEC "End-to-end encryption (age)"): the e-mail
+	// says so, and that the key or passphrase comes from the sender separately.
+	Encrypted     bool `protobuf:"varint,12,opt,name=encrypted,proto3" json:"encrypted,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *MailJob) Reset() {
@@ -1103,6 +1106,13 @@ func (x *MailJob) GetExpiresAt() *timestamppb.Timestamp {
 		return x.ExpiresAt
 	}
 	return nil
+}
+
+func (x *MailJob) GetEncrypted() bool {
+	if x != nil {
+		return x.Encrypted
+	}
+	return false
 }
 
 var file_events_v1_events_proto_extTypes = []protoimpl.ExtensionInfo{
@@ -1222,7 +1232,7 @@ const file_events_v1_events_proto_rawDesc = "" +
 	"deliveryId\x12\x17\n" +
 	"\ahook_id\x18\x02 \x01(\x03R\x06hookId\x12\x14\n" +
 	"\x05event\x18\x03 \x01(\tR\x05event\x12\x12\n" +
-	"\x04body\x18\x04 \x01(\fR\x04body\"\xe7\x02\n" +
+	"\x04body\x18\x04 \x01(\fR\x04body\"\x85\x03\n" +
 	"\aMailJob\x12\x15\n" +
 	"\x06job_id\x18\x01 \x01(\tR\x05jobId\x12\x12\n" +
 	"\x04kind\x18\x02 \x01(\tR\x04kind\x12\x1d\n" +
@@ -1240,7 +1250,8 @@ const file_events_v1_events_proto_rawDesc = "" +
 	"magic_link\x18\n" +
 	" \x01(\tR\tmagicLink\x129\n" +
 	"\n" +
-	"expires_at\x18\v \x01(\v2\x1a.google.protobuf.TimestampR\texpiresAt:>\n" +
+	"expires_at\x18\v \x01(\v2\x1a.google.protobuf.TimestampR\texpiresAt\x12\x1c\n" +
+	"\tencrypted\x18\f \x01(\bR\tencrypted:>\n" +
 	"\n" +
 	"event_type\x12\x1d.google.protobuf.FieldOptions\x18\xb4\x87\x03 \x01(\tR\teventType:=\n" +
 	"\tsynthetic\x12\x1d.google.protobuf.FieldOptions\x18\xb5\x87\x03 \x01(\bR\tsyntheticB;Z9github.com/shipfile/shipfile/pkg/events/eventsv1;eventsv1b\x06proto3"

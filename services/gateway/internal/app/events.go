@@ -123,6 +123,7 @@ func mailJob(p Package, r Recipient, owner User, link string) *eventsv1.MailJob 
 		OwnerEmail:     owner.Email,
 		MagicLink:      link,
 		ExpiresAt:      timestamppb.New(p.ExpiresAt),
+		Encrypted:      p.Encrypted(),
 	}
 }
 

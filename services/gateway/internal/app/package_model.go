@@ -73,6 +73,13 @@ type Package struct {
 	// UsedUp is set when the package is read through its link: it has a download limit
 	// and every file has spent its budget through the link, so the link is dead.
 	UsedUp bool
+	// Encryption is fixed at creation (SPEC "End-to-end encryption (age)"); FileSeq
+	// counts the files the package has recorded (the N of an encrypted file-N.age).
+	Encryption Encryption
+	FileSeq    int
+	// OwnerPublicKey is set when an encrypted file request is read through its link:
+	// the owner's age public key, to which every upload is encrypted.
+	OwnerPublicKey string
 }
 
 // LinkState is where a recipient's link is.
@@ -156,6 +163,10 @@ type File struct {
 	// LinkTaken is what answers through the link have taken of the file's budget
 	// there (SPEC "Download limit"): bytes, or whole copies of an empty file.
 	LinkTaken int64
+	// Encrypted: the file is an age file of an encrypted package; Manifest is the
+	// encrypted manifest entry its uploader sent with it (request uploads), or nil.
+	Encrypted bool
+	Manifest  []byte
 }
 
 // AuditEntry is one line of the audit log.

@@ -150,6 +150,7 @@ type NewPackage struct {
 	Password       *string // the link's password; nil: none
 	MaxDownloads   *int    // nil: no limit
 	NotifyOwner    *bool   // default true
+	Encryption     *string // none (default) or age
 }
 
 // Create validates and stores a draft package, with its package.created event.
@@ -197,6 +198,17 @@ func (s *Packages) Create(ctx context.Context, owner User, client Client, in New
 	}
 	p.MaxDownloads = in.MaxDownloads
 	p.NotifyOwner = in.NotifyOwner == nil || *in.NotifyOwner
+	p.Encryption = EncryptionNone
+	if in.Encryption != nil {
+		if p.Encryption, err = ValidateEncryption(*in.Encryption); err != nil {
+			return Package{}, err
+		}
+	}
+	if p.Encrypted() && p.Direction == Inbound {
+		if err := s.requireKey(ctx, owner); err != nil {
+			return Package{}, err
+		}
+	}
 	if in.Password != nil {
 		if err := ValidateLinkPassword(*in.Password); err != nil {
 			return Package{}, err
@@ -274,6 +286,9 @@ type Upload struct {
 	Filename    string
 	ContentType string
 	Body        io.Reader
+	// Manifest is the upload's own encrypted manifest entry as sent (the multipart
+	// field manifest: base64 of an age file), "" for none.
+	Manifest string
 }
 
 // UploadAsOwner streams a file into a draft package the user may manage.
@@ -306,7 +321,26 @@ func (s *Packages) upload(ctx context.Context, p Package, up Upload, by Uploader
 			return File{}, Conflict("package already has the maximum of %d files, counting unfinished uploads", s.limits.MaxFiles)
 		}
 	}
-	if err := ValidateFilename(up.Filename); err != nil {
+	var manifest []byte
+	if up.Manifest != "" {
+		m, err := ParseFileManifest(up.Manifest)
+		if err != nil {
+			return File{}, err
+		}
+		manifest = m
+	}
+	if err := checkFileManifest(p, manifest); err != nil {
+		return File{}, err
+	}
+	body := up.Body
+	if p.Encrypted() {
+		// The client's name and type are not kept (AsRecorded), and the bytes must be
+		// an age file: checked before anything is stored.
+		var err error
+		if body, err = checkAgeUpload(body); err != nil {
+			return File{}, err
+		}
+	} else if err := ValidateFilename(up.Filename); err != nil {
 		return File{}, err
 	}
 	fileID, err := uuid.NewV7()
@@ -321,30 +355,35 @@ func (s *Packages) upload(ctx context.Context, p Package, up Upload, by Uploader
 		ObjectKey:   objectKey(p.ID, fileID),
 		UploadedBy:  by,
 		Scan:        ScanPending, // the column's default: the scanner records the verdict
+		Manifest:    manifest,
+	}
+	if p.Encrypted() {
+		f.Filename, f.ContentType = "", "application/octet-stream" // named when recorded
 	}
 	if by == ByRecipient {
 		f.RecipientID = audit.RecipientID // the link it comes through
 	}
 
 	h := sha256.New()
-	body := &limitedReader{r: io.TeeReader(up.Body, h), left: s.limits.MaxFileSize}
+	limited := &limitedReader{r: io.TeeReader(body, h), left: s.limits.MaxFileSize}
+	body = limited
 	release, err := s.HoldObjectKey(ctx, f.ObjectKey)
 	if err != nil {
 		return File{}, err
 	}
 	size, err := s.objects.Put(ctx, f.ObjectKey, body, f.ContentType)
 	release()
-	if err == nil && (body.over || body.readErr != nil) {
+	if err == nil && (limited.over || limited.readErr != nil) {
 		// The store may take a short read for the end of the stream (minio-go treats
 		// io.ErrUnexpectedEOF so); the body's own failure decides.
 		err = errors.Join(errBodyFailed, s.objects.Remove(context.WithoutCancel(ctx), f.ObjectKey))
 	}
 	if err != nil {
-		if body.over {
+		if limited.over {
 			return File{}, &Error{Kind: KindTooLarge, Detail: fmt.Sprintf("file is larger than the limit of %d bytes", s.limits.MaxFileSize)}
 		}
-		if body.readErr != nil {
-			return File{}, &Error{Kind: KindBadRequest, Detail: "the upload broke off or is malformed: " + body.readErr.Error()}
+		if limited.readErr != nil {
+			return File{}, &Error{Kind: KindBadRequest, Detail: "the upload broke off or is malformed: " + limited.readErr.Error()}
 		}
 		var ae *Error
 		if errors.As(err, &ae) {
@@ -356,14 +395,15 @@ func (s *Packages) upload(ctx context.Context, p Package, up Upload, by Uploader
 	f.SHA256 = fmt.Sprintf("%x", h.Sum(nil))
 	f.CreatedAt = s.now().UTC().Truncate(time.Microsecond)
 
-	if err := s.recordFile(ctx, f, op, audit, s.store.AddFile); err != nil {
+	recorded, err := s.recordFile(ctx, f, op, audit, s.store.AddFile)
+	if err != nil {
 		// The row was not written: the object must not stay behind.
 		if rmErr := s.objects.Remove(context.WithoutCancel(ctx), f.ObjectKey); rmErr != nil {
 			err = errors.Join(err, fmt.Errorf("remove object after failed upload: %w", rmErr))
 		}
 		return File{}, err
 	}
-	return f, nil
+	return recorded, nil
 }
 
 // addFileFunc records a stored file in its package's transaction (PackageStore.AddFile,
@@ -373,11 +413,13 @@ type addFileFunc func(ctx context.Context, f File, change func(p *Package) (Effe
 // recordFile is the commit of every upload, multipart or resumable: in the package's
 // transaction it checks the state and the file count again, counts the file and writes
 // its audit entry and package.file_uploaded event.
-func (s *Packages) recordFile(ctx context.Context, f File, op Op, audit AuditEntry, add addFileFunc) error {
+// The file as recorded (AsRecorded: an encrypted package's neutral name) is returned.
+func (s *Packages) recordFile(ctx context.Context, f File, op Op, audit AuditEntry, add addFileFunc) (File, error) {
 	audit.FileID = &f.ID
 	if f.UploadedBy == ByRecipient && f.RecipientID == nil {
 		f.RecipientID = audit.RecipientID // the link it came through
 	}
+	recorded := f
 	_, err := add(ctx, f, func(p *Package) (Effects, error) {
 		if err := p.apply(op, s.now()); err != nil {
 			return Effects{}, err
@@ -386,10 +428,15 @@ func (s *Packages) recordFile(ctx context.Context, f File, op Op, audit AuditEnt
 			return Effects{}, Conflict("package already has the maximum of %d files", s.limits.MaxFiles)
 		}
 		p.FileCount++
+		p.FileSeq++
 		p.TotalSize += f.Size
-		return Effects{Events: []*eventsv1.Envelope{fileUploaded(*p, f)}, Audit: []AuditEntry{audit}}, nil
+		recorded = AsRecorded(f, *p)
+		return Effects{Events: []*eventsv1.Envelope{fileUploaded(*p, recorded)}, Audit: []AuditEntry{audit}}, nil
 	})
-	return err
+	if err != nil {
+		return File{}, err
+	}
+	return recorded, nil
 }
 
 // OpenFile opens a file of a package the user may see, for the owner's download.
@@ -665,6 +712,9 @@ func (s *Packages) ViewLink(ctx context.Context, token string, client Client) (P
 		p.TotalSize -= f.Size
 		return true
 	})
+	if p.OwnerPublicKey, err = s.ownerPublicKey(ctx, p); err != nil {
+		return Package{}, nil, err
+	}
 	err = s.store.RecordLinkUse(ctx, p.LinkHash, Effects{Audit: []AuditEntry{p.linkAudit(client, "link.view", nil)}})
 	return p, files, err
 }
@@ -764,6 +814,9 @@ func (s *Packages) ArchiveViaLink(ctx context.Context, token string, client Clie
 	p, err := s.resolveLink(ctx, token, client)
 	if err != nil {
 		return Package{}, nil, nil, nil, err
+	}
+	if p.Encrypted() {
+		return Package{}, nil, nil, nil, ErrEncryptedArchive
 	}
 	all, err := s.store.ListFiles(ctx, p.ID, p.LinkHash)
 	if err != nil {

@@ -37,7 +37,8 @@ func (s *Packages) Now() time.Time { return s.now() }
 
 // RecordFile records a stored file with add in its package's transaction, which applies
 // op to the package again and writes the audit entry and the events.
-func (s *Packages) RecordFile(ctx context.Context, f File, op Op, audit AuditEntry, add AddFileFunc) error {
+// It returns the file as recorded (AsRecorded).
+func (s *Packages) RecordFile(ctx context.Context, f File, op Op, audit AuditEntry, add AddFileFunc) (File, error) {
 	return s.recordFile(ctx, f, op, audit, add)
 }
 

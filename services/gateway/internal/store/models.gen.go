@@ -53,6 +53,8 @@ type File struct {
 	ScannedAt     *time.Time
 	ScanAttempts  int32
 	RecipientID   *uuid.UUID
+	Encrypted     bool
+	Manifest      []byte
 }
 
 type LinkBudget struct {
@@ -170,6 +172,14 @@ type Package struct {
 	PasswordHash   *string
 	MaxDownloads   *int32
 	NotifyOwner    bool
+	Encryption     string
+	FileSeq        int32
+}
+
+type PackageManifest struct {
+	PackageID uuid.UUID
+	Data      []byte
+	UpdatedAt time.Time
 }
 
 type Recipient struct {
@@ -211,6 +221,7 @@ type TusUpload struct {
 	ExpiresAt      time.Time
 	ReleaseAsked   *uuid.UUID
 	CreatorTokenID *int64
+	Manifest       []byte
 }
 
 type User struct {
@@ -223,6 +234,13 @@ type User struct {
 	CreatedAt    time.Time
 	OidcIssuer   *string
 	OidcSubject  *string
+}
+
+type UserKey struct {
+	UserID         int64
+	PublicKey      string
+	SealedIdentity string
+	CreatedAt      time.Time
 }
 
 type WebSession struct {

@@ -31,6 +31,7 @@ func (s *Postgres) CreatePackage(ctx context.Context, p app.Package, fx app.Effe
 		RecipientName: p.RecipientName, Direction: string(p.Direction), State: string(p.State),
 		TtlDays: int32(p.TTLDays), Note: p.Note, CreatedAt: p.CreatedAt, ExpiresAt: p.ExpiresAt,
 		PasswordHash: nullString(p.PasswordHash), MaxDownloads: int32Ptr(p.MaxDownloads), NotifyOwner: p.NotifyOwner,
+		Encryption: encryptionOf(p),
 	})
 	for i, r := range p.Recipients {
 		_ = q.SaveRecipient(ctx, SaveRecipientParams{
@@ -273,7 +274,9 @@ func (s *Postgres) AddFile(ctx context.Context, f app.File, change func(p *app.P
 		if err != nil {
 			return fx, err
 		}
-		if err := addFileRow(ctx, q, f); err != nil {
+		// The name an encrypted package gives the file once it counted it, as the
+		// change's answer and event have it.
+		if err := addFileRow(ctx, q, app.AsRecorded(f, *p)); err != nil {
 			return fx, err
 		}
 		out = *p
@@ -290,8 +293,25 @@ func addFileRow(ctx context.Context, q *Queries, f app.File) error {
 	return q.InsertFile(ctx, InsertFileParams{
 		ID: f.ID, PackageID: f.PackageID, Filename: f.Filename, Size: f.Size, ContentType: f.ContentType,
 		Sha256: f.SHA256, ObjectKey: f.ObjectKey, UploadedBy: string(f.UploadedBy), CreatedAt: f.CreatedAt,
-		RecipientID: f.RecipientID,
+		RecipientID: f.RecipientID, Scan: scanOf(f), Encrypted: f.Encrypted, Manifest: f.Manifest,
 	})
+}
+
+// scanOf is the scan state a new file's row starts with: pending (the scanner's
+// work) unless the file says otherwise (an encrypted file: skipped).
+func scanOf(f app.File) string {
+	if f.Scan == "" {
+		return string(app.ScanPending)
+	}
+	return string(f.Scan)
+}
+
+// encryptionOf is a package's encryption column: none unless it says otherwise.
+func encryptionOf(p app.Package) string {
+	if p.Encryption == "" {
+		return string(app.EncryptionNone)
+	}
+	return string(p.Encryption)
 }
 
 // RemoveFile deletes a file's row and queues its object for deletion.
@@ -396,6 +416,7 @@ func save(ctx context.Context, q *Queries, p app.Package) error {
 		FinalizedAt: p.FinalizedAt, ExpiresAt: p.ExpiresAt, RevokedAt: p.RevokedAt,
 		Title: p.Title, Note: p.Note, RecipientName: p.RecipientName, PasswordHash: nullString(p.PasswordHash),
 		MaxDownloads: int32Ptr(p.MaxDownloads), NotifyOwner: p.NotifyOwner, RecipientEmail: p.RecipientEmail,
+		FileSeq: int32(p.FileSeq),
 	})
 }
 
@@ -474,6 +495,7 @@ func toPackage(r Package) app.Package {
 		TTLDays: int(r.TtlDays), Note: r.Note, FileCount: int(r.FileCount), TotalSize: r.TotalSize,
 		CreatedAt: r.CreatedAt, FinalizedAt: r.FinalizedAt, ExpiresAt: r.ExpiresAt, RevokedAt: r.RevokedAt,
 		PasswordHash: deref(r.PasswordHash), MaxDownloads: intPtr(r.MaxDownloads), NotifyOwner: r.NotifyOwner,
+		Encryption: app.Encryption(r.Encryption), FileSeq: int(r.FileSeq),
 	}
 }
 
@@ -497,5 +519,6 @@ func toFile(r File) app.File {
 		SHA256: r.Sha256, ObjectKey: r.ObjectKey, UploadedBy: app.Uploader(r.UploadedBy), CreatedAt: r.CreatedAt,
 		DownloadCount: int(r.DownloadCount), RecipientID: r.RecipientID,
 		Scan: app.ScanState(r.Scan), ScanSignature: r.ScanSignature, ScannedAt: r.ScannedAt,
+		Encrypted: r.Encrypted, Manifest: r.Manifest,
 	}
 }

@@ -64,8 +64,8 @@ WHERE t.id = u.id AND (t.last_used_at IS NULL OR t.last_used_at < u.at);
 
 -- name: InsertPackage :exec
 INSERT INTO packages (id, owner_user_id, title, recipient_email, recipient_name, direction, state,
-                      ttl_days, note, created_at, expires_at, password_hash, max_downloads, notify_owner)
-VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14);
+                      ttl_days, note, created_at, expires_at, password_hash, max_downloads, notify_owner, encryption)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15);
 
 -- name: ListPackages :many
 -- A page of packages, newest first, after the cursor (@after_created_at, @after_id);
@@ -99,7 +99,8 @@ UPDATE packages SET
     password_hash   = $11,
     max_downloads   = $12,
     notify_owner    = $13,
-    recipient_email = $14
+    recipient_email = $14,
+    file_seq        = $15
 WHERE id = $1;
 
 -- name: DeletePackageRow :exec
@@ -221,8 +222,9 @@ DELETE FROM link_unlock_failures WHERE id = $1;
 SELECT EXISTS (SELECT 1 FROM files WHERE id = $1);
 
 -- name: InsertFile :exec
-INSERT INTO files (id, package_id, filename, size, content_type, sha256, object_key, uploaded_by, created_at, recipient_id)
-VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10);
+INSERT INTO files (id, package_id, filename, size, content_type, sha256, object_key, uploaded_by, created_at, recipient_id,
+                   scan, encrypted, manifest)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13);
 
 -- name: ListFiles :many
 -- link_taken and link_downloads: what answers through the link @link_hash have taken

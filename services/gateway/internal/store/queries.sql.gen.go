@@ -292,7 +292,7 @@ func (q *Queries) ForgetOldUnlockFailures(ctx context.Context, arg ForgetOldUnlo
 }
 
 const getFile = `-- name: GetFile :one
-SELECT files.id, files.package_id, files.filename, files.size, files.content_type, files.sha256, files.object_key, files.uploaded_by, files.created_at, files.download_count, files.scan, files.scan_signature, files.scanned_at, files.scan_attempts, files.recipient_id, coalesce(b.taken, 0)::bigint AS link_taken, coalesce(b.download_count, 0)::int AS link_downloads
+SELECT files.id, files.package_id, files.filename, files.size, files.content_type, files.sha256, files.object_key, files.uploaded_by, files.created_at, files.download_count, files.scan, files.scan_signature, files.scanned_at, files.scan_attempts, files.recipient_id, files.encrypted, files.manifest, coalesce(b.taken, 0)::bigint AS link_taken, coalesce(b.download_count, 0)::int AS link_downloads
 FROM files
 LEFT JOIN link_budgets b ON b.file_id = files.id AND b.link_hash = $1::bytea
 WHERE files.package_id = $2 AND files.id = $3
@@ -329,6 +329,8 @@ func (q *Queries) GetFile(ctx context.Context, arg GetFileParams) (GetFileRow, e
 		&i.File.ScannedAt,
 		&i.File.ScanAttempts,
 		&i.File.RecipientID,
+		&i.File.Encrypted,
+		&i.File.Manifest,
 		&i.LinkTaken,
 		&i.LinkDownloads,
 	)
@@ -336,7 +338,7 @@ func (q *Queries) GetFile(ctx context.Context, arg GetFileParams) (GetFileRow, e
 }
 
 const getPackage = `-- name: GetPackage :one
-SELECT id, owner_user_id, title, recipient_email, recipient_name, direction, state, ttl_days, note, file_count, total_size, created_at, finalized_at, expires_at, revoked_at, password_hash, max_downloads, notify_owner FROM packages WHERE id = $1
+SELECT id, owner_user_id, title, recipient_email, recipient_name, direction, state, ttl_days, note, file_count, total_size, created_at, finalized_at, expires_at, revoked_at, password_hash, max_downloads, notify_owner, encryption, file_seq FROM packages WHERE id = $1
 `
 
 func (q *Queries) GetPackage(ctx context.Context, id uuid.UUID) (Package, error) {
@@ -361,6 +363,8 @@ func (q *Queries) GetPackage(ctx context.Context, id uuid.UUID) (Package, error)
 		&i.PasswordHash,
 		&i.MaxDownloads,
 		&i.NotifyOwner,
+		&i.Encryption,
+		&i.FileSeq,
 	)
 	return i, err
 }
@@ -482,8 +486,9 @@ func (q *Queries) InsertAudit(ctx context.Context, arg InsertAuditParams) error 
 }
 
 const insertFile = `-- name: InsertFile :exec
-INSERT INTO files (id, package_id, filename, size, content_type, sha256, object_key, uploaded_by, created_at, recipient_id)
-VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)
+INSERT INTO files (id, package_id, filename, size, content_type, sha256, object_key, uploaded_by, created_at, recipient_id,
+                   scan, encrypted, manifest)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)
 `
 
 type InsertFileParams struct {
@@ -497,6 +502,9 @@ type InsertFileParams struct {
 	UploadedBy  string
 	CreatedAt   time.Time
 	RecipientID *uuid.UUID
+	Scan        string
+	Encrypted   bool
+	Manifest    []byte
 }
 
 func (q *Queries) InsertFile(ctx context.Context, arg InsertFileParams) error {
@@ -511,14 +519,17 @@ func (q *Queries) InsertFile(ctx context.Context, arg InsertFileParams) error {
 		arg.UploadedBy,
 		arg.CreatedAt,
 		arg.RecipientID,
+		arg.Scan,
+		arg.Encrypted,
+		arg.Manifest,
 	)
 	return err
 }
 
 const insertPackage = `-- name: InsertPackage :exec
 INSERT INTO packages (id, owner_user_id, title, recipient_email, recipient_name, direction, state,
-                      ttl_days, note, created_at, expires_at, password_hash, max_downloads, notify_owner)
-VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)
+                      ttl_days, note, created_at, expires_at, password_hash, max_downloads, notify_owner, encryption)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)
 `
 
 type InsertPackageParams struct {
@@ -536,6 +547,7 @@ type InsertPackageParams struct {
 	PasswordHash   *string
 	MaxDownloads   *int32
 	NotifyOwner    bool
+	Encryption     string
 }
 
 func (q *Queries) InsertPackage(ctx context.Context, arg InsertPackageParams) error {
@@ -554,6 +566,7 @@ func (q *Queries) InsertPackage(ctx context.Context, arg InsertPackageParams) er
 		arg.PasswordHash,
 		arg.MaxDownloads,
 		arg.NotifyOwner,
+		arg.Encryption,
 	)
 	return err
 }
@@ -684,7 +697,7 @@ func (q *Queries) ListAudit(ctx context.Context, arg ListAuditParams) ([]AuditLo
 }
 
 const listFiles = `-- name: ListFiles :many
-SELECT files.id, files.package_id, files.filename, files.size, files.content_type, files.sha256, files.object_key, files.uploaded_by, files.created_at, files.download_count, files.scan, files.scan_signature, files.scanned_at, files.scan_attempts, files.recipient_id, coalesce(b.taken, 0)::bigint AS link_taken, coalesce(b.download_count, 0)::int AS link_downloads
+SELECT files.id, files.package_id, files.filename, files.size, files.content_type, files.sha256, files.object_key, files.uploaded_by, files.created_at, files.download_count, files.scan, files.scan_signature, files.scanned_at, files.scan_attempts, files.recipient_id, files.encrypted, files.manifest, coalesce(b.taken, 0)::bigint AS link_taken, coalesce(b.download_count, 0)::int AS link_downloads
 FROM files
 LEFT JOIN link_budgets b ON b.file_id = files.id AND b.link_hash = $1::bytea
 WHERE files.package_id = $2 ORDER BY files.created_at, files.id
@@ -729,6 +742,8 @@ func (q *Queries) ListFiles(ctx context.Context, arg ListFilesParams) ([]ListFil
 			&i.File.ScannedAt,
 			&i.File.ScanAttempts,
 			&i.File.RecipientID,
+			&i.File.Encrypted,
+			&i.File.Manifest,
 			&i.LinkTaken,
 			&i.LinkDownloads,
 		); err != nil {
@@ -743,7 +758,7 @@ func (q *Queries) ListFiles(ctx context.Context, arg ListFilesParams) ([]ListFil
 }
 
 const listPackages = `-- name: ListPackages :many
-SELECT id, owner_user_id, title, recipient_email, recipient_name, direction, state, ttl_days, note, file_count, total_size, created_at, finalized_at, expires_at, revoked_at, password_hash, max_downloads, notify_owner FROM packages
+SELECT id, owner_user_id, title, recipient_email, recipient_name, direction, state, ttl_days, note, file_count, total_size, created_at, finalized_at, expires_at, revoked_at, password_hash, max_downloads, notify_owner, encryption, file_seq FROM packages
 WHERE ($1::bigint IS NULL OR owner_user_id = $1)
   AND ($2::text IS NULL OR state = $2)
   AND ($3::text IS NULL OR direction = $3)
@@ -799,6 +814,8 @@ func (q *Queries) ListPackages(ctx context.Context, arg ListPackagesParams) ([]P
 			&i.PasswordHash,
 			&i.MaxDownloads,
 			&i.NotifyOwner,
+			&i.Encryption,
+			&i.FileSeq,
 		); err != nil {
 			return nil, err
 		}
@@ -1059,7 +1076,7 @@ func (q *Queries) LockActiveAdmins(ctx context.Context) ([]int64, error) {
 }
 
 const lockPackage = `-- name: LockPackage :one
-SELECT id, owner_user_id, title, recipient_email, recipient_name, direction, state, ttl_days, note, file_count, total_size, created_at, finalized_at, expires_at, revoked_at, password_hash, max_downloads, notify_owner FROM packages WHERE id = $1 FOR UPDATE
+SELECT id, owner_user_id, title, recipient_email, recipient_name, direction, state, ttl_days, note, file_count, total_size, created_at, finalized_at, expires_at, revoked_at, password_hash, max_downloads, notify_owner, encryption, file_seq FROM packages WHERE id = $1 FOR UPDATE
 `
 
 func (q *Queries) LockPackage(ctx context.Context, id uuid.UUID) (Package, error) {
@@ -1084,6 +1101,8 @@ func (q *Queries) LockPackage(ctx context.Context, id uuid.UUID) (Package, error
 		&i.PasswordHash,
 		&i.MaxDownloads,
 		&i.NotifyOwner,
+		&i.Encryption,
+		&i.FileSeq,
 	)
 	return i, err
 }
@@ -1148,7 +1167,7 @@ func (q *Queries) ObjectsDeleted(ctx context.Context, keys []string) error {
 }
 
 const packageByLink = `-- name: PackageByLink :one
-SELECT packages.id, packages.owner_user_id, packages.title, packages.recipient_email, packages.recipient_name, packages.direction, packages.state, packages.ttl_days, packages.note, packages.file_count, packages.total_size, packages.created_at, packages.finalized_at, packages.expires_at, packages.revoked_at, packages.password_hash, packages.max_downloads, packages.notify_owner, r.id, r.package_id, r.position, r.email, r.name, r.link_hash, r.link_state, r.use_count, r.last_used_at, r.download_count, r.created_at, r.revoked_at,
+SELECT packages.id, packages.owner_user_id, packages.title, packages.recipient_email, packages.recipient_name, packages.direction, packages.state, packages.ttl_days, packages.note, packages.file_count, packages.total_size, packages.created_at, packages.finalized_at, packages.expires_at, packages.revoked_at, packages.password_hash, packages.max_downloads, packages.notify_owner, packages.encryption, packages.file_seq, r.id, r.package_id, r.position, r.email, r.name, r.link_hash, r.link_state, r.use_count, r.last_used_at, r.download_count, r.created_at, r.revoked_at,
        (packages.direction = 'outbound' AND packages.max_downloads IS NOT NULL AND packages.file_count > 0
         AND NOT EXISTS (SELECT 1 FROM files f
                         LEFT JOIN link_budgets b ON b.file_id = f.id AND b.link_hash = r.link_hash
@@ -1190,6 +1209,8 @@ func (q *Queries) PackageByLink(ctx context.Context, linkHash []byte) (PackageBy
 		&i.Package.PasswordHash,
 		&i.Package.MaxDownloads,
 		&i.Package.NotifyOwner,
+		&i.Package.Encryption,
+		&i.Package.FileSeq,
 		&i.Recipient.ID,
 		&i.Recipient.PackageID,
 		&i.Recipient.Position,
@@ -1320,7 +1341,8 @@ UPDATE packages SET
     password_hash   = $11,
     max_downloads   = $12,
     notify_owner    = $13,
-    recipient_email = $14
+    recipient_email = $14,
+    file_seq        = $15
 WHERE id = $1
 `
 
@@ -1339,6 +1361,7 @@ type SavePackageParams struct {
 	MaxDownloads   *int32
 	NotifyOwner    bool
 	RecipientEmail string
+	FileSeq        int32
 }
 
 func (q *Queries) SavePackage(ctx context.Context, arg SavePackageParams) error {
@@ -1357,6 +1380,7 @@ func (q *Queries) SavePackage(ctx context.Context, arg SavePackageParams) error 
 		arg.MaxDownloads,
 		arg.NotifyOwner,
 		arg.RecipientEmail,
+		arg.FileSeq,
 	)
 	return err
 }

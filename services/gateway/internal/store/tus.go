@@ -28,7 +28,7 @@ func toUpload(r TusUpload) (transfers.TusUpload, error) {
 		CreatorTokenID: r.CreatorTokenID, LinkHash: r.LinkHash, FileID: r.FileID, Filename: r.Filename,
 		ContentType: r.ContentType, Length: r.Length, Offset: r.Offset, ObjectKey: r.ObjectKey, S3UploadID: r.S3UploadID,
 		TailKey: r.TailKey, TailSize: r.TailSize, SHA256State: r.Sha256State, Completed: r.FileCompleted,
-		CreatedAt: r.CreatedAt, ExpiresAt: r.ExpiresAt,
+		CreatedAt: r.CreatedAt, ExpiresAt: r.ExpiresAt, Manifest: r.Manifest,
 	}
 	if err := json.Unmarshal(r.Parts, &u.Parts); err != nil {
 		return transfers.TusUpload{}, fmt.Errorf("upload %s: parts: %w", u.ID, err)
@@ -70,7 +70,7 @@ func (s *Postgres) CreateUpload(ctx context.Context, u transfers.TusUpload, chec
 			CreatorTokenID: u.CreatorTokenID, LinkHash: u.LinkHash, FileID: u.FileID, Filename: u.Filename,
 			ContentType: u.ContentType, Length: u.Length, UploadOffset: u.Offset, ObjectKey: u.ObjectKey,
 			S3UploadID: u.S3UploadID, Parts: parts, TailKey: u.TailKey, TailSize: u.TailSize, Sha256State: u.SHA256State,
-			FileCompleted: u.Completed, CreatedAt: u.CreatedAt, ExpiresAt: u.ExpiresAt,
+			FileCompleted: u.Completed, CreatedAt: u.CreatedAt, ExpiresAt: u.ExpiresAt, Manifest: u.Manifest,
 		})
 	})
 }
@@ -200,7 +200,7 @@ func (s *Postgres) CompleteUpload(ctx context.Context, u transfers.TusUpload, ow
 		if n == 0 {
 			return fx, transfers.ErrUploadLocked
 		}
-		if err := addFileRow(ctx, q, f); err != nil {
+		if err := addFileRow(ctx, q, app.AsRecorded(f, *p)); err != nil {
 			return fx, err
 		}
 		out = *p

@@ -4,10 +4,10 @@
 -- name: CreateUpload :exec
 INSERT INTO tus_uploads (id, package_id, uploaded_by, creator_user_id, creator_token_id, link_hash, file_id, filename,
                          content_type, length, "offset", object_key, s3_upload_id, parts, tail_key, tail_size,
-                         sha256_state, file_completed, created_at, expires_at)
+                         sha256_state, file_completed, created_at, expires_at, manifest)
 VALUES (@id, @package_id, @uploaded_by, @creator_user_id, @creator_token_id, @link_hash, @file_id, @filename,
         @content_type, @length, @upload_offset, @object_key, @s3_upload_id, @parts, @tail_key, @tail_size,
-        @sha256_state, @file_completed, @created_at, @expires_at);
+        @sha256_state, @file_completed, @created_at, @expires_at, sqlc.narg(manifest)::bytea);
 
 -- name: LockUploadCreator :exec
 -- Serialises the creations of one creator (a token, a browser user or a link) until

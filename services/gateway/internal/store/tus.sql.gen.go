@@ -122,10 +122,10 @@ const createUpload = `-- name: CreateUpload :exec
 
 INSERT INTO tus_uploads (id, package_id, uploaded_by, creator_user_id, creator_token_id, link_hash, file_id, filename,
                          content_type, length, "offset", object_key, s3_upload_id, parts, tail_key, tail_size,
-                         sha256_state, file_completed, created_at, expires_at)
+                         sha256_state, file_completed, created_at, expires_at, manifest)
 VALUES ($1, $2, $3, $4, $5, $6, $7, $8,
         $9, $10, $11, $12, $13, $14, $15, $16,
-        $17, $18, $19, $20)
+        $17, $18, $19, $20, $21::bytea)
 `
 
 type CreateUploadParams struct {
@@ -149,6 +149,7 @@ type CreateUploadParams struct {
 	FileCompleted  bool
 	CreatedAt      time.Time
 	ExpiresAt      time.Time
+	Manifest       []byte
 }
 
 // Resumable uploads (tus): table tus_uploads (migrations 00011 and 00014). Durations
@@ -175,6 +176,7 @@ func (q *Queries) CreateUpload(ctx context.Context, arg CreateUploadParams) erro
 		arg.FileCompleted,
 		arg.CreatedAt,
 		arg.ExpiresAt,
+		arg.Manifest,
 	)
 	return err
 }
@@ -189,7 +191,7 @@ func (q *Queries) DeleteUpload(ctx context.Context, id uuid.UUID) error {
 }
 
 const getUpload = `-- name: GetUpload :one
-SELECT tus_uploads.id, tus_uploads.package_id, tus_uploads.uploaded_by, tus_uploads.creator_user_id, tus_uploads.link_hash, tus_uploads.file_id, tus_uploads.filename, tus_uploads.content_type, tus_uploads.length, tus_uploads."offset", tus_uploads.object_key, tus_uploads.s3_upload_id, tus_uploads.parts, tus_uploads.tail_key, tus_uploads.tail_size, tus_uploads.sha256_state, tus_uploads.lock_owner, tus_uploads.lock_until, tus_uploads.file_completed, tus_uploads.created_at, tus_uploads.expires_at, tus_uploads.release_asked, tus_uploads.creator_token_id, (lock_owner IS NOT NULL AND lock_until >= now())::boolean AS held
+SELECT tus_uploads.id, tus_uploads.package_id, tus_uploads.uploaded_by, tus_uploads.creator_user_id, tus_uploads.link_hash, tus_uploads.file_id, tus_uploads.filename, tus_uploads.content_type, tus_uploads.length, tus_uploads."offset", tus_uploads.object_key, tus_uploads.s3_upload_id, tus_uploads.parts, tus_uploads.tail_key, tus_uploads.tail_size, tus_uploads.sha256_state, tus_uploads.lock_owner, tus_uploads.lock_until, tus_uploads.file_completed, tus_uploads.created_at, tus_uploads.expires_at, tus_uploads.release_asked, tus_uploads.creator_token_id, tus_uploads.manifest, (lock_owner IS NOT NULL AND lock_until >= now())::boolean AS held
 FROM tus_uploads WHERE id = $1
 `
 
@@ -226,6 +228,7 @@ func (q *Queries) GetUpload(ctx context.Context, id uuid.UUID) (GetUploadRow, er
 		&i.TusUpload.ExpiresAt,
 		&i.TusUpload.ReleaseAsked,
 		&i.TusUpload.CreatorTokenID,
+		&i.TusUpload.Manifest,
 		&i.Held,
 	)
 	return i, err
@@ -264,7 +267,7 @@ WHERE id = $3 AND package_id = $4 AND uploaded_by = $5
   AND creator_user_id IS NOT DISTINCT FROM $6::bigint
   AND link_hash IS NOT DISTINCT FROM $7::bytea
   AND (lock_owner IS NULL OR lock_until < now() OR lock_owner = $1::uuid)
-RETURNING id, package_id, uploaded_by, creator_user_id, link_hash, file_id, filename, content_type, length, "offset", object_key, s3_upload_id, parts, tail_key, tail_size, sha256_state, lock_owner, lock_until, file_completed, created_at, expires_at, release_asked, creator_token_id
+RETURNING id, package_id, uploaded_by, creator_user_id, link_hash, file_id, filename, content_type, length, "offset", object_key, s3_upload_id, parts, tail_key, tail_size, sha256_state, lock_owner, lock_until, file_completed, created_at, expires_at, release_asked, creator_token_id, manifest
 `
 
 type LockOwnUploadParams struct {
@@ -315,6 +318,7 @@ func (q *Queries) LockOwnUpload(ctx context.Context, arg LockOwnUploadParams) (T
 		&i.ExpiresAt,
 		&i.ReleaseAsked,
 		&i.CreatorTokenID,
+		&i.Manifest,
 	)
 	return i, err
 }
@@ -324,7 +328,7 @@ UPDATE tus_uploads
 SET lock_owner = $1::uuid, lock_until = now() + $2::bigint * interval '1 microsecond',
     release_asked = NULL
 WHERE id = $3 AND (lock_owner IS NULL OR lock_until < now() OR lock_owner = $1::uuid)
-RETURNING id, package_id, uploaded_by, creator_user_id, link_hash, file_id, filename, content_type, length, "offset", object_key, s3_upload_id, parts, tail_key, tail_size, sha256_state, lock_owner, lock_until, file_completed, created_at, expires_at, release_asked, creator_token_id
+RETURNING id, package_id, uploaded_by, creator_user_id, link_hash, file_id, filename, content_type, length, "offset", object_key, s3_upload_id, parts, tail_key, tail_size, sha256_state, lock_owner, lock_until, file_completed, created_at, expires_at, release_asked, creator_token_id, manifest
 `
 
 type LockUploadParams struct {
@@ -363,6 +367,7 @@ func (q *Queries) LockUpload(ctx context.Context, arg LockUploadParams) (TusUplo
 		&i.ExpiresAt,
 		&i.ReleaseAsked,
 		&i.CreatorTokenID,
+		&i.Manifest,
 	)
 	return i, err
 }
@@ -379,7 +384,7 @@ func (q *Queries) LockUploadCreator(ctx context.Context, creatorKey string) erro
 }
 
 const packageUploads = `-- name: PackageUploads :many
-SELECT id, package_id, uploaded_by, creator_user_id, link_hash, file_id, filename, content_type, length, "offset", object_key, s3_upload_id, parts, tail_key, tail_size, sha256_state, lock_owner, lock_until, file_completed, created_at, expires_at, release_asked, creator_token_id FROM tus_uploads WHERE package_id = $1
+SELECT id, package_id, uploaded_by, creator_user_id, link_hash, file_id, filename, content_type, length, "offset", object_key, s3_upload_id, parts, tail_key, tail_size, sha256_state, lock_owner, lock_until, file_completed, created_at, expires_at, release_asked, creator_token_id, manifest FROM tus_uploads WHERE package_id = $1
 `
 
 func (q *Queries) PackageUploads(ctx context.Context, packageID uuid.UUID) ([]TusUpload, error) {
@@ -415,6 +420,7 @@ func (q *Queries) PackageUploads(ctx context.Context, packageID uuid.UUID) ([]Tu
 			&i.ExpiresAt,
 			&i.ReleaseAsked,
 			&i.CreatorTokenID,
+			&i.Manifest,
 		); err != nil {
 			return nil, err
 		}
@@ -508,7 +514,7 @@ func (q *Queries) UnlockUpload(ctx context.Context, arg UnlockUploadParams) erro
 }
 
 const uploadsToEnd = `-- name: UploadsToEnd :many
-SELECT u.id, u.package_id, u.uploaded_by, u.creator_user_id, u.link_hash, u.file_id, u.filename, u.content_type, u.length, u."offset", u.object_key, u.s3_upload_id, u.parts, u.tail_key, u.tail_size, u.sha256_state, u.lock_owner, u.lock_until, u.file_completed, u.created_at, u.expires_at, u.release_asked, u.creator_token_id FROM tus_uploads u
+SELECT u.id, u.package_id, u.uploaded_by, u.creator_user_id, u.link_hash, u.file_id, u.filename, u.content_type, u.length, u."offset", u.object_key, u.s3_upload_id, u.parts, u.tail_key, u.tail_size, u.sha256_state, u.lock_owner, u.lock_until, u.file_completed, u.created_at, u.expires_at, u.release_asked, u.creator_token_id, u.manifest FROM tus_uploads u
 LEFT JOIN packages p ON p.id = u.package_id
 WHERE (u.lock_owner IS NULL OR u.lock_until < now())
   AND (u.expires_at <= now()
@@ -559,6 +565,7 @@ func (q *Queries) UploadsToEnd(ctx context.Context, maxRows int32) ([]UploadsToE
 			&i.TusUpload.ExpiresAt,
 			&i.TusUpload.ReleaseAsked,
 			&i.TusUpload.CreatorTokenID,
+			&i.TusUpload.Manifest,
 		); err != nil {
 			return nil, err
 		}

@@ -55,6 +55,8 @@ type Job struct {
 	// MagicLink is the recipient's credential: never logged, never recorded.
 	MagicLink string
 	ExpiresAt time.Time
+	// Encrypted: the package is end-to-end encrypted (the e-mail says so).
+	Encrypted bool
 }
 
 // Email is one rendered e-mail, ready for a Sender.

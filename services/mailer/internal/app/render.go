@@ -78,6 +78,7 @@ func ParseJob(data []byte) (Job, error) {
 		OwnerName:      m.GetOwnerName(),
 		OwnerEmail:     m.GetOwnerEmail(),
 		MagicLink:      m.GetMagicLink(),
+		Encrypted:      m.GetEncrypted(),
 	}
 	if m.GetExpiresAt() != nil {
 		job.ExpiresAt = m.GetExpiresAt().AsTime()
@@ -101,6 +102,9 @@ type view struct {
 	Link          string
 	Button        string
 	Expires       string // ExpiryLayout, in UTC
+	// Encrypted: the package is end-to-end encrypted; the link mailed here carries no
+	// key (SPEC "End-to-end encryption (age)").
+	Encrypted bool
 }
 
 // Render builds the e-mail of job. It fails (wrapping errUndeliverable) when the job
@@ -155,6 +159,7 @@ func Render(job Job) (Email, error) {
 		Link:          job.MagicLink,
 		Button:        spec.button,
 		Expires:       job.ExpiresAt.UTC().Format(ExpiryLayout),
+		Encrypted:     job.Encrypted,
 	}
 	if note != "" {
 		v.NoteLines = strings.Split(note, "\n")

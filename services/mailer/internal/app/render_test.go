@@ -246,3 +246,48 @@ func TestTruncate(t *testing.T) {
 		t.Fatal("truncate changed a short text")
 	}
 }
+
+// TestRenderEncrypted: the e-mail of an end-to-end encrypted package says so, and, for
+// shared files, that the key or passphrase comes from the sender separately; the
+// e-mails of other packages say nothing of it. ParseJob reads the flag off the job.
+func TestRenderEncrypted(t *testing.T) {
+	for _, c := range []struct{ kind, want string }{
+		{KindOutbound, "To open them you need the key or the passphrase, which Alice Example gives you separately,\nnot in this e-mail."},
+		{KindInbound, "your browser encrypts the files for Alice Example\nalone before they leave it"},
+	} {
+		t.Run(c.kind, func(t *testing.T) {
+			job := testJob(c.kind)
+			plain, err := Render(job)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if strings.Contains(plain.Text, "end-to-end encrypted") || strings.Contains(plain.HTML, "end-to-end encrypted") {
+				t.Error("the e-mail of a plain package speaks of encryption")
+			}
+			job.Encrypted = true
+			e, err := Render(job)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !strings.Contains(e.Text, "end-to-end encrypted") || !strings.Contains(e.Text, c.want) {
+				t.Errorf("text part lacks the encryption notice %q:\n%s", c.want, e.Text)
+			}
+			if !strings.Contains(e.HTML, "<strong>end-to-end encrypted</strong>") {
+				t.Errorf("HTML part lacks the encryption notice:\n%s", e.HTML)
+			}
+			if !strings.Contains(e.Text, testLink+"\n") || strings.Contains(e.Text, testLink+"#") {
+				t.Error("the link is not the plain magic link")
+			}
+		})
+	}
+	data, err := events.MarshalMailJob(&eventsv1.MailJob{
+		JobId: "0190f0c2-7a8b-7c3d-9e4f-112233445566", Kind: KindOutbound, PackageId: "4b2f5c1e-8d3a-4f6b-9c2d-7e1a0b3c4d5e",
+		MagicLink: testLink, ExpiresAt: timestamppb.New(time.Now()), Encrypted: true,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if job, err := ParseJob(data); err != nil || !job.Encrypted {
+		t.Fatalf("ParseJob: encrypted = %v, %v", job.Encrypted, err)
+	}
+}

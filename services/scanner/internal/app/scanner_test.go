@@ -119,6 +119,10 @@ func TestHandle(t *testing.T) {
 			action: consumer.Ack, verdicts: []string{"infected"}, opened: 1, quarantined: 2},
 		{name: "gone", gone: true, file: pending(), deliveries: 1, action: consumer.Ack},
 		{name: "already clean", file: func() app.File { f := pending(); f.Scan = app.ScanClean; return f }(), deliveries: 1, action: consumer.Ack},
+		// An end-to-end encrypted file is recorded skipped by the gateway at once: the
+		// scanner reads nothing of it and records nothing.
+		{name: "encrypted: recorded skipped, never read", file: func() app.File { f := pending(); f.Scan = app.ScanSkipped; return f }(),
+			deliveries: 1, action: consumer.Ack},
 		{name: "too big: skipped unread", file: func() app.File { f := pending(); f.Size = 101; return f }(), deliveries: 1,
 			action: consumer.Ack, verdicts: []string{"skipped"}},
 		{name: "clamd down: retried, never counted", file: pending(), clamd: fakeClamd{err: unavailable}, deliveries: 10,

@@ -54,6 +54,9 @@ type TusUpload struct {
 	ExpiresAt      time.Time
 	// Held says a running request held its lease when it was read (GetUpload).
 	Held bool
+	// Manifest is the upload's own encrypted manifest entry (an encrypted file
+	// request's uploads; app.ParseFileManifest), nil for none.
+	Manifest []byte
 }
 
 // TusPart is a part of an upload's S3 multipart upload.
@@ -261,6 +264,8 @@ type NewTusUpload struct {
 	Length      int64
 	Filename    string
 	ContentType string
+	// Manifest is the metadata entry manifest as sent ("" for none).
+	Manifest string
 }
 
 // Chunk is the body of a PATCH (or of a POST with creation-with-upload).
@@ -323,7 +328,25 @@ func (r *Resumable) Create(ctx context.Context, t TusTarget, in NewTusUpload) (C
 	if p.FileCount >= r.p.Limits().MaxFiles {
 		return ChunkResult{}, app.Conflict("package already has the maximum of %d files", r.p.Limits().MaxFiles)
 	}
-	if err := app.ValidateFilename(in.Filename); err != nil {
+	var manifest []byte
+	if in.Manifest != "" {
+		if manifest, err = app.ParseFileManifest(in.Manifest); err != nil {
+			return ChunkResult{}, err
+		}
+		if !p.Encrypted() || p.Direction != app.Inbound {
+			return ChunkResult{}, app.Invalid("manifest is only for uploads to an end-to-end encrypted file request")
+		}
+	}
+	if p.Encrypted() {
+		// An age file is never shorter than its magic; the client's name and type are
+		// not kept (app.AsRecorded).
+		if in.Length < int64(len(app.AgeMagic)) {
+			return ChunkResult{}, app.ErrNotAge
+		}
+		in.Filename, in.ContentType = "", "application/octet-stream"
+	} else if in.Filename == "" {
+		return ChunkResult{}, app.Invalid("Upload-Metadata needs a filename")
+	} else if err := app.ValidateFilename(in.Filename); err != nil {
 		return ChunkResult{}, err
 	}
 	id, err := uuid.NewV7()
@@ -343,6 +366,7 @@ func (r *Resumable) Create(ctx context.Context, t TusTarget, in NewTusUpload) (C
 		ID: id, PackageID: p.ID, UploadedBy: by, FileID: fileID, Filename: in.Filename,
 		ContentType: app.NormalizeContentType(in.ContentType), Length: in.Length,
 		ObjectKey: tusObjectKey(p.ID, fileID), SHA256State: state, CreatedAt: now, ExpiresAt: now.Add(r.cfg.ResumeWindow),
+		Manifest: manifest,
 	}
 	if t.User != nil {
 		uid := t.User.ID
@@ -641,7 +665,18 @@ func (r *Resumable) Write(ctx context.Context, t TusTarget, id uuid.UUID, c Chun
 		}
 	}()
 	w.size = c.Size
-	res, err := w.write(ctx, &leaseBody{r: c.Body, l: l})
+	body := io.Reader(&leaseBody{r: c.Body, l: l})
+	if p.Encrypted() {
+		// The bytes of the age magic are checked as they come, whichever chunk brings
+		// them: an upload that is no age file ends here, and nothing of it is kept.
+		if body, err = app.CheckAgeChunk(u.Offset, body); err != nil {
+			if endErr := r.end(ctx, u); endErr == nil {
+				w.released = true // the row is gone
+			}
+			return ChunkResult{}, err
+		}
+	}
+	res, err := w.write(ctx, body)
 	if err != nil || res.Upload.Offset < res.Upload.Length {
 		return res, err
 	}
@@ -955,14 +990,14 @@ func (r *Resumable) complete(ctx context.Context, w *chunkWriter, op app.Op, aud
 	}
 	f := app.File{
 		ID: u.FileID, PackageID: u.PackageID, Filename: u.Filename, ContentType: u.ContentType,
-		ObjectKey: u.ObjectKey, UploadedBy: u.UploadedBy, Size: u.Length, Scan: app.ScanPending,
+		ObjectKey: u.ObjectKey, UploadedBy: u.UploadedBy, Size: u.Length, Scan: app.ScanPending, Manifest: u.Manifest,
 		SHA256:    fmt.Sprintf("%x", digest.Sum(nil)),
 		CreatedAt: r.p.Now().UTC().Truncate(time.Microsecond),
 	}
 	if f.UploadedBy == app.ByRecipient {
 		f.RecipientID = audit.RecipientID // the link it came through
 	}
-	err = r.p.RecordFile(ctx, f, op, audit, func(ctx context.Context, f app.File, change func(p *app.Package) (app.Effects, error)) (app.Package, error) {
+	f, err = r.p.RecordFile(ctx, f, op, audit, func(ctx context.Context, f app.File, change func(p *app.Package) (app.Effects, error)) (app.Package, error) {
 		return r.store.CompleteUpload(ctx, u, w.owner, f, change)
 	})
 	if err != nil {

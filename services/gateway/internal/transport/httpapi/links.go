@@ -28,6 +28,10 @@ type linkResponse struct {
 	// PasswordProtected and MaxDownloads: SPEC "Protecting a link".
 	PasswordProtected bool `json:"password_protected"`
 	MaxDownloads      *int `json:"max_downloads"`
+	// Encryption and PublicKey: SPEC "End-to-end encryption (age)" (the owner's age
+	// public key of an encrypted file request, to which uploads are encrypted).
+	Encryption string  `json:"encryption"`
+	PublicKey  *string `json:"public_key"`
 }
 
 type linkFileResponse struct {
@@ -43,6 +47,7 @@ func toLinkResponse(token string, p app.Package, files []app.File) linkResponse 
 		ID: p.ID.String(), Title: p.Title, Note: p.Note, Direction: string(p.Direction), State: string(p.State),
 		ExpiresAt: p.ExpiresAt.UTC(), FileCount: p.FileCount, TotalSize: p.TotalSize, Files: make([]linkFileResponse, len(files)),
 		PasswordProtected: p.PasswordProtected(), MaxDownloads: p.MaxDownloads,
+		Encryption: encryptionOf(p), PublicKey: nullIfEmpty(p.OwnerPublicKey),
 	}
 	for i, f := range files {
 		out.Files[i] = linkFileResponse{toFileResponse(f), "/api/v1/links/" + token + "/files/" + f.ID.String(), f.DownloadsLeft(p.MaxDownloads)}

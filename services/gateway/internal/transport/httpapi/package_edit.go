@@ -40,6 +40,8 @@ type updatePackageRequest struct {
 	Password      nullable[string]      `json:"password"`
 	MaxDownloads  nullable[int]         `json:"max_downloads"`
 	NotifyOwner   *bool                 `json:"notify_owner"`
+	// Encryption is fixed at creation: sent here, it is refused.
+	Encryption json.RawMessage `json:"encryption"`
 }
 
 // updatePackage is PATCH /api/v1/packages/{id}.
@@ -55,6 +57,10 @@ func (h *handlers) updatePackage(c *gin.Context) {
 	}
 	if err := decodeJSON(c, h.maxJSON, &req); err != nil {
 		_ = c.Error(err)
+		return
+	}
+	if req.Encryption != nil {
+		_ = c.Error(app.Invalid("encryption is fixed when the package is created"))
 		return
 	}
 	expires, err := parseTime("expires_at", req.ExpiresAt)

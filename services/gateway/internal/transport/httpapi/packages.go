@@ -41,6 +41,8 @@ type packageResponse struct {
 	PasswordProtected bool `json:"password_protected"`
 	MaxDownloads      *int `json:"max_downloads"`
 	NotifyOwner       bool `json:"notify_owner"`
+	// Encryption: SPEC "End-to-end encryption (age)".
+	Encryption string `json:"encryption"`
 	// Recipients: SPEC "Several recipients" (recipient_email and recipient_name are
 	// the first's).
 	Recipients []recipientResponse `json:"recipients"`
@@ -68,6 +70,10 @@ type fileResponse struct {
 	Scan          string     `json:"scan"`
 	ScanSignature *string    `json:"scan_signature"`
 	ScannedAt     *time.Time `json:"scanned_at"`
+	// Encrypted and Manifest: SPEC "End-to-end encryption (age)" (the manifest is the
+	// base64 of the uploader's encrypted manifest entry, null for none).
+	Encrypted bool    `json:"encrypted"`
+	Manifest  *string `json:"manifest"`
 }
 
 func toPackageResponse(p app.Package) packageResponse {
@@ -78,7 +84,7 @@ func toPackageResponse(p app.Package) packageResponse {
 		FinalizedAt: utcPtr(p.FinalizedAt), ExpiresAt: p.ExpiresAt.UTC(), RevokedAt: utcPtr(p.RevokedAt),
 		LinkUseCount: p.LinkUseCount, LinkLastUsedAt: utcPtr(p.LinkLastUsedAt),
 		PasswordProtected: p.PasswordProtected(), MaxDownloads: p.MaxDownloads, NotifyOwner: p.NotifyOwner,
-		Recipients: toRecipientResponses(p.Recipients),
+		Recipients: toRecipientResponses(p.Recipients), Encryption: encryptionOf(p),
 	}
 }
 
@@ -95,6 +101,7 @@ func toFileResponse(f app.File) fileResponse {
 		ID: f.ID.String(), Filename: f.Filename, Size: f.Size, ContentType: f.ContentType, SHA256: f.SHA256,
 		UploadedBy: string(f.UploadedBy), RecipientID: uuidString(f.RecipientID), CreatedAt: f.CreatedAt.UTC(), DownloadCount: f.DownloadCount,
 		Scan: string(f.Scan), ScanSignature: scanSignature(f), ScannedAt: utcPtr(f.ScannedAt),
+		Encrypted: f.Encrypted, Manifest: fileManifest(f),
 	}
 }
 
@@ -147,6 +154,7 @@ type createPackageRequest struct {
 	Password       *string               `json:"password"`
 	MaxDownloads   *int                  `json:"max_downloads"`
 	NotifyOwner    *bool                 `json:"notify_owner"`
+	Encryption     *string               `json:"encryption"`
 }
 
 func (h *handlers) createPackage(c *gin.Context) {
@@ -331,6 +339,7 @@ func (h *handlers) withUpload(c *gin.Context, store func(app.Upload) (app.File, 
 	// The whole body may be the file plus a little multipart framing.
 	body := http.MaxBytesReader(c.Writer, c.Request.Body, h.maxFileSize+1<<20)
 	mr := multipart.NewReader(body, params["boundary"])
+	manifest := ""
 	for {
 		part, err := mr.NextPart()
 		if errors.Is(err, io.EOF) {
@@ -343,6 +352,20 @@ func (h *handlers) withUpload(c *gin.Context, store func(app.Upload) (app.File, 
 			}
 			return app.File{}, &app.Error{Kind: app.KindBadRequest, Detail: "malformed multipart body"}
 		}
+		if part.FormName() == "manifest" {
+			// An encrypted file request's upload carries its own manifest entry, before
+			// the file part (SPEC "End-to-end encryption (age)").
+			b, err := io.ReadAll(io.LimitReader(part, maxManifestField+1))
+			part.Close()
+			if err != nil {
+				return app.File{}, &app.Error{Kind: app.KindBadRequest, Detail: "malformed multipart body"}
+			}
+			if len(b) > maxManifestField {
+				return app.File{}, app.Invalid("manifest must be at most %d bytes (decoded)", app.MaxFileManifest)
+			}
+			manifest = string(b)
+			continue
+		}
 		if part.FormName() != "file" {
 			part.Close()
 			continue
@@ -350,7 +373,7 @@ func (h *handlers) withUpload(c *gin.Context, store func(app.Upload) (app.File, 
 		// The raw filename: Part.FileName would strip a path and hide "../" from the check.
 		_, dp, _ := mime.ParseMediaType(part.Header.Get("Content-Disposition"))
 		defer part.Close()
-		return store(app.Upload{Filename: dp["filename"], ContentType: part.Header.Get("Content-Type"), Body: part})
+		return store(app.Upload{Filename: dp["filename"], ContentType: part.Header.Get("Content-Type"), Body: part, Manifest: manifest})
 	}
 }
 

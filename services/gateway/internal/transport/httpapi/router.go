@@ -127,6 +127,7 @@ func New(d Deps) (*gin.Engine, error) {
 	links.GET("/files/:file_id", h.downloadViaLink)
 	links.HEAD("/files/:file_id", h.downloadViaLink)
 	links.GET("/archive", h.archiveViaLink)
+	links.GET("/manifest", h.linkManifest)
 	links.POST("/files", uploads, h.uploadViaLink)
 	links.POST("/unlock", h.unlockLink)
 
@@ -148,6 +149,8 @@ func New(d Deps) (*gin.Engine, error) {
 	authed.GET("/me/tokens", h.listTokens)
 	authed.POST("/me/tokens", h.createToken)
 	authed.DELETE("/me/tokens/:id", h.deleteToken)
+	authed.GET("/me/key", h.getKey)
+	authed.PUT("/me/key", h.putKey)
 
 	authed.GET("/packages", h.listPackages)
 	authed.POST("/packages", h.createPackage)
@@ -157,6 +160,8 @@ func New(d Deps) (*gin.Engine, error) {
 	authed.POST("/packages/:id/files", uploads, h.uploadFile)
 	authed.GET("/packages/:id/files/:file_id/content", h.downloadFile)
 	authed.DELETE("/packages/:id/files/:file_id", h.removeFile)
+	authed.GET("/packages/:id/manifest", h.getManifest)
+	authed.PUT("/packages/:id/manifest", h.putManifest)
 	authed.POST("/packages/:id/finalize", h.finalizePackage)
 	authed.POST("/packages/:id/revoke", h.revokePackage)
 	authed.POST("/packages/:id/recipients", h.addRecipient)

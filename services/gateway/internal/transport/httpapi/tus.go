@@ -105,7 +105,7 @@ func (h *handlers) tusCreate(target func(*gin.Context) (transfers.TusTarget, err
 			return
 		}
 		res, err := h.resumable.Create(c.Request.Context(), t, transfers.NewTusUpload{
-			Length: length, Filename: meta["filename"], ContentType: meta["filetype"],
+			Length: length, Filename: meta["filename"], ContentType: meta["filetype"], Manifest: meta["manifest"],
 		})
 		if err != nil {
 			if withBody {
@@ -278,7 +278,8 @@ func isChunkType(ct string) bool {
 }
 
 // parseMetadata reads Upload-Metadata: comma-separated "key base64value" pairs (a key
-// may come alone). filename is required.
+// may come alone). filename is required, but for end-to-end encrypted packages
+// (transfers.Resumable.Create says so).
 func parseMetadata(h string) (map[string]string, error) {
 	out := map[string]string{}
 	for pair := range strings.SplitSeq(h, ",") {
@@ -292,9 +293,6 @@ func parseMetadata(h string) (map[string]string, error) {
 			return nil, app.Invalid("Upload-Metadata must be comma-separated \"key base64value\" pairs")
 		}
 		out[key] = string(b)
-	}
-	if out["filename"] == "" {
-		return nil, app.Invalid("Upload-Metadata needs a filename")
 	}
 	return out, nil
 }
