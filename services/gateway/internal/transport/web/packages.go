@@ -178,6 +178,10 @@ func (w *Web) createFromForm(c *gin.Context, dir app.Direction) (app.Package, bo
 		in.MaxDownloads = &n
 	}
 	in.NotifyOwner = ptr(form["notify_owner"] == "1")
+	// End-to-end encryption (the send form's box): the keys stay in the browser.
+	if form["encryption"] = c.PostForm("encryption"); form["encryption"] != "" {
+		in.Encryption = ptr(form["encryption"])
+	}
 	p, err := w.packages.Create(c.Request.Context(), u, client(c), in)
 	if field, msg, ok := recipientError(err); ok {
 		v.Errors = map[string]string{field: msg}
