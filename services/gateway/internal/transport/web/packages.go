@@ -205,6 +205,8 @@ func (w *Web) createFromForm(c *gin.Context, dir app.Direction) (app.Package, bo
 		in.MaxDownloads = &n
 	}
 	in.NotifyOwner = ptr(form["notify_owner"] == "1")
+	// End-to-end encryption (the send form's box, the request form's option): the keys
+	// stay in the browser.
 	if form["encryption"] != "" {
 		in.Encryption = ptr(form["encryption"])
 	}

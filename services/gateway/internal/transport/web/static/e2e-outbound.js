@@ -89,7 +89,9 @@
   }
 
   // blobChunks turns the ciphertext stream into Blobs of about 1 MiB, which tus's
-  // stream source joins and slices without copying.
+  // stream source joins and slices without copying. It keeps encrypting up to
+  // readAhead Blobs ahead of tus, so the next chunk is ready while a PATCH is sent.
+  var readAhead = 16;
   function blobChunks(stream) {
     var parts = [];
     var held = 0;
@@ -100,7 +102,7 @@
         if (held >= 1 << 20) { c.enqueue(new Blob(parts)); parts = []; held = 0; }
       },
       flush: function (c) { if (held > 0) c.enqueue(new Blob(parts)); }
-    }));
+    }, undefined, new CountQueuingStrategy({ highWaterMark: readAhead })));
   }
 
   function ownerKey(pkg, fileCount) {
