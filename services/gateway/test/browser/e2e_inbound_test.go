@@ -126,11 +126,11 @@ func (tb *tab) inboundDownload(sel string) []byte {
 }
 
 // cutOnce starts a TCP proxy to target that passes what clients send at
-// bytesPerSecond and, once cutAfter bytes went through from the clients, cuts the
-// connection that carries them and refuses new ones for 1.5 s, once: a network that
-// goes away in the middle of an upload, at a point the test chooses. (Chromium sends a
-// request again by itself when a reused connection breaks, so the cut alone can go
-// unnoticed by the page.)
+// bytesPerSecond and, once cutAfter bytes went through from the clients, cuts every
+// connection and refuses new ones for 1.5 s, once: a network that goes away in the
+// middle of an upload, at a point the test chooses. (Chromium sends a request again by
+// itself when a reused connection breaks, on another open one or a new one, so cutting
+// one connection alone can go unnoticed by the page.)
 func cutOnce(t *testing.T, target string, bytesPerSecond, cutAfter int) string {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -141,6 +141,7 @@ func cutOnce(t *testing.T, target string, bytesPerSecond, cutAfter int) string {
 	var mu sync.Mutex
 	total, cut := 0, false
 	var down time.Time // until when the network stays away after the cut
+	conns := map[net.Conn]bool{}
 	go func() {
 		for {
 			c, err := ln.Accept()
@@ -149,13 +150,21 @@ func cutOnce(t *testing.T, target string, bytesPerSecond, cutAfter int) string {
 			}
 			mu.Lock()
 			away := time.Now().Before(down)
+			if !away {
+				conns[c] = true
+			}
 			mu.Unlock()
 			if away {
 				c.Close()
 				continue
 			}
 			go func() {
-				defer c.Close()
+				defer func() {
+					c.Close()
+					mu.Lock()
+					delete(conns, c)
+					mu.Unlock()
+				}()
 				up, err := net.Dial("tcp", target)
 				if err != nil {
 					return
@@ -171,7 +180,12 @@ func cutOnce(t *testing.T, target string, bytesPerSecond, cutAfter int) string {
 						total += n
 						now := !cut && total >= cutAfter
 						if now {
+							// Every connection goes, idle ones too: Chromium would send
+							// the request again on one of those.
 							cut, down = true, time.Now().Add(1500*time.Millisecond)
+							for o := range conns {
+								o.Close()
+							}
 						}
 						mu.Unlock()
 						if now {
