@@ -490,6 +490,27 @@ func TestE2EInboundRequest(t *testing.T) {
 		t.Fatalf("Lock left the names on the page:\n%s", names)
 	}
 
+	// Replacing the key wants the warning ticked; afterwards the request's files,
+	// sealed to the old key, say so after the new passphrase.
+	const newPassphrase = "a brand new passphrase"
+	owner.open("/account")
+	owner.waitJS("the key section", `document.getElementById('e2e-key').getAttribute('data-state') === 'some'`)
+	owner.do(chromedp.Click(css("#e2e-replace-details summary")),
+		chromedp.SendKeys(css("#e2e-new-pass"), newPassphrase), chromedp.SendKeys(css("#e2e-new-pass2"), newPassphrase),
+		chromedp.Click(css("#e2e-replace-button")))
+	owner.waitJS("the unticked warning", `(document.querySelector('#e2e-replace .field-error').textContent || '').includes('earlier requests')`)
+	owner.do(chromedp.Click(css("#e2e-replace-ack")), chromedp.Click(css("#e2e-replace-button")))
+	owner.waitJS("the new key", `document.getElementById('e2e-public-key').value.startsWith('age1') && document.getElementById('e2e-public-key').value !== `+jsString(pub))
+	owner.open("/packages/" + pkgID)
+	owner.do(chromedp.WaitVisible(css("#e2e-unlock")), chromedp.SendKeys(css("#e2e-unlock-pass"), newPassphrase), chromedp.Click(css("#e2e-unlock-button")))
+	owner.waitJS("the files under the new key", `document.getElementById('e2e-files').getAttribute('data-names') === '1'`)
+	if n := run(owner, chromedp.Evaluate[int](`document.querySelectorAll('tr[data-e2e="other-key"]').length`)); n != 2 {
+		t.Fatalf("%d files say they are sealed to another key after the key was replaced, want 2", n)
+	}
+	if msg := owner.text("#e2e-unlock-status"); !strings.Contains(msg, "another key") {
+		t.Fatalf("after replacing the key the page says %q", msg)
+	}
+
 	// Throughput, measured in the same run: one 32 MiB file through a plain request
 	// and through the encrypted one, from the same browser, straight to the gateway.
 	owner.open("/request")
