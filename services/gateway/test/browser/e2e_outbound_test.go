@@ -353,6 +353,11 @@ func TestEndToEndOutbound(t *testing.T) {
 	if k := sender.value("#e2e-key-value"); !strings.HasSuffix(link, "#"+k) {
 		t.Fatalf("the package page's key %q is not the link's", k)
 	}
+	// and its downloads decrypt too.
+	sdl := sender.downloadsTo(t)
+	if p, st := sdl.click(`#files-table tr[data-file-id="`+files[1].id+`"] a[data-e2e-download]`, time.Minute); st != browser.DownloadProgressStateCompleted || fileSHA(t, p) != sum256(files[1].data) {
+		t.Fatalf("the owner's decrypted download: %s", st)
+	}
 	// The archive of an encrypted package is the browser's job.
 	token := link[strings.LastIndex(link, "/p/")+3 : strings.Index(link, "#")]
 	if st, body := rawGet(t, api, "/api/v1/links/"+token+"/archive"); st != http.StatusConflict {
