@@ -1,6 +1,7 @@
 package browser
 
 import (
+	"archive/zip"
 	"bytes"
 	"context"
 	"crypto/rand"
@@ -478,6 +479,32 @@ func TestE2EInboundRequest(t *testing.T) {
 			t.Fatalf("the owner's download of %s: %d bytes that differ from the original", name, len(got))
 		}
 	}
+	// Through the shared download service worker (decrypting to disk as it comes),
+	// not the in-memory fallback.
+	if !run(other, chromedp.Evaluate[bool](`navigator.serviceWorker.getRegistration('/e2e/').then(r => !!(r && r.active))`, chromedp.EvalAwaitPromise)) {
+		t.Fatal("the downloads did not go through the service worker")
+	}
+	// Download all: one zip made in the browser, with the real names.
+	zipped := other.inboundDownload("#e2e-download-all")
+	zr, err := zip.NewReader(bytes.NewReader(zipped), int64(len(zipped)))
+	if err != nil {
+		t.Fatalf("Download all gave no zip: %v", err)
+	}
+	if len(zr.File) != len(originals) {
+		t.Fatalf("the zip has %d entries, want %d", len(zr.File), len(originals))
+	}
+	for _, zf := range zr.File {
+		rc, err := zf.Open()
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, _ := io.ReadAll(rc)
+		rc.Close()
+		if inboundSum(got) != originals[zf.Name] {
+			t.Fatalf("the zip's %q differs from the original", zf.Name)
+		}
+	}
+
 	// The key stays open in this tab across a reload (sessionStorage), and Lock
 	// forgets it.
 	other.open("/packages/" + pkgID)
