@@ -384,6 +384,7 @@ func TestE2EInboundRequest(t *testing.T) {
 	}
 	defer db.Close(context.Background())
 	seen := map[string]bool{}
+	objects, objectKeys := map[string][]byte{}, map[string]string{} // by the file's real name
 	for _, f := range files {
 		f := f.(map[string]any)
 		name, _ := f["filename"].(string)
@@ -438,6 +439,8 @@ func TestE2EInboundRequest(t *testing.T) {
 			}
 		}
 		seen[entry.Name] = true
+		objects[entry.Name] = stored
+		objectKeys[entry.Name] = objectKey
 	}
 	if len(seen) != 2 {
 		t.Fatalf("the manifests name %v", seen)
@@ -504,6 +507,20 @@ func TestE2EInboundRequest(t *testing.T) {
 			t.Fatalf("the zip's %q differs from the original", zf.Name)
 		}
 	}
+
+	// A stored object changed behind the server's back fails age's authentication:
+	// the page says the file was altered and saves nothing.
+	tampered := bytes.Clone(objects["letter.txt"])
+	tampered[len(tampered)-100] ^= 1
+	if _, err := sys.store.Client.PutObject(ctx, sys.store.Bucket, objectKeys["letter.txt"], bytes.NewReader(tampered), int64(len(tampered)), minio.PutObjectOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	other.do(chromedp.Click(css(`#files-table tr[data-name='letter.txt'] a.e2e-download`)))
+	other.waitJS("the altered file's failure", `document.querySelector("#files-table tr[data-name='letter.txt']").getAttribute('data-download') === 'error'`)
+	if msg := other.text(`#files-table tr[data-name='letter.txt'] .e2e-state`); !strings.Contains(msg, "altered") {
+		t.Fatalf("the altered file's download says %q", msg)
+	}
+	other.shot("e2e-inbound-owner-altered")
 
 	// The key stays open in this tab across a reload (sessionStorage), and Lock
 	// forgets it.
