@@ -419,6 +419,27 @@ func TestEndToEndOutbound(t *testing.T) {
 		t.Fatalf("zip entries = %v", got)
 	}
 
+	// A package an API client made without a manifest (SPEC allows it): the page shows
+	// the neutral names and still decrypts with the link's key.
+	goID, _ := age.GenerateX25519Identity()
+	goPlain := []byte("made by a script\n")
+	var goCipher bytes.Buffer
+	gw, _ := age.Encrypt(&goCipher, goID.Recipient())
+	_, _ = gw.Write(goPlain)
+	_ = gw.Close()
+	bare := api.Must("POST", "/api/v1/packages", map[string]any{"title": "No manifest", "recipient_email": "bob@example.com", "encryption": "age"}, http.StatusCreated)
+	bareFile := api.Upload("/api/v1/packages/"+bare["id"].(string)+"/files", "x", goCipher.Bytes())
+	bareLink := api.Must("POST", "/api/v1/packages/"+bare["id"].(string)+"/finalize", nil, http.StatusOK)["magic_link"].(string)
+	bob.open(bareLink + "#" + goID.String())
+	bob.waitJS("the opened files", `document.querySelector('#e2e-link[data-e2e-state=open]')`)
+	bsel := `#files li[data-file-id="` + bareFile["id"].(string) + `"]`
+	if got := bob.text(bsel + " .file-name"); got != "file-1.age" {
+		t.Fatalf("a file without a manifest is shown as %q", got)
+	}
+	if p, st := dl.click(bsel+" [data-e2e-download]", time.Minute); st != browser.DownloadProgressStateCompleted || fileSHA(t, p) != sum256(goPlain) {
+		t.Fatalf("download without a manifest: %s", st)
+	}
+
 	// A wrong key, and no key: said clearly, nothing shown.
 	other, _ := age.GenerateX25519Identity()
 	eve := newTab(t, bctx, sys.base, chromedp.WithNewBrowserContext())
@@ -443,6 +464,8 @@ func TestEndToEndOutbound(t *testing.T) {
 	key, obj := sys.object(t, victim.id)
 	obj[len(obj)/2] ^= 0x01
 	sys.putObject(t, key, obj)
+	bob.open(link)
+	bob.waitJS("the opened files", `document.querySelector('#e2e-link[data-e2e-state=open]')`)
 	sel := `#files li[data-file-id="` + victim.id + `"]`
 	_, state = dl.click(sel+" [data-e2e-download]", time.Minute)
 	if state == browser.DownloadProgressStateCompleted {

@@ -201,9 +201,10 @@
         tr.setAttribute("data-name", m.name);
       }
       if (!a) return;
+      // Without the key here the link gives the ciphertext (for age -d).
+      if (!oentry) return;
       a.addEventListener("click", function (e) {
         e.preventDefault();
-        if (!oentry) return;
         var st = tr.querySelector(".file-status");
         E2E.saveViaWorker({ url: a.getAttribute("data-e2e-download"), name: m ? m.name : a.textContent, size: m ? m.size : null, key: oentry },
           function (ev) { report(st, ev, m ? m.size : 0); }).catch(function (err) { report(st, { type: "error", kind: err.kind, message: err.message }); });
@@ -276,8 +277,8 @@
         }
         var btn = li.querySelector("[data-e2e-download]");
         if (btn) btn.disabled = false;
-        // Unique names inside the zip.
-        var name = m ? m.name : li.querySelector(".file-name").textContent;
+        // Unique names inside the zip; without a manifest the neutral name less ".age".
+        var name = m ? m.name : li.querySelector(".file-name").textContent.replace(/\.age$/, "");
         var n = 1, base = name;
         while (names[name]) { n++; name = base.replace(/(\.[^.]*)?$/, " (" + n + ")$1"); }
         names[name] = true;
