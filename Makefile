@@ -51,9 +51,12 @@ bench: check-modules assets ## measure speed against baselines of the same run (
 	@bash scripts/dev.sh bench bash -c 'cd bench && $(GO) run ./cmd/shipbench -o "$(CURDIR)/.run/bench.md" $(BENCH_FLAGS)'
 
 # test-faults: the fault scenarios of bench/faults (build tag faults: real processes
-# killed and restarted under load; their figures also go to .run/faults.md), then each
-# fuzz target for FUZZTIME. FAULTS_FLAGS go to go test, e.g. FAULTS_FLAGS="-run SMTP" or
-# FAULTS_FLAGS="-args -load 4s"; FUZZTIME=0 skips the fuzzing.
+# killed and restarted under load; their figures also go to .run/faults.md), the browser's
+# decryption of a 2 GiB end-to-end encrypted file to disk with its memory bounded
+# (services/gateway/test/browser TestEndToEndLargeDownload with SHIPFILE_E2E_LARGE=2GiB,
+# ~2 min on 2 cores; make test runs it with 256 MiB), then each fuzz target for FUZZTIME.
+# FAULTS_FLAGS go to go test, e.g. FAULTS_FLAGS="-run SMTP" or FAULTS_FLAGS="-args -load 4s";
+# FUZZTIME=0 skips the fuzzing.
 FUZZTIME ?= 20s
 FAULTS_FLAGS ?=
 FUZZ_TARGETS := \
@@ -67,6 +70,8 @@ test-faults: check-modules assets ## kill and restart real processes under load 
 	@bash scripts/dev.sh infra >/dev/null
 	@bash scripts/dev.sh exec bash -c 'cd bench/faults && SHIPFILE_FAULTS_REPORT="$(CURDIR)/.run/faults.md" \
 		$(GO) test -tags faults -count=1 -timeout 6m -v $(FAULTS_FLAGS)'
+	@bash scripts/dev.sh exec bash -c 'cd services/gateway && SHIPFILE_E2E_LARGE=2GiB \
+		$(GO) test -count=1 -timeout 8m -run "^TestEndToEndLargeDownload$$" -v ./test/browser 2>&1 | grep -v "^ *{\"time\""; exit $${PIPESTATUS[0]}'
 	@if [ "$(FUZZTIME)" != 0 ]; then for t in $(FUZZ_TARGETS); do \
 		echo "==> fuzz $${t#*:} ($(FUZZTIME))"; \
 		bash scripts/dev.sh exec $(GO) test -run '^$$' -fuzz "^$${t#*:}$$" -fuzztime $(FUZZTIME) "./$${t%%:*}" \

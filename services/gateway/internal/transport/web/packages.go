@@ -118,6 +118,9 @@ type packageFormData struct {
 	Direction app.Direction
 	MinTTL    int
 	MaxTTL    int
+	// HasKey: the user has an encryption key, so a file request may be encrypted end
+	// to end (SPEC "End-to-end encryption (age)").
+	HasKey bool
 }
 
 func (w *Web) sendForm(c *gin.Context) {
@@ -128,10 +131,25 @@ func (w *Web) sendForm(c *gin.Context) {
 }
 
 func (w *Web) requestForm(c *gin.Context) {
+	hasKey, err := w.hasKey(c)
+	if err != nil {
+		_ = c.Error(err)
+		return
+	}
 	w.render(c, http.StatusOK, "package_new", view{
 		Title: "Request files", Section: "request", Form: map[string]string{"ttl_days": strconv.Itoa(app.DefaultTTLDays), "notify_owner": "1"},
-		D: packageFormData{Direction: app.Inbound, MinTTL: app.MinTTLDays, MaxTTL: app.MaxTTLDays},
+		D: packageFormData{Direction: app.Inbound, MinTTL: app.MinTTLDays, MaxTTL: app.MaxTTLDays, HasKey: hasKey},
 	})
+}
+
+// hasKey reports whether the signed-in user has an encryption key (PUT /api/v1/me/key).
+func (w *Web) hasKey(c *gin.Context) (bool, error) {
+	u, _ := currentUser(c)
+	_, err := w.packages.Key(c.Request.Context(), u)
+	if app.KindOf(err) == app.KindNotFound {
+		return false, nil
+	}
+	return err == nil, err
 }
 
 // createFromForm validates the form and creates the package. On bad input it
@@ -146,9 +164,18 @@ func (w *Web) createFromForm(c *gin.Context, dir app.Direction) (app.Package, bo
 	form["password"] = c.PostForm("password") // kept as typed: spaces count
 	form["notify_owner"] = c.PostForm("notify_owner")
 	form["more_recipients"] = c.PostForm("more_recipients")
+	form["encryption"] = c.PostForm("encryption")
 	title := map[app.Direction]string{app.Outbound: "Send files", app.Inbound: "Request files"}[dir]
 	v := view{Title: title, Section: map[app.Direction]string{app.Outbound: "send", app.Inbound: "request"}[dir], Form: form,
 		D: packageFormData{Direction: dir, MinTTL: app.MinTTLDays, MaxTTL: app.MaxTTLDays}}
+	if dir == app.Inbound {
+		hasKey, err := w.hasKey(c)
+		if err != nil {
+			_ = c.Error(err)
+			return app.Package{}, false
+		}
+		v.D = packageFormData{Direction: dir, MinTTL: app.MinTTLDays, MaxTTL: app.MaxTTLDays, HasKey: hasKey}
+	}
 	in := packages.NewPackage{
 		Title: ptr(form["title"]), RecipientEmail: ptr(form["recipient_email"]), RecipientName: ptr(form["recipient_name"]),
 		Note: ptr(form["note"]), Direction: ptr(string(dir)),
@@ -179,13 +206,18 @@ func (w *Web) createFromForm(c *gin.Context, dir app.Direction) (app.Package, bo
 		in.MaxDownloads = &n
 	}
 	in.NotifyOwner = ptr(form["notify_owner"] == "1")
+	// End-to-end encryption (the send form's box, the request form's option): the keys
+	// stay in the browser.
+	if form["encryption"] != "" {
+		in.Encryption = ptr(form["encryption"])
+	}
 	p, err := w.packages.Create(c.Request.Context(), u, client(c), in)
 	if field, msg, ok := recipientError(err); ok {
 		v.Errors = map[string]string{field: msg}
 		w.render(c, http.StatusUnprocessableEntity, "package_new", v)
 		return app.Package{}, false
 	}
-	if fe, msg, ok := formErrors(err, packageFields...); ok {
+	if fe, msg, ok := formErrors(err, append(packageFields, "encryption")...); ok {
 		v.Errors, v.Error = fe, msg
 		w.render(c, http.StatusUnprocessableEntity, "package_new", v)
 		return app.Package{}, false
@@ -347,6 +379,9 @@ func (w *Web) showPackageForm(c *gin.Context, id uuid.UUID, status int, errMsg s
 		UploadURL: "/api/v1/packages/" + p.ID.String() + "/files", TusURL: "/api/v1/packages/" + p.ID.String() + "/uploads"}
 	for i, f := range files {
 		d.Files[i] = packageFile{File: f}
+		if f.Manifest != nil {
+			d.Files[i].ManifestB64 = base64.StdEncoding.EncodeToString(f.Manifest)
+		}
 		if left := f.DownloadsLeft(p.MaxDownloads); left != nil && *left == 0 {
 			d.Files[i].LimitReached = true
 		}
@@ -375,6 +410,9 @@ func (w *Web) showPackageForm(c *gin.Context, id uuid.UUID, status int, errMsg s
 type packageFile struct {
 	app.File
 	LimitReached bool // the link's download limit is reached for it
+	// ManifestB64 is the file's encrypted manifest entry (standard base64), which the
+	// owner's browser decrypts to the file's name, type and size; "" for none.
+	ManifestB64 string
 }
 
 // datetimeLocal is the value format of an <input type="datetime-local"> (read as UTC).

@@ -19,6 +19,9 @@ type recipientData struct {
 	Files       []recipientFile
 	Token       string
 	MaxFileSize int64
+	// PublicKey is the owner's age public key an encrypted request's uploads are
+	// encrypted to in the browser ("" otherwise).
+	PublicKey string
 }
 
 // recipientFile is a file on the recipient's page with the downloads the link has left
@@ -75,7 +78,7 @@ func (w *Web) recipient(c *gin.Context) {
 		_ = c.Error(err)
 		return
 	}
-	d := recipientData{Package: p, Token: token, MaxFileSize: w.cfg.MaxFileSize, Files: make([]recipientFile, len(files))}
+	d := recipientData{Package: p, Token: token, MaxFileSize: w.cfg.MaxFileSize, Files: make([]recipientFile, len(files)), PublicKey: p.OwnerPublicKey}
 	for i, f := range files {
 		d.Files[i] = recipientFile{File: f, Held: scanHeld(w.packages.LinkScanCheck(f))}
 		if left := f.DownloadsLeft(p.MaxDownloads); left != nil {

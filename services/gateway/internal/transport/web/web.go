@@ -108,6 +108,7 @@ const maxFormBytes = 64 << 10
 func (w *Web) Mount(r *gin.Engine) {
 	r.GET(staticPrefix+"/*file", w.static)
 	r.HEAD(staticPrefix+"/*file", w.static)
+	r.GET(swPath, w.serviceWorker)
 
 	g := r.Group("", w.oidcFormAction, w.load)
 	g.GET("/", w.requireUser, w.dashboard)

@@ -130,6 +130,12 @@
     }
 
     function send(job) {
+      // An end-to-end encrypted zone (static/e2e-*.js set zone.shipfileEncrypt) sends
+      // ciphertext only, and only through tus: see sendEncrypted.
+      if (zone.shipfileEncrypt || zone.hasAttribute("data-e2e")) {
+        sendEncrypted(job);
+        return;
+      }
       if (window.tus && window.tus.isSupported && zone.hasAttribute("data-tus-url")) {
         sendTus(job);
         return;
@@ -175,7 +181,38 @@
     // the last, the upload goes on when the browser is back online.
     var tusRetryDelays = [0, 1000, 2000, 3000, 5000, 5000, 10000, 10000, 20000, 30000];
 
-    function sendTus(job) {
+    // sendEncrypted asks the zone's shipfileEncrypt(file) for the encrypted upload
+    // ({input: a stream reader of the ciphertext, uploadSize, chunkSize, metadata,
+    // onUploaded(fileId) → Promise}) and sends it with tus. Resumable within the page
+    // (tus retries from the server's offset within the chunk it holds); a reload starts
+    // the file over, since the file key is not kept.
+    function sendEncrypted(job) {
+      var r = job.row;
+      if (!(window.tus && window.tus.isSupported && zone.hasAttribute("data-tus-url"))) {
+        fail(r, "this browser cannot upload encrypted files (no resumable uploads)");
+        busy = false;
+        next();
+        return;
+      }
+      if (!zone.shipfileEncrypt) {
+        fail(r, "encryption is not ready in this page (reload it)");
+        busy = false;
+        next();
+        return;
+      }
+      r.li.setAttribute("data-state", "encrypting");
+      r.li.setAttribute("data-encrypted", "1");
+      r.stats.textContent = "encrypting…";
+      Promise.resolve().then(function () { return zone.shipfileEncrypt(job.file); }).then(function (enc) {
+        sendTus(job, enc);
+      }, function (err) {
+        fail(r, (err && err.message) || String(err));
+        busy = false;
+        next();
+      });
+    }
+
+    function sendTus(job, enc) {
       var file = job.file, r = job.row;
       var start = performance.now();
       var startBytes = -1;
@@ -184,7 +221,7 @@
       if (zone.hasAttribute("data-csrf")) headers["X-CSRF-Token"] = csrf;
       r.li.setAttribute("data-state", "uploading");
       r.li.setAttribute("data-transport", "tus");
-      var upload = new window.tus.Upload(file, {
+      var opts = {
         endpoint: zone.getAttribute("data-tus-url"),
         headers: headers,
         metadata: { filename: file.name, filetype: file.type || "application/octet-stream" },
@@ -207,17 +244,26 @@
           r.li.setAttribute("data-sent", String(sent));
           r.stats.textContent = human(sent) + " of " + human(total) + " · " + human(Math.max(sent - startBytes, 0) / secs) + "/s";
         },
-        onSuccess: function () {
+        onSuccess: function (payload) {
           if (settled) return;
           settled = true;
           var secs = Math.max((performance.now() - start) / 1000, 0.001);
-          ok++;
-          r.bar.max = 1;
-          r.bar.value = 1;
-          r.li.setAttribute("data-state", "done");
-          r.stats.textContent = "uploaded · " + human(file.size) + " in " + secs.toFixed(1) + " s · " + human(file.size / secs) + "/s";
-          busy = false;
-          next();
+          var finish = function () {
+            ok++;
+            r.bar.max = 1;
+            r.bar.value = 1;
+            r.li.setAttribute("data-state", "done");
+            r.stats.textContent = "uploaded" + (enc ? " encrypted" : "") + " · " + human(file.size) + " in " + secs.toFixed(1) + " s · " + human(file.size / secs) + "/s";
+            busy = false;
+            next();
+          };
+          if (!enc || !enc.onUploaded) { finish(); return; }
+          var res = payload && payload.lastResponse;
+          Promise.resolve(enc.onUploaded(res ? res.getHeader("Shipfile-File-Id") : "")).then(finish, function (err) {
+            fail(r, (err && err.message) || String(err));
+            busy = false;
+            next();
+          });
         },
         onError: function (err) {
           var res = err.originalResponse;
@@ -239,7 +285,21 @@
           busy = false;
           next();
         }
-      });
+      };
+      if (enc) {
+        // Ciphertext: a stream of known length, held a chunk at a time for retries; no
+        // fingerprint (the same file encrypts to other bytes each time).
+        opts.uploadSize = enc.uploadSize;
+        opts.chunkSize = enc.chunkSize;
+        opts.metadata = enc.metadata;
+        opts.storeFingerprintForResuming = false;
+        opts.removeFingerprintOnSuccess = false;
+      }
+      var upload = new window.tus.Upload(enc ? enc.input : file, opts);
+      if (enc) {
+        upload.start();
+        return;
+      }
       upload.findPreviousUploads().then(function (previous) {
         if (previous.length > 0) {
           upload.resumeFromPreviousUpload(previous[0]);
