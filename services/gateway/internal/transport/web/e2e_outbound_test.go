@@ -40,6 +40,11 @@ func TestEncryptedSendPages(t *testing.T) {
 		t.Error("the request form loads the outbound script")
 	}
 
+	// An unknown scheme is bad input: the form again, nothing created.
+	bad := b.post("/send", url.Values{"recipient_email": {"bob@example.com"}, "title": {"Secret"}, "ttl_days": {"7"}, "encryption": {"rot13"}})
+	if bad.status != http.StatusUnprocessableEntity || e.count("packages") != 0 {
+		t.Fatalf("encryption=rot13: %d, %d packages", bad.status, e.count("packages"))
+	}
 	p := b.post("/send", url.Values{"recipient_email": {"bob@example.com"}, "title": {"Secret"}, "ttl_days": {"7"}, "encryption": {"age"}, "e2e_mode": {"key"}})
 	if p.status != http.StatusSeeOther {
 		t.Fatalf("send: %d %.500s", p.status, p.body)
