@@ -41,7 +41,7 @@ func (s *Packages) PutManifest(ctx context.Context, u app.User, client app.Clien
 		if p.State != app.StateDraft {
 			return app.Effects{}, app.Conflict("the manifest can only be set on a draft; the package is %s", p.State)
 		}
-		return app.Effects{Audit: []app.AuditEntry{userAudit(u, client, "package.manifest", id, nil)}}, nil
+		return app.Effects{Audit: []app.AuditEntry{app.UserAudit(u, client, "package.manifest", id, nil)}}, nil
 	})
 }
 

@@ -7,6 +7,7 @@ import (
 
 	"github.com/shipfile/shipfile/pkg/events"
 	"github.com/shipfile/shipfile/pkg/events/eventsv1"
+	"github.com/shipfile/shipfile/services/gateway/internal/app"
 )
 
 // envelope wraps an event payload with a fresh UUIDv7 id.
@@ -18,7 +19,7 @@ func envelope(typ string, fill func(e *eventsv1.Envelope)) *eventsv1.Envelope {
 
 // eventPackage is the package part of an event. Its recipient_email is the first
 // recipient's, or, for a package read through a link, that link's recipient's.
-func eventPackage(p Package) *eventsv1.Package {
+func eventPackage(p app.Package) *eventsv1.Package {
 	email := p.RecipientEmail
 	if p.Link != nil {
 		email = p.Link.Email
@@ -33,7 +34,7 @@ func eventPackage(p Package) *eventsv1.Package {
 	}.Proto()
 }
 
-func packageCreated(p Package) *eventsv1.Envelope {
+func packageCreated(p app.Package) *eventsv1.Envelope {
 	return envelope(events.TypePackageCreated, func(e *eventsv1.Envelope) {
 		e.Data = &eventsv1.Envelope_PackageCreated{PackageCreated: &eventsv1.PackageCreated{
 			Package: eventPackage(p), TtlDays: int32(p.TTLDays), ExpiresAt: timestamppb.New(p.ExpiresAt),
@@ -42,7 +43,7 @@ func packageCreated(p Package) *eventsv1.Envelope {
 	})
 }
 
-func packageFinalized(p Package) *eventsv1.Envelope {
+func packageFinalized(p app.Package) *eventsv1.Envelope {
 	return envelope(events.TypePackageFinalized, func(e *eventsv1.Envelope) {
 		e.Data = &eventsv1.Envelope_PackageFinalized{PackageFinalized: &eventsv1.PackageFinalized{
 			Package: eventPackage(p), FileCount: int32(p.FileCount), ExpiresAt: timestamppb.New(p.ExpiresAt),
@@ -53,14 +54,14 @@ func packageFinalized(p Package) *eventsv1.Envelope {
 
 // eventRecipients lists the recipients' addresses for a package with several, nil for
 // one (whose events stay as they were).
-func eventRecipients(p Package) []string {
+func eventRecipients(p app.Package) []string {
 	if !p.Several() {
 		return nil
 	}
 	return p.RecipientEmails()
 }
 
-func fileUploaded(p Package, f File) *eventsv1.Envelope {
+func fileUploaded(p app.Package, f app.File) *eventsv1.Envelope {
 	if f.RecipientID != nil && p.Link == nil {
 		if r, ok := p.Recipient(*f.RecipientID); ok {
 			p.Link = &r
@@ -73,7 +74,7 @@ func fileUploaded(p Package, f File) *eventsv1.Envelope {
 	})
 }
 
-func packageDownloaded(p Package, fileID, filename string) *eventsv1.Envelope {
+func packageDownloaded(p app.Package, fileID, filename string) *eventsv1.Envelope {
 	return envelope(events.TypePackageDownloaded, func(e *eventsv1.Envelope) {
 		e.Data = &eventsv1.Envelope_PackageDownloaded{PackageDownloaded: &eventsv1.PackageDownloaded{
 			Package: eventPackage(p), FileId: fileID, Filename: filename,
@@ -81,7 +82,7 @@ func packageDownloaded(p Package, fileID, filename string) *eventsv1.Envelope {
 	})
 }
 
-func packageRevoked(p Package, actor int64) *eventsv1.Envelope {
+func packageRevoked(p app.Package, actor int64) *eventsv1.Envelope {
 	return envelope(events.TypePackageRevoked, func(e *eventsv1.Envelope) {
 		ev := &eventsv1.PackageRevoked{Package: eventPackage(p), ActorUserId: actor}
 		if p.Several() {
@@ -94,7 +95,7 @@ func packageRevoked(p Package, actor int64) *eventsv1.Envelope {
 
 // recipientRevoked is the package.revoked of one recipient's link: recipient_email is
 // theirs and all_links false.
-func recipientRevoked(p Package, r Recipient, actor int64) *eventsv1.Envelope {
+func recipientRevoked(p app.Package, r app.Recipient, actor int64) *eventsv1.Envelope {
 	p.Link = &r
 	return envelope(events.TypePackageRevoked, func(e *eventsv1.Envelope) {
 		all := false
@@ -104,14 +105,14 @@ func recipientRevoked(p Package, r Recipient, actor int64) *eventsv1.Envelope {
 	})
 }
 
-func packageDeleted(p Package, actor int64) *eventsv1.Envelope {
+func packageDeleted(p app.Package, actor int64) *eventsv1.Envelope {
 	return envelope(events.TypePackageDeleted, func(e *eventsv1.Envelope) {
 		e.Data = &eventsv1.Envelope_PackageDeleted{PackageDeleted: &eventsv1.PackageDeleted{Package: eventPackage(p), ActorUserId: actor}}
 	})
 }
 
 // mailJob asks the mailer to send recipient r's e-mail carrying their magic link.
-func mailJob(p Package, r Recipient, owner User, link string) *eventsv1.MailJob {
+func mailJob(p app.Package, r app.Recipient, owner app.User, link string) *eventsv1.MailJob {
 	return &eventsv1.MailJob{
 		JobId:          events.NewEventID(),
 		Kind:           string(p.Direction),

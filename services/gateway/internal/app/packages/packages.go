@@ -22,22 +22,22 @@ import (
 // table and names the effects), saves the package and writes the effects in one
 // transaction; an error from the change rolls everything back.
 type Store interface {
-	CreatePackage(ctx context.Context, p Package, fx Effects) error
-	GetPackage(ctx context.Context, id uuid.UUID) (Package, error)
-	ListPackages(ctx context.Context, f PackageFilter) ([]Package, error)
+	CreatePackage(ctx context.Context, p app.Package, fx app.Effects) error
+	GetPackage(ctx context.Context, id uuid.UUID) (app.Package, error)
+	ListPackages(ctx context.Context, f app.PackageFilter) ([]app.Package, error)
 	// ListFiles and GetFile read files with what the link that hashes to linkHash has
 	// taken of their budgets and its downloads of them (nil: the owner's view, with
 	// every link's downloads).
-	ListFiles(ctx context.Context, packageID uuid.UUID, linkHash []byte) ([]File, error)
-	GetFile(ctx context.Context, packageID, fileID uuid.UUID, linkHash []byte) (File, error)
-	ChangePackage(ctx context.Context, id uuid.UUID, change func(p *Package) (Effects, error)) (Package, error)
-	AddFile(ctx context.Context, f File, change func(p *Package) (Effects, error)) (Package, error)
-	RemoveFile(ctx context.Context, packageID, fileID uuid.UUID, change func(p *Package, f File) (Effects, error)) error
-	DeletePackage(ctx context.Context, id uuid.UUID, change func(p *Package) (Effects, error)) (objectKeys []string, err error)
-	WriteEffects(ctx context.Context, fx Effects) error
-	ListAudit(ctx context.Context, f AuditFilter) ([]AuditEntry, error)
+	ListFiles(ctx context.Context, packageID uuid.UUID, linkHash []byte) ([]app.File, error)
+	GetFile(ctx context.Context, packageID, fileID uuid.UUID, linkHash []byte) (app.File, error)
+	ChangePackage(ctx context.Context, id uuid.UUID, change func(p *app.Package) (app.Effects, error)) (app.Package, error)
+	AddFile(ctx context.Context, f app.File, change func(p *app.Package) (app.Effects, error)) (app.Package, error)
+	RemoveFile(ctx context.Context, packageID, fileID uuid.UUID, change func(p *app.Package, f app.File) (app.Effects, error)) error
+	DeletePackage(ctx context.Context, id uuid.UUID, change func(p *app.Package) (app.Effects, error)) (objectKeys []string, err error)
+	WriteEffects(ctx context.Context, fx app.Effects) error
+	ListAudit(ctx context.Context, f app.AuditFilter) ([]app.AuditEntry, error)
 	ObjectsDeleted(ctx context.Context, keys []string) error
-	GetUser(ctx context.Context, id int64) (User, error)
+	GetUser(ctx context.Context, id int64) (app.User, error)
 	// ReserveObjectKey records (or renews) an object key before its bytes are stored;
 	// AddFile ends the reservation. A reservation older than SHIPFILE_ORPHAN_GRACE
 	// without a file row is an orphan the expiry service removes.
@@ -47,13 +47,13 @@ type Store interface {
 // Packages is the package service: drafts, files, finalizing, links, revoking, deleting.
 type Packages struct {
 	store     Store
-	objects   ObjectStore
-	limits    Limits
+	objects   app.ObjectStore
+	limits    app.Limits
 	publicURL string
 	now       func() time.Time
-	hasher    PasswordHasher
+	hasher    app.PasswordHasher
 	// scan is the malware scanning mode the link routes follow (UseScanMode; scan.go).
-	scan ScanMode
+	scan app.ScanMode
 	// reservationRenewal is ObjectReservationRenewal (shorter in tests).
 	reservationRenewal time.Duration
 	// endUploads ends a package's unfinished resumable uploads (set by transfers.NewResumable).
@@ -64,9 +64,9 @@ type Packages struct {
 }
 
 // NewPackages returns the package service.
-func NewPackages(store Store, objects ObjectStore, limits Limits, publicURL string) *Packages {
+func NewPackages(store Store, objects app.ObjectStore, limits app.Limits, publicURL string) *Packages {
 	return &Packages{store: store, objects: objects, limits: limits, publicURL: strings.TrimRight(publicURL, "/"), now: time.Now,
-		hasher: DirectHasher{}, reservationRenewal: ObjectReservationRenewal}
+		hasher: app.DirectHasher{}, reservationRenewal: ObjectReservationRenewal}
 }
 
 // UseClock makes the package service read the time from now instead of time.Now (a
@@ -78,7 +78,7 @@ type NewPackage struct {
 	Title          *string
 	RecipientEmail *string
 	RecipientName  *string
-	Recipients     *[]RecipientInput // nil: the one recipient of RecipientEmail
+	Recipients     *[]app.RecipientInput // nil: the one recipient of RecipientEmail
 	Direction      *string
 	TTLDays        *int
 	Note           *string
@@ -89,95 +89,95 @@ type NewPackage struct {
 }
 
 // Create validates and stores a draft package, with its package.created event.
-func (s *Packages) Create(ctx context.Context, owner User, client Client, in NewPackage) (Package, error) {
-	p := Package{
+func (s *Packages) Create(ctx context.Context, owner app.User, client app.Client, in NewPackage) (app.Package, error) {
+	p := app.Package{
 		OwnerUserID: owner.ID,
-		Direction:   Outbound,
-		State:       StateDraft,
-		TTLDays:     DefaultTTLDays,
+		Direction:   app.Outbound,
+		State:       app.StateDraft,
+		TTLDays:     app.DefaultTTLDays,
 	}
 	if in.Title == nil {
-		return Package{}, Invalid("title is required")
+		return app.Package{}, app.Invalid("title is required")
 	}
 	p.Title = *in.Title
-	if err := ValidateTitle(p.Title); err != nil {
-		return Package{}, err
+	if err := app.ValidateTitle(p.Title); err != nil {
+		return app.Package{}, err
 	}
 	if in.RecipientEmail == nil && in.Recipients == nil {
-		return Package{}, Invalid("recipient_email is required")
+		return app.Package{}, app.Invalid("recipient_email is required")
 	}
 	recipients, err := ResolveRecipients(in.Recipients, in.RecipientEmail, in.RecipientName)
 	if err != nil {
-		return Package{}, err
+		return app.Package{}, err
 	}
 	if in.Direction != nil {
-		p.Direction = Direction(*in.Direction)
-		if p.Direction != Outbound && p.Direction != Inbound {
-			return Package{}, Invalid("direction must be outbound or inbound")
+		p.Direction = app.Direction(*in.Direction)
+		if p.Direction != app.Outbound && p.Direction != app.Inbound {
+			return app.Package{}, app.Invalid("direction must be outbound or inbound")
 		}
 	}
 	if in.TTLDays != nil {
 		p.TTLDays = *in.TTLDays
-		if p.TTLDays < MinTTLDays || p.TTLDays > MaxTTLDays {
-			return Package{}, Invalid("ttl_days must be between %d and %d", MinTTLDays, MaxTTLDays)
+		if p.TTLDays < app.MinTTLDays || p.TTLDays > app.MaxTTLDays {
+			return app.Package{}, app.Invalid("ttl_days must be between %d and %d", app.MinTTLDays, app.MaxTTLDays)
 		}
 	}
 	if in.Note != nil {
 		p.Note = *in.Note
-		if err := ValidateNote(p.Note); err != nil {
-			return Package{}, err
+		if err := app.ValidateNote(p.Note); err != nil {
+			return app.Package{}, err
 		}
 	}
 	if err := ValidateMaxDownloads(in.MaxDownloads); err != nil {
-		return Package{}, err
+		return app.Package{}, err
 	}
 	p.MaxDownloads = in.MaxDownloads
 	p.NotifyOwner = in.NotifyOwner == nil || *in.NotifyOwner
 	p.Encryption = app.EncryptionNone
 	if in.Encryption != nil {
 		if p.Encryption, err = app.ValidateEncryption(*in.Encryption); err != nil {
-			return Package{}, err
+			return app.Package{}, err
 		}
 	}
-	if p.Encrypted() && p.Direction == Inbound {
+	if p.Encrypted() && p.Direction == app.Inbound {
 		if err := s.requireKey(ctx, owner); err != nil {
-			return Package{}, err
+			return app.Package{}, err
 		}
 	}
 	if in.Password != nil {
 		if err := ValidateLinkPassword(*in.Password); err != nil {
-			return Package{}, err
+			return app.Package{}, err
 		}
 		if p.PasswordHash, err = s.hasher.Hash(ctx, *in.Password); err != nil {
-			return Package{}, err
+			return app.Package{}, err
 		}
 	}
 	p.ID, err = uuid.NewV7()
 	if err != nil {
-		return Package{}, err
+		return app.Package{}, err
 	}
 	now := s.now().UTC().Truncate(time.Microsecond)
 	p.CreatedAt = now
 	p.ExpiresAt = now.Add(time.Duration(p.TTLDays) * 24 * time.Hour)
 	if recipients, err = withIDs(recipients, now); err != nil {
-		return Package{}, err
+		return app.Package{}, err
 	}
 	p.SetRecipients(recipients)
-	fx := Effects{
+	fx := app.Effects{
 		Events: []*eventsv1.Envelope{packageCreated(p)},
-		Audit:  []AuditEntry{userAudit(owner, client, "package.create", p.ID, nil)},
+		Audit:  []app.AuditEntry{app.UserAudit(owner, client, "package.create", p.ID, nil)},
 	}
 	if err := s.store.CreatePackage(ctx, p, fx); err != nil {
-		return Package{}, err
+		return app.Package{}, err
 	}
 	return p, nil
 }
 
 // Get returns a package the user may see, with its files.
-func (s *Packages) Get(ctx context.Context, u User, id uuid.UUID) (Package, []File, error) {
+func (s *Packages) Get(ctx context.Context, u app.User, id uuid.UUID) (app.Package, []app.File, error) {
 	p, err := s.visible(ctx, u, id)
 	if err != nil {
-		return Package{}, nil, err
+		return app.Package{}, nil, err
 	}
 	// With one recipient the owner sees the files through that link, as before there
 	// were several: the same counts, and what the link has taken of each budget.
@@ -190,7 +190,7 @@ func (s *Packages) Get(ctx context.Context, u User, id uuid.UUID) (Package, []Fi
 }
 
 // List returns a page of the packages the user may see, newest first.
-func (s *Packages) List(ctx context.Context, u User, f PackageFilter) ([]Package, error) {
+func (s *Packages) List(ctx context.Context, u app.User, f app.PackageFilter) ([]app.Package, error) {
 	if !u.IsAdmin() {
 		f.OwnerUserID = &u.ID
 	}
@@ -198,64 +198,64 @@ func (s *Packages) List(ctx context.Context, u User, f PackageFilter) ([]Package
 }
 
 // visible loads a package and checks that the user owns it or is an admin.
-func (s *Packages) visible(ctx context.Context, u User, id uuid.UUID) (Package, error) {
+func (s *Packages) visible(ctx context.Context, u app.User, id uuid.UUID) (app.Package, error) {
 	p, err := s.store.GetPackage(ctx, id)
 	if err != nil {
-		return Package{}, err
+		return app.Package{}, err
 	}
 	if err := mayManage(u, p); err != nil {
-		return Package{}, err
+		return app.Package{}, err
 	}
 	return p, nil
 }
 
-func mayManage(u User, p Package) error {
+func mayManage(u app.User, p app.Package) error {
 	if p.OwnerUserID != u.ID && !u.IsAdmin() {
-		return Forbidden("this package belongs to another user")
+		return app.Forbidden("this package belongs to another user")
 	}
 	return nil
 }
 
 // UploadAsOwner streams a file into a draft package the user may manage.
-func (s *Packages) UploadAsOwner(ctx context.Context, u User, client Client, id uuid.UUID, up Upload) (File, error) {
+func (s *Packages) UploadAsOwner(ctx context.Context, u app.User, client app.Client, id uuid.UUID, up app.Upload) (app.File, error) {
 	p, err := s.visible(ctx, u, id)
 	if err != nil {
-		return File{}, err
+		return app.File{}, err
 	}
-	return s.upload(ctx, p, up, ByOwner, OpOwnerUpload, userAudit(u, client, "file.upload", id, nil))
+	return s.upload(ctx, p, up, app.ByOwner, app.OpOwnerUpload, app.UserAudit(u, client, "file.upload", id, nil))
 }
 
 // upload checks what it can before taking the bytes, streams them to storage, then
 // records the file in one transaction that checks the state again. When the
 // transaction fails the stored object is removed, so no object outlives a failed
 // upload.
-func (s *Packages) upload(ctx context.Context, p Package, up Upload, by Uploader, op Op, audit AuditEntry) (File, error) {
+func (s *Packages) upload(ctx context.Context, p app.Package, up app.Upload, by app.Uploader, op app.Op, audit app.AuditEntry) (app.File, error) {
 	probe := p
 	if err := probe.Apply(op, s.now()); err != nil {
-		return File{}, err
+		return app.File{}, err
 	}
 	if p.FileCount >= s.limits.MaxFiles {
-		return File{}, Conflict("package already has the maximum of %d files", s.limits.MaxFiles)
+		return app.File{}, app.Conflict("package already has the maximum of %d files", s.limits.MaxFiles)
 	}
 	if s.openUploads != nil {
 		open, err := s.openUploads(ctx, p.ID)
 		if err != nil {
-			return File{}, err
+			return app.File{}, err
 		}
 		if p.FileCount+open >= s.limits.MaxFiles {
-			return File{}, Conflict("package already has the maximum of %d files, counting unfinished uploads", s.limits.MaxFiles)
+			return app.File{}, app.Conflict("package already has the maximum of %d files, counting unfinished uploads", s.limits.MaxFiles)
 		}
 	}
 	var manifest []byte
 	if up.Manifest != "" {
 		m, err := app.ParseFileManifest(up.Manifest)
 		if err != nil {
-			return File{}, err
+			return app.File{}, err
 		}
 		manifest = m
 	}
 	if err := app.CheckFileManifest(p, manifest); err != nil {
-		return File{}, err
+		return app.File{}, err
 	}
 	body := up.Body
 	if p.Encrypted() {
@@ -263,29 +263,29 @@ func (s *Packages) upload(ctx context.Context, p Package, up Upload, by Uploader
 		// an age file: checked before anything is stored.
 		var err error
 		if body, err = app.CheckAgeUpload(body); err != nil {
-			return File{}, err
+			return app.File{}, err
 		}
-	} else if err := ValidateFilename(up.Filename); err != nil {
-		return File{}, err
+	} else if err := app.ValidateFilename(up.Filename); err != nil {
+		return app.File{}, err
 	}
 	fileID, err := uuid.NewV7()
 	if err != nil {
-		return File{}, err
+		return app.File{}, err
 	}
-	f := File{
+	f := app.File{
 		ID:          fileID,
 		PackageID:   p.ID,
 		Filename:    up.Filename,
-		ContentType: NormalizeContentType(up.ContentType),
+		ContentType: app.NormalizeContentType(up.ContentType),
 		ObjectKey:   objectKey(p.ID, fileID),
 		UploadedBy:  by,
-		Scan:        ScanPending, // the column's default: the scanner records the verdict
+		Scan:        app.ScanPending, // the column's default: the scanner records the verdict
 		Manifest:    manifest,
 	}
 	if p.Encrypted() {
 		f.Filename, f.ContentType = "", "application/octet-stream" // named when recorded
 	}
-	if by == ByRecipient {
+	if by == app.ByRecipient {
 		f.RecipientID = audit.RecipientID // the link it comes through
 	}
 
@@ -294,7 +294,7 @@ func (s *Packages) upload(ctx context.Context, p Package, up Upload, by Uploader
 	body = limited
 	release, err := s.HoldObjectKey(ctx, f.ObjectKey)
 	if err != nil {
-		return File{}, err
+		return app.File{}, err
 	}
 	size, err := s.objects.Put(ctx, f.ObjectKey, body, f.ContentType)
 	release()
@@ -305,16 +305,16 @@ func (s *Packages) upload(ctx context.Context, p Package, up Upload, by Uploader
 	}
 	if err != nil {
 		if limited.over {
-			return File{}, &Error{Kind: KindTooLarge, Detail: fmt.Sprintf("file is larger than the limit of %d bytes", s.limits.MaxFileSize)}
+			return app.File{}, &app.Error{Kind: app.KindTooLarge, Detail: fmt.Sprintf("file is larger than the limit of %d bytes", s.limits.MaxFileSize)}
 		}
 		if limited.readErr != nil {
-			return File{}, &Error{Kind: KindBadRequest, Detail: "the upload broke off or is malformed: " + limited.readErr.Error()}
+			return app.File{}, &app.Error{Kind: app.KindBadRequest, Detail: "the upload broke off or is malformed: " + limited.readErr.Error()}
 		}
-		var ae *Error
+		var ae *app.Error
 		if errors.As(err, &ae) {
-			return File{}, err
+			return app.File{}, err
 		}
-		return File{}, fmt.Errorf("store object: %w", err)
+		return app.File{}, fmt.Errorf("store object: %w", err)
 	}
 	f.Size = size
 	f.SHA256 = fmt.Sprintf("%x", h.Sum(nil))
@@ -326,85 +326,85 @@ func (s *Packages) upload(ctx context.Context, p Package, up Upload, by Uploader
 		if rmErr := s.objects.Remove(context.WithoutCancel(ctx), f.ObjectKey); rmErr != nil {
 			err = errors.Join(err, fmt.Errorf("remove object after failed upload: %w", rmErr))
 		}
-		return File{}, err
+		return app.File{}, err
 	}
 	return recorded, nil
 }
 
 // addFileFunc records a stored file in its package's transaction (Store.AddFile,
 // or a store that also marks a resumable upload complete in it).
-type addFileFunc func(ctx context.Context, f File, change func(p *Package) (Effects, error)) (Package, error)
+type addFileFunc func(ctx context.Context, f app.File, change func(p *app.Package) (app.Effects, error)) (app.Package, error)
 
 // recordFile is the commit of every upload, multipart or resumable: in the package's
 // transaction it checks the state and the file count again, counts the file and writes
 // its audit entry and package.file_uploaded event.
 // The file as recorded (AsRecorded: an encrypted package's neutral name) is returned.
-func (s *Packages) recordFile(ctx context.Context, f File, op Op, audit AuditEntry, add addFileFunc) (File, error) {
+func (s *Packages) recordFile(ctx context.Context, f app.File, op app.Op, audit app.AuditEntry, add addFileFunc) (app.File, error) {
 	audit.FileID = &f.ID
-	if f.UploadedBy == ByRecipient && f.RecipientID == nil {
+	if f.UploadedBy == app.ByRecipient && f.RecipientID == nil {
 		f.RecipientID = audit.RecipientID // the link it came through
 	}
 	recorded := f
-	_, err := add(ctx, f, func(p *Package) (Effects, error) {
+	_, err := add(ctx, f, func(p *app.Package) (app.Effects, error) {
 		if err := p.Apply(op, s.now()); err != nil {
-			return Effects{}, err
+			return app.Effects{}, err
 		}
 		if p.FileCount >= s.limits.MaxFiles {
-			return Effects{}, Conflict("package already has the maximum of %d files", s.limits.MaxFiles)
+			return app.Effects{}, app.Conflict("package already has the maximum of %d files", s.limits.MaxFiles)
 		}
 		p.FileCount++
 		p.FileSeq++
 		p.TotalSize += f.Size
 		recorded = app.AsRecorded(f, *p)
-		return Effects{Events: []*eventsv1.Envelope{fileUploaded(*p, recorded)}, Audit: []AuditEntry{audit}}, nil
+		return app.Effects{Events: []*eventsv1.Envelope{fileUploaded(*p, recorded)}, Audit: []app.AuditEntry{audit}}, nil
 	})
 	if err != nil {
-		return File{}, err
+		return app.File{}, err
 	}
 	return recorded, nil
 }
 
 // OpenFile opens a file of a package the user may see, for the owner's download.
-func (s *Packages) OpenFile(ctx context.Context, u User, id, fileID uuid.UUID) (File, Object, error) {
+func (s *Packages) OpenFile(ctx context.Context, u app.User, id, fileID uuid.UUID) (app.File, app.Object, error) {
 	p, err := s.visible(ctx, u, id)
 	if err != nil {
-		return File{}, nil, err
+		return app.File{}, nil, err
 	}
-	if err := p.Apply(OpOwnerDownload, s.now()); err != nil {
-		return File{}, nil, err
+	if err := p.Apply(app.OpOwnerDownload, s.now()); err != nil {
+		return app.File{}, nil, err
 	}
 	return s.open(ctx, id, fileID)
 }
 
-func (s *Packages) open(ctx context.Context, id, fileID uuid.UUID) (File, Object, error) {
+func (s *Packages) open(ctx context.Context, id, fileID uuid.UUID) (app.File, app.Object, error) {
 	f, err := s.store.GetFile(ctx, id, fileID, nil)
 	if err != nil {
-		return File{}, nil, err
+		return app.File{}, nil, err
 	}
-	if f.Scan == ScanInfected {
-		return File{}, nil, ErrInfectedRemoved
+	if f.Scan == app.ScanInfected {
+		return app.File{}, nil, app.ErrInfectedRemoved
 	}
 	obj, err := s.objects.Open(ctx, f.ObjectKey)
 	if err != nil {
-		return File{}, nil, err
+		return app.File{}, nil, err
 	}
 	return f, obj, nil
 }
 
 // RemoveFile removes a file from a draft package.
-func (s *Packages) RemoveFile(ctx context.Context, u User, client Client, id, fileID uuid.UUID) error {
+func (s *Packages) RemoveFile(ctx context.Context, u app.User, client app.Client, id, fileID uuid.UUID) error {
 	if _, err := s.visible(ctx, u, id); err != nil {
 		return err
 	}
 	var key string
-	err := s.store.RemoveFile(ctx, id, fileID, func(p *Package, f File) (Effects, error) {
-		if err := p.Apply(OpRemoveFile, s.now()); err != nil {
-			return Effects{}, err
+	err := s.store.RemoveFile(ctx, id, fileID, func(p *app.Package, f app.File) (app.Effects, error) {
+		if err := p.Apply(app.OpRemoveFile, s.now()); err != nil {
+			return app.Effects{}, err
 		}
 		p.FileCount--
 		p.TotalSize -= f.Size
 		key = f.ObjectKey
-		return Effects{Audit: []AuditEntry{userAudit(u, client, "file.remove", id, &fileID)}}, nil
+		return app.Effects{Audit: []app.AuditEntry{app.UserAudit(u, client, "file.remove", id, &fileID)}}, nil
 	})
 	if err != nil {
 		return err
@@ -416,17 +416,17 @@ func (s *Packages) RemoveFile(ctx context.Context, u User, client Client, id, fi
 // Finalize seals a draft, mints one magic link per recipient and queues each their
 // e-mail. It returns the package and the links (the first recipient's first), which
 // are never available again.
-func (s *Packages) Finalize(ctx context.Context, u User, client Client, id uuid.UUID) (Package, []LinkMint, error) {
+func (s *Packages) Finalize(ctx context.Context, u app.User, client app.Client, id uuid.UUID) (app.Package, []app.LinkMint, error) {
 	current, err := s.visible(ctx, u, id)
 	if err != nil {
-		return Package{}, nil, err
+		return app.Package{}, nil, err
 	}
 	// The owner is read before the package's transaction: a read through the store
 	// inside it would need a second pool connection while holding the first, and
 	// enough concurrent finalizes would then wait on each other for good.
 	owner, err := s.store.GetUser(ctx, current.OwnerUserID)
 	if err != nil {
-		return Package{}, nil, err
+		return app.Package{}, nil, err
 	}
 	// Tokens for as many recipients as the package may have by the time its row is
 	// locked (a draft's recipients may change until then).
@@ -446,61 +446,61 @@ func (s *Packages) Finalize(ctx context.Context, u User, client Client, id uuid.
 		return nil
 	}
 	if err := mint(max(len(current.Recipients), 1)); err != nil {
-		return Package{}, nil, err
+		return app.Package{}, nil, err
 	}
-	var links []LinkMint
-	p, err := s.store.ChangePackage(ctx, id, func(p *Package) (Effects, error) {
-		if err := p.Apply(OpFinalize, s.now()); err != nil {
-			return Effects{}, err
+	var links []app.LinkMint
+	p, err := s.store.ChangePackage(ctx, id, func(p *app.Package) (app.Effects, error) {
+		if err := p.Apply(app.OpFinalize, s.now()); err != nil {
+			return app.Effects{}, err
 		}
-		if p.Direction == Outbound && p.FileCount == 0 {
-			return Effects{}, Conflict("package has no files")
+		if p.Direction == app.Outbound && p.FileCount == 0 {
+			return app.Effects{}, app.Conflict("package has no files")
 		}
 		if err := mint(len(p.Recipients)); err != nil {
-			return Effects{}, err
+			return app.Effects{}, err
 		}
 		now := s.now().UTC().Truncate(time.Microsecond)
 		p.FinalizedAt = &now
 		p.ExpiresAt = now.Add(time.Duration(p.TTLDays) * 24 * time.Hour)
-		fx := Effects{
+		fx := app.Effects{
 			Events: []*eventsv1.Envelope{packageFinalized(*p)},
-			Audit:  []AuditEntry{userAudit(u, client, "package.finalize", id, nil)},
+			Audit:  []app.AuditEntry{app.UserAudit(u, client, "package.finalize", id, nil)},
 		}
 		links = links[:0]
 		for i := range p.Recipients {
 			r := &p.Recipients[i]
-			r.LinkHash, r.LinkState = tokens[i].hash, LinkActive
+			r.LinkHash, r.LinkState = tokens[i].hash, app.LinkActive
 			link := s.publicURL + "/p/" + tokens[i].token
-			links = append(links, LinkMint{RecipientID: r.ID, Email: r.Email, MagicLink: link})
+			links = append(links, app.LinkMint{RecipientID: r.ID, Email: r.Email, MagicLink: link})
 			fx.Mail = append(fx.Mail, mailJob(*p, *r, owner, link))
 		}
 		return fx, nil
 	})
 	if err != nil {
-		return Package{}, nil, err
+		return app.Package{}, nil, err
 	}
 	return p, links, nil
 }
 
 // Revoke kills the active link of a package at once.
-func (s *Packages) Revoke(ctx context.Context, u User, client Client, id uuid.UUID) (Package, error) {
+func (s *Packages) Revoke(ctx context.Context, u app.User, client app.Client, id uuid.UUID) (app.Package, error) {
 	if _, err := s.visible(ctx, u, id); err != nil {
-		return Package{}, err
+		return app.Package{}, err
 	}
-	p, err := s.store.ChangePackage(ctx, id, func(p *Package) (Effects, error) {
-		if err := p.Apply(OpRevoke, s.now()); err != nil {
-			return Effects{}, err
+	p, err := s.store.ChangePackage(ctx, id, func(p *app.Package) (app.Effects, error) {
+		if err := p.Apply(app.OpRevoke, s.now()); err != nil {
+			return app.Effects{}, err
 		}
 		now := s.now().UTC().Truncate(time.Microsecond)
 		p.RevokedAt = &now
 		for i := range p.Recipients {
-			if r := &p.Recipients[i]; r.LinkState == LinkActive {
-				r.LinkState, r.RevokedAt = LinkRevoked, &now
+			if r := &p.Recipients[i]; r.LinkState == app.LinkActive {
+				r.LinkState, r.RevokedAt = app.LinkRevoked, &now
 			}
 		}
-		return Effects{
+		return app.Effects{
 			Events: []*eventsv1.Envelope{packageRevoked(*p, u.ID)},
-			Audit:  []AuditEntry{userAudit(u, client, "package.revoke", id, nil)},
+			Audit:  []app.AuditEntry{app.UserAudit(u, client, "package.revoke", id, nil)},
 		}, nil
 	})
 	if err == nil && s.endUploads != nil {
@@ -510,14 +510,14 @@ func (s *Packages) Revoke(ctx context.Context, u User, client Client, id uuid.UU
 }
 
 // Delete removes a package, its files and their objects for good.
-func (s *Packages) Delete(ctx context.Context, u User, client Client, id uuid.UUID) error {
+func (s *Packages) Delete(ctx context.Context, u app.User, client app.Client, id uuid.UUID) error {
 	if _, err := s.visible(ctx, u, id); err != nil {
 		return err
 	}
-	keys, err := s.store.DeletePackage(ctx, id, func(p *Package) (Effects, error) {
-		return Effects{
+	keys, err := s.store.DeletePackage(ctx, id, func(p *app.Package) (app.Effects, error) {
+		return app.Effects{
 			Events: []*eventsv1.Envelope{packageDeleted(*p, u.ID)},
-			Audit:  []AuditEntry{userAudit(u, client, "package.delete", id, nil)},
+			Audit:  []app.AuditEntry{app.UserAudit(u, client, "package.delete", id, nil)},
 		}, nil
 	})
 	if err != nil {
@@ -552,7 +552,7 @@ func (s *Packages) SweepDeletedObjects(ctx context.Context, keys []string) {
 }
 
 // Audit returns a page of the audit log (admins only; checked by the transport).
-func (s *Packages) Audit(ctx context.Context, f AuditFilter) ([]AuditEntry, error) {
+func (s *Packages) Audit(ctx context.Context, f app.AuditFilter) ([]app.AuditEntry, error) {
 	return s.store.ListAudit(ctx, f)
 }
 
@@ -583,7 +583,7 @@ type limitedReader struct {
 var errBodyFailed = errors.New("upload body failed")
 
 // ErrTooLarge is the read error of a body over its limit.
-var ErrTooLarge = &Error{Kind: KindTooLarge, Detail: "file too large"}
+var ErrTooLarge = &app.Error{Kind: app.KindTooLarge, Detail: "file too large"}
 
 func (l *limitedReader) Read(p []byte) (int, error) {
 	if l.left < 0 {
@@ -607,11 +607,11 @@ func (l *limitedReader) Read(p []byte) (int, error) {
 
 // UseScanMode sets the scanning mode the link routes follow (default off). Call it
 // before the service is used.
-func (s *Packages) UseScanMode(m ScanMode) { s.scan = m }
+func (s *Packages) UseScanMode(m app.ScanMode) { s.scan = m }
 
 // scanAllows is the one check of the link's download routes (a file, the archive):
 // nil when f may be served through the link under the service's scanning mode.
-func (s *Packages) scanAllows(f File) error { return ScanAllows(s.scan, f) }
+func (s *Packages) scanAllows(f app.File) error { return app.ScanAllows(s.scan, f) }
 
 // ScanOmitted lists the files of package id that the archive of its link leaves out
 // because of the scan (pending or failed in block mode, infected in any mode), with why,
@@ -624,14 +624,14 @@ func (s *Packages) ScanOmitted(ctx context.Context, id uuid.UUID) ([]string, err
 	}
 	var out []string
 	for _, f := range files {
-		if !LinkMayDownload(f) {
+		if !app.LinkMayDownload(f) {
 			continue
 		}
 		switch err := s.scanAllows(f); {
 		case err == nil:
-		case f.Scan == ScanInfected:
+		case f.Scan == app.ScanInfected:
 			out = append(out, f.Filename+" (malware found)")
-		case f.Scan == ScanPending:
+		case f.Scan == app.ScanPending:
 			out = append(out, f.Filename+" (being checked for malware)")
 		default:
 			out = append(out, f.Filename+" (could not be checked for malware)")
@@ -642,7 +642,7 @@ func (s *Packages) ScanOmitted(ctx context.Context, id uuid.UUID) ([]string, err
 
 // LinkScanCheck is scanAllows for the recipient's page: nil when the link serves f now,
 // else why not (ErrScanPending: "being checked", ErrInfected, ErrScanFailed).
-func (s *Packages) LinkScanCheck(f File) error { return s.scanAllows(f) }
+func (s *Packages) LinkScanCheck(f app.File) error { return s.scanAllows(f) }
 
 // linkTokenBytes is the size of a magic link's random token.
 const linkTokenBytes = 32

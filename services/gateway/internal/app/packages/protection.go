@@ -3,6 +3,8 @@ package packages
 import (
 	"time"
 	"unicode/utf8"
+
+	"github.com/shipfile/shipfile/services/gateway/internal/app"
 )
 
 // What the owner sets of a link's protection (SPEC "Protecting a link"): its password,
@@ -17,12 +19,12 @@ const (
 )
 
 // UseHasher makes the package service hash and check link passwords through h.
-func (s *Packages) UseHasher(h PasswordHasher) { s.hasher = h }
+func (s *Packages) UseHasher(h app.PasswordHasher) { s.hasher = h }
 
 // ValidateLinkPassword checks the length rule of a link password.
 func ValidateLinkPassword(pw string) error {
 	if n := utf8.RuneCountInString(pw); n < MinLinkPasswordLen || n > MaxLinkPasswordLen || !utf8.ValidString(pw) {
-		return Invalid("password must be %d to %d characters", MinLinkPasswordLen, MaxLinkPasswordLen)
+		return app.Invalid("password must be %d to %d characters", MinLinkPasswordLen, MaxLinkPasswordLen)
 	}
 	return nil
 }
@@ -30,7 +32,7 @@ func ValidateLinkPassword(pw string) error {
 // ValidateMaxDownloads checks a download limit (nil: none).
 func ValidateMaxDownloads(n *int) error {
 	if n != nil && (*n < MinMaxDownloads || *n > MaxMaxDownloads) {
-		return Invalid("max_downloads must be between %d and %d, or null", MinMaxDownloads, MaxMaxDownloads)
+		return app.Invalid("max_downloads must be between %d and %d, or null", MinMaxDownloads, MaxMaxDownloads)
 	}
 	return nil
 }
@@ -38,7 +40,7 @@ func ValidateMaxDownloads(n *int) error {
 // ValidateExpiry checks a new expires_at: in the future, at most MaxExpiryAhead from now.
 func ValidateExpiry(t, now time.Time) error {
 	if !t.After(now) || t.After(now.Add(MaxExpiryAhead)) {
-		return Invalid("expires_at must be in the future and at most 90 days from now")
+		return app.Invalid("expires_at must be in the future and at most 90 days from now")
 	}
 	return nil
 }

@@ -4,6 +4,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/shipfile/shipfile/services/gateway/internal/app"
 )
 
 func TestEditRules(t *testing.T) {
@@ -38,10 +40,10 @@ func TestEditRules(t *testing.T) {
 			t.Errorf("ValidateMaxDownloads(%v) = %v", c.n, err)
 		}
 	}
-	if err := (&Package{State: StateRevoked, ExpiresAt: now.Add(time.Hour)}).Apply(OpEdit, now); err == nil || !strings.Contains(err.Error(), "revoked") {
+	if err := (&app.Package{State: app.StateRevoked, ExpiresAt: now.Add(time.Hour)}).Apply(app.OpEdit, now); err == nil || !strings.Contains(err.Error(), "revoked") {
 		t.Errorf("edit of a revoked package: %v", err)
 	}
-	if err := (&Package{State: StateActive, ExpiresAt: now.Add(-time.Second)}).Apply(OpEdit, now); err == nil {
+	if err := (&app.Package{State: app.StateActive, ExpiresAt: now.Add(-time.Second)}).Apply(app.OpEdit, now); err == nil {
 		t.Error("edit of an overdue package allowed")
 	}
 }

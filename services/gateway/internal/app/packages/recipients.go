@@ -8,6 +8,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/shipfile/shipfile/pkg/events/eventsv1"
+	"github.com/shipfile/shipfile/services/gateway/internal/app"
 )
 
 // ResolveRecipients applies SPEC's rules to the recipient fields of a create (or an
@@ -15,68 +16,68 @@ import (
 // recipient_name name the one recipient; a list holds 1–50 entries with valid,
 // case-insensitively unique addresses, and recipient_email / recipient_name, when
 // given beside it, must name its first entry. The recipients it returns have no id.
-func ResolveRecipients(list *[]RecipientInput, email, name *string) ([]Recipient, error) {
+func ResolveRecipients(list *[]app.RecipientInput, email, name *string) ([]app.Recipient, error) {
 	if list == nil {
 		if email == nil {
-			return nil, Invalid("recipient_email (or recipients) is required")
+			return nil, app.Invalid("recipient_email (or recipients) is required")
 		}
-		e, err := NormalizeEmail(*email)
+		e, err := app.NormalizeEmail(*email)
 		if err != nil {
-			return nil, Invalid("recipient_email must be a valid e-mail address")
+			return nil, app.Invalid("recipient_email must be a valid e-mail address")
 		}
-		r := Recipient{Email: e}
+		r := app.Recipient{Email: e}
 		if name != nil {
-			if err := ValidateRecipientName(*name); err != nil {
+			if err := app.ValidateRecipientName(*name); err != nil {
 				return nil, err
 			}
 			r.Name = *name
 		}
-		return []Recipient{r}, nil
+		return []app.Recipient{r}, nil
 	}
-	if n := len(*list); n < MinRecipients || n > MaxRecipients {
-		return nil, Invalid("recipients must list %d to %d recipients", MinRecipients, MaxRecipients)
+	if n := len(*list); n < app.MinRecipients || n > app.MaxRecipients {
+		return nil, app.Invalid("recipients must list %d to %d recipients", app.MinRecipients, app.MaxRecipients)
 	}
-	out := make([]Recipient, 0, len(*list))
+	out := make([]app.Recipient, 0, len(*list))
 	seen := make(map[string]bool, len(*list))
 	for i, in := range *list {
 		if in.Email == nil {
-			return nil, Invalid("recipients[%d].email is required", i)
+			return nil, app.Invalid("recipients[%d].email is required", i)
 		}
-		e, err := NormalizeEmail(*in.Email)
+		e, err := app.NormalizeEmail(*in.Email)
 		if err != nil {
-			return nil, Invalid("recipients[%d].email must be a valid e-mail address", i)
+			return nil, app.Invalid("recipients[%d].email must be a valid e-mail address", i)
 		}
 		key := strings.ToLower(e)
 		if seen[key] {
-			return nil, Invalid("recipients[%d].email appears twice: each recipient once", i)
+			return nil, app.Invalid("recipients[%d].email appears twice: each recipient once", i)
 		}
 		seen[key] = true
-		r := Recipient{Email: e}
+		r := app.Recipient{Email: e}
 		if in.Name != nil {
-			if err := ValidateRecipientName(*in.Name); err != nil {
-				return nil, Invalid("recipients[%d].name must be at most %d characters without control characters or bidi overrides", i, MaxRecipientLen)
+			if err := app.ValidateRecipientName(*in.Name); err != nil {
+				return nil, app.Invalid("recipients[%d].name must be at most %d characters without control characters or bidi overrides", i, app.MaxRecipientLen)
 			}
 			r.Name = *in.Name
 		}
 		out = append(out, r)
 	}
 	if email != nil && !strings.EqualFold(strings.TrimSpace(*email), out[0].Email) {
-		return nil, Invalid("recipient_email must be the first entry of recipients")
+		return nil, app.Invalid("recipient_email must be the first entry of recipients")
 	}
 	if name != nil && *name != out[0].Name {
-		return nil, Invalid("recipient_name must be the name of the first entry of recipients")
+		return nil, app.Invalid("recipient_name must be the name of the first entry of recipients")
 	}
 	return out, nil
 }
 
 // withIDs gives each recipient a fresh id.
-func withIDs(rs []Recipient, now time.Time) ([]Recipient, error) {
+func withIDs(rs []app.Recipient, now time.Time) ([]app.Recipient, error) {
 	for i := range rs {
 		id, err := uuid.NewV7()
 		if err != nil {
 			return nil, err
 		}
-		rs[i].ID, rs[i].LinkState, rs[i].CreatedAt = id, LinkNone, now
+		rs[i].ID, rs[i].LinkState, rs[i].CreatedAt = id, app.LinkNone, now
 	}
 	return rs, nil
 }
@@ -84,53 +85,53 @@ func withIDs(rs []Recipient, now time.Time) ([]Recipient, error) {
 // AddRecipient adds a recipient to an active package the user may manage, mints their
 // link and e-mails it at once. It returns the package, the recipient and the link,
 // which is never available again.
-func (s *Packages) AddRecipient(ctx context.Context, u User, client Client, id uuid.UUID, in NewRecipient) (Package, Recipient, string, error) {
+func (s *Packages) AddRecipient(ctx context.Context, u app.User, client app.Client, id uuid.UUID, in app.NewRecipient) (app.Package, app.Recipient, string, error) {
 	current, err := s.visible(ctx, u, id)
 	if err != nil {
-		return Package{}, Recipient{}, "", err
+		return app.Package{}, app.Recipient{}, "", err
 	}
-	rs, err := ResolveRecipients(&[]RecipientInput{in}, nil, nil)
+	rs, err := ResolveRecipients(&[]app.RecipientInput{in}, nil, nil)
 	if err != nil {
-		return Package{}, Recipient{}, "", err
+		return app.Package{}, app.Recipient{}, "", err
 	}
 	owner, err := s.store.GetUser(ctx, current.OwnerUserID)
 	if err != nil {
-		return Package{}, Recipient{}, "", err
+		return app.Package{}, app.Recipient{}, "", err
 	}
 	token, hash, err := newLinkToken()
 	if err != nil {
-		return Package{}, Recipient{}, "", err
+		return app.Package{}, app.Recipient{}, "", err
 	}
 	link := s.publicURL + "/p/" + token
 	now := s.now().UTC().Truncate(time.Microsecond)
 	rs, err = withIDs(rs, now)
 	if err != nil {
-		return Package{}, Recipient{}, "", err
+		return app.Package{}, app.Recipient{}, "", err
 	}
 	r := rs[0]
-	r.LinkHash, r.LinkState = hash, LinkActive
-	p, err := s.store.ChangePackage(ctx, id, func(p *Package) (Effects, error) {
-		if p.State != StateActive {
-			return Effects{}, Conflict("recipients are added to an active package; this one is %s", p.State)
+	r.LinkHash, r.LinkState = hash, app.LinkActive
+	p, err := s.store.ChangePackage(ctx, id, func(p *app.Package) (app.Effects, error) {
+		if p.State != app.StateActive {
+			return app.Effects{}, app.Conflict("recipients are added to an active package; this one is %s", p.State)
 		}
-		if len(p.Recipients) >= MaxRecipients {
-			return Effects{}, Conflict("package already has the maximum of %d recipients", MaxRecipients)
+		if len(p.Recipients) >= app.MaxRecipients {
+			return app.Effects{}, app.Conflict("package already has the maximum of %d recipients", app.MaxRecipients)
 		}
 		for _, o := range p.Recipients {
 			if strings.EqualFold(o.Email, r.Email) {
-				return Effects{}, Conflict("%s is already a recipient of this package", r.Email)
+				return app.Effects{}, app.Conflict("%s is already a recipient of this package", r.Email)
 			}
 		}
 		p.SetRecipients(append(p.Recipients, r))
-		audit := userAudit(u, client, "recipient.add", id, nil)
+		audit := app.UserAudit(u, client, "recipient.add", id, nil)
 		audit.RecipientID = &r.ID
-		return Effects{
+		return app.Effects{
 			Mail:  []*eventsv1.MailJob{mailJob(*p, r, owner, link)},
-			Audit: []AuditEntry{audit},
+			Audit: []app.AuditEntry{audit},
 		}, nil
 	})
 	if err != nil {
-		return Package{}, Recipient{}, "", err
+		return app.Package{}, app.Recipient{}, "", err
 	}
 	return p, r, link, nil
 }
@@ -138,11 +139,11 @@ func (s *Packages) AddRecipient(ctx context.Context, u User, client Client, id u
 // RevokeRecipient ends one recipient's link of an active package at once; the other
 // links keep working. It fires package.revoked with that recipient's address and
 // all_links false.
-func (s *Packages) RevokeRecipient(ctx context.Context, u User, client Client, id, recipientID uuid.UUID) (Package, error) {
+func (s *Packages) RevokeRecipient(ctx context.Context, u app.User, client app.Client, id, recipientID uuid.UUID) (app.Package, error) {
 	if _, err := s.visible(ctx, u, id); err != nil {
-		return Package{}, err
+		return app.Package{}, err
 	}
-	return s.store.ChangePackage(ctx, id, func(p *Package) (Effects, error) {
+	return s.store.ChangePackage(ctx, id, func(p *app.Package) (app.Effects, error) {
 		i := -1
 		for j, r := range p.Recipients {
 			if r.ID == recipientID {
@@ -150,22 +151,22 @@ func (s *Packages) RevokeRecipient(ctx context.Context, u User, client Client, i
 			}
 		}
 		if i < 0 {
-			return Effects{}, NotFound("recipient")
+			return app.Effects{}, app.NotFound("recipient")
 		}
-		if p.State != StateActive {
-			return Effects{}, Conflict("only an active package's links can be revoked; this one is %s", p.State)
+		if p.State != app.StateActive {
+			return app.Effects{}, app.Conflict("only an active package's links can be revoked; this one is %s", p.State)
 		}
 		r := &p.Recipients[i]
-		if r.LinkState != LinkActive {
-			return Effects{}, Conflict("this recipient's link is %s", r.LinkState)
+		if r.LinkState != app.LinkActive {
+			return app.Effects{}, app.Conflict("this recipient's link is %s", r.LinkState)
 		}
 		now := s.now().UTC().Truncate(time.Microsecond)
-		r.LinkState, r.RevokedAt = LinkRevoked, &now
-		audit := userAudit(u, client, "recipient.revoke", id, nil)
+		r.LinkState, r.RevokedAt = app.LinkRevoked, &now
+		audit := app.UserAudit(u, client, "recipient.revoke", id, nil)
 		audit.RecipientID = &r.ID
-		return Effects{
+		return app.Effects{
 			Events: []*eventsv1.Envelope{recipientRevoked(*p, *r, u.ID)},
-			Audit:  []AuditEntry{audit},
+			Audit:  []app.AuditEntry{audit},
 		}, nil
 	})
 }

@@ -5,15 +5,17 @@ import (
 	"testing"
 
 	"github.com/google/uuid"
+
+	"github.com/shipfile/shipfile/services/gateway/internal/app"
 )
 
 func TestResolveRecipients(t *testing.T) {
 	t.Parallel()
 	s := func(v string) *string { return &v }
-	list := func(emails ...string) *[]RecipientInput {
-		out := make([]RecipientInput, len(emails))
+	list := func(emails ...string) *[]app.RecipientInput {
+		out := make([]app.RecipientInput, len(emails))
 		for i, e := range emails {
-			out[i] = RecipientInput{Email: s(e)}
+			out[i] = app.RecipientInput{Email: s(e)}
 		}
 		return &out
 	}
@@ -23,7 +25,7 @@ func TestResolveRecipients(t *testing.T) {
 	}
 	tests := []struct {
 		name        string
-		list        *[]RecipientInput
+		list        *[]app.RecipientInput
 		email, nm   *string
 		want        []string // the addresses; nil: 422
 		wantFirstNm string
@@ -34,20 +36,20 @@ func TestResolveRecipients(t *testing.T) {
 		{"a list", list("a@example.com", "b@example.com"), nil, nil, []string{"a@example.com", "b@example.com"}, ""},
 		{"a list and its first address in another case", list("a@example.com", "b@example.com"), s("A@Example.com"), nil, []string{"a@example.com", "b@example.com"}, ""},
 		{"a list and another address", list("a@example.com", "b@example.com"), s("b@example.com"), nil, nil, ""},
-		{"a list and another name", &[]RecipientInput{{Email: s("a@example.com"), Name: s("Ann")}}, nil, s("Bob"), nil, ""},
-		{"a list and its first name", &[]RecipientInput{{Email: s("a@example.com"), Name: s("Ann")}}, nil, s("Ann"), []string{"a@example.com"}, "Ann"},
+		{"a list and another name", &[]app.RecipientInput{{Email: s("a@example.com"), Name: s("Ann")}}, nil, s("Bob"), nil, ""},
+		{"a list and its first name", &[]app.RecipientInput{{Email: s("a@example.com"), Name: s("Ann")}}, nil, s("Ann"), []string{"a@example.com"}, "Ann"},
 		{"an empty list", list(), nil, nil, nil, ""},
 		{"50 recipients", list(fifty[:50]...), nil, nil, fifty[:50], ""},
 		{"51 recipients", list(fifty...), nil, nil, nil, ""},
 		{"the same address twice, another case", list("a@example.com", "A@EXAMPLE.COM"), nil, nil, nil, ""},
-		{"an entry without an address", &[]RecipientInput{{Name: s("Nobody")}}, nil, nil, nil, ""},
-		{"a bidi override in a name", &[]RecipientInput{{Email: s("a@example.com"), Name: s("A\u202eB")}}, nil, nil, nil, ""},
+		{"an entry without an address", &[]app.RecipientInput{{Name: s("Nobody")}}, nil, nil, nil, ""},
+		{"a bidi override in a name", &[]app.RecipientInput{{Email: s("a@example.com"), Name: s("A\u202eB")}}, nil, nil, nil, ""},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			got, err := ResolveRecipients(tc.list, tc.email, tc.nm)
 			if tc.want == nil {
-				if KindOf(err) != KindInvalid {
+				if app.KindOf(err) != app.KindInvalid {
 					t.Fatalf("got %v, %v; want 422", got, err)
 				}
 				return
@@ -70,9 +72,9 @@ func TestResolveRecipients(t *testing.T) {
 // bodies it always did; with several, the list and all_links come in.
 func TestEventsOfOneRecipientStayAsTheyWere(t *testing.T) {
 	t.Parallel()
-	ann := Recipient{ID: uuid.New(), Email: "ann@example.com"}
-	bob := Recipient{ID: uuid.New(), Email: "bob@example.com"}
-	one := Package{ID: uuid.New(), Title: "T", RecipientEmail: ann.Email, Recipients: []Recipient{ann}}
+	ann := app.Recipient{ID: uuid.New(), Email: "ann@example.com"}
+	bob := app.Recipient{ID: uuid.New(), Email: "bob@example.com"}
+	one := app.Package{ID: uuid.New(), Title: "T", RecipientEmail: ann.Email, Recipients: []app.Recipient{ann}}
 	if e := packageFinalized(one).GetPackageFinalized(); e.GetRecipients() != nil {
 		t.Fatalf("one recipient: recipients %v", e.GetRecipients())
 	}
@@ -83,7 +85,7 @@ func TestEventsOfOneRecipientStayAsTheyWere(t *testing.T) {
 		t.Fatal("one recipient: all_links set")
 	}
 	two := one
-	two.Recipients = []Recipient{ann, bob}
+	two.Recipients = []app.Recipient{ann, bob}
 	if e := packageFinalized(two).GetPackageFinalized(); strings.Join(e.GetRecipients(), ",") != "ann@example.com,bob@example.com" {
 		t.Fatalf("two recipients: %v", e.GetRecipients())
 	}
@@ -99,7 +101,7 @@ func TestEventsOfOneRecipientStayAsTheyWere(t *testing.T) {
 	if e := packageDownloaded(viaBob, "f", "a.txt").GetPackageDownloaded(); e.GetPackage().GetRecipientEmail() != "bob@example.com" {
 		t.Fatalf("download through bob's link: %v", e.GetPackage())
 	}
-	f := File{ID: uuid.New(), UploadedBy: ByRecipient, RecipientID: &bob.ID}
+	f := app.File{ID: uuid.New(), UploadedBy: app.ByRecipient, RecipientID: &bob.ID}
 	if e := fileUploaded(two, f).GetFileUploaded(); e.GetPackage().GetRecipientEmail() != "bob@example.com" {
 		t.Fatalf("bob's upload: %v", e.GetPackage())
 	}

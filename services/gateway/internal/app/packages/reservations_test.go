@@ -6,6 +6,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/shipfile/shipfile/services/gateway/internal/app"
 )
 
 // reservingStore records ReserveObjectKey calls; every other method of Store
@@ -34,7 +36,7 @@ func (s *reservingStore) count() int {
 // request's context is done: the commit decides), and no more after release.
 func TestHoldObjectKey(t *testing.T) {
 	st := &reservingStore{}
-	p := NewPackages(st, nil, Limits{}, "")
+	p := NewPackages(st, nil, app.Limits{}, "")
 	p.reservationRenewal = 10 * time.Millisecond
 	ctx, cancel := context.WithCancel(context.Background())
 	release, err := p.HoldObjectKey(ctx, "packages/a/b")

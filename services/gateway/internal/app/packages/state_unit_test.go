@@ -22,9 +22,10 @@ import (
 
 	"github.com/shipfile/shipfile/pkg/events"
 	"github.com/shipfile/shipfile/pkg/events/eventsv1"
+	"github.com/shipfile/shipfile/services/gateway/internal/app"
 )
 
-var allStates = []State{StateDraft, StateActive, StateRevoked, StateExpired}
+var allStates = []app.State{app.StateDraft, app.StateActive, app.StateRevoked, app.StateExpired}
 
 // fakeStore is the Store of the unit tests: packages and files in maps, the
 // effects each change wrote kept in order. A change that fails writes nothing, as the
@@ -34,10 +35,10 @@ type fakeStore struct {
 	Store
 	unlockAttempts
 	mu       sync.Mutex
-	packages map[uuid.UUID]Package
-	files    map[uuid.UUID][]File
-	users    map[int64]User
-	written  []Effects
+	packages map[uuid.UUID]app.Package
+	files    map[uuid.UUID][]app.File
+	users    map[int64]app.User
+	written  []app.Effects
 	uses     map[string]int  // by link hash
 	reserved map[string]bool // object keys reserved and not yet committed
 }
@@ -50,11 +51,11 @@ type unlockAttempts interface {
 }
 
 func newFakeStore() *fakeStore {
-	return &fakeStore{packages: map[uuid.UUID]Package{}, files: map[uuid.UUID][]File{}, users: map[int64]User{},
+	return &fakeStore{packages: map[uuid.UUID]app.Package{}, files: map[uuid.UUID][]app.File{}, users: map[int64]app.User{},
 		uses: map[string]int{}, reserved: map[string]bool{}}
 }
 
-func (s *fakeStore) CreatePackage(_ context.Context, p Package, fx Effects) error {
+func (s *fakeStore) CreatePackage(_ context.Context, p app.Package, fx app.Effects) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.packages[p.ID] = p
@@ -62,33 +63,33 @@ func (s *fakeStore) CreatePackage(_ context.Context, p Package, fx Effects) erro
 	return nil
 }
 
-func (s *fakeStore) GetPackage(_ context.Context, id uuid.UUID) (Package, error) {
+func (s *fakeStore) GetPackage(_ context.Context, id uuid.UUID) (app.Package, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	p, ok := s.packages[id]
 	if !ok {
-		return Package{}, NotFound("package")
+		return app.Package{}, app.NotFound("package")
 	}
 	return p, nil
 }
 
-func (s *fakeStore) GetUser(_ context.Context, id int64) (User, error) {
+func (s *fakeStore) GetUser(_ context.Context, id int64) (app.User, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	u, ok := s.users[id]
 	if !ok {
-		return User{}, NotFound("user")
+		return app.User{}, app.NotFound("user")
 	}
 	return u, nil
 }
 
-func (s *fakeStore) ListFiles(_ context.Context, id uuid.UUID, _ []byte) ([]File, error) {
+func (s *fakeStore) ListFiles(_ context.Context, id uuid.UUID, _ []byte) ([]app.File, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return slices.Clone(s.files[id]), nil
 }
 
-func (s *fakeStore) GetFile(_ context.Context, id, fileID uuid.UUID, _ []byte) (File, error) {
+func (s *fakeStore) GetFile(_ context.Context, id, fileID uuid.UUID, _ []byte) (app.File, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for _, f := range s.files[id] {
@@ -96,32 +97,32 @@ func (s *fakeStore) GetFile(_ context.Context, id, fileID uuid.UUID, _ []byte) (
 			return f, nil
 		}
 	}
-	return File{}, NotFound("file")
+	return app.File{}, app.NotFound("file")
 }
 
 // change runs fn on a copy of the package and keeps the copy and the effects only when
 // fn succeeds.
-func (s *fakeStore) change(id uuid.UUID, fn func(p *Package) (Effects, error)) (Package, error) {
+func (s *fakeStore) change(id uuid.UUID, fn func(p *app.Package) (app.Effects, error)) (app.Package, error) {
 	p, ok := s.packages[id]
 	if !ok {
-		return Package{}, NotFound("package")
+		return app.Package{}, app.NotFound("package")
 	}
 	fx, err := fn(&p)
 	if err != nil {
-		return Package{}, err
+		return app.Package{}, err
 	}
 	s.packages[id] = p
 	s.written = append(s.written, fx)
 	return p, nil
 }
 
-func (s *fakeStore) ChangePackage(_ context.Context, id uuid.UUID, fn func(p *Package) (Effects, error)) (Package, error) {
+func (s *fakeStore) ChangePackage(_ context.Context, id uuid.UUID, fn func(p *app.Package) (app.Effects, error)) (app.Package, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.change(id, fn)
 }
 
-func (s *fakeStore) AddFile(_ context.Context, f File, fn func(p *Package) (Effects, error)) (Package, error) {
+func (s *fakeStore) AddFile(_ context.Context, f app.File, fn func(p *app.Package) (app.Effects, error)) (app.Package, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	p, err := s.change(f.PackageID, fn)
@@ -176,22 +177,22 @@ func (s *fakeStore) ReserveObjectKey(_ context.Context, key string) error {
 	return nil
 }
 
-func (s *fakeStore) RemoveFile(_ context.Context, id, fileID uuid.UUID, fn func(p *Package, f File) (Effects, error)) error {
+func (s *fakeStore) RemoveFile(_ context.Context, id, fileID uuid.UUID, fn func(p *app.Package, f app.File) (app.Effects, error)) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	i := slices.IndexFunc(s.files[id], func(f File) bool { return f.ID == fileID })
+	i := slices.IndexFunc(s.files[id], func(f app.File) bool { return f.ID == fileID })
 	if i < 0 {
-		return NotFound("file")
+		return app.NotFound("file")
 	}
 	f := s.files[id][i]
-	_, err := s.change(id, func(p *Package) (Effects, error) { return fn(p, f) })
+	_, err := s.change(id, func(p *app.Package) (app.Effects, error) { return fn(p, f) })
 	if err == nil {
 		s.files[id] = slices.Delete(s.files[id], i, i+1)
 	}
 	return err
 }
 
-func (s *fakeStore) DeletePackage(_ context.Context, id uuid.UUID, fn func(p *Package) (Effects, error)) ([]string, error) {
+func (s *fakeStore) DeletePackage(_ context.Context, id uuid.UUID, fn func(p *app.Package) (app.Effects, error)) ([]string, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if _, err := s.change(id, fn); err != nil {
@@ -206,7 +207,7 @@ func (s *fakeStore) DeletePackage(_ context.Context, id uuid.UUID, fn func(p *Pa
 	return keys, nil
 }
 
-func (s *fakeStore) PackageByLink(_ context.Context, hash []byte) (Package, error) {
+func (s *fakeStore) PackageByLink(_ context.Context, hash []byte) (app.Package, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for _, p := range s.packages {
@@ -217,10 +218,10 @@ func (s *fakeStore) PackageByLink(_ context.Context, hash []byte) (Package, erro
 			}
 		}
 	}
-	return Package{}, NotFound("package")
+	return app.Package{}, app.NotFound("package")
 }
 
-func (s *fakeStore) RecordLinkUse(_ context.Context, hash []byte, fx Effects) error {
+func (s *fakeStore) RecordLinkUse(_ context.Context, hash []byte, fx app.Effects) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.uses[string(hash)]++
@@ -228,7 +229,7 @@ func (s *fakeStore) RecordLinkUse(_ context.Context, hash []byte, fx Effects) er
 	return nil
 }
 
-func (s *fakeStore) WriteEffects(_ context.Context, fx Effects) error {
+func (s *fakeStore) WriteEffects(_ context.Context, fx app.Effects) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.written = append(s.written, fx)
@@ -278,12 +279,12 @@ type nopCloser struct{ *bytes.Reader }
 
 func (nopCloser) Close() error { return nil }
 
-func (o *fakeObjects) Open(_ context.Context, key string) (Object, error) {
+func (o *fakeObjects) Open(_ context.Context, key string) (app.Object, error) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	b, ok := o.objs[key]
 	if !ok {
-		return nil, NotFound("object")
+		return nil, app.NotFound("object")
 	}
 	return nopCloser{bytes.NewReader(b)}, nil
 }
@@ -298,10 +299,10 @@ func (o *fakeObjects) Remove(_ context.Context, key string) error {
 // LinkOps is the recipient's side of the package service (app/links, which imports
 // this package): NewLinkOps is set by links_unit_test.go, an external test file.
 type LinkOps interface {
-	ViewLink(ctx context.Context, token string, client Client) (Package, []File, error)
-	DownloadViaLink(ctx context.Context, token string, client Client, fileID uuid.UUID, plan func(File) (Span, error)) (File, Span, Object, Finish, error)
-	ArchiveViaLink(ctx context.Context, token string, client Client) (Package, []File, func(File) (Object, error), ArchiveFinish, error)
-	UploadViaLink(ctx context.Context, token string, client Client, up Upload) (File, error)
+	ViewLink(ctx context.Context, token string, client app.Client) (app.Package, []app.File, error)
+	DownloadViaLink(ctx context.Context, token string, client app.Client, fileID uuid.UUID, plan func(app.File) (app.Span, error)) (app.File, app.Span, app.Object, app.Finish, error)
+	ArchiveViaLink(ctx context.Context, token string, client app.Client) (app.Package, []app.File, func(app.File) (app.Object, error), app.ArchiveFinish, error)
+	UploadViaLink(ctx context.Context, token string, client app.Client, up app.Upload) (app.File, error)
 }
 
 // NewLinkOps returns the link service on p and the fake store.
@@ -313,7 +314,7 @@ type unitFixture struct {
 	links   LinkOps
 	store   *fakeStore
 	objects *fakeObjects
-	owner   User
+	owner   app.User
 	now     time.Time
 }
 
@@ -322,11 +323,11 @@ func newUnitFixture(t *testing.T) *unitFixture {
 	f := &unitFixture{
 		store:   newFakeStore(),
 		objects: &fakeObjects{objs: map[string][]byte{}},
-		owner:   User{ID: 7, Email: "owner@example.com", Name: "Owner", Role: RoleRegular},
+		owner:   app.User{ID: 7, Email: "owner@example.com", Name: "Owner", Role: app.RoleRegular},
 		now:     time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC),
 	}
 	f.store.users[f.owner.ID] = f.owner
-	f.svc = NewPackages(f.store, f.objects, Limits{MaxFileSize: 1 << 20, MaxFiles: 3}, "https://files.example.com/")
+	f.svc = NewPackages(f.store, f.objects, app.Limits{MaxFileSize: 1 << 20, MaxFiles: 3}, "https://files.example.com/")
 	f.svc.now = func() time.Time { return f.now }
 	f.links = NewLinkOps(f.svc, f.store)
 	return f
@@ -334,16 +335,16 @@ func newUnitFixture(t *testing.T) *unitFixture {
 
 // draft creates a draft of the direction with n owner files (outbound only), and
 // forgets the effects of getting there.
-func (f *unitFixture) draft(t *testing.T, dir Direction, n int) Package {
+func (f *unitFixture) draft(t *testing.T, dir app.Direction, n int) app.Package {
 	t.Helper()
 	title, email, d := "Report", "bob@example.com", string(dir)
-	p, err := f.svc.Create(context.Background(), f.owner, Client{}, NewPackage{Title: &title, RecipientEmail: &email, Direction: &d})
+	p, err := f.svc.Create(context.Background(), f.owner, app.Client{}, NewPackage{Title: &title, RecipientEmail: &email, Direction: &d})
 	if err != nil {
 		t.Fatal(err)
 	}
 	for i := range n {
-		if _, err := f.svc.UploadAsOwner(context.Background(), f.owner, Client{}, p.ID,
-			Upload{Filename: fmt.Sprintf("f%d.txt", i), Body: strings.NewReader("hello")}); err != nil {
+		if _, err := f.svc.UploadAsOwner(context.Background(), f.owner, app.Client{}, p.ID,
+			app.Upload{Filename: fmt.Sprintf("f%d.txt", i), Body: strings.NewReader("hello")}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -351,7 +352,7 @@ func (f *unitFixture) draft(t *testing.T, dir Direction, n int) Package {
 	return f.get(t, p.ID)
 }
 
-func (f *unitFixture) get(t *testing.T, id uuid.UUID) Package {
+func (f *unitFixture) get(t *testing.T, id uuid.UUID) app.Package {
 	t.Helper()
 	p, err := f.store.GetPackage(context.Background(), id)
 	if err != nil {
@@ -362,24 +363,24 @@ func (f *unitFixture) get(t *testing.T, id uuid.UUID) Package {
 
 // inState returns a package brought to state through the service, with its link token
 // when it has one.
-func (f *unitFixture) inState(t *testing.T, dir Direction, state State) (Package, string) {
+func (f *unitFixture) inState(t *testing.T, dir app.Direction, state app.State) (app.Package, string) {
 	t.Helper()
 	ctx := context.Background()
 	p := f.draft(t, dir, 1)
 	var link string
-	if state != StateDraft {
-		_, links, err := f.svc.Finalize(ctx, f.owner, Client{}, p.ID)
+	if state != app.StateDraft {
+		_, links, err := f.svc.Finalize(ctx, f.owner, app.Client{}, p.ID)
 		if err != nil {
 			t.Fatal(err)
 		}
 		link = links[0].MagicLink
 	}
 	switch state {
-	case StateRevoked:
-		if _, err := f.svc.Revoke(ctx, f.owner, Client{}, p.ID); err != nil {
+	case app.StateRevoked:
+		if _, err := f.svc.Revoke(ctx, f.owner, app.Client{}, p.ID); err != nil {
 			t.Fatal(err)
 		}
-	case StateExpired:
+	case app.StateExpired:
 		f.now = f.get(t, p.ID).ExpiresAt // overdue: counts as expired at once
 	}
 	f.store.effects()
@@ -394,125 +395,125 @@ func TestUnitOperations(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	type result struct {
-		kind   Kind // KindInternal: no error
-		state  State
+		kind   app.Kind // KindInternal: no error
+		state  app.State
 		events []string
 		mails  []string
 		audit  []string
 	}
-	ok := KindInternal
+	ok := app.KindInternal
 	ops := []struct {
 		name string
-		dir  Direction
-		run  func(f *unitFixture, p Package, link string) error
-		want map[State]result
+		dir  app.Direction
+		run  func(f *unitFixture, p app.Package, link string) error
+		want map[app.State]result
 	}{
-		{"owner upload", Outbound, func(f *unitFixture, p Package, _ string) error {
-			_, err := f.svc.UploadAsOwner(ctx, f.owner, Client{}, p.ID, Upload{Filename: "more.txt", Body: strings.NewReader("x")})
+		{"owner upload", app.Outbound, func(f *unitFixture, p app.Package, _ string) error {
+			_, err := f.svc.UploadAsOwner(ctx, f.owner, app.Client{}, p.ID, app.Upload{Filename: "more.txt", Body: strings.NewReader("x")})
 			return err
-		}, map[State]result{
-			StateDraft:   {ok, StateDraft, []string{events.TypePackageFileUploaded}, nil, []string{"file.upload"}},
-			StateActive:  {KindConflict, StateActive, nil, nil, nil},
-			StateRevoked: {KindConflict, StateRevoked, nil, nil, nil},
-			StateExpired: {KindConflict, StateActive, nil, nil, nil},
+		}, map[app.State]result{
+			app.StateDraft:   {ok, app.StateDraft, []string{events.TypePackageFileUploaded}, nil, []string{"file.upload"}},
+			app.StateActive:  {app.KindConflict, app.StateActive, nil, nil, nil},
+			app.StateRevoked: {app.KindConflict, app.StateRevoked, nil, nil, nil},
+			app.StateExpired: {app.KindConflict, app.StateActive, nil, nil, nil},
 		}},
-		{"remove file", Outbound, func(f *unitFixture, p Package, _ string) error {
+		{"remove file", app.Outbound, func(f *unitFixture, p app.Package, _ string) error {
 			files, _ := f.store.ListFiles(ctx, p.ID, nil)
-			return f.svc.RemoveFile(ctx, f.owner, Client{}, p.ID, files[0].ID)
-		}, map[State]result{
-			StateDraft:   {ok, StateDraft, nil, nil, []string{"file.remove"}},
-			StateActive:  {KindConflict, StateActive, nil, nil, nil},
-			StateRevoked: {KindConflict, StateRevoked, nil, nil, nil},
-			StateExpired: {KindConflict, StateActive, nil, nil, nil},
+			return f.svc.RemoveFile(ctx, f.owner, app.Client{}, p.ID, files[0].ID)
+		}, map[app.State]result{
+			app.StateDraft:   {ok, app.StateDraft, nil, nil, []string{"file.remove"}},
+			app.StateActive:  {app.KindConflict, app.StateActive, nil, nil, nil},
+			app.StateRevoked: {app.KindConflict, app.StateRevoked, nil, nil, nil},
+			app.StateExpired: {app.KindConflict, app.StateActive, nil, nil, nil},
 		}},
-		{"finalize", Outbound, func(f *unitFixture, p Package, _ string) error {
-			_, _, err := f.svc.Finalize(ctx, f.owner, Client{}, p.ID)
+		{"finalize", app.Outbound, func(f *unitFixture, p app.Package, _ string) error {
+			_, _, err := f.svc.Finalize(ctx, f.owner, app.Client{}, p.ID)
 			return err
-		}, map[State]result{
-			StateDraft:   {ok, StateActive, []string{events.TypePackageFinalized}, []string{"outbound"}, []string{"package.finalize"}},
-			StateActive:  {KindConflict, StateActive, nil, nil, nil},
-			StateRevoked: {KindConflict, StateRevoked, nil, nil, nil},
-			StateExpired: {KindConflict, StateActive, nil, nil, nil},
+		}, map[app.State]result{
+			app.StateDraft:   {ok, app.StateActive, []string{events.TypePackageFinalized}, []string{"outbound"}, []string{"package.finalize"}},
+			app.StateActive:  {app.KindConflict, app.StateActive, nil, nil, nil},
+			app.StateRevoked: {app.KindConflict, app.StateRevoked, nil, nil, nil},
+			app.StateExpired: {app.KindConflict, app.StateActive, nil, nil, nil},
 		}},
-		{"revoke", Outbound, func(f *unitFixture, p Package, _ string) error {
-			_, err := f.svc.Revoke(ctx, f.owner, Client{}, p.ID)
+		{"revoke", app.Outbound, func(f *unitFixture, p app.Package, _ string) error {
+			_, err := f.svc.Revoke(ctx, f.owner, app.Client{}, p.ID)
 			return err
-		}, map[State]result{
-			StateDraft:   {KindConflict, StateDraft, nil, nil, nil},
-			StateActive:  {ok, StateRevoked, []string{events.TypePackageRevoked}, nil, []string{"package.revoke"}},
-			StateRevoked: {KindConflict, StateRevoked, nil, nil, nil},
-			StateExpired: {KindConflict, StateActive, nil, nil, nil},
+		}, map[app.State]result{
+			app.StateDraft:   {app.KindConflict, app.StateDraft, nil, nil, nil},
+			app.StateActive:  {ok, app.StateRevoked, []string{events.TypePackageRevoked}, nil, []string{"package.revoke"}},
+			app.StateRevoked: {app.KindConflict, app.StateRevoked, nil, nil, nil},
+			app.StateExpired: {app.KindConflict, app.StateActive, nil, nil, nil},
 		}},
-		{"delete", Outbound, func(f *unitFixture, p Package, _ string) error {
-			return f.svc.Delete(ctx, f.owner, Client{}, p.ID)
-		}, map[State]result{
-			StateDraft:   {ok, "", []string{events.TypePackageDeleted}, nil, []string{"package.delete"}},
-			StateActive:  {ok, "", []string{events.TypePackageDeleted}, nil, []string{"package.delete"}},
-			StateRevoked: {ok, "", []string{events.TypePackageDeleted}, nil, []string{"package.delete"}},
-			StateExpired: {ok, "", []string{events.TypePackageDeleted}, nil, []string{"package.delete"}},
+		{"delete", app.Outbound, func(f *unitFixture, p app.Package, _ string) error {
+			return f.svc.Delete(ctx, f.owner, app.Client{}, p.ID)
+		}, map[app.State]result{
+			app.StateDraft:   {ok, "", []string{events.TypePackageDeleted}, nil, []string{"package.delete"}},
+			app.StateActive:  {ok, "", []string{events.TypePackageDeleted}, nil, []string{"package.delete"}},
+			app.StateRevoked: {ok, "", []string{events.TypePackageDeleted}, nil, []string{"package.delete"}},
+			app.StateExpired: {ok, "", []string{events.TypePackageDeleted}, nil, []string{"package.delete"}},
 		}},
-		{"owner download", Outbound, func(f *unitFixture, p Package, _ string) error {
+		{"owner download", app.Outbound, func(f *unitFixture, p app.Package, _ string) error {
 			files, _ := f.store.ListFiles(ctx, p.ID, nil)
 			_, obj, err := f.svc.OpenFile(ctx, f.owner, p.ID, files[0].ID)
 			if obj != nil {
 				obj.Close()
 			}
 			return err
-		}, map[State]result{
-			StateDraft:   {ok, StateDraft, nil, nil, nil},
-			StateActive:  {ok, StateActive, nil, nil, nil},
-			StateRevoked: {ok, StateRevoked, nil, nil, nil},
-			StateExpired: {KindConflict, StateActive, nil, nil, nil},
+		}, map[app.State]result{
+			app.StateDraft:   {ok, app.StateDraft, nil, nil, nil},
+			app.StateActive:  {ok, app.StateActive, nil, nil, nil},
+			app.StateRevoked: {ok, app.StateRevoked, nil, nil, nil},
+			app.StateExpired: {app.KindConflict, app.StateActive, nil, nil, nil},
 		}},
-		{"view link", Outbound, func(f *unitFixture, _ Package, link string) error {
-			_, _, err := f.links.ViewLink(ctx, link, Client{})
+		{"view link", app.Outbound, func(f *unitFixture, _ app.Package, link string) error {
+			_, _, err := f.links.ViewLink(ctx, link, app.Client{})
 			return err
-		}, map[State]result{
-			StateDraft:   {KindGone, StateDraft, nil, nil, []string{"link.invalid"}},
-			StateActive:  {ok, StateActive, nil, nil, []string{"link.view"}},
-			StateRevoked: {KindGone, StateRevoked, nil, nil, []string{"link.invalid"}},
-			StateExpired: {KindGone, StateActive, nil, nil, []string{"link.invalid"}},
+		}, map[app.State]result{
+			app.StateDraft:   {app.KindGone, app.StateDraft, nil, nil, []string{"link.invalid"}},
+			app.StateActive:  {ok, app.StateActive, nil, nil, []string{"link.view"}},
+			app.StateRevoked: {app.KindGone, app.StateRevoked, nil, nil, []string{"link.invalid"}},
+			app.StateExpired: {app.KindGone, app.StateActive, nil, nil, []string{"link.invalid"}},
 		}},
-		{"download through the link", Outbound, func(f *unitFixture, p Package, link string) error {
+		{"download through the link", app.Outbound, func(f *unitFixture, p app.Package, link string) error {
 			files, _ := f.store.ListFiles(ctx, p.ID, nil)
-			_, _, obj, finish, err := f.links.DownloadViaLink(ctx, link, Client{}, files[0].ID, func(f File) (Span, error) { return WholeFile(f), nil })
+			_, _, obj, finish, err := f.links.DownloadViaLink(ctx, link, app.Client{}, files[0].ID, func(f app.File) (app.Span, error) { return app.WholeFile(f), nil })
 			if obj != nil {
 				obj.Close()
-				finish(Sent{Whole: true})
+				finish(app.Sent{Whole: true})
 			}
 			return err
-		}, map[State]result{
-			StateDraft:   {KindGone, StateDraft, nil, nil, []string{"link.invalid"}},
-			StateActive:  {ok, StateActive, []string{events.TypePackageDownloaded}, nil, []string{"file.download"}},
-			StateRevoked: {KindGone, StateRevoked, nil, nil, []string{"link.invalid"}},
-			StateExpired: {KindGone, StateActive, nil, nil, []string{"link.invalid"}},
+		}, map[app.State]result{
+			app.StateDraft:   {app.KindGone, app.StateDraft, nil, nil, []string{"link.invalid"}},
+			app.StateActive:  {ok, app.StateActive, []string{events.TypePackageDownloaded}, nil, []string{"file.download"}},
+			app.StateRevoked: {app.KindGone, app.StateRevoked, nil, nil, []string{"link.invalid"}},
+			app.StateExpired: {app.KindGone, app.StateActive, nil, nil, []string{"link.invalid"}},
 		}},
-		{"archive through the link", Outbound, func(f *unitFixture, _ Package, link string) error {
-			_, _, _, finish, err := f.links.ArchiveViaLink(ctx, link, Client{})
+		{"archive through the link", app.Outbound, func(f *unitFixture, _ app.Package, link string) error {
+			_, _, _, finish, err := f.links.ArchiveViaLink(ctx, link, app.Client{})
 			if finish != nil {
 				finish(nil)
 			}
 			return err
-		}, map[State]result{
-			StateDraft:   {KindGone, StateDraft, nil, nil, []string{"link.invalid"}},
-			StateActive:  {ok, StateActive, []string{events.TypePackageDownloaded}, nil, []string{"archive.download"}},
-			StateRevoked: {KindGone, StateRevoked, nil, nil, []string{"link.invalid"}},
-			StateExpired: {KindGone, StateActive, nil, nil, []string{"link.invalid"}},
+		}, map[app.State]result{
+			app.StateDraft:   {app.KindGone, app.StateDraft, nil, nil, []string{"link.invalid"}},
+			app.StateActive:  {ok, app.StateActive, []string{events.TypePackageDownloaded}, nil, []string{"archive.download"}},
+			app.StateRevoked: {app.KindGone, app.StateRevoked, nil, nil, []string{"link.invalid"}},
+			app.StateExpired: {app.KindGone, app.StateActive, nil, nil, []string{"link.invalid"}},
 		}},
-		{"recipient upload", Inbound, func(f *unitFixture, _ Package, link string) error {
-			_, err := f.links.UploadViaLink(ctx, link, Client{}, Upload{Filename: "signed.pdf", Body: strings.NewReader("%PDF")})
+		{"recipient upload", app.Inbound, func(f *unitFixture, _ app.Package, link string) error {
+			_, err := f.links.UploadViaLink(ctx, link, app.Client{}, app.Upload{Filename: "signed.pdf", Body: strings.NewReader("%PDF")})
 			return err
-		}, map[State]result{
-			StateDraft:   {KindGone, StateDraft, nil, nil, []string{"link.invalid"}},
-			StateActive:  {ok, StateActive, []string{events.TypePackageFileUploaded}, nil, []string{"file.upload"}},
-			StateRevoked: {KindGone, StateRevoked, nil, nil, []string{"link.invalid"}},
-			StateExpired: {KindGone, StateActive, nil, nil, []string{"link.invalid"}},
+		}, map[app.State]result{
+			app.StateDraft:   {app.KindGone, app.StateDraft, nil, nil, []string{"link.invalid"}},
+			app.StateActive:  {ok, app.StateActive, []string{events.TypePackageFileUploaded}, nil, []string{"file.upload"}},
+			app.StateRevoked: {app.KindGone, app.StateRevoked, nil, nil, []string{"link.invalid"}},
+			app.StateExpired: {app.KindGone, app.StateActive, nil, nil, []string{"link.invalid"}},
 		}},
-		{"recipient upload to an outbound package", Outbound, func(f *unitFixture, _ Package, link string) error {
-			_, err := f.links.UploadViaLink(ctx, link, Client{}, Upload{Filename: "x.txt", Body: strings.NewReader("x")})
+		{"recipient upload to an outbound package", app.Outbound, func(f *unitFixture, _ app.Package, link string) error {
+			_, err := f.links.UploadViaLink(ctx, link, app.Client{}, app.Upload{Filename: "x.txt", Body: strings.NewReader("x")})
 			return err
-		}, map[State]result{
-			StateActive: {KindConflict, StateActive, nil, nil, nil},
+		}, map[app.State]result{
+			app.StateActive: {app.KindConflict, app.StateActive, nil, nil, nil},
 		}},
 	}
 	for _, op := range ops {
@@ -529,15 +530,15 @@ func TestUnitOperations(t *testing.T) {
 					link = strings.Repeat("A", 43) // a well-formed token no package has
 				}
 				err := op.run(f, p, link)
-				if KindOf(err) != want.kind && !(err == nil && want.kind == KindInternal) {
-					t.Fatalf("err = %v (kind %d), want kind %d", err, KindOf(err), want.kind)
+				if app.KindOf(err) != want.kind && !(err == nil && want.kind == app.KindInternal) {
+					t.Fatalf("err = %v (kind %d), want kind %d", err, app.KindOf(err), want.kind)
 				}
-				if want.kind == KindConflict && !strings.Contains(err.Error(), "state") && !strings.Contains(err.Error(), "uploads") {
+				if want.kind == app.KindConflict && !strings.Contains(err.Error(), "state") && !strings.Contains(err.Error(), "uploads") {
 					t.Errorf("conflict %q names no state", err)
 				}
 				got, gerr := f.store.GetPackage(ctx, p.ID)
 				switch {
-				case want.state == "" && !errors.Is(gerr, ErrNotFound):
+				case want.state == "" && !errors.Is(gerr, app.ErrNotFound):
 					t.Errorf("package still there after delete: %v", gerr)
 				case want.state != "" && got.State != want.state:
 					t.Errorf("state after = %s, want %s", got.State, want.state)
@@ -563,8 +564,8 @@ func TestUnitFinalize(t *testing.T) {
 	t.Run("outbound without files", func(t *testing.T) {
 		t.Parallel()
 		f := newUnitFixture(t)
-		p := f.draft(t, Outbound, 0)
-		if _, _, err := f.svc.Finalize(ctx, f.owner, Client{}, p.ID); KindOf(err) != KindConflict {
+		p := f.draft(t, app.Outbound, 0)
+		if _, _, err := f.svc.Finalize(ctx, f.owner, app.Client{}, p.ID); app.KindOf(err) != app.KindConflict {
 			t.Fatalf("finalize an empty outbound draft = %v, want a conflict", err)
 		}
 		if evs, mails, audit := f.store.effects(); len(evs)+len(mails)+len(audit) != 0 {
@@ -574,9 +575,9 @@ func TestUnitFinalize(t *testing.T) {
 	t.Run("inbound without files", func(t *testing.T) {
 		t.Parallel()
 		f := newUnitFixture(t)
-		p := f.draft(t, Inbound, 0)
+		p := f.draft(t, app.Inbound, 0)
 		f.now = f.now.Add(time.Hour)
-		got, links, err := f.svc.Finalize(ctx, f.owner, Client{}, p.ID)
+		got, links, err := f.svc.Finalize(ctx, f.owner, app.Client{}, p.ID)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -604,9 +605,9 @@ func TestUnitFinalize(t *testing.T) {
 // its data (events.TypeOf) and marshals for the outbox.
 func TestUnitEventsAreValid(t *testing.T) {
 	t.Parallel()
-	p := Package{ID: uuid.New(), Title: "T", RecipientEmail: "r@example.com", OwnerUserID: 1, Direction: Inbound, TTLDays: 3,
+	p := app.Package{ID: uuid.New(), Title: "T", RecipientEmail: "r@example.com", OwnerUserID: 1, Direction: app.Inbound, TTLDays: 3,
 		ExpiresAt: time.Now()}
-	f := File{ID: uuid.New(), Filename: "a.txt", Size: 3, UploadedBy: ByRecipient}
+	f := app.File{ID: uuid.New(), Filename: "a.txt", Size: 3, UploadedBy: app.ByRecipient}
 	for _, e := range []*eventsv1.Envelope{
 		packageCreated(p), packageFinalized(p), fileUploaded(p, f), packageDownloaded(p, f.ID.String(), f.Filename),
 		packageRevoked(p, 1), packageDeleted(p, 1),
