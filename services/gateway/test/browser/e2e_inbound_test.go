@@ -222,6 +222,47 @@ func (tb *tab) inboundSignIn(email, password string) {
 	tb.do(chromedp.WaitVisible(css(".me a")))
 }
 
+// createE2EKey makes the signed-in owner's key pair on the account page, sealed by
+// passphrase (typed twice), and returns the public key the page shows.
+func (tb *tab) createE2EKey(passphrase string) string {
+	tb.t.Helper()
+	tb.open("/account")
+	tb.do(chromedp.WaitVisible(css("#e2e-create")),
+		chromedp.SetValue(css("#e2e-pass"), passphrase), chromedp.SetValue(css("#e2e-pass2"), passphrase),
+		chromedp.Click(css("#e2e-create-button")))
+	tb.waitJS("the key to be made", `document.getElementById('e2e-key').getAttribute('data-state') === 'some'`)
+	pub := tb.value("#e2e-public-key")
+	if !strings.HasPrefix(pub, "age1") {
+		tb.t.Fatalf("public key shown = %q", pub)
+	}
+	return pub
+}
+
+// encryptedRequest asks, from the owner's tab (the owner has a key), for files from
+// an address with an encrypted request; it returns the request's link and package id.
+func (tb *tab) encryptedRequest(from, title string) (link, pkgID string) {
+	tb.t.Helper()
+	tb.open("/request")
+	if run(tb, chromedp.Evaluate[bool](`document.getElementById('encryption').disabled`)) {
+		tb.t.Fatal("the encryption option is disabled although the owner has a key")
+	}
+	tb.do(
+		chromedp.SendKeys(css("#recipient_email"), from),
+		chromedp.SendKeys(css("#title"), title),
+		chromedp.Click(css("#encryption")),
+	)
+	if st := tb.submit(chromedp.Click(css("#package-form button[type=submit]"))); st != http.StatusCreated {
+		tb.t.Fatalf("the encrypted request: %d", st)
+	}
+	link = tb.value("#magic-link")
+	_, list := tb.inboundFetch("/api/v1/packages?direction=inbound")
+	pkg := list["items"].([]any)[0].(map[string]any)
+	if pkg["encryption"] != "age" || pkg["title"] != title {
+		tb.t.Fatalf("the newest inbound package = %v, want the encrypted request %q", pkg, title)
+	}
+	return link, pkg["id"].(string)
+}
+
 func inboundSum(b []byte) string {
 	s := sha256.Sum256(b)
 	return hex.EncodeToString(s[:])
@@ -273,12 +314,7 @@ func TestE2EInboundRequest(t *testing.T) {
 	if st, _ := owner.inboundFetch("/api/v1/me/key"); st != http.StatusNotFound {
 		t.Fatalf("a refused form stored a key: GET /me/key = %d", st)
 	}
-	owner.do(chromedp.SetValue(css("#e2e-pass2"), passphrase), chromedp.Click(css("#e2e-create-button")))
-	owner.waitJS("the key to be made", `document.getElementById('e2e-key').getAttribute('data-state') === 'some'`)
-	pub := owner.value("#e2e-public-key")
-	if !strings.HasPrefix(pub, "age1") {
-		t.Fatalf("public key shown = %q", pub)
-	}
+	pub := owner.createE2EKey(passphrase)
 	owner.shot("e2e-inbound-account-key")
 	st, key := owner.inboundFetch("/api/v1/me/key")
 	if st != http.StatusOK || key["public_key"] != pub {
@@ -326,25 +362,7 @@ func TestE2EInboundRequest(t *testing.T) {
 	}
 
 	// An encrypted request.
-	owner.open("/request")
-	if run(owner, chromedp.Evaluate[bool](`document.getElementById('encryption').disabled`)) {
-		t.Fatal("the encryption option is disabled although the owner has a key")
-	}
-	owner.do(
-		chromedp.SendKeys(css("#recipient_email"), "rita@example.com"),
-		chromedp.SendKeys(css("#title"), "Medical records"),
-		chromedp.Click(css("#encryption")),
-	)
-	if st := owner.submit(chromedp.Click(css("#package-form button[type=submit]"))); st != http.StatusCreated {
-		t.Fatalf("the encrypted request: %d", st)
-	}
-	link := owner.value("#magic-link")
-	_, list := owner.inboundFetch("/api/v1/packages?direction=inbound")
-	pkg := list["items"].([]any)[0].(map[string]any)
-	if pkg["encryption"] != "age" {
-		t.Fatalf("the request's encryption = %v, want age", pkg["encryption"])
-	}
-	pkgID := pkg["id"].(string)
+	link, pkgID := owner.encryptedRequest("rita@example.com", "Medical records")
 
 	// The recipient's page encrypts both files before they leave (one of them larger
 	// than a tus request, so it goes in several), through a proxy that slows uploads

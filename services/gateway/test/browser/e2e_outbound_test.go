@@ -367,24 +367,8 @@ func TestEndToEndOutbound(t *testing.T) {
 	// The recipient, in a browser of their own, with the full link.
 	bob := newTab(t, bctx, sys.base, chromedp.WithNewBrowserContext())
 	dl := bob.downloadsTo(t)
-	bob.open(link)
-	bob.waitJS("the opened files", `document.querySelector('#e2e-link[data-e2e-state=open]') || document.querySelector('#e2e-link[data-e2e-state=error]')`)
-	if st := run(bob, chromedp.Evaluate[string](`document.getElementById('e2e-link').dataset.e2eState`)); st != "open" {
-		t.Fatalf("the page did not open the files: %s", bob.text("#e2e-error"))
-	}
-	for i, f := range files {
-		sel := `#files li[data-file-id="` + f.id + `"]`
-		if got := bob.text(sel + " .file-name"); got != f.name {
-			t.Fatalf("file %d shown as %q, want %q", i, got, f.name)
-		}
-		path, state := dl.click(sel+" [data-e2e-download]", time.Minute)
-		if state != browser.DownloadProgressStateCompleted {
-			t.Fatalf("download of %s: %s (%s)", f.name, state, bob.text(sel+" .file-status"))
-		}
-		if got := fileSHA(t, path); got != sum256(f.data) {
-			t.Fatalf("%s downloaded with SHA-256 %s, want %s", f.name, got, sum256(f.data))
-		}
-	}
+	bob.openEncrypted(link, "")
+	dl.saveDecrypted(files)
 	bob.shot("e2e-recipient")
 
 	// Download all: a zip made in the browser, its entries the originals.
@@ -499,13 +483,43 @@ func TestEndToEndOutbound(t *testing.T) {
 	carol.do(chromedp.Evaluate[chromedp.Void](`document.getElementById('e2e-passphrase').value = ''`),
 		chromedp.SendKeys(css("#e2e-passphrase"), pass), chromedp.Click(css("#e2e-open")))
 	carol.waitJS("the opened files", `document.querySelector('#e2e-link[data-e2e-state=open]')`)
-	psel := `#files li[data-file-id="` + pfiles[0].id + `"]`
-	if got := carol.text(psel + " .file-name"); got != "contract.txt" {
-		t.Fatalf("passphrase file shown as %q", got)
+	cdl.saveDecrypted(pfiles)
+}
+
+// openEncrypted opens the link of an encrypted package in the tab, types passphrase
+// when it is not empty (the page asks for it), and waits for the page to open the
+// files with the link's key or the passphrase.
+func (tb *tab) openEncrypted(link, passphrase string) {
+	tb.t.Helper()
+	tb.open(link)
+	if passphrase != "" {
+		tb.waitJS("the passphrase form", `document.querySelector('#e2e-link[data-e2e-state=passphrase]')`)
+		tb.do(chromedp.SendKeys(css("#e2e-passphrase"), passphrase), chromedp.Click(css("#e2e-open")))
 	}
-	ppath, pstate := cdl.click(psel+" [data-e2e-download]", time.Minute)
-	if pstate != browser.DownloadProgressStateCompleted || fileSHA(t, ppath) != sum256(pfiles[0].data) {
-		t.Fatalf("passphrase download: %s", pstate)
+	tb.waitJS("the opened files", `document.querySelector('#e2e-link[data-e2e-state=open]') || document.querySelector('#e2e-link[data-e2e-state=error]')`)
+	if st := run(tb, chromedp.Evaluate[string](`document.getElementById('e2e-link').dataset.e2eState`)); st != "open" {
+		tb.t.Fatalf("the page did not open the files: %s", tb.text("#e2e-error"))
+	}
+}
+
+// saveDecrypted downloads each file through the opened link's page (decrypted in the
+// browser, to disk) and checks the name the page shows (the manifest's) and the SHA-256
+// of what the browser saved against the original.
+func (d *downloads) saveDecrypted(files []*sentFile) {
+	t := d.tb.t
+	t.Helper()
+	for i, f := range files {
+		sel := `#files li[data-file-id="` + f.id + `"]`
+		if got := d.tb.text(sel + " .file-name"); got != f.name {
+			t.Fatalf("file %d shown as %q, want %q", i, got, f.name)
+		}
+		path, state := d.click(sel+" [data-e2e-download]", time.Minute)
+		if state != browser.DownloadProgressStateCompleted {
+			t.Fatalf("download of %s: %s (%s)", f.name, state, d.tb.text(sel+" .file-status"))
+		}
+		if got := fileSHA(t, path); got != sum256(f.data) {
+			t.Fatalf("%s downloaded with SHA-256 %s, want %s", f.name, got, sum256(f.data))
+		}
 	}
 }
 
