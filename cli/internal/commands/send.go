@@ -126,7 +126,7 @@ with a passphrase read from standard input instead (after the link's password wh
 	}
 	f := cmd.Flags()
 	f.StringArrayVar(&to, "to", nil, "a recipient's e-mail address; repeat it for several (a link each, on a server with recipient lists)")
-	a.packageFlags(cmd, &pf, "the package's title (default: the first file's name)")
+	a.packageFlags(cmd, &pf, "the package's title, which is never encrypted (default: the first file's name; with --encrypt or --passphrase-stdin, \"N end-to-end encrypted file(s)\")")
 	f.IntVar(&pf.maxDown, "max-downloads", 0, "how many times each file may be downloaded through the link (1-10000; default no limit)")
 	f.BoolVar(&enc.on, "encrypt", false, "encrypt end to end (age) to a fresh key that only the printed links carry (after #)")
 	f.BoolVar(&enc.passphrase, "passphrase-stdin", false, "encrypt end to end with a passphrase read from standard input instead of a key")
@@ -195,6 +195,10 @@ func (a *app) send(ctx context.Context, args []string, to []string, pf packageFl
 			return fmt.Errorf("%s is not a regular file", p)
 		}
 		files = append(files, localFile{arg: p, abs: abs, size: fi.Size(), mtime: fi.ModTime().UnixNano()})
+	}
+	if pf.title == "" && (enc.on || enc.passphrase) {
+		// The title is not encrypted: a file's name must not become it.
+		pf.title = fmt.Sprintf("%d end-to-end encrypted file(s)", len(files))
 	}
 	if pf.title == "" {
 		pf.title = filepath.Base(files[0].abs)

@@ -260,6 +260,10 @@ func TestEncrypted(t *testing.T) {
 		u.t = t
 		p, _ := randomFile(t, t.TempDir(), "victim.bin", 300<<10)
 		sent := decode[jsonSend](t, u.ok("", "send", "--encrypt", p, "--to", "lou@example.com", "--json"))
+		// The title is not encrypted: without --title it must not carry the file's name.
+		if sent.Package.Title != "1 end-to-end encrypted file(s)" {
+			t.Fatalf("default title of an encrypted send = %q", sent.Package.Title)
+		}
 		link := sent.Links[0].FullLink
 		key := objectKey(t, sys, sent.Files[0].FileID)
 		obj, _ := storedObject(t, sys, sent.Files[0].FileID)
