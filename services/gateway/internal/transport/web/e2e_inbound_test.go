@@ -66,9 +66,7 @@ func ageEncrypt(t *testing.T, to age.Recipient, plain []byte) []byte {
 func TestEncryptedRequestPages(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
-	owner := e.user("ann@example.com", app.RoleRegular)
-	b := e.browser()
-	b.login("ann@example.com")
+	owner, b := e.signedIn("ann@example.com")
 
 	// No key: the option is off and points to the account page; forcing it is refused
 	// beside the form, and nothing is created.
