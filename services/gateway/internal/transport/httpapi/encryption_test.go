@@ -7,9 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"mime/multipart"
 	"net/http"
-	"net/textproto"
 	"strconv"
 	"strings"
 	"testing"
@@ -57,19 +55,7 @@ func ageDecrypt(t testing.TB, file []byte, id age.Identity) []byte {
 // uploadWithManifest posts content as the part "file", after a "manifest" field.
 func (a *testAPI) uploadWithManifest(path, token, filename, manifest string, content []byte) response {
 	a.t.Helper()
-	var body bytes.Buffer
-	mw := multipart.NewWriter(&body)
-	_ = mw.WriteField("manifest", manifest)
-	h := textproto.MIMEHeader{}
-	h.Set("Content-Disposition", fmt.Sprintf(`form-data; name="file"; filename="%s"`, filename))
-	h.Set("Content-Type", "application/pdf")
-	w, err := mw.CreatePart(h)
-	if err != nil {
-		a.t.Fatal(err)
-	}
-	_, _ = w.Write(content)
-	_ = mw.Close()
-	return a.do("POST", path, token, nil, "Content-Type", mw.FormDataContentType(), "X-Raw-Body", body.String())
+	return a.postFile(path, token, "manifest", manifest, filename, "application/pdf", content)
 }
 
 // storedObject reads a file's object straight from the bucket.
