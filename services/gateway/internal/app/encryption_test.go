@@ -10,6 +10,8 @@ import (
 
 	"filippo.io/age"
 	"filippo.io/age/armor"
+
+	"github.com/shipfile/shipfile/services/gateway/internal/agetest"
 )
 
 func TestCheckAgeChunk(t *testing.T) {
@@ -83,28 +85,14 @@ func TestValidateUserKey(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	seal := func(r age.Recipient) string {
-		var out bytes.Buffer
-		aw := armor.NewWriter(&out)
-		w, err := age.Encrypt(aw, r)
-		if err != nil {
-			t.Fatal(err)
-		}
-		_, _ = io.WriteString(w, id.String())
-		_ = w.Close()
-		_ = aw.Close()
-		return out.String()
-	}
-	scrypt, _ := age.NewScryptRecipient("a passphrase")
-	scrypt.SetWorkFactor(10)
-	good := seal(scrypt)
+	good := agetest.SealWithPassphrase(t, id, "a passphrase")
 	if err := ValidateUserKey(id.Recipient().String(), good); err != nil {
 		t.Fatalf("a valid key pair: %v", err)
 	}
 	for name, c := range map[string][2]string{
 		"bad public key":      {"age1xyz", good},
 		"secret key":          {id.String(), good},
-		"sealed to a key":     {id.Recipient().String(), seal(id.Recipient())},
+		"sealed to a key":     {id.Recipient().String(), agetest.Seal(t, id, id.Recipient())},
 		"not armored":         {id.Recipient().String(), "-----BEGIN SOMETHING-----\nabc\n-----END SOMETHING-----\n"},
 		"bare identity":       {id.Recipient().String(), id.String()},
 		"empty":               {id.Recipient().String(), ""},

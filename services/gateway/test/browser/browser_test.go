@@ -251,6 +251,19 @@ func run[T any](tb *tab, a chromedp.Action[T]) T {
 	return v
 }
 
+// setup creates the first admin on /setup.
+func (tb *tab) setup(email, name, password string) {
+	tb.t.Helper()
+	tb.open("/setup")
+	tb.do(
+		chromedp.SendKeys(css("#email"), email),
+		chromedp.SendKeys(css("#name"), name),
+		chromedp.SendKeys(css("#password"), password),
+		chromedp.SendKeys(css("#password_again"), password),
+	)
+	tb.submit(chromedp.Click(css("form button[type=submit]")))
+}
+
 func (tb *tab) text(sel string) string {
 	tb.t.Helper()
 	return run(tb, chromedp.Text(chromedp.CSS(sel)))
@@ -331,6 +344,11 @@ type proxy struct {
 	addr  string
 	mu    sync.Mutex
 	conns map[net.Conn]bool
+	// With cutAfter > 0, once that many bytes went through from the clients, every
+	// connection is cut and new ones are refused until down, once.
+	cutAfter, total int
+	cut             bool
+	down            time.Time
 }
 
 // drop cuts every open connection, as a network that goes away does.
@@ -345,13 +363,28 @@ func (p *proxy) drop() {
 // slowUploads starts a TCP proxy to target that passes what the client sends at
 // bytesPerSecond.
 func slowUploads(t *testing.T, target string, bytesPerSecond int) *proxy {
+	return throttle(t, target, bytesPerSecond, 0)
+}
+
+// cutOnce starts a TCP proxy to target that passes what clients send at
+// bytesPerSecond and, once cutAfter bytes went through from the clients, cuts every
+// connection and refuses new ones for 1.5 s, once: a network that goes away in the
+// middle of an upload, at a point the test chooses. (Chromium sends a request again by
+// itself when a reused connection breaks, on another open one or a new one, so cutting
+// one connection alone can go unnoticed by the page.)
+func cutOnce(t *testing.T, target string, bytesPerSecond, cutAfter int) string {
+	return throttle(t, target, bytesPerSecond, cutAfter).addr
+}
+
+// throttle starts the proxy of slowUploads and cutOnce (cutAfter 0: no cut).
+func throttle(t *testing.T, target string, bytesPerSecond, cutAfter int) *proxy {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { ln.Close() })
-	p := &proxy{addr: ln.Addr().String(), conns: map[net.Conn]bool{}}
+	p := &proxy{addr: ln.Addr().String(), conns: map[net.Conn]bool{}, cutAfter: cutAfter}
 	go func() {
 		for {
 			c, err := ln.Accept()
@@ -359,8 +392,15 @@ func slowUploads(t *testing.T, target string, bytesPerSecond int) *proxy {
 				return
 			}
 			p.mu.Lock()
-			p.conns[c] = true
+			away := time.Now().Before(p.down)
+			if !away {
+				p.conns[c] = true
+			}
 			p.mu.Unlock()
+			if away {
+				c.Close()
+				continue
+			}
 			go func() {
 				defer func() {
 					c.Close()
@@ -379,6 +419,9 @@ func slowUploads(t *testing.T, target string, bytesPerSecond int) *proxy {
 				for {
 					n, err := c.Read(buf)
 					if n > 0 {
+						if p.count(n) {
+							return // both ends close: the request in flight breaks off
+						}
 						if _, werr := up.Write(buf[:n]); werr != nil {
 							return
 						}
@@ -398,6 +441,23 @@ func slowUploads(t *testing.T, target string, bytesPerSecond int) *proxy {
 		}
 	}()
 	return p
+}
+
+// count adds n bytes from a client and says whether that made the cut: then every
+// connection, idle ones too, is closed (Chromium would send the request again on one
+// of those) and the network stays away for 1.5 s.
+func (p *proxy) count(n int) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.total += n
+	if p.cutAfter <= 0 || p.cut || p.total < p.cutAfter {
+		return false
+	}
+	p.cut, p.down = true, time.Now().Add(1500*time.Millisecond)
+	for o := range p.conns {
+		o.Close()
+	}
+	return true
 }
 
 // networkConditions are the parameters of Network.emulateNetworkConditions, which

@@ -2,7 +2,6 @@ package browser
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"errors"
 	"os"
@@ -166,12 +165,7 @@ func (u *cliUser) get(stdin, what string, files []*sentFile) {
 // the browser, encrypted by the request page to the key the owner made on the account
 // page, come back through `shipfile get ID` with the owner's passphrase.
 func TestEndToEndCLI(t *testing.T) {
-	sys := startOutSystem(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
-	bctx := newBrowser(t, ctx)
-	owner := newTab(t, bctx, sys.base)
-	api := adminSession(t, owner, sys.base)
+	sys, bctx, owner, api := outSession(t, 3*time.Minute)
 	cli := newCLIUser(t, sys.base, api.Token)
 	bob := newTab(t, bctx, sys.base, chromedp.WithNewBrowserContext())
 	dl := bob.downloadsTo(t)

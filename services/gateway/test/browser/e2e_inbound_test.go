@@ -4,18 +4,15 @@ import (
 	"archive/zip"
 	"bytes"
 	"context"
-	"crypto/rand"
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -25,56 +22,7 @@ import (
 	"github.com/chromedp/chromedp"
 	"github.com/jackc/pgx/v5"
 	"github.com/minio/minio-go/v7"
-
-	"github.com/shipfile/shipfile/pkg/config"
-	"github.com/shipfile/shipfile/pkg/pgtest"
-	"github.com/shipfile/shipfile/pkg/servicetest"
-	"github.com/shipfile/shipfile/pkg/storage"
 )
-
-// inboundSystem is a running gateway with what the end-to-end encryption test reads
-// behind its back: the database and the bucket.
-type inboundSystem struct {
-	base  string
-	db    string
-	store *storage.Store
-}
-
-func startInboundSystem(t *testing.T) *inboundSystem {
-	t.Helper()
-	_, natsURL := servicetest.StartNATS(t)
-	dbURL := pgtest.New(t, "empty", func(context.Context, string) error { return nil })
-	var cfg storage.Config
-	if err := config.Load(&cfg); err != nil {
-		t.Fatal(err)
-	}
-	cfg.Bucket = "browser-e2e-" + strings.ToLower(rand.Text()[:12])
-	gw, gwOps := servicetest.FreeAddr(t), servicetest.FreeAddr(t)
-	servicetest.StartProcess(t, bins["gateway"], []string{
-		"SHIPFILE_DATABASE_URL=" + dbURL, "SHIPFILE_NATS_URL=" + natsURL, "SHIPFILE_S3_BUCKET=" + cfg.Bucket,
-		"SHIPFILE_LOG_LEVEL=warn", servicetest.SecretKeyEnv,
-		"SHIPFILE_HTTP_ADDR=" + gw, "SHIPFILE_OPS_ADDR=" + gwOps, "SHIPFILE_PUBLIC_URL=http://" + gw,
-	})
-	servicetest.WaitReady(t, gwOps)
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	st, err := storage.Open(ctx, cfg)
-	if err != nil {
-		t.Fatalf("MinIO: %v", err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		defer cancel()
-		for obj := range st.Client.ListObjects(ctx, st.Bucket, minio.ListObjectsOptions{Recursive: true}) {
-			_ = st.Client.RemoveObject(ctx, st.Bucket, obj.Key, minio.RemoveObjectOptions{})
-		}
-		for u := range st.Client.ListIncompleteUploads(ctx, st.Bucket, "", true) {
-			_ = st.Client.RemoveIncompleteUpload(ctx, st.Bucket, u.Key)
-		}
-		_ = st.Client.RemoveBucket(ctx, st.Bucket)
-	})
-	return &inboundSystem{base: "http://" + gw, db: dbURL, store: st}
-}
 
 // inboundFetch calls the API from the tab's page (its session cookie) and returns the
 // status and the decoded body.
@@ -124,93 +72,6 @@ func (tb *tab) inboundDownload(sel string) []byte {
 	}
 	tb.t.Fatalf("no download from %s", sel)
 	return nil
-}
-
-// cutOnce starts a TCP proxy to target that passes what clients send at
-// bytesPerSecond and, once cutAfter bytes went through from the clients, cuts every
-// connection and refuses new ones for 1.5 s, once: a network that goes away in the
-// middle of an upload, at a point the test chooses. (Chromium sends a request again by
-// itself when a reused connection breaks, on another open one or a new one, so cutting
-// one connection alone can go unnoticed by the page.)
-func cutOnce(t *testing.T, target string, bytesPerSecond, cutAfter int) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ln.Close() })
-	var mu sync.Mutex
-	total, cut := 0, false
-	var down time.Time // until when the network stays away after the cut
-	conns := map[net.Conn]bool{}
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			mu.Lock()
-			away := time.Now().Before(down)
-			if !away {
-				conns[c] = true
-			}
-			mu.Unlock()
-			if away {
-				c.Close()
-				continue
-			}
-			go func() {
-				defer func() {
-					c.Close()
-					mu.Lock()
-					delete(conns, c)
-					mu.Unlock()
-				}()
-				up, err := net.Dial("tcp", target)
-				if err != nil {
-					return
-				}
-				defer up.Close()
-				go func() { _, _ = io.Copy(c, up); c.Close() }()
-				buf := make([]byte, 16<<10)
-				start, sent := time.Now(), 0
-				for {
-					n, err := c.Read(buf)
-					if n > 0 {
-						mu.Lock()
-						total += n
-						now := !cut && total >= cutAfter
-						if now {
-							// Every connection goes, idle ones too: Chromium would send
-							// the request again on one of those.
-							cut, down = true, time.Now().Add(1500*time.Millisecond)
-							for o := range conns {
-								o.Close()
-							}
-						}
-						mu.Unlock()
-						if now {
-							return // both ends close: the request in flight breaks off
-						}
-						if _, werr := up.Write(buf[:n]); werr != nil {
-							return
-						}
-						sent += n
-						if ahead := time.Duration(float64(sent)/float64(bytesPerSecond)*float64(time.Second)) - time.Since(start); ahead > 0 {
-							time.Sleep(ahead)
-						}
-					}
-					if err != nil {
-						if tc, ok := up.(*net.TCPConn); ok {
-							_ = tc.CloseWrite()
-						}
-						return
-					}
-				}
-			}()
-		}
-	}()
-	return ln.Addr().String()
 }
 
 // inboundSignIn signs in with the password form.
@@ -276,7 +137,7 @@ func inboundSum(b []byte) string {
 // page), and the owner, on another browser profile, types the passphrase and downloads
 // the originals; a wrong passphrase says so.
 func TestE2EInboundRequest(t *testing.T) {
-	sys := startInboundSystem(t)
+	sys := startOutSystem(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
 	defer cancel()
 	bctx := newBrowser(t, ctx)
@@ -286,14 +147,7 @@ func TestE2EInboundRequest(t *testing.T) {
 		password   = "a long owner password"
 		passphrase = "correct horse battery staple"
 	)
-	owner.open("/setup")
-	owner.do(
-		chromedp.SendKeys(css("#email"), email),
-		chromedp.SendKeys(css("#name"), "Olga Owner"),
-		chromedp.SendKeys(css("#password"), password),
-		chromedp.SendKeys(css("#password_again"), password),
-	)
-	owner.submit(chromedp.Click(css("form button[type=submit]")))
+	owner.setup(email, "Olga Owner", password)
 	owner.inboundSignIn(email, password)
 
 	// Without a key the request form offers no encryption, only the way to a key.

@@ -32,10 +32,11 @@ import (
 	"github.com/shipfile/shipfile/pkg/storage"
 )
 
-// outSystem is a running gateway with the bucket the end-to-end encryption tests read
-// (and tamper with) behind its back.
+// outSystem is a running gateway with the database and the bucket the end-to-end
+// encryption tests read (and tamper with) behind its back.
 type outSystem struct {
 	base  string
+	db    string
 	store *storage.Store
 }
 
@@ -51,7 +52,7 @@ func startOutSystem(t *testing.T) *outSystem {
 		"SHIPFILE_HTTP_ADDR=" + gw, "SHIPFILE_OPS_ADDR=" + gwOps, "SHIPFILE_PUBLIC_URL=http://" + gw,
 	})
 	servicetest.WaitReady(t, gwOps)
-	return &outSystem{base: "http://" + gw, store: st}
+	return &outSystem{base: "http://" + gw, db: dbURL, store: st}
 }
 
 // object reads the stored object of a file (whichever way it was uploaded).
@@ -95,22 +96,25 @@ func (s *outSystem) putObject(t *testing.T, key string, b []byte) {
 func adminSession(t *testing.T, tb *tab, base string) servicetest.Client {
 	t.Helper()
 	const password = "a long admin password"
-	tb.open("/setup")
-	tb.do(
-		chromedp.SendKeys(css("#email"), "admin@example.com"),
-		chromedp.SendKeys(css("#name"), "Ada Admin"),
-		chromedp.SendKeys(css("#password"), password),
-		chromedp.SendKeys(css("#password_again"), password),
-	)
-	tb.submit(chromedp.Click(css("form button[type=submit]")))
-	tb.open("/login")
-	tb.do(chromedp.SendKeys(css("#email"), "admin@example.com"), chromedp.SendKeys(css("#password"), password))
-	tb.submit(chromedp.Click(css("form button[type=submit]")))
-	tb.do(chromedp.WaitVisible(css(".me a")))
+	tb.setup("admin@example.com", "Ada Admin", password)
+	tb.inboundSignIn("admin@example.com", password)
 	tb.open("/account")
 	tb.do(chromedp.SendKeys(css("#token-name"), "e2e"))
 	tb.submit(chromedp.Click(css("#token-form button[type=submit]")))
 	return servicetest.Client{T: t, Base: base, Token: tb.value("#token-value")}
+}
+
+// outSession starts the system of the end-to-end tests, a browser that gives up after
+// d and a tab signed in as the admin (adminSession); it returns them and the tab's API
+// client.
+func outSession(t *testing.T, d time.Duration) (*outSystem, context.Context, *tab, servicetest.Client) {
+	t.Helper()
+	sys := startOutSystem(t)
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	t.Cleanup(cancel)
+	bctx := newBrowser(t, ctx)
+	tb := newTab(t, bctx, sys.base)
+	return sys, bctx, tb, adminSession(t, tb, sys.base)
 }
 
 // downloads records what the browser saves: every download of the tab's browser
@@ -326,12 +330,7 @@ func sendEncrypted(t *testing.T, sys *outSystem, tb *tab, api servicetest.Client
 }
 
 func TestEndToEndOutbound(t *testing.T) {
-	sys := startOutSystem(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
-	defer cancel()
-	bctx := newBrowser(t, ctx)
-	sender := newTab(t, bctx, sys.base)
-	api := adminSession(t, sender, sys.base)
+	sys, bctx, sender, api := outSession(t, 8*time.Minute)
 
 	// Three files: across age's 64 KiB chunks, one of exactly one chunk, one tiny.
 	files := []*sentFile{
@@ -624,12 +623,7 @@ func TestEndToEndLargeDownload(t *testing.T) {
 	if os.Getenv("SHIPFILE_E2E_LARGE") == "2GiB" {
 		size = 2 << 30
 	}
-	sys := startOutSystem(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 9*time.Minute)
-	defer cancel()
-	bctx := newBrowser(t, ctx)
-	owner := newTab(t, bctx, sys.base)
-	api := adminSession(t, owner, sys.base)
+	sys, bctx, _, api := outSession(t, 9*time.Minute)
 
 	id, err := age.GenerateX25519Identity()
 	if err != nil {
@@ -811,12 +805,7 @@ func TestEndToEndThroughput(t *testing.T) {
 	if v, err := strconv.Atoi(os.Getenv("SHIPFILE_E2E_BENCH_MIB")); err == nil && v > 0 {
 		mib = v
 	}
-	sys := startOutSystem(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 9*time.Minute)
-	defer cancel()
-	bctx := newBrowser(t, ctx)
-	sender := newTab(t, bctx, sys.base)
-	api := adminSession(t, sender, sys.base)
+	sys, bctx, sender, api := outSession(t, 9*time.Minute)
 	data := randomBytes(mib << 20)
 	path := filepath.Join(t.TempDir(), "data.bin")
 	if err := os.WriteFile(path, data, 0o644); err != nil {
@@ -868,12 +857,7 @@ func TestEndToEndThroughput(t *testing.T) {
 // the gateway stands and goes on from the ciphertext it still holds; the stored object
 // decrypts to the file.
 func TestEndToEndUploadSurvivesDrop(t *testing.T) {
-	sys := startOutSystem(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
-	defer cancel()
-	bctx := newBrowser(t, ctx)
-	sender := newTab(t, bctx, sys.base)
-	api := adminSession(t, sender, sys.base)
+	sys, _, sender, api := outSession(t, 4*time.Minute)
 	proxy := slowUploads(t, strings.TrimPrefix(sys.base, "http://"), 3e6)
 	slow := "http://" + proxy.addr
 	sender.open(slow + "/send")

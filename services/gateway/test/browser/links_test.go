@@ -25,17 +25,8 @@ func TestProtectedLinkInBrowser(t *testing.T) {
 	recipient := newTab(t, bctx, sys.base, chromedp.WithNewBrowserContext())
 	const adminPassword = "a long admin password"
 
-	admin.open("/setup")
-	admin.do(
-		chromedp.SendKeys(css("#email"), "admin@example.com"),
-		chromedp.SendKeys(css("#name"), "Ada Admin"),
-		chromedp.SendKeys(css("#password"), adminPassword),
-		chromedp.SendKeys(css("#password_again"), adminPassword),
-	)
-	admin.submit(chromedp.Click(css("form button[type=submit]")))
-	admin.open("/login")
-	admin.do(chromedp.SendKeys(css("#email"), "admin@example.com"), chromedp.SendKeys(css("#password"), adminPassword))
-	admin.submit(chromedp.Click(css("form button[type=submit]")))
+	admin.setup("admin@example.com", "Ada Admin", adminPassword)
+	admin.inboundSignIn("admin@example.com", adminPassword)
 
 	// Send: a generated password (shown so it can be copied), a limit of one download.
 	admin.open("/send")

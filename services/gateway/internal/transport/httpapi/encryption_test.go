@@ -7,9 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"mime/multipart"
 	"net/http"
-	"net/textproto"
 	"strconv"
 	"strings"
 	"testing"
@@ -20,6 +18,7 @@ import (
 
 	"github.com/shipfile/shipfile/pkg/events"
 	"github.com/shipfile/shipfile/pkg/servicetest"
+	"github.com/shipfile/shipfile/services/gateway/internal/agetest"
 	"github.com/shipfile/shipfile/services/gateway/internal/app"
 )
 
@@ -57,19 +56,7 @@ func ageDecrypt(t testing.TB, file []byte, id age.Identity) []byte {
 // uploadWithManifest posts content as the part "file", after a "manifest" field.
 func (a *testAPI) uploadWithManifest(path, token, filename, manifest string, content []byte) response {
 	a.t.Helper()
-	var body bytes.Buffer
-	mw := multipart.NewWriter(&body)
-	_ = mw.WriteField("manifest", manifest)
-	h := textproto.MIMEHeader{}
-	h.Set("Content-Disposition", fmt.Sprintf(`form-data; name="file"; filename="%s"`, filename))
-	h.Set("Content-Type", "application/pdf")
-	w, err := mw.CreatePart(h)
-	if err != nil {
-		a.t.Fatal(err)
-	}
-	_, _ = w.Write(content)
-	_ = mw.Close()
-	return a.do("POST", path, token, nil, "Content-Type", mw.FormDataContentType(), "X-Raw-Body", body.String())
+	return a.postFile(path, token, "manifest", manifest, filename, "application/pdf", content)
 }
 
 // storedObject reads a file's object straight from the bucket.
@@ -311,27 +298,6 @@ func TestEncryptedOutboundPackage(t *testing.T) {
 	expect(t, a.do("GET", "/api/v1/links/"+link+"/manifest", "", nil), http.StatusGone)
 }
 
-// sealedIdentity seals an identity with a passphrase as the browser does: an armored
-// age file with one scrypt stanza.
-func sealedIdentity(t testing.TB, id *age.X25519Identity, passphrase string) string {
-	t.Helper()
-	rcp, err := age.NewScryptRecipient(passphrase)
-	if err != nil {
-		t.Fatal(err)
-	}
-	rcp.SetWorkFactor(10)
-	var out bytes.Buffer
-	aw := armor.NewWriter(&out)
-	w, err := age.Encrypt(aw, rcp)
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, _ = io.WriteString(w, id.String())
-	_ = w.Close()
-	_ = aw.Close()
-	return out.String()
-}
-
 func TestEncryptedFileRequest(t *testing.T) {
 	t.Parallel()
 	a := newTestAPI(t, tusConfig())
@@ -351,19 +317,14 @@ func TestEncryptedFileRequest(t *testing.T) {
 		t.Fatal(err)
 	}
 	pub := identity.Recipient().String()
-	sealed := sealedIdentity(t, identity, "correct horse battery staple")
+	sealed := agetest.SealWithPassphrase(t, identity, "correct horse battery staple")
 	other, _ := age.GenerateX25519Identity()
-	var x25519Sealed bytes.Buffer // armored, but sealed to a key instead of a passphrase
-	aw := armor.NewWriter(&x25519Sealed)
-	w, _ := age.Encrypt(aw, other.Recipient())
-	_, _ = io.WriteString(w, identity.String())
-	_ = w.Close()
-	_ = aw.Close()
+	x25519Sealed := agetest.Seal(t, identity, other.Recipient()) // armored, but sealed to a key instead of a passphrase
 	for name, body := range map[string]map[string]any{
 		"bad public key":   {"public_key": "age1nope", "sealed_identity": sealed},
 		"secret as public": {"public_key": identity.String(), "sealed_identity": sealed},
 		"not armored":      {"public_key": pub, "sealed_identity": "AGE-SECRET-KEY-1..."},
-		"not scrypt":       {"public_key": pub, "sealed_identity": x25519Sealed.String()},
+		"not scrypt":       {"public_key": pub, "sealed_identity": x25519Sealed},
 		"too large":        {"public_key": pub, "sealed_identity": sealed + strings.Repeat("\n", 5000)},
 		"missing":          {"public_key": pub},
 	} {
@@ -475,7 +436,7 @@ func TestEncryptedFileRequest(t *testing.T) {
 
 	// Replacing the key: the link now gives the new one.
 	next, _ := age.GenerateX25519Identity()
-	expect(t, a.do("PUT", "/api/v1/me/key", token, map[string]any{"public_key": next.Recipient().String(), "sealed_identity": sealedIdentity(t, next, "another passphrase")}), http.StatusOK)
+	expect(t, a.do("PUT", "/api/v1/me/key", token, map[string]any{"public_key": next.Recipient().String(), "sealed_identity": agetest.SealWithPassphrase(t, next, "another passphrase")}), http.StatusOK)
 	if r := a.do("GET", "/api/v1/links/"+link, "", nil); r.json(t)["public_key"] != next.Recipient().String() {
 		t.Fatalf("after replacing the key: %s", r.body)
 	}

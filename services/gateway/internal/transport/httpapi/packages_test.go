@@ -22,12 +22,19 @@ import (
 // upload posts content as the multipart part "file" named filename.
 func (a *testAPI) upload(path, token, filename string, content []byte) response {
 	a.t.Helper()
+	return a.postFile(path, token, "comment", "a field before the file is skipped", filename, "text/plain", content)
+}
+
+// postFile posts a multipart form: the field name=value, then content as the part
+// "file" named filename, of contentType.
+func (a *testAPI) postFile(path, token, name, value, filename, contentType string, content []byte) response {
+	a.t.Helper()
 	var body bytes.Buffer
 	mw := multipart.NewWriter(&body)
-	_ = mw.WriteField("comment", "a field before the file is skipped")
+	_ = mw.WriteField(name, value)
 	h := textproto.MIMEHeader{}
 	h.Set("Content-Disposition", fmt.Sprintf(`form-data; name="file"; filename="%s"`, filename))
-	h.Set("Content-Type", "text/plain")
+	h.Set("Content-Type", contentType)
 	w, err := mw.CreatePart(h)
 	if err != nil {
 		a.t.Fatal(err)

@@ -6,7 +6,6 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"html"
-	"io"
 	"mime/multipart"
 	"net/http"
 	"net/url"
@@ -15,8 +14,8 @@ import (
 	"testing"
 
 	"filippo.io/age"
-	"filippo.io/age/armor"
 
+	"github.com/shipfile/shipfile/services/gateway/internal/agetest"
 	"github.com/shipfile/shipfile/services/gateway/internal/app"
 )
 
@@ -28,21 +27,7 @@ func ageKeyPair(t *testing.T, passphrase string) (*age.X25519Identity, string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r, err := age.NewScryptRecipient(passphrase)
-	if err != nil {
-		t.Fatal(err)
-	}
-	r.SetWorkFactor(10) // fast in tests; the browser uses age's default
-	var buf bytes.Buffer
-	aw := armor.NewWriter(&buf)
-	w, err := age.Encrypt(aw, r)
-	if err != nil {
-		t.Fatal(err)
-	}
-	io.WriteString(w, id.String())
-	w.Close()
-	aw.Close()
-	return id, buf.String()
+	return id, agetest.SealWithPassphrase(t, id, passphrase)
 }
 
 func ageEncrypt(t *testing.T, to age.Recipient, plain []byte) []byte {
@@ -66,9 +51,7 @@ func ageEncrypt(t *testing.T, to age.Recipient, plain []byte) []byte {
 func TestEncryptedRequestPages(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
-	owner := e.user("ann@example.com", app.RoleRegular)
-	b := e.browser()
-	b.login("ann@example.com")
+	owner, b := e.signedIn("ann@example.com")
 
 	// No key: the option is off and points to the account page; forcing it is refused
 	// beside the form, and nothing is created.

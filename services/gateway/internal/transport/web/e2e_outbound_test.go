@@ -22,9 +22,7 @@ import (
 func TestEncryptedSendPages(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
-	ann := e.user("ann@example.com", app.RoleRegular)
-	b := e.browser()
-	b.login("ann@example.com")
+	ann, b := e.signedIn("ann@example.com")
 
 	form := b.get("/send")
 	expectStatus(t, form, http.StatusOK)

@@ -107,6 +107,15 @@ func (e *env) user(email string, role app.Role) app.User {
 	return u
 }
 
+// signedIn creates a regular user and a browser signed in as that user.
+func (e *env) signedIn(email string) (app.User, *browser) {
+	e.t.Helper()
+	u := e.user(email, app.RoleRegular)
+	b := e.browser()
+	b.login(email)
+	return u, b
+}
+
 // sent creates a package of owner's, finalizes it and returns the package and the
 // token of its link.
 func (e *env) sent(owner app.User, np packages.NewPackage) (app.Package, string) {

@@ -57,16 +57,15 @@
     return (i === 0 ? n : n.toFixed(1)) + " " + units[i];
   }
 
-  // Upload zones: files go one at a time, each with a progress bar, bytes and
-  // throughput. With tus-js-client loaded (/static/docs/tus.min.js) and data-tus-url
-  // set, a file goes up with the tus resumable-upload protocol: it retries by itself
-  // after a network drop (also while the browser says it is offline) and, after a
-  // reload, choosing the same file again goes on where it stopped (tus-js-client
-  // remembers the upload URL by the file's fingerprint in localStorage). Otherwise it
-  // is POSTed (multipart, part "file") to data-upload-url. data-csrf sends the
-  // session's CSRF token; data-reload reloads the page when all files went through, so
-  // the server's list shows them.
-  document.querySelectorAll("[data-upload-url]").forEach(function (zone) {
+  // shipfileUploadZone(zone, send) makes zone an upload zone: files chosen in its file
+  // input or dropped on it queue up and go one at a time, each with a row in its
+  // .uploads list (li[data-state][data-name]: queued, then what send sets, then done or
+  // error) with a progress bar, bytes and throughput. send(job, tus) uploads one job
+  // ({file, row: {li, bar, stats}}) and returns a Promise of the row's final text; it
+  // rejects with the reason the file failed. tus(enc) sends the job through tus (see
+  // sendTus). The zone has data-busy while files are queued; with data-reload the page
+  // reloads when all of them went through, so the server's list shows them.
+  function uploadZone(zone, send) {
     var input = zone.querySelector("input[type=file]");
     var list = zone.querySelector(".uploads");
     var queue = [];
@@ -126,101 +125,61 @@
         return;
       }
       busy = true;
-      send(job);
-    }
-
-    function send(job) {
-      // An end-to-end encrypted zone (static/e2e-*.js set zone.shipfileEncrypt) sends
-      // ciphertext only, and only through tus: see sendEncrypted.
-      if (zone.shipfileEncrypt || zone.hasAttribute("data-e2e")) {
-        sendEncrypted(job);
-        return;
-      }
-      if (window.tus && window.tus.isSupported && zone.hasAttribute("data-tus-url")) {
-        sendTus(job);
-        return;
-      }
-      var file = job.file, r = job.row;
-      var xhr = new XMLHttpRequest();
-      var start = performance.now();
-      xhr.open("POST", zone.getAttribute("data-upload-url"));
-      if (zone.hasAttribute("data-csrf")) xhr.setRequestHeader("X-CSRF-Token", csrf);
-      r.li.setAttribute("data-state", "uploading");
-      xhr.upload.addEventListener("progress", function (e) {
-        var secs = Math.max((performance.now() - start) / 1000, 0.001);
-        var total = e.lengthComputable ? e.total : file.size;
-        r.bar.max = total || 1;
-        r.bar.value = e.loaded;
-        r.stats.textContent = human(e.loaded) + " of " + human(total) + " · " + human(e.loaded / secs) + "/s";
-      });
-      xhr.addEventListener("load", function () {
-        var secs = Math.max((performance.now() - start) / 1000, 0.001);
-        if (xhr.status === 201) {
-          ok++;
-          r.bar.max = 1;
-          r.bar.value = 1;
-          r.li.setAttribute("data-state", "done");
-          r.stats.textContent = "uploaded · " + human(file.size) + " in " + secs.toFixed(1) + " s · " + human(file.size / secs) + "/s";
-        } else {
-          fail(r, detail(xhr));
-        }
-        busy = false;
-        next();
-      });
-      xhr.addEventListener("error", function () {
-        fail(r, "the connection broke off");
-        busy = false;
-        next();
-      });
-      var form = new FormData();
-      form.append("file", file, file.name);
-      xhr.send(form);
-    }
-
-    // Waits between tus retries (ms): a drop of a minute or so is ridden out; after
-    // the last, the upload goes on when the browser is back online.
-    var tusRetryDelays = [0, 1000, 2000, 3000, 5000, 5000, 10000, 10000, 20000, 30000];
-
-    // sendEncrypted asks the zone's shipfileEncrypt(file) for the encrypted upload
-    // ({input: a stream reader of the ciphertext, uploadSize, chunkSize, metadata,
-    // onUploaded(fileId) → Promise}) and sends it with tus. Resumable within the page
-    // (tus retries from the server's offset within the chunk it holds); a reload starts
-    // the file over, since the file key is not kept.
-    function sendEncrypted(job) {
       var r = job.row;
-      if (!(window.tus && window.tus.isSupported && zone.hasAttribute("data-tus-url"))) {
-        fail(r, "this browser cannot upload encrypted files (no resumable uploads)");
-        busy = false;
-        next();
-        return;
-      }
-      if (!zone.shipfileEncrypt) {
-        fail(r, "encryption is not ready in this page (reload it)");
-        busy = false;
-        next();
-        return;
-      }
-      r.li.setAttribute("data-state", "encrypting");
-      r.li.setAttribute("data-encrypted", "1");
-      r.stats.textContent = "encrypting…";
-      Promise.resolve().then(function () { return zone.shipfileEncrypt(job.file); }).then(function (enc) {
-        sendTus(job, enc);
+      Promise.resolve().then(function () {
+        return send(job, function (enc) { return sendTus(zone, job, enc); });
+      }).then(function (text) {
+        ok++;
+        r.bar.max = 1;
+        r.bar.value = 1;
+        r.li.setAttribute("data-state", "done");
+        r.stats.textContent = text;
       }, function (err) {
-        fail(r, (err && err.message) || String(err));
+        failed++;
+        r.li.setAttribute("data-state", "error");
+        r.stats.textContent = "failed: " + ((err && err.message) || String(err));
+      }).then(function () {
         busy = false;
         next();
       });
     }
+  }
+  window.shipfileUploadZone = uploadZone;
 
-    function sendTus(job, enc) {
-      var file = job.file, r = job.row;
-      var start = performance.now();
-      var startBytes = -1;
-      var settled = false;
-      var headers = {};
-      if (zone.hasAttribute("data-csrf")) headers["X-CSRF-Token"] = csrf;
-      r.li.setAttribute("data-state", "uploading");
-      r.li.setAttribute("data-transport", "tus");
+  function seconds(start) { return Math.max((performance.now() - start) / 1000, 0.001); }
+
+  function uploaded(what, file, start) {
+    var secs = seconds(start);
+    return what + " · " + human(file.size) + " in " + secs.toFixed(1) + " s · " + human(file.size / secs) + "/s";
+  }
+
+  function tusReady(zone) {
+    return !!(window.tus && window.tus.isSupported && zone.hasAttribute("data-tus-url"));
+  }
+
+  // Waits between tus retries (ms): a drop of a minute or so is ridden out; after
+  // the last, the upload goes on when the browser is back online.
+  var tusRetryDelays = [0, 1000, 2000, 3000, 5000, 5000, 10000, 10000, 20000, 30000];
+
+  // sendTus sends a job to the zone's data-tus-url with the tus resumable-upload
+  // protocol: it retries by itself after a network drop (also while the browser says
+  // it is offline) and, after a reload, choosing the same file again goes on where it
+  // stopped (tus-js-client remembers the upload URL by the file's fingerprint in
+  // localStorage). With enc ({input: a stream reader of the ciphertext, uploadSize,
+  // chunkSize, metadata, onUploaded(fileId) → Promise, optional}) it sends that
+  // ciphertext instead of the file: resumable within the page (tus retries from the
+  // server's offset within the chunk it holds); a reload starts the file over, since
+  // the file key is not kept.
+  function sendTus(zone, job, enc) {
+    var file = job.file, r = job.row;
+    var start = performance.now();
+    var startBytes = enc ? 0 : -1;
+    var settled = false;
+    var headers = {};
+    if (zone.hasAttribute("data-csrf")) headers["X-CSRF-Token"] = csrf;
+    r.li.setAttribute("data-state", "uploading");
+    r.li.setAttribute("data-transport", "tus");
+    return new Promise(function (resolve, reject) {
       var opts = {
         endpoint: zone.getAttribute("data-tus-url"),
         headers: headers,
@@ -238,37 +197,23 @@
         },
         onProgress: function (sent, total) {
           if (startBytes < 0) startBytes = sent; // what an earlier page already sent
-          var secs = Math.max((performance.now() - start) / 1000, 0.001);
           r.bar.max = total || 1;
           r.bar.value = sent;
           r.li.setAttribute("data-sent", String(sent));
-          r.stats.textContent = human(sent) + " of " + human(total) + " · " + human(Math.max(sent - startBytes, 0) / secs) + "/s";
+          r.stats.textContent = (enc ? "encrypted · " : "") + human(sent) + " of " + human(total) + " · " + human(Math.max(sent - startBytes, 0) / seconds(start)) + "/s";
         },
         onSuccess: function (payload) {
           if (settled) return;
           settled = true;
-          var secs = Math.max((performance.now() - start) / 1000, 0.001);
-          var finish = function () {
-            ok++;
-            r.bar.max = 1;
-            r.bar.value = 1;
-            r.li.setAttribute("data-state", "done");
-            r.stats.textContent = "uploaded" + (enc ? " encrypted" : "") + " · " + human(file.size) + " in " + secs.toFixed(1) + " s · " + human(file.size / secs) + "/s";
-            busy = false;
-            next();
-          };
-          if (!enc || !enc.onUploaded) { finish(); return; }
+          var text = uploaded(enc ? "encrypted and uploaded" : "uploaded", file, start);
+          if (!enc || !enc.onUploaded) { resolve(text); return; }
           var res = payload && payload.lastResponse;
-          Promise.resolve(enc.onUploaded(res ? res.getHeader("Shipfile-File-Id") : "")).then(finish, function (err) {
-            fail(r, (err && err.message) || String(err));
-            busy = false;
-            next();
-          });
+          Promise.resolve(enc.onUploaded(res ? res.getHeader("Shipfile-File-Id") : "")).then(function () { resolve(text); }, reject);
         },
         onError: function (err) {
           var res = err.originalResponse;
           var status = res ? res.getStatus() : 0;
-          if (status === 0) {
+          if (status === 0 && !/source|reader|stream|encrypt/i.test(String(err && err.message))) {
             // Still no network after every retry: go on when the browser is back online.
             r.stats.textContent = "waiting for the network…";
             window.addEventListener("online", function () { upload.start(); }, { once: true });
@@ -276,14 +221,12 @@
           }
           if (settled) return;
           settled = true;
-          var why = "the server answered " + status;
+          var why = status ? "the server answered " + status : String(err && err.message ? err.message : err);
           try {
             var body = JSON.parse(res.getBody());
             if (body && body.detail) why = body.detail;
           } catch (e) { /* not JSON */ }
-          fail(r, why);
-          busy = false;
-          next();
+          reject(new Error(why));
         }
       };
       if (enc) {
@@ -307,20 +250,59 @@
         }
         upload.start();
       }, function () { upload.start(); });
-    }
+    });
+  }
 
-    function detail(xhr) {
-      try {
-        var body = JSON.parse(xhr.responseText);
-        if (body && body.detail) return body.detail;
-      } catch (e) { /* not JSON */ }
-      return "the server answered " + xhr.status;
-    }
+  // post sends a job as a multipart POST (part "file") to the zone's data-upload-url.
+  function post(zone, job) {
+    var file = job.file, r = job.row;
+    return new Promise(function (resolve, reject) {
+      var xhr = new XMLHttpRequest();
+      var start = performance.now();
+      xhr.open("POST", zone.getAttribute("data-upload-url"));
+      if (zone.hasAttribute("data-csrf")) xhr.setRequestHeader("X-CSRF-Token", csrf);
+      r.li.setAttribute("data-state", "uploading");
+      xhr.upload.addEventListener("progress", function (e) {
+        var total = e.lengthComputable ? e.total : file.size;
+        r.bar.max = total || 1;
+        r.bar.value = e.loaded;
+        r.stats.textContent = human(e.loaded) + " of " + human(total) + " · " + human(e.loaded / seconds(start)) + "/s";
+      });
+      xhr.addEventListener("load", function () {
+        if (xhr.status === 201) resolve(uploaded("uploaded", file, start));
+        else reject(new Error(detail(xhr)));
+      });
+      xhr.addEventListener("error", function () { reject(new Error("the connection broke off")); });
+      var form = new FormData();
+      form.append("file", file, file.name);
+      xhr.send(form);
+    });
+  }
 
-    function fail(r, why) {
-      failed++;
-      r.li.setAttribute("data-state", "error");
-      r.stats.textContent = "failed: " + why;
-    }
+  function detail(xhr) {
+    try {
+      var body = JSON.parse(xhr.responseText);
+      if (body && body.detail) return body.detail;
+    } catch (e) { /* not JSON */ }
+    return "the server answered " + xhr.status;
+  }
+
+  // The page's upload zones ([data-upload-url]): with tus-js-client loaded
+  // (/static/docs/tus.min.js) and data-tus-url set, a file goes up with tus (sendTus),
+  // otherwise it is POSTed. data-csrf sends the session's CSRF token. An end-to-end
+  // encrypted zone (static/e2e-outbound.js sets zone.shipfileEncrypt(file), which
+  // gives sendTus's enc) sends ciphertext only, and only through tus.
+  document.querySelectorAll("[data-upload-url]").forEach(function (zone) {
+    uploadZone(zone, function (job, tus) {
+      if (zone.shipfileEncrypt || zone.hasAttribute("data-e2e")) {
+        if (!tusReady(zone)) throw new Error("this browser cannot upload encrypted files (no resumable uploads)");
+        if (!zone.shipfileEncrypt) throw new Error("encryption is not ready in this page (reload it)");
+        job.row.li.setAttribute("data-state", "encrypting");
+        job.row.li.setAttribute("data-encrypted", "1");
+        job.row.stats.textContent = "encrypting…";
+        return Promise.resolve(zone.shipfileEncrypt(job.file)).then(tus);
+      }
+      return tusReady(zone) ? tus() : post(zone, job);
+    });
   });
 })();

@@ -272,87 +272,17 @@
   // Each request (PATCH) carries this much ciphertext; a retry after a drop resends
   // at most this from memory (the part the server has not got yet).
   var chunkSize = 8 << 20;
-  var tusRetryDelays = [0, 1000, 2000, 3000, 5000, 5000, 10000, 10000, 20000, 30000];
 
+  // uploadZone is the request link's upload zone (app.js's shipfileUploadZone): each
+  // file's manifest entry and the file itself are encrypted to the requester's key
+  // and the ciphertext goes up through tus as it is made.
   function uploadZone(zone) {
-    var input = zone.querySelector("input[type=file]");
-    var list = zone.querySelector(".uploads");
     var recipient = zone.getAttribute("data-public-key");
-    var queue = [];
-    var busy = false, ok = 0, failed = 0;
-
-    input.addEventListener("change", function () {
-      add(input.files);
-      input.value = "";
-    });
-    ["dragenter", "dragover"].forEach(function (t) {
-      zone.addEventListener(t, function (e) { e.preventDefault(); zone.classList.add("over"); });
-    });
-    ["dragleave", "drop"].forEach(function (t) {
-      zone.addEventListener(t, function () { zone.classList.remove("over"); });
-    });
-    zone.addEventListener("drop", function (e) {
-      e.preventDefault();
-      if (e.dataTransfer && e.dataTransfer.files) add(e.dataTransfer.files);
-    });
-
-    function add(files) {
-      for (var i = 0; i < files.length; i++) queue.push({ file: files[i], row: row(files[i]) });
-      zone.setAttribute("data-busy", "1");
-      next();
-    }
-
-    function row(file) {
-      var li = document.createElement("li");
-      li.setAttribute("data-state", "queued");
-      li.setAttribute("data-name", file.name);
-      var name = document.createElement("div");
-      name.className = "name";
-      name.textContent = file.name;
-      var bar = document.createElement("progress");
-      bar.max = file.size || 1;
-      bar.value = 0;
-      var stats = document.createElement("div");
-      stats.className = "stats";
-      stats.textContent = "waiting · " + human(file.size);
-      li.appendChild(name);
-      li.appendChild(bar);
-      li.appendChild(stats);
-      list.appendChild(li);
-      return { li: li, bar: bar, stats: stats };
-    }
-
-    function next() {
-      if (busy) return;
-      var job = queue.shift();
-      if (!job) {
-        zone.removeAttribute("data-busy");
-        if (zone.hasAttribute("data-reload") && ok > 0 && failed === 0) {
-          setTimeout(function () { window.location.reload(); }, 700);
-        }
-        return;
-      }
-      busy = true;
-      Promise.resolve().then(function () { return send(job); }).catch(function (x) {
-        fail(job.row, x && x.message ? x.message : String(x));
-        busy = false;
-        next();
-      });
-    }
-
-    function fail(r, why) {
-      failed++;
-      r.li.setAttribute("data-state", "error");
-      r.stats.textContent = "failed: " + why;
-    }
-
-    // send encrypts the file's manifest entry and the file itself to the requester's
-    // key and uploads the ciphertext through tus, as it is made.
-    function send(job) {
+    self.shipfileUploadZone(zone, function (job, tus) {
       var file = job.file, r = job.row;
       var age = lib();
-      if (!/^age1[0-9a-z]+$/.test(recipient || "")) return Promise.reject(new Error("the request has no encryption key to encrypt to"));
-      if (!window.tus || !window.tus.isSupported) return Promise.reject(new Error("this browser cannot upload here (no tus)"));
+      if (!/^age1[0-9a-z]+$/.test(recipient || "")) throw new Error("the request has no encryption key to encrypt to");
+      if (!window.tus || !window.tus.isSupported) throw new Error("this browser cannot upload here (no tus)");
       r.li.setAttribute("data-state", "encrypting");
       r.li.setAttribute("data-encrypted", "1");
       r.stats.textContent = "encrypting · " + human(file.size);
@@ -363,74 +293,17 @@
         var enc = new age.Encrypter();
         enc.addRecipient(recipient);
         return enc.encrypt(file.stream()).then(function (stream) {
-          return { entry: b64(sealedEntry), stream: stream };
+          return tus({
+            input: batched(stream, chunkSize),
+            uploadSize: stream.size(file.size),
+            chunkSize: chunkSize,
+            // The server keeps no client file name for an encrypted package: the
+            // real name travels only inside the encrypted manifest entry.
+            metadata: { filename: "encrypted.age", filetype: "application/octet-stream", manifest: b64(sealedEntry) }
+          });
         });
-      }).then(function (c) {
-        var total = c.stream.size(file.size);
-        var start = performance.now();
-        var settled = false;
-        r.li.setAttribute("data-state", "uploading");
-        r.li.setAttribute("data-transport", "tus");
-        var upload = new window.tus.Upload(batched(c.stream, chunkSize), {
-          endpoint: zone.getAttribute("data-tus-url"),
-          uploadSize: total,
-          chunkSize: chunkSize,
-          // The server keeps no client file name for an encrypted package: the real
-          // name travels only inside the encrypted manifest entry.
-          metadata: { filename: "encrypted.age", filetype: "application/octet-stream", manifest: c.entry },
-          retryDelays: tusRetryDelays,
-          // The ciphertext is new each time (fresh file key): an upload cannot be
-          // found again after a reload, so none is remembered.
-          storeFingerprintForResuming: false,
-          onShouldRetry: function (err) {
-            var res = err.originalResponse;
-            var status = res ? res.getStatus() : 0;
-            r.li.setAttribute("data-retried", "1");
-            r.stats.textContent = "connection lost · retrying…";
-            return status === 0 || status >= 500 || status === 409 || status === 423 || status === 429;
-          },
-          onProgress: function (sent, all) {
-            var secs = Math.max((performance.now() - start) / 1000, 0.001);
-            r.bar.max = all || 1;
-            r.bar.value = sent;
-            r.li.setAttribute("data-sent", String(sent));
-            r.stats.textContent = "encrypted · " + human(sent) + " of " + human(all) + " · " + human(sent / secs) + "/s";
-          },
-          onSuccess: function () {
-            if (settled) return;
-            settled = true;
-            var secs = Math.max((performance.now() - start) / 1000, 0.001);
-            ok++;
-            r.bar.max = 1;
-            r.bar.value = 1;
-            r.li.setAttribute("data-state", "done");
-            r.stats.textContent = "encrypted and uploaded · " + human(file.size) + " in " + secs.toFixed(1) + " s · " + human(file.size / secs) + "/s";
-            busy = false;
-            next();
-          },
-          onError: function (err) {
-            var res = err.originalResponse;
-            var status = res ? res.getStatus() : 0;
-            if (status === 0 && !/source|reader|stream|encrypt/i.test(String(err && err.message))) {
-              r.stats.textContent = "waiting for the network…";
-              window.addEventListener("online", function () { upload.start(); }, { once: true });
-              return;
-            }
-            if (settled) return;
-            settled = true;
-            var why = status ? "the server answered " + status : String(err && err.message ? err.message : err);
-            try {
-              var body = JSON.parse(res.getBody());
-              if (body && body.detail) why = body.detail;
-            } catch (e) { /* not JSON */ }
-            fail(r, why);
-            busy = false;
-            next();
-          }
-        });
-        upload.start();
       });
-    }
+    });
   }
 
   // ------------------------------------------------ owner's package page (reading)
