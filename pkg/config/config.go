@@ -218,6 +218,16 @@ func set(v reflect.Value, raw string) error {
 			return err
 		}
 		v.SetInt(n)
+	case v.Kind() == reflect.Float64:
+		if raw == "" {
+			v.SetFloat(0)
+			return nil
+		}
+		f, err := strconv.ParseFloat(raw, 64)
+		if err != nil || math.IsNaN(f) || math.IsInf(f, 0) {
+			return fmt.Errorf("%q is not a number", raw)
+		}
+		v.SetFloat(f)
 	default:
 		return fmt.Errorf("unsupported field type %s", v.Type())
 	}

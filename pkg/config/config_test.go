@@ -16,6 +16,7 @@ type nested struct {
 type sample struct {
 	Addr     string          `env:"SHIPFILE_T_ADDR" default:"127.0.0.1:1" help:"address"`
 	Count    int             `env:"SHIPFILE_T_COUNT" default:"3"`
+	Rate     float64         `env:"SHIPFILE_T_RATE" default:"1"`
 	On       bool            `env:"SHIPFILE_T_ON" default:"true"`
 	Wait     time.Duration   `env:"SHIPFILE_T_WAIT" default:"1m"`
 	Schedule []time.Duration `env:"SHIPFILE_T_SCHEDULE" default:"1s, 2m"`
@@ -24,12 +25,13 @@ type sample struct {
 
 func TestLoad(t *testing.T) {
 	t.Setenv("SHIPFILE_T_COUNT", "7")
+	t.Setenv("SHIPFILE_T_RATE", "0.25")
 	t.Setenv("SHIPFILE_T_PASSWORD", "hunter22")
 	var s sample
 	if err := Load(&s); err != nil {
 		t.Fatal(err)
 	}
-	want := sample{Addr: "127.0.0.1:1", Count: 7, On: true, Wait: time.Minute,
+	want := sample{Addr: "127.0.0.1:1", Count: 7, Rate: 0.25, On: true, Wait: time.Minute,
 		Schedule: []time.Duration{time.Second, 2 * time.Minute}, Nested: nested{Password: "hunter22"}}
 	if fmt.Sprint(s) != fmt.Sprint(want) {
 		t.Fatalf("got %+v, want %+v", s, want)
@@ -41,7 +43,7 @@ func TestLoad(t *testing.T) {
 
 func TestLoadRejectsBadValues(t *testing.T) {
 	for env, val := range map[string]string{
-		"SHIPFILE_T_COUNT": "many", "SHIPFILE_T_ON": "perhaps", "SHIPFILE_T_WAIT": "soon", "SHIPFILE_T_SCHEDULE": "1s,x",
+		"SHIPFILE_T_COUNT": "many", "SHIPFILE_T_RATE": "NaN", "SHIPFILE_T_ON": "perhaps", "SHIPFILE_T_WAIT": "soon", "SHIPFILE_T_SCHEDULE": "1s,x",
 	} {
 		t.Run(env, func(t *testing.T) {
 			t.Setenv(env, val)

@@ -113,7 +113,7 @@ type EdgeConfig struct {
 	HTTPBodyTimeout     time.Duration `env:"SHIPFILE_HTTP_BODY_TIMEOUT" default:"30s" help:"longest a request body other than an upload's (JSON, forms) may take to arrive, else 408 (0: no limit)"`
 	LinkRate            int           `env:"SHIPFILE_LINK_RATE" default:"20" help:"requests a second per client IP to link routes (/p/..., /api/v1/links/...), across instances (0 disables)"`
 	LinkBurst           int           `env:"SHIPFILE_LINK_BURST" default:"40" help:"burst of requests per client IP to link routes"`
-	LoginRate           int           `env:"SHIPFILE_LOGIN_RATE" default:"1" help:"sign-ins (POST /login) a second per client IP (an IPv6 client by its /64), across instances (0 disables)"`
+	LoginRate           float64       `env:"SHIPFILE_LOGIN_RATE" default:"1" help:"sign-ins (POST /login) a second per client IP (an IPv6 client by its /64), across instances; 0.2: one every 5 s (0 disables)"`
 	LoginBurst          int           `env:"SHIPFILE_LOGIN_BURST" default:"10" help:"burst of sign-ins per client IP"`
 }
 
@@ -312,7 +312,7 @@ func New(_ context.Context, cfg Config, deps Deps) (*Service, error) {
 	})
 	ui, err := web.New(web.Deps{
 		Log: log, Identity: s.Identity, Sessions: s.Sessions, Packages: s.Packages, Links: s.Links, Webhooks: s.Webhooks, LinkRate: rate, OIDCStore: db,
-		LoginRate: links.NewLoginRate(db, float64(cfg.Edge.LoginRate), cfg.Edge.LoginBurst),
+		LoginRate: links.NewLoginRate(db, cfg.Edge.LoginRate, cfg.Edge.LoginBurst),
 		Config: web.Config{SecureCookies: secure, SessionLifetime: cfg.Web.SessionLifetime, MaxFileSize: cfg.MaxFileSize,
 			NoPasswordLogin: cfg.OIDC.PasswordLoginOff(), OIDC: cfg.OIDC.Web(cfg.PublicURL)},
 	})
