@@ -24,11 +24,13 @@ func registerUUID(_ context.Context, conn *pgx.Conn) error {
 	return nil
 }
 
-// uuidCodec is pgx's UUIDCodec with a plan for uuid.UUID values.
+// uuidCodec is pgx's UUIDCodec with a plan for uuid.UUID and *uuid.UUID values (both
+// are driver.Valuers, which pgx's pointer dereferencing leaves alone).
 type uuidCodec struct{ pgtype.UUIDCodec }
 
 func (c uuidCodec) PlanEncode(m *pgtype.Map, oid uint32, format int16, value any) pgtype.EncodePlan {
-	if _, ok := value.(uuid.UUID); ok {
+	switch value.(type) {
+	case uuid.UUID, *uuid.UUID:
 		switch format {
 		case pgtype.BinaryFormatCode:
 			return encodeUUIDBinary{}
@@ -42,12 +44,33 @@ func (c uuidCodec) PlanEncode(m *pgtype.Map, oid uint32, format int16, value any
 type encodeUUIDBinary struct{}
 
 func (encodeUUIDBinary) Encode(value any, buf []byte) ([]byte, error) {
-	u := value.(uuid.UUID)
+	u, ok := uuidOf(value)
+	if !ok {
+		return nil, nil
+	}
 	return append(buf, u[:]...), nil
+}
+
+// uuidOf returns the uuid.UUID or *uuid.UUID value, false for a nil pointer (NULL).
+func uuidOf(value any) (uuid.UUID, bool) {
+	switch v := value.(type) {
+	case uuid.UUID:
+		return v, true
+	case *uuid.UUID:
+		if v == nil {
+			return uuid.UUID{}, false
+		}
+		return *v, true
+	}
+	return uuid.UUID{}, false
 }
 
 type encodeUUIDText struct{}
 
 func (encodeUUIDText) Encode(value any, buf []byte) ([]byte, error) {
-	return append(buf, value.(uuid.UUID).String()...), nil
+	u, ok := uuidOf(value)
+	if !ok {
+		return nil, nil
+	}
+	return append(buf, u.String()...), nil
 }
