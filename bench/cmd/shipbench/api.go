@@ -82,8 +82,9 @@ func apiRow(ctx context.Context, t testing.TB, c config, bins rig.Bins, rep *Rep
 		slice = half
 	}
 	waits := newWaitSampler(ctx, t, s.DBURL)
-	base := &phase{procs: bases, clients: baseClients}
-	gate := &phase{procs: gateways, clients: gatewayClients}
+	pg := postmasterPid(ctx, s.DBURL)
+	base := &phase{procs: bases, clients: baseClients, postmaster: pg}
+	gate := &phase{procs: gateways, clients: gatewayClients, postmaster: pg}
 	prof.record(ctx, gateways[0], 2*half-time.Second, "api-gateway")
 	for base.elapsed() < half || gate.elapsed() < half {
 		for i, ph := range []*phase{base, gate} {
@@ -99,10 +100,10 @@ func apiRow(ctx context.Context, t testing.TB, c config, bins rig.Bins, rep *Rep
 	if slice < half {
 		how = fmt.Sprintf(" (interleaved with the other in slices of %s)", slice)
 	}
-	rep.Rawf("API baseline (gin + one pgx INSERT)%s: %s%s; machine CPU %.0f%% busy, the baseline used %s of CPU (%.2f ms a request); PostgreSQL waits: %s",
-		instances, b, how, 100*base.busy(), base.cpu.Round(10*time.Millisecond), perRequest(base.cpu, b.ok), waits.summary(0))
-	rep.Rawf("API gateway POST /api/v1/packages%s: %s%s; machine CPU %.0f%% busy, the gateway used %s of CPU (%.2f ms a request); PostgreSQL waits: %s",
-		instances, g, how, 100*gate.busy(), gate.cpu.Round(10*time.Millisecond), perRequest(gate.cpu, g.ok), waits.summary(1))
+	rep.Rawf("API baseline (gin + one pgx INSERT)%s: %s%s; machine CPU %.0f%% busy, the baseline used %s of CPU (%.2f ms a request)%s; PostgreSQL waits: %s",
+		instances, b, how, 100*base.busy(), base.cpu.Round(10*time.Millisecond), perRequest(base.cpu, b.ok), base.pgCPU(b.ok), waits.summary(0))
+	rep.Rawf("API gateway POST /api/v1/packages%s: %s%s; machine CPU %.0f%% busy, the gateway used %s of CPU (%.2f ms a request)%s; PostgreSQL waits: %s",
+		instances, g, how, 100*gate.busy(), gate.cpu.Round(10*time.Millisecond), perRequest(gate.cpu, g.ok), gate.pgCPU(g.ok), waits.summary(1))
 	if g.ok == 0 || b.ok == 0 {
 		t.Fatalf("no request succeeded (gateway %s; baseline %s)", g, b)
 	}
@@ -142,15 +143,26 @@ type phase struct {
 	res     loadResult
 	lat     []time.Duration
 	cpu     time.Duration // the processes' CPU time during the slices
-	machine rig.CPUTimes  // the machine's CPU ticks during the slices (Total, Idle)
+	// postmaster is PostgreSQL's when it runs on this machine (0: not), pg the CPU time
+	// of it and its backends during the slices (every database of the server).
+	postmaster int
+	pg         time.Duration
+	machine    rig.CPUTimes // the machine's CPU ticks during the slices (Total, Idle)
 }
 
 // run runs one slice of d.
 func (p *phase) run(ctx context.Context, clients int, d time.Duration) {
+	var pg0 time.Duration
+	if p.postmaster > 0 {
+		pg0 = rig.TreeCPU(p.postmaster)
+	}
 	m0, c0 := rig.ReadCPU(), procsCPU(p.procs)
 	r, lat := load(ctx, p.clients, clients, d)
 	m1 := rig.ReadCPU()
 	p.cpu += procsCPU(p.procs) - c0
+	if p.postmaster > 0 {
+		p.pg += rig.TreeCPU(p.postmaster) - pg0
+	}
 	p.machine.Total += m1.Total - m0.Total
 	p.machine.Idle += m1.Idle - m0.Idle
 	if p.res.statuses == nil {
@@ -166,6 +178,14 @@ func (p *phase) run(ctx context.Context, clients int, d time.Duration) {
 }
 
 func (p *phase) elapsed() time.Duration { return p.res.elapsed }
+
+// pgCPU says how much CPU PostgreSQL used a request, when it runs on this machine.
+func (p *phase) pgCPU(ok int) string {
+	if p.postmaster == 0 {
+		return ""
+	}
+	return fmt.Sprintf(", PostgreSQL %s (%.2f ms a request)", p.pg.Round(10*time.Millisecond), perRequest(p.pg, ok))
+}
 
 // busy is the machine's busy share during the phase's slices.
 func (p *phase) busy() float64 {
