@@ -57,7 +57,7 @@ func OpenAtLeast(ctx context.Context, url string, minConns int) (*pgxpool.Pool, 
 }
 
 // ParseConfig parses a pool URL and adds the settings every service's pool runs with
-// (PlanCacheMode), for the callers that tune the pool further before opening it.
+// (PlanCacheMode, and uuid.UUID encoded as its 16 bytes: registerUUID), for the callers that tune the pool further before opening it.
 func ParseConfig(url string) (*pgxpool.Config, error) {
 	cfg, err := pgxpool.ParseConfig(url)
 	if err != nil {
@@ -66,5 +66,6 @@ func ParseConfig(url string) (*pgxpool.Config, error) {
 	if _, set := cfg.ConnConfig.RuntimeParams["plan_cache_mode"]; !set {
 		cfg.ConnConfig.RuntimeParams["plan_cache_mode"] = PlanCacheMode
 	}
+	cfg.AfterConnect = registerUUID
 	return cfg, nil
 }

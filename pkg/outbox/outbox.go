@@ -69,6 +69,21 @@ func Queue(b *pgx.Batch, msgs ...Message) error {
 	if len(msgs) == 0 {
 		return nil
 	}
+	if len(msgs) == 1 {
+		// The common case (one event per change): a plain row, without the arrays that
+		// pgx would encode and PostgreSQL unnest and sort for it.
+		m := msgs[0]
+		if m.ID == "" || m.Subject == "" {
+			return fmt.Errorf("%w: message 0 needs an ID and a subject", ErrInvalidMessage)
+		}
+		payload := m.Data
+		if payload == nil {
+			payload = []byte{} // NULL means "erased"; an empty body is not that
+		}
+		b.Queue(`INSERT INTO outbox (msg_id, subject, payload, ephemeral) VALUES ($1, $2, $3, $4)`,
+			m.ID, m.Subject, payload, m.Ephemeral)
+		return nil
+	}
 	ids := make([]string, len(msgs))
 	subjects := make([]string, len(msgs))
 	payloads := make([][]byte, len(msgs))

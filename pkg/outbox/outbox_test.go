@@ -417,6 +417,45 @@ func TestEphemeralPayloadErased(t *testing.T) {
 	}
 }
 
+// TestSingleMessageRows: a change with one message (Queue's plain-row form) stores it
+// as the multi-row form does: an empty body is an empty payload, not NULL ("erased"),
+// and an ephemeral one loses its payload once published.
+func TestSingleMessageRows(t *testing.T) {
+	t.Parallel()
+	f := setup(t)
+	empty := outbox.Message{ID: uuid.Must(uuid.NewV7()).String(), Subject: f.subject}
+	secret := f.msg("magic link: secret")
+	secret.Ephemeral = true
+	f.insert(t, empty)
+	if r := f.row(t, empty.ID); r.payload == nil || len(r.payload) != 0 || r.published {
+		t.Fatalf("empty message before publishing: payload %q (nil %v), published %v; want an empty, non-NULL payload, pending",
+			r.payload, r.payload == nil, r.published)
+	}
+	f.insert(t, secret)
+	if r := f.row(t, secret.ID); string(r.payload) != string(secret.Data) {
+		t.Fatalf("ephemeral message before publishing: payload %q, want %q", r.payload, secret.Data)
+	}
+	if err := outbox.NewRelay(f.pool, f.js, outbox.Options{}).Flush(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if r := f.row(t, empty.ID); !r.published || r.payload == nil {
+		t.Errorf("empty message: published %v, payload nil %v; want published, kept", r.published, r.payload == nil)
+	}
+	if r := f.row(t, secret.ID); !r.published || r.payload != nil {
+		t.Errorf("ephemeral message: published %v, payload %q; want published, erased", r.published, r.payload)
+	}
+	stored := map[string]string{}
+	for _, m := range f.stored(t) {
+		stored[m.id] = m.data
+	}
+	if got, ok := stored[secret.ID]; !ok || got != string(secret.Data) {
+		t.Errorf("stream has %q (present %v) for the ephemeral message, want %q", got, ok, secret.Data)
+	}
+	if got, ok := stored[empty.ID]; !ok || got != "" {
+		t.Errorf("stream has %q (present %v) for the empty message, want an empty body", got, ok)
+	}
+}
+
 func TestRepublishAfterCrashIsDeduplicated(t *testing.T) {
 	t.Parallel()
 	f := setup(t)

@@ -74,17 +74,36 @@ func apiRow(ctx context.Context, t testing.TB, c config, bins rig.Bins, rep *Rep
 	if c.apiGateways > 1 {
 		instances = fmt.Sprintf(" (%d processes)", c.apiGateways)
 	}
-	cpu, procCPU := rig.ReadCPU(), procsCPU(bases)
-	waits := sampleWaits(ctx, t, s.DBURL)
-	b := load(ctx, baseClients, c.apiClients, half)
-	rep.Rawf("API baseline (gin + one pgx INSERT)%s: %s; machine CPU %.0f%% busy, the baseline used %s of CPU (%.2f ms a request); PostgreSQL waits: %s",
-		instances, b, 100*cpu.BusySince(), (procsCPU(bases) - procCPU).Round(10*time.Millisecond), perRequest(procsCPU(bases)-procCPU, b.ok), waits())
-	prof.record(ctx, gateways[0], half-time.Second, "api-gateway")
-	cpu, procCPU = rig.ReadCPU(), procsCPU(gateways)
-	waits = sampleWaits(ctx, t, s.DBURL)
-	g := load(ctx, gatewayClients, c.apiClients, half)
-	rep.Rawf("API gateway POST /api/v1/packages%s: %s; machine CPU %.0f%% busy, the gateway used %s of CPU (%.2f ms a request); PostgreSQL waits: %s",
-		instances, g, 100*cpu.BusySince(), (procsCPU(gateways) - procCPU).Round(10*time.Millisecond), perRequest(procsCPU(gateways)-procCPU, g.ok), waits())
+	// The halves run interleaved, a slice of each in turn (baseline first), so that both
+	// see the same machine: on shared cores the load of other work comes and goes over
+	// seconds, and a ratio of two halves measured one after the other measured mostly that.
+	slice := c.apiSlice
+	if slice <= 0 || slice > half {
+		slice = half
+	}
+	waits := newWaitSampler(ctx, t, s.DBURL)
+	pg := postmasterPid(ctx, s.DBURL)
+	base := &phase{procs: bases, clients: baseClients, postmaster: pg}
+	gate := &phase{procs: gateways, clients: gatewayClients, postmaster: pg}
+	prof.record(ctx, gateways[0], 2*half-time.Second, "api-gateway")
+	for base.elapsed() < half || gate.elapsed() < half {
+		for i, ph := range []*phase{base, gate} {
+			if d := min(slice, half-ph.elapsed()); d > 0 {
+				waits.set(i)
+				ph.run(ctx, c.apiClients, d)
+				waits.set(-1)
+			}
+		}
+	}
+	b, g := base.result(), gate.result()
+	how := ""
+	if slice < half {
+		how = fmt.Sprintf(" (interleaved with the other in slices of %s)", slice)
+	}
+	rep.Rawf("API baseline (gin + one pgx INSERT)%s: %s%s; machine CPU %.0f%% busy, the baseline used %s of CPU (%.2f ms a request)%s; PostgreSQL waits: %s",
+		instances, b, how, 100*base.busy(), base.cpu.Round(10*time.Millisecond), perRequest(base.cpu, b.ok), base.pgCPU(b.ok), waits.summary(0))
+	rep.Rawf("API gateway POST /api/v1/packages%s: %s%s; machine CPU %.0f%% busy, the gateway used %s of CPU (%.2f ms a request)%s; PostgreSQL waits: %s",
+		instances, g, how, 100*gate.busy(), gate.cpu.Round(10*time.Millisecond), perRequest(gate.cpu, g.ok), gate.pgCPU(g.ok), waits.summary(1))
 	if g.ok == 0 || b.ok == 0 {
 		t.Fatalf("no request succeeded (gateway %s; baseline %s)", g, b)
 	}
@@ -115,6 +134,142 @@ func (r loadResult) rps() float64 { return float64(r.ok) / r.elapsed.Seconds() }
 func (r loadResult) String() string {
 	return fmt.Sprintf("%d requests answered 201 and %d not (statuses %v) in %s: %.0f req/s, p50 %s, p99 %s",
 		r.ok, r.failed, r.statuses, r.elapsed.Round(time.Millisecond), r.rps(), rig.Ms(r.p50), rig.Ms(r.p99))
+}
+
+// phase accumulates one side of the API row over its slices.
+type phase struct {
+	procs   []*rig.Proc
+	clients []*rig.Client
+	res     loadResult
+	lat     []time.Duration
+	cpu     time.Duration // the processes' CPU time during the slices
+	// postmaster is PostgreSQL's when it runs on this machine (0: not), pg the CPU time
+	// of it and its backends during the slices (every database of the server).
+	postmaster int
+	pg         time.Duration
+	machine    rig.CPUTimes // the machine's CPU ticks during the slices (Total, Idle)
+}
+
+// run runs one slice of d.
+func (p *phase) run(ctx context.Context, clients int, d time.Duration) {
+	var pg0 time.Duration
+	if p.postmaster > 0 {
+		pg0 = rig.TreeCPU(p.postmaster)
+	}
+	m0, c0 := rig.ReadCPU(), procsCPU(p.procs)
+	r, lat := load(ctx, p.clients, clients, d)
+	m1 := rig.ReadCPU()
+	p.cpu += procsCPU(p.procs) - c0
+	if p.postmaster > 0 {
+		p.pg += rig.TreeCPU(p.postmaster) - pg0
+	}
+	p.machine.Total += m1.Total - m0.Total
+	p.machine.Idle += m1.Idle - m0.Idle
+	if p.res.statuses == nil {
+		p.res.statuses = map[int]int{}
+	}
+	p.res.ok += r.ok
+	p.res.failed += r.failed
+	p.res.elapsed += r.elapsed
+	for s, n := range r.statuses {
+		p.res.statuses[s] += n
+	}
+	p.lat = append(p.lat, lat...)
+}
+
+func (p *phase) elapsed() time.Duration { return p.res.elapsed }
+
+// pgCPU says how much CPU PostgreSQL used a request, when it runs on this machine.
+func (p *phase) pgCPU(ok int) string {
+	if p.postmaster == 0 {
+		return ""
+	}
+	return fmt.Sprintf(", PostgreSQL %s (%.2f ms a request)", p.pg.Round(10*time.Millisecond), perRequest(p.pg, ok))
+}
+
+// busy is the machine's busy share during the phase's slices.
+func (p *phase) busy() float64 {
+	if p.machine.Total == 0 {
+		return 0
+	}
+	return 1 - float64(p.machine.Idle)/float64(p.machine.Total)
+}
+
+func (p *phase) result() loadResult {
+	r := p.res
+	r.p50, r.p99 = rig.Percentile(p.lat, 50), rig.Percentile(p.lat, 99)
+	return r
+}
+
+// waitSampler is sampleWaits for interleaved phases: each sample counts for the phase
+// set at that moment (none between slices).
+type waitSampler struct {
+	mu      sync.Mutex
+	current int
+	counts  map[int]map[string]int
+	samples map[int]int
+}
+
+func newWaitSampler(ctx context.Context, t testing.TB, url string) *waitSampler {
+	w := &waitSampler{current: -1, counts: map[int]map[string]int{}, samples: map[int]int{}}
+	pool, err := database.Open(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pool.Close)
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	t.Cleanup(func() { cancel(); <-done })
+	go func() {
+		defer close(done)
+		tick := time.NewTicker(100 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-tick.C:
+			}
+			w.mu.Lock()
+			ph := w.current
+			w.mu.Unlock()
+			if ph < 0 {
+				continue
+			}
+			got := map[string]int{}
+			rows, err := pool.Query(ctx, waitsQuery)
+			if err != nil {
+				continue
+			}
+			var what string
+			var n int
+			if _, err := pgx.ForEachRow(rows, []any{&what, &n}, func() error { got[what] += n; return nil }); err != nil {
+				continue
+			}
+			w.mu.Lock()
+			if w.counts[ph] == nil {
+				w.counts[ph] = map[string]int{}
+			}
+			for k, n := range got {
+				w.counts[ph][k] += n
+			}
+			w.samples[ph]++
+			w.mu.Unlock()
+		}
+	}()
+	return w
+}
+
+func (w *waitSampler) set(ph int) {
+	w.mu.Lock()
+	w.current = ph
+	w.mu.Unlock()
+}
+
+func (w *waitSampler) summary(ph int) string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return waitSummary(w.counts[ph], w.samples[ph])
 }
 
 // procsCPU is the CPU time the processes used so far, together.
@@ -149,10 +304,7 @@ func sampleWaits(ctx context.Context, t testing.TB, url string) func() string {
 				return
 			case <-tick.C:
 			}
-			rows, err := pool.Query(ctx, `SELECT coalesce(wait_event_type || ':' || wait_event, 'CPU'), count(*)
-				FROM pg_stat_activity
-				WHERE datname = current_database() AND state = 'active' AND pid <> pg_backend_pid()
-				GROUP BY 1`)
+			rows, err := pool.Query(ctx, waitsQuery)
 			if err != nil {
 				continue
 			}
@@ -166,33 +318,45 @@ func sampleWaits(ctx context.Context, t testing.TB, url string) func() string {
 		cancel()
 		<-done
 		pool.Close()
-		if samples == 0 {
-			return "no samples"
-		}
-		type wait struct {
-			what string
-			n    int
-		}
-		var ws []wait
-		for w, n := range counts {
-			ws = append(ws, wait{w, n})
-		}
-		slices.SortFunc(ws, func(a, b wait) int { return b.n - a.n })
-		var parts []string
-		for i, w := range ws {
-			if i == 6 {
-				break
-			}
-			parts = append(parts, fmt.Sprintf("%s %.1f", w.what, float64(w.n)/float64(samples)))
-		}
-		return fmt.Sprintf("backends busy on average, by wait (%d samples): %s", samples, strings.Join(parts, ", "))
+		return waitSummary(counts, samples)
 	}
+}
+
+// waitsQuery counts the busy backends of the current database by what they wait on.
+const waitsQuery = `SELECT coalesce(wait_event_type || ':' || wait_event, 'CPU'), count(*)
+	FROM pg_stat_activity
+	WHERE datname = current_database() AND state = 'active' AND pid <> pg_backend_pid()
+	GROUP BY 1`
+
+// waitSummary: the average count of busy backends of each wait over samples, most
+// frequent first.
+func waitSummary(counts map[string]int, samples int) string {
+	if samples == 0 {
+		return "no samples"
+	}
+	type wait struct {
+		what string
+		n    int
+	}
+	var ws []wait
+	for w, n := range counts {
+		ws = append(ws, wait{w, n})
+	}
+	slices.SortFunc(ws, func(a, b wait) int { return b.n - a.n })
+	var parts []string
+	for i, w := range ws {
+		if i == 6 {
+			break
+		}
+		parts = append(parts, fmt.Sprintf("%s %.1f", w.what, float64(w.n)/float64(samples)))
+	}
+	return fmt.Sprintf("backends busy on average, by wait (%d samples): %s", samples, strings.Join(parts, ", "))
 }
 
 // load runs clients goroutines, each sending POST /api/v1/packages one after the
 // other, for d, client i to instances[i mod len(instances)]; latencies are those of
 // 201 answers.
-func load(ctx context.Context, instances []*rig.Client, clients int, d time.Duration) loadResult {
+func load(ctx context.Context, instances []*rig.Client, clients int, d time.Duration) (loadResult, []time.Duration) {
 	ctx, cancel := context.WithTimeout(ctx, d)
 	defer cancel()
 	var mu sync.Mutex
@@ -239,7 +403,7 @@ func load(ctx context.Context, instances []*rig.Client, clients int, d time.Dura
 	wg.Wait()
 	res.elapsed = time.Since(start)
 	res.p50, res.p99 = rig.Percentile(lat, 50), rig.Percentile(lat, 99)
-	return res
+	return res, lat
 }
 
 func perRequest(cpu time.Duration, n int) float64 {

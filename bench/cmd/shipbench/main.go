@@ -41,6 +41,7 @@ type config struct {
 	apiClients  int
 	apiGateways int
 	apiDuration time.Duration
+	apiSlice    time.Duration
 
 	eventRate     int
 	eventDuration time.Duration
@@ -103,6 +104,7 @@ func main() {
 	fs.IntVar(&c.apiClients, "api-clients", 32, "concurrent clients of the API row")
 	fs.IntVar(&c.apiGateways, "api-gateways", 1, "gateway instances of the API row, on one database (the clients are spread over them; the baseline runs as many processes)")
 	fs.DurationVar(&c.apiDuration, "api-duration", 20*time.Second, "duration of each half of the API row")
+	fs.DurationVar(&c.apiSlice, "api-slice", 2*time.Second, "the API row alternates baseline and gateway in slices of this long until each had -api-duration (0: one whole half after the other)")
 	fs.IntVar(&c.eventRate, "event-rate", 200, "finalizes per second of the event latency row")
 	fs.DurationVar(&c.eventDuration, "event-duration", 20*time.Second, "duration of the event latency row")
 	fs.IntVar(&c.events, "events", 20000, "events of each dispatcher run")

@@ -23,8 +23,14 @@ var _ packages.Store = (*Postgres)(nil)
 // CreatePackage inserts a draft and writes its effects: one batch, which PostgreSQL runs
 // as one implicit transaction, so the package, its audit entry and its outbox rows
 // commit together in a single round trip.
+//
+// Its statements are INSERTs of given values (the package, its recipients, audit entries,
+// outbox rows), whose plan is the same whatever the statistics: the batch runs them with
+// generic plans (genericPlans), which PostgreSQL makes once per connection, instead of
+// planning each of them on every execution as the pool's plan_cache_mode has it.
 func (s *Postgres) CreatePackage(ctx context.Context, p app.Package, fx app.Effects) error {
 	b := &pgx.Batch{}
+	genericPlans(b)
 	q := batched(b)
 	// The batch's statements cannot fail when queued: their errors come with Close.
 	_ = q.InsertPackage(ctx, InsertPackageParams{

@@ -5,8 +5,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/shipfile/shipfile/pkg/database"
+	"github.com/shipfile/shipfile/pkg/pgtest"
 	"github.com/shipfile/shipfile/services/gateway/internal/app"
 	"github.com/shipfile/shipfile/services/gateway/internal/store"
+	"github.com/shipfile/shipfile/services/gateway/migrations"
 )
 
 // TestCreatePackageIsAtomic: CreatePackage sends the package, its audit entry and its
@@ -43,5 +48,57 @@ func TestCreatePackageIsAtomic(t *testing.T) {
 	}
 	if count("packages") != 1 || count("audit_log") != 1 {
 		t.Fatalf("a failed create left %d packages, %d audit entries; want 1, 1", count("packages"), count("audit_log"))
+	}
+}
+
+// TestCreatePackageUsesGenericPlans: the creation's INSERTs run with generic plans (made
+// once per connection, not planned on every execution), and the connection goes back
+// to the pool with the pool's plan_cache_mode (force_custom_plan), also after a failed
+// creation.
+func TestCreatePackageUsesGenericPlans(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	cfg, err := database.ParseConfig(pgtest.New(t, migrations.Version(), migrations.Up))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.MaxConns = 1 // every statement below runs on the one connection
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pool.Close)
+	owner := insertUser(t, pool, "o@example.com", "O")
+	db := store.NewPostgres(pool)
+	mode := func() string {
+		var m string
+		if err := pool.QueryRow(ctx, `SHOW plan_cache_mode`).Scan(&m); err != nil {
+			t.Fatal(err)
+		}
+		return m
+	}
+	for i := range 3 {
+		p := draftPackage(owner, time.Now())
+		if err := db.CreatePackage(ctx, p, app.Effects{Audit: []app.AuditEntry{{Actor: "user", ActorUserID: &owner, Action: "package.create", PackageID: &p.ID}}}); err != nil {
+			t.Fatal(err)
+		}
+		if m := mode(); m != database.PlanCacheMode {
+			t.Fatalf("after creation %d the connection has plan_cache_mode %q, want %q", i, m, database.PlanCacheMode)
+		}
+	}
+	var generic, custom int64
+	if err := pool.QueryRow(ctx, `SELECT coalesce(sum(generic_plans), 0), coalesce(sum(custom_plans), 0)
+		FROM pg_prepared_statements WHERE statement LIKE '%INSERT INTO packages%'`).Scan(&generic, &custom); err != nil {
+		t.Fatal(err)
+	}
+	if generic < 3 || custom != 0 {
+		t.Fatalf("INSERT INTO packages ran with %d generic and %d custom plans, want at least 3 and 0", generic, custom)
+	}
+	bad := draftPackage(owner, time.Now())
+	if err := db.CreatePackage(ctx, bad, app.Effects{Audit: []app.AuditEntry{{Actor: "nobody", Action: "package.create", PackageID: &bad.ID}}}); err == nil {
+		t.Fatal("a create whose audit entry is invalid succeeded")
+	}
+	if m := mode(); m != database.PlanCacheMode {
+		t.Fatalf("after a failed creation the connection has plan_cache_mode %q, want %q", m, database.PlanCacheMode)
 	}
 }
