@@ -515,13 +515,7 @@ func putObject(t *testing.T, sys *system, key string, b []byte) {
 
 func setSHA256(t *testing.T, sys *system, fileID, sum string) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	conn, err := pgx.Connect(ctx, sys.dbURL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close(ctx)
+	ctx, conn := dbConn(t, sys)
 	if _, err := conn.Exec(ctx, "UPDATE files SET sha256 = $2 WHERE id = $1", fileID, sum); err != nil {
 		t.Fatal(err)
 	}
@@ -529,14 +523,21 @@ func setSHA256(t *testing.T, sys *system, fileID, sum string) {
 
 func queryRow(t *testing.T, sys *system, q string, args []any, dest ...any) {
 	t.Helper()
+	ctx, conn := dbConn(t, sys)
+	if err := conn.QueryRow(ctx, q, args...).Scan(dest...); err != nil {
+		t.Fatalf("%s: %v", q, err)
+	}
+}
+
+// dbConn connects to the system's database for the rest of the test (30 s at most).
+func dbConn(t *testing.T, sys *system) (context.Context, *pgx.Conn) {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
+	t.Cleanup(cancel)
 	conn, err := pgx.Connect(ctx, sys.dbURL)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer conn.Close(ctx)
-	if err := conn.QueryRow(ctx, q, args...).Scan(dest...); err != nil {
-		t.Fatalf("%s: %v", q, err)
-	}
+	t.Cleanup(func() { conn.Close(context.Background()) })
+	return ctx, conn
 }
