@@ -41,6 +41,8 @@ type decryptor struct {
 	// manifest is the decrypted manifest, nil when the package has none.
 	manifest *crypt.Manifest
 	used     map[string]bool
+	// stdinKey says ids is a key read from standard input (a link without its #...).
+	stdinKey bool
 }
 
 // loadManifest fetches and decrypts the package's manifest: the files' names. A package
@@ -110,7 +112,7 @@ func (d *decryptor) identities(types []string) ([]age.Identity, error) {
 		return nil, errors.New("this package's key was only in its links: get it through the full link (...#AGE-SECRET-KEY-1...)")
 	}
 	if !slices.Contains(types, "scrypt") {
-		return nil, errors.New("this link needs its key: the full link ends with #AGE-SECRET-KEY-1... (the e-mailed link lacks it; ask the sender for the full link, and quote it in the shell)")
+		return d.keyFromStdin()
 	}
 	pass, err := d.a.readSecret("Passphrase for the files: ")
 	if err != nil || pass == "" {
@@ -120,6 +122,30 @@ func (d *decryptor) identities(types []string) ([]age.Identity, error) {
 	if err != nil {
 		return nil, err
 	}
+	d.ids = []age.Identity{id}
+	return d.ids, nil
+}
+
+// keyFromStdin reads the key of a link given without its fragment from standard input:
+// a line AGE-SECRET-KEY-1..., or the whole full link (...#AGE-SECRET-KEY-1...).
+func (d *decryptor) keyFromStdin() ([]age.Identity, error) {
+	line, err := d.a.readSecret("Key for the files (AGE-SECRET-KEY-1... or the full link): ")
+	line = strings.TrimSpace(line)
+	if err != nil || line == "" {
+		return nil, errors.New("this link needs its key: pipe it on stdin (a line AGE-SECRET-KEY-1..., or the full link ending with #AGE-SECRET-KEY-1...), or give the full link, quoted in the shell (the e-mailed link lacks the key; the sender passes it on)")
+	}
+	key := line
+	if i := strings.LastIndexByte(line, '#'); i >= 0 {
+		if l, perr := transfer.ParseLink(line); perr == nil && l.Token != d.token {
+			return nil, errors.New("the link read on stdin is another package's: give this link's key")
+		}
+		key = line[i+1:]
+	}
+	id, err := age.ParseX25519Identity(strings.ToUpper(strings.TrimSpace(key)))
+	if err != nil {
+		return nil, errors.New("what was read on stdin is not an age key (AGE-SECRET-KEY-1...) or a full link ending with one")
+	}
+	d.stdinKey = true
 	d.ids = []age.Identity{id}
 	return d.ids, nil
 }
@@ -145,6 +171,9 @@ func (d *decryptor) openError(what string, err error) error {
 		}
 		if d.fragment != "" {
 			return fmt.Errorf("this link's key does not open %s: a wrong or cut key after the #?", what)
+		}
+		if d.stdinKey {
+			return fmt.Errorf("the key read on stdin does not open %s: a wrong or cut key?", what)
 		}
 		return fmt.Errorf("the passphrase does not open %s: a wrong passphrase?", what)
 	}

@@ -53,8 +53,10 @@ A file already there with the server's SHA-256 is skipped. A password-protected 
 asks for its password on standard input (without echo on a terminal).
 
 An end-to-end encrypted package is decrypted on this machine: with the key of the
-link's #AGE-SECRET-KEY-1... (quote the link in the shell), or with the passphrase read
-from standard input (after the link's password, when it has one). Its files are
+link's #AGE-SECRET-KEY-1... (quote the link in the shell) or, for a link without it,
+the key (a line AGE-SECRET-KEY-1..., or the full link) read from standard input; or
+with the passphrase read from standard input (after the link's password, when it has
+one). Its files are
 fetched as NAME.part (the ciphertext, SHA-256 checked against the server's), then
 decrypted to NAME; a file that fails age's authentication was altered, and nothing of
 it is kept.

@@ -155,8 +155,30 @@ func TestEncrypted(t *testing.T) {
 		// The e-mailed link alone lacks the key; another key does not open the files.
 		out := t.TempDir()
 		r := u.run("", nil, "get", sent.Links[0].MagicLink, "-o", out)
-		if r.code != 1 || !strings.Contains(r.stderr, "needs its key") {
+		if r.code != 1 || !strings.Contains(r.stderr, "needs its key") || !strings.Contains(r.stderr, "stdin") {
 			t.Fatalf("get without the key: exit %d, %q", r.code, r.stderr)
+		}
+		// The key passed on separately: the bare link with the key, or the full link, on stdin.
+		for i, in := range []string{sent.Encryption.Key, " " + sent.Links[0].FullLink + " "} {
+			kout := t.TempDir()
+			got := decode[jsonGet](t, u.ok(in+"\n", "get", sent.Links[0].MagicLink, "-o", kout, "--json"))
+			if len(got.Files) != len(sums) {
+				t.Fatalf("get with the key on stdin (%d): %+v", i, got.Files)
+			}
+			for name, sum := range sums {
+				if s := sha256File(t, filepath.Join(kout, name)); s != sum {
+					t.Errorf("%s came back with the key on stdin (%d) with SHA-256 %s, sent %s", name, i, s, sum)
+				}
+			}
+		}
+		stranger, _ := age.GenerateX25519Identity()
+		r = u.run(stranger.String()+"\n", nil, "get", sent.Links[0].MagicLink, "-o", out)
+		if r.code != 1 || !strings.Contains(r.stderr, "key read on stdin does not open") {
+			t.Fatalf("get with a wrong key on stdin: exit %d, %q", r.code, r.stderr)
+		}
+		r = u.run("not a key\n", nil, "get", sent.Links[0].MagicLink, "-o", out)
+		if r.code != 1 || !strings.Contains(r.stderr, "not an age key") {
+			t.Fatalf("get with junk on stdin: exit %d, %q", r.code, r.stderr)
 		}
 		other, _ := age.GenerateX25519Identity()
 		r = u.run("", nil, "get", sent.Links[0].MagicLink+"#"+other.String(), "-o", out)
