@@ -435,11 +435,45 @@ func TestEndToEndOutbound(t *testing.T) {
 		t.Fatalf("a wrong key shows names: %q", names)
 	}
 	eve.shot("e2e-wrong-key")
-	eve.open(link[:strings.Index(link, "#")])
-	eve.waitJS("the missing key's message", `document.querySelector('#e2e-link[data-e2e-error=nokey]')`)
-	if msg := eve.text("#e2e-error"); !strings.Contains(msg, "missing its key") {
+	// The e-mailed link alone: the page asks for the key, passed on separately; a wrong
+	// one says so and shows nothing.
+	emailed := link[:strings.Index(link, "#")]
+	eve.open(emailed)
+	eve.waitJS("the key field", `document.querySelector('#e2e-link[data-e2e-state=key]') && !document.getElementById('e2e-keyform').hidden`)
+	if msg := eve.text("#e2e-state"); !strings.Contains(msg, "missing its key") || !strings.Contains(msg, "paste the key") {
 		t.Fatalf("no key: %q", msg)
 	}
+	eve.do(chromedp.SendKeys(css("#e2e-key"), other.String()), chromedp.Click(css("#e2e-key-open")))
+	eve.waitJS("the pasted wrong key's message", `document.querySelector('#e2e-link[data-e2e-error=key]')`)
+	if msg := eve.text("#e2e-error"); !strings.Contains(msg, "This key does not open these files") {
+		t.Fatalf("a pasted wrong key: %q", msg)
+	}
+	if names := eve.text("#files"); strings.Contains(names, "chunk.bin") || strings.Contains(eve.location(), "#") {
+		t.Fatalf("a pasted wrong key shows names (%q) or lands in the address (%s)", names, eve.location())
+	}
+	eve.shot("e2e-pasted-wrong-key")
+	// The right key pasted: the page opens like the full link, and keeps the key in the
+	// address's fragment, so a reload needs no paste.
+	dave := newTab(t, bctx, sys.base, chromedp.WithNewBrowserContext())
+	ddl := dave.downloadsTo(t)
+	dave.open(emailed)
+	dave.waitJS("the key field", `document.querySelector('#e2e-link[data-e2e-state=key]')`)
+	dave.do(chromedp.SendKeys(css("#e2e-key"), link[strings.Index(link, "#")+1:]), chromedp.Click(css("#e2e-key-open")))
+	dave.waitJS("the opened files", `document.querySelector('#e2e-link[data-e2e-state=open]')`)
+	if loc := dave.location(); loc != link {
+		t.Fatalf("after the pasted key the address is %q, want the full link", loc)
+	}
+	if v := dave.value("#e2e-key"); v != "" || !run(dave, chromedp.Evaluate[bool](`document.getElementById('e2e-keyform').hidden`)) {
+		t.Fatalf("the key field stays after opening (%d chars)", len(v))
+	}
+	ddl.saveDecrypted(files)
+	dave.do(chromedp.Reload())
+	dave.waitJS("the opened files after a reload", `document.querySelector('#e2e-link[data-e2e-state=open]')`)
+	// The full link pasted opens too.
+	dave.open(emailed)
+	dave.waitJS("the key field", `document.querySelector('#e2e-link[data-e2e-state=key]')`)
+	dave.do(chromedp.SendKeys(css("#e2e-key"), link), chromedp.Click(css("#e2e-key-open")))
+	dave.waitJS("the opened files", `document.querySelector('#e2e-link[data-e2e-state=open]')`)
 
 	// A tampered object: age's authentication fails, the page says the file was
 	// altered, and the browser keeps no complete-looking file.

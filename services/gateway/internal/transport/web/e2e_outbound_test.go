@@ -109,6 +109,11 @@ func TestEncryptedRecipientPage(t *testing.T) {
 	if strings.Contains(r.body, "/archive") || strings.Contains(r.body, "a.bin") {
 		t.Error("the recipient's page links the archive or shows a client's name")
 	}
+	// The field for a key passed on separately: hidden until the script shows it, and
+	// never posted (no name, its form has no action).
+	if m := regexp.MustCompile(`<input id="e2e-key"[^>]*>`).FindString(r.body); m == "" || strings.Contains(m, "name=") || !strings.Contains(r.body, `<form id="e2e-keyform" class="inline-form" novalidate hidden>`) {
+		t.Errorf("the key field %q must exist, hidden, without a name", m)
+	}
 }
 
 // e2eUpload posts content as the multipart file "file" with the session's CSRF token.

@@ -287,6 +287,22 @@
       if (all) all.disabled = false;
     };
 
+    // keyOf reads what the recipient pasted: a key AGE-SECRET-KEY-1…, or a full link
+    // ending with one; "" when it is neither.
+    var keyOf = function (s) {
+      s = String(s || "").trim();
+      var i = s.lastIndexOf("#");
+      if (i >= 0) s = s.slice(i + 1).trim();
+      s = s.toUpperCase();
+      return E2E.validIdentity(s) ? s : "";
+    };
+
+    // keepKey puts a pasted key in the address's fragment, as if the full link had been
+    // opened, so that a reload keeps it; the fragment never reaches the server.
+    var keepKey = function (identity) {
+      try { history.replaceState(history.state, "", location.pathname + location.search + "#" + identity); } catch (e) { /* stays in this page only */ }
+    };
+
     var tryKey = function (k, bytes) {
       return E2E.decryptManifest(bytes, k).then(function (m) {
         key = k;
@@ -317,6 +333,9 @@
             btn.disabled = true;
             show(state, "Checking the passphrase…");
             var k = { passphrase: p };
+            // Without a manifest the page cannot tell a key from a passphrase: a key opens too.
+            var pasted = !bytes && keyOf(p);
+            if (pasted) { k = { identity: pasted }; keepKey(pasted); }
             (bytes ? tryKey(k, bytes) : Promise.resolve().then(function () { key = k; open(); })).catch(function (err) {
               var e2 = E2E.classify(err);
               fail(e2.kind, e2.kind === "key" ? "This passphrase does not open these files." : e2.message);
@@ -326,7 +345,36 @@
           return;
         }
         if (!fromFragment) {
-          fail("nokey", "This link is missing its key (the part after #). Ask the sender for the full link: the e-mailed one cannot decrypt the files.");
+          // The key, passed on separately, is pasted here: checked against the manifest
+          // in this browser, never sent.
+          var keyForm = document.getElementById("e2e-keyform");
+          var keyInput = document.getElementById("e2e-key");
+          var keyHint = "This link is missing its key (the part after #): paste the key the sender gave you (AGE-SECRET-KEY-1…), or the full link.";
+          page.setAttribute("data-e2e-state", "key");
+          keyForm.hidden = false;
+          show(state, keyHint);
+          keyInput.focus();
+          keyForm.addEventListener("submit", function (e) {
+            e.preventDefault();
+            var id = keyOf(keyInput.value);
+            if (!id) {
+              fail("nokey", "This is not a key: it starts with AGE-SECRET-KEY-1 (or paste the full link, with the part after #).");
+              show(state, keyHint);
+              return;
+            }
+            var btn = keyForm.querySelector("button");
+            btn.disabled = true;
+            show(state, "Checking the key…");
+            tryKey({ identity: id }, bytes).then(function () {
+              keyForm.hidden = true;
+              keyInput.value = "";
+              keepKey(id);
+            }, function (err) {
+              var e2 = E2E.classify(err);
+              fail(e2.kind, e2.kind === "key" ? "This key does not open these files: check that you pasted the whole key the sender gave you." : e2.message);
+              show(state, keyHint);
+            }).then(function () { btn.disabled = false; });
+          });
           return;
         }
         if (!E2E.validIdentity(fromFragment)) {
