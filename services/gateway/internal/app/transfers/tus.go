@@ -337,9 +337,9 @@ func (r *Resumable) Create(ctx context.Context, t TusTarget, in NewTusUpload) (C
 		if manifest, err = app.ParseFileManifest(in.Manifest); err != nil {
 			return ChunkResult{}, err
 		}
-		if !p.Encrypted() || p.Direction != app.Inbound {
-			return ChunkResult{}, app.Invalid("manifest is only for uploads to an end-to-end encrypted file request")
-		}
+	}
+	if err := app.CheckFileManifest(p, manifest); err != nil {
+		return ChunkResult{}, err
 	}
 	if p.Encrypted() {
 		// An age file is never shorter than its magic; the client's name and type are
