@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"mime/multipart"
 	"net/http"
 	"strconv"
 	"sync"
@@ -104,24 +103,13 @@ func (x *transfer) upload(ctx context.Context, size int64) (pkgID, fileID string
 // an io.Pipe, default buffers everywhere, http.DefaultClient, the answer decoded as
 // JSON. The upload row measures the gateway with it.
 func plainUpload(ctx context.Context, base, token, packageID, filename string, r io.Reader) (int, map[string]any, error) {
-	pr, pw := io.Pipe()
-	mw := multipart.NewWriter(pw)
-	go func() {
-		part, err := mw.CreateFormFile("file", filename)
-		if err == nil {
-			_, err = io.Copy(part, r)
-		}
-		if err == nil {
-			err = mw.Close()
-		}
-		pw.CloseWithError(err)
-	}()
+	pr, contentType := rig.MultipartFile(filename, r)
 	defer pr.CloseWithError(io.ErrClosedPipe) // the writer stops when the server answered early
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, base+"/api/v1/packages/"+packageID+"/files", pr)
 	if err != nil {
 		return 0, nil, err
 	}
-	req.Header.Set("Content-Type", mw.FormDataContentType())
+	req.Header.Set("Content-Type", contentType)
 	req.Header.Set("Authorization", "Bearer "+token)
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {

@@ -120,6 +120,22 @@ func NewPackage(title string) map[string]any {
 // Upload streams r as the multipart "file" part of POST /api/v1/packages/{id}/files,
 // without buffering it.
 func (c *Client) Upload(ctx context.Context, packageID, filename string, r io.Reader) (Answer, error) {
+	pr, contentType := MultipartFile(filename, r)
+	req, err := http.NewRequestWithContext(ctx, "POST", c.Base+"/api/v1/packages/"+packageID+"/files", pr)
+	if err != nil {
+		return Answer{}, err
+	}
+	req.Header.Set("Content-Type", contentType)
+	a, err := c.send(req)
+	pr.CloseWithError(io.ErrClosedPipe) // unblock the writer when the server answered early
+	return a, err
+}
+
+// MultipartFile streams r as the multipart "file" part named filename, without
+// buffering it: the body and its Content-Type. The caller closes the body
+// (CloseWithError) once the server answered, which stops the writer if it answered
+// early.
+func MultipartFile(filename string, r io.Reader) (*io.PipeReader, string) {
 	pr, pw := io.Pipe()
 	mw := multipart.NewWriter(pw)
 	go func() {
@@ -132,14 +148,7 @@ func (c *Client) Upload(ctx context.Context, packageID, filename string, r io.Re
 		}
 		pw.CloseWithError(err)
 	}()
-	req, err := http.NewRequestWithContext(ctx, "POST", c.Base+"/api/v1/packages/"+packageID+"/files", pr)
-	if err != nil {
-		return Answer{}, err
-	}
-	req.Header.Set("Content-Type", mw.FormDataContentType())
-	a, err := c.send(req)
-	pr.CloseWithError(io.ErrClosedPipe) // unblock the writer when the server answered early
-	return a, err
+	return pr, mw.FormDataContentType()
 }
 
 // Payload is size deterministic pseudo-random bytes: incompressible, and cheap to make
