@@ -201,13 +201,15 @@ func (p *phase) result() loadResult {
 	return r
 }
 
-// waitSampler is sampleWaits for interleaved phases: each sample counts for the phase
-// set at that moment (none between slices).
+// waitSampler samples what the busy backends wait on (see sampleWaits) for interleaved
+// phases: each sample counts for the phase set at that moment (none between slices).
 type waitSampler struct {
 	mu      sync.Mutex
 	current int
 	counts  map[int]map[string]int
 	samples map[int]int
+	// stop ends the sampling and closes its pool (at the latest when the test ends).
+	stop func()
 }
 
 func newWaitSampler(ctx context.Context, t testing.TB, url string) *waitSampler {
@@ -216,10 +218,10 @@ func newWaitSampler(ctx context.Context, t testing.TB, url string) *waitSampler 
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(pool.Close)
 	ctx, cancel := context.WithCancel(ctx)
 	done := make(chan struct{})
-	t.Cleanup(func() { cancel(); <-done })
+	w.stop = sync.OnceFunc(func() { cancel(); <-done; pool.Close() })
+	t.Cleanup(w.stop)
 	go func() {
 		defer close(done)
 		tick := time.NewTicker(100 * time.Millisecond)
@@ -286,39 +288,11 @@ func procsCPU(procs []*rig.Proc) time.Duration {
 // summary: the share of samples of each wait, most frequent first ("CPU" when a backend
 // waits on nothing). A lock queue on a shared row or object shows up as Lock:….
 func sampleWaits(ctx context.Context, t testing.TB, url string) func() string {
-	pool, err := database.Open(ctx, url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(ctx)
-	counts := map[string]int{}
-	samples := 0
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		tick := time.NewTicker(100 * time.Millisecond)
-		defer tick.Stop()
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case <-tick.C:
-			}
-			rows, err := pool.Query(ctx, waitsQuery)
-			if err != nil {
-				continue
-			}
-			var what string
-			var n int
-			_, _ = pgx.ForEachRow(rows, []any{&what, &n}, func() error { counts[what] += n; return nil })
-			samples++
-		}
-	}()
+	w := newWaitSampler(ctx, t, url)
+	w.set(0)
 	return func() string {
-		cancel()
-		<-done
-		pool.Close()
-		return waitSummary(counts, samples)
+		w.stop()
+		return w.summary(0)
 	}
 }
 
