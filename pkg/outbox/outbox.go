@@ -73,12 +73,9 @@ func Queue(b *pgx.Batch, msgs ...Message) error {
 		// The common case (one event per change): a plain row, without the arrays that
 		// pgx would encode and PostgreSQL unnest and sort for it.
 		m := msgs[0]
-		if m.ID == "" || m.Subject == "" {
-			return fmt.Errorf("%w: message 0 needs an ID and a subject", ErrInvalidMessage)
-		}
-		payload := m.Data
-		if payload == nil {
-			payload = []byte{} // NULL means "erased"; an empty body is not that
+		payload, err := payloadOf(0, m)
+		if err != nil {
+			return err
 		}
 		b.Queue(`INSERT INTO outbox (msg_id, subject, payload, ephemeral) VALUES ($1, $2, $3, $4)`,
 			m.ID, m.Subject, payload, m.Ephemeral)
@@ -89,14 +86,11 @@ func Queue(b *pgx.Batch, msgs ...Message) error {
 	payloads := make([][]byte, len(msgs))
 	ephemeral := make([]bool, len(msgs))
 	for i, m := range msgs {
-		if m.ID == "" || m.Subject == "" {
-			return fmt.Errorf("%w: message %d needs an ID and a subject", ErrInvalidMessage, i)
+		payload, err := payloadOf(i, m)
+		if err != nil {
+			return err
 		}
-		ids[i], subjects[i], ephemeral[i] = m.ID, m.Subject, m.Ephemeral
-		payloads[i] = m.Data
-		if payloads[i] == nil {
-			payloads[i] = []byte{} // NULL means "erased"; an empty body is not that
-		}
+		ids[i], subjects[i], payloads[i], ephemeral[i] = m.ID, m.Subject, payload, m.Ephemeral
 	}
 	// WITH ORDINALITY keeps the caller's order in the identity column, hence on the bus.
 	b.Queue(`INSERT INTO outbox (msg_id, subject, payload, ephemeral)
@@ -105,4 +99,15 @@ func Queue(b *pgx.Batch, msgs ...Message) error {
 			WITH ORDINALITY AS m (msg_id, subject, payload, ephemeral, n)
 		ORDER BY m.n`, ids, subjects, payloads, ephemeral)
 	return nil
+}
+
+// payloadOf checks the i-th message of a Queue and returns the payload its row stores.
+func payloadOf(i int, m Message) ([]byte, error) {
+	if m.ID == "" || m.Subject == "" {
+		return nil, fmt.Errorf("%w: message %d needs an ID and a subject", ErrInvalidMessage, i)
+	}
+	if m.Data == nil {
+		return []byte{}, nil // NULL means "erased"; an empty body is not that
+	}
+	return m.Data, nil
 }
