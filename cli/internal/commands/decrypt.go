@@ -108,10 +108,10 @@ func (d *decryptor) identities(types []string) ([]age.Identity, error) {
 		d.ids = []age.Identity{id}
 		return d.ids, nil
 	}
-	if !slices.Contains(types, "scrypt") && d.owned != uuid.Nil {
-		return nil, errors.New("this package's key was only in its links: get it through the full link (...#AGE-SECRET-KEY-1...)")
-	}
 	if !slices.Contains(types, "scrypt") {
+		if d.owned != uuid.Nil {
+			return nil, errors.New("this package's key was only in its links: get it through the full link (...#AGE-SECRET-KEY-1...)")
+		}
 		return d.keyFromStdin()
 	}
 	pass, err := d.a.readSecret("Passphrase for the files: ")

@@ -120,41 +120,23 @@ func (a *app) get(ctx context.Context, l transfer.Link, dir string) error {
 		return err
 	}
 	d := &transfer.Downloader{Client: c, Progress: a.progress(), Retry: transfer.DefaultRetry, Grant: grant}
-	var dec *decryptor
-	ownFiles := 0
+	var files []apiclient.LinkFile
 	for _, f := range pkg.Files {
 		if f.UploadedBy != apiclient.LinkFileUploadedByRecipient {
-			ownFiles++
+			files = append(files, f) // a request's uploads are the owner's to fetch, never the link's
 		}
 	}
-	if encrypted && ownFiles > 0 {
+	var dec *decryptor
+	if encrypted && len(files) > 0 {
 		dec = &decryptor{a: a, c: c, token: l.Token, grant: grant, fragment: l.Fragment, used: map[string]bool{}, progress: d.Progress}
 		if err := dec.loadManifest(ctx); err != nil {
 			return err
 		}
 	}
-	out := getResult{Package: pkg, Dir: dir, Files: []gotFile{}}
+	out := getResult{Package: pkg, Dir: dir}
 	var total int64
-	for _, f := range pkg.Files {
-		if f.UploadedBy == apiclient.LinkFileUploadedByRecipient {
-			continue // a request's uploads are the owner's to fetch, never the link's
-		}
-		if dec != nil {
-			g, err := dec.download(ctx, d, f, dir)
-			if err != nil {
-				return err
-			}
-			total += g.Size
-			out.Files = append(out.Files, g)
-			continue
-		}
-		res, err := d.Download(ctx, l.Token, f, dir)
-		if err != nil {
-			return stopped(f.Filename, err)
-		}
-		total += f.Size
-		out.Files = append(out.Files, gotFile{ID: f.Id.String(), Filename: f.Filename, Path: res.Path, Size: f.Size,
-			SHA256: res.SHA256, ResumedFrom: res.ResumedFrom, Received: res.Received, Skipped: res.Skipped})
+	if out.Files, total, err = fetchAll(ctx, d, dec, l.Token, files, dir); err != nil {
+		return err
 	}
 	if dec != nil {
 		a.note("Got and decrypted %d file(s), %s, of %q into %s (end-to-end encrypted; SHA-256 and age's authentication checked)", len(out.Files), progress.Bytes(total), pkg.Title, dir)
@@ -221,26 +203,14 @@ func (a *app) getOwned(ctx context.Context, id uuid.UUID, dir string) error {
 			return err
 		}
 	}
-	out := getResult{Package: pkg, Dir: dir, Files: []gotFile{}}
-	var total int64
+	files := make([]apiclient.LinkFile, 0, len(pkg.Files))
 	for _, f := range pkg.Files {
-		lf := apiclient.LinkFile{Id: f.Id, Filename: f.Filename, Size: f.Size, Sha256: f.Sha256}
-		if dec != nil {
-			g, err := dec.download(ctx, d, lf, dir)
-			if err != nil {
-				return err
-			}
-			total += g.Size
-			out.Files = append(out.Files, g)
-			continue
-		}
-		res, err := d.Download(ctx, "", lf, dir)
-		if err != nil {
-			return stopped(f.Filename, err)
-		}
-		total += f.Size
-		out.Files = append(out.Files, gotFile{ID: f.Id.String(), Filename: f.Filename, Path: res.Path, Size: f.Size,
-			SHA256: res.SHA256, ResumedFrom: res.ResumedFrom, Received: res.Received, Skipped: res.Skipped})
+		files = append(files, apiclient.LinkFile{Id: f.Id, Filename: f.Filename, Size: f.Size, Sha256: f.Sha256})
+	}
+	out := getResult{Package: pkg, Dir: dir}
+	var total int64
+	if out.Files, total, err = fetchAll(ctx, d, dec, "", files, dir); err != nil {
+		return err
 	}
 	a.note("Got %d file(s), %s, of %q into %s (SHA-256 checked)", len(out.Files), progress.Bytes(total), pkg.Title, dir)
 	return a.output(out, func(w io.Writer) {
@@ -248,4 +218,30 @@ func (a *app) getOwned(ctx context.Context, id uuid.UUID, dir string) error {
 			fmt.Fprintln(w, f.Path)
 		}
 	})
+}
+
+// fetchAll downloads files into dir through d (token is the link's, "" for the owner),
+// decrypted by dec when it is set, and returns what it got and the bytes written.
+func fetchAll(ctx context.Context, d *transfer.Downloader, dec *decryptor, token string, files []apiclient.LinkFile, dir string) ([]gotFile, int64, error) {
+	got := []gotFile{}
+	var total int64
+	for _, f := range files {
+		if dec != nil {
+			g, err := dec.download(ctx, d, f, dir)
+			if err != nil {
+				return got, total, err
+			}
+			total += g.Size
+			got = append(got, g)
+			continue
+		}
+		res, err := d.Download(ctx, token, f, dir)
+		if err != nil {
+			return got, total, stopped(f.Filename, err)
+		}
+		total += f.Size
+		got = append(got, gotFile{ID: f.Id.String(), Filename: f.Filename, Path: res.Path, Size: f.Size,
+			SHA256: res.SHA256, ResumedFrom: res.ResumedFrom, Received: res.Received, Skipped: res.Skipped})
+	}
+	return got, total, nil
 }

@@ -196,7 +196,7 @@ func (a *app) send(ctx context.Context, args []string, to []string, pf packageFl
 		}
 		files = append(files, localFile{arg: p, abs: abs, size: fi.Size(), mtime: fi.ModTime().UnixNano()})
 	}
-	if pf.title == "" && (enc.on || enc.passphrase) {
+	if pf.title == "" && enc.on {
 		// The title is not encrypted: a file's name must not become it.
 		pf.title = fmt.Sprintf("%d end-to-end encrypted file(s)", len(files))
 	}
