@@ -494,6 +494,9 @@ func TestCLI(t *testing.T) {
 		}
 		have := fi.Size()
 		sys.proxy.rate.Store(0)
+		// The killed run's answer may still pass a chunk through the proxy until its write
+		// fails: count from when it is over.
+		waitFor(t, 30*time.Second, "the killed download's answer to end", func() bool { return sys.proxy.downloads.Load() == 0 })
 		sys.proxy.downloaded.Store(0)
 		got := decode[jsonGet](t, u.ok("", "get", link, "-o", out, "--json"))
 		received := sys.proxy.downloaded.Load()

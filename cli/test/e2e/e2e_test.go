@@ -133,7 +133,10 @@ func removeBucket(st *storage.Store) {
 type proxy struct {
 	uploaded   atomic.Int64 // PATCH body bytes forwarded to the gateway
 	downloaded atomic.Int64 // link file bytes forwarded to the client
-	rate       atomic.Int64 // bytes per second for both; 0: as fast as it goes
+	// downloads is how many link file bodies are being forwarded: a killed client's
+	// answer goes on until the proxy's write to it fails.
+	downloads atomic.Int64
+	rate      atomic.Int64 // bytes per second for both; 0: as fast as it goes
 	// dropAt, when positive, makes the transfer that brings its counter past it fail
 	// there, once (the connection is cut as in a network drop).
 	dropAt atomic.Int64
@@ -155,7 +158,8 @@ func newProxy(t *testing.T, ln net.Listener, target string) *proxy {
 				t.Errorf("contract: %v", err)
 			}
 			if strings.Contains(resp.Request.URL.Path, "/api/v1/links/") {
-				resp.Body = &slowCounter{r: resp.Body, n: &p.downloaded, rate: &p.rate, dropAt: &p.dropAt}
+				p.downloads.Add(1)
+				resp.Body = &slowCounter{r: resp.Body, n: &p.downloaded, rate: &p.rate, dropAt: &p.dropAt, open: &p.downloads}
 			}
 			return nil
 		}
@@ -189,6 +193,8 @@ type slowCounter struct {
 	dropAt *atomic.Int64
 	start  time.Time
 	read   int64
+	open   *atomic.Int64 // decremented once at Close, when set
+	closed atomic.Bool
 }
 
 // errDropped is the cut of a simulated network drop.
@@ -215,7 +221,12 @@ func (s *slowCounter) Read(b []byte) (int, error) {
 	return n, err
 }
 
-func (s *slowCounter) Close() error { return s.r.Close() }
+func (s *slowCounter) Close() error {
+	if s.open != nil && s.closed.CompareAndSwap(false, true) {
+		s.open.Add(-1)
+	}
+	return s.r.Close()
+}
 
 // user is one person's shell: their config and cache directories.
 type user struct {
