@@ -166,16 +166,16 @@ func (w *Web) createFromForm(c *gin.Context, dir app.Direction) (app.Package, bo
 	form["more_recipients"] = c.PostForm("more_recipients")
 	form["encryption"] = c.PostForm("encryption")
 	title := map[app.Direction]string{app.Outbound: "Send files", app.Inbound: "Request files"}[dir]
-	v := view{Title: title, Section: map[app.Direction]string{app.Outbound: "send", app.Inbound: "request"}[dir], Form: form,
-		D: packageFormData{Direction: dir, MinTTL: app.MinTTLDays, MaxTTL: app.MaxTTLDays}}
+	d := packageFormData{Direction: dir, MinTTL: app.MinTTLDays, MaxTTL: app.MaxTTLDays}
 	if dir == app.Inbound {
 		hasKey, err := w.hasKey(c)
 		if err != nil {
 			_ = c.Error(err)
 			return app.Package{}, false
 		}
-		v.D = packageFormData{Direction: dir, MinTTL: app.MinTTLDays, MaxTTL: app.MaxTTLDays, HasKey: hasKey}
+		d.HasKey = hasKey
 	}
+	v := view{Title: title, Section: map[app.Direction]string{app.Outbound: "send", app.Inbound: "request"}[dir], Form: form, D: d}
 	in := packages.NewPackage{
 		Title: ptr(form["title"]), RecipientEmail: ptr(form["recipient_email"]), RecipientName: ptr(form["recipient_name"]),
 		Note: ptr(form["note"]), Direction: ptr(string(dir)),

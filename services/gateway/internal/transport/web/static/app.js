@@ -145,6 +145,8 @@
     }
   }
   window.shipfileUploadZone = uploadZone;
+  // shipfileHuman(n) formats a byte count (1.5 MiB), for the e2e pages.
+  window.shipfileHuman = human;
 
   function seconds(start) { return Math.max((performance.now() - start) / 1000, 0.001); }
 

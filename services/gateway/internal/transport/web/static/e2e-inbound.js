@@ -28,12 +28,9 @@
     return a;
   }
 
-  function human(n) {
-    var units = ["B", "KiB", "MiB", "GiB", "TiB"];
-    var i = 0;
-    while (n >= 1024 && i < units.length - 1) { n /= 1024; i++; }
-    return (i === 0 ? n : n.toFixed(1)) + " " + units[i];
-  }
+  // human is app.js's size format (app.js runs first: both are deferred, it comes
+  // earlier in the page).
+  var human = self.shipfileHuman;
 
   function b64(bytes) {
     var s = "";

@@ -15,12 +15,9 @@
   // The tus chunk of an encrypted upload: one PATCH, and what is held for a retry.
   var chunkSize = 16 << 20;
 
-  function human(n) {
-    var units = ["B", "KiB", "MiB", "GiB", "TiB"];
-    var i = 0;
-    while (n >= 1024 && i < units.length - 1) { n /= 1024; i++; }
-    return (i === 0 ? n : n.toFixed(1)) + " " + units[i];
-  }
+  // human is app.js's size format (app.js runs first: both are deferred, it comes
+  // earlier in the page).
+  var human = self.shipfileHuman;
 
   function show(el, text, kind) {
     if (!el) return;
