@@ -32,14 +32,3 @@ func (batchDB) QueryRow(context.Context, string, ...any) pgx.Row { return errRow
 type errRow struct{}
 
 func (errRow) Scan(...any) error { return errBatchRead }
-
-// genericPlans queues, first on b, the statement that makes the rest of b's implicit
-// transaction run with plan_cache_mode = force_generic_plan; the setting ends with that
-// transaction (set_config's is_local), so the connection returns to the pool with its
-// own (database.PlanCacheMode: force_custom_plan). Only for a batch whose every statement
-// has one plan whatever the table statistics (INSERT … VALUES, ON CONFLICT on a given
-// key): planning those afresh on each execution cost PostgreSQL a third of its CPU per
-// package creation in the API bench (issue 21).
-func genericPlans(b *pgx.Batch) {
-	b.Queue(`SELECT set_config('plan_cache_mode', 'force_generic_plan', true)`)
-}

@@ -12,6 +12,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 
+	"github.com/shipfile/shipfile/pkg/database"
 	"github.com/shipfile/shipfile/pkg/events"
 	"github.com/shipfile/shipfile/pkg/outbox"
 	"github.com/shipfile/shipfile/services/gateway/internal/app"
@@ -26,11 +27,11 @@ var _ packages.Store = (*Postgres)(nil)
 //
 // Its statements are INSERTs of given values (the package, its recipients, audit entries,
 // outbox rows), whose plan is the same whatever the statistics: the batch runs them with
-// generic plans (genericPlans), which PostgreSQL makes once per connection, instead of
+// generic plans (database.QueueGenericPlans), which PostgreSQL makes once per connection, instead of
 // planning each of them on every execution as the pool's plan_cache_mode has it.
 func (s *Postgres) CreatePackage(ctx context.Context, p app.Package, fx app.Effects) error {
 	b := &pgx.Batch{}
-	genericPlans(b)
+	database.QueueGenericPlans(b)
 	q := batched(b)
 	// The batch's statements cannot fail when queued: their errors come with Close.
 	_ = q.InsertPackage(ctx, InsertPackageParams{

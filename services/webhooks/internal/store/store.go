@@ -14,6 +14,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/shipfile/shipfile/pkg/database"
 	"github.com/shipfile/shipfile/services/webhooks/internal/app"
 	"github.com/shipfile/shipfile/services/webhooks/internal/store/db"
 )
@@ -283,7 +284,7 @@ func (p *Postgres) recordAttempts(ctx context.Context, recs []app.AttemptRecord,
 }
 
 // recordPipelined runs RecordAttempts under PostgreSQL's generic plan, in one round
-// trip: BEGIN, SET LOCAL plan_cache_mode, the statement and COMMIT in one pipeline.
+// trip: BEGIN, database.QueueGenericPlans, the statement and COMMIT in one pipeline.
 //
 // The pools run with plan_cache_mode = force_custom_plan (pkg/database: a statement
 // whose generic plan can go bad on stale statistics is planned anew every time), and
@@ -295,7 +296,7 @@ func (p *Postgres) recordAttempts(ctx context.Context, recs []app.AttemptRecord,
 func (p *Postgres) recordPipelined(ctx context.Context, arg db.RecordAttemptsParams, out map[string]int) error {
 	b := &pgx.Batch{}
 	b.Queue("BEGIN")
-	b.Queue("SET LOCAL plan_cache_mode = force_generic_plan")
+	database.QueueGenericPlans(b)
 	b.Queue(db.RecordAttemptsSQL, arg.DeliveryIds, arg.SubscriptionIds, arg.EventIds, arg.Events, arg.Bodies,
 		arg.CreatedAts, arg.StatusCodes, arg.Errors, arg.Statuses, arg.DurationsMs, arg.Excerpts, arg.HasResponse)
 	b.Queue("COMMIT")
