@@ -12,16 +12,21 @@
 //     unseals the identity, shows the real names and sizes and decrypts downloads.
 //
 // The passphrase and the unsealed identity never leave the browser; the identity is
-// kept in sessionStorage only (this tab, until it closes or "Lock").
+// kept in sessionStorage only (this tab, until it closes or "Lock"). The age calls,
+// the ciphertext's chunking for tus and the error kinds are static/e2e.js's
+// (self.shipfileE2E), shared with the outbound pages.
 (function () {
   "use strict";
+
+  var E2E = self.shipfileE2E;
+  if (!E2E) return;
 
   var meta = document.querySelector('meta[name="csrf-token"]');
   var csrf = meta ? meta.getAttribute("content") : "";
   var identityKey = "shipfile.e2e.identity";
 
-  // The age library (npm age-encryption 0.3.1): /static/docs/e2e.bundle.js sets
-  // self.shipfileVendor.
+  // The age library itself (npm age-encryption 0.3.1, from /static/docs/e2e.bundle.js),
+  // for its armor: the sealed identity is stored armored.
   function lib() {
     var a = self.shipfileVendor && self.shipfileVendor.age;
     if (!a) throw new Error("the encryption library did not load");
@@ -94,23 +99,21 @@
   // key of the public key beside it.
   function unseal(key, passphrase) {
     var age = lib();
-    var d = new age.Decrypter();
-    d.addPassphrase(passphrase);
     var sealed;
     try {
       sealed = age.armor.decode(key.sealed_identity);
     } catch (e) {
       return Promise.reject(new Error("the stored key is damaged: " + e.message));
     }
-    return d.decrypt(sealed, "text").then(function (text) {
-      var m = /AGE-SECRET-KEY-1[0-9A-Z]+/.exec(text);
+    return E2E.decryptBytes(sealed, { passphrase: passphrase }).then(function (plain) {
+      var m = /AGE-SECRET-KEY-1[0-9A-Z]+/.exec(new TextDecoder().decode(plain));
       if (!m) throw new Error("the stored key holds no age identity");
       return age.identityToRecipient(m[0]).then(function (pub) {
         if (pub !== key.public_key) throw new Error("the stored key does not match its public key");
         return m[0];
       });
     }, function (e) {
-      if (/no identity matched|incorrect|passphrase/i.test(String(e && e.message))) throw new WrongPassphrase();
+      if (e && e.kind === "key") throw new WrongPassphrase();
       throw e;
     });
   }
@@ -165,15 +168,10 @@
         try { age = lib(); } catch (x) { say(err, x.message); return; }
         button.disabled = true;
         say(status, "Making your key and sealing it with your passphrase (a few seconds)…", "busy");
-        var identity, recipient;
-        age.generateX25519Identity().then(function (id) {
-          identity = id;
-          return age.identityToRecipient(id);
-        }).then(function (r) {
-          recipient = r;
-          var enc = new age.Encrypter();
-          enc.setPassphrase(pass);
-          return enc.encrypt(identity);
+        var recipient;
+        E2E.generateIdentity().then(function (k) {
+          recipient = k.recipient;
+          return E2E.encryptBytes(k.identity, { passphrase: pass });
         }).then(function (sealed) {
           return api("PUT", "/api/v1/me/key", { public_key: recipient, sealed_identity: age.armor.encode(sealed) });
         }).then(function (r) {
@@ -239,33 +237,6 @@
 
   // ------------------------------------------------ request link page (uploading)
 
-  // batched wraps a stream's reader so that each read gives about size bytes at once,
-  // as a Blob: tus-js-client's stream source joins what it reads into one value per
-  // request, which with age's 64 KiB chunks would copy the chunk over and over.
-  function batched(stream, size) {
-    var reader = stream.getReader();
-    var done = false;
-    return {
-      read: function () {
-        if (done) return Promise.resolve({ done: true, value: undefined });
-        var parts = [], n = 0;
-        function pump() {
-          return reader.read().then(function (r) {
-            if (r.done) done = true;
-            else { parts.push(r.value); n += r.value.length; }
-            if (!done && n < size) return pump();
-            if (n === 0) return { done: true, value: undefined };
-            // A Blob, not one Uint8Array: Chromium sends a Blob body about ten times
-            // faster (measured: 20 against 2 MiB/s for 32 MiB).
-            return { done: false, value: new Blob(parts) };
-          });
-        }
-        return pump();
-      },
-      cancel: function () { return reader.cancel(); }
-    };
-  }
-
   // Each request (PATCH) carries this much ciphertext; a retry after a drop resends
   // at most this from memory (the part the server has not got yet).
   var chunkSize = 8 << 20;
@@ -277,22 +248,18 @@
     var recipient = zone.getAttribute("data-public-key");
     self.shipfileUploadZone(zone, function (job, tus) {
       var file = job.file, r = job.row;
-      var age = lib();
       if (!/^age1[0-9a-z]+$/.test(recipient || "")) throw new Error("the request has no encryption key to encrypt to");
       if (!window.tus || !window.tus.isSupported) throw new Error("this browser cannot upload here (no tus)");
       r.li.setAttribute("data-state", "encrypting");
       r.li.setAttribute("data-encrypted", "1");
       r.stats.textContent = "encrypting · " + human(file.size);
-      var manifest = new age.Encrypter();
-      manifest.addRecipient(recipient);
+      var key = { recipients: [recipient] };
       var entry = JSON.stringify({ name: file.name, type: file.type || "application/octet-stream", size: file.size });
-      return manifest.encrypt(entry).then(function (sealedEntry) {
-        var enc = new age.Encrypter();
-        enc.addRecipient(recipient);
-        return enc.encrypt(file.stream()).then(function (stream) {
+      return E2E.encryptBytes(entry, key).then(function (sealedEntry) {
+        return E2E.encryptFile(file, key).then(function (enc) {
           return tus({
-            input: batched(stream, chunkSize),
-            uploadSize: stream.size(file.size),
+            input: E2E.blobChunks(enc.stream).getReader(),
+            uploadSize: enc.size,
             chunkSize: chunkSize,
             // The server keeps no client file name for an encrypted package: the
             // real name travels only inside the encrypted manifest entry.
@@ -321,7 +288,6 @@
 
     function apply(id) {
       identity = id;
-      var age = lib();
       root.setAttribute("data-unlocked", "1");
       show(formBox, false);
       show(lockBox, true);
@@ -333,10 +299,8 @@
           tr.setAttribute("data-e2e", "no-manifest");
           return Promise.resolve();
         }
-        var d = new age.Decrypter();
-        d.addIdentity(id);
-        return d.decrypt(unb64(m), "text").then(function (text) {
-          var entry = JSON.parse(text);
+        return E2E.decryptBytes(unb64(m), { identity: id }).then(function (plain) {
+          var entry = JSON.parse(new TextDecoder().decode(plain));
           if (typeof entry.name !== "string" || entry.name === "") throw new Error("no name");
           tr.setAttribute("data-e2e", "open");
           tr.setAttribute("data-name", entry.name);
@@ -419,11 +383,10 @@
       var state = tr.querySelector(".e2e-state");
       tr.setAttribute("data-download", "running");
       say(state, "decrypting…");
-      var e2e = self.shipfileE2E;
       var p;
-      if (e2e && typeof e2e.saveViaWorker === "function" && "serviceWorker" in navigator) {
+      if ("serviceWorker" in navigator) {
         // The shared service worker decrypts the stream to disk as it comes.
-        p = viaWorker(e2e, { url: a.href, name: name, type: type, size: isNaN(size) ? undefined : size, key: { identity: identity } }, state);
+        p = viaWorker({ url: a.href, name: name, type: type, size: isNaN(size) ? undefined : size, key: { identity: identity } }, state);
       } else {
         p = fallbackDownload(a.href, name, type, size);
       }
@@ -436,22 +399,19 @@
       });
     }
 
+    // failure says why a download failed: the worker's {kind, message} or an E2EError
+    // (static/e2e.js's kinds and messages).
     function failure(x) {
-      var e2e = self.shipfileE2E;
-      if (x && x.kind === "altered") return "the file was altered after it was encrypted (or cut short): it failed age's integrity check and was not saved";
-      if (x && x.kind === "key") return "your key does not open this file";
-      if (e2e && x && x.kind && e2e.messages && e2e.messages[x.kind]) return e2e.messages[x.kind];
-      var msg = x && x.message ? x.message : String(x);
-      if (/no identity matched/i.test(msg)) return "your key does not open this file (it is sealed to another key)";
-      if (/invalid tag|HMAC|final chunk|stream ended/i.test(msg)) return "the file was altered or damaged: it does not decrypt (" + msg + ")";
-      return msg;
+      if (x && x.kind === "key") return "your key does not open this file (it is sealed to another key)";
+      if (x && x.kind && E2E.messages[x.kind]) return E2E.messages[x.kind];
+      return x && x.message ? x.message : String(x);
     }
 
     // viaWorker hands one job (a file, or a zip of several) to the shared download
     // worker and settles when the browser has the whole file.
-    function viaWorker(e2e, job, state) {
+    function viaWorker(job, state) {
       return new Promise(function (resolve, reject) {
-        e2e.saveViaWorker(job, function (m) {
+        E2E.saveViaWorker(job, function (m) {
           if (m.type === "progress") say(state, "decrypting… " + human(m.bytes));
           else if (m.type === "done") resolve();
           else if (m.type === "error") reject(m);
@@ -464,11 +424,10 @@
     var allBox = root.querySelector("#e2e-download-all-box");
     if (all) {
       all.addEventListener("click", function () {
-        var e2e = self.shipfileE2E;
         var open = rows().filter(function (tr) { return tr.getAttribute("data-e2e") === "open"; });
         var state = root.querySelector("#e2e-download-all-state");
         if (!identity || open.length === 0) return;
-        if (!e2e || typeof e2e.saveViaWorker !== "function" || !("serviceWorker" in navigator)) {
+        if (!("serviceWorker" in navigator)) {
           say(state, "This browser cannot build the zip here: download the files one by one.");
           return;
         }
@@ -479,7 +438,7 @@
         all.disabled = true;
         root.setAttribute("data-zip", "running");
         say(state, "decrypting…");
-        viaWorker(e2e, { zip: (root.getAttribute("data-title") || "files") + ".zip", files: files, key: { identity: identity } }, state).then(function () {
+        viaWorker({ zip: (root.getAttribute("data-title") || "files") + ".zip", files: files, key: { identity: identity } }, state).then(function () {
           all.disabled = false;
           root.setAttribute("data-zip", "done");
           say(state, "");
@@ -498,20 +457,8 @@
       if (size > fallbackLimit) {
         return Promise.reject(new Error("this browser cannot decrypt a file over " + human(fallbackLimit) + " here: download it as it is and run age -d with your exported key"));
       }
-      var age = lib();
-      return fetch(url, { credentials: "same-origin" }).then(function (res) {
-        if (!res.ok) {
-          return res.text().then(function (t) {
-            var why = "the server answered " + res.status;
-            try { why = JSON.parse(t).detail || why; } catch (e) { /* not JSON */ }
-            throw new Error(why);
-          });
-        }
-        var d = new age.Decrypter();
-        d.addIdentity(identity);
-        return d.decrypt(res.body);
-      }).then(function (plain) {
-        return new Response(plain).blob();
+      return E2E.fetchDecrypt(url, { identity: identity }).then(function (got) {
+        return new Response(got.stream).blob();
       }).then(function (blob) {
         saveBlob(new Blob([blob], { type: type || "application/octet-stream" }), name);
       });

@@ -85,23 +85,6 @@
     });
   }
 
-  // blobChunks turns the ciphertext stream into Blobs of about 1 MiB, which tus's
-  // stream source joins and slices without copying. It keeps encrypting up to
-  // readAhead Blobs ahead of tus, so the next chunk is ready while a PATCH is sent.
-  var readAhead = 16;
-  function blobChunks(stream) {
-    var parts = [];
-    var held = 0;
-    return stream.pipeThrough(new TransformStream({
-      transform: function (chunk, c) {
-        parts.push(chunk);
-        held += chunk.length;
-        if (held >= 1 << 20) { c.enqueue(new Blob(parts)); parts = []; held = 0; }
-      },
-      flush: function (c) { if (held > 0) c.enqueue(new Blob(parts)); }
-    }, undefined, new CountQueuingStrategy({ highWaterMark: readAhead })));
-  }
-
   function ownerKey(pkg, fileCount) {
     var entry = E2E.loadKey(pkg);
     if (entry) return Promise.resolve(entry);
@@ -142,7 +125,7 @@
       zone.shipfileEncrypt = function (file) {
         return E2E.encryptFile(file, entry).then(function (enc) {
           return {
-            input: blobChunks(enc.stream).getReader(),
+            input: E2E.blobChunks(enc.stream).getReader(),
             uploadSize: enc.size,
             chunkSize: chunkSize,
             metadata: { filename: "file.age", filetype: "application/octet-stream" },

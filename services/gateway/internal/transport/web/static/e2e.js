@@ -179,6 +179,25 @@
     return headerKindOf(got);
   }
 
+  // blobChunks turns a ciphertext stream into Blobs of about 1 MiB for tus-js-client,
+  // whose stream source joins and slices Blobs without copying them (one Uint8Array per
+  // read would be copied over and over, and Chromium sends a Blob body about ten times
+  // faster: 20 against 2 MiB/s measured for 32 MiB). It keeps encrypting up to
+  // readAhead Blobs ahead of tus, so the next chunk is ready while a PATCH is sent.
+  var readAhead = 16;
+  function blobChunks(stream) {
+    var parts = [];
+    var held = 0;
+    return stream.pipeThrough(new TransformStream({
+      transform: function (chunk, c) {
+        parts.push(chunk);
+        held += chunk.length;
+        if (held >= 1 << 20) { c.enqueue(new Blob(parts)); parts = []; held = 0; }
+      },
+      flush: function (c) { if (held > 0) c.enqueue(new Blob(parts)); }
+    }, undefined, new CountQueuingStrategy({ highWaterMark: readAhead })));
+  }
+
   // Manifest: {version: 1, files: {"<file id>": {name, type, size}}}, an age file too.
   async function encryptManifest(manifest, key) {
     return encryptBytes(JSON.stringify(manifest), key);
@@ -298,6 +317,7 @@
     generateIdentity: generateIdentity,
     validIdentity: validIdentity,
     encryptFile: encryptFile,
+    blobChunks: blobChunks,
     encryptBytes: encryptBytes,
     decryptBytes: decryptBytes,
     decryptStream: decryptStream,
