@@ -235,6 +235,31 @@ func (b *browser) me() map[string]any {
 	return m
 }
 
+// userAuth is GET /api/v1/admin/users as the signed-in admin: each user's e-mail
+// address and `auth`, joined by commas.
+func (b *browser) userAuth() map[string]string {
+	b.t.Helper()
+	resp, err := b.client.Get(b.e.url + "/api/v1/admin/users")
+	if err != nil {
+		b.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var list struct {
+		Items []struct {
+			Email string   `json:"email"`
+			Auth  []string `json:"auth"`
+		} `json:"items"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&list); err != nil || resp.StatusCode != http.StatusOK {
+		b.t.Fatalf("GET /api/v1/admin/users: %d %v", resp.StatusCode, err)
+	}
+	out := map[string]string{}
+	for _, u := range list.Items {
+		out[u.Email] = strings.Join(u.Auth, ",")
+	}
+	return out
+}
+
 func staff(name string, groups ...string) servicetest.OIDCUser {
 	return servicetest.OIDCUser{Username: name, Password: name + "-password", Email: name + "@example.com", EmailVerified: true,
 		Name: strings.ToUpper(name[:1]) + name[1:], Groups: append([]string{"staff"}, groups...)}
@@ -312,6 +337,12 @@ func TestOIDCSignIn(t *testing.T) {
 		u, err := e.identity.UserByEmail(ctx, "frank@example.com")
 		if err != nil || u.ID != made.ID || strings.Join(u.AuthMethods(), ",") != "password,oidc" {
 			t.Fatalf("frank: %+v %v (made as %d)", u, err, made.ID)
+		}
+		// The admin API's records say how each user signs in.
+		admin, _ := signedIn(t, "alice")
+		auth := admin.userAuth()
+		if auth["frank@example.com"] != "password,oidc" || auth["bob@example.com"] != "oidc" || auth["alice@example.com"] != "oidc" {
+			t.Fatalf("GET /api/v1/admin/users: auth %v", auth)
 		}
 	})
 
