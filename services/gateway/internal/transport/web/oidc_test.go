@@ -26,6 +26,7 @@ import (
 	"github.com/shipfile/shipfile/pkg/pgtest"
 	"github.com/shipfile/shipfile/pkg/servicetest"
 	"github.com/shipfile/shipfile/services/gateway/internal/app"
+	"github.com/shipfile/shipfile/services/gateway/internal/app/packages"
 	"github.com/shipfile/shipfile/services/gateway/internal/service"
 	"github.com/shipfile/shipfile/services/gateway/internal/transport/httpapi"
 	"github.com/shipfile/shipfile/services/gateway/migrations"
@@ -496,15 +497,28 @@ func TestOIDCSignIn(t *testing.T) {
 
 func TestPasswordLoginOff(t *testing.T) {
 	e := newOIDCEnv(t, "false", staff("alice", "admins"))
-	e.user("pat@example.com", app.RoleAdmin)
+	pat := e.user("pat@example.com", app.RoleAdmin)
 	b := e.browser()
 	p := b.get("/login")
 	expectStatus(t, p, http.StatusOK)
 	if strings.Contains(p.body, `name="password"`) || !strings.Contains(p.body, "Sign in with Example") {
 		t.Fatalf("login page with SHIPFILE_PASSWORD_LOGIN=false:\n%s", p.body)
 	}
+	// The sign-in page has no form now, so its CSRF token comes from another page
+	// with one (a protected link's): the refusal must be the setting's, not the
+	// CSRF check's.
+	_, token := e.sent(pat, packages.NewPackage{Title: ptr("Forms"), RecipientEmail: ptr("rita@example.com"),
+		Direction: ptr("inbound"), Password: ptr("let me in please")})
+	b.csrf = ""
+	expectStatus(t, b.get("/p/"+token), http.StatusOK)
+	if b.csrf == "" {
+		t.Fatal("no CSRF token on the protected link's page")
+	}
 	p = b.post("/login", url.Values{"email": {"pat@example.com"}, "password": {"correct horse battery"}})
 	expectStatus(t, p, http.StatusForbidden)
+	if !strings.Contains(p.body, "Sign-in by password is turned off") {
+		t.Fatalf("POST /login refused for another reason:\n%.1500s", p.body)
+	}
 	if b.cookie("shipfile_session") != nil {
 		t.Fatal("POST /login made a session")
 	}
