@@ -389,6 +389,34 @@ func TestOIDCSignIn(t *testing.T) {
 		}
 	})
 
+	t.Run("the authorization request: code flow with PKCE (S256), state and nonce", func(t *testing.T) {
+		b := e.browser()
+		var seen []url.Values
+		for range 2 {
+			_, authz := b.visit(e.url+"/auth/oidc/login", func(u *url.URL) bool { return u.Path == "/authorize" })
+			q := authz.Query()
+			if q.Get("response_type") != "code" || q.Get("code_challenge_method") != "S256" || len(q.Get("code_challenge")) != 43 ||
+				len(q.Get("state")) < 32 || len(q.Get("nonce")) < 32 || q.Get("client_id") != e.provider.ClientID ||
+				q.Get("redirect_uri") != e.url+"/auth/oidc/callback" || !strings.Contains(" "+q.Get("scope")+" ", " openid ") {
+				t.Fatalf("authorization request %s", authz)
+			}
+			seen = append(seen, q)
+		}
+		for _, k := range []string{"state", "nonce", "code_challenge"} {
+			if seen[0].Get(k) == seen[1].Get(k) {
+				t.Fatalf("two sign-ins share their %s", k)
+			}
+		}
+		// The provider, like one set to require PKCE, sends a request without it back.
+		q := seen[1]
+		q.Del("code_challenge")
+		q.Del("code_challenge_method")
+		_, cb := b.visit(e.provider.Issuer+"/authorize?"+q.Encode(), func(u *url.URL) bool { return u.Path == "/auth/oidc/callback" })
+		if cb.Path != "/auth/oidc/callback" || cb.Query().Get("error") != "invalid_request" {
+			t.Fatalf("authorization request without PKCE came back as %s", cb)
+		}
+	})
+
 	t.Run("wrong state, replayed and forged callbacks", func(t *testing.T) {
 		b := e.browser()
 		_, cb := e.providerLogin(b, "bob", "bob-password", true)
