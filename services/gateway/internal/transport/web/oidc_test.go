@@ -314,6 +314,19 @@ func TestOIDCSignIn(t *testing.T) {
 			t.Fatalf("bob: %v", me)
 		}
 		expectStatus(t, b.get("/admin/users"), http.StatusForbidden)
+		// API tokens are unchanged: a user without a password makes one on /account.
+		b.get("/account")
+		tp := b.post("/account/tokens", url.Values{"name": {"cli"}})
+		expectStatus(t, tp, http.StatusCreated)
+		raw := regexp.MustCompile(`value="(sf_[A-Za-z0-9_-]{43})"`).FindStringSubmatch(tp.body)
+		if raw == nil {
+			t.Fatalf("raw token not shown:\n%.1500s", tp.body)
+		}
+		req, _ := http.NewRequest("GET", e.url+"/api/v1/me", nil)
+		req.Header.Set("Authorization", "Bearer "+raw[1])
+		if p := e.browser().do(req); p.status != http.StatusOK || !strings.Contains(p.body, "bob@example.com") {
+			t.Fatalf("bob's token on the API: %d %s", p.status, p.body)
+		}
 		u, err := e.identity.UserByEmail(ctx, "bob@example.com")
 		if err != nil || u.OIDCSubject != "bob" || u.OIDCIssuer != e.provider.Issuer || strings.Join(u.AuthMethods(), ",") != "oidc" {
 			t.Fatalf("bob's record: %+v %v", u, err)
