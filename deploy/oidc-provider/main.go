@@ -16,7 +16,8 @@
 //
 // The browser keeps a sign-in at the provider (a cookie) until end_session, so a
 // second authorization request is answered without the login page, as real
-// providers do.
+// providers do. PKCE (S256) is required: an authorization request without it comes
+// back to the client with error=invalid_request.
 package main
 
 import (

@@ -160,6 +160,11 @@ func (s *storage) CreateAuthRequest(_ context.Context, r *oidc.AuthRequest, user
 	if slices.Contains(r.Prompt, oidc.PromptNone) {
 		return nil, oidc.ErrLoginRequired()
 	}
+	// PKCE is required, with S256 (as OAuth 2.1 and providers' "PKCE required"
+	// settings do): a client that sends no challenge is sent back an error.
+	if r.CodeChallenge == "" || r.CodeChallengeMethod != oidc.CodeChallengeMethodS256 {
+		return nil, oidc.ErrInvalidRequest().WithDescription("PKCE with code_challenge_method=S256 is required")
+	}
 	req := &authRequest{
 		id: rand.Text(), created: time.Now(), clientID: r.ClientID, redirectURI: r.RedirectURI, state: r.State,
 		nonce: r.Nonce, scopes: r.Scopes, responseType: r.ResponseType, responseMode: r.ResponseMode,

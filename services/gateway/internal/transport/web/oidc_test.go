@@ -26,6 +26,7 @@ import (
 	"github.com/shipfile/shipfile/pkg/pgtest"
 	"github.com/shipfile/shipfile/pkg/servicetest"
 	"github.com/shipfile/shipfile/services/gateway/internal/app"
+	"github.com/shipfile/shipfile/services/gateway/internal/app/packages"
 	"github.com/shipfile/shipfile/services/gateway/internal/service"
 	"github.com/shipfile/shipfile/services/gateway/internal/transport/httpapi"
 	"github.com/shipfile/shipfile/services/gateway/migrations"
@@ -235,6 +236,31 @@ func (b *browser) me() map[string]any {
 	return m
 }
 
+// userAuth is GET /api/v1/admin/users as the signed-in admin: each user's e-mail
+// address and `auth`, joined by commas.
+func (b *browser) userAuth() map[string]string {
+	b.t.Helper()
+	resp, err := b.client.Get(b.e.url + "/api/v1/admin/users")
+	if err != nil {
+		b.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var list struct {
+		Items []struct {
+			Email string   `json:"email"`
+			Auth  []string `json:"auth"`
+		} `json:"items"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&list); err != nil || resp.StatusCode != http.StatusOK {
+		b.t.Fatalf("GET /api/v1/admin/users: %d %v", resp.StatusCode, err)
+	}
+	out := map[string]string{}
+	for _, u := range list.Items {
+		out[u.Email] = strings.Join(u.Auth, ",")
+	}
+	return out
+}
+
 func staff(name string, groups ...string) servicetest.OIDCUser {
 	return servicetest.OIDCUser{Username: name, Password: name + "-password", Email: name + "@example.com", EmailVerified: true,
 		Name: strings.ToUpper(name[:1]) + name[1:], Groups: append([]string{"staff"}, groups...)}
@@ -288,6 +314,19 @@ func TestOIDCSignIn(t *testing.T) {
 			t.Fatalf("bob: %v", me)
 		}
 		expectStatus(t, b.get("/admin/users"), http.StatusForbidden)
+		// API tokens are unchanged: a user without a password makes one on /account.
+		b.get("/account")
+		tp := b.post("/account/tokens", url.Values{"name": {"cli"}})
+		expectStatus(t, tp, http.StatusCreated)
+		raw := regexp.MustCompile(`value="(sf_[A-Za-z0-9_-]{43})"`).FindStringSubmatch(tp.body)
+		if raw == nil {
+			t.Fatalf("raw token not shown:\n%.1500s", tp.body)
+		}
+		req, _ := http.NewRequest("GET", e.url+"/api/v1/me", nil)
+		req.Header.Set("Authorization", "Bearer "+raw[1])
+		if p := e.browser().do(req); p.status != http.StatusOK || !strings.Contains(p.body, "bob@example.com") {
+			t.Fatalf("bob's token on the API: %d %s", p.status, p.body)
+		}
 		u, err := e.identity.UserByEmail(ctx, "bob@example.com")
 		if err != nil || u.OIDCSubject != "bob" || u.OIDCIssuer != e.provider.Issuer || strings.Join(u.AuthMethods(), ",") != "oidc" {
 			t.Fatalf("bob's record: %+v %v", u, err)
@@ -312,6 +351,12 @@ func TestOIDCSignIn(t *testing.T) {
 		u, err := e.identity.UserByEmail(ctx, "frank@example.com")
 		if err != nil || u.ID != made.ID || strings.Join(u.AuthMethods(), ",") != "password,oidc" {
 			t.Fatalf("frank: %+v %v (made as %d)", u, err, made.ID)
+		}
+		// The admin API's records say how each user signs in.
+		admin, _ := signedIn(t, "alice")
+		auth := admin.userAuth()
+		if auth["frank@example.com"] != "password,oidc" || auth["bob@example.com"] != "oidc" || auth["alice@example.com"] != "oidc" {
+			t.Fatalf("GET /api/v1/admin/users: auth %v", auth)
 		}
 	})
 
@@ -354,6 +399,34 @@ func TestOIDCSignIn(t *testing.T) {
 		refused(t, b, p, http.StatusForbidden, "not in a group")
 		if e.count("users") != before {
 			t.Fatal("a refused sign-in created a user")
+		}
+	})
+
+	t.Run("the authorization request: code flow with PKCE (S256), state and nonce", func(t *testing.T) {
+		b := e.browser()
+		var seen []url.Values
+		for range 2 {
+			_, authz := b.visit(e.url+"/auth/oidc/login", func(u *url.URL) bool { return u.Path == "/authorize" })
+			q := authz.Query()
+			if q.Get("response_type") != "code" || q.Get("code_challenge_method") != "S256" || len(q.Get("code_challenge")) != 43 ||
+				len(q.Get("state")) < 32 || len(q.Get("nonce")) < 32 || q.Get("client_id") != e.provider.ClientID ||
+				q.Get("redirect_uri") != e.url+"/auth/oidc/callback" || !strings.Contains(" "+q.Get("scope")+" ", " openid ") {
+				t.Fatalf("authorization request %s", authz)
+			}
+			seen = append(seen, q)
+		}
+		for _, k := range []string{"state", "nonce", "code_challenge"} {
+			if seen[0].Get(k) == seen[1].Get(k) {
+				t.Fatalf("two sign-ins share their %s", k)
+			}
+		}
+		// The provider, like one set to require PKCE, sends a request without it back.
+		q := seen[1]
+		q.Del("code_challenge")
+		q.Del("code_challenge_method")
+		_, cb := b.visit(e.provider.Issuer+"/authorize?"+q.Encode(), func(u *url.URL) bool { return u.Path == "/auth/oidc/callback" })
+		if cb.Path != "/auth/oidc/callback" || cb.Query().Get("error") != "invalid_request" {
+			t.Fatalf("authorization request without PKCE came back as %s", cb)
 		}
 	})
 
@@ -465,15 +538,28 @@ func TestOIDCSignIn(t *testing.T) {
 
 func TestPasswordLoginOff(t *testing.T) {
 	e := newOIDCEnv(t, "false", staff("alice", "admins"))
-	e.user("pat@example.com", app.RoleAdmin)
+	pat := e.user("pat@example.com", app.RoleAdmin)
 	b := e.browser()
 	p := b.get("/login")
 	expectStatus(t, p, http.StatusOK)
 	if strings.Contains(p.body, `name="password"`) || !strings.Contains(p.body, "Sign in with Example") {
 		t.Fatalf("login page with SHIPFILE_PASSWORD_LOGIN=false:\n%s", p.body)
 	}
+	// The sign-in page has no form now, so its CSRF token comes from another page
+	// with one (a protected link's): the refusal must be the setting's, not the
+	// CSRF check's.
+	_, token := e.sent(pat, packages.NewPackage{Title: ptr("Forms"), RecipientEmail: ptr("rita@example.com"),
+		Direction: ptr("inbound"), Password: ptr("let me in please")})
+	b.csrf = ""
+	expectStatus(t, b.get("/p/"+token), http.StatusOK)
+	if b.csrf == "" {
+		t.Fatal("no CSRF token on the protected link's page")
+	}
 	p = b.post("/login", url.Values{"email": {"pat@example.com"}, "password": {"correct horse battery"}})
 	expectStatus(t, p, http.StatusForbidden)
+	if !strings.Contains(p.body, "Sign-in by password is turned off") {
+		t.Fatalf("POST /login refused for another reason:\n%.1500s", p.body)
+	}
 	if b.cookie("shipfile_session") != nil {
 		t.Fatal("POST /login made a session")
 	}
