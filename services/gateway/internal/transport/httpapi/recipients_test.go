@@ -386,6 +386,12 @@ func TestRecipientsRules(t *testing.T) {
 		t.Fatalf("bob's id changed: %v", got["recipients"])
 	}
 	expect(t, a.do("PATCH", "/api/v1/packages/"+id, token, map[string]any{"recipients": []any{}}), http.StatusUnprocessableEntity)
+	// Beside the list, recipient_email and recipient_name must name its first entry,
+	// as on create.
+	bobCy := []map[string]any{{"email": "bob@example.com"}, {"email": "cy@example.com", "name": "Cy"}}
+	expect(t, a.do("PATCH", "/api/v1/packages/"+id, token, map[string]any{"recipients": bobCy, "recipient_email": "cy@example.com"}), http.StatusUnprocessableEntity)
+	expect(t, a.do("PATCH", "/api/v1/packages/"+id, token, map[string]any{"recipients": bobCy, "recipient_name": "Cy"}), http.StatusUnprocessableEntity)
+	expect(t, a.do("PATCH", "/api/v1/packages/"+id, token, map[string]any{"recipients": bobCy, "recipient_email": "BOB@example.com"}), http.StatusOK)
 	expect(t, a.upload("/api/v1/packages/"+id+"/files", token, "a.txt", []byte("a")), http.StatusCreated)
 	expect(t, a.do("POST", "/api/v1/packages/"+id+"/finalize", token, nil), http.StatusOK)
 	expect(t, a.do("PATCH", "/api/v1/packages/"+id, token, map[string]any{"recipients": []map[string]any{{"email": "dan@example.com"}}}), http.StatusConflict)
