@@ -240,6 +240,13 @@ func TestSeveralRecipients(t *testing.T) {
 		t.Fatalf("added recipient: %v", dan)
 	}
 	danLink := linkToken(t, dan["magic_link"])
+	// Dan's e-mail is queued with the add, not at some later finalize.
+	if err := a.pool.QueryRow(context.Background(), "SELECT count(*) FROM outbox WHERE subject LIKE '%mail%'").Scan(&jobs); err != nil {
+		t.Fatal(err)
+	}
+	if jobs != 4 {
+		t.Fatalf("mail jobs after adding dan = %d, want 4", jobs)
+	}
 	r = a.do("GET", "/api/v1/links/"+danLink+"/files/"+fileID, "", nil)
 	expect(t, r, http.StatusOK)
 	expect(t, a.do("POST", "/api/v1/packages/"+id+"/recipients", token, map[string]any{"email": "ANN@example.com"}), http.StatusConflict)
