@@ -1388,7 +1388,12 @@ type UpdatePackage struct {
 	NotifyOwner  *bool   `json:"notify_owner,omitempty"`
 
 	// Password A new password (ends every grant of the link); null removes the password.
-	Password      *string `json:"password,omitempty"`
+	Password *string `json:"password,omitempty"`
+
+	// RecipientEmail Read beside `recipients` only, where it must be its first entry's address (else 422); alone it changes nothing.
+	RecipientEmail *openapi_types.Email `json:"recipient_email,omitempty"`
+
+	// RecipientName Beside `recipients`: must be its first entry's name (else 422).
 	RecipientName *string `json:"recipient_name,omitempty"`
 
 	// Recipients Replaces a draft's recipients (an active package's are added and revoked one at a time: 409).

@@ -200,6 +200,9 @@ type PackagePatch struct {
 	Title         *string
 	Note          *string
 	RecipientName *string
+	// RecipientEmail, beside Recipients, must be its first entry's address (else
+	// 422); alone it is not an edit.
+	RecipientEmail *string
 	// Recipients replaces a draft's recipient list (an active package's grows one by
 	// one: AddRecipient).
 	Recipients   *[]RecipientInput

@@ -58,8 +58,8 @@ type Upload struct {
 	Filename  string
 	Size      int64
 	At        time.Time
-	// RecipientEmail is the recipient whose link it came through; a burst names the
-	// one who opened it.
+	// RecipientEmail is the recipient whose link it came through; each recipient's
+	// uploads make a burst of their own, which names them.
 	RecipientEmail string
 }
 

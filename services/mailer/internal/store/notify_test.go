@@ -2,6 +2,7 @@ package store_test
 
 import (
 	"context"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -206,5 +207,57 @@ func TestDownloadNotificationNamesTheRecipient(t *testing.T) {
 	got.OwnerEmail = "owner@example.com"
 	if e, err := app.RenderNotification(got, "https://files.example.com"); err != nil || e.Subject != "Bob downloaded T" {
 		t.Fatalf("e-mail %q, %v; want the subject \"Bob downloaded T\"", e.Subject, err)
+	}
+}
+
+// TestUploadBurstsPerRecipient: on an inbound package with several recipients each
+// recipient's uploads make a burst of their own (gateway migration 00023), so the
+// owner's e-mail that names Bob lists Bob's files alone, not Ann's beside them.
+func TestUploadBurstsPerRecipient(t *testing.T) {
+	t.Parallel()
+	pool, _ := schematest.Pool(t)
+	s := store.New(pool)
+	ctx := context.Background()
+	pkg := insertPackage(t, pool, "inbound", true)
+	if _, err := pool.Exec(ctx, `INSERT INTO recipients (id, package_id, position, email, name) VALUES
+		($1, $3, 0, 'r@example.com', 'Ann'), ($2, $3, 1, 'bob@example.com', 'Bob')`, uuid.NewString(), uuid.NewString(), pkg); err != nil {
+		t.Fatal(err)
+	}
+	up := func(email, filename string) {
+		t.Helper()
+		if err := s.RecordUpload(ctx, app.Upload{PackageID: pkg, FileID: uuid.NewString(), Filename: filename, Size: 1, At: time.Now(),
+			RecipientEmail: email}, time.Hour); err != nil {
+			t.Fatal(err)
+		}
+	}
+	up("r@example.com", "ann-1.pdf")
+	up("bob@example.com", "bob-1.pdf")
+	up("R@example.com", "ann-2.pdf")
+	if st, n := notifications(t, pool, pkg); len(st) != 2 || st[0] != "open" || st[1] != "open" || n != 3 {
+		t.Fatalf("bursts: %v with %d files, want one open burst per recipient", st, n)
+	}
+	if _, err := pool.Exec(ctx, `UPDATE owner_notifications SET due_at = now() - interval '1 second' WHERE package_id = $1`, pkg); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.CloseDueBursts(ctx); err != nil {
+		t.Fatal(err)
+	}
+	got := map[string][]string{}
+	for {
+		more, err := s.SendDue(ctx, func(n app.Notification) app.Outcome {
+			for _, f := range n.Files {
+				got[n.RecipientName] = append(got[n.RecipientName], f.Name)
+			}
+			return app.Outcome{State: app.StateSent, Attempted: true, MessageID: "<m@x>"}
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !more {
+			break
+		}
+	}
+	if len(got) != 2 || strings.Join(got["Ann"], ",") != "ann-1.pdf,ann-2.pdf" || strings.Join(got["Bob"], ",") != "bob-1.pdf" {
+		t.Fatalf("the e-mails' files by the recipient they name: %v", got)
 	}
 }

@@ -48,7 +48,8 @@ WHERE p.id = @package_id AND p.direction = 'outbound' AND p.notify_owner
 ON CONFLICT (package_id) WHERE kind = 'downloaded' DO NOTHING;
 
 -- name: RecordUpload :exec
--- Adds a recipient's upload to the package's open burst, opening one if none is, and
+-- Adds a recipient's upload to their open burst on the package (one per recipient, so
+-- the e-mail lists whose files; gateway migration 00023), opening one if none is, and
 -- moves its due time to quiet from now; a file already recorded (a redelivered event)
 -- changes nothing. The upsert takes the burst's row lock, so a mailer closing the
 -- burst meanwhile either sees the new due time or the upload opens a new burst.
@@ -59,7 +60,7 @@ WITH pkg AS (
 ), burst AS (
     INSERT INTO owner_notifications (package_id, kind, state, due_at, recipient_email)
     SELECT pkg.id, 'uploads', 'open', now() + make_interval(secs => @quiet_secs::float8), @recipient_email::text FROM pkg
-    ON CONFLICT (package_id) WHERE kind = 'uploads' AND state = 'open'
+    ON CONFLICT (package_id, lower(recipient_email)) WHERE kind = 'uploads' AND state = 'open'
     DO UPDATE SET due_at = greatest(owner_notifications.due_at, excluded.due_at), updated_at = now()
     RETURNING id
 )

@@ -32,14 +32,17 @@ func (n *nullable[T]) UnmarshalJSON(b []byte) error {
 }
 
 type updatePackageRequest struct {
-	Title         *string               `json:"title"`
-	Note          *string               `json:"note"`
-	RecipientName *string               `json:"recipient_name"`
-	Recipients    *[]app.RecipientInput `json:"recipients"`
-	ExpiresAt     *string               `json:"expires_at"`
-	Password      nullable[string]      `json:"password"`
-	MaxDownloads  nullable[int]         `json:"max_downloads"`
-	NotifyOwner   *bool                 `json:"notify_owner"`
+	Title         *string `json:"title"`
+	Note          *string `json:"note"`
+	RecipientName *string `json:"recipient_name"`
+	// RecipientEmail is read beside recipients only, where it must name the first
+	// entry (SPEC "Several recipients"); alone it changes nothing, as before.
+	RecipientEmail *string               `json:"recipient_email"`
+	Recipients     *[]app.RecipientInput `json:"recipients"`
+	ExpiresAt      *string               `json:"expires_at"`
+	Password       nullable[string]      `json:"password"`
+	MaxDownloads   nullable[int]         `json:"max_downloads"`
+	NotifyOwner    *bool                 `json:"notify_owner"`
 	// Encryption is fixed at creation: sent here, it is refused.
 	Encryption json.RawMessage `json:"encryption"`
 }
@@ -69,7 +72,7 @@ func (h *handlers) updatePackage(c *gin.Context) {
 		return
 	}
 	p, err := h.packages.Update(c.Request.Context(), currentUser(c), client(c), id, app.PackagePatch{
-		Title: req.Title, Note: req.Note, RecipientName: req.RecipientName, Recipients: req.Recipients, ExpiresAt: expires,
+		Title: req.Title, Note: req.Note, RecipientName: req.RecipientName, RecipientEmail: req.RecipientEmail, Recipients: req.Recipients, ExpiresAt: expires,
 		Password: req.Password.Nullable, MaxDownloads: req.MaxDownloads.Nullable, NotifyOwner: req.NotifyOwner,
 	})
 	if err != nil {

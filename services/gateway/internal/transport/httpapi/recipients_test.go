@@ -240,6 +240,13 @@ func TestSeveralRecipients(t *testing.T) {
 		t.Fatalf("added recipient: %v", dan)
 	}
 	danLink := linkToken(t, dan["magic_link"])
+	// Dan's e-mail is queued with the add, not at some later finalize.
+	if err := a.pool.QueryRow(context.Background(), "SELECT count(*) FROM outbox WHERE subject LIKE '%mail%'").Scan(&jobs); err != nil {
+		t.Fatal(err)
+	}
+	if jobs != 4 {
+		t.Fatalf("mail jobs after adding dan = %d, want 4", jobs)
+	}
 	r = a.do("GET", "/api/v1/links/"+danLink+"/files/"+fileID, "", nil)
 	expect(t, r, http.StatusOK)
 	expect(t, a.do("POST", "/api/v1/packages/"+id+"/recipients", token, map[string]any{"email": "ANN@example.com"}), http.StatusConflict)
@@ -386,6 +393,12 @@ func TestRecipientsRules(t *testing.T) {
 		t.Fatalf("bob's id changed: %v", got["recipients"])
 	}
 	expect(t, a.do("PATCH", "/api/v1/packages/"+id, token, map[string]any{"recipients": []any{}}), http.StatusUnprocessableEntity)
+	// Beside the list, recipient_email and recipient_name must name its first entry,
+	// as on create.
+	bobCy := []map[string]any{{"email": "bob@example.com"}, {"email": "cy@example.com", "name": "Cy"}}
+	expect(t, a.do("PATCH", "/api/v1/packages/"+id, token, map[string]any{"recipients": bobCy, "recipient_email": "cy@example.com"}), http.StatusUnprocessableEntity)
+	expect(t, a.do("PATCH", "/api/v1/packages/"+id, token, map[string]any{"recipients": bobCy, "recipient_name": "Cy"}), http.StatusUnprocessableEntity)
+	expect(t, a.do("PATCH", "/api/v1/packages/"+id, token, map[string]any{"recipients": bobCy, "recipient_email": "BOB@example.com"}), http.StatusOK)
 	expect(t, a.upload("/api/v1/packages/"+id+"/files", token, "a.txt", []byte("a")), http.StatusCreated)
 	expect(t, a.do("POST", "/api/v1/packages/"+id+"/finalize", token, nil), http.StatusOK)
 	expect(t, a.do("PATCH", "/api/v1/packages/"+id, token, map[string]any{"recipients": []map[string]any{{"email": "dan@example.com"}}}), http.StatusConflict)

@@ -80,8 +80,15 @@ func TestSeveralRecipientsPages(t *testing.T) {
 	if !strings.Contains(p.body, `id="add-recipient-error"`) {
 		t.Fatalf("a second cy: no error beside the form:\n%s", p.body)
 	}
-	if rows = recipientRows(b.get(pkgPath).body); len(rows) != 4 {
+	page = b.get(pkgPath)
+	if rows = recipientRows(page.body); len(rows) != 4 {
 		t.Fatalf("after adding eve: %v", rows)
+	}
+	// The activity says whom the owner's revoke and add concerned.
+	for _, want := range []string{`<code>recipient.revoke</code> <span class="recipient">bob@example.com</span>`, `<code>recipient.add</code> <span class="recipient">eve@example.com</span>`} {
+		if !strings.Contains(page.body, want) {
+			t.Fatalf("the activity lacks %s:\n%s", want, page.body)
+		}
 	}
 }
 
