@@ -317,8 +317,9 @@ func TestFlagModeServesPendingFiles(t *testing.T) {
 	}
 }
 
-// TestClampStoppedFilesWaitAndAreScannedWhenItIsBack: clamd is stopped; files uploaded
-// meanwhile stay pending while the scanner retries; once clamd is back each is scanned.
+// TestClamdStoppedFilesWaitAndAreScannedWhenItIsBack: clamd is stopped; files uploaded
+// meanwhile stay pending while the scanner retries, and its /readyz names clamd; once
+// clamd is back the scanner is ready again and each file is scanned.
 func TestClamdStoppedFilesWaitAndAreScannedWhenItIsBack(t *testing.T) {
 	s := newSystem(t, "block")
 	addr := s.startScanner()
@@ -332,7 +333,14 @@ func TestClamdStoppedFilesWaitAndAreScannedWhenItIsBack(t *testing.T) {
 	if f := s.file(id, good); f["scan"] != "pending" {
 		t.Fatalf("scanned while clamd was down: %v", f)
 	}
+	if status, body := readyz(t, addr); status != http.StatusServiceUnavailable || !strings.Contains(body, `"clamd"`) {
+		t.Fatalf("/readyz while clamd is down: %d %s, want 503 naming clamd", status, body)
+	}
 	s.clamd.Start()
+	servicetest.WaitFor(t, 10*time.Second, "/readyz once clamd is back", func() bool {
+		status, _ := readyz(t, addr)
+		return status == http.StatusOK
+	})
 	if f := s.waitScan(id, good, 20*time.Second); f["scan"] != "clean" {
 		t.Fatalf("after clamd came back: %v", f)
 	}
@@ -394,6 +402,61 @@ func TestScannerKilledMidFileAnotherScansItOnce(t *testing.T) {
 	if n := metric(t, second, `shipfile_scanner_files_total{scan="infected"}`); n != 1 {
 		t.Errorf("second scanner recorded %v verdicts, want 1", n)
 	}
+}
+
+// TestInstancesShareTheFilesSeveralEach: two scanners with SHIPFILE_SCAN_WORKERS=2
+// against a frozen clamd each hold two of four files at once (one shared durable
+// consumer: every file goes to one of them); once clamd thaws each file gets one
+// verdict, two recorded by each instance.
+func TestInstancesShareTheFilesSeveralEach(t *testing.T) {
+	s := newSystem(t, "block")
+	id := s.pkg("outbound")
+	var files []string
+	for i := range 4 {
+		name := "f" + strconv.Itoa(i) + ".txt"
+		files = append(files, s.a.Upload("/api/v1/packages/"+id+"/files", name, []byte("clean "+name+" "+rand.Text()))["id"].(string))
+	}
+	s.clamd.Signal(syscall.SIGSTOP)
+	// Thawed before the scanners are stopped (cleanups run last first).
+	var addrs []string
+	for range 2 {
+		addr := servicetest.FreeAddr(t)
+		// Not WaitReady: /readyz pings clamd, frozen here.
+		servicetest.StartProcess(t, bins["scanner"], s.scannerEnv(addr, "SHIPFILE_SCAN_WORKERS=2"))
+		t.Cleanup(func() { s.clamd.Signal(syscall.SIGCONT) })
+		servicetest.WaitFor(t, 20*time.Second, "scanner "+addr+" to hold two files", func() bool {
+			return metric(t, addr, "shipfile_scanner_scans_in_flight") == 2
+		})
+		addrs = append(addrs, addr)
+	}
+	for _, addr := range addrs {
+		if n := metric(t, addr, "shipfile_scanner_scans_in_flight"); n != 2 {
+			t.Fatalf("scanner %s holds %v files, want 2", addr, n)
+		}
+	}
+	s.clamd.Signal(syscall.SIGCONT)
+	for _, fid := range files {
+		if f := s.waitScan(id, fid, 30*time.Second); f["scan"] != "clean" {
+			t.Fatalf("file %s: %v", fid, f)
+		}
+	}
+	for _, addr := range addrs {
+		servicetest.WaitFor(t, 10*time.Second, "scanner "+addr+"'s verdicts", func() bool {
+			return metric(t, addr, `shipfile_scanner_files_total{scan="clean"}`) == 2
+		})
+	}
+}
+
+// readyz answers a scanner's /readyz: its status and body.
+func readyz(t testing.TB, addr string) (int, string) {
+	t.Helper()
+	resp, err := http.Get("http://" + addr + "/readyz")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
 }
 
 // metric reads one sample of a scanner's /metrics (0 when absent).
