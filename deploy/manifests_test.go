@@ -3,6 +3,7 @@ package deploy_test
 import (
 	"errors"
 	"maps"
+	"net"
 	"net/netip"
 	"net/url"
 	"os"
@@ -805,4 +806,48 @@ func metaSelector(s *metav1.LabelSelector) (labels.Selector, error) {
 		return nil, errors.New("no selector")
 	}
 	return metav1.LabelSelectorAsSelector(s)
+}
+
+// TestScannerReachesClamav: in the base and every overlay the scanner's
+// SHIPFILE_CLAMD_ADDR (its own env or the ConfigMap; the code's default, 127.0.0.1:3310,
+// is nothing in a pod) names the clamav Service and one of its ports, and that Service
+// selects the clamav StatefulSet, which runs ClamAV's own image (freshclam inside).
+func TestScannerReachesClamav(t *testing.T) {
+	t.Parallel()
+	for _, dir := range []string{baseDir, productionDir} {
+		t.Run(dir, func(t *testing.T) {
+			d := rendered(t, dir)
+			cm := d.get("ConfigMap", "shipfile").(*corev1.ConfigMap)
+			dep := d.get("Deployment", "scanner").(*appsv1.Deployment)
+			addr, ok := envOf(dep.Spec.Template.Spec.Containers[0])["SHIPFILE_CLAMD_ADDR"]
+			if !ok {
+				addr = cm.Data["SHIPFILE_CLAMD_ADDR"]
+			}
+			host, port, err := net.SplitHostPort(strings.TrimPrefix(addr, "tcp://"))
+			if err != nil {
+				t.Fatalf("scanner: SHIPFILE_CLAMD_ADDR %q, want the clamav Service's host:port (%v)", addr, err)
+			}
+			svc, _ := d.get("Service", "clamav").(*corev1.Service)
+			if svc == nil {
+				t.Fatal("no Service/clamav")
+			}
+			if first, _, _ := strings.Cut(host, "."); first != svc.Name ||
+				(host != svc.Name && !strings.HasPrefix(host, svc.Name+"."+svc.Namespace+".")) {
+				t.Errorf("scanner: SHIPFILE_CLAMD_ADDR host %q is not the Service %s/%s", host, svc.Namespace, svc.Name)
+			}
+			if !slices.ContainsFunc(svc.Spec.Ports, func(p corev1.ServicePort) bool { return strconv.Itoa(int(p.Port)) == port }) {
+				t.Errorf("scanner: SHIPFILE_CLAMD_ADDR port %s is not a port of Service/clamav (%v)", port, svc.Spec.Ports)
+			}
+			sts := d.get("StatefulSet", "clamav").(*appsv1.StatefulSet)
+			if sel := labels.SelectorFromSet(svc.Spec.Selector); len(svc.Spec.Selector) == 0 || !sel.Matches(labels.Set(sts.Spec.Template.Labels)) {
+				t.Errorf("Service/clamav selector %v does not select the clamav pods %v", svc.Spec.Selector, sts.Spec.Template.Labels)
+			}
+			if img := sts.Spec.Template.Spec.Containers[0].Image; !strings.HasPrefix(img, "clamav/clamav:") {
+				t.Errorf("clamav runs %q, want ClamAV's own image (clamav/clamav, with freshclam)", img)
+			}
+			if cm.Data["SHIPFILE_SCAN"] != "block" {
+				t.Errorf("ConfigMap: SHIPFILE_SCAN = %q, want block", cm.Data["SHIPFILE_SCAN"])
+			}
+		})
+	}
 }

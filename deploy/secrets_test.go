@@ -2,6 +2,7 @@ package deploy_test
 
 import (
 	"os"
+	"slices"
 	"strings"
 	"testing"
 
@@ -127,5 +128,45 @@ func TestComposeSecretKeyAndOps(t *testing.T) {
 		if strings.HasSuffix(p, ":8084") {
 			t.Errorf("gateway publishes its ops listener: %s", p)
 		}
+	}
+}
+
+// TestComposeScannerReachesClamav: in docker-compose.yml the scanner's
+// SHIPFILE_CLAMD_ADDR names the clamav service on clamd's port, the gateway sees it too
+// (so SHIPFILE_SCAN defaults to block), and clamav runs ClamAV's own image (freshclam
+// inside) with its signature database in a volume.
+func TestComposeScannerReachesClamav(t *testing.T) {
+	t.Parallel()
+	b, err := os.ReadFile("../docker-compose.yml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var compose struct {
+		Services map[string]struct {
+			Image       string         `json:"image"`
+			Environment map[string]any `json:"environment"`
+			Volumes     []string       `json:"volumes"`
+		} `json:"services"`
+	}
+	if err := yaml.Unmarshal(b, &compose); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"scanner", "gateway"} {
+		if got := compose.Services[name].Environment["SHIPFILE_CLAMD_ADDR"]; got != "clamav:3310" {
+			t.Errorf("%s: SHIPFILE_CLAMD_ADDR = %v, want clamav:3310", name, got)
+		}
+	}
+	if scan, ok := compose.Services["gateway"].Environment["SHIPFILE_SCAN"]; ok && scan != "block" {
+		t.Errorf("gateway: SHIPFILE_SCAN = %v, want block (or unset: block since clamd is configured)", scan)
+	}
+	clamav, ok := compose.Services["clamav"]
+	if !ok {
+		t.Fatal("docker-compose.yml has no service clamav")
+	}
+	if !strings.HasPrefix(clamav.Image, "clamav/clamav:") {
+		t.Errorf("clamav: image %q, want ClamAV's own (clamav/clamav, with freshclam)", clamav.Image)
+	}
+	if !slices.ContainsFunc(clamav.Volumes, func(v string) bool { return strings.HasSuffix(v, ":/var/lib/clamav") }) {
+		t.Errorf("clamav: volumes %v, want one on /var/lib/clamav (the signatures freshclam fetched survive a restart)", clamav.Volumes)
 	}
 }

@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"io"
 	"os"
+	"runtime"
 	"testing"
 
 	"github.com/shipfile/shipfile/pkg/servicetest"
@@ -92,5 +94,64 @@ func TestScanWithClamd(t *testing.T) {
 	}
 	if err := down.Ping(ctx); !errors.Is(err, app.ErrClamdUnavailable) {
 		t.Errorf("ping nothing: %v", err)
+	}
+}
+
+// patternReader yields n bytes of a repeating clean text without allocating: the file
+// being scanned is never in the test's memory either.
+type patternReader struct{ n, off int64 }
+
+var pattern = []byte("shipfile scanner memory test, nothing to find here.\n")
+
+func (r *patternReader) Read(p []byte) (int, error) {
+	if r.off >= r.n {
+		return 0, io.EOF
+	}
+	p = p[:min(int64(len(p)), r.n-r.off)]
+	for i := range p {
+		p[i] = pattern[(r.off+int64(i))%int64(len(pattern))]
+	}
+	r.off += int64(len(p))
+	return len(p), nil
+}
+
+// TestScanMemoryFlat streams 4 MiB and then 64 MiB to the clamd of make test and
+// counts the bytes the client allocates for each (runtime.MemStats.TotalAlloc): a few
+// chunk buffers at most, and no more for the file 16 times as big (SPEC "Malware
+// scanning": never a whole file in memory).
+func TestScanMemoryFlat(t *testing.T) {
+	addr := os.Getenv("SHIPFILE_TEST_CLAMD_ADDR")
+	if addr == "" {
+		t.Fatal("SHIPFILE_TEST_CLAMD_ADDR is not set: run the tests through make test (scripts/dev.sh starts clamd)")
+	}
+	const chunk = 256 << 10
+	c, err := NewClamd(ClamdConfig{Addr: addr, ChunkSize: chunk})
+	if err != nil {
+		t.Fatal(err)
+	}
+	allocated := func(size int64) uint64 {
+		t.Helper()
+		var before, after runtime.MemStats
+		runtime.GC()
+		runtime.ReadMemStats(&before)
+		sig, err := c.Scan(context.Background(), &patternReader{n: size})
+		runtime.ReadMemStats(&after)
+		if err != nil || sig != "" {
+			t.Fatalf("scan of %d bytes: %q, %v", size, sig, err)
+		}
+		return after.TotalAlloc - before.TotalAlloc
+	}
+	small, big := allocated(4<<20), allocated(64<<20)
+	t.Logf("allocated: %d bytes scanning 4 MiB, %d bytes scanning 64 MiB", small, big)
+	// Two chunk buffers (from the pool, or new ones after the GC emptied it), plus small
+	// change: a connection, a goroutine, a closure per chunk.
+	const bound = 2*(chunk+4) + 256<<10
+	for _, a := range []uint64{small, big} {
+		if a > bound {
+			t.Errorf("a scan allocated %d bytes, want at most %d (two chunks and change)", a, bound)
+		}
+	}
+	if big > small+128<<10 {
+		t.Errorf("scanning 64 MiB allocated %d bytes, 4 MiB %d: memory grows with the file", big, small)
 	}
 }

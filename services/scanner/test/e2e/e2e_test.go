@@ -10,13 +10,21 @@ import (
 	"archive/zip"
 	"bytes"
 	"context"
+	"crypto/hmac"
 	"crypto/rand"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
+	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -36,9 +44,10 @@ var bins map[string]string
 
 func TestMain(m *testing.M) {
 	servicetest.RunWithBinaries(m, &bins, map[string]string{
-		"gateway": "../../../gateway/cmd/gateway",
-		"shipctl": "../../../gateway/cmd/shipctl",
-		"scanner": "../../cmd/scanner",
+		"gateway":  "../../../gateway/cmd/gateway",
+		"shipctl":  "../../../gateway/cmd/shipctl",
+		"scanner":  "../../cmd/scanner",
+		"webhooks": "../../../webhooks/cmd/webhooks",
 	})
 }
 
@@ -69,6 +78,8 @@ func newSystem(t *testing.T, mode string) *system {
 		"SHIPFILE_S3_SECRET_KEY=" + s3.SecretKey, "SHIPFILE_S3_BUCKET=" + bucket.Bucket,
 		"SHIPFILE_DATABASE_URL=" + dbURL, "SHIPFILE_NATS_URL=" + natsURL, "SHIPFILE_LOG_LEVEL=warn",
 		"SHIPFILE_CLAMD_ADDR=" + cd.Addr, servicetest.SecretKeyEnv,
+		// Webhook receivers of these tests listen on 127.0.0.1.
+		"SHIPFILE_WEBHOOK_ALLOW_PRIVATE=true",
 	}
 	shipctl := func(args ...string) string { return servicetest.RunCommand(t, bins["shipctl"], common, args...) }
 	shipctl("user", "create", "--email", "owner@example.com", "--name", "Owner", "--role", "regular")
@@ -317,8 +328,9 @@ func TestFlagModeServesPendingFiles(t *testing.T) {
 	}
 }
 
-// TestClampStoppedFilesWaitAndAreScannedWhenItIsBack: clamd is stopped; files uploaded
-// meanwhile stay pending while the scanner retries; once clamd is back each is scanned.
+// TestClamdStoppedFilesWaitAndAreScannedWhenItIsBack: clamd is stopped; files uploaded
+// meanwhile stay pending while the scanner retries, and its /readyz names clamd; once
+// clamd is back the scanner is ready again and each file is scanned.
 func TestClamdStoppedFilesWaitAndAreScannedWhenItIsBack(t *testing.T) {
 	s := newSystem(t, "block")
 	addr := s.startScanner()
@@ -332,7 +344,14 @@ func TestClamdStoppedFilesWaitAndAreScannedWhenItIsBack(t *testing.T) {
 	if f := s.file(id, good); f["scan"] != "pending" {
 		t.Fatalf("scanned while clamd was down: %v", f)
 	}
+	if status, body := readyz(t, addr); status != http.StatusServiceUnavailable || !strings.Contains(body, `"clamd"`) {
+		t.Fatalf("/readyz while clamd is down: %d %s, want 503 naming clamd", status, body)
+	}
 	s.clamd.Start()
+	servicetest.WaitFor(t, 10*time.Second, "/readyz once clamd is back", func() bool {
+		status, _ := readyz(t, addr)
+		return status == http.StatusOK
+	})
 	if f := s.waitScan(id, good, 20*time.Second); f["scan"] != "clean" {
 		t.Fatalf("after clamd came back: %v", f)
 	}
@@ -394,6 +413,175 @@ func TestScannerKilledMidFileAnotherScansItOnce(t *testing.T) {
 	if n := metric(t, second, `shipfile_scanner_files_total{scan="infected"}`); n != 1 {
 		t.Errorf("second scanner recorded %v verdicts, want 1", n)
 	}
+}
+
+// TestInstancesShareTheFilesSeveralEach: two scanners with SHIPFILE_SCAN_WORKERS=2
+// against a frozen clamd each hold two of four files at once (one shared durable
+// consumer: every file goes to one of them); once clamd thaws each file gets one
+// verdict, two recorded by each instance.
+func TestInstancesShareTheFilesSeveralEach(t *testing.T) {
+	s := newSystem(t, "block")
+	id := s.pkg("outbound")
+	var files []string
+	for i := range 4 {
+		name := "f" + strconv.Itoa(i) + ".txt"
+		files = append(files, s.a.Upload("/api/v1/packages/"+id+"/files", name, []byte("clean "+name+" "+rand.Text()))["id"].(string))
+	}
+	s.clamd.Signal(syscall.SIGSTOP)
+	// Thawed before the scanners are stopped (cleanups run last first).
+	var addrs []string
+	for range 2 {
+		addr := servicetest.FreeAddr(t)
+		// Not WaitReady: /readyz pings clamd, frozen here.
+		servicetest.StartProcess(t, bins["scanner"], s.scannerEnv(addr, "SHIPFILE_SCAN_WORKERS=2"))
+		t.Cleanup(func() { s.clamd.Signal(syscall.SIGCONT) })
+		servicetest.WaitFor(t, 20*time.Second, "scanner "+addr+" to hold two files", func() bool {
+			return metric(t, addr, "shipfile_scanner_scans_in_flight") == 2
+		})
+		addrs = append(addrs, addr)
+	}
+	for _, addr := range addrs {
+		if n := metric(t, addr, "shipfile_scanner_scans_in_flight"); n != 2 {
+			t.Fatalf("scanner %s holds %v files, want 2", addr, n)
+		}
+	}
+	s.clamd.Signal(syscall.SIGCONT)
+	for _, fid := range files {
+		if f := s.waitScan(id, fid, 30*time.Second); f["scan"] != "clean" {
+			t.Fatalf("file %s: %v", fid, f)
+		}
+	}
+	for _, addr := range addrs {
+		servicetest.WaitFor(t, 10*time.Second, "scanner "+addr+"'s verdicts", func() bool {
+			return metric(t, addr, `shipfile_scanner_files_total{scan="clean"}`) == 2
+		})
+	}
+}
+
+// hookRequest is one request a webhook receiver got.
+type hookRequest struct {
+	header http.Header
+	body   []byte
+}
+
+// hookReceiver records the requests of each hook (the URL path names it).
+type hookReceiver struct {
+	mu  sync.Mutex
+	got map[string][]hookRequest
+}
+
+func (r *hookReceiver) ServeHTTP(w http.ResponseWriter, req *http.Request) {
+	body, _ := io.ReadAll(req.Body)
+	r.mu.Lock()
+	r.got[strings.TrimPrefix(req.URL.Path, "/")] = append(r.got[strings.TrimPrefix(req.URL.Path, "/")], hookRequest{req.Header.Clone(), body})
+	r.mu.Unlock()
+	w.WriteHeader(http.StatusNoContent)
+}
+
+// of returns hook's requests of event type typ.
+func (r *hookReceiver) of(hook, typ string) []hookRequest {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var out []hookRequest
+	for _, q := range r.got[hook] {
+		if q.header.Get("X-Service-Event") == typ {
+			out = append(out, q)
+		}
+	}
+	return out
+}
+
+// TestInfectedFileReachesWebhooks: the scanner's package.file_infected goes through the
+// real dispatcher to the webhook that chose it and to one created with the default
+// selection (all events), never to one that chose another event; its body is the
+// package head, file_id, filename and signature, signed like every other delivery
+// (X-Service-Signature and Standard Webhooks).
+func TestInfectedFileReachesWebhooks(t *testing.T) {
+	s := newSystem(t, "block")
+	shipctl := func(args ...string) string { return servicetest.RunCommand(t, bins["shipctl"], s.common, args...) }
+	shipctl("user", "create", "--email", "admin@example.com", "--name", "Admin", "--role", "admin")
+	lines := strings.Split(strings.TrimSpace(shipctl("token", "create", "--email", "admin@example.com", "--name", "e2e")), "\n")
+	admin := servicetest.Client{T: t, Base: s.a.Base, Token: lines[len(lines)-1]}
+	rcv := &hookReceiver{got: map[string][]hookRequest{}}
+	srv := httptest.NewServer(rcv)
+	defer srv.Close()
+	secrets := map[string]string{}
+	for hook, body := range map[string]map[string]any{
+		"all":    {"url": srv.URL + "/all"},
+		"chosen": {"url": srv.URL + "/chosen", "events": []string{"package.file_infected"}},
+		"other":  {"url": srv.URL + "/other", "events": []string{"package.created", "package.file_uploaded"}},
+	} {
+		secrets[hook] = admin.Must("POST", "/api/v1/admin/webhooks", body, http.StatusCreated)["secret"].(string)
+	}
+	hooksAddr := servicetest.FreeAddr(t)
+	servicetest.StartProcess(t, bins["webhooks"], append(s.common, "SHIPFILE_WEBHOOKS_ADDR="+hooksAddr))
+	servicetest.WaitReady(t, hooksAddr)
+
+	id := s.pkg("outbound")
+	fid := s.a.Upload("/api/v1/packages/"+id+"/files", "invoice.pdf", withEICAR(10))["id"].(string)
+	s.startScanner()
+	f := s.waitScan(id, fid, 30*time.Second)
+	if f["scan"] != "infected" {
+		t.Fatalf("EICAR file: %v", f)
+	}
+	servicetest.WaitFor(t, 30*time.Second, "package.file_infected at the hooks that chose it", func() bool {
+		return len(rcv.of("all", "package.file_infected")) > 0 && len(rcv.of("chosen", "package.file_infected")) > 0
+	})
+	// Other deliveries of the package reach "other" meanwhile: once it has its
+	// package.file_uploaded, a package.file_infected for it would have come too.
+	servicetest.WaitFor(t, 30*time.Second, "package.file_uploaded at the other hook", func() bool {
+		return len(rcv.of("other", "package.file_uploaded")) > 0
+	})
+	time.Sleep(time.Second)
+	if n := len(rcv.of("other", "package.file_infected")); n != 0 {
+		t.Errorf("the hook that chose other events got %d package.file_infected", n)
+	}
+	for _, hook := range []string{"all", "chosen"} {
+		got := rcv.of(hook, "package.file_infected")
+		if len(got) != 1 {
+			t.Fatalf("%s: %d package.file_infected deliveries, want 1", hook, len(got))
+		}
+		q, secret := got[0], secrets[hook]
+		var body map[string]any
+		if err := json.Unmarshal(q.body, &body); err != nil {
+			t.Fatalf("%s: body %s: %v", hook, q.body, err)
+		}
+		sig, _ := body["signature"].(string)
+		if body["event"] != "package.file_infected" || body["package_id"] != id || body["file_id"] != fid ||
+			body["filename"] != "invoice.pdf" || !strings.HasPrefix(sig, "Eicar-Test-Signature") ||
+			body["title"] != "Scan me" || body["recipient_email"] != "bob@example.com" {
+			t.Errorf("%s: body %s", hook, q.body)
+		}
+		m := hmac.New(sha256.New, []byte(secret))
+		m.Write(q.body)
+		if want := "sha256=" + hex.EncodeToString(m.Sum(nil)); q.header.Get("X-Service-Signature") != want {
+			t.Errorf("%s: X-Service-Signature %q, want %q", hook, q.header.Get("X-Service-Signature"), want)
+		}
+		key, err := base64.StdEncoding.DecodeString(strings.TrimPrefix(secret, "whsec_"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		m = hmac.New(sha256.New, key)
+		m.Write([]byte(q.header.Get("webhook-id") + "." + q.header.Get("webhook-timestamp") + "."))
+		m.Write(q.body)
+		if want := "v1," + base64.StdEncoding.EncodeToString(m.Sum(nil)); q.header.Get("webhook-id") == "" ||
+			!slices.Contains(strings.Fields(q.header.Get("webhook-signature")), want) {
+			t.Errorf("%s: webhook-signature %q (id %q, timestamp %q), want %q among them", hook,
+				q.header.Get("webhook-signature"), q.header.Get("webhook-id"), q.header.Get("webhook-timestamp"), want)
+		}
+	}
+}
+
+// readyz answers a scanner's /readyz: its status and body.
+func readyz(t testing.TB, addr string) (int, string) {
+	t.Helper()
+	resp, err := http.Get("http://" + addr + "/readyz")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
 }
 
 // metric reads one sample of a scanner's /metrics (0 when absent).
