@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"os"
 	"strings"
 	"sync"
 	"time"
@@ -30,6 +31,9 @@ type ClamdConfig struct {
 	DialTimeout time.Duration
 	// Timeout bounds each write of a chunk, and the wait for the verdict after the last
 	// one (clamd scans while it receives; what is left after the end of the stream).
+	// No verdict in that time while clamd answers PING is a failed scan of this file
+	// (app.ScanFailedError), counted toward its attempts; without a PONG, clamd is
+	// taken for down (app.ErrClamdUnavailable) and the file waits.
 	Timeout time.Duration
 }
 
@@ -164,6 +168,13 @@ func (c *Clamd) Scan(ctx context.Context, r io.Reader) (string, error) {
 	if err != nil {
 		if ctx.Err() != nil {
 			return "", ctx.Err()
+		}
+		if errors.Is(err, os.ErrDeadlineExceeded) && c.Ping(ctx) == nil {
+			// clamd is up and answers others, but has not judged this stream in time
+			// (a file that makes it scan for too long): a failed attempt of this file,
+			// which after the attempts ends as 'error', not a wait for clamd that
+			// would keep the file pending for ever.
+			return "", &app.ScanFailedError{Reply: fmt.Sprintf("no verdict within %s (clamd answers PING)", c.cfg.Timeout)}
 		}
 		return "", fmt.Errorf("%w: no verdict: %w", app.ErrClamdUnavailable, err)
 	}

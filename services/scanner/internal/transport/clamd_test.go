@@ -7,7 +7,9 @@ import (
 	"io"
 	"os"
 	"runtime"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/shipfile/shipfile/pkg/servicetest"
 	"github.com/shipfile/shipfile/services/scanner/internal/app"
@@ -153,5 +155,28 @@ func TestScanMemoryFlat(t *testing.T) {
 	}
 	if big > small+128<<10 {
 		t.Errorf("scanning 64 MiB allocated %d bytes, 4 MiB %d: memory grows with the file", big, small)
+	}
+}
+
+// TestNoVerdictInTimeIsAFailedScan gives clamd of make test less time to judge a large
+// stream than it needs: clamd still answers PING, so it is a failed scan of this file
+// (counted toward its attempts, then 'error'), not clamd being down (which would keep
+// the file pending for ever).
+func TestNoVerdictInTimeIsAFailedScan(t *testing.T) {
+	addr := os.Getenv("SHIPFILE_TEST_CLAMD_ADDR")
+	if addr == "" {
+		t.Fatal("SHIPFILE_TEST_CLAMD_ADDR is not set: run the tests through make test (scripts/dev.sh starts clamd)")
+	}
+	c, err := NewClamd(ClamdConfig{Addr: addr, Timeout: 250 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = c.Scan(context.Background(), &patternReader{n: 160 << 20})
+	var sf *app.ScanFailedError
+	if !errors.As(err, &sf) || errors.Is(err, app.ErrClamdUnavailable) {
+		t.Fatalf("scan with too little time: %v, want a ScanFailedError", err)
+	}
+	if !strings.Contains(sf.Reply, "no verdict") {
+		t.Errorf("reply %q", sf.Reply)
 	}
 }
