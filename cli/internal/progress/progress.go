@@ -23,6 +23,7 @@ func (b Bars) Start(name string, total, done int64) transfer.Bar {
 		progressbar.OptionSetWriter(b.W),
 		progressbar.OptionSetDescription(name),
 		progressbar.OptionShowBytes(true),
+		progressbar.OptionUseIECUnits(true), // MiB, as the plain lines and the summaries
 		progressbar.OptionShowTotalBytes(true),
 		progressbar.OptionShowCount(),
 		progressbar.OptionSetWidth(30),
