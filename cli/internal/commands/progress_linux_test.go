@@ -5,9 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
-	"strings"
 	"testing"
-	"time"
 
 	"golang.org/x/sys/unix"
 
@@ -79,27 +77,5 @@ func TestProgressKind(t *testing.T) {
 		if !ok {
 			t.Errorf("%s: progress is %T, want %T", tc.name, got, tc.want)
 		}
-	}
-}
-
-// TestBars: the bar on a terminal shows the file's name, the bytes moved of its size,
-// the throughput and the time left, redrawn in place.
-func TestBars(t *testing.T) {
-	var buf bytes.Buffer
-	bar := progress.Bars{W: &buf}.Start("big.bin", 100<<20, 40<<20)
-	for range 10 {
-		bar.Add(2 << 20)
-		time.Sleep(110 * time.Millisecond) // past the bar's throttle
-	}
-	out := buf.String()
-	bar.Finish()
-	for _, want := range []string{"big.bin", "/100 MiB", "MiB/s", "\r"} {
-		if !strings.Contains(out, want) {
-			t.Errorf("the bar lacks %q: %q", want, out)
-		}
-	}
-	// Time left: progressbar writes [elapsed:left], e.g. [1s:2s].
-	if !strings.Contains(out, "s:") || !strings.Contains(out, "s]") {
-		t.Errorf("the bar shows no time left: %q", out)
 	}
 }
