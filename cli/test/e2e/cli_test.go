@@ -380,6 +380,52 @@ func TestCLI(t *testing.T) {
 		}
 	})
 
+	t.Run("bytes changed on the way fail the SHA-256 check, and the same command sends again", func(t *testing.T) {
+		u.t = t
+		const size = 5 << 20
+		p, sum := randomFile(t, files, "flipped.bin", size)
+		args := []string{"send", p, "--to", "mallory@example.com"}
+		sys.proxy.uploaded.Store(0)
+		sys.proxy.corruptAt.Store(3 << 20)
+		r := u.run("", nil, args...)
+		if sys.proxy.corruptAt.Load() != 0 {
+			t.Fatal("no byte of the upload was changed")
+		}
+		if r.code != 1 || r.stdout != "" || !strings.Contains(r.stderr, "differs from the local file's "+sum) ||
+			!strings.Contains(r.stderr, "run the same command again") {
+			t.Fatalf("send with a byte changed on the way: exit %d, stdout %q, stderr %q", r.code, r.stdout, r.stderr)
+		}
+		// Not finalized, and the server's wrong copy is gone.
+		pkgID := sendState(t, u).PackageID
+		var draft apiclient.PackageDetail
+		apiCall(t, sys, http.MethodGet, "/api/v1/packages/"+pkgID, "", http.StatusOK, &draft)
+		if draft.State != "draft" || len(draft.Files) != 0 {
+			t.Fatalf("after the failed check the package is %s with %d file(s), want a draft without files", draft.State, len(draft.Files))
+		}
+		sent := decode[jsonSend](t, u.ok("", append(args, "--json")...))
+		if f := sent.Files[0]; sent.Package.Id.String() != pkgID || f.SHA256 != sum || f.ResumedFrom != 0 || f.Sent != size {
+			t.Fatalf("send again after the failed check: %+v (package %s)", sent, pkgID)
+		}
+
+		// The same on the way down: nothing is kept, and get run again fetches it whole.
+		out := t.TempDir()
+		sys.proxy.corruptAt.Store(sys.proxy.downloaded.Load() + 2<<20)
+		r = u.run("", nil, "get", sent.Links[0].MagicLink, "-o", out)
+		if sys.proxy.corruptAt.Load() != 0 {
+			t.Fatal("no byte of the download was changed")
+		}
+		if r.code != 1 || !strings.Contains(r.stderr, "differs from the server's "+sum) {
+			t.Fatalf("get with a byte changed on the way: exit %d, stderr %q", r.code, r.stderr)
+		}
+		if left, _ := os.ReadDir(out); len(left) != 0 {
+			t.Fatalf("a download that failed its SHA-256 check left %v", left)
+		}
+		got := decode[jsonGet](t, u.ok("", "get", sent.Links[0].MagicLink, "-o", out, "--json"))
+		if f := got.Files[0]; f.SHA256 != sum || f.ResumedFrom != 0 || sha256File(t, filepath.Join(out, "flipped.bin")) != sum {
+			t.Fatalf("get again after the failed check: %+v", got)
+		}
+	})
+
 	t.Run("Ctrl-C stops a send, and the same command goes on", func(t *testing.T) {
 		u.t = t
 		const size = 40 << 20
