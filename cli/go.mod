@@ -10,6 +10,7 @@ require (
 	github.com/oapi-codegen/runtime v1.8.0
 	github.com/shipfile/shipfile/pkg v0.0.0
 	github.com/spf13/cobra v1.10.2
+	github.com/vbauerster/cupwriter v0.0.5
 	github.com/vbauerster/mpb/v8 v8.16.2
 	golang.org/x/sys v0.49.0
 	golang.org/x/term v0.47.0
@@ -52,7 +53,6 @@ require (
 	github.com/shipfile/shipfile/proto v0.0.0 // indirect
 	github.com/spf13/pflag v1.0.10 // indirect
 	github.com/tinylib/msgp v1.6.4 // indirect
-	github.com/vbauerster/cupwriter v0.0.5 // indirect
 	github.com/zeebo/xxh3 v1.1.0 // indirect
 	go.yaml.in/yaml/v3 v3.0.5 // indirect
 	go.yaml.in/yaml/v4 v4.0.0 // indirect

@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/vbauerster/cupwriter"
 	"github.com/vbauerster/mpb/v8"
 	"github.com/vbauerster/mpb/v8/decor"
 
@@ -28,7 +29,7 @@ type Bars struct{ W io.Writer }
 // Start implements transfer.Progress. The bytes an earlier run moved (done) fill the bar
 // but count neither in the throughput nor in the time left: those are this run's.
 func (b Bars) Start(name string, total, done int64) transfer.Bar {
-	p := mpb.New(mpb.WithOutput(b.W), mpb.WithAutoRefresh(), mpb.WithRefreshRate(150*time.Millisecond))
+	p := mpb.New(mpb.WithConsoleWriter(sized{cupwriter.New(b.W, false)}), mpb.WithAutoRefresh(), mpb.WithRefreshRate(150*time.Millisecond))
 	bar := p.New(total, mpb.BarStyle(),
 		mpb.PrependDecorators(
 			decor.Name(name, decor.WCSyncSpaceR),
@@ -42,6 +43,18 @@ func (b Bars) Start(name string, total, done int64) transfer.Bar {
 	)
 	bar.SetCurrent(done)
 	return &termBar{p: p, bar: bar, total: total, since: time.Now()}
+}
+
+// sized is a console that always has a size: a terminal that reports none (0×0, as some
+// consoles and containers do) gets 80×24, where mpb would draw nothing.
+type sized struct{ *cupwriter.Writer }
+
+func (s sized) GetTermSize() (int, int, error) {
+	w, h, err := s.Writer.GetTermSize()
+	if err != nil || w <= 0 || h <= 0 {
+		return 80, 24, nil
+	}
+	return w, h, nil
 }
 
 type termBar struct {
