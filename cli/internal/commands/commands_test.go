@@ -50,6 +50,10 @@ func TestExitCodes(t *testing.T) {
 		{"login without url", []string{"login"}, ExitUsage, "--url"},
 		{"not logged in", []string{"whoami"}, ExitFailed, "not logged in"},
 		{"missing file", []string{"send", "/no/such/file", "--to", "a@example.com"}, ExitFailed, "no such file"},
+		// Secrets come only from standard input: no flag takes one.
+		{"password on the command line", []string{"send", file, "--to", "a@example.com", "--password", "secret123"}, ExitUsage, "unknown flag: --password"},
+		{"token on the command line", []string{"login", "--url", "http://h", "--token", "sf_x"}, ExitUsage, "unknown flag: --token"},
+		{"passphrase on the command line", []string{"send", file, "--to", "a@example.com", "--passphrase", "secret123"}, ExitUsage, "unknown flag: --passphrase"},
 		{"help", []string{"--help"}, ExitOK, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

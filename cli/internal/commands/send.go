@@ -371,8 +371,21 @@ func (a *app) send(ctx context.Context, args []string, to []string, pf packageFl
 			results[i].Filename = sf.Filename
 		}
 		if sf.Sha256 != wantSHA || sf.Size != wantSize {
-			return fmt.Errorf("%s: the server's SHA-256 %s (%d bytes) differs from the local file's %s (%d bytes); package %s was left as a draft",
-				res.Path, sf.Sha256, sf.Size, wantSHA, wantSize, pkgID)
+			// Bytes changed on the way: the server's copy is removed and forgotten, so
+			// that the same command run again sends the file anew (instead of finding
+			// the same wrong copy for ever).
+			what := "the server's copy was removed; run the same command again to send it anew"
+			dr, err := c.API.DeletePackageFileWithResponse(ctx, pkgID, sf.Id)
+			if err := api.Expect(dr, err, http.StatusNoContent); err != nil {
+				what = fmt.Sprintf("removing the server's copy failed (%v): remove it ('shipfile rm %s' drops the whole draft) and run the same command again", err, pkgID)
+			} else {
+				delete(state.Files, files[i].abs)
+				if err := save(); err != nil {
+					return err
+				}
+			}
+			return fmt.Errorf("%s: the server's SHA-256 %s (%d bytes) differs from the local file's %s (%d bytes); package %s was left as a draft, %s",
+				res.Path, sf.Sha256, sf.Size, wantSHA, wantSize, pkgID, what)
 		}
 	}
 

@@ -1,5 +1,5 @@
 // Package progress shows how far transfers are: a bar per file with bytes, throughput
-// and time left on a terminal (github.com/schollz/progressbar/v3), plain lines every few
+// and time left on a terminal (github.com/vbauerster/mpb/v8), plain lines every few
 // seconds otherwise, or nothing.
 package progress
 
@@ -9,45 +9,114 @@ import (
 	"sync"
 	"time"
 
-	"github.com/schollz/progressbar/v3"
+	"github.com/vbauerster/cupwriter"
+	"github.com/vbauerster/mpb/v8"
+	"github.com/vbauerster/mpb/v8/decor"
 
 	"github.com/shipfile/shipfile/cli/internal/transfer"
 )
 
-// Bars draws a progress bar per file on w, a terminal.
+// The throughput and the time left are moving averages of samples of sampleEvery (the
+// bytes moved in that time): ewmaAge samples weigh, about the last 8 s.
+const (
+	sampleEvery = 250 * time.Millisecond
+	ewmaAge     = 30
+)
+
+// Bars draws a progress bar per file on W, a terminal.
 type Bars struct{ W io.Writer }
 
-// Start implements transfer.Progress.
+// Start implements transfer.Progress. The bytes an earlier run moved (done) fill the bar
+// but count neither in the throughput nor in the time left: those are this run's.
 func (b Bars) Start(name string, total, done int64) transfer.Bar {
-	bar := progressbar.NewOptions64(total,
-		progressbar.OptionSetWriter(b.W),
-		progressbar.OptionSetDescription(name),
-		progressbar.OptionShowBytes(true),
-		progressbar.OptionShowTotalBytes(true),
-		progressbar.OptionShowCount(),
-		progressbar.OptionSetWidth(30),
-		progressbar.OptionThrottle(100*time.Millisecond),
-		progressbar.OptionSetPredictTime(true),
-		progressbar.OptionShowElapsedTimeOnFinish(),
-		progressbar.OptionFullWidth(),
-		progressbar.OptionOnCompletion(func() { fmt.Fprintln(b.W) }),
-		progressbar.OptionSetRenderBlankState(true),
+	p := mpb.New(mpb.WithConsoleWriter(sized{cupwriter.New(b.W, false)}), mpb.WithAutoRefresh(), mpb.WithRefreshRate(150*time.Millisecond))
+	bar := p.New(total, mpb.BarStyle(),
+		mpb.PrependDecorators(
+			decor.Name(name, decor.WCSyncSpaceR),
+			decor.Percentage(decor.WCSyncSpace),
+		),
+		mpb.AppendDecorators(
+			decor.Counters(decor.SizeB1024(0), "% .1f / % .1f", decor.WCSyncSpace),
+			decor.EwmaSpeed(decor.SizeB1024(0), "% .1f", ewmaAge, decor.WCSyncSpace),
+			decor.OnComplete(decor.EwmaETA(decor.ET_STYLE_GO, ewmaAge, decor.WCSyncSpace), "done"),
+		),
 	)
-	_ = bar.Set64(done)
-	return &termBar{bar: bar, w: b.W}
+	bar.SetCurrent(done)
+	return &termBar{p: p, bar: bar, total: total, since: time.Now()}
+}
+
+// sized is a console that always has a size: a terminal that reports none (0×0, as some
+// consoles and containers do) gets 80×24, where mpb would draw nothing.
+type sized struct{ *cupwriter.Writer }
+
+func (s sized) GetTermSize() (int, int, error) {
+	w, h, err := s.Writer.GetTermSize()
+	if err != nil || w <= 0 || h <= 0 {
+		return 80, 24, nil
+	}
+	return w, h, nil
 }
 
 type termBar struct {
-	bar *progressbar.ProgressBar
-	w   io.Writer
+	p     *mpb.Progress
+	bar   *mpb.Bar
+	total int64
+
+	mu      sync.Mutex
+	pending int64     // bytes moved since `since`, not yet on the bar
+	since   time.Time // start of the sample being gathered
+	ended   bool
 }
 
-func (t *termBar) Add(n int)      { _ = t.bar.Add(n) }
-func (t *termBar) Set(done int64) { _ = t.bar.Set64(done) }
-func (t *termBar) Finish()        { _ = t.bar.Finish() }
+func (t *termBar) Add(n int) {
+	t.mu.Lock()
+	t.pending += int64(n)
+	d := time.Since(t.since)
+	if d < sampleEvery {
+		t.mu.Unlock()
+		return
+	}
+	n64 := t.pending
+	t.pending, t.since = 0, time.Now()
+	t.mu.Unlock()
+	t.bar.EwmaIncrInt64(n64, d)
+}
+
+// Set moves the bar to done without counting the jump in the throughput (a resume
+// from the server's offset after a retry).
+func (t *termBar) Set(done int64) {
+	t.mu.Lock()
+	t.pending, t.since = 0, time.Now()
+	t.mu.Unlock()
+	t.bar.SetCurrent(done)
+}
+
+func (t *termBar) Finish() {
+	if t.end() {
+		t.bar.SetCurrent(t.total)
+		t.bar.SetTotal(t.total, true)
+		t.p.Wait()
+	}
+}
+
 func (t *termBar) Abort() {
-	_ = t.bar.Exit()
-	fmt.Fprintln(t.w)
+	if t.end() {
+		t.bar.Abort(false) // the bar stays where it stopped
+		t.p.Wait()
+	}
+}
+
+// end says whether this is the bar's first end, and puts what is pending on the bar.
+func (t *termBar) end() bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.ended {
+		return false
+	}
+	t.ended = true
+	t.bar.IncrInt64(t.pending)
+	t.pending = 0
+	return true
 }
 
 // Lines writes a plain line per file every Every (and one at the end) on W: for logs and

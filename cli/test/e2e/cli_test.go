@@ -163,7 +163,7 @@ func TestCLI(t *testing.T) {
 		}
 	})
 
-	t.Run("three files sent and fetched back through the link", func(t *testing.T) {
+	t.Run("three files sent to two addresses and fetched back through each link", func(t *testing.T) {
 		u.t = t
 		dir := t.TempDir()
 		sums := map[string]string{}
@@ -174,11 +174,12 @@ func TestCLI(t *testing.T) {
 			paths = append(paths, p)
 		}
 		// Flags after the arguments, and before them.
-		args := append([]string{"send", "--title", "Three files"}, paths...)
-		args = append(args, "--to", "bob@example.com", "--note", "hello", "--days", "3", "--json")
+		args := append([]string{"send", "--title", "Three files", "--to", "bob@example.com"}, paths...)
+		args = append(args, "--to", "olivia@example.com", "--note", "hello", "--days", "3", "--json")
 		r := u.ok("", args...)
 		sent := decode[jsonSend](t, r)
-		if len(sent.Files) != 3 || len(sent.Links) != 1 || sent.Links[0].Email != "bob@example.com" ||
+		if len(sent.Files) != 3 || len(sent.Links) != 2 || sent.Links[0].Email != "bob@example.com" || sent.Links[1].Email != "olivia@example.com" ||
+			sent.Links[0].MagicLink == sent.Links[1].MagicLink ||
 			sent.Package.State != "active" || sent.Package.FileCount != 3 || sent.Package.TtlDays != 3 {
 			t.Fatalf("send --json: %+v", sent)
 		}
@@ -187,26 +188,35 @@ func TestCLI(t *testing.T) {
 				t.Errorf("sent file %+v; want sha256 %s", f, sums[f.Filename])
 			}
 		}
-		if !strings.HasPrefix(sent.Links[0].MagicLink, sys.url+"/p/") {
-			t.Fatalf("magic link %q", sent.Links[0].MagicLink)
-		}
 		// The state of the finished send is gone.
 		if left, _ := filepath.Glob(filepath.Join(u.home, "cache", "shipfile", "sends", "*.json")); len(left) != 0 {
 			t.Fatalf("a finished send left its state: %v", left)
 		}
 
-		out := t.TempDir()
-		got := decode[jsonGet](t, u.ok("", "get", sent.Links[0].MagicLink, "-o", out, "--json"))
-		if len(got.Files) != 3 {
-			t.Fatalf("get --json: %+v", got)
-		}
-		for name, sum := range sums {
-			if s := sha256File(t, filepath.Join(out, name)); s != sum {
-				t.Errorf("%s came back with SHA-256 %s, sent %s", name, s, sum)
+		// Each recipient's link gives back the three files, SHA-256 equal.
+		var out string
+		for _, l := range sent.Links {
+			if !strings.HasPrefix(l.MagicLink, sys.url+"/p/") {
+				t.Fatalf("magic link %q", l.MagicLink)
+			}
+			out = t.TempDir()
+			got := decode[jsonGet](t, u.ok("", "get", l.MagicLink, "-o", out, "--json"))
+			if len(got.Files) != 3 {
+				t.Fatalf("get --json through %s's link: %+v", l.Email, got)
+			}
+			for _, f := range got.Files {
+				if f.SHA256 != sums[f.Filename] || f.Received != f.Size || f.Skipped {
+					t.Errorf("got through %s's link: %+v; want sha256 %s", l.Email, f, sums[f.Filename])
+				}
+			}
+			for name, sum := range sums {
+				if s := sha256File(t, filepath.Join(out, name)); s != sum {
+					t.Errorf("%s came back through %s's link with SHA-256 %s, sent %s", name, l.Email, s, sum)
+				}
 			}
 		}
 		// Run again: every file is there already and is skipped.
-		again := decode[jsonGet](t, u.ok("", "get", sent.Links[0].MagicLink, "-o", out, "--json"))
+		again := decode[jsonGet](t, u.ok("", "get", sent.Links[len(sent.Links)-1].MagicLink, "-o", out, "--json"))
 		for _, f := range again.Files {
 			if !f.Skipped || f.Received != 0 {
 				t.Errorf("second get: %+v, want skipped", f)
@@ -236,9 +246,11 @@ func TestCLI(t *testing.T) {
 		if rev.State != "revoked" {
 			t.Fatalf("revoke --json: %+v", rev)
 		}
-		r = u.run("", nil, "get", sent.Links[0].MagicLink, "-o", t.TempDir())
-		if r.code != 1 || !strings.Contains(r.stderr, "HTTP 410") {
-			t.Fatalf("get of a revoked link: exit %d, %q", r.code, r.stderr)
+		for _, l := range sent.Links {
+			r = u.run("", nil, "get", l.MagicLink, "-o", t.TempDir())
+			if r.code != 1 || !strings.Contains(r.stderr, "HTTP 410") {
+				t.Fatalf("get of a revoked link (%s's): exit %d, %q", l.Email, r.code, r.stderr)
+			}
 		}
 		rm := u.ok("", "rm", sent.Package.Id.String(), "--json")
 		var rmDoc struct {
@@ -365,6 +377,52 @@ func TestCLI(t *testing.T) {
 		}
 		if down := sys.proxy.downloaded.Load(); down > size+(1<<20) {
 			t.Fatalf("%d bytes came down for a file of %d with one drop: the rest was not asked for with Range", down, size)
+		}
+	})
+
+	t.Run("bytes changed on the way fail the SHA-256 check, and the same command sends again", func(t *testing.T) {
+		u.t = t
+		const size = 5 << 20
+		p, sum := randomFile(t, files, "flipped.bin", size)
+		args := []string{"send", p, "--to", "mallory@example.com"}
+		sys.proxy.uploaded.Store(0)
+		sys.proxy.corruptAt.Store(3 << 20)
+		r := u.run("", nil, args...)
+		if sys.proxy.corruptAt.Load() != 0 {
+			t.Fatal("no byte of the upload was changed")
+		}
+		if r.code != 1 || r.stdout != "" || !strings.Contains(r.stderr, "differs from the local file's "+sum) ||
+			!strings.Contains(r.stderr, "run the same command again") {
+			t.Fatalf("send with a byte changed on the way: exit %d, stdout %q, stderr %q", r.code, r.stdout, r.stderr)
+		}
+		// Not finalized, and the server's wrong copy is gone.
+		pkgID := sendState(t, u).PackageID
+		var draft apiclient.PackageDetail
+		apiCall(t, sys, http.MethodGet, "/api/v1/packages/"+pkgID, "", http.StatusOK, &draft)
+		if draft.State != "draft" || len(draft.Files) != 0 {
+			t.Fatalf("after the failed check the package is %s with %d file(s), want a draft without files", draft.State, len(draft.Files))
+		}
+		sent := decode[jsonSend](t, u.ok("", append(args, "--json")...))
+		if f := sent.Files[0]; sent.Package.Id.String() != pkgID || f.SHA256 != sum || f.ResumedFrom != 0 || f.Sent != size {
+			t.Fatalf("send again after the failed check: %+v (package %s)", sent, pkgID)
+		}
+
+		// The same on the way down: nothing is kept, and get run again fetches it whole.
+		out := t.TempDir()
+		sys.proxy.corruptAt.Store(sys.proxy.downloaded.Load() + 2<<20)
+		r = u.run("", nil, "get", sent.Links[0].MagicLink, "-o", out)
+		if sys.proxy.corruptAt.Load() != 0 {
+			t.Fatal("no byte of the download was changed")
+		}
+		if r.code != 1 || !strings.Contains(r.stderr, "differs from the server's "+sum) {
+			t.Fatalf("get with a byte changed on the way: exit %d, stderr %q", r.code, r.stderr)
+		}
+		if left, _ := os.ReadDir(out); len(left) != 0 {
+			t.Fatalf("a download that failed its SHA-256 check left %v", left)
+		}
+		got := decode[jsonGet](t, u.ok("", "get", sent.Links[0].MagicLink, "-o", out, "--json"))
+		if f := got.Files[0]; f.SHA256 != sum || f.ResumedFrom != 0 || sha256File(t, filepath.Join(out, "flipped.bin")) != sum {
+			t.Fatalf("get again after the failed check: %+v", got)
 		}
 	})
 

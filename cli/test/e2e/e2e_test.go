@@ -140,6 +140,9 @@ type proxy struct {
 	// dropAt, when positive, makes the transfer that brings its counter past it fail
 	// there, once (the connection is cut as in a network drop).
 	dropAt atomic.Int64
+	// corruptAt, when positive, flips the byte of the transfer that is its counter's
+	// corruptAt-th (counting from 1), once: bytes changed on the way.
+	corruptAt atomic.Int64
 }
 
 func newProxy(t *testing.T, ln net.Listener, target string) *proxy {
@@ -159,7 +162,7 @@ func newProxy(t *testing.T, ln net.Listener, target string) *proxy {
 			}
 			if strings.Contains(resp.Request.URL.Path, "/api/v1/links/") {
 				p.downloads.Add(1)
-				resp.Body = &slowCounter{r: resp.Body, n: &p.downloaded, rate: &p.rate, dropAt: &p.dropAt, open: &p.downloads}
+				resp.Body = &slowCounter{r: resp.Body, n: &p.downloaded, rate: &p.rate, dropAt: &p.dropAt, corruptAt: &p.corruptAt, open: &p.downloads}
 			}
 			return nil
 		}
@@ -176,7 +179,7 @@ func newProxy(t *testing.T, ln net.Listener, target string) *proxy {
 	}
 	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method == http.MethodPatch {
-			r.Body = &slowCounter{r: r.Body, n: &p.uploaded, rate: &p.rate, dropAt: &p.dropAt}
+			r.Body = &slowCounter{r: r.Body, n: &p.uploaded, rate: &p.rate, dropAt: &p.dropAt, corruptAt: &p.corruptAt}
 		}
 		rp.ServeHTTP(w, r)
 	})}
@@ -187,14 +190,15 @@ func newProxy(t *testing.T, ln net.Listener, target string) *proxy {
 
 // slowCounter counts what is read through it and keeps to a rate.
 type slowCounter struct {
-	r      io.ReadCloser
-	n      *atomic.Int64
-	rate   *atomic.Int64
-	dropAt *atomic.Int64
-	start  time.Time
-	read   int64
-	open   *atomic.Int64 // decremented once at Close, when set
-	closed atomic.Bool
+	r         io.ReadCloser
+	n         *atomic.Int64
+	rate      *atomic.Int64
+	dropAt    *atomic.Int64
+	corruptAt *atomic.Int64
+	start     time.Time
+	read      int64
+	open      *atomic.Int64 // decremented once at Close, when set
+	closed    atomic.Bool
 }
 
 // errDropped is the cut of a simulated network drop.
@@ -210,6 +214,11 @@ func (s *slowCounter) Read(b []byte) (int, error) {
 	n, err := s.r.Read(b)
 	if at := s.dropAt.Load(); at > 0 && s.n.Load()+int64(n) >= at && s.dropAt.CompareAndSwap(at, 0) {
 		return 0, errDropped
+	}
+	if at := s.corruptAt.Load(); at > 0 {
+		if before := s.n.Load(); before < at && at <= before+int64(n) && s.corruptAt.CompareAndSwap(at, 0) {
+			b[at-before-1] ^= 0xff
+		}
 	}
 	s.n.Add(int64(n))
 	s.read += int64(n)
