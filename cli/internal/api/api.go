@@ -133,6 +133,10 @@ func Retryable(err error) bool {
 		case http.StatusLocked, http.StatusTooManyRequests, http.StatusRequestTimeout,
 			http.StatusBadGateway, http.StatusServiceUnavailable, http.StatusGatewayTimeout:
 			return true
+		case http.StatusConflict:
+			// With Retry-After: a file still being checked for malware (SPEC "Malware
+			// scanning", block mode); other conflicts (a package's state) carry none.
+			return e.RetryAfter > 0
 		}
 		return false
 	}

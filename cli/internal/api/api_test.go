@@ -30,11 +30,12 @@ func TestErrorFrom(t *testing.T) {
 func TestRetryable(t *testing.T) {
 	t.Parallel()
 	for err, want := range map[error]bool{
-		&Error{Status: 503}:                       true,
-		&Error{Status: 423}:                       true,
-		&Error{Status: 429}:                       true,
-		&Error{Status: 401}:                       false,
-		&Error{Status: 409}:                       false,
+		&Error{Status: 503}: true,
+		&Error{Status: 423}: true,
+		&Error{Status: 429}: true,
+		&Error{Status: 401}: false,
+		&Error{Status: 409}: false,
+		&Error{Status: 409, RetryAfter: 5 * time.Second}: true, // a file being checked for malware
 		&Error{Status: 410}:                       false,
 		errors.New("connection reset"):            true,
 		context.Canceled:                          false,

@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"strings"
 
 	"filippo.io/age"
 	"github.com/google/uuid"
@@ -121,9 +122,21 @@ func (a *app) get(ctx context.Context, l transfer.Link, dir string) error {
 	}
 	d := &transfer.Downloader{Client: c, Progress: a.progress(), Retry: transfer.DefaultRetry, Grant: grant}
 	var files []apiclient.LinkFile
+	var infected []string
 	for _, f := range pkg.Files {
-		if f.UploadedBy != apiclient.LinkFileUploadedByRecipient {
-			files = append(files, f) // a request's uploads are the owner's to fetch, never the link's
+		switch {
+		case f.UploadedBy == apiclient.LinkFileUploadedByRecipient:
+			// a request's uploads are the owner's to fetch, never the link's
+		case f.Scan == apiclient.LinkFileScanInfected:
+			// never served (403): the others are fetched, and the command fails at the end
+			sig := ""
+			if f.ScanSignature != nil {
+				sig = ": " + *f.ScanSignature
+			}
+			infected = append(infected, fmt.Sprintf("%s (malware found%s)", f.Filename, sig))
+			a.note("%s: malware found%s; not downloaded", f.Filename, sig)
+		default:
+			files = append(files, f)
 		}
 	}
 	var dec *decryptor
@@ -137,6 +150,9 @@ func (a *app) get(ctx context.Context, l transfer.Link, dir string) error {
 	var total int64
 	if out.Files, total, err = fetchAll(ctx, d, dec, l.Token, files, dir); err != nil {
 		return err
+	}
+	if len(infected) > 0 {
+		return fmt.Errorf("got %d file(s) into %s; not downloaded: %s", len(out.Files), dir, strings.Join(infected, ", "))
 	}
 	if dec != nil {
 		a.note("Got and decrypted %d file(s), %s, of %q into %s (end-to-end encrypted; SHA-256 and age's authentication checked)", len(out.Files), progress.Bytes(total), pkg.Title, dir)

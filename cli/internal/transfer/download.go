@@ -108,6 +108,9 @@ func (d *Downloader) Download(ctx context.Context, token string, file apiclient.
 	got, err := d.Fetch(ctx, token, file, out.Path+".part", name, nil)
 	out.SHA256, out.ResumedFrom, out.Received = got.SHA256, got.ResumedFrom, got.Received
 	if err != nil {
+		if fi, serr := os.Stat(out.Path + ".part"); serr == nil && fi.Size() == 0 {
+			_ = os.Remove(out.Path + ".part") // refused before a byte came: nothing to go on from
+		}
 		return out, err
 	}
 	if err := os.Rename(out.Path+".part", out.Path); err != nil {

@@ -310,6 +310,30 @@ func TestCLI(t *testing.T) {
 		}
 	})
 
+	t.Run("an infected file is left out, the others are fetched, and get exits 1", func(t *testing.T) {
+		u.t = t
+		bad, _ := randomFile(t, files, "invoice.exe", 4<<10)
+		good, sum := randomFile(t, files, "notes.txt", 8<<10)
+		sent := decode[jsonSend](t, u.ok("", "send", bad, good, "--to", "erin@example.com", "--json"))
+		// What the scanner records when clamd finds malware (services/scanner's own tests
+		// run the real clamd); the gateway never serves such a file through the link.
+		ctx, conn := dbConn(t, sys)
+		if _, err := conn.Exec(ctx, "UPDATE files SET scan = 'infected', scan_signature = 'Eicar-Test-Signature', scanned_at = now() WHERE package_id = $1 AND filename = 'invoice.exe'", sent.Package.Id); err != nil {
+			t.Fatal(err)
+		}
+		out := t.TempDir()
+		r := u.run("", nil, "get", sent.Links[0].MagicLink, "-o", out)
+		if r.code != 1 || !strings.Contains(r.stderr, "invoice.exe (malware found: Eicar-Test-Signature)") {
+			t.Fatalf("get of a link with an infected file: exit %d, stderr %q", r.code, r.stderr)
+		}
+		if s := sha256File(t, filepath.Join(out, "notes.txt")); s != sum {
+			t.Errorf("the clean file came back with SHA-256 %s, sent %s", s, sum)
+		}
+		if left, _ := filepath.Glob(filepath.Join(out, "invoice.exe*")); len(left) != 0 {
+			t.Errorf("the infected file left %v", left)
+		}
+	})
+
 	t.Run("request prints an upload link", func(t *testing.T) {
 		u.t = t
 		r := u.ok("", "request", "--from", "dave@example.com", "--title", "Your tax papers", "--json")
