@@ -122,23 +122,12 @@ func (a *app) get(ctx context.Context, l transfer.Link, dir string) error {
 	}
 	d := &transfer.Downloader{Client: c, Progress: a.progress(), Retry: transfer.DefaultRetry, Grant: grant}
 	var files []apiclient.LinkFile
-	var infected []string
 	for _, f := range pkg.Files {
-		switch {
-		case f.UploadedBy == apiclient.LinkFileUploadedByRecipient:
-			// a request's uploads are the owner's to fetch, never the link's
-		case f.Scan == apiclient.LinkFileScanInfected:
-			// never served (403): the others are fetched, and the command fails at the end
-			sig := ""
-			if f.ScanSignature != nil {
-				sig = ": " + *f.ScanSignature
-			}
-			infected = append(infected, fmt.Sprintf("%s (malware found%s)", f.Filename, sig))
-			a.note("%s: malware found%s; not downloaded", f.Filename, sig)
-		default:
-			files = append(files, f)
+		if f.UploadedBy != apiclient.LinkFileUploadedByRecipient {
+			files = append(files, f) // a request's uploads are the owner's to fetch, never the link's
 		}
 	}
+	files, infected := leaveOutInfected(a, files)
 	var dec *decryptor
 	if encrypted && len(files) > 0 {
 		dec = &decryptor{a: a, c: c, token: l.Token, grant: grant, fragment: l.Fragment, used: map[string]bool{}, progress: d.Progress}
@@ -151,8 +140,8 @@ func (a *app) get(ctx context.Context, l transfer.Link, dir string) error {
 	if out.Files, total, err = fetchAll(ctx, d, dec, l.Token, files, dir); err != nil {
 		return err
 	}
-	if len(infected) > 0 {
-		return fmt.Errorf("got %d file(s) into %s; not downloaded: %s", len(out.Files), dir, strings.Join(infected, ", "))
+	if err := notDownloaded(out.Files, dir, infected); err != nil {
+		return err
 	}
 	if dec != nil {
 		a.note("Got and decrypted %d file(s), %s, of %q into %s (end-to-end encrypted; SHA-256 and age's authentication checked)", len(out.Files), progress.Bytes(total), pkg.Title, dir)
@@ -221,11 +210,16 @@ func (a *app) getOwned(ctx context.Context, id uuid.UUID, dir string) error {
 	}
 	files := make([]apiclient.LinkFile, 0, len(pkg.Files))
 	for _, f := range pkg.Files {
-		files = append(files, apiclient.LinkFile{Id: f.Id, Filename: f.Filename, Size: f.Size, Sha256: f.Sha256})
+		files = append(files, apiclient.LinkFile{Id: f.Id, Filename: f.Filename, Size: f.Size, Sha256: f.Sha256,
+			Scan: apiclient.LinkFileScan(f.Scan), ScanSignature: f.ScanSignature})
 	}
+	files, infected := leaveOutInfected(a, files)
 	out := getResult{Package: pkg, Dir: dir}
 	var total int64
 	if out.Files, total, err = fetchAll(ctx, d, dec, "", files, dir); err != nil {
+		return err
+	}
+	if err := notDownloaded(out.Files, dir, infected); err != nil {
 		return err
 	}
 	a.note("Got %d file(s), %s, of %q into %s (SHA-256 checked)", len(out.Files), progress.Bytes(total), pkg.Title, dir)
@@ -234,6 +228,33 @@ func (a *app) getOwned(ctx context.Context, id uuid.UUID, dir string) error {
 			fmt.Fprintln(w, f.Path)
 		}
 	})
+}
+
+// leaveOutInfected takes the files recorded infected out of files (never served: SPEC
+// "Malware scanning"), saying so, and names each with its signature for notDownloaded.
+func leaveOutInfected(a *app, files []apiclient.LinkFile) (ok []apiclient.LinkFile, infected []string) {
+	for _, f := range files {
+		if f.Scan != apiclient.LinkFileScanInfected {
+			ok = append(ok, f)
+			continue
+		}
+		sig := ""
+		if f.ScanSignature != nil {
+			sig = ": " + *f.ScanSignature
+		}
+		infected = append(infected, fmt.Sprintf("%s (malware found%s)", f.Filename, sig))
+		a.note("%s: malware found%s; not downloaded", f.Filename, sig)
+	}
+	return ok, infected
+}
+
+// notDownloaded is the failure of a get that fetched the other files but not the
+// infected ones (nil when there were none).
+func notDownloaded(got []gotFile, dir string, infected []string) error {
+	if len(infected) == 0 {
+		return nil
+	}
+	return fmt.Errorf("got %d file(s) into %s; not downloaded: %s", len(got), dir, strings.Join(infected, ", "))
 }
 
 // fetchAll downloads files into dir through d (token is the link's, "" for the owner),
