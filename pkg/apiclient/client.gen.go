@@ -1025,7 +1025,7 @@ type FinalizedPackage struct {
 	MaxDownloads *int   `json:"max_downloads"`
 	Note         string `json:"note"`
 
-	// NotifyOwner The owner gets an e-mail at an outbound package's first download and after each burst of recipient uploads.
+	// NotifyOwner The owner gets an e-mail at an outbound package's first download through each recipient's link (naming that recipient) and after each burst of a recipient's uploads.
 	NotifyOwner bool  `json:"notify_owner"`
 	OwnerUserId int64 `json:"owner_user_id"`
 
@@ -1204,7 +1204,7 @@ type Package struct {
 	MaxDownloads *int   `json:"max_downloads"`
 	Note         string `json:"note"`
 
-	// NotifyOwner The owner gets an e-mail at an outbound package's first download and after each burst of recipient uploads.
+	// NotifyOwner The owner gets an e-mail at an outbound package's first download through each recipient's link (naming that recipient) and after each burst of a recipient's uploads.
 	NotifyOwner bool  `json:"notify_owner"`
 	OwnerUserId int64 `json:"owner_user_id"`
 
@@ -1268,7 +1268,7 @@ type PackageDetail struct {
 	MaxDownloads *int   `json:"max_downloads"`
 	Note         string `json:"note"`
 
-	// NotifyOwner The owner gets an e-mail at an outbound package's first download and after each burst of recipient uploads.
+	// NotifyOwner The owner gets an e-mail at an outbound package's first download through each recipient's link (naming that recipient) and after each burst of a recipient's uploads.
 	NotifyOwner bool  `json:"notify_owner"`
 	OwnerUserId int64 `json:"owner_user_id"`
 

@@ -179,7 +179,8 @@ func TestInfectedNotificationSent(t *testing.T) {
 }
 
 // TestDownloadNotificationNamesTheRecipient: on a package with several recipients
-// (gateway migration 00019) the owner is told who downloaded, not the first recipient.
+// (gateway migration 00019) the owner is told who downloaded, not the first recipient,
+// and each recipient's first download is told (00024).
 func TestDownloadNotificationNamesTheRecipient(t *testing.T) {
 	t.Parallel()
 	pool, _ := schematest.Pool(t)
@@ -207,6 +208,24 @@ func TestDownloadNotificationNamesTheRecipient(t *testing.T) {
 	got.OwnerEmail = "owner@example.com"
 	if e, err := app.RenderNotification(got, "https://files.example.com"); err != nil || e.Subject != "Bob downloaded T" {
 		t.Fatalf("e-mail %q, %v; want the subject \"Bob downloaded T\"", e.Subject, err)
+	}
+
+	// Each recipient's first download is told once (gateway migration 00024): Ann's
+	// first makes a second e-mail, Bob's and Ann's next ones nothing.
+	for _, who := range []string{"r@example.com", "bob@example.com", "R@EXAMPLE.com"} {
+		if err := s.RecordDownload(ctx, pkg, who); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got = app.Notification{}
+	if sent, err := s.SendDue(ctx, func(n app.Notification) app.Outcome {
+		got = n
+		return app.Outcome{State: app.StateSent, Attempted: true, MessageID: "<m2@x>"}
+	}); err != nil || !sent || got.RecipientName != "Ann" {
+		t.Fatalf("the second recipient's first download: sent %v, %v, names %q; want Ann", sent, err, got.RecipientName)
+	}
+	if st, _ := notifications(t, pool, pkg); len(st) != 2 || st[0] != "sent" || st[1] != "sent" {
+		t.Errorf("notifications %v, want one sent per recipient", st)
 	}
 }
 

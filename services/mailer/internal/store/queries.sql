@@ -39,13 +39,14 @@ INSERT INTO audit_log (actor, action, package_id, detail)
 VALUES ('system', @action, @package_id::uuid, @detail);
 
 -- name: RecordDownload :exec
--- Makes an outbound package's one 'downloaded' notification, due at once, while its
--- owner wants notifications; a later download adds nothing. recipient_email is the
--- address of the recipient whose link was used (the e-mail names them).
+-- Makes the 'downloaded' notification of an outbound package's recipient, due at once,
+-- while its owner wants notifications: one per recipient, at their first download
+-- (gateway migration 00024); a later download of theirs adds nothing. recipient_email
+-- is the address of the recipient whose link was used (the e-mail names them).
 INSERT INTO owner_notifications (package_id, kind, state, due_at, recipient_email)
 SELECT p.id, 'downloaded', 'pending', now(), @recipient_email::text FROM packages p
 WHERE p.id = @package_id AND p.direction = 'outbound' AND p.notify_owner
-ON CONFLICT (package_id) WHERE kind = 'downloaded' DO NOTHING;
+ON CONFLICT (package_id, lower(recipient_email)) WHERE kind = 'downloaded' DO NOTHING;
 
 -- name: RecordUpload :exec
 -- Adds a recipient's upload to their open burst on the package (one per recipient, so

@@ -221,7 +221,7 @@ const recordDownload = `-- name: RecordDownload :exec
 INSERT INTO owner_notifications (package_id, kind, state, due_at, recipient_email)
 SELECT p.id, 'downloaded', 'pending', now(), $1::text FROM packages p
 WHERE p.id = $2 AND p.direction = 'outbound' AND p.notify_owner
-ON CONFLICT (package_id) WHERE kind = 'downloaded' DO NOTHING
+ON CONFLICT (package_id, lower(recipient_email)) WHERE kind = 'downloaded' DO NOTHING
 `
 
 type RecordDownloadParams struct {
@@ -229,9 +229,10 @@ type RecordDownloadParams struct {
 	PackageID      string
 }
 
-// Makes an outbound package's one 'downloaded' notification, due at once, while its
-// owner wants notifications; a later download adds nothing. recipient_email is the
-// address of the recipient whose link was used (the e-mail names them).
+// Makes the 'downloaded' notification of an outbound package's recipient, due at once,
+// while its owner wants notifications: one per recipient, at their first download
+// (gateway migration 00024); a later download of theirs adds nothing. recipient_email
+// is the address of the recipient whose link was used (the e-mail names them).
 func (q *Queries) RecordDownload(ctx context.Context, arg RecordDownloadParams) error {
 	_, err := q.db.Exec(ctx, recordDownload, arg.RecipientEmail, arg.PackageID)
 	return err
