@@ -1060,6 +1060,8 @@ cmd_bench() {
 	prepare
 	infra
 	keep_mail_settings
+	# make bench starts clamd first (dev.sh clamd): keep it for the scan row.
+	keep_clamd_settings
 	write_env
 	if caller_set SHIPFILE_TEST_DATABASE_URL; then
 		BENCH_PG_ORIGIN="the caller's SHIPFILE_TEST_DATABASE_URL"
