@@ -191,11 +191,14 @@ func TestHostileStalledUploads(t *testing.T) {
 	g := s.StartGateway("SHIPFILE_RATE_LIMIT=0", "SHIPFILE_UPLOAD_PART_SIZE="+itoa(part),
 		"SHIPFILE_UPLOAD_MAX_CONCURRENT=128", "SHIPFILE_UPLOAD_MAX_PER_CLIENT=4",
 		"SHIPFILE_UPLOAD_MIN_RATE=32768", "SHIPFILE_UPLOAD_RATE_WINDOW="+window.String())
+	// 25 users with a token and a package each, 4 uploads each: the limits in flight
+	// per token and per user (all their tokens together) are 4, so all 100 get in.
 	tokens := make([]string, n/4)
+	pkgs := make([]string, n/4)
 	for i := range tokens {
-		tokens[i] = s.API.Must(t, "POST", "/api/v1/me/tokens", map[string]any{"name": fmt.Sprintf("stall %d", i)}, http.StatusCreated).Str("token")
+		tokens[i] = s.UserToken(fmt.Sprintf("stall%d@example.com", i))
+		pkgs[i] = rig.NewClient(s.API.Base, tokens[i]).MustCreatePackage(t, rig.PackageBody(fmt.Sprintf("stalled uploads %d", i))).Id.String()
 	}
-	pkg := s.API.MustCreatePackage(t, rig.PackageBody("stalled uploads")).Id.String()
 	// Idle is a gateway that has served uploads: four at once fill the pool of part
 	// buffers it keeps between uploads (4 × 5 MiB, by design); they are deleted again.
 	warm := s.API.MustCreatePackage(t, rig.PackageBody("warm-up")).Id.String()
@@ -233,7 +236,7 @@ func TestHostileStalledUploads(t *testing.T) {
 				}
 				_ = pw.CloseWithError(io.ErrUnexpectedEOF)
 			}()
-			req, _ := http.NewRequest("POST", s.API.Base+"/api/v1/packages/"+pkg+"/files", pr)
+			req, _ := http.NewRequest("POST", s.API.Base+"/api/v1/packages/"+pkgs[i%len(pkgs)]+"/files", pr)
 			req.Header.Set("Content-Type", mw.FormDataContentType())
 			req.Header.Set("Authorization", "Bearer "+tokens[i%len(tokens)])
 			resp, err := http.DefaultClient.Do(req)
@@ -264,10 +267,10 @@ func TestHostileStalledUploads(t *testing.T) {
 	if d := time.Duration(slowest.Load()); d > 2*window {
 		t.Errorf("an upload was cut %s after its stall, want within %s", d, 2*window)
 	}
-	for code := range answers.n {
-		if code >= 500 {
-			t.Errorf("answers %s include a 5xx", answers.String())
-		}
+	// Every one got in and was cut off: a 429 means a limit in flight refused it, and
+	// the scenario would test fewer stalled uploads than it says.
+	if answers.count(http.StatusRequestTimeout) != n {
+		t.Errorf("answers %s, want 408×%d", answers.String(), n)
 	}
 	// Nothing is stored.
 	db := rig.DB(t, s.DBURL)
@@ -301,7 +304,7 @@ func TestHostileStalledUploads(t *testing.T) {
 		t.Errorf("RSS %s is not back within 10 %% of idle %s after 60 s", mib(after), mib(mem.idle))
 	}
 	// The gateway still takes uploads.
-	a, err := s.API.Upload(context.Background(), pkg, "after.bin", rig.Payload(1<<20, 7))
+	a, err := rig.NewClient(s.API.Base, tokens[0]).Upload(context.Background(), pkgs[0], "after.bin", rig.Payload(1<<20, 7))
 	if err != nil || a.Status != http.StatusCreated {
 		t.Fatalf("upload after the stalls: %v %v", a, err)
 	}

@@ -101,6 +101,16 @@ func NewStack(t testing.TB, bins Bins, o StackOptions) *Stack {
 	return s
 }
 
+// UserToken creates a regular user with email (shipctl) and returns an API token of
+// theirs: a client of its own, for the limits that count per user.
+func (s *Stack) UserToken(email string) string {
+	s.t.Helper()
+	s.shipctl("user", "create", "--email", email, "--name", email, "--role", "regular")
+	out := s.shipctl("token", "create", "--email", email, "--name", "bench")
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	return lines[len(lines)-1]
+}
+
 func (s *Stack) shipctl(args ...string) string {
 	s.t.Helper()
 	cmd := exec.Command(s.Bins.Path["shipctl"], args...)

@@ -39,13 +39,18 @@ const options = {
 };
 if (chunk && Number(chunk) > 0) options.chunkSize = Number(chunk);
 
-// stallingStack is tus-js-client's HTTP stack whose PATCH sends its first `at` bytes
-// and then nothing, its connection kept open; onStall runs once those are written.
-class StallingStack extends tus.DefaultHttpStack {
-  constructor(at, onStall) {
+// PartialStack is tus-js-client's HTTP stack whose PATCH sends its first `at` bytes
+// and then nothing more: with `cut` its connection is closed under the body once those
+// are written (a network broken midway); without, it is kept open (a network gone
+// quiet, which the gateway has not noticed). onBreak runs once those bytes are
+// written. (Deterministic, unlike an abort from onProgress, which tus-js-client
+// throttles to one call per 100 ms: a fast machine sent the whole PATCH in between.)
+class PartialStack extends tus.DefaultHttpStack {
+  constructor(at, cut, onBreak) {
     super();
     this.at = at;
-    this.onStall = onStall;
+    this.cut = cut;
+    this.onBreak = onBreak;
     this.stalled = null;
   }
 
@@ -64,7 +69,10 @@ class StallingStack extends tus.DefaultHttpStack {
         });
         r.on("error", () => {});
         this.stalled = r;
-        r.write(body.subarray(0, this.at), () => this.onStall());
+        r.write(body.subarray(0, this.at), () => {
+          if (this.cut) r.destroy();
+          this.onBreak();
+        });
       });
     return req;
   }
@@ -78,18 +86,12 @@ function run(extra) {
       onError: reject,
       onSuccess: (payload) => resolve({ upload, fileId: payload.lastResponse.getHeader("Shipfile-File-Id") }),
     });
-    if (extra.stallAt) {
-      extra.stack = new StallingStack(extra.stallAt, () => resolve({ upload, broken: true }));
+    if (extra.stallAt || extra.breakMidway) {
+      // One PATCH of the whole file that sends its first bytes and then is broken under
+      // its body (midway: its connection closed) or goes quiet (stalled).
+      const at = extra.stallAt || extra.breakMidway;
+      extra.stack = new PartialStack(at, !!extra.breakMidway, () => resolve({ upload, broken: true }));
       upload.options.httpStack = extra.stack;
-    }
-    if (extra.breakMidway) {
-      // Broken under the body of the PATCH: its connection is closed while it sends.
-      upload.options.onProgress = (sent) => {
-        if (sent >= extra.breakMidway && !upload._aborted) {
-          upload._aborted = true;
-          upload.abort().then(() => resolve({ upload, broken: true }));
-        }
-      };
     }
     if (extra.breakAt) {
       upload.options.onChunkComplete = (_, accepted) => {
@@ -129,7 +131,7 @@ function run(extra) {
       },
     });
     resumeMs = Date.now() - start;
-    if (first.stallAt) first.stack.stalled.destroy();
+    if (first.stack && first.stack.stalled) first.stack.stalled.destroy();
   }
   console.log(JSON.stringify({ firstUrl, url: res.upload.url, fileId: res.fileId, resumedFrom, statuses, resumeMs }));
 })().catch((err) => {

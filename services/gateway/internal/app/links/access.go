@@ -68,9 +68,12 @@ func (s *Links) liveLink(ctx context.Context, token string, client app.Client) (
 			return app.Package{}, err
 		}
 	}
-	// One row per IP and hour, however many links a guesser tries.
+	// One row per IP and hour, however many links a guesser tries; an IPv6 client by
+	// its /64, as the link rate counts it (else each address of its /64 would write a
+	// row of its own).
 	invalid := app.LinkAudit(client, "link.invalid", nil, nil)
 	invalid.Hourly = true
+	invalid.IP = RateKey(client.IP)
 	_ = s.store.WriteEffects(ctx, app.Effects{Audit: []app.AuditEntry{invalid}})
 	return app.Package{}, ErrLinkGone
 }

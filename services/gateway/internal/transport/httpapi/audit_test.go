@@ -91,3 +91,45 @@ func TestDeadLinkHitsCountedPerIPAndHour(t *testing.T) {
 		t.Fatalf("the admin audit list has no link.invalid entry with hits 28: %s", r.body)
 	}
 }
+
+// TestDeadLinkHitsIPv6ByPrefix: an IPv6 client's hits of dead links are counted in
+// the one row of its /64 (as the link rate counts it), whichever address of the /64
+// each comes from, so rotating addresses does not write a row per hit; another /64
+// and an IPv4 client have rows of their own.
+func TestDeadLinkHitsIPv6ByPrefix(t *testing.T) {
+	t.Parallel()
+	cfg := defaultConfig()
+	cfg.TrustedProxies = []string{"127.0.0.1/32", "::1/128"}
+	a := newTestAPI(t, cfg)
+	for i := range 12 {
+		r := a.do("GET", fmt.Sprintf("/api/v1/links/%043d", i), "", nil, "X-Forwarded-For", fmt.Sprintf("2001:db8:1:2:%x::%x", i, i+1))
+		expect(t, r, http.StatusGone)
+	}
+	expect(t, a.do("GET", "/api/v1/links/unknown", "", nil, "X-Forwarded-For", "2001:db8:1:3::1"), http.StatusGone)
+	expect(t, a.do("GET", "/api/v1/links/unknown", "", nil, "X-Forwarded-For", "198.51.100.7"), http.StatusGone)
+	rows, err := a.pool.Query(context.Background(), `SELECT ip, hits FROM audit_log WHERE action = 'link.invalid' ORDER BY ip`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]int{}
+	for rows.Next() {
+		var ip string
+		var hits int
+		if err := rows.Scan(&ip, &hits); err != nil {
+			t.Fatal(err)
+		}
+		got[ip] = hits
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]int{"2001:db8:1:2::/64": 12, "2001:db8:1:3::/64": 1, "198.51.100.7": 1}
+	if len(got) != len(want) {
+		t.Fatalf("link.invalid rows %v, want %v", got, want)
+	}
+	for ip, n := range want {
+		if got[ip] != n {
+			t.Fatalf("link.invalid rows %v, want %v", got, want)
+		}
+	}
+}
