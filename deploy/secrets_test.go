@@ -94,19 +94,7 @@ func TestGatewayOpsPortIsPrivate(t *testing.T) {
 // in the file; the gateway's ops listener is on the compose network and not published.
 func TestComposeSecretKeyAndOps(t *testing.T) {
 	t.Parallel()
-	b, err := os.ReadFile("../docker-compose.yml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var compose struct {
-		Services map[string]struct {
-			Environment map[string]any `json:"environment"`
-			Ports       []string       `json:"ports"`
-		} `json:"services"`
-	}
-	if err := yaml.Unmarshal(b, &compose); err != nil {
-		t.Fatal(err)
-	}
+	compose := readCompose(t)
 	for _, name := range []string{"gateway", "mailer", "expiry", "webhooks", "scanner"} {
 		svc, ok := compose.Services[name]
 		if !ok {
@@ -137,20 +125,7 @@ func TestComposeSecretKeyAndOps(t *testing.T) {
 // inside) with its signature database in a volume.
 func TestComposeScannerReachesClamav(t *testing.T) {
 	t.Parallel()
-	b, err := os.ReadFile("../docker-compose.yml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var compose struct {
-		Services map[string]struct {
-			Image       string         `json:"image"`
-			Environment map[string]any `json:"environment"`
-			Volumes     []string       `json:"volumes"`
-		} `json:"services"`
-	}
-	if err := yaml.Unmarshal(b, &compose); err != nil {
-		t.Fatal(err)
-	}
+	compose := readCompose(t)
 	for _, name := range []string{"scanner", "gateway"} {
 		if got := compose.Services[name].Environment["SHIPFILE_CLAMD_ADDR"]; got != "clamav:3310" {
 			t.Errorf("%s: SHIPFILE_CLAMD_ADDR = %v, want clamav:3310", name, got)
@@ -169,4 +144,27 @@ func TestComposeScannerReachesClamav(t *testing.T) {
 	if !slices.ContainsFunc(clamav.Volumes, func(v string) bool { return strings.HasSuffix(v, ":/var/lib/clamav") }) {
 		t.Errorf("clamav: volumes %v, want one on /var/lib/clamav (the signatures freshclam fetched survive a restart)", clamav.Volumes)
 	}
+}
+
+// composeFile is what these tests read of docker-compose.yml.
+type composeFile struct {
+	Services map[string]struct {
+		Image       string         `json:"image"`
+		Environment map[string]any `json:"environment"`
+		Ports       []string       `json:"ports"`
+		Volumes     []string       `json:"volumes"`
+	} `json:"services"`
+}
+
+func readCompose(t *testing.T) composeFile {
+	t.Helper()
+	b, err := os.ReadFile("../docker-compose.yml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var compose composeFile
+	if err := yaml.Unmarshal(b, &compose); err != nil {
+		t.Fatal(err)
+	}
+	return compose
 }

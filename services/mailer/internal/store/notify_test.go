@@ -33,6 +33,31 @@ func insertPackage(t *testing.T, pool *pgxpool.Pool, direction string, notify bo
 	return id
 }
 
+// annAndBob gives package pkg two recipients: Ann <r@example.com> (the first, as
+// insertPackage's recipient_email) and Bob <bob@example.com>.
+func annAndBob(t *testing.T, pool *pgxpool.Pool, pkg string) {
+	t.Helper()
+	if _, err := pool.Exec(context.Background(), `INSERT INTO recipients (id, package_id, position, email, name) VALUES
+		($1, $3, 0, 'r@example.com', 'Ann'), ($2, $3, 1, 'bob@example.com', 'Bob')`, uuid.NewString(), uuid.NewString(), pkg); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// sendOne sends the next due notification (recorded as sent) and returns it; it fails
+// the test when none is due.
+func sendOne(t *testing.T, s *store.Postgres) app.Notification {
+	t.Helper()
+	var got app.Notification
+	sent, err := s.SendDue(context.Background(), func(n app.Notification) app.Outcome {
+		got = n
+		return app.Outcome{State: app.StateSent, Attempted: true, MessageID: "<" + uuid.NewString() + "@x>"}
+	})
+	if err != nil || !sent {
+		t.Fatalf("SendDue: %v, %v", sent, err)
+	}
+	return got
+}
+
 func notifications(t *testing.T, pool *pgxpool.Pool, pkg string) (states []string, files int) {
 	t.Helper()
 	rows, err := pool.Query(context.Background(), `SELECT state FROM owner_notifications WHERE package_id = $1 ORDER BY id`, pkg)
@@ -162,14 +187,7 @@ func TestInfectedNotificationSent(t *testing.T) {
 		VALUES ($1, 'infected', 'pending', now(), $2, 'evil.exe', 'Eicar-Test-Signature')`, pkg, uuid.NewString()); err != nil {
 		t.Fatal(err)
 	}
-	var got app.Notification
-	sent, err := s.SendDue(ctx, func(n app.Notification) app.Outcome {
-		got = n
-		return app.Outcome{State: app.StateSent, Attempted: true, MessageID: "<m@x>"}
-	})
-	if err != nil || !sent {
-		t.Fatalf("SendDue: %v, %v", sent, err)
-	}
+	got := sendOne(t, s)
 	if got.Kind != app.NotifyInfected || got.Filename != "evil.exe" || got.Signature != "Eicar-Test-Signature" || got.NotifyOwner {
 		t.Errorf("notification %+v", got)
 	}
@@ -187,21 +205,11 @@ func TestDownloadNotificationNamesTheRecipient(t *testing.T) {
 	s := store.New(pool)
 	ctx := context.Background()
 	pkg := insertPackage(t, pool, "outbound", true)
-	if _, err := pool.Exec(ctx, `INSERT INTO recipients (id, package_id, position, email, name) VALUES
-		($1, $3, 0, 'r@example.com', 'Ann'), ($2, $3, 1, 'bob@example.com', 'Bob')`, uuid.NewString(), uuid.NewString(), pkg); err != nil {
-		t.Fatal(err)
-	}
+	annAndBob(t, pool, pkg)
 	if err := s.RecordDownload(ctx, pkg, "BOB@example.com"); err != nil {
 		t.Fatal(err)
 	}
-	var got app.Notification
-	sent, err := s.SendDue(ctx, func(n app.Notification) app.Outcome {
-		got = n
-		return app.Outcome{State: app.StateSent, Attempted: true, MessageID: "<m@x>"}
-	})
-	if err != nil || !sent {
-		t.Fatalf("SendDue: %v, %v", sent, err)
-	}
+	got := sendOne(t, s)
 	if got.RecipientName != "Bob" || got.RecipientEmail != "bob@example.com" {
 		t.Fatalf("notification names %q <%s>, want Bob <bob@example.com>", got.RecipientName, got.RecipientEmail)
 	}
@@ -217,12 +225,8 @@ func TestDownloadNotificationNamesTheRecipient(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	got = app.Notification{}
-	if sent, err := s.SendDue(ctx, func(n app.Notification) app.Outcome {
-		got = n
-		return app.Outcome{State: app.StateSent, Attempted: true, MessageID: "<m2@x>"}
-	}); err != nil || !sent || got.RecipientName != "Ann" {
-		t.Fatalf("the second recipient's first download: sent %v, %v, names %q; want Ann", sent, err, got.RecipientName)
+	if got := sendOne(t, s); got.RecipientName != "Ann" {
+		t.Fatalf("the second recipient's first download names %q, want Ann", got.RecipientName)
 	}
 	if st, _ := notifications(t, pool, pkg); len(st) != 2 || st[0] != "sent" || st[1] != "sent" {
 		t.Errorf("notifications %v, want one sent per recipient", st)
@@ -238,10 +242,7 @@ func TestUploadBurstsPerRecipient(t *testing.T) {
 	s := store.New(pool)
 	ctx := context.Background()
 	pkg := insertPackage(t, pool, "inbound", true)
-	if _, err := pool.Exec(ctx, `INSERT INTO recipients (id, package_id, position, email, name) VALUES
-		($1, $3, 0, 'r@example.com', 'Ann'), ($2, $3, 1, 'bob@example.com', 'Bob')`, uuid.NewString(), uuid.NewString(), pkg); err != nil {
-		t.Fatal(err)
-	}
+	annAndBob(t, pool, pkg)
 	up := func(email, filename string) {
 		t.Helper()
 		if err := s.RecordUpload(ctx, app.Upload{PackageID: pkg, FileID: uuid.NewString(), Filename: filename, Size: 1, At: time.Now(),
