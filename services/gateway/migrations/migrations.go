@@ -11,7 +11,8 @@ import (
 	"fmt"
 	"io/fs"
 
-	_ "github.com/jackc/pgx/v5/stdlib" // registers the "pgx" database/sql driver
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/jackc/pgx/v5/stdlib"
 	"github.com/pressly/goose/v3"
 	"github.com/pressly/goose/v3/lock"
 )
@@ -22,7 +23,7 @@ var files embed.FS
 // Up applies every pending migration to the database at url. A PostgreSQL advisory
 // lock lets several gateway instances start at once.
 func Up(ctx context.Context, url string) error {
-	db, err := sql.Open("pgx", url)
+	db, err := open(url)
 	if err != nil {
 		return err
 	}
@@ -46,7 +47,7 @@ func Up(ctx context.Context, url string) error {
 // UpTo applies the pending migrations up to and including version, for tests that
 // need a database as an older gateway left it (e.g. to check a data migration).
 func UpTo(ctx context.Context, url string, version int64) error {
-	db, err := sql.Open("pgx", url)
+	db, err := open(url)
 	if err != nil {
 		return err
 	}
@@ -78,4 +79,15 @@ func Version() string {
 		return nil
 	})
 	return hex.EncodeToString(h.Sum(nil))[:16]
+}
+
+// open opens url through database/sql for goose. The URL is the services' pool URL,
+// which may carry pgxpool's own settings (pool_max_conns…): they are taken out here
+// as the pool takes them out, else PostgreSQL refuses them as unknown parameters.
+func open(url string) (*sql.DB, error) {
+	cfg, err := pgxpool.ParseConfig(url)
+	if err != nil {
+		return nil, fmt.Errorf("migrations: %w", err)
+	}
+	return stdlib.OpenDB(*cfg.ConnConfig), nil
 }

@@ -2,6 +2,7 @@ package migrations_test
 
 import (
 	"context"
+	"strings"
 	"testing"
 
 	"github.com/jackc/pgx/v5"
@@ -29,5 +30,19 @@ func TestOutOfOrder(t *testing.T) {
 	var n int
 	if err := conn.QueryRow(ctx, `SELECT count(*) FROM link_rate`).Scan(&n); err != nil {
 		t.Fatalf("00009 was not applied: %v", err)
+	}
+}
+
+// TestUpTakesThePoolURL: the database URL the services' pools read may carry pgxpool's
+// own settings (pool_max_conns=…); applying the migrations with it works, as PostgreSQL
+// never sees them.
+func TestUpTakesThePoolURL(t *testing.T) {
+	url := pgtest.New(t, "empty", func(context.Context, string) error { return nil })
+	sep := "?"
+	if strings.Contains(url, "?") {
+		sep = "&"
+	}
+	if err := migrations.Up(context.Background(), url+sep+"pool_max_conns=3&pool_min_conns=1"); err != nil {
+		t.Fatalf("Up with pool settings in the URL: %v", err)
 	}
 }

@@ -32,7 +32,7 @@ func run(ctx context.Context, log *slog.Logger, args []string) error {
 	if err := migrations.Up(ctx, cfg.Database.URL); err != nil {
 		return err
 	}
-	conns, err := service.Open(ctx, "gateway", service.Connections{Database: &cfg.Database, NATS: &cfg.NATS, S3: &cfg.S3})
+	conns, err := service.Open(ctx, "gateway", service.Connections{Database: &cfg.Database, MinConns: cfg.DatabaseConns, NATS: &cfg.NATS, S3: &cfg.S3})
 	if err != nil {
 		return err
 	}
