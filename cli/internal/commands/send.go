@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"mime"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -504,7 +503,7 @@ func putManifest(ctx context.Context, c *api.Client, pkgID uuid.UUID, files []lo
 	m := crypt.Manifest{Version: 1, Files: map[string]crypt.ManifestFile{}}
 	for i, f := range files {
 		name := filepath.Base(f.abs)
-		ct := mime.TypeByExtension(strings.ToLower(filepath.Ext(name)))
+		ct := transfer.ContentType(name)
 		if ct == "" {
 			ct = "application/octet-stream"
 		}

@@ -334,11 +334,17 @@ func isGone(err error) bool {
 	return false
 }
 
+// ContentType is the media type of a file named name, by its extension; "" when the
+// extension says nothing (the server records application/octet-stream then).
+func ContentType(name string) string {
+	return mime.TypeByExtension(strings.ToLower(path.Ext(name)))
+}
+
 // create starts an upload of size bytes named name; a file of no bytes is complete at
 // once and its id is returned.
 func (u *Uploader) create(ctx context.Context, pkg uuid.UUID, name string, size int64) (uuid.UUID, uuid.UUID, error) {
 	meta := "filename " + base64.StdEncoding.EncodeToString([]byte(name))
-	if ct := mime.TypeByExtension(strings.ToLower(path.Ext(name))); ct != "" {
+	if ct := ContentType(name); ct != "" {
 		meta += ",filetype " + base64.StdEncoding.EncodeToString([]byte(ct))
 	}
 	params := &apiclient.TusCreateOwnerParams{TusResumable: apiclient.TusCreateOwnerParamsTusResumableN100, UploadLength: size, UploadMetadata: meta}
