@@ -65,20 +65,19 @@ key stay readable only with the old key (export it first).`,
 			if err != nil {
 				return err
 			}
-			identity, err := crypt.NewIdentity()
+			identity, err := age.GenerateX25519Identity()
 			if err != nil {
 				return err
 			}
-			sealed, err := crypt.Seal(identity, pass)
+			sealed, err := crypt.Seal(identity.String(), pass)
 			if err != nil {
 				return err
 			}
-			x, _ := crypt.IdentityOf(identity)
 			c, err := a.client()
 			if err != nil {
 				return err
 			}
-			r, err := c.API.PutMyKeyWithResponse(ctx, apiclient.PutUserKey{PublicKey: crypt.RecipientOf(x), SealedIdentity: sealed})
+			r, err := c.API.PutMyKeyWithResponse(ctx, apiclient.PutUserKey{PublicKey: identity.Recipient().String(), SealedIdentity: sealed})
 			if err := api.Expect(r, err, http.StatusOK); err != nil {
 				return err
 			}
