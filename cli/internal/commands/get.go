@@ -140,19 +140,7 @@ func (a *app) get(ctx context.Context, l transfer.Link, dir string) error {
 	if out.Files, total, err = fetchAll(ctx, d, dec, l.Token, files, dir); err != nil {
 		return err
 	}
-	if err := notDownloaded(out.Files, dir, infected); err != nil {
-		return err
-	}
-	if dec != nil {
-		a.note("Got and decrypted %d file(s), %s, of %q into %s (end-to-end encrypted; SHA-256 and age's authentication checked)", len(out.Files), progress.Bytes(total), pkg.Title, dir)
-	} else {
-		a.note("Got %d file(s), %s, of %q into %s (SHA-256 checked)", len(out.Files), progress.Bytes(total), pkg.Title, dir)
-	}
-	return a.output(out, func(w io.Writer) {
-		for _, f := range out.Files {
-			fmt.Fprintln(w, f.Path)
-		}
-	})
+	return a.gotAll(out, pkg.Title, total, dec != nil, infected)
 }
 
 // getOwned fetches the files of package id as its owner (the stored token): the
@@ -219,10 +207,21 @@ func (a *app) getOwned(ctx context.Context, id uuid.UUID, dir string) error {
 	if out.Files, total, err = fetchAll(ctx, d, dec, "", files, dir); err != nil {
 		return err
 	}
-	if err := notDownloaded(out.Files, dir, infected); err != nil {
+	return a.gotAll(out, pkg.Title, total, dec != nil, infected)
+}
+
+// gotAll ends a get (of a link or, as its owner, of a package) that fetched out.Files,
+// total bytes of the package titled title: it fails naming the infected files left out
+// (notDownloaded), else says what it got and prints the files' paths (or --json).
+func (a *app) gotAll(out getResult, title string, total int64, decrypted bool, infected []string) error {
+	if err := notDownloaded(out.Files, out.Dir, infected); err != nil {
 		return err
 	}
-	a.note("Got %d file(s), %s, of %q into %s (SHA-256 checked)", len(out.Files), progress.Bytes(total), pkg.Title, dir)
+	if decrypted {
+		a.note("Got and decrypted %d file(s), %s, of %q into %s (end-to-end encrypted; SHA-256 and age's authentication checked)", len(out.Files), progress.Bytes(total), title, out.Dir)
+	} else {
+		a.note("Got %d file(s), %s, of %q into %s (SHA-256 checked)", len(out.Files), progress.Bytes(total), title, out.Dir)
+	}
 	return a.output(out, func(w io.Writer) {
 		for _, f := range out.Files {
 			fmt.Fprintln(w, f.Path)
