@@ -14,14 +14,6 @@ import (
 // The package service's side of end-to-end encryption (SPEC "End-to-end encryption
 // (age)"); the format rules are in internal/app (encryption.go).
 
-func (s *Packages) keys() (app.EncryptionStore, error) {
-	es, ok := s.store.(app.EncryptionStore)
-	if !ok {
-		return nil, errors.New("the package store keeps no encryption data")
-	}
-	return es, nil
-}
-
 // PutManifest stores the encrypted manifest of a draft encrypted package.
 func (s *Packages) PutManifest(ctx context.Context, u app.User, client app.Client, id uuid.UUID, data []byte) error {
 	if _, err := s.visible(ctx, u, id); err != nil {
@@ -30,11 +22,7 @@ func (s *Packages) PutManifest(ctx context.Context, u app.User, client app.Clien
 	if !bytes.HasPrefix(data, []byte(app.AgeMagic)) {
 		return app.Invalid("the manifest must be a binary age v1 file (starting with %q)", strings.TrimSuffix(app.AgeMagic, "\n"))
 	}
-	es, err := s.keys()
-	if err != nil {
-		return err
-	}
-	return es.PutPackageManifest(ctx, id, data, func(p *app.Package) (app.Effects, error) {
+	return s.store.PutPackageManifest(ctx, id, data, func(p *app.Package) (app.Effects, error) {
 		if !p.Encrypted() {
 			return app.Effects{}, app.Conflict("this package is not end-to-end encrypted: it has no manifest")
 		}
@@ -54,11 +42,7 @@ func (s *Packages) Manifest(ctx context.Context, u app.User, id uuid.UUID) ([]by
 }
 
 func (s *Packages) StoredManifest(ctx context.Context, id uuid.UUID) ([]byte, error) {
-	es, err := s.keys()
-	if err != nil {
-		return nil, err
-	}
-	b, err := es.GetPackageManifest(ctx, id)
+	b, err := s.store.GetPackageManifest(ctx, id)
 	if errors.Is(err, app.ErrNotFound) {
 		return nil, app.NotFound("manifest")
 	}
@@ -71,20 +55,12 @@ func (s *Packages) SetKey(ctx context.Context, u app.User, publicKey, sealedIden
 	if err := app.ValidateUserKey(publicKey, sealedIdentity); err != nil {
 		return app.UserKey{}, err
 	}
-	es, err := s.keys()
-	if err != nil {
-		return app.UserKey{}, err
-	}
-	return es.PutUserKey(ctx, app.UserKey{UserID: u.ID, PublicKey: publicKey, SealedIdentity: sealedIdentity})
+	return s.store.PutUserKey(ctx, app.UserKey{UserID: u.ID, PublicKey: publicKey, SealedIdentity: sealedIdentity})
 }
 
 // Key returns the user's key pair (app.NotFound: none set up).
 func (s *Packages) Key(ctx context.Context, u app.User) (app.UserKey, error) {
-	es, err := s.keys()
-	if err != nil {
-		return app.UserKey{}, err
-	}
-	k, err := es.GetUserKey(ctx, u.ID)
+	k, err := s.store.GetUserKey(ctx, u.ID)
 	if errors.Is(err, app.ErrNotFound) {
 		return app.UserKey{}, app.NotFound("encryption key")
 	}
@@ -93,11 +69,7 @@ func (s *Packages) Key(ctx context.Context, u app.User) (app.UserKey, error) {
 
 // requireKey checks that the owner of a new encrypted file request has a key.
 func (s *Packages) requireKey(ctx context.Context, owner app.User) error {
-	es, err := s.keys()
-	if err != nil {
-		return err
-	}
-	if _, err := es.GetUserKey(ctx, owner.ID); err != nil {
+	if _, err := s.store.GetUserKey(ctx, owner.ID); err != nil {
 		if errors.Is(err, app.ErrNotFound) {
 			return app.ErrNoKey
 		}
@@ -112,11 +84,7 @@ func (s *Packages) OwnerPublicKey(ctx context.Context, p app.Package) (string, e
 	if !p.Encrypted() || p.Direction != app.Inbound {
 		return "", nil
 	}
-	es, err := s.keys()
-	if err != nil {
-		return "", err
-	}
-	k, err := es.GetUserKey(ctx, p.OwnerUserID)
+	k, err := s.store.GetUserKey(ctx, p.OwnerUserID)
 	if errors.Is(err, app.ErrNotFound) {
 		return "", nil
 	}

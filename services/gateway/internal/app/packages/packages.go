@@ -22,6 +22,8 @@ import (
 // table and names the effects), saves the package and writes the effects in one
 // transaction; an error from the change rolls everything back.
 type Store interface {
+	// The encrypted packages' manifests and the users' keys.
+	app.EncryptionStore
 	CreatePackage(ctx context.Context, p app.Package, fx app.Effects) error
 	GetPackage(ctx context.Context, id uuid.UUID) (app.Package, error)
 	ListPackages(ctx context.Context, f app.PackageFilter) ([]app.Package, error)
