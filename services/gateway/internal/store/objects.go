@@ -4,8 +4,6 @@ import (
 	"bufio"
 	"bytes"
 	"context"
-	"encoding/base64"
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"hash/crc32"
@@ -80,34 +78,26 @@ func (o *Objects) Put(ctx context.Context, key string, r io.Reader, contentType 
 	return size, nil
 }
 
-// putParts uploads buf (full) as part 1, then reads and uploads the rest of r in parts
-// of len(buf) (the last one shorter), and completes the upload.
+// putParts uploads buf (full) as part 1, then the rest of r in parts of len(buf) (the
+// last one shorter), each sent while it is read (putStreamedPart), and completes the
+// upload.
 func (o *Objects) putParts(ctx context.Context, key, uploadID string, r io.Reader, buf []byte) (int64, error) {
-	var (
-		parts []minio.CompletePart
-		size  int64
-		n     = len(buf)
-		last  bool
-	)
-	for number := 1; n > 0; number++ {
-		part, err := o.core.PutObjectPart(ctx, o.s.Bucket, key, uploadID, number,
-			bytes.NewReader(buf[:n]), int64(n), partOptions(buf[:n]))
+	part, err := o.core.PutObjectPart(ctx, o.s.Bucket, key, uploadID, 1,
+		bytes.NewReader(buf), int64(len(buf)), partOptions(buf))
+	if err != nil {
+		return 0, err
+	}
+	parts := []minio.CompletePart{{PartNumber: 1, ETag: part.ETag, ChecksumCRC32C: part.ChecksumCRC32C}}
+	size := int64(len(buf))
+	for number, last := 2, false; !last; number++ {
+		var n int
+		part, n, last, err = o.putStreamedPart(ctx, key, uploadID, number, r, buf)
 		if err != nil {
 			return 0, err
 		}
-		parts = append(parts, minio.CompletePart{PartNumber: number, ETag: part.ETag, ChecksumCRC32C: part.ChecksumCRC32C})
-		size += int64(n)
-		if last {
-			break
-		}
-		n, err = io.ReadFull(r, buf)
-		switch {
-		case errors.Is(err, io.ErrUnexpectedEOF):
-			last = true
-		case errors.Is(err, io.EOF):
-			n = 0
-		case err != nil:
-			return 0, err
+		if n > 0 {
+			parts = append(parts, minio.CompletePart{PartNumber: number, ETag: part.ETag, ChecksumCRC32C: part.ChecksumCRC32C})
+			size += int64(n)
 		}
 	}
 	if _, err := o.core.CompleteMultipartUpload(ctx, o.s.Bucket, key, uploadID, parts, minio.PutObjectOptions{}); err != nil {
@@ -125,7 +115,7 @@ func partOptions(part []byte) minio.PutObjectPartOptions {
 	sum := crc32.Checksum(part, crc32cTable)
 	h := make(http.Header, 2)
 	h.Set("x-amz-checksum-algorithm", "CRC32C")
-	h.Set("x-amz-checksum-crc32c", base64.StdEncoding.EncodeToString(binary.BigEndian.AppendUint32(nil, sum)))
+	h.Set("x-amz-checksum-crc32c", crc32cBase64(sum))
 	return minio.PutObjectPartOptions{CustomHeader: h, DisableContentSha256: true}
 }
 
