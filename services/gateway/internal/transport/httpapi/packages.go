@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"bufio"
 	"encoding/base64"
 	"errors"
 	"fmt"
@@ -10,6 +11,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/gin-gonic/gin"
@@ -330,6 +332,12 @@ func (h *handlers) uploadFile(c *gin.Context) {
 	c.JSON(http.StatusCreated, toFileResponse(f))
 }
 
+// bodyBufferSize is how much of an upload's body one read of the socket may take.
+const bodyBufferSize = 64 << 10
+
+// bodyBuffers are the read buffers under the multipart readers of uploads.
+var bodyBuffers = sync.Pool{New: func() any { return bufio.NewReaderSize(nil, bodyBufferSize) }}
+
 // withUpload finds the multipart part named "file" and hands its stream to store,
 // never buffering the file: no FormFile, no temporary file.
 func (h *handlers) withUpload(c *gin.Context, store func(app.Upload) (app.File, error)) (app.File, error) {
@@ -339,7 +347,15 @@ func (h *handlers) withUpload(c *gin.Context, store func(app.Upload) (app.File, 
 	}
 	// The whole body may be the file plus a little multipart framing.
 	body := http.MaxBytesReader(c.Writer, c.Request.Body, h.maxFileSize+1<<20)
-	mr := multipart.NewReader(body, params["boundary"])
+	// multipart.Reader reads 4 KiB at a time, which the connection would turn into one
+	// read(2) each: read the socket in larger pieces underneath.
+	br := bodyBuffers.Get().(*bufio.Reader)
+	br.Reset(body)
+	defer func() {
+		br.Reset(nil)
+		bodyBuffers.Put(br)
+	}()
+	mr := multipart.NewReader(br, params["boundary"])
 	manifest := ""
 	for {
 		part, err := mr.NextPart()
