@@ -229,6 +229,9 @@ type Dispatcher struct {
 	// The runtimes settling the messages of the fan-out, delivery (every
 	// subscription's) and retry consumers.
 	fanout, deliver, retry *consumer.Runtime
+	// settler acknowledges the delivery consumers' jobs: those of one group commit
+	// together (one write to NATS instead of one per job).
+	settler *consumer.Settler
 }
 
 // NewDispatcher returns a Dispatcher; Run starts it.
@@ -236,9 +239,11 @@ func NewDispatcher(js jetstream.JetStream, p Parts, opts Options) *Dispatcher {
 	opts.defaults()
 	d := &Dispatcher{js: js, p: p, log: p.Log, opts: opts, sem: make(chan struct{}, opts.Workers)}
 	d.fanout = consumer.New(d.handleEvents, consumer.Options{Name: opts.FanoutConsumer, Log: p.Log, Metrics: opts.Metrics})
+	d.settler = consumer.NewSettler(opts.DeliverConsumer, p.Log)
 	d.deliver = consumer.NewSingle(d.handleJob, consumer.Options{
 		Name: opts.DeliverConsumer, Log: p.Log, Metrics: opts.Metrics,
 		KeepAlive: opts.AckWait / 2, // an attempt reports progress while it runs long
+		Settler:   d.settler,
 	})
 	d.retry = consumer.NewSingle(d.handleRetry, consumer.Options{Name: opts.RetryConsumer, Log: p.Log, Metrics: opts.Metrics})
 	return d
@@ -340,6 +345,7 @@ func (h *hookConsumer) startWorker() bool {
 // finish within ShutdownTimeout; attempts still running after that are abandoned and
 // their jobs returned to the queue. It returns nil after a clean stop.
 func (d *Dispatcher) Run(ctx context.Context) error {
+	defer d.settler.Close() // on every return; after a clean stop it is closed below
 	fanoutCons, retryCons, err := d.EnsureConsumers(ctx)
 	if err != nil {
 		if ctx.Err() != nil {
@@ -397,6 +403,7 @@ loop:
 	if g.Wait(d.opts.ShutdownTimeout) {
 		d.log.Warn("in-flight deliveries outlived the shutdown timeout; abandoned them", "timeout", d.opts.ShutdownTimeout)
 	}
+	d.settler.Close() // the jobs handled last are settled
 	d.p.Deliverer.Close()
 	lctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
 	defer cancel()
