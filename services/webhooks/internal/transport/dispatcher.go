@@ -314,7 +314,8 @@ type hookConsumer struct {
 	started int32
 }
 
-// newHookConsumer returns the workers' side of a hook consumer of subscription s.
+// newHookConsumer returns a hook consumer, without workers yet, for a subscription with
+// this max_in_flight.
 func (d *Dispatcher) newHookConsumer(maxInFlight int) *hookConsumer {
 	h := &hookConsumer{maxInFlight: maxInFlight, jobs: make(chan jetstream.Msg), stop: make(chan struct{})}
 	h.setCap(maxInFlight, d.opts.Workers)
