@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"runtime/debug"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -200,18 +201,36 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 }
 
 // Instrument counts the decisions by outcome and times the handler; nil metrics do
-// nothing.
+// nothing. The consumer's series are looked up once each (on first use, so a series
+// appears once it has a value), not by their labels for every message.
 func Instrument(m *Metrics, name string) Middleware {
 	return func(next BatchHandler) BatchHandler {
 		if m == nil {
 			return next
 		}
+		var (
+			once     sync.Once
+			duration prometheus.Observer
+			outcomes [Retry + 1]atomic.Pointer[prometheus.Counter]
+		)
+		counter := func(a Action) prometheus.Counter {
+			if a < 0 || int(a) >= len(outcomes) {
+				return m.Messages.WithLabelValues(name, a.String())
+			}
+			if c := outcomes[a].Load(); c != nil {
+				return *c
+			}
+			c := m.Messages.WithLabelValues(name, a.String())
+			outcomes[a].Store(&c)
+			return c
+		}
 		return func(ctx context.Context, msgs []jetstream.Msg) []Decision {
 			start := time.Now()
 			out := next(ctx, msgs)
-			m.Duration.WithLabelValues(name).Observe(time.Since(start).Seconds())
+			once.Do(func() { duration = m.Duration.WithLabelValues(name) })
+			duration.Observe(time.Since(start).Seconds())
 			for _, d := range out {
-				m.Messages.WithLabelValues(name, d.Action.String()).Inc()
+				counter(d.Action).Inc()
 			}
 			return out
 		}

@@ -33,14 +33,19 @@ type Options struct {
 	// Middleware are more middleware, run inside the standard ones (the first
 	// outermost), right around the handler.
 	Middleware []Middleware
+	// Settler, when set, settles the handled messages (Process queues them to it), so
+	// that the acknowledgements of concurrent handlers leave together; nil: Process
+	// settles each message itself before it returns.
+	Settler *Settler
 }
 
 // Runtime runs one consumer's handler inside the standard middleware and settles what
 // it decides. It is safe for concurrent use.
 type Runtime struct {
-	name  string
-	log   *slog.Logger
-	chain BatchHandler
+	name    string
+	log     *slog.Logger
+	chain   BatchHandler
+	settler *Settler
 }
 
 // New returns the runtime of h. The chain, outermost first: Instrument (metrics),
@@ -62,7 +67,7 @@ func New(h BatchHandler, o Options) *Runtime {
 		KeepAlive(o.KeepAlive),
 	}
 	mws = append(mws, o.Middleware...)
-	return &Runtime{name: o.Name, log: log, chain: Chain(h, mws...)}
+	return &Runtime{name: o.Name, log: log, chain: Chain(h, mws...), settler: o.Settler}
 }
 
 // NewSingle returns the runtime of a handler of one message at a time.
@@ -72,12 +77,18 @@ func NewSingle(h Handler, o Options) *Runtime { return New(Single(h), o) }
 func (r *Runtime) Name() string { return r.name }
 
 // Process runs the chain on msgs (with the work context ctx) and settles each message
-// as decided. It returns the decisions.
+// as decided (or queues it to the runtime's Settler). It returns the decisions.
 func (r *Runtime) Process(ctx context.Context, msgs ...jetstream.Msg) []Decision {
 	if len(msgs) == 0 {
 		return nil
 	}
 	out := r.chain(ctx, msgs)
+	if r.settler != nil {
+		for i, msg := range msgs {
+			r.settler.Settle(msg, out[i])
+		}
+		return out
+	}
 	for i, msg := range msgs {
 		if err := Settle(msg, out[i]); err != nil {
 			r.log.Warn("settle message", "consumer", r.name, "subject", msg.Subject(), "action", out[i].Action.String(), "err", err)

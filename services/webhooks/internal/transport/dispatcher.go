@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -228,6 +229,9 @@ type Dispatcher struct {
 	// The runtimes settling the messages of the fan-out, delivery (every
 	// subscription's) and retry consumers.
 	fanout, deliver, retry *consumer.Runtime
+	// settler acknowledges the delivery consumers' jobs: those of one group commit
+	// together (one write to NATS instead of one per job).
+	settler *consumer.Settler
 }
 
 // NewDispatcher returns a Dispatcher; Run starts it.
@@ -235,9 +239,11 @@ func NewDispatcher(js jetstream.JetStream, p Parts, opts Options) *Dispatcher {
 	opts.defaults()
 	d := &Dispatcher{js: js, p: p, log: p.Log, opts: opts, sem: make(chan struct{}, opts.Workers)}
 	d.fanout = consumer.New(d.handleEvents, consumer.Options{Name: opts.FanoutConsumer, Log: p.Log, Metrics: opts.Metrics})
+	d.settler = consumer.NewSettler(opts.DeliverConsumer, p.Log)
 	d.deliver = consumer.NewSingle(d.handleJob, consumer.Options{
 		Name: opts.DeliverConsumer, Log: p.Log, Metrics: opts.Metrics,
 		KeepAlive: opts.AckWait / 2, // an attempt reports progress while it runs long
+		Settler:   d.settler,
 	})
 	d.retry = consumer.NewSingle(d.handleRetry, consumer.Options{Name: opts.RetryConsumer, Log: p.Log, Metrics: opts.Metrics})
 	return d
@@ -284,10 +290,54 @@ func (d *Dispatcher) EnsureConsumers(ctx context.Context) (fanout, retry jetstre
 	return fanout, retry, nil
 }
 
-// hookConsumer is this instance's pull of one subscription's delivery consumer.
+// hookConsumer is this instance's pull of one subscription's delivery consumer, and
+// the worker goroutines that attempt its jobs.
+//
+// A subscription's jobs run on workers of its own, started as its jobs need them (up to
+// min(max_in_flight, Workers), the most JetStream hands this instance at once) and kept
+// until the subscription's consumer stops, instead of a new goroutine per job: a new
+// goroutine starts on a small stack and grows it in every attempt (the HTTP client's
+// call chain is deep), which cost 5-7 % of the dispatcher's CPU. A slow receiver's jobs
+// wait only for its own workers, as they waited only for its own consumer before.
 type hookConsumer struct {
 	maxInFlight int
 	cc          jetstream.ConsumeContext
+
+	// jobs hands a job to a worker that waits for one: unbuffered, so a send succeeds
+	// only when a worker has taken the job (no job sits in a buffer).
+	jobs chan jetstream.Msg
+	// stop is closed when the subscription's consumer is removed: its workers end.
+	stop chan struct{}
+	// cap is the most workers (min(max_in_flight, Workers)); started, how many run.
+	cap     atomic.Int32
+	mu      sync.Mutex
+	started int32
+}
+
+// newHookConsumer returns a hook consumer, without workers yet, for a subscription with
+// this max_in_flight.
+func (d *Dispatcher) newHookConsumer(maxInFlight int) *hookConsumer {
+	h := &hookConsumer{maxInFlight: maxInFlight, jobs: make(chan jetstream.Msg), stop: make(chan struct{})}
+	h.setCap(maxInFlight, d.opts.Workers)
+	return h
+}
+
+// setCap sets the most workers from the subscription's max_in_flight. Workers started
+// under a larger cap stay (idle): JetStream hands out no more than max_in_flight.
+func (h *hookConsumer) setCap(maxInFlight, workers int) {
+	h.maxInFlight = maxInFlight
+	h.cap.Store(int32(max(1, min(maxInFlight, workers))))
+}
+
+// startWorker counts one more worker if fewer than cap run.
+func (h *hookConsumer) startWorker() bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.started >= h.cap.Load() {
+		return false
+	}
+	h.started++
+	return true
 }
 
 // Run ensures the consumers and runs the fan-out loop, the delivery consumers of every
@@ -296,6 +346,7 @@ type hookConsumer struct {
 // finish within ShutdownTimeout; attempts still running after that are abandoned and
 // their jobs returned to the queue. It returns nil after a clean stop.
 func (d *Dispatcher) Run(ctx context.Context) error {
+	defer d.settler.Close() // on every return; after a clean stop it is closed below
 	fanoutCons, retryCons, err := d.EnsureConsumers(ctx)
 	if err != nil {
 		if ctx.Err() != nil {
@@ -353,6 +404,7 @@ loop:
 	if g.Wait(d.opts.ShutdownTimeout) {
 		d.log.Warn("in-flight deliveries outlived the shutdown timeout; abandoned them", "timeout", d.opts.ShutdownTimeout)
 	}
+	d.settler.Close() // the jobs handled last are settled
 	d.p.Deliverer.Close()
 	lctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
 	defer cancel()
@@ -399,10 +451,11 @@ func (d *Dispatcher) reconcile(ctx, workCtx context.Context, hooks map[int64]*ho
 			continue
 		}
 		if h != nil {
-			h.maxInFlight = s.MaxInFlight
+			h.setCap(s.MaxInFlight, d.opts.Workers)
 			continue
 		}
-		cc, err := cons.Consume(func(msg jetstream.Msg) { d.dispatch(ctx, workCtx, msg) },
+		h = d.newHookConsumer(s.MaxInFlight)
+		cc, err := cons.Consume(func(msg jetstream.Msg) { d.dispatch(ctx, workCtx, h, msg) },
 			jetstream.PullMaxMessages(max(1, min(s.MaxInFlight, d.opts.Workers))),
 			jetstream.ConsumeErrHandler(func(_ jetstream.ConsumeContext, err error) {
 				if ctx.Err() == nil && !errors.Is(err, jetstream.ErrNoHeartbeat) {
@@ -413,11 +466,13 @@ func (d *Dispatcher) reconcile(ctx, workCtx context.Context, hooks map[int64]*ho
 			d.log.Warn("pull delivery consumer", "hook_id", s.ID, "err", err)
 			continue
 		}
-		hooks[s.ID] = &hookConsumer{maxInFlight: s.MaxInFlight, cc: cc}
+		h.cc = cc
+		hooks[s.ID] = h
 	}
 	for id, h := range hooks {
 		if !present[id] {
 			h.cc.Stop()
+			close(h.stop)
 			delete(hooks, id)
 			d.removeHook(ctx, id)
 		}
@@ -475,23 +530,63 @@ func (d *Dispatcher) removeHook(ctx context.Context, id int64) {
 	d.log.Info("subscription deleted; its delivery consumer and jobs removed", "hook_id", id)
 }
 
-// dispatch starts handling one job of a subscription's consumer once the instance has
-// a free worker.
-func (d *Dispatcher) dispatch(ctx, workCtx context.Context, msg jetstream.Msg) {
+// dispatch hands one job of subscription h to one of its workers: one that waits for a
+// job, else a new one if fewer than its cap run, else the first that is done with its
+// job (the subscription's consumer waits meanwhile; only its own jobs do). It runs on
+// the consumer's callback, one job at a time per subscription.
+func (d *Dispatcher) dispatch(ctx, workCtx context.Context, h *hookConsumer, msg jetstream.Msg) {
+	if ctx.Err() != nil {
+		consumer.HandBack(msg) // stopping: hand it to another instance at once
+		return
+	}
+	select {
+	case h.jobs <- msg:
+		return
+	default:
+	}
+	if h.startWorker() {
+		d.inflight.Go(func() { d.work(ctx, workCtx, h, msg) })
+		return
+	}
+	select {
+	case h.jobs <- msg:
+	case <-ctx.Done():
+		consumer.HandBack(msg)
+	case <-h.stop:
+		consumer.HandBack(msg)
+	}
+}
+
+// work is one worker of subscription h: it attempts msg, then each job handed to it,
+// until the dispatcher stops or the subscription's consumer is removed.
+func (d *Dispatcher) work(ctx, workCtx context.Context, h *hookConsumer, msg jetstream.Msg) {
+	for {
+		d.attempt(ctx, workCtx, msg)
+		msg = nil
+		select {
+		case msg = <-h.jobs:
+		case <-ctx.Done():
+			return
+		case <-h.stop:
+			return
+		}
+	}
+}
+
+// attempt handles one job once the instance has a free slot of its Workers.
+func (d *Dispatcher) attempt(ctx, workCtx context.Context, msg jetstream.Msg) {
 	select {
 	case d.sem <- struct{}{}:
 	case <-ctx.Done():
 		consumer.HandBack(msg)
 		return
 	}
-	d.inflight.Go(func() {
-		defer func() { <-d.sem }()
-		if ctx.Err() != nil {
-			consumer.HandBack(msg) // stopping: hand it to another instance at once
-			return
-		}
-		d.deliver.Process(workCtx, msg)
-	})
+	defer func() { <-d.sem }()
+	if ctx.Err() != nil {
+		consumer.HandBack(msg) // stopping: hand it to another instance at once
+		return
+	}
+	d.deliver.Process(workCtx, msg)
 }
 
 // handleEvents fans a batch of events out: each is acknowledged once its jobs are

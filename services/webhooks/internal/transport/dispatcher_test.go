@@ -862,3 +862,51 @@ func TestCacheFailsSafeWhenTheListenerDrops(t *testing.T) {
 		}
 	}
 }
+
+// TestRaisedMaxInFlightTakesEffect: a subscription's jobs run on workers of its own,
+// at most its max_in_flight; raising max_in_flight while the dispatcher runs lets that
+// many attempts run at once (more workers start), and never more.
+func TestRaisedMaxInFlightTakesEffect(t *testing.T) {
+	f := setup(t)
+	rc := webhooktest.NewReceiver(t, webhooktest.NewSecret(), func(int, webhooktest.Request) webhooktest.Answer {
+		return webhooktest.Answer{Delay: 300 * time.Millisecond}
+	})
+	hook := f.subscribe(t, rc, func(s *webhooktest.Subscription) { s.MaxInFlight = 1 })
+	f.start(t, webhooktest.Config{Workers: 8})
+	for range 3 {
+		f.streams.Publish(t, f.js, webhooktest.Envelope(events.TypePackageCreated, 0))
+	}
+	rc.WaitN(t, 3, 20*time.Second)
+	if m := rc.MaxInFlight(); m != 1 {
+		t.Fatalf("%d requests in flight at once with max_in_flight 1", m)
+	}
+
+	ctx := context.Background()
+	if _, err := f.pool.Exec(ctx, `UPDATE webhook_subscriptions SET max_in_flight = 4 WHERE id = $1`, hook); err != nil {
+		t.Fatal(err)
+	}
+	cons := f.streams.Options.HookConsumer(hook)
+	webhooktest.Eventually(t, 10*time.Second, "the delivery consumer's MaxAckPending raised to 4", func() bool {
+		c, err := f.js.Consumer(ctx, f.streams.Options.JobsStream, cons)
+		return err == nil && c.CachedInfo().Config.MaxAckPending == 4
+	})
+	for range 12 {
+		f.streams.Publish(t, f.js, webhooktest.Envelope(events.TypePackageCreated, 0))
+	}
+	rc.WaitN(t, 15, 30*time.Second)
+	if m := rc.MaxInFlight(); m != 4 {
+		t.Errorf("%d requests in flight at once after max_in_flight was raised to 4, want 4", m)
+	}
+	webhooktest.Eventually(t, 10*time.Second, "all succeeded once", func() bool {
+		ds := webhooktest.Deliveries(t, f.pool, hook)
+		if len(ds) != 15 {
+			return false
+		}
+		for _, d := range ds {
+			if d.Status != app.StatusSucceeded || d.Attempts != 1 {
+				return false
+			}
+		}
+		return true
+	})
+}
