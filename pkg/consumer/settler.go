@@ -23,8 +23,12 @@ type Settler struct {
 	log  *slog.Logger
 	name string
 	q    chan settleItem
-	once sync.Once
 	done chan struct{}
+
+	// mu guards closed: Settle holds it shared while it queues, Close exclusively
+	// while it closes q, so no decision is sent on a closed queue.
+	mu     sync.RWMutex
+	closed bool
 }
 
 type settleItem struct {
@@ -46,15 +50,35 @@ func NewSettler(name string, log *slog.Logger) *Settler {
 	return s
 }
 
-// Settle queues msg to be settled as d says.
+// Settle queues msg to be settled as d says; once the settler is closed (a handler
+// that outlived its dispatcher's shutdown), it settles msg itself.
 func (s *Settler) Settle(msg jetstream.Msg, d Decision) {
+	s.mu.RLock()
+	if s.closed {
+		s.mu.RUnlock()
+		s.settle(settleItem{msg: msg, d: d})
+		return
+	}
 	s.q <- settleItem{msg: msg, d: d}
+	s.mu.RUnlock()
 }
 
-// Close settles what is queued and stops the settler. No Settle may follow it.
+// Close settles what is queued and stops the settler. A Settle after it settles its
+// message at once.
 func (s *Settler) Close() {
-	s.once.Do(func() { close(s.q) })
+	s.mu.Lock()
+	if !s.closed {
+		s.closed = true
+		close(s.q)
+	}
+	s.mu.Unlock()
 	<-s.done
+}
+
+func (s *Settler) settle(it settleItem) {
+	if err := Settle(it.msg, it.d); err != nil {
+		s.log.Warn("settle message", "consumer", s.name, "subject", it.msg.Subject(), "action", it.d.Action.String(), "err", err)
+	}
 }
 
 func (s *Settler) loop() {
@@ -82,9 +106,7 @@ func (s *Settler) loop() {
 			}
 		}
 		for i := range batch {
-			if err := Settle(batch[i].msg, batch[i].d); err != nil {
-				s.log.Warn("settle message", "consumer", s.name, "subject", batch[i].msg.Subject(), "action", batch[i].d.Action.String(), "err", err)
-			}
+			s.settle(batch[i])
 			batch[i] = settleItem{}
 		}
 	}

@@ -52,3 +52,16 @@ func TestSettlerSettlesEveryMessageOnce(t *testing.T) {
 	}
 	s.Close() // a second Close returns at once
 }
+
+// TestSettlerAfterClose: a handler that outlives the settler (an attempt abandoned at
+// shutdown that ends later) still has its message settled, at once, instead of a send
+// on the closed queue.
+func TestSettlerAfterClose(t *testing.T) {
+	s := consumer.NewSettler("test", nil)
+	s.Close()
+	m := msg("late", 1)
+	s.Settle(m, consumer.NakAfter(0))
+	if got := m.Settled(); got != "nak" {
+		t.Fatalf("message settled %q after Close, want a nak", got)
+	}
+}
