@@ -184,12 +184,12 @@ func serveSpan(c *gin.Context, f app.File, span app.Span, obj app.Object) delive
 }
 
 // copyBufferSize is how much an answer reads from its object before it writes, at
-// most. Big writes are what made downloads cheap, on all three sides: with io.Copy's
-// 32 KiB (a read and a write syscall per 32 KiB) the client at the other end of the
-// socket woke for every write and MinIO for every read; with the buffer filled to
-// 2 MiB before each write, the whole machine spent a quarter less CPU per GiB
-// (docs/BENCHMARKS.md, "Download, issue 21"). It is also the memory of one download
-// under way (pooled).
+// most. Full writes are what made downloads cheaper for the gateway and its client:
+// with io.Copy's 32 KiB (a read and a write syscall per 32 KiB, each write waking the
+// client for a little data) the gateway and the client spent a fifth more CPU per GiB
+// between them than the baseline reading MinIO directly; with the buffer filled to
+// 2 MiB before each write, about the same (docs/BENCHMARKS.md, "Download, issue 21").
+// It is also the memory of one download under way (pooled).
 const copyBufferSize = 2 << 20
 
 // copyBuffers are the answers' copy buffers.
