@@ -134,3 +134,29 @@ func procStat(pid int) []string {
 	s := string(b)
 	return strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
 }
+
+// PidsNamed returns the processes whose command name (/proc/pid/comm) is name, e.g. the
+// machine's MinIO server, whose CPU the transfer rows report beside the gateway's.
+func PidsNamed(name string) []int {
+	dirs, _ := os.ReadDir("/proc")
+	var pids []int
+	for _, d := range dirs {
+		pid, err := strconv.Atoi(d.Name())
+		if err != nil {
+			continue
+		}
+		if b, err := os.ReadFile("/proc/" + d.Name() + "/comm"); err == nil && strings.TrimSpace(string(b)) == name {
+			pids = append(pids, pid)
+		}
+	}
+	return pids
+}
+
+// ProcsCPU returns the CPU time the processes pids have used so far, together.
+func ProcsCPU(pids []int) time.Duration {
+	var total time.Duration
+	for _, pid := range pids {
+		total += ProcCPU(pid)
+	}
+	return total
+}

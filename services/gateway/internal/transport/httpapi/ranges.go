@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/gin-gonic/gin"
@@ -178,8 +179,42 @@ func serveSpan(c *gin.Context, f app.File, span app.Span, obj app.Object) delive
 	c.Writer.Flush()
 	meter := startDeliveryMeter(c.Request)
 	// A failed write is a client gone; sentOf tells the budget how far it got.
-	_, _ = io.CopyN(c.Writer, obj, span.Length)
+	_, _ = copySpan(c.Writer, obj, span.Length)
 	return meter
+}
+
+// copyBufferSize is how much an answer reads from its object before it writes, at
+// most. Full writes are what made downloads cheaper for the gateway and its client:
+// with io.Copy's 32 KiB (a read and a write syscall per 32 KiB, each write waking the
+// client for a little data) the gateway and the client spent a fifth more CPU per GiB
+// between them than the baseline reading MinIO directly; with the buffer filled to
+// 2 MiB before each write, about the same (docs/BENCHMARKS.md, "Download, issue 21").
+// It is also the memory of one download under way (pooled).
+const copyBufferSize = 2 << 20
+
+// copyBuffers are the answers' copy buffers.
+var copyBuffers = sync.Pool{New: func() any { b := make([]byte, copyBufferSize); return &b }}
+
+// copySpan copies n bytes of r to w, filling a pooled buffer of copyBufferSize (or
+// what is left of n) before each write. It returns the bytes written.
+func copySpan(w io.Writer, r io.Reader, n int64) (int64, error) {
+	buf := copyBuffers.Get().(*[]byte)
+	defer copyBuffers.Put(buf)
+	var written int64
+	for written < n {
+		m, err := io.ReadFull(r, (*buf)[:min(int64(len(*buf)), n-written)])
+		if m > 0 {
+			k, werr := w.Write((*buf)[:m])
+			written += int64(k)
+			if werr != nil {
+				return written, werr
+			}
+		}
+		if err != nil {
+			return written, err
+		}
+	}
+	return written, nil
 }
 
 // settleSpan tells finish what the answer sent of its span, once that is known
