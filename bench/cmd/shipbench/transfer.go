@@ -203,8 +203,8 @@ func (x *transfer) uploadRow(ctx context.Context, report bool) (lastPkg, lastFil
 		x.rep.Add(Row{
 			What:     fmt.Sprintf("upload, 1 file of %s, multipart.Writer over io.Pipe, http.DefaultClient (median of %d)", formatSize(size), x.c.runs),
 			Measured: rig.MBps(g), Baseline: rig.MBps(b) + " (minio-go PutObject)", Ratio: ratio(g, b),
-			Target:  "≥ 0.90×",
-			Verdict: verdict(g >= 0.9*b, "%.0f%% below 0.90×", (0.9-g/b)/0.9*100),
+			Target:  "≥ 0.95×",
+			Verdict: verdict(g >= 0.95*b, "%.0f%% below 0.95×", (0.95-g/b)/0.95*100),
 		})
 	}
 	return lastPkg, lastFile
