@@ -17,6 +17,12 @@ type batcher[In, Out any] struct {
 	run  func(ctx context.Context, items []In) ([]Out, error)
 	stop chan struct{}
 	wg   sync.WaitGroup
+
+	// turn, when not nil, lets one batch run at a time while batches are quick: a
+	// runner with items waits for the batch under way for up to spill, then runs
+	// alongside it (see newSpillBatcher).
+	turn  chan struct{}
+	spill time.Duration
 }
 
 type batchItem[In, Out any] struct {
@@ -32,7 +38,20 @@ type batchResult[Out any] struct {
 // newBatcher starts runners goroutines that call run with at most max items; run
 // returns one result per item, in order, or an error for them all. Close stops them.
 func newBatcher[In, Out any](runners, max int, run func(ctx context.Context, items []In) ([]Out, error)) *batcher[In, Out] {
-	b := &batcher[In, Out]{in: make(chan batchItem[In, Out], max*runners), max: max, run: run, stop: make(chan struct{})}
+	return newSpillBatcher(runners, max, 0, run)
+}
+
+// newSpillBatcher is newBatcher whose runners take turns: a batch waits for the one
+// under way, so the batches grow with the load and never contend with each other
+// (PostgreSQL's WAL flushes, for group commits), unless that one has run for spill
+// already (a lock, a slow disk): then it runs alongside, up to runners at once, so a
+// stalled batch does not hold up every caller. With spill 0 the runners do not take
+// turns.
+func newSpillBatcher[In, Out any](runners, max int, spill time.Duration, run func(ctx context.Context, items []In) ([]Out, error)) *batcher[In, Out] {
+	b := &batcher[In, Out]{in: make(chan batchItem[In, Out], max*runners), max: max, run: run, stop: make(chan struct{}), spill: spill}
+	if spill > 0 {
+		b.turn = make(chan struct{}, 1)
+	}
 	for range runners {
 		b.wg.Go(b.loop)
 	}
@@ -90,6 +109,7 @@ func (b *batcher[In, Out]) loop() {
 		case <-b.stop:
 			return
 		}
+		took := b.takeTurn()
 	more:
 		for len(items) < b.max {
 			select {
@@ -106,6 +126,9 @@ func (b *batcher[In, Out]) loop() {
 		ctx, cancel := context.WithTimeout(context.Background(), recordTimeout)
 		outs, err := b.run(ctx, ins)
 		cancel()
+		if took {
+			<-b.turn
+		}
 		for i, it := range items {
 			r := batchResult[Out]{err: err}
 			if err == nil {
@@ -113,5 +136,26 @@ func (b *batcher[In, Out]) loop() {
 			}
 			it.reply <- r
 		}
+	}
+}
+
+// takeTurn waits for the batch under way (up to spill) and reports whether this
+// runner holds the turn; false when the batcher takes no turns or the wait ran out.
+func (b *batcher[In, Out]) takeTurn() bool {
+	if b.turn == nil {
+		return false
+	}
+	select {
+	case b.turn <- struct{}{}:
+		return true
+	default:
+	}
+	t := time.NewTimer(b.spill)
+	defer t.Stop()
+	select {
+	case b.turn <- struct{}{}:
+		return true
+	case <-t.C:
+		return false
 	}
 }
