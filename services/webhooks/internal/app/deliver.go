@@ -150,9 +150,8 @@ const loadRunners = 4
 // the size, and PostgreSQL spent about twice the CPU per delivery, its backends queueing
 // on LWLock:WALWrite). A commit that has run for recordSpill (a lock, a slow disk, a
 // checkpoint) no longer holds up the others: the next starts beside it, up to
-// recordRunners. (Strictly one at a time, such a stall held every attempt of the
-// instance, and its slots of max_in_flight, for its whole length: the event row's p99
-// reached 0.3-0.5 s in two of four runs.)
+// recordRunners. (Strictly one at a time, such a stall would hold every attempt of the
+// instance, and its slots of max_in_flight, for its whole length.)
 const (
 	recordRunners = 4
 	recordSpill   = 20 * time.Millisecond
