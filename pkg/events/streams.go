@@ -146,17 +146,28 @@ func ensureOne(ctx context.Context, js jetstream.JetStream, cfg jetstream.Stream
 	return retryRequest(ctx, func(actx context.Context) error {
 		_, err := js.CreateOrUpdateStream(actx, cfg)
 		var apiErr *jetstream.APIError
-		if errors.As(err, &apiErr) && apiErr.ErrorCode == errCodeSubjectOverlap {
-			// A clustered server answers a creation that races another caller's
-			// creation of the same stream this way too. When the stream of that name
-			// exists now, it is the race: the next attempt updates it. Otherwise
-			// another stream holds the subjects, which no retry fixes.
-			if _, serr := js.Stream(actx, cfg.Name); serr == nil {
-				return fmt.Errorf("%w (%w)", jetstream.ErrStreamNameAlreadyInUse, err)
-			}
+		if errors.As(err, &apiErr) && apiErr.ErrorCode == errCodeSubjectOverlap && racingCreation(actx, js, cfg) {
+			return fmt.Errorf("%w (%w)", jetstream.ErrStreamNameAlreadyInUse, err)
 		}
 		return err
 	})
+}
+
+// racingCreation tells, after a "subjects overlap" answer, whether it came from another
+// caller's creation of the same stream, which a clustered server answers this way too:
+// the stream of that name exists, or no other stream holds its subjects (the racing
+// creation is not visible yet on the server asked). The next attempt then updates it.
+// When another stream holds a subject, no retry fixes it.
+func racingCreation(ctx context.Context, js jetstream.JetStream, cfg jetstream.StreamConfig) bool {
+	if _, err := js.Stream(ctx, cfg.Name); err == nil {
+		return true
+	}
+	for _, subject := range cfg.Subjects {
+		if name, err := js.StreamNameBySubject(ctx, subject); err == nil && name != cfg.Name {
+			return false
+		}
+	}
+	return true
 }
 
 // EnsureConsumer creates or updates the durable consumer cfg on stream, with the same
