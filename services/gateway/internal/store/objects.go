@@ -82,8 +82,7 @@ func (o *Objects) Put(ctx context.Context, key string, r io.Reader, contentType 
 // last one shorter), each sent while it is read (putStreamedPart), and completes the
 // upload.
 func (o *Objects) putParts(ctx context.Context, key, uploadID string, r io.Reader, buf []byte) (int64, error) {
-	part, err := o.core.PutObjectPart(ctx, o.s.Bucket, key, uploadID, 1,
-		bytes.NewReader(buf), int64(len(buf)), partOptions(buf))
+	part, err := o.putBufferedPart(ctx, key, uploadID, 1, buf)
 	if err != nil {
 		return 0, err
 	}
@@ -104,6 +103,12 @@ func (o *Objects) putParts(ctx context.Context, key, uploadID string, r io.Reade
 		return 0, err
 	}
 	return size, nil
+}
+
+// putBufferedPart sends data, held in memory, as part number of a multipart upload,
+// with its CRC32C (partOptions); minio-go retries it on a store failure.
+func (o *Objects) putBufferedPart(ctx context.Context, key, uploadID string, number int, data []byte) (minio.ObjectPart, error) {
+	return o.core.PutObjectPart(ctx, o.s.Bucket, key, uploadID, number, bytes.NewReader(data), int64(len(data)), partOptions(data))
 }
 
 // partOptions sends a part with its CRC32C, which the store verifies, instead of a

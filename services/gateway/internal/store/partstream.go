@@ -1,7 +1,6 @@
 package store
 
 import (
-	"bytes"
 	"context"
 	"encoding/base64"
 	"encoding/binary"
@@ -116,8 +115,8 @@ func (s *partStream) detach() (int, error) {
 // is read to its end and sent again from buf, with minio-go's retries.
 func (o *Objects) putStreamedPart(ctx context.Context, key, uploadID string, number int, r io.Reader, buf []byte) (minio.ObjectPart, int, bool, error) {
 	ps := newPartStream(r, buf)
-	// The first bytes before the request: an upload that ended at a part's boundary
-	// sends nothing more.
+	// The first bytes before the request (no request reads the stream yet): an upload
+	// that ended at a part's boundary sends nothing more.
 	for ps.n == 0 && ps.srcErr == nil {
 		ps.fillLocked(len(buf))
 	}
@@ -148,8 +147,7 @@ func (o *Objects) putStreamedPart(ctx context.Context, key, uploadID string, num
 			return minio.ObjectPart{}, 0, false, err
 		}
 	}
-	part, err = o.core.PutObjectPart(ctx, o.s.Bucket, key, uploadID, number,
-		bytes.NewReader(buf[:n]), int64(n), partOptions(buf[:n]))
+	part, err = o.putBufferedPart(ctx, key, uploadID, number, buf[:n])
 	return part, n, last, err
 }
 

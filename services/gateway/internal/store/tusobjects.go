@@ -36,8 +36,7 @@ func (o *Objects) StartMultipart(ctx context.Context, key, contentType string) (
 
 // PutPart sends data as part number of the multipart upload.
 func (o *Objects) PutPart(ctx context.Context, key, uploadID string, number int, data []byte) (transfers.TusPart, error) {
-	part, err := o.core.PutObjectPart(ctx, o.s.Bucket, key, uploadID, number,
-		bytes.NewReader(data), int64(len(data)), partOptions(data))
+	part, err := o.putBufferedPart(ctx, key, uploadID, number, data)
 	if err != nil {
 		return transfers.TusPart{}, fmt.Errorf("upload part %d: %w", number, err)
 	}
