@@ -90,11 +90,17 @@ func (r *Runtime) Process(ctx context.Context, msgs ...jetstream.Msg) []Decision
 		return out
 	}
 	for i, msg := range msgs {
-		if err := Settle(msg, out[i]); err != nil {
-			r.log.Warn("settle message", "consumer", r.name, "subject", msg.Subject(), "action", out[i].Action.String(), "err", err)
-		}
+		settleOrLog(r.log, r.name, msg, out[i])
 	}
 	return out
+}
+
+// settleOrLog settles msg as d says, logging (not returning) a failure: the message is
+// then handed out again after its AckWait.
+func settleOrLog(log *slog.Logger, consumer string, msg jetstream.Msg, d Decision) {
+	if err := Settle(msg, d); err != nil {
+		log.Warn("settle message", "consumer", consumer, "subject", msg.Subject(), "action", d.Action.String(), "err", err)
+	}
 }
 
 // Fetcher is the part of a jetstream.Consumer that Pull uses.

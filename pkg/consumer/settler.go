@@ -75,11 +75,7 @@ func (s *Settler) Close() {
 	<-s.done
 }
 
-func (s *Settler) settle(it settleItem) {
-	if err := Settle(it.msg, it.d); err != nil {
-		s.log.Warn("settle message", "consumer", s.name, "subject", it.msg.Subject(), "action", it.d.Action.String(), "err", err)
-	}
-}
+func (s *Settler) settle(it settleItem) { settleOrLog(s.log, s.name, it.msg, it.d) }
 
 func (s *Settler) loop() {
 	defer close(s.done)
