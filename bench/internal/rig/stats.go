@@ -101,18 +101,25 @@ func TreeCPU(pid int) time.Duration {
 		ticks += v
 	}
 	total := time.Duration(ticks) * time.Second / 100
-	dirs, _ := os.ReadDir("/proc")
 	want := strconv.Itoa(pid)
-	for _, d := range dirs {
-		child, err := strconv.Atoi(d.Name())
-		if err != nil {
-			continue
-		}
+	for _, child := range allPids() {
 		if st := procStat(child); len(st) > 1 && st[1] == want {
 			total += ProcCPU(child)
 		}
 	}
 	return total
+}
+
+// allPids returns the ids of the machine's processes (the numeric entries of /proc).
+func allPids() []int {
+	dirs, _ := os.ReadDir("/proc")
+	pids := make([]int, 0, len(dirs))
+	for _, d := range dirs {
+		if pid, err := strconv.Atoi(d.Name()); err == nil {
+			pids = append(pids, pid)
+		}
+	}
+	return pids
 }
 
 // Parent returns the parent of process pid, 0 when it cannot be read.
@@ -138,14 +145,9 @@ func procStat(pid int) []string {
 // PidsNamed returns the processes whose command name (/proc/pid/comm) is name, e.g. the
 // machine's MinIO server, whose CPU the transfer rows report beside the gateway's.
 func PidsNamed(name string) []int {
-	dirs, _ := os.ReadDir("/proc")
 	var pids []int
-	for _, d := range dirs {
-		pid, err := strconv.Atoi(d.Name())
-		if err != nil {
-			continue
-		}
-		if b, err := os.ReadFile("/proc/" + d.Name() + "/comm"); err == nil && strings.TrimSpace(string(b)) == name {
+	for _, pid := range allPids() {
+		if b, err := os.ReadFile(fmt.Sprintf("/proc/%d/comm", pid)); err == nil && strings.TrimSpace(string(b)) == name {
 			pids = append(pids, pid)
 		}
 	}
