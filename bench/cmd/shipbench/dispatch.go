@@ -152,7 +152,11 @@ func dispatchRun(ctx context.Context, t testing.TB, c config, bins rig.Bins, rcv
 	cpu := rig.ReadCPU()
 	start := time.Now()
 	for i := range procs {
-		procs[i] = rig.NewService(t, bins, "webhooks", s.Env...)
+		env := s.Env
+		if c.dispatcherProcs > 0 {
+			env = append(append([]string{}, env...), fmt.Sprintf("GOMAXPROCS=%d", c.dispatcherProcs))
+		}
+		procs[i] = rig.NewService(t, bins, "webhooks", env...)
 		procs[i].Start()
 	}
 	for _, p := range procs {
@@ -160,6 +164,7 @@ func dispatchRun(ctx context.Context, t testing.TB, c config, bins rig.Bins, rcv
 	}
 	sampled := sampleWaits(ctx, t, s.DBURL)
 	prof.record(ctx, procs[0], min(10*time.Second, time.Until(end)-time.Second), fmt.Sprintf("dispatch-%d-instances", inst))
+	prof.recordNATS(ctx, ns, min(10*time.Second, time.Until(end)-time.Second), fmt.Sprintf("dispatch-%d-instances-nats", inst))
 	for unique.Load() < want && time.Now().Before(end) && ctx.Err() == nil {
 		time.Sleep(20 * time.Millisecond)
 	}

@@ -15,7 +15,8 @@
 // bucket) and a nats-server binary (each row runs a private one, because the services'
 // stream and consumer names are fixed). It builds the services first, unless
 // SHIPBENCH_BIN_DIR names a directory of prebuilt binaries (gateway, shipctl, webhooks,
-// expiry, shipfile), as on a machine without Go.
+// expiry, shipfile), as on a machine without Go (SHIPBENCH_BIN_PPROF=1 says they were built
+// with the pprof overlay of rig.Build, so that -profile works with them).
 package main
 
 import (
@@ -48,6 +49,9 @@ type config struct {
 
 	events, subscriptions int
 	instances             intList
+
+	natsConfig      string
+	dispatcherProcs int
 
 	fairRate     int
 	fairDuration time.Duration
@@ -110,6 +114,8 @@ func main() {
 	fs.IntVar(&c.events, "events", 20000, "events of each dispatcher run")
 	fs.IntVar(&c.subscriptions, "subscriptions", 4, "subscriptions each event goes to in the dispatcher row")
 	fs.Var(&c.instances, "instances", "dispatcher instance counts of the dispatcher row, comma-separated")
+	fs.StringVar(&c.natsConfig, "nats-config", "", "a nats-server configuration file the rows' private servers load (-c), e.g. one with disable_sublist_cache: true")
+	fs.IntVar(&c.dispatcherProcs, "dispatcher-gomaxprocs", 0, "GOMAXPROCS of each dispatcher process of the dispatcher row (0: Go's default, the machine's or cgroup's CPUs), as a CPU limit per pod gives it")
 	fs.IntVar(&c.maxInFlight, "max-in-flight", 0, "max_in_flight of the dispatcher row's subscriptions (0: the API's default, 16)")
 	fs.IntVar(&c.fairRate, "fair-rate", 100, "events per second of the dispatcher fairness row (each to 4 subscriptions)")
 	fs.DurationVar(&c.fairDuration, "fair-duration", 15*time.Second, "duration of each phase of the dispatcher fairness row")
@@ -179,6 +185,8 @@ func run(c config, command string) int {
 		fmt.Fprintln(os.Stderr, "shipbench:", err)
 		return 2
 	}
+	rig.ProfileNATS = c.profile != ""
+	rig.NATSConfig = c.natsConfig
 	failed := false
 	log := os.Stderr
 
@@ -201,8 +209,8 @@ func run(c config, command string) int {
 			fmt.Fprintln(os.Stderr, "shipbench:", err)
 			return 2
 		}
-		if c.profile != "" {
-			fmt.Fprintln(os.Stderr, "shipbench: -profile needs binaries built by shipbench (with a pprof endpoint); unset SHIPBENCH_BIN_DIR")
+		if c.profile != "" && !bins.Pprof {
+			fmt.Fprintln(os.Stderr, "shipbench: -profile needs binaries with a pprof endpoint: unset SHIPBENCH_BIN_DIR, or set SHIPBENCH_BIN_PPROF=1 for binaries built with shipbench's overlay (as big-machine-bench's bundle may be)")
 			return 2
 		}
 		fmt.Fprintf(log, "==> using the prebuilt %s of %s\n", strings.Join(names, ", "), dir)
@@ -287,7 +295,9 @@ func run(c config, command string) int {
 // prebuilt returns the binaries names in dir (SHIPBENCH_BIN_DIR), each of which must
 // be an executable file.
 func prebuilt(dir string, names []string) (rig.Bins, error) {
-	bins := rig.Bins{Path: map[string]string{}}
+	// SHIPBENCH_BIN_PPROF=1 says they serve net/http/pprof on SHIPBENCH_PPROF_ADDR (built with
+	// rig.Build's Pprof overlay), for -profile.
+	bins := rig.Bins{Path: map[string]string{}, Pprof: os.Getenv("SHIPBENCH_BIN_PPROF") == "1"}
 	for _, n := range names {
 		path := filepath.Join(dir, n)
 		fi, err := os.Stat(path)

@@ -24,12 +24,29 @@ type profiler struct {
 
 // record profiles p for d from now, in the background, under name.
 func (pr *profiler) record(ctx context.Context, p *rig.Proc, d time.Duration, name string) {
-	if pr == nil || pr.dir == "" || p == nil {
+	if p == nil {
+		return
+	}
+	pr.cpu(d, name, func(path string) error { return p.CPUProfile(ctx, d, path) })
+}
+
+// recordNATS profiles the nats-server n for d from now, in the background, under name
+// (when n was started with rig.ProfileNATS).
+func (pr *profiler) recordNATS(ctx context.Context, n *rig.NATSServer, d time.Duration, name string) {
+	if n.ProfileAddr == "" {
+		return
+	}
+	pr.cpu(d, name, func(path string) error { return rig.CPUProfileAt(ctx, n.ProfileAddr, d, path) })
+}
+
+// cpu saves, in the background, the CPU profile of d that fetch writes to a path, as name.
+func (pr *profiler) cpu(d time.Duration, name string, fetch func(path string) error) {
+	if pr == nil || pr.dir == "" {
 		return
 	}
 	pr.wg.Go(func() {
 		path := filepath.Join(pr.dir, name+".pprof")
-		if err := p.CPUProfile(ctx, d, path); err != nil {
+		if err := fetch(path); err != nil {
 			pr.rep.Rawf("profile %s: %v", name, err)
 			return
 		}
@@ -58,8 +75,13 @@ func (pr *profiler) heap(ctx context.Context, p *rig.Proc, delay time.Duration, 
 	})
 }
 
-// top records the top of `go tool pprof -top` of a saved profile.
+// top records the top of `go tool pprof -top` of a saved profile (only its path where no
+// go command is at hand, as on the bigger machine of ../shared/tools/big-machine-bench).
 func (pr *profiler) top(name, path string, args ...string) {
+	if _, err := exec.LookPath("go"); err != nil {
+		pr.rep.Rawf("profile %s, saved as %s (no go command here to list its top)", name, path)
+		return
+	}
 	out, err := exec.Command("go", append(append([]string{"tool", "pprof", "-top", "-nodecount=15"}, args...), path)...).CombinedOutput()
 	if err != nil {
 		pr.rep.Rawf("profile %s: go tool pprof: %v", name, err)

@@ -19,6 +19,8 @@ import (
 type NATSServer struct {
 	t   testing.TB
 	URL string
+	// ProfileAddr serves the server's net/http/pprof when ProfileNATS was set.
+	ProfileAddr string
 
 	args []string
 	log  string
@@ -28,6 +30,13 @@ type NATSServer struct {
 	exited chan struct{}
 }
 
+// ProfileNATS makes StartNATS run the servers with their pprof endpoint (nats-server's
+// --profile), for shipbench -profile.
+var ProfileNATS bool
+
+// NATSConfig, when set, is a configuration file StartNATS's servers load (-c).
+var NATSConfig string
+
 // StartNATS runs a private nats-server until the test ends.
 func StartNATS(t testing.TB) *NATSServer {
 	t.Helper()
@@ -36,6 +45,14 @@ func StartNATS(t testing.TB) *NATSServer {
 	dir := t.TempDir()
 	n := &NATSServer{t: t, URL: "nats://" + addr, log: filepath.Join(dir, "nats.log"),
 		args: []string{servicetest.NATSServerBin(t), "-a", host, "-p", port, "-js", "-sd", filepath.Join(dir, "store")}}
+	if NATSConfig != "" {
+		n.args = append(n.args, "-c", NATSConfig)
+	}
+	if ProfileNATS {
+		n.ProfileAddr = servicetest.FreeAddr(t)
+		_, pport, _ := net.SplitHostPort(n.ProfileAddr)
+		n.args = append(n.args, "--profile", pport)
+	}
 	t.Cleanup(n.Kill)
 	n.Start()
 	return n

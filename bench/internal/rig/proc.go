@@ -263,7 +263,17 @@ func (p *Proc) pprof(ctx context.Context, what, path string) error {
 	if p.PprofAddr == "" {
 		return fmt.Errorf("%s was not built with a pprof endpoint", p.Name)
 	}
-	req, err := http.NewRequestWithContext(ctx, "GET", fmt.Sprintf("http://%s/debug/pprof/%s", p.PprofAddr, what), nil)
+	return fetchPprof(ctx, p.PprofAddr, what, path)
+}
+
+// CPUProfileAt records the CPU profile of the process serving net/http/pprof on addr
+// (a nats-server started with ProfileNATS, say) for d into path.
+func CPUProfileAt(ctx context.Context, addr string, d time.Duration, path string) error {
+	return fetchPprof(ctx, addr, fmt.Sprintf("profile?seconds=%d", max(1, int(d.Seconds()))), path)
+}
+
+func fetchPprof(ctx context.Context, addr, what, path string) error {
+	req, err := http.NewRequestWithContext(ctx, "GET", fmt.Sprintf("http://%s/debug/pprof/%s", addr, what), nil)
 	if err != nil {
 		return err
 	}
