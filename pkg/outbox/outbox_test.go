@@ -625,6 +625,48 @@ func TestPublishErrorKeepsOrderAndRetries(t *testing.T) {
 	}
 }
 
+// TestRefusedRowDoesNotHoldBackOthers: a batch's rows go out together, so a row the
+// stream refuses does not hold back the rows behind it that went through (each published
+// once); it is tried again, after them, until it is published.
+func TestRefusedRowDoesNotHoldBackOthers(t *testing.T) {
+	t.Parallel()
+	f := setup(t)
+	unbound := eventstest.Prefix() // no stream binds it yet: "no responders"
+	refused := outbox.Message{ID: uuid.Must(uuid.NewV7()).String(), Subject: unbound + ".x", Data: []byte("refused")}
+	behind := f.msg("behind")
+	f.insert(t, refused, behind)
+	relay := outbox.NewRelay(f.pool, f.js, outbox.Options{})
+	if err := relay.Flush(t.Context()); err == nil || !strings.Contains(err.Error(), refused.ID) {
+		t.Fatalf("Flush = %v, want the refused row's error", err)
+	}
+	if r := f.row(t, refused.ID); r.published || r.attempts != 1 || r.lastError == nil {
+		t.Fatalf("refused row: published %v, attempts %d, last_error %v; want pending, one attempt, its error", r.published, r.attempts, r.lastError)
+	}
+	if r := f.row(t, behind.ID); !r.published || r.attempts != 1 {
+		t.Fatalf("the row behind the refused one: published %v, attempts %d; want published at once", r.published, r.attempts)
+	}
+
+	s, err := f.js.CreateStream(t.Context(), jetstream.StreamConfig{
+		Name: eventstest.StreamName(unbound), Subjects: []string{unbound + ".>"}, Storage: jetstream.FileStorage,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	eventstest.DeleteOnCleanup(t, f.js, eventstest.StreamName(unbound))
+	if err := relay.Flush(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if r := f.row(t, refused.ID); !r.published || r.lastError != nil {
+		t.Fatalf("refused row once its stream exists: published %v, last_error %v", r.published, r.lastError)
+	}
+	if info, err := s.Info(t.Context()); err != nil || info.State.Msgs != 1 {
+		t.Fatalf("its stream holds %v messages (%v), want 1", info.State.Msgs, err)
+	}
+	if n := f.count(t); n != 1 {
+		t.Fatalf("the fixture's stream holds %d messages, want the row behind once", n)
+	}
+}
+
 func TestCleanupDeletesOldPublishedRows(t *testing.T) {
 	t.Parallel()
 	f := setup(t)

@@ -29,6 +29,8 @@ const (
 	// Back-off between failed publish passes.
 	minBackoff = 100 * time.Millisecond
 	maxBackoff = 30 * time.Second
+	// publishWait bounds waiting for a batch's acknowledgements.
+	publishWait = 10 * time.Second
 	// markTimeout bounds recording a batch's outcome once ctx is cancelled.
 	markTimeout = 10 * time.Second
 	// lastErrorMax bounds the stored error text.
@@ -90,6 +92,14 @@ func NewRelay(pool *pgxpool.Pool, js jetstream.JetStream, opts Options) *Relay {
 		log = slog.New(slog.DiscardHandler)
 	}
 	log = log.With("component", "outbox")
+	// Its own JetStream context on the same connection, whose asynchronous publishes
+	// give up after publishWait: one the server never answers would otherwise stay
+	// pending in the context for good, and enough of them stall every later publish.
+	if nc := js.Conn(); nc != nil {
+		if own, err := jetstream.New(nc, jetstream.WithPublishAsyncTimeout(publishWait)); err == nil {
+			js = own
+		}
+	}
 	return &Relay{
 		wake:    make(chan struct{}, 1),
 		pool:    pool,
@@ -199,9 +209,8 @@ type row struct {
 	ephemeral bool
 }
 
-// publishBatch publishes up to BatchSize pending rows in one transaction, in id order,
-// stopping at the first failure so that order is kept. It returns how many rows it
-// locked.
+// publishBatch publishes up to BatchSize pending rows in one transaction, in id order
+// (see publish), and records the outcome. It returns how many rows it locked.
 func (r *Relay) publishBatch(ctx context.Context) (int, error) {
 	tx, err := r.pool.Begin(ctx)
 	if err != nil {
@@ -230,27 +239,7 @@ func (r *Relay) publishBatch(ctx context.Context) (int, error) {
 		return 0, nil
 	}
 
-	published := make([]int64, 0, len(batch))
-	var failed *row
-	var pubErr error
-	for i, m := range batch {
-		payload := m.payload
-		if m.ephemeral && r.opts.Open != nil {
-			p, err := r.opts.Open(payload)
-			if err != nil {
-				// As a failed publish: it stays first in line, tried again with back-off.
-				failed, pubErr = &batch[i], fmt.Errorf("open sealed payload: %w", err)
-				break
-			}
-			payload = p
-		}
-		if _, err := r.js.Publish(ctx, m.subject, payload, jetstream.WithMsgID(m.msgID)); err != nil {
-			failed, pubErr = &batch[i], err
-			r.metrics.publishError()
-			break
-		}
-		published = append(published, m.id)
-	}
+	published, failed, pubErr := r.publish(ctx, batch)
 
 	// Record even when ctx was cancelled mid-batch: what reached the stream should not
 	// be published again if this can still be marked.
@@ -280,6 +269,74 @@ func (r *Relay) publishBatch(ctx context.Context) (int, error) {
 		return len(batch), fmt.Errorf("outbox: publish %s on %s: %w", failed.msgID, failed.subject, pubErr)
 	}
 	return len(batch), nil
+}
+
+// publish sends the batch's rows to JetStream in id order without waiting for each
+// acknowledgement (one round trip for the batch, not one per row), then waits for them
+// all, within publishWait. It returns the ids of the rows the stream acknowledged, and
+// the first row that failed, with its error. A row whose payload cannot be opened stops
+// the batch before it is sent, so it stays first in line. A row the stream refused does
+// not stop the rows behind it, which were sent already: those that went through count as
+// published, and the failed row is tried again after them.
+func (r *Relay) publish(ctx context.Context, batch []row) (published []int64, failed *row, err error) {
+	type sent struct {
+		row *row
+		ack jetstream.PubAckFuture
+	}
+	out := make([]sent, 0, len(batch))
+	for i := range batch {
+		m := &batch[i]
+		payload := m.payload
+		if m.ephemeral && r.opts.Open != nil {
+			if payload, err = r.opts.Open(payload); err != nil {
+				// As a failed publish: it stays first in line, tried again with back-off.
+				failed, err = m, fmt.Errorf("open sealed payload: %w", err)
+				break
+			}
+		}
+		ack, perr := r.js.PublishAsync(m.subject, payload, jetstream.WithMsgID(m.msgID))
+		if perr != nil {
+			failed, err = m, perr
+			r.metrics.publishError()
+			break
+		}
+		out = append(out, sent{m, ack})
+	}
+	wait := time.NewTimer(publishWait)
+	defer wait.Stop()
+	var late error // set once publishWait has passed or ctx is done: no more waiting
+	published = make([]int64, 0, len(out))
+	for _, s := range out {
+		var perr error
+		if late == nil {
+			select {
+			case <-s.ack.Ok():
+			case perr = <-s.ack.Err():
+			case <-wait.C:
+				late = fmt.Errorf("no acknowledgement within %s", publishWait)
+			case <-ctx.Done():
+				late = ctx.Err()
+			}
+		}
+		if late != nil && perr == nil {
+			select {
+			case <-s.ack.Ok():
+			case perr = <-s.ack.Err():
+			default:
+				perr = late
+			}
+		}
+		if perr == nil {
+			published = append(published, s.row.id)
+			continue
+		}
+		r.metrics.publishError()
+		// Rows are sent in id order, and one that failed before sending is behind them.
+		if failed == nil || failed.id > s.row.id {
+			failed, err = s.row, perr
+		}
+	}
+	return published, failed, err
 }
 
 // cleanup deletes published rows older than Retention, a chunk at a time, and returns

@@ -48,7 +48,7 @@ func eventsRow(ctx context.Context, t testing.TB, c config, bins rig.Bins, rep *
 	// The set-up's events (n package.created) must be out of the outbox before the
 	// measurement starts: finalizes queued behind them in the relay measured the set-up
 	// (the 0.1-0.5 s outliers of p99 in about one run in four until 2026-11-27).
-	drained := waitOutboxDrained(ctx, t, s.DBURL)
+	_, drained := waitOutboxDrained(ctx, t, s.DBURL)
 	rep.Rawf("events: set-up: %d packages created in %s (%.0f/s); their package.created events all left the outbox %s later (%.0f events/s through the relay at least)",
 		n, creating.Round(time.Millisecond), float64(n)/creating.Seconds(), drained.Round(time.Millisecond), float64(n)/(creating+drained).Seconds())
 	waitConsumerIdle(ctx, t, js, events.StreamEvents, "webhooks-fanout")
@@ -255,8 +255,8 @@ func jetStream(t testing.TB, url string) jetstream.JetStream {
 }
 
 // waitOutboxDrained waits until the outbox of the database at url has no row left to
-// publish, and returns how long that took.
-func waitOutboxDrained(ctx context.Context, t testing.TB, url string) time.Duration {
+// publish, and returns how many rows were left at first and how long that took.
+func waitOutboxDrained(ctx context.Context, t testing.TB, url string) (left int64, took time.Duration) {
 	t.Helper()
 	conn, err := pgx.Connect(ctx, url)
 	if err != nil {
@@ -264,13 +264,16 @@ func waitOutboxDrained(ctx context.Context, t testing.TB, url string) time.Durat
 	}
 	defer conn.Close(context.WithoutCancel(ctx))
 	start := time.Now()
-	for {
+	for first := true; ; first = false {
 		var pending int64
 		if err := conn.QueryRow(ctx, `SELECT count(*) FROM outbox WHERE published_at IS NULL`).Scan(&pending); err != nil {
 			t.Fatal(err)
 		}
+		if first {
+			left = pending
+		}
 		if pending == 0 {
-			return time.Since(start)
+			return left, time.Since(start)
 		}
 		if time.Since(start) > 60*time.Second || ctx.Err() != nil {
 			t.Fatalf("outbox: %d rows still pending after 60 s", pending)
