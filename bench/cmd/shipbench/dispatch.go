@@ -163,8 +163,9 @@ func dispatchRun(ctx context.Context, t testing.TB, c config, bins rig.Bins, rcv
 		p.WaitReady(60 * time.Second)
 	}
 	sampled := sampleWaits(ctx, t, s.DBURL)
-	prof.record(ctx, procs[0], min(10*time.Second, time.Until(end)-time.Second), fmt.Sprintf("dispatch-%d-instances", inst))
-	prof.recordNATS(ctx, ns, min(10*time.Second, time.Until(end)-time.Second), fmt.Sprintf("dispatch-%d-instances-nats", inst))
+	window := min(10*time.Second, time.Until(end)-time.Second)
+	prof.record(ctx, procs[0], window, fmt.Sprintf("dispatch-%d-instances", inst))
+	prof.recordNATS(ctx, ns, window, fmt.Sprintf("dispatch-%d-instances-nats", inst))
 	for unique.Load() < want && time.Now().Before(end) && ctx.Err() == nil {
 		time.Sleep(20 * time.Millisecond)
 	}
