@@ -92,9 +92,11 @@ func apiRow(ctx context.Context, t testing.TB, c config, bins rig.Bins, rep *Rep
 	// row per round trip and fell behind).
 	var maxLeft int64
 	var draining time.Duration
+	wal := newWALReader(ctx, t, s.DBURL)
 	for base.elapsed() < half || gate.elapsed() < half {
 		for i, ph := range []*phase{base, gate} {
 			if d := min(slice, half-ph.elapsed()); d > 0 {
+				w0 := wal.read()
 				waits.set(i)
 				ph.run(ctx, c.apiClients, d)
 				waits.set(-1)
@@ -102,6 +104,7 @@ func apiRow(ctx context.Context, t testing.TB, c config, bins rig.Bins, rep *Rep
 					left, took := waitOutboxDrained(ctx, t, s.DBURL)
 					maxLeft, draining = max(maxLeft, left), draining+took
 				}
+				ph.wal = ph.wal.add(wal.read().sub(w0)) // the gateway's with its drain
 			}
 		}
 	}
@@ -112,10 +115,10 @@ func apiRow(ctx context.Context, t testing.TB, c config, bins rig.Bins, rep *Rep
 	if slice < half {
 		how = fmt.Sprintf(" (interleaved with the other in slices of %s)", slice)
 	}
-	rep.Rawf("API baseline (gin + one pgx INSERT)%s: %s%s; machine CPU %.0f%% busy, the baseline used %s of CPU (%.2f ms a request)%s; PostgreSQL waits: %s",
-		instances, b, how, 100*base.busy(), base.cpu.Round(10*time.Millisecond), perRequest(base.cpu, b.ok), base.pgCPU(b.ok), waits.summary(0))
-	rep.Rawf("API gateway POST /api/v1/packages%s: %s%s; machine CPU %.0f%% busy, the gateway used %s of CPU (%.2f ms a request)%s; PostgreSQL waits: %s",
-		instances, g, how, 100*gate.busy(), gate.cpu.Round(10*time.Millisecond), perRequest(gate.cpu, g.ok), gate.pgCPU(g.ok), waits.summary(1))
+	rep.Rawf("API baseline (gin + one pgx INSERT)%s: %s%s; machine CPU %.0f%% busy, the baseline used %s of CPU (%.2f ms a request)%s; WAL %s; PostgreSQL waits: %s",
+		instances, b, how, 100*base.busy(), base.cpu.Round(10*time.Millisecond), perRequest(base.cpu, b.ok), base.pgCPU(b.ok), base.wal.perRequest(b.ok), waits.summary(0))
+	rep.Rawf("API gateway POST /api/v1/packages%s: %s%s; machine CPU %.0f%% busy, the gateway used %s of CPU (%.2f ms a request)%s; WAL %s; PostgreSQL waits: %s",
+		instances, g, how, 100*gate.busy(), gate.cpu.Round(10*time.Millisecond), perRequest(gate.cpu, g.ok), gate.pgCPU(g.ok), gate.wal.perRequest(g.ok), waits.summary(1))
 	if g.ok == 0 || b.ok == 0 {
 		t.Fatalf("no request succeeded (gateway %s; baseline %s)", g, b)
 	}
@@ -160,6 +163,7 @@ type phase struct {
 	postmaster int
 	pg         time.Duration
 	machine    rig.CPUTimes // the machine's CPU ticks during the slices (Total, Idle)
+	wal        walStats     // the WAL PostgreSQL wrote during the slices (the whole server's)
 }
 
 // run runs one slice of d.
@@ -197,6 +201,52 @@ func (p *phase) pgCPU(ok int) string {
 		return ""
 	}
 	return fmt.Sprintf(", PostgreSQL %s (%.2f ms a request)", p.pg.Round(10*time.Millisecond), perRequest(p.pg, ok))
+}
+
+// walStats are pg_stat_wal's counters (records, full-page images, bytes) and the
+// server's committed transactions (pg_stat_database, which backends report up to a second
+// late: over many slices the error evens out).
+type walStats struct{ records, fpi, bytes, commits int64 }
+
+func (w walStats) add(o walStats) walStats {
+	return walStats{w.records + o.records, w.fpi + o.fpi, w.bytes + o.bytes, w.commits + o.commits}
+}
+
+func (w walStats) sub(o walStats) walStats {
+	return walStats{w.records - o.records, w.fpi - o.fpi, w.bytes - o.bytes, w.commits - o.commits}
+}
+
+// perRequest says how much WAL a request wrote on average.
+func (w walStats) perRequest(ok int) string {
+	if ok == 0 || w.records == 0 {
+		return "not measured"
+	}
+	n := float64(ok)
+	return fmt.Sprintf("%.0f bytes, %.1f records, %.2f full-page images, %.2f commits a request",
+		float64(w.bytes)/n, float64(w.records)/n, float64(w.fpi)/n, float64(w.commits)/n)
+}
+
+// walReader reads pg_stat_wal on a connection of its own (zero counters when it cannot:
+// the row then says "not measured").
+type walReader struct {
+	ctx  context.Context
+	conn *pgx.Conn
+}
+
+func newWALReader(ctx context.Context, t testing.TB, url string) *walReader {
+	conn, err := pgx.Connect(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close(context.WithoutCancel(ctx)) })
+	return &walReader{ctx: ctx, conn: conn}
+}
+
+func (r *walReader) read() walStats {
+	var w walStats
+	_ = r.conn.QueryRow(r.ctx, `SELECT wal_records, wal_fpi, wal_bytes::bigint,
+		(SELECT sum(xact_commit)::bigint FROM pg_stat_database) FROM pg_stat_wal`).Scan(&w.records, &w.fpi, &w.bytes, &w.commits)
+	return w
 }
 
 // busy is the machine's busy share during the phase's slices.
