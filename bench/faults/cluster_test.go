@@ -21,7 +21,7 @@ import (
 // stream once, every delivery arrives, and the services stay ready.
 func TestNATSClusterNodeLoss(t *testing.T) {
 	cluster := servicetest.StartNATSCluster(t, 3)
-	s := rig.NewStack(t, bins, rig.StackOptions{NATSURL: cluster.URL(), Env: []string{"SHIPFILE_STREAM_REPLICAS=3"}})
+	s := rig.NewStack(t, bins, rig.StackOptions{NATSURL: cluster.URL(), LogOutbox: true, Env: []string{"SHIPFILE_STREAM_REPLICAS=3"}})
 	s.StartGateway("SHIPFILE_RATE_LIMIT=0")
 	d1 := s.StartService("webhooks", dispatcherEnv...)
 	d2 := s.StartService("webhooks", dispatcherEnv...)

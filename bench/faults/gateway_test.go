@@ -89,7 +89,7 @@ func TestKillGatewayMidUpload(t *testing.T) {
 // SHIPFILE_EVENTS exactly once, and every mail job in SHIPFILE_MAIL exactly once.
 func TestKillGatewayBetweenCommitAndPublish(t *testing.T) {
 	ns := rig.StartNATS(t)
-	s := rig.NewStack(t, bins, rig.StackOptions{NATSURL: ns.URL})
+	s := rig.NewStack(t, bins, rig.StackOptions{NATSURL: ns.URL, LogOutbox: true})
 	g := s.StartGateway("SHIPFILE_RATE_LIMIT=0")
 	db := rig.DB(t, s.DBURL)
 

@@ -197,7 +197,7 @@ func TestPostgresOutage(t *testing.T) {
 	}
 	admin.Close(context.Background())
 	ns := rig.StartNATS(t)
-	s := rig.NewStack(t, bins, rig.StackOptions{NATSURL: ns.URL, DBURL: pg.URL("shipfile")})
+	s := rig.NewStack(t, bins, rig.StackOptions{NATSURL: ns.URL, DBURL: pg.URL("shipfile"), LogOutbox: true})
 	g := s.StartGateway("SHIPFILE_RATE_LIMIT=0")
 
 	m := startMixed(s.API, 6, 64<<10, hangBound)
@@ -248,7 +248,7 @@ func checkNoHalfWritten(t *testing.T, s *rig.Stack, db interface {
 	ctx := context.Background()
 	var packages, created, badCounts int
 	if err := db.QueryRow(ctx, `SELECT (SELECT count(*) FROM packages),
-		(SELECT count(*) FROM outbox WHERE subject = $1),
+		(SELECT count(*) FROM outbox_log WHERE subject = $1),
 		(SELECT count(*) FROM packages p WHERE file_count <> (SELECT count(*) FROM files f WHERE f.package_id = p.id))`,
 		events.Subject(events.TypePackageCreated)).Scan(&packages, &created, &badCounts); err != nil {
 		t.Fatal(err)
@@ -309,7 +309,7 @@ func checkNoHalfWritten(t *testing.T, s *rig.Stack, db interface {
 func TestMinIOOutage(t *testing.T) {
 	mio := servicetest.StartMinIO(t)
 	ns := rig.StartNATS(t)
-	s := rig.NewStack(t, bins, rig.StackOptions{NATSURL: ns.URL, S3: &storage.Config{
+	s := rig.NewStack(t, bins, rig.StackOptions{NATSURL: ns.URL, LogOutbox: true, S3: &storage.Config{
 		Endpoint: mio.Endpoint, AccessKey: mio.AccessKey, SecretKey: mio.SecretKey,
 	}})
 	s.StartGateway("SHIPFILE_RATE_LIMIT=0", "SHIPFILE_UPLOAD_PART_SIZE="+itoa(5<<20))

@@ -84,7 +84,7 @@ func TestScaleOut(t *testing.T) {
 	}
 	public := "http://" + ln.Addr().String()
 
-	s := rig.NewStack(t, bins, rig.StackOptions{NATSURL: cluster.URL(), Env: []string{
+	s := rig.NewStack(t, bins, rig.StackOptions{NATSURL: cluster.URL(), LogOutbox: true, Env: []string{
 		"SHIPFILE_STREAM_REPLICAS=3",
 		"SHIPFILE_SMTP_HOST=" + mail.Host,
 		"SHIPFILE_SMTP_PORT=" + mail.Port,

@@ -1,7 +1,7 @@
 // Package outbox is shipfile's transactional outbox. A service writes the messages it
 // means to publish into the outbox table in the same PostgreSQL transaction as the state
 // change they announce (Insert); a Relay publishes committed rows to NATS JetStream with
-// their id as Nats-Msg-Id and marks them published. A message is therefore published if
+// their id as Nats-Msg-Id and deletes them. A message is therefore published if
 // and only if its transaction commits — at least once, and exactly once as far as the
 // stream's duplicate window reaches.
 //
@@ -21,26 +21,27 @@ import (
 	"github.com/jackc/pgx/v5"
 )
 
-// The outbox table is the gateway's migration services/gateway/migrations/00003_outbox.sql,
-// the one schema every service uses. Rows are published in id order; a row is pending
-// while published_at is NULL. The relay never remembers a high-water mark, so a row
-// whose transaction commits after a row with a higher id is still found. Ephemeral rows
-// (mail jobs, which carry the magic link) lose their payload once published.
+// The outbox table is the gateway's migrations services/gateway/migrations/00003_outbox.sql
+// and 00025, the one schema every service uses. Rows are published in id order and
+// deleted once published (rows an earlier version marked published, published_at set,
+// wait for the relay's cleanup); a row is pending while published_at is NULL. The relay
+// never remembers a high-water mark, so a row whose transaction commits after a row with
+// a higher id is still found.
 
 // ErrInvalidMessage is returned by Insert for a message without an ID or a subject.
 var ErrInvalidMessage = errors.New("outbox: invalid message")
 
 // Message is one row to publish.
 type Message struct {
-	// ID is the Nats-Msg-Id (a UUIDv7): the stream drops a second copy within its
-	// duplicate window. It is unique in the table.
+	// ID is the Nats-Msg-Id (a UUIDv7, fresh for each message): the stream drops a
+	// second copy within its duplicate window.
 	ID string
 	// Subject is the NATS subject to publish on; a JetStream stream must bind it.
 	Subject string
 	// Data is the message body.
 	Data []byte
-	// Ephemeral erases the payload (sets it NULL) from the table once published — for
-	// mail jobs, which carry secrets.
+	// Ephemeral marks a payload that carries secrets (mail jobs): the writer seals it,
+	// and like every row it leaves the table once published.
 	Ephemeral bool
 }
 

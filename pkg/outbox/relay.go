@@ -19,6 +19,7 @@ const (
 	DefaultPollInterval = time.Second
 	DefaultBatchSize    = 100
 	DefaultRetention    = 24 * time.Hour
+	DefaultLinger       = 5 * time.Millisecond
 )
 
 const (
@@ -33,6 +34,8 @@ const (
 	publishWait = 10 * time.Second
 	// markTimeout bounds recording a batch's outcome once ctx is cancelled.
 	markTimeout = 10 * time.Second
+	// pendingInterval is how often the pending gauges are refreshed at most.
+	pendingInterval = time.Second
 	// lastErrorMax bounds the stored error text.
 	lastErrorMax = 1000
 )
@@ -46,15 +49,23 @@ type Options struct {
 	PollInterval time.Duration
 	// BatchSize is how many rows one transaction publishes at most (default DefaultBatchSize).
 	BatchSize int
-	// Retention is how long published rows stay in the table, for inspection, before
-	// they are deleted (default DefaultRetention).
+	// Linger is the least time between the starts of two passes under load (default
+	// DefaultLinger; negative: none). When the last pass found more than one row, a
+	// wake-up that comes sooner after it began waits for the rest of Linger, so that a
+	// pass publishes the rows of many commits at once (each pass is a transaction of its
+	// own, with its statements and its WAL flush); after a pass that found one row or
+	// none, a wake-up starts the next at once.
+	Linger time.Duration
+	// Retention is how long rows marked published stay in the table before they are
+	// deleted (default DefaultRetention). This version deletes a row once it is
+	// published; only rows marked by an earlier version (before migration 00025) wait.
 	Retention time.Duration
 	// Log receives the relay's warnings and errors; nil discards them. Payloads are
 	// never logged: mail jobs carry secrets.
 	Log *slog.Logger
 	// Registerer, when set, gets the relay's metrics: shipfile_outbox_published_total,
-	// shipfile_outbox_publish_errors_total, shipfile_outbox_pending and
-	// shipfile_outbox_oldest_pending_seconds.
+	// shipfile_outbox_batches_total, shipfile_outbox_publish_errors_total,
+	// shipfile_outbox_pending and shipfile_outbox_oldest_pending_seconds.
 	Registerer prometheus.Registerer
 	// Open, when set, opens the payload of an ephemeral row before it is published:
 	// its writer sealed it (a mail job's magic link is never readable in the table).
@@ -66,7 +77,7 @@ type Options struct {
 // Relay publishes committed outbox rows to JetStream. Several relays (one per gateway
 // instance) may run against one database: each batch locks its rows with FOR UPDATE SKIP
 // LOCKED, so they never publish the same row at once, and a row published again after a
-// crash (published, but not yet marked) is dropped by the stream's duplicate window.
+// crash (published, but not yet deleted) is dropped by the stream's duplicate window.
 type Relay struct {
 	wake    chan struct{}
 	pool    *pgxpool.Pool
@@ -86,6 +97,9 @@ func NewRelay(pool *pgxpool.Pool, js jetstream.JetStream, opts Options) *Relay {
 	}
 	if opts.Retention <= 0 {
 		opts.Retention = DefaultRetention
+	}
+	if opts.Linger == 0 {
+		opts.Linger = DefaultLinger
 	}
 	log := opts.Log
 	if log == nil {
@@ -111,7 +125,8 @@ func NewRelay(pool *pgxpool.Pool, js jetstream.JetStream, opts Options) *Relay {
 }
 
 // Wake tells the relay that rows were committed: a running relay starts a publishing
-// pass at once (or right after the one under way). It never blocks, and wake-ups that
+// pass at once, or, under load (its last pass found several rows and began less than
+// Linger ago), once Linger has passed since that pass began. It never blocks, and wake-ups that
 // arrive during a pass are coalesced into one more pass. Writers call it after their
 // transaction committed, never inside it.
 func (r *Relay) Wake() {
@@ -124,23 +139,29 @@ func (r *Relay) Wake() {
 // Run publishes until ctx is cancelled, then returns nil. It is woken by Wake, and
 // polls every PollInterval as a fallback. Failed publishes are recorded on the row
 // (attempts, last_error), logged and retried with back-off; Run does not return them.
-// Published rows older than Retention are deleted now and then.
+// Rows an earlier version marked published are deleted once older than Retention.
 func (r *Relay) Run(ctx context.Context) error {
 	poll := time.NewTicker(r.opts.PollInterval)
 	defer poll.Stop()
 	cleanupEvery := min(r.opts.Retention, maxCleanupInterval)
 	nextCleanup := time.Now() // once at start, then every cleanupEvery
 	backoff := newBackoff()
+	var passStarted, gaugesAt time.Time
 
 	for {
+		passStarted = time.Now()
 		if time.Now().After(nextCleanup) {
 			if _, err := r.cleanup(ctx); err != nil && ctx.Err() == nil {
 				r.log.Warn("outbox: delete published rows", "err", err)
 			}
 			nextCleanup = time.Now().Add(cleanupEvery)
 		}
-		err := r.Flush(ctx)
-		r.updatePending(ctx)
+		found, err := r.flush(ctx)
+		// The pending gauges count the table: once a second, not after every pass.
+		if time.Since(gaugesAt) >= pendingInterval {
+			r.updatePending(ctx)
+			gaugesAt = time.Now()
+		}
 		if ctx.Err() != nil {
 			return nil
 		}
@@ -157,6 +178,13 @@ func (r *Relay) Run(ctx context.Context) error {
 		case <-ctx.Done():
 			return nil
 		case <-r.wake:
+			// Under load, commits land while a pass runs (it found more than one row):
+			// the next pass waits until Linger after the last one began, taking what
+			// commits meanwhile with it. A pass that found one row or none leaves the
+			// next to start at once: at a low rate waiting would gather nothing.
+			if wait := r.opts.Linger - time.Since(passStarted); found > 1 && wait > 0 && !sleep(ctx, wait) {
+				return nil
+			}
 		case <-poll.C:
 		}
 	}
@@ -189,13 +217,18 @@ func (r *Relay) RunBeside(ctx context.Context, flushTimeout time.Duration, work 
 // Rows another relay holds locked at that moment are left to it. Tests call Flush, and
 // a gateway at shutdown (with a fresh, bounded context).
 func (r *Relay) Flush(ctx context.Context) error {
+	_, err := r.flush(ctx)
+	return err
+}
+
+// flush is Flush, also returning how many rows it locked in all.
+func (r *Relay) flush(ctx context.Context) (int, error) {
+	total := 0
 	for {
 		n, err := r.publishBatch(ctx)
-		if err != nil {
-			return err
-		}
-		if n < r.opts.BatchSize {
-			return nil
+		total += n
+		if err != nil || n < r.opts.BatchSize {
+			return total, err
 		}
 	}
 }
@@ -242,17 +275,15 @@ func (r *Relay) publishBatch(ctx context.Context) (int, error) {
 	published, failed, pubErr := r.publish(ctx, batch)
 
 	// Record even when ctx was cancelled mid-batch: what reached the stream should not
-	// be published again if this can still be marked.
+	// be published again if it can still be deleted.
 	mctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), markTimeout)
 	defer cancel()
 	if len(published) > 0 {
-		if _, err := tx.Exec(mctx, `UPDATE outbox
-			SET published_at = now(),
-			    attempts = attempts + 1,
-			    last_error = NULL,
-			    payload = CASE WHEN ephemeral THEN NULL ELSE payload END
-			WHERE id = ANY($1)`, published); err != nil {
-			return 0, fmt.Errorf("outbox: mark published: %w", err)
+		// A published row leaves the table: one small WAL record each, where marking it
+		// published wrote the row again (payload included) with two index entries, and
+		// deleted it a day later.
+		if _, err := tx.Exec(mctx, `DELETE FROM outbox WHERE id = ANY($1)`, published); err != nil {
+			return 0, fmt.Errorf("outbox: delete published: %w", err)
 		}
 	}
 	if failed != nil {
@@ -419,6 +450,7 @@ func truncate(s string, n int) string {
 // metrics are the relay's Prometheus collectors; a nil *metrics records nothing.
 type metrics struct {
 	publishedTotal prometheus.Counter
+	batchesTotal   prometheus.Counter
 	errorsTotal    prometheus.Counter
 	pending        prometheus.Gauge
 	oldestPending  prometheus.Gauge
@@ -431,7 +463,11 @@ func newMetrics(reg prometheus.Registerer, log *slog.Logger) *metrics {
 	m := &metrics{
 		publishedTotal: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "shipfile_outbox_published_total",
-			Help: "Outbox messages published to JetStream and marked published.",
+			Help: "Outbox messages published to JetStream and deleted from the table.",
+		}),
+		batchesTotal: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "shipfile_outbox_batches_total",
+			Help: "Transactions that published outbox messages (published_total / batches_total: messages a batch).",
 		}),
 		errorsTotal: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "shipfile_outbox_publish_errors_total",
@@ -447,6 +483,7 @@ func newMetrics(reg prometheus.Registerer, log *slog.Logger) *metrics {
 		}),
 	}
 	m.publishedTotal = register(reg, m.publishedTotal, log)
+	m.batchesTotal = register(reg, m.batchesTotal, log)
 	m.errorsTotal = register(reg, m.errorsTotal, log)
 	m.pending = register(reg, m.pending, log)
 	m.oldestPending = register(reg, m.oldestPending, log)
@@ -469,8 +506,9 @@ func register[C prometheus.Collector](reg prometheus.Registerer, c C, log *slog.
 }
 
 func (m *metrics) published(n int) {
-	if m != nil {
+	if m != nil && n > 0 {
 		m.publishedTotal.Add(float64(n))
+		m.batchesTotal.Inc()
 	}
 }
 

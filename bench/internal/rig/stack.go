@@ -54,6 +54,10 @@ type StackOptions struct {
 	S3 *storage.Config
 	// Env is added to every service's environment.
 	Env []string
+	// LogOutbox keeps a record of every committed outbox row (LogOutbox), for scenarios
+	// that check what reached the streams against what the database committed: the
+	// relays delete a row once it is published.
+	LogOutbox bool
 }
 
 // NewStack prepares a stack: database, bucket (emptied and removed at the end) and the
@@ -98,6 +102,9 @@ func NewStack(t testing.TB, bins Bins, o StackOptions) *Stack {
 	out := s.shipctl("token", "create", "--email", "bench@example.com", "--name", "bench")
 	lines := strings.Split(strings.TrimSpace(out), "\n")
 	s.Token = lines[len(lines)-1]
+	if o.LogOutbox {
+		LogOutbox(t, s.DBURL)
+	}
 	return s
 }
 

@@ -44,11 +44,32 @@ func JetStream(t testing.TB, url string) jetstream.JetStream {
 	return js
 }
 
-// OutboxMsgIDs returns the msg_id of every outbox row whose subject starts with prefix:
-// the changes the database committed, published or not.
+// LogOutbox makes the database at url record every outbox row in outbox_log, in the
+// writer's transaction (a trigger), so that only committed rows are recorded and they
+// stay there after the relay has published and deleted them: the scenarios' record of
+// what was committed (OutboxMsgIDs). The product has no such table.
+func LogOutbox(t testing.TB, url string) {
+	t.Helper()
+	db := DB(t, url)
+	_, err := db.Exec(context.Background(), `
+		CREATE TABLE outbox_log (id bigint PRIMARY KEY, msg_id text NOT NULL, subject text NOT NULL);
+		CREATE FUNCTION outbox_log_row() RETURNS trigger LANGUAGE plpgsql AS $$
+		BEGIN
+			INSERT INTO outbox_log (id, msg_id, subject) VALUES (NEW.id, NEW.msg_id, NEW.subject);
+			RETURN NEW;
+		END $$;
+		CREATE TRIGGER outbox_log AFTER INSERT ON outbox FOR EACH ROW EXECUTE FUNCTION outbox_log_row();`)
+	if err != nil {
+		t.Fatalf("outbox log: %v", err)
+	}
+}
+
+// OutboxMsgIDs returns the msg_id of every committed outbox row whose subject starts
+// with prefix, published or not: the changes the database committed. The stack must
+// have been made with StackOptions.LogOutbox.
 func OutboxMsgIDs(t testing.TB, db *pgxpool.Pool, prefix string) []string {
 	t.Helper()
-	rows, err := db.Query(context.Background(), `SELECT msg_id FROM outbox WHERE subject LIKE $1 || '%' ORDER BY id`, prefix)
+	rows, err := db.Query(context.Background(), `SELECT msg_id FROM outbox_log WHERE subject LIKE $1 || '%' ORDER BY id`, prefix)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -42,7 +42,7 @@ func (s *Postgres) CreatePackage(ctx context.Context, p app.Package, fx app.Effe
 		Encryption: encryptionOf(p),
 	})
 	for i, r := range p.Recipients {
-		_ = q.SaveRecipient(ctx, SaveRecipientParams{
+		_ = q.InsertRecipient(ctx, InsertRecipientParams{
 			ID: r.ID, PackageID: p.ID, Position: int32(i), Email: r.Email, Name: r.Name, LinkHash: r.LinkHash,
 			LinkState: string(r.LinkState), CreatedAt: r.CreatedAt, RevokedAt: r.RevokedAt,
 		})

@@ -127,6 +127,12 @@ UPDATE recipients SET use_count = use_count + 1, last_used_at = now() WHERE link
 -- The recipients of packages, each package's in list order.
 SELECT * FROM recipients WHERE package_id = ANY(@package_ids::uuid[]) ORDER BY package_id, position;
 
+-- name: InsertRecipient :exec
+-- Inserts a new package's recipient: a plain INSERT, where SaveRecipient's upsert would
+-- make it a speculative insertion (one more WAL record and index probe a recipient).
+INSERT INTO recipients (id, package_id, position, email, name, link_hash, link_state, created_at, revoked_at)
+VALUES (@id, @package_id, @position, @email, @name, @link_hash, @link_state, @created_at, @revoked_at);
+
 -- name: SaveRecipient :exec
 -- Inserts or updates a recipient as the package's change left it; the use counts
 -- belong to the link routes and are never written here.

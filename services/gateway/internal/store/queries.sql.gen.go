@@ -571,6 +571,40 @@ func (q *Queries) InsertPackage(ctx context.Context, arg InsertPackageParams) er
 	return err
 }
 
+const insertRecipient = `-- name: InsertRecipient :exec
+INSERT INTO recipients (id, package_id, position, email, name, link_hash, link_state, created_at, revoked_at)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
+`
+
+type InsertRecipientParams struct {
+	ID        uuid.UUID
+	PackageID uuid.UUID
+	Position  int32
+	Email     string
+	Name      string
+	LinkHash  []byte
+	LinkState string
+	CreatedAt time.Time
+	RevokedAt *time.Time
+}
+
+// Inserts a new package's recipient: a plain INSERT, where SaveRecipient's upsert would
+// make it a speculative insertion (one more WAL record and index probe a recipient).
+func (q *Queries) InsertRecipient(ctx context.Context, arg InsertRecipientParams) error {
+	_, err := q.db.Exec(ctx, insertRecipient,
+		arg.ID,
+		arg.PackageID,
+		arg.Position,
+		arg.Email,
+		arg.Name,
+		arg.LinkHash,
+		arg.LinkState,
+		arg.CreatedAt,
+		arg.RevokedAt,
+	)
+	return err
+}
+
 const insertUnlockFailure = `-- name: InsertUnlockFailure :one
 INSERT INTO link_unlock_failures (package_id, recipient_id, failed_at) VALUES ($1, $2, clock_timestamp()) RETURNING id, failed_at
 `

@@ -63,9 +63,10 @@ func TestCrashBetweenCommitAndPublish(t *testing.T) {
 		t.Fatal(err)
 	}
 	startGateway(t, e.vars)
-	servicetest.WaitFor(t, 30*time.Second, "the outbox row to be published", func() bool {
-		err := db.QueryRow(ctx, `SELECT published_at IS NOT NULL FROM outbox WHERE msg_id = $1`, msgID).Scan(&published)
-		return err == nil && published
+	servicetest.WaitFor(t, 30*time.Second, "the outbox row to be published (and deleted)", func() bool {
+		var left int
+		err := db.QueryRow(ctx, `SELECT count(*) FROM outbox WHERE msg_id = $1`, msgID).Scan(&left)
+		return err == nil && left == 0
 	})
 
 	nc, err := nats.Connect(natsURL)

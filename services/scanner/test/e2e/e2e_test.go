@@ -31,9 +31,12 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/minio/minio-go/v7"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/shipfile/shipfile/pkg/config"
 	"github.com/shipfile/shipfile/pkg/database"
+	"github.com/shipfile/shipfile/pkg/events"
 	"github.com/shipfile/shipfile/pkg/pgtest"
 	"github.com/shipfile/shipfile/pkg/servicetest"
 	"github.com/shipfile/shipfile/pkg/storage"
@@ -59,6 +62,7 @@ type system struct {
 	db     *pgxpool.Pool
 	bucket *storage.Store
 	clamd  *clamd
+	js     jetstream.JetStream
 }
 
 // newSystem starts clamd and the gateway in scan mode mode (no scanner yet).
@@ -95,7 +99,16 @@ func newSystem(t *testing.T, mode string) *system {
 		t.Fatal(err)
 	}
 	t.Cleanup(pool.Close)
-	return &system{t: t, a: a, common: common, db: pool, bucket: bucket, clamd: cd}
+	nc, err := nats.Connect(natsURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(nc.Close)
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &system{t: t, a: a, common: common, db: pool, bucket: bucket, clamd: cd, js: js}
 }
 
 // scannerEnv is the environment of a scanner on addr: short waits, so a dead
@@ -202,18 +215,51 @@ func (s *system) objectExists(key string) bool {
 }
 
 // infectedOnce checks the effects of one infected verdict of fileID: the signature
-// in the audit log, one package.file_infected in the outbox, one owner notification.
+// in the audit log, one package.file_infected on the events stream, one owner
+// notification.
 func (s *system) infectedOnce(fileID string) {
 	s.t.Helper()
 	if n := s.count(`SELECT count(*) FROM audit_log WHERE action = 'file.infected' AND file_id = $1 AND actor = 'system' AND detail LIKE '%Eicar-Test-Signature%'`, fileID); n != 1 {
 		s.t.Errorf("%d audit entries naming the signature, want 1", n)
 	}
-	if n := s.count(`SELECT count(*) FROM outbox WHERE subject = 'shipfile.events.package.file_infected' AND position(convert_to($1, 'UTF8') in payload) > 0`, fileID); n != 1 {
+	var n int
+	servicetest.WaitFor(s.t, 10*time.Second, "the file's package.file_infected on the stream", func() bool {
+		n = s.infectedEvents(fileID)
+		return n > 0
+	})
+	if n != 1 {
 		s.t.Errorf("%d package.file_infected events of the file, want 1", n)
 	}
 	if n := s.count(`SELECT count(*) FROM owner_notifications WHERE kind = 'infected' AND file_id = $1`, fileID); n != 1 {
 		s.t.Errorf("%d owner notifications, want 1", n)
 	}
+}
+
+// infectedEvents counts the package.file_infected events of fileID on the events
+// stream (its committed events are published by the scanner's relay, which then deletes
+// their outbox rows).
+func (s *system) infectedEvents(fileID string) int {
+	s.t.Helper()
+	ctx := context.Background()
+	stream, err := s.js.Stream(ctx, events.StreamEvents)
+	if err != nil {
+		return 0 // not created yet
+	}
+	info, err := stream.Info(ctx)
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	n := 0
+	for seq := info.State.FirstSeq; info.State.Msgs > 0 && seq <= info.State.LastSeq; seq++ {
+		m, err := stream.GetMsg(ctx, seq)
+		if err != nil {
+			s.t.Fatalf("events stream, message %d: %v", seq, err)
+		}
+		if m.Subject == events.Subject(events.TypePackageFileInfected) && bytes.Contains(m.Data, []byte(fileID)) {
+			n++
+		}
+	}
+	return n
 }
 
 // withEICAR is clean bytes with the EICAR test file in their middle.
