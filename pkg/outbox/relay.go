@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
+	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -50,11 +51,11 @@ type Options struct {
 	// BatchSize is how many rows one transaction publishes at most (default DefaultBatchSize).
 	BatchSize int
 	// Linger is the least time between the starts of two passes under load (default
-	// DefaultLinger; negative: none). When the last pass found more than one row, a
-	// wake-up that comes sooner after it began waits for the rest of Linger, so that a
-	// pass publishes the rows of many commits at once (each pass is a transaction of its
-	// own, with its statements and its WAL flush); after a pass that found one row or
-	// none, a wake-up starts the next at once.
+	// DefaultLinger; negative: none). When two or more writers called Wake while the last
+	// pass ran, a wake-up that comes sooner after that pass began waits for the rest of
+	// Linger, so that a pass publishes the rows of many commits at once (each pass is a
+	// transaction of its own, with its statements and its WAL flush); otherwise a
+	// wake-up starts the next pass at once.
 	Linger time.Duration
 	// Retention is how long rows marked published stay in the table before they are
 	// deleted (default DefaultRetention). This version deletes a row once it is
@@ -80,6 +81,7 @@ type Options struct {
 // crash (published, but not yet deleted) is dropped by the stream's duplicate window.
 type Relay struct {
 	wake    chan struct{}
+	wakes   atomic.Int64 // Wake calls since the current pass began
 	pool    *pgxpool.Pool
 	js      jetstream.JetStream
 	opts    Options
@@ -125,11 +127,12 @@ func NewRelay(pool *pgxpool.Pool, js jetstream.JetStream, opts Options) *Relay {
 }
 
 // Wake tells the relay that rows were committed: a running relay starts a publishing
-// pass at once, or, under load (its last pass found several rows and began less than
-// Linger ago), once Linger has passed since that pass began. It never blocks, and wake-ups that
+// pass at once, or, under load (two or more wake-ups came while its last pass ran, which
+// began less than Linger ago), once Linger has passed since that pass began. It never blocks, and wake-ups that
 // arrive during a pass are coalesced into one more pass. Writers call it after their
 // transaction committed, never inside it.
 func (r *Relay) Wake() {
+	r.wakes.Add(1)
 	select {
 	case r.wake <- struct{}{}:
 	default:
@@ -150,13 +153,15 @@ func (r *Relay) Run(ctx context.Context) error {
 
 	for {
 		passStarted = time.Now()
+		r.wakes.Store(0)
 		if time.Now().After(nextCleanup) {
 			if _, err := r.cleanup(ctx); err != nil && ctx.Err() == nil {
 				r.log.Warn("outbox: delete published rows", "err", err)
 			}
 			nextCleanup = time.Now().Add(cleanupEvery)
 		}
-		found, err := r.flush(ctx)
+		err := r.Flush(ctx)
+		busy := r.wakes.Load() >= 2 // commits landed while the pass ran
 		// The pending gauges count the table: once a second, not after every pass.
 		if time.Since(gaugesAt) >= pendingInterval {
 			r.updatePending(ctx)
@@ -178,11 +183,11 @@ func (r *Relay) Run(ctx context.Context) error {
 		case <-ctx.Done():
 			return nil
 		case <-r.wake:
-			// Under load, commits land while a pass runs (it found more than one row):
-			// the next pass waits until Linger after the last one began, taking what
-			// commits meanwhile with it. A pass that found one row or none leaves the
-			// next to start at once: at a low rate waiting would gather nothing.
-			if wait := r.opts.Linger - time.Since(passStarted); found > 1 && wait > 0 && !sleep(ctx, wait) {
+			// Under load, commits land while a pass runs: the next pass waits until
+			// Linger after the last one began, taking what commits meanwhile with it.
+			// At a low rate (fewer than two commits during the pass) it starts at
+			// once: waiting would gather nothing.
+			if wait := r.opts.Linger - time.Since(passStarted); busy && wait > 0 && !sleep(ctx, wait) {
 				return nil
 			}
 		case <-poll.C:
@@ -217,18 +222,10 @@ func (r *Relay) RunBeside(ctx context.Context, flushTimeout time.Duration, work 
 // Rows another relay holds locked at that moment are left to it. Tests call Flush, and
 // a gateway at shutdown (with a fresh, bounded context).
 func (r *Relay) Flush(ctx context.Context) error {
-	_, err := r.flush(ctx)
-	return err
-}
-
-// flush is Flush, also returning how many rows it locked in all.
-func (r *Relay) flush(ctx context.Context) (int, error) {
-	total := 0
 	for {
 		n, err := r.publishBatch(ctx)
-		total += n
 		if err != nil || n < r.opts.BatchSize {
-			return total, err
+			return err
 		}
 	}
 }

@@ -15,7 +15,6 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
-	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/shipfile/shipfile/pkg/events"
@@ -81,7 +80,7 @@ func TestTwoInstancesRaceOver1000Packages(t *testing.T) {
 	if _, err := pool.Exec(context.Background(), `UPDATE packages SET expires_at = now() - interval '1 minute'`); err != nil {
 		t.Fatal(err)
 	}
-	js := connect(t, natsURL)
+	js := servicetest.JetStream(t, natsURL)
 	servicetest.WaitFor(t, 120*time.Second, "every package expired, every object deleted, every event published", func() bool {
 		return expirytest.Count(t, pool, `SELECT count(*) FROM packages WHERE state <> 'expired'`) == 0 &&
 			expirytest.Count(t, pool, `SELECT count(*) FROM object_deletions`) == 0 &&
@@ -220,7 +219,7 @@ func TestExpiresWithinOneIntervalThroughTheGateway(t *testing.T) {
 	a.Must("POST", "/api/v1/packages/"+id+"/revoke", nil, http.StatusConflict)
 
 	// package.expired, on the stream, once per package, with the package's head.
-	js := connect(t, natsURL)
+	js := servicetest.JetStream(t, natsURL)
 	var got []*eventsv1.Envelope
 	servicetest.WaitFor(t, 10*time.Second, "package.expired on "+events.StreamEvents, func() bool {
 		got = nil
@@ -294,21 +293,6 @@ func get(t *testing.T, url string) int {
 	}
 	resp.Body.Close()
 	return resp.StatusCode
-}
-
-// connect returns a JetStream client of the private NATS server.
-func connect(t *testing.T, url string) jetstream.JetStream {
-	t.Helper()
-	nc, err := nats.Connect(url, nats.Timeout(5*time.Second))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(nc.Close)
-	js, err := jetstream.New(nc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return js
 }
 
 // streamMsgs is the number of messages on SHIPFILE_EVENTS.

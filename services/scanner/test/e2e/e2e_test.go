@@ -31,7 +31,6 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/minio/minio-go/v7"
-	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/shipfile/shipfile/pkg/config"
@@ -99,16 +98,7 @@ func newSystem(t *testing.T, mode string) *system {
 		t.Fatal(err)
 	}
 	t.Cleanup(pool.Close)
-	nc, err := nats.Connect(natsURL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(nc.Close)
-	js, err := jetstream.New(nc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return &system{t: t, a: a, common: common, db: pool, bucket: bucket, clamd: cd, js: js}
+	return &system{t: t, a: a, common: common, db: pool, bucket: bucket, clamd: cd, js: servicetest.JetStream(t, natsURL)}
 }
 
 // scannerEnv is the environment of a scanner on addr: short waits, so a dead
