@@ -106,7 +106,7 @@ func dispatchRun(ctx context.Context, t testing.TB, c config, bins rig.Bins, rcv
 	ns := rig.StartNATS(t)
 	s := rig.NewStack(t, bins, rig.StackOptions{NATSURL: ns.URL})
 	s.StartGateway("SHIPFILE_RATE_LIMIT=0")
-	js := jetStream(t, ns.URL)
+	js := rig.JetStream(t, ns.URL)
 	for j := range c.subscriptions {
 		sub := rig.Webhook(fmt.Sprintf("%s/%sh%d", rcv.URL, prefix, j+1), events.TypePackageCreated)
 		if c.maxInFlight > 0 {

@@ -44,7 +44,7 @@ func eventsRow(ctx context.Context, t testing.TB, c config, bins rig.Bins, rep *
 	if _, err := s.API.CreateWebhook(ctx, rig.Webhook(rcv.URL+"/finalized", events.TypePackageFinalized)); err != nil {
 		t.Fatal(err)
 	}
-	js := jetStream(t, ns.URL)
+	js := rig.JetStream(t, ns.URL)
 	// The set-up's events (n package.created) must be out of the outbox before the
 	// measurement starts: finalizes queued behind them in the relay measured the set-up
 	// (the 0.1-0.5 s outliers of p99 in about one run in four until 2026-11-27).
@@ -237,21 +237,6 @@ func watch(t testing.TB, url, subject string, fn func(at time.Time, data []byte)
 	if err := nc.Flush(); err != nil {
 		t.Fatal(err)
 	}
-}
-
-// jetStream connects to the NATS at url for the rest of the test.
-func jetStream(t testing.TB, url string) jetstream.JetStream {
-	t.Helper()
-	nc, err := nats.Connect(url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(nc.Close)
-	js, err := jetstream.New(nc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return js
 }
 
 // waitOutboxDrained waits until the outbox of the database at url has no row left to

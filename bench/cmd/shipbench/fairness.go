@@ -38,7 +38,7 @@ func fairnessRow(ctx context.Context, t testing.TB, c config, bins rig.Bins, rep
 		}
 	}
 	s.Gateway.Stop(10 * time.Second)
-	js := jetStream(t, ns.URL)
+	js := rig.JetStream(t, ns.URL)
 
 	var mu sync.Mutex
 	published := map[string]time.Time{} // package id → publish time

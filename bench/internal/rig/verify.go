@@ -29,19 +29,10 @@ func DB(t testing.TB, url string) *pgxpool.Pool {
 }
 
 // JetStream connects to NATS at url (one URL or a comma-separated list) for the rest of
-// the test.
+// the test, reconnecting for as long as it takes (scenarios kill servers).
 func JetStream(t testing.TB, url string) jetstream.JetStream {
 	t.Helper()
-	nc, err := nats.Connect(url, nats.MaxReconnects(-1))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(nc.Close)
-	js, err := jetstream.New(nc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return js
+	return servicetest.JetStream(t, url, nats.MaxReconnects(-1))
 }
 
 // LogOutbox makes the database at url record every outbox row in outbox_log, in the
