@@ -128,9 +128,9 @@ func NewRelay(pool *pgxpool.Pool, js jetstream.JetStream, opts Options) *Relay {
 
 // Wake tells the relay that rows were committed: a running relay starts a publishing
 // pass at once, or, under load (two or more wake-ups came while its last pass ran, which
-// began less than Linger ago), once Linger has passed since that pass began. It never blocks, and wake-ups that
-// arrive during a pass are coalesced into one more pass. Writers call it after their
-// transaction committed, never inside it.
+// began less than Linger ago), once Linger has passed since that pass began. It never
+// blocks, and wake-ups that arrive during a pass are coalesced into one more pass.
+// Writers call it after their transaction committed, never inside it.
 func (r *Relay) Wake() {
 	r.wakes.Add(1)
 	select {
