@@ -20,6 +20,7 @@ import (
 	"github.com/gin-gonic/gin"
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/shipfile/shipfile/bench/internal/rig"
 	"github.com/shipfile/shipfile/pkg/database"
@@ -92,19 +93,19 @@ func apiRow(ctx context.Context, t testing.TB, c config, bins rig.Bins, rep *Rep
 	// row per round trip and fell behind).
 	var maxLeft int64
 	var draining time.Duration
-	wal := newWALReader(ctx, t, s.DBURL)
+	db := rig.DB(t, s.DBURL)
 	for base.elapsed() < half || gate.elapsed() < half {
 		for i, ph := range []*phase{base, gate} {
 			if d := min(slice, half-ph.elapsed()); d > 0 {
-				w0 := wal.read()
+				w0 := readWAL(ctx, db)
 				waits.set(i)
 				ph.run(ctx, c.apiClients, d)
 				waits.set(-1)
 				if ph == gate {
-					left, took := waitOutboxDrained(ctx, t, s.DBURL)
+					left, took := rig.WaitOutboxPublished(t, db, time.Minute)
 					maxLeft, draining = max(maxLeft, left), draining+took
 				}
-				ph.wal = ph.wal.add(wal.read().sub(w0)) // the gateway's with its drain
+				ph.wal = ph.wal.add(readWAL(ctx, db).sub(w0)) // the gateway's with its drain
 			}
 		}
 	}
@@ -226,25 +227,11 @@ func (w walStats) perRequest(ok int) string {
 		float64(w.bytes)/n, float64(w.records)/n, float64(w.fpi)/n, float64(w.commits)/n)
 }
 
-// walReader reads pg_stat_wal on a connection of its own (zero counters when it cannot:
-// the row then says "not measured").
-type walReader struct {
-	ctx  context.Context
-	conn *pgx.Conn
-}
-
-func newWALReader(ctx context.Context, t testing.TB, url string) *walReader {
-	conn, err := pgx.Connect(ctx, url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { conn.Close(context.WithoutCancel(ctx)) })
-	return &walReader{ctx: ctx, conn: conn}
-}
-
-func (r *walReader) read() walStats {
+// readWAL reads pg_stat_wal and the commits (zero counters when it cannot: the row then
+// says "not measured").
+func readWAL(ctx context.Context, db *pgxpool.Pool) walStats {
 	var w walStats
-	_ = r.conn.QueryRow(r.ctx, `SELECT wal_records, wal_fpi, wal_bytes::bigint,
+	_ = db.QueryRow(ctx, `SELECT wal_records, wal_fpi, wal_bytes::bigint,
 		(SELECT sum(xact_commit)::bigint FROM pg_stat_database) FROM pg_stat_wal`).Scan(&w.records, &w.fpi, &w.bytes, &w.commits)
 	return w
 }

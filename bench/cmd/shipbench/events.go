@@ -9,7 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"google.golang.org/protobuf/proto"
@@ -48,7 +47,7 @@ func eventsRow(ctx context.Context, t testing.TB, c config, bins rig.Bins, rep *
 	// The set-up's events (n package.created) must be out of the outbox before the
 	// measurement starts: finalizes queued behind them in the relay measured the set-up
 	// (the 0.1-0.5 s outliers of p99 in about one run in four until 2026-11-27).
-	_, drained := waitOutboxDrained(ctx, t, s.DBURL)
+	_, drained := rig.WaitOutboxPublished(t, rig.DB(t, s.DBURL), time.Minute)
 	rep.Rawf("events: set-up: %d packages created in %s (%.0f/s); their package.created events all left the outbox %s later (%.0f events/s through the relay at least)",
 		n, creating.Round(time.Millisecond), float64(n)/creating.Seconds(), drained.Round(time.Millisecond), float64(n)/(creating+drained).Seconds())
 	waitConsumerIdle(ctx, t, js, events.StreamEvents, "webhooks-fanout")
@@ -236,34 +235,6 @@ func watch(t testing.TB, url, subject string, fn func(at time.Time, data []byte)
 	_ = sub.SetPendingLimits(-1, -1)
 	if err := nc.Flush(); err != nil {
 		t.Fatal(err)
-	}
-}
-
-// waitOutboxDrained waits until the outbox of the database at url has no row left to
-// publish, and returns how many rows were left at first and how long that took.
-func waitOutboxDrained(ctx context.Context, t testing.TB, url string) (left int64, took time.Duration) {
-	t.Helper()
-	conn, err := pgx.Connect(ctx, url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close(context.WithoutCancel(ctx))
-	start := time.Now()
-	for first := true; ; first = false {
-		var pending int64
-		if err := conn.QueryRow(ctx, `SELECT count(*) FROM outbox WHERE published_at IS NULL`).Scan(&pending); err != nil {
-			t.Fatal(err)
-		}
-		if first {
-			left = pending
-		}
-		if pending == 0 {
-			return left, time.Since(start)
-		}
-		if time.Since(start) > 60*time.Second || ctx.Err() != nil {
-			t.Fatalf("outbox: %d rows still pending after 60 s", pending)
-		}
-		time.Sleep(10 * time.Millisecond)
 	}
 }
 

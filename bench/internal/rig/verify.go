@@ -71,14 +71,28 @@ func OutboxMsgIDs(t testing.TB, db *pgxpool.Pool, prefix string) []string {
 	return ids
 }
 
-// WaitOutboxPublished waits until no outbox row is waiting to be published.
-func WaitOutboxPublished(t testing.TB, db *pgxpool.Pool, within time.Duration) {
+// WaitOutboxPublished waits until no outbox row is waiting to be published (polling every
+// 10 ms, failing the test after within), and returns how many rows were waiting at first
+// and how long they took.
+func WaitOutboxPublished(t testing.TB, db *pgxpool.Pool, within time.Duration) (left int64, took time.Duration) {
 	t.Helper()
-	var pending int
-	servicetest.WaitFor(t, within, "every outbox row to be published", func() bool {
-		err := db.QueryRow(context.Background(), `SELECT count(*) FROM outbox WHERE published_at IS NULL`).Scan(&pending)
-		return err == nil && pending == 0
-	})
+	start := time.Now()
+	for first := true; ; first = false {
+		var pending int64
+		if err := db.QueryRow(context.Background(), `SELECT count(*) FROM outbox WHERE published_at IS NULL`).Scan(&pending); err != nil {
+			t.Fatal(err)
+		}
+		if first {
+			left = pending
+		}
+		if pending == 0 {
+			return left, time.Since(start)
+		}
+		if time.Since(start) > within {
+			t.Fatalf("outbox: %d rows still waiting to be published after %s", pending, within)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 }
 
 // StreamMsgIDs reads every message of the stream (without consuming it) and counts
