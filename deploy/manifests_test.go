@@ -578,9 +578,10 @@ func nginxSize(s string) (int64, error) {
 func TestWebhooksAutoscaling(t *testing.T) {
 	t.Parallel()
 	src := sources(t)
-	stream := src.consts["events.StreamWebhooks"]
+	// The per-subscription delivery consumers are on the events stream (one hop).
+	stream := src.consts["events.StreamEvents"]
 	if stream == "" {
-		t.Fatal("found no events.StreamWebhooks constant in ../pkg/events")
+		t.Fatal("found no events.StreamEvents constant in ../pkg/events")
 	}
 
 	base := rendered(t, baseDir)
@@ -613,7 +614,7 @@ func TestWebhooksAutoscaling(t *testing.T) {
 		types[tr.Type] = tr
 	}
 	// Each subscription has its own delivery consumer (<consumer>-<hook id>), so the
-	// backlog is the sum of their pending jobs, read from Prometheus.
+	// backlog is the sum of their pending messages, read from Prometheus.
 	prom, ok := types["prometheus"]
 	if !ok {
 		t.Fatalf("no prometheus trigger in %+v", so.Spec.Triggers)

@@ -24,7 +24,7 @@
 # .run/env.
 #
 # Knobs (environment):
-#   SHIPFILE_NATS_MIN_VERSION      oldest NATS server reused on the default port (2.9.0)
+#   SHIPFILE_NATS_MIN_VERSION      oldest NATS server reused on the default port (2.10.0: a consumer with several filter subjects)
 #   SHIPFILE_DEV_PG_PORT           PostgreSQL port to reuse (5432)
 #   SHIPFILE_DEV_PG_FALLBACK_PORT  port of dev.sh's own throwaway cluster (5433)
 #   SHIPFILE_DEV_BENCH_PG_PORT     port of the bench's own production-like cluster (5434)
@@ -58,7 +58,7 @@ NATS_VERSION=v2.12.3
 MINIO_MODULE=github.com/minio/minio
 MINIO_VERSION=v0.0.0-20260212201848-7aac2a2c5b7c
 
-NATS_MIN_VERSION=${SHIPFILE_NATS_MIN_VERSION:-2.9.0}
+NATS_MIN_VERSION=${SHIPFILE_NATS_MIN_VERSION:-2.10.0}
 PG_PORT=${SHIPFILE_DEV_PG_PORT:-5432}
 PG_FALLBACK_PORT=${SHIPFILE_DEV_PG_FALLBACK_PORT:-5433}
 BENCH_PG_PORT=${SHIPFILE_DEV_BENCH_PG_PORT:-5434}

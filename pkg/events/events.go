@@ -37,12 +37,19 @@ const (
 	SubjectPrefix = "shipfile.events."
 	// MailSubjectPrefix starts the subject of every mail job.
 	MailSubjectPrefix = "shipfile.mail."
-	// StreamWebhooks is the work queue of webhook delivery jobs, one per event ×
-	// subscription: a job is removed once its delivery succeeded or finally failed.
+	// StreamWebhooks is the work queue of webhook delivery jobs waiting for their next
+	// attempt (shipfile.webhooks.retry.<hook id>) and of redeliveries asked through the
+	// API (shipfile.webhooks.<hook id>): the dispatcher moves each to its
+	// subscription's due subject when it is due.
 	StreamWebhooks = "SHIPFILE_WEBHOOKS"
-	// WebhookSubjectPrefix starts the subject of every webhook job:
-	// shipfile.webhooks.<hook id>.
+	// WebhookSubjectPrefix starts the subject of every webhook job on SHIPFILE_WEBHOOKS:
+	// shipfile.webhooks.<hook id>, shipfile.webhooks.retry.<hook id>.
 	WebhookSubjectPrefix = "shipfile.webhooks."
+	// WebhookDueSubjectPrefix starts the subject of a delivery job that is due, on
+	// SHIPFILE_EVENTS: shipfile.webhook-due.<hook id>. A subscription's consumer of
+	// SHIPFILE_EVENTS takes its events and its due jobs, so first attempts and retries
+	// share its max_in_flight. (Outside shipfile.events.>, which other services read.)
+	WebhookDueSubjectPrefix = "shipfile.webhook-due."
 )
 
 // Version is the schema version of the eventsv1 payloads, set in Envelope.version.

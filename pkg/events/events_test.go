@@ -292,14 +292,15 @@ func TestEnsureStreamsConfigs(t *testing.T) {
 		name     string
 		cfg      jetstream.StreamConfig
 		stream   string
-		subjects string
+		subjects []string
 	}{
-		{"events", events.EventsStream(), "SHIPFILE_EVENTS", "shipfile.events.>"},
-		{"mail", events.MailStream(), "SHIPFILE_MAIL", "shipfile.mail.>"},
+		{"events", events.EventsStream(), "SHIPFILE_EVENTS", []string{"shipfile.events.>", "shipfile.webhook-due.>"}},
+		{"mail", events.MailStream(), "SHIPFILE_MAIL", []string{"shipfile.mail.>"}},
+		{"webhooks", events.WebhooksStream(), "SHIPFILE_WEBHOOKS", []string{"shipfile.webhooks.>"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if tt.cfg.Name != tt.stream || len(tt.cfg.Subjects) != 1 || tt.cfg.Subjects[0] != tt.subjects {
+			if tt.cfg.Name != tt.stream || !slices.Equal(tt.cfg.Subjects, tt.subjects) {
 				t.Errorf("stream %s on %v, want %s on %s", tt.cfg.Name, tt.cfg.Subjects, tt.stream, tt.subjects)
 			}
 		})

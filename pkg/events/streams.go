@@ -22,14 +22,15 @@ const (
 	DefaultEventsMaxAge = 30 * 24 * time.Hour
 )
 
-// EventsStream is the configuration of SHIPFILE_EVENTS: subjects shipfile.events.>,
-// file storage, limits retention (events stay for DefaultEventsMaxAge whoever consumed
-// them) and the duplicate window. Only fields NATS server 2.9 knows are set.
+// EventsStream is the configuration of SHIPFILE_EVENTS: subjects shipfile.events.>
+// (package events) and shipfile.webhook-due.> (webhook delivery jobs that are due), file
+// storage, limits retention (messages stay for DefaultEventsMaxAge whoever consumed
+// them) and the duplicate window.
 func EventsStream() jetstream.StreamConfig {
 	return jetstream.StreamConfig{
 		Name:        StreamEvents,
-		Description: "shipfile package events (eventsv1.Envelope)",
-		Subjects:    []string{SubjectPrefix + ">"},
+		Description: "shipfile package events (eventsv1.Envelope) and due webhook delivery jobs (eventsv1.WebhookJob)",
+		Subjects:    []string{SubjectPrefix + ">", WebhookDueSubjectPrefix + ">"},
 		Retention:   jetstream.LimitsPolicy,
 		Storage:     jetstream.FileStorage,
 		Discard:     jetstream.DiscardOld,
@@ -56,12 +57,12 @@ func MailStream() jetstream.StreamConfig {
 }
 
 // WebhooksStream is the configuration of SHIPFILE_WEBHOOKS: subjects
-// shipfile.webhooks.<hook id>, file storage, work-queue retention (a job is removed once
-// the dispatcher acknowledges it: delivered, or finally failed) and the duplicate window.
+// shipfile.webhooks.>, file storage, work-queue retention (a job is removed once the
+// dispatcher acknowledges it: moved to its due subject) and the duplicate window.
 func WebhooksStream() jetstream.StreamConfig {
 	return jetstream.StreamConfig{
 		Name:        StreamWebhooks,
-		Description: "shipfile webhook delivery jobs (eventsv1.WebhookJob)",
+		Description: "shipfile webhook delivery jobs waiting to be due (eventsv1.WebhookJob)",
 		Subjects:    []string{WebhookSubjectPrefix + ">"},
 		Retention:   jetstream.WorkQueuePolicy,
 		Storage:     jetstream.FileStorage,

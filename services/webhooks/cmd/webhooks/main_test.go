@@ -4,15 +4,19 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"log/slog"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/shipfile/shipfile/pkg/bus"
 	"github.com/shipfile/shipfile/pkg/config"
@@ -60,16 +64,26 @@ func TestLifecycle(t *testing.T) {
 	servicetest.Lifecycle(t, run, addr)
 }
 
-// The durable consumers are named by SHIPFILE_WEBHOOK_FANOUT_CONSUMER and
-// SHIPFILE_WEBHOOK_DELIVER_CONSUMER (what a KEDA ScaledObject watches).
+// The durable consumers are named by SHIPFILE_WEBHOOK_DELIVER_CONSUMER (what a KEDA
+// ScaledObject watches): name-<hook id> on the events stream, name-retry and
+// name-queued on the jobs stream; SHIPFILE_WEBHOOK_FANOUT_CONSUMER names the fan-out
+// consumer of earlier versions, which is deleted.
 func TestConsumerNamesFromConfig(t *testing.T) {
 	js := eventstest.Connect(t)
 	streams := webhooktest.NewStreams(t, js)
 	saved := dispatchOptions
 	dispatchOptions = func() transport.Options { return streams.Options }
 	t.Cleanup(func() { dispatchOptions = saved })
+	pool, dbURL := schematest.Pool(t)
+	hook := webhooktest.InsertSubscription(t, pool, webhooktest.Subscription{URL: "http://127.0.0.1:9/", Secret: webhooktest.NewSecret()})
+	// An earlier version's fan-out consumer, under the configured name.
+	if _, err := js.CreateConsumer(t.Context(), streams.Options.EventsStream, jetstream.ConsumerConfig{
+		Durable: "custom-fanout", FilterSubject: streams.Options.EventsFilter, AckPolicy: jetstream.AckExplicitPolicy,
+	}); err != nil {
+		t.Fatal(err)
+	}
 	t.Setenv("SHIPFILE_WEBHOOKS_ADDR", servicetest.FreeAddr(t))
-	t.Setenv("SHIPFILE_DATABASE_URL", schematest.New(t))
+	t.Setenv("SHIPFILE_DATABASE_URL", dbURL)
 	t.Setenv("SHIPFILE_SECRET_KEY", servicetest.SecretKey)
 	t.Setenv("SHIPFILE_WEBHOOK_FANOUT_CONSUMER", "custom-fanout")
 	t.Setenv("SHIPFILE_WEBHOOK_DELIVER_CONSUMER", "custom-deliver")
@@ -78,17 +92,23 @@ func TestConsumerNamesFromConfig(t *testing.T) {
 	done := make(chan error, 1)
 	go func() { done <- run(ctx, slog.New(slog.NewTextHandler(t.Output(), nil)), nil) }()
 	for _, c := range []struct{ stream, consumer string }{
-		{streams.Options.EventsStream, "custom-fanout"},
+		{streams.Options.EventsStream, "custom-deliver-" + strconv.FormatInt(hook, 10)},
 		{streams.Options.JobsStream, "custom-deliver-retry"},
+		{streams.Options.JobsStream, "custom-deliver-queued"},
 	} {
 		servicetest.WaitFor(t, 20*time.Second, "consumer "+c.consumer+" on "+c.stream, func() bool {
 			_, err := js.Consumer(t.Context(), c.stream, c.consumer)
 			return err == nil
 		})
 	}
+	servicetest.WaitFor(t, 20*time.Second, "the earlier version's fan-out consumer deleted", func() bool {
+		_, err := js.Consumer(t.Context(), streams.Options.EventsStream, "custom-fanout")
+		return errors.Is(err, jetstream.ErrConsumerNotFound)
+	})
 	for _, c := range []struct{ stream, consumer string }{
-		{streams.Options.EventsStream, transport.FanoutConsumer},
+		{streams.Options.EventsStream, streams.Options.HookConsumer(hook)},
 		{streams.Options.JobsStream, transport.RetryConsumer},
+		{streams.Options.JobsStream, transport.QueuedConsumer},
 	} {
 		if _, err := js.Consumer(t.Context(), c.stream, c.consumer); err == nil {
 			t.Errorf("the default consumer %s exists on %s too", c.consumer, c.stream)
@@ -229,7 +249,6 @@ func TestAtLeastOnceWhenAnInstanceIsKilled(t *testing.T) {
 	hook := webhooktest.InsertSubscription(t, pool, webhooktest.Subscription{URL: rc.URL, Secret: rc.Secret, MaxInFlight: 2})
 
 	opts := streams.Options
-	opts.FanoutAckWait = 3 * time.Second // redelivery of the killed instance's events
 	opts.FetchWait = 500 * time.Millisecond
 	env := []string{
 		"SHIPFILE_DATABASE_URL=" + dbURL,

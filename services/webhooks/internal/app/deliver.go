@@ -216,6 +216,12 @@ func (d *Deliverer) Deliver(ctx context.Context, data []byte, numDelivered uint6
 	if err != nil {
 		return fmt.Errorf("%w: %w", ErrPoison, err)
 	}
+	return d.DeliverJob(ctx, job, numDelivered)
+}
+
+// DeliverJob is Deliver of a decoded job: a due job's, or the one EventJobs made of an
+// event.
+func (d *Deliverer) DeliverJob(ctx context.Context, job *eventsv1.WebhookJob, numDelivered uint64) error {
 	if _, err := uuid.Parse(job.GetDeliveryId()); err != nil {
 		return fmt.Errorf("%w: webhook job with delivery id %q: %w", ErrPoison, job.GetDeliveryId(), err)
 	}
@@ -224,7 +230,7 @@ func (d *Deliverer) Deliver(ctx context.Context, data []byte, numDelivered uint6
 	del, fresh := jobDelivery(job)
 	if !fresh || numDelivered != 1 {
 		// Handed out again, a retry or a redelivery: the row says what is left to do.
-		// A fan-out's job whose delivery has no row yet (no attempt committed: a
+		// A first attempt's job whose delivery has no row yet (no attempt committed: a
 		// dispatcher killed mid-attempt) is still in its first round.
 		l, err := d.loads.Do(ctx, job.GetDeliveryId())
 		switch {
@@ -377,11 +383,12 @@ func (l *deliveryLog) get() *slog.Logger {
 	return l.base.With(args...)
 }
 
-// jobDelivery returns the delivery a fan-out's job describes (ok false for any other
-// job: a retry or a redelivery through the API carries the ids only). Such a job
-// carries everything its row needs: its delivery is pending in its first round with no
-// attempt yet, until an attempt is committed, which writes the row. A job of a
-// dispatcher before that change (no event id: its fan-out wrote the row) reads the row.
+// jobDelivery returns the delivery a first attempt's job describes (ok false for any
+// other job: a retry or a redelivery through the API carries the ids only). Such a job,
+// made of an event by EventJobs (or queued by the fan-out of versions before the one
+// hop), carries everything its row needs: its delivery is pending in its first round
+// with no attempt yet, until an attempt is committed, which writes the row. A job of a
+// dispatcher before that (no event id: its fan-out wrote the row) reads the row.
 func jobDelivery(job *eventsv1.WebhookJob) (Delivery, bool) {
 	if job.GetEvent() == "" || job.GetEventId() == "" {
 		return Delivery{}, false

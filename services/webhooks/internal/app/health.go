@@ -36,7 +36,7 @@ type HealthOptions struct {
 // Health keeps what no delivery should write on its way: each subscription's
 // last_success_at and failing_since, derived from the attempt log every Interval (one
 // instance at a time), the disabling of subscriptions failing for DisableAfter, the
-// removal of the deliveries of deleted subscriptions a fan-out wrote meanwhile, and the
+// removal of the deliveries of deleted subscriptions an attempt wrote meanwhile, and the
 // count of live instances that share each rate_limit.
 type Health struct {
 	store HealthStore
@@ -44,7 +44,7 @@ type Health struct {
 	rates *RateLimiter
 	opts  HealthOptions
 	log   *slog.Logger
-	// sweep holds the ids of deleted subscriptions, swept on two passes (a fan-out
+	// sweep holds the ids of deleted subscriptions, swept on two passes (an attempt
 	// under way when the deletion was announced may write after the first).
 	sweep [2][]int64
 }

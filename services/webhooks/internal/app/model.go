@@ -35,7 +35,7 @@ var (
 // NewDelivery is a delivery row to insert without an attempt (tests and tools): one
 // event for one subscription.
 type NewDelivery struct {
-	ID             string // UUIDv5 of event id and hook id: the same on every fan-out
+	ID             string // UUIDv5 of event id and hook id: the same on every hand-out
 	SubscriptionID int64
 	EventID        string
 	Event          string // event type, e.g. "package.finalized"
@@ -52,7 +52,7 @@ type Delivery struct {
 	Status         string
 	Attempts       int // in all
 	RoundAttempts  int // in the current round (a redelivery starts a new round)
-	// CreatedAt is when the fan-out made it (its row's created_at).
+	// CreatedAt is when its event was stored on the stream (its row's created_at).
 	CreatedAt    time.Time
 	Subscription Subscription
 }
@@ -100,8 +100,8 @@ func withSigners(s Subscription) Subscription {
 
 // Selects reports whether an event of type typ that occurred at occurredAt goes to s:
 // s is active, selected typ (or every type), and existed when the event occurred
-// (events older than a subscription, still in the stream when a new fan-out consumer
-// starts, do not reach it). webhook.test is never selected; it goes to its one
+// (events older than a subscription, which its consumer may be handed when it starts,
+// do not reach it). webhook.test is never selected; it goes to its one
 // subscription.
 func (s Subscription) Selects(typ string, occurredAt time.Time) bool {
 	if !s.Active || typ == events.TypeWebhookTest || s.CreatedAt.After(occurredAt) {

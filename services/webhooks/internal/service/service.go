@@ -42,8 +42,8 @@ type Config struct {
 	HealthInterval  time.Duration   `env:"SHIPFILE_WEBHOOK_HEALTH_INTERVAL" default:"5s" help:"period of the health pass (last success, failing since, disabling; derived from the attempt log) and of the instance heartbeat that shares rate limits"`
 	AckWait         time.Duration   `env:"SHIPFILE_WEBHOOK_ACK_WAIT" default:"" help:"JetStream AckWait of delivery jobs: a killed instance's slots come back after it (default: SHIPFILE_WEBHOOK_TIMEOUT + 5s)"`
 	MaxAckPending   int             `env:"SHIPFILE_WEBHOOK_MAX_ACK_PENDING" default:"100000" help:"delivery jobs waiting for their next attempt, across all instances (JetStream MaxAckPending of the retry consumer; when reached, new retries wait)"`
-	FanoutConsumer  string          `env:"SHIPFILE_WEBHOOK_FANOUT_CONSUMER" default:"webhooks-fanout" help:"durable JetStream consumer of package events, shared by every instance"`
-	DeliverConsumer string          `env:"SHIPFILE_WEBHOOK_DELIVER_CONSUMER" default:"webhooks-deliver" help:"prefix of the durable JetStream consumers of delivery jobs, one per subscription (name-<hook id>) shared by every instance; name-retry holds jobs waiting for a retry; the per-subscription consumers' pending jobs are what to scale on"`
+	FanoutConsumer  string          `env:"SHIPFILE_WEBHOOK_FANOUT_CONSUMER" default:"webhooks-fanout" help:"the consumer of package events of the versions before the one hop (one shared fan-out): deleted once every subscription has its own consumer of the events"`
+	DeliverConsumer string          `env:"SHIPFILE_WEBHOOK_DELIVER_CONSUMER" default:"webhooks-deliver" help:"prefix of the durable JetStream consumers of SHIPFILE_EVENTS, one per subscription (name-<hook id>: its events and due jobs) shared by every instance; name-retry holds jobs waiting for a retry and name-queued moves redeliveries; the per-subscription consumers' pending messages are what to scale on"`
 	ShutdownTimeout time.Duration   `env:"SHIPFILE_SHUTDOWN_TIMEOUT" default:"20s" help:"grace period for in-flight work on SIGTERM"`
 }
 
@@ -115,7 +115,7 @@ type Service struct {
 }
 
 // New builds the dispatcher's graph from cfg on deps: the store (opening the secrets
-// with cfg.Secrets' keyring), the subscription cache, fan-out, deliverer, health
+// with cfg.Secrets' keyring), the subscription cache, event jobs, deliverer, health
 // keeper and the dispatcher. It starts nothing: Run does.
 func New(_ context.Context, cfg Config, deps Deps) (*Service, error) {
 	secrets, err := cfg.Secrets.Keyring()
@@ -143,6 +143,7 @@ func New(_ context.Context, cfg Config, deps Deps) (*Service, error) {
 	if cfg.DeliverConsumer != "" {
 		opts.DeliverConsumer = cfg.DeliverConsumer
 		opts.RetryConsumer = cfg.DeliverConsumer + "-retry"
+		opts.QueuedConsumer = cfg.DeliverConsumer + "-queued"
 	}
 	opts.Metrics = consumerMetrics
 	if opts.JobSubjectPrefix == "" {
@@ -162,7 +163,7 @@ func New(_ context.Context, cfg Config, deps Deps) (*Service, error) {
 	d := transport.NewDispatcher(deps.JS, transport.Parts{
 		Subscriptions: subs,
 		Listener:      st,
-		Fanout:        app.NewFanout(subs, transport.NewJobPublisher(deps.JS, opts.JobSubjectPrefix), log),
+		Events:        app.NewEventJobs(subs, log),
 		Deliverer:     app.NewDeliverer(st, subs, rates, sender, metrics, log, app.DeliveryOptions{Schedule: cfg.RetrySchedule}),
 		Health: app.NewHealth(st, subs, rates, log, app.HealthOptions{
 			Interval: cfg.HealthInterval, DisableAfter: cfg.DisableAfter, InstanceID: instance,

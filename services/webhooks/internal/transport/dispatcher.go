@@ -1,6 +1,6 @@
 // Package transport connects the dispatcher to the outside: the JetStream consumers of
-// package events and delivery jobs, the publisher of delivery jobs, and the HTTP sender
-// of webhook requests with its SSRF guard.
+// package events and due delivery jobs (one per subscription), the retry queue, and the
+// HTTP sender of webhook requests with its SSRF guard.
 package transport
 
 import (
@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -26,13 +27,21 @@ import (
 
 // Production names of the durable consumers.
 const (
+	// FanoutConsumer is the consumer of package events of the versions that queued a
+	// job per delivery (before the one hop). Run deletes it once every subscription has
+	// its own consumer of the events, which start where it had got to.
 	FanoutConsumer = "webhooks-fanout"
-	// DeliverConsumer names the delivery consumers: one per subscription,
-	// DeliverConsumer + "-" + its id. (Before 00007 it was one shared consumer of that
-	// name; Run deletes it.)
+	// DeliverConsumer names the delivery consumers: one per subscription on
+	// SHIPFILE_EVENTS, DeliverConsumer + "-" + its id, taking the subscription's events
+	// and its due jobs. (The versions before the one hop had them on SHIPFILE_WEBHOOKS;
+	// Run deletes those.)
 	DeliverConsumer = "webhooks-deliver"
 	// RetryConsumer holds the jobs waiting for their next attempt.
 	RetryConsumer = "webhooks-retry"
+	// QueuedConsumer moves the jobs queued on a subscription's subject of
+	// SHIPFILE_WEBHOOKS (redeliveries asked through the API, and the jobs the fan-out
+	// of earlier versions queued) to its due subject.
+	QueuedConsumer = "webhooks-queued"
 )
 
 // HeaderNotBefore is the header of a job waiting on the retry subject: Unix
@@ -42,38 +51,39 @@ const HeaderNotBefore = "Shipfile-Not-Before"
 // Options name the streams, subjects and consumers the dispatcher uses and tune its
 // loops. DefaultOptions has the production names; tests give each run its own.
 type Options struct {
-	EventsStream   string // SHIPFILE_EVENTS
-	EventsFilter   string // shipfile.events.>
-	FanoutConsumer string // webhooks-fanout
+	EventsStream string // SHIPFILE_EVENTS
+	// EventsFilter is the subjects of every package event (shipfile.events.>): a
+	// subscription's type t is on strings.TrimSuffix(EventsFilter, ">") + t.
+	EventsFilter string
+	// DueSubjectPrefix starts the subject of a subscription's due jobs on EventsStream
+	// (shipfile.webhook-due., then the hook id).
+	DueSubjectPrefix string
+	FanoutConsumer   string // webhooks-fanout: deleted once the per-subscription consumers exist
 
 	JobsStream       string // SHIPFILE_WEBHOOKS
-	JobsFilter       string // shipfile.webhooks.> (the pre-00007 shared consumer's filter)
-	JobSubjectPrefix string // shipfile.webhooks. (then the hook id)
+	JobSubjectPrefix string // shipfile.webhooks. (then the hook id): redeliveries asked through the API
 	DeliverConsumer  string // webhooks-deliver (then "-" and the hook id)
 	// RetrySubjectPrefix starts the subjects of jobs waiting for their next attempt
 	// (then the hook id); default JobSubjectPrefix + "retry.".
 	RetrySubjectPrefix string
 	RetryConsumer      string // webhooks-retry
+	QueuedConsumer     string // webhooks-queued
 
 	// AckWait of the delivery consumers: longer than one attempt (timeout + margin).
 	// A handler also reports progress every AckWait/2. A killed instance's slots of a
 	// subscription's max_in_flight come back after AckWait.
 	AckWait time.Duration
-	// FanoutAckWait is the AckWait of the fan-out consumer (default 30s).
-	FanoutAckWait time.Duration
 	// MaxAckPending of the retry consumer: jobs waiting for their next attempt, across
 	// all instances (default 100000; when reached, new retries wait).
 	MaxAckPending int
 	// Workers caps the attempts in flight in this instance, all subscriptions together
 	// (default 256); each subscription also has its own cap (max_in_flight).
 	Workers int
-	// FanoutBatch is how many events one fan-out takes at most (default 64).
-	FanoutBatch int
 	// FetchWait is how long one fetch waits for messages; also the longest a stopping
 	// dispatcher waits for its fetches (default 2s).
 	FetchWait time.Duration
 	// ShutdownTimeout is how long in-flight work may finish once Run's context is done;
-	// then attempts are abandoned and their jobs go back to the queue (default 20s).
+	// then attempts are abandoned and their messages go back to the queue (default 20s).
 	ShutdownTimeout time.Duration
 	// StatsInterval is the refresh period of the queue gauges (default 5s).
 	StatsInterval time.Duration
@@ -89,17 +99,16 @@ func DefaultOptions() Options {
 	return Options{
 		EventsStream:      events.StreamEvents,
 		EventsFilter:      events.SubjectPrefix + ">",
+		DueSubjectPrefix:  events.WebhookDueSubjectPrefix,
 		FanoutConsumer:    FanoutConsumer,
 		JobsStream:        events.StreamWebhooks,
-		JobsFilter:        events.WebhookSubjectPrefix + ">",
 		JobSubjectPrefix:  events.WebhookSubjectPrefix,
 		DeliverConsumer:   DeliverConsumer,
 		RetryConsumer:     RetryConsumer,
+		QueuedConsumer:    QueuedConsumer,
 		AckWait:           15 * time.Second,
-		FanoutAckWait:     30 * time.Second,
 		MaxAckPending:     100000,
 		Workers:           256,
-		FanoutBatch:       64,
 		FetchWait:         2 * time.Second,
 		ShutdownTimeout:   20 * time.Second,
 		StatsInterval:     5 * time.Second,
@@ -116,20 +125,20 @@ func (o *Options) defaults() {
 	}
 	set(&o.EventsStream, d.EventsStream)
 	set(&o.EventsFilter, d.EventsFilter)
+	set(&o.DueSubjectPrefix, d.DueSubjectPrefix)
 	set(&o.FanoutConsumer, d.FanoutConsumer)
 	set(&o.JobsStream, d.JobsStream)
-	set(&o.JobsFilter, d.JobsFilter)
 	set(&o.JobSubjectPrefix, d.JobSubjectPrefix)
 	set(&o.DeliverConsumer, d.DeliverConsumer)
 	set(&o.RetrySubjectPrefix, o.JobSubjectPrefix+"retry.")
 	set(&o.RetryConsumer, d.RetryConsumer)
+	set(&o.QueuedConsumer, d.QueuedConsumer)
 	pos := func(v *time.Duration, def time.Duration) {
 		if *v <= 0 {
 			*v = def
 		}
 	}
 	pos(&o.AckWait, d.AckWait)
-	pos(&o.FanoutAckWait, d.FanoutAckWait)
 	pos(&o.FetchWait, d.FetchWait)
 	pos(&o.ShutdownTimeout, d.ShutdownTimeout)
 	pos(&o.StatsInterval, d.StatsInterval)
@@ -140,9 +149,6 @@ func (o *Options) defaults() {
 	if o.Workers <= 0 {
 		o.Workers = d.Workers
 	}
-	if o.FanoutBatch <= 0 {
-		o.FanoutBatch = d.FanoutBatch
-	}
 }
 
 // HookConsumer is the name of the delivery consumer of subscription id.
@@ -150,48 +156,25 @@ func (o Options) HookConsumer(id int64) string {
 	return o.DeliverConsumer + "-" + strconv.FormatInt(id, 10)
 }
 
-// JobPublisher queues delivery jobs on the jobs stream.
-type JobPublisher struct {
-	js     jetstream.JetStream
-	prefix string
+// DueSubject is the subject of subscription id's due jobs on EventsStream.
+func (o Options) DueSubject(id int64) string {
+	return o.DueSubjectPrefix + strconv.FormatInt(id, 10)
 }
 
-var _ app.JobPublisher = (*JobPublisher)(nil)
-
-// NewJobPublisher returns a publisher of jobs on subject prefix + hook id.
-func NewJobPublisher(js jetstream.JetStream, prefix string) *JobPublisher {
-	return &JobPublisher{js: js, prefix: prefix}
-}
-
-// PublishJobs publishes the jobs asynchronously, each with its MsgID as Nats-Msg-Id
-// (a job published again is dropped by the stream's duplicate window), and waits until
-// the stream has acknowledged every one.
-func (p *JobPublisher) PublishJobs(ctx context.Context, jobs []app.Job) error {
-	futures := make([]jetstream.PubAckFuture, 0, len(jobs))
-	var errs []error
-	for _, j := range jobs {
-		msg, err := events.WebhookJobMessage(j.Job, j.MsgID)
-		if err != nil {
-			return err
-		}
-		subject := p.prefix + strconv.FormatInt(j.Job.GetHookId(), 10)
-		f, err := p.js.PublishAsync(subject, msg.Data, jetstream.WithMsgID(msg.ID))
-		if err != nil {
-			errs = append(errs, fmt.Errorf("publish webhook job on %s: %w", subject, err))
-			break
-		}
-		futures = append(futures, f)
+// HookFilters are the subjects the delivery consumer of s takes: the events it selects
+// (every event when it selects all), webhook.test (a test goes to its one subscription,
+// whatever it selects) and its due jobs.
+func (o Options) HookFilters(s app.Subscription) []string {
+	if s.Events == nil {
+		return []string{o.EventsFilter, o.DueSubject(s.ID)}
 	}
-	for _, f := range futures {
-		select {
-		case <-f.Ok():
-		case err := <-f.Err():
-			errs = append(errs, fmt.Errorf("publish webhook job on %s: %w", f.Msg().Subject, err))
-		case <-ctx.Done():
-			return fmt.Errorf("publish webhook jobs: %w", ctx.Err())
-		}
+	prefix := strings.TrimSuffix(o.EventsFilter, ">")
+	subjects := []string{prefix + events.TypeWebhookTest}
+	for _, t := range s.Events {
+		subjects = append(subjects, prefix+t)
 	}
-	return errors.Join(errs...)
+	slices.Sort(subjects)
+	return append(slices.Compact(subjects), o.DueSubject(s.ID))
 }
 
 // Listener pushes subscription changes (the store's LISTEN connection).
@@ -205,18 +188,19 @@ type Listener interface {
 type Parts struct {
 	Subscriptions *app.Subscriptions
 	Listener      Listener
-	Fanout        *app.Fanout
+	Events        *app.EventJobs
 	Deliverer     *app.Deliverer
 	Health        *app.Health
 	Metrics       *app.Metrics
 	Log           *slog.Logger
 }
 
-// Dispatcher runs the fan-out and the deliveries of one instance on the shared durable
-// consumers: the fan-out consumer of package events, one delivery consumer per
-// subscription (MaxAckPending = its max_in_flight, so the cap holds across every
-// instance and a slow receiver holds up only its own consumer), and the retry consumer
-// holding jobs until their next attempt is due.
+// Dispatcher runs the deliveries of one instance on the shared durable consumers: one
+// delivery consumer per subscription on the events stream (its events and its due
+// jobs; MaxAckPending = its max_in_flight, so the cap holds across every instance, for
+// first attempts and retries alike, and a slow receiver holds up only its own
+// consumer), the retry consumer holding jobs until their next attempt, and the queued
+// consumer moving redeliveries to their due subjects.
 type Dispatcher struct {
 	js   jetstream.JetStream
 	p    Parts
@@ -226,53 +210,63 @@ type Dispatcher struct {
 	sem      chan struct{} // the instance's attempts in flight (Workers)
 	inflight sync.WaitGroup
 
-	// The runtimes settling the messages of the fan-out, delivery (every
-	// subscription's) and retry consumers.
-	fanout, deliver, retry *consumer.Runtime
-	// settler acknowledges the delivery consumers' jobs: those of one group commit
-	// together (one write to NATS instead of one per job).
+	// The runtimes settling the messages of the delivery (every subscription's), retry
+	// and queued consumers.
+	deliver, retry, queued *consumer.Runtime
+	// settler acknowledges the delivery consumers' messages: those of one group commit
+	// together (one write to NATS instead of one per message).
 	settler *consumer.Settler
+	// legacyFloor is the last event the fan-out consumer of the versions before the one
+	// hop had acknowledged when this instance started (nil: none was left): the
+	// delivery consumers created meanwhile start after it, and the fan-out consumer is
+	// deleted once every subscription has its own.
+	legacyFloor *uint64
 }
 
 // NewDispatcher returns a Dispatcher; Run starts it.
 func NewDispatcher(js jetstream.JetStream, p Parts, opts Options) *Dispatcher {
 	opts.defaults()
 	d := &Dispatcher{js: js, p: p, log: p.Log, opts: opts, sem: make(chan struct{}, opts.Workers)}
-	d.fanout = consumer.New(d.handleEvents, consumer.Options{Name: opts.FanoutConsumer, Log: p.Log, Metrics: opts.Metrics})
 	d.settler = consumer.NewSettler(opts.DeliverConsumer, p.Log)
-	d.deliver = consumer.NewSingle(d.handleJob, consumer.Options{
+	d.deliver = consumer.NewSingle(d.handleMsg, consumer.Options{
 		Name: opts.DeliverConsumer, Log: p.Log, Metrics: opts.Metrics,
 		KeepAlive: opts.AckWait / 2, // an attempt reports progress while it runs long
 		Settler:   d.settler,
 	})
 	d.retry = consumer.NewSingle(d.handleRetry, consumer.Options{Name: opts.RetryConsumer, Log: p.Log, Metrics: opts.Metrics})
+	d.queued = consumer.NewSingle(d.handleRetry, consumer.Options{Name: opts.QueuedConsumer, Log: p.Log, Metrics: opts.Metrics})
 	return d
 }
 
 // Options returns the dispatcher's options with defaults filled in.
 func (d *Dispatcher) Options() Options { return d.opts }
 
-// EnsureConsumers creates the durable fan-out and retry consumers, or updates them to
-// the current configuration, and deletes the shared delivery consumer of the versions
-// before per-subscription consumers (its filter would overlap theirs on the work-queue
-// stream). Every instance calls it at start; they share the consumers. Requests a NATS
-// cluster drops or refuses for a while are retried (events.EnsureConsumer).
-func (d *Dispatcher) EnsureConsumers(ctx context.Context) (fanout, retry jetstream.Consumer, err error) {
-	fanout, err = events.EnsureConsumer(ctx, d.js, d.opts.EventsStream, jetstream.ConsumerConfig{
-		Durable:       d.opts.FanoutConsumer,
-		Description:   "webhook dispatcher: fans package events out to subscriptions",
-		FilterSubject: d.opts.EventsFilter,
-		DeliverPolicy: jetstream.DeliverAllPolicy,
-		AckPolicy:     jetstream.AckExplicitPolicy,
-		AckWait:       d.opts.FanoutAckWait,
-		MaxDeliver:    -1,
-		MaxAckPending: 1000,
-	})
-	if err != nil {
-		return nil, nil, err
+// EnsureConsumers creates the durable retry and queued consumers, or updates them to
+// the current configuration, after deleting the consumers of earlier versions whose
+// filters overlap theirs on the work-queue stream (the shared delivery consumer, and
+// the per-subscription job consumers before the one hop: their queued jobs stay on the
+// stream and the queued consumer moves them). Every instance calls it at start; they
+// share the consumers. Requests a NATS cluster drops or refuses for a while are retried
+// (events.EnsureConsumer).
+func (d *Dispatcher) EnsureConsumers(ctx context.Context) (retry, queued jetstream.Consumer, err error) {
+	old := []string{d.opts.DeliverConsumer}
+	if stream, err := d.js.Stream(ctx, d.opts.JobsStream); err == nil {
+		names := stream.ConsumerNames(ctx)
+		for name := range names.Name() {
+			if _, ok := d.hookOf(name); ok {
+				old = append(old, name)
+			}
+		}
+		if err := names.Err(); err != nil {
+			return nil, nil, fmt.Errorf("list the consumers of %s: %w", d.opts.JobsStream, err)
+		}
+	} else if !errors.Is(err, jetstream.ErrStreamNotFound) {
+		return nil, nil, fmt.Errorf("stream %s: %w", d.opts.JobsStream, err)
 	}
-	if err := d.js.DeleteConsumer(ctx, d.opts.JobsStream, d.opts.DeliverConsumer); err != nil && !errors.Is(err, jetstream.ErrConsumerNotFound) {
-		return nil, nil, fmt.Errorf("delete the shared delivery consumer %s: %w", d.opts.DeliverConsumer, err)
+	for _, name := range old {
+		if err := d.js.DeleteConsumer(ctx, d.opts.JobsStream, name); err != nil && !errors.Is(err, jetstream.ErrConsumerNotFound) {
+			return nil, nil, fmt.Errorf("delete the job consumer %s of an earlier version: %w", name, err)
+		}
 	}
 	retry, err = events.EnsureConsumer(ctx, d.js, d.opts.JobsStream, jetstream.ConsumerConfig{
 		Durable:       d.opts.RetryConsumer,
@@ -287,25 +281,68 @@ func (d *Dispatcher) EnsureConsumers(ctx context.Context) (fanout, retry jetstre
 	if err != nil {
 		return nil, nil, err
 	}
-	return fanout, retry, nil
+	queued, err = events.EnsureConsumer(ctx, d.js, d.opts.JobsStream, jetstream.ConsumerConfig{
+		Durable:       d.opts.QueuedConsumer,
+		Description:   "webhook dispatcher: moves redeliveries to their subscription's due jobs",
+		FilterSubject: d.opts.JobSubjectPrefix + "*",
+		DeliverPolicy: jetstream.DeliverAllPolicy,
+		AckPolicy:     jetstream.AckExplicitPolicy,
+		AckWait:       30 * time.Second,
+		MaxDeliver:    -1,
+		MaxAckPending: 1000,
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	return retry, queued, nil
+}
+
+// hookOf returns the subscription id of the delivery consumer named name.
+func (d *Dispatcher) hookOf(name string) (int64, bool) {
+	rest, ok := strings.CutPrefix(name, d.opts.DeliverConsumer+"-")
+	if !ok {
+		return 0, false
+	}
+	id, err := strconv.ParseInt(rest, 10, 64)
+	return id, err == nil && id > 0
+}
+
+// readLegacyFloor notes where the fan-out consumer of the versions before the one hop
+// had got to, if it is still there.
+func (d *Dispatcher) readLegacyFloor(ctx context.Context) error {
+	c, err := d.js.Consumer(ctx, d.opts.EventsStream, d.opts.FanoutConsumer)
+	switch {
+	case errors.Is(err, jetstream.ErrConsumerNotFound):
+		return nil
+	case err != nil:
+		return fmt.Errorf("the fan-out consumer of an earlier version: %w", err)
+	}
+	floor := c.CachedInfo().AckFloor.Stream
+	d.legacyFloor = &floor
+	d.log.Info("the fan-out consumer of an earlier version is still there; the subscriptions' consumers start after its acknowledged events",
+		"consumer", d.opts.FanoutConsumer, "after_stream_seq", floor)
+	return nil
 }
 
 // hookConsumer is this instance's pull of one subscription's delivery consumer, and
-// the worker goroutines that attempt its jobs.
+// the worker goroutines that attempt its messages (events and due jobs).
 //
-// A subscription's jobs run on workers of its own, started as its jobs need them (up to
-// min(max_in_flight, Workers), the most JetStream hands this instance at once) and kept
-// until the subscription's consumer stops, instead of a new goroutine per job: a new
-// goroutine starts on a small stack and grows it in every attempt (the HTTP client's
-// call chain is deep), which cost 5-7 % of the dispatcher's CPU. A slow receiver's jobs
-// wait only for its own workers, as they waited only for its own consumer before.
+// A subscription's messages run on workers of its own, started as its messages need
+// them (up to min(max_in_flight, Workers), the most JetStream hands this instance at
+// once) and kept until the subscription's consumer stops, instead of a new goroutine per
+// message: a new goroutine starts on a small stack and grows it in every attempt (the
+// HTTP client's call chain is deep), which cost 5-7 % of the dispatcher's CPU. A slow
+// receiver's messages wait only for its own workers, as they wait only for its own
+// consumer.
 type hookConsumer struct {
+	id          int64
 	maxInFlight int
+	filters     []string
 	cc          jetstream.ConsumeContext
 
-	// jobs hands a job to a worker that waits for one: unbuffered, so a send succeeds
-	// only when a worker has taken the job (no job sits in a buffer).
-	jobs chan jetstream.Msg
+	// jobs hands a message to a worker that waits for one: unbuffered, so a send
+	// succeeds only when a worker has taken it (no message sits in a buffer).
+	jobs chan hookMsg
 	// stop is closed when the subscription's consumer is removed: its workers end.
 	stop chan struct{}
 	// cap is the most workers (min(max_in_flight, Workers)); started, how many run.
@@ -314,11 +351,16 @@ type hookConsumer struct {
 	started int32
 }
 
-// newHookConsumer returns a hook consumer, without workers yet, for a subscription with
-// this max_in_flight.
-func (d *Dispatcher) newHookConsumer(maxInFlight int) *hookConsumer {
-	h := &hookConsumer{maxInFlight: maxInFlight, jobs: make(chan jetstream.Msg), stop: make(chan struct{})}
-	h.setCap(maxInFlight, d.opts.Workers)
+// hookMsg is a message of a subscription's delivery consumer, with the subscription's id.
+type hookMsg struct {
+	jetstream.Msg
+	hook int64
+}
+
+// newHookConsumer returns a hook consumer, without workers yet, for subscription s.
+func (d *Dispatcher) newHookConsumer(s app.Subscription, filters []string) *hookConsumer {
+	h := &hookConsumer{id: s.ID, filters: filters, jobs: make(chan hookMsg), stop: make(chan struct{})}
+	h.setCap(s.MaxInFlight, d.opts.Workers)
 	return h
 }
 
@@ -340,14 +382,17 @@ func (h *hookConsumer) startWorker() bool {
 	return true
 }
 
-// Run ensures the consumers and runs the fan-out loop, the delivery consumers of every
-// subscription, the retry loop, the subscription listener, the health pass and the
-// gauge refresher until ctx is done. Then it stops fetching and lets in-flight work
-// finish within ShutdownTimeout; attempts still running after that are abandoned and
-// their jobs returned to the queue. It returns nil after a clean stop.
+// Run ensures the consumers and runs the delivery consumers of every subscription, the
+// retry and queued loops, the subscription listener, the health pass and the gauge
+// refresher until ctx is done. Then it stops fetching and lets in-flight work finish
+// within ShutdownTimeout; attempts still running after that are abandoned and their
+// messages returned to the queue. It returns nil after a clean stop.
 func (d *Dispatcher) Run(ctx context.Context) error {
 	defer d.settler.Close() // on every return; after a clean stop it is closed below
-	fanoutCons, retryCons, err := d.EnsureConsumers(ctx)
+	retryCons, queuedCons, err := d.EnsureConsumers(ctx)
+	if err == nil {
+		err = d.readLegacyFloor(ctx)
+	}
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil // stopped before it started: a clean stop
@@ -365,10 +410,8 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 		d.log.Warn("load subscriptions", "err", err)
 	}
 	g.Go(func() { d.listen(ctx) })
-	// The fan-out fetches events in batches (the first waits, the rest are what is
-	// there) and fans each batch out together.
-	g.Pull(d.fanout, fanoutCons, 1, consumer.PullOptions{Batch: d.opts.FanoutBatch, Wait: d.opts.FetchWait, Together: true})
 	g.Pull(d.retry, retryCons, 1, consumer.PullOptions{Batch: 256, Wait: d.opts.FetchWait})
+	g.Pull(d.queued, queuedCons, 1, consumer.PullOptions{Batch: 256, Wait: d.opts.FetchWait})
 	g.Go(func() { consumer.Every(ctx, d.opts.StatsInterval, d.refreshStats) })
 	g.Go(func() { consumer.Every(ctx, d.p.Health.Interval(), d.p.Health.Pass) })
 	g.Go(func() { consumer.Every(ctx, d.p.Health.Interval(), d.p.Health.Heartbeat) })
@@ -376,7 +419,7 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 	hooks := map[int64]*hookConsumer{}
 	d.reconcile(ctx, workCtx, hooks, true)
 	d.log.Info("dispatcher running", "workers", d.opts.Workers, "subscriptions", len(hooks),
-		"fanout_consumer", d.opts.FanoutConsumer, "deliver_consumers", d.opts.DeliverConsumer+"-<hook id>")
+		"events_stream", d.opts.EventsStream, "deliver_consumers", d.opts.DeliverConsumer+"-<hook id>")
 	tick := time.NewTicker(d.opts.ReconcileInterval)
 	defer tick.Stop()
 loop:
@@ -404,7 +447,7 @@ loop:
 	if g.Wait(d.opts.ShutdownTimeout) {
 		d.log.Warn("in-flight deliveries outlived the shutdown timeout; abandoned them", "timeout", d.opts.ShutdownTimeout)
 	}
-	d.settler.Close() // the jobs handled last are settled
+	d.settler.Close() // the messages handled last are settled
 	d.p.Deliverer.Close()
 	lctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
 	defer cancel()
@@ -433,18 +476,23 @@ func (d *Dispatcher) listen(ctx context.Context) {
 }
 
 // reconcile pulls from the delivery consumer of every subscription, creating it or
-// updating its MaxAckPending to max_in_flight, and removes the consumers and queued
-// jobs of subscriptions that are gone (first: those left over while no instance ran).
+// updating its filter and its MaxAckPending (max_in_flight) to the subscription's, and
+// removes the consumers and queued jobs of subscriptions that are gone (first: those
+// left over while no instance ran). Once every subscription has its consumer, the
+// fan-out consumer of an earlier version is deleted.
 func (d *Dispatcher) reconcile(ctx, workCtx context.Context, hooks map[int64]*hookConsumer, first bool) {
 	present := map[int64]bool{}
+	complete := true
 	for _, s := range d.p.Subscriptions.All() {
 		present[s.ID] = true
 		h := hooks[s.ID]
-		if h != nil && h.maxInFlight == s.MaxInFlight {
+		filters := d.opts.HookFilters(s)
+		if h != nil && h.maxInFlight == s.MaxInFlight && slices.Equal(h.filters, filters) {
 			continue
 		}
-		cons, err := events.EnsureConsumer(ctx, d.js, d.opts.JobsStream, d.hookConsumerConfig(s))
+		cons, err := d.ensureHookConsumer(ctx, s, filters)
 		if err != nil {
+			complete = false
 			if ctx.Err() == nil {
 				d.log.Warn("delivery consumer", "hook_id", s.ID, "err", err)
 			}
@@ -452,9 +500,10 @@ func (d *Dispatcher) reconcile(ctx, workCtx context.Context, hooks map[int64]*ho
 		}
 		if h != nil {
 			h.setCap(s.MaxInFlight, d.opts.Workers)
+			h.filters = filters
 			continue
 		}
-		h = d.newHookConsumer(s.MaxInFlight)
+		h = d.newHookConsumer(s, filters)
 		cc, err := cons.Consume(func(msg jetstream.Msg) { d.dispatch(ctx, workCtx, h, msg) },
 			jetstream.PullMaxMessages(max(1, min(s.MaxInFlight, d.opts.Workers))),
 			jetstream.ConsumeErrHandler(func(_ jetstream.ConsumeContext, err error) {
@@ -463,6 +512,7 @@ func (d *Dispatcher) reconcile(ctx, workCtx context.Context, hooks map[int64]*ho
 				}
 			}))
 		if err != nil {
+			complete = false
 			d.log.Warn("pull delivery consumer", "hook_id", s.ID, "err", err)
 			continue
 		}
@@ -477,20 +527,25 @@ func (d *Dispatcher) reconcile(ctx, workCtx context.Context, hooks map[int64]*ho
 			d.removeHook(ctx, id)
 		}
 	}
+	if complete && d.legacyFloor != nil {
+		err := d.js.DeleteConsumer(ctx, d.opts.EventsStream, d.opts.FanoutConsumer)
+		if err == nil || errors.Is(err, jetstream.ErrConsumerNotFound) {
+			d.log.Info("every subscription has its consumer of the events; the fan-out consumer of an earlier version is deleted", "consumer", d.opts.FanoutConsumer)
+			d.legacyFloor = nil
+		} else if ctx.Err() == nil {
+			d.log.Warn("delete the fan-out consumer of an earlier version", "err", err)
+		}
+	}
 	if !first {
 		return
 	}
-	stream, err := d.js.Stream(ctx, d.opts.JobsStream)
+	stream, err := d.js.Stream(ctx, d.opts.EventsStream)
 	if err != nil {
 		return
 	}
 	names := stream.ConsumerNames(ctx)
 	for name := range names.Name() {
-		rest, ok := strings.CutPrefix(name, d.opts.DeliverConsumer+"-")
-		if !ok {
-			continue
-		}
-		if id, err := strconv.ParseInt(rest, 10, 64); err == nil && !present[id] {
+		if id, ok := d.hookOf(name); ok && !present[id] {
 			if _, err := d.p.Subscriptions.Get(ctx, id); errors.Is(err, app.ErrNotFound) {
 				d.removeHook(ctx, id)
 			}
@@ -498,58 +553,79 @@ func (d *Dispatcher) reconcile(ctx, workCtx context.Context, hooks map[int64]*ho
 	}
 }
 
-// hookConsumerConfig is the delivery consumer of subscription s, the same from every
-// instance.
-func (d *Dispatcher) hookConsumerConfig(s app.Subscription) jetstream.ConsumerConfig {
-	return jetstream.ConsumerConfig{
-		Durable:       d.opts.HookConsumer(s.ID),
-		Description:   "webhook dispatcher: delivers the jobs of subscription " + strconv.FormatInt(s.ID, 10),
-		FilterSubject: d.opts.JobSubjectPrefix + strconv.FormatInt(s.ID, 10),
-		DeliverPolicy: jetstream.DeliverAllPolicy,
-		AckPolicy:     jetstream.AckExplicitPolicy,
-		AckWait:       d.opts.AckWait,
-		MaxDeliver:    -1,
-		// max_in_flight across every instance: the server hands out no more jobs while
-		// that many are unacknowledged; a killed instance's come back after AckWait.
+// ensureHookConsumer creates the delivery consumer of subscription s, or updates its
+// filter and MaxAckPending. A new one starts with the events stored a minute before
+// the subscription was created (older ones do not reach it: Subscription.Selects), or
+// after the last event the fan-out consumer of an earlier version acknowledged.
+func (d *Dispatcher) ensureHookConsumer(ctx context.Context, s app.Subscription, filters []string) (jetstream.Consumer, error) {
+	cfg := jetstream.ConsumerConfig{
+		Durable:        d.opts.HookConsumer(s.ID),
+		Description:    "webhook dispatcher: delivers the events and due jobs of subscription " + strconv.FormatInt(s.ID, 10),
+		FilterSubjects: filters,
+		AckPolicy:      jetstream.AckExplicitPolicy,
+		AckWait:        d.opts.AckWait,
+		MaxDeliver:     -1,
+		// max_in_flight across every instance: the server hands out no more messages
+		// while that many are unacknowledged; a killed instance's come back after AckWait.
 		MaxAckPending: max(1, s.MaxInFlight),
 	}
+	c, err := d.js.Consumer(ctx, d.opts.EventsStream, cfg.Durable)
+	switch {
+	case err == nil:
+		// Where it starts is fixed once it exists.
+		old := c.CachedInfo().Config
+		cfg.DeliverPolicy, cfg.OptStartSeq, cfg.OptStartTime = old.DeliverPolicy, old.OptStartSeq, old.OptStartTime
+	case !errors.Is(err, jetstream.ErrConsumerNotFound):
+		return nil, err
+	case d.legacyFloor != nil:
+		cfg.DeliverPolicy, cfg.OptStartSeq = jetstream.DeliverByStartSequencePolicy, *d.legacyFloor+1
+	default:
+		start := s.CreatedAt.Add(-time.Minute)
+		cfg.DeliverPolicy, cfg.OptStartTime = jetstream.DeliverByStartTimePolicy, &start
+	}
+	return events.EnsureConsumer(ctx, d.js, d.opts.EventsStream, cfg)
 }
 
 // removeHook deletes a deleted subscription's delivery consumer and its queued jobs.
 func (d *Dispatcher) removeHook(ctx context.Context, id int64) {
-	if err := d.js.DeleteConsumer(ctx, d.opts.JobsStream, d.opts.HookConsumer(id)); err != nil && !errors.Is(err, jetstream.ErrConsumerNotFound) {
+	if err := d.js.DeleteConsumer(ctx, d.opts.EventsStream, d.opts.HookConsumer(id)); err != nil && !errors.Is(err, jetstream.ErrConsumerNotFound) {
 		d.log.Warn("delete delivery consumer", "hook_id", id, "err", err)
 	}
-	stream, err := d.js.Stream(ctx, d.opts.JobsStream)
-	if err == nil {
-		err = stream.Purge(ctx, jetstream.WithPurgeSubject(d.opts.JobSubjectPrefix+strconv.FormatInt(id, 10)))
+	purge := func(stream, subject string) {
+		s, err := d.js.Stream(ctx, stream)
+		if err == nil {
+			err = s.Purge(ctx, jetstream.WithPurgeSubject(subject))
+		}
+		if err != nil && ctx.Err() == nil {
+			d.log.Warn("purge jobs of a deleted subscription", "hook_id", id, "subject", subject, "err", err)
+		}
 	}
-	if err != nil && ctx.Err() == nil {
-		d.log.Warn("purge jobs of a deleted subscription", "hook_id", id, "err", err)
-	}
+	purge(d.opts.EventsStream, d.opts.DueSubject(id))
+	purge(d.opts.JobsStream, d.opts.JobSubjectPrefix+strconv.FormatInt(id, 10))
 	d.log.Info("subscription deleted; its delivery consumer and jobs removed", "hook_id", id)
 }
 
-// dispatch hands one job of subscription h to one of its workers: one that waits for a
-// job, else a new one if fewer than its cap run, else the first that is done with its
-// job (the subscription's consumer waits meanwhile; only its own jobs do). It runs on
-// the consumer's callback, one job at a time per subscription.
+// dispatch hands one message of subscription h to one of its workers: one that waits
+// for a message, else a new one if fewer than its cap run, else the first that is done
+// with its message (the subscription's consumer waits meanwhile; only its own messages
+// do). It runs on the consumer's callback, one message at a time per subscription.
 func (d *Dispatcher) dispatch(ctx, workCtx context.Context, h *hookConsumer, msg jetstream.Msg) {
 	if ctx.Err() != nil {
 		consumer.HandBack(msg) // stopping: hand it to another instance at once
 		return
 	}
+	m := hookMsg{Msg: msg, hook: h.id}
 	select {
-	case h.jobs <- msg:
+	case h.jobs <- m:
 		return
 	default:
 	}
 	if h.startWorker() {
-		d.inflight.Go(func() { d.work(ctx, workCtx, h, msg) })
+		d.inflight.Go(func() { d.work(ctx, workCtx, h, m) })
 		return
 	}
 	select {
-	case h.jobs <- msg:
+	case h.jobs <- m:
 	case <-ctx.Done():
 		consumer.HandBack(msg)
 	case <-h.stop:
@@ -557,12 +633,11 @@ func (d *Dispatcher) dispatch(ctx, workCtx context.Context, h *hookConsumer, msg
 	}
 }
 
-// work is one worker of subscription h: it attempts msg, then each job handed to it,
-// until the dispatcher stops or the subscription's consumer is removed.
-func (d *Dispatcher) work(ctx, workCtx context.Context, h *hookConsumer, msg jetstream.Msg) {
+// work is one worker of subscription h: it attempts msg, then each message handed to
+// it, until the dispatcher stops or the subscription's consumer is removed.
+func (d *Dispatcher) work(ctx, workCtx context.Context, h *hookConsumer, msg hookMsg) {
 	for {
 		d.attempt(ctx, workCtx, msg)
-		msg = nil
 		select {
 		case msg = <-h.jobs:
 		case <-ctx.Done():
@@ -573,52 +648,57 @@ func (d *Dispatcher) work(ctx, workCtx context.Context, h *hookConsumer, msg jet
 	}
 }
 
-// attempt handles one job once the instance has a free slot of its Workers.
-func (d *Dispatcher) attempt(ctx, workCtx context.Context, msg jetstream.Msg) {
+// attempt handles one message once the instance has a free slot of its Workers.
+func (d *Dispatcher) attempt(ctx, workCtx context.Context, msg hookMsg) {
 	select {
 	case d.sem <- struct{}{}:
 	case <-ctx.Done():
-		consumer.HandBack(msg)
+		consumer.HandBack(msg.Msg)
 		return
 	}
 	defer func() { <-d.sem }()
 	if ctx.Err() != nil {
-		consumer.HandBack(msg) // stopping: hand it to another instance at once
+		consumer.HandBack(msg.Msg) // stopping: hand it to another instance at once
 		return
 	}
 	d.deliver.Process(workCtx, msg)
 }
 
-// handleEvents fans a batch of events out: each is acknowledged once its jobs are
-// queued, terminated when malformed, or tried again after a back-off.
-func (d *Dispatcher) handleEvents(ctx context.Context, msgs []jetstream.Msg) []consumer.Decision {
-	hctx, cancel := context.WithTimeout(ctx, d.opts.FanoutAckWait*2/3)
-	defer cancel()
-	data := make([][]byte, len(msgs))
-	for i, m := range msgs {
-		data[i] = m.Data()
+// handleMsg handles one message of a subscription's delivery consumer: an event (its
+// delivery's first attempt, made by EventJobs) or a due job (a retry or a redelivery),
+// reporting progress while the attempt runs long. It turns what the delivery returned
+// into the message's fate: done (nil) or nothing to deliver → Ack, poison → Term, a
+// retry → Nak at once or, after a delay, a job on the retry subject (the message is
+// acknowledged), so that while it waits it holds no slot of its subscription's
+// max_in_flight.
+func (d *Dispatcher) handleMsg(ctx context.Context, msg jetstream.Msg) consumer.Decision {
+	hm, ok := msg.(hookMsg)
+	if !ok {
+		return consumer.Poison("not a delivery consumer's message")
 	}
-	errs := d.p.Fanout.HandleBatch(hctx, data)
-	out := make([]consumer.Decision, len(msgs))
-	for i, err := range errs {
+	ack := ackInfoOf(msg)
+	var job *eventsv1.WebhookJob
+	var err error
+	if strings.HasPrefix(msg.Subject(), d.opts.DueSubjectPrefix) {
+		job, err = events.UnmarshalWebhookJob(msg.Data())
+		if err != nil {
+			return consumer.Poison(err.Error())
+		}
+		if job.GetHookId() != hm.hook {
+			return consumer.Poison(fmt.Sprintf("a job of subscription %d on the due subject of %d", job.GetHookId(), hm.hook))
+		}
+	} else {
+		job, err = d.p.Events.Job(ctx, msg.Data(), hm.hook, ack.stored)
 		switch {
-		case err == nil:
-			out[i] = consumer.Acked()
 		case errors.Is(err, app.ErrPoison):
-			out[i] = consumer.Poison(err.Error())
-		default:
-			out[i] = consumer.Failed(fmt.Errorf("fan-out: %w", err))
+			return consumer.Poison(err.Error())
+		case err != nil:
+			return consumer.Failed(err) // after the back-off
+		case job == nil:
+			return consumer.Acked() // not for this subscription
 		}
 	}
-	return out
-}
-
-// handleJob delivers one job, reporting progress while the attempt runs long, and
-// turns what the delivery returned into the message's fate: done (nil) → Ack, poison →
-// Term, a retry → Nak at once or, after a delay, a move to the retry subject, so that
-// while it waits it holds no slot of its subscription's max_in_flight.
-func (d *Dispatcher) handleJob(ctx context.Context, msg jetstream.Msg) consumer.Decision {
-	err := d.p.Deliverer.Deliver(ctx, msg.Data(), numDelivered(msg))
+	err = d.p.Deliverer.DeliverJob(ctx, job, ack.delivered)
 	var again *app.RetryError
 	switch {
 	case err == nil:
@@ -630,49 +710,48 @@ func (d *Dispatcher) handleJob(ctx context.Context, msg jetstream.Msg) consumer.
 	case again.Delay <= 0:
 		return consumer.NakAfter(0)
 	}
-	if err := d.scheduleRetry(ctx, msg, time.Now().Add(again.Delay)); err != nil {
-		d.log.Warn("move webhook job to the retry queue; it waits on its own consumer", "subject", msg.Subject(), "err", err)
+	if err := d.scheduleRetry(ctx, job, ack.streamSeq, time.Now().Add(again.Delay)); err != nil {
+		d.log.Warn("move webhook job to the retry queue; it waits on its own consumer", "delivery_id", job.GetDeliveryId(), "err", err)
 		return consumer.NakAfter(again.Delay)
 	}
 	return consumer.Acked()
 }
 
-// scheduleRetry publishes msg's job on the retry subject, due at notBefore. Its
-// Nats-Msg-Id is derived from the job message's stream sequence, so a job handled
-// again after a crash before its ack yields no second retry.
-func (d *Dispatcher) scheduleRetry(ctx context.Context, msg jetstream.Msg, notBefore time.Time) error {
-	job, err := events.UnmarshalWebhookJob(msg.Data())
-	if err != nil {
-		return err
-	}
-	md, err := msg.Metadata()
-	if err != nil {
-		return err
-	}
+// scheduleRetry publishes job on the retry subject, due at notBefore. Its Nats-Msg-Id
+// is derived from the stream sequence of the message that carried it, so a message
+// handled again after a crash before its ack yields no second retry.
+func (d *Dispatcher) scheduleRetry(ctx context.Context, job *eventsv1.WebhookJob, seq uint64, notBefore time.Time) error {
 	out := nats.NewMsg(d.opts.RetrySubjectPrefix + strconv.FormatInt(job.GetHookId(), 10))
-	// The retry carries the ids only (not the fan-out's event and body): its attempt
-	// reads the row, whose round and state the first attempt changed.
+	// The retry carries the ids only (not the event and body): its attempt reads the
+	// row, whose round and state the first attempt changed.
+	var err error
 	if out.Data, err = proto.Marshal(&eventsv1.WebhookJob{DeliveryId: job.GetDeliveryId(), HookId: job.GetHookId()}); err != nil {
 		return err
 	}
 	out.Header.Set(HeaderNotBefore, strconv.FormatInt(notBefore.UnixMilli(), 10))
-	out.Header.Set(jetstream.MsgIDHeader, fmt.Sprintf("%s:retry:%d", job.GetDeliveryId(), md.Sequence.Stream))
+	out.Header.Set(jetstream.MsgIDHeader, fmt.Sprintf("%s:retry:%d", job.GetDeliveryId(), seq))
 	pctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 	defer cancel()
 	_, err = d.js.PublishMsg(pctx, out)
 	return err
 }
 
-// handleRetry holds a waiting job until it is due (NakWithDelay), then queues it on its
-// subscription's subject again and acknowledges it.
+// handleRetry holds a waiting job until it is due (NakWithDelay), then publishes it on
+// its subscription's due subject and acknowledges it. A queued job (a redelivery) has
+// no wait: it is due at once.
 func (d *Dispatcher) handleRetry(ctx context.Context, msg jetstream.Msg) consumer.Decision {
-	nb, _ := strconv.ParseInt(msg.Headers().Get(HeaderNotBefore), 10, 64)
-	if wait := time.Until(time.UnixMilli(nb)); wait > 0 {
-		return consumer.NakAfter(wait)
+	if nb := msg.Headers().Get(HeaderNotBefore); nb != "" {
+		ms, _ := strconv.ParseInt(nb, 10, 64)
+		if wait := time.Until(time.UnixMilli(ms)); wait > 0 {
+			return consumer.NakAfter(wait)
+		}
 	}
 	job, err := events.UnmarshalWebhookJob(msg.Data())
 	if err != nil {
 		return consumer.Poison(err.Error())
+	}
+	if job.GetHookId() <= 0 || job.GetDeliveryId() == "" {
+		return consumer.Poison("a webhook job without delivery id or hook id")
 	}
 	if _, err := d.p.Subscriptions.Get(ctx, job.GetHookId()); errors.Is(err, app.ErrNotFound) {
 		return consumer.Acked() // its subscription is gone
@@ -683,11 +762,11 @@ func (d *Dispatcher) handleRetry(ctx context.Context, msg jetstream.Msg) consume
 	}
 	pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
-	_, err = d.js.Publish(pctx, d.opts.JobSubjectPrefix+strconv.FormatInt(job.GetHookId(), 10), msg.Data(),
+	_, err = d.js.Publish(pctx, d.opts.DueSubject(job.GetHookId()), msg.Data(),
 		jetstream.WithMsgID(fmt.Sprintf("%s:due:%d", job.GetDeliveryId(), md.Sequence.Stream)))
 	if err != nil {
 		if ctx.Err() == nil {
-			d.log.Warn("requeue webhook job", "delivery_id", job.GetDeliveryId(), "err", err)
+			d.log.Warn("move webhook job to its due subject", "delivery_id", job.GetDeliveryId(), "err", err)
 		}
 		return consumer.NakAfter(time.Second)
 	}
@@ -695,23 +774,49 @@ func (d *Dispatcher) handleRetry(ctx context.Context, msg jetstream.Msg) consume
 }
 
 // refreshStats refreshes the queue gauges, and removes the queued jobs of subscriptions
-// that no longer exist (a fan-out that raced a deletion). The oldest pending delivery
-// is the older of the oldest pending row (a delivery waiting for its next attempt, or
-// redelivered) and the oldest job queued on a subscription's subject (a delivery has
-// no row until its first attempt is committed).
+// that no longer exist. The queue depth is the messages (events and due jobs) the
+// subscriptions' consumers have not yet handed out, with the redeliveries not yet
+// moved; the oldest pending delivery is the older of the oldest pending row (a delivery
+// waiting for its next attempt, or redelivered) and the oldest message a subscription's
+// consumer has not settled (a delivery has no row until its first attempt is
+// committed).
 func (d *Dispatcher) refreshStats(ctx context.Context) {
-	var oldestJob time.Duration
+	var depth uint64
+	var oldest time.Time
+	older := func(t time.Time) {
+		if oldest.IsZero() || t.Before(oldest) {
+			oldest = t
+		}
+	}
+	evs, errEvents := d.js.Stream(ctx, d.opts.EventsStream)
+	for _, s := range d.p.Subscriptions.All() {
+		c, err := d.js.Consumer(ctx, d.opts.EventsStream, d.opts.HookConsumer(s.ID))
+		if err != nil {
+			continue
+		}
+		info, err := c.Info(ctx)
+		if err != nil || errEvents != nil {
+			continue
+		}
+		depth += info.NumPending
+		if info.NumPending == 0 && info.NumAckPending == 0 {
+			continue
+		}
+		// The first message after the acknowledged floor that the consumer takes.
+		for _, subject := range info.Config.FilterSubjects {
+			m, err := evs.GetMsg(ctx, info.AckFloor.Stream+1, jetstream.WithGetMsgSubject(subject))
+			if err == nil {
+				older(m.Time)
+			}
+		}
+	}
 	if stream, err := d.js.Stream(ctx, d.opts.JobsStream); err == nil {
 		info, err := stream.Info(ctx, jetstream.WithSubjectFilter(d.opts.JobSubjectPrefix+"*"))
 		if err == nil {
-			d.p.Metrics.QueueDepth.Set(float64(info.State.Msgs))
+			depth += info.State.Msgs
 			if info.State.Msgs > 0 {
-				m, err := stream.GetMsg(ctx, info.State.FirstSeq, jetstream.WithGetMsgSubject(d.opts.JobSubjectPrefix+"*"))
-				switch {
-				case err == nil:
-					oldestJob = max(0, time.Since(m.Time))
-				case !errors.Is(err, jetstream.ErrMsgNotFound) && ctx.Err() == nil:
-					d.log.Debug("oldest queued job", "err", err)
+				if m, err := stream.GetMsg(ctx, info.State.FirstSeq, jetstream.WithGetMsgSubject(d.opts.JobSubjectPrefix+"*")); err == nil {
+					older(m.Time)
 				}
 			}
 			for subj := range info.State.Subjects {
@@ -727,8 +832,13 @@ func (d *Dispatcher) refreshStats(ctx context.Context) {
 			d.log.Debug("jobs stream info", "err", err)
 		}
 	}
+	d.p.Metrics.QueueDepth.Set(float64(depth))
+	var oldestMsg time.Duration
+	if !oldest.IsZero() {
+		oldestMsg = max(0, time.Since(oldest))
+	}
 	if age, err := d.p.Deliverer.OldestPending(ctx); err == nil {
-		d.p.Metrics.OldestPending.Set(max(age, oldestJob).Seconds())
+		d.p.Metrics.OldestPending.Set(max(age, oldestMsg).Seconds())
 	} else if ctx.Err() == nil {
 		d.log.Debug("oldest pending delivery", "err", err)
 	}

@@ -3,6 +3,7 @@ package transport_test
 import (
 	"bytes"
 	"context"
+	"errors"
 	"net/http"
 	"strconv"
 	"strings"
@@ -17,6 +18,7 @@ import (
 
 	"github.com/shipfile/shipfile/pkg/events"
 	"github.com/shipfile/shipfile/pkg/events/eventstest"
+	"github.com/shipfile/shipfile/pkg/events/eventsv1"
 	"github.com/shipfile/shipfile/pkg/schematest"
 	"github.com/shipfile/shipfile/services/webhooks/internal/app"
 	"github.com/shipfile/shipfile/services/webhooks/internal/signing"
@@ -507,8 +509,8 @@ func TestPoisonMessagesAreTerminated(t *testing.T) {
 
 	rc.WaitN(t, 1, 20*time.Second)
 	for _, c := range []struct{ stream, consumer string }{
-		{f.streams.Options.EventsStream, transport.FanoutConsumer},
-		{f.streams.Options.JobsStream, f.streams.Options.HookConsumer(hook)},
+		{f.streams.Options.EventsStream, f.streams.Options.HookConsumer(hook)},
+		{f.streams.Options.JobsStream, transport.QueuedConsumer},
 	} {
 		webhooktest.Eventually(t, 10*time.Second, c.consumer+" settled everything", func() bool {
 			cons, err := f.js.Consumer(context.Background(), c.stream, c.consumer)
@@ -524,7 +526,11 @@ func TestPoisonMessagesAreTerminated(t *testing.T) {
 	}
 }
 
-func TestFanoutIsIdempotent(t *testing.T) {
+// TestEventPublishedTwiceKeepsItsDeliveryID: the same event stored twice (another
+// message id, as after an outbox relay crashed between publishing a row and deleting it,
+// longer ago than the duplicate window) is one delivery: attempted again under the same
+// delivery id (at least once), with one row.
+func TestEventPublishedTwiceKeepsItsDeliveryID(t *testing.T) {
 	f := setup(t)
 	rc := webhooktest.NewReceiver(t, webhooktest.NewSecret(), nil)
 	hook := f.subscribe(t, rc, nil)
@@ -535,18 +541,18 @@ func TestFanoutIsIdempotent(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// The same event twice past the duplicate window (another message id), as after a
-	// crash of the outbox relay long ago.
 	f.streams.PublishRaw(t, f.js, env.GetType(), env.GetEventId(), b)
 	rc.WaitN(t, 1, 20*time.Second)
 	f.streams.PublishRaw(t, f.js, env.GetType(), env.GetEventId()+"-again", b)
-	time.Sleep(time.Second)
-	if ds := webhooktest.Deliveries(t, f.pool, hook); len(ds) != 1 {
-		t.Fatalf("%d deliveries, want 1", len(ds))
+	rc.WaitN(t, 2, 20*time.Second)
+	reqs := rc.Requests()
+	if reqs[0].Delivery != reqs[1].Delivery || reqs[0].Delivery != app.DeliveryID(env.GetEventId(), hook) {
+		t.Errorf("delivery ids %s and %s, want both %s", reqs[0].Delivery, reqs[1].Delivery, app.DeliveryID(env.GetEventId(), hook))
 	}
-	if n := len(rc.Requests()); n != 1 {
-		t.Errorf("%d requests, want 1: the delivered delivery is not sent again", n)
-	}
+	webhooktest.Eventually(t, 10*time.Second, "one delivery, succeeded", func() bool {
+		ds := webhooktest.Deliveries(t, f.pool, hook)
+		return len(ds) == 1 && ds[0].Status == app.StatusSucceeded
+	})
 }
 
 func TestDeletedSubscriptionDropsItsJobs(t *testing.T) {
@@ -887,7 +893,7 @@ func TestRaisedMaxInFlightTakesEffect(t *testing.T) {
 	}
 	cons := f.streams.Options.HookConsumer(hook)
 	webhooktest.Eventually(t, 10*time.Second, "the delivery consumer's MaxAckPending raised to 4", func() bool {
-		c, err := f.js.Consumer(ctx, f.streams.Options.JobsStream, cons)
+		c, err := f.js.Consumer(ctx, f.streams.Options.EventsStream, cons)
 		return err == nil && c.CachedInfo().Config.MaxAckPending == 4
 	})
 	for range 12 {
@@ -909,4 +915,79 @@ func TestRaisedMaxInFlightTakesEffect(t *testing.T) {
 		}
 		return true
 	})
+}
+
+// TestTakesOverFromTheFanoutOfAnEarlierVersion: a dispatcher started where an earlier
+// version ran (a fan-out consumer of the events with its acknowledged floor, a job
+// consumer per subscription on the jobs stream, a job queued) delivers the queued job,
+// then the events after the fan-out's floor, each once, and deletes the earlier
+// version's consumers.
+func TestTakesOverFromTheFanoutOfAnEarlierVersion(t *testing.T) {
+	f := setup(t)
+	rc := webhooktest.NewReceiver(t, webhooktest.NewSecret(), nil)
+	hook := f.subscribe(t, rc, nil)
+	ctx := t.Context()
+	opts := f.streams.Options
+
+	fannedOut := webhooktest.Envelope(events.TypePackageCreated, 0)
+	f.streams.Publish(t, f.js, fannedOut)
+	fanout, err := f.js.CreateConsumer(ctx, opts.EventsStream, jetstream.ConsumerConfig{
+		Durable: transport.FanoutConsumer, FilterSubject: opts.EventsFilter, AckPolicy: jetstream.AckExplicitPolicy,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	batch, err := fanout.Fetch(1, jetstream.FetchMaxWait(5*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for m := range batch.Messages() {
+		if err := m.DoubleAck(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// The earlier fan-out queued the event's job on the subscription's job subject,
+	// for its job consumer there.
+	jobSubject := opts.JobSubjectPrefix + strconv.FormatInt(hook, 10)
+	if _, err := f.js.CreateConsumer(ctx, opts.JobsStream, jetstream.ConsumerConfig{
+		Durable: opts.HookConsumer(hook), FilterSubject: jobSubject, AckPolicy: jetstream.AckExplicitPolicy,
+	}); err != nil {
+		t.Fatal(err)
+	}
+	typ, body, err := app.RenderBody(fannedOut)
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := app.DeliveryID(fannedOut.GetEventId(), hook)
+	msg, err := events.WebhookJobMessage(&eventsv1.WebhookJob{
+		DeliveryId: id, HookId: hook, Event: typ, Body: body, EventId: fannedOut.GetEventId(), CreatedAtUnixMs: time.Now().UnixMilli(),
+	}, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.js.Publish(ctx, jobSubject, msg.Data, jetstream.WithMsgID(id)); err != nil {
+		t.Fatal(err)
+	}
+	notYet := webhooktest.Envelope(events.TypePackageFinalized, 0)
+	f.streams.Publish(t, f.js, notYet)
+
+	f.start(t, webhooktest.Config{})
+	rc.WaitN(t, 2, 20*time.Second)
+	webhooktest.Eventually(t, 10*time.Second, "the earlier version's consumers deleted", func() bool {
+		_, err1 := f.js.Consumer(ctx, opts.EventsStream, transport.FanoutConsumer)
+		_, err2 := f.js.Consumer(ctx, opts.JobsStream, opts.HookConsumer(hook))
+		return errors.Is(err1, jetstream.ErrConsumerNotFound) && errors.Is(err2, jetstream.ErrConsumerNotFound)
+	})
+	webhooktest.Eventually(t, 10*time.Second, "two deliveries succeeded", func() bool {
+		ds := webhooktest.Deliveries(t, f.pool, hook)
+		return len(ds) == 2 && ds[0].Status == app.StatusSucceeded && ds[1].Status == app.StatusSucceeded
+	})
+	time.Sleep(time.Second)
+	got := map[string]int{}
+	for _, r := range rc.Requests() {
+		got[r.Event]++
+	}
+	if len(rc.Requests()) != 2 || got[events.TypePackageCreated] != 1 || got[events.TypePackageFinalized] != 1 {
+		t.Errorf("requests by event: %v; want the queued job's and the later event's, once each", got)
+	}
 }

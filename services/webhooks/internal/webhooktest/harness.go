@@ -33,16 +33,24 @@ type Streams struct {
 }
 
 // NewStreams creates an events stream and a jobs stream like SHIPFILE_EVENTS and
-// SHIPFILE_WEBHOOKS, under unique names, deleted when the test ends.
+// SHIPFILE_WEBHOOKS, under unique names, deleted when the test ends. The events stream
+// takes the test's events (EventsPrefix.>) and due jobs (EventsPrefix + "_due.>").
 func NewStreams(t testing.TB, js jetstream.JetStream) Streams {
 	t.Helper()
 	evStream, evPrefix := eventstest.Stream(t, js, events.EventsStream())
+	cfg := evStream.CachedInfo().Config
+	cfg.Subjects = append(cfg.Subjects, evPrefix+"_due.>")
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if _, err := js.UpdateStream(ctx, cfg); err != nil {
+		t.Fatalf("add the due subjects to %s: %v", cfg.Name, err)
+	}
 	jobStream, jobPrefix := eventstest.Stream(t, js, events.WebhooksStream())
 	opts := transport.DefaultOptions()
-	opts.EventsStream = evStream.CachedInfo().Config.Name
+	opts.EventsStream = cfg.Name
 	opts.EventsFilter = evPrefix + ".>"
+	opts.DueSubjectPrefix = evPrefix + "_due."
 	opts.JobsStream = jobStream.CachedInfo().Config.Name
-	opts.JobsFilter = jobPrefix + ".>"
 	opts.JobSubjectPrefix = jobPrefix + "."
 	return Streams{Options: opts, EventsPrefix: evPrefix, JobsPrefix: jobPrefix}
 }
