@@ -9,6 +9,7 @@ package servicetest
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"net"
@@ -107,8 +108,9 @@ func WaitFor(t testing.TB, within time.Duration, what string, cond func() bool) 
 	}
 }
 
-// NATSServerBin finds a nats-server binary: SHIPFILE_NATS_SERVER_BIN, the project's
-// cache (scripts/dev.sh installs the pinned one there), PATH, or Debian's.
+// NATSServerBin finds a nats-server binary of version MinNATSVersion or later:
+// SHIPFILE_NATS_SERVER_BIN, the project's cache (scripts/dev.sh installs the pinned one
+// there), PATH, or Debian's.
 func NATSServerBin(t testing.TB) string {
 	t.Helper()
 	candidates := []string{os.Getenv("SHIPFILE_NATS_SERVER_BIN")}
@@ -118,13 +120,38 @@ func NATSServerBin(t testing.TB) string {
 	if p, err := exec.LookPath("nats-server"); err == nil {
 		candidates = append(candidates, p)
 	}
+	var old []string
 	for _, c := range append(candidates, "/usr/sbin/nats-server") {
-		if fi, err := os.Stat(c); c != "" && err == nil && !fi.IsDir() {
-			return c
+		if fi, err := os.Stat(c); c == "" || err != nil || fi.IsDir() {
+			continue
 		}
+		if v, ok := natsVersionAtLeast(c, MinNATSVersion); !ok {
+			old = append(old, c+" "+v)
+			continue
+		}
+		return c
 	}
-	t.Fatal("no nats-server binary: run make test (it installs one) or set SHIPFILE_NATS_SERVER_BIN")
+	t.Fatalf("no nats-server binary of version %d.%d or later (found: %v): run make test (it installs one) or set SHIPFILE_NATS_SERVER_BIN",
+		MinNATSVersion[0], MinNATSVersion[1], old)
 	return ""
+}
+
+// MinNATSVersion is the oldest NATS server shipfile runs on: 2.10, the first whose
+// consumers take several filter subjects (a webhook subscription's consumer does).
+var MinNATSVersion = [2]int{2, 10}
+
+// natsVersionAtLeast reports the version bin prints and whether it is min or later.
+func natsVersionAtLeast(bin string, min [2]int) (string, bool) {
+	out, err := exec.Command(bin, "--version").Output()
+	if err != nil {
+		return "(no version)", false
+	}
+	v := strings.TrimSpace(string(out))
+	var major, minor int
+	if _, err := fmt.Sscanf(v[strings.LastIndex(v, "v")+1:], "%d.%d", &major, &minor); err != nil {
+		return v, false
+	}
+	return v, major > min[0] || (major == min[0] && minor >= min[1])
 }
 
 // StartNATS runs a private JetStream server on 127.0.0.1 for the test (which may freeze

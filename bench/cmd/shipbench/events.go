@@ -11,12 +11,10 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
-	"google.golang.org/protobuf/proto"
 
 	"github.com/shipfile/shipfile/bench/internal/rig"
 	"github.com/shipfile/shipfile/pkg/apiclient"
 	"github.com/shipfile/shipfile/pkg/events"
-	"github.com/shipfile/shipfile/pkg/events/eventsv1"
 )
 
 // eventsRow: finalize → package.finalized webhook received, at a steady -event-rate
@@ -40,7 +38,8 @@ func eventsRow(ctx context.Context, t testing.TB, c config, bins rig.Bins, rep *
 	if err != nil {
 		t.Fatalf("create %d packages: %v", n, err)
 	}
-	if _, err := s.API.CreateWebhook(ctx, rig.Webhook(rcv.URL+"/finalized", events.TypePackageFinalized)); err != nil {
+	hook, err := s.API.CreateWebhook(ctx, rig.Webhook(rcv.URL+"/finalized", events.TypePackageFinalized))
+	if err != nil {
 		t.Fatal(err)
 	}
 	js := rig.JetStream(t, ns.URL)
@@ -50,36 +49,24 @@ func eventsRow(ctx context.Context, t testing.TB, c config, bins rig.Bins, rep *
 	_, drained := rig.WaitOutboxPublished(t, rig.DB(t, s.DBURL), time.Minute)
 	rep.Rawf("events: set-up: %d packages created in %s (%.0f/s); their package.created events all left the outbox %s later (%.0f events/s through the relay at least)",
 		n, creating.Round(time.Millisecond), float64(n)/creating.Seconds(), drained.Round(time.Millisecond), float64(n)/(creating+drained).Seconds())
-	waitConsumerIdle(ctx, t, js, events.StreamEvents, "webhooks-fanout")
+	// The subscription's delivery consumer exists (the dispatcher made it) and is idle.
+	waitConsumerIdle(ctx, t, js, events.StreamEvents, fmt.Sprintf("webhooks-deliver-%d", hook.Id))
 
 	var mu sync.Mutex
 	sent := make(map[string]time.Time, n)
 	answered := make(map[string]time.Time, n)
 	arrived := make(map[string]time.Time, n)
-	// Each stage's moment, seen on NATS by core subscriptions to the subjects (a
-	// JetStream publish reaches them too): the event published by the outbox relay, the
-	// delivery's job published by the fan-out.
+	// The moment each event was published by the outbox relay, seen on NATS by a core
+	// subscription to its subject (a JetStream publish reaches it too). The dispatcher's
+	// subscription consumer takes the event itself: no job is queued between.
 	published := make(map[string]time.Time, n) // by package id
-	queued := make(map[string]time.Time, n)    // by event id
-	eventOf := make(map[string]string, n)      // package id → event id
 	watch(t, ns.URL, events.Subject(events.TypePackageFinalized), func(at time.Time, data []byte) {
 		if env, err := events.UnmarshalEnvelope(data); err == nil && env.GetPackageFinalized() != nil {
 			id := env.GetPackageFinalized().GetPackage().GetPackageId()
 			mu.Lock()
-			published[id], eventOf[id] = at, env.GetEventId()
+			published[id] = at
 			mu.Unlock()
 		}
-	})
-	watch(t, ns.URL, events.WebhookSubjectPrefix+">", func(at time.Time, data []byte) {
-		var job eventsv1.WebhookJob
-		if proto.Unmarshal(data, &job) != nil {
-			return
-		}
-		mu.Lock()
-		if _, dup := queued[job.GetEventId()]; !dup {
-			queued[job.GetEventId()] = at
-		}
-		mu.Unlock()
 	})
 	rcv.OnDelivery(func(d rig.Delivery) {
 		if d.Event != events.TypePackageFinalized {
@@ -136,9 +123,9 @@ func eventsRow(ctx context.Context, t testing.TB, c config, bins rig.Bins, rep *
 	}
 	mu.Lock()
 	var fromSend, fromAnswer []time.Duration
-	var stages [3][]time.Duration // answer → published, published → job queued, queued → received
-	var worst [3]time.Time        // when each stage's slowest began
-	var longest [3]time.Duration
+	var stages [2][]time.Duration // answer → published, published → received
+	var worst [2]time.Time        // when each stage's slowest began
+	var longest [2]time.Duration
 	lost := 0
 	for id, t0 := range sent {
 		at, ok := arrived[id]
@@ -148,10 +135,8 @@ func eventsRow(ctx context.Context, t testing.TB, c config, bins rig.Bins, rep *
 		}
 		fromSend = append(fromSend, at.Sub(t0))
 		fromAnswer = append(fromAnswer, at.Sub(answered[id]))
-		pub, okp := published[id]
-		q, okq := queued[eventOf[id]]
-		if okp && okq {
-			for i, span := range [3][2]time.Time{{answered[id], pub}, {pub, q}, {q, at}} {
+		if pub, okp := published[id]; okp {
+			for i, span := range [2][2]time.Time{{answered[id], pub}, {pub, at}} {
 				d := span[1].Sub(span[0])
 				if d > longest[i] {
 					longest[i], worst[i] = d, span[0]
@@ -176,8 +161,8 @@ func eventsRow(ctx context.Context, t testing.TB, c config, bins rig.Bins, rep *
 			return fmt.Sprintf("p50 %s, p99 %s, max %s (at %s)", rig.Ms(rig.Percentile(d, 50)), rig.Ms(rig.Percentile(d, 99)),
 				rig.Ms(rig.Percentile(d, 100)), worst[i].UTC().Format("15:04:05.000"))
 		}
-		rep.Rawf("events: stages of %d (seen on NATS): answer → event published (outbox relay) %s; → job queued (fan-out) %s; → webhook received (dispatcher) %s",
-			len(stages[0]), stage(0), stage(1), stage(2))
+		rep.Rawf("events: stages of %d (seen on NATS): answer → event published (outbox relay) %s; → webhook received (dispatcher) %s",
+			len(stages[0]), stage(0), stage(1))
 	}
 	rep.Add(Row{
 		What:     fmt.Sprintf("event latency: finalize → package.finalized webhook, %d/s for %s", c.eventRate, c.eventDuration),

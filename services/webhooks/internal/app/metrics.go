@@ -16,7 +16,9 @@ type Metrics struct {
 	Deliveries *prometheus.CounterVec
 	// AttemptDuration observes the duration of each HTTP attempt.
 	AttemptDuration prometheus.Histogram
-	// QueueDepth is the delivery consumer's pending plus unacknowledged jobs.
+	// QueueDepth is the deliveries waiting or in flight: the subscriptions' delivery
+	// consumers' pending plus unacknowledged messages, and the redeliveries not yet moved
+	// to them.
 	QueueDepth prometheus.Gauge
 	// OldestPending is the age of the oldest pending delivery, in seconds.
 	OldestPending prometheus.Gauge
@@ -36,7 +38,7 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 		}),
 		QueueDepth: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "shipfile_webhook_queue_depth",
-			Help: "Delivery jobs waiting or in flight (the delivery consumer's pending plus ack-pending messages).",
+			Help: "Webhook deliveries waiting or in flight (the subscriptions' delivery consumers' pending plus ack-pending messages, and redeliveries not yet moved to them).",
 		}),
 		OldestPending: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "shipfile_webhook_oldest_pending_seconds",

@@ -775,8 +775,8 @@ func (d *Dispatcher) handleRetry(ctx context.Context, msg jetstream.Msg) consume
 
 // refreshStats refreshes the queue gauges, and removes the queued jobs of subscriptions
 // that no longer exist. The queue depth is the messages (events and due jobs) the
-// subscriptions' consumers have not yet handed out, with the redeliveries not yet
-// moved; the oldest pending delivery is the older of the oldest pending row (a delivery
+// subscriptions' consumers have not yet settled, with the redeliveries not yet moved;
+// the oldest pending delivery is the older of the oldest pending row (a delivery
 // waiting for its next attempt, or redelivered) and the oldest message a subscription's
 // consumer has not settled (a delivery has no row until its first attempt is
 // committed).
@@ -798,7 +798,7 @@ func (d *Dispatcher) refreshStats(ctx context.Context) {
 		if err != nil || errEvents != nil {
 			continue
 		}
-		depth += info.NumPending
+		depth += info.NumPending + uint64(info.NumAckPending)
 		if info.NumPending == 0 && info.NumAckPending == 0 {
 			continue
 		}
