@@ -791,13 +791,10 @@ func (d *Dispatcher) refreshStats(ctx context.Context) {
 	evs, errEvents := d.js.Stream(ctx, d.opts.EventsStream)
 	for _, s := range d.p.Subscriptions.All() {
 		c, err := d.js.Consumer(ctx, d.opts.EventsStream, d.opts.HookConsumer(s.ID))
-		if err != nil {
-			continue
-		}
-		info, err := c.Info(ctx)
 		if err != nil || errEvents != nil {
 			continue
 		}
+		info := c.CachedInfo() // as the server answered just now
 		depth += info.NumPending + uint64(info.NumAckPending)
 		if info.NumPending == 0 && info.NumAckPending == 0 {
 			continue

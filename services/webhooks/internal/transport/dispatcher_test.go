@@ -991,3 +991,43 @@ func TestTakesOverFromTheFanoutOfAnEarlierVersion(t *testing.T) {
 		t.Errorf("requests by event: %v; want the queued job's and the later event's, once each", got)
 	}
 }
+
+// TestRetriesShareMaxInFlight: due retries come back through their subscription's own
+// consumer, so first attempts and retries together stay within max_in_flight, across
+// two instances.
+func TestRetriesShareMaxInFlight(t *testing.T) {
+	f := setup(t)
+	var mu sync.Mutex
+	seen := map[string]bool{}
+	rc := webhooktest.NewReceiver(t, webhooktest.NewSecret(), func(_ int, r webhooktest.Request) webhooktest.Answer {
+		mu.Lock()
+		defer mu.Unlock()
+		if !seen[r.Delivery] { // every delivery's first attempt fails
+			seen[r.Delivery] = true
+			return webhooktest.Answer{Status: http.StatusInternalServerError, Delay: 100 * time.Millisecond}
+		}
+		return webhooktest.Answer{Status: http.StatusNoContent, Delay: 100 * time.Millisecond}
+	})
+	hook := f.subscribe(t, rc, func(s *webhooktest.Subscription) { s.MaxInFlight = 2 })
+	cfg := webhooktest.Config{Workers: 8, Schedule: webhooktest.Schedule(50*time.Millisecond, 7)}
+	f.start(t, cfg)
+	f.start(t, cfg)
+
+	const n = 12
+	for range n {
+		f.streams.Publish(t, f.js, webhooktest.Envelope(events.TypePackageCreated, 0))
+	}
+	rc.WaitN(t, 2*n, 30*time.Second)
+	if m := rc.MaxInFlight(); m != 2 {
+		t.Errorf("%d requests in flight at once, first attempts and retries together, want 2 (max_in_flight)", m)
+	}
+	webhooktest.Eventually(t, 10*time.Second, "all succeeded at their second attempt", func() bool {
+		ds := webhooktest.Deliveries(t, f.pool, hook)
+		for _, d := range ds {
+			if d.Status != app.StatusSucceeded || d.Attempts != 2 {
+				return false
+			}
+		}
+		return len(ds) == n
+	})
+}
