@@ -1,11 +1,13 @@
 package app
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"log/slog"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/google/uuid"
@@ -29,9 +31,32 @@ func DeliveryID(eventID string, hookID int64) string {
 // EventJobs makes delivery jobs of the package events a subscription's consumer hands
 // out: each event goes straight to its delivery's first attempt (no job is queued in
 // between). It writes nothing: a delivery's row is written with its first attempt.
+//
+// Every subscription that takes an event is handed its own copy of the message, about
+// at once; the event is decoded and its body rendered for the first of them, and the
+// others find it in a small cache keyed by the message's stream sequence (and checked
+// against its bytes).
 type EventJobs struct {
 	subs *Subscriptions
 	log  *slog.Logger
+
+	mu    sync.Mutex
+	cache [eventCacheSize]renderedEvent
+}
+
+// eventCacheSize is how many rendered events the cache holds (the latest, by stream
+// sequence modulo the size): more than the messages in flight at once in an instance.
+const eventCacheSize = 1024
+
+// renderedEvent is what every delivery of one event shares: read-only once cached.
+type renderedEvent struct {
+	seq        uint64 // the event message's stream sequence; 0: empty
+	raw        []byte // the message's data (a stream recreated since numbers anew)
+	eventID    string
+	typ        string
+	body       []byte
+	occurredAt time.Time
+	testHook   int64 // the subscription of a webhook.test
 }
 
 // NewEventJobs returns an EventJobs reading subscriptions from subs.
@@ -40,44 +65,69 @@ func NewEventJobs(subs *Subscriptions, log *slog.Logger) *EventJobs {
 }
 
 // Job returns the delivery job of the event message data (an encoded
-// eventsv1.Envelope) for subscription hookID, the message having been stored at
-// published; nil when the event does not go to it: a type it does not select (its
-// consumer's filter was being changed), an event from before it was created or while it
-// is disabled, the test of another subscription, or a subscription that is gone. Such a
-// message is acknowledged with nothing delivered. An error wrapping ErrPoison: the message
-// can never be handled; another error is transient.
+// eventsv1.Envelope, stored at published under stream sequence seq; 0 when unknown) for
+// subscription hookID; nil when the event does not go to it: a type it does not select
+// (its consumer's filter was being changed), an event from before it was created or
+// while it is disabled, the test of another subscription, or a subscription that is
+// gone. Such a message is acknowledged with nothing delivered. An error wrapping
+// ErrPoison: the message can never be handled; another error is transient.
 //
 // The job carries what the delivery's row needs (event, body, event id, creation time),
 // so its first attempt reads nothing; its delivery id is DeliveryID(event id, hook id),
 // the same however often the event is handed out.
-func (f *EventJobs) Job(ctx context.Context, data []byte, hookID int64, published time.Time) (*eventsv1.WebhookJob, error) {
-	env, err := events.UnmarshalEnvelope(data)
+func (f *EventJobs) Job(ctx context.Context, data []byte, hookID int64, published time.Time, seq uint64) (*eventsv1.WebhookJob, error) {
+	ev, err := f.render(data, seq)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrPoison, err)
+		return nil, err
 	}
-	typ := env.GetType()
-	if typ == events.TypeWebhookTest {
-		// The Test button: that one subscription, whatever its selection or state.
-		if env.GetWebhookTest().GetHookId() != hookID {
-			return nil, nil
-		}
+	if ev.typ == events.TypeWebhookTest && ev.testHook != hookID {
+		return nil, nil // the Test button of another subscription
 	}
 	sub, err := f.subs.Get(ctx, hookID)
 	switch {
 	case errors.Is(err, ErrNotFound):
-		f.log.Info("subscription gone; no delivery", "event_id", env.GetEventId(), "event", typ, "hook_id", hookID)
+		f.log.Info("subscription gone; no delivery", "event_id", ev.eventID, "event", ev.typ, "hook_id", hookID)
 		return nil, nil
 	case err != nil:
-		return nil, fmt.Errorf("event %s for subscription %d: %w", env.GetEventId(), hookID, err)
-	case typ != events.TypeWebhookTest && !sub.Selects(typ, env.GetOccurredAt().AsTime()):
+		return nil, fmt.Errorf("event %s for subscription %d: %w", ev.eventID, hookID, err)
+	case ev.typ != events.TypeWebhookTest && !sub.Selects(ev.typ, ev.occurredAt):
+		// (A test goes to its one subscription, whatever it selects or its state.)
 		return nil, nil
+	}
+	return &eventsv1.WebhookJob{
+		DeliveryId: DeliveryID(ev.eventID, hookID), HookId: hookID, Event: ev.typ, Body: ev.body,
+		EventId: ev.eventID, CreatedAtUnixMs: published.UnixMilli(),
+	}, nil
+}
+
+// render decodes the event message data and renders its body, or finds it in the cache
+// under seq.
+func (f *EventJobs) render(data []byte, seq uint64) (renderedEvent, error) {
+	slot := &f.cache[seq%eventCacheSize]
+	if seq != 0 {
+		f.mu.Lock()
+		ev := *slot
+		f.mu.Unlock()
+		if ev.seq == seq && bytes.Equal(ev.raw, data) {
+			return ev, nil
+		}
+	}
+	env, err := events.UnmarshalEnvelope(data)
+	if err != nil {
+		return renderedEvent{}, fmt.Errorf("%w: %w", ErrPoison, err)
 	}
 	typ, body, err := RenderBody(env)
 	if err != nil {
-		return nil, err
+		return renderedEvent{}, err
 	}
-	return &eventsv1.WebhookJob{
-		DeliveryId: DeliveryID(env.GetEventId(), hookID), HookId: hookID, Event: typ, Body: body,
-		EventId: env.GetEventId(), CreatedAtUnixMs: published.UnixMilli(),
-	}, nil
+	ev := renderedEvent{
+		seq: seq, raw: data, eventID: env.GetEventId(), typ: typ, body: body,
+		occurredAt: env.GetOccurredAt().AsTime(), testHook: env.GetWebhookTest().GetHookId(),
+	}
+	if seq != 0 {
+		f.mu.Lock()
+		*slot = ev
+		f.mu.Unlock()
+	}
+	return ev, nil
 }

@@ -688,7 +688,7 @@ func (d *Dispatcher) handleMsg(ctx context.Context, msg jetstream.Msg) consumer.
 			return consumer.Poison(fmt.Sprintf("a job of subscription %d on the due subject of %d", job.GetHookId(), hm.hook))
 		}
 	} else {
-		job, err = d.p.Events.Job(ctx, msg.Data(), hm.hook, ack.stored)
+		job, err = d.p.Events.Job(ctx, msg.Data(), hm.hook, ack.stored, ack.streamSeq)
 		switch {
 		case errors.Is(err, app.ErrPoison):
 			return consumer.Poison(err.Error())
