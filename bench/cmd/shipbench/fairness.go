@@ -58,7 +58,10 @@ func fairnessRow(ctx context.Context, t testing.TB, c config, bins rig.Bins, rep
 	p := rig.NewService(t, bins, "webhooks", s.Env...)
 	p.Start()
 	p.WaitReady(60 * time.Second)
-	phase := func(name string) (p99 time.Duration, n int) {
+	// phase returns the fast receivers' p99, the deliveries they got and the deliveries
+	// expected (3 × the events published: a paced publisher on a busy machine may send
+	// one fewer than rate × duration).
+	phase := func(name string) (p99 time.Duration, n, want int) {
 		mu.Lock()
 		lat = nil
 		mu.Unlock()
@@ -66,21 +69,21 @@ func fairnessRow(ctx context.Context, t testing.TB, c config, bins rig.Bins, rep
 			mu.Lock()
 			published[id] = at
 			mu.Unlock()
+			want += 3
 		}); err != nil {
 			t.Fatalf("fairness %s: publish: %v", name, err)
 		}
 		time.Sleep(2 * time.Second) // the last events' deliveries
 		mu.Lock()
 		defer mu.Unlock()
-		return rig.Percentile(lat, 99), len(lat)
+		return rig.Percentile(lat, 99), len(lat), want
 	}
-	base, nBase := phase("all fast")
+	base, nBase, wantBase := phase("all fast")
 	rcv.SetDelay("slow", slowAnswer)
-	withSlow, nSlow := phase("one slow")
+	withSlow, nSlow, wantSlow := phase("one slow")
 	p.Kill()
-	want := 3 * int(float64(c.fairRate)*c.fairDuration.Seconds())
 	rep.Rawf("dispatch fairness: %d events/s to 3 fast receivers and 1 more for %s per phase: fast p99 %s (%d of %d deliveries) with all fast, %s (%d of %d) with the fourth answering after %s",
-		c.fairRate, c.fairDuration, rig.Ms(base), nBase, want, rig.Ms(withSlow), nSlow, want, slowAnswer)
+		c.fairRate, c.fairDuration, rig.Ms(base), nBase, wantBase, rig.Ms(withSlow), nSlow, wantSlow, slowAnswer)
 	fmt.Fprintf(os.Stderr, "    fairness: fast p99 %s without, %s with a slow receiver\n", rig.Ms(base), rig.Ms(withSlow))
 	rep.Add(Row{
 		What:     fmt.Sprintf("dispatcher fairness: p99 of 3 fast receivers, %d events/s, a 4th answering after %s", c.fairRate, slowAnswer),
@@ -88,7 +91,7 @@ func fairnessRow(ctx context.Context, t testing.TB, c config, bins rig.Bins, rep
 		Baseline: rig.Ms(base) + " (the same row, all receivers fast)",
 		Ratio:    ratio(float64(base), float64(withSlow)),
 		Target:   "within 10 %",
-		Verdict:  verdict(nSlow >= want && float64(withSlow) <= 1.1*float64(base), "%.0f%% slower", (float64(withSlow)/float64(base)-1)*100),
+		Verdict:  verdict(nSlow >= wantSlow && float64(withSlow) <= 1.1*float64(base), "%.0f%% slower", (float64(withSlow)/float64(base)-1)*100),
 	})
 }
 
