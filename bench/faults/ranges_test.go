@@ -88,6 +88,23 @@ func (g *gamer) fileURLs() map[string]string {
 	return out
 }
 
+// archived returns the files a link's archive holds now: those whose budget holds a
+// whole copy (downloads_left null or at least 1), in the link view's order.
+func (g *gamer) archived() []string {
+	a, err := rig.NewClient(g.base, "").Do(context.Background(), "GET", "/api/v1/links/"+g.token, nil)
+	if err != nil || a.Status != http.StatusOK {
+		return nil // the whole link answers 410: no archive either
+	}
+	var out []string
+	for _, f := range a.JSON["files"].([]any) {
+		m := f.(map[string]any)
+		if left, ok := m["downloads_left"].(float64); !ok || left >= 1 {
+			out = append(out, m["filename"].(string))
+		}
+	}
+	return out
+}
+
 // add counts an answer and the bytes of the file name it brought.
 func (g *gamer) add(name string, n int64, status int) {
 	g.addBytes(name, n)
@@ -235,14 +252,20 @@ func (g *gamer) play(names []string) {
 		g.get("GET", name, "Range", "bytes=0-"+strconv.FormatInt(half-1, 10))
 		g.get("GET", name, "Range", "bytes="+strconv.FormatInt(half, 10)+"-")
 	}
-	// Archives: one read whole, one cut after its first entry (a.bin), twice each.
+	// Archives: one read whole, one cut after its first entry, twice each.
 	for range 2 {
 		g.archive()
+		// The archive holds the files whose budget holds a whole copy, in the link view's
+		// order: the bytes of a cut one are attributed to them in that order, each up to
+		// its size (an upper bound: an entry's headers count as its bytes).
+		in := g.archived()
 		n, st := g.cut("/api/v1/links/"+g.token+"/archive", g.sizes[names[0]]+64<<10)
-		// Attributed in entry order, headers and all: an upper bound.
-		first := min(n, g.sizes[names[0]])
-		g.add(names[0], first, st)
-		g.addBytes(names[1], n-first)
+		g.add("", 0, st)
+		for _, name := range in {
+			k := min(n, g.sizes[name])
+			g.addBytes(name, k)
+			n -= k
+		}
 	}
 	// Eight parallel downloads of each file.
 	var wg sync.WaitGroup
