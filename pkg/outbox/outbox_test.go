@@ -391,7 +391,7 @@ func TestPublishedRowsLeaveTheTable(t *testing.T) {
 	if r := f.row(t, secret.ID); r.gone || string(r.payload) != string(secret.Data) {
 		t.Fatalf("ephemeral row before publishing: gone %v, payload %q", r.gone, r.payload)
 	}
-	if err := outbox.NewRelay(f.pool, f.js, outbox.Options{}).Flush(t.Context()); err != nil {
+	if err := outbox.NewRelay(f.pool, f.js, outbox.Options{Open: unsealed}).Flush(t.Context()); err != nil {
 		t.Fatal(err)
 	}
 	stored := map[string]string{}
@@ -426,7 +426,7 @@ func TestSingleMessageRows(t *testing.T) {
 	if r := f.row(t, secret.ID); string(r.payload) != string(secret.Data) {
 		t.Fatalf("ephemeral message before publishing: payload %q, want %q", r.payload, secret.Data)
 	}
-	if err := outbox.NewRelay(f.pool, f.js, outbox.Options{}).Flush(t.Context()); err != nil {
+	if err := outbox.NewRelay(f.pool, f.js, outbox.Options{Open: unsealed}).Flush(t.Context()); err != nil {
 		t.Fatal(err)
 	}
 	for _, m := range []outbox.Message{empty, secret} {
@@ -626,7 +626,7 @@ func TestPublishErrorKeepsOrderAndRetries(t *testing.T) {
 	second := outbox.Message{ID: uuid.Must(uuid.NewV7()).String(), Subject: unbound + ".x", Data: []byte("secret-second"), Ephemeral: true}
 	f.insert(t, first, second)
 	reg := prometheus.NewRegistry()
-	run(t, outbox.NewRelay(f.pool, f.js, outbox.Options{PollInterval: 50 * time.Millisecond, Log: log, Registerer: reg}))
+	run(t, outbox.NewRelay(f.pool, f.js, outbox.Options{PollInterval: 50 * time.Millisecond, Log: log, Registerer: reg, Open: unsealed}))
 
 	waitFor(t, 10*time.Second, "failure recorded twice", func() bool {
 		r := f.row(t, first.ID)
@@ -829,6 +829,46 @@ func TestSealedEphemeralPayloadOpened(t *testing.T) {
 	}
 	if !f.row(t, bad.ID).published || !f.row(t, after.ID).published {
 		t.Fatal("the rows were not published once the payload could be opened")
+	}
+}
+
+// unsealed is the Open of a relay whose ephemeral rows were written as they are (the
+// tests' rows; the gateway seals them).
+func unsealed(p []byte) ([]byte, error) { return p, nil }
+
+// TestRelayWithoutOpenLeavesEphemeralRows: a relay that cannot open sealed payloads
+// (the expiry's, the scanner's) publishes the plain rows and leaves the ephemeral ones
+// to a relay that can (the gateway's), which publishes them opened: the stream never
+// gets a sealed mail job, whichever relay gets to a row first.
+func TestRelayWithoutOpenLeavesEphemeralRows(t *testing.T) {
+	t.Parallel()
+	f := setup(t)
+	sealed, plain := f.msg(""), f.msg("public")
+	sealed.Ephemeral, sealed.Data = true, []byte("sealed:MAGIC LINK")
+	f.insert(t, sealed, plain)
+	other := outbox.NewRelay(f.pool, f.js, outbox.Options{})
+	if err := other.Flush(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if got := f.stored(t); len(got) != 1 || got[0].id != plain.ID {
+		t.Fatalf("a relay without Open published %+v, want the plain row alone", got)
+	}
+	if f.row(t, sealed.ID).published {
+		t.Fatal("a relay without Open took the sealed row")
+	}
+	open := func(p []byte) ([]byte, error) {
+		s, _ := strings.CutPrefix(string(p), "sealed:")
+		return []byte(strings.ToLower(s)), nil
+	}
+	if err := outbox.NewRelay(f.pool, f.js, outbox.Options{Open: open}).Flush(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	stored := map[string]string{}
+	for _, m := range f.stored(t) {
+		stored[m.id] = m.data
+	}
+	if len(stored) != 2 || stored[sealed.ID] != "magic link" {
+		t.Fatalf("stream holds %q, want the sealed row opened", stored)
 	}
 }
 

@@ -71,7 +71,9 @@ type Options struct {
 	// Open, when set, opens the payload of an ephemeral row before it is published:
 	// its writer sealed it (a mail job's magic link is never readable in the table).
 	// A row it cannot open (sealed under a key the relay lacks) is a failed publish:
-	// it stays first in line, its error recorded, tried again with back-off.
+	// it stays first in line, its error recorded, tried again with back-off. A relay
+	// without Open (the expiry's, the scanner's: they write no ephemeral rows) leaves
+	// ephemeral rows to one with it (the gateway's), as it would publish them sealed.
 	Open func(payload []byte) ([]byte, error)
 }
 
@@ -250,10 +252,10 @@ func (r *Relay) publishBatch(ctx context.Context) (int, error) {
 
 	rows, err := tx.Query(ctx, `SELECT id, msg_id, subject, payload, ephemeral
 		FROM outbox
-		WHERE published_at IS NULL
+		WHERE published_at IS NULL AND ($2 OR NOT ephemeral)
 		ORDER BY id
 		LIMIT $1
-		FOR UPDATE SKIP LOCKED`, r.opts.BatchSize)
+		FOR UPDATE SKIP LOCKED`, r.opts.BatchSize, r.opts.Open != nil)
 	if err != nil {
 		return 0, fmt.Errorf("outbox: select pending: %w", err)
 	}
