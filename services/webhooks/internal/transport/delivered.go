@@ -32,9 +32,6 @@ func ackInfoOf(msg jetstream.Msg) ackInfo {
 	return ackInfo{delivered: md.NumDelivered, streamSeq: md.Sequence.Stream, stored: md.Timestamp}
 }
 
-// numDelivered is how many times JetStream has delivered msg (ackInfoOf).
-func numDelivered(msg jetstream.Msg) uint64 { return ackInfoOf(msg).delivered }
-
 // parseAck reads the delivery count, stream sequence and time of a JetStream ack
 // subject:
 //
