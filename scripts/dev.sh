@@ -484,6 +484,10 @@ ensure_nats() {
 	elif nats_usable 127.0.0.1 "$NATS_PORT"; then
 		port=$NATS_PORT
 		log "NATS: reusing 127.0.0.1:$port"
+	elif nats_usable 127.0.0.1 "$NATS_FALLBACK_PORT" 2>/dev/null; then
+		# Another checkout's dev.sh started it (its `make down` stops it).
+		port=$NATS_FALLBACK_PORT
+		log "NATS: reusing 127.0.0.1:$port (SHIPFILE_DEV_NATS_FALLBACK_PORT), started by another checkout"
 	else
 		port=$NATS_FALLBACK_PORT
 		if port_open 127.0.0.1 "$port"; then

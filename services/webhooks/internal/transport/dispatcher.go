@@ -268,30 +268,21 @@ func (d *Dispatcher) EnsureConsumers(ctx context.Context) (retry, queued jetstre
 			return nil, nil, fmt.Errorf("delete the job consumer %s of an earlier version: %w", name, err)
 		}
 	}
-	retry, err = events.EnsureConsumer(ctx, d.js, d.opts.JobsStream, jetstream.ConsumerConfig{
-		Durable:       d.opts.RetryConsumer,
-		Description:   "webhook dispatcher: holds delivery jobs until their next attempt",
-		FilterSubject: d.opts.RetrySubjectPrefix + ">",
-		DeliverPolicy: jetstream.DeliverAllPolicy,
-		AckPolicy:     jetstream.AckExplicitPolicy,
-		AckWait:       30 * time.Second,
-		MaxDeliver:    -1,
-		MaxAckPending: d.opts.MaxAckPending,
-	})
-	if err != nil {
+	// Both move jobs on to a due subject, held in the consumer while they wait: no
+	// attempt runs on them, so they hold no slot of any subscription's max_in_flight.
+	jobConsumer := func(name, description, filter string, maxAckPending int) (jetstream.Consumer, error) {
+		return events.EnsureConsumer(ctx, d.js, d.opts.JobsStream, jetstream.ConsumerConfig{
+			Durable: name, Description: description, FilterSubject: filter,
+			DeliverPolicy: jetstream.DeliverAllPolicy, AckPolicy: jetstream.AckExplicitPolicy,
+			AckWait: 30 * time.Second, MaxDeliver: -1, MaxAckPending: maxAckPending,
+		})
+	}
+	if retry, err = jobConsumer(d.opts.RetryConsumer, "webhook dispatcher: holds delivery jobs until their next attempt",
+		d.opts.RetrySubjectPrefix+">", d.opts.MaxAckPending); err != nil {
 		return nil, nil, err
 	}
-	queued, err = events.EnsureConsumer(ctx, d.js, d.opts.JobsStream, jetstream.ConsumerConfig{
-		Durable:       d.opts.QueuedConsumer,
-		Description:   "webhook dispatcher: moves redeliveries to their subscription's due jobs",
-		FilterSubject: d.opts.JobSubjectPrefix + "*",
-		DeliverPolicy: jetstream.DeliverAllPolicy,
-		AckPolicy:     jetstream.AckExplicitPolicy,
-		AckWait:       30 * time.Second,
-		MaxDeliver:    -1,
-		MaxAckPending: 1000,
-	})
-	if err != nil {
+	if queued, err = jobConsumer(d.opts.QueuedConsumer, "webhook dispatcher: moves redeliveries to their subscription's due jobs",
+		d.opts.JobSubjectPrefix+"*", 1000); err != nil {
 		return nil, nil, err
 	}
 	return retry, queued, nil
