@@ -598,9 +598,14 @@ func TestWakeAfterAQuietPassDoesNotWait(t *testing.T) {
 	r := outbox.NewRelay(f.pool, f.js, outbox.Options{Linger: time.Hour, PollInterval: time.Hour})
 	run(t, r)
 	for i := range 3 {
+		passes := r.Passes()
 		f.insert(t, f.msg(fmt.Sprint("alone ", i)))
 		r.Wake()
 		waitFor(t, 5*time.Second, "published at once", func() bool { return f.count(t) == uint64(i+1) })
+		// The next commit comes once the pass that published this one has ended (its
+		// Flush may go on to publish a row written meanwhile, and two wake-ups during one
+		// pass are load).
+		waitFor(t, 5*time.Second, "the pass ended", func() bool { return r.Passes() > passes })
 	}
 }
 

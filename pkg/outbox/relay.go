@@ -84,6 +84,7 @@ type Options struct {
 type Relay struct {
 	wake    chan struct{}
 	wakes   atomic.Int64 // Wake calls since the current pass began
+	passes  atomic.Int64 // passes run to their end (for the tests)
 	pool    *pgxpool.Pool
 	js      jetstream.JetStream
 	opts    Options
@@ -164,6 +165,7 @@ func (r *Relay) Run(ctx context.Context) error {
 		}
 		err := r.Flush(ctx)
 		busy := r.wakes.Load() >= 2 // commits landed while the pass ran
+		r.passes.Add(1)
 		// The pending gauges count the table: once a second, not after every pass.
 		if time.Since(gaugesAt) >= pendingInterval {
 			r.updatePending(ctx)
