@@ -37,7 +37,10 @@ func TestEventsInStream(t *testing.T) {
 		t.Fatal(err)
 	}
 	start := time.Now().Add(-time.Second)
-	relay.Store(outbox.NewRelay(a.pool, js, outbox.Options{PollInterval: time.Minute}))
+	// The test's store writes mail jobs as they are (the service seals them and its relay
+	// opens them); a relay without Open would leave them in the outbox.
+	plain := func(p []byte) ([]byte, error) { return p, nil }
+	relay.Store(outbox.NewRelay(a.pool, js, outbox.Options{PollInterval: time.Minute, Open: plain}))
 	go relay.Load().Run(ctx) //nolint:errcheck
 
 	p := a.createPackage(token, map[string]any{"title": "Life", "recipient_email": "r@example.com", "ttl_days": 2})

@@ -612,7 +612,9 @@ func TestTokens(t *testing.T) {
 func ptr[T any](v T) *T { return &v }
 
 // TestSetupRace submits the setup form from several browsers at once: exactly one
-// admin is created and the others find the page gone.
+// admin is created and the others find the page gone (or, on a loaded machine, are told
+// to come back: 503 when no password-hashing slot frees within 2 s, SPEC "Hostile
+// clients"), and none gets an error.
 func TestSetupRace(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
@@ -637,7 +639,7 @@ func TestSetupRace(t *testing.T) {
 		t.Fatalf("%d users after %d racing setups (statuses %v), want 1", got, n, statuses)
 	}
 	for _, s := range statuses {
-		if s >= 500 {
+		if s >= 500 && s != http.StatusServiceUnavailable {
 			t.Fatalf("a racing setup answered %d (statuses %v)", s, statuses)
 		}
 	}
