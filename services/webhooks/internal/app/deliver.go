@@ -216,19 +216,21 @@ func (d *Deliverer) Deliver(ctx context.Context, data []byte, numDelivered uint6
 	if err != nil {
 		return fmt.Errorf("%w: %w", ErrPoison, err)
 	}
-	return d.DeliverJob(ctx, job, numDelivered)
+	return d.DeliverJob(ctx, job, numDelivered, false)
 }
 
 // DeliverJob is Deliver of a decoded job: a due job's, or the one EventJobs made of an
-// event.
-func (d *Deliverer) DeliverJob(ctx context.Context, job *eventsv1.WebhookJob, numDelivered uint64) error {
+// event. seenBefore says that a first attempt's job may have been attempted already
+// though JetStream hands it out for the first time (an old event handed to a consumer
+// that was created again): its row is read first, like a job handed out again.
+func (d *Deliverer) DeliverJob(ctx context.Context, job *eventsv1.WebhookJob, numDelivered uint64, seenBefore bool) error {
 	if _, err := uuid.Parse(job.GetDeliveryId()); err != nil {
 		return fmt.Errorf("%w: webhook job with delivery id %q: %w", ErrPoison, job.GetDeliveryId(), err)
 	}
 	log := &deliveryLog{base: d.log, id: job.GetDeliveryId(), hook: job.GetHookId()}
 
 	del, fresh := jobDelivery(job)
-	if !fresh || numDelivered != 1 {
+	if !fresh || numDelivered != 1 || seenBefore {
 		// Handed out again, a retry or a redelivery: the row says what is left to do.
 		// A first attempt's job whose delivery has no row yet (no attempt committed: a
 		// dispatcher killed mid-attempt) is still in its first round.

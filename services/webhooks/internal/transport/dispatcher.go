@@ -90,6 +90,12 @@ type Options struct {
 	// ReconcileInterval is how often the delivery consumers are checked against the
 	// subscriptions without a pushed change (default 30s).
 	ReconcileInterval time.Duration
+	// FreshFor is how long after it was stored an event is taken to be handed out for
+	// the first time when JetStream says so (default 10m): an older one (a backlog, or a
+	// subscription's consumer created again, which starts at the subscription's
+	// creation) has its delivery's row read before the attempt, so a delivery that
+	// succeeded is not sent again.
+	FreshFor time.Duration
 	// Metrics of the consumer runtime, shared by the process's consumers; nil: none.
 	Metrics *consumer.Metrics
 }
@@ -113,6 +119,7 @@ func DefaultOptions() Options {
 		ShutdownTimeout:   20 * time.Second,
 		StatsInterval:     5 * time.Second,
 		ReconcileInterval: 30 * time.Second,
+		FreshFor:          10 * time.Minute,
 	}
 }
 
@@ -143,6 +150,7 @@ func (o *Options) defaults() {
 	pos(&o.ShutdownTimeout, d.ShutdownTimeout)
 	pos(&o.StatsInterval, d.StatsInterval)
 	pos(&o.ReconcileInterval, d.ReconcileInterval)
+	pos(&o.FreshFor, d.FreshFor)
 	if o.MaxAckPending <= 0 {
 		o.MaxAckPending = d.MaxAckPending
 	}
@@ -670,6 +678,7 @@ func (d *Dispatcher) handleMsg(ctx context.Context, msg jetstream.Msg) consumer.
 	ack := ackInfoOf(msg)
 	var job *eventsv1.WebhookJob
 	var err error
+	seenBefore := false
 	if strings.HasPrefix(msg.Subject(), d.opts.DueSubjectPrefix) {
 		job, err = events.UnmarshalWebhookJob(msg.Data())
 		if err != nil {
@@ -688,8 +697,9 @@ func (d *Dispatcher) handleMsg(ctx context.Context, msg jetstream.Msg) consumer.
 		case job == nil:
 			return consumer.Acked() // not for this subscription
 		}
+		seenBefore = time.Since(ack.stored) > d.opts.FreshFor
 	}
-	err = d.p.Deliverer.DeliverJob(ctx, job, ack.delivered)
+	err = d.p.Deliverer.DeliverJob(ctx, job, ack.delivered, seenBefore)
 	var again *app.RetryError
 	switch {
 	case err == nil:

@@ -1031,3 +1031,33 @@ func TestRetriesShareMaxInFlight(t *testing.T) {
 		return len(ds) == n
 	})
 }
+
+// TestRecreatedConsumerSendsNoDeliveryAgain: a subscription's consumer created again
+// (deleted by hand, a stream restored) starts at the subscription's creation, so the
+// events it delivered come back; one stored longer ago than FreshFor has its row read
+// first, and a delivery that succeeded is not sent again.
+func TestRecreatedConsumerSendsNoDeliveryAgain(t *testing.T) {
+	f := setup(t)
+	rc := webhooktest.NewReceiver(t, webhooktest.NewSecret(), nil)
+	hook := f.subscribe(t, rc, nil)
+	first := f.start(t, webhooktest.Config{})
+	f.streams.Publish(t, f.js, webhooktest.Envelope(events.TypePackageCreated, 0))
+	rc.WaitN(t, 1, 20*time.Second)
+	webhooktest.Eventually(t, 10*time.Second, "the delivery succeeded", func() bool {
+		ds := webhooktest.Deliveries(t, f.pool, hook)
+		return len(ds) == 1 && ds[0].Status == app.StatusSucceeded
+	})
+	first.Stop(t)
+	if err := f.js.DeleteConsumer(t.Context(), f.streams.Options.EventsStream, f.streams.Options.HookConsumer(hook)); err != nil {
+		t.Fatal(err)
+	}
+
+	time.Sleep(50 * time.Millisecond) // the first event is older than FreshFor below
+	f.start(t, webhooktest.Config{Tune: func(o *transport.Options) { o.FreshFor = 10 * time.Millisecond }})
+	f.streams.Publish(t, f.js, webhooktest.Envelope(events.TypePackageFinalized, 0))
+	rc.WaitN(t, 2, 20*time.Second)
+	time.Sleep(time.Second)
+	if reqs := rc.Requests(); len(reqs) != 2 || reqs[1].Event != events.TypePackageFinalized {
+		t.Errorf("requests %v; want the first event once, then the new one", eventsOf(reqs))
+	}
+}
