@@ -548,47 +548,73 @@ func TestWakePublishesAtOnce(t *testing.T) {
 
 // TestLingerGathersCommits: under load (two or more commits woke the relay while its
 // last pass ran), the next pass waits until Linger after the last one began, so that it
-// publishes what many commits wrote; without it, each wake-up is a pass (a transaction)
-// of its own.
+// publishes what the commits of that while wrote at once; without Linger, the next pass
+// starts at once, and a commit after it is a pass of its own. The first pass is held
+// (its row's payload is opened only when the test lets it), so the two commits are sure
+// to land while it runs, however loaded the machine.
 func TestLingerGathersCommits(t *testing.T) {
 	t.Parallel()
+	const m = 5 // commits after the busy pass
 	for _, tt := range []struct {
 		name   string
 		linger time.Duration
-		check  func(batches float64) bool
-		want   string
+		want   float64 // batches
 	}{
-		// A second, much longer than the commits' 200 ms, so that they all land in the
-		// lingered pass even when a loaded machine (CI, -race) spreads them five times as
-		// long (300 ms flaked: the commits after the lingered pass came one pass each).
-		{"linger", time.Second, func(b float64) bool { return b <= 6 }, "at most 6"},
-		{"none", -1, func(b float64) bool { return b >= 7 }, "at least 7"},
+		{"linger", 2 * time.Second, 2}, // the held pass, then one with every other commit
+		{"none", -1, 2 + m},            // the held pass, one with the two commits, one per commit after
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			f := setup(t)
 			reg := prometheus.NewRegistry()
-			// The first row's pass takes 100 ms (its payload is opened slowly), so the
-			// commits that follow wake the relay while it runs: it is under load.
-			slow := func(b []byte) ([]byte, error) { time.Sleep(100 * time.Millisecond); return b, nil }
-			r := outbox.NewRelay(f.pool, f.js, outbox.Options{Linger: tt.linger, PollInterval: time.Hour, Registerer: reg, Open: slow})
+			entered, release := make(chan struct{}, 1), make(chan struct{})
+			held := func(b []byte) ([]byte, error) {
+				select {
+				case entered <- struct{}{}:
+				default:
+				}
+				<-release
+				return b, nil
+			}
+			r := outbox.NewRelay(f.pool, f.js, outbox.Options{Linger: tt.linger, PollInterval: time.Hour, Registerer: reg, Open: held})
 			run(t, r)
-			first := f.msg("slow")
+			first := f.msg("held")
 			first.Ephemeral = true
 			f.insert(t, first)
 			r.Wake()
-			const n = 20
-			for i := 1; i < n; i++ { // over about 200 ms
-				f.insert(t, f.msg(fmt.Sprint("commit ", i)))
+			select {
+			case <-entered:
+			case <-time.After(10 * time.Second):
+				t.Fatal("the first pass did not start")
+			}
+			for i := 1; i <= 2; i++ { // while the first pass runs: load
+				f.insert(t, f.msg(fmt.Sprint("busy ", i)))
 				r.Wake()
-				time.Sleep(10 * time.Millisecond)
 			}
-			waitFor(t, 10*time.Second, "every commit published", func() bool { return f.count(t) == n })
-			b := metric(t, reg, "shipfile_outbox_batches_total")
-			if !tt.check(b) {
-				t.Errorf("%d commits published in %v batches, want %s", n, b, tt.want)
+			close(release)
+			if tt.linger > 0 {
+				// Within Linger of the held pass's start: the lingered pass takes them all.
+				for i := range m {
+					f.insert(t, f.msg(fmt.Sprint("after ", i)))
+					r.Wake()
+				}
+			} else {
+				waitFor(t, 10*time.Second, "the two commits published", func() bool { return f.count(t) == 3 })
+				for i := range m { // each published before the next is made
+					f.insert(t, f.msg(fmt.Sprint("after ", i)))
+					r.Wake()
+					waitFor(t, 10*time.Second, "published at once", func() bool { return f.count(t) == uint64(4+i) })
+				}
 			}
-			t.Logf("%d commits published in %v batches", n, b)
+			waitFor(t, 10*time.Second, "every commit published", func() bool { return f.count(t) == 3+m })
+			// A batch is counted once its transaction is over, a little after the stream
+			// has its rows.
+			waitFor(t, 10*time.Second, fmt.Sprintf("%v batches counted", tt.want), func() bool {
+				return metric(t, reg, "shipfile_outbox_batches_total") >= tt.want
+			})
+			if b := metric(t, reg, "shipfile_outbox_batches_total"); b != tt.want {
+				t.Errorf("%d commits published in %v batches, want %v", 3+m, b, tt.want)
+			}
 		})
 	}
 }
