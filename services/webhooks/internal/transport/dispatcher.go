@@ -789,24 +789,34 @@ func (d *Dispatcher) refreshStats(ctx context.Context) {
 			oldest = t
 		}
 	}
-	evs, errEvents := d.js.Stream(ctx, d.opts.EventsStream)
-	for _, s := range d.p.Subscriptions.All() {
-		c, err := d.js.Consumer(ctx, d.opts.EventsStream, d.opts.HookConsumer(s.ID))
-		if err != nil || errEvents != nil {
-			continue
+	if evs, err := d.js.Stream(ctx, d.opts.EventsStream); err == nil {
+		present := map[int64]bool{}
+		for _, s := range d.p.Subscriptions.All() {
+			present[s.ID] = true
 		}
-		info := c.CachedInfo() // as the server answered just now
-		depth += info.NumPending + uint64(info.NumAckPending)
-		if info.NumPending == 0 && info.NumAckPending == 0 {
-			continue
-		}
-		// The first message after the acknowledged floor that the consumer takes.
-		for _, subject := range info.Config.FilterSubjects {
-			m, err := evs.GetMsg(ctx, info.AckFloor.Stream+1, jetstream.WithGetMsgSubject(subject))
-			if err == nil {
-				older(m.Time)
+		// Every consumer's state in one listing (paged by the server), not a request per
+		// subscription from every instance.
+		list := evs.ListConsumers(ctx)
+		for info := range list.Info() {
+			if id, ok := d.hookOf(info.Name); !ok || !present[id] {
+				continue
+			}
+			depth += info.NumPending + uint64(info.NumAckPending)
+			if info.NumPending == 0 && info.NumAckPending == 0 {
+				continue
+			}
+			// The first message after the acknowledged floor that the consumer takes.
+			for _, subject := range info.Config.FilterSubjects {
+				if m, err := evs.GetMsg(ctx, info.AckFloor.Stream+1, jetstream.WithGetMsgSubject(subject)); err == nil {
+					older(m.Time)
+				}
 			}
 		}
+		if err := list.Err(); err != nil && ctx.Err() == nil {
+			d.log.Debug("delivery consumers' info", "err", err)
+		}
+	} else if ctx.Err() == nil {
+		d.log.Debug("events stream", "err", err)
 	}
 	if stream, err := d.js.Stream(ctx, d.opts.JobsStream); err == nil {
 		info, err := stream.Info(ctx, jetstream.WithSubjectFilter(d.opts.JobSubjectPrefix+"*"))
