@@ -18,6 +18,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -140,13 +141,24 @@ func NATSServerBin(t testing.TB) string {
 // consumers take several filter subjects (a webhook subscription's consumer does).
 var MinNATSVersion = [2]int{2, 10}
 
+// natsVersions caches what each nats-server binary printed for --version: a test
+// process asks once per binary, not once per server it starts.
+var natsVersions sync.Map // path → string ("" when it printed nothing)
+
 // natsVersionAtLeast reports the version bin prints and whether it is min or later.
 func natsVersionAtLeast(bin string, min [2]int) (string, bool) {
-	out, err := exec.Command(bin, "--version").Output()
-	if err != nil {
+	cached, ok := natsVersions.Load(bin)
+	if !ok {
+		out, err := exec.Command(bin, "--version").Output()
+		if err != nil {
+			out = nil
+		}
+		cached, _ = natsVersions.LoadOrStore(bin, strings.TrimSpace(string(out)))
+	}
+	v := cached.(string)
+	if v == "" {
 		return "(no version)", false
 	}
-	v := strings.TrimSpace(string(out))
 	var major, minor int
 	if _, err := fmt.Sscanf(v[strings.LastIndex(v, "v")+1:], "%d.%d", &major, &minor); err != nil {
 		return v, false
