@@ -15,7 +15,10 @@ import (
 func TestSpillBatcherTakesTurns(t *testing.T) {
 	var running, most atomic.Int32
 	stall := make(chan struct{})
-	b := newSpillBatcher(4, 10, 50*time.Millisecond, func(_ context.Context, in []int) ([]int, error) {
+	// The spill is far longer than a quick batch (1 ms) can take even under -race on a
+	// loaded machine (50 ms flaked in CI: a slow quick batch let the next start beside it).
+	const spill = time.Second
+	b := newSpillBatcher(4, 10, spill, func(_ context.Context, in []int) ([]int, error) {
 		n := running.Add(1)
 		defer running.Add(-1)
 		for m := most.Load(); n > m && !most.CompareAndSwap(m, n); m = most.Load() {
@@ -55,8 +58,8 @@ func TestSpillBatcherTakesTurns(t *testing.T) {
 	if v, err := b.Do(ctx, 7); err != nil || v != 7 {
 		t.Fatalf("a call behind a stalled batch: %d, %v; want its result once the spill ran out", v, err)
 	}
-	if waited := time.Since(start); waited < 50*time.Millisecond {
-		t.Fatalf("the call's batch started after %s, before the spill of 50ms: it did not wait its turn", waited)
+	if waited := time.Since(start); waited < spill {
+		t.Fatalf("the call's batch started after %s, before the spill of %s: it did not wait its turn", waited, spill)
 	}
 	select {
 	case err := <-stalled:
