@@ -1,6 +1,7 @@
 package rig
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"slices"
@@ -68,6 +69,26 @@ func (c CPUTimes) BusySince() float64 {
 		return 0
 	}
 	return 1 - float64(now.Idle-c.Idle)/float64(total)
+}
+
+// WaitQuiet waits until the machine's CPU was less than busy busy over one second
+// (work a row left behind: MinIO removing the expiry row's 100,000 deleted objects in the
+// background, PostgreSQL's autovacuum of its tables), for at most max or until ctx is
+// done. It returns how long it waited and the share busy over the last second.
+func WaitQuiet(ctx context.Context, busy float64, max time.Duration) (time.Duration, float64) {
+	start := time.Now()
+	for {
+		c := ReadCPU()
+		select {
+		case <-ctx.Done():
+			return time.Since(start), c.BusySince()
+		case <-time.After(time.Second):
+		}
+		b := c.BusySince()
+		if b < busy || time.Since(start) >= max {
+			return time.Since(start), b
+		}
+	}
 }
 
 // ProcCPU returns the CPU time (user + system) a process has used so far.
