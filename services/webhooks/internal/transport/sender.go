@@ -38,8 +38,10 @@ type SenderOptions struct {
 // failure), uses no proxy, and unless AllowPrivate refuses at dial time every address
 // netguard.Classify objects to.
 type HTTPSender struct {
-	client  *http.Client
-	timeout time.Duration
+	// transport sends each request itself: an http.Client would follow redirects (the
+	// sender follows none) and copy every request's headers for them first.
+	transport *http.Transport
+	timeout   time.Duration
 }
 
 var _ app.Sender = (*HTTPSender)(nil)
@@ -63,13 +65,7 @@ func NewSender(opts SenderOptions) *HTTPSender {
 		TLSHandshakeTimeout:   opts.Timeout,
 		ExpectContinueTimeout: time.Second,
 	}
-	return &HTTPSender{
-		client: &http.Client{
-			Transport:     tr,
-			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
-		},
-		timeout: opts.Timeout,
-	}
+	return &HTTPSender{transport: tr, timeout: opts.Timeout}
 }
 
 // Send POSTs req and reports the answer. The whole exchange, reading the start of the
@@ -83,10 +79,9 @@ func (s *HTTPSender) Send(ctx context.Context, req app.Request) app.Response {
 	if err != nil || (hreq.URL.Scheme != "http" && hreq.URL.Scheme != "https") || hreq.URL.Host == "" {
 		return app.Response{Err: errors.New("invalid webhook URL: want an absolute http or https URL")}
 	}
-	// The request's own headers, built for this attempt: the client does not change them
-	// (it copies them before adding any).
+	// The request's own headers, built for this attempt: the transport only reads them.
 	hreq.Header = req.Header
-	resp, err := s.client.Do(hreq)
+	resp, err := s.transport.RoundTrip(hreq)
 	if err != nil {
 		return app.Response{Err: s.describe(ctx, err), Duration: time.Since(start)}
 	}
