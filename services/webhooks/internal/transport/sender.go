@@ -3,6 +3,7 @@ package transport
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -81,6 +82,12 @@ func (s *HTTPSender) Send(ctx context.Context, req app.Request) app.Response {
 	}
 	// The request's own headers, built for this attempt: the transport only reads them.
 	hreq.Header = req.Header
+	if u := hreq.URL.User; u != nil && hreq.Header.Get("Authorization") == "" {
+		// As http.Client does: credentials in the URL (refused on save since; a
+		// subscription of an earlier version may have them) go as basic auth.
+		password, _ := u.Password()
+		hreq.SetBasicAuth(u.Username(), password)
+	}
 	resp, err := s.transport.RoundTrip(hreq)
 	if err != nil {
 		return app.Response{Err: s.describe(ctx, err), Duration: time.Since(start)}
@@ -117,6 +124,9 @@ func (s *HTTPSender) describe(ctx context.Context, err error) error {
 	}
 	if ne, ok := errors.AsType[net.Error](err); ok && ne.Timeout() {
 		return fmt.Errorf("no response within %s", s.timeout)
+	}
+	if re, ok := errors.AsType[tls.RecordHeaderError](err); ok && string(re.RecordHeader[:]) == "HTTP/" {
+		return http.ErrSchemeMismatch // an https URL of a plain HTTP server (as http.Client says)
 	}
 	return err
 }

@@ -68,6 +68,45 @@ func TestSenderDoesNotFollowRedirects(t *testing.T) {
 	}
 }
 
+// TestSenderSendsURLCredentialsAsBasicAuth: a URL with a user name and password (which
+// the gateway refuses on save now, but a subscription of an earlier version may hold)
+// still authenticates as it did through http.Client, and an Authorization header of the
+// request wins.
+func TestSenderSendsURLCredentialsAsBasicAuth(t *testing.T) {
+	var got atomic.Value
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		got.Store(r.Header.Get("Authorization"))
+	}))
+	defer srv.Close()
+	s := NewSender(SenderOptions{Timeout: 2 * time.Second, AllowPrivate: true})
+	withUser := strings.Replace(srv.URL, "http://", "http://hook:s3cret@", 1)
+	if resp := s.Send(context.Background(), app.Request{URL: withUser, Header: http.Header{}, Body: []byte(`{}`)}); resp.StatusCode != http.StatusOK {
+		t.Fatalf("status %d (%v)", resp.StatusCode, resp.Err)
+	}
+	if want := "Basic aG9vazpzM2NyZXQ="; got.Load() != want {
+		t.Fatalf("Authorization %q, want %q", got.Load(), want)
+	}
+	h := http.Header{"Authorization": {"Bearer x"}}
+	if resp := s.Send(context.Background(), app.Request{URL: withUser, Header: h, Body: []byte(`{}`)}); resp.StatusCode != http.StatusOK {
+		t.Fatalf("status %d (%v)", resp.StatusCode, resp.Err)
+	}
+	if got.Load() != "Bearer x" {
+		t.Fatalf("Authorization %q, want the request's own", got.Load())
+	}
+}
+
+// TestSenderNamesAnHTTPSURLOfAPlainServer: the attempt log says what went wrong when an
+// https URL reaches a plain HTTP server, as http.Client did.
+func TestSenderNamesAnHTTPSURLOfAPlainServer(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
+	defer srv.Close()
+	resp := NewSender(SenderOptions{Timeout: 2 * time.Second, AllowPrivate: true}).
+		Send(context.Background(), app.Request{URL: strings.Replace(srv.URL, "http://", "https://", 1), Header: http.Header{}, Body: []byte(`{}`)})
+	if resp.StatusCode != 0 || !errors.Is(resp.Err, http.ErrSchemeMismatch) {
+		t.Fatalf("status %d, err %v: want %v", resp.StatusCode, resp.Err, http.ErrSchemeMismatch)
+	}
+}
+
 func TestSenderIgnoresProxyEnvironment(t *testing.T) {
 	var proxied atomic.Int32
 	proxy := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { proxied.Add(1) }))
