@@ -3,7 +3,6 @@ package transport
 import (
 	"bytes"
 	"context"
-	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -39,10 +38,8 @@ type SenderOptions struct {
 // failure), uses no proxy, and unless AllowPrivate refuses at dial time every address
 // netguard.Classify objects to.
 type HTTPSender struct {
-	// transport sends each request itself: an http.Client would follow redirects (the
-	// sender follows none) and copy every request's headers for them first.
-	transport *http.Transport
-	timeout   time.Duration
+	client  *http.Client
+	timeout time.Duration
 }
 
 var _ app.Sender = (*HTTPSender)(nil)
@@ -66,7 +63,13 @@ func NewSender(opts SenderOptions) *HTTPSender {
 		TLSHandshakeTimeout:   opts.Timeout,
 		ExpectContinueTimeout: time.Second,
 	}
-	return &HTTPSender{transport: tr, timeout: opts.Timeout}
+	return &HTTPSender{
+		client: &http.Client{
+			Transport:     tr,
+			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+		},
+		timeout: opts.Timeout,
+	}
 }
 
 // Send POSTs req and reports the answer. The whole exchange, reading the start of the
@@ -80,15 +83,10 @@ func (s *HTTPSender) Send(ctx context.Context, req app.Request) app.Response {
 	if err != nil || (hreq.URL.Scheme != "http" && hreq.URL.Scheme != "https") || hreq.URL.Host == "" {
 		return app.Response{Err: errors.New("invalid webhook URL: want an absolute http or https URL")}
 	}
-	// The request's own headers, built for this attempt: the transport only reads them.
+	// The request's own headers, built for this attempt: the client does not change them
+	// (it copies them before adding any).
 	hreq.Header = req.Header
-	if u := hreq.URL.User; u != nil && hreq.Header.Get("Authorization") == "" {
-		// As http.Client does: credentials in the URL (refused on save since; a
-		// subscription of an earlier version may have them) go as basic auth.
-		password, _ := u.Password()
-		hreq.SetBasicAuth(u.Username(), password)
-	}
-	resp, err := s.transport.RoundTrip(hreq)
+	resp, err := s.client.Do(hreq)
 	if err != nil {
 		return app.Response{Err: s.describe(ctx, err), Duration: time.Since(start)}
 	}
@@ -124,9 +122,6 @@ func (s *HTTPSender) describe(ctx context.Context, err error) error {
 	}
 	if ne, ok := errors.AsType[net.Error](err); ok && ne.Timeout() {
 		return fmt.Errorf("no response within %s", s.timeout)
-	}
-	if re, ok := errors.AsType[tls.RecordHeaderError](err); ok && string(re.RecordHeader[:]) == "HTTP/" {
-		return http.ErrSchemeMismatch // an https URL of a plain HTTP server (as http.Client says)
 	}
 	return err
 }

@@ -70,7 +70,7 @@ func TestSenderDoesNotFollowRedirects(t *testing.T) {
 
 // TestSenderSendsURLCredentialsAsBasicAuth: a URL with a user name and password (which
 // the gateway refuses on save now, but a subscription of an earlier version may hold)
-// still authenticates as it did through http.Client, and an Authorization header of the
+// still authenticates (http.Client sends them as basic auth), and an Authorization header of the
 // request wins.
 func TestSenderSendsURLCredentialsAsBasicAuth(t *testing.T) {
 	var got atomic.Value
@@ -96,7 +96,7 @@ func TestSenderSendsURLCredentialsAsBasicAuth(t *testing.T) {
 }
 
 // TestSenderNamesAnHTTPSURLOfAPlainServer: the attempt log says what went wrong when an
-// https URL reaches a plain HTTP server, as http.Client did.
+// https URL reaches a plain HTTP server (http.Client names it: http.ErrSchemeMismatch).
 func TestSenderNamesAnHTTPSURLOfAPlainServer(t *testing.T) {
 	srv := httptest.NewServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
 	defer srv.Close()
