@@ -1,8 +1,12 @@
 package transport
 
 import (
+	"bufio"
+	"bytes"
 	"context"
 	"errors"
+	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -70,8 +74,8 @@ func TestSenderDoesNotFollowRedirects(t *testing.T) {
 
 // TestSenderSendsURLCredentialsAsBasicAuth: a URL with a user name and password (which
 // the gateway refuses on save now, but a subscription of an earlier version may hold)
-// still authenticates (http.Client sends them as basic auth), and an Authorization header of the
-// request wins.
+// still authenticates (they go as basic auth), and an Authorization header of the request
+// wins.
 func TestSenderSendsURLCredentialsAsBasicAuth(t *testing.T) {
 	var got atomic.Value
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -96,7 +100,7 @@ func TestSenderSendsURLCredentialsAsBasicAuth(t *testing.T) {
 }
 
 // TestSenderNamesAnHTTPSURLOfAPlainServer: the attempt log says what went wrong when an
-// https URL reaches a plain HTTP server (http.Client names it: http.ErrSchemeMismatch).
+// https URL reaches a plain HTTP server: http.ErrSchemeMismatch, as net/http names it.
 func TestSenderNamesAnHTTPSURLOfAPlainServer(t *testing.T) {
 	srv := httptest.NewServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
 	defer srv.Close()
@@ -104,6 +108,72 @@ func TestSenderNamesAnHTTPSURLOfAPlainServer(t *testing.T) {
 		Send(context.Background(), app.Request{URL: strings.Replace(srv.URL, "http://", "https://", 1), Header: http.Header{}, Body: []byte(`{}`)})
 	if resp.StatusCode != 0 || !errors.Is(resp.Err, http.ErrSchemeMismatch) {
 		t.Fatalf("status %d, err %v: want %v", resp.StatusCode, resp.Err, http.ErrSchemeMismatch)
+	}
+}
+
+// TestSenderResendsOnAConnectionTheReceiverClosedWhileIdle: a receiver that closes a
+// kept-alive connection (its idle timeout) just before the next delivery reuses it
+// gets that delivery on a new connection, not a failed attempt.
+func TestSenderResendsOnAConnectionTheReceiverClosedWhileIdle(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	var requests, conns atomic.Int32
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			conns.Add(1)
+			go func() {
+				defer c.Close()
+				r := bufio.NewReader(c)
+				req, err := http.ReadRequest(r)
+				if err != nil {
+					return
+				}
+				_, _ = io.Copy(io.Discard, req.Body)
+				requests.Add(1)
+				// Answered with keep-alive, then closed at once, as an idle timeout
+				// that expires between two deliveries does.
+				_, _ = c.Write([]byte("HTTP/1.1 204 No Content\r\n\r\n"))
+			}()
+		}
+	}()
+	s := NewSender(SenderOptions{Timeout: 2 * time.Second, AllowPrivate: true})
+	req := app.Request{URL: "http://" + ln.Addr().String() + "/hook", Header: http.Header{}, Body: []byte(`{}`)}
+	for i := range 3 {
+		if resp := s.Send(context.Background(), req); resp.Err != nil || resp.StatusCode != http.StatusNoContent {
+			t.Fatalf("delivery %d: status %d err %v", i+1, resp.StatusCode, resp.Err)
+		}
+		// Let the close reach the client before the next delivery picks the connection.
+		time.Sleep(20 * time.Millisecond)
+	}
+	if requests.Load() != 3 || conns.Load() < 3 {
+		t.Fatalf("%d requests on %d connections, want 3 on 3", requests.Load(), conns.Load())
+	}
+}
+
+// TestSenderTakesLongAnswers: an answer with a body of megabytes and headers of 8 KiB
+// is still an answer (its status counts); only the body's start is read.
+func TestSenderTakesLongAnswers(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("X-Padding", strings.Repeat("p", 8<<10))
+		_, _ = w.Write(bytes.Repeat([]byte("<html>"), 2<<20))
+	}))
+	defer srv.Close()
+	s := NewSender(SenderOptions{Timeout: 5 * time.Second, AllowPrivate: true})
+	for i := range 2 {
+		resp := s.Send(context.Background(), app.Request{URL: srv.URL, Header: http.Header{}, Body: []byte(`{}`)})
+		if resp.Err != nil || resp.StatusCode != http.StatusOK {
+			t.Fatalf("answer %d: status %d err %v", i+1, resp.StatusCode, resp.Err)
+		}
+		if len(resp.Excerpt) != excerptMax || !strings.HasPrefix(resp.Excerpt, "<html>") {
+			t.Fatalf("answer %d: excerpt of %d bytes", i+1, len(resp.Excerpt))
+		}
 	}
 }
 
@@ -138,6 +208,29 @@ func TestSenderTimeout(t *testing.T) {
 		Send(context.Background(), app.Request{URL: srv.URL, Header: http.Header{}})
 	if resp.StatusCode != 0 || resp.Err == nil || !strings.Contains(resp.Err.Error(), "no response within 300ms") {
 		t.Fatalf("status %d err %v", resp.StatusCode, resp.Err)
+	}
+	if el := time.Since(start); el > 2*time.Second {
+		t.Fatalf("took %s", el)
+	}
+}
+
+// TestSenderReturnsWhenCancelled: a cancelled context (the end of the dispatcher's
+// grace period) ends Send at once, while the receiver has not answered.
+func TestSenderReturnsWhenCancelled(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case <-r.Context().Done():
+		case <-time.After(5 * time.Second):
+		}
+	}))
+	defer srv.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	time.AfterFunc(100*time.Millisecond, cancel)
+	start := time.Now()
+	resp := NewSender(SenderOptions{Timeout: 10 * time.Second, AllowPrivate: true}).
+		Send(ctx, app.Request{URL: srv.URL, Header: http.Header{}, Body: []byte(`{}`)})
+	if resp.StatusCode != 0 || !errors.Is(resp.Err, context.Canceled) {
+		t.Fatalf("status %d err %v, want context.Canceled", resp.StatusCode, resp.Err)
 	}
 	if el := time.Since(start); el > 2*time.Second {
 		t.Fatalf("took %s", el)
