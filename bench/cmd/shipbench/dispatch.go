@@ -88,8 +88,9 @@ func dispatchRows(ctx context.Context, t testing.TB, c config, bins rig.Bins, re
 			Ratio:    ratio(r, base),
 		}
 		if i == 0 {
-			row.Target = "≥ 0.50×"
-			row.Verdict = verdict(r >= 0.5*base, "%.0f%% below 0.50×", (0.5-r/base)/0.5*100)
+			// Issue 21's target for one instance on the 2-core machine.
+			row.Target = "≥ 10,000/s and ≥ 0.25×"
+			row.Verdict = verdict(r >= 10000 && r >= 0.25*base, "%.0f/s, %.2f×", r, r/base)
 		} else {
 			row.Target = "rising with instances"
 			row.Verdict = verdict(r > prev, "%.2f× of %d instance(s)", r/prev, c.instances[i-1])
