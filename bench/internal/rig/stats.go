@@ -40,8 +40,9 @@ func MBps(bytesPerSecond float64) string { return fmt.Sprintf("%.0f MB/s", bytes
 // Ms formats a duration in milliseconds.
 func Ms(d time.Duration) string { return fmt.Sprintf("%.1f ms", float64(d)/float64(time.Millisecond)) }
 
-// CPUTimes is a reading of /proc/stat's total and idle CPU time (in clock ticks).
-type CPUTimes struct{ Total, Idle uint64 }
+// CPUTimes is a reading of /proc/stat's total and idle CPU time (in clock ticks); Idle
+// includes IOWait, the idle time while some task waited for the disk.
+type CPUTimes struct{ Total, Idle, IOWait uint64 }
 
 // ReadCPU reads the machine's CPU times.
 func ReadCPU() CPUTimes {
@@ -57,6 +58,9 @@ func ReadCPU() CPUTimes {
 		if i == 3 || i == 4 { // idle, iowait
 			c.Idle += n
 		}
+		if i == 4 {
+			c.IOWait = n
+		}
 	}
 	return c
 }
@@ -71,20 +75,32 @@ func (c CPUTimes) BusySince() float64 {
 	return 1 - float64(now.Idle-c.Idle)/float64(total)
 }
 
-// WaitQuiet waits until the machine's CPU was less than busy busy over one second
-// (work a row left behind: MinIO removing the expiry row's 100,000 deleted objects in the
-// background, PostgreSQL's autovacuum of its tables), for at most max or until ctx is
-// done. It returns how long it waited and the share busy over the last second.
+// LoadSince is BusySince with the time waiting for the disk counted as busy: a disk kept
+// busy by another process (MinIO's removals) slows every fsync (PostgreSQL's commits).
+func (c CPUTimes) LoadSince() float64 {
+	now := ReadCPU()
+	total := now.Total - c.Total
+	if total == 0 {
+		return 0
+	}
+	return 1 - float64((now.Idle-now.IOWait)-(c.Idle-c.IOWait))/float64(total)
+}
+
+// WaitQuiet waits until the machine's CPU was less than busy busy over one second,
+// the time waiting for the disk counted as busy (work a row left behind: MinIO removing
+// the expiry row's 100,000 deleted objects in the background, PostgreSQL's autovacuum of
+// its tables), for at most max or until ctx is done. It returns how long it waited and
+// that share over the last second.
 func WaitQuiet(ctx context.Context, busy float64, max time.Duration) (time.Duration, float64) {
 	start := time.Now()
 	for {
 		c := ReadCPU()
 		select {
 		case <-ctx.Done():
-			return time.Since(start), c.BusySince()
+			return time.Since(start), c.LoadSince()
 		case <-time.After(time.Second):
 		}
-		b := c.BusySince()
+		b := c.LoadSince()
 		if b < busy || time.Since(start) >= max {
 			return time.Since(start), b
 		}
