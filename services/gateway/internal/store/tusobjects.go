@@ -43,6 +43,42 @@ func (o *Objects) PutPart(ctx context.Context, key, uploadID string, number int,
 	return transfers.TusPart{Number: number, ETag: part.ETag, CRC32C: part.ChecksumCRC32C, Size: int64(len(data))}, nil
 }
 
+// StreamPart sends part number while reading it from r into buf (a partStream): the
+// bytes go to the store as they arrive. When the store fails a full part, the rest of
+// the part is read and sent again from buf. When r ends or fails inside the part, the
+// request is abandoned (the store keeps nothing of it) and buf[:n] holds what was read.
+// A stored part has its Size set; r's error (io.EOF) may come with it, when r ended
+// with the part's last bytes.
+func (o *Objects) StreamPart(ctx context.Context, key, uploadID string, number int, r io.Reader, buf []byte) (transfers.TusPart, int, error, error) {
+	ps := newPartStream(r, buf)
+	// The first bytes before the request: a body that ends at once sends nothing.
+	for ps.n == 0 && ps.srcErr == nil {
+		ps.fillLocked(len(buf))
+	}
+	if ps.srcErr != nil {
+		return transfers.TusPart{}, ps.n, ps.srcErr, nil
+	}
+	part, err := o.core.PutObjectPart(ctx, o.s.Bucket, key, uploadID, number, ps, int64(len(buf)),
+		minio.PutObjectPartOptions{Trailer: ps.trailer, DisableContentSha256: true})
+	n, srcErr := ps.detach()
+	switch {
+	case err == nil: // the whole part (r may have ended with its last bytes)
+		return transfers.TusPart{Number: number, ETag: part.ETag, CRC32C: part.ChecksumCRC32C, Size: int64(n)}, n, srcErr, nil
+	case srcErr != nil:
+		return transfers.TusPart{}, n, srcErr, nil
+	case ctx.Err() != nil:
+		return transfers.TusPart{}, n, nil, ctx.Err()
+	}
+	// The store failed the request: the rest of the part, then the part from memory.
+	k, rerr := io.ReadFull(r, buf[n:])
+	n += k
+	if rerr != nil {
+		return transfers.TusPart{}, n, rerr, nil
+	}
+	tp, err := o.PutPart(ctx, key, uploadID, number, buf)
+	return tp, n, nil, err
+}
+
 // CompleteMultipart joins the parts into the object.
 func (o *Objects) CompleteMultipart(ctx context.Context, key, uploadID string, parts []transfers.TusPart) error {
 	cp := make([]minio.CompletePart, len(parts))

@@ -154,6 +154,12 @@ type ChunkStore interface {
 	Buffer() ([]byte, func(), error)
 	StartMultipart(ctx context.Context, key, contentType string) (uploadID string, err error)
 	PutPart(ctx context.Context, key, uploadID string, number int, data []byte) (TusPart, error)
+	// StreamPart sends part number of len(buf) bytes while it reads them from r into
+	// buf, so that receiving and sending overlap. Every byte taken from r is kept in
+	// buf[:n], in order, whatever happens. A part with its Size set was full and is
+	// stored; srcErr is r's error (io.EOF when it ended), which comes without a part
+	// when r ended or failed inside it, and may come with one. err is the store's.
+	StreamPart(ctx context.Context, key, uploadID string, number int, r io.Reader, buf []byte) (part TusPart, n int, srcErr, err error)
 	CompleteMultipart(ctx context.Context, key, uploadID string, parts []TusPart) error
 	AbortMultipart(ctx context.Context, key, uploadID string) error
 	// PutSmall stores data as one object.
@@ -1067,6 +1073,41 @@ func (w *chunkWriter) write(ctx context.Context, body io.Reader) (ChunkResult, e
 	var read int64 // bytes of this body
 	oldTail := next.TailKey
 	for bodyErr == nil {
+		if n == 0 && left > int64(len(buf)) {
+			// A whole part that is not the upload's last: sent while it arrives.
+			part, m, srcErr, err := w.streamPart(ctx, &next, lim, buf)
+			digest.Write(buf[:m])
+			if w.sum != nil {
+				w.sum.h.Write(buf[:m])
+			}
+			n = m
+			read += int64(m)
+			left -= int64(m)
+			next.Offset += int64(m)
+			if err != nil {
+				return ChunkResult{Upload: w.u}, err
+			}
+			if srcErr != nil {
+				bodyErr = srcErr
+				if errors.Is(srcErr, io.EOF) || errors.Is(srcErr, io.ErrUnexpectedEOF) {
+					bodyErr = io.EOF
+				}
+			}
+			if part.Size == 0 {
+				// The body ended or broke off inside the part: buf[:n] is dealt with
+				// below, as a read that ended short is.
+				break
+			}
+			next.Parts = append(append([]TusPart(nil), next.Parts...), part)
+			n = 0
+			next.TailKey, next.TailSize = "", 0
+			if w.sum == nil {
+				if err := w.save(ctx, next, digest, w.size >= 0 && read == w.size); err != nil {
+					return ChunkResult{Upload: w.u}, err
+				}
+			}
+			continue
+		}
 		m, err := io.ReadFull(lim, buf[n:])
 		if int64(m) > left {
 			return ChunkResult{Upload: w.u}, &app.Error{Kind: app.KindTooLarge, Detail: "the chunk goes past Upload-Length"}
@@ -1171,8 +1212,31 @@ func (w *chunkWriter) write(ctx context.Context, body io.Reader) (ChunkResult, e
 	return ChunkResult{Upload: w.u}, nil
 }
 
+// streamPart sends the next part while reading it from body into buf (ChunkStore's
+// StreamPart), starting the multipart upload first if needed.
+func (w *chunkWriter) streamPart(ctx context.Context, next *TusUpload, body io.Reader, buf []byte) (TusPart, int, error, error) {
+	if err := w.startPart(ctx, next); err != nil {
+		return TusPart{}, 0, nil, err
+	}
+	return w.r.chunks.StreamPart(ctx, next.ObjectKey, next.S3UploadID, len(next.Parts)+1, body, buf)
+}
+
 // putPart sends data as the next part, starting the multipart upload first if needed.
 func (w *chunkWriter) putPart(ctx context.Context, next *TusUpload, data []byte) error {
+	if err := w.startPart(ctx, next); err != nil {
+		return err
+	}
+	part, err := w.r.chunks.PutPart(ctx, next.ObjectKey, next.S3UploadID, len(next.Parts)+1, data)
+	if err != nil {
+		return err
+	}
+	next.Parts = append(append([]TusPart(nil), next.Parts...), part)
+	return nil
+}
+
+// startPart checks the lease before a part is sent, and starts the multipart upload
+// when this is its first part.
+func (w *chunkWriter) startPart(ctx context.Context, next *TusUpload) error {
 	// A PATCH that lost its lease writes no part: another may write the same numbers.
 	if err := w.lease.holds(); err != nil {
 		return err
@@ -1193,11 +1257,6 @@ func (w *chunkWriter) putPart(ctx context.Context, next *TusUpload, data []byte)
 		}
 		w.u = saved
 	}
-	part, err := w.r.chunks.PutPart(ctx, next.ObjectKey, next.S3UploadID, len(next.Parts)+1, data)
-	if err != nil {
-		return err
-	}
-	next.Parts = append(append([]TusPart(nil), next.Parts...), part)
 	return nil
 }
 
