@@ -195,14 +195,20 @@ func TestSenderIgnoresProxyEnvironment(t *testing.T) {
 	}
 }
 
-func TestSenderTimeout(t *testing.T) {
+// hangingServer answers nothing for 5 s, or until the request is given up.
+func hangingServer(t *testing.T) *httptest.Server {
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		select {
 		case <-r.Context().Done():
 		case <-time.After(5 * time.Second):
 		}
 	}))
-	defer srv.Close()
+	t.Cleanup(srv.Close)
+	return srv
+}
+
+func TestSenderTimeout(t *testing.T) {
+	srv := hangingServer(t)
 	start := time.Now()
 	resp := NewSender(SenderOptions{Timeout: 300 * time.Millisecond, AllowPrivate: true}).
 		Send(context.Background(), app.Request{URL: srv.URL, Header: http.Header{}})
@@ -217,13 +223,7 @@ func TestSenderTimeout(t *testing.T) {
 // TestSenderReturnsWhenCancelled: a cancelled context (the end of the dispatcher's
 // grace period) ends Send at once, while the receiver has not answered.
 func TestSenderReturnsWhenCancelled(t *testing.T) {
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		select {
-		case <-r.Context().Done():
-		case <-time.After(5 * time.Second):
-		}
-	}))
-	defer srv.Close()
+	srv := hangingServer(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	time.AfterFunc(100*time.Millisecond, cancel)
 	start := time.Now()
