@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"hash/crc32"
 	"io"
 	"strings"
 
@@ -43,14 +44,15 @@ func (o *Objects) PutPart(ctx context.Context, key, uploadID string, number int,
 	return transfers.TusPart{Number: number, ETag: part.ETag, CRC32C: part.ChecksumCRC32C, Size: int64(len(data))}, nil
 }
 
-// StreamPart sends part number while reading it from r into buf (a partStream): the
-// bytes go to the store as they arrive. When the store fails a full part, the rest of
+// StreamPart sends part number, whose first filled bytes are in buf, while reading the
+// rest from r into buf (a partStream): the bytes go to the store as they arrive. When the store fails a full part, the rest of
 // the part is read and sent again from buf. When r ends or fails inside the part, the
 // request is abandoned (the store keeps nothing of it) and buf[:n] holds what was read.
 // A stored part has its Size set; r's error (io.EOF) may come with it, when r ended
 // with the part's last bytes.
-func (o *Objects) StreamPart(ctx context.Context, key, uploadID string, number int, r io.Reader, buf []byte) (transfers.TusPart, int, error, error) {
+func (o *Objects) StreamPart(ctx context.Context, key, uploadID string, number int, r io.Reader, buf []byte, filled int) (transfers.TusPart, int, error, error) {
 	ps := newPartStream(r, buf)
+	ps.n, ps.crc = filled, crc32.Update(0, crc32cTable, buf[:filled])
 	// The first bytes before the request: a body that ends at once sends nothing.
 	for ps.n == 0 && ps.srcErr == nil {
 		ps.fillLocked(len(buf))

@@ -29,11 +29,13 @@ func TestStreamPart(t *testing.T) {
 	boom := errors.New("client went away")
 
 	for name, c := range map[string]struct {
-		body    io.Reader
+		body    io.Reader // after the first filled bytes of data, already in the buffer
+		filled  int
 		stored  bool
 		n       int
 		wantErr error
 	}{
+		"a part, its start in the buffer":     {body: bytes.NewReader(data[1000:]), filled: 1000, stored: true, n: partSize},
 		"a part and more":                     {body: bytes.NewReader(data), stored: true, n: partSize},
 		"a part, the end with its last bytes": {body: iotest.DataErrReader(bytes.NewReader(data[:partSize])), stored: true, n: partSize, wantErr: io.EOF},
 		"the end inside the part":             {body: bytes.NewReader(data[:partSize-100]), n: partSize - 100, wantErr: io.EOF},
@@ -47,7 +49,8 @@ func TestStreamPart(t *testing.T) {
 			}
 			defer func() { _ = objects.AbortMultipart(ctx, key, id) }()
 			buf := make([]byte, partSize)
-			part, n, srcErr, err := objects.StreamPart(ctx, key, id, 1, &chunky{r: c.body}, buf)
+			filled := copy(buf, data[:c.filled])
+			part, n, srcErr, err := objects.StreamPart(ctx, key, id, 1, &chunky{r: c.body}, buf, filled)
 			if err != nil {
 				t.Fatalf("store error %v", err)
 			}

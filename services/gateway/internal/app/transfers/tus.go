@@ -154,12 +154,13 @@ type ChunkStore interface {
 	Buffer() ([]byte, func(), error)
 	StartMultipart(ctx context.Context, key, contentType string) (uploadID string, err error)
 	PutPart(ctx context.Context, key, uploadID string, number int, data []byte) (TusPart, error)
-	// StreamPart sends part number of len(buf) bytes while it reads them from r into
-	// buf, so that receiving and sending overlap. Every byte taken from r is kept in
-	// buf[:n], in order, whatever happens. A part with its Size set was full and is
-	// stored; srcErr is r's error (io.EOF when it ended), which comes without a part
-	// when r ended or failed inside it, and may come with one. err is the store's.
-	StreamPart(ctx context.Context, key, uploadID string, number int, r io.Reader, buf []byte) (part TusPart, n int, srcErr, err error)
+	// StreamPart sends part number of len(buf) bytes, the first filled of which are in
+	// buf already, while it reads the rest from r into buf, so that receiving and
+	// sending overlap. Every byte taken from r is kept in buf[:n], in order, whatever
+	// happens. A part with its Size set was full and is stored; srcErr is r's error
+	// (io.EOF when it ended), which comes without a part when r ended or failed inside
+	// it, and may come with one. err is the store's.
+	StreamPart(ctx context.Context, key, uploadID string, number int, r io.Reader, buf []byte, filled int) (part TusPart, n int, srcErr, err error)
 	CompleteMultipart(ctx context.Context, key, uploadID string, parts []TusPart) error
 	AbortMultipart(ctx context.Context, key, uploadID string) error
 	// PutSmall stores data as one object.
@@ -1073,9 +1074,30 @@ func (w *chunkWriter) write(ctx context.Context, body io.Reader) (ChunkResult, e
 	var read int64 // bytes of this body
 	oldTail := next.TailKey
 	for bodyErr == nil {
-		if n == 0 && left > int64(len(buf)) {
-			// A whole part that is not the upload's last: sent while it arrives.
-			part, m, srcErr, err := w.streamPart(ctx, &next, lim, buf)
+		if n == 0 && left > int64(len(buf)) && (w.size < 0 || w.size-read >= int64(len(buf))) {
+			// A whole part that is not the upload's last: sent while it arrives, once its
+			// first bytes did. A body that announces less than a part, or ends before its
+			// first byte, starts nothing in the store.
+			k, ferr := 0, error(nil)
+			for k == 0 && ferr == nil {
+				k, ferr = lim.Read(buf)
+			}
+			if ferr != nil {
+				digest.Write(buf[:k])
+				if w.sum != nil {
+					w.sum.h.Write(buf[:k])
+				}
+				n = k
+				read += int64(k)
+				left -= int64(k)
+				next.Offset += int64(k)
+				bodyErr = ferr
+				if errors.Is(ferr, io.EOF) {
+					bodyErr = io.EOF
+				}
+				break
+			}
+			part, m, srcErr, err := w.streamPart(ctx, &next, lim, buf, k)
 			digest.Write(buf[:m])
 			if w.sum != nil {
 				w.sum.h.Write(buf[:m])
@@ -1212,13 +1234,14 @@ func (w *chunkWriter) write(ctx context.Context, body io.Reader) (ChunkResult, e
 	return ChunkResult{Upload: w.u}, nil
 }
 
-// streamPart sends the next part while reading it from body into buf (ChunkStore's
-// StreamPart), starting the multipart upload first if needed.
-func (w *chunkWriter) streamPart(ctx context.Context, next *TusUpload, body io.Reader, buf []byte) (TusPart, int, error, error) {
+// streamPart sends the next part, whose first filled bytes are in buf, while reading
+// the rest from body into buf (ChunkStore's StreamPart), starting the multipart upload
+// first if needed.
+func (w *chunkWriter) streamPart(ctx context.Context, next *TusUpload, body io.Reader, buf []byte, filled int) (TusPart, int, error, error) {
 	if err := w.startPart(ctx, next); err != nil {
-		return TusPart{}, 0, nil, err
+		return TusPart{}, filled, nil, err
 	}
-	return w.r.chunks.StreamPart(ctx, next.ObjectKey, next.S3UploadID, len(next.Parts)+1, body, buf)
+	return w.r.chunks.StreamPart(ctx, next.ObjectKey, next.S3UploadID, len(next.Parts)+1, body, buf, filled)
 }
 
 // putPart sends data as the next part, starting the multipart upload first if needed.

@@ -251,6 +251,9 @@ func TestTusProtocol(t *testing.T) {
 		if got := r.header.Get("Upload-Offset"); got != strconv.Itoa(cuts[i+1]) {
 			t.Fatalf("chunk %d: Upload-Offset = %s, want %d", i, got, cuts[i+1])
 		}
+		if i == 0 && a.incompleteUploads() != 0 {
+			t.Fatal("a first PATCH shorter than a part started a multipart upload")
+		}
 		if i+2 < len(cuts) {
 			if got := a.headOffset(url, token); got != cuts[i+1] {
 				t.Fatalf("chunk %d: HEAD offset = %d, want %d", i, got, cuts[i+1])
