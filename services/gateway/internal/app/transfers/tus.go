@@ -1073,6 +1073,17 @@ func (w *chunkWriter) write(ctx context.Context, body io.Reader) (ChunkResult, e
 	var bodyErr error
 	var read int64 // bytes of this body
 	oldTail := next.TailKey
+	// took counts b, the body's bytes just read into buf[n:], in the digests and the state.
+	took := func(b []byte) {
+		digest.Write(b)
+		if w.sum != nil {
+			w.sum.h.Write(b)
+		}
+		n += len(b)
+		read += int64(len(b))
+		left -= int64(len(b))
+		next.Offset += int64(len(b))
+	}
 	for bodyErr == nil {
 		if n == 0 && left > int64(len(buf)) && (w.size < 0 || w.size-read >= int64(len(buf))) {
 			// A whole part that is not the upload's last: sent while it arrives, once its
@@ -1083,14 +1094,7 @@ func (w *chunkWriter) write(ctx context.Context, body io.Reader) (ChunkResult, e
 				k, ferr = lim.Read(buf)
 			}
 			if ferr != nil {
-				digest.Write(buf[:k])
-				if w.sum != nil {
-					w.sum.h.Write(buf[:k])
-				}
-				n = k
-				read += int64(k)
-				left -= int64(k)
-				next.Offset += int64(k)
+				took(buf[:k])
 				bodyErr = ferr
 				if errors.Is(ferr, io.EOF) {
 					bodyErr = io.EOF
@@ -1098,14 +1102,7 @@ func (w *chunkWriter) write(ctx context.Context, body io.Reader) (ChunkResult, e
 				break
 			}
 			part, m, srcErr, err := w.streamPart(ctx, &next, lim, buf, k)
-			digest.Write(buf[:m])
-			if w.sum != nil {
-				w.sum.h.Write(buf[:m])
-			}
-			n = m
-			read += int64(m)
-			left -= int64(m)
-			next.Offset += int64(m)
+			took(buf[:m])
 			if err != nil {
 				return ChunkResult{Upload: w.u}, err
 			}
@@ -1134,14 +1131,7 @@ func (w *chunkWriter) write(ctx context.Context, body io.Reader) (ChunkResult, e
 		if int64(m) > left {
 			return ChunkResult{Upload: w.u}, &app.Error{Kind: app.KindTooLarge, Detail: "the chunk goes past Upload-Length"}
 		}
-		digest.Write(buf[n : n+m])
-		if w.sum != nil {
-			w.sum.h.Write(buf[n : n+m])
-		}
-		n += m
-		read += int64(m)
-		left -= int64(m)
-		next.Offset += int64(m)
+		took(buf[n : n+m])
 		switch {
 		case err == nil:
 		case errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF):
