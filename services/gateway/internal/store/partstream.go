@@ -111,52 +111,65 @@ func (s *partStream) detach() (int, error) {
 
 // putStreamedPart sends part number of an upload from r, read and sent together
 // through buf. It returns the part, its size and whether the upload ended with it. A
-// part that comes out shorter than buf (the last), or whose streamed request fails,
-// is read to its end and sent again from buf, with minio-go's retries.
+// part that comes out shorter than buf (the last) is sent again from buf; so is one
+// whose streamed request fails, after the rest of it is read (streamPart).
 func (o *Objects) putStreamedPart(ctx context.Context, key, uploadID string, number int, r io.Reader, buf []byte) (minio.ObjectPart, int, bool, error) {
+	part, stored, n, srcErr, err := o.streamPart(ctx, key, uploadID, number, r, buf, 0)
+	switch {
+	case err != nil:
+		return minio.ObjectPart{}, 0, false, err
+	case srcErr != nil && !errors.Is(srcErr, io.EOF):
+		return minio.ObjectPart{}, 0, false, srcErr // the upload failed: nothing more to send
+	case stored:
+		return part, n, srcErr != nil, nil
+	case n == 0:
+		return minio.ObjectPart{}, 0, true, nil // the upload ended at a part's boundary
+	}
+	// The last part, shorter: from memory.
+	part, err = o.putBufferedPart(ctx, key, uploadID, number, buf[:n])
+	return part, n, true, err
+}
+
+// streamPart sends part number of len(buf) bytes, the first filled of which are in buf
+// already, while it reads the rest from r into buf. Every byte taken from r is kept in
+// buf[:n], in order. stored says the part was full and is stored; srcErr is r's error
+// (io.EOF when it ended), which comes without a stored part when r ended or failed
+// inside it (the part's request is then abandoned, and the store keeps nothing of it),
+// and may come with one when r ended with the part's last bytes. When the store fails
+// the streamed request, the rest of the part is read and sent again from buf.
+func (o *Objects) streamPart(ctx context.Context, key, uploadID string, number int, r io.Reader, buf []byte, filled int) (part minio.ObjectPart, stored bool, n int, srcErr, err error) {
 	ps := newPartStream(r, buf)
-	// The first bytes before the request (no request reads the stream yet): an upload
-	// that ended at a part's boundary sends nothing more.
+	ps.n, ps.crc = filled, crc32.Update(0, crc32cTable, buf[:filled])
+	// The first bytes before the request (no request reads the stream yet): a body that
+	// ends at once, or within them, sends no doomed request.
 	for ps.n == 0 && ps.srcErr == nil {
 		ps.fillLocked(len(buf))
 	}
-	if ps.n == 0 {
-		return minio.ObjectPart{}, 0, true, ignoreEOF(ps.srcErr)
+	if ps.srcErr != nil {
+		return minio.ObjectPart{}, false, ps.n, ps.srcErr, nil
 	}
-	part, err := o.core.PutObjectPart(ctx, o.s.Bucket, key, uploadID, number, ps, int64(len(buf)),
+	part, err = o.core.PutObjectPart(ctx, o.s.Bucket, key, uploadID, number, ps, int64(len(buf)),
 		minio.PutObjectPartOptions{Trailer: ps.trailer, DisableContentSha256: true})
-	n, srcErr := ps.detach()
+	n, srcErr = ps.detach()
 	switch {
-	case srcErr != nil && !errors.Is(srcErr, io.EOF):
-		return minio.ObjectPart{}, 0, false, srcErr // the upload failed: nothing to send
-	case err == nil:
-		return part, n, srcErr != nil, nil
+	case err == nil: // the whole part (r may have ended with its last bytes)
+		return part, true, n, srcErr, nil
+	case srcErr != nil:
+		return minio.ObjectPart{}, false, n, srcErr, nil
 	case ctx.Err() != nil:
-		return minio.ObjectPart{}, 0, false, ctx.Err()
+		return minio.ObjectPart{}, false, n, nil, ctx.Err()
 	}
-	// The last part, shorter; or the store failed the request: read the rest of the
-	// part (nothing when the upload ended) and send it from memory.
-	last := srcErr != nil
-	if !last {
-		k, err := io.ReadFull(r, buf[n:])
-		n += k
-		switch {
-		case errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF):
-			last = true
-		case err != nil:
-			return minio.ObjectPart{}, 0, false, err
+	// The store failed the request: the rest of the part, then the part from memory.
+	k, rerr := io.ReadFull(r, buf[n:])
+	n += k
+	if rerr != nil {
+		if errors.Is(rerr, io.ErrUnexpectedEOF) {
+			rerr = io.EOF
 		}
+		return minio.ObjectPart{}, false, n, rerr, nil
 	}
-	part, err = o.putBufferedPart(ctx, key, uploadID, number, buf[:n])
-	return part, n, last, err
-}
-
-// ignoreEOF is err, nil when it is io.EOF (the upload's end).
-func ignoreEOF(err error) error {
-	if errors.Is(err, io.EOF) {
-		return nil
-	}
-	return err
+	part, err = o.putBufferedPart(ctx, key, uploadID, number, buf)
+	return part, err == nil, n, nil, err
 }
 
 func crc32cBase64(sum uint32) string {

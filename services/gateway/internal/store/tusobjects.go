@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"hash/crc32"
 	"io"
 	"strings"
 
@@ -45,40 +44,17 @@ func (o *Objects) PutPart(ctx context.Context, key, uploadID string, number int,
 }
 
 // StreamPart sends part number, whose first filled bytes are in buf, while reading the
-// rest from r into buf (a partStream): the bytes go to the store as they arrive. When the store fails a full part, the rest of
-// the part is read and sent again from buf. When r ends or fails inside the part, the
-// request is abandoned (the store keeps nothing of it) and buf[:n] holds what was read.
-// A stored part has its Size set; r's error (io.EOF) may come with it, when r ended
-// with the part's last bytes.
+// rest from r into buf (streamPart): the bytes go to the store as they arrive. A stored
+// part has its Size set.
 func (o *Objects) StreamPart(ctx context.Context, key, uploadID string, number int, r io.Reader, buf []byte, filled int) (transfers.TusPart, int, error, error) {
-	ps := newPartStream(r, buf)
-	ps.n, ps.crc = filled, crc32.Update(0, crc32cTable, buf[:filled])
-	// The first bytes before the request: a body that ends at once sends nothing.
-	for ps.n == 0 && ps.srcErr == nil {
-		ps.fillLocked(len(buf))
+	part, stored, n, srcErr, err := o.streamPart(ctx, key, uploadID, number, r, buf, filled)
+	if err != nil {
+		return transfers.TusPart{}, n, srcErr, fmt.Errorf("upload part %d: %w", number, err)
 	}
-	if ps.srcErr != nil {
-		return transfers.TusPart{}, ps.n, ps.srcErr, nil
-	}
-	part, err := o.core.PutObjectPart(ctx, o.s.Bucket, key, uploadID, number, ps, int64(len(buf)),
-		minio.PutObjectPartOptions{Trailer: ps.trailer, DisableContentSha256: true})
-	n, srcErr := ps.detach()
-	switch {
-	case err == nil: // the whole part (r may have ended with its last bytes)
-		return transfers.TusPart{Number: number, ETag: part.ETag, CRC32C: part.ChecksumCRC32C, Size: int64(n)}, n, srcErr, nil
-	case srcErr != nil:
+	if !stored {
 		return transfers.TusPart{}, n, srcErr, nil
-	case ctx.Err() != nil:
-		return transfers.TusPart{}, n, nil, ctx.Err()
 	}
-	// The store failed the request: the rest of the part, then the part from memory.
-	k, rerr := io.ReadFull(r, buf[n:])
-	n += k
-	if rerr != nil {
-		return transfers.TusPart{}, n, rerr, nil
-	}
-	tp, err := o.PutPart(ctx, key, uploadID, number, buf)
-	return tp, n, nil, err
+	return transfers.TusPart{Number: number, ETag: part.ETag, CRC32C: part.ChecksumCRC32C, Size: int64(n)}, n, srcErr, nil
 }
 
 // CompleteMultipart joins the parts into the object.
