@@ -1089,19 +1089,15 @@ func (w *chunkWriter) write(ctx context.Context, body io.Reader) (ChunkResult, e
 			// A whole part that is not the upload's last: sent while it arrives, once its
 			// first bytes did. A body that announces less than a part, or ends before its
 			// first byte, starts nothing in the store.
-			k, ferr := 0, error(nil)
-			for k == 0 && ferr == nil {
-				k, ferr = lim.Read(buf)
+			m, srcErr := 0, error(nil)
+			for m == 0 && srcErr == nil {
+				m, srcErr = lim.Read(buf)
 			}
-			if ferr != nil {
-				took(buf[:k])
-				bodyErr = ferr
-				if errors.Is(ferr, io.EOF) {
-					bodyErr = io.EOF
-				}
-				break
+			var part TusPart
+			var err error
+			if srcErr == nil {
+				part, m, srcErr, err = w.streamPart(ctx, &next, lim, buf, m)
 			}
-			part, m, srcErr, err := w.streamPart(ctx, &next, lim, buf, k)
 			took(buf[:m])
 			if err != nil {
 				return ChunkResult{Upload: w.u}, err
