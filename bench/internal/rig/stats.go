@@ -66,24 +66,25 @@ func ReadCPU() CPUTimes {
 }
 
 // BusySince is the share of the machine's CPU time that was busy since c.
-func (c CPUTimes) BusySince() float64 {
-	now := ReadCPU()
-	total := now.Total - c.Total
-	if total == 0 {
-		return 0
-	}
-	return 1 - float64(now.Idle-c.Idle)/float64(total)
-}
+func (c CPUTimes) BusySince() float64 { return c.busySince(false) }
 
 // LoadSince is BusySince with the time waiting for the disk counted as busy: a disk kept
 // busy by another process (MinIO's removals) slows every fsync (PostgreSQL's commits).
-func (c CPUTimes) LoadSince() float64 {
+func (c CPUTimes) LoadSince() float64 { return c.busySince(true) }
+
+// busySince is the share of the CPU time since c that was not idle; with ioWaitBusy,
+// idle time while a task waited for the disk counts as busy.
+func (c CPUTimes) busySince(ioWaitBusy bool) float64 {
 	now := ReadCPU()
 	total := now.Total - c.Total
 	if total == 0 {
 		return 0
 	}
-	return 1 - float64((now.Idle-now.IOWait)-(c.Idle-c.IOWait))/float64(total)
+	idle := now.Idle - c.Idle
+	if ioWaitBusy {
+		idle -= now.IOWait - c.IOWait
+	}
+	return 1 - float64(idle)/float64(total)
 }
 
 // WaitQuiet waits until the machine's CPU was less than busy busy over one second,
