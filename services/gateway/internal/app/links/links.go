@@ -70,7 +70,7 @@ func CheckGrant(p app.Package, grant string, now time.Time) bool {
 	if err != nil || !now.Before(time.Unix(exp, 0)) {
 		return false
 	}
-	got, err := base64.RawURLEncoding.DecodeString(sig)
+	got, err := base64.RawURLEncoding.Strict().DecodeString(sig)
 	return err == nil && hmac.Equal(got, grantMAC(p, e))
 }
 

@@ -36,7 +36,8 @@ func TestGrant(t *testing.T) {
 		{"new password", newPassword, grant, now, false},
 		{"password removed", noPassword, grant, now, false},
 		{"empty", p, "", now, false},
-		{"mangled", p, grant[:len(grant)-2] + "AA", now, false},
+		{"mangled", p, mangle(grant, len(grant)-10, flipBits(grant[len(grant)-10], 0b100000)), now, false},
+		{"same MAC, other padding bits", p, mangle(grant, len(grant)-1, flipBits(grant[len(grant)-1], 0b1)), now, false},
 		{"later expiry", p, strings.Replace(grant, ".", ".9", 1), now, false},
 		{"not a grant", p, "v1.x.y", now, false},
 	} {
@@ -44,6 +45,15 @@ func TestGrant(t *testing.T) {
 			t.Errorf("%s: CheckGrant = %v, want %v", c.name, got, c.want)
 		}
 	}
+}
+
+// mangle replaces grant's character at i with c.
+func mangle(grant string, i int, c byte) string { return grant[:i] + string(c) + grant[i+1:] }
+
+// flipBits gives the base64url character whose 6-bit value is c's with mask flipped.
+func flipBits(c byte, mask int) byte {
+	const alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_"
+	return alphabet[strings.IndexByte(alphabet, c)^mask]
 }
 
 func TestUnlockRetryAfter(t *testing.T) {
