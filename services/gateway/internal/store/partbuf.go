@@ -2,8 +2,9 @@ package store
 
 import "sync"
 
-// maxIdleParts is how many part buffers stay allocated between uploads; the rest of a
-// burst's buffers are released when their uploads end.
+// maxIdleParts is how many part buffers stay mapped between uploads, their pages given
+// back to the system (releasePart), so an idle gateway holds no memory for them; the
+// rest of a burst's buffers are unmapped when their uploads end.
 const maxIdleParts = 4
 
 // partBuffers hands out the part buffers of uploads. They live outside the Go heap
@@ -32,6 +33,7 @@ func (p *partBuffers) get() ([]byte, error) {
 
 // put gives a buffer back once its upload no longer uses it.
 func (p *partBuffers) put(b []byte) {
+	releasePart(b)
 	p.mu.Lock()
 	if len(p.idle) < maxIdleParts {
 		p.idle = append(p.idle, b)

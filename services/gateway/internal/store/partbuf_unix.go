@@ -5,6 +5,8 @@ package store
 import (
 	"fmt"
 	"syscall"
+
+	"golang.org/x/sys/unix"
 )
 
 // allocPart maps size bytes of anonymous memory, outside the Go heap.
@@ -18,3 +20,7 @@ func allocPart(size int) ([]byte, error) {
 
 // freePart unmaps a buffer of allocPart.
 func freePart(b []byte) { _ = syscall.Munmap(b) }
+
+// releasePart gives an idle buffer's pages back to the system, keeping the mapping:
+// the next upload that takes the buffer gets zeroed pages as it touches them.
+func releasePart(b []byte) { _ = unix.Madvise(b, unix.MADV_DONTNEED) }
