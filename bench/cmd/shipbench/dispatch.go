@@ -64,8 +64,9 @@ func dispatchRows(ctx context.Context, t testing.TB, c config, bins rig.Bins, re
 		rep.Rawf("dispatch, %d instance(s): %d of %d deliveries in %s = %.0f deliveries/s (%d requests, %d duplicates); machine CPU %.0f%% busy, the dispatchers used %s of CPU (%.2f ms a delivery)%s; PostgreSQL waits: %s",
 			inst, got, want, took.Round(time.Millisecond), rate, cnt.Requests, cnt.Duplicates, 100*busy, used.Round(10*time.Millisecond),
 			perRequest(used, int(got)), unfinished(got, int64(want)), waits)
-		rep.Rawf("dispatch, %d instance(s), CPU per delivery: dispatchers %.3f ms, PostgreSQL (all its processes) %.3f ms, NATS %.3f ms, shipbench (the receiver) %.3f ms; rate in the first tenth %.0f/s, in the last tenth %.0f/s",
-			inst, perRequest(used, int(got)), perRequest(res.pg, int(got)), perRequest(res.nats, int(got)), perRequest(res.self, int(got)), res.firstTenth, res.lastTenth)
+		rep.Rawf("dispatch, %d instance(s), CPU per delivery: dispatchers %.3f ms, PostgreSQL (all its processes) %.3f ms, NATS %.3f ms, shipbench (the receiver) %.3f ms; first delivery %s after the processes' start; rate in the first tenth %s, in the last tenth %s; by tenth: %s",
+			inst, perRequest(used, int(got)), perRequest(res.pg, int(got)), perRequest(res.nats, int(got)), perRequest(res.self, int(got)),
+			res.startup.Round(time.Millisecond), tenthRate(res.tenths, 0), tenthRate(res.tenths, 9), tenthRates(res.tenths))
 		if k == 0 {
 			bodies = rcv.Deliveries()
 		}
@@ -125,7 +126,9 @@ func dispatchRun(ctx context.Context, t testing.TB, c config, bins rig.Bins, rcv
 
 	want := int64(c.events * c.subscriptions)
 	tenth := max(1, want/10)
-	var unique, last, first, atTenth, atNine atomic.Int64
+	var unique, last atomic.Int64
+	// at[k] is when the delivery k*tenth arrived (at[0]: the first one).
+	var at [11]atomic.Int64
 	var seen sync.Map
 	rcv.Reset()
 	rcv.KeepBodies(keep)
@@ -134,13 +137,11 @@ func dispatchRun(ctx context.Context, t testing.TB, c config, bins rig.Bins, rcv
 			return
 		}
 		if _, dup := seen.LoadOrStore(d.ID, true); !dup {
-			switch n := unique.Add(1); n {
-			case 1:
-				first.Store(d.At.UnixNano())
-			case tenth:
-				atTenth.Store(d.At.UnixNano())
-			case want - tenth:
-				atNine.Store(d.At.UnixNano())
+			n := unique.Add(1)
+			if n == 1 {
+				at[0].Store(d.At.UnixNano())
+			} else if n%tenth == 0 && n/tenth <= 10 {
+				at[n/tenth].Store(d.At.UnixNano())
 			}
 			last.Store(d.At.UnixNano())
 		}
@@ -181,11 +182,13 @@ func dispatchRun(ctx context.Context, t testing.TB, c config, bins rig.Bins, rcv
 		return r
 	}
 	r.took = time.Unix(0, last.Load()).Sub(start)
-	if a, b := atTenth.Load(), first.Load(); a > b {
-		r.firstTenth = float64(tenth) / time.Duration(a-b).Seconds()
-	}
-	if a, b := last.Load(), atNine.Load(); r.got == want && b > 0 && a > b {
-		r.lastTenth = float64(tenth) / time.Duration(a-b).Seconds()
+	r.startup = time.Unix(0, at[0].Load()).Sub(start)
+	for k := 1; k <= 10; k++ {
+		a, b := at[k].Load(), at[k-1].Load()
+		if a == 0 || b == 0 || a <= b {
+			break
+		}
+		r.tenths = append(r.tenths, float64(tenth)/time.Duration(a-b).Seconds())
 	}
 	return r
 }
@@ -193,15 +196,19 @@ func dispatchRun(ctx context.Context, t testing.TB, c config, bins rig.Bins, rcv
 // runResult is what one dispatcher run measured: distinct deliveries, the time to the
 // last, the machine's busy share, the CPU time of the dispatchers, of PostgreSQL (the
 // postmaster and every backend), of NATS and of shipbench itself (mostly the
-// receiver), PostgreSQL's wait events, and the delivery rate in the first tenth of the
-// deliveries (from the first) and in the last tenth (0 when the run did not finish).
+// receiver), PostgreSQL's wait events, the time to the first delivery, and the delivery rate in each
+// tenth of the deliveries (from the first).
 type runResult struct {
 	got                   int64
 	took                  time.Duration
 	busy                  float64
 	used, pg, nats, self  time.Duration
 	waits                 string
-	firstTenth, lastTenth float64
+	// startup is the time from the processes' start to the first delivery.
+	startup time.Duration
+	// tenths are the delivery rates in each tenth of the deliveries, from the first
+	// delivery on, as far as the run got.
+	tenths []float64
 }
 
 // postmasterPid is the pid of the PostgreSQL server of url when it runs on this
@@ -217,6 +224,22 @@ func postmasterPid(ctx context.Context, url string) int {
 		return 0
 	}
 	return rig.Parent(pid)
+}
+
+// tenthRate is the rate of tenth k, "—" when the run did not get through it.
+func tenthRate(tenths []float64, k int) string {
+	if k >= len(tenths) {
+		return "—"
+	}
+	return fmt.Sprintf("%.0f/s", tenths[k])
+}
+
+func tenthRates(tenths []float64) string {
+	out := make([]string, len(tenths))
+	for k, r := range tenths {
+		out[k] = fmt.Sprintf("%.0f", r)
+	}
+	return strings.Join(out, " ") + "/s"
 }
 
 func unfinished(got, want int64) string {
