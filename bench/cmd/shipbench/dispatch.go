@@ -199,11 +199,11 @@ func dispatchRun(ctx context.Context, t testing.TB, c config, bins rig.Bins, rcv
 // receiver), PostgreSQL's wait events, the time to the first delivery, and the delivery rate in each
 // tenth of the deliveries (from the first).
 type runResult struct {
-	got                   int64
-	took                  time.Duration
-	busy                  float64
-	used, pg, nats, self  time.Duration
-	waits                 string
+	got                  int64
+	took                 time.Duration
+	busy                 float64
+	used, pg, nats, self time.Duration
+	waits                string
 	// startup is the time from the processes' start to the first delivery.
 	startup time.Duration
 	// tenths are the delivery rates in each tenth of the deliveries, from the first
