@@ -12,7 +12,6 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 
-	"github.com/shipfile/shipfile/pkg/database"
 	"github.com/shipfile/shipfile/pkg/events"
 	"github.com/shipfile/shipfile/pkg/outbox"
 	"github.com/shipfile/shipfile/services/gateway/internal/app"
@@ -23,7 +22,8 @@ var _ packages.Store = (*Postgres)(nil)
 
 // CreatePackage inserts a draft and writes its effects: one batch, which PostgreSQL runs
 // as one implicit transaction, so the package, its audit entry and its outbox rows
-// commit together in a single round trip.
+// commit together in a single round trip. Under load, concurrent creations share their
+// round trip and commit (groupCommit); each still commits whole or not at all.
 //
 // Its statements are INSERTs of given values (the package, its recipients, audit entries,
 // outbox rows), whose plan is the same whatever the statistics: the batch runs them with
@@ -31,7 +31,6 @@ var _ packages.Store = (*Postgres)(nil)
 // planning each of them on every execution as the pool's plan_cache_mode has it.
 func (s *Postgres) CreatePackage(ctx context.Context, p app.Package, fx app.Effects) error {
 	b := &pgx.Batch{}
-	database.QueueGenericPlans(b)
 	q := batched(b)
 	// The batch's statements cannot fail when queued: their errors come with Close.
 	_ = q.InsertPackage(ctx, InsertPackageParams{
@@ -50,7 +49,7 @@ func (s *Postgres) CreatePackage(ctx context.Context, p app.Package, fx app.Effe
 	if err := s.queueEffects(ctx, b, fx); err != nil {
 		return err
 	}
-	return s.committed(fx, s.pool.SendBatch(ctx, b).Close())
+	return s.committed(fx, s.creates.run(ctx, b.QueuedQueries))
 }
 
 // GetPackage returns a package by id.

@@ -34,6 +34,8 @@ type Postgres struct {
 	// seal seals the payloads of ephemeral outbox messages; nil: they are stored as
 	// they are.
 	seal func([]byte) ([]byte, error)
+	// creates shares round trips and commits between concurrent package creations.
+	creates *groupCommit
 }
 
 var _ identity.IdentityStore = (*Postgres)(nil)
@@ -69,7 +71,7 @@ func (s *Postgres) sealPayload(m outbox.Message) ([]byte, error) {
 
 // NewPostgres returns the store on pool.
 func NewPostgres(pool *pgxpool.Pool, opts ...Option) *Postgres {
-	s := &Postgres{pool: pool, q: New(pool), wake: func() {}}
+	s := &Postgres{pool: pool, q: New(pool), wake: func() {}, creates: newGroupCommit(pool)}
 	for _, o := range opts {
 		o(s)
 	}
