@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"runtime"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -48,9 +49,12 @@ type groupMember struct {
 }
 
 func newGroupCommit(pool *pgxpool.Pool) *groupCommit {
-	// A quarter of the pool: rounds in flight leave connections to every other
-	// request, and the queue behind them makes the rounds large under load.
-	return &groupCommit{pool: pool, limit: max(1, int(pool.Config().MaxConns)/4)}
+	// As many rounds in flight as the gateway has CPUs, and at most half the pool, so
+	// that they leave connections to every other request. Past that the rounds only get
+	// smaller: on 2 cores, 2 rounds gave 1.19–1.21× the bare handler's creations per
+	// second, 4 rounds 1.09–1.17×, 8 rounds 0.99–1.00×; on 16 cores 8 rounds did 1.39×
+	// what 4 did (docs/BENCHMARKS.md, "API create, issue 21 (2026-11-27, night)").
+	return &groupCommit{pool: pool, limit: max(1, min(int(pool.Config().MaxConns)/2, runtime.GOMAXPROCS(0)))}
 }
 
 // run commits stmts, alone or with the statements of concurrent calls, and returns

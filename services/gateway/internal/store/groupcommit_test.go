@@ -30,7 +30,7 @@ func TestConcurrentCreatesShareACommit(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg.MaxConns = 4 // one round in flight at a time
+	cfg.MaxConns = 2 // one round in flight at a time (half the pool), one connection for the test's queries
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		t.Fatal(err)
