@@ -5,7 +5,7 @@
 // ratio, because the machine is noisy. It prints a table at the end and exits non-zero
 // only when the harness itself fails, not when a target is missed.
 //
-//	make bench                        the full run (about 10 minutes on 2 cores)
+//	make bench                        the full run (10–12 minutes on 2 cores)
 //	go run ./cmd/shipbench -quick     tiny sizes, for development
 //	go run ./cmd/shipbench -rows api,events -api-duration 5s
 //	go run ./cmd/shipbench -rows api -api-gateways 2 -budget api=3m
@@ -136,7 +136,7 @@ func main() {
 	fs.Int64Var(&c.scanSize, "scan-size", 64<<20, "bytes of each file of the scanner row")
 	fs.StringVar(&c.rows, "rows", strings.Join(allRows, ","), "rows to run, comma-separated: "+strings.Join(allRows, ","))
 	fs.Var(&c.budget, "budget", "time a row (or group: transfer, api, events, expiry, scan, fairness, dispatch) may take, as row=duration; repeat or comma-separate, e.g. api=3m,dispatch=8m (-timeout grows to fit unless given)")
-	fs.DurationVar(&c.timeout, "timeout", 10*time.Minute, "bound of the whole run; rows still running then are stopped and reported")
+	fs.DurationVar(&c.timeout, "timeout", 12*time.Minute, "bound of the whole run; rows still running then are stopped and reported")
 	fs.StringVar(&c.out, "o", "", "also write the report as Markdown to this file")
 	fs.StringVar(&c.profile, "profile", "", "build the services with a pprof endpoint, save CPU profiles of the measured windows in this directory and list their top functions")
 	fs.BoolVar(&c.quick, "quick", false, "tiny sizes and durations, for development (flags given explicitly still win)")

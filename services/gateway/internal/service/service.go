@@ -40,7 +40,7 @@ type Config struct {
 	HTTPAddr        string `env:"SHIPFILE_HTTP_ADDR" default:"127.0.0.1:8080" help:"address the API listens on"`
 	PublicURL       string `env:"SHIPFILE_PUBLIC_URL" default:"http://127.0.0.1:8080" help:"public base URL (magic links)"`
 	Database        database.Config
-	DatabaseConns   int `env:"SHIPFILE_DATABASE_CONNS" default:"16" help:"least size of the gateway's PostgreSQL pool (a pool_max_conns in the URL may raise it): concurrent requests' commits share PostgreSQL's WAL flushes"`
+	DatabaseConns   int `env:"SHIPFILE_DATABASE_CONNS" default:"16" help:"least size of the gateway's PostgreSQL pool (a pool_max_conns in the URL may raise it): concurrent requests' commits share PostgreSQL's WAL flushes, and concurrent package creations share round trips on up to half of it"`
 	NATS            bus.Config
 	S3              storage.Config
 	Secrets         secretbox.Config
