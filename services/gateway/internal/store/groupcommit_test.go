@@ -8,13 +8,9 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/shipfile/shipfile/pkg/database"
-	"github.com/shipfile/shipfile/pkg/pgtest"
 	"github.com/shipfile/shipfile/services/gateway/internal/app"
 	"github.com/shipfile/shipfile/services/gateway/internal/store"
-	"github.com/shipfile/shipfile/services/gateway/migrations"
 )
 
 // TestConcurrentCreatesShareACommit: package creations that arrive while the store's
@@ -25,17 +21,8 @@ func TestConcurrentCreatesShareACommit(t *testing.T) {
 	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	url := pgtest.New(t, migrations.Version(), migrations.Up)
-	cfg, err := database.ParseConfig(url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg.MaxConns = 2 // one round in flight at a time (half the pool), one connection for the test's queries
-	pool, err := pgxpool.NewWithConfig(ctx, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(pool.Close)
+	// One round in flight at a time (half the pool), one connection for the test's queries.
+	pool, url := newSmallPool(t, 2)
 	owner := insertUser(t, pool, "o@example.com", "O")
 	db := store.NewPostgres(pool)
 

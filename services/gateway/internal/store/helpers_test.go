@@ -8,6 +8,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/shipfile/shipfile/pkg/database"
 	"github.com/shipfile/shipfile/pkg/pgtest"
 	"github.com/shipfile/shipfile/services/gateway/internal/app"
 	"github.com/shipfile/shipfile/services/gateway/migrations"
@@ -23,6 +24,24 @@ func newPool(t *testing.T) *pgxpool.Pool {
 	}
 	t.Cleanup(pool.Close)
 	return pool
+}
+
+// newSmallPool is newPool with at most maxConns connections; it also returns the
+// database's URL.
+func newSmallPool(t *testing.T, maxConns int32) (*pgxpool.Pool, string) {
+	t.Helper()
+	url := pgtest.New(t, migrations.Version(), migrations.Up)
+	cfg, err := database.ParseConfig(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.MaxConns = maxConns
+	pool, err := pgxpool.NewWithConfig(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pool.Close)
+	return pool, url
 }
 
 // insertUser adds a regular user and returns its id.

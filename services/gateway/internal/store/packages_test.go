@@ -5,13 +5,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5/pgxpool"
-
 	"github.com/shipfile/shipfile/pkg/database"
-	"github.com/shipfile/shipfile/pkg/pgtest"
 	"github.com/shipfile/shipfile/services/gateway/internal/app"
 	"github.com/shipfile/shipfile/services/gateway/internal/store"
-	"github.com/shipfile/shipfile/services/gateway/migrations"
 )
 
 // TestCreatePackageIsAtomic: CreatePackage sends the package, its audit entry and its
@@ -58,16 +54,7 @@ func TestCreatePackageIsAtomic(t *testing.T) {
 func TestCreatePackageUsesGenericPlans(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	cfg, err := database.ParseConfig(pgtest.New(t, migrations.Version(), migrations.Up))
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg.MaxConns = 1 // every statement below runs on the one connection
-	pool, err := pgxpool.NewWithConfig(ctx, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(pool.Close)
+	pool, _ := newSmallPool(t, 1) // every statement below runs on the one connection
 	owner := insertUser(t, pool, "o@example.com", "O")
 	db := store.NewPostgres(pool)
 	mode := func() string {
