@@ -28,7 +28,7 @@ const groupRoundTimeout = 30 * time.Second
 // CreatePackage), run with generic plans.
 //
 // A round that fails is run again one member at a time, so each member gets its own
-// outcome and one member's error (a foreign key gone, say) does not fail the others:
+// outcome and one member's error (a constraint it breaks, say) does not fail the others:
 // the shared transaction rolled back as a whole, so nothing of it was written.
 type groupCommit struct {
 	pool  *pgxpool.Pool
