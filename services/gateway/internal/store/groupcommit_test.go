@@ -9,6 +9,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/shipfile/shipfile/pkg/servicetest"
 	"github.com/shipfile/shipfile/services/gateway/internal/app"
 	"github.com/shipfile/shipfile/services/gateway/internal/store"
 )
@@ -43,11 +44,7 @@ func TestConcurrentCreatesShareACommit(t *testing.T) {
 	}
 	waitFor := func(what string, ok func() bool) {
 		t.Helper()
-		for deadline := time.Now().Add(20 * time.Second); !ok(); time.Sleep(5 * time.Millisecond) {
-			if time.Now().After(deadline) {
-				t.Fatalf("timed out waiting for %s", what)
-			}
-		}
+		servicetest.WaitFor(t, 20*time.Second, what, ok)
 	}
 	blocked := func() bool {
 		var n int
@@ -129,11 +126,11 @@ func TestConcurrentCreatesShareACommit(t *testing.T) {
 	if !errors.Is(left.err, context.Canceled) || exists(left.p) {
 		t.Fatalf("the creation whose client went away: err %v, stored %v; want context.Canceled and nothing stored", left.err, exists(left.p))
 	}
-	var audits, outbox int
-	if err := pool.QueryRow(ctx, `SELECT (SELECT count(*) FROM audit_log), (SELECT count(*) FROM packages)`).Scan(&audits, &outbox); err != nil {
+	var audits, stored int
+	if err := pool.QueryRow(ctx, `SELECT (SELECT count(*) FROM audit_log), (SELECT count(*) FROM packages)`).Scan(&audits, &stored); err != nil {
 		t.Fatal(err)
 	}
-	if audits != 8 || outbox != 8 {
-		t.Fatalf("%d audit entries and %d packages, want 8 of each (six, then two)", audits, outbox)
+	if audits != 8 || stored != 8 {
+		t.Fatalf("%d audit entries and %d packages, want 8 of each (six, then two)", audits, stored)
 	}
 }
