@@ -27,6 +27,9 @@ import (
 type Migration struct {
 	Name string // file name, e.g. 00004_webhooks.sql
 	Up   string // its "-- +goose Up" section
+	// NoTx: the file says "-- +goose NO TRANSACTION" (e.g. CREATE INDEX CONCURRENTLY,
+	// which no transaction block may hold): its statements run one by one.
+	NoTx bool
 	raw  []byte
 }
 
@@ -83,7 +86,10 @@ func LoadGoose(rel string) ([]Migration, error) {
 		if err != nil {
 			return nil, fmt.Errorf("pgtest: %s: %w", filepath.Base(name), err)
 		}
-		out = append(out, Migration{Name: filepath.Base(name), Up: up, raw: b})
+		noTx := slices.ContainsFunc(strings.Split(string(b), "\n"), func(l string) bool {
+			return strings.TrimSpace(l) == "-- +goose NO TRANSACTION"
+		})
+		out = append(out, Migration{Name: filepath.Base(name), Up: up, NoTx: noTx, raw: b})
 	}
 	return out, nil
 }
@@ -135,12 +141,41 @@ func ApplyGoose(ctx context.Context, url string, ms []Migration) error {
 	}
 	defer conn.Close(ctx)
 	for _, m := range ms {
-		// Without arguments pgx uses the simple protocol: several statements at once.
-		if _, err := conn.Exec(ctx, m.Up); err != nil {
-			return fmt.Errorf("%s: %w", m.Name, err)
+		// Without arguments pgx uses the simple protocol: several statements at once,
+		// in one implicit transaction; a migration without one runs them one by one.
+		stmts := []string{m.Up}
+		if m.NoTx {
+			stmts = Statements(m.Up)
+		}
+		for _, stmt := range stmts {
+			if _, err := conn.Exec(ctx, stmt); err != nil {
+				return fmt.Errorf("%s: %w", m.Name, err)
+			}
 		}
 	}
 	return nil
+}
+
+// Statements splits a migration's section into its statements as goose does without
+// StatementBegin: a statement ends with a line that ends with a semicolon (comment
+// lines aside).
+func Statements(section string) []string {
+	var (
+		out []string
+		b   strings.Builder
+	)
+	for line := range strings.Lines(section) {
+		b.WriteString(line)
+		l := strings.TrimSpace(line)
+		if !strings.HasPrefix(l, "--") && strings.HasSuffix(l, ";") {
+			out = append(out, b.String())
+			b.Reset()
+		}
+	}
+	if strings.TrimSpace(b.String()) != "" {
+		out = append(out, b.String())
+	}
+	return out
 }
 
 // NewGoose returns the URL of a fresh database with the schema of the goose migrations in

@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 
 	"github.com/jackc/pgx/v5"
@@ -33,6 +34,9 @@ func TestNewGoose(t *testing.T) {
 	files := map[string]string{
 		"00001_a.sql": "-- +goose Up\nCREATE TABLE a (x int);\n-- +goose Down\nDROP TABLE a;\n",
 		"00002_b.sql": "-- +goose Up\nINSERT INTO a VALUES (42);\n-- +goose Down\nDELETE FROM a;\n",
+		// Statements no transaction block may hold: run one by one.
+		"00003_c.sql": "-- +goose NO TRANSACTION\n-- +goose Up\nCREATE INDEX CONCURRENTLY a_x ON a (x);\n" +
+			"DROP INDEX CONCURRENTLY a_x;\nCREATE INDEX CONCURRENTLY a_x\n    ON a (x);\n-- +goose Down\nDROP INDEX a_x;\n",
 	}
 	for name, src := range files {
 		if err := os.WriteFile(filepath.Join(dir, name), []byte(src), 0o644); err != nil {
@@ -40,7 +44,7 @@ func TestNewGoose(t *testing.T) {
 		}
 	}
 	ms, err := pgtest.LoadGoose(dir)
-	if err != nil || len(ms) != 2 || ms[0].Name != "00001_a.sql" {
+	if err != nil || len(ms) != 3 || ms[0].Name != "00001_a.sql" || ms[0].NoTx || !ms[2].NoTx {
 		t.Fatalf("LoadGoose = %+v, %v", ms, err)
 	}
 	t.Chdir(filepath.Join(root, "svc"))
@@ -53,5 +57,17 @@ func TestNewGoose(t *testing.T) {
 	var x int
 	if err := conn.QueryRow(context.Background(), "SELECT x FROM a").Scan(&x); err != nil || x != 42 {
 		t.Fatalf("x = %d, %v", x, err)
+	}
+	var valid bool
+	if err := conn.QueryRow(context.Background(), "SELECT indisvalid FROM pg_index WHERE indexrelid = 'a_x'::regclass").Scan(&valid); err != nil || !valid {
+		t.Fatalf("index a_x valid %v, %v", valid, err)
+	}
+}
+
+func TestStatements(t *testing.T) {
+	got := pgtest.Statements("-- a comment;\nCREATE INDEX CONCURRENTLY i\n    ON a (x);\nDROP INDEX j;\n-- the end\n")
+	want := []string{"-- a comment;\nCREATE INDEX CONCURRENTLY i\n    ON a (x);\n", "DROP INDEX j;\n", "-- the end\n"}
+	if !slices.Equal(got, want) {
+		t.Fatalf("Statements = %q, want %q", got, want)
 	}
 }
