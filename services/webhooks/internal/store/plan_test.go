@@ -145,3 +145,44 @@ func explainPrepared(ctx context.Context, t *testing.T, pool *pgxpool.Pool, mark
 	}
 	return fmt.Sprintf("%s(generic plans %d, custom plans %d)\n", plan.String(), generics, custom)
 }
+
+// TestHealthPassLooksUpFailuresInTheIndex: the health pass reads the window of attempts
+// once, and finds each subscription's first failure after its last success through the
+// index of failed attempts, not by reading the window again for each subscription
+// (which made a pass with 200 subscriptions take longer than its period). Checked on
+// tables never analyzed, as on a server with autovacuum off.
+func TestHealthPassLooksUpFailuresInTheIndex(t *testing.T) {
+	t.Parallel()
+	_, url := schematest.Pool(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	pool, err := database.Open(ctx, url+"&pool_max_conns=1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pool.Close)
+	st := store.New(pool, nil)
+	for i := range 50 {
+		webhooktest.InsertSubscription(t, pool, webhooktest.Subscription{URL: fmt.Sprintf("https://%d.example/hook", i), Secret: "whsec_a"})
+	}
+	// 20,000 attempts over the last ten minutes, one in ten failed, and the three newest
+	// of each subscription: each is failing since its last success.
+	if _, err := pool.Exec(ctx, `INSERT INTO webhook_attempts (delivery_id, subscription_id, attempt, status_code, duration_ms, created_at)
+		SELECT gen_random_uuid(), s.id, 1, CASE WHEN g % 10 = 0 OR g <= 3 THEN 500 ELSE 200 END, 1, now() - (g % 600) * interval '1 second'
+		FROM generate_series(1, 400) g CROSS JOIN webhook_subscriptions s`); err != nil {
+		t.Fatal(err)
+	}
+	for range 6 {
+		if _, ran, err := st.Health(ctx, time.Hour, 0, "x"); err != nil || !ran {
+			t.Fatalf("pass: %v %v", ran, err)
+		}
+	}
+	var failing int
+	if err := pool.QueryRow(ctx, `SELECT count(*) FROM webhook_subscriptions WHERE failing_since IS NOT NULL AND last_success_at IS NOT NULL`).Scan(&failing); err != nil || failing != 50 {
+		t.Fatalf("%d subscriptions with a success and a failure after it, want 50 (%v)", failing, err)
+	}
+	plan := explainPrepared(ctx, t, pool, "max(created_at) FILTER", `('1 hour')`, false)
+	if !strings.Contains(plan, "webhook_attempts_failed_idx") || strings.Contains(plan, "CTE Scan") || strings.Count(plan, "Seq Scan on webhook_attempts") > 1 {
+		t.Fatalf("the health pass reads the window more than once, or not the failures' index:\n%s", plan)
+	}
+}

@@ -101,23 +101,28 @@ SELECT pg_try_advisory_xact_lock(hashtext('shipfile_webhooks_health'));
 -- the last @health_window (longer than the pass period, so passes overlap; the result does
 -- not depend on how often an attempt is seen). failing_since is the first failure
 -- after the last success (not before failures_counted_from); an open streak is kept.
-WITH win AS MATERIALIZED (
-    SELECT subscription_id, created_at, coalesce(status_code BETWEEN 200 AND 299, false) AS ok
+-- One scan of the window finds each subscription's last success; its first failure
+-- after that is one lookup in webhook_attempts_failed_idx (00026), which holds the
+-- failed attempts only. (Reading the window again for each subscription made a pass
+-- cost subscriptions × attempts.) The failure test is the index's predicate, word for
+-- word, so that the planner can use it.
+WITH a AS (
+    SELECT subscription_id, max(created_at) FILTER (WHERE status_code BETWEEN 200 AND 299) AS last_ok
     FROM webhook_attempts
     WHERE created_at > now() - @health_window::interval
-), a AS (
-    SELECT subscription_id, max(created_at) FILTER (WHERE ok) AS last_ok
-    FROM win GROUP BY subscription_id
+    GROUP BY subscription_id
 ), h AS (
     SELECT s.id, greatest(s.last_success_at, a.last_ok) AS last_ok, s.failing_since, s.failures_counted_from
     FROM webhook_subscriptions s JOIN a ON a.subscription_id = s.id
 ), f AS (
     SELECT h.id, h.last_ok,
            CASE WHEN h.failing_since > coalesce(h.last_ok, '-infinity') THEN h.failing_since
-                ELSE (SELECT min(win.created_at) FROM win
-                      WHERE win.subscription_id = h.id AND NOT win.ok
-                        AND win.created_at > coalesce(h.last_ok, '-infinity')
-                        AND win.created_at >= coalesce(h.failures_counted_from, '-infinity'))
+                ELSE (SELECT min(w.created_at) FROM webhook_attempts w
+                      WHERE w.subscription_id = h.id
+                        AND (w.status_code IS NULL OR w.status_code NOT BETWEEN 200 AND 299)
+                        AND w.created_at > now() - @health_window::interval
+                        AND w.created_at > coalesce(h.last_ok, '-infinity')
+                        AND w.created_at >= coalesce(h.failures_counted_from, '-infinity'))
            END AS failing_since
     FROM h
 )
