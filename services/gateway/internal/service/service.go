@@ -266,7 +266,7 @@ func New(_ context.Context, cfg Config, deps Deps) (*Service, error) {
 	// Mail jobs carry magic links: the store seals them under SHIPFILE_SECRET_KEY
 	// before they are written to the outbox, and the relay opens them as it publishes,
 	// so that no raw link is ever readable in the database (SPEC "Hostile clients").
-	storeOpts := []store.Option{store.WithSealer(sealPayload(secrets))}
+	storeOpts := []store.Option{store.WithSealer(sealPayload(secrets)), store.WithRegisterer(reg)}
 	switch {
 	case deps.JS != nil:
 		// The relay publishes committed outbox rows; the store wakes it after each

@@ -5,11 +5,11 @@ import (
 	"runtime"
 	"slices"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/shipfile/shipfile/pkg/database"
 )
@@ -38,7 +38,9 @@ type groupCommit struct {
 	inFlight int
 	queue    []*groupMember
 
-	rounds atomic.Int64 // round trips sent, for tests
+	// rounds counts the round trips sent, creations the creations they carried (their
+	// ratio: creations a commit); exported through WithRegisterer.
+	rounds, creations prometheus.Counter
 }
 
 type groupMember struct {
@@ -54,7 +56,17 @@ func newGroupCommit(pool *pgxpool.Pool) *groupCommit {
 	// smaller: on 2 cores, 2 rounds gave 1.19–1.21× the bare handler's creations per
 	// second, 4 rounds 1.09–1.17×, 8 rounds 0.99–1.00×; on 16 cores 8 rounds did 1.39×
 	// what 4 did (docs/BENCHMARKS.md, "API create, issue 21 (2026-11-27, night)").
-	return &groupCommit{pool: pool, limit: max(1, min(int(pool.Config().MaxConns)/2, runtime.GOMAXPROCS(0)))}
+	return &groupCommit{
+		pool: pool, limit: max(1, min(int(pool.Config().MaxConns)/2, runtime.GOMAXPROCS(0))),
+		rounds: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "shipfile_package_create_rounds_total",
+			Help: "Round trips (each one transaction and one commit) that carried package creations.",
+		}),
+		creations: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "shipfile_package_create_round_creations_total",
+			Help: "Package creations sent in those round trips (per round: this over shipfile_package_create_rounds_total).",
+		}),
+	}
 }
 
 // run commits stmts, alone or with the statements of concurrent calls, and returns
@@ -137,7 +149,8 @@ func (g *groupCommit) send(ctx context.Context, ms []*groupMember) {
 
 // exec runs the members' statements in one batch, an implicit transaction.
 func (g *groupCommit) exec(ctx context.Context, ms []*groupMember) error {
-	g.rounds.Add(1)
+	g.rounds.Inc()
+	g.creations.Add(float64(len(ms)))
 	b := &pgx.Batch{}
 	database.QueueGenericPlans(b)
 	for _, m := range ms {

@@ -3,11 +3,14 @@ package store_test
 import (
 	"context"
 	"errors"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/shipfile/shipfile/pkg/servicetest"
 	"github.com/shipfile/shipfile/services/gateway/internal/app"
@@ -25,7 +28,8 @@ func TestConcurrentCreatesShareACommit(t *testing.T) {
 	// One round in flight at a time (half the pool), one connection for the test's queries.
 	pool, url := newSmallPool(t, 2)
 	owner := insertUser(t, pool, "o@example.com", "O")
-	db := store.NewPostgres(pool)
+	reg := prometheus.NewRegistry()
+	db := store.NewPostgres(pool, store.WithRegisterer(reg))
 
 	// holdInserts takes a lock that makes every INSERT INTO packages wait, until release.
 	holdInserts := func() (release func()) {
@@ -102,6 +106,19 @@ func TestConcurrentCreatesShareACommit(t *testing.T) {
 	}
 	if n := db.CreateRounds() - before; n != 1 {
 		t.Fatalf("the five queued creations took %d round trips, want 1", n)
+	}
+	// The metrics an operator reads: two rounds (the first creation alone, then the
+	// five), six creations.
+	const want = `
+# HELP shipfile_package_create_round_creations_total Package creations sent in those round trips (per round: this over shipfile_package_create_rounds_total).
+# TYPE shipfile_package_create_round_creations_total counter
+shipfile_package_create_round_creations_total 6
+# HELP shipfile_package_create_rounds_total Round trips (each one transaction and one commit) that carried package creations.
+# TYPE shipfile_package_create_rounds_total counter
+shipfile_package_create_rounds_total 2
+`
+	if err := testutil.GatherAndCompare(reg, strings.NewReader(want)); err != nil {
+		t.Fatal(err)
 	}
 
 	// A failing member, and one whose client went away while it queued.

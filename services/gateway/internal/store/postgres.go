@@ -14,6 +14,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/shipfile/shipfile/pkg/outbox"
 	"github.com/shipfile/shipfile/services/gateway/internal/app"
@@ -47,6 +48,12 @@ type Option func(*Postgres)
 // transaction that wrote outbox rows has committed, so they are published at once
 // instead of at the relay's next poll. Nothing in the transaction itself signals.
 func WithOutboxWake(wake func()) Option { return func(s *Postgres) { s.wake = wake } }
+
+// WithRegisterer registers the store's metrics with reg: how many package creations
+// share a round trip and a commit.
+func WithRegisterer(reg prometheus.Registerer) Option {
+	return func(s *Postgres) { reg.MustRegister(s.creates.rounds, s.creates.creations) }
+}
 
 // WithSealer has the store seal the payload of every ephemeral outbox message (a
 // mail job, which carries a magic link) with seal before it is written, so that the
