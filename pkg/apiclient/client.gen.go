@@ -2078,6 +2078,9 @@ type ClientInterface interface {
 
 	// ListWebhookDeliveries A subscription's delivery log, one item per attempt, newest first (admin)
 	//
+	// Attempts are kept for `SHIPFILE_WEBHOOK_LOG_RETENTION` (90 days by default); the expiry
+	// service removes older ones, and the deliveries no longer pending and unchanged for as long.
+	//
 	// Corresponds with GET /api/v1/admin/webhooks/{id}/deliveries (the `ListWebhookDeliveries` operationId).
 	ListWebhookDeliveries(ctx context.Context, id int64, params *ListWebhookDeliveriesParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
@@ -2087,7 +2090,7 @@ type ClientInterface interface {
 	// the same body under the same delivery id (`X-Service-Delivery`), so receivers can drop duplicates.
 	// Any delivery of the subscription may be redelivered, whatever its status, from its first
 	// attempt on (when it appears in the delivery log): one whose first attempt is not recorded
-	// yet is `404`.
+	// yet, or one removed from the log after `SHIPFILE_WEBHOOK_LOG_RETENTION`, is `404`.
 	//
 	// Corresponds with POST /api/v1/admin/webhooks/{id}/deliveries/{delivery_id}/redeliver (the `RedeliverWebhookDelivery` operationId).
 	RedeliverWebhookDelivery(ctx context.Context, id int64, deliveryId openapi_types.UUID, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -2739,6 +2742,9 @@ func (c *Client) UpdateWebhook(ctx context.Context, id int64, body UpdateWebhook
 
 // ListWebhookDeliveries A subscription's delivery log, one item per attempt, newest first (admin)
 //
+// Attempts are kept for `SHIPFILE_WEBHOOK_LOG_RETENTION` (90 days by default); the expiry
+// service removes older ones, and the deliveries no longer pending and unchanged for as long.
+//
 // Corresponds with GET /api/v1/admin/webhooks/{id}/deliveries (the `ListWebhookDeliveries` operationId).
 func (c *Client) ListWebhookDeliveries(ctx context.Context, id int64, params *ListWebhookDeliveriesParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewListWebhookDeliveriesRequest(c.Server, id, params)
@@ -2758,7 +2764,7 @@ func (c *Client) ListWebhookDeliveries(ctx context.Context, id int64, params *Li
 // the same body under the same delivery id (`X-Service-Delivery`), so receivers can drop duplicates.
 // Any delivery of the subscription may be redelivered, whatever its status, from its first
 // attempt on (when it appears in the delivery log): one whose first attempt is not recorded
-// yet is `404`.
+// yet, or one removed from the log after `SHIPFILE_WEBHOOK_LOG_RETENTION`, is `404`.
 //
 // Corresponds with POST /api/v1/admin/webhooks/{id}/deliveries/{delivery_id}/redeliver (the `RedeliverWebhookDelivery` operationId).
 func (c *Client) RedeliverWebhookDelivery(ctx context.Context, id int64, deliveryId openapi_types.UUID, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -6472,6 +6478,9 @@ type ClientWithResponsesInterface interface {
 
 	// ListWebhookDeliveriesWithResponse A subscription's delivery log, one item per attempt, newest first (admin)
 	//
+	// Attempts are kept for `SHIPFILE_WEBHOOK_LOG_RETENTION` (90 days by default); the expiry
+	// service removes older ones, and the deliveries no longer pending and unchanged for as long.
+	//
 	// Returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with GET /api/v1/admin/webhooks/{id}/deliveries (the `ListWebhookDeliveries` operationId).
@@ -6483,7 +6492,7 @@ type ClientWithResponsesInterface interface {
 	// the same body under the same delivery id (`X-Service-Delivery`), so receivers can drop duplicates.
 	// Any delivery of the subscription may be redelivered, whatever its status, from its first
 	// attempt on (when it appears in the delivery log): one whose first attempt is not recorded
-	// yet is `404`.
+	// yet, or one removed from the log after `SHIPFILE_WEBHOOK_LOG_RETENTION`, is `404`.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -12144,6 +12153,9 @@ func (c *ClientWithResponses) UpdateWebhookWithResponse(ctx context.Context, id 
 
 // ListWebhookDeliveriesWithResponse A subscription's delivery log, one item per attempt, newest first (admin)
 //
+// Attempts are kept for `SHIPFILE_WEBHOOK_LOG_RETENTION` (90 days by default); the expiry
+// service removes older ones, and the deliveries no longer pending and unchanged for as long.
+//
 // Returns a wrapper object for the known response body format(s).
 //
 // Corresponds with GET /api/v1/admin/webhooks/{id}/deliveries (the `ListWebhookDeliveries` operationId).
@@ -12161,7 +12173,7 @@ func (c *ClientWithResponses) ListWebhookDeliveriesWithResponse(ctx context.Cont
 // the same body under the same delivery id (`X-Service-Delivery`), so receivers can drop duplicates.
 // Any delivery of the subscription may be redelivered, whatever its status, from its first
 // attempt on (when it appears in the delivery log): one whose first attempt is not recorded
-// yet is `404`.
+// yet, or one removed from the log after `SHIPFILE_WEBHOOK_LOG_RETENTION`, is `404`.
 //
 // Returns a wrapper object for the known response body format(s).
 //
