@@ -296,11 +296,15 @@ func (e *Expirer) sweepAudit(ctx context.Context, r *TickResult) error {
 
 // sweepWebhookLog removes the webhook attempts older than WebhookLogRetention, then
 // the deliveries created and last changed before that and no longer pending (whose
-// attempts are older still: removed first), batch by batch.
+// attempts are older still: removed first), batch by batch, for at most half an
+// Interval a tick: the first ticks after an upgrade may find years of log, and the
+// next tick's expiries must not wait for it.
 func (e *Expirer) sweepWebhookLog(ctx context.Context, r *TickResult) error {
 	if e.opts.WebhookLogRetention <= 0 {
 		return nil
 	}
+	ctx, cancel := context.WithTimeout(ctx, e.opts.Interval/2)
+	defer cancel()
 	for _, kind := range []struct {
 		name   string
 		remove func(context.Context, time.Duration, int) (int, error)
