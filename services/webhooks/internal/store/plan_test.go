@@ -26,16 +26,7 @@ import (
 // (database.Open).
 func TestHotPlansStayIndexLookups(t *testing.T) {
 	t.Parallel()
-	_, url := schematest.Pool(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	// One connection, so every call below runs on the connection whose prepared
-	// statements are explained.
-	pool, err := database.Open(ctx, url+"&pool_max_conns=1")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(pool.Close)
+	ctx, pool := onePool(t)
 	st := store.New(pool, nil)
 	hook := webhooktest.InsertSubscription(t, pool, webhooktest.Subscription{URL: "https://a.example/hook", Secret: "whsec_a"})
 
@@ -100,6 +91,22 @@ func TestHotPlansStayIndexLookups(t *testing.T) {
 	}
 }
 
+// onePool returns a fresh database's pool as every service opens it (database.Open),
+// with one connection, so that every call runs on the connection whose prepared
+// statements explainPrepared explains, and a context bounding the test.
+func onePool(t *testing.T) (context.Context, *pgxpool.Pool) {
+	t.Helper()
+	_, url := schematest.Pool(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	t.Cleanup(cancel)
+	pool, err := database.Open(ctx, url+"&pool_max_conns=1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pool.Close)
+	return ctx, pool
+}
+
 // explainPrepared finds the statement the pool's connection prepared whose text holds
 // marker, checks that it ran more than five times (under its generic plan when generic
 // is set) and returns EXPLAIN of its execution with args (the plan PostgreSQL's plan
@@ -153,14 +160,7 @@ func explainPrepared(ctx context.Context, t *testing.T, pool *pgxpool.Pool, mark
 // tables never analyzed, as on a server with autovacuum off.
 func TestHealthPassLooksUpFailuresInTheIndex(t *testing.T) {
 	t.Parallel()
-	_, url := schematest.Pool(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	pool, err := database.Open(ctx, url+"&pool_max_conns=1")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(pool.Close)
+	ctx, pool := onePool(t)
 	st := store.New(pool, nil)
 	for i := range 50 {
 		webhooktest.InsertSubscription(t, pool, webhooktest.Subscription{URL: fmt.Sprintf("https://%d.example/hook", i), Secret: "whsec_a"})
