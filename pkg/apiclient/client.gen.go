@@ -2078,8 +2078,8 @@ type ClientInterface interface {
 
 	// ListWebhookDeliveries A subscription's delivery log, one item per attempt, newest first (admin)
 	//
-	// Attempts are kept for `SHIPFILE_WEBHOOK_LOG_RETENTION` (90 days by default); the expiry
-	// service removes older ones, and the deliveries no longer pending and unchanged for as long.
+	// Attempts are kept for `SHIPFILE_WEBHOOK_LOG_RETENTION` (90 days by default); the dispatcher
+	// removes older ones, and the deliveries no longer pending and unchanged for as long.
 	//
 	// Corresponds with GET /api/v1/admin/webhooks/{id}/deliveries (the `ListWebhookDeliveries` operationId).
 	ListWebhookDeliveries(ctx context.Context, id int64, params *ListWebhookDeliveriesParams, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -2742,8 +2742,8 @@ func (c *Client) UpdateWebhook(ctx context.Context, id int64, body UpdateWebhook
 
 // ListWebhookDeliveries A subscription's delivery log, one item per attempt, newest first (admin)
 //
-// Attempts are kept for `SHIPFILE_WEBHOOK_LOG_RETENTION` (90 days by default); the expiry
-// service removes older ones, and the deliveries no longer pending and unchanged for as long.
+// Attempts are kept for `SHIPFILE_WEBHOOK_LOG_RETENTION` (90 days by default); the dispatcher
+// removes older ones, and the deliveries no longer pending and unchanged for as long.
 //
 // Corresponds with GET /api/v1/admin/webhooks/{id}/deliveries (the `ListWebhookDeliveries` operationId).
 func (c *Client) ListWebhookDeliveries(ctx context.Context, id int64, params *ListWebhookDeliveriesParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -6478,8 +6478,8 @@ type ClientWithResponsesInterface interface {
 
 	// ListWebhookDeliveriesWithResponse A subscription's delivery log, one item per attempt, newest first (admin)
 	//
-	// Attempts are kept for `SHIPFILE_WEBHOOK_LOG_RETENTION` (90 days by default); the expiry
-	// service removes older ones, and the deliveries no longer pending and unchanged for as long.
+	// Attempts are kept for `SHIPFILE_WEBHOOK_LOG_RETENTION` (90 days by default); the dispatcher
+	// removes older ones, and the deliveries no longer pending and unchanged for as long.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -12153,8 +12153,8 @@ func (c *ClientWithResponses) UpdateWebhookWithResponse(ctx context.Context, id 
 
 // ListWebhookDeliveriesWithResponse A subscription's delivery log, one item per attempt, newest first (admin)
 //
-// Attempts are kept for `SHIPFILE_WEBHOOK_LOG_RETENTION` (90 days by default); the expiry
-// service removes older ones, and the deliveries no longer pending and unchanged for as long.
+// Attempts are kept for `SHIPFILE_WEBHOOK_LOG_RETENTION` (90 days by default); the dispatcher
+// removes older ones, and the deliveries no longer pending and unchanged for as long.
 //
 // Returns a wrapper object for the known response body format(s).
 //

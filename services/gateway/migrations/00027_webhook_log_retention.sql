@@ -1,5 +1,5 @@
 -- +goose Up
--- The delivery log's retention (the expiry service, SHIPFILE_WEBHOOK_LOG_RETENTION)
+-- The delivery log's retention (the dispatcher, SHIPFILE_WEBHOOK_LOG_RETENTION)
 -- removes attempts by their age, then the deliveries last changed before that age, whose
 -- attempts are all older. The trigger of 00021 would join every batch of removed
 -- deliveries with the whole of webhook_attempts, which has no index on delivery_id (one

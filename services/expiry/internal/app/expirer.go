@@ -44,10 +44,6 @@ type Options struct {
 	// AuditRetention is the age after which audit log entries are removed
 	// (SHIPFILE_AUDIT_RETENTION); 0 keeps them for ever.
 	AuditRetention time.Duration
-	// WebhookLogRetention is the age after which webhook attempts, and deliveries no
-	// longer pending and unchanged since, are removed (SHIPFILE_WEBHOOK_LOG_RETENTION);
-	// 0 keeps them for ever.
-	WebhookLogRetention time.Duration
 }
 
 // Expirer expires overdue packages and removes the objects queued for deletion.
@@ -104,23 +100,20 @@ func (e *Expirer) Run(ctx context.Context) error {
 
 // TickResult is what one tick did.
 type TickResult struct {
-	Expired           int   // packages expired
-	Deleted           int   // queued objects removed
-	DeletionFailures  int   // queued objects whose removal failed (still queued)
-	UploadsAborted    int   // stale multipart uploads aborted
-	OrphansRemoved    int   // objects of uploads that never committed removed
-	AuditRemoved      int   // audit entries past the retention removed
-	AttemptsRemoved   int   // webhook attempts past the retention removed
-	DeliveriesRemoved int   // webhook deliveries past the retention removed
-	Err               error // the failures of the tick's steps, joined
+	Expired          int   // packages expired
+	Deleted          int   // queued objects removed
+	DeletionFailures int   // queued objects whose removal failed (still queued)
+	UploadsAborted   int   // stale multipart uploads aborted
+	OrphansRemoved   int   // objects of uploads that never committed removed
+	AuditRemoved     int   // audit entries past the retention removed
+	Err              error // the failures of the tick's steps, joined
 }
 
 // Tick expires every overdue package (batch after batch, until none is left that is
 // not locked by another instance), removes the objects queued for deletion (until the
 // queue is empty or storage fails) and the orphans (objects of uploads whose file row
 // never committed within OrphanGrace), aborts stale multipart uploads, removes audit
-// entries older than AuditRetention and the webhook delivery log older than
-// WebhookLogRetention, and updates the gauges. A failing step does not stop the others.
+// entries older than AuditRetention, and updates the gauges. A failing step does not stop the others.
 func (e *Expirer) Tick(ctx context.Context) TickResult {
 	start := time.Now()
 	var r TickResult
@@ -140,9 +133,6 @@ func (e *Expirer) Tick(ctx context.Context) TickResult {
 	if err := e.sweepAudit(ctx, &r); err != nil {
 		errs = append(errs, err)
 	}
-	if err := e.sweepWebhookLog(ctx, &r); err != nil {
-		errs = append(errs, err)
-	}
 	if err := e.measure(ctx); err != nil {
 		errs = append(errs, err)
 	}
@@ -159,12 +149,10 @@ func (e *Expirer) Tick(ctx context.Context) TickResult {
 		e.metrics.Ticks.WithLabelValues(outcome).Inc()
 		e.metrics.TickDuration.Observe(time.Since(start).Seconds())
 	}
-	if r.Expired > 0 || r.Deleted > 0 || r.DeletionFailures > 0 || r.UploadsAborted > 0 || r.OrphansRemoved > 0 || r.AuditRemoved > 0 ||
-		r.AttemptsRemoved > 0 || r.DeliveriesRemoved > 0 {
+	if r.Expired > 0 || r.Deleted > 0 || r.DeletionFailures > 0 || r.UploadsAborted > 0 || r.OrphansRemoved > 0 || r.AuditRemoved > 0 {
 		e.log.Info("expiry tick", "expired", r.Expired, "objects_deleted", r.Deleted,
 			"object_deletion_failures", r.DeletionFailures, "stale_uploads_aborted", r.UploadsAborted,
-			"orphans_removed", r.OrphansRemoved, "audit_entries_removed", r.AuditRemoved,
-			"webhook_attempts_removed", r.AttemptsRemoved, "webhook_deliveries_removed", r.DeliveriesRemoved, "duration", time.Since(start))
+			"orphans_removed", r.OrphansRemoved, "audit_entries_removed", r.AuditRemoved, "duration", time.Since(start))
 	}
 	return r
 }
@@ -289,44 +277,6 @@ func (e *Expirer) sweepAudit(ctx context.Context, r *TickResult) error {
 		}
 		if n < e.opts.BatchSize {
 			return nil
-		}
-	}
-	return nil
-}
-
-// sweepWebhookLog removes the webhook attempts older than WebhookLogRetention, then
-// the deliveries created and last changed before that and no longer pending (whose
-// attempts are older still: removed first), batch by batch, for at most half an
-// Interval a tick: the first ticks after an upgrade may find years of log, and the
-// next tick's expiries must not wait for it.
-func (e *Expirer) sweepWebhookLog(ctx context.Context, r *TickResult) error {
-	if e.opts.WebhookLogRetention <= 0 {
-		return nil
-	}
-	ctx, cancel := context.WithTimeout(ctx, e.opts.Interval/2)
-	defer cancel()
-	for _, kind := range []struct {
-		name   string
-		remove func(context.Context, time.Duration, int) (int, error)
-		count  *int
-	}{
-		{WebhookLogAttempts, e.store.RemoveOldWebhookAttempts, &r.AttemptsRemoved},
-		{WebhookLogDeliveries, e.store.RemoveOldWebhookDeliveries, &r.DeliveriesRemoved},
-	} {
-		for ctx.Err() == nil {
-			sctx, cancel := e.step(ctx)
-			n, err := kind.remove(sctx, e.opts.WebhookLogRetention, e.opts.BatchSize)
-			cancel()
-			*kind.count += n
-			if e.metrics != nil {
-				e.metrics.WebhookLogRemoved.WithLabelValues(kind.name).Add(float64(n))
-			}
-			if err != nil {
-				return fmt.Errorf("remove old webhook %s: %w", kind.name, err)
-			}
-			if n < e.opts.BatchSize {
-				break
-			}
 		}
 	}
 	return nil

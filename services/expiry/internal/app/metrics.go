@@ -8,12 +8,6 @@ const (
 	OutcomeError = "error" // a step failed (the database, typically); the next tick tries again
 )
 
-// Kinds of the webhook delivery log, the kind label of shipfile_expiry_webhook_log_removed_total.
-const (
-	WebhookLogAttempts   = "attempts"
-	WebhookLogDeliveries = "deliveries"
-)
-
 // Metrics are the expiry service's Prometheus metrics.
 type Metrics struct {
 	// PackagesExpired counts packages this instance expired.
@@ -33,9 +27,6 @@ type Metrics struct {
 	// AuditEntriesRemoved counts audit entries past SHIPFILE_AUDIT_RETENTION this
 	// instance removed.
 	AuditEntriesRemoved prometheus.Counter
-	// WebhookLogRemoved counts the webhook attempts and deliveries past
-	// SHIPFILE_WEBHOOK_LOG_RETENTION this instance removed, by kind.
-	WebhookLogRemoved *prometheus.CounterVec
 	// Ticks counts ticks by outcome.
 	Ticks *prometheus.CounterVec
 	// TickDuration observes how long each tick took.
@@ -77,10 +68,6 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 			Name: "shipfile_expiry_audit_entries_removed_total",
 			Help: "Audit log entries older than SHIPFILE_AUDIT_RETENTION that this instance removed.",
 		}),
-		WebhookLogRemoved: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "shipfile_expiry_webhook_log_removed_total",
-			Help: "Webhook attempts and deliveries older than SHIPFILE_WEBHOOK_LOG_RETENTION that this instance removed, by kind (attempts, deliveries).",
-		}, []string{"kind"}),
 		Ticks: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "shipfile_expiry_ticks_total",
 			Help: "Expiry ticks run by this instance, by outcome (ok, error).",
@@ -91,12 +78,10 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 			Buckets: []float64{.005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60},
 		}),
 	}
-	m.WebhookLogRemoved.WithLabelValues(WebhookLogAttempts)
-	m.WebhookLogRemoved.WithLabelValues(WebhookLogDeliveries)
 	m.Ticks.WithLabelValues(OutcomeOK)
 	m.Ticks.WithLabelValues(OutcomeError)
 	for _, c := range []prometheus.Collector{m.PackagesExpired, m.ObjectsDeleted, m.DeletionFailures, m.PendingDeletions,
-		m.Lag, m.StaleUploadsAborted, m.OrphansRemoved, m.AuditEntriesRemoved, m.WebhookLogRemoved, m.Ticks, m.TickDuration} {
+		m.Lag, m.StaleUploadsAborted, m.OrphansRemoved, m.AuditEntriesRemoved, m.Ticks, m.TickDuration} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}

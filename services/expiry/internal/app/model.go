@@ -62,14 +62,6 @@ type Store interface {
 	// database's clock, oldest first, skipping rows another instance holds) and returns
 	// how many it removed.
 	RemoveOldAudit(ctx context.Context, retention time.Duration, limit int) (int, error)
-	// RemoveOldWebhookAttempts removes up to limit webhook attempts older than
-	// retention (by the database's clock, skipping rows another instance holds) and
-	// returns how many it removed.
-	RemoveOldWebhookAttempts(ctx context.Context, retention time.Duration, limit int) (int, error)
-	// RemoveOldWebhookDeliveries removes up to limit webhook deliveries created and last
-	// changed longer than retention ago and no longer pending, leaving their attempts
-	// (all older) to RemoveOldWebhookAttempts, and returns how many it removed.
-	RemoveOldWebhookDeliveries(ctx context.Context, retention time.Duration, limit int) (int, error)
 	// OverdueLag returns how long before now the oldest package overdue at now reached
 	// its expires_at; 0 when there is none.
 	OverdueLag(ctx context.Context, now time.Time) (time.Duration, error)

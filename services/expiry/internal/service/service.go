@@ -25,17 +25,16 @@ import (
 
 // Config is the expiry service's configuration.
 type Config struct {
-	Addr                string `env:"SHIPFILE_EXPIRY_ADDR" default:"127.0.0.1:8082" help:"address of /healthz, /readyz and /metrics"`
-	Database            database.Config
-	NATS                bus.Config
-	S3                  storage.Config
-	Interval            time.Duration `env:"SHIPFILE_EXPIRY_INTERVAL" default:"1m" help:"how often to look for packages whose time is up (and delete queued objects)"`
-	BatchSize           int           `env:"SHIPFILE_EXPIRY_BATCH_SIZE" default:"500" help:"packages expired per transaction; a tick runs batches until none is overdue"`
-	StaleUploadAge      time.Duration `env:"SHIPFILE_EXPIRY_STALE_UPLOAD_AGE" default:"24h" help:"abort incomplete multipart uploads under packages/ older than this (0 turns it off)"`
-	OrphanGrace         time.Duration `env:"SHIPFILE_ORPHAN_GRACE" default:"1h" help:"remove the object of an upload whose file row did not commit (a crash, a failed insert) once its key has been reserved this long (at least 10m: a gateway renews the reservation of an upload in progress every 5m)"`
-	AuditRetention      time.Duration `env:"SHIPFILE_AUDIT_RETENTION" default:"365d" help:"remove audit log entries older than this (units up to d, e.g. 365d or 90d12h; 0 keeps them for ever)"`
-	WebhookLogRetention time.Duration `env:"SHIPFILE_WEBHOOK_LOG_RETENTION" default:"90d" help:"remove webhook delivery attempts older than this, and deliveries no longer pending and unchanged for as long (units up to d; 0 keeps them for ever)"`
-	ShutdownTimeout     time.Duration `env:"SHIPFILE_SHUTDOWN_TIMEOUT" default:"20s" help:"grace period for in-flight work on SIGTERM"`
+	Addr            string `env:"SHIPFILE_EXPIRY_ADDR" default:"127.0.0.1:8082" help:"address of /healthz, /readyz and /metrics"`
+	Database        database.Config
+	NATS            bus.Config
+	S3              storage.Config
+	Interval        time.Duration `env:"SHIPFILE_EXPIRY_INTERVAL" default:"1m" help:"how often to look for packages whose time is up (and delete queued objects)"`
+	BatchSize       int           `env:"SHIPFILE_EXPIRY_BATCH_SIZE" default:"500" help:"packages expired per transaction; a tick runs batches until none is overdue"`
+	StaleUploadAge  time.Duration `env:"SHIPFILE_EXPIRY_STALE_UPLOAD_AGE" default:"24h" help:"abort incomplete multipart uploads under packages/ older than this (0 turns it off)"`
+	OrphanGrace     time.Duration `env:"SHIPFILE_ORPHAN_GRACE" default:"1h" help:"remove the object of an upload whose file row did not commit (a crash, a failed insert) once its key has been reserved this long (at least 10m: a gateway renews the reservation of an upload in progress every 5m)"`
+	AuditRetention  time.Duration `env:"SHIPFILE_AUDIT_RETENTION" default:"365d" help:"remove audit log entries older than this (units up to d, e.g. 365d or 90d12h; 0 keeps them for ever)"`
+	ShutdownTimeout time.Duration `env:"SHIPFILE_SHUTDOWN_TIMEOUT" default:"20s" help:"grace period for in-flight work on SIGTERM"`
 }
 
 // Validate checks what the parser cannot.
@@ -52,9 +51,6 @@ func (c *Config) Validate() error {
 	}
 	if c.AuditRetention < 0 {
 		errs = append(errs, errors.New("SHIPFILE_AUDIT_RETENTION must not be negative"))
-	}
-	if c.WebhookLogRetention < 0 {
-		errs = append(errs, errors.New("SHIPFILE_WEBHOOK_LOG_RETENTION must not be negative"))
 	}
 	if c.OrphanGrace < MinOrphanGrace {
 		errs = append(errs, fmt.Errorf("SHIPFILE_ORPHAN_GRACE must be at least %s: a gateway renews the reservation of an upload in progress every 5m", MinOrphanGrace))
@@ -117,8 +113,6 @@ func New(_ context.Context, cfg Config, deps Deps) (*Service, error) {
 		StaleUploadAge: cfg.StaleUploadAge,
 		OrphanGrace:    cfg.OrphanGrace,
 		AuditRetention: cfg.AuditRetention,
-
-		WebhookLogRetention: cfg.WebhookLogRetention,
 	}
 	if deps.App != nil {
 		deps.App(&opts)

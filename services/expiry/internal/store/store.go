@@ -227,37 +227,6 @@ func (s *Postgres) RemoveOldAudit(ctx context.Context, retention time.Duration, 
 	return int(n), nil
 }
 
-// RemoveOldWebhookAttempts removes up to limit webhook attempts older than retention
-// (by the database's clock) and returns how many it removed.
-func (s *Postgres) RemoveOldWebhookAttempts(ctx context.Context, retention time.Duration, limit int) (int, error) {
-	n, err := s.q.RemoveOldWebhookAttempts(ctx, db.RemoveOldWebhookAttemptsParams{RetentionSecs: retention.Seconds(), MaxRows: int32(min(limit, math.MaxInt32))})
-	if err != nil {
-		return 0, fmt.Errorf("store: remove old webhook attempts: %w", err)
-	}
-	return int(n), nil
-}
-
-// RemoveOldWebhookDeliveries removes up to limit webhook deliveries created and last
-// changed longer than retention ago and no longer pending, and returns how many it
-// removed. Their attempts, older still, are RemoveOldWebhookAttempts's: the transaction
-// tells the deliveries' trigger not to look for them.
-func (s *Postgres) RemoveOldWebhookDeliveries(ctx context.Context, retention time.Duration, limit int) (int, error) {
-	var n int64
-	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		q := s.q.WithTx(tx)
-		if err := q.MarkAttemptsRemoved(ctx); err != nil {
-			return err
-		}
-		var err error
-		n, err = q.RemoveOldWebhookDeliveries(ctx, db.RemoveOldWebhookDeliveriesParams{RetentionSecs: retention.Seconds(), MaxRows: int32(min(limit, math.MaxInt32))})
-		return err
-	})
-	if err != nil {
-		return 0, fmt.Errorf("store: remove old webhook deliveries: %w", err)
-	}
-	return int(n), nil
-}
-
 // OverdueLag returns the age at now of the oldest package overdue at now that is not
 // expired yet.
 func (s *Postgres) OverdueLag(ctx context.Context, now time.Time) (time.Duration, error) {

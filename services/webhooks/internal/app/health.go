@@ -2,6 +2,7 @@ package app
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"time"
 )
@@ -20,6 +21,13 @@ type HealthStore interface {
 	Heartbeat(ctx context.Context, instanceID string, ttl time.Duration) (int, error)
 	// Leave forgets the instance.
 	Leave(ctx context.Context, instanceID string) error
+	// RemoveOldAttempts removes attempts older than retention among the limit oldest
+	// (skipping rows another instance holds) and returns how many it removed.
+	RemoveOldAttempts(ctx context.Context, retention time.Duration, limit int) (int, error)
+	// RemoveOldDeliveries removes up to limit deliveries created and last changed longer
+	// than retention ago and no longer pending, leaving their attempts (all older) to
+	// RemoveOldAttempts, and returns how many it removed.
+	RemoveOldDeliveries(ctx context.Context, retention time.Duration, limit int) (int, error)
 }
 
 // HealthOptions tune a Health.
@@ -31,7 +39,24 @@ type HealthOptions struct {
 	DisableAfter time.Duration
 	// InstanceID names this instance in the heartbeat.
 	InstanceID string
+	// LogRetention: attempts older than this are removed, and then the deliveries no
+	// longer pending and unchanged for as long (0: kept for ever).
+	LogRetention time.Duration
+	// LogBatch is the most rows one statement of the retention's sweep removes
+	// (default 500).
+	LogBatch int
+	// Metrics, when not nil, counts what the retention removed.
+	Metrics *Metrics
 }
+
+// Kinds of the delivery log, the kind label of shipfile_webhook_log_removed_total.
+const (
+	LogAttempts   = "attempts"
+	LogDeliveries = "deliveries"
+)
+
+// logSweepEvery is how often an instance sweeps the delivery log past its retention.
+const logSweepEvery = time.Minute
 
 // Health keeps what no delivery should write on its way: each subscription's
 // last_success_at and failing_since, derived from the attempt log every Interval (one
@@ -47,12 +72,17 @@ type Health struct {
 	// sweep holds the ids of deleted subscriptions, swept on two passes (an attempt
 	// under way when the deletion was announced may write after the first).
 	sweep [2][]int64
+	// logSwept is when this instance last swept the delivery log.
+	logSwept time.Time
 }
 
 // NewHealth returns the health keeper of one instance.
 func NewHealth(store HealthStore, subs *Subscriptions, rates *RateLimiter, log *slog.Logger, opts HealthOptions) *Health {
 	if opts.Interval <= 0 {
 		opts.Interval = 5 * time.Second
+	}
+	if opts.LogBatch <= 0 {
+		opts.LogBatch = 500
 	}
 	return &Health{store: store, subs: subs, rates: rates, opts: opts, log: log}
 }
@@ -70,7 +100,7 @@ func (h *Health) Pass(ctx context.Context) {
 	// Overlapping windows: an attempt committed late is still seen, and seeing one
 	// twice changes nothing.
 	window := max(time.Minute, 10*h.opts.Interval)
-	disabled, _, err := h.store.Health(ctx, window, h.opts.DisableAfter, h.DisableReason())
+	disabled, ran, err := h.store.Health(ctx, window, h.opts.DisableAfter, h.DisableReason())
 	if err != nil {
 		if ctx.Err() == nil {
 			h.log.Warn("health pass", "err", err)
@@ -91,6 +121,51 @@ func (h *Health) Pass(ctx context.Context) {
 	for _, id := range h.sweep[0] {
 		h.rates.Forget(id)
 	}
+	if ran && h.opts.LogRetention > 0 && time.Since(h.logSwept) >= logSweepEvery {
+		h.logSwept = time.Now()
+		attempts, deliveries, err := h.SweepLog(ctx, h.opts.Interval/2)
+		switch {
+		case err != nil && ctx.Err() == nil:
+			h.log.Warn("remove the delivery log past its retention", "err", err)
+		case attempts > 0 || deliveries > 0:
+			h.log.Info("removed the delivery log past its retention", "attempts", attempts, "deliveries", deliveries)
+		}
+	}
+}
+
+// SweepLog removes the attempts older than LogRetention, then the deliveries created
+// and last changed before that and no longer pending (whose attempts are older still:
+// removed first), batch by batch, for at most budget (a log of years goes over several
+// sweeps, and the health pass waits for none), and returns how many of each it removed.
+func (h *Health) SweepLog(ctx context.Context, budget time.Duration) (attempts, deliveries int, err error) {
+	ctx, cancel := context.WithTimeout(ctx, budget)
+	defer cancel()
+	for _, kind := range []struct {
+		name   string
+		remove func(context.Context, time.Duration, int) (int, error)
+		count  *int
+	}{
+		{LogAttempts, h.store.RemoveOldAttempts, &attempts},
+		{LogDeliveries, h.store.RemoveOldDeliveries, &deliveries},
+	} {
+		for ctx.Err() == nil {
+			n, err := kind.remove(ctx, h.opts.LogRetention, h.opts.LogBatch)
+			*kind.count += n
+			if h.opts.Metrics != nil {
+				h.opts.Metrics.LogRemoved.WithLabelValues(kind.name).Add(float64(n))
+			}
+			if err != nil {
+				if ctx.Err() != nil {
+					return attempts, deliveries, nil // the budget is spent: the next sweep goes on
+				}
+				return attempts, deliveries, fmt.Errorf("remove old %s: %w", kind.name, err)
+			}
+			if n < h.opts.LogBatch {
+				break
+			}
+		}
+	}
+	return attempts, deliveries, nil
 }
 
 // Heartbeat tells the others this instance is alive and updates the count of live

@@ -22,6 +22,9 @@ type Metrics struct {
 	QueueDepth prometheus.Gauge
 	// OldestPending is the age of the oldest pending delivery, in seconds.
 	OldestPending prometheus.Gauge
+	// LogRemoved counts the attempts and deliveries past SHIPFILE_WEBHOOK_LOG_RETENTION
+	// this instance removed, by kind.
+	LogRemoved *prometheus.CounterVec
 }
 
 // NewMetrics creates the metrics and registers them on reg.
@@ -44,11 +47,17 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 			Name: "shipfile_webhook_oldest_pending_seconds",
 			Help: "Age of the oldest webhook delivery still pending, 0 when none is.",
 		}),
+		LogRemoved: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "shipfile_webhook_log_removed_total",
+			Help: "Webhook attempts and deliveries older than SHIPFILE_WEBHOOK_LOG_RETENTION that this instance removed, by kind (attempts, deliveries).",
+		}, []string{"kind"}),
 	}
+	m.LogRemoved.WithLabelValues(LogAttempts)
+	m.LogRemoved.WithLabelValues(LogDeliveries)
 	for _, o := range []string{OutcomeSucceeded, OutcomeRetried, OutcomeFailed, OutcomeDisabled} {
 		m.Deliveries.WithLabelValues(o)
 	}
-	for _, c := range []prometheus.Collector{m.Deliveries, m.AttemptDuration, m.QueueDepth, m.OldestPending} {
+	for _, c := range []prometheus.Collector{m.Deliveries, m.AttemptDuration, m.QueueDepth, m.OldestPending, m.LogRemoved} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}

@@ -40,6 +40,7 @@ type Config struct {
 	Workers         int             `env:"SHIPFILE_WEBHOOK_WORKERS" default:"256" help:"attempts in flight in this instance, all subscriptions together (each subscription also has its max_in_flight, counted across instances)"`
 	DisableAfter    time.Duration   `env:"SHIPFILE_WEBHOOK_DISABLE_AFTER" default:"120h" help:"disable a subscription whose deliveries have all failed for this long"`
 	HealthInterval  time.Duration   `env:"SHIPFILE_WEBHOOK_HEALTH_INTERVAL" default:"5s" help:"period of the health pass (last success, failing since, disabling; derived from the attempt log) and of the instance heartbeat that shares rate limits"`
+	LogRetention    time.Duration   `env:"SHIPFILE_WEBHOOK_LOG_RETENTION" default:"90d" help:"remove delivery attempts older than this, and the deliveries no longer pending and unchanged for as long (units up to d; 0 keeps them for ever; keep it above the retry schedule's total)"`
 	AckWait         time.Duration   `env:"SHIPFILE_WEBHOOK_ACK_WAIT" default:"" help:"JetStream AckWait of delivery jobs: a killed instance's slots come back after it (default: SHIPFILE_WEBHOOK_TIMEOUT + 5s)"`
 	MaxAckPending   int             `env:"SHIPFILE_WEBHOOK_MAX_ACK_PENDING" default:"100000" help:"delivery jobs waiting for their next attempt, across all instances (JetStream MaxAckPending of the retry consumer; when reached, new retries wait)"`
 	FanoutConsumer  string          `env:"SHIPFILE_WEBHOOK_FANOUT_CONSUMER" default:"webhooks-fanout" help:"the consumer of package events of the versions before the one hop (one shared fan-out): deleted once every subscription has its own consumer of the events"`
@@ -58,6 +59,9 @@ func (c *Config) Validate() error {
 	}
 	if c.HealthInterval <= 0 {
 		errs = append(errs, errors.New("SHIPFILE_WEBHOOK_HEALTH_INTERVAL must be positive"))
+	}
+	if c.LogRetention < 0 {
+		errs = append(errs, errors.New("SHIPFILE_WEBHOOK_LOG_RETENTION must not be negative"))
 	}
 	if c.MaxAckPending < 1 {
 		errs = append(errs, errors.New("SHIPFILE_WEBHOOK_MAX_ACK_PENDING must be at least 1"))
@@ -167,6 +171,7 @@ func New(_ context.Context, cfg Config, deps Deps) (*Service, error) {
 		Deliverer:     app.NewDeliverer(st, subs, rates, sender, metrics, log, app.DeliveryOptions{Schedule: cfg.RetrySchedule}),
 		Health: app.NewHealth(st, subs, rates, log, app.HealthOptions{
 			Interval: cfg.HealthInterval, DisableAfter: cfg.DisableAfter, InstanceID: instance,
+			LogRetention: cfg.LogRetention, Metrics: metrics,
 		}),
 		Metrics: metrics,
 		Log:     log,

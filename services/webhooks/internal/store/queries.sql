@@ -167,3 +167,45 @@ DELETE FROM webhook_dispatchers WHERE instance_id = @instance_id;
 SELECT coalesce(extract(epoch FROM now() - min(created_at)), 0)::float8
 FROM webhook_deliveries
 WHERE status = 'pending';
+
+-- name: RemoveOldAttempts :execrows
+-- Removes the attempts older than @retention_secs by the database's clock
+-- (SHIPFILE_WEBHOOK_LOG_RETENTION) among the @max_rows oldest by id, skipping rows
+-- another instance's sweep holds. Ids grow with time: the primary key hands out the
+-- oldest, so a batch reads @max_rows rows whatever the table's size, and one that
+-- removes fewer has reached the attempts to keep.
+DELETE FROM webhook_attempts WHERE id IN (
+    SELECT o.id FROM (
+        SELECT a.id, a.created_at FROM webhook_attempts a
+        ORDER BY a.id
+        LIMIT @max_rows
+        FOR UPDATE SKIP LOCKED
+    ) o
+    WHERE o.created_at < now() - make_interval(secs => @retention_secs::float8)
+);
+
+-- name: RemoveOldDeliveries :execrows
+-- Removes up to @max_rows deliveries created and last changed more than @retention_secs
+-- ago and not pending, oldest first within each subscription
+-- (webhook_deliveries_subscription_idx; those of a deleted subscription went with it).
+-- Their attempts are older still (each attempt sets its delivery's updated_at), so
+-- RemoveOldAttempts removes them: this runs in a transaction that set
+-- shipfile.attempts_removed (00027), so that the trigger of 00021 does not look for
+-- them in the whole attempts table.
+DELETE FROM webhook_deliveries WHERE id IN (
+    SELECT o.id FROM webhook_subscriptions s CROSS JOIN LATERAL (
+        SELECT d.id FROM webhook_deliveries d
+        WHERE d.subscription_id = s.id
+          AND d.created_at < now() - make_interval(secs => @retention_secs::float8)
+          AND d.updated_at < now() - make_interval(secs => @retention_secs::float8)
+          AND d.status <> 'pending'
+        ORDER BY d.created_at
+        LIMIT @max_rows
+    ) o
+    LIMIT @max_rows
+);
+
+-- name: MarkAttemptsRemoved :exec
+-- Tells the trigger of 00021, for the rest of the transaction, that the attempts of the
+-- deliveries it removes are gone already (00027).
+SELECT set_config('shipfile.attempts_removed', 'on', true);

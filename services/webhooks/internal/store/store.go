@@ -7,6 +7,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"strconv"
 	"time"
@@ -362,6 +363,37 @@ func (p *Postgres) Health(ctx context.Context, window, disableAfter time.Duratio
 		return nil, false, fmt.Errorf("store: health pass: %w", err)
 	}
 	return disabled, ran, nil
+}
+
+// RemoveOldAttempts removes the attempts older than retention (by the database's
+// clock) among the limit oldest, and returns how many it removed.
+func (p *Postgres) RemoveOldAttempts(ctx context.Context, retention time.Duration, limit int) (int, error) {
+	n, err := p.q.RemoveOldAttempts(ctx, db.RemoveOldAttemptsParams{RetentionSecs: retention.Seconds(), MaxRows: int32(min(limit, math.MaxInt32))})
+	if err != nil {
+		return 0, fmt.Errorf("store: remove old attempts: %w", err)
+	}
+	return int(n), nil
+}
+
+// RemoveOldDeliveries removes up to limit deliveries created and last changed longer
+// than retention ago and no longer pending, and returns how many it removed. Their
+// attempts, older still, are RemoveOldAttempts's: the transaction tells the deliveries'
+// trigger not to look for them.
+func (p *Postgres) RemoveOldDeliveries(ctx context.Context, retention time.Duration, limit int) (int, error) {
+	var n int64
+	err := pgx.BeginFunc(ctx, p.pool, func(tx pgx.Tx) error {
+		q := p.q.WithTx(tx)
+		if err := q.MarkAttemptsRemoved(ctx); err != nil {
+			return err
+		}
+		var err error
+		n, err = q.RemoveOldDeliveries(ctx, db.RemoveOldDeliveriesParams{RetentionSecs: retention.Seconds(), MaxRows: int32(min(limit, math.MaxInt32))})
+		return err
+	})
+	if err != nil {
+		return 0, fmt.Errorf("store: remove old deliveries: %w", err)
+	}
+	return int(n), nil
 }
 
 // DeleteDeliveriesOf removes the deliveries and attempts of the subscriptions among

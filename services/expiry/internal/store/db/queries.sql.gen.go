@@ -185,17 +185,6 @@ func (q *Queries) LockOrphans(ctx context.Context, arg LockOrphansParams) ([]Loc
 	return items, nil
 }
 
-const markAttemptsRemoved = `-- name: MarkAttemptsRemoved :exec
-SELECT set_config('shipfile.attempts_removed', 'on', true)
-`
-
-// Tells the trigger of 00021, for the rest of the transaction, that the attempts of the
-// deliveries it removes are gone already (00027).
-func (q *Queries) MarkAttemptsRemoved(ctx context.Context) error {
-	_, err := q.db.Exec(ctx, markAttemptsRemoved)
-	return err
-}
-
 const overdueLag = `-- name: OverdueLag :one
 SELECT coalesce(extract(epoch FROM $1::timestamptz - min(expires_at)), 0)::float8 AS secs
 FROM packages WHERE (state <> 'expired' AND expires_at <= $1)
@@ -280,71 +269,6 @@ type RemoveOldAuditParams struct {
 // sweep holds. It uses audit_log_created_idx (00013).
 func (q *Queries) RemoveOldAudit(ctx context.Context, arg RemoveOldAuditParams) (int64, error) {
 	result, err := q.db.Exec(ctx, removeOldAudit, arg.RetentionSecs, arg.MaxRows)
-	if err != nil {
-		return 0, err
-	}
-	return result.RowsAffected(), nil
-}
-
-const removeOldWebhookAttempts = `-- name: RemoveOldWebhookAttempts :execrows
-DELETE FROM webhook_attempts WHERE id IN (
-    SELECT o.id FROM (
-        SELECT a.id, a.created_at FROM webhook_attempts a
-        ORDER BY a.id
-        LIMIT $1
-        FOR UPDATE SKIP LOCKED
-    ) o
-    WHERE o.created_at < now() - make_interval(secs => $2::float8)
-)
-`
-
-type RemoveOldWebhookAttemptsParams struct {
-	MaxRows       int32
-	RetentionSecs float64
-}
-
-// Removes the webhook attempts older than @retention_secs by the database's clock
-// (SHIPFILE_WEBHOOK_LOG_RETENTION) among the @max_rows oldest by id, skipping rows
-// another instance's sweep holds. Ids grow with time: the primary key hands out the
-// oldest, so a batch reads @max_rows rows whatever the table's size, and one that
-// removes fewer has reached the attempts to keep.
-func (q *Queries) RemoveOldWebhookAttempts(ctx context.Context, arg RemoveOldWebhookAttemptsParams) (int64, error) {
-	result, err := q.db.Exec(ctx, removeOldWebhookAttempts, arg.MaxRows, arg.RetentionSecs)
-	if err != nil {
-		return 0, err
-	}
-	return result.RowsAffected(), nil
-}
-
-const removeOldWebhookDeliveries = `-- name: RemoveOldWebhookDeliveries :execrows
-DELETE FROM webhook_deliveries WHERE id IN (
-    SELECT o.id FROM webhook_subscriptions s CROSS JOIN LATERAL (
-        SELECT d.id FROM webhook_deliveries d
-        WHERE d.subscription_id = s.id
-          AND d.created_at < now() - make_interval(secs => $1::float8)
-          AND d.updated_at < now() - make_interval(secs => $1::float8)
-          AND d.status <> 'pending'
-        ORDER BY d.created_at
-        LIMIT $2
-    ) o
-    LIMIT $2
-)
-`
-
-type RemoveOldWebhookDeliveriesParams struct {
-	RetentionSecs float64
-	MaxRows       int32
-}
-
-// Removes up to @max_rows webhook deliveries created and last changed more than
-// @retention_secs ago and not pending, oldest first within each subscription
-// (webhook_deliveries_subscription_idx; those of a deleted subscription went with it).
-// Their attempts are older still (each attempt sets its delivery's updated_at), so
-// RemoveOldWebhookAttempts removes them: this runs in a transaction that set
-// shipfile.attempts_removed (00027), so that the trigger of 00021 does not look for
-// them in the whole attempts table.
-func (q *Queries) RemoveOldWebhookDeliveries(ctx context.Context, arg RemoveOldWebhookDeliveriesParams) (int64, error) {
-	result, err := q.db.Exec(ctx, removeOldWebhookDeliveries, arg.RetentionSecs, arg.MaxRows)
 	if err != nil {
 		return 0, err
 	}

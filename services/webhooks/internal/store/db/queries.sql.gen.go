@@ -256,6 +256,17 @@ func (q *Queries) Leave(ctx context.Context, instanceID string) error {
 	return err
 }
 
+const markAttemptsRemoved = `-- name: MarkAttemptsRemoved :exec
+SELECT set_config('shipfile.attempts_removed', 'on', true)
+`
+
+// Tells the trigger of 00021, for the rest of the transaction, that the attempts of the
+// deliveries it removes are gone already (00027).
+func (q *Queries) MarkAttemptsRemoved(ctx context.Context) error {
+	_, err := q.db.Exec(ctx, markAttemptsRemoved)
+	return err
+}
+
 const markFailed = `-- name: MarkFailed :execrows
 INSERT INTO webhook_deliveries AS w (id, subscription_id, event_id, event, body, status, last_error, created_at)
 VALUES ($1, $2, $3, $4, $5, 'failed', $6::text, $7)
@@ -399,6 +410,71 @@ func (q *Queries) RecordAttempts(ctx context.Context, arg RecordAttemptsParams) 
 		return nil, err
 	}
 	return items, nil
+}
+
+const removeOldAttempts = `-- name: RemoveOldAttempts :execrows
+DELETE FROM webhook_attempts WHERE id IN (
+    SELECT o.id FROM (
+        SELECT a.id, a.created_at FROM webhook_attempts a
+        ORDER BY a.id
+        LIMIT $1
+        FOR UPDATE SKIP LOCKED
+    ) o
+    WHERE o.created_at < now() - make_interval(secs => $2::float8)
+)
+`
+
+type RemoveOldAttemptsParams struct {
+	MaxRows       int32
+	RetentionSecs float64
+}
+
+// Removes the attempts older than @retention_secs by the database's clock
+// (SHIPFILE_WEBHOOK_LOG_RETENTION) among the @max_rows oldest by id, skipping rows
+// another instance's sweep holds. Ids grow with time: the primary key hands out the
+// oldest, so a batch reads @max_rows rows whatever the table's size, and one that
+// removes fewer has reached the attempts to keep.
+func (q *Queries) RemoveOldAttempts(ctx context.Context, arg RemoveOldAttemptsParams) (int64, error) {
+	result, err := q.db.Exec(ctx, removeOldAttempts, arg.MaxRows, arg.RetentionSecs)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected(), nil
+}
+
+const removeOldDeliveries = `-- name: RemoveOldDeliveries :execrows
+DELETE FROM webhook_deliveries WHERE id IN (
+    SELECT o.id FROM webhook_subscriptions s CROSS JOIN LATERAL (
+        SELECT d.id FROM webhook_deliveries d
+        WHERE d.subscription_id = s.id
+          AND d.created_at < now() - make_interval(secs => $1::float8)
+          AND d.updated_at < now() - make_interval(secs => $1::float8)
+          AND d.status <> 'pending'
+        ORDER BY d.created_at
+        LIMIT $2
+    ) o
+    LIMIT $2
+)
+`
+
+type RemoveOldDeliveriesParams struct {
+	RetentionSecs float64
+	MaxRows       int32
+}
+
+// Removes up to @max_rows deliveries created and last changed more than @retention_secs
+// ago and not pending, oldest first within each subscription
+// (webhook_deliveries_subscription_idx; those of a deleted subscription went with it).
+// Their attempts are older still (each attempt sets its delivery's updated_at), so
+// RemoveOldAttempts removes them: this runs in a transaction that set
+// shipfile.attempts_removed (00027), so that the trigger of 00021 does not look for
+// them in the whole attempts table.
+func (q *Queries) RemoveOldDeliveries(ctx context.Context, arg RemoveOldDeliveriesParams) (int64, error) {
+	result, err := q.db.Exec(ctx, removeOldDeliveries, arg.RetentionSecs, arg.MaxRows)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected(), nil
 }
 
 const subscription = `-- name: Subscription :one

@@ -1,34 +1,34 @@
-package app_test
+package store_test
 
 import (
 	"context"
+	"log/slog"
 	"testing"
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/shipfile/shipfile/pkg/schematest"
 	"github.com/shipfile/shipfile/pkg/servicetest"
-	"github.com/shipfile/shipfile/services/expiry/internal/app"
-	"github.com/shipfile/shipfile/services/expiry/internal/expirytest"
+	"github.com/shipfile/shipfile/services/webhooks/internal/app"
+	"github.com/shipfile/shipfile/services/webhooks/internal/store"
+	"github.com/shipfile/shipfile/services/webhooks/internal/webhooktest"
 )
 
-// TestTickRemovesWebhookLogPastRetention: webhook attempts older than
-// WebhookLogRetention (SHIPFILE_WEBHOOK_LOG_RETENTION) go, and so do the deliveries
-// created and last changed before it that are no longer pending; a pending delivery, one
-// redelivered since and the young ones stay, with their young attempts. The deliveries go
-// without their trigger looking for attempts (the sweep removed those by age), and the
-// trigger still removes a delivery's attempts on every other DELETE.
-func TestTickRemovesWebhookLogPastRetention(t *testing.T) {
+// TestSweepLogRemovesWhatIsPastRetention: attempts older than the delivery log's
+// retention (SHIPFILE_WEBHOOK_LOG_RETENTION) go, batch after batch, and so do the
+// deliveries created and last changed before it that are no longer pending; a pending
+// delivery, one redelivered since and the young ones stay, with their young attempts.
+// The deliveries go without their trigger looking for attempts (the sweep removed those
+// by age), and the trigger still removes a delivery's attempts on every other DELETE.
+func TestSweepLogRemovesWhatIsPastRetention(t *testing.T) {
 	t.Parallel()
 	pool, _ := schematest.Pool(t)
-	bucket := servicetest.Bucket(t)
+	st := store.New(pool, servicetest.Keyring(t))
 	ctx := context.Background()
-	var hook int64
-	if err := pool.QueryRow(ctx, `INSERT INTO webhook_subscriptions (url, secret) VALUES ('https://a.example/hook', 'whsec_a') RETURNING id`).Scan(&hook); err != nil {
-		t.Fatal(err)
-	}
+	hook := webhooktest.InsertSubscription(t, pool, webhooktest.Subscription{URL: "https://a.example/hook", Secret: "whsec_a"})
 	const old, young = "100 days", "0 days"
 	delivery := func(status, created, updated string, attempts ...string) string {
 		t.Helper()
@@ -53,22 +53,27 @@ func TestTickRemovesWebhookLogPastRetention(t *testing.T) {
 	// Not a state the dispatcher writes (an attempt is never younger than its delivery's
 	// updated_at): it shows that the sweep's DELETE leaves attempts to the sweep.
 	odd := delivery("succeeded", old, old, young)
+	count := func(sql, id string) int {
+		t.Helper()
+		var n int
+		if err := pool.QueryRow(ctx, sql, id).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	deliveries := func(id string) int { return count(`SELECT count(*) FROM webhook_deliveries WHERE id = $1`, id) }
+	attempts := func(id string) int { return count(`SELECT count(*) FROM webhook_attempts WHERE delivery_id = $1`, id) }
 
-	deliveries := func(id string) int {
-		return expirytest.Count(t, pool, `SELECT count(*) FROM webhook_deliveries WHERE id = $1`, id)
+	metrics, err := app.NewMetrics(prometheus.NewRegistry())
+	if err != nil {
+		t.Fatal(err)
 	}
-	attempts := func(id string) int {
-		return expirytest.Count(t, pool, `SELECT count(*) FROM webhook_attempts WHERE delivery_id = $1`, id)
-	}
-
-	keep := newService(t, pool, bucket, nil, app.Options{})
-	if r := keep.Expirer.Tick(ctx); r.Err != nil || r.AttemptsRemoved != 0 || r.DeliveriesRemoved != 0 {
-		t.Fatalf("a tick without a retention: %+v", r)
-	}
-	svc := newService(t, pool, bucket, nil, app.Options{WebhookLogRetention: 90 * 24 * time.Hour, BatchSize: 2})
-	r := svc.Expirer.Tick(ctx)
-	if r.Err != nil || r.AttemptsRemoved != 4 || r.DeliveriesRemoved != 3 {
-		t.Fatalf("tick: %+v, want 4 attempts and 3 deliveries removed", r)
+	health := app.NewHealth(st, nil, nil, slog.New(slog.DiscardHandler), app.HealthOptions{
+		LogRetention: 90 * 24 * time.Hour, LogBatch: 2, Metrics: metrics,
+	})
+	a, d, err := health.SweepLog(ctx, time.Minute)
+	if err != nil || a != 4 || d != 3 {
+		t.Fatalf("sweep: %d attempts and %d deliveries removed (%v), want 4 and 3", a, d, err)
 	}
 	for _, c := range []struct {
 		name                string
@@ -86,11 +91,14 @@ func TestTickRemovesWebhookLogPastRetention(t *testing.T) {
 			t.Errorf("%s: %d deliveries and %d attempts left, want %d and %d", c.name, d, a, c.delivery, c.attempted)
 		}
 	}
-	if got := testutil.ToFloat64(svc.Metrics.WebhookLogRemoved.WithLabelValues(app.WebhookLogAttempts)); got != 4 {
+	if got := testutil.ToFloat64(metrics.LogRemoved.WithLabelValues(app.LogAttempts)); got != 4 {
 		t.Errorf("attempts removed = %v, want 4", got)
 	}
-	if got := testutil.ToFloat64(svc.Metrics.WebhookLogRemoved.WithLabelValues(app.WebhookLogDeliveries)); got != 3 {
+	if got := testutil.ToFloat64(metrics.LogRemoved.WithLabelValues(app.LogDeliveries)); got != 3 {
 		t.Errorf("deliveries removed = %v, want 3", got)
+	}
+	if a, d, err := health.SweepLog(ctx, time.Minute); err != nil || a != 0 || d != 0 {
+		t.Fatalf("a second sweep: %d attempts and %d deliveries removed (%v), want none", a, d, err)
 	}
 	// Outside the sweep's transaction the trigger works as before.
 	if _, err := pool.Exec(ctx, `DELETE FROM webhook_deliveries WHERE id = $1`, fresh); err != nil {
