@@ -78,8 +78,8 @@ func dispatchRows(ctx context.Context, t testing.TB, c config, bins rig.Bins, re
 		t.Fatal("the first dispatcher run delivered nothing")
 	}
 	// The baseline is the median of baselineSamples: one sample takes 1.5–2 s here, and
-	// single samples spread 37,500–57,300 POSTs/s between two runs of the same hour whose
-	// receiver spent the same CPU a delivery.
+	// single samples gave 41,586 and 57,253 POSTs/s in two full runs nine minutes apart
+	// whose dispatcher runs cost the receiver the same CPU a delivery.
 	samples := make([]float64, 0, baselineSamples)
 	for range baselineSamples {
 		samples = append(samples, baselinePosts(ctx, rcv.URL, bodies, want, dispatcherWorkers))
