@@ -74,6 +74,9 @@ type Error struct {
 	Detail string
 	// RetryAfter is the answer's Retry-After, zero when none.
 	RetryAfter time.Duration
+	// Scan is the answer's `scan`, the malware scan state of the file it refuses, ""
+	// when it has none.
+	Scan string
 }
 
 func (e *Error) Error() string {
@@ -85,8 +88,11 @@ func ErrorFrom(resp *http.Response, body []byte) error {
 	e := &Error{Status: resp.StatusCode}
 	var doc struct {
 		Detail string `json:"detail"`
+		Scan   string `json:"scan"`
 	}
-	if json.Unmarshal(body, &doc) == nil && doc.Detail != "" {
+	ok := json.Unmarshal(body, &doc) == nil
+	e.Scan = doc.Scan
+	if ok && doc.Detail != "" {
 		e.Detail = doc.Detail
 	} else {
 		e.Detail = strings.ToLower(http.StatusText(resp.StatusCode))

@@ -13,6 +13,7 @@ import (
 
 	"github.com/shipfile/shipfile/cli/internal/api"
 	"github.com/shipfile/shipfile/cli/internal/config"
+	"github.com/shipfile/shipfile/cli/internal/printable"
 	"github.com/shipfile/shipfile/pkg/apiclient"
 )
 
@@ -65,7 +66,7 @@ before it is stored. Make a token in the web UI (Settings → API tokens), with
 				return err
 			}
 			return a.output(loginResult{URL: c.Base, TokenFile: path, User: r.JSON200}, func(w io.Writer) {
-				fmt.Fprintf(w, "Logged in to %s as %s <%s>; token stored in %s\n", c.Base, r.JSON200.Name, r.JSON200.Email, path)
+				fmt.Fprintf(w, "Logged in to %s as %s <%s>; token stored in %s\n", c.Base, printable.String(r.JSON200.Name), printable.String(string(r.JSON200.Email)), path)
 			})
 		}),
 	}
@@ -95,7 +96,7 @@ func (a *app) whoamiCmd() *cobra.Command {
 			}
 			me := r.JSON200
 			return a.output(whoamiResult{URL: c.Base, Me: *me}, func(w io.Writer) {
-				fmt.Fprintf(w, "%s <%s> (%s, user %d) at %s\n", me.Name, me.Email, me.Role, me.Id, c.Base)
+				fmt.Fprintf(w, "%s <%s> (%s, user %d) at %s\n", printable.String(me.Name), printable.String(string(me.Email)), me.Role, me.Id, c.Base)
 			})
 		}),
 	}
@@ -119,7 +120,7 @@ func (a *app) tokensCmd() *cobra.Command {
 				tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 				fmt.Fprintln(tw, "ID\tNAME\tPREFIX\tCREATED\tEXPIRES\tLAST USED")
 				for _, t := range r.JSON200.Items {
-					fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\n", t.Id, t.Name, t.Prefix, day(&t.CreatedAt), day(t.ExpiresAt), day(t.LastUsedAt))
+					fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\n", t.Id, printable.String(t.Name), t.Prefix, day(&t.CreatedAt), day(t.ExpiresAt), day(t.LastUsedAt))
 				}
 				tw.Flush()
 			})

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"strings"
 	"testing"
 )
@@ -96,5 +97,46 @@ func TestPasswordStdin(t *testing.T) {
 	a.stdin = newLineReader(a.io.In)
 	if _, err := a.readSecret("Password: "); err == nil || !strings.Contains(err.Error(), "password expected") {
 		t.Errorf("readSecret of empty stdin: %v", err)
+	}
+}
+
+func TestVersion(t *testing.T) {
+	code, stdout, _ := runMain(t, "", "--version")
+	if code != ExitOK || stdout != "shipfile "+Version()+"\n" || Version() == "" {
+		t.Fatalf("--version: exit %d, %q (Version() = %q)", code, stdout, Version())
+	}
+	for _, tc := range []struct {
+		name string
+		bi   debug.BuildInfo
+		want string
+	}{
+		{"a release", debug.BuildInfo{Main: debug.Module{Version: "v1.4.0"}}, "v1.4.0"},
+		{"a checkout's build", debug.BuildInfo{Main: debug.Module{Version: "(devel)"}, Settings: []debug.BuildSetting{
+			{Key: "vcs.revision", Value: "26b7040aaaabbbbccccddddeeeeffff000011112"}, {Key: "vcs.modified", Value: "true"}}}, "(devel) (26b7040aaaab, modified)"},
+		{"a pseudo-version names its commit", debug.BuildInfo{Main: debug.Module{Version: "v0.0.0-20261128220000-26b7040aaaab"}, Settings: []debug.BuildSetting{
+			{Key: "vcs.revision", Value: "26b7040aaaabbbbccccddddeeeeffff000011112"}}}, "v0.0.0-20261128220000-26b7040aaaab"},
+		{"no version", debug.BuildInfo{}, "(devel)"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := versionOf(&tc.bi); got != tc.want {
+				t.Errorf("versionOf = %q, want %q", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestCompletion(t *testing.T) {
+	for shell, want := range map[string]string{"bash": "complete -o default -F __start_shipfile shipfile", "zsh": "#compdef shipfile", "fish": "complete -c shipfile"} {
+		t.Run(shell, func(t *testing.T) {
+			code, stdout, stderr := runMain(t, "", "completion", shell)
+			if code != ExitOK || !strings.Contains(stdout, want) {
+				t.Fatalf("completion %s: exit %d, stderr %q, script lacks %q", shell, code, stderr, want)
+			}
+		})
+	}
+	for _, args := range [][]string{{"completion"}, {"completion", "tcsh"}} {
+		if code, stdout, _ := runMain(t, "", args...); code != ExitUsage || stdout != "" {
+			t.Errorf("shipfile %v: exit %d, stdout %q; want 2 and nothing on stdout", args, code, stdout)
+		}
 	}
 }

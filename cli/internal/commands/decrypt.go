@@ -18,6 +18,7 @@ import (
 
 	"github.com/shipfile/shipfile/cli/internal/api"
 	"github.com/shipfile/shipfile/cli/internal/crypt"
+	"github.com/shipfile/shipfile/cli/internal/safename"
 	"github.com/shipfile/shipfile/cli/internal/transfer"
 	"github.com/shipfile/shipfile/pkg/apiclient"
 )
@@ -40,7 +41,6 @@ type decryptor struct {
 	ids []age.Identity
 	// manifest is the decrypted manifest, nil when the package has none.
 	manifest *crypt.Manifest
-	used     map[string]bool
 	// stdinKey says ids is a key read from standard input (a link without its #...).
 	stdinKey bool
 }
@@ -181,8 +181,8 @@ func (d *decryptor) openError(what string, err error) error {
 }
 
 // nameOf is the name the file gets: the manifest's, else a neutral one (the server's
-// file-N.age without .age), made unique within the package.
-func (d *decryptor) nameOf(f apiclient.LinkFile) (string, *crypt.ManifestFile) {
+// file-N.age without .age), made safe and unique within the package by names.
+func (d *decryptor) nameOf(f apiclient.LinkFile, names *safename.Set) (string, *crypt.ManifestFile) {
 	var entry *crypt.ManifestFile
 	name := strings.TrimSuffix(f.Filename, ".age")
 	if d.manifest != nil {
@@ -191,31 +191,23 @@ func (d *decryptor) nameOf(f apiclient.LinkFile) (string, *crypt.ManifestFile) {
 			name = e.Name
 		}
 	}
-	if n, err := transfer.SafeName(name); err == nil {
-		name = n
-	} else {
-		name = strings.TrimSuffix(f.Filename, ".age")
-	}
-	base, ext := name, filepath.Ext(name)
-	base = strings.TrimSuffix(base, ext)
-	for i := 2; d.used[name]; i++ {
-		name = fmt.Sprintf("%s (%d)%s", base, i, ext)
-	}
-	d.used[name] = true
-	return name, entry
+	return names.Name(name), entry
 }
 
 // download fetches file f's ciphertext to NAME.part (resumable, SHA-256 checked against
 // the server's record), then decrypts it to NAME through a temporary file: a file that
 // fails age's authentication leaves nothing behind.
-func (d *decryptor) download(ctx context.Context, dl *transfer.Downloader, f apiclient.LinkFile, dir string) (gotFile, error) {
-	name, entry := d.nameOf(f)
+func (d *decryptor) download(ctx context.Context, dl *transfer.Downloader, f apiclient.LinkFile, dir string, names *safename.Set) (gotFile, error) {
+	name, entry := d.nameOf(f, names)
 	path := filepath.Join(dir, name)
 	part := path + ".part"
 	out := gotFile{ID: f.Id.String(), Filename: name, Path: path,
 		Ciphertext: &cipherInfo{Filename: f.Filename, Size: f.Size, SHA256: f.Sha256}}
-	existing, statErr := os.Stat(path)
-	exists := statErr == nil
+	existing, err := transfer.Existing(path)
+	if err != nil {
+		return out, err
+	}
+	exists := existing != nil
 	if exists && entry != nil && existing.Size() != entry.Size {
 		return out, fmt.Errorf("%s exists and is not the file of the link: move it away or choose another directory (-o)", path)
 	}
@@ -228,7 +220,7 @@ func (d *decryptor) download(ctx context.Context, dl *transfer.Downloader, f api
 		tee    *transfer.Tee
 		tmp    *os.File
 	)
-	if _, err := os.Stat(part); !exists && d.ids != nil && errors.Is(err, fs.ErrNotExist) {
+	if _, err := os.Lstat(part); !exists && d.ids != nil && errors.Is(err, fs.ErrNotExist) {
 		if tmp, err = os.CreateTemp(dir, "."+name+".decrypting-*"); err != nil {
 			return out, err
 		}
@@ -318,7 +310,7 @@ func (d *decryptor) keep(out gotFile, tmp *os.File, part string, entry *crypt.Ma
 		_ = os.Remove(tmp.Name())
 		return out, d.fail(out.Filename, part, err)
 	}
-	if err := os.Rename(tmp.Name(), out.Path); err != nil {
+	if err := transfer.Place(tmp.Name(), out.Path); err != nil {
 		return out, err
 	}
 	_ = os.Remove(part)

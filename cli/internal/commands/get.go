@@ -3,11 +3,13 @@ package commands
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
 	"os"
 	"strings"
+	"time"
 
 	"filippo.io/age"
 	"github.com/google/uuid"
@@ -15,7 +17,9 @@ import (
 
 	"github.com/shipfile/shipfile/cli/internal/api"
 	"github.com/shipfile/shipfile/cli/internal/crypt"
+	"github.com/shipfile/shipfile/cli/internal/printable"
 	"github.com/shipfile/shipfile/cli/internal/progress"
+	"github.com/shipfile/shipfile/cli/internal/safename"
 	"github.com/shipfile/shipfile/cli/internal/transfer"
 	"github.com/shipfile/shipfile/pkg/apiclient"
 )
@@ -43,7 +47,10 @@ type getResult struct {
 }
 
 func (a *app) getCmd() *cobra.Command {
-	var dir string
+	var (
+		dir  string
+		wait time.Duration
+	)
 	cmd := &cobra.Command{
 		Use:   "get LINK|ID [-o DIR]",
 		Short: "Download every file of a link (resumable, SHA-256 checked)",
@@ -65,11 +72,25 @@ it is kept.
 With a package ID instead of a link, the owner (the stored token) fetches a package's
 files, e.g. what came in through a file request; an encrypted request's files are
 decrypted with your key ('shipfile key create'), whose passphrase is read from
-standard input.`,
+standard input.
+
+Names are made safe before anything is written, whatever the server or the uploader
+chose: a leading dot, a Windows device name (CON, NUL, COM1... with any extension), a
+trailing dot or space, path separators, ':' and the other characters Windows refuses,
+control and format characters are each replaced by '_' ('.bashrc' is written as
+'_bashrc', 'CON.txt' as '_CON.txt'), and two files whose safe names are the same get
+' (2)', ' (3)'... Nothing is written through a symbolic link, and a file already there
+is never replaced.
+
+A file still being checked for malware is waited for, up to --wait in all, saying so
+on standard error; a file that could not be checked, or whose check failed, is not
+downloaded (its owner can release it). A link with a key (#...) whose package the
+server says is not end-to-end encrypted is refused: its files are not written in
+plaintext.`,
 		Args: args(1, 1),
 		RunE: run(func(cmd *cobra.Command, argv []string) error {
 			if id, err := uuid.Parse(argv[0]); err == nil {
-				return a.getOwned(cmd.Context(), id, dir)
+				return a.getOwned(cmd.Context(), id, dir, wait)
 			}
 			l, err := transfer.ParseLink(argv[0])
 			if err != nil {
@@ -80,14 +101,15 @@ standard input.`,
 					return usageErr("%v", err)
 				}
 			}
-			return a.get(cmd.Context(), l, dir)
+			return a.get(cmd.Context(), l, dir, wait)
 		}),
 	}
 	cmd.Flags().StringVarP(&dir, "output", "o", ".", "the directory to write the files into (made when missing)")
+	cmd.Flags().DurationVar(&wait, "wait", 2*time.Minute, "how long to wait, in all, for files still being checked for malware (0: not at all)")
 	return cmd
 }
 
-func (a *app) get(ctx context.Context, l transfer.Link, dir string) error {
+func (a *app) get(ctx context.Context, l transfer.Link, dir string, wait time.Duration) error {
 	// The link is the credential: no bearer token goes to the link's server.
 	c, err := api.New(l.Base, "")
 	if err != nil {
@@ -115,12 +137,15 @@ func (a *app) get(ctx context.Context, l transfer.Link, dir string) error {
 	pkg := r.JSON200
 	encrypted := pkg.Encryption == apiclient.EncryptionAge
 	if !encrypted && l.Fragment != "" {
-		a.note("This link's package is not end-to-end encrypted: the #... of the link is not needed")
+		// The key says the sender encrypted the files; a server that serves them as plain
+		// files now is not to be believed, and nothing of them is written.
+		return errors.New("this link carries an end-to-end encryption key (#...), but the server says its package is not encrypted: refused, nothing was written (the server or the link was altered; ask the sender)")
 	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
-	d := &transfer.Downloader{Client: c, Progress: a.progress(), Retry: transfer.DefaultRetry, Grant: grant}
+	d := a.downloader(c, wait)
+	d.Grant = grant
 	var files []apiclient.LinkFile
 	for _, f := range pkg.Files {
 		if f.UploadedBy != apiclient.LinkFileUploadedByRecipient {
@@ -130,7 +155,7 @@ func (a *app) get(ctx context.Context, l transfer.Link, dir string) error {
 	files, infected := leaveOutInfected(a, files)
 	var dec *decryptor
 	if encrypted && len(files) > 0 {
-		dec = &decryptor{a: a, c: c, token: l.Token, grant: grant, fragment: l.Fragment, used: map[string]bool{}, progress: d.Progress}
+		dec = &decryptor{a: a, c: c, token: l.Token, grant: grant, fragment: l.Fragment, progress: d.Progress}
 		if err := dec.loadManifest(ctx); err != nil {
 			return err
 		}
@@ -147,7 +172,7 @@ func (a *app) get(ctx context.Context, l transfer.Link, dir string) error {
 // package's own files of an outbound package, the uploads of a request. An encrypted
 // request's files are decrypted with the owner's key, unsealed with the passphrase; an
 // encrypted outbound package's with its passphrase (its key was only in its links).
-func (a *app) getOwned(ctx context.Context, id uuid.UUID, dir string) error {
+func (a *app) getOwned(ctx context.Context, id uuid.UUID, dir string, wait time.Duration) error {
 	c, err := a.client()
 	if err != nil {
 		return err
@@ -160,10 +185,11 @@ func (a *app) getOwned(ctx context.Context, id uuid.UUID, dir string) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
-	d := &transfer.Downloader{Client: c, Progress: a.progress(), Retry: transfer.DefaultRetry, Package: id}
+	d := a.downloader(c, wait)
+	d.Package = id
 	var dec *decryptor
 	if pkg.Encryption == apiclient.EncryptionAge {
-		dec = &decryptor{a: a, c: c, used: map[string]bool{}, owned: id, progress: d.Progress}
+		dec = &decryptor{a: a, c: c, owned: id, progress: d.Progress}
 		if pkg.Direction == apiclient.PackageDetailDirectionInbound {
 			k, err := a.getKey(ctx)
 			if err != nil {
@@ -224,7 +250,7 @@ func (a *app) gotAll(out getResult, title string, total int64, decrypted bool, i
 	}
 	return a.output(out, func(w io.Writer) {
 		for _, f := range out.Files {
-			fmt.Fprintln(w, f.Path)
+			fmt.Fprintln(w, printable.String(f.Path))
 		}
 	})
 }
@@ -256,14 +282,27 @@ func notDownloaded(got []gotFile, dir string, infected []string) error {
 	return fmt.Errorf("got %d file(s) into %s; not downloaded: %s", len(got), dir, strings.Join(infected, ", "))
 }
 
+// downloader is the Downloader of a get through c: it waits up to wait for files still
+// being checked for malware, saying so on standard error (unless --quiet).
+func (a *app) downloader(c *api.Client, wait time.Duration) *transfer.Downloader {
+	return &transfer.Downloader{Client: c, Progress: a.progress(), Retry: transfer.DefaultRetry, Wait: wait,
+		Waiting: func(name string) {
+			if !a.quiet {
+				fmt.Fprintf(a.io.Err, "waiting for %s: being checked for malware… (up to %s in all, --wait)\n", printable.String(name), wait)
+			}
+		}}
+}
+
 // fetchAll downloads files into dir through d (token is the link's, "" for the owner),
-// decrypted by dec when it is set, and returns what it got and the bytes written.
+// decrypted by dec when it is set, and returns what it got and the bytes written. Each
+// file gets a safe name (safename), different from the others'.
 func fetchAll(ctx context.Context, d *transfer.Downloader, dec *decryptor, token string, files []apiclient.LinkFile, dir string) ([]gotFile, int64, error) {
 	got := []gotFile{}
 	var total int64
+	var names safename.Set
 	for _, f := range files {
 		if dec != nil {
-			g, err := dec.download(ctx, d, f, dir)
+			g, err := dec.download(ctx, d, f, dir, &names)
 			if err != nil {
 				return got, total, err
 			}
@@ -271,7 +310,7 @@ func fetchAll(ctx context.Context, d *transfer.Downloader, dec *decryptor, token
 			got = append(got, g)
 			continue
 		}
-		res, err := d.Download(ctx, token, f, dir)
+		res, err := d.Download(ctx, token, f, dir, names.Name(f.Filename))
 		if err != nil {
 			return got, total, stopped(f.Filename, err)
 		}

@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/shipfile/shipfile/cli/internal/api"
+	"github.com/shipfile/shipfile/cli/internal/printable"
 	"github.com/shipfile/shipfile/cli/internal/progress"
 	"github.com/shipfile/shipfile/pkg/apiclient"
 )
@@ -69,7 +70,7 @@ func (a *app) lsCmd() *cobra.Command {
 				fmt.Fprintln(tw, "ID\tSTATE\tDIRECTION\tFILES\tSIZE\tEXPIRES\tTO\tTITLE")
 				for _, p := range list.Items {
 					fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\t%s\t%s\n", p.Id, p.State, p.Direction, p.FileCount,
-						progress.Bytes(p.TotalSize), day(&p.ExpiresAt), p.RecipientEmail, p.Title)
+						progress.Bytes(p.TotalSize), day(&p.ExpiresAt), printable.String(string(p.RecipientEmail)), printable.String(p.Title))
 				}
 				tw.Flush()
 				if list.NextCursor != nil {
@@ -127,9 +128,9 @@ func (a *app) showCmd() *cobra.Command {
 		return a.output(p, func(w io.Writer) {
 			tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 			fmt.Fprintf(tw, "id\t%s\n", p.Id)
-			fmt.Fprintf(tw, "title\t%s\n", p.Title)
+			fmt.Fprintf(tw, "title\t%s\n", printable.String(p.Title))
 			fmt.Fprintf(tw, "state\t%s (%s)\n", p.State, p.Direction)
-			fmt.Fprintf(tw, "recipient\t%s %s\n", p.RecipientEmail, p.RecipientName)
+			fmt.Fprintf(tw, "recipient\t%s %s\n", printable.String(string(p.RecipientEmail)), printable.String(p.RecipientName))
 			fmt.Fprintf(tw, "created\t%s\n", day(&p.CreatedAt))
 			fmt.Fprintf(tw, "expires\t%s\n", day(&p.ExpiresAt))
 			if p.RevokedAt != nil {
@@ -141,21 +142,34 @@ func (a *app) showCmd() *cobra.Command {
 			}
 			fmt.Fprintf(tw, "link used\t%d times, last %s\n", p.LinkUseCount, day(p.LinkLastUsedAt))
 			if p.Note != "" {
-				fmt.Fprintf(tw, "note\t%s\n", p.Note)
+				fmt.Fprintf(tw, "note\t%s\n", printable.String(p.Note))
 			}
 			fmt.Fprintf(tw, "files\t%d, %s\n", p.FileCount, progress.Bytes(p.TotalSize))
 			tw.Flush()
 			if len(p.Files) > 0 {
 				fmt.Fprintln(w)
 				tw = tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-				fmt.Fprintln(tw, "FILE ID\tSIZE\tDOWNLOADS\tBY\tSHA-256\tNAME")
+				fmt.Fprintln(tw, "FILE ID\tSIZE\tDOWNLOADS\tBY\tSCAN\tSHA-256\tNAME")
 				for _, f := range p.Files {
-					fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%s\n", f.Id, progress.Bytes(f.Size), f.DownloadCount, f.UploadedBy, f.Sha256, f.Filename)
+					fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%s\t%s\n", f.Id, progress.Bytes(f.Size), f.DownloadCount, f.UploadedBy,
+						scanColumn(string(f.Scan), f.ScanSignature), f.Sha256, printable.String(f.Filename))
 				}
 				tw.Flush()
 			}
 		})
 	})
+}
+
+// scanColumn is a file's scan state in `shipfile show`: the state, with what clamd found
+// when it found something ("infected: Eicar-Test-Signature").
+func scanColumn(state string, signature *string) string {
+	if state == "" {
+		state = "-"
+	}
+	if signature != nil && *signature != "" {
+		state += ": " + *signature
+	}
+	return printable.String(state)
 }
 
 func (a *app) revokeCmd() *cobra.Command {

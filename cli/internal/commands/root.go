@@ -19,6 +19,7 @@ import (
 	"github.com/shipfile/shipfile/cli/internal/api"
 	"github.com/shipfile/shipfile/cli/internal/config"
 	"github.com/shipfile/shipfile/cli/internal/crypt"
+	"github.com/shipfile/shipfile/cli/internal/printable"
 	"github.com/shipfile/shipfile/cli/internal/progress"
 	"github.com/shipfile/shipfile/cli/internal/transfer"
 )
@@ -95,7 +96,7 @@ func (a *app) printError(err error, code int) {
 		fmt.Fprintln(a.io.Err, string(b))
 		return
 	}
-	fmt.Fprintln(a.io.Err, "shipfile: "+msg)
+	fmt.Fprintln(a.io.Err, "shipfile: "+printable.String(msg))
 	if code == ExitUsage {
 		fmt.Fprintln(a.io.Err, "Run 'shipfile --help' for usage.")
 	}
@@ -112,6 +113,7 @@ server's. Exit codes: 0 done, 1 failed, 2 usage. --json prints one JSON document
 standard output (see docs/CLI.md).
 
 Settings: SHIPFILE_URL and SHIPFILE_TOKEN override what 'shipfile login' stored.`,
+		Version:       Version(),
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		// Args stays cobra's default for a root with subcommands: an unknown command
@@ -127,7 +129,24 @@ Settings: SHIPFILE_URL and SHIPFILE_TOKEN override what 'shipfile login' stored.
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageErr("%v", err) })
 	root.AddCommand(a.loginCmd(), a.whoamiCmd(), a.sendCmd(), a.requestCmd(), a.getCmd(),
 		a.lsCmd(), a.showCmd(), a.revokeCmd(), a.rmCmd(), a.tokensCmd(), a.keyCmd())
-	root.CompletionOptions.DisableDefaultCmd = true
+	root.SetVersionTemplate("shipfile {{.Version}}\n")
+	// cobra's completion command, shipfile completion bash|zsh|fish|powershell; without
+	// a shell it is a usage error (exit 2), not its help.
+	root.SetOut(a.io.Out) // the completion command keeps the writer it is made with
+	root.SetErr(a.io.Err)
+	root.InitDefaultCompletionCmd()
+	for _, c := range root.Commands() {
+		if c.Name() == "completion" {
+			c.RunE = func(cmd *cobra.Command, argv []string) error {
+				cmd.SetOut(a.io.Err)
+				_ = cmd.Help()
+				if len(argv) > 0 {
+					return usageErr("no completion for %q: bash, zsh, fish or powershell", argv[0])
+				}
+				return usageErr("no shell given: bash, zsh, fish or powershell")
+			}
+		}
+	}
 	return root
 }
 
@@ -192,12 +211,13 @@ func (a *app) output(v any, text func(w io.Writer)) error {
 	return nil
 }
 
-// note writes a line for people on standard error (never under --json or --quiet).
+// note writes a line for people on standard error (never under --json or --quiet), its
+// control and format characters escaped (printable).
 func (a *app) note(format string, args ...any) {
 	if a.json || a.quiet {
 		return
 	}
-	fmt.Fprintf(a.io.Err, format+"\n", args...)
+	fmt.Fprintln(a.io.Err, printable.String(fmt.Sprintf(format, args...)))
 }
 
 // progress picks how transfers show progress: bars when standard error is a terminal,

@@ -580,6 +580,10 @@ func stopped(name string, err error) error {
 	if errors.Is(err, context.Canceled) {
 		return fmt.Errorf("interrupted during %s; run the same command again to go on where it stopped", name)
 	}
+	var se *transfer.ScanError
+	if errors.As(err, &se) {
+		return fmt.Errorf("%s: %w", name, err)
+	}
 	if api.Retryable(err) && !transfer.IsLocal(err) {
 		return fmt.Errorf("%s: %w; run the same command again to go on where it stopped", name, err)
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"hash"
 	"io"
@@ -13,6 +14,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/google/uuid"
 
@@ -72,29 +74,27 @@ type Downloader struct {
 	// (GET /api/v1/packages/{id}/files/{file_id}/content with the token) instead of
 	// through a link.
 	Package uuid.UUID
+	// Wait is how long files still being checked for malware are waited for, in all,
+	// from the first such answer; 0 fails at once.
+	Wait time.Duration
+	// Waiting, when set, is called with a file's name as its wait for the malware scan
+	// begins.
+	Waiting func(name string)
+
+	waitUntil time.Time
 }
 
-// SafeName is the name a file of the server gets in the download directory: its last
-// path element, never empty, "." or "..".
-func SafeName(name string) (string, error) {
-	name = strings.ReplaceAll(name, "\\", "/")
-	name = name[strings.LastIndexByte(name, '/')+1:]
-	if name == "" || name == "." || name == ".." || strings.ContainsRune(name, 0) {
-		return "", fmt.Errorf("the server named a file %q, which cannot be saved as it is", name)
-	}
-	return name, nil
-}
-
-// Download fetches file of the link with token into dir: into NAME.part first, going on
-// from that file's length with a Range request, then renamed to NAME once its SHA-256
-// equals the server's.
-func (d *Downloader) Download(ctx context.Context, token string, file apiclient.LinkFile, dir string) (Downloaded, error) {
-	name, err := SafeName(file.Filename)
-	if err != nil {
-		return Downloaded{}, err
-	}
+// Download fetches file of the link with token into dir as name (a safe name:
+// safename.For): into NAME.part first, going on from that file's length with a Range
+// request, then moved to NAME once its SHA-256 equals the server's. Neither is ever
+// written through a symbolic link, and an existing NAME is never replaced.
+func (d *Downloader) Download(ctx context.Context, token string, file apiclient.LinkFile, dir, name string) (Downloaded, error) {
 	out := Downloaded{Path: filepath.Join(dir, name)}
-	if fi, err := os.Stat(out.Path); err == nil {
+	fi, err := Existing(out.Path)
+	if err != nil {
+		return out, err
+	}
+	if fi != nil {
 		sum, herr := fileSHA256(out.Path)
 		if herr != nil {
 			return out, &localError{herr}
@@ -108,13 +108,13 @@ func (d *Downloader) Download(ctx context.Context, token string, file apiclient.
 	got, err := d.Fetch(ctx, token, file, out.Path+".part", name, nil)
 	out.SHA256, out.ResumedFrom, out.Received = got.SHA256, got.ResumedFrom, got.Received
 	if err != nil {
-		if fi, serr := os.Stat(out.Path + ".part"); serr == nil && fi.Size() == 0 {
+		if fi, serr := os.Lstat(out.Path + ".part"); serr == nil && fi.Mode().IsRegular() && fi.Size() == 0 {
 			_ = os.Remove(out.Path + ".part") // refused before a byte came: nothing to go on from
 		}
 		return out, err
 	}
-	if err := os.Rename(out.Path+".part", out.Path); err != nil {
-		return out, &localError{err}
+	if err := Place(out.Path+".part", out.Path); err != nil {
+		return out, err
 	}
 	return out, nil
 }
@@ -156,9 +156,9 @@ func (t *Tee) write(p []byte) {
 // bytes as they come.
 func (d *Downloader) Fetch(ctx context.Context, token string, file apiclient.LinkFile, part, name string, tee *Tee) (Downloaded, error) {
 	out := Downloaded{Path: part}
-	f, err := os.OpenFile(part, os.O_RDWR|os.O_CREATE, 0o644)
+	f, err := openPart(part)
 	if err != nil {
-		return out, &localError{err}
+		return out, err
 	}
 	defer f.Close()
 	fi, err := f.Stat()
@@ -178,11 +178,36 @@ func (d *Downloader) Fetch(ctx context.Context, token string, file apiclient.Lin
 		tee.Broken = true
 	}
 
+	// The first answer comes before the bar: a file still being checked for malware is
+	// waited for (saying so), not shown as a bar that stays at its start.
+	var resp *http.Response
+	if have < file.Size {
+		resp, err = d.request(ctx, token, file, have)
+		if scanHeld(err) {
+			if resp, err = d.waitScan(ctx, token, file, name, have, err); err != nil {
+				var se *ScanError
+				if errors.As(err, &se) || errors.Is(err, context.Canceled) {
+					return out, err
+				}
+			}
+		} else if se := scanRefused(file, err); se != nil {
+			return out, se
+		}
+	}
+
 	bar := d.Progress.Start(name, file.Size, have)
 	failures := 0
 	buf := make([]byte, 1<<20)
 	for have < file.Size {
-		n, restart, err := d.fetch(ctx, token, file, f, have, h, tee, bar, buf)
+		if resp == nil && err == nil {
+			resp, err = d.request(ctx, token, file, have)
+		}
+		var n int64
+		restart := false
+		if err == nil {
+			n, restart, err = d.receive(resp, file, f, have, h, tee, bar, buf)
+		}
+		resp = nil
 		if restart {
 			have = 0
 		}
@@ -196,10 +221,15 @@ func (d *Downloader) Fetch(ctx context.Context, token string, file apiclient.Lin
 			bar.Abort()
 			return out, err
 		}
+		if se := scanRefused(file, err); se != nil {
+			bar.Abort()
+			return out, se
+		}
 		if err := d.Retry.again(ctx, failures, err); err != nil {
 			bar.Abort()
 			return out, err
 		}
+		err = nil
 		failures++
 		bar.Set(have)
 	}
@@ -223,10 +253,9 @@ func (d *Downloader) Fetch(ctx context.Context, token string, file apiclient.Lin
 	return out, nil
 }
 
-// fetch asks for the file's bytes from have on and writes them at have in f (and to h
-// and tee); restart says the server sent the whole file instead (f was emptied and h
-// reset first, tee is broken). It returns how many bytes it wrote.
-func (d *Downloader) fetch(ctx context.Context, token string, file apiclient.LinkFile, f *os.File, have int64, h hash.Hash, tee *Tee, bar Bar, buf []byte) (int64, bool, error) {
+// request asks for the file's bytes from have on. It returns the answer when it is 200
+// or 206, else the API's error (or the request's).
+func (d *Downloader) request(ctx context.Context, token string, file apiclient.LinkFile, have int64) (*http.Response, error) {
 	rangeFrom := func(_ context.Context, req *http.Request) error {
 		if have > 0 {
 			req.Header.Set("Range", "bytes="+strconv.FormatInt(have, 10)+"-")
@@ -245,12 +274,23 @@ func (d *Downloader) fetch(ctx context.Context, token string, file apiclient.Lin
 		resp, err = d.Client.Raw.DownloadLinkFile(ctx, token, file.Id, params, rangeFrom)
 	}
 	if err != nil {
-		return 0, false, err
+		return nil, err
 	}
+	if resp.StatusCode != http.StatusOK && resp.StatusCode != http.StatusPartialContent {
+		body, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
+		resp.Body.Close()
+		return nil, api.ErrorFrom(resp, body)
+	}
+	return resp, nil
+}
+
+// receive writes the answer resp to a request from have on at have in f (and to h and
+// tee), and closes it; restart says the server sent the whole file instead (f was
+// emptied and h reset first, tee is broken). It returns how many bytes it wrote.
+func (d *Downloader) receive(resp *http.Response, file apiclient.LinkFile, f *os.File, have int64, h hash.Hash, tee *Tee, bar Bar, buf []byte) (int64, bool, error) {
 	defer resp.Body.Close()
 	restart := false
-	switch resp.StatusCode {
-	case http.StatusOK:
+	if resp.StatusCode == http.StatusOK {
 		restart = have > 0
 		if restart {
 			if err := f.Truncate(0); err != nil {
@@ -263,14 +303,11 @@ func (d *Downloader) fetch(ctx context.Context, token string, file apiclient.Lin
 			bar.Set(0)
 		}
 		have = 0
-	case http.StatusPartialContent:
+	} else {
 		want := "bytes " + strconv.FormatInt(have, 10) + "-"
 		if !strings.HasPrefix(resp.Header.Get("Content-Range"), want) {
 			return 0, false, fmt.Errorf("the server answered the range %s- with %q", strconv.FormatInt(have, 10), resp.Header.Get("Content-Range"))
 		}
-	default:
-		body, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
-		return 0, false, api.ErrorFrom(resp, body)
 	}
 	if _, err := f.Seek(have, io.SeekStart); err != nil {
 		return 0, restart, &localError{err}
