@@ -652,11 +652,33 @@ clamd_db() {
 	mv "$dir/shipfile-test.ndb.tmp" "$dir/shipfile-test.ndb"
 }
 
+# clamd_conf DIR: prints the clamd.conf of ours, with its database and pid file in DIR.
+# Limits a little over the scanner's default SHIPFILE_SCAN_MAX_SIZE (1 GiB): a bigger
+# file is 'unscannable' for the scanner before it reaches clamd. The Alert* options make
+# clamd name what it could not judge (over a limit, encrypted, a broken executable)
+# instead of answering OK: the scanner records it 'unscannable' (README.md, "Malware
+# scanning").
+clamd_conf() {
+	local dir=$1
+	printf '# Written by scripts/dev.sh: clamd for make up / make test, with the test database.\n'
+	printf 'Foreground yes\nDatabaseDirectory %s\nTCPSocket %s\nTCPAddr 127.0.0.1\n' "$dir/db" "$CLAMD_PORT"
+	printf 'PidFile %s\nLogTime yes\nSelfCheck 3600\nMaxThreads 8\n' "$dir/clamd.pid"
+	printf 'StreamMaxLength 1100M\nMaxScanSize 1100M\nMaxFileSize 1100M\n'
+	printf 'AlertExceedsMax yes\nAlertEncrypted yes\nAlertEncryptedArchive yes\nAlertEncryptedDoc yes\nAlertBrokenExecutables yes\n'
+}
+
 # ensure_clamd: clamd answering on 127.0.0.1:CLAMD_PORT, ours (own config and test
-# database under .run/clamd) or one that already answers there.
+# database under .run/clamd) or one that already answers there. Ours, started with
+# another configuration than clamd_conf's, is started again with it.
 ensure_clamd() {
 	local pid dir bin
+	dir=$RUN/clamd
 	pid=$(pid_of clamd)
+	if [[ -n $pid && $(cat "$dir/clamd.conf" 2>/dev/null) != "$(clamd_conf "$dir")" ]]; then
+		log "clamd: ours runs with an older configuration; starting it again"
+		stop_one clamd
+		pid=""
+	fi
 	if [[ -n $pid ]]; then
 		log "clamd: ours, already running on 127.0.0.1:$CLAMD_PORT"
 	elif clamd_answers "$CLAMD_PORT"; then
@@ -667,16 +689,8 @@ ensure_clamd() {
 		fi
 		ensure_clamav_installed
 		bin=$(clamd_bin)
-		dir=$RUN/clamd
 		clamd_db "$dir/db"
-		# Limits a little over the scanner's default SHIPFILE_SCAN_MAX_SIZE (1 GiB): a
-		# bigger file is 'skipped' by the scanner before it reaches clamd.
-		{
-			printf '# Written by scripts/dev.sh: clamd for make up / make test, with the test database.\n'
-			printf 'Foreground yes\nDatabaseDirectory %s\nTCPSocket %s\nTCPAddr 127.0.0.1\n' "$dir/db" "$CLAMD_PORT"
-			printf 'PidFile %s\nLogTime yes\nSelfCheck 3600\nMaxThreads 8\n' "$dir/clamd.pid"
-			printf 'StreamMaxLength 1100M\nMaxScanSize 1100M\nMaxFileSize 1100M\n'
-		} >"$dir/clamd.conf"
+		clamd_conf "$dir" >"$dir/clamd.conf"
 		log "clamd: starting on 127.0.0.1:$CLAMD_PORT (test signatures in $dir/db)"
 		start_bg clamd "$dir/clamd.conf" "$bin" -c "$dir/clamd.conf"
 	fi

@@ -14,6 +14,9 @@ type Metrics struct {
 	InFlight prometheus.Gauge
 	// ClamdUnavailable counts scans that could not reach clamd (retried later).
 	ClamdUnavailable prometheus.Counter
+	// Deferred counts files handed back because their package held its share of the
+	// scan slots (Slots).
+	Deferred prometheus.Counter
 }
 
 // NewMetrics creates the metrics and registers them on reg.
@@ -21,7 +24,7 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 	m := &Metrics{
 		Files: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "shipfile_scanner_files_total",
-			Help: "Scan verdicts recorded by this instance, by scan state (clean, infected, error, skipped).",
+			Help: "Scan verdicts recorded by this instance, by scan state (clean, infected, unscannable, error).",
 		}, []string{"scan"}),
 		Bytes: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "shipfile_scanner_bytes_total",
@@ -40,8 +43,12 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 			Name: "shipfile_scanner_clamd_unavailable_total",
 			Help: "Scans that could not reach clamd (the file is tried again later).",
 		}),
+		Deferred: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "shipfile_scanner_deferred_total",
+			Help: "Files handed back for a moment because their package held its share of the scan slots while others waited.",
+		}),
 	}
-	for _, c := range []prometheus.Collector{m.Files, m.Bytes, m.ScanSeconds, m.InFlight, m.ClamdUnavailable} {
+	for _, c := range []prometheus.Collector{m.Files, m.Bytes, m.ScanSeconds, m.InFlight, m.ClamdUnavailable, m.Deferred} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}

@@ -1,7 +1,9 @@
 // Package app is what the scanner does, independent of NATS, SQL, S3 and the clamd
 // protocol: for each uploaded file, stream its object to clamd, record the one verdict,
 // and when clamd finds malware, quarantine the object and write the effects (audit
-// entry, package.file_infected, the owner's e-mail) with the verdict.
+// entry, package.file_infected, the owner's e-mail) with the verdict. A file clamd
+// cannot judge is 'unscannable', never 'clean' (Judge). The files of one package share
+// the scan slots with the others' (Slots).
 package app
 
 import (
@@ -24,12 +26,19 @@ const (
 	ScanClean    = "clean"
 	ScanInfected = "infected"
 	ScanError    = "error"
-	ScanSkipped  = "skipped"
+	// ScanUnscannable: clamd could not judge the file (over a limit, encrypted, no
+	// verdict in time); held like a pending file until its owner releases it.
+	ScanUnscannable = "unscannable"
+	ScanSkipped     = "skipped"
 )
 
 // AuditActionInfected is the audit log's action for a file clamd found malware in
 // (actor "system"; the detail names the signature).
 const AuditActionInfected = "file.infected"
+
+// AuditActionUnscannable is the audit log's action for a file clamd could not judge
+// (actor "system"; the detail says why).
+const AuditActionUnscannable = "file.unscannable"
 
 // ErrNotFound: the file (or its object) is gone, e.g. deleted with its package.
 var ErrNotFound = errors.New("not found")
@@ -60,8 +69,8 @@ type File struct {
 // Verdict is what is recorded for a file.
 type Verdict struct {
 	FileID    string
-	Scan      string // clean, infected, error, skipped
-	Signature string // when infected
+	Scan      string // clean, infected, unscannable, error
+	Signature string // when infected or unscannable: clamd's answer, or why
 }
 
 // Effects are written in the verdict's transaction when it is recorded (never for a
@@ -98,15 +107,23 @@ type Objects interface {
 type Clamd interface {
 	// Scan streams r to clamd (INSTREAM) and returns the signature found, "" when clean.
 	// A connection failure wraps ErrClamdUnavailable; clamd's error answer is a
-	// *ScanFailedError.
+	// *ScanFailedError, or an *UnscannableError when it refused the stream as too long
+	// or gave no verdict in time.
 	Scan(ctx context.Context, r io.Reader) (signature string, err error)
 }
 
 // Options tune a Scanner.
 type Options struct {
-	// MaxSize: larger files are recorded 'skipped' without being read
+	// MaxSize: larger files are recorded 'unscannable' without being read
 	// (SHIPFILE_SCAN_MAX_SIZE).
 	MaxSize int64
+	// Workers are the files scanned at once (SHIPFILE_SCAN_WORKERS): the slots that
+	// packages share.
+	Workers int
+	// PackageShare is how many slots the files of one package take while files of
+	// other packages wait for one (default half the slots, at least one); with no one
+	// waiting a package takes any free slot.
+	PackageShare int
 	// MaxAttempts: after this many failed attempts (clamd answered an error, the object
 	// could not be read) the file is recorded 'error'.
 	MaxAttempts int
@@ -122,6 +139,7 @@ type Scanner struct {
 	metrics *Metrics
 	log     *slog.Logger
 	opts    Options
+	slots   *Slots
 	now     func() time.Time
 }
 
@@ -133,7 +151,14 @@ func New(store Store, objects Objects, clamd Clamd, metrics *Metrics, log *slog.
 	if opts.RetryMax <= 0 {
 		opts.RetryMax = 30 * time.Second
 	}
-	return &Scanner{store: store, objects: objects, clamd: clamd, metrics: metrics, log: log, opts: opts, now: time.Now}
+	if opts.Workers < 1 {
+		opts.Workers = 4
+	}
+	if opts.PackageShare < 1 {
+		opts.PackageShare = max(1, opts.Workers/2)
+	}
+	return &Scanner{store: store, objects: objects, clamd: clamd, metrics: metrics, log: log, opts: opts,
+		slots: NewSlots(opts.Workers, opts.PackageShare), now: time.Now}
 }
 
 // retry is the error that hands a message back, to be tried again after the back-off
@@ -144,7 +169,10 @@ func (s *Scanner) retry(numDelivered uint64, reason string) error {
 
 // Handle scans the file of one package.file_uploaded event (other events are
 // acknowledged at once). The message is acknowledged once the file has its verdict
-// (recorded now, or before by another instance or an earlier delivery).
+// (recorded now, or before by another instance or an earlier delivery). It first takes
+// a scan slot for the file's package; a package that holds its share of the slots
+// while another's file waits, or finds none free, has its message handed back for a
+// moment (deferDelay), so one package's backlog never holds every other file pending.
 //
 // It returns nil when the message is done, a msgerr.Poison when it is not an envelope,
 // and a msgerr.RetryAfter when it is to be handled again; the transport turns these
@@ -158,6 +186,15 @@ func (s *Scanner) Handle(ctx context.Context, data []byte, numDelivered uint64) 
 	if fu == nil {
 		return nil
 	}
+	release, err := s.slots.Acquire(ctx, fu.GetPackage().GetPackageId())
+	switch {
+	case errors.Is(err, ErrNoSlot):
+		s.metrics.Deferred.Inc()
+		return msgerr.RetryAfter(deferDelay(numDelivered), nil)
+	case err != nil:
+		return msgerr.RetryAfter(0, nil) // stopping while waiting for a slot
+	}
+	defer release()
 	f, err := s.store.File(ctx, fu.GetFileId())
 	switch {
 	case errors.Is(err, ErrNotFound):
@@ -179,7 +216,8 @@ func (s *Scanner) Handle(ctx context.Context, data []byte, numDelivered uint64) 
 		return nil
 	}
 	if f.Size > s.opts.MaxSize {
-		return s.record(ctx, log, f, Verdict{FileID: f.ID, Scan: ScanSkipped}, numDelivered)
+		reason := fmt.Sprintf("larger than the scanner's limit (SHIPFILE_SCAN_MAX_SIZE, %d bytes)", s.opts.MaxSize)
+		return s.record(ctx, log, f, Verdict{FileID: f.ID, Scan: ScanUnscannable, Signature: reason}, numDelivered)
 	}
 
 	s.metrics.InFlight.Inc()
@@ -187,6 +225,7 @@ func (s *Scanner) Handle(ctx context.Context, data []byte, numDelivered uint64) 
 	sig, err := s.scan(ctx, f)
 	s.metrics.InFlight.Dec()
 	var sf *ScanFailedError
+	var ue *UnscannableError
 	switch {
 	case errors.Is(err, ErrNotFound):
 		// The object is gone: the file is being deleted (its row goes with it), or it
@@ -198,6 +237,8 @@ func (s *Scanner) Handle(ctx context.Context, data []byte, numDelivered uint64) 
 			return msgerr.RetryAfter(0, nil)
 		}
 		return s.retry(numDelivered, err.Error())
+	case errors.As(err, &ue):
+		return s.record(ctx, log, f, Verdict{FileID: f.ID, Scan: ScanUnscannable, Signature: ue.Reason}, numDelivered)
 	case errors.As(err, &sf):
 		return s.failed(ctx, log, f, numDelivered, sf.Error())
 	case err != nil:
@@ -209,10 +250,7 @@ func (s *Scanner) Handle(ctx context.Context, data []byte, numDelivered uint64) 
 	}
 	s.metrics.ScanSeconds.Observe(time.Since(start).Seconds())
 	s.metrics.Bytes.Add(float64(f.Size))
-	if sig == "" {
-		return s.record(ctx, log, f, Verdict{FileID: f.ID, Scan: ScanClean}, numDelivered)
-	}
-	return s.record(ctx, log, f, Verdict{FileID: f.ID, Scan: ScanInfected, Signature: sig}, numDelivered)
+	return s.record(ctx, log, f, Verdict{FileID: f.ID, Scan: Judge(sig), Signature: sig}, numDelivered)
 }
 
 // scan streams f's object to clamd.
@@ -241,12 +279,17 @@ func (s *Scanner) failed(ctx context.Context, log *slog.Logger, f File, numDeliv
 	return s.retry(numDelivered, fmt.Sprintf("scan attempt %d of %d failed: %s", n, s.opts.MaxAttempts, reason))
 }
 
-// record writes v (with its effects when infected) and, for an infected file, removes
-// its object once the verdict is committed.
+// record writes v (with its effects when infected or unscannable) and, for an infected
+// file, removes its object once the verdict is committed. An unscannable file keeps its
+// object (its owner may release it) and causes no event and no e-mail.
 func (s *Scanner) record(ctx context.Context, log *slog.Logger, f File, v Verdict, numDelivered uint64) error {
 	var fx Effects
-	if v.Scan == ScanInfected {
+	switch v.Scan {
+	case ScanInfected:
 		fx = InfectedEffects(f, v.Signature, s.now())
+	case ScanUnscannable:
+		fx = Effects{AuditAction: AuditActionUnscannable,
+			AuditDetail: truncate(fmt.Sprintf("could not be checked for malware: %s: %s", f.Filename, v.Signature), 1000)}
 	}
 	recorded, err := s.store.Record(ctx, f, v, fx)
 	if err != nil {

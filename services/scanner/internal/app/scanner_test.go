@@ -96,6 +96,23 @@ func newScanner(t *testing.T, st *fakeStore, obj *fakeObjects, cd app.Clamd) *ap
 	return app.New(st, obj, cd, m, slog.New(slog.DiscardHandler), app.Options{MaxSize: 100, MaxAttempts: 3, RetryMax: 2 * time.Second})
 }
 
+// The effects of an unscannable verdict: clamd's answer as the signature, an audit
+// entry saying why, and nothing of an infected file's (no event, no e-mail).
+func TestUnscannableEffects(t *testing.T) {
+	st := &fakeStore{file: pending()}
+	s := newScanner(t, st, &fakeObjects{}, fakeClamd{sig: "Heuristics.Encrypted.Zip"})
+	if err := s.Handle(context.Background(), uploaded(t), 1); err != nil {
+		t.Fatalf("Handle = %v, want done", err)
+	}
+	if len(st.verdicts) != 1 || st.verdicts[0].Scan != app.ScanUnscannable || st.verdicts[0].Signature != "Heuristics.Encrypted.Zip" {
+		t.Fatalf("verdicts %+v", st.verdicts)
+	}
+	fx := st.effects[0]
+	if fx.Event != nil || fx.NotifyOwner || fx.AuditAction != app.AuditActionUnscannable || !strings.Contains(fx.AuditDetail, "Heuristics.Encrypted.Zip") {
+		t.Errorf("effects %+v", fx)
+	}
+}
+
 func pending() app.File {
 	return app.File{ID: "f1", PackageID: "p1", Filename: "a.pdf", Size: 5, ObjectKey: "k", Scan: app.ScanPending,
 		Package: events.PackageHead{ID: "p1", Title: "T", RecipientEmail: "bob@example.com", OwnerUserID: 7, Direction: "inbound"}}
@@ -123,8 +140,15 @@ func TestHandle(t *testing.T) {
 		// scanner reads nothing of it and records nothing.
 		{name: "encrypted: recorded skipped, never read", file: func() app.File { f := pending(); f.Scan = app.ScanSkipped; return f }(),
 			deliveries: 1, action: consumer.Ack},
-		{name: "too big: skipped unread", file: func() app.File { f := pending(); f.Size = 101; return f }(), deliveries: 1,
-			action: consumer.Ack, verdicts: []string{"skipped"}},
+		{name: "too big: unscannable unread", file: func() app.File { f := pending(); f.Size = 101; return f }(), deliveries: 1,
+			action: consumer.Ack, verdicts: []string{"unscannable"}},
+		// What clamd could not judge is held, not malware: the object stays.
+		{name: "over clamd's limits: unscannable, object kept", file: pending(), clamd: fakeClamd{sig: "Heuristics.Limits.Exceeded.MaxScanSize"},
+			deliveries: 2, action: consumer.Ack, verdicts: []string{"unscannable"}, opened: 1},
+		{name: "encrypted archive: unscannable", file: pending(), clamd: fakeClamd{sig: "Heuristics.Encrypted.Zip"},
+			deliveries: 1, action: consumer.Ack, verdicts: []string{"unscannable"}, opened: 1},
+		{name: "no verdict in time: unscannable at once", file: pending(), clamd: fakeClamd{err: &app.UnscannableError{Reason: "no verdict within 2m0s"}},
+			deliveries: 1, action: consumer.Ack, verdicts: []string{"unscannable"}, opened: 1},
 		{name: "clamd down: retried, never counted", file: pending(), clamd: fakeClamd{err: unavailable}, deliveries: 10,
 			action: consumer.Nak, opened: 10},
 		{name: "clamd error: error after the attempts", file: pending(), clamd: fakeClamd{err: &app.ScanFailedError{Reply: "boom"}}, deliveries: 3,
@@ -186,5 +210,40 @@ func TestInfectedEffects(t *testing.T) {
 	}
 	if !bytes.Contains([]byte(fx.AuditDetail), []byte("a.pdf")) {
 		t.Errorf("audit detail %q lacks the file name", fx.AuditDetail)
+	}
+}
+
+// blockingClamd scans until release is closed.
+type blockingClamd struct{ started, release chan struct{} }
+
+func (c blockingClamd) Scan(context.Context, io.Reader) (string, error) {
+	c.started <- struct{}{}
+	<-c.release
+	return "", nil
+}
+
+// With its package's file in the one slot, the next file of the package is handed back
+// for a moment (a Nak with a short delay, not a failure), and nothing of it is read.
+func TestHandleDefersAPackageAtItsShare(t *testing.T) {
+	m, err := app.NewMetrics(prometheus.NewRegistry())
+	if err != nil {
+		t.Fatal(err)
+	}
+	cd := blockingClamd{started: make(chan struct{}), release: make(chan struct{})}
+	st, obj := &fakeStore{file: pending()}, &fakeObjects{}
+	s := app.New(st, obj, cd, m, slog.New(slog.DiscardHandler), app.Options{MaxSize: 100, Workers: 1})
+	done := make(chan error, 1)
+	go func() { done <- s.Handle(context.Background(), uploaded(t), 1) }()
+	<-cd.started
+	d := consumer.Decide(s.Handle(context.Background(), uploaded(t), 3))
+	if d.Action != consumer.Nak || d.Delay <= 0 || d.Delay > 5*time.Second || d.Reason != "" {
+		t.Errorf("second file of the package: %+v, want a Nak after a short delay", d)
+	}
+	close(cd.release)
+	if err := <-done; err != nil {
+		t.Fatalf("first file: %v", err)
+	}
+	if obj.opened != 1 {
+		t.Errorf("objects opened %d, want 1 (the deferred file is not read)", obj.opened)
 	}
 }

@@ -32,7 +32,8 @@ type Config struct {
 	S3               storage.Config
 	ClamdAddr        string        `env:"SHIPFILE_CLAMD_ADDR" default:"127.0.0.1:3310" help:"clamd's address: host:port, tcp://host:port, unix:/path or /path"`
 	Workers          int           `env:"SHIPFILE_SCAN_WORKERS" default:"4" help:"files this instance scans at once (each holds two chunks in memory)"`
-	MaxSize          int64         `env:"SHIPFILE_SCAN_MAX_SIZE" default:"1073741824" help:"larger files are not scanned but recorded 'skipped' (keep clamd's StreamMaxLength above it)"`
+	PackageShare     int           `env:"SHIPFILE_SCAN_PACKAGE_SHARE" default:"0" help:"scan slots the files of one package keep while files of other packages wait (0: half of SHIPFILE_SCAN_WORKERS, at least 1); alone, a package uses every slot"`
+	MaxSize          int64         `env:"SHIPFILE_SCAN_MAX_SIZE" default:"1073741824" help:"larger files are not scanned but recorded 'unscannable' (keep clamd's StreamMaxLength, MaxScanSize and MaxFileSize above it)"`
 	ChunkSize        int           `env:"SHIPFILE_SCAN_CHUNK_SIZE" default:"262144" help:"bytes of one INSTREAM chunk; a scan holds two (one read ahead while the other is sent)"`
 	ClamdTimeout     time.Duration `env:"SHIPFILE_CLAMD_TIMEOUT" default:"2m" help:"longest wait for clamd to take a chunk or give the verdict"`
 	MaxAttempts      int           `env:"SHIPFILE_SCAN_MAX_ATTEMPTS" default:"5" help:"failed attempts (clamd answered an error, the object could not be read) before a file is recorded 'error'; clamd being down is not counted"`
@@ -47,6 +48,9 @@ func (c *Config) Validate() error {
 	errs := []error{c.NATS.Validate()}
 	if _, _, err := transport.ParseClamdAddr(c.ClamdAddr); err != nil {
 		errs = append(errs, err)
+	}
+	if c.PackageShare < 0 {
+		errs = append(errs, errors.New("SHIPFILE_SCAN_PACKAGE_SHARE must not be negative"))
 	}
 	if c.Workers < 1 || c.MaxAttempts < 1 {
 		errs = append(errs, errors.New("SHIPFILE_SCAN_WORKERS and SHIPFILE_SCAN_MAX_ATTEMPTS must be at least 1"))
@@ -109,6 +113,7 @@ func New(_ context.Context, cfg Config, deps Deps) (*Service, error) {
 	objects := store.NewObjects(deps.Objects, cfg.QuarantineBucket)
 	scanner := app.New(store.New(deps.Pool, relay.Wake), objects, clamd, metrics, log, app.Options{
 		MaxSize: cfg.MaxSize, MaxAttempts: cfg.MaxAttempts, RetryMax: cfg.RetryMax,
+		Workers: cfg.Workers, PackageShare: cfg.PackageShare,
 	})
 	opts := transport.DefaultOptions()
 	opts.AckWait, opts.Workers, opts.ShutdownTimeout, opts.Metrics = cfg.AckWait, cfg.Workers, cfg.ShutdownTimeout, cm

@@ -171,10 +171,9 @@ func (c *Clamd) Scan(ctx context.Context, r io.Reader) (string, error) {
 		}
 		if errors.Is(err, os.ErrDeadlineExceeded) && c.Ping(ctx) == nil {
 			// clamd is up and answers others, but has not judged this stream in time
-			// (a file that makes it scan for too long): a failed attempt of this file,
-			// which after the attempts ends as 'error', not a wait for clamd that
-			// would keep the file pending for ever.
-			return "", &app.ScanFailedError{Reply: fmt.Sprintf("no verdict within %s (clamd answers PING)", c.cfg.Timeout)}
+			// (a file that makes it scan for too long): the file is unscannable, not a
+			// wait for clamd that would keep it pending for ever.
+			return "", &app.UnscannableError{Reason: fmt.Sprintf("no verdict within %s", c.cfg.Timeout)}
 		}
 		return "", fmt.Errorf("%w: no verdict: %w", app.ErrClamdUnavailable, err)
 	}
@@ -251,11 +250,14 @@ func readReply(conn net.Conn) (string, error) {
 	return string(bytes.TrimRight(b, "\x00\n")), nil
 }
 
-// parseReply reads INSTREAM's answer: "" for clean, the signature when infected, a
-// *app.ScanFailedError for an ERROR.
+// parseReply reads INSTREAM's answer: "" for clean, the name of what clamd found
+// (app.Judge tells malware from what it could not judge), an *app.UnscannableError for
+// a stream over clamd's StreamMaxLength, a *app.ScanFailedError for another ERROR.
 func parseReply(reply string) (string, error) {
 	body := strings.TrimPrefix(reply, "stream: ")
 	switch {
+	case strings.HasPrefix(body, "INSTREAM size limit exceeded"):
+		return "", &app.UnscannableError{Reason: "clamd: " + strings.TrimSuffix(body, " ERROR")}
 	case body == "OK":
 		return "", nil
 	case strings.HasSuffix(body, " FOUND"):

@@ -13,6 +13,7 @@ import (
 
 	"github.com/shipfile/shipfile/pkg/servicetest"
 	"github.com/shipfile/shipfile/services/scanner/internal/app"
+	"github.com/shipfile/shipfile/services/scanner/internal/testzip"
 )
 
 func TestParseClamdAddr(t *testing.T) {
@@ -48,7 +49,7 @@ func TestParseReply(t *testing.T) {
 		{"clean", "stream: OK", "", false},
 		{"found", "stream: Eicar-Test-Signature.UNOFFICIAL FOUND", "Eicar-Test-Signature.UNOFFICIAL", false},
 		{"official name", "stream: Win.Test.EICAR_HDB-1 FOUND", "Win.Test.EICAR_HDB-1", false},
-		{"size limit", "INSTREAM size limit exceeded. ERROR", "", true},
+		{"heuristics are names too", "stream: Heuristics.Limits.Exceeded.MaxFiles FOUND", "Heuristics.Limits.Exceeded.MaxFiles", false},
 		{"garbage", "what?", "", true},
 	}
 	for _, tt := range tests {
@@ -57,6 +58,52 @@ func TestParseReply(t *testing.T) {
 			var sf *app.ScanFailedError
 			if sig != tt.sig || errors.As(err, &sf) != tt.failed || (err != nil && !tt.failed) {
 				t.Errorf("parseReply(%q) = %q, %v", tt.reply, sig, err)
+			}
+		})
+	}
+	// A stream over clamd's StreamMaxLength was not judged: unscannable, not an error
+	// to try again.
+	var ue *app.UnscannableError
+	if _, err := parseReply("INSTREAM size limit exceeded. ERROR"); !errors.As(err, &ue) || !strings.Contains(ue.Reason, "size limit") {
+		t.Errorf("size limit: %v, want an UnscannableError", err)
+	}
+}
+
+// TestClamdAnswersForWhatItCannotJudge hands the clamd of make test (its shipped
+// configuration: scripts/dev.sh) an encrypted zip of EICAR and a zip of more files than
+// its MaxFiles with EICAR last: it names each (Heuristics.*), and Judge records them
+// 'unscannable'. A clamd without the Alert* options answers OK: 'clean'.
+func TestClamdAnswersForWhatItCannotJudge(t *testing.T) {
+	addr := os.Getenv("SHIPFILE_TEST_CLAMD_ADDR")
+	if addr == "" {
+		t.Fatal("SHIPFILE_TEST_CLAMD_ADDR is not set: run the tests through make test (scripts/dev.sh starts clamd)")
+	}
+	c, err := NewClamd(ClamdConfig{Addr: addr})
+	if err != nil {
+		t.Fatal(err)
+	}
+	encrypted, err := testzip.Encrypted("infected", eicar)
+	if err != nil {
+		t.Fatal(err)
+	}
+	many, err := testzip.ManyFiles(10001, eicar) // clamd's default MaxFiles is 10000
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct {
+		name, prefix string
+		zip          []byte
+	}{
+		{"encrypted", "Heuristics.Encrypted.Zip", encrypted},
+		{"too many files", "Heuristics.Limits.Exceeded.MaxFiles", many},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			sig, err := c.Scan(context.Background(), bytes.NewReader(tt.zip))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := app.Judge(sig); got != app.ScanUnscannable || !strings.HasPrefix(sig, tt.prefix) {
+				t.Errorf("clamd answered %q: %s, want %s… and unscannable", sig, got, tt.prefix)
 			}
 		})
 	}
@@ -158,11 +205,10 @@ func TestScanMemoryFlat(t *testing.T) {
 	}
 }
 
-// TestNoVerdictInTimeIsAFailedScan gives clamd of make test less time to judge a large
-// stream than it needs: clamd still answers PING, so it is a failed scan of this file
-// (counted toward its attempts, then 'error'), not clamd being down (which would keep
-// the file pending for ever).
-func TestNoVerdictInTimeIsAFailedScan(t *testing.T) {
+// TestNoVerdictInTimeIsUnscannable gives clamd of make test less time to judge a large
+// stream than it needs: clamd still answers PING, so the file is unscannable, not clamd
+// being down (which would keep the file pending for ever).
+func TestNoVerdictInTimeIsUnscannable(t *testing.T) {
 	addr := os.Getenv("SHIPFILE_TEST_CLAMD_ADDR")
 	if addr == "" {
 		t.Fatal("SHIPFILE_TEST_CLAMD_ADDR is not set: run the tests through make test (scripts/dev.sh starts clamd)")
@@ -172,11 +218,11 @@ func TestNoVerdictInTimeIsAFailedScan(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err = c.Scan(context.Background(), &patternReader{n: 160 << 20})
-	var sf *app.ScanFailedError
-	if !errors.As(err, &sf) || errors.Is(err, app.ErrClamdUnavailable) {
-		t.Fatalf("scan with too little time: %v, want a ScanFailedError", err)
+	var ue *app.UnscannableError
+	if !errors.As(err, &ue) || errors.Is(err, app.ErrClamdUnavailable) {
+		t.Fatalf("scan with too little time: %v, want an UnscannableError", err)
 	}
-	if !strings.Contains(sf.Reply, "no verdict") {
-		t.Errorf("reply %q", sf.Reply)
+	if !strings.Contains(ue.Reason, "no verdict") {
+		t.Errorf("reason %q", ue.Reason)
 	}
 }

@@ -103,7 +103,9 @@ func (c *Consumer) Run(ctx context.Context) error {
 		return consumer.Decide(c.scanner.Handle(ctx, msg.Data(), consumer.NumDelivered(msg)))
 	}, consumer.Options{Name: c.opts.Consumer, Log: c.log, Metrics: c.opts.Metrics, KeepAlive: c.opts.AckWait / 2})
 	g := consumer.NewGroup(ctx)
-	g.Pull(rt, cons, c.opts.Workers, consumer.PullOptions{Batch: 1, Wait: c.opts.FetchWait})
+	// One loop more than the scan slots (app.Slots): while every slot scans, it hands
+	// back the files of the packages that hold them and finds those of the others.
+	g.Pull(rt, cons, c.opts.Workers+1, consumer.PullOptions{Batch: 1, Wait: c.opts.FetchWait})
 	c.log.Info("scanner running", "workers", c.opts.Workers, "consumer", c.opts.Consumer, "stream", c.opts.Stream)
 	if g.Wait(c.opts.ShutdownTimeout) {
 		c.log.Warn("scans in flight outlived the shutdown timeout; handed back", "timeout", c.opts.ShutdownTimeout)
