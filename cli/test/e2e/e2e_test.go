@@ -66,7 +66,8 @@ type system struct {
 	store *storage.Store // the gateway's bucket
 }
 
-func startSystem(t *testing.T) *system {
+// startSystem starts a system whose gateway also gets gatewayEnv (SHIPFILE_*=…).
+func startSystem(t *testing.T, gatewayEnv ...string) *system {
 	t.Helper()
 	_, natsURL := servicetest.StartNATS(t)
 	// An empty database: shipctl and the gateway apply the migrations themselves.
@@ -109,8 +110,8 @@ func startSystem(t *testing.T) *system {
 	s.url = "http://" + ln.Addr().String()
 	s.proxy = newProxy(t, ln, s.gw)
 	s.ops = servicetest.FreeAddr(t)
-	servicetest.StartProcess(t, bins["gateway"], append(append([]string{}, s.env...),
-		"SHIPFILE_HTTP_ADDR="+s.gw, "SHIPFILE_OPS_ADDR="+s.ops, "SHIPFILE_PUBLIC_URL="+s.url))
+	servicetest.StartProcess(t, bins["gateway"], append(append(append([]string{}, s.env...),
+		"SHIPFILE_HTTP_ADDR="+s.gw, "SHIPFILE_OPS_ADDR="+s.ops, "SHIPFILE_PUBLIC_URL="+s.url), gatewayEnv...))
 	servicetest.WaitReady(t, s.ops)
 	return s
 }
@@ -242,6 +243,8 @@ type user struct {
 	t    *testing.T
 	home string
 	env  []string
+	// dir is the working directory of their commands; "" is the test's.
+	dir string
 }
 
 func newUser(t *testing.T) *user {
@@ -263,6 +266,7 @@ type result struct {
 // command prepares a run of shipfile with args, stdin as its standard input.
 func (u *user) command(stdin string, extraEnv []string, args ...string) (*exec.Cmd, *bytes.Buffer, *bytes.Buffer) {
 	cmd := exec.Command(bins["shipfile"], args...)
+	cmd.Dir = u.dir
 	cmd.Env = append(append(os.Environ(), u.env...), extraEnv...)
 	cmd.Stdin = strings.NewReader(stdin)
 	var out, errb bytes.Buffer
