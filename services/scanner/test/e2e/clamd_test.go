@@ -49,9 +49,18 @@ func clamdBin(t testing.TB) string {
 	return ""
 }
 
-// startClamd writes the test database and a clamd.conf into a temporary directory and
-// starts clamd, returning once it answers PING. It is stopped when the test ends.
-func startClamd(t testing.TB) *clamd {
+// clamdLimits are the size limits of the tests' clamd: above every file of the tests
+// but those that are meant to exceed them.
+const clamdLimits = "StreamMaxLength 200M\nMaxScanSize 200M\nMaxFileSize 200M\n"
+
+// clamdAlerts are the options every shipped clamd.conf sets (scripts/dev.sh,
+// docker-compose.yml, deploy/k8s): clamd names what it could not judge.
+const clamdAlerts = "AlertExceedsMax yes\nAlertEncrypted yes\nAlertEncryptedArchive yes\nAlertEncryptedDoc yes\nAlertBrokenExecutables yes\n"
+
+// startClamd writes the test database and a clamd.conf with limits (clamd.conf lines)
+// and the shipped Alert* options into a temporary directory and starts clamd, returning
+// once it answers PING. It is stopped when the test ends.
+func startClamd(t testing.TB, limits string) *clamd {
 	t.Helper()
 	dir := t.TempDir()
 	sigtool, err := exec.LookPath("sigtool")
@@ -74,8 +83,8 @@ func startClamd(t testing.TB) *clamd {
 	c := &clamd{t: t, bin: clamdBin(t), conf: filepath.Join(dir, "clamd.conf"), Addr: servicetest.FreeAddr(t)}
 	_, port, _ := net.SplitHostPort(c.Addr)
 	conf := fmt.Sprintf("Foreground yes\nDatabaseDirectory %s\nTCPSocket %s\nTCPAddr 127.0.0.1\nLogFile %s\nMaxThreads 4\n"+
-		"StreamMaxLength 200M\nMaxScanSize 200M\nMaxFileSize 200M\nSelfCheck 3600\n",
-		filepath.Join(dir, "db"), port, filepath.Join(dir, "clamd.log"))
+		"SelfCheck 3600\n%s%s",
+		filepath.Join(dir, "db"), port, filepath.Join(dir, "clamd.log"), limits, clamdAlerts)
 	if err := os.WriteFile(c.conf, []byte(conf), 0o644); err != nil {
 		t.Fatal(err)
 	}

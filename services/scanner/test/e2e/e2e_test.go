@@ -67,6 +67,12 @@ type system struct {
 // newSystem starts clamd and the gateway in scan mode mode (no scanner yet).
 func newSystem(t *testing.T, mode string) *system {
 	t.Helper()
+	return newSystemWith(t, mode, clamdLimits)
+}
+
+// newSystemWith is newSystem with clamd's size limits (clamd.conf lines).
+func newSystemWith(t *testing.T, mode, limits string) *system {
+	t.Helper()
 	_, natsURL := servicetest.StartNATS(t)
 	bucket := servicetest.Bucket(t)
 	var s3 storage.Config
@@ -75,7 +81,7 @@ func newSystem(t *testing.T, mode string) *system {
 	}
 	// An empty database: the gateway and shipctl apply the migrations themselves.
 	dbURL := pgtest.New(t, "empty", func(context.Context, string) error { return nil })
-	cd := startClamd(t)
+	cd := startClamd(t, limits)
 	common := []string{
 		"SHIPFILE_S3_ENDPOINT=" + s3.Endpoint, "SHIPFILE_S3_ACCESS_KEY=" + s3.AccessKey,
 		"SHIPFILE_S3_SECRET_KEY=" + s3.SecretKey, "SHIPFILE_S3_BUCKET=" + bucket.Bucket,
