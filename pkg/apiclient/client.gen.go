@@ -1152,7 +1152,7 @@ type LinkPackage struct {
 	Note              string             `json:"note"`
 	PasswordProtected bool               `json:"password_protected"`
 
-	// PublicKey An inbound `age` package's: the owner's age public key (`age1…`), to which every upload (and its manifest entry) is encrypted; null otherwise.
+	// PublicKey An inbound `age` package's: the age public key (`age1…`) the request was created with (its owner's key then, kept whatever key the owner sets later), to which every upload (and its manifest entry) is encrypted; null otherwise.
 	PublicKey *string          `json:"public_key"`
 	State     LinkPackageState `json:"state"`
 	Title     string           `json:"title"`

@@ -83,8 +83,9 @@ type Package struct {
 	// counts the files the package has recorded (the N of an encrypted file-N.age).
 	Encryption Encryption
 	FileSeq    int
-	// OwnerPublicKey is set when an encrypted file request is read through its link:
-	// the owner's age public key, to which every upload is encrypted.
+	// OwnerPublicKey is an encrypted file request's age public key (age1…): its
+	// owner's key when the request was created, kept with the package, to which every
+	// upload is encrypted whatever key the owner has since; "" for other packages.
 	OwnerPublicKey string
 }
 

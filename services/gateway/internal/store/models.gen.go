@@ -38,23 +38,25 @@ type AuditLog struct {
 }
 
 type File struct {
-	ID            uuid.UUID
-	PackageID     uuid.UUID
-	Filename      string
-	Size          int64
-	ContentType   string
-	Sha256        string
-	ObjectKey     string
-	UploadedBy    string
-	CreatedAt     time.Time
-	DownloadCount int32
-	Scan          string
-	ScanSignature string
-	ScannedAt     *time.Time
-	ScanAttempts  int32
-	RecipientID   *uuid.UUID
-	Encrypted     bool
-	Manifest      []byte
+	ID             uuid.UUID
+	PackageID      uuid.UUID
+	Filename       string
+	Size           int64
+	ContentType    string
+	Sha256         string
+	ObjectKey      string
+	UploadedBy     string
+	CreatedAt      time.Time
+	DownloadCount  int32
+	Scan           string
+	ScanSignature  string
+	ScannedAt      *time.Time
+	ScanAttempts   int32
+	RecipientID    *uuid.UUID
+	Encrypted      bool
+	Manifest       []byte
+	ScanReleasedBy *int64
+	ScanReleasedAt *time.Time
 }
 
 type LinkBudget struct {
@@ -174,6 +176,7 @@ type Package struct {
 	NotifyOwner    bool
 	Encryption     string
 	FileSeq        int32
+	PublicKey      *string
 }
 
 type PackageManifest struct {

@@ -38,7 +38,7 @@ func (s *Postgres) CreatePackage(ctx context.Context, p app.Package, fx app.Effe
 		RecipientName: p.RecipientName, Direction: string(p.Direction), State: string(p.State),
 		TtlDays: int32(p.TTLDays), Note: p.Note, CreatedAt: p.CreatedAt, ExpiresAt: p.ExpiresAt,
 		PasswordHash: nullString(p.PasswordHash), MaxDownloads: int32Ptr(p.MaxDownloads), NotifyOwner: p.NotifyOwner,
-		Encryption: encryptionOf(p),
+		Encryption: encryptionOf(p), PublicKey: nullString(p.OwnerPublicKey),
 	})
 	for i, r := range p.Recipients {
 		_ = q.InsertRecipient(ctx, InsertRecipientParams{
@@ -502,7 +502,7 @@ func toPackage(r Package) app.Package {
 		TTLDays: int(r.TtlDays), Note: r.Note, FileCount: int(r.FileCount), TotalSize: r.TotalSize,
 		CreatedAt: r.CreatedAt, FinalizedAt: r.FinalizedAt, ExpiresAt: r.ExpiresAt, RevokedAt: r.RevokedAt,
 		PasswordHash: deref(r.PasswordHash), MaxDownloads: intPtr(r.MaxDownloads), NotifyOwner: r.NotifyOwner,
-		Encryption: app.Encryption(r.Encryption), FileSeq: int(r.FileSeq),
+		Encryption: app.Encryption(r.Encryption), FileSeq: int(r.FileSeq), OwnerPublicKey: deref(r.PublicKey),
 	}
 }
 

@@ -64,8 +64,9 @@ WHERE t.id = u.id AND (t.last_used_at IS NULL OR t.last_used_at < u.at);
 
 -- name: InsertPackage :exec
 INSERT INTO packages (id, owner_user_id, title, recipient_email, recipient_name, direction, state,
-                      ttl_days, note, created_at, expires_at, password_hash, max_downloads, notify_owner, encryption)
-VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15);
+                      ttl_days, note, created_at, expires_at, password_hash, max_downloads, notify_owner, encryption,
+                      public_key)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16);
 
 -- name: ListPackages :many
 -- A page of packages, newest first, after the cursor (@after_created_at, @after_id);

@@ -292,7 +292,7 @@ func (q *Queries) ForgetOldUnlockFailures(ctx context.Context, arg ForgetOldUnlo
 }
 
 const getFile = `-- name: GetFile :one
-SELECT files.id, files.package_id, files.filename, files.size, files.content_type, files.sha256, files.object_key, files.uploaded_by, files.created_at, files.download_count, files.scan, files.scan_signature, files.scanned_at, files.scan_attempts, files.recipient_id, files.encrypted, files.manifest, coalesce(b.taken, 0)::bigint AS link_taken, coalesce(b.download_count, 0)::int AS link_downloads
+SELECT files.id, files.package_id, files.filename, files.size, files.content_type, files.sha256, files.object_key, files.uploaded_by, files.created_at, files.download_count, files.scan, files.scan_signature, files.scanned_at, files.scan_attempts, files.recipient_id, files.encrypted, files.manifest, files.scan_released_by, files.scan_released_at, coalesce(b.taken, 0)::bigint AS link_taken, coalesce(b.download_count, 0)::int AS link_downloads
 FROM files
 LEFT JOIN link_budgets b ON b.file_id = files.id AND b.link_hash = $1::bytea
 WHERE files.package_id = $2 AND files.id = $3
@@ -331,6 +331,8 @@ func (q *Queries) GetFile(ctx context.Context, arg GetFileParams) (GetFileRow, e
 		&i.File.RecipientID,
 		&i.File.Encrypted,
 		&i.File.Manifest,
+		&i.File.ScanReleasedBy,
+		&i.File.ScanReleasedAt,
 		&i.LinkTaken,
 		&i.LinkDownloads,
 	)
@@ -338,7 +340,7 @@ func (q *Queries) GetFile(ctx context.Context, arg GetFileParams) (GetFileRow, e
 }
 
 const getPackage = `-- name: GetPackage :one
-SELECT id, owner_user_id, title, recipient_email, recipient_name, direction, state, ttl_days, note, file_count, total_size, created_at, finalized_at, expires_at, revoked_at, password_hash, max_downloads, notify_owner, encryption, file_seq FROM packages WHERE id = $1
+SELECT id, owner_user_id, title, recipient_email, recipient_name, direction, state, ttl_days, note, file_count, total_size, created_at, finalized_at, expires_at, revoked_at, password_hash, max_downloads, notify_owner, encryption, file_seq, public_key FROM packages WHERE id = $1
 `
 
 func (q *Queries) GetPackage(ctx context.Context, id uuid.UUID) (Package, error) {
@@ -365,6 +367,7 @@ func (q *Queries) GetPackage(ctx context.Context, id uuid.UUID) (Package, error)
 		&i.NotifyOwner,
 		&i.Encryption,
 		&i.FileSeq,
+		&i.PublicKey,
 	)
 	return i, err
 }
@@ -528,8 +531,9 @@ func (q *Queries) InsertFile(ctx context.Context, arg InsertFileParams) error {
 
 const insertPackage = `-- name: InsertPackage :exec
 INSERT INTO packages (id, owner_user_id, title, recipient_email, recipient_name, direction, state,
-                      ttl_days, note, created_at, expires_at, password_hash, max_downloads, notify_owner, encryption)
-VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)
+                      ttl_days, note, created_at, expires_at, password_hash, max_downloads, notify_owner, encryption,
+                      public_key)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16)
 `
 
 type InsertPackageParams struct {
@@ -548,6 +552,7 @@ type InsertPackageParams struct {
 	MaxDownloads   *int32
 	NotifyOwner    bool
 	Encryption     string
+	PublicKey      *string
 }
 
 func (q *Queries) InsertPackage(ctx context.Context, arg InsertPackageParams) error {
@@ -567,6 +572,7 @@ func (q *Queries) InsertPackage(ctx context.Context, arg InsertPackageParams) er
 		arg.MaxDownloads,
 		arg.NotifyOwner,
 		arg.Encryption,
+		arg.PublicKey,
 	)
 	return err
 }
@@ -731,7 +737,7 @@ func (q *Queries) ListAudit(ctx context.Context, arg ListAuditParams) ([]AuditLo
 }
 
 const listFiles = `-- name: ListFiles :many
-SELECT files.id, files.package_id, files.filename, files.size, files.content_type, files.sha256, files.object_key, files.uploaded_by, files.created_at, files.download_count, files.scan, files.scan_signature, files.scanned_at, files.scan_attempts, files.recipient_id, files.encrypted, files.manifest, coalesce(b.taken, 0)::bigint AS link_taken, coalesce(b.download_count, 0)::int AS link_downloads
+SELECT files.id, files.package_id, files.filename, files.size, files.content_type, files.sha256, files.object_key, files.uploaded_by, files.created_at, files.download_count, files.scan, files.scan_signature, files.scanned_at, files.scan_attempts, files.recipient_id, files.encrypted, files.manifest, files.scan_released_by, files.scan_released_at, coalesce(b.taken, 0)::bigint AS link_taken, coalesce(b.download_count, 0)::int AS link_downloads
 FROM files
 LEFT JOIN link_budgets b ON b.file_id = files.id AND b.link_hash = $1::bytea
 WHERE files.package_id = $2 ORDER BY files.created_at, files.id
@@ -778,6 +784,8 @@ func (q *Queries) ListFiles(ctx context.Context, arg ListFilesParams) ([]ListFil
 			&i.File.RecipientID,
 			&i.File.Encrypted,
 			&i.File.Manifest,
+			&i.File.ScanReleasedBy,
+			&i.File.ScanReleasedAt,
 			&i.LinkTaken,
 			&i.LinkDownloads,
 		); err != nil {
@@ -792,7 +800,7 @@ func (q *Queries) ListFiles(ctx context.Context, arg ListFilesParams) ([]ListFil
 }
 
 const listPackages = `-- name: ListPackages :many
-SELECT id, owner_user_id, title, recipient_email, recipient_name, direction, state, ttl_days, note, file_count, total_size, created_at, finalized_at, expires_at, revoked_at, password_hash, max_downloads, notify_owner, encryption, file_seq FROM packages
+SELECT id, owner_user_id, title, recipient_email, recipient_name, direction, state, ttl_days, note, file_count, total_size, created_at, finalized_at, expires_at, revoked_at, password_hash, max_downloads, notify_owner, encryption, file_seq, public_key FROM packages
 WHERE ($1::bigint IS NULL OR owner_user_id = $1)
   AND ($2::text IS NULL OR state = $2)
   AND ($3::text IS NULL OR direction = $3)
@@ -850,6 +858,7 @@ func (q *Queries) ListPackages(ctx context.Context, arg ListPackagesParams) ([]P
 			&i.NotifyOwner,
 			&i.Encryption,
 			&i.FileSeq,
+			&i.PublicKey,
 		); err != nil {
 			return nil, err
 		}
@@ -1110,7 +1119,7 @@ func (q *Queries) LockActiveAdmins(ctx context.Context) ([]int64, error) {
 }
 
 const lockPackage = `-- name: LockPackage :one
-SELECT id, owner_user_id, title, recipient_email, recipient_name, direction, state, ttl_days, note, file_count, total_size, created_at, finalized_at, expires_at, revoked_at, password_hash, max_downloads, notify_owner, encryption, file_seq FROM packages WHERE id = $1 FOR UPDATE
+SELECT id, owner_user_id, title, recipient_email, recipient_name, direction, state, ttl_days, note, file_count, total_size, created_at, finalized_at, expires_at, revoked_at, password_hash, max_downloads, notify_owner, encryption, file_seq, public_key FROM packages WHERE id = $1 FOR UPDATE
 `
 
 func (q *Queries) LockPackage(ctx context.Context, id uuid.UUID) (Package, error) {
@@ -1137,6 +1146,7 @@ func (q *Queries) LockPackage(ctx context.Context, id uuid.UUID) (Package, error
 		&i.NotifyOwner,
 		&i.Encryption,
 		&i.FileSeq,
+		&i.PublicKey,
 	)
 	return i, err
 }
@@ -1201,7 +1211,7 @@ func (q *Queries) ObjectsDeleted(ctx context.Context, keys []string) error {
 }
 
 const packageByLink = `-- name: PackageByLink :one
-SELECT packages.id, packages.owner_user_id, packages.title, packages.recipient_email, packages.recipient_name, packages.direction, packages.state, packages.ttl_days, packages.note, packages.file_count, packages.total_size, packages.created_at, packages.finalized_at, packages.expires_at, packages.revoked_at, packages.password_hash, packages.max_downloads, packages.notify_owner, packages.encryption, packages.file_seq, r.id, r.package_id, r.position, r.email, r.name, r.link_hash, r.link_state, r.use_count, r.last_used_at, r.download_count, r.created_at, r.revoked_at,
+SELECT packages.id, packages.owner_user_id, packages.title, packages.recipient_email, packages.recipient_name, packages.direction, packages.state, packages.ttl_days, packages.note, packages.file_count, packages.total_size, packages.created_at, packages.finalized_at, packages.expires_at, packages.revoked_at, packages.password_hash, packages.max_downloads, packages.notify_owner, packages.encryption, packages.file_seq, packages.public_key, r.id, r.package_id, r.position, r.email, r.name, r.link_hash, r.link_state, r.use_count, r.last_used_at, r.download_count, r.created_at, r.revoked_at,
        (packages.direction = 'outbound' AND packages.max_downloads IS NOT NULL AND packages.file_count > 0
         AND NOT EXISTS (SELECT 1 FROM files f
                         LEFT JOIN link_budgets b ON b.file_id = f.id AND b.link_hash = r.link_hash
@@ -1245,6 +1255,7 @@ func (q *Queries) PackageByLink(ctx context.Context, linkHash []byte) (PackageBy
 		&i.Package.NotifyOwner,
 		&i.Package.Encryption,
 		&i.Package.FileSeq,
+		&i.Package.PublicKey,
 		&i.Recipient.ID,
 		&i.Recipient.PackageID,
 		&i.Recipient.Position,

@@ -98,9 +98,6 @@ func (s *Links) ViewLink(ctx context.Context, token string, client app.Client) (
 		p.TotalSize -= f.Size
 		return true
 	})
-	if p.OwnerPublicKey, err = s.p.OwnerPublicKey(ctx, p); err != nil {
-		return app.Package{}, nil, err
-	}
 	err = s.store.RecordLinkUse(ctx, p.LinkHash, app.Effects{Audit: []app.AuditEntry{p.LinkAudit(client, "link.view", nil)}})
 	return p, files, err
 }

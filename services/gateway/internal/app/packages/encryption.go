@@ -67,26 +67,12 @@ func (s *Packages) Key(ctx context.Context, u app.User) (app.UserKey, error) {
 	return k, err
 }
 
-// requireKey checks that the owner of a new encrypted file request has a key.
-func (s *Packages) requireKey(ctx context.Context, owner app.User) error {
-	if _, err := s.store.GetUserKey(ctx, owner.ID); err != nil {
-		if errors.Is(err, app.ErrNotFound) {
-			return app.ErrNoKey
-		}
-		return err
-	}
-	return nil
-}
-
-// OwnerPublicKey is the public key uploads through an encrypted file request's link
-// are encrypted to: its owner's, "" when the package takes no encrypted uploads.
-func (s *Packages) OwnerPublicKey(ctx context.Context, p app.Package) (string, error) {
-	if !p.Encrypted() || p.Direction != app.Inbound {
-		return "", nil
-	}
-	k, err := s.store.GetUserKey(ctx, p.OwnerUserID)
+// requestKey returns the public key a new encrypted file request of owner keeps: the
+// owner's key of now (app.ErrNoKey: none set up).
+func (s *Packages) requestKey(ctx context.Context, owner app.User) (string, error) {
+	k, err := s.store.GetUserKey(ctx, owner.ID)
 	if errors.Is(err, app.ErrNotFound) {
-		return "", nil
+		return "", app.ErrNoKey
 	}
 	return k.PublicKey, err
 }

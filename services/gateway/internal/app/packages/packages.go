@@ -142,7 +142,7 @@ func (s *Packages) Create(ctx context.Context, owner app.User, client app.Client
 		}
 	}
 	if p.Encrypted() && p.Direction == app.Inbound {
-		if err := s.requireKey(ctx, owner); err != nil {
+		if p.OwnerPublicKey, err = s.requestKey(ctx, owner); err != nil {
 			return app.Package{}, err
 		}
 	}
