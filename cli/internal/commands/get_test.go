@@ -260,6 +260,26 @@ func TestGetWaitsForTheScan(t *testing.T) {
 			t.Fatalf("a held file left %q", got)
 		}
 	})
+	t.Run("an encrypted file still pending leaves nothing", func(t *testing.T) {
+		id, err := age.GenerateX25519Identity()
+		if err != nil {
+			t.Fatal(err)
+		}
+		var cipher bytes.Buffer
+		w, _ := age.Encrypt(&cipher, id.Recipient())
+		_, _ = w.Write([]byte("secret"))
+		_ = w.Close()
+		l := &fakeLink{title: "t", encryption: apiclient.EncryptionAge, files: []fakeFile{{name: "file-1.age", body: cipher.Bytes(), scan: "skipped", held: 1000}}}
+		link := l.serve(t)
+		dir := t.TempDir()
+		code, _, stderr := runMain(t, "", "get", link+"#"+id.String(), "-o", dir, "--wait", "1s")
+		if code != ExitFailed || !strings.Contains(stderr, "still being checked for malware") {
+			t.Fatalf("get: exit %d, stderr %q", code, stderr)
+		}
+		if got := names(t, dir); len(got) != 0 {
+			t.Fatalf("a held encrypted file left %q", got)
+		}
+	})
 	t.Run("could not be checked: fails at once", func(t *testing.T) {
 		for _, state := range []string{"unscannable", "error"} {
 			l := &fakeLink{title: "t", encryption: apiclient.EncryptionNone, files: []fakeFile{{name: "a.zip", body: []byte("zip"), scan: state,

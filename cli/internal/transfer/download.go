@@ -156,11 +156,19 @@ func (t *Tee) write(p []byte) {
 // bytes as they come.
 func (d *Downloader) Fetch(ctx context.Context, token string, file apiclient.LinkFile, part, name string, tee *Tee) (Downloaded, error) {
 	out := Downloaded{Path: part}
-	f, err := openPart(part)
+	f, created, err := openPart(part)
 	if err != nil {
 		return out, err
 	}
 	defer f.Close()
+	if created {
+		defer func() {
+			if out.Received == 0 && out.SHA256 == "" {
+				f.Close()
+				_ = os.Remove(part) // refused before a byte came: nothing to go on from
+			}
+		}()
+	}
 	fi, err := f.Stat()
 	if err != nil {
 		return out, &localError{err}

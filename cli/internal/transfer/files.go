@@ -9,20 +9,21 @@ import (
 
 // openPart opens the part file at path for reading and writing, never through a
 // symbolic link: an earlier run's part (to go on from), or else a new file, created
-// exclusively. Anything but a regular file there is refused.
-func openPart(path string) (*os.File, error) {
+// exclusively (created says so). Anything but a regular file there is refused.
+func openPart(path string) (f *os.File, created bool, err error) {
 	if _, err := Existing(path); err != nil {
-		return nil, err
+		return nil, false, err
 	}
-	f, err := os.OpenFile(path, os.O_RDWR|oNoFollow, 0)
+	f, err = os.OpenFile(path, os.O_RDWR|oNoFollow, 0)
 	if errors.Is(err, fs.ErrNotExist) {
 		f, err = os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_EXCL|oNoFollow, 0o644)
+		created = err == nil
 	}
 	if err != nil {
 		if isSymlinkRefusal(err) {
-			return nil, &localError{fmt.Errorf("%s is a symbolic link: not written through; remove it and run again", path)}
+			return nil, false, &localError{fmt.Errorf("%s is a symbolic link: not written through; remove it and run again", path)}
 		}
-		return nil, &localError{err}
+		return nil, false, &localError{err}
 	}
 	fi, err := f.Stat()
 	if err == nil && !fi.Mode().IsRegular() {
@@ -30,9 +31,9 @@ func openPart(path string) (*os.File, error) {
 	}
 	if err != nil {
 		f.Close()
-		return nil, &localError{err}
+		return nil, false, &localError{err}
 	}
-	return f, nil
+	return f, created, nil
 }
 
 // Existing describes what is at path without following a symbolic link: nil when
