@@ -41,9 +41,9 @@ func (e *ScanError) Error() string {
 		}
 		return fmt.Sprintf("still being checked for malware after waiting %s (scan: pending): %s; run the same command again later, or wait longer with --wait", e.Waited, detail)
 	case ScanUnscannable:
-		return fmt.Sprintf("not downloaded: it could not be checked for malware (scan: unscannable; its owner can release it): %s", detail)
+		return fmt.Sprintf("not downloaded: it could not be checked for malware (scan: unscannable; the package's owner can release it): %s", detail)
 	case ScanFailed:
-		return fmt.Sprintf("not downloaded: its check for malware failed (scan: error; its owner can release it): %s", detail)
+		return fmt.Sprintf("not downloaded: its check for malware failed (scan: error; the package's owner can release it): %s", detail)
 	case ScanInfected:
 		return fmt.Sprintf("not downloaded: malware found (scan: infected): %s", detail)
 	}
