@@ -170,11 +170,12 @@ func (e EventType) Valid() bool {
 
 // Defines values for FileScan.
 const (
-	FileScanClean    FileScan = "clean"
-	FileScanError    FileScan = "error"
-	FileScanInfected FileScan = "infected"
-	FileScanPending  FileScan = "pending"
-	FileScanSkipped  FileScan = "skipped"
+	FileScanClean       FileScan = "clean"
+	FileScanError       FileScan = "error"
+	FileScanInfected    FileScan = "infected"
+	FileScanPending     FileScan = "pending"
+	FileScanSkipped     FileScan = "skipped"
+	FileScanUnscannable FileScan = "unscannable"
 )
 
 // Valid indicates whether the value is a known member of the FileScan enum.
@@ -189,6 +190,8 @@ func (e FileScan) Valid() bool {
 	case FileScanPending:
 		return true
 	case FileScanSkipped:
+		return true
+	case FileScanUnscannable:
 		return true
 	default:
 		return false
@@ -257,11 +260,12 @@ func (e FinalizedPackageState) Valid() bool {
 
 // Defines values for LinkFileScan.
 const (
-	LinkFileScanClean    LinkFileScan = "clean"
-	LinkFileScanError    LinkFileScan = "error"
-	LinkFileScanInfected LinkFileScan = "infected"
-	LinkFileScanPending  LinkFileScan = "pending"
-	LinkFileScanSkipped  LinkFileScan = "skipped"
+	LinkFileScanClean       LinkFileScan = "clean"
+	LinkFileScanError       LinkFileScan = "error"
+	LinkFileScanInfected    LinkFileScan = "infected"
+	LinkFileScanPending     LinkFileScan = "pending"
+	LinkFileScanSkipped     LinkFileScan = "skipped"
+	LinkFileScanUnscannable LinkFileScan = "unscannable"
 )
 
 // Valid indicates whether the value is a known member of the LinkFileScan enum.
@@ -276,6 +280,8 @@ func (e LinkFileScan) Valid() bool {
 	case LinkFileScanPending:
 		return true
 	case LinkFileScanSkipped:
+		return true
+	case LinkFileScanUnscannable:
 		return true
 	default:
 		return false
@@ -450,6 +456,27 @@ func (e RecipientLinkState) Valid() bool {
 	case RecipientLinkStateNone:
 		return true
 	case RecipientLinkStateRevoked:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for ScanHeldScan.
+const (
+	ScanHeldScanError       ScanHeldScan = "error"
+	ScanHeldScanPending     ScanHeldScan = "pending"
+	ScanHeldScanUnscannable ScanHeldScan = "unscannable"
+)
+
+// Valid indicates whether the value is a known member of the ScanHeldScan enum.
+func (e ScanHeldScan) Valid() bool {
+	switch e {
+	case ScanHeldScanError:
+		return true
+	case ScanHeldScanPending:
+		return true
+	case ScanHeldScanUnscannable:
 		return true
 	default:
 		return false
@@ -959,14 +986,23 @@ type File struct {
 	// RecipientId The recipient whose link the file was uploaded through; null for the owner's files.
 	RecipientId *openapi_types.UUID `json:"recipient_id"`
 
-	// Scan The malware scan (SPEC "Malware scanning"): `pending` until the scanner has checked the file;
-	// `clean`; `infected` (never served through the link, its object removed); `error` (could not be
-	// scanned after the retries); `skipped` (over `SHIPFILE_SCAN_MAX_SIZE`, end-to-end encrypted, or
-	// stored before scanning was set up). With `SHIPFILE_SCAN=block` the link serves a file only when
-	// `clean` or `skipped`.
+	// Scan The malware scan: `pending` until the scanner has checked the file; `clean`; `infected` (never
+	// served through the link, its object removed); `error` (could not be scanned after the retries);
+	// `unscannable` (clamd could not judge it: over its limits or `SHIPFILE_SCAN_MAX_SIZE`, an
+	// encrypted archive or document, too many files or too deep, a scan that timed out); `skipped`
+	// (end-to-end encrypted, or stored before scanning was set up). With `SHIPFILE_SCAN=block` the
+	// link serves a file only when `clean`, `skipped`, or `unscannable`/`error` and released (`POST
+	// /api/v1/packages/{id}/files/{file_id}/release`); a file a stranger uploaded through a request
+	// link is served to the owner on the same terms (409 with `scan` otherwise).
 	Scan FileScan `json:"scan"`
 
-	// ScanSignature What clamd found, when `infected` (e.g. `Eicar-Test-Signature`); else null.
+	// ScanReleasedAt When the file was released; null when not released.
+	ScanReleasedAt *time.Time `json:"scan_released_at"`
+
+	// ScanReleasedBy The user who released the file (`unscannable` or `error`) so that it is served unchecked; null when not released.
+	ScanReleasedBy *int64 `json:"scan_released_by"`
+
+	// ScanSignature What clamd answered, when `infected` (e.g. `Eicar-Test-Signature`) or `unscannable` (e.g. `Heuristics.Encrypted.Zip`); else null.
 	ScanSignature *string `json:"scan_signature"`
 
 	// ScannedAt When the verdict was recorded; null while pending.
@@ -978,11 +1014,14 @@ type File struct {
 	UploadedBy FileUploadedBy `json:"uploaded_by"`
 }
 
-// FileScan The malware scan (SPEC "Malware scanning"): `pending` until the scanner has checked the file;
-// `clean`; `infected` (never served through the link, its object removed); `error` (could not be
-// scanned after the retries); `skipped` (over `SHIPFILE_SCAN_MAX_SIZE`, end-to-end encrypted, or
-// stored before scanning was set up). With `SHIPFILE_SCAN=block` the link serves a file only when
-// `clean` or `skipped`.
+// FileScan The malware scan: `pending` until the scanner has checked the file; `clean`; `infected` (never
+// served through the link, its object removed); `error` (could not be scanned after the retries);
+// `unscannable` (clamd could not judge it: over its limits or `SHIPFILE_SCAN_MAX_SIZE`, an
+// encrypted archive or document, too many files or too deep, a scan that timed out); `skipped`
+// (end-to-end encrypted, or stored before scanning was set up). With `SHIPFILE_SCAN=block` the
+// link serves a file only when `clean`, `skipped`, or `unscannable`/`error` and released (`POST
+// /api/v1/packages/{id}/files/{file_id}/release`); a file a stranger uploaded through a request
+// link is served to the owner on the same terms (409 with `scan` otherwise).
 type FileScan string
 
 // FileUploadedBy defines model for File.UploadedBy.
@@ -1095,14 +1134,23 @@ type LinkFile struct {
 	// RecipientId The recipient whose link the file was uploaded through; null for the owner's files.
 	RecipientId *openapi_types.UUID `json:"recipient_id"`
 
-	// Scan The malware scan (SPEC "Malware scanning"): `pending` until the scanner has checked the file;
-	// `clean`; `infected` (never served through the link, its object removed); `error` (could not be
-	// scanned after the retries); `skipped` (over `SHIPFILE_SCAN_MAX_SIZE`, end-to-end encrypted, or
-	// stored before scanning was set up). With `SHIPFILE_SCAN=block` the link serves a file only when
-	// `clean` or `skipped`.
+	// Scan The malware scan: `pending` until the scanner has checked the file; `clean`; `infected` (never
+	// served through the link, its object removed); `error` (could not be scanned after the retries);
+	// `unscannable` (clamd could not judge it: over its limits or `SHIPFILE_SCAN_MAX_SIZE`, an
+	// encrypted archive or document, too many files or too deep, a scan that timed out); `skipped`
+	// (end-to-end encrypted, or stored before scanning was set up). With `SHIPFILE_SCAN=block` the
+	// link serves a file only when `clean`, `skipped`, or `unscannable`/`error` and released (`POST
+	// /api/v1/packages/{id}/files/{file_id}/release`); a file a stranger uploaded through a request
+	// link is served to the owner on the same terms (409 with `scan` otherwise).
 	Scan LinkFileScan `json:"scan"`
 
-	// ScanSignature What clamd found, when `infected` (e.g. `Eicar-Test-Signature`); else null.
+	// ScanReleasedAt When the file was released; null when not released.
+	ScanReleasedAt *time.Time `json:"scan_released_at"`
+
+	// ScanReleasedBy The user who released the file (`unscannable` or `error`) so that it is served unchecked; null when not released.
+	ScanReleasedBy *int64 `json:"scan_released_by"`
+
+	// ScanSignature What clamd answered, when `infected` (e.g. `Eicar-Test-Signature`) or `unscannable` (e.g. `Heuristics.Encrypted.Zip`); else null.
 	ScanSignature *string `json:"scan_signature"`
 
 	// ScannedAt When the verdict was recorded; null while pending.
@@ -1114,11 +1162,14 @@ type LinkFile struct {
 	UploadedBy LinkFileUploadedBy `json:"uploaded_by"`
 }
 
-// LinkFileScan The malware scan (SPEC "Malware scanning"): `pending` until the scanner has checked the file;
-// `clean`; `infected` (never served through the link, its object removed); `error` (could not be
-// scanned after the retries); `skipped` (over `SHIPFILE_SCAN_MAX_SIZE`, end-to-end encrypted, or
-// stored before scanning was set up). With `SHIPFILE_SCAN=block` the link serves a file only when
-// `clean` or `skipped`.
+// LinkFileScan The malware scan: `pending` until the scanner has checked the file; `clean`; `infected` (never
+// served through the link, its object removed); `error` (could not be scanned after the retries);
+// `unscannable` (clamd could not judge it: over its limits or `SHIPFILE_SCAN_MAX_SIZE`, an
+// encrypted archive or document, too many files or too deep, a scan that timed out); `skipped`
+// (end-to-end encrypted, or stored before scanning was set up). With `SHIPFILE_SCAN=block` the
+// link serves a file only when `clean`, `skipped`, or `unscannable`/`error` and released (`POST
+// /api/v1/packages/{id}/files/{file_id}/release`); a file a stranger uploaded through a request
+// link is served to the owner on the same terms (409 with `scan` otherwise).
 type LinkFileScan string
 
 // LinkFileUploadedBy defines model for LinkFile.UploadedBy.
@@ -1350,6 +1401,19 @@ type RecipientInput struct {
 type Redelivery struct {
 	DeliveryId openapi_types.UUID `json:"delivery_id"`
 }
+
+// ScanHeld An error; when the malware scan holds the file back (`SHIPFILE_SCAN=block`), `scan` is the file's
+// state (`pending`, `unscannable` or `error`). Other conflicts carry `detail` alone.
+type ScanHeld struct {
+	// Detail Example: this file is being checked for malware; try again shortly
+	Detail string `json:"detail"`
+
+	// Scan The file's scan state, present when the scan holds the file back.
+	Scan *ScanHeldScan `json:"scan,omitempty"`
+}
+
+// ScanHeldScan The file's scan state, present when the scan holds the file back.
+type ScanHeldScan string
 
 // Token defines model for Token.
 type Token struct {
@@ -1634,8 +1698,9 @@ type PasswordBusy = Error
 // RecipientFile defines model for RecipientFile.
 type RecipientFile = Error
 
-// ScanPending defines model for ScanPending.
-type ScanPending = Error
+// ScanPending An error; when the malware scan holds the file back (`SHIPFILE_SCAN=block`), `scan` is the file's
+// state (`pending`, `unscannable` or `error`). Other conflicts carry `detail` alone.
+type ScanPending = ScanHeld
 
 // TooLarge defines model for TooLarge.
 type TooLarge = Error
@@ -2400,9 +2465,23 @@ type ClientInterface interface {
 	// DownloadPackageFile Download a file (owner or admin)
 	//
 	// An expired package still lists its files, but their bytes are deleted from storage (409 naming the state).
+	// With `SHIPFILE_SCAN=block` a file a stranger uploaded through a request link (`uploaded_by: recipient`)
+	// is served only once `clean`, `skipped` or released: before, 409 with its `scan` state, and
+	// `Retry-After` while `pending`.
 	//
 	// Corresponds with GET /api/v1/packages/{id}/files/{file_id}/content (the `DownloadPackageFile` operationId).
 	DownloadPackageFile(ctx context.Context, id openapi_types.UUID, fileId openapi_types.UUID, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ReleasePackageFile Release a file the malware scan could not judge (owner or admin)
+	//
+	// Only for a file whose `scan` is `unscannable` or `error`: with `SHIPFILE_SCAN=block` such a file is held
+	// (through the link, and to the owner when a stranger uploaded it) until released; released, it is
+	// served as a clean one would be. The file records who released it and when (`scan_released_by`,
+	// `scan_released_at`) and the audit log has a `file.release` entry. A file released already is
+	// answered as it is.
+	//
+	// Corresponds with POST /api/v1/packages/{id}/files/{file_id}/release (the `ReleasePackageFile` operationId).
+	ReleasePackageFile(ctx context.Context, id openapi_types.UUID, fileId openapi_types.UUID, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// FinalizePackage Seal a draft, mint one magic link per recipient and e-mail each their own
 	//
@@ -3444,10 +3523,34 @@ func (c *Client) DeletePackageFile(ctx context.Context, id openapi_types.UUID, f
 // DownloadPackageFile Download a file (owner or admin)
 //
 // An expired package still lists its files, but their bytes are deleted from storage (409 naming the state).
+// With `SHIPFILE_SCAN=block` a file a stranger uploaded through a request link (`uploaded_by: recipient`)
+// is served only once `clean`, `skipped` or released: before, 409 with its `scan` state, and
+// `Retry-After` while `pending`.
 //
 // Corresponds with GET /api/v1/packages/{id}/files/{file_id}/content (the `DownloadPackageFile` operationId).
 func (c *Client) DownloadPackageFile(ctx context.Context, id openapi_types.UUID, fileId openapi_types.UUID, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewDownloadPackageFileRequest(c.Server, id, fileId)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ReleasePackageFile Release a file the malware scan could not judge (owner or admin)
+//
+// Only for a file whose `scan` is `unscannable` or `error`: with `SHIPFILE_SCAN=block` such a file is held
+// (through the link, and to the owner when a stranger uploaded it) until released; released, it is
+// served as a clean one would be. The file records who released it and when (`scan_released_by`,
+// `scan_released_at`) and the audit log has a `file.release` entry. A file released already is
+// answered as it is.
+//
+// Corresponds with POST /api/v1/packages/{id}/files/{file_id}/release (the `ReleasePackageFile` operationId).
+func (c *Client) ReleasePackageFile(ctx context.Context, id openapi_types.UUID, fileId openapi_types.UUID, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewReleasePackageFileRequest(c.Server, id, fileId)
 	if err != nil {
 		return nil, err
 	}
@@ -5747,6 +5850,47 @@ func NewDownloadPackageFileRequest(server string, id openapi_types.UUID, fileId 
 	return req, nil
 }
 
+// NewReleasePackageFileRequest constructs an http.Request for the ReleasePackageFile method
+func NewReleasePackageFileRequest(server string, id openapi_types.UUID, fileId openapi_types.UUID) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: "uuid"})
+	if err != nil {
+		return nil, err
+	}
+
+	var pathParam1 string
+
+	pathParam1, err = runtime.StyleParamWithOptions("simple", false, "file_id", fileId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: "uuid"})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/v1/packages/%s/files/%s/release", pathParam0, pathParam1)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
 // NewFinalizePackageRequest constructs an http.Request for the FinalizePackage method
 func NewFinalizePackageRequest(server string, id openapi_types.UUID) (*http.Request, error) {
 	var err error
@@ -6848,11 +6992,27 @@ type ClientWithResponsesInterface interface {
 	// DownloadPackageFileWithResponse Download a file (owner or admin)
 	//
 	// An expired package still lists its files, but their bytes are deleted from storage (409 naming the state).
+	// With `SHIPFILE_SCAN=block` a file a stranger uploaded through a request link (`uploaded_by: recipient`)
+	// is served only once `clean`, `skipped` or released: before, 409 with its `scan` state, and
+	// `Retry-After` while `pending`.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with GET /api/v1/packages/{id}/files/{file_id}/content (the `DownloadPackageFile` operationId).
 	DownloadPackageFileWithResponse(ctx context.Context, id openapi_types.UUID, fileId openapi_types.UUID, reqEditors ...RequestEditorFn) (*DownloadPackageFileResponse, error)
+
+	// ReleasePackageFileWithResponse Release a file the malware scan could not judge (owner or admin)
+	//
+	// Only for a file whose `scan` is `unscannable` or `error`: with `SHIPFILE_SCAN=block` such a file is held
+	// (through the link, and to the owner when a stranger uploaded it) until released; released, it is
+	// served as a clean one would be. The file records who released it and when (`scan_released_by`,
+	// `scan_released_at`) and the audit log has a `file.release` entry. A file released already is
+	// answered as it is.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /api/v1/packages/{id}/files/{file_id}/release (the `ReleasePackageFile` operationId).
+	ReleasePackageFileWithResponse(ctx context.Context, id openapi_types.UUID, fileId openapi_types.UUID, reqEditors ...RequestEditorFn) (*ReleasePackageFileResponse, error)
 
 	// FinalizePackageWithResponse Seal a draft, mint one magic link per recipient and e-mail each their own
 	//
@@ -10635,6 +10795,11 @@ type DownloadPackageFileResponse401Headers struct {
 	WWWAuthenticate *string
 }
 
+// DownloadPackageFileResponse409Headers the declared response headers of an HTTP 409 response for DownloadPackageFile
+type DownloadPackageFileResponse409Headers struct {
+	RetryAfter *int
+}
+
 // DownloadPackageFileResponse429Headers the declared response headers of an HTTP 429 response for DownloadPackageFile
 type DownloadPackageFileResponse429Headers struct {
 	RetryAfter *int
@@ -10650,13 +10815,15 @@ type DownloadPackageFileResponse struct {
 	// JSON404 the response for an HTTP 404 `application/json` response
 	JSON404 *NotFound
 	// JSON409 the response for an HTTP 409 `application/json` response
-	JSON409 *Conflict
+	JSON409 *ScanHeld
 	// JSON410 the response for an HTTP 410 `application/json` response
 	JSON410 *Error
 	// JSON429 the response for an HTTP 429 `application/json` response
 	JSON429 *TooManyRequests
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *DownloadPackageFileResponse401Headers
+	// Headers409 the parsed response headers for an HTTP 409 response
+	Headers409 *DownloadPackageFileResponse409Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *DownloadPackageFileResponse429Headers
 }
@@ -10677,7 +10844,7 @@ func (r DownloadPackageFileResponse) GetJSON404() *NotFound {
 }
 
 // GetJSON409 returns the response for an HTTP 409 `application/json` response
-func (r DownloadPackageFileResponse) GetJSON409() *Conflict {
+func (r DownloadPackageFileResponse) GetJSON409() *ScanHeld {
 	return r.JSON409
 }
 
@@ -10714,6 +10881,96 @@ func (r DownloadPackageFileResponse) StatusCode() int {
 
 // ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
 func (r DownloadPackageFileResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// ReleasePackageFileResponse401Headers the declared response headers of an HTTP 401 response for ReleasePackageFile
+type ReleasePackageFileResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+// ReleasePackageFileResponse429Headers the declared response headers of an HTTP 429 response for ReleasePackageFile
+type ReleasePackageFileResponse429Headers struct {
+	RetryAfter *int
+}
+
+type ReleasePackageFileResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *File
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON409 the response for an HTTP 409 `application/json` response
+	JSON409 *Conflict
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *TooManyRequests
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *ReleasePackageFileResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *ReleasePackageFileResponse429Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r ReleasePackageFileResponse) GetJSON200() *File {
+	return r.JSON200
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r ReleasePackageFileResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r ReleasePackageFileResponse) GetJSON403() *Forbidden {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r ReleasePackageFileResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON409 returns the response for an HTTP 409 `application/json` response
+func (r ReleasePackageFileResponse) GetJSON409() *Conflict {
+	return r.JSON409
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r ReleasePackageFileResponse) GetJSON429() *TooManyRequests {
+	return r.JSON429
+}
+
+// GetBody returns the raw response body bytes
+func (r ReleasePackageFileResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ReleasePackageFileResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ReleasePackageFileResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ReleasePackageFileResponse) ContentType() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Header.Get("Content-Type")
 	}
@@ -12751,6 +13008,9 @@ func (c *ClientWithResponses) DeletePackageFileWithResponse(ctx context.Context,
 // DownloadPackageFileWithResponse Download a file (owner or admin)
 //
 // An expired package still lists its files, but their bytes are deleted from storage (409 naming the state).
+// With `SHIPFILE_SCAN=block` a file a stranger uploaded through a request link (`uploaded_by: recipient`)
+// is served only once `clean`, `skipped` or released: before, 409 with its `scan` state, and
+// `Retry-After` while `pending`.
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -12761,6 +13021,25 @@ func (c *ClientWithResponses) DownloadPackageFileWithResponse(ctx context.Contex
 		return nil, err
 	}
 	return ParseDownloadPackageFileResponse(rsp)
+}
+
+// ReleasePackageFileWithResponse Release a file the malware scan could not judge (owner or admin)
+//
+// Only for a file whose `scan` is `unscannable` or `error`: with `SHIPFILE_SCAN=block` such a file is held
+// (through the link, and to the owner when a stranger uploaded it) until released; released, it is
+// served as a clean one would be. The file records who released it and when (`scan_released_by`,
+// `scan_released_at`) and the audit log has a `file.release` entry. A file released already is
+// answered as it is.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /api/v1/packages/{id}/files/{file_id}/release (the `ReleasePackageFile` operationId).
+func (c *ClientWithResponses) ReleasePackageFileWithResponse(ctx context.Context, id openapi_types.UUID, fileId openapi_types.UUID, reqEditors ...RequestEditorFn) (*ReleasePackageFileResponse, error) {
+	rsp, err := c.ReleasePackageFile(ctx, id, fileId, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseReleasePackageFileResponse(rsp)
 }
 
 // FinalizePackageWithResponse Seal a draft, mint one magic link per recipient and e-mail each their own
@@ -16574,7 +16853,7 @@ func ParseDownloadPackageFileResponse(rsp *http.Response) (*DownloadPackageFileR
 		response.JSON404 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
-		var dest Conflict
+		var dest ScanHeld
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
@@ -16607,8 +16886,102 @@ func ParseDownloadPackageFileResponse(rsp *http.Response) (*DownloadPackageFileR
 			headers.WWWAuthenticate = &value
 		}
 		response.Headers401 = &headers
+	case rsp.StatusCode == 409:
+		var headers DownloadPackageFileResponse409Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers409 = &headers
 	case rsp.StatusCode == 429:
 		var headers DownloadPackageFileResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseReleasePackageFileResponse parses an HTTP response from a ReleasePackageFileWithResponse call
+func ParseReleasePackageFileResponse(rsp *http.Response) (*ReleasePackageFileResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ReleasePackageFileResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest File
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Conflict
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers ReleasePackageFileResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers ReleasePackageFileResponse429Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {

@@ -163,11 +163,15 @@ type File struct {
 	// link's alone.
 	DownloadCount int
 	// Scan is the malware scan's state (ScanPending …), ScanSignature what clamd found
-	// when infected, ScannedAt when the verdict was recorded (SPEC "Malware scanning").
+	// when infected or unscannable, ScannedAt when the verdict was recorded.
 	Scan          ScanState
 	ScanSignature string
 	ScannedAt     *time.Time
 	// LinkTaken is what answers through the link have taken of the file's budget
+	// ScanReleasedBy and ScanReleasedAt: the user who released a file the scanner could
+	// not judge, and when (nil: not released).
+	ScanReleasedBy *int64
+	ScanReleasedAt *time.Time
 	// there (SPEC "Download limit"): bytes, or whole copies of an empty file.
 	LinkTaken int64
 	// Encrypted: the file is an age file of an encrypted package; Manifest is the

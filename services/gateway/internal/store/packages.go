@@ -526,6 +526,7 @@ func toFile(r File) app.File {
 		SHA256: r.Sha256, ObjectKey: r.ObjectKey, UploadedBy: app.Uploader(r.UploadedBy), CreatedAt: r.CreatedAt,
 		DownloadCount: int(r.DownloadCount), RecipientID: r.RecipientID,
 		Scan: app.ScanState(r.Scan), ScanSignature: r.ScanSignature, ScannedAt: r.ScannedAt,
+		ScanReleasedBy: r.ScanReleasedBy, ScanReleasedAt: r.ScanReleasedAt,
 		Encrypted: r.Encrypted, Manifest: r.Manifest,
 	}
 }

@@ -35,6 +35,10 @@ type Store interface {
 	ChangePackage(ctx context.Context, id uuid.UUID, change func(p *app.Package) (app.Effects, error)) (app.Package, error)
 	AddFile(ctx context.Context, f app.File, change func(p *app.Package) (app.Effects, error)) (app.Package, error)
 	RemoveFile(ctx context.Context, packageID, fileID uuid.UUID, change func(p *app.Package, f app.File) (app.Effects, error)) error
+	// ReleaseFile records that user released a file the scanner could not judge, once
+	// check accepts the file (a file released already is returned as it is, check not
+	// called), and writes check's effects, in the package's transaction.
+	ReleaseFile(ctx context.Context, packageID, fileID uuid.UUID, user int64, check func(p *app.Package, f app.File) (app.Effects, error)) (app.File, error)
 	DeletePackage(ctx context.Context, id uuid.UUID, change func(p *app.Package) (app.Effects, error)) (objectKeys []string, err error)
 	WriteEffects(ctx context.Context, fx app.Effects) error
 	ListAudit(ctx context.Context, f app.AuditFilter) ([]app.AuditEntry, error)
@@ -54,7 +58,8 @@ type Packages struct {
 	publicURL string
 	now       func() time.Time
 	hasher    app.PasswordHasher
-	// scan is the malware scanning mode the link routes follow (UseScanMode; scan.go).
+	// scan is the malware scanning mode the link routes and the owner's download
+	// follow (UseScanMode; app/scan.go).
 	scan app.ScanMode
 	// reservationRenewal is ObjectReservationRenewal (shorter in tests).
 	reservationRenewal time.Duration
@@ -386,6 +391,9 @@ func (s *Packages) open(ctx context.Context, id, fileID uuid.UUID) (app.File, ap
 	if f.Scan == app.ScanInfected {
 		return app.File{}, nil, app.ErrInfectedRemoved
 	}
+	if err := app.OwnerScanAllows(s.scan, f); err != nil {
+		return app.File{}, nil, err
+	}
 	obj, err := s.objects.Open(ctx, f.ObjectKey)
 	if err != nil {
 		return app.File{}, nil, err
@@ -607,8 +615,8 @@ func (l *limitedReader) Read(p []byte) (int, error) {
 	return n, err
 }
 
-// UseScanMode sets the scanning mode the link routes follow (default off). Call it
-// before the service is used.
+// UseScanMode sets the scanning mode the link routes and the owner's download follow
+// (default off). Call it before the service is used.
 func (s *Packages) UseScanMode(m app.ScanMode) { s.scan = m }
 
 // scanAllows is the one check of the link's download routes (a file, the archive):
@@ -616,9 +624,9 @@ func (s *Packages) UseScanMode(m app.ScanMode) { s.scan = m }
 func (s *Packages) scanAllows(f app.File) error { return app.ScanAllows(s.scan, f) }
 
 // ScanOmitted lists the files of package id that the archive of its link leaves out
-// because of the scan (pending or failed in block mode, infected in any mode), with why,
-// so the archive can say so. Files uploaded through the link are not listed (they are
-// never in it).
+// because of the scan (pending, or unscannable or failed and not released, in block
+// mode; infected in any mode), with why, so the archive can say so. Files uploaded
+// through the link are not listed (they are never in it).
 func (s *Packages) ScanOmitted(ctx context.Context, id uuid.UUID) ([]string, error) {
 	files, err := s.store.ListFiles(ctx, id, nil)
 	if err != nil {
@@ -643,7 +651,7 @@ func (s *Packages) ScanOmitted(ctx context.Context, id uuid.UUID) ([]string, err
 }
 
 // LinkScanCheck is scanAllows for the recipient's page: nil when the link serves f now,
-// else why not (ErrScanPending: "being checked", ErrInfected, ErrScanFailed).
+// else why not (ErrInfected, or a *app.ScanHeldError naming the file's state).
 func (s *Packages) LinkScanCheck(f app.File) error { return s.scanAllows(f) }
 
 // linkTokenBytes is the size of a magic link's random token.

@@ -122,7 +122,11 @@ type testOptions struct {
 	tusLease             time.Duration
 	tusLockWait          time.Duration
 	tusMaxOpen           int
+	scanMode             app.ScanMode
 }
+
+// withScanMode sets the test gateway's SHIPFILE_SCAN (default off).
+func withScanMode(m app.ScanMode) testOption { return func(o *testOptions) { o.scanMode = m } }
 
 // withTusLease sets the test gateway's SHIPFILE_UPLOAD_LOCK_LEASE (default 2s) and
 // SHIPFILE_UPLOAD_LOCK_WAIT (0: the default, 5s).
@@ -208,6 +212,7 @@ func newTestAPI(t testing.TB, cfg httpapi.Config, opts ...testOption) *testAPI {
 			LoginFailures: 5, LoginLockout: time.Minute,
 		},
 		Edge: service.EdgeConfig{LinkBurst: o.linkBurst, UploadMaxOpen: o.tusMaxOpen},
+		Scan: service.ScanConfig{Mode: string(o.scanMode)},
 	}, service.Deps{
 		Pool: pool, Objects: objects, OutboxWake: o.outboxWake, Registry: ops.NewRegistry(),
 		Secrets: servicetest.Keyring(t), Hasher: o.hasher, LinkRate: o.linkRate, API: &cfg,

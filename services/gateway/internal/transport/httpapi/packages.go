@@ -69,10 +69,13 @@ type fileResponse struct {
 	CreatedAt   time.Time `json:"created_at"`
 	// DownloadCount is the number of downloads through the link.
 	DownloadCount int `json:"download_count"`
-	// Scan, ScanSignature and ScannedAt: SPEC "Malware scanning".
-	Scan          string     `json:"scan"`
-	ScanSignature *string    `json:"scan_signature"`
-	ScannedAt     *time.Time `json:"scanned_at"`
+	// Scan, ScanSignature, ScannedAt, and who released a file the scanner could not
+	// judge and when (proto/openapi.yaml, File).
+	Scan           string     `json:"scan"`
+	ScanSignature  *string    `json:"scan_signature"`
+	ScannedAt      *time.Time `json:"scanned_at"`
+	ScanReleasedBy *int64     `json:"scan_released_by"`
+	ScanReleasedAt *time.Time `json:"scan_released_at"`
 	// Encrypted and Manifest: SPEC "End-to-end encryption (age)" (the manifest is the
 	// base64 of the uploader's encrypted manifest entry, null for none).
 	Encrypted bool    `json:"encrypted"`
@@ -104,13 +107,14 @@ func toFileResponse(f app.File) fileResponse {
 		ID: f.ID.String(), Filename: f.Filename, Size: f.Size, ContentType: f.ContentType, SHA256: f.SHA256,
 		UploadedBy: string(f.UploadedBy), RecipientID: uuidString(f.RecipientID), CreatedAt: f.CreatedAt.UTC(), DownloadCount: f.DownloadCount,
 		Scan: string(f.Scan), ScanSignature: scanSignature(f), ScannedAt: utcPtr(f.ScannedAt),
+		ScanReleasedBy: f.ScanReleasedBy, ScanReleasedAt: utcPtr(f.ScanReleasedAt),
 		Encrypted: f.Encrypted, Manifest: fileManifest(f),
 	}
 }
 
-// scanSignature is what clamd found in an infected file, null otherwise.
+// scanSignature is what clamd found in an infected or unscannable file, null otherwise.
 func scanSignature(f app.File) *string {
-	if f.Scan != app.ScanInfected || f.ScanSignature == "" {
+	if (f.Scan != app.ScanInfected && f.Scan != app.ScanUnscannable) || f.ScanSignature == "" {
 		return nil
 	}
 	return &f.ScanSignature

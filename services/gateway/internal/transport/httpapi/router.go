@@ -165,6 +165,7 @@ func New(d Deps) (*gin.Engine, error) {
 	authed.POST("/packages/:id/files", uploads, h.uploadFile)
 	authed.GET("/packages/:id/files/:file_id/content", h.downloadFile)
 	authed.DELETE("/packages/:id/files/:file_id", h.removeFile)
+	authed.POST("/packages/:id/files/:file_id/release", h.releaseFile)
 	authed.GET("/packages/:id/manifest", h.getManifest)
 	authed.PUT("/packages/:id/manifest", h.putManifest)
 	authed.POST("/packages/:id/finalize", h.finalizePackage)

@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"net/http"
 	"strconv"
 	"strings"
 
@@ -29,4 +30,20 @@ func (h *handlers) scanOmitted(c *gin.Context, id uuid.UUID) string {
 		comment = comment[:maxZipComment]
 	}
 	return comment
+}
+
+// releaseFile releases a file the scanner could not judge (unscannable, or error after
+// the retries), so block mode serves it: owner or admin, audited; answers the file.
+func (h *handlers) releaseFile(c *gin.Context) {
+	id, fileID, err := fileParams(c)
+	if err != nil {
+		_ = c.Error(err)
+		return
+	}
+	f, err := h.packages.ReleaseFile(c.Request.Context(), currentUser(c), client(c), id, fileID)
+	if err != nil {
+		_ = c.Error(err)
+		return
+	}
+	c.JSON(http.StatusOK, toFileResponse(f))
 }

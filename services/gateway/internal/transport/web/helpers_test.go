@@ -45,6 +45,8 @@ type options struct {
 	edge service.EdgeConfig
 	// trustedProxies are the CIDRs whose X-Forwarded-For names the client.
 	trustedProxies []string
+	// scanMode is SHIPFILE_SCAN ("": off).
+	scanMode app.ScanMode
 }
 
 func newEnv(t *testing.T, opts ...func(*options)) *env {
@@ -81,6 +83,7 @@ func newEnv(t *testing.T, opts ...func(*options)) *env {
 			LoginFailures: o.maxFailures, LoginLockout: time.Minute,
 		},
 		Edge: o.edge,
+		Scan: service.ScanConfig{Mode: string(o.scanMode)},
 	}, service.Deps{
 		Pool: pool, Objects: servicetest.Bucket(t), Registry: ops.NewRegistry(), Secrets: servicetest.Keyring(t), Hasher: o.hasher,
 		API: &httpapi.Config{MaxJSONBytes: 1 << 20, MaxFileSize: 1 << 20, RatePerSecond: 1000, RateBurst: 1000, TrustedProxies: o.trustedProxies},

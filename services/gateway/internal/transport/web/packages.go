@@ -378,7 +378,7 @@ func (w *Web) showPackageForm(c *gin.Context, id uuid.UUID, status int, errMsg s
 	d := packageData{Package: p, Files: make([]packageFile, len(files)), Audit: audit, Users: map[int64]app.User{}, MaxFileSize: w.cfg.MaxFileSize,
 		UploadURL: "/api/v1/packages/" + p.ID.String() + "/files", TusURL: "/api/v1/packages/" + p.ID.String() + "/uploads"}
 	for i, f := range files {
-		d.Files[i] = packageFile{File: f}
+		d.Files[i] = packageFile{File: f, fileScan: w.ownerScan(f)}
 		if f.Manifest != nil {
 			d.Files[i].ManifestB64 = base64.StdEncoding.EncodeToString(f.Manifest)
 		}
@@ -413,6 +413,7 @@ type packageFile struct {
 	// ManifestB64 is the file's encrypted manifest entry (standard base64), which the
 	// owner's browser decrypts to the file's name, type and size; "" for none.
 	ManifestB64 string
+	fileScan
 }
 
 // datetimeLocal is the value format of an <input type="datetime-local"> (read as UTC).

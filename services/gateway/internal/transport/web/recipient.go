@@ -30,23 +30,7 @@ type recipientFile struct {
 	app.File
 	Limited bool // the package has a download limit
 	Left    int  // downloads left when Limited
-	// Held says why the malware scan keeps the file from being served now ("" when it is
-	// served): SPEC "Malware scanning".
-	Held string
-}
-
-// scanHeld is what the recipient's page says of a file the scan holds back.
-func scanHeld(err error) string {
-	switch {
-	case err == nil:
-		return ""
-	case errors.Is(err, app.ErrInfected):
-		return "malware found: removed"
-	case err == app.ErrScanPending:
-		return "being checked for malware"
-	default:
-		return "could not be checked for malware"
-	}
+	fileScan
 }
 
 // unlockData is the password form of a protected link: nothing of the package.
@@ -80,7 +64,7 @@ func (w *Web) recipient(c *gin.Context) {
 	}
 	d := recipientData{Package: p, Token: token, MaxFileSize: w.cfg.MaxFileSize, Files: make([]recipientFile, len(files)), PublicKey: p.OwnerPublicKey}
 	for i, f := range files {
-		d.Files[i] = recipientFile{File: f, Held: scanHeld(w.packages.LinkScanCheck(f))}
+		d.Files[i] = recipientFile{File: f, fileScan: fileScan{ScanText: app.ScanText(f), Held: scanHeld(w.packages.LinkScanCheck(f))}}
 		if left := f.DownloadsLeft(p.MaxDownloads); left != nil {
 			d.Files[i].Limited, d.Files[i].Left = true, *left
 		}

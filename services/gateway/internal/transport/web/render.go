@@ -196,6 +196,7 @@ var flashes = map[string]string{
 	"revoked":           "Link revoked: it stopped working at once.",
 	"recipient-revoked": "The recipient's link is revoked: it stopped working at once; the others still work.",
 	"file-removed":      "File removed.",
+	"file-released":     "File released: it is served although it could not be checked for malware.",
 	"saved":             "Package saved.",
 	"token-revoked":     "Token revoked.",
 	"user-created":      "User created.",

@@ -137,6 +137,7 @@ func (w *Web) Mount(r *gin.Engine) {
 	u.GET("/packages/:id/delete", w.confirmDelete)
 	u.POST("/packages/:id/delete", w.checkCSRF, w.deletePackage)
 	u.POST("/packages/:id/files/:file_id/remove", w.checkCSRF, w.removeFile)
+	u.POST("/packages/:id/files/:file_id/release", w.checkCSRF, w.releaseFile)
 	u.GET("/account", w.account)
 	u.POST("/account/tokens", w.checkCSRF, w.createToken)
 	u.POST("/account/tokens/:id/revoke", w.checkCSRF, w.revokeToken)
