@@ -167,11 +167,11 @@ type File struct {
 	Scan          ScanState
 	ScanSignature string
 	ScannedAt     *time.Time
-	// LinkTaken is what answers through the link have taken of the file's budget
 	// ScanReleasedBy and ScanReleasedAt: the user who released a file the scanner could
 	// not judge, and when (nil: not released).
 	ScanReleasedBy *int64
 	ScanReleasedAt *time.Time
+	// LinkTaken is what answers through the link have taken of the file's budget
 	// there (SPEC "Download limit"): bytes, or whole copies of an empty file.
 	LinkTaken int64
 	// Encrypted: the file is an age file of an encrypted package; Manifest is the
