@@ -311,37 +311,40 @@ func streamMsgs(t *testing.T, js jetstream.JetStream) int {
 	return int(info.State.Msgs)
 }
 
-// readEvents reads every envelope on SHIPFILE_EVENTS, in order.
+// readEvents reads every envelope on SHIPFILE_EVENTS, in order. It reads through one
+// ordered consumer's message iterator, which pulls ahead and recreates its server-side
+// consumer by itself when a heartbeat is missed; a Fetch per batch would delete and
+// recreate that consumer for every batch, and a batch that came back empty on a loaded
+// machine (the new consumer not yet delivering within the batch's wait) was taken for the
+// end of the stream. Only the one deadline below bounds the read.
 func readEvents(t *testing.T, js jetstream.JetStream) []*eventsv1.Envelope {
 	t.Helper()
 	want := streamMsgs(t, js)
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	c, err := js.OrderedConsumer(ctx, events.StreamEvents, jetstream.OrderedConsumerConfig{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	var out []*eventsv1.Envelope
+	it, err := c.Messages()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer it.Stop()
+	out := make([]*eventsv1.Envelope, 0, want)
 	for len(out) < want {
-		batch, err := c.Fetch(500, jetstream.FetchMaxWait(2*time.Second))
+		msg, err := it.Next(jetstream.NextContext(ctx))
 		if err != nil {
-			t.Fatal(err)
+			t.Fatalf("read %d of the stream's %d messages: %v", len(out), want, err)
 		}
-		got := 0
-		for msg := range batch.Messages() {
-			env, err := events.UnmarshalEnvelope(msg.Data())
-			if err != nil {
-				t.Fatalf("%s: %v", msg.Subject(), err)
-			}
-			if msg.Subject() != events.Subject(env.GetType()) || msg.Headers().Get(jetstream.MsgIDHeader) != env.GetEventId() {
-				t.Errorf("message on %s with Nats-Msg-Id %q carries %s %s", msg.Subject(), msg.Headers().Get(jetstream.MsgIDHeader), env.GetType(), env.GetEventId())
-			}
-			out = append(out, env)
-			got++
+		env, err := events.UnmarshalEnvelope(msg.Data())
+		if err != nil {
+			t.Fatalf("%s: %v", msg.Subject(), err)
 		}
-		if got == 0 {
-			t.Fatalf("read %d of the stream's %d messages, then nothing", len(out), want)
+		if msg.Subject() != events.Subject(env.GetType()) || msg.Headers().Get(jetstream.MsgIDHeader) != env.GetEventId() {
+			t.Errorf("message on %s with Nats-Msg-Id %q carries %s %s", msg.Subject(), msg.Headers().Get(jetstream.MsgIDHeader), env.GetType(), env.GetEventId())
 		}
+		out = append(out, env)
 	}
 	return out
 }
