@@ -1,7 +1,7 @@
 //go:build faults
 
 // Package faults kills and restarts the real processes (gateway, dispatchers, NATS,
-// PostgreSQL, MinIO, the SMTP server) under load and checks, at the end of each
+// PostgreSQL, MinIO, the SMTP server, clamd) under load and checks, at the end of each
 // scenario, what arrived: nothing lost, duplicates recognisable, errors answered 503
 // with {"detail"}. The scenarios run only with the build tag faults (make test-faults),
 // never in make test. At the end a table of the figures is printed (and written as
@@ -37,7 +37,7 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	err = rig.Run("build", os.Stderr, func(t testing.TB) {
-		bins = rig.Build(t, dir, rig.BuildOptions{}, "gateway", "shipctl", "webhooks", "mailer", "expiry")
+		bins = rig.Build(t, dir, rig.BuildOptions{}, "gateway", "shipctl", "webhooks", "mailer", "expiry", "scanner")
 	})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "build:", err)
