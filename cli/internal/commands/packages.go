@@ -152,7 +152,7 @@ func (a *app) showCmd() *cobra.Command {
 				fmt.Fprintln(tw, "FILE ID\tSIZE\tDOWNLOADS\tBY\tSCAN\tSHA-256\tNAME")
 				for _, f := range p.Files {
 					fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%s\t%s\n", f.Id, progress.Bytes(f.Size), f.DownloadCount, f.UploadedBy,
-						scanColumn(string(f.Scan), f.ScanSignature), f.Sha256, printable.String(f.Filename))
+						scanColumn(string(f.Scan), f.ScanSignature, f.ScanReleasedAt != nil), f.Sha256, printable.String(f.Filename))
 				}
 				tw.Flush()
 			}
@@ -160,14 +160,18 @@ func (a *app) showCmd() *cobra.Command {
 	})
 }
 
-// scanColumn is a file's scan state in `shipfile show`: the state, with what clamd found
-// when it found something ("infected: Eicar-Test-Signature").
-func scanColumn(state string, signature *string) string {
+// scanColumn is a file's scan state in `shipfile show`: the state, with what clamd
+// answered when it found something ("infected: Eicar-Test-Signature"), and "(released)"
+// for a file its owner released unchecked.
+func scanColumn(state string, signature *string, released bool) string {
 	if state == "" {
 		state = "-"
 	}
 	if signature != nil && *signature != "" {
 		state += ": " + *signature
+	}
+	if released {
+		state += " (released)"
 	}
 	return printable.String(state)
 }

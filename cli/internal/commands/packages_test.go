@@ -20,10 +20,12 @@ import (
 func TestShowListsScanStates(t *testing.T) {
 	id := uuid.New()
 	sig := "Eicar-Test-Signature"
-	pkg := apiclient.PackageDetail{Id: id, Title: "Invoices \x1b[31m", RecipientEmail: "nina@example.com", State: "active", Direction: "inbound", FileCount: 3,
+	released := time.Now()
+	pkg := apiclient.PackageDetail{Id: id, Title: "Invoices \x1b[31m", RecipientEmail: "nina@example.com", State: "active", Direction: "inbound", FileCount: 4,
 		CreatedAt: time.Now(), ExpiresAt: time.Now().Add(time.Hour), Files: []apiclient.File{
 			{Id: uuid.New(), Filename: "a.pdf", Scan: "pending", UploadedBy: "recipient"},
 			{Id: uuid.New(), Filename: "b.zip", Scan: "unscannable", UploadedBy: "recipient"},
+			{Id: uuid.New(), Filename: "d.zip", Scan: "error", ScanReleasedAt: &released, UploadedBy: "recipient"},
 			{Id: uuid.New(), Filename: "c.exe\x1b]0;x\x07", Scan: "infected", ScanSignature: &sig, UploadedBy: "recipient"},
 		}}
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -48,7 +50,7 @@ func TestShowListsScanStates(t *testing.T) {
 	if !regexp.MustCompile(`(?m)^FILE ID\s+SIZE\s+DOWNLOADS\s+BY\s+SCAN\s+SHA-256\s+NAME$`).MatchString(text) {
 		t.Fatalf("show has no SCAN column:\n%s", text)
 	}
-	for _, want := range []string{`recipient\s+pending\s+.*a\.pdf`, `recipient\s+unscannable\s+.*b\.zip`,
+	for _, want := range []string{`recipient\s+pending\s+.*a\.pdf`, `recipient\s+unscannable\s+.*b\.zip`, `recipient\s+error \(released\)\s+.*d\.zip`,
 		`recipient\s+infected: Eicar-Test-Signature\s+.*c\.exe\\x1b\]0;x\\a`, `title\s+Invoices \\x1b\[31m`} {
 		if !regexp.MustCompile(`(?m)` + want).MatchString(text) {
 			t.Errorf("show lacks a line matching %s:\n%s", want, text)

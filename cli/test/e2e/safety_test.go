@@ -194,6 +194,61 @@ func TestGetWaitsForTheScan(t *testing.T) {
 	}
 }
 
+// TestOwnerGetWaitsForTheScan: in SHIPFILE_SCAN=block the owner's `get ID` of what a
+// stranger uploaded waits while the file is pending, fetches it once clean, and fails at
+// once on a file that could not be checked.
+func TestOwnerGetWaitsForTheScan(t *testing.T) {
+	sys := startSystem(t, "SHIPFILE_SCAN=block")
+	u := newUser(t)
+	u.ok(sys.token+"\n", "login", "--url", sys.url)
+	req := decode[jsonSend](t, u.ok("", "request", "--from", "stranger@example.com", "--json"))
+	link := req.Links[0].MagicLink
+	token := link[strings.LastIndex(link, "/p/")+3:]
+	body := []byte("%PDF-1.4 not really\n")
+	fileID := strangerUpload(t, sys, token, "invoice.pdf", body)
+	pkgID := req.Package.Id.String()
+	ctx, conn := dbConn(t, sys)
+
+	dir := t.TempDir()
+	r := u.run("", nil, "get", pkgID, "-o", dir, "--wait", "2s")
+	if r.code != 1 || !strings.Contains(r.stderr, "waiting for invoice.pdf: being checked for malware") ||
+		!strings.Contains(r.stderr, "invoice.pdf: still being checked for malware after waiting 2s (scan: pending)") {
+		t.Fatalf("the owner's get of a pending upload with --wait 2s: exit %d, stderr %q", r.code, r.stderr)
+	}
+	if left, _ := os.ReadDir(dir); len(left) != 0 {
+		t.Fatalf("a held upload left %v", left)
+	}
+	if r := u.ok("", "show", pkgID); !strings.Contains(r.stdout, "pending") {
+		t.Fatalf("show lacks the upload's scan state:\n%s", r.stdout)
+	}
+
+	if _, err := conn.Exec(ctx, "UPDATE files SET scan = 'clean', scanned_at = now() WHERE id = $1", fileID); err != nil {
+		t.Fatal(err)
+	}
+	got := decode[jsonGetOwned](t, u.ok("", "get", pkgID, "-o", dir, "--json"))
+	if len(got.Files) != 1 || sha256File(t, filepath.Join(dir, "invoice.pdf")) != hexSHA(body) {
+		t.Fatalf("the owner's get of a clean upload: %+v", got.Files)
+	}
+
+	// A second upload clamd could not judge: refused at once, its state named.
+	fileID = strangerUpload(t, sys, token, "archive.zip", []byte("PK not really"))
+	if _, err := conn.Exec(ctx, "UPDATE files SET scan = 'unscannable', scan_signature = 'Heuristics.Encrypted.Zip', scanned_at = now() WHERE id = $1", fileID); err != nil {
+		t.Fatal(err)
+	}
+	if r := u.ok("", "show", pkgID); !strings.Contains(r.stdout, "unscannable: Heuristics.Encrypted.Zip") {
+		t.Fatalf("show lacks the unscannable upload's state:\n%s", r.stdout)
+	}
+	start := time.Now()
+	r = u.run("", nil, "get", pkgID, "-o", t.TempDir())
+	if r.code != 1 || !strings.Contains(r.stderr, "archive.zip: not downloaded: it could not be checked for malware (scan: unscannable") ||
+		strings.Contains(r.stderr, "waiting for") {
+		t.Fatalf("the owner's get of an unscannable upload: exit %d, stderr %q", r.code, r.stderr)
+	}
+	if took := time.Since(start); took > 20*time.Second {
+		t.Fatalf("the owner's get of an unscannable upload took %s: it waited", took)
+	}
+}
+
 // strangerUpload uploads body as name through the request link with token, as the
 // request page does (tus creation with the whole body), and returns the file's id.
 func strangerUpload(t *testing.T, sys *system, token, name string, body []byte) string {
