@@ -92,7 +92,7 @@ func (d *Downloader) waitScan(ctx context.Context, token string, file apiclient.
 	if d.waitUntil.IsZero() {
 		d.waitUntil = time.Now().Add(d.Wait)
 	}
-	if d.Waiting != nil {
+	if d.Waiting != nil && time.Until(d.waitUntil) > 0 {
 		d.Waiting(name)
 	}
 	for {
