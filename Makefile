@@ -68,6 +68,7 @@ FUZZ_TARGETS := \
 	services/webhooks/internal/app:FuzzRenderBody
 test-faults: check-modules assets ## kill and restart real processes under load and check what arrived; fuzz each target (< 10 min)
 	@bash scripts/dev.sh infra >/dev/null
+	@bash scripts/dev.sh clamd >/dev/null
 	@bash scripts/dev.sh exec bash -c 'cd bench/faults && SHIPFILE_FAULTS_REPORT="$(CURDIR)/.run/faults.md" \
 		$(GO) test -tags faults -count=1 -timeout 6m -v $(FAULTS_FLAGS)'
 	@bash scripts/dev.sh exec bash -c 'cd services/gateway && SHIPFILE_E2E_LARGE=2GiB \
