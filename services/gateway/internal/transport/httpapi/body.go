@@ -5,6 +5,8 @@ import (
 	"io"
 	"net/http"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/gin-gonic/gin"
@@ -29,12 +31,22 @@ type BodyLimits struct {
 // minReadAhead is the least read ahead: the web UI's forms take up to 64 KiB.
 const minReadAhead = 64 << 10
 
-// bodyGuard reads the body of every request but an upload's before its handler
-// runs, under the minimum rate and the time limit: a body cut off for being too slow
-// is answered 408 with Connection: close, whatever the route, before anything of
-// the request is done. The handler then reads the body from memory. Upload routes
-// (multipart uploads and tus) stream their bodies under their own rules
-// (uploadGuard).
+// guardKey is the gin context key of a request's guarded body.
+const guardKey = "shipfile.bodyGuard"
+
+// errBodyCutOff answers a body cut off for being too slow or too long in coming.
+var errBodyCutOff = &httpError{status: http.StatusRequestTimeout,
+	detail: "the request body was cut off: it came slower than the server's minimum rate or took longer than its time limit"}
+
+// bodyGuard bounds the body of every request but an upload's under the minimum rate
+// and the time limit, and reads nothing itself: the body is read ahead whole (up to
+// MaxBytes) at its first Read, that is once the route's own middleware (a token or
+// session, the link's rate and dead-link checks) has let the request through to the
+// part that wants the body. An unknown route, a refused credential or a dead link is
+// answered without a byte of the body read. A body cut off for being too slow is
+// answered 408 with Connection: close, whatever the handler made of the failed read,
+// and before the handler has anything of the body to act on. Upload routes (multipart
+// uploads and tus) stream their bodies under their own rules (uploadGuard).
 func bodyGuard(l BodyLimits) gin.HandlerFunc {
 	limit := max(l.MaxBytes, minReadAhead)
 	return func(c *gin.Context) {
@@ -43,33 +55,70 @@ func bodyGuard(l BodyLimits) gin.HandlerFunc {
 			c.Next()
 			return
 		}
-		body := httpx.LimitBody(r.Body, l.MinRate, l.RateWindow, l.Timeout, httpx.ResponseDeadline(c.Writer))
-		head, err := io.ReadAll(io.LimitReader(body, limit+1))
-		switch {
-		case httpx.TooSlow(body):
-			c.Header("Connection", "close")
-			_ = c.Error(&httpError{status: http.StatusRequestTimeout,
-				detail: "the request body was cut off: it came slower than the server's minimum rate or took longer than its time limit"})
-			c.Abort()
-			return
-		case err != nil:
-			c.Header("Connection", "close")
-			_ = c.Error(&httpError{status: http.StatusBadRequest, detail: "the request body could not be read"})
-			c.Abort()
-			return
-		}
-		rest := io.Reader(http.NoBody)
-		if int64(len(head)) > limit {
-			rest = body // too long for any of these routes: its handler says so
-		}
-		r.Body = readCloser{Reader: io.MultiReader(bytes.NewReader(head), rest), Closer: body}
+		// The time limit counts from the request's arrival, not from the first Read.
+		g := &guardedBody{body: httpx.LimitBody(r.Body, l.MinRate, l.RateWindow, l.Timeout, httpx.ResponseDeadline(c.Writer)), limit: limit}
+		r.Body = g
+		c.Set(guardKey, g)
 		c.Next()
+		if g.cutOff() && !c.Writer.Written() {
+			c.Errors = c.Errors[:0]
+			c.Header("Connection", "close")
+			_ = c.Error(errBodyCutOff)
+			c.Abort()
+		}
 	}
 }
 
-type readCloser struct {
-	io.Reader
-	io.Closer
+// guardedBody is a JSON or form body that is read ahead whole at its first Read.
+type guardedBody struct {
+	body  io.ReadCloser // under httpx.LimitBody
+	limit int64
+
+	once sync.Once
+	r    io.Reader // what the reads get once read ahead
+	cut  atomic.Bool
+	read atomic.Bool
+}
+
+func (g *guardedBody) Read(p []byte) (int, error) {
+	g.once.Do(g.readAhead)
+	return g.r.Read(p)
+}
+
+func (g *guardedBody) readAhead() {
+	g.read.Store(true)
+	head, err := io.ReadAll(io.LimitReader(g.body, g.limit+1))
+	switch {
+	case httpx.TooSlow(g.body):
+		g.cut.Store(true)
+		g.r = errReader{httpx.ErrTooSlow}
+	case err != nil:
+		g.r = io.MultiReader(bytes.NewReader(head), errReader{err})
+	case int64(len(head)) > g.limit: // too long for any of these routes: its handler says so
+		g.r = io.MultiReader(bytes.NewReader(head), g.body)
+	default:
+		g.r = bytes.NewReader(head)
+	}
+}
+
+func (g *guardedBody) Close() error { return g.body.Close() }
+
+// cutOff reports whether the body was cut off for being too slow.
+func (g *guardedBody) cutOff() bool { return g.cut.Load() }
+
+type errReader struct{ err error }
+
+func (e errReader) Read([]byte) (int, error) { return 0, e.err }
+
+// closeIfBodyUnread closes the connection after an answer to a request whose guarded
+// body nobody read, without reading on: net/http would otherwise read up to 256 KiB
+// of what is left of it, for as long as the client takes to send them, to keep the
+// connection (before the answer, or after it for a chunked body).
+func closeIfBodyUnread(c *gin.Context) {
+	if v, ok := c.Get(guardKey); ok && !v.(*guardedBody).read.Load() {
+		c.Header("Connection", "close")
+		_ = http.NewResponseController(c.Writer).SetReadDeadline(time.Now())
+	}
 }
 
 // isUploadRoute reports the routes whose bodies are file contents: multipart uploads

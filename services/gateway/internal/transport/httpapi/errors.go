@@ -91,13 +91,9 @@ func writeError(c *gin.Context, log *slog.Logger, pages Pages, err error) {
 	if status == http.StatusUnauthorized {
 		c.Header("WWW-Authenticate", `Bearer realm="shipfile"`)
 	}
+	closeIfBodyUnread(c)
 	if isAPI(c) {
-		body := gin.H{"detail": detail}
-		var sh *app.ScanHeldError
-		if errors.As(err, &sh) {
-			body["scan"] = sh.Scan // a download the malware scan holds back
-		}
-		c.AbortWithStatusJSON(status, body)
+		c.AbortWithStatusJSON(status, gin.H{"detail": detail})
 		return
 	}
 	c.Abort()
