@@ -85,7 +85,9 @@ func TestScanOwnerPage(t *testing.T) {
 	e.setScan(bad, app.ScanInfected)
 	path := "/packages/" + p.ID.String()
 	releaseAction := func(fileID string) string { return `action="` + path + `/files/` + fileID + `/release"` }
-	download := func(fileID string) string { return `href="/api/v1/packages/` + p.ID.String() + `/files/` + fileID + `/content"` }
+	download := func(fileID string) string {
+		return `href="/api/v1/packages/` + p.ID.String() + `/files/` + fileID + `/content"`
+	}
 
 	pg := b.get(path)
 	expectStatus(t, pg, http.StatusOK)
