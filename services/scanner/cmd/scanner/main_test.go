@@ -31,7 +31,7 @@ func TestUsageListsEveryVariable(t *testing.T) {
 	var buf bytes.Buffer
 	config.Usage(&buf, "scanner", &Config{})
 	for _, v := range []string{"SHIPFILE_SCANNER_ADDR", "SHIPFILE_DATABASE_URL", "SHIPFILE_NATS_URL", "SHIPFILE_S3_ENDPOINT",
-		"SHIPFILE_CLAMD_ADDR", "SHIPFILE_SCAN_WORKERS", "SHIPFILE_SCAN_MAX_SIZE", "SHIPFILE_SCAN_CHUNK_SIZE",
+		"SHIPFILE_CLAMD_ADDR", "SHIPFILE_SCAN_WORKERS", "SHIPFILE_SCAN_PACKAGE_SHARE", "SHIPFILE_SCAN_MAX_SIZE", "SHIPFILE_SCAN_CHUNK_SIZE",
 		"SHIPFILE_QUARANTINE_BUCKET", "SHIPFILE_SCAN_ACK_WAIT", "SHIPFILE_SHUTDOWN_TIMEOUT"} {
 		if !strings.Contains(buf.String(), v) {
 			t.Errorf("--help lacks %s", v)
