@@ -4,11 +4,15 @@
 // PKCE, the token, userinfo and end_session endpoints, RS256 ID tokens and the JWKS
 // are all the library's), with in-memory users, a login page of its own and a few
 // admin endpoints for tests. It is not for production: passwords are kept in clear
-// and nothing is persisted.
+// in memory and nothing is persisted. Refresh tokens are issued to a sign-in that
+// asks for offline_access, rotate at each use and are refused once their user is
+// disabled.
 //
 // Users come from -users (a JSON file: {"users": [{"username", "password", "email",
 // "email_verified", "name", "groups", "disabled", "sub"}]}) or are the two defaults
-// printed at start. Admin endpoints (Authorization: Bearer -admin-token, when set):
+// printed at start. Admin endpoints, which require Authorization: Bearer with the
+// -admin-token flag's value (default: $OIDC_PROVIDER_ADMIN_TOKEN; without one they
+// answer 404), never show a password:
 //
 //	GET  /admin/users             the users
 //	PUT  /admin/users/{username}  create or replace a user (JSON body as in -users)
@@ -70,7 +74,8 @@ func run(log *slog.Logger) error {
 		"comma-separated redirect URI patterns (path.Match: * matches within one path segment)")
 	postLogout := flag.String("post-logout-uris", "http://127.0.0.1:*/*,http://localhost:*/*", "comma-separated post-logout redirect URI patterns")
 	usersFile := flag.String("users", "", "JSON file of users (default: alice and bob)")
-	adminToken := flag.String("admin-token", "", "bearer token the /admin endpoints require (empty: none)")
+	adminToken := flag.String("admin-token", os.Getenv("OIDC_PROVIDER_ADMIN_TOKEN"),
+		"bearer token the /admin endpoints require (default $OIDC_PROVIDER_ADMIN_TOKEN; empty: the endpoints are off)")
 	lifetime := flag.Duration("id-token-lifetime", 5*time.Minute, "lifetime of ID tokens")
 	printUsers := flag.Bool("print-users", false, "print the users and exit")
 	flag.Parse()
@@ -170,6 +175,7 @@ func newHandler(issuer string, st *storage, adminToken string, log *slog.Logger)
 		DefaultLogoutRedirectURI: "/signed-out",
 		CodeMethodS256:           true,
 		AuthMethodPost:           true,
+		GrantTypeRefreshToken:    true,
 	}, st, op.StaticIssuer(issuer), op.WithAllowInsecure(), op.WithLogger(log))
 	if err != nil {
 		return nil, err
@@ -209,7 +215,12 @@ func newHandler(issuer string, st *storage, adminToken string, log *slog.Logger)
 
 func (s *server) requireAdmin(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if s.adminToken != "" && subtle.ConstantTimeCompare([]byte(r.Header.Get("Authorization")), []byte("Bearer "+s.adminToken)) != 1 {
+		if s.adminToken == "" {
+			http.Error(w, "the admin API is off: start the provider with -admin-token", http.StatusNotFound)
+			return
+		}
+		if subtle.ConstantTimeCompare([]byte(r.Header.Get("Authorization")), []byte("Bearer "+s.adminToken)) != 1 {
+			w.Header().Set("WWW-Authenticate", "Bearer")
 			http.Error(w, "admin token required", http.StatusUnauthorized)
 			return
 		}
@@ -229,7 +240,7 @@ func (s *server) putUser(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.st.putUser(u)
-	writeJSON(w, http.StatusOK, u)
+	writeJSON(w, http.StatusOK, u.public())
 }
 
 func (s *server) browserUser(r *http.Request) (User, bool) {

@@ -18,7 +18,7 @@ import (
 // User is one account of the provider.
 type User struct {
 	Username      string   `json:"username"`
-	Password      string   `json:"password"`
+	Password      string   `json:"password,omitempty"`
 	Email         string   `json:"email"`
 	EmailVerified bool     `json:"email_verified"`
 	Name          string   `json:"name"`
@@ -26,6 +26,12 @@ type User struct {
 	Disabled      bool     `json:"disabled"`
 	// Subject is the stable `sub` claim; the username when empty.
 	Subject string `json:"sub,omitempty"`
+}
+
+// public is the user as the admin API shows it: without the password.
+func (u User) public() User {
+	u.Password = ""
+	return u
 }
 
 func (u User) sub() string {
@@ -46,8 +52,9 @@ type storage struct {
 	requests map[string]*authRequest
 	codes    map[string]string // code → request id
 	tokens   map[string]accessToken
-	keys     []*signingKey // newest last; the last signs
-	keep     int           // keys published after a rotation
+	refresh  map[string]*refreshGrant // refresh token → what it grants
+	keys     []*signingKey            // newest last; the last signs
+	keep     int                      // keys published after a rotation
 }
 
 type accessToken struct {
@@ -56,9 +63,26 @@ type accessToken struct {
 	expires           time.Time
 }
 
+// refreshGrant is what a refresh token stands for: the sign-in it came from. It
+// implements op.RefreshTokenRequest; each use rotates the token.
+type refreshGrant struct {
+	subject, clientID string
+	scopes            []string
+	amr               []string
+	authTime          time.Time
+}
+
+func (g *refreshGrant) GetAMR() []string                 { return g.amr }
+func (g *refreshGrant) GetAudience() []string            { return []string{g.clientID} }
+func (g *refreshGrant) GetAuthTime() time.Time           { return g.authTime }
+func (g *refreshGrant) GetClientID() string              { return g.clientID }
+func (g *refreshGrant) GetScopes() []string              { return g.scopes }
+func (g *refreshGrant) GetSubject() string               { return g.subject }
+func (g *refreshGrant) SetCurrentScopes(scopes []string) { g.scopes = scopes }
+
 func newStorage(c *client, users []User) (*storage, error) {
 	s := &storage{users: map[string]User{}, client: c, requests: map[string]*authRequest{},
-		codes: map[string]string{}, tokens: map[string]accessToken{}, keep: 2}
+		codes: map[string]string{}, tokens: map[string]accessToken{}, refresh: map[string]*refreshGrant{}, keep: 2}
 	for _, u := range users {
 		s.users[u.Username] = u
 	}
@@ -91,12 +115,13 @@ func (s *storage) putUser(u User) {
 	s.users[u.Username] = u
 }
 
+// listUsers returns the users without their passwords.
 func (s *storage) listUsers() []User {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	out := make([]User, 0, len(s.users))
 	for _, u := range s.users {
-		out = append(out, u)
+		out = append(out, u.public())
 	}
 	slices.SortFunc(out, func(a, b User) int {
 		if a.Username < b.Username {
@@ -242,12 +267,47 @@ func (s *storage) CreateAccessToken(_ context.Context, r op.TokenRequest) (strin
 	return id, exp, nil
 }
 
-func (s *storage) CreateAccessAndRefreshTokens(context.Context, op.TokenRequest, string) (string, string, time.Time, error) {
-	return "", "", time.Time{}, errors.New("refresh tokens are not supported")
+// CreateAccessAndRefreshTokens makes an access token and a refresh token: a new one
+// for a sign-in (offline_access asked), the next one for a refresh (the used one
+// stops working).
+func (s *storage) CreateAccessAndRefreshTokens(ctx context.Context, r op.TokenRequest, current string) (string, string, time.Time, error) {
+	id, exp, err := s.CreateAccessToken(ctx, r)
+	if err != nil {
+		return "", "", time.Time{}, err
+	}
+	g := &refreshGrant{subject: r.GetSubject(), scopes: r.GetScopes(), amr: []string{"pwd"}, authTime: time.Now()}
+	switch req := r.(type) {
+	case *authRequest:
+		g.clientID, g.authTime = req.clientID, req.authTime
+	case *refreshGrant:
+		g.clientID, g.amr, g.authTime = req.clientID, req.amr, req.authTime
+	}
+	next := rand.Text() + rand.Text()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if current != "" {
+		delete(s.refresh, current)
+	}
+	s.refresh[next] = g
+	return id, next, exp, nil
 }
 
-func (s *storage) TokenRequestByRefreshToken(context.Context, string) (op.RefreshTokenRequest, error) {
-	return nil, errors.New("refresh tokens are not supported")
+// TokenRequestByRefreshToken returns the grant of a refresh token, while its user
+// exists and is not disabled: a disabled account's refresh is refused
+// (invalid_grant), as a provider that revoked it would.
+func (s *storage) TokenRequestByRefreshToken(_ context.Context, token string) (op.RefreshTokenRequest, error) {
+	s.mu.Lock()
+	g, ok := s.refresh[token]
+	s.mu.Unlock()
+	if !ok {
+		return nil, errors.New("unknown refresh token")
+	}
+	u, ok := s.userBySubject(g.subject)
+	if !ok || u.Disabled {
+		return nil, errors.New("the account is disabled or gone")
+	}
+	c := *g
+	return &c, nil
 }
 
 func (s *storage) TerminateSession(_ context.Context, userID, clientID string) error {
@@ -265,11 +325,18 @@ func (s *storage) RevokeToken(_ context.Context, token, _, _ string) *oidc.Error
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	delete(s.tokens, token)
+	delete(s.refresh, token)
 	return nil
 }
 
-func (s *storage) GetRefreshTokenInfo(context.Context, string, string) (string, string, error) {
-	return "", "", op.ErrInvalidRefreshToken
+func (s *storage) GetRefreshTokenInfo(_ context.Context, clientID, token string) (string, string, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	g, ok := s.refresh[token]
+	if !ok || g.clientID != clientID {
+		return "", "", op.ErrInvalidRefreshToken
+	}
+	return g.subject, token, nil
 }
 
 func (s *storage) SigningKey(context.Context) (op.SigningKey, error) {
@@ -440,7 +507,9 @@ func (c *client) AuthMethod() oidc.AuthMethod          { return oidc.AuthMethodB
 func (c *client) ResponseTypes() []oidc.ResponseType {
 	return []oidc.ResponseType{oidc.ResponseTypeCode}
 }
-func (c *client) GrantTypes() []oidc.GrantType         { return []oidc.GrantType{oidc.GrantTypeCode} }
+func (c *client) GrantTypes() []oidc.GrantType {
+	return []oidc.GrantType{oidc.GrantTypeCode, oidc.GrantTypeRefreshToken}
+}
 func (c *client) LoginURL(id string) string            { return "/login?authRequestID=" + id }
 func (c *client) AccessTokenType() op.AccessTokenType  { return op.AccessTokenTypeBearer }
 func (c *client) IDTokenLifetime() time.Duration       { return c.idTokenLifetime }

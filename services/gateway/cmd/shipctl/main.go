@@ -135,7 +135,7 @@ func readPassword(r io.Reader) (string, error) {
 	return line, nil
 }
 
-func tokenCreate(ctx context.Context, identity *identity.Identity, args []string, out io.Writer) error {
+func tokenCreate(ctx context.Context, ids *identity.Identity, args []string, out io.Writer) error {
 	fs := flag.NewFlagSet("token create", flag.ContinueOnError)
 	email := fs.String("email", "", "the user's e-mail address (required)")
 	name := fs.String("name", "", "token name (required)")
@@ -143,7 +143,7 @@ func tokenCreate(ctx context.Context, identity *identity.Identity, args []string
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	u, err := identity.UserByEmail(ctx, *email)
+	u, err := ids.UserByEmail(ctx, *email)
 	if err != nil {
 		return err
 	}
@@ -152,7 +152,7 @@ func tokenCreate(ctx context.Context, identity *identity.Identity, args []string
 		t := time.Now().Add(*expiresIn)
 		expires = &t
 	}
-	t, raw, err := identity.CreateToken(ctx, u.ID, *name, expires)
+	t, raw, err := ids.CreateToken(ctx, u.ID, *name, expires, identity.System)
 	if err != nil {
 		return err
 	}

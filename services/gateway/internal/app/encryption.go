@@ -167,7 +167,10 @@ type EncryptionStore interface {
 	PutPackageManifest(ctx context.Context, id uuid.UUID, data []byte, check func(p *Package) (Effects, error)) error
 	// GetPackageManifest returns the package's manifest (ErrNotFound: none).
 	GetPackageManifest(ctx context.Context, id uuid.UUID) ([]byte, error)
-	PutUserKey(ctx context.Context, k UserKey) (UserKey, error)
+	// PutUserKey stores (or replaces) the user's key and, in the same transaction,
+	// writes audit (its detail says whether the key was set or replaced) and the
+	// user's "your encryption key was changed" e-mail.
+	PutUserKey(ctx context.Context, k UserKey, audit AuditEntry) (UserKey, error)
 	// GetUserKey returns the user's key (ErrNotFound: none).
 	GetUserKey(ctx context.Context, userID int64) (UserKey, error)
 }

@@ -66,15 +66,16 @@ type Config struct {
 // OIDCConfig is the organization's OpenID provider (SPEC "Signing in with the
 // organization's accounts").
 type OIDCConfig struct {
-	Issuer        string `env:"SHIPFILE_OIDC_ISSUER" default:"" help:"OpenID provider's issuer URL (discovery at {issuer}/.well-known/openid-configuration); unset: no sign-in through a provider"`
-	ClientID      string `env:"SHIPFILE_OIDC_CLIENT_ID" default:"" help:"client id registered at the provider (redirect URI {SHIPFILE_PUBLIC_URL}/auth/oidc/callback)"`
-	ClientSecret  string `env:"SHIPFILE_OIDC_CLIENT_SECRET" default:"" secret:"true" help:"client secret registered at the provider"`
-	Name          string `env:"SHIPFILE_OIDC_NAME" default:"SSO" help:"the sign-in button's label: Sign in with {name}"`
-	Scopes        string `env:"SHIPFILE_OIDC_SCOPES" default:"openid email profile" help:"scopes asked of the provider (space-separated)"`
-	GroupsClaim   string `env:"SHIPFILE_OIDC_GROUPS_CLAIM" default:"groups" help:"claim of the ID token (or userinfo) that lists the user's groups"`
-	AdminGroups   string `env:"SHIPFILE_OIDC_ADMIN_GROUPS" default:"" help:"comma-separated groups whose members are admins, the others regular, set at every sign-in; empty: roles are left to admins"`
-	AllowedGroups string `env:"SHIPFILE_OIDC_ALLOWED_GROUPS" default:"" help:"comma-separated groups; when set, only their members may sign in"`
-	PasswordLogin string `env:"SHIPFILE_PASSWORD_LOGIN" default:"true" help:"sign-in by e-mail and password in the web UI: true or false (the form is hidden and POST /login refused)"`
+	Issuer        string        `env:"SHIPFILE_OIDC_ISSUER" default:"" help:"OpenID provider's issuer URL (discovery at {issuer}/.well-known/openid-configuration); unset: no sign-in through a provider"`
+	ClientID      string        `env:"SHIPFILE_OIDC_CLIENT_ID" default:"" help:"client id registered at the provider (redirect URI {SHIPFILE_PUBLIC_URL}/auth/oidc/callback)"`
+	ClientSecret  string        `env:"SHIPFILE_OIDC_CLIENT_SECRET" default:"" secret:"true" help:"client secret registered at the provider"`
+	Name          string        `env:"SHIPFILE_OIDC_NAME" default:"SSO" help:"the sign-in button's label: Sign in with {name}"`
+	Scopes        string        `env:"SHIPFILE_OIDC_SCOPES" default:"openid email profile" help:"scopes asked of the provider (space-separated)"`
+	GroupsClaim   string        `env:"SHIPFILE_OIDC_GROUPS_CLAIM" default:"groups" help:"claim of the ID token (or userinfo) that lists the user's groups"`
+	AdminGroups   string        `env:"SHIPFILE_OIDC_ADMIN_GROUPS" default:"" help:"comma-separated groups whose members are admins, the others regular, set at every sign-in; empty: roles are left to admins"`
+	AllowedGroups string        `env:"SHIPFILE_OIDC_ALLOWED_GROUPS" default:"" help:"comma-separated groups; when set, only their members may sign in"`
+	Recheck       time.Duration `env:"SHIPFILE_OIDC_RECHECK" default:"15m" help:"how often a session begun through the provider is checked again there (refresh token): a refusal or leaving the allowed groups ends it, a role change from the groups applies at once"`
+	PasswordLogin string        `env:"SHIPFILE_PASSWORD_LOGIN" default:"true" help:"sign-in by e-mail and password in the web UI: true or false (the form is hidden and POST /login refused)"`
 }
 
 // PasswordLoginOff reports SHIPFILE_PASSWORD_LOGIN=false (empty: on).
@@ -164,6 +165,9 @@ func (c *Config) Validate() error {
 	if c.OIDC.Issuer != "" && c.OIDC.ClientID == "" {
 		errs = append(errs, errors.New("SHIPFILE_OIDC_CLIENT_ID is required with SHIPFILE_OIDC_ISSUER"))
 	}
+	if c.OIDC.Issuer != "" && c.OIDC.Recheck <= 0 {
+		errs = append(errs, errors.New("SHIPFILE_OIDC_RECHECK must be positive"))
+	}
 	switch strings.ToLower(strings.TrimSpace(c.OIDC.PasswordLogin)) {
 	case "", "true", "false":
 	default:
@@ -238,6 +242,9 @@ type Service struct {
 	Webhooks   *webhookadmin.Service
 	// Sessions signs browsers in; Start runs its sweeper.
 	Sessions *identity.Sessions
+	// Recheck checks sessions begun through the OpenID provider again; nil without a
+	// provider. Start runs it.
+	Recheck *identity.OIDCRecheck
 	// Relay publishes the outbox; nil without Deps.JS.
 	Relay *outbox.Relay
 
@@ -288,7 +295,8 @@ func New(_ context.Context, cfg Config, deps Deps) (*Service, error) {
 	// channel) is current; last_used_at is written in batches.
 	s.TokenCache = identity.NewTokenCache(identity.DefaultTokenCacheTTL, identity.DefaultTokenFeedWindow)
 	s.tokenUsage = identity.NewTokenUsage(db, identity.DefaultTokenUsageInterval)
-	s.Identity = identity.NewIdentity(db, identity.WithTokenCache(s.TokenCache), identity.WithTokenUsage(s.tokenUsage), identity.WithHasher(hasher))
+	s.Identity = identity.NewIdentity(db, identity.WithTokenCache(s.TokenCache), identity.WithTokenUsage(s.tokenUsage), identity.WithHasher(hasher),
+		identity.WithLogger(log))
 	linkRate := float64(cfg.Edge.LinkRate)
 	if deps.LinkRate > 0 {
 		linkRate = deps.LinkRate
@@ -310,7 +318,7 @@ func New(_ context.Context, cfg Config, deps Deps) (*Service, error) {
 	s.Sessions = identity.NewSessions(db, s.Identity, identity.SessionConfig{
 		Lifetime: cfg.Web.SessionLifetime, IdleTimeout: cfg.Web.SessionIdle,
 		MaxFailures: cfg.Web.LoginFailures, Lockout: cfg.Web.LoginLockout,
-	})
+	}, identity.WithOIDCRecheck(secrets, cfg.OIDC.Recheck))
 	ui, err := web.New(web.Deps{
 		Log: log, Identity: s.Identity, Sessions: s.Sessions, Packages: s.Packages, Links: s.Links, Webhooks: s.Webhooks, LinkRate: rate, OIDCStore: db,
 		LoginRate: links.NewLoginRate(db, cfg.Edge.LoginRate, cfg.Edge.LoginBurst),
@@ -319,6 +327,9 @@ func New(_ context.Context, cfg Config, deps Deps) (*Service, error) {
 	})
 	if err != nil {
 		return nil, fmt.Errorf("web UI: %w", err)
+	}
+	if refresher := ui.OIDCRefresher(); refresher != nil {
+		s.Recheck = identity.NewOIDCRecheck(db, db, s.Identity, refresher, secrets, cfg.OIDC.Web(cfg.PublicURL).Policy, cfg.OIDC.Recheck, log)
 	}
 	api := cfg.API()
 	if deps.API != nil {
@@ -375,6 +386,9 @@ func (s *Service) Start(ctx context.Context) (stop func()) {
 	bg.Go(func() { s.DB.FollowUploadReleases(bgCtx, s.Resumable.AskRelease, s.log) })
 	if s.cfg.UploadSweep > 0 {
 		bg.Go(func() { s.Resumable.RunSweeper(bgCtx, s.cfg.UploadSweep) })
+	}
+	if s.Recheck != nil {
+		bg.Go(func() { s.Recheck.Run(bgCtx) })
 	}
 	// Ended sessions and sign-in counts of the past go whether or not anyone signs in.
 	bg.Go(func() {

@@ -28,13 +28,10 @@ func (s *Postgres) GetPackageManifest(ctx context.Context, id uuid.UUID) ([]byte
 	return b, notFound(err, "manifest")
 }
 
-// PutUserKey stores (or replaces) a user's key pair.
-func (s *Postgres) PutUserKey(ctx context.Context, k app.UserKey) (app.UserKey, error) {
-	row, err := s.q.PutUserKey(ctx, PutUserKeyParams{UserID: k.UserID, PublicKey: k.PublicKey, SealedIdentity: k.SealedIdentity})
-	if err != nil {
-		return app.UserKey{}, err
-	}
-	return toUserKey(row), nil
+// PutUserKey stores (or replaces) a user's key pair, with its audit entry and the
+// user's e-mail (putUserKey).
+func (s *Postgres) PutUserKey(ctx context.Context, k app.UserKey, audit app.AuditEntry) (app.UserKey, error) {
+	return s.putUserKey(ctx, k, audit)
 }
 
 // GetUserKey returns a user's key pair.

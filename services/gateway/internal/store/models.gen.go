@@ -10,6 +10,21 @@ import (
 	"github.com/google/uuid"
 )
 
+type AccountNotice struct {
+	ID        int64
+	UserID    int64
+	Event     string
+	Detail    string
+	State     string
+	DueAt     time.Time
+	Attempts  int32
+	LastError string
+	MessageID string
+	CreatedAt time.Time
+	UpdatedAt time.Time
+	SentAt    *time.Time
+}
+
 type ApiToken struct {
 	ID         int64
 	UserID     int64
@@ -110,11 +125,12 @@ type ObjectReservation struct {
 }
 
 type OidcLogin struct {
-	StateHash []byte
-	Nonce     string
-	Verifier  string
-	Next      string
-	CreatedAt time.Time
+	StateHash  []byte
+	Nonce      string
+	Verifier   string
+	Next       string
+	CreatedAt  time.Time
+	LinkUserID *int64
 }
 
 type Outbox struct {
@@ -247,11 +263,15 @@ type UserKey struct {
 }
 
 type WebSession struct {
-	IDHash     []byte
-	UserID     int64
-	CreatedAt  time.Time
-	LastSeenAt time.Time
-	ExpiresAt  time.Time
+	IDHash      []byte
+	UserID      int64
+	CreatedAt   time.Time
+	LastSeenAt  time.Time
+	ExpiresAt   time.Time
+	OidcIssuer  *string
+	OidcSubject *string
+	OidcRefresh *string
+	OidcCheckAt *time.Time
 }
 
 type WebhookAttempt struct {

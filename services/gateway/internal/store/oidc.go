@@ -23,16 +23,19 @@ func (s *Postgres) GetUserByOIDC(ctx context.Context, issuer, subject string) (a
 	return toUser(r), nil
 }
 
-// LinkUserOIDC links a user without an identity to (issuer, subject).
-func (s *Postgres) LinkUserOIDC(ctx context.Context, id int64, issuer, subject string) (app.User, error) {
-	r, err := s.q.LinkUserOIDC(ctx, LinkUserOIDCParams{ID: id, Issuer: issuer, Subject: subject})
-	if errors.Is(err, pgx.ErrNoRows) || isUnique(err) {
-		return app.User{}, app.Conflict("the user is linked to another identity")
-	}
-	if err != nil {
-		return app.User{}, err
-	}
-	return toUser(r), nil
+// LinkUserOIDC links a user without an identity to (issuer, subject) and writes ch
+// in the same transaction.
+func (s *Postgres) LinkUserOIDC(ctx context.Context, id int64, issuer, subject string, ch identity.AccountChange) (app.User, error) {
+	var u app.User
+	err := s.inAccountTx(ctx, func(q *Queries) (identity.AccountChange, error) {
+		r, err := q.LinkUserOIDC(ctx, LinkUserOIDCParams{ID: id, Issuer: issuer, Subject: subject})
+		if errors.Is(err, pgx.ErrNoRows) || isUnique(err) {
+			return ch, app.Conflict("the user is linked to another identity")
+		}
+		u = toUser(r)
+		return ch, err
+	})
+	return u, err
 }
 
 // CreateOIDCUser creates a user without a password, linked to (issuer, subject).
@@ -44,18 +47,38 @@ func (s *Postgres) CreateOIDCUser(ctx context.Context, u app.NewUser, issuer, su
 	return toUser(r), nil
 }
 
-// SetUserRole sets a user's role.
-func (s *Postgres) SetUserRole(ctx context.Context, id int64, role app.Role) (app.User, error) {
-	r, err := s.q.SetUserRole(ctx, SetUserRoleParams{ID: id, Role: string(role)})
-	if err != nil {
-		return app.User{}, mapUserErr(err)
-	}
-	return toUser(r), nil
+// SetUserRole sets a user's role and writes change(the user after) in the same
+// transaction. A demotion first locks every active admin's row, so the last one is
+// never demoted (ErrConflict), however many demotions run at once.
+func (s *Postgres) SetUserRole(ctx context.Context, id int64, role app.Role, change func(after app.User) identity.AccountChange) (app.User, error) {
+	var u app.User
+	err := s.inAccountTx(ctx, func(q *Queries) (identity.AccountChange, error) {
+		if role != app.RoleAdmin {
+			admins, err := q.LockActiveAdmins(ctx)
+			if err != nil {
+				return identity.AccountChange{}, err
+			}
+			if err := identity.CheckLastAdmin(admins, id); err != nil {
+				return identity.AccountChange{}, err
+			}
+		}
+		r, err := q.SetUserRole(ctx, SetUserRoleParams{ID: id, Role: string(role)})
+		if err != nil {
+			return identity.AccountChange{}, mapUserErr(err)
+		}
+		u = toUser(r)
+		return change(u), nil
+	})
+	return u, err
 }
 
 // InsertOIDCLogin stores a sign-in under way.
 func (s *Postgres) InsertOIDCLogin(ctx context.Context, l identity.OIDCLogin) error {
-	return s.q.InsertOIDCLogin(ctx, InsertOIDCLoginParams{StateHash: l.StateHash, Nonce: l.Nonce, Verifier: l.Verifier, Next: l.Next, CreatedAt: l.CreatedAt})
+	arg := InsertOIDCLoginParams{StateHash: l.StateHash, Nonce: l.Nonce, Verifier: l.Verifier, Next: l.Next, CreatedAt: l.CreatedAt}
+	if l.LinkUserID != 0 {
+		arg.LinkUserID = &l.LinkUserID
+	}
+	return s.q.InsertOIDCLogin(ctx, arg)
 }
 
 // TakeOIDCLogin removes and returns the sign-in with that state hash.
@@ -67,7 +90,11 @@ func (s *Postgres) TakeOIDCLogin(ctx context.Context, stateHash []byte) (identit
 	if err != nil {
 		return identity.OIDCLogin{}, err
 	}
-	return identity.OIDCLogin{StateHash: r.StateHash, Nonce: r.Nonce, Verifier: r.Verifier, Next: r.Next, CreatedAt: r.CreatedAt}, nil
+	l := identity.OIDCLogin{StateHash: r.StateHash, Nonce: r.Nonce, Verifier: r.Verifier, Next: r.Next, CreatedAt: r.CreatedAt}
+	if r.LinkUserID != nil {
+		l.LinkUserID = *r.LinkUserID
+	}
+	return l, nil
 }
 
 // DeleteStaleOIDCLogins forgets the sign-ins begun before before.

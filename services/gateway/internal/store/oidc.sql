@@ -16,7 +16,8 @@ RETURNING *;
 UPDATE users SET role = @role WHERE id = @id RETURNING *;
 
 -- name: InsertOIDCLogin :exec
-INSERT INTO oidc_logins (state_hash, nonce, verifier, next, created_at) VALUES ($1, $2, $3, $4, $5);
+INSERT INTO oidc_logins (state_hash, nonce, verifier, next, created_at, link_user_id)
+VALUES (@state_hash, @nonce, @verifier, @next, @created_at, sqlc.narg(link_user_id));
 
 -- name: TakeOIDCLogin :one
 DELETE FROM oidc_logins WHERE state_hash = $1 RETURNING *;

@@ -83,15 +83,17 @@ func (q *Queries) GetUserByOIDC(ctx context.Context, arg GetUserByOIDCParams) (U
 }
 
 const insertOIDCLogin = `-- name: InsertOIDCLogin :exec
-INSERT INTO oidc_logins (state_hash, nonce, verifier, next, created_at) VALUES ($1, $2, $3, $4, $5)
+INSERT INTO oidc_logins (state_hash, nonce, verifier, next, created_at, link_user_id)
+VALUES ($1, $2, $3, $4, $5, $6)
 `
 
 type InsertOIDCLoginParams struct {
-	StateHash []byte
-	Nonce     string
-	Verifier  string
-	Next      string
-	CreatedAt time.Time
+	StateHash  []byte
+	Nonce      string
+	Verifier   string
+	Next       string
+	CreatedAt  time.Time
+	LinkUserID *int64
 }
 
 func (q *Queries) InsertOIDCLogin(ctx context.Context, arg InsertOIDCLoginParams) error {
@@ -101,6 +103,7 @@ func (q *Queries) InsertOIDCLogin(ctx context.Context, arg InsertOIDCLoginParams
 		arg.Verifier,
 		arg.Next,
 		arg.CreatedAt,
+		arg.LinkUserID,
 	)
 	return err
 }
@@ -162,7 +165,7 @@ func (q *Queries) SetUserRole(ctx context.Context, arg SetUserRoleParams) (User,
 }
 
 const takeOIDCLogin = `-- name: TakeOIDCLogin :one
-DELETE FROM oidc_logins WHERE state_hash = $1 RETURNING state_hash, nonce, verifier, next, created_at
+DELETE FROM oidc_logins WHERE state_hash = $1 RETURNING state_hash, nonce, verifier, next, created_at, link_user_id
 `
 
 func (q *Queries) TakeOIDCLogin(ctx context.Context, stateHash []byte) (OidcLogin, error) {
@@ -174,6 +177,7 @@ func (q *Queries) TakeOIDCLogin(ctx context.Context, stateHash []byte) (OidcLogi
 		&i.Verifier,
 		&i.Next,
 		&i.CreatedAt,
+		&i.LinkUserID,
 	)
 	return i, err
 }

@@ -43,13 +43,13 @@ func TestOIDCIdentities(t *testing.T) {
 	}
 
 	made := insertUser(t, pool, "made@example.com", "Made")
-	if _, err := db.LinkUserOIDC(ctx, made, issA, "x"); !errors.Is(err, app.ErrConflict) {
+	if _, err := db.LinkUserOIDC(ctx, made, issA, "x", identity.AccountChange{}); !errors.Is(err, app.ErrConflict) {
 		t.Fatalf("linking an identity another user has: %v, want conflict", err)
 	}
-	if u, err := db.LinkUserOIDC(ctx, made, issA, "y"); err != nil || u.OIDCSubject != "y" || u.OIDCIssuer != issA {
+	if u, err := db.LinkUserOIDC(ctx, made, issA, "y", identity.AccountChange{}); err != nil || u.OIDCSubject != "y" || u.OIDCIssuer != issA {
 		t.Fatalf("link: %+v %v", u, err)
 	}
-	if _, err := db.LinkUserOIDC(ctx, made, issA, "z"); !errors.Is(err, app.ErrConflict) {
+	if _, err := db.LinkUserOIDC(ctx, made, issA, "z", identity.AccountChange{}); !errors.Is(err, app.ErrConflict) {
 		t.Fatalf("linking a linked user again: %v, want conflict", err)
 	}
 

@@ -197,10 +197,11 @@ func (s *Postgres) ListUsers(ctx context.Context) ([]app.User, error) {
 // CountUsers returns how many users exist.
 func (s *Postgres) CountUsers(ctx context.Context) (int64, error) { return s.q.CountUsers(ctx) }
 
-// UpdateUser applies the non-nil fields of p. A patch that demotes or disables an
-// active admin first locks every active admin's row, so two such patches run one
-// after the other and the last active admin is never taken away (ErrConflict).
-func (s *Postgres) UpdateUser(ctx context.Context, id int64, p app.UserPatch, passwordHash *string) (app.User, error) {
+// UpdateUser applies the non-nil fields of p and writes change(the user before,
+// after) in the same transaction. A patch that demotes or disables an active admin
+// first locks every active admin's row, so two such patches run one after the other
+// and the last active admin is never taken away (ErrConflict).
+func (s *Postgres) UpdateUser(ctx context.Context, id int64, p app.UserPatch, passwordHash *string, change func(before, after app.User) identity.AccountChange) (app.User, error) {
 	var role *string
 	if p.Role != nil {
 		r := string(*p.Role)
@@ -209,42 +210,46 @@ func (s *Postgres) UpdateUser(ctx context.Context, id int64, p app.UserPatch, pa
 	params := UpdateUserParams{
 		ID: id, Email: p.Email, Name: p.Name, Role: role, Disabled: p.Disabled, PasswordHash: passwordHash,
 	}
-	if !identity.RemovesAdmin(p) {
-		row, err := s.q.UpdateUser(ctx, params)
-		if err != nil {
-			return app.User{}, mapUserErr(err)
-		}
-		return toUser(row), nil
-	}
 	var user app.User
-	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		q := s.q.WithTx(tx)
-		admins, err := q.LockActiveAdmins(ctx)
-		if err != nil {
-			return err
+	err := s.inAccountTx(ctx, func(q *Queries) (identity.AccountChange, error) {
+		if identity.RemovesAdmin(p) {
+			admins, err := q.LockActiveAdmins(ctx)
+			if err != nil {
+				return identity.AccountChange{}, err
+			}
+			if err := identity.CheckLastAdmin(admins, id); err != nil {
+				return identity.AccountChange{}, err
+			}
 		}
-		if err := identity.CheckLastAdmin(admins, id); err != nil {
-			return err
+		before, err := q.GetUserForUpdate(ctx, id)
+		if err != nil {
+			return identity.AccountChange{}, mapUserErr(err)
 		}
 		row, err := q.UpdateUser(ctx, params)
 		if err != nil {
-			return mapUserErr(err)
+			return identity.AccountChange{}, mapUserErr(err)
 		}
 		user = toUser(row)
-		return nil
+		return change(toUser(before), user), nil
 	})
 	return user, err
 }
 
-// CreateToken stores a token's hash and display prefix.
-func (s *Postgres) CreateToken(ctx context.Context, t app.NewToken) (app.Token, error) {
-	row, err := s.q.CreateToken(ctx, CreateTokenParams{
-		UserID: t.UserID, Name: t.Name, Prefix: t.Prefix, TokenHash: t.Hash, ExpiresAt: t.ExpiresAt,
+// CreateToken stores a token's hash and display prefix and writes ch in the same
+// transaction.
+func (s *Postgres) CreateToken(ctx context.Context, t app.NewToken, ch identity.AccountChange) (app.Token, error) {
+	var tok app.Token
+	err := s.inAccountTx(ctx, func(q *Queries) (identity.AccountChange, error) {
+		row, err := q.CreateToken(ctx, CreateTokenParams{
+			UserID: t.UserID, Name: t.Name, Prefix: t.Prefix, TokenHash: t.Hash, ExpiresAt: t.ExpiresAt,
+		})
+		tok = toToken(ListTokensRow(row))
+		return ch, err
 	})
 	if err != nil {
 		return app.Token{}, err
 	}
-	return toToken(ListTokensRow(row)), nil
+	return tok, nil
 }
 
 // ListTokens returns the user's tokens, newest first.
@@ -260,16 +265,15 @@ func (s *Postgres) ListTokens(ctx context.Context, userID int64) ([]app.Token, e
 	return out, nil
 }
 
-// DeleteToken removes one of the user's tokens.
-func (s *Postgres) DeleteToken(ctx context.Context, userID, id int64) error {
-	n, err := s.q.DeleteToken(ctx, DeleteTokenParams{ID: id, UserID: userID})
-	if err != nil {
-		return err
-	}
-	if n == 0 {
-		return app.NotFound("token")
-	}
-	return nil
+// DeleteToken removes one of the user's tokens and writes ch in the same transaction.
+func (s *Postgres) DeleteToken(ctx context.Context, userID, id int64, ch identity.AccountChange) error {
+	return s.inAccountTx(ctx, func(q *Queries) (identity.AccountChange, error) {
+		n, err := q.DeleteToken(ctx, DeleteTokenParams{ID: id, UserID: userID})
+		if err == nil && n == 0 {
+			err = app.NotFound("token")
+		}
+		return ch, err
+	})
 }
 
 // TokenOwner resolves a token hash to the token and its user.

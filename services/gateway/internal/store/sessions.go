@@ -13,10 +13,17 @@ import (
 
 var _ identity.SessionStore = (*Postgres)(nil)
 
-// CreateSession stores a new web session.
-func (s *Postgres) CreateSession(ctx context.Context, sess identity.Session) error {
-	return s.q.InsertSession(ctx, InsertSessionParams{
+// CreateSession stores a new web session and writes ch in the same transaction.
+func (s *Postgres) CreateSession(ctx context.Context, sess identity.Session, ch identity.AccountChange) error {
+	arg := InsertSessionParams{
 		IDHash: sess.IDHash, UserID: sess.UserID, CreatedAt: sess.CreatedAt, LastSeenAt: sess.LastSeenAt, ExpiresAt: sess.ExpiresAt,
+	}
+	if o := sess.OIDC; o != nil {
+		checkAt := o.CheckAt
+		arg.OidcIssuer, arg.OidcSubject, arg.OidcRefresh, arg.OidcCheckAt = &o.Issuer, &o.Subject, nonEmpty(o.SealedRefresh), &checkAt
+	}
+	return s.inAccountTx(ctx, func(q *Queries) (identity.AccountChange, error) {
+		return ch, q.InsertSession(ctx, arg)
 	})
 }
 
@@ -29,9 +36,7 @@ func (s *Postgres) SessionUser(ctx context.Context, idHash []byte) (identity.Ses
 	if err != nil {
 		return identity.Session{}, app.User{}, err
 	}
-	w := row.WebSession
-	return identity.Session{IDHash: w.IDHash, UserID: w.UserID, CreatedAt: w.CreatedAt, LastSeenAt: w.LastSeenAt, ExpiresAt: w.ExpiresAt},
-		toUser(row.User), nil
+	return toSession(row.WebSession), toUser(row.User), nil
 }
 
 // TouchSession records a session's last use and its new end.
@@ -39,9 +44,16 @@ func (s *Postgres) TouchSession(ctx context.Context, idHash []byte, lastSeen, ex
 	return s.q.TouchSession(ctx, TouchSessionParams{IDHash: idHash, LastSeenAt: lastSeen, ExpiresAt: expiresAt})
 }
 
-// DeleteSession ends one session.
-func (s *Postgres) DeleteSession(ctx context.Context, idHash []byte) error {
-	return s.q.DeleteSession(ctx, idHash)
+// DeleteSession ends one session and, when there was one, writes ch in the same
+// transaction.
+func (s *Postgres) DeleteSession(ctx context.Context, idHash []byte, ch identity.AccountChange) error {
+	return s.inAccountTx(ctx, func(q *Queries) (identity.AccountChange, error) {
+		n, err := q.DeleteSession(ctx, idHash)
+		if n == 0 {
+			return identity.AccountChange{}, err
+		}
+		return ch, err
+	})
 }
 
 // DeleteUserSessions ends every session of a user.

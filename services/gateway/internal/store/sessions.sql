@@ -1,8 +1,8 @@
 -- Web UI sessions and the login throttle (migration 00006_web.sql).
 
 -- name: InsertSession :exec
-INSERT INTO web_sessions (id_hash, user_id, created_at, last_seen_at, expires_at)
-VALUES ($1, $2, $3, $4, $5);
+INSERT INTO web_sessions (id_hash, user_id, created_at, last_seen_at, expires_at, oidc_issuer, oidc_subject, oidc_refresh, oidc_check_at)
+VALUES (@id_hash, @user_id, @created_at, @last_seen_at, @expires_at, sqlc.narg(oidc_issuer), sqlc.narg(oidc_subject), sqlc.narg(oidc_refresh), sqlc.narg(oidc_check_at));
 
 -- name: SessionUser :one
 SELECT sqlc.embed(s), sqlc.embed(u)
@@ -13,7 +13,7 @@ WHERE s.id_hash = $1;
 -- name: TouchSession :exec
 UPDATE web_sessions SET last_seen_at = $2, expires_at = $3 WHERE id_hash = $1;
 
--- name: DeleteSession :exec
+-- name: DeleteSession :execrows
 DELETE FROM web_sessions WHERE id_hash = $1;
 
 -- name: DeleteUserSessions :exec

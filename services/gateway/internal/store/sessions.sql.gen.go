@@ -84,13 +84,16 @@ func (q *Queries) DeleteExpiredSessions(ctx context.Context, expiresAt time.Time
 	return err
 }
 
-const deleteSession = `-- name: DeleteSession :exec
+const deleteSession = `-- name: DeleteSession :execrows
 DELETE FROM web_sessions WHERE id_hash = $1
 `
 
-func (q *Queries) DeleteSession(ctx context.Context, idHash []byte) error {
-	_, err := q.db.Exec(ctx, deleteSession, idHash)
-	return err
+func (q *Queries) DeleteSession(ctx context.Context, idHash []byte) (int64, error) {
+	result, err := q.db.Exec(ctx, deleteSession, idHash)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected(), nil
 }
 
 const deleteStaleLoginFailures = `-- name: DeleteStaleLoginFailures :exec
@@ -120,16 +123,20 @@ func (q *Queries) DeleteUserSessions(ctx context.Context, userID int64) error {
 
 const insertSession = `-- name: InsertSession :exec
 
-INSERT INTO web_sessions (id_hash, user_id, created_at, last_seen_at, expires_at)
-VALUES ($1, $2, $3, $4, $5)
+INSERT INTO web_sessions (id_hash, user_id, created_at, last_seen_at, expires_at, oidc_issuer, oidc_subject, oidc_refresh, oidc_check_at)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
 `
 
 type InsertSessionParams struct {
-	IDHash     []byte
-	UserID     int64
-	CreatedAt  time.Time
-	LastSeenAt time.Time
-	ExpiresAt  time.Time
+	IDHash      []byte
+	UserID      int64
+	CreatedAt   time.Time
+	LastSeenAt  time.Time
+	ExpiresAt   time.Time
+	OidcIssuer  *string
+	OidcSubject *string
+	OidcRefresh *string
+	OidcCheckAt *time.Time
 }
 
 // Web UI sessions and the login throttle (migration 00006_web.sql).
@@ -140,6 +147,10 @@ func (q *Queries) InsertSession(ctx context.Context, arg InsertSessionParams) er
 		arg.CreatedAt,
 		arg.LastSeenAt,
 		arg.ExpiresAt,
+		arg.OidcIssuer,
+		arg.OidcSubject,
+		arg.OidcRefresh,
+		arg.OidcCheckAt,
 	)
 	return err
 }
@@ -165,7 +176,7 @@ func (q *Queries) RefundLoginAttempt(ctx context.Context, arg RefundLoginAttempt
 }
 
 const sessionUser = `-- name: SessionUser :one
-SELECT s.id_hash, s.user_id, s.created_at, s.last_seen_at, s.expires_at, u.id, u.email, u.name, u.role, u.password_hash, u.disabled, u.created_at, u.oidc_issuer, u.oidc_subject
+SELECT s.id_hash, s.user_id, s.created_at, s.last_seen_at, s.expires_at, s.oidc_issuer, s.oidc_subject, s.oidc_refresh, s.oidc_check_at, u.id, u.email, u.name, u.role, u.password_hash, u.disabled, u.created_at, u.oidc_issuer, u.oidc_subject
 FROM web_sessions s
 JOIN users u ON u.id = s.user_id
 WHERE s.id_hash = $1
@@ -185,6 +196,10 @@ func (q *Queries) SessionUser(ctx context.Context, idHash []byte) (SessionUserRo
 		&i.WebSession.CreatedAt,
 		&i.WebSession.LastSeenAt,
 		&i.WebSession.ExpiresAt,
+		&i.WebSession.OidcIssuer,
+		&i.WebSession.OidcSubject,
+		&i.WebSession.OidcRefresh,
+		&i.WebSession.OidcCheckAt,
 		&i.User.ID,
 		&i.User.Email,
 		&i.User.Name,

@@ -21,7 +21,7 @@ func TestTouchTokens(t *testing.T) {
 	db := store.NewPostgres(pool)
 	var ids []int64
 	for _, name := range []string{"a", "b", "c"} {
-		tok, err := db.CreateToken(ctx, app.NewToken{UserID: user, Name: name, Prefix: name, Hash: []byte(name)})
+		tok, err := db.CreateToken(ctx, app.NewToken{UserID: user, Name: name, Prefix: name, Hash: []byte(name)}, identity.AccountChange{})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -121,7 +121,7 @@ func newEnv(t testing.TB, natsURL string) env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, raw, err := id.CreateToken(ctx, u.ID, "e2e", nil)
+	_, raw, err := id.CreateToken(ctx, u.ID, "e2e", nil, identity.System)
 	if err != nil {
 		t.Fatal(err)
 	}

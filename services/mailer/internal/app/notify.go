@@ -49,6 +49,8 @@ type NotifyStore interface {
 	// and writes fn's outcome (and its audit entry) in the same transaction. false: no
 	// notification was due.
 	SendDue(ctx context.Context, fn func(Notification) Outcome) (bool, error)
+	// SendDueAccount does the same with one due account notice (kind NotifyAccount).
+	SendDueAccount(ctx context.Context, fn func(Notification) Outcome) (bool, error)
 }
 
 // Upload is a recipient's upload as the event tells it.
@@ -79,6 +81,10 @@ type Notification struct {
 	// Filename and Signature: the infected file and what clamd found (infected).
 	Filename  string
 	Signature string
+	// AccountEvent and AccountDetail: what changed on the account (NotifyAccount,
+	// sent to OwnerEmail, the user's address).
+	AccountEvent  string
+	AccountDetail string
 }
 
 // NotifiedFile is a file of an upload burst.
@@ -171,16 +177,18 @@ func (n *Notifier) Tick(stop, ctx context.Context) {
 		}
 		return
 	}
-	for stop.Err() == nil && ctx.Err() == nil {
-		more, err := n.store.SendDue(ctx, n.send(ctx))
-		if err != nil {
-			if ctx.Err() == nil {
-				n.log.Warn("send due notification", "err", err)
+	for _, sendDue := range []func(context.Context, func(Notification) Outcome) (bool, error){n.store.SendDue, n.store.SendDueAccount} {
+		for stop.Err() == nil && ctx.Err() == nil {
+			more, err := sendDue(ctx, n.send(ctx))
+			if err != nil {
+				if ctx.Err() == nil {
+					n.log.Warn("send due notification", "err", err)
+				}
+				return
 			}
-			return
-		}
-		if !more {
-			return
+			if !more {
+				break
+			}
 		}
 	}
 }
@@ -190,7 +198,7 @@ func (n *Notifier) Tick(stop, ctx context.Context) {
 func (n *Notifier) send(ctx context.Context) func(Notification) Outcome {
 	return func(no Notification) Outcome {
 		log := n.log.With("notification_id", no.ID, "package_id", no.PackageID, "kind", no.Kind)
-		if !no.NotifyOwner && no.Kind != NotifyInfected {
+		if !no.NotifyOwner && no.Kind != NotifyInfected && no.Kind != NotifyAccount {
 			log.Info("notification dropped: the owner turned notifications off")
 			return Outcome{State: NotifyDropped}
 		}
@@ -258,6 +266,9 @@ var (
 // downloaded {title}", or the files of an upload burst, with a link to the package's
 // page. It fails when the owner has no usable address.
 func RenderNotification(no Notification, publicURL string) (Email, error) {
+	if no.Kind == NotifyAccount {
+		return renderAccount(no, publicURL)
+	}
 	to, err := mailbox(OneLine(no.OwnerEmail))
 	if err != nil {
 		return Email{}, fmt.Errorf("%w: invalid owner address: %v", errUndeliverable, err)

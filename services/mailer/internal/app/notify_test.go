@@ -83,7 +83,18 @@ type fakeNotifyStore struct {
 	uploads   []Upload
 	quiet     time.Duration
 	due       []Notification
+	account   []Notification
 	outcomes  []Outcome
+}
+
+func (f *fakeNotifyStore) SendDueAccount(_ context.Context, fn func(Notification) Outcome) (bool, error) {
+	if len(f.account) == 0 {
+		return false, nil
+	}
+	n := f.account[0]
+	f.account = f.account[1:]
+	f.outcomes = append(f.outcomes, fn(n))
+	return true, nil
 }
 
 func (f *fakeNotifyStore) RecordDownload(_ context.Context, id, _ string) error {

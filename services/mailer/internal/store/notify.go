@@ -102,3 +102,51 @@ func (p *Postgres) SendDue(ctx context.Context, fn func(app.Notification) app.Ou
 	}
 	return true, nil
 }
+
+// SendDueAccount locks one due account notice (skipping those other instances hold),
+// calls fn with it while holding the lock and writes fn's outcome and audit entry in
+// the same transaction.
+func (p *Postgres) SendDueAccount(ctx context.Context, fn func(app.Notification) app.Outcome) (bool, error) {
+	tx, err := p.pool.Begin(ctx)
+	if err != nil {
+		return false, fmt.Errorf("store: begin: %w", err)
+	}
+	defer func() {
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), writeTimeout)
+		defer cancel()
+		_ = tx.Rollback(rctx)
+	}()
+	q := p.q.WithTx(tx)
+	row, err := q.LockDueAccountNotice(ctx)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("store: lock due account notice: %w", err)
+	}
+	out := fn(app.Notification{
+		ID: row.ID, Kind: app.NotifyAccount, Attempts: int(row.Attempts), OwnerEmail: row.UserEmail, OwnerName: row.UserName,
+		AccountEvent: row.Event, AccountDetail: row.Detail,
+	})
+	if out.State == "" {
+		return false, nil // stopping: the rollback leaves it due
+	}
+	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), writeTimeout)
+	defer cancel()
+	err = q.RecordAccountNotice(wctx, db.RecordAccountNoticeParams{
+		ID: row.ID, State: out.State, Attempted: attempted(out), LastError: out.Error, MessageID: out.MessageID,
+		RetrySecs: out.RetryIn.Seconds(),
+	})
+	if err != nil {
+		return false, fmt.Errorf("store: record account notice %d: %w", row.ID, err)
+	}
+	if out.AuditAction != "" {
+		if err := q.InsertAccountAudit(wctx, db.InsertAccountAuditParams{Action: out.AuditAction, Detail: out.AuditDetail}); err != nil {
+			return false, fmt.Errorf("store: audit account notice %d: %w", row.ID, err)
+		}
+	}
+	if err := tx.Commit(wctx); err != nil {
+		return false, fmt.Errorf("store: commit account notice %d: %w", row.ID, err)
+	}
+	return true, nil
+}

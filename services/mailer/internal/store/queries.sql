@@ -103,3 +103,30 @@ SET state      = @state::text,
     due_at     = now() + make_interval(secs => @retry_secs::float8),
     updated_at = now()
 WHERE id = @id;
+
+-- name: LockDueAccountNotice :one
+-- Locks one due account notice no other instance holds, with its user's address
+-- (gateway migration 00029): a security e-mail about the user's own account.
+SELECT n.id, n.event, n.detail, n.attempts, u.email AS user_email, u.name AS user_name
+FROM account_notices n
+JOIN users u ON u.id = n.user_id
+WHERE n.state = 'pending' AND n.due_at <= now()
+ORDER BY n.due_at
+LIMIT 1
+FOR UPDATE OF n SKIP LOCKED;
+
+-- name: RecordAccountNotice :exec
+-- Writes an account notice attempt's outcome.
+UPDATE account_notices
+SET state      = @state::text,
+    attempts   = attempts + @attempted::int,
+    last_error = @last_error,
+    message_id = CASE WHEN @message_id::text <> '' THEN @message_id::text ELSE message_id END,
+    sent_at    = CASE WHEN @state::text = 'sent' THEN now() ELSE sent_at END,
+    due_at     = now() + make_interval(secs => @retry_secs::float8),
+    updated_at = now()
+WHERE id = @id;
+
+-- name: InsertAccountAudit :exec
+-- Writes a system entry of the audit log about an account (no package).
+INSERT INTO audit_log (actor, action, detail) VALUES ('system', @action, @detail);

@@ -7,6 +7,7 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
+	"log/slog"
 	"regexp"
 	"strings"
 	"time"
@@ -25,10 +26,13 @@ type IdentityStore interface {
 	GetUserByEmail(ctx context.Context, email string) (app.User, error)
 	ListUsers(ctx context.Context) ([]app.User, error)
 	CountUsers(ctx context.Context) (int64, error)
-	UpdateUser(ctx context.Context, id int64, p app.UserPatch, passwordHash *string) (app.User, error)
-	CreateToken(ctx context.Context, t app.NewToken) (app.Token, error)
+	// UpdateUser applies the patch and writes change(the user before, after) in the
+	// same transaction.
+	UpdateUser(ctx context.Context, id int64, p app.UserPatch, passwordHash *string, change func(before, after app.User) AccountChange) (app.User, error)
+	// CreateToken and DeleteToken write ch in the token's transaction.
+	CreateToken(ctx context.Context, t app.NewToken, ch AccountChange) (app.Token, error)
 	ListTokens(ctx context.Context, userID int64) ([]app.Token, error)
-	DeleteToken(ctx context.Context, userID, id int64) error
+	DeleteToken(ctx context.Context, userID, id int64, ch AccountChange) error
 	TokenOwner(ctx context.Context, hash []byte) (app.TokenOwner, error)
 	TokenUsageStore
 	// DeleteUserSessions signs the user out of every browser.
@@ -42,6 +46,7 @@ type Identity struct {
 	now    func() time.Time
 	cache  *TokenCache // nil: every request reads the token from the store
 	usage  *TokenUsage // nil: last_used_at is written on the request path
+	log    *slog.Logger
 }
 
 // IdentityOption configures an Identity.
@@ -60,9 +65,13 @@ func WithTokenUsage(u *TokenUsage) IdentityOption { return func(s *Identity) { s
 // such as shipctl).
 func WithHasher(h *app.Hasher) IdentityOption { return func(s *Identity) { s.hasher = h } }
 
+// WithLogger logs the identity service's warnings (a group sync that keeps the last
+// admin's role) to log.
+func WithLogger(log *slog.Logger) IdentityOption { return func(s *Identity) { s.log = log } }
+
 // NewIdentity returns the identity service on store.
 func NewIdentity(store IdentityStore, opts ...IdentityOption) *Identity {
-	s := &Identity{store: store, now: time.Now}
+	s := &Identity{store: store, now: time.Now, log: slog.Default()}
 	for _, o := range opts {
 		o(s)
 	}
@@ -152,8 +161,9 @@ func (s *Identity) NeedsSetup(ctx context.Context) (bool, error) {
 	return n == 0, err
 }
 
-// UpdateUser applies a patch to a user.
-func (s *Identity) UpdateUser(ctx context.Context, id int64, p app.UserPatch) (app.User, error) {
+// UpdateUser applies a patch to a user, by: a role change is audited and e-mailed
+// to the user.
+func (s *Identity) UpdateUser(ctx context.Context, id int64, p app.UserPatch, by Actor) (app.User, error) {
 	if p.Email != nil {
 		email, err := app.NormalizeEmail(*p.Email)
 		if err != nil {
@@ -180,7 +190,12 @@ func (s *Identity) UpdateUser(ctx context.Context, id int64, p app.UserPatch) (a
 		}
 		hash = &h
 	}
-	u, err := s.store.UpdateUser(ctx, id, p, hash)
+	u, err := s.store.UpdateUser(ctx, id, p, hash, func(before, after app.User) AccountChange {
+		if before.Role == after.Role {
+			return AccountChange{}
+		}
+		return RoleChange(by, after, before.Role, "by shipctl")
+	})
 	if err != nil {
 		return app.User{}, err
 	}
@@ -252,8 +267,8 @@ func (s *Identity) CheckPassword(ctx context.Context, email, password string) (a
 }
 
 // CreateToken mints an API token for the user and returns its record with the raw
-// value, which is never available again.
-func (s *Identity) CreateToken(ctx context.Context, userID int64, name string, expiresAt *time.Time) (app.Token, string, error) {
+// value, which is never available again. The audit log records it, by by.
+func (s *Identity) CreateToken(ctx context.Context, userID int64, name string, expiresAt *time.Time, by Actor) (app.Token, string, error) {
 	if err := validateName(name); err != nil {
 		return app.Token{}, "", err
 	}
@@ -265,13 +280,14 @@ func (s *Identity) CreateToken(ctx context.Context, userID int64, name string, e
 		return app.Token{}, "", err
 	}
 	sum := sha256.Sum256([]byte(raw))
+	prefix := raw[:tokenDisplayChars]
 	t, err := s.store.CreateToken(ctx, app.NewToken{
 		UserID:    userID,
 		Name:      name,
-		Prefix:    raw[:tokenDisplayChars],
+		Prefix:    prefix,
 		Hash:      sum[:],
 		ExpiresAt: expiresAt,
-	})
+	}, AccountChange{Audit: []app.AuditEntry{by.Audit(ActionTokenCreate, fmt.Sprintf("user %d: token %s… %q", userID, prefix, name))}})
 	if err != nil {
 		return app.Token{}, "", err
 	}
@@ -305,9 +321,11 @@ func (s *Identity) ListTokens(ctx context.Context, userID int64) ([]app.Token, e
 	return tokens, nil
 }
 
-// RevokeToken deletes one of the user's tokens; another user's token is not found.
-func (s *Identity) RevokeToken(ctx context.Context, userID, id int64) error {
-	if err := s.store.DeleteToken(ctx, userID, id); err != nil {
+// RevokeToken deletes one of the user's tokens (another user's token is not found);
+// the audit log records it, by by.
+func (s *Identity) RevokeToken(ctx context.Context, userID, id int64, by Actor) error {
+	ch := AccountChange{Audit: []app.AuditEntry{by.Audit(ActionTokenRevoke, fmt.Sprintf("user %d: token %d", userID, id))}}
+	if err := s.store.DeleteToken(ctx, userID, id, ch); err != nil {
 		return err
 	}
 	s.cache.Forget(AuthChange{Kind: AuthChangeToken, ID: id})

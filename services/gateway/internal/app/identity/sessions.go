@@ -17,11 +17,16 @@ import (
 
 // SessionStore is the persistence of web UI sessions and of the login throttle.
 type SessionStore interface {
-	CreateSession(ctx context.Context, s Session) error
+	// CreateSession stores a new session and writes ch in the same transaction.
+	CreateSession(ctx context.Context, s Session, ch AccountChange) error
 	// SessionUser returns the session with that id hash and its user.
 	SessionUser(ctx context.Context, idHash []byte) (Session, app.User, error)
 	TouchSession(ctx context.Context, idHash []byte, lastSeen, expiresAt time.Time) error
-	DeleteSession(ctx context.Context, idHash []byte) error
+	// DeleteSession ends a session and writes ch in the same transaction, when
+	// there was such a session.
+	DeleteSession(ctx context.Context, idHash []byte, ch AccountChange) error
+	// WriteAccountChange writes audit entries and notices that go with no other change.
+	WriteAccountChange(ctx context.Context, ch AccountChange) error
 	DeleteExpiredSessions(ctx context.Context, now time.Time) error
 	// CountLoginAttempt counts a sign-in attempt as a failure of every key, before
 	// its password is checked, in one statement (so parallel attempts are all
@@ -47,6 +52,17 @@ type Session struct {
 	CreatedAt  time.Time
 	LastSeenAt time.Time
 	ExpiresAt  time.Time
+	// OIDC: the identity a session begun through the OpenID provider came from, the
+	// provider's refresh token sealed (secretbox; "" when the provider gave none) and
+	// when the next recheck is due. Nil for a password sign-in.
+	OIDC *SessionOIDC
+}
+
+// SessionOIDC is what a session begun through the OpenID provider keeps of it.
+type SessionOIDC struct {
+	Issuer, Subject string
+	SealedRefresh   string
+	CheckAt         time.Time
 }
 
 // SessionConfig bounds sessions and failed sign-ins.
@@ -67,11 +83,19 @@ type Sessions struct {
 	identity *Identity
 	cfg      SessionConfig
 	now      func() time.Time
+	// sealer seals the provider's refresh tokens; recheck is how often a session
+	// begun through the provider is checked again (WithOIDCRecheck).
+	sealer  Sealer
+	recheck time.Duration
 }
 
 // NewSessions returns the session service.
-func NewSessions(store SessionStore, identity *Identity, cfg SessionConfig) *Sessions {
-	return &Sessions{store: store, identity: identity, cfg: cfg, now: time.Now}
+func NewSessions(store SessionStore, identity *Identity, cfg SessionConfig, opts ...SessionsOption) *Sessions {
+	s := &Sessions{store: store, identity: identity, cfg: cfg, now: time.Now}
+	for _, o := range opts {
+		o(s)
+	}
+	return s
 }
 
 // sessionIDBytes is the entropy of a session id.
@@ -142,6 +166,12 @@ func (s *Sessions) Login(ctx context.Context, email, password string, client app
 	}
 	u, err := s.identity.CheckPassword(ctx, email, password)
 	if errors.Is(err, app.ErrUnauthenticated) {
+		// One row per IP and hour counts them: a guesser does not grow the log.
+		failed := System.Audit(ActionSignInFailed, "")
+		failed.IP, failed.UserAgent, failed.Hourly = client.IP, client.UserAgent, true
+		if err := s.store.WriteAccountChange(ctx, AccountChange{Audit: []app.AuditEntry{failed}}); err != nil {
+			return app.User{}, "", err
+		}
 		return app.User{}, "", ErrBadCredentials
 	}
 	if err != nil {
@@ -168,7 +198,8 @@ func (s *Sessions) Login(ctx context.Context, email, password string, client app
 		return app.User{}, "", err
 	}
 	sess := Session{IDHash: hash, UserID: u.ID, CreatedAt: now, LastSeenAt: now, ExpiresAt: s.expiry(now, now)}
-	if err := s.store.CreateSession(ctx, sess); err != nil {
+	signIn := AccountChange{Audit: []app.AuditEntry{UserActor(u, client).Audit(ActionSignIn, "password")}}
+	if err := s.store.CreateSession(ctx, sess, signIn); err != nil {
 		return app.User{}, "", err
 	}
 	// Sweep the sessions nobody will use again and the counts that no longer
@@ -252,13 +283,14 @@ func (s *Sessions) Resolve(ctx context.Context, raw string) (app.User, Session, 
 	return u, sess, nil
 }
 
-// Logout ends the session with that raw id; an unknown one is already ended.
-func (s *Sessions) Logout(ctx context.Context, raw string) error {
+// Logout ends the session with that raw id, signed out by by; an unknown one is
+// already ended.
+func (s *Sessions) Logout(ctx context.Context, raw string, by Actor) error {
 	hash, ok := sessionHash(raw)
 	if !ok {
 		return nil
 	}
-	return s.store.DeleteSession(ctx, hash)
+	return s.store.DeleteSession(ctx, hash, AccountChange{Audit: []app.AuditEntry{by.Audit(ActionSignOut, "")}})
 }
 
 // expiry is when a session created at created and last used at seen ends.

@@ -49,13 +49,15 @@ func (s *Packages) StoredManifest(ctx context.Context, id uuid.UUID) ([]byte, er
 	return b, err
 }
 
-// SetKey stores (or replaces) the user's key pair. Files sealed to an earlier key stay
-// readable with that key alone.
-func (s *Packages) SetKey(ctx context.Context, u app.User, publicKey, sealedIdentity string) (app.UserKey, error) {
+// SetKey stores (or replaces) the user's key pair, audited and e-mailed to the user.
+// Files sealed to an earlier key stay readable with that key alone.
+func (s *Packages) SetKey(ctx context.Context, u app.User, client app.Client, publicKey, sealedIdentity string) (app.UserKey, error) {
 	if err := app.ValidateUserKey(publicKey, sealedIdentity); err != nil {
 		return app.UserKey{}, err
 	}
-	return s.store.PutUserKey(ctx, app.UserKey{UserID: u.ID, PublicKey: publicKey, SealedIdentity: sealedIdentity})
+	id := u.ID
+	audit := app.AuditEntry{Actor: "user", ActorUserID: &id, Action: "key.set", IP: client.IP, UserAgent: client.UserAgent}
+	return s.store.PutUserKey(ctx, app.UserKey{UserID: u.ID, PublicKey: publicKey, SealedIdentity: sealedIdentity}, audit)
 }
 
 // Key returns the user's key pair (app.NotFound: none set up).

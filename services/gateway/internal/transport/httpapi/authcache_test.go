@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/shipfile/shipfile/services/gateway/internal/app"
+	"github.com/shipfile/shipfile/services/gateway/internal/app/identity"
 	"github.com/shipfile/shipfile/services/gateway/internal/store"
 )
 
@@ -76,7 +77,7 @@ func TestTokenChangesReachEveryGateway(t *testing.T) {
 	}{
 		{"token revoked through the API of one gateway", "/api/v1/me", func(t *testing.T, u app.User, tokenID int64) {
 			// The user revokes it with another of their tokens.
-			_, other, err := a.identity.CreateToken(ctx, u.ID, "other", nil)
+			_, other, err := a.identity.CreateToken(ctx, u.ID, "other", nil, identity.System)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -114,7 +115,7 @@ func TestTokenChangesReachEveryGateway(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			tok, raw, err := a.identity.CreateToken(ctx, u.ID, "ci", nil)
+			tok, raw, err := a.identity.CreateToken(ctx, u.ID, "ci", nil, identity.System)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -138,7 +139,7 @@ func TestExpiredTokenStopsAtExpiry(t *testing.T) {
 	a := newTestAPI(t, defaultConfig())
 	u, _ := a.user("owner@example.com", app.RoleRegular)
 	expiresAt := time.Now().Add(1500 * time.Millisecond)
-	_, raw, err := a.identity.CreateToken(context.Background(), u.ID, "short", &expiresAt)
+	_, raw, err := a.identity.CreateToken(context.Background(), u.ID, "short", &expiresAt, identity.System)
 	if err != nil {
 		t.Fatal(err)
 	}

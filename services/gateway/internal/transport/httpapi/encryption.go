@@ -122,7 +122,7 @@ func (h *handlers) putKey(c *gin.Context) {
 		_ = c.Error(app.Invalid("public_key and sealed_identity are required"))
 		return
 	}
-	k, err := h.packages.SetKey(c.Request.Context(), currentUser(c), *req.PublicKey, *req.SealedIdentity)
+	k, err := h.packages.SetKey(c.Request.Context(), currentUser(c), client(c), *req.PublicKey, *req.SealedIdentity)
 	if err != nil {
 		_ = c.Error(err)
 		return

@@ -244,7 +244,7 @@ func (a *testAPI) user(email string, role app.Role) (app.User, string) {
 	if err != nil {
 		a.t.Fatal(err)
 	}
-	_, raw, err := a.identity.CreateToken(ctx, u.ID, "test", nil)
+	_, raw, err := a.identity.CreateToken(ctx, u.ID, "test", nil, identity.System)
 	if err != nil {
 		a.t.Fatal(err)
 	}

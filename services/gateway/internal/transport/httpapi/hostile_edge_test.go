@@ -15,6 +15,7 @@ import (
 	"github.com/shipfile/shipfile/pkg/secretbox"
 	"github.com/shipfile/shipfile/pkg/servicetest"
 	"github.com/shipfile/shipfile/services/gateway/internal/app"
+	"github.com/shipfile/shipfile/services/gateway/internal/app/identity"
 	"github.com/shipfile/shipfile/services/gateway/internal/transport/httpapi"
 )
 
@@ -65,7 +66,7 @@ func TestTokenLifetimeBoundByParent(t *testing.T) {
 	a := newTestAPI(t, defaultConfig())
 	u, forever := a.user("tokens@example.com", app.RoleRegular)
 	parentExp := time.Now().Add(2 * time.Hour).UTC().Truncate(time.Second)
-	_, short, err := a.identity.CreateToken(context.Background(), u.ID, "short", &parentExp)
+	_, short, err := a.identity.CreateToken(context.Background(), u.ID, "short", &parentExp, identity.System)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -108,7 +108,7 @@ func (h *handlers) createToken(c *gin.Context) {
 	if parent, ok := c.Get(ctxTokenExpires); ok {
 		expires = identity.TokenExpiryWithin(expires, parent.(*time.Time))
 	}
-	t, raw, err := h.identity.CreateToken(c.Request.Context(), currentUser(c).ID, name, expires)
+	t, raw, err := h.identity.CreateToken(c.Request.Context(), currentUser(c).ID, name, expires, identity.UserActor(currentUser(c), client(c)))
 	if err != nil {
 		_ = c.Error(err)
 		return
@@ -122,7 +122,7 @@ func (h *handlers) deleteToken(c *gin.Context) {
 		_ = c.Error(err)
 		return
 	}
-	if err := h.identity.RevokeToken(c.Request.Context(), currentUser(c).ID, id); err != nil {
+	if err := h.identity.RevokeToken(c.Request.Context(), currentUser(c).ID, id, identity.UserActor(currentUser(c), client(c))); err != nil {
 		_ = c.Error(err)
 		return
 	}
@@ -207,7 +207,7 @@ func (h *handlers) updateUser(c *gin.Context) {
 		r := app.Role(*req.Role)
 		p.Role = &r
 	}
-	u, err := h.identity.UpdateUser(c.Request.Context(), id, p)
+	u, err := h.identity.UpdateUser(c.Request.Context(), id, p, identity.UserActor(currentUser(c), client(c)))
 	if err != nil {
 		_ = c.Error(err)
 		return

@@ -12,6 +12,7 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"github.com/shipfile/shipfile/services/gateway/internal/app"
+	"github.com/shipfile/shipfile/services/gateway/internal/app/identity"
 )
 
 func TestHealthNeedsNoToken(t *testing.T) {
@@ -32,14 +33,14 @@ func TestUnauthenticated(t *testing.T) {
 	u, valid := a.user("owner@example.com", app.RoleRegular)
 	ctx := context.Background()
 
-	_, expiring, err := a.identity.CreateToken(ctx, u.ID, "soon", ptr(time.Now().Add(time.Hour)))
+	_, expiring, err := a.identity.CreateToken(ctx, u.ID, "soon", ptr(time.Now().Add(time.Hour)), identity.System)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if _, err := a.pool.Exec(ctx, "UPDATE api_tokens SET expires_at = now() - interval '1 second' WHERE name = 'soon'"); err != nil {
 		t.Fatal(err)
 	}
-	revoked, revokedRaw, err := a.identity.CreateToken(ctx, u.ID, "revoked", nil)
+	revoked, revokedRaw, err := a.identity.CreateToken(ctx, u.ID, "revoked", nil, identity.System)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -47,7 +48,7 @@ func TestUnauthenticated(t *testing.T) {
 
 	disabled, disabledToken := a.user("gone@example.com", app.RoleRegular)
 	expect(t, a.do("GET", "/api/v1/me", disabledToken, nil), http.StatusOK)
-	if _, err := a.identity.UpdateUser(ctx, disabled.ID, app.UserPatch{Disabled: ptr(true)}); err != nil {
+	if _, err := a.identity.UpdateUser(ctx, disabled.ID, app.UserPatch{Disabled: ptr(true)}, identity.System); err != nil {
 		t.Fatal(err)
 	}
 

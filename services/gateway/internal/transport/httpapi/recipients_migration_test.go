@@ -16,6 +16,7 @@ import (
 	"github.com/shipfile/shipfile/pkg/database"
 	"github.com/shipfile/shipfile/pkg/pgtest"
 	"github.com/shipfile/shipfile/services/gateway/internal/app"
+	"github.com/shipfile/shipfile/services/gateway/internal/app/identity"
 	"github.com/shipfile/shipfile/services/gateway/internal/app/links"
 	"github.com/shipfile/shipfile/services/gateway/migrations"
 )
@@ -116,7 +117,7 @@ func TestRecipientsMigration(t *testing.T) {
 	if _, err := a.objects.Client.PutObject(ctx, a.objects.Bucket, "packages/"+active.id+"/"+fileID, bytes.NewReader(content), int64(len(content)), minio.PutObjectOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	_, token, err := a.identity.CreateToken(ctx, owner, "test", nil)
+	_, token, err := a.identity.CreateToken(ctx, owner, "test", nil, identity.System)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -18,6 +18,7 @@ import (
 
 	"github.com/shipfile/shipfile/pkg/servicetest"
 	"github.com/shipfile/shipfile/services/gateway/internal/app"
+	"github.com/shipfile/shipfile/services/gateway/internal/app/identity"
 	"github.com/shipfile/shipfile/services/gateway/internal/transport/httpapi"
 )
 
@@ -338,7 +339,7 @@ func TestTusOpenUploadLimits(t *testing.T) {
 	t.Parallel()
 	a := newTestAPI(t, tusConfig(), withMaxOpen(2))
 	u, token := a.user("owner@example.com", app.RoleRegular)
-	_, other, err := a.identity.CreateToken(context.Background(), u.ID, "second", nil)
+	_, other, err := a.identity.CreateToken(context.Background(), u.ID, "second", nil, identity.System)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -388,7 +389,7 @@ func TestUploadsInFlightPerUser(t *testing.T) {
 	cfg.Uploads = httpapi.UploadLimits{MaxConcurrent: 8, PerClient: 1}
 	a := newTestAPI(t, cfg)
 	u, token := a.user("owner@example.com", app.RoleRegular)
-	_, other, err := a.identity.CreateToken(context.Background(), u.ID, "second", nil)
+	_, other, err := a.identity.CreateToken(context.Background(), u.ID, "second", nil, identity.System)
 	if err != nil {
 		t.Fatal(err)
 	}

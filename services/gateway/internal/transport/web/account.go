@@ -9,6 +9,7 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"github.com/shipfile/shipfile/services/gateway/internal/app"
+	"github.com/shipfile/shipfile/services/gateway/internal/app/identity"
 )
 
 type accountData struct {
@@ -16,6 +17,9 @@ type accountData struct {
 	NewToken *app.Token
 	Raw      string // the new token's raw value, shown this once
 	Today    string
+	// SSO is the provider's name when there is one ("" otherwise): the account page
+	// offers to link the user's identity there, or to unlink it.
+	SSO string
 }
 
 // account shows the user's account and API tokens.
@@ -32,6 +36,9 @@ func (w *Web) showAccount(c *gin.Context, status int, v view, d accountData) {
 	}
 	d.Tokens = tokens
 	d.Today = time.Now().UTC().Format("2006-01-02")
+	if w.oidc != nil {
+		d.SSO = w.oidc.cfg.Name
+	}
 	v.Title, v.Section, v.D = "Account", "account", d
 	w.render(c, status, "account", v)
 }
@@ -53,7 +60,7 @@ func (w *Web) createToken(c *gin.Context) {
 		end := day.Add(24 * time.Hour)
 		at = &end
 	}
-	t, raw, err := w.identity.CreateToken(c.Request.Context(), u.ID, name, at)
+	t, raw, err := w.identity.CreateToken(c.Request.Context(), u.ID, name, at, identity.UserActor(u, client(c)))
 	if fe, msg, ok := formErrors(err, "name", "expires_at"); ok {
 		if m, ok := fe["expires_at"]; ok {
 			fe = map[string]string{"expires_on": m}
@@ -76,7 +83,7 @@ func (w *Web) revokeToken(c *gin.Context) {
 		_ = c.Error(app.NotFound("token"))
 		return
 	}
-	if err := w.identity.RevokeToken(c.Request.Context(), u.ID, id); err != nil {
+	if err := w.identity.RevokeToken(c.Request.Context(), u.ID, id, identity.UserActor(u, client(c))); err != nil {
 		_ = c.Error(err)
 		return
 	}

@@ -10,6 +10,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/shipfile/shipfile/services/gateway/internal/app"
+	"github.com/shipfile/shipfile/services/gateway/internal/app/identity"
 )
 
 type usersData struct {
@@ -114,7 +115,7 @@ func (w *Web) saveUser(c *gin.Context) {
 	if password != "" {
 		p.Password = &password
 	}
-	_, err := w.identity.UpdateUser(c.Request.Context(), s.ID, p)
+	_, err := w.identity.UpdateUser(c.Request.Context(), s.ID, p, identity.UserActor(me, client(c)))
 	if fe, msg, ok := formErrors(err, "name", "role", "password"); ok {
 		v.Errors, v.Error = fe, msg
 		w.render(c, http.StatusUnprocessableEntity, "user", v)

@@ -114,7 +114,8 @@ func (w *Web) loginRateGuard(c *gin.Context) {
 
 func (w *Web) logout(c *gin.Context) {
 	if raw, ok := c.Get(ctxSession); ok {
-		if err := w.sessions.Logout(c.Request.Context(), raw.(string)); err != nil {
+		u, _ := currentUser(c)
+		if err := w.sessions.Logout(c.Request.Context(), raw.(string), identity.UserActor(u, client(c))); err != nil {
 			_ = c.Error(err)
 			return
 		}

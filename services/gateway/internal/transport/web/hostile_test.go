@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/shipfile/shipfile/services/gateway/internal/app"
+	"github.com/shipfile/shipfile/services/gateway/internal/app/identity"
 	"github.com/shipfile/shipfile/services/gateway/internal/app/packages"
 	"github.com/shipfile/shipfile/services/gateway/internal/service"
 )
@@ -110,7 +111,7 @@ func TestBrowserUserOpenUploads(t *testing.T) {
 		t.Fatal("429 without Retry-After")
 	}
 	// The same user's API token counts on its own.
-	_, token, err := e.identity.CreateToken(context.Background(), u.ID, "cli", nil)
+	_, token, err := e.identity.CreateToken(context.Background(), u.ID, "cli", nil, identity.System)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,6 +9,7 @@ import (
 	"errors"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -71,6 +72,10 @@ func newOIDCClient(cfg OIDCConfig) *oidcClient {
 	}
 	if len(cfg.Scopes) == 0 {
 		cfg.Scopes = []string{oidc.ScopeOpenID, "email", "profile"}
+	}
+	// A refresh token lets the gateway check the groups again while a session lives.
+	if !slices.Contains(cfg.Scopes, oidc.ScopeOfflineAccess) {
+		cfg.Scopes = append(slices.Clone(cfg.Scopes), oidc.ScopeOfflineAccess)
 	}
 	if cfg.GroupsClaim == "" {
 		cfg.GroupsClaim = "groups"
@@ -152,6 +157,13 @@ func providerUnavailable() error {
 // (S256), a state bound to this browser by a cookie and a nonce, all three kept
 // server-side until the callback.
 func (w *Web) oidcLogin(c *gin.Context) {
+	w.startOIDC(c, localPath(c.Query("next")), 0)
+}
+
+// startOIDC sends the browser to the provider for a sign-in, or, with linkUserID, for
+// linking the identity to that signed-in user (the provider is asked to ask for the
+// password again).
+func (w *Web) startOIDC(c *gin.Context, next string, linkUserID int64) {
 	if w.oidc == nil {
 		_ = c.Error(app.NotFound("page"))
 		return
@@ -165,14 +177,18 @@ func (w *Web) oidcLogin(c *gin.Context) {
 	sum := sha256.Sum256([]byte(state))
 	now := time.Now()
 	if err := w.oidcStore.InsertOIDCLogin(c.Request.Context(), identity.OIDCLogin{
-		StateHash: sum[:], Nonce: nonce, Verifier: verifier, Next: localPath(c.Query("next")), CreatedAt: now,
+		StateHash: sum[:], Nonce: nonce, Verifier: verifier, Next: next, CreatedAt: now, LinkUserID: linkUserID,
 	}); err != nil {
 		_ = c.Error(err)
 		return
 	}
 	_ = w.oidcStore.DeleteStaleOIDCLogins(c.Request.Context(), now.Add(-oidcLoginTTL))
 	w.setCookie(c, w.oidcStateCookie(), state, int(oidcLoginTTL.Seconds()))
-	c.Redirect(http.StatusFound, w.oidc.oauth.AuthCodeURL(state, oidc.Nonce(nonce), oauth2.S256ChallengeOption(verifier)))
+	opts := []oauth2.AuthCodeOption{oidc.Nonce(nonce), oauth2.S256ChallengeOption(verifier)}
+	if linkUserID != 0 {
+		opts = append(opts, oauth2.SetAuthURLParam("prompt", "login"))
+	}
+	c.Redirect(http.StatusFound, w.oidc.oauth.AuthCodeURL(state, opts...))
 }
 
 // oidcFail ends a callback on an error page: no session, and the sign-in cannot
@@ -262,18 +278,26 @@ func (w *Web) oidcCallback(c *gin.Context) {
 		w.oidcFail(c, http.StatusBadRequest, "The identity provider's answer could not be read."+again, err)
 		return
 	}
-	u, err := w.identity.SignInOIDC(ctx, w.oidcStore, claims, w.oidc.cfg.Policy)
+	if login.LinkUserID != 0 {
+		w.oidcLinked(c, login, claims)
+		return
+	}
+	u, err := w.identity.SignInOIDC(ctx, w.oidcStore, claims, w.oidc.cfg.Policy, client(c))
 	var refusal *identity.OIDCRefusal
 	if errors.As(err, &refusal) {
 		w.log.Info("OpenID sign-in refused", "issuer", claims.Issuer, "subject", claims.Subject, "why", refusal.Reason)
-		w.oidcFail(c, http.StatusForbidden, refusal.Reason, nil)
+		status := http.StatusForbidden
+		if errors.Is(err, identity.ErrOIDCAccountExists) {
+			status = http.StatusConflict
+		}
+		w.oidcFail(c, status, refusal.Reason, nil)
 		return
 	}
 	if err != nil {
 		_ = c.Error(err)
 		return
 	}
-	raw, err := w.sessions.Start(ctx, u)
+	raw, err := w.sessions.Start(ctx, u, identity.OIDCSignIn{Issuer: claims.Issuer, Subject: claims.Subject, RefreshToken: tok.RefreshToken}, client(c))
 	if err != nil {
 		_ = c.Error(err)
 		return
@@ -286,14 +310,19 @@ func (w *Web) oidcCallback(c *gin.Context) {
 // oidcClaims reads the verified token's claims; what it lacks of the e-mail, name
 // and groups is asked of the userinfo endpoint (for the same subject).
 func (w *Web) oidcClaims(ctx context.Context, idt *oidc.IDToken, tok *oauth2.Token) (identity.OIDCClaims, error) {
+	return w.oidc.claims(ctx, idt, tok)
+}
+
+// claims reads a verified ID token's claims, asking userinfo for what it lacks.
+func (o *oidcClient) claims(ctx context.Context, idt *oidc.IDToken, tok *oauth2.Token) (identity.OIDCClaims, error) {
 	var all map[string]json.RawMessage
 	if err := idt.Claims(&all); err != nil {
 		return identity.OIDCClaims{}, err
 	}
-	c := claimReader{groupsClaim: w.oidc.cfg.GroupsClaim, OIDCClaims: identity.OIDCClaims{Issuer: idt.Issuer, Subject: idt.Subject}}
+	c := claimReader{groupsClaim: o.cfg.GroupsClaim, OIDCClaims: identity.OIDCClaims{Issuer: idt.Issuer, Subject: idt.Subject}}
 	c.read(all)
 	if c.Email == "" || !c.verifiedSaid || c.Groups == nil {
-		if info, err := w.oidc.provider.UserInfo(ctx, oauth2.StaticTokenSource(tok)); err == nil && info.Subject == c.Subject {
+		if info, err := o.provider.UserInfo(ctx, oauth2.StaticTokenSource(tok)); err == nil && info.Subject == c.Subject {
 			var m map[string]json.RawMessage
 			if info.Claims(&m) == nil {
 				c.read(m)

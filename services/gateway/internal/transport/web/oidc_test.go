@@ -26,6 +26,7 @@ import (
 	"github.com/shipfile/shipfile/pkg/pgtest"
 	"github.com/shipfile/shipfile/pkg/servicetest"
 	"github.com/shipfile/shipfile/services/gateway/internal/app"
+	"github.com/shipfile/shipfile/services/gateway/internal/app/identity"
 	"github.com/shipfile/shipfile/services/gateway/internal/app/packages"
 	"github.com/shipfile/shipfile/services/gateway/internal/service"
 	"github.com/shipfile/shipfile/services/gateway/internal/transport/httpapi"
@@ -334,6 +335,8 @@ func TestOIDCSignIn(t *testing.T) {
 	})
 
 	t.Run("removed from the admin group, no longer admin at the next sign-in", func(t *testing.T) {
+		// Another active admin: group sync never demotes the last one.
+		e.user("root@example.com", app.RoleAdmin)
 		e.provider.PutUser(staff("alice"))
 		_, me := signedIn(t, "alice")
 		if me["role"] != "regular" {
@@ -345,17 +348,21 @@ func TestOIDCSignIn(t *testing.T) {
 		}
 	})
 
-	t.Run("linked to the user an admin made beforehand", func(t *testing.T) {
-		made := e.user("frank@example.com", app.RoleRegular)
+	t.Run("linked to the user an admin made beforehand for SSO", func(t *testing.T) {
+		made, err := e.identity.CreateUser(ctx, app.NewUser{Email: "frank@example.com", Name: "Frank", Role: app.RoleRegular})
+		if err != nil {
+			t.Fatal(err)
+		}
 		signedIn(t, "frank")
 		u, err := e.identity.UserByEmail(ctx, "frank@example.com")
-		if err != nil || u.ID != made.ID || strings.Join(u.AuthMethods(), ",") != "password,oidc" {
+		if err != nil || u.ID != made.ID || strings.Join(u.AuthMethods(), ",") != "oidc" {
 			t.Fatalf("frank: %+v %v (made as %d)", u, err, made.ID)
 		}
 		// The admin API's records say how each user signs in.
 		admin, _ := signedIn(t, "alice")
 		auth := admin.userAuth()
-		if auth["frank@example.com"] != "password,oidc" || auth["bob@example.com"] != "oidc" || auth["alice@example.com"] != "oidc" {
+		if auth["frank@example.com"] != "oidc" || auth["bob@example.com"] != "oidc" || auth["alice@example.com"] != "oidc" ||
+			auth["root@example.com"] != "password" {
 			t.Fatalf("GET /api/v1/admin/users: auth %v", auth)
 		}
 	})
@@ -363,7 +370,7 @@ func TestOIDCSignIn(t *testing.T) {
 	t.Run("a user disabled in shipfile is refused", func(t *testing.T) {
 		_, me := signedIn(t, "carol")
 		disabled := true
-		if _, err := e.identity.UpdateUser(ctx, int64(me["id"].(float64)), app.UserPatch{Disabled: &disabled}); err != nil {
+		if _, err := e.identity.UpdateUser(ctx, int64(me["id"].(float64)), app.UserPatch{Disabled: &disabled}, identity.System); err != nil {
 			t.Fatal(err)
 		}
 		b := e.browser()

@@ -199,6 +199,8 @@ var flashes = map[string]string{
 	"file-released":     "File released: it is served although it could not be checked for malware.",
 	"saved":             "Package saved.",
 	"token-revoked":     "Token revoked.",
+	"sso-linked":        "Your organization's account is linked: you can sign in with it.",
+	"sso-unlinked":      "Your organization's account is unlinked: sign in with your password.",
 	"user-created":      "User created.",
 	"user-saved":        "User saved.",
 	"webhook-saved":     "Webhook saved.",

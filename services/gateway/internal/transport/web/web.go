@@ -141,6 +141,8 @@ func (w *Web) Mount(r *gin.Engine) {
 	u.GET("/account", w.account)
 	u.POST("/account/tokens", w.checkCSRF, w.createToken)
 	u.POST("/account/tokens/:id/revoke", w.checkCSRF, w.revokeToken)
+	u.POST("/account/sso/link", w.oidcRate, w.checkCSRF, w.linkSSO)
+	u.POST("/account/sso/unlink", w.checkCSRF, w.unlinkSSO)
 
 	a := u.Group("/admin", w.requireAdmin)
 	a.GET("/users", w.users)

@@ -50,6 +50,21 @@ func (q *Queries) EnsureDelivery(ctx context.Context, arg EnsureDeliveryParams) 
 	return err
 }
 
+const insertAccountAudit = `-- name: InsertAccountAudit :exec
+INSERT INTO audit_log (actor, action, detail) VALUES ('system', $1, $2)
+`
+
+type InsertAccountAuditParams struct {
+	Action string
+	Detail string
+}
+
+// Writes a system entry of the audit log about an account (no package).
+func (q *Queries) InsertAccountAudit(ctx context.Context, arg InsertAccountAuditParams) error {
+	_, err := q.db.Exec(ctx, insertAccountAudit, arg.Action, arg.Detail)
+	return err
+}
+
 const insertAudit = `-- name: InsertAudit :exec
 INSERT INTO audit_log (actor, action, package_id, detail)
 VALUES ('system', $1, $2::uuid, $3)
@@ -82,6 +97,41 @@ func (q *Queries) LockDelivery(ctx context.Context, jobID string) (LockDeliveryR
 	row := q.db.QueryRow(ctx, lockDelivery, jobID)
 	var i LockDeliveryRow
 	err := row.Scan(&i.State, &i.Attempts)
+	return i, err
+}
+
+const lockDueAccountNotice = `-- name: LockDueAccountNotice :one
+SELECT n.id, n.event, n.detail, n.attempts, u.email AS user_email, u.name AS user_name
+FROM account_notices n
+JOIN users u ON u.id = n.user_id
+WHERE n.state = 'pending' AND n.due_at <= now()
+ORDER BY n.due_at
+LIMIT 1
+FOR UPDATE OF n SKIP LOCKED
+`
+
+type LockDueAccountNoticeRow struct {
+	ID        int64
+	Event     string
+	Detail    string
+	Attempts  int32
+	UserEmail string
+	UserName  string
+}
+
+// Locks one due account notice no other instance holds, with its user's address
+// (gateway migration 00029): a security e-mail about the user's own account.
+func (q *Queries) LockDueAccountNotice(ctx context.Context) (LockDueAccountNoticeRow, error) {
+	row := q.db.QueryRow(ctx, lockDueAccountNotice)
+	var i LockDueAccountNoticeRow
+	err := row.Scan(
+		&i.ID,
+		&i.Event,
+		&i.Detail,
+		&i.Attempts,
+		&i.UserEmail,
+		&i.UserName,
+	)
 	return i, err
 }
 
@@ -184,6 +234,40 @@ func (q *Queries) PackageState(ctx context.Context, arg PackageStateParams) (str
 	var state string
 	err := row.Scan(&state)
 	return state, err
+}
+
+const recordAccountNotice = `-- name: RecordAccountNotice :exec
+UPDATE account_notices
+SET state      = $1::text,
+    attempts   = attempts + $2::int,
+    last_error = $3,
+    message_id = CASE WHEN $4::text <> '' THEN $4::text ELSE message_id END,
+    sent_at    = CASE WHEN $1::text = 'sent' THEN now() ELSE sent_at END,
+    due_at     = now() + make_interval(secs => $5::float8),
+    updated_at = now()
+WHERE id = $6
+`
+
+type RecordAccountNoticeParams struct {
+	State     string
+	Attempted int32
+	LastError string
+	MessageID string
+	RetrySecs float64
+	ID        int64
+}
+
+// Writes an account notice attempt's outcome.
+func (q *Queries) RecordAccountNotice(ctx context.Context, arg RecordAccountNoticeParams) error {
+	_, err := q.db.Exec(ctx, recordAccountNotice,
+		arg.State,
+		arg.Attempted,
+		arg.LastError,
+		arg.MessageID,
+		arg.RetrySecs,
+		arg.ID,
+	)
+	return err
 }
 
 const recordAttempt = `-- name: RecordAttempt :exec

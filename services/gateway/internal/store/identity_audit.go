@@ -1,0 +1,150 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/shipfile/shipfile/services/gateway/internal/app"
+	"github.com/shipfile/shipfile/services/gateway/internal/app/identity"
+)
+
+var _ identity.RecheckStore = (*Postgres)(nil)
+
+// writeAccountChange writes an account change's audit entries and notices with q
+// (in the transaction of the change).
+func writeAccountChange(ctx context.Context, q *Queries, ch identity.AccountChange) error {
+	for _, a := range ch.Audit {
+		arg := InsertAuditParams{
+			Actor: a.Actor, ActorUserID: a.ActorUserID, Action: a.Action, PackageID: a.PackageID, FileID: a.FileID,
+			Ip: a.IP, UserAgent: a.UserAgent, Detail: a.Detail, RecipientID: a.RecipientID,
+		}
+		var err error
+		if a.Hourly {
+			err = q.CountAuditHourly(ctx, CountAuditHourlyParams(arg))
+		} else {
+			err = q.InsertAudit(ctx, arg)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	for _, n := range ch.Notices {
+		if err := q.InsertAccountNotice(ctx, InsertAccountNoticeParams{UserID: n.UserID, Event: n.Event, Detail: n.Detail}); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// inAccountTx runs fn in a transaction and writes what it returns (the change's audit
+// entries and notices) in the same transaction.
+func (s *Postgres) inAccountTx(ctx context.Context, fn func(q *Queries) (identity.AccountChange, error)) error {
+	return pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		q := s.q.WithTx(tx)
+		ch, err := fn(q)
+		if err != nil {
+			return err
+		}
+		return writeAccountChange(ctx, q, ch)
+	})
+}
+
+// WriteAccountChange writes audit entries and notices that go with no other change.
+func (s *Postgres) WriteAccountChange(ctx context.Context, ch identity.AccountChange) error {
+	if len(ch.Audit)+len(ch.Notices) == 0 {
+		return nil
+	}
+	return s.inAccountTx(ctx, func(*Queries) (identity.AccountChange, error) { return ch, nil })
+}
+
+// UnlinkUserOIDC removes the user's identity, ends the sessions begun through it and
+// writes ch, in one transaction.
+func (s *Postgres) UnlinkUserOIDC(ctx context.Context, id int64, issuer, subject string, ch identity.AccountChange) (app.User, error) {
+	var u app.User
+	err := s.inAccountTx(ctx, func(q *Queries) (identity.AccountChange, error) {
+		r, err := q.UnlinkUserOIDC(ctx, UnlinkUserOIDCParams{ID: id, Issuer: issuer, Subject: subject})
+		if errors.Is(err, pgx.ErrNoRows) {
+			return ch, app.Conflict("the identity is not linked to this account, or the account has no password")
+		}
+		if err != nil {
+			return ch, err
+		}
+		u = toUser(r)
+		return ch, q.DeleteOIDCSessions(ctx, DeleteOIDCSessionsParams{UserID: id, Issuer: issuer, Subject: subject})
+	})
+	return u, err
+}
+
+// ClaimDueOIDCSessions hands the caller the live sessions whose recheck is due at now,
+// moving their next check to next.
+func (s *Postgres) ClaimDueOIDCSessions(ctx context.Context, now, next time.Time, limit int) ([]identity.Session, error) {
+	rows, err := s.q.ClaimDueOIDCSessions(ctx, ClaimDueOIDCSessionsParams{Now: now, Next: next, MaxRows: int32(limit)})
+	if err != nil {
+		return nil, err
+	}
+	out := make([]identity.Session, len(rows))
+	for i, r := range rows {
+		out[i] = toSession(r)
+	}
+	return out, nil
+}
+
+// SetSessionRefresh keeps a session's new sealed refresh token.
+func (s *Postgres) SetSessionRefresh(ctx context.Context, idHash []byte, sealed string) error {
+	return s.q.SetSessionRefresh(ctx, SetSessionRefreshParams{IDHash: idHash, Sealed: sealed})
+}
+
+// EndOIDCSessions ends the user's sessions begun through (issuer, subject) and writes
+// ch, in one transaction.
+func (s *Postgres) EndOIDCSessions(ctx context.Context, userID int64, issuer, subject string, ch identity.AccountChange) error {
+	return s.inAccountTx(ctx, func(q *Queries) (identity.AccountChange, error) {
+		return ch, q.DeleteOIDCSessions(ctx, DeleteOIDCSessionsParams{UserID: userID, Issuer: issuer, Subject: subject})
+	})
+}
+
+func toSession(w WebSession) identity.Session {
+	s := identity.Session{IDHash: w.IDHash, UserID: w.UserID, CreatedAt: w.CreatedAt, LastSeenAt: w.LastSeenAt, ExpiresAt: w.ExpiresAt}
+	if w.OidcSubject != nil && w.OidcIssuer != nil {
+		o := &identity.SessionOIDC{Issuer: *w.OidcIssuer, Subject: *w.OidcSubject}
+		if w.OidcRefresh != nil {
+			o.SealedRefresh = *w.OidcRefresh
+		}
+		if w.OidcCheckAt != nil {
+			o.CheckAt = *w.OidcCheckAt
+		}
+		s.OIDC = o
+	}
+	return s
+}
+
+// putUserKey stores (or replaces) a user's key pair and, in the same transaction,
+// writes audit (its detail names the key set, and the key it replaced) and the
+// user's "your encryption key was changed" notice.
+func (s *Postgres) putUserKey(ctx context.Context, k app.UserKey, audit app.AuditEntry) (app.UserKey, error) {
+	var out app.UserKey
+	err := s.inAccountTx(ctx, func(q *Queries) (identity.AccountChange, error) {
+		old, err := q.GetUserKey(ctx, k.UserID)
+		switch {
+		case errors.Is(err, pgx.ErrNoRows):
+			audit.Detail = fmt.Sprintf("user %d: key set to %s", k.UserID, k.PublicKey)
+		case err != nil:
+			return identity.AccountChange{}, err
+		default:
+			audit.Detail = fmt.Sprintf("user %d: key %s replaced by %s", k.UserID, old.PublicKey, k.PublicKey)
+		}
+		row, err := q.PutUserKey(ctx, PutUserKeyParams{UserID: k.UserID, PublicKey: k.PublicKey, SealedIdentity: k.SealedIdentity})
+		if err != nil {
+			return identity.AccountChange{}, err
+		}
+		out = toUserKey(row)
+		return identity.AccountChange{
+			Audit:   []app.AuditEntry{audit},
+			Notices: []identity.AccountNotice{{UserID: k.UserID, Event: identity.NoticeKeyChanged, Detail: k.PublicKey}},
+		}, nil
+	})
+	return out, err
+}
