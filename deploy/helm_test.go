@@ -35,6 +35,10 @@ const (
 	releaseNamespace = "shipfile"
 )
 
+// minKube is the oldest Kubernetes the chart admits (Chart.yaml's kubeVersion; the gateway's
+// preStop sleep needs 1.30): the tests lint and render for it, so an API it lacks fails.
+var minKube = chartutil.KubeVersion{Version: "v1.30.0", Major: "1", Minor: "30"}
+
 // chartValues reads the values files in order and merges overrides on top, as
 // `helm install -f a.yaml -f b.yaml --set …` does.
 func chartValues(t *testing.T, files []string, overrides ...map[string]any) map[string]any {
@@ -78,8 +82,14 @@ func renderChart(vals map[string]any) ([]object, error) {
 	if err != nil {
 		return nil, err
 	}
+	// As `helm install` does, refuse a cluster older than the chart's kubeVersion.
+	if !chartutil.IsCompatibleRange(ch.Metadata.KubeVersion, minKube.Version) {
+		return nil, fmt.Errorf("the chart's kubeVersion %q refuses Kubernetes %s", ch.Metadata.KubeVersion, minKube.Version)
+	}
+	caps := chartutil.DefaultCapabilities.Copy()
+	caps.KubeVersion = minKube
 	rv, err := chartutil.ToRenderValues(ch, vals,
-		chartutil.ReleaseOptions{Name: releaseName, Namespace: releaseNamespace, Revision: 1, IsInstall: true}, nil)
+		chartutil.ReleaseOptions{Name: releaseName, Namespace: releaseNamespace, Revision: 1, IsInstall: true}, caps)
 	if err != nil {
 		return nil, err
 	}
@@ -132,12 +142,12 @@ func mustRenderChart(t *testing.T, vals map[string]any) decoded {
 	return decodeAll(t, objs)
 }
 
-// lintChart runs `helm lint` (helm's pkg/lint: Chart.yaml, values and their schema, every
-// template rendered and parsed) with vals, in the release's namespace, and returns its
-// warnings and errors.
+// lintChart runs `helm lint --strict` (helm's pkg/lint: Chart.yaml, values and their schema,
+// every template rendered and parsed, APIs deprecated in minKube) with vals, in the
+// release's namespace, and returns its warnings and errors.
 func lintChart(vals map[string]any) []support.Message {
 	var bad []support.Message
-	for _, m := range lint.All(chartDir, vals, releaseNamespace, false).Messages {
+	for _, m := range lint.AllWithKubeVersion(chartDir, vals, releaseNamespace, &minKube).Messages {
 		if m.Severity >= support.WarningSev {
 			bad = append(bad, m)
 		}
@@ -164,9 +174,17 @@ func chartCases(t *testing.T) []struct {
 	}
 }
 
-// `helm lint` passes with no warning for each value set.
+// `helm lint` passes with no warning for each value set, and the chart admits the
+// Kubernetes it is tested for and no older one.
 func TestHelmChartLints(t *testing.T) {
 	t.Parallel()
+	ch, err := loader.Load(chartDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c := ch.Metadata.KubeVersion; !chartutil.IsCompatibleRange(c, minKube.Version) || chartutil.IsCompatibleRange(c, "v1.29.9") {
+		t.Errorf("Chart.yaml kubeVersion %q, want %s and later", c, minKube.Version)
+	}
 	for _, tc := range chartCases(t) {
 		t.Run(tc.name, func(t *testing.T) {
 			for _, m := range lintChart(tc.vals) {

@@ -3,9 +3,9 @@ The labels of every object: the kustomize base's app.kubernetes.io/part-of, Helm
 and app.kubernetes.io/name when a component is given.
 */}}
 {{- define "shipfile.labels" -}}
-{{- with index . "name" }}
+{{- with index . "name" -}}
 app.kubernetes.io/name: {{ . }}
-{{- end }}
+{{ end -}}
 app.kubernetes.io/part-of: shipfile
 app.kubernetes.io/instance: {{ .root.Release.Name }}
 app.kubernetes.io/managed-by: {{ .root.Release.Service }}
