@@ -602,8 +602,11 @@ ensure_oidc() {
 		fi
 		bin=$(oidc_provider_bin)
 		log "OpenID provider: starting the test provider on http://127.0.0.1:$OIDC_PORT"
-		start_bg oidc shipfile-oidc-provider "$bin" -addr "127.0.0.1:$OIDC_PORT" \
-			-client-id "$OIDC_CLIENT_ID" -client-secret "$OIDC_CLIENT_SECRET"
+		# Its admin API (users, key rotation) takes the bearer token of
+		# .run/oidc-admin-token, made here and readable by its owner only.
+		(umask 077 && head -c 24 /dev/urandom | base64 | tr -d '\n/+=' >"$RUN/oidc-admin-token")
+		OIDC_PROVIDER_ADMIN_TOKEN=$(cat "$RUN/oidc-admin-token") start_bg oidc shipfile-oidc-provider "$bin" \
+			-addr "127.0.0.1:$OIDC_PORT" -client-id "$OIDC_CLIENT_ID" -client-secret "$OIDC_CLIENT_SECRET"
 	fi
 	wait_for "the OpenID provider on 127.0.0.1:$OIDC_PORT" oidc oidc_up || die "the test OpenID provider did not start"
 	OIDC_ISSUER=http://127.0.0.1:$OIDC_PORT

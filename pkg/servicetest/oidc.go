@@ -159,3 +159,20 @@ func (p *OIDCProvider) admin(method, path string, body []byte) []byte {
 	}
 	return b
 }
+
+// AdminRequest sends a request to the provider's admin API, with its admin token when
+// withToken, and returns the status and the body.
+func (p *OIDCProvider) AdminRequest(method, path string, withToken bool) (int, []byte) {
+	p.t.Helper()
+	req, _ := http.NewRequest(method, "http://"+p.addr+path, nil)
+	if withToken {
+		req.Header.Set("Authorization", "Bearer "+p.adminToken)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		p.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, b
+}

@@ -279,3 +279,21 @@ func TestOIDCRecheck(t *testing.T) {
 		}
 	})
 }
+
+// The test provider's admin API needs its token, and never shows a password.
+func TestOIDCProviderAdminAPI(t *testing.T) {
+	prov := servicetest.StartOIDCProvider(t, "", []servicetest.OIDCUser{staff("alice", "admins")})
+	if status, _ := prov.AdminRequest("GET", "/admin/users", false); status != http.StatusUnauthorized {
+		t.Fatalf("GET /admin/users without the token: %d, want 401", status)
+	}
+	if status, _ := prov.AdminRequest("POST", "/admin/rotate-keys", false); status != http.StatusUnauthorized {
+		t.Fatalf("POST /admin/rotate-keys without the token: %d, want 401", status)
+	}
+	status, body := prov.AdminRequest("GET", "/admin/users", true)
+	if status != http.StatusOK || !strings.Contains(string(body), "alice@example.com") {
+		t.Fatalf("GET /admin/users with the token: %d %s", status, body)
+	}
+	if strings.Contains(string(body), "password") {
+		t.Fatalf("the admin API shows passwords: %s", body)
+	}
+}
