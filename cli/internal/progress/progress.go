@@ -24,7 +24,20 @@ const (
 )
 
 // Bars draws a progress bar per file on W, a terminal.
-type Bars struct{ W io.Writer }
+type Bars struct {
+	W io.Writer
+	// now is the clock that times the samples of the throughput and the time left;
+	// time.Now when nil.
+	now func() time.Time
+}
+
+// clock returns now, or time.Now when it is nil.
+func clock(now func() time.Time) func() time.Time {
+	if now == nil {
+		return time.Now
+	}
+	return now
+}
 
 // Start implements transfer.Progress. The bytes an earlier run moved (done) fill the bar
 // but count neither in the throughput nor in the time left: those are this run's.
@@ -42,7 +55,8 @@ func (b Bars) Start(name string, total, done int64) transfer.Bar {
 		),
 	)
 	bar.SetCurrent(done)
-	return &termBar{p: p, bar: bar, total: total, since: time.Now()}
+	now := clock(b.now)
+	return &termBar{p: p, bar: bar, total: total, now: now, since: now()}
 }
 
 // sized is a console that always has a size: a terminal that reports none (0×0, as some
@@ -61,6 +75,7 @@ type termBar struct {
 	p     *mpb.Progress
 	bar   *mpb.Bar
 	total int64
+	now   func() time.Time
 
 	mu      sync.Mutex
 	pending int64     // bytes moved since `since`, not yet on the bar
@@ -71,13 +86,14 @@ type termBar struct {
 func (t *termBar) Add(n int) {
 	t.mu.Lock()
 	t.pending += int64(n)
-	d := time.Since(t.since)
+	now := t.now()
+	d := now.Sub(t.since)
 	if d < sampleEvery {
 		t.mu.Unlock()
 		return
 	}
 	n64 := t.pending
-	t.pending, t.since = 0, time.Now()
+	t.pending, t.since = 0, now
 	t.mu.Unlock()
 	t.bar.EwmaIncrInt64(n64, d)
 }
@@ -86,7 +102,7 @@ func (t *termBar) Add(n int) {
 // from the server's offset after a retry).
 func (t *termBar) Set(done int64) {
 	t.mu.Lock()
-	t.pending, t.since = 0, time.Now()
+	t.pending, t.since = 0, t.now()
 	t.mu.Unlock()
 	t.bar.SetCurrent(done)
 }
@@ -124,6 +140,8 @@ func (t *termBar) end() bool {
 type Lines struct {
 	W     io.Writer
 	Every time.Duration
+	// now is the clock of the lines' times and rates; time.Now when nil.
+	now func() time.Time
 }
 
 // Start implements transfer.Progress.
@@ -135,8 +153,9 @@ func (l Lines) Start(name string, total, done int64) transfer.Bar {
 	if done > 0 {
 		fmt.Fprintf(l.W, "%s: going on from %s of %s\n", name, Bytes(done), Bytes(total))
 	}
-	now := time.Now()
-	return &lineBar{w: l.W, name: name, total: total, done: done, start: now, startDone: done, last: now, lastDone: done, every: every}
+	clk := clock(l.now)
+	now := clk()
+	return &lineBar{w: l.W, name: name, total: total, done: done, start: now, startDone: done, last: now, lastDone: done, every: every, now: clk}
 }
 
 type lineBar struct {
@@ -147,6 +166,7 @@ type lineBar struct {
 	start, last time.Time
 	startDone   int64
 	every       time.Duration
+	now         func() time.Time
 	finished    bool
 	lastDone    int64
 }
@@ -155,7 +175,7 @@ func (b *lineBar) Add(n int) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.done += int64(n)
-	if now := time.Now(); now.Sub(b.last) >= b.every {
+	if now := b.now(); now.Sub(b.last) >= b.every {
 		b.print(now)
 	}
 }
@@ -187,7 +207,7 @@ func (b *lineBar) Finish() {
 		return
 	}
 	b.finished = true
-	d := time.Since(b.start)
+	d := b.now().Sub(b.start)
 	rate := float64(b.done-b.startDone) / max(d.Seconds(), 1e-3)
 	fmt.Fprintf(b.w, "%s: %s done in %s (%s/s)\n", b.name, Bytes(b.total), d.Round(100*time.Millisecond), Bytes(int64(rate)))
 }
