@@ -8,6 +8,7 @@ package servicetest
 
 import (
 	"context"
+	"crypto/rand"
 	"errors"
 	"fmt"
 	"io"
@@ -22,6 +23,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/nats-io/nats.go"
 
 	"github.com/shipfile/shipfile/pkg/service"
 )
@@ -167,26 +170,73 @@ func natsVersionAtLeast(bin string, min [2]int) (string, bool) {
 }
 
 // StartNATS runs a private JetStream server on 127.0.0.1 for the test (which may freeze
-// or kill it) and returns the process and its URL once it accepts connections.
+// or kill it) and returns the process and its URL once it answers as that server.
+//
+// The port comes from FreeAddr, which releases it before the server binds it, so another
+// process may take it first. Then the new server exits, and whatever holds the port (a
+// server of another test, which may be frozen or killed at any time) must not pass for
+// it: the server is given a name of its own, and only a connection that reports that name
+// counts. A server that exits before it answers is started again on another port.
 func StartNATS(t testing.TB) (*exec.Cmd, string) {
 	t.Helper()
+	const tries = 3
+	var why string
+	for range tries {
+		cmd, url, err := startNATS(t)
+		if err == nil {
+			return cmd, url
+		}
+		why = err.Error()
+	}
+	t.Fatalf("nats-server did not start in %d tries: %s", tries, why)
+	return nil, ""
+}
+
+// startNATS starts one private server and waits until it answers under its own name; it
+// returns an error when the process exits first (its port taken).
+func startNATS(t testing.TB) (*exec.Cmd, string, error) {
+	t.Helper()
 	host, port, _ := net.SplitHostPort(FreeAddr(t))
-	cmd := exec.Command(NATSServerBin(t), "-a", host, "-p", port, "-js", "-sd", t.TempDir())
+	name := "shipfile-test-" + strings.ToLower(rand.Text()[:10])
+	logPath := filepath.Join(t.TempDir(), "nats.log")
+	cmd := exec.Command(NATSServerBin(t), "-a", host, "-p", port, "-js", "-sd", t.TempDir(),
+		"--server_name", name, "-l", logPath)
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
+	exited := make(chan struct{})
+	go func() {
+		_ = cmd.Wait()
+		close(exited)
+	}()
 	t.Cleanup(func() {
 		_ = cmd.Process.Signal(syscall.SIGCONT) // in case the test froze it
 		_ = cmd.Process.Kill()
-		_ = cmd.Wait()
+		<-exited
 	})
-	addr := net.JoinHostPort(host, port)
-	WaitFor(t, 20*time.Second, "nats-server on "+addr, func() bool {
-		c, err := net.DialTimeout("tcp", addr, time.Second)
-		if err == nil {
-			c.Close()
+	url := "nats://" + net.JoinHostPort(host, port)
+	deadline := time.Now().Add(20 * time.Second)
+	for time.Now().Before(deadline) {
+		select {
+		case <-exited:
+			return nil, "", fmt.Errorf("nats-server on %s exited: %s", url, tail(logPath, 5))
+		default:
 		}
-		return err == nil
-	})
-	return cmd, "nats://" + addr
+		if answersAs(url, name) {
+			return cmd, url, nil
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	t.Fatalf("nats-server on %s did not answer as %s within 20s: %s", url, name, tail(logPath, 5))
+	return nil, "", nil
+}
+
+// answersAs reports whether the server at url is the one named name.
+func answersAs(url, name string) bool {
+	nc, err := nats.Connect(url, nats.Timeout(time.Second), nats.NoReconnect())
+	if err != nil {
+		return false
+	}
+	defer nc.Close()
+	return nc.ConnectedServerName() == name
 }
