@@ -40,6 +40,11 @@ type Envelope struct {
 	Type       string                 `protobuf:"bytes,2,opt,name=type,proto3" json:"type,omitempty"`                               // e.g. "package.finalized"
 	Version    uint32                 `protobuf:"varint,3,opt,name=version,proto3" json:"version,omitempty"`                        // schema version of the payload: 1
 	OccurredAt *timestamppb.Timestamp `protobuf:"bytes,4,opt,name=occurred_at,json=occurredAt,proto3" json:"occurred_at,omitempty"` // when the change was committed
+	// The event's number among its package's events (1, 2, …, in the order the changes
+	// committed); 0 for an event without a package. Not set by the writer: the outbox
+	// table's trigger appends it where the event is written (migration 00031), and the
+	// webhook dispatcher sends it as X-Service-Sequence.
+	PackageSeq uint64 `protobuf:"varint,5,opt,name=package_seq,json=packageSeq,proto3" json:"package_seq,omitempty"`
 	// Types that are valid to be assigned to Data:
 	//
 	//	*Envelope_PackageCreated
@@ -112,6 +117,13 @@ func (x *Envelope) GetOccurredAt() *timestamppb.Timestamp {
 		return x.OccurredAt
 	}
 	return nil
+}
+
+func (x *Envelope) GetPackageSeq() uint64 {
+	if x != nil {
+		return x.PackageSeq
+	}
+	return 0
 }
 
 func (x *Envelope) GetData() isEnvelope_Data {
@@ -922,8 +934,12 @@ type WebhookJob struct {
 	EventId string `protobuf:"bytes,5,opt,name=event_id,json=eventId,proto3" json:"event_id,omitempty"`
 	// Unix milliseconds when the fan-out made the delivery: the row's created_at.
 	CreatedAtUnixMs int64 `protobuf:"varint,6,opt,name=created_at_unix_ms,json=createdAtUnixMs,proto3" json:"created_at_unix_ms,omitempty"`
-	unknownFields   protoimpl.UnknownFields
-	sizeCache       protoimpl.SizeCache
+	// The event's package and its number (Envelope.package_seq), on the fan-out's job
+	// only, like event; 0 and empty for an event without them.
+	PackageId     string `protobuf:"bytes,7,opt,name=package_id,json=packageId,proto3" json:"package_id,omitempty"`
+	PackageSeq    uint64 `protobuf:"varint,8,opt,name=package_seq,json=packageSeq,proto3" json:"package_seq,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *WebhookJob) Reset() {
@@ -994,6 +1010,20 @@ func (x *WebhookJob) GetEventId() string {
 func (x *WebhookJob) GetCreatedAtUnixMs() int64 {
 	if x != nil {
 		return x.CreatedAtUnixMs
+	}
+	return 0
+}
+
+func (x *WebhookJob) GetPackageId() string {
+	if x != nil {
+		return x.PackageId
+	}
+	return ""
+}
+
+func (x *WebhookJob) GetPackageSeq() uint64 {
+	if x != nil {
+		return x.PackageSeq
 	}
 	return 0
 }
@@ -1170,13 +1200,15 @@ var File_events_v1_events_proto protoreflect.FileDescriptor
 
 const file_events_v1_events_proto_rawDesc = "" +
 	"\n" +
-	"\x16events/v1/events.proto\x12\x12shipfile.events.v1\x1a google/protobuf/descriptor.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xa8\b\n" +
+	"\x16events/v1/events.proto\x12\x12shipfile.events.v1\x1a google/protobuf/descriptor.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xc9\b\n" +
 	"\bEnvelope\x12\x19\n" +
 	"\bevent_id\x18\x01 \x01(\tR\aeventId\x12\x12\n" +
 	"\x04type\x18\x02 \x01(\tR\x04type\x12\x18\n" +
 	"\aversion\x18\x03 \x01(\rR\aversion\x12;\n" +
 	"\voccurred_at\x18\x04 \x01(\v2\x1a.google.protobuf.TimestampR\n" +
-	"occurredAt\x12b\n" +
+	"occurredAt\x12\x1f\n" +
+	"\vpackage_seq\x18\x05 \x01(\x04R\n" +
+	"packageSeq\x12b\n" +
 	"\x0fpackage_created\x18\n" +
 	" \x01(\v2\".shipfile.events.v1.PackageCreatedB\x13\xa2\xbb\x18\x0fpackage.createdH\x00R\x0epackageCreated\x12j\n" +
 	"\x11package_finalized\x18\v \x01(\v2$.shipfile.events.v1.PackageFinalizedB\x15\xa2\xbb\x18\x11package.finalizedH\x00R\x10packageFinalized\x12b\n" +
@@ -1243,7 +1275,7 @@ const file_events_v1_events_proto_rawDesc = "" +
 	"\tsignature\x18\x04 \x01(\tR\tsignature\"@\n" +
 	"\vWebhookTest\x12\x17\n" +
 	"\ahook_id\x18\x01 \x01(\x03R\x06hookId\x12\x18\n" +
-	"\amessage\x18\x02 \x01(\tR\amessage\"\xb8\x01\n" +
+	"\amessage\x18\x02 \x01(\tR\amessage\"\xf8\x01\n" +
 	"\n" +
 	"WebhookJob\x12\x1f\n" +
 	"\vdelivery_id\x18\x01 \x01(\tR\n" +
@@ -1252,7 +1284,11 @@ const file_events_v1_events_proto_rawDesc = "" +
 	"\x05event\x18\x03 \x01(\tR\x05event\x12\x12\n" +
 	"\x04body\x18\x04 \x01(\fR\x04body\x12\x19\n" +
 	"\bevent_id\x18\x05 \x01(\tR\aeventId\x12+\n" +
-	"\x12created_at_unix_ms\x18\x06 \x01(\x03R\x0fcreatedAtUnixMs\"\x85\x03\n" +
+	"\x12created_at_unix_ms\x18\x06 \x01(\x03R\x0fcreatedAtUnixMs\x12\x1d\n" +
+	"\n" +
+	"package_id\x18\a \x01(\tR\tpackageId\x12\x1f\n" +
+	"\vpackage_seq\x18\b \x01(\x04R\n" +
+	"packageSeq\"\x85\x03\n" +
 	"\aMailJob\x12\x15\n" +
 	"\x06job_id\x18\x01 \x01(\tR\x05jobId\x12\x12\n" +
 	"\x04kind\x18\x02 \x01(\tR\x04kind\x12\x1d\n" +
