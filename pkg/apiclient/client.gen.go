@@ -558,6 +558,24 @@ func (e WebhookAttemptDeliveryStatus) Valid() bool {
 	}
 }
 
+// Defines values for WebhookOrdering.
+const (
+	WebhookOrderingNone    WebhookOrdering = "none"
+	WebhookOrderingPackage WebhookOrdering = "package"
+)
+
+// Valid indicates whether the value is a known member of the WebhookOrdering enum.
+func (e WebhookOrdering) Valid() bool {
+	switch e {
+	case WebhookOrderingNone:
+		return true
+	case WebhookOrderingPackage:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for TusResumable.
 const (
 	TusResumableN100 TusResumable = "1.0.0"
@@ -868,6 +886,21 @@ type CreateWebhook struct {
 	// instance. A delivery waiting for its next retry does not count. Out of range → 422.
 	MaxInFlight *WebhookMaxInFlight `json:"max_in_flight,omitempty"`
 
+	// Ordering `package`: each package's events reach this subscription one after the other, in the order they
+	// happened. A later event of a package is not sent while an earlier one of the same package is still
+	// being delivered or retried; other packages' events are not held up. A delivery that failed for good
+	// (after the last attempt of its round, or at once when the subscription is disabled) releases the
+	// package's next event, and its last attempt's `error` in the delivery log says so. The order holds
+	// across dispatcher instances and restarts. `none`: deliveries go as they come, retries after later
+	// events. Any other value → 422.
+	//
+	// On every subscription, each delivery of a package's event carries `X-Service-Sequence`: the event's
+	// number among its package's events (1, 2, …, increasing in the order the events happened, the same on
+	// every subscription and every retry), so receivers of unordered subscriptions can order too. A number
+	// may be missing from what a subscription gets (an event it does not select). Bodies and the signatures
+	// do not change. `webhook.test` has no package and no `X-Service-Sequence`.
+	Ordering *WebhookOrdering `json:"ordering,omitempty"`
+
 	// RateLimit At most this many deliveries per second to this subscription, across every dispatcher instance; null for
 	// no limit. Out of range → 422.
 	RateLimit *WebhookRateLimit `json:"rate_limit,omitempty"`
@@ -930,6 +963,21 @@ type CreatedWebhook struct {
 	// MaxInFlight How many deliveries to this subscription may be under way at once, counted across every dispatcher
 	// instance. A delivery waiting for its next retry does not count. Out of range → 422.
 	MaxInFlight WebhookMaxInFlight `json:"max_in_flight"`
+
+	// Ordering `package`: each package's events reach this subscription one after the other, in the order they
+	// happened. A later event of a package is not sent while an earlier one of the same package is still
+	// being delivered or retried; other packages' events are not held up. A delivery that failed for good
+	// (after the last attempt of its round, or at once when the subscription is disabled) releases the
+	// package's next event, and its last attempt's `error` in the delivery log says so. The order holds
+	// across dispatcher instances and restarts. `none`: deliveries go as they come, retries after later
+	// events. Any other value → 422.
+	//
+	// On every subscription, each delivery of a package's event carries `X-Service-Sequence`: the event's
+	// number among its package's events (1, 2, …, increasing in the order the events happened, the same on
+	// every subscription and every retry), so receivers of unordered subscriptions can order too. A number
+	// may be missing from what a subscription gets (an event it does not select). Bodies and the signatures
+	// do not change. `webhook.test` has no package and no `X-Service-Sequence`.
+	Ordering WebhookOrdering `json:"ordering"`
 
 	// RateLimit At most this many deliveries per second to this subscription, across every dispatcher instance; null for
 	// no limit. Out of range → 422.
@@ -1492,6 +1540,21 @@ type UpdateWebhook struct {
 	// instance. A delivery waiting for its next retry does not count. Out of range → 422.
 	MaxInFlight *WebhookMaxInFlight `json:"max_in_flight,omitempty"`
 
+	// Ordering `package`: each package's events reach this subscription one after the other, in the order they
+	// happened. A later event of a package is not sent while an earlier one of the same package is still
+	// being delivered or retried; other packages' events are not held up. A delivery that failed for good
+	// (after the last attempt of its round, or at once when the subscription is disabled) releases the
+	// package's next event, and its last attempt's `error` in the delivery log says so. The order holds
+	// across dispatcher instances and restarts. `none`: deliveries go as they come, retries after later
+	// events. Any other value → 422.
+	//
+	// On every subscription, each delivery of a package's event carries `X-Service-Sequence`: the event's
+	// number among its package's events (1, 2, …, increasing in the order the events happened, the same on
+	// every subscription and every retry), so receivers of unordered subscriptions can order too. A number
+	// may be missing from what a subscription gets (an event it does not select). Bodies and the signatures
+	// do not change. `webhook.test` has no package and no `X-Service-Sequence`.
+	Ordering *WebhookOrdering `json:"ordering,omitempty"`
+
 	// RateLimit At most this many deliveries per second to this subscription, across every dispatcher instance; null for
 	// no limit. Out of range → 422.
 	RateLimit *WebhookRateLimit `json:"rate_limit,omitempty"`
@@ -1585,6 +1648,21 @@ type Webhook struct {
 	// instance. A delivery waiting for its next retry does not count. Out of range → 422.
 	MaxInFlight WebhookMaxInFlight `json:"max_in_flight"`
 
+	// Ordering `package`: each package's events reach this subscription one after the other, in the order they
+	// happened. A later event of a package is not sent while an earlier one of the same package is still
+	// being delivered or retried; other packages' events are not held up. A delivery that failed for good
+	// (after the last attempt of its round, or at once when the subscription is disabled) releases the
+	// package's next event, and its last attempt's `error` in the delivery log says so. The order holds
+	// across dispatcher instances and restarts. `none`: deliveries go as they come, retries after later
+	// events. Any other value → 422.
+	//
+	// On every subscription, each delivery of a package's event carries `X-Service-Sequence`: the event's
+	// number among its package's events (1, 2, …, increasing in the order the events happened, the same on
+	// every subscription and every retry), so receivers of unordered subscriptions can order too. A number
+	// may be missing from what a subscription gets (an event it does not select). Bodies and the signatures
+	// do not change. `webhook.test` has no package and no `X-Service-Sequence`.
+	Ordering WebhookOrdering `json:"ordering"`
+
 	// RateLimit At most this many deliveries per second to this subscription, across every dispatcher instance; null for
 	// no limit. Out of range → 422.
 	RateLimit *WebhookRateLimit `json:"rate_limit"`
@@ -1643,6 +1721,21 @@ type WebhookList struct {
 // WebhookMaxInFlight How many deliveries to this subscription may be under way at once, counted across every dispatcher
 // instance. A delivery waiting for its next retry does not count. Out of range → 422.
 type WebhookMaxInFlight = int
+
+// WebhookOrdering `package`: each package's events reach this subscription one after the other, in the order they
+// happened. A later event of a package is not sent while an earlier one of the same package is still
+// being delivered or retried; other packages' events are not held up. A delivery that failed for good
+// (after the last attempt of its round, or at once when the subscription is disabled) releases the
+// package's next event, and its last attempt's `error` in the delivery log says so. The order holds
+// across dispatcher instances and restarts. `none`: deliveries go as they come, retries after later
+// events. Any other value → 422.
+//
+// On every subscription, each delivery of a package's event carries `X-Service-Sequence`: the event's
+// number among its package's events (1, 2, …, increasing in the order the events happened, the same on
+// every subscription and every retry), so receivers of unordered subscriptions can order too. A number
+// may be missing from what a subscription gets (an event it does not select). Bodies and the signatures
+// do not change. `webhook.test` has no package and no `X-Service-Sequence`.
+type WebhookOrdering string
 
 // WebhookRateLimit At most this many deliveries per second to this subscription, across every dispatcher instance; null for
 // no limit. Out of range → 422.

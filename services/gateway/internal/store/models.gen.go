@@ -195,6 +195,12 @@ type Package struct {
 	PublicKey      *string
 }
 
+type PackageEventSeq struct {
+	PackageID string
+	Seq       int64
+	FirstAt   time.Time
+}
+
 type PackageManifest struct {
 	PackageID uuid.UUID
 	Data      []byte
@@ -299,11 +305,29 @@ type WebhookDelivery struct {
 	LastError      *string
 	CreatedAt      time.Time
 	UpdatedAt      time.Time
+	PackageID      *string
+	PackageSeq     *int64
 }
 
 type WebhookDispatcher struct {
 	InstanceID string
 	SeenAt     time.Time
+}
+
+type WebhookOrderHead struct {
+	SubscriptionID int64
+	PackageID      string
+	NextSeq        int64
+	UpdatedAt      time.Time
+}
+
+type WebhookOrderWait struct {
+	SubscriptionID int64
+	PackageID      string
+	Seq            int64
+	DeliveryID     *uuid.UUID
+	ReleasedAt     *time.Time
+	CreatedAt      time.Time
 }
 
 type WebhookSubscription struct {
@@ -324,4 +348,6 @@ type WebhookSubscription struct {
 	MaxInFlight         int32
 	RateLimit           *int32
 	FailuresCountedFrom *time.Time
+	Ordering            string
+	OrderedSince        *time.Time
 }

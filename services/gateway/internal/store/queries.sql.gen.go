@@ -415,7 +415,7 @@ func (q *Queries) GetUserByEmail(ctx context.Context, email string) (User, error
 }
 
 const getWebhook = `-- name: GetWebhook :one
-SELECT id, url, description, events, secret, previous_secret, previous_secret_until, active, disabled_reason, disabled_at, failing_since, last_success_at, created_at, updated_at, max_in_flight, rate_limit, failures_counted_from FROM webhook_subscriptions WHERE id = $1
+SELECT id, url, description, events, secret, previous_secret, previous_secret_until, active, disabled_reason, disabled_at, failing_since, last_success_at, created_at, updated_at, max_in_flight, rate_limit, failures_counted_from, ordering, ordered_since FROM webhook_subscriptions WHERE id = $1
 `
 
 func (q *Queries) GetWebhook(ctx context.Context, id int64) (WebhookSubscription, error) {
@@ -439,6 +439,8 @@ func (q *Queries) GetWebhook(ctx context.Context, id int64) (WebhookSubscription
 		&i.MaxInFlight,
 		&i.RateLimit,
 		&i.FailuresCountedFrom,
+		&i.Ordering,
+		&i.OrderedSince,
 	)
 	return i, err
 }
@@ -637,7 +639,7 @@ func (q *Queries) InsertUnlockFailure(ctx context.Context, arg InsertUnlockFailu
 const insertWebhook = `-- name: InsertWebhook :one
 INSERT INTO webhook_subscriptions (url, description, events, secret, active, max_in_flight, rate_limit, created_at, updated_at)
 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
-RETURNING id, url, description, events, secret, previous_secret, previous_secret_until, active, disabled_reason, disabled_at, failing_since, last_success_at, created_at, updated_at, max_in_flight, rate_limit, failures_counted_from
+RETURNING id, url, description, events, secret, previous_secret, previous_secret_until, active, disabled_reason, disabled_at, failing_since, last_success_at, created_at, updated_at, max_in_flight, rate_limit, failures_counted_from, ordering, ordered_since
 `
 
 type InsertWebhookParams struct {
@@ -684,6 +686,8 @@ func (q *Queries) InsertWebhook(ctx context.Context, arg InsertWebhookParams) (W
 		&i.MaxInFlight,
 		&i.RateLimit,
 		&i.FailuresCountedFrom,
+		&i.Ordering,
+		&i.OrderedSince,
 	)
 	return i, err
 }
@@ -1051,7 +1055,7 @@ func (q *Queries) ListWebhookAttempts(ctx context.Context, arg ListWebhookAttemp
 }
 
 const listWebhooks = `-- name: ListWebhooks :many
-SELECT id, url, description, events, secret, previous_secret, previous_secret_until, active, disabled_reason, disabled_at, failing_since, last_success_at, created_at, updated_at, max_in_flight, rate_limit, failures_counted_from FROM webhook_subscriptions ORDER BY id
+SELECT id, url, description, events, secret, previous_secret, previous_secret_until, active, disabled_reason, disabled_at, failing_since, last_success_at, created_at, updated_at, max_in_flight, rate_limit, failures_counted_from, ordering, ordered_since FROM webhook_subscriptions ORDER BY id
 `
 
 func (q *Queries) ListWebhooks(ctx context.Context) ([]WebhookSubscription, error) {
@@ -1081,6 +1085,8 @@ func (q *Queries) ListWebhooks(ctx context.Context) ([]WebhookSubscription, erro
 			&i.MaxInFlight,
 			&i.RateLimit,
 			&i.FailuresCountedFrom,
+			&i.Ordering,
+			&i.OrderedSince,
 		); err != nil {
 			return nil, err
 		}
@@ -1173,7 +1179,7 @@ func (q *Queries) LockUnlockAttempts(ctx context.Context, recipientID string) er
 }
 
 const lockWebhook = `-- name: LockWebhook :one
-SELECT id, url, description, events, secret, previous_secret, previous_secret_until, active, disabled_reason, disabled_at, failing_since, last_success_at, created_at, updated_at, max_in_flight, rate_limit, failures_counted_from FROM webhook_subscriptions WHERE id = $1 FOR UPDATE
+SELECT id, url, description, events, secret, previous_secret, previous_secret_until, active, disabled_reason, disabled_at, failing_since, last_success_at, created_at, updated_at, max_in_flight, rate_limit, failures_counted_from, ordering, ordered_since FROM webhook_subscriptions WHERE id = $1 FOR UPDATE
 `
 
 func (q *Queries) LockWebhook(ctx context.Context, id int64) (WebhookSubscription, error) {
@@ -1197,6 +1203,8 @@ func (q *Queries) LockWebhook(ctx context.Context, id int64) (WebhookSubscriptio
 		&i.MaxInFlight,
 		&i.RateLimit,
 		&i.FailuresCountedFrom,
+		&i.Ordering,
+		&i.OrderedSince,
 	)
 	return i, err
 }
@@ -1488,7 +1496,7 @@ UPDATE webhook_subscriptions SET
     rate_limit            = $13,
     updated_at            = $14
 WHERE id = $15
-RETURNING id, url, description, events, secret, previous_secret, previous_secret_until, active, disabled_reason, disabled_at, failing_since, last_success_at, created_at, updated_at, max_in_flight, rate_limit, failures_counted_from
+RETURNING id, url, description, events, secret, previous_secret, previous_secret_until, active, disabled_reason, disabled_at, failing_since, last_success_at, created_at, updated_at, max_in_flight, rate_limit, failures_counted_from, ordering, ordered_since
 `
 
 type SaveWebhookParams struct {
@@ -1547,6 +1555,8 @@ func (q *Queries) SaveWebhook(ctx context.Context, arg SaveWebhookParams) (Webho
 		&i.MaxInFlight,
 		&i.RateLimit,
 		&i.FailuresCountedFrom,
+		&i.Ordering,
+		&i.OrderedSince,
 	)
 	return i, err
 }

@@ -14,16 +14,26 @@ import (
 
 var _ webhookadmin.Store = (*Postgres)(nil)
 
-// CreateWebhook inserts a subscription and returns it with its id.
+// CreateWebhook inserts a subscription and returns it with its id. Its ordering is
+// set in the same transaction, so no dispatcher sees it without.
 func (s *Postgres) CreateWebhook(ctx context.Context, w webhookadmin.Webhook) (webhookadmin.Webhook, error) {
-	row, err := s.q.InsertWebhook(ctx, InsertWebhookParams{
-		Url: w.URL, Description: w.Description, Events: toEventsRow(w), Secret: w.Secret, Active: w.Active,
-		MaxInFlight: int32(w.MaxInFlight), RateLimit: toInt32Ptr(w.RateLimit), CreatedAt: w.CreatedAt, UpdatedAt: w.UpdatedAt,
+	var out webhookadmin.Webhook
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		q := s.q.WithTx(tx)
+		row, err := q.InsertWebhook(ctx, InsertWebhookParams{
+			Url: w.URL, Description: w.Description, Events: toEventsRow(w), Secret: w.Secret, Active: w.Active,
+			MaxInFlight: int32(w.MaxInFlight), RateLimit: toInt32Ptr(w.RateLimit), CreatedAt: w.CreatedAt, UpdatedAt: w.UpdatedAt,
+		})
+		if err == nil && w.Ordering != row.Ordering {
+			row, err = q.SetWebhookOrdering(ctx, SetWebhookOrderingParams{ID: row.ID, Ordering: w.Ordering})
+		}
+		out = toWebhook(row)
+		return err
 	})
 	if err != nil {
 		return webhookadmin.Webhook{}, err
 	}
-	return toWebhook(row), nil
+	return out, nil
 }
 
 // ListWebhooks returns every subscription, oldest first.
@@ -73,6 +83,11 @@ func (s *Postgres) ChangeWebhook(ctx context.Context, id int64, change func(w *w
 		})
 		if err != nil {
 			return err
+		}
+		if w.Ordering != saved.Ordering {
+			if saved, err = q.SetWebhookOrdering(ctx, SetWebhookOrderingParams{ID: w.ID, Ordering: w.Ordering}); err != nil {
+				return err
+			}
 		}
 		out = toWebhook(saved)
 		return s.writeEffects(ctx, tx, fx)
@@ -152,7 +167,7 @@ func toWebhook(r WebhookSubscription) webhookadmin.Webhook {
 		PreviousSecret: r.PreviousSecret, PreviousSecretUntil: r.PreviousSecretUntil, Active: r.Active,
 		DisabledReason: r.DisabledReason, DisabledAt: r.DisabledAt, FailingSince: r.FailingSince,
 		FailuresCountedFrom: r.FailuresCountedFrom, LastSuccessAt: r.LastSuccessAt,
-		MaxInFlight: int(r.MaxInFlight), CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt,
+		MaxInFlight: int(r.MaxInFlight), Ordering: r.Ordering, CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt,
 	}
 	if r.Events == nil {
 		// NULL: every event type, listed expanded.

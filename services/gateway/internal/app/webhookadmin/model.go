@@ -39,6 +39,9 @@ type Webhook struct {
 	MaxInFlight int
 	// RateLimit is how many deliveries per second it gets at most; nil: no limit.
 	RateLimit *int
+	// Ordering is OrderingPackage when each package's events reach it one after the
+	// other, in the order they happened; OrderingNone otherwise.
+	Ordering  string
 	CreatedAt time.Time
 	UpdatedAt time.Time
 }
@@ -49,7 +52,8 @@ type NewWebhook struct {
 	Events      *[]string
 	Description *string
 	MaxInFlight *int
-	RateLimit   *int // nil: no limit
+	RateLimit   *int    // nil: no limit
+	Ordering    *string // nil: OrderingNone
 }
 
 // WebhookPatch changes some fields of a subscription; nil fields stay as they are.
@@ -61,6 +65,7 @@ type WebhookPatch struct {
 	MaxInFlight *int
 	// RateLimit, when Set, changes the rate limit: to Value, or none when Value is nil.
 	RateLimit app.Nullable[int]
+	Ordering  *string
 }
 
 // DeliveryStatus is where a delivery is: being tried, done, or given up on.

@@ -79,6 +79,12 @@ const (
 	DefaultWebhookMaxInFlight = 16
 	MaxWebhookMaxInFlight     = 256
 	MaxWebhookRateLimit       = 10000
+	// OrderingNone and OrderingPackage are a subscription's orderings: its deliveries
+	// go as they come, or each package's events one after the other, in the order they
+	// happened (the dispatcher holds a later one while an earlier one is being
+	// delivered or retried).
+	OrderingNone    = "none"
+	OrderingPackage = "package"
 )
 
 // Create validates and stores a new, active subscription with a fresh secret. The
@@ -87,7 +93,8 @@ func (s *Service) Create(ctx context.Context, in NewWebhook) (Webhook, error) {
 	if in.URL == nil {
 		return Webhook{}, app.Invalid("url is required")
 	}
-	w := Webhook{URL: *in.URL, Events: slices.Clone(events.Types), AllEvents: true, Active: true, MaxInFlight: DefaultWebhookMaxInFlight}
+	w := Webhook{URL: *in.URL, Events: slices.Clone(events.Types), AllEvents: true, Active: true, MaxInFlight: DefaultWebhookMaxInFlight,
+		Ordering: OrderingNone}
 	if err := s.validateURL(w.URL); err != nil {
 		return Webhook{}, err
 	}
@@ -109,6 +116,12 @@ func (s *Service) Create(ctx context.Context, in NewWebhook) (Webhook, error) {
 			return Webhook{}, err
 		}
 		w.RateLimit = in.RateLimit
+	}
+	if in.Ordering != nil {
+		if err := validateOrdering(*in.Ordering); err != nil {
+			return Webhook{}, err
+		}
+		w.Ordering = *in.Ordering
 	}
 	if in.Description != nil {
 		if err := validateDescription(*in.Description); err != nil {
@@ -170,6 +183,11 @@ func (s *Service) Update(ctx context.Context, id int64, p WebhookPatch) (Webhook
 			return Webhook{}, err
 		}
 	}
+	if p.Ordering != nil {
+		if err := validateOrdering(*p.Ordering); err != nil {
+			return Webhook{}, err
+		}
+	}
 	return s.store.ChangeWebhook(ctx, id, func(w *Webhook) (app.Effects, error) {
 		now := s.now().UTC().Truncate(time.Microsecond)
 		if p.URL != nil {
@@ -183,6 +201,9 @@ func (s *Service) Update(ctx context.Context, id int64, p WebhookPatch) (Webhook
 		}
 		if p.RateLimit.Set {
 			w.RateLimit = p.RateLimit.Value
+		}
+		if p.Ordering != nil {
+			w.Ordering = *p.Ordering
 		}
 		if p.Description != nil {
 			w.Description = *p.Description
@@ -322,6 +343,13 @@ func normalizeEvents(in []string) ([]string, error) {
 func validateMaxInFlight(n int) error {
 	if n < 1 || n > MaxWebhookMaxInFlight {
 		return app.Invalid("max_in_flight must be from 1 to %d", MaxWebhookMaxInFlight)
+	}
+	return nil
+}
+
+func validateOrdering(o string) error {
+	if o != OrderingNone && o != OrderingPackage {
+		return app.Invalid("ordering must be %q or %q", OrderingNone, OrderingPackage)
 	}
 	return nil
 }

@@ -23,6 +23,7 @@ type webhookResponse struct {
 	LastSuccessAt  *time.Time `json:"last_success_at"`
 	MaxInFlight    int        `json:"max_in_flight"`
 	RateLimit      *int       `json:"rate_limit"`
+	Ordering       string     `json:"ordering"`
 	CreatedAt      time.Time  `json:"created_at"`
 	UpdatedAt      time.Time  `json:"updated_at"`
 }
@@ -57,7 +58,7 @@ func toWebhookResponse(w webhookadmin.Webhook) webhookResponse {
 		ID: w.ID, URL: w.URL, Description: w.Description, Events: evs, Active: w.Active,
 		DisabledReason: w.DisabledReason, DisabledAt: utcPtr(w.DisabledAt), FailingSince: utcPtr(w.FailingSince),
 		LastSuccessAt: utcPtr(w.LastSuccessAt), MaxInFlight: w.MaxInFlight, RateLimit: w.RateLimit,
-		CreatedAt: w.CreatedAt.UTC(), UpdatedAt: w.UpdatedAt.UTC(),
+		Ordering: w.Ordering, CreatedAt: w.CreatedAt.UTC(), UpdatedAt: w.UpdatedAt.UTC(),
 	}
 }
 
@@ -88,6 +89,7 @@ type createWebhookRequest struct {
 	Description *string   `json:"description"`
 	MaxInFlight *int      `json:"max_in_flight"`
 	RateLimit   *int      `json:"rate_limit"`
+	Ordering    *string   `json:"ordering"`
 }
 
 func (h *handlers) createWebhook(c *gin.Context) {
@@ -98,6 +100,7 @@ func (h *handlers) createWebhook(c *gin.Context) {
 	}
 	w, err := h.webhooks.Create(c.Request.Context(), webhookadmin.NewWebhook{
 		URL: req.URL, Events: req.Events, Description: req.Description, MaxInFlight: req.MaxInFlight, RateLimit: req.RateLimit,
+		Ordering: req.Ordering,
 	})
 	if err != nil {
 		_ = c.Error(err)
@@ -127,6 +130,7 @@ type updateWebhookRequest struct {
 	Active      *bool         `json:"active"`
 	MaxInFlight *int          `json:"max_in_flight"`
 	RateLimit   nullable[int] `json:"rate_limit"`
+	Ordering    *string       `json:"ordering"`
 }
 
 func (h *handlers) updateWebhook(c *gin.Context) {
@@ -149,7 +153,8 @@ func (h *handlers) updateWebhook(c *gin.Context) {
 }
 
 func toWebhookPatch(req updateWebhookRequest) webhookadmin.WebhookPatch {
-	p := webhookadmin.WebhookPatch{URL: req.URL, Events: req.Events, Description: req.Description, Active: req.Active, MaxInFlight: req.MaxInFlight}
+	p := webhookadmin.WebhookPatch{URL: req.URL, Events: req.Events, Description: req.Description, Active: req.Active,
+		MaxInFlight: req.MaxInFlight, Ordering: req.Ordering}
 	p.RateLimit = req.RateLimit.Nullable
 	return p
 }

@@ -24,7 +24,7 @@ var webhookSecret = regexp.MustCompile(`^whsec_[A-Za-z0-9+/]{43}=$`)
 
 // webhookFields are the keys of a subscription record; the secret is never one of them.
 var webhookFields = []string{"id", "url", "description", "events", "active", "disabled_reason", "disabled_at",
-	"failing_since", "last_success_at", "max_in_flight", "rate_limit", "created_at", "updated_at"}
+	"failing_since", "last_success_at", "max_in_flight", "rate_limit", "ordering", "created_at", "updated_at"}
 
 func (a *testAPI) createWebhook(token string, body map[string]any) map[string]any {
 	a.t.Helper()
@@ -325,6 +325,8 @@ func TestWebhookRejectsBadInput(t *testing.T) {
 		"rate_limit 10001":       good(map[string]any{"rate_limit": 10001}),
 		"rate_limit negative":    good(map[string]any{"rate_limit": -5}),
 		"rate_limit fractional":  good(map[string]any{"rate_limit": 1.5}),
+		"ordering unknown":       good(map[string]any{"ordering": "event"}),
+		"ordering a number":      good(map[string]any{"ordering": 1}),
 		"malformed JSON":         `{"url": `,
 		"not an object":          `["https://hooks.example.com/x"]`,
 		"two objects":            `{"url": "https://hooks.example.com/x"} {}`,
@@ -694,9 +696,16 @@ func TestWebhookTest(t *testing.T) {
 	if actor == nil || *actor != adminUser.ID || pkg != nil || ua != "webhook-test/1" {
 		t.Fatalf("audit entry: actor %v package %v user agent %q", actor, pkg, ua)
 	}
+	// The audit log shows the test (beside the entries of the admin's own account).
 	r = a.do("GET", "/api/v1/admin/audit", admin, nil)
-	if items := r.json(t)["items"].([]any); len(items) != 1 || items[0].(map[string]any)["action"] != "webhook.test" {
-		t.Fatalf("audit log = %s", r.body)
+	tests := 0
+	for _, it := range r.json(t)["items"].([]any) {
+		if it.(map[string]any)["action"] == "webhook.test" {
+			tests++
+		}
+	}
+	if tests != 1 {
+		t.Fatalf("audit log = %s, want one webhook.test entry", r.body)
 	}
 
 	// Each test is an event of its own.
@@ -1001,5 +1010,66 @@ func TestWebhookThroughputSettings(t *testing.T) {
 	}
 	if evs := storedEvents(id); evs != nil {
 		t.Fatalf("every event type stored as %v, want NULL (all)", evs)
+	}
+}
+
+// TestWebhookOrdering: ordering is "none" by default, "package" on create and PATCH,
+// shown on the record and stored; any other value is 422 and changes nothing.
+func TestWebhookOrdering(t *testing.T) {
+	t.Parallel()
+	a := newTestAPI(t, defaultConfig())
+	_, admin := a.user("admin@example.com", app.RoleAdmin)
+	stored := func(id int64) string {
+		t.Helper()
+		var o string
+		if err := a.pool.QueryRow(context.Background(), `SELECT ordering FROM webhook_subscriptions WHERE id = $1`, id).Scan(&o); err != nil {
+			t.Fatal(err)
+		}
+		return o
+	}
+
+	def := a.createWebhook(admin, map[string]any{"url": "https://hooks.example.com/a"})
+	if def["ordering"] != "none" || stored(hookID(t, def)) != "none" {
+		t.Fatalf("default ordering %v (stored %q), want none", def["ordering"], stored(hookID(t, def)))
+	}
+	ordered := a.createWebhook(admin, map[string]any{"url": "https://hooks.example.com/b", "ordering": "package"})
+	id := hookID(t, ordered)
+	if ordered["ordering"] != "package" || stored(id) != "package" {
+		t.Fatalf("created ordering %v (stored %q), want package", ordered["ordering"], stored(id))
+	}
+	r := a.do("GET", hookPath(id, ""), admin, nil)
+	expect(t, r, http.StatusOK)
+	if got := r.json(t)["ordering"]; got != "package" {
+		t.Fatalf("GET ordering %v", got)
+	}
+
+	patch := func(body any, status int) map[string]any {
+		t.Helper()
+		r := a.do("PATCH", hookPath(id, ""), admin, body)
+		expect(t, r, status)
+		return r.json(t)
+	}
+	if got := patch(map[string]any{"description": "x"}, http.StatusOK); got["ordering"] != "package" {
+		t.Fatalf("a patch without ordering changed it: %v", got["ordering"])
+	}
+	if got := patch(map[string]any{"ordering": "none"}, http.StatusOK); got["ordering"] != "none" || stored(id) != "none" {
+		t.Fatalf("patched to none: %v (stored %q)", got["ordering"], stored(id))
+	}
+	if got := patch(map[string]any{"ordering": "package", "max_in_flight": 4}, http.StatusOK); got["ordering"] != "package" || got["max_in_flight"] != float64(4) {
+		t.Fatalf("patched to package: %v", got)
+	}
+	for name, body := range map[string]any{
+		"unknown":  map[string]any{"ordering": "fifo"},
+		"empty":    map[string]any{"ordering": ""},
+		"a number": map[string]any{"ordering": 2},
+	} {
+		t.Run(name, func(t *testing.T) {
+			if got := patch(body, http.StatusUnprocessableEntity); got["detail"] == nil || got["detail"] == "" {
+				t.Fatalf("no detail: %v", got)
+			}
+			if stored(id) != "package" {
+				t.Fatalf("a refused patch changed the ordering to %q", stored(id))
+			}
+		})
 	}
 }
