@@ -24,6 +24,9 @@ const (
 	HeaderSignature = "X-Service-Signature"
 	HeaderHookID    = "X-Service-Hook-Id"
 	HeaderDelivery  = "X-Service-Delivery"
+	// HeaderSequence is the event's number among its package's events (1, 2, …, in
+	// the order they happened), on every delivery of a package's event.
+	HeaderSequence = "X-Service-Sequence"
 	// Standard Webhooks headers (webhook-id, …; header names are case-insensitive).
 	HeaderWebhookID        = "Webhook-Id"
 	HeaderWebhookTimestamp = "Webhook-Timestamp"
@@ -34,6 +37,9 @@ const (
 const (
 	ReasonSubscriptionDisabled = "subscription disabled"
 	ReasonGone                 = "the receiver answered 410 Gone"
+	// ReasonOrderReleased ends the error of an ordered delivery's last attempt: its
+	// package's next event goes now.
+	ReasonOrderReleased = "failed for good: the next event of its package is released"
 )
 
 // recordTimeout bounds writing an attempt's outcome, which happens even when the
@@ -113,6 +119,9 @@ type DeliveryOptions struct {
 	Batch int
 	// Now is the clock (default time.Now).
 	Now func() time.Time
+	// Order keeps the deliveries of ordered subscriptions in their packages' order;
+	// nil: every delivery goes as it comes.
+	Order *Order
 }
 
 // Deliverer handles delivery jobs: one signed attempt per job message. Loading
@@ -223,9 +232,45 @@ func (d *Deliverer) Deliver(ctx context.Context, data []byte, numDelivered uint6
 // event. seenBefore says that a first attempt's job may have been attempted already
 // though JetStream hands it out for the first time (an old event handed to a consumer
 // that was created again): its row is read first, like a job handed out again.
+//
+// A delivery of an ordered subscription's package event waits (nil: its row holds it)
+// while an earlier event of its package is not done; once it is done, delivered or
+// failed for good, the next one of its package is released (Order).
 func (d *Deliverer) DeliverJob(ctx context.Context, job *eventsv1.WebhookJob, numDelivered uint64, seenBefore bool) error {
+	del, end, err := d.deliverJob(ctx, job, numDelivered, seenBefore)
+	if err != nil || end == endOpen || d.opts.Order == nil || del.PackageSeq == 0 {
+		return err
+	}
+	if del.Subscription.ID == 0 {
+		// Done before its subscription was read (a duplicate job).
+		if del.Subscription, err = d.subs.Get(ctx, del.SubscriptionID); err != nil {
+			return nil // gone: nothing waits for it
+		}
+	}
+	if !d.opts.Order.Applies(del.Subscription, del) {
+		return nil
+	}
+	if err := d.opts.Order.Finish(context.WithoutCancel(ctx), del, end == endFailed); err != nil {
+		d.log.Warn("ordered delivery done; releasing the next of its package failed", "delivery_id", del.ID, "hook_id", del.SubscriptionID, "err", err)
+		return retry(backoff.TransientDelay(numDelivered), err)
+	}
+	return nil
+}
+
+// deliveryEnd says whether a delivery job left its delivery done.
+type deliveryEnd int
+
+const (
+	endOpen   deliveryEnd = iota // not done (waiting, to be retried) or nothing to do
+	endDone                      // delivered
+	endFailed                    // failed for good
+)
+
+// deliverJob is DeliverJob up to the delivery's end: it returns the delivery and
+// whether the job left it done.
+func (d *Deliverer) deliverJob(ctx context.Context, job *eventsv1.WebhookJob, numDelivered uint64, seenBefore bool) (Delivery, deliveryEnd, error) {
 	if _, err := uuid.Parse(job.GetDeliveryId()); err != nil {
-		return fmt.Errorf("%w: webhook job with delivery id %q: %w", ErrPoison, job.GetDeliveryId(), err)
+		return Delivery{}, endOpen, fmt.Errorf("%w: webhook job with delivery id %q: %w", ErrPoison, job.GetDeliveryId(), err)
 	}
 	log := &deliveryLog{base: d.log, id: job.GetDeliveryId(), hook: job.GetHookId()}
 
@@ -237,18 +282,21 @@ func (d *Deliverer) DeliverJob(ctx context.Context, job *eventsv1.WebhookJob, nu
 		l, err := d.loads.Do(ctx, job.GetDeliveryId())
 		switch {
 		case err != nil && ctx.Err() != nil:
-			return retry(0, err) // stopping: another instance takes it at once
+			return del, endOpen, retry(0, err) // stopping: another instance takes it at once
 		case err != nil:
 			log.get().Warn("load delivery", "err", err)
-			return retry(backoff.TransientDelay(numDelivered), err)
+			return del, endOpen, retry(backoff.TransientDelay(numDelivered), err)
 		case !l.ok && !fresh:
 			log.get().Info("delivery gone (subscription or delivery deleted); job dropped")
-			return nil
+			return del, endOpen, nil
 		case l.ok:
 			del = l.d
 			if dup := duplicateJob(del); dup != "" {
 				log.get().Info(dup+"; duplicate job dropped", "event", del.Event)
-				return nil
+				if del.Status == StatusSucceeded {
+					return del, endDone, nil
+				}
+				return del, endFailed, nil
 			}
 		}
 	}
@@ -257,30 +305,45 @@ func (d *Deliverer) DeliverJob(ctx context.Context, job *eventsv1.WebhookJob, nu
 	switch {
 	case errors.Is(err, ErrNotFound):
 		log.get().Info("subscription deleted; job dropped")
-		return nil
+		return del, endOpen, nil
 	case err != nil && ctx.Err() != nil:
-		return retry(0, err)
+		return del, endOpen, retry(0, err)
 	case err != nil:
 		log.get().Warn("load subscription", "err", err)
-		return retry(backoff.TransientDelay(numDelivered), err)
+		return del, endOpen, retry(backoff.TransientDelay(numDelivered), err)
 	}
 	del.Subscription = sub
+	if fresh && d.opts.Order.Applies(sub, del) {
+		// An event's delivery on an ordered subscription: it goes only when it is its
+		// package's next (a retry or a release is, already).
+		decision, err := d.opts.Order.Gate(ctx, del)
+		switch {
+		case err != nil && ctx.Err() != nil:
+			return del, endOpen, retry(0, err)
+		case err != nil:
+			log.get().Warn("ordered delivery", "err", err)
+			return del, endOpen, retry(backoff.TransientDelay(numDelivered), err)
+		case decision == GateWait:
+			log.get().Debug("ordered delivery waits for an earlier event of its package", "package_seq", del.PackageSeq)
+			return del, endOpen, nil
+		}
+	}
 	if sub.SecretError != nil {
 		log.get().Error("cannot open the subscription's signing secret; delivery waits", "err", sub.SecretError)
-		return retry(backoff.TransientDelay(numDelivered), sub.SecretError)
+		return del, endOpen, retry(backoff.TransientDelay(numDelivered), sub.SecretError)
 	}
 	if failsWithoutAttempt(sub, del.Event) {
 		if err := d.store.MarkFailed(ctx, del, ReasonSubscriptionDisabled); err != nil && !errors.Is(err, ErrNotFound) {
 			log.get().Warn("mark delivery failed", "err", err)
-			return retry(backoff.TransientDelay(numDelivered), err)
+			return del, endOpen, retry(backoff.TransientDelay(numDelivered), err)
 		}
 		log.get().Info("subscription disabled; delivery failed without an attempt")
 		d.metrics.Deliveries.WithLabelValues(OutcomeFailed).Inc()
-		return nil
+		return del, endFailed, nil
 	}
 	if d.rates != nil {
 		if err := d.rates.Wait(ctx, sub); err != nil {
-			return retry(0, err)
+			return del, endOpen, retry(0, err)
 		}
 	}
 
@@ -292,14 +355,16 @@ func (d *Deliverer) DeliverJob(ctx context.Context, job *eventsv1.WebhookJob, nu
 	})
 	if resp.StatusCode == 0 && ctx.Err() != nil {
 		log.get().Info("attempt abandoned at shutdown; job requeued")
-		return retry(0, errAbandoned)
+		return del, endOpen, retry(0, errAbandoned)
 	}
 	d.metrics.AttemptDuration.Observe(resp.Duration.Seconds())
-	return d.record(ctx, log, del, resp, numDelivered)
+	end, err := d.record(ctx, log, del, resp, numDelivered)
+	return del, end, err
 }
 
-// record decides the attempt's consequences and writes them.
-func (d *Deliverer) record(ctx context.Context, log *deliveryLog, del Delivery, resp Response, numDelivered uint64) error {
+// record decides the attempt's consequences and writes them, and says whether the
+// delivery is done.
+func (d *Deliverer) record(ctx context.Context, log *deliveryLog, del Delivery, resp Response, numDelivered uint64) (deliveryEnd, error) {
 	rec := AttemptRecord{
 		DeliveryID:     del.ID,
 		SubscriptionID: del.SubscriptionID,
@@ -307,6 +372,8 @@ func (d *Deliverer) record(ctx context.Context, log *deliveryLog, del Delivery, 
 		Event:          del.Event,
 		Body:           del.Body,
 		CreatedAt:      del.CreatedAt,
+		PackageID:      del.PackageID,
+		PackageSeq:     del.PackageSeq,
 		StatusCode:     resp.StatusCode,
 		Duration:       resp.Duration,
 		Excerpt:        resp.Excerpt,
@@ -316,6 +383,10 @@ func (d *Deliverer) record(ctx context.Context, log *deliveryLog, del Delivery, 
 	o := DecideAttempt(resp, round, d.opts.Schedule)
 	rec.Succeeded, rec.Status, rec.DisableReason, rec.Error = o.Status == StatusSucceeded, o.Status, o.DisableReason, o.Error
 	outcome, wait := o.Outcome, o.Wait
+	if rec.Status == StatusFailed && d.opts.Order.Applies(del.Subscription, del) {
+		// The delivery log says what its end does to the package's later events.
+		rec.Error += "; " + ReasonOrderReleased
+	}
 
 	// Written even when ctx is cancelled (shutdown): the attempt happened. (The group
 	// commit bounds itself by recordTimeout and answers every caller.)
@@ -331,18 +402,18 @@ func (d *Deliverer) record(ctx context.Context, log *deliveryLog, del Delivery, 
 		cancel()
 		if err != nil {
 			log.get().Warn("disable subscription", "err", err)
-			return retry(backoff.TransientDelay(numDelivered), err)
+			return endOpen, retry(backoff.TransientDelay(numDelivered), err)
 		}
 	}
 	r, err := d.records.Do(rctx, rec)
 	if err == nil && !r.ok {
 		log.get().Info("delivery deleted during its attempt; job dropped")
-		return nil
+		return endOpen, nil
 	}
 	if err != nil {
 		// The attempt happened but is not on record: the job comes back and tries again.
 		log.get().Warn("record attempt", "err", err, "status_code", resp.StatusCode)
-		return retry(backoff.TransientDelay(numDelivered), err)
+		return endOpen, retry(backoff.TransientDelay(numDelivered), err)
 	}
 	d.metrics.Deliveries.WithLabelValues(outcome).Inc()
 
@@ -359,13 +430,16 @@ func (d *Deliverer) record(ctx context.Context, log *deliveryLog, del Delivery, 
 		log.get().Warn("webhook attempt failed; subscription disabled", attrs("reason", rec.DisableReason)...)
 	case rec.Status == StatusPending:
 		log.get().Info("webhook attempt failed; will retry", attrs("retry_in", wait.String())...)
-		return retry(wait, errors.New(rec.Error))
+		return endOpen, retry(wait, errors.New(rec.Error))
 	case rec.Status == StatusFailed:
 		log.get().Warn("webhook attempt failed; delivery failed after the last attempt", attrs()...)
 	case d.log.Enabled(ctx, slog.LevelDebug):
 		log.get().Debug("webhook delivered", attrs()...)
 	}
-	return nil
+	if rec.Status == StatusFailed {
+		return endFailed, nil
+	}
+	return endDone, nil
 }
 
 // deliveryLog is the logger of one delivery, made only when something is logged (most
@@ -398,6 +472,7 @@ func jobDelivery(job *eventsv1.WebhookJob) (Delivery, bool) {
 	d := Delivery{
 		ID: job.GetDeliveryId(), SubscriptionID: job.GetHookId(), EventID: job.GetEventId(),
 		Event: job.GetEvent(), Body: job.GetBody(), Status: StatusPending,
+		PackageID: job.GetPackageId(), PackageSeq: job.GetPackageSeq(),
 	}
 	if ms := job.GetCreatedAtUnixMs(); ms > 0 {
 		d.CreatedAt = time.UnixMilli(ms)
@@ -481,8 +556,8 @@ func failureText(resp Response) string {
 }
 
 // Headers returns the headers of an attempt of del sent at now: the seed's headers
-// (X-Service-Signature keyed by the current secret only), X-Service-Delivery and the
-// Standard Webhooks headers, whose signature also uses the previous secret while a
+// (X-Service-Signature keyed by the current secret only), X-Service-Delivery,
+// X-Service-Sequence for a package's event, and the Standard Webhooks headers, whose signature also uses the previous secret while a
 // rotation's grace period runs.
 func Headers(del Delivery, now time.Time) http.Header {
 	sub := del.Subscription
@@ -501,10 +576,13 @@ func Headers(del Delivery, now time.Time) http.Header {
 		"application/json", UserAgent, del.Event, sg.current.Service(del.Body),
 		strconv.FormatInt(del.SubscriptionID, 10), del.ID, del.ID, strconv.FormatInt(ts, 10), sig,
 	}
-	h := make(http.Header, len(v))
+	h := make(http.Header, len(v)+1)
 	for i, k := range [...]string{"Content-Type", "User-Agent", HeaderEvent, HeaderSignature, HeaderHookID,
 		HeaderDelivery, HeaderWebhookID, HeaderWebhookTimestamp, HeaderWebhookSignature} {
 		h[k] = v[i : i+1 : i+1]
+	}
+	if del.PackageSeq > 0 {
+		h[HeaderSequence] = []string{strconv.FormatUint(del.PackageSeq, 10)}
 	}
 	return h
 }

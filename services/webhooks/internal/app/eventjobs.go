@@ -57,6 +57,10 @@ type renderedEvent struct {
 	body       []byte
 	occurredAt time.Time
 	testHook   int64 // the subscription of a webhook.test
+	// packageID and packageSeq: the event's package and its number among the
+	// package's events (Envelope.package_seq); empty and 0 when it has none.
+	packageID  string
+	packageSeq uint64
 }
 
 // NewEventJobs returns an EventJobs reading subscriptions from subs.
@@ -97,7 +101,18 @@ func (f *EventJobs) Job(ctx context.Context, data []byte, hookID int64, publishe
 	return &eventsv1.WebhookJob{
 		DeliveryId: DeliveryID(ev.eventID, hookID), HookId: hookID, Event: ev.typ, Body: ev.body,
 		EventId: ev.eventID, CreatedAtUnixMs: published.UnixMilli(),
+		PackageId: ev.packageID, PackageSeq: ev.packageSeq,
 	}, nil
+}
+
+// Position returns the package of the event message data (as Job takes it) and the
+// event's number among the package's events; "" and 0 when it has none.
+func (f *EventJobs) Position(data []byte, seq uint64) (pkg string, pkgSeq uint64, err error) {
+	ev, err := f.render(data, seq)
+	if err != nil {
+		return "", 0, err
+	}
+	return ev.packageID, ev.packageSeq, nil
 }
 
 // render decodes the event message data and renders its body, or finds it in the cache
@@ -123,6 +138,10 @@ func (f *EventJobs) render(data []byte, seq uint64) (renderedEvent, error) {
 	ev := renderedEvent{
 		seq: seq, raw: data, eventID: env.GetEventId(), typ: typ, body: body,
 		occurredAt: env.GetOccurredAt().AsTime(), testHook: env.GetWebhookTest().GetHookId(),
+		packageSeq: env.GetPackageSeq(),
+	}
+	if ev.packageSeq > 0 {
+		ev.packageID = packageOf(env)
 	}
 	if seq != 0 {
 		f.mu.Lock()
@@ -130,4 +149,24 @@ func (f *EventJobs) render(data []byte, seq uint64) (renderedEvent, error) {
 		f.mu.Unlock()
 	}
 	return ev, nil
+}
+
+// packageOf returns the package_id of the Package that env's data carries (its field
+// "package"), "" when it has none.
+func packageOf(env *eventsv1.Envelope) string {
+	m := env.ProtoReflect()
+	od := m.Descriptor().Oneofs().ByName("data")
+	if od == nil {
+		return ""
+	}
+	fd := m.WhichOneof(od)
+	if fd == nil || fd.Message() == nil {
+		return ""
+	}
+	data := m.Get(fd).Message()
+	pf := data.Descriptor().Fields().ByName("package")
+	if pf == nil || pf.Message() == nil || pf.Message().FullName() != packageMessage {
+		return ""
+	}
+	return data.Get(pf).Message().Interface().(*eventsv1.Package).GetPackageId()
 }

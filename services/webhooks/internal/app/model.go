@@ -17,6 +17,12 @@ import (
 	"github.com/shipfile/shipfile/services/webhooks/internal/signing"
 )
 
+// A subscription's orderings (webhook_subscriptions.ordering).
+const (
+	OrderingNone    = "none"
+	OrderingPackage = "package"
+)
+
 // Delivery states (webhook_deliveries.status).
 const (
 	StatusPending   = "pending"
@@ -53,7 +59,11 @@ type Delivery struct {
 	Attempts       int // in all
 	RoundAttempts  int // in the current round (a redelivery starts a new round)
 	// CreatedAt is when its event was stored on the stream (its row's created_at).
-	CreatedAt    time.Time
+	CreatedAt time.Time
+	// PackageID and PackageSeq are its event's package and the event's number among
+	// the package's events (X-Service-Sequence); empty and 0 for an event without them.
+	PackageID    string
+	PackageSeq   uint64
 	Subscription Subscription
 }
 
@@ -78,6 +88,9 @@ type Subscription struct {
 	// RateLimit is how many deliveries per second it gets at most, across every
 	// instance; 0: no limit.
 	RateLimit int
+	// Ordering is OrderingPackage when each package's events go to it one after the
+	// other, in the order they happened; OrderingNone otherwise.
+	Ordering string
 	// SecretError says why its secrets could not be opened (a key this instance lacks);
 	// its deliveries wait (transient) while it is set, the others go on.
 	SecretError error
@@ -97,6 +110,9 @@ func withSigners(s Subscription) Subscription {
 	}
 	return s
 }
+
+// Ordered reports whether s gets each package's events one after the other.
+func (s Subscription) Ordered() bool { return s.Ordering == OrderingPackage }
 
 // Selects reports whether an event of type typ that occurred at occurredAt goes to s:
 // s is active, selected typ (or every type), and existed when the event occurred
@@ -122,6 +138,8 @@ type AttemptRecord struct {
 	Event      string
 	Body       []byte
 	CreatedAt  time.Time
+	PackageID  string
+	PackageSeq uint64
 	StatusCode int    // 0 when no response came
 	Error      string // "" on success
 	Duration   time.Duration

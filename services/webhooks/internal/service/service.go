@@ -119,8 +119,8 @@ type Service struct {
 }
 
 // New builds the dispatcher's graph from cfg on deps: the store (opening the secrets
-// with cfg.Secrets' keyring), the subscription cache, event jobs, deliverer, health
-// keeper and the dispatcher. It starts nothing: Run does.
+// with cfg.Secrets' keyring), the subscription cache, event jobs, the order of ordered
+// subscriptions' deliveries, deliverer, health keeper and the dispatcher. It starts nothing: Run does.
 func New(_ context.Context, cfg Config, deps Deps) (*Service, error) {
 	secrets, err := cfg.Secrets.Keyring()
 	if err != nil {
@@ -164,11 +164,13 @@ func New(_ context.Context, cfg Config, deps Deps) (*Service, error) {
 	subs := app.NewSubscriptions(st)
 	rates := app.NewRateLimiter()
 	sender := transport.NewSender(transport.SenderOptions{Timeout: cfg.Timeout, AllowPrivate: cfg.AllowPrivate})
+	order := app.NewOrder(st, transport.NewReleaser(deps.JS, opts), log)
 	d := transport.NewDispatcher(deps.JS, transport.Parts{
 		Subscriptions: subs,
 		Listener:      st,
 		Events:        app.NewEventJobs(subs, log),
-		Deliverer:     app.NewDeliverer(st, subs, rates, sender, metrics, log, app.DeliveryOptions{Schedule: cfg.RetrySchedule}),
+		Deliverer:     app.NewDeliverer(st, subs, rates, sender, metrics, log, app.DeliveryOptions{Schedule: cfg.RetrySchedule, Order: order}),
+		Order:         order,
 		Health: app.NewHealth(st, subs, rates, log, app.HealthOptions{
 			Interval: cfg.HealthInterval, DisableAfter: cfg.DisableAfter, InstanceID: instance,
 			LogRetention: cfg.LogRetention, Metrics: metrics,

@@ -77,9 +77,9 @@ func TestHotPlansStayIndexLookups(t *testing.T) {
 		generic                  bool
 	}{
 		{"Deliveries", "FROM webhook_deliveries\nWHERE id = ANY", fmt.Sprintf(`('{%s}')`, id), "using webhook_deliveries_pkey", false},
-		{"RecordAttempts", "INSERT INTO webhook_attempts", fmt.Sprintf(`('{%s}', '{%d}', '{ev}', '{package.created}', '{"\\x7b7d"}', '{"2026-11-26 00:00:00+00"}', '{500}', '{boom}', '{pending}', '{3}', '{""}', '{f}')`, id, hook),
+		{"RecordAttempts", "INSERT INTO webhook_attempts", fmt.Sprintf(`('{%s}', '{%d}', '{ev}', '{package.created}', '{"\\x7b7d"}', '{"2026-11-26 00:00:00+00"}', '{500}', '{boom}', '{pending}', '{3}', '{""}', '{f}', '{""}', '{0}')`, id, hook),
 			"Conflict Arbiter Indexes: webhook_deliveries_pkey", true},
-		{"MarkFailed", "'failed', $6::text", fmt.Sprintf(`('%s', %d, 'ev', 'package.created', '{}', 'x', now())`, id, hook),
+		{"MarkFailed", "'failed', $6::text", fmt.Sprintf(`('%s', %d, 'ev', 'package.created', '{}', 'x', now(), '', 0)`, id, hook),
 			"Conflict Arbiter Indexes: webhook_deliveries_pkey", false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -8,12 +8,12 @@
 -- name: Subscriptions :many
 -- Every subscription, for the dispatcher's cache. The same columns as Subscription.
 SELECT id, url, events, secret, previous_secret, previous_secret_until, active, created_at,
-       max_in_flight, rate_limit
+       max_in_flight, rate_limit, ordering
 FROM webhook_subscriptions ORDER BY id;
 
 -- name: Subscription :one
 SELECT id, url, events, secret, previous_secret, previous_secret_until, active, created_at,
-       max_in_flight, rate_limit
+       max_in_flight, rate_limit, ordering
 FROM webhook_subscriptions WHERE id = $1;
 
 -- name: LastSubscriptionID :one
@@ -31,7 +31,8 @@ SELECT unnest(@ids::text[])::uuid, unnest(@subscription_ids::bigint[]), unnest(@
 ON CONFLICT DO NOTHING;
 
 -- name: Deliveries :many
-SELECT id, subscription_id, event_id, event, body, status, attempts, round_attempts, created_at
+SELECT id, subscription_id, event_id, event, body, status, attempts, round_attempts, created_at,
+       coalesce(package_id, '')::text AS package_id, coalesce(package_seq, 0)::bigint AS package_seq
 FROM webhook_deliveries
 WHERE id = ANY (CAST(@ids::text[] AS uuid[]));
 
@@ -39,8 +40,10 @@ WHERE id = ANY (CAST(@ids::text[] AS uuid[]));
 -- Sets a delivery that has not succeeded failed with @reason, without an attempt (its
 -- subscription is disabled), writing its row if it has none yet (a delivery's row is
 -- written with its first attempt).
-INSERT INTO webhook_deliveries AS w (id, subscription_id, event_id, event, body, status, last_error, created_at)
-VALUES (@id, @subscription_id, @event_id, @event, @body, 'failed', @reason::text, @created_at)
+INSERT INTO webhook_deliveries AS w (id, subscription_id, event_id, event, body, status, last_error, created_at,
+                                     package_id, package_seq)
+VALUES (@id, @subscription_id, @event_id, @event, @body, 'failed', @reason::text, @created_at,
+        nullif(@package_id::text, ''), nullif(@package_seq::bigint, 0))
 ON CONFLICT (id) DO UPDATE SET status = 'failed', last_error = excluded.last_error, updated_at = now()
 WHERE w.status <> 'succeeded';
 
@@ -49,8 +52,8 @@ WHERE w.status <> 'succeeded';
 -- statement (a group commit), and returns each attempt's delivery and number. A
 -- delivery's row is written with its first attempt (one write per delivery, no
 -- insert-then-update); a later attempt updates it. The arrays are zipped (one element
--- per attempt; a delivery appears once): event_id, event, body and created_at are used
--- only when the row is new; a status code 0 (no answer) and an error '' are stored as
+-- per attempt; a delivery appears once): event_id, event, body, created_at and the
+-- package's id and event number (X-Service-Sequence) are used only when the row is new; a status code 0 (no answer) and an error '' are stored as
 -- NULL, an excerpt only where has_response.
 WITH r AS (
     SELECT unnest(@delivery_ids::text[])::uuid AS delivery_id,
@@ -64,11 +67,15 @@ WITH r AS (
            unnest(@statuses::text[]) AS status,
            unnest(@durations_ms::int[]) AS duration_ms,
            unnest(@excerpts::text[]) AS excerpt,
-           unnest(@has_response::boolean[]) AS has_response
+           unnest(@has_response::boolean[]) AS has_response,
+           nullif(unnest(@package_ids::text[]), '') AS package_id,
+           nullif(unnest(@package_seqs::bigint[]), 0) AS package_seq
 ), d AS (
     INSERT INTO webhook_deliveries AS w (id, subscription_id, event_id, event, body, status, attempts,
-                                         round_attempts, last_status_code, last_error, created_at)
-    SELECT delivery_id, subscription_id, event_id, event, body, status, 1, 1, status_code, error, created_at
+                                         round_attempts, last_status_code, last_error, created_at,
+                                         package_id, package_seq)
+    SELECT delivery_id, subscription_id, event_id, event, body, status, 1, 1, status_code, error, created_at,
+           package_id, package_seq
     FROM r
     ON CONFLICT (id) DO UPDATE SET
         attempts         = w.attempts + 1,
@@ -209,3 +216,44 @@ DELETE FROM webhook_deliveries WHERE id IN (
 -- Tells the trigger of 00021, for the rest of the transaction, that the attempts of the
 -- deliveries it removes are gone already (00027).
 SELECT set_config('shipfile.attempts_removed', 'on', true);
+
+-- name: OrderGate :one
+-- May the event @seq of package @package_id go to the ordered subscription
+-- @subscription_id now? (webhook_order_gate, migration 00031: 'go', 'late', 'wait' or
+-- 'skip'.) @delivery_id is empty for an event the subscription does not take; otherwise a
+-- 'wait' writes the delivery's row (pending, no attempt) from the fields after it.
+-- released: the delivery a 'skip' released, empty when none.
+SELECT g.decision::text AS decision, coalesce(g.p_released::text, '')::text AS released
+FROM webhook_order_gate(@subscription_id::bigint, @package_id::text, @seq::bigint,
+                        nullif(@delivery_id::text, '')::uuid, @event_id::text, @event::text, @body::bytea,
+                        @created_at::timestamptz) g;
+
+-- name: OrderFinish :one
+-- The event @seq of package @package_id is done for subscription @subscription_id
+-- (delivered, failed for good): returns the delivery that may go next, empty when none
+-- waits yet (webhook_order_finish, migration 00031).
+SELECT coalesce(webhook_order_finish(@subscription_id::bigint, @package_id::text, @seq::bigint)::text, '')::text;
+
+-- name: StalledReleases :many
+-- The released deliveries of ordered subscriptions not attempted @after their release
+-- (the instance that released one stopped before it told the others), marked released
+-- again now, up to @max_rows.
+UPDATE webhook_order_waits w SET released_at = now()
+FROM (
+    SELECT o.subscription_id, o.package_id, o.seq
+    FROM webhook_order_waits o JOIN webhook_deliveries d ON d.id = o.delivery_id
+    WHERE o.released_at < now() - @after::interval
+      AND d.status = 'pending' AND d.attempts = 0
+    ORDER BY o.released_at
+    LIMIT @max_rows
+    FOR UPDATE OF o SKIP LOCKED
+) s
+WHERE w.subscription_id = s.subscription_id AND w.package_id = s.package_id AND w.seq = s.seq
+RETURNING w.subscription_id, w.delivery_id::text AS delivery_id;
+
+-- name: UnstickOrder :many
+-- Moves the packages of ordered subscriptions whose next event has not come for @after
+-- past it, up to @max_rows packages, and returns the deliveries that go next
+-- (webhook_order_unstick, migration 00031).
+SELECT u.subscription_id::bigint AS subscription_id, u.delivery_id::text AS delivery_id
+FROM webhook_order_unstick(@after::interval, @max_rows::int) u;

@@ -78,7 +78,7 @@ func (p *Postgres) Subscription(ctx context.Context, id int64) (app.Subscription
 func (p *Postgres) subscription(r db.SubscriptionRow) app.Subscription {
 	s := app.Subscription{
 		ID: r.ID, URL: r.Url, Events: r.Events, Secret: r.Secret, Active: r.Active, CreatedAt: r.CreatedAt,
-		MaxInFlight: int(r.MaxInFlight),
+		MaxInFlight: int(r.MaxInFlight), Ordering: r.Ordering,
 	}
 	if r.PreviousSecret != nil {
 		s.PreviousSecret = *r.PreviousSecret
@@ -185,6 +185,7 @@ func (p *Postgres) Deliveries(ctx context.Context, ids []string) (map[string]app
 		out[r.ID] = app.Delivery{
 			ID: r.ID, SubscriptionID: r.SubscriptionID, EventID: r.EventID, Event: r.Event, Body: r.Body,
 			Status: r.Status, Attempts: int(r.Attempts), RoundAttempts: int(r.RoundAttempts), CreatedAt: r.CreatedAt,
+			PackageID: r.PackageID, PackageSeq: uint64(r.PackageSeq),
 		}
 	}
 	return out, nil
@@ -195,7 +196,7 @@ func (p *Postgres) Deliveries(ctx context.Context, ids []string) (map[string]app
 func (p *Postgres) MarkFailed(ctx context.Context, d app.Delivery, reason string) error {
 	n, err := p.q.MarkFailed(ctx, db.MarkFailedParams{
 		ID: d.ID, SubscriptionID: d.SubscriptionID, EventID: d.EventID, Event: d.Event, Body: notNil(d.Body),
-		CreatedAt: createdAt(d.CreatedAt), Reason: reason,
+		CreatedAt: createdAt(d.CreatedAt), Reason: reason, PackageID: d.PackageID, PackageSeq: int64(d.PackageSeq),
 	})
 	if err != nil {
 		return fmt.Errorf("store: mark delivery %s failed: %w", d.ID, err)
@@ -265,12 +266,14 @@ func (p *Postgres) recordAttempts(ctx context.Context, recs []app.AttemptRecord,
 		Errors: make([]string, n), Statuses: make([]string, n), DurationsMs: make([]int32, n),
 		Excerpts: make([]string, n), HasResponse: make([]bool, n),
 		EventIds: make([]string, n), Events: make([]string, n), Bodies: make([][]byte, n), CreatedAts: make([]time.Time, n),
+		PackageIds: make([]string, n), PackageSeqs: make([]int64, n),
 	}
 	for i, r := range recs {
 		// Used only where the delivery has no row yet (its first attempt).
 		// (A nil body would be NULL, which the NOT NULL column refuses even when the row
 		// exists and the value is not used.)
 		arg.EventIds[i], arg.Events[i], arg.Bodies[i], arg.CreatedAts[i] = r.EventID, r.Event, notNil(r.Body), createdAt(r.CreatedAt)
+		arg.PackageIds[i], arg.PackageSeqs[i] = r.PackageID, int64(r.PackageSeq)
 		// A status code 0 (no answer) and an error "" are stored as NULL, the excerpt only
 		// when a response came.
 		arg.DeliveryIds[i], arg.SubscriptionIds[i], arg.Statuses[i] = r.DeliveryID, r.SubscriptionID, r.Status
@@ -299,7 +302,8 @@ func (p *Postgres) recordPipelined(ctx context.Context, arg db.RecordAttemptsPar
 	b.Queue("BEGIN")
 	database.QueueGenericPlans(b)
 	b.Queue(db.RecordAttemptsSQL, arg.DeliveryIds, arg.SubscriptionIds, arg.EventIds, arg.Events, arg.Bodies,
-		arg.CreatedAts, arg.StatusCodes, arg.Errors, arg.Statuses, arg.DurationsMs, arg.Excerpts, arg.HasResponse)
+		arg.CreatedAts, arg.StatusCodes, arg.Errors, arg.Statuses, arg.DurationsMs, arg.Excerpts, arg.HasResponse,
+		arg.PackageIds, arg.PackageSeqs)
 	b.Queue("COMMIT")
 	br := p.pool.SendBatch(ctx, b)
 	defer br.Close()
@@ -431,4 +435,62 @@ func (p *Postgres) OldestPending(ctx context.Context) (time.Duration, error) {
 		return 0, fmt.Errorf("store: oldest pending delivery: %w", err)
 	}
 	return time.Duration(secs * float64(time.Second)), nil
+}
+
+var _ app.OrderStore = (*Postgres)(nil)
+
+// Gate decides whether del may go to its ordered subscription now
+// (webhook_order_gate, migration 00031); take false passes over an event the
+// subscription does not take.
+func (p *Postgres) Gate(ctx context.Context, del app.Delivery, take bool) (decision, released string, err error) {
+	arg := db.OrderGateParams{
+		SubscriptionID: del.SubscriptionID, PackageID: del.PackageID, Seq: int64(del.PackageSeq),
+		Body: []byte{}, CreatedAt: createdAt(del.CreatedAt),
+	}
+	if take {
+		arg.DeliveryID, arg.EventID, arg.Event, arg.Body = del.ID, del.EventID, del.Event, notNil(del.Body)
+	}
+	row, err := p.q.OrderGate(ctx, arg)
+	if err != nil {
+		return "", "", fmt.Errorf("store: order gate: %w", err)
+	}
+	return row.Decision, row.Released, nil
+}
+
+// Finish records that event seq of package pkg is done for subscription sub and
+// returns the delivery released next, "" when none waits (webhook_order_finish).
+func (p *Postgres) Finish(ctx context.Context, sub int64, pkg string, seq uint64) (string, error) {
+	released, err := p.q.OrderFinish(ctx, db.OrderFinishParams{SubscriptionID: sub, PackageID: pkg, Seq: int64(seq)})
+	if err != nil {
+		return "", fmt.Errorf("store: order finish: %w", err)
+	}
+	return released, nil
+}
+
+// StalledReleases returns the deliveries released more than after ago and still not
+// attempted, up to limit, marked released now.
+func (p *Postgres) StalledReleases(ctx context.Context, after time.Duration, limit int) ([]app.Release, error) {
+	rows, err := p.q.StalledReleases(ctx, db.StalledReleasesParams{After: after, MaxRows: int32(limit)})
+	if err != nil {
+		return nil, fmt.Errorf("store: stalled releases: %w", err)
+	}
+	out := make([]app.Release, len(rows))
+	for i, r := range rows {
+		out[i] = app.Release{SubscriptionID: r.SubscriptionID, DeliveryID: r.DeliveryID}
+	}
+	return out, nil
+}
+
+// Unstick moves the packages whose next event has not come for after past it, up to
+// limit, and returns the deliveries released (webhook_order_unstick).
+func (p *Postgres) Unstick(ctx context.Context, after time.Duration, limit int) ([]app.Release, error) {
+	rows, err := p.q.UnstickOrder(ctx, db.UnstickOrderParams{After: after, MaxRows: int32(limit)})
+	if err != nil {
+		return nil, fmt.Errorf("store: unstick ordered packages: %w", err)
+	}
+	out := make([]app.Release, len(rows))
+	for i, r := range rows {
+		out[i] = app.Release{SubscriptionID: r.SubscriptionID, DeliveryID: r.DeliveryID}
+	}
+	return out, nil
 }

@@ -170,10 +170,12 @@ func (o Options) DueSubject(id int64) string {
 }
 
 // HookFilters are the subjects the delivery consumer of s takes: the events it selects
-// (every event when it selects all), webhook.test (a test goes to its one subscription,
+// (every event when it selects all or is ordered), webhook.test (a test goes to its one subscription,
 // whatever it selects) and its due jobs.
 func (o Options) HookFilters(s app.Subscription) []string {
-	if s.Events == nil {
+	if s.Events == nil || s.Ordered() {
+		// An ordered subscription also passes over the events it does not take, so that
+		// its packages' later events do not wait for them.
 		return []string{o.EventsFilter, o.DueSubject(s.ID)}
 	}
 	prefix := strings.TrimSuffix(o.EventsFilter, ">")
@@ -198,9 +200,13 @@ type Parts struct {
 	Listener      Listener
 	Events        *app.EventJobs
 	Deliverer     *app.Deliverer
-	Health        *app.Health
-	Metrics       *app.Metrics
-	Log           *slog.Logger
+	// Order is the Deliverer's order of ordered subscriptions' deliveries (nil: none):
+	// the events such a subscription does not take are passed over in it, and its
+	// released deliveries that went unattempted are handed over again.
+	Order   *app.Order
+	Health  *app.Health
+	Metrics *app.Metrics
+	Log     *slog.Logger
 }
 
 // Dispatcher runs the deliveries of one instance on the shared durable consumers: one
@@ -414,6 +420,15 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 	g.Go(func() { consumer.Every(ctx, d.opts.StatsInterval, d.refreshStats) })
 	g.Go(func() { consumer.Every(ctx, d.p.Health.Interval(), d.p.Health.Pass) })
 	g.Go(func() { consumer.Every(ctx, d.p.Health.Interval(), d.p.Health.Heartbeat) })
+	if d.p.Order != nil {
+		g.Go(func() {
+			consumer.Every(ctx, d.p.Health.Interval(), func(ctx context.Context) {
+				if err := d.p.Order.ReleaseStalled(ctx); err != nil && ctx.Err() == nil {
+					d.log.Warn("hand over released ordered deliveries again", "err", err)
+				}
+			})
+		})
+	}
 
 	hooks := map[int64]*hookConsumer{}
 	d.reconcile(ctx, workCtx, hooks, true)
@@ -695,7 +710,7 @@ func (d *Dispatcher) handleMsg(ctx context.Context, msg jetstream.Msg) consumer.
 		case err != nil:
 			return consumer.Failed(err) // after the back-off
 		case job == nil:
-			return consumer.Acked() // not for this subscription
+			return d.passOver(ctx, msg, hm.hook, ack.streamSeq) // not for this subscription
 		}
 		seenBefore = time.Since(ack.stored) > d.opts.FreshFor
 	}

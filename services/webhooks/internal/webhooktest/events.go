@@ -103,3 +103,16 @@ func sampleValue(f protoreflect.FieldDescriptor, v any) protoreflect.Value {
 		panic(fmt.Sprintf("webhooktest.Envelope: no sample for field %s", f.FullName()))
 	}
 }
+
+// PackageEnvelope returns Envelope(typ, 0) for package pkg as its package's event
+// number seq (Envelope.package_seq, which the outbox's trigger sets on the real
+// writers' events). typ must be a package event.
+func PackageEnvelope(typ, pkg string, seq uint64) *eventsv1.Envelope {
+	env := Envelope(typ, 0)
+	m := env.ProtoReflect()
+	data := m.Get(m.WhichOneof(m.Descriptor().Oneofs().ByName("data"))).Message()
+	p := data.Get(data.Descriptor().Fields().ByName("package")).Message().Interface().(*eventsv1.Package)
+	p.PackageId = pkg
+	env.PackageSeq = seq
+	return env
+}

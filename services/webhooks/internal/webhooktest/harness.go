@@ -177,6 +177,8 @@ type Subscription struct {
 	Inactive            bool
 	PreviousSecret      string
 	PreviousSecretUntil time.Time
+	// Ordering is "none" (default) or "package".
+	Ordering string
 }
 
 // InsertSubscription inserts s and returns its id.
@@ -204,11 +206,14 @@ func InsertSubscription(t testing.TB, pool *pgxpool.Pool, s Subscription) int64 
 		sealed := seal(s.PreviousSecret)
 		prev, until = &sealed, &s.PreviousSecretUntil
 	}
+	if s.Ordering == "" {
+		s.Ordering = app.OrderingNone
+	}
 	var id int64
 	err := pool.QueryRow(context.Background(), `
-		INSERT INTO webhook_subscriptions (url, events, secret, previous_secret, previous_secret_until, active, max_in_flight, rate_limit)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8) RETURNING id`,
-		s.URL, s.Events, secret, prev, until, !s.Inactive, s.MaxInFlight, rate).Scan(&id)
+		INSERT INTO webhook_subscriptions (url, events, secret, previous_secret, previous_secret_until, active, max_in_flight, rate_limit, ordering)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) RETURNING id`,
+		s.URL, s.Events, secret, prev, until, !s.Inactive, s.MaxInFlight, rate, s.Ordering).Scan(&id)
 	if err != nil {
 		t.Fatalf("insert subscription: %v", err)
 	}

@@ -27,7 +27,8 @@ func (q *Queries) DeleteDeliveriesOf(ctx context.Context, subscriptionIds []int6
 }
 
 const deliveries = `-- name: Deliveries :many
-SELECT id, subscription_id, event_id, event, body, status, attempts, round_attempts, created_at
+SELECT id, subscription_id, event_id, event, body, status, attempts, round_attempts, created_at,
+       coalesce(package_id, '')::text AS package_id, coalesce(package_seq, 0)::bigint AS package_seq
 FROM webhook_deliveries
 WHERE id = ANY (CAST($1::text[] AS uuid[]))
 `
@@ -42,6 +43,8 @@ type DeliveriesRow struct {
 	Attempts       int32
 	RoundAttempts  int32
 	CreatedAt      time.Time
+	PackageID      string
+	PackageSeq     int64
 }
 
 func (q *Queries) Deliveries(ctx context.Context, ids []string) ([]DeliveriesRow, error) {
@@ -63,6 +66,8 @@ func (q *Queries) Deliveries(ctx context.Context, ids []string) ([]DeliveriesRow
 			&i.Attempts,
 			&i.RoundAttempts,
 			&i.CreatedAt,
+			&i.PackageID,
+			&i.PackageSeq,
 		); err != nil {
 			return nil, err
 		}
@@ -268,8 +273,10 @@ func (q *Queries) MarkAttemptsRemoved(ctx context.Context) error {
 }
 
 const markFailed = `-- name: MarkFailed :execrows
-INSERT INTO webhook_deliveries AS w (id, subscription_id, event_id, event, body, status, last_error, created_at)
-VALUES ($1, $2, $3, $4, $5, 'failed', $6::text, $7)
+INSERT INTO webhook_deliveries AS w (id, subscription_id, event_id, event, body, status, last_error, created_at,
+                                     package_id, package_seq)
+VALUES ($1, $2, $3, $4, $5, 'failed', $6::text, $7,
+        nullif($8::text, ''), nullif($9::bigint, 0))
 ON CONFLICT (id) DO UPDATE SET status = 'failed', last_error = excluded.last_error, updated_at = now()
 WHERE w.status <> 'succeeded'
 `
@@ -282,6 +289,8 @@ type MarkFailedParams struct {
 	Body           []byte
 	Reason         string
 	CreatedAt      time.Time
+	PackageID      string
+	PackageSeq     int64
 }
 
 // Sets a delivery that has not succeeded failed with @reason, without an attempt (its
@@ -296,6 +305,8 @@ func (q *Queries) MarkFailed(ctx context.Context, arg MarkFailedParams) (int64, 
 		arg.Body,
 		arg.Reason,
 		arg.CreatedAt,
+		arg.PackageID,
+		arg.PackageSeq,
 	)
 	if err != nil {
 		return 0, err
@@ -317,6 +328,70 @@ func (q *Queries) OldestPending(ctx context.Context) (float64, error) {
 	return column_1, err
 }
 
+const orderFinish = `-- name: OrderFinish :one
+SELECT coalesce(webhook_order_finish($1::bigint, $2::text, $3::bigint)::text, '')::text
+`
+
+type OrderFinishParams struct {
+	SubscriptionID int64
+	PackageID      string
+	Seq            int64
+}
+
+// The event @seq of package @package_id is done for subscription @subscription_id
+// (delivered, failed for good): returns the delivery that may go next, empty when none
+// waits yet (webhook_order_finish, migration 00031).
+func (q *Queries) OrderFinish(ctx context.Context, arg OrderFinishParams) (string, error) {
+	row := q.db.QueryRow(ctx, orderFinish, arg.SubscriptionID, arg.PackageID, arg.Seq)
+	var column_1 string
+	err := row.Scan(&column_1)
+	return column_1, err
+}
+
+const orderGate = `-- name: OrderGate :one
+SELECT g.decision::text AS decision, coalesce(g.p_released::text, '')::text AS released
+FROM webhook_order_gate($1::bigint, $2::text, $3::bigint,
+                        nullif($4::text, '')::uuid, $5::text, $6::text, $7::bytea,
+                        $8::timestamptz) g
+`
+
+type OrderGateParams struct {
+	SubscriptionID int64
+	PackageID      string
+	Seq            int64
+	DeliveryID     string
+	EventID        string
+	Event          string
+	Body           []byte
+	CreatedAt      time.Time
+}
+
+type OrderGateRow struct {
+	Decision string
+	Released string
+}
+
+// May the event @seq of package @package_id go to the ordered subscription
+// @subscription_id now? (webhook_order_gate, migration 00031: 'go', 'late', 'wait' or
+// 'skip'.) @delivery_id is empty for an event the subscription does not take; otherwise a
+// 'wait' writes the delivery's row (pending, no attempt) from the fields after it.
+// released: the delivery a 'skip' released, empty when none.
+func (q *Queries) OrderGate(ctx context.Context, arg OrderGateParams) (OrderGateRow, error) {
+	row := q.db.QueryRow(ctx, orderGate,
+		arg.SubscriptionID,
+		arg.PackageID,
+		arg.Seq,
+		arg.DeliveryID,
+		arg.EventID,
+		arg.Event,
+		arg.Body,
+		arg.CreatedAt,
+	)
+	var i OrderGateRow
+	err := row.Scan(&i.Decision, &i.Released)
+	return i, err
+}
+
 const recordAttempts = `-- name: RecordAttempts :many
 WITH r AS (
     SELECT unnest($1::text[])::uuid AS delivery_id,
@@ -330,11 +405,15 @@ WITH r AS (
            unnest($9::text[]) AS status,
            unnest($10::int[]) AS duration_ms,
            unnest($11::text[]) AS excerpt,
-           unnest($12::boolean[]) AS has_response
+           unnest($12::boolean[]) AS has_response,
+           nullif(unnest($13::text[]), '') AS package_id,
+           nullif(unnest($14::bigint[]), 0) AS package_seq
 ), d AS (
     INSERT INTO webhook_deliveries AS w (id, subscription_id, event_id, event, body, status, attempts,
-                                         round_attempts, last_status_code, last_error, created_at)
-    SELECT delivery_id, subscription_id, event_id, event, body, status, 1, 1, status_code, error, created_at
+                                         round_attempts, last_status_code, last_error, created_at,
+                                         package_id, package_seq)
+    SELECT delivery_id, subscription_id, event_id, event, body, status, 1, 1, status_code, error, created_at,
+           package_id, package_seq
     FROM r
     ON CONFLICT (id) DO UPDATE SET
         attempts         = w.attempts + 1,
@@ -365,6 +444,8 @@ type RecordAttemptsParams struct {
 	DurationsMs     []int32
 	Excerpts        []string
 	HasResponse     []bool
+	PackageIds      []string
+	PackageSeqs     []int64
 }
 
 type RecordAttemptsRow struct {
@@ -376,8 +457,8 @@ type RecordAttemptsRow struct {
 // statement (a group commit), and returns each attempt's delivery and number. A
 // delivery's row is written with its first attempt (one write per delivery, no
 // insert-then-update); a later attempt updates it. The arrays are zipped (one element
-// per attempt; a delivery appears once): event_id, event, body and created_at are used
-// only when the row is new; a status code 0 (no answer) and an error ” are stored as
+// per attempt; a delivery appears once): event_id, event, body, created_at and the
+// package's id and event number (X-Service-Sequence) are used only when the row is new; a status code 0 (no answer) and an error ” are stored as
 // NULL, an excerpt only where has_response.
 func (q *Queries) RecordAttempts(ctx context.Context, arg RecordAttemptsParams) ([]RecordAttemptsRow, error) {
 	rows, err := q.db.Query(ctx, recordAttempts,
@@ -393,6 +474,8 @@ func (q *Queries) RecordAttempts(ctx context.Context, arg RecordAttemptsParams) 
 		arg.DurationsMs,
 		arg.Excerpts,
 		arg.HasResponse,
+		arg.PackageIds,
+		arg.PackageSeqs,
 	)
 	if err != nil {
 		return nil, err
@@ -477,9 +560,57 @@ func (q *Queries) RemoveOldDeliveries(ctx context.Context, arg RemoveOldDeliveri
 	return result.RowsAffected(), nil
 }
 
+const stalledReleases = `-- name: StalledReleases :many
+UPDATE webhook_order_waits w SET released_at = now()
+FROM (
+    SELECT o.subscription_id, o.package_id, o.seq
+    FROM webhook_order_waits o JOIN webhook_deliveries d ON d.id = o.delivery_id
+    WHERE o.released_at < now() - $1::interval
+      AND d.status = 'pending' AND d.attempts = 0
+    ORDER BY o.released_at
+    LIMIT $2
+    FOR UPDATE OF o SKIP LOCKED
+) s
+WHERE w.subscription_id = s.subscription_id AND w.package_id = s.package_id AND w.seq = s.seq
+RETURNING w.subscription_id, w.delivery_id::text AS delivery_id
+`
+
+type StalledReleasesParams struct {
+	After   time.Duration
+	MaxRows int32
+}
+
+type StalledReleasesRow struct {
+	SubscriptionID int64
+	DeliveryID     string
+}
+
+// The released deliveries of ordered subscriptions not attempted @after their release
+// (the instance that released one stopped before it told the others), marked released
+// again now, up to @max_rows.
+func (q *Queries) StalledReleases(ctx context.Context, arg StalledReleasesParams) ([]StalledReleasesRow, error) {
+	rows, err := q.db.Query(ctx, stalledReleases, arg.After, arg.MaxRows)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []StalledReleasesRow
+	for rows.Next() {
+		var i StalledReleasesRow
+		if err := rows.Scan(&i.SubscriptionID, &i.DeliveryID); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const subscription = `-- name: Subscription :one
 SELECT id, url, events, secret, previous_secret, previous_secret_until, active, created_at,
-       max_in_flight, rate_limit
+       max_in_flight, rate_limit, ordering
 FROM webhook_subscriptions WHERE id = $1
 `
 
@@ -494,6 +625,7 @@ type SubscriptionRow struct {
 	CreatedAt           time.Time
 	MaxInFlight         int32
 	RateLimit           *int32
+	Ordering            string
 }
 
 func (q *Queries) Subscription(ctx context.Context, id int64) (SubscriptionRow, error) {
@@ -510,6 +642,7 @@ func (q *Queries) Subscription(ctx context.Context, id int64) (SubscriptionRow, 
 		&i.CreatedAt,
 		&i.MaxInFlight,
 		&i.RateLimit,
+		&i.Ordering,
 	)
 	return i, err
 }
@@ -517,7 +650,7 @@ func (q *Queries) Subscription(ctx context.Context, id int64) (SubscriptionRow, 
 const subscriptions = `-- name: Subscriptions :many
 
 SELECT id, url, events, secret, previous_secret, previous_secret_until, active, created_at,
-       max_in_flight, rate_limit
+       max_in_flight, rate_limit, ordering
 FROM webhook_subscriptions ORDER BY id
 `
 
@@ -532,6 +665,7 @@ type SubscriptionsRow struct {
 	CreatedAt           time.Time
 	MaxInFlight         int32
 	RateLimit           *int32
+	Ordering            string
 }
 
 // Every SQL statement of the dispatcher, compiled by sqlc (sqlc.yaml; make generate)
@@ -561,7 +695,46 @@ func (q *Queries) Subscriptions(ctx context.Context) ([]SubscriptionsRow, error)
 			&i.CreatedAt,
 			&i.MaxInFlight,
 			&i.RateLimit,
+			&i.Ordering,
 		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const unstickOrder = `-- name: UnstickOrder :many
+SELECT u.subscription_id::bigint AS subscription_id, u.delivery_id::text AS delivery_id
+FROM webhook_order_unstick($1::interval, $2::int) u
+`
+
+type UnstickOrderParams struct {
+	After   time.Duration
+	MaxRows int32
+}
+
+type UnstickOrderRow struct {
+	SubscriptionID int64
+	DeliveryID     string
+}
+
+// Moves the packages of ordered subscriptions whose next event has not come for @after
+// past it, up to @max_rows packages, and returns the deliveries that go next
+// (webhook_order_unstick, migration 00031).
+func (q *Queries) UnstickOrder(ctx context.Context, arg UnstickOrderParams) ([]UnstickOrderRow, error) {
+	rows, err := q.db.Query(ctx, unstickOrder, arg.After, arg.MaxRows)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []UnstickOrderRow
+	for rows.Next() {
+		var i UnstickOrderRow
+		if err := rows.Scan(&i.SubscriptionID, &i.DeliveryID); err != nil {
 			return nil, err
 		}
 		items = append(items, i)

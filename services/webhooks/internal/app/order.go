@@ -1,0 +1,164 @@
+package app
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"time"
+)
+
+// Gate decisions: what an event of a package may do on an ordered subscription now.
+const (
+	// GateGo: it is the package's next event for the subscription; it is attempted.
+	GateGo = "go"
+	// GateLate: an event of the package after it is already done (it reached the
+	// dispatchers late, or it is redelivered); it is attempted at once.
+	GateLate = "late"
+	// GateWait: an earlier event of the package is still being delivered or retried;
+	// its delivery waits in the database until that one is done.
+	GateWait = "wait"
+	// GateSkip: the subscription does not take it and it was next; the package's next
+	// waiting delivery, if any, is released.
+	GateSkip = "skip"
+)
+
+// OrderStore keeps the order of ordered subscriptions' deliveries per package, for
+// every dispatcher instance together.
+type OrderStore interface {
+	// Gate decides whether del (whose PackageID and PackageSeq are set) may be attempted
+	// now on its ordered subscription; take false says the subscription does not take
+	// the event (it is only passed over). A GateWait writes del's row, pending, for the
+	// release to read. released is the delivery a GateSkip released, "" when none.
+	Gate(ctx context.Context, del Delivery, take bool) (decision, released string, err error)
+	// Finish records that the event seq of package pkg is done for subscription sub
+	// (delivered, or failed for good) and returns the delivery that may go next, ""
+	// when none waits yet. An event that is not the package's next changes nothing.
+	Finish(ctx context.Context, sub int64, pkg string, seq uint64) (released string, err error)
+	// StalledReleases returns the deliveries released more than after ago and not yet
+	// attempted (the instance that released them stopped first), up to limit, and
+	// marks them released now.
+	StalledReleases(ctx context.Context, after time.Duration, limit int) ([]Release, error)
+	// Unstick moves the packages whose next event has not come for after (it never
+	// will: written while the dispatchers did not yet know the subscription was
+	// ordered) past that event, up to limit, and returns the deliveries released.
+	Unstick(ctx context.Context, after time.Duration, limit int) ([]Release, error)
+}
+
+// Release is a delivery whose turn came: it is handed to its subscription's consumer.
+type Release struct {
+	SubscriptionID int64
+	DeliveryID     string
+}
+
+// Releaser hands a released delivery to its subscription's consumer (a due job).
+type Releaser interface {
+	Release(ctx context.Context, r Release) error
+}
+
+// Order keeps ordered subscriptions' deliveries in their packages' order: a delivery
+// waits (its row written, pending, no attempt) while an earlier event of its package is
+// not done for its subscription, and the end of each delivery, success or failure for
+// good, releases the next one. What waits and what is next lives in PostgreSQL, so the
+// order holds across instances and restarts.
+type Order struct {
+	store    OrderStore
+	releaser Releaser
+	log      *slog.Logger
+}
+
+// NewOrder returns an Order on store, handing released deliveries to releaser.
+func NewOrder(store OrderStore, releaser Releaser, log *slog.Logger) *Order {
+	return &Order{store: store, releaser: releaser, log: log}
+}
+
+// Applies reports whether del's delivery is kept in order: its subscription asks for
+// it and its event has a package and a number.
+func (o *Order) Applies(sub Subscription, del Delivery) bool {
+	return o != nil && sub.Ordered() && del.PackageID != "" && del.PackageSeq > 0
+}
+
+// Gate decides whether del may be attempted now (GateGo, GateLate) or waits (GateWait).
+func (o *Order) Gate(ctx context.Context, del Delivery) (string, error) {
+	decision, _, err := o.store.Gate(ctx, del, true)
+	if err != nil {
+		return "", fmt.Errorf("order of delivery %s: %w", del.ID, err)
+	}
+	return decision, nil
+}
+
+// Skip passes over an event of package pkg (number seq) that ordered subscription sub
+// does not take, so that the package's later events do not wait for it.
+func (o *Order) Skip(ctx context.Context, sub int64, pkg string, seq uint64) error {
+	_, released, err := o.store.Gate(ctx, Delivery{SubscriptionID: sub, PackageID: pkg, PackageSeq: seq}, false)
+	if err != nil {
+		return fmt.Errorf("pass over event %d of package %s for subscription %d: %w", seq, pkg, sub, err)
+	}
+	o.release(ctx, sub, released, "")
+	return nil
+}
+
+// Finish records that del is done (delivered, or failed for good when failed) and
+// releases the next delivery of its package.
+func (o *Order) Finish(ctx context.Context, del Delivery, failed bool) error {
+	released, err := o.store.Finish(ctx, del.SubscriptionID, del.PackageID, del.PackageSeq)
+	if err != nil {
+		return fmt.Errorf("end of delivery %s in its package's order: %w", del.ID, err)
+	}
+	why := ""
+	if failed {
+		why = "the previous event of its package failed for good"
+	}
+	o.release(ctx, del.SubscriptionID, released, why)
+	return nil
+}
+
+// release hands deliveryID ("" for none) to its subscription's consumer. A release
+// that fails is found again by ReleaseStalled.
+func (o *Order) release(ctx context.Context, sub int64, deliveryID, why string) {
+	if deliveryID == "" {
+		return
+	}
+	if why != "" {
+		o.log.Warn("ordered delivery released: "+why, "delivery_id", deliveryID, "hook_id", sub)
+	}
+	if err := o.releaser.Release(ctx, Release{SubscriptionID: sub, DeliveryID: deliveryID}); err != nil {
+		o.log.Warn("hand over a released ordered delivery; the health pass hands it over again",
+			"delivery_id", deliveryID, "hook_id", sub, "err", err)
+	}
+}
+
+// stalledAfter is how long a released delivery may go unattempted before it is handed
+// over again, and stalledBatch how many one pass hands over at most.
+const (
+	stalledAfter = time.Minute
+	stalledBatch = 1000
+)
+
+// ReleaseStalled hands over again the released deliveries not attempted for a while,
+// and releases the next waiting delivery of the packages whose next event has not come
+// for that long.
+func (o *Order) ReleaseStalled(ctx context.Context) error {
+	if o == nil {
+		return nil
+	}
+	rs, err := o.store.StalledReleases(ctx, stalledAfter, stalledBatch)
+	if err != nil {
+		return err
+	}
+	gaps, err := o.store.Unstick(ctx, stalledAfter, stalledBatch)
+	if err != nil {
+		return err
+	}
+	if len(gaps) > 0 {
+		o.log.Warn("ordered packages whose next event never came: their next waiting delivery goes", "deliveries", len(gaps))
+	}
+	for _, r := range append(rs, gaps...) {
+		if err := o.releaser.Release(ctx, r); err != nil {
+			return err
+		}
+	}
+	if len(rs) > 0 {
+		o.log.Info("released ordered deliveries handed over again", "deliveries", len(rs))
+	}
+	return nil
+}

@@ -1,0 +1,180 @@
+package store_test
+
+import (
+	"bytes"
+	"context"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+
+	"github.com/shipfile/shipfile/pkg/events"
+	"github.com/shipfile/shipfile/pkg/outbox"
+	"github.com/shipfile/shipfile/pkg/schematest"
+	"github.com/shipfile/shipfile/pkg/servicetest"
+	"github.com/shipfile/shipfile/services/webhooks/internal/app"
+	"github.com/shipfile/shipfile/services/webhooks/internal/store"
+	"github.com/shipfile/shipfile/services/webhooks/internal/webhooktest"
+)
+
+// TestOutboxNumbersPackageEvents: the outbox's trigger gives each package's events the
+// numbers 1, 2, … in the order they are written, in the envelope (package_seq), whoever
+// writes them and however many a transaction writes; other messages and payloads that
+// are not envelopes are stored as they were written.
+func TestOutboxNumbersPackageEvents(t *testing.T) {
+	t.Parallel()
+	pool, _ := schematest.Pool(t)
+	ctx := context.Background()
+	a, b := uuid.NewString(), uuid.NewString()
+
+	write := func(msgs ...outbox.Message) {
+		t.Helper()
+		if err := pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error { return outbox.Insert(ctx, tx, msgs...) }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	event := func(typ, pkg string) outbox.Message {
+		t.Helper()
+		m, err := events.EventMessage(webhooktest.PackageEnvelope(typ, pkg, 0))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return m
+	}
+	garbage := outbox.Message{ID: uuid.NewString(), Subject: events.Subject(events.TypePackageCreated), Data: []byte{0x0a, 0xff, 0x01}}
+	test, err := events.EventMessage(webhooktest.Envelope(events.TypeWebhookTest, 7))
+	if err != nil {
+		t.Fatal(err)
+	}
+	written := []outbox.Message{event(events.TypePackageCreated, a)}
+	written = append(written, event(events.TypePackageCreated, b), event(events.TypePackageFileUploaded, a),
+		event(events.TypePackageFinalized, a)) // one transaction, several events
+	write(written[0])
+	write(written[1:]...)
+	write(garbage, test)
+	last := event(events.TypePackageDeleted, b)
+	write(last)
+	written = append(written, garbage, test, last)
+
+	rows, err := pool.Query(ctx, `SELECT msg_id, payload FROM outbox ORDER BY id`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	payloads := map[string][]byte{}
+	for rows.Next() {
+		var id string
+		var p []byte
+		if err := rows.Scan(&id, &p); err != nil {
+			t.Fatal(err)
+		}
+		payloads[id] = p
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]uint64{written[0].ID: 1, written[1].ID: 1, written[2].ID: 2, written[3].ID: 3, last.ID: 2}
+	for id, seq := range want {
+		env, err := events.UnmarshalEnvelope(payloads[id])
+		if err != nil {
+			t.Fatalf("event %s: %v", id, err)
+		}
+		if env.GetPackageSeq() != seq {
+			t.Errorf("event %s (%s): package_seq %d, want %d", id, env.GetType(), env.GetPackageSeq(), seq)
+		}
+		_, body, err := app.RenderBody(env)
+		if err != nil {
+			t.Fatal(err)
+		}
+		orig, err := events.UnmarshalEnvelope(messageData(written, id))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, origBody, _ := app.RenderBody(orig); !bytes.Equal(body, origBody) {
+			t.Errorf("event %s: the body changed:\n%s\n%s", id, body, origBody)
+		}
+	}
+	for _, m := range []outbox.Message{garbage, test} {
+		if !bytes.Equal(payloads[m.ID], m.Data) {
+			t.Errorf("%s: payload %x, want it as written (%x)", m.Subject, payloads[m.ID], m.Data)
+		}
+	}
+}
+
+func messageData(ms []outbox.Message, id string) []byte {
+	for _, m := range ms {
+		if m.ID == id {
+			return m.Data
+		}
+	}
+	return nil
+}
+
+// TestOrderGate: a package's events on an ordered subscription go one after the other;
+// a later one waits (its row written) until the earlier is done, an event the
+// subscription does not take is passed over, and a package whose next event never
+// comes is moved past it.
+func TestOrderGate(t *testing.T) {
+	t.Parallel()
+	pool, _ := schematest.Pool(t)
+	st := store.New(pool, servicetest.Keyring(t))
+	ctx := context.Background()
+	hook := webhooktest.InsertSubscription(t, pool, webhooktest.Subscription{URL: "https://a.example/hook", Secret: "whsec_a", Ordering: app.OrderingPackage})
+	pkg := uuid.NewString()
+	del := func(seq uint64) app.Delivery {
+		ev := uuid.NewString()
+		return app.Delivery{ID: app.DeliveryID(ev, hook), SubscriptionID: hook, EventID: ev, Event: events.TypePackageFinalized,
+			Body: []byte(`{}`), PackageID: pkg, PackageSeq: seq}
+	}
+	gate := func(d app.Delivery, take bool, want string) string {
+		t.Helper()
+		got, released, err := st.Gate(ctx, d, take)
+		if err != nil || got != want {
+			t.Fatalf("gate of event %d: %q %v, want %q", d.PackageSeq, got, err, want)
+		}
+		return released
+	}
+	finish := func(seq uint64, want string) {
+		t.Helper()
+		got, err := st.Finish(ctx, hook, pkg, seq)
+		if err != nil || got != want {
+			t.Fatalf("finish of event %d: released %q %v, want %q", seq, got, err, want)
+		}
+	}
+
+	// Event 2 comes first: it waits for event 1 (the package is newer than the
+	// subscription, so it starts at 1).
+	d1, d2, d4 := del(1), del(2), del(4)
+	gate(d2, true, app.GateWait)
+	gate(d2, true, app.GateWait) // handed out again: still waits, one row
+	rows, err := st.Deliveries(ctx, []string{d2.ID})
+	if r := rows[d2.ID]; err != nil || r.Status != app.StatusPending || r.Attempts != 0 || r.PackageSeq != 2 || r.PackageID != pkg {
+		t.Fatalf("the waiting delivery's row: %+v %v", r, err)
+	}
+	gate(d1, true, app.GateGo)
+	gate(del(3), false, app.GateWait) // not taken: passed over once its turn comes
+	gate(d4, true, app.GateWait)
+	finish(2, "")    // not the next: nothing moves
+	finish(1, d2.ID) // event 1 done: event 2 goes
+	gate(d1, true, app.GateLate)
+	finish(2, d4.ID) // event 3 is passed over
+	finish(4, "")
+
+	// Event 6 waits for event 5, which never comes: after a while it goes.
+	d6 := del(6)
+	gate(d6, true, app.GateWait)
+	if rs, err := st.Unstick(ctx, time.Hour, 10); err != nil || len(rs) != 0 {
+		t.Fatalf("unstuck before its time: %+v %v", rs, err)
+	}
+	if _, err := pool.Exec(ctx, `UPDATE webhook_order_heads SET updated_at = now() - interval '2 minutes'`); err != nil {
+		t.Fatal(err)
+	}
+	rs, err := st.Unstick(ctx, time.Minute, 10)
+	if err != nil || len(rs) != 1 || rs[0].DeliveryID != d6.ID || rs[0].SubscriptionID != hook {
+		t.Fatalf("unstick: %+v %v, want %s", rs, err, d6.ID)
+	}
+	finish(6, "")
+	if released := gate(del(7), false, app.GateSkip); released != "" {
+		t.Fatalf("a skip released %q", released)
+	}
+}
