@@ -23,6 +23,15 @@ func (s *Postgres) ReserveObjectKey(ctx context.Context, key string) error {
 	return nil
 }
 
+// QueueObjectDeletion queues key for deletion: the expiry service removes its object
+// (none is fine) at its next pass, then forgets the key.
+func (s *Postgres) QueueObjectDeletion(ctx context.Context, key string) error {
+	if err := s.q.QueueObjectDeletion(ctx, []string{key}); err != nil {
+		return fmt.Errorf("queue object deletion: %w", err)
+	}
+	return nil
+}
+
 // CommitObjectKey ends key's reservation; q must be on the transaction that writes the
 // key's file row (Queries.WithTx). When the reservation is gone (the orphan sweep
 // removed the object), it fails with a conflict and the transaction must roll back.

@@ -48,6 +48,9 @@ type Store interface {
 	// AddFile ends the reservation. A reservation older than SHIPFILE_ORPHAN_GRACE
 	// without a file row is an orphan the expiry service removes.
 	ReserveObjectKey(ctx context.Context, key string) error
+	// QueueObjectDeletion queues key in object_deletions, whose objects the expiry
+	// service removes at its next pass.
+	QueueObjectDeletion(ctx context.Context, key string) error
 }
 
 // Packages is the package service: drafts, files, finalizing, links, revoking, deleting.
@@ -305,10 +308,14 @@ func (s *Packages) upload(ctx context.Context, p app.Package, up app.Upload, by 
 	}
 	size, err := s.objects.Put(ctx, f.ObjectKey, body, f.ContentType)
 	release()
-	if err == nil && (limited.over || limited.readErr != nil) {
+	bodyFailed := limited.over || limited.readErr != nil
+	switch {
+	case err == nil && bodyFailed:
 		// The store may take a short read for the end of the stream (minio-go treats
 		// io.ErrUnexpectedEOF so); the body's own failure decides.
-		err = errors.Join(errBodyFailed, s.objects.Remove(context.WithoutCancel(ctx), f.ObjectKey))
+		err = errors.Join(errBodyFailed, s.discardObject(ctx, f.ObjectKey))
+	case err != nil && !bodyFailed:
+		s.storeFailed(ctx, f.ObjectKey)
 	}
 	if err != nil {
 		if limited.over {
@@ -330,8 +337,8 @@ func (s *Packages) upload(ctx context.Context, p app.Package, up app.Upload, by 
 	recorded, err := s.recordFile(ctx, f, op, audit, s.store.AddFile)
 	if err != nil {
 		// The row was not written: the object must not stay behind.
-		if rmErr := s.objects.Remove(context.WithoutCancel(ctx), f.ObjectKey); rmErr != nil {
-			err = errors.Join(err, fmt.Errorf("remove object after failed upload: %w", rmErr))
+		if rmErr := s.discardObject(ctx, f.ObjectKey); rmErr != nil {
+			err = errors.Join(err, rmErr)
 		}
 		return app.File{}, err
 	}

@@ -2,6 +2,8 @@ package packages
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"sync"
 	"time"
 )
@@ -26,6 +28,32 @@ func (s *Packages) HoldObjectKey(ctx context.Context, key string) (release func(
 	return renewEvery(ctx, s.reservationRenewal, func(ctx context.Context) {
 		_ = s.store.ReserveObjectKey(ctx, key)
 	}), nil
+}
+
+// discardObject removes the object a failed upload stored under key. When the store
+// cannot remove it now (it is down), the key is queued for deletion instead, so the
+// expiry service removes the object at its first pass once the store answers again,
+// rather than the orphan sweep after SHIPFILE_ORPHAN_GRACE. The key's reservation
+// stays: an object that lands later still falls to the orphan sweep.
+func (s *Packages) discardObject(ctx context.Context, key string) error {
+	ctx = context.WithoutCancel(ctx)
+	rmErr := s.objects.Remove(ctx, key)
+	if rmErr == nil {
+		return nil
+	}
+	if err := s.store.QueueObjectDeletion(ctx, key); err != nil {
+		return errors.Join(fmt.Errorf("remove object after failed upload: %w", rmErr), fmt.Errorf("queue its deletion: %w", err))
+	}
+	return nil
+}
+
+// storeFailed queues key for deletion after the store failed an upload's write: the
+// store's own clean-up may have failed with it, and a write whose answer was lost (a
+// PUT or a multipart completion the store carried out as it went down) leaves an
+// object the upload does not know of. A key queued with no object behind it costs the
+// expiry service one removal; a failure to queue leaves the key to the orphan sweep.
+func (s *Packages) storeFailed(ctx context.Context, key string) {
+	_ = s.store.QueueObjectDeletion(context.WithoutCancel(ctx), key)
 }
 
 // renewEvery calls renew every interval until the returned stop is called, which

@@ -122,6 +122,7 @@ type testOptions struct {
 	tusLease             time.Duration
 	tusLockWait          time.Duration
 	tusMaxOpen           int
+	objects              *storage.Store
 	scanMode             app.ScanMode
 }
 
@@ -133,6 +134,10 @@ func withScanMode(m app.ScanMode) testOption { return func(o *testOptions) { o.s
 func withTusLease(lease, wait time.Duration) testOption {
 	return func(o *testOptions) { o.tusLease, o.tusLockWait = lease, wait }
 }
+
+// onObjects runs the test gateway on the bucket of s instead of a bucket of its own on
+// the shared MinIO.
+func onObjects(s *storage.Store) testOption { return func(o *testOptions) { o.objects = s } }
 
 // withMaxOpen sets the test gateway's SHIPFILE_UPLOAD_MAX_OPEN (default: no limit).
 func withMaxOpen(n int) testOption { return func(o *testOptions) { o.tusMaxOpen = n } }
@@ -195,7 +200,10 @@ func newTestAPI(t testing.TB, cfg httpapi.Config, opts ...testOption) *testAPI {
 		t.Fatal(err)
 	}
 	t.Cleanup(pool.Close)
-	objects := servicetest.Bucket(t)
+	objects := o.objects
+	if objects == nil {
+		objects = servicetest.Bucket(t)
+	}
 	// Built as the gateway's main builds it (service.New), without an outbox relay and
 	// with the test's API configuration.
 	svc, err := service.New(ctx, service.Config{
