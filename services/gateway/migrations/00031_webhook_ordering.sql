@@ -1,5 +1,6 @@
 -- +goose Up
--- Ordered webhook delivery per package (proto/openapi.yaml "ordering", docs/WEBHOOKS.md).
+-- Ordered webhook delivery per package (proto/openapi.yaml WebhookOrdering; docs/ARCHITECTURE.md,
+-- "The data path of a webhook delivery").
 --
 -- 1. Every package event gets its package's next number (1, 2, …) where it is written:
 --    a trigger on the outbox, in the writer's transaction, so the numbers follow the
