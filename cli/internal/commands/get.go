@@ -84,9 +84,9 @@ is never replaced.
 
 A file still being checked for malware is waited for, up to --wait in all, saying so
 on standard error; a file that could not be checked, or whose check failed, is not
-downloaded (its owner can release it). A link with a key (#...) whose package the
-server says is not end-to-end encrypted is refused: its files are not written in
-plaintext.`,
+downloaded: its package's owner can release it ('shipfile release ID FILE'). A link
+with a key (#...) whose package the server says is not end-to-end encrypted is
+refused: its files are not written in plaintext.`,
 		Args: args(1, 1),
 		RunE: run(func(cmd *cobra.Command, argv []string) error {
 			if id, err := uuid.Parse(argv[0]); err == nil {

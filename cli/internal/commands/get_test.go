@@ -287,7 +287,8 @@ func TestGetWaitsForTheScan(t *testing.T) {
 			link := l.serve(t)
 			start := time.Now()
 			code, _, stderr := runMain(t, "", "get", link, "-o", t.TempDir())
-			if code != ExitFailed || !strings.Contains(stderr, "(scan: "+state) || !strings.Contains(stderr, "could not be checked for malware and cannot") {
+			if code != ExitFailed || !strings.Contains(stderr, "(scan: "+state+"; the package's owner can release it with 'shipfile release')") ||
+				!strings.Contains(stderr, "could not be checked for malware and cannot") {
 				t.Fatalf("get of a %s file: exit %d, stderr %q", state, code, stderr)
 			}
 			if took := time.Since(start); took > 3*time.Second {

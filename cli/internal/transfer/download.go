@@ -198,7 +198,7 @@ func (d *Downloader) Fetch(ctx context.Context, token string, file apiclient.Lin
 					return out, err
 				}
 			}
-		} else if se := scanRefused(file, err); se != nil {
+		} else if se := d.scanRefused(file, err); se != nil {
 			return out, se
 		}
 	}
@@ -229,7 +229,7 @@ func (d *Downloader) Fetch(ctx context.Context, token string, file apiclient.Lin
 			bar.Abort()
 			return out, err
 		}
-		if se := scanRefused(file, err); se != nil {
+		if se := d.scanRefused(file, err); se != nil {
 			bar.Abort()
 			return out, se
 		}

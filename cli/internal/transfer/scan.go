@@ -7,6 +7,8 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/google/uuid"
+
 	"github.com/shipfile/shipfile/cli/internal/api"
 	"github.com/shipfile/shipfile/pkg/apiclient"
 )
@@ -28,6 +30,10 @@ type ScanError struct {
 	State string
 	// Waited is how long the file was waited for (pending only).
 	Waited time.Duration
+	// Release is the command that releases the file (unscannable or error), for its
+	// package's owner fetching it; "" through a link, whose package the fetcher may
+	// not know.
+	Release string
 	// Err is the server's answer.
 	Err error
 }
@@ -41,9 +47,9 @@ func (e *ScanError) Error() string {
 		}
 		return fmt.Sprintf("still being checked for malware after waiting %s (scan: pending): %s; run the same command again later, or wait longer with --wait", e.Waited, detail)
 	case ScanUnscannable:
-		return fmt.Sprintf("not downloaded: it could not be checked for malware (scan: unscannable; the package's owner can release it): %s", detail)
+		return fmt.Sprintf("not downloaded: it could not be checked for malware (scan: unscannable; %s): %s", e.releaseHint(), detail)
 	case ScanFailed:
-		return fmt.Sprintf("not downloaded: its check for malware failed (scan: error; the package's owner can release it): %s", detail)
+		return fmt.Sprintf("not downloaded: its check for malware failed (scan: error; %s): %s", e.releaseHint(), detail)
 	case ScanInfected:
 		return fmt.Sprintf("not downloaded: malware found (scan: infected): %s", detail)
 	}
@@ -51,6 +57,14 @@ func (e *ScanError) Error() string {
 }
 
 func (e *ScanError) Unwrap() error { return e.Err }
+
+// releaseHint says who can release the file, and how.
+func (e *ScanError) releaseHint() string {
+	if e.Release != "" {
+		return "to fetch it unchecked, release it: " + e.Release
+	}
+	return "the package's owner can release it with 'shipfile release'"
+}
 
 // scanHeld says err is the answer for a file still being checked for malware: 409 with
 // Retry-After (or with `scan: pending`).
@@ -64,8 +78,9 @@ func scanHeld(err error) bool {
 
 // scanRefused is the *ScanError of err when it is a refusal of file for good because of
 // its scan (409 without Retry-After, for a file whose answer or record names a state
-// that is not served), else nil.
-func scanRefused(file apiclient.LinkFile, err error) error {
+// that is not served), else nil. For the package's owner (d.Package) it names the
+// command that releases the file.
+func (d *Downloader) scanRefused(file apiclient.LinkFile, err error) error {
 	var ae *api.Error
 	if !errors.As(err, &ae) || ae.Status != http.StatusConflict || scanHeld(err) {
 		return nil
@@ -75,7 +90,13 @@ func scanRefused(file apiclient.LinkFile, err error) error {
 		state = string(file.Scan)
 	}
 	switch state {
-	case ScanUnscannable, ScanFailed, ScanInfected:
+	case ScanUnscannable, ScanFailed:
+		se := &ScanError{State: state, Err: err}
+		if d.Package != uuid.Nil {
+			se.Release = fmt.Sprintf("shipfile release %s %s", d.Package, file.Id)
+		}
+		return se
+	case ScanInfected:
 		return &ScanError{State: state, Err: err}
 	}
 	return nil
@@ -117,7 +138,7 @@ func (d *Downloader) waitScan(ctx context.Context, token string, file apiclient.
 		if scanHeld(err) {
 			continue
 		}
-		if se := scanRefused(file, err); se != nil {
+		if se := d.scanRefused(file, err); se != nil {
 			return nil, se
 		}
 		return resp, err
