@@ -125,3 +125,42 @@ func data(t *testing.T, name string) []byte {
 	}
 	return b
 }
+
+// TestEventJobsCarryThePackagePosition: a package's event's job carries its package and
+// its number (Envelope.package_seq), which Position gives too; an event without a number
+// has neither.
+func TestEventJobsCarryThePackagePosition(t *testing.T) {
+	f := newEventJobs(t, mapSubs{1: {ID: 1, Active: true}})
+	env := loadEnvelope(t, "package.finalized")
+	if env.GetPackageFinalized().GetPackage().GetPackageId() == "" {
+		t.Fatal("the golden envelope has no package id")
+	}
+	env.PackageSeq = 7
+	numbered, err := events.MarshalEnvelope(env)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name   string
+		data   []byte
+		pkg    string
+		pkgSeq uint64
+	}{
+		{"numbered", numbered, env.GetPackageFinalized().GetPackage().GetPackageId(), 7},
+		{"not numbered", data(t, "package.finalized"), "", 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			job, err := f.Job(context.Background(), tc.data, 1, time.Now(), 0)
+			if err != nil || job == nil {
+				t.Fatalf("job %v %v", job, err)
+			}
+			if job.GetPackageId() != tc.pkg || job.GetPackageSeq() != tc.pkgSeq {
+				t.Errorf("job's package %q #%d, want %q #%d", job.GetPackageId(), job.GetPackageSeq(), tc.pkg, tc.pkgSeq)
+			}
+			pkg, seq, err := f.Position(tc.data, 0)
+			if err != nil || pkg != tc.pkg || seq != tc.pkgSeq {
+				t.Errorf("Position: %q #%d %v, want %q #%d", pkg, seq, err, tc.pkg, tc.pkgSeq)
+			}
+		})
+	}
+}

@@ -90,3 +90,30 @@ func TestHeadersDropExpiredPreviousSecret(t *testing.T) {
 		t.Errorf("webhook-signature %q: want both secrets' during the grace period", sig)
 	}
 }
+
+// TestHeadersCarryThePackageSequence: a package's event carries X-Service-Sequence (its
+// number among the package's events); an event without one (webhook.test) does not.
+func TestHeadersCarryThePackageSequence(t *testing.T) {
+	now := time.Unix(1795281965, 0)
+	for _, tc := range []struct {
+		name string
+		seq  uint64
+		want []string
+	}{
+		{"a package's event", 42, []string{"42"}},
+		{"the first", 1, []string{"1"}},
+		{"no package", 0, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			del := app.Delivery{ID: "d", SubscriptionID: 1, Event: "package.created", Body: []byte(`{}`),
+				PackageID: "p", PackageSeq: tc.seq, Subscription: app.Subscription{Secret: "whsec_AAAA"}}
+			h := app.Headers(del, now)
+			if got := h.Values("X-Service-Sequence"); len(got) != len(tc.want) || (len(got) == 1 && got[0] != tc.want[0]) {
+				t.Errorf("X-Service-Sequence %q, want %q", got, tc.want)
+			}
+			if _, ok := h["X-Service-Sequence"]; ok != (tc.seq > 0) {
+				t.Errorf("the key is not canonical or is present without a number: %v", h)
+			}
+		})
+	}
+}
