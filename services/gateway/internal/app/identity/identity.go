@@ -194,7 +194,7 @@ func (s *Identity) UpdateUser(ctx context.Context, id int64, p app.UserPatch, by
 		if before.Role == after.Role {
 			return AccountChange{}
 		}
-		return RoleChange(by, after, before.Role, "by shipctl")
+		return RoleChange(by, after, before.Role, "by the gateway")
 	})
 	if err != nil {
 		return app.User{}, err

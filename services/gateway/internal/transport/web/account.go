@@ -18,8 +18,11 @@ type accountData struct {
 	Raw      string // the new token's raw value, shown this once
 	Today    string
 	// SSO is the provider's name when there is one ("" otherwise): the account page
-	// offers to link the user's identity there, or to unlink it.
-	SSO string
+	// offers to link the user's identity there (SSOLinked false), or says it is
+	// linked and, when the user has a password to sign in with, offers to unlink it.
+	SSO       string
+	SSOLinked bool
+	CanUnlink bool
 }
 
 // account shows the user's account and API tokens.
@@ -37,7 +40,7 @@ func (w *Web) showAccount(c *gin.Context, status int, v view, d accountData) {
 	d.Tokens = tokens
 	d.Today = time.Now().UTC().Format("2006-01-02")
 	if w.oidc != nil {
-		d.SSO = w.oidc.cfg.Name
+		d.SSO, d.SSOLinked, d.CanUnlink = w.oidc.cfg.Name, u.OIDCSubject != "", u.OIDCSubject != "" && u.PasswordHash != ""
 	}
 	v.Title, v.Section, v.D = "Account", "account", d
 	w.render(c, status, "account", v)
