@@ -778,6 +778,12 @@ type AddedRecipientLinkState string
 type AuditEntry struct {
 	// Action package.create, package.finalize, package.revoke, package.delete, package.manifest (an encrypted package's manifest stored), recipient.add, recipient.revoke, file.upload, file.remove,
 	// link.view, file.download, archive.download, link.invalid, webhook.test (no package);
+	// accounts (no package; the detail names the user): session.sign_in (detail `password` or `sso`),
+	// session.sign_in_failed, session.sign_out, session.ended (a recheck at the OpenID provider ended
+	// the user's sessions from that identity), sso.link, sso.unlink, sso.link_refused (a first SSO
+	// sign-in whose address belongs to an account with a password or an admin), user.role (by an
+	// admin or by group sync), token.create, token.revoke, key.set (the encryption key set or
+	// replaced: the old and new public keys);
 	// by the mailer (actor `system`): mail.sent, mail.failed.
 	//
 	//
@@ -795,8 +801,9 @@ type AuditEntry struct {
 	Detail string              `json:"detail"`
 	FileId *openapi_types.UUID `json:"file_id"`
 
-	// Hits How many times it happened: 1, except for `link.invalid` (hits of unknown or dead links), counted
-	// in one entry per IP and hour, `created_at` being the first hit of the hour.
+	// Hits How many times it happened: 1, except for `link.invalid` (hits of unknown or dead links) and
+	// `session.sign_in_failed` (failed password sign-ins), counted in one entry per IP and hour,
+	// `created_at` being the first hit of the hour.
 	Hits      int                 `json:"hits"`
 	Id        int64               `json:"id"`
 	Ip        string              `json:"ip"`
@@ -2435,7 +2442,9 @@ type ClientInterface interface {
 	//
 	// The browser makes the pair once; the server keeps the public key and the private key only sealed
 	// with the owner's passphrase (age's scrypt), which it cannot open. Replacing it is allowed: files
-	// already encrypted to the old key stay readable with the old key alone.
+	// already encrypted to the old key stay readable with the old key alone. Setting or replacing the
+	// key is written to the audit log (`key.set`, with the old and new public keys) and e-mailed to the
+	// owner ("Your encryption key was changed"), whatever their notification settings.
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -2446,7 +2455,9 @@ type ClientInterface interface {
 	//
 	// The browser makes the pair once; the server keeps the public key and the private key only sealed
 	// with the owner's passphrase (age's scrypt), which it cannot open. Replacing it is allowed: files
-	// already encrypted to the old key stay readable with the old key alone.
+	// already encrypted to the old key stay readable with the old key alone. Setting or replacing the
+	// key is written to the audit log (`key.set`, with the old and new public keys) and e-mailed to the
+	// owner ("Your encryption key was changed"), whatever their notification settings.
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -3333,7 +3344,9 @@ func (c *Client) GetMyKey(ctx context.Context, reqEditors ...RequestEditorFn) (*
 //
 // The browser makes the pair once; the server keeps the public key and the private key only sealed
 // with the owner's passphrase (age's scrypt), which it cannot open. Replacing it is allowed: files
-// already encrypted to the old key stay readable with the old key alone.
+// already encrypted to the old key stay readable with the old key alone. Setting or replacing the
+// key is written to the audit log (`key.set`, with the old and new public keys) and e-mailed to the
+// owner ("Your encryption key was changed"), whatever their notification settings.
 //
 // Takes any type of body and a specified content type.
 //
@@ -3354,7 +3367,9 @@ func (c *Client) PutMyKeyWithBody(ctx context.Context, contentType string, body 
 //
 // The browser makes the pair once; the server keeps the public key and the private key only sealed
 // with the owner's passphrase (age's scrypt), which it cannot open. Replacing it is allowed: files
-// already encrypted to the old key stay readable with the old key alone.
+// already encrypted to the old key stay readable with the old key alone. Setting or replacing the
+// key is written to the audit log (`key.set`, with the old and new public keys) and e-mailed to the
+// owner ("Your encryption key was changed"), whatever their notification settings.
 //
 // Takes a body of the `application/json` content type.
 //
@@ -6948,7 +6963,9 @@ type ClientWithResponsesInterface interface {
 	//
 	// The browser makes the pair once; the server keeps the public key and the private key only sealed
 	// with the owner's passphrase (age's scrypt), which it cannot open. Replacing it is allowed: files
-	// already encrypted to the old key stay readable with the old key alone.
+	// already encrypted to the old key stay readable with the old key alone. Setting or replacing the
+	// key is written to the audit log (`key.set`, with the old and new public keys) and e-mailed to the
+	// owner ("Your encryption key was changed"), whatever their notification settings.
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -6959,7 +6976,9 @@ type ClientWithResponsesInterface interface {
 	//
 	// The browser makes the pair once; the server keeps the public key and the private key only sealed
 	// with the owner's passphrase (age's scrypt), which it cannot open. Replacing it is allowed: files
-	// already encrypted to the old key stay readable with the old key alone.
+	// already encrypted to the old key stay readable with the old key alone. Setting or replacing the
+	// key is written to the audit log (`key.set`, with the old and new public keys) and e-mailed to the
+	// owner ("Your encryption key was changed"), whatever their notification settings.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -12868,7 +12887,9 @@ func (c *ClientWithResponses) GetMyKeyWithResponse(ctx context.Context, reqEdito
 //
 // The browser makes the pair once; the server keeps the public key and the private key only sealed
 // with the owner's passphrase (age's scrypt), which it cannot open. Replacing it is allowed: files
-// already encrypted to the old key stay readable with the old key alone.
+// already encrypted to the old key stay readable with the old key alone. Setting or replacing the
+// key is written to the audit log (`key.set`, with the old and new public keys) and e-mailed to the
+// owner ("Your encryption key was changed"), whatever their notification settings.
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -12885,7 +12906,9 @@ func (c *ClientWithResponses) PutMyKeyWithBodyWithResponse(ctx context.Context, 
 //
 // The browser makes the pair once; the server keeps the public key and the private key only sealed
 // with the owner's passphrase (age's scrypt), which it cannot open. Replacing it is allowed: files
-// already encrypted to the old key stay readable with the old key alone.
+// already encrypted to the old key stay readable with the old key alone. Setting or replacing the
+// key is written to the audit log (`key.set`, with the old and new public keys) and e-mailed to the
+// owner ("Your encryption key was changed"), whatever their notification settings.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
