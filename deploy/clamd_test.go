@@ -11,7 +11,7 @@ import (
 
 // clamdAlerts are the clamd.conf options without which clamd answers OK for what it did
 // not scan (over a limit, encrypted, a broken executable): every shipped clamd sets
-// them, so that the scanner records such a file 'unscannable' (README.md, "Malware
+// them, so that the scanner records such a file 'unscannable' (docs/SCANNING.md, "Malware
 // scanning").
 var clamdAlerts = []string{"AlertExceedsMax", "AlertEncrypted", "AlertEncryptedArchive", "AlertEncryptedDoc", "AlertBrokenExecutables"}
 

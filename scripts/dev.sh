@@ -659,7 +659,7 @@ clamd_db() {
 # Limits a little over the scanner's default SHIPFILE_SCAN_MAX_SIZE (1 GiB): a bigger
 # file is 'unscannable' for the scanner before it reaches clamd. The Alert* options make
 # clamd name what it could not judge (over a limit, encrypted, a broken executable)
-# instead of answering OK: the scanner records it 'unscannable' (README.md, "Malware
+# instead of answering OK: the scanner records it 'unscannable' (docs/SCANNING.md, "Malware
 # scanning").
 clamd_conf() {
 	local dir=$1
