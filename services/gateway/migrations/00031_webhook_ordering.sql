@@ -284,8 +284,11 @@ DECLARE
     released uuid;
 BEGIN
     FOR h IN
+        -- From the waiting events (few) to their heads (one lookup each), not through
+        -- every head.
         SELECT o.subscription_id AS sub, o.package_id AS pkg, o.next_seq
-        FROM webhook_order_heads o
+        FROM (SELECT DISTINCT w.subscription_id, w.package_id FROM webhook_order_waits w) k
+        JOIN webhook_order_heads o ON o.subscription_id = k.subscription_id AND o.package_id = k.package_id
         WHERE o.updated_at < now() - p_after
           AND EXISTS (SELECT 1 FROM webhook_order_waits w
                       WHERE w.subscription_id = o.subscription_id AND w.package_id = o.package_id AND w.seq > o.next_seq)

@@ -128,7 +128,7 @@ func body(env *eventsv1.Envelope, typ, ts string) ([]byte, error) {
 			o.key(string(name))
 			o.string(v)
 		case fd.IsList() || fd.HasOptionalKeyword():
-			// Fields only some packages carry (SPEC "Several recipients": recipients,
+			// Fields only some packages carry (docs/API.md, "Several recipients": recipients,
 			// all_links): left out when empty or unset, so a package with one
 			// recipient publishes the bodies it always did.
 			if !m.Has(fd) {

@@ -42,6 +42,9 @@ type OrderStore interface {
 	// will: written while the dispatchers did not yet know the subscription was
 	// ordered) past that event, up to limit, and returns the deliveries released.
 	Unstick(ctx context.Context, after time.Duration, limit int) ([]Release, error)
+	// ReleaseUnordered forgets the order of subscriptions no longer ordered (or gone),
+	// up to limit rows, and returns the deliveries that waited in it.
+	ReleaseUnordered(ctx context.Context, limit int) ([]Release, error)
 }
 
 // Release is a delivery whose turn came: it is handed to its subscription's consumer.
@@ -135,8 +138,8 @@ const (
 )
 
 // ReleaseStalled hands over again the released deliveries not attempted for a while,
-// and releases the next waiting delivery of the packages whose next event has not come
-// for that long.
+// releases the next waiting delivery of the packages whose next event has not come for
+// that long, and every waiting delivery of the subscriptions no longer ordered.
 func (o *Order) ReleaseStalled(ctx context.Context) error {
 	if o == nil {
 		return nil
@@ -152,7 +155,12 @@ func (o *Order) ReleaseStalled(ctx context.Context) error {
 	if len(gaps) > 0 {
 		o.log.Warn("ordered packages whose next event never came: their next waiting delivery goes", "deliveries", len(gaps))
 	}
-	for _, r := range append(rs, gaps...) {
+	unordered, err := o.store.ReleaseUnordered(ctx, stalledBatch)
+	if err != nil {
+		return err
+	}
+	rs = append(append(rs, gaps...), unordered...)
+	for _, r := range rs {
 		if err := o.releaser.Release(ctx, r); err != nil {
 			return err
 		}

@@ -177,4 +177,22 @@ func TestOrderGate(t *testing.T) {
 	if released := gate(del(7), false, app.GateSkip); released != "" {
 		t.Fatalf("a skip released %q", released)
 	}
+
+	// The subscription is no longer ordered: what waits goes, and its order is forgotten.
+	d9 := del(9)
+	gate(d9, true, app.GateWait)
+	if rs, err := st.ReleaseUnordered(ctx, 100); err != nil || len(rs) != 0 {
+		t.Fatalf("released while still ordered: %+v %v", rs, err)
+	}
+	if _, err := pool.Exec(ctx, `UPDATE webhook_subscriptions SET ordering = 'none' WHERE id = $1`, hook); err != nil {
+		t.Fatal(err)
+	}
+	rs, err = st.ReleaseUnordered(ctx, 100)
+	if err != nil || len(rs) != 1 || rs[0].DeliveryID != d9.ID {
+		t.Fatalf("released once unordered: %+v %v, want %s", rs, err, d9.ID)
+	}
+	var left int
+	if err := pool.QueryRow(ctx, `SELECT (SELECT count(*) FROM webhook_order_heads) + (SELECT count(*) FROM webhook_order_waits)`).Scan(&left); err != nil || left != 0 {
+		t.Fatalf("%d rows of the order left (%v)", left, err)
+	}
 }

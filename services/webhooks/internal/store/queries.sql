@@ -257,3 +257,32 @@ RETURNING w.subscription_id, w.delivery_id::text AS delivery_id;
 -- (webhook_order_unstick, migration 00031).
 SELECT u.subscription_id::bigint AS subscription_id, u.delivery_id::text AS delivery_id
 FROM webhook_order_unstick(@after::interval, @max_rows::int) u;
+
+-- name: ReleaseUnordered :many
+-- Removes up to @max_rows waiting entries of subscriptions no longer ordered (or gone)
+-- and returns the waiting deliveries of those that still exist: they go as they come.
+WITH gone AS (
+    DELETE FROM webhook_order_waits w
+    WHERE (w.subscription_id, w.package_id, w.seq) IN (
+        SELECT o.subscription_id, o.package_id, o.seq FROM webhook_order_waits o
+        WHERE NOT EXISTS (SELECT 1 FROM webhook_subscriptions s WHERE s.id = o.subscription_id AND s.ordering = 'package')
+        LIMIT @max_rows)
+    RETURNING w.subscription_id, w.delivery_id
+)
+SELECT g.subscription_id, g.delivery_id::text AS delivery_id FROM gone g
+WHERE g.delivery_id IS NOT NULL AND EXISTS (SELECT 1 FROM webhook_subscriptions s WHERE s.id = g.subscription_id);
+
+-- name: RemoveUnorderedHeads :execrows
+-- Removes up to @max_rows packages' places in the order of subscriptions that are no
+-- longer ordered, or among @deleted (deleted subscriptions).
+-- One index range per such subscription, not a scan of every head.
+DELETE FROM webhook_order_heads h
+WHERE (h.subscription_id, h.package_id) IN (
+    SELECT o.subscription_id, o.package_id
+    FROM unnest(array(SELECT s.id FROM webhook_subscriptions s WHERE s.ordering <> 'package') || @deleted::bigint[]) AS x (id)
+    CROSS JOIN LATERAL (
+        SELECT o.subscription_id, o.package_id FROM webhook_order_heads o
+        WHERE o.subscription_id = x.id
+        LIMIT @max_rows
+    ) o
+    LIMIT @max_rows);

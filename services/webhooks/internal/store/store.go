@@ -402,12 +402,38 @@ func (p *Postgres) RemoveOldDeliveries(ctx context.Context, retention time.Durat
 
 // DeleteDeliveriesOf removes the deliveries and attempts of the subscriptions among
 // ids that no longer exist (a fan-out that raced their deletion), and returns how many.
+// Their places in the order of ordered deliveries go too (up to orderBatch at a time; what
+// is left of a very large one is never read again: subscription ids are not reused).
 func (p *Postgres) DeleteDeliveriesOf(ctx context.Context, ids []int64) (int64, error) {
 	n, err := p.q.DeleteDeliveriesOf(ctx, ids)
 	if err != nil {
 		return 0, fmt.Errorf("store: delete deliveries of deleted subscriptions: %w", err)
 	}
+	if _, err := p.q.RemoveUnorderedHeads(ctx, db.RemoveUnorderedHeadsParams{Deleted: ids, MaxRows: orderBatch}); err != nil {
+		return n, fmt.Errorf("store: delete the order of deleted subscriptions: %w", err)
+	}
 	return n, nil
+}
+
+// orderBatch bounds one statement that removes the order of subscriptions no longer
+// ordered.
+const orderBatch = 10000
+
+// ReleaseUnordered removes the order of the subscriptions no longer ordered, or gone
+// (up to limit rows of each kind), and returns the deliveries that waited in it.
+func (p *Postgres) ReleaseUnordered(ctx context.Context, limit int) ([]app.Release, error) {
+	rows, err := p.q.ReleaseUnordered(ctx, int32(limit))
+	if err != nil {
+		return nil, fmt.Errorf("store: release the deliveries of unordered subscriptions: %w", err)
+	}
+	if _, err := p.q.RemoveUnorderedHeads(ctx, db.RemoveUnorderedHeadsParams{MaxRows: int32(limit)}); err != nil {
+		return nil, fmt.Errorf("store: remove the order of unordered subscriptions: %w", err)
+	}
+	out := make([]app.Release, len(rows))
+	for i, r := range rows {
+		out[i] = app.Release{SubscriptionID: r.SubscriptionID, DeliveryID: r.DeliveryID}
+	}
+	return out, nil
 }
 
 // Heartbeat records the instance as alive and returns how many instances are, itself

@@ -12,7 +12,7 @@ import (
 )
 
 // TestSeveralRecipientsWebhooks: a webhook receiver sees which recipient did what
-// (SPEC "Several recipients"): package.finalized lists the recipients,
+// (docs/API.md, "Several recipients"): package.finalized lists the recipients,
 // package.downloaded carries the address of whoever downloaded, and revoking one
 // recipient fires package.revoked with theirs and all_links false.
 func TestSeveralRecipientsWebhooks(t *testing.T) {

@@ -495,6 +495,46 @@ func (q *Queries) RecordAttempts(ctx context.Context, arg RecordAttemptsParams) 
 	return items, nil
 }
 
+const releaseUnordered = `-- name: ReleaseUnordered :many
+WITH gone AS (
+    DELETE FROM webhook_order_waits w
+    WHERE (w.subscription_id, w.package_id, w.seq) IN (
+        SELECT o.subscription_id, o.package_id, o.seq FROM webhook_order_waits o
+        WHERE NOT EXISTS (SELECT 1 FROM webhook_subscriptions s WHERE s.id = o.subscription_id AND s.ordering = 'package')
+        LIMIT $1)
+    RETURNING w.subscription_id, w.delivery_id
+)
+SELECT g.subscription_id, g.delivery_id::text AS delivery_id FROM gone g
+WHERE g.delivery_id IS NOT NULL AND EXISTS (SELECT 1 FROM webhook_subscriptions s WHERE s.id = g.subscription_id)
+`
+
+type ReleaseUnorderedRow struct {
+	SubscriptionID int64
+	DeliveryID     string
+}
+
+// Removes up to @max_rows waiting entries of subscriptions no longer ordered (or gone)
+// and returns the waiting deliveries of those that still exist: they go as they come.
+func (q *Queries) ReleaseUnordered(ctx context.Context, maxRows int32) ([]ReleaseUnorderedRow, error) {
+	rows, err := q.db.Query(ctx, releaseUnordered, maxRows)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []ReleaseUnorderedRow
+	for rows.Next() {
+		var i ReleaseUnorderedRow
+		if err := rows.Scan(&i.SubscriptionID, &i.DeliveryID); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const removeOldAttempts = `-- name: RemoveOldAttempts :execrows
 DELETE FROM webhook_attempts WHERE id IN (
     SELECT o.id FROM (
@@ -554,6 +594,35 @@ type RemoveOldDeliveriesParams struct {
 // them in the whole attempts table.
 func (q *Queries) RemoveOldDeliveries(ctx context.Context, arg RemoveOldDeliveriesParams) (int64, error) {
 	result, err := q.db.Exec(ctx, removeOldDeliveries, arg.RetentionSecs, arg.MaxRows)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected(), nil
+}
+
+const removeUnorderedHeads = `-- name: RemoveUnorderedHeads :execrows
+DELETE FROM webhook_order_heads h
+WHERE (h.subscription_id, h.package_id) IN (
+    SELECT o.subscription_id, o.package_id
+    FROM unnest(array(SELECT s.id FROM webhook_subscriptions s WHERE s.ordering <> 'package') || $1::bigint[]) AS x (id)
+    CROSS JOIN LATERAL (
+        SELECT o.subscription_id, o.package_id FROM webhook_order_heads o
+        WHERE o.subscription_id = x.id
+        LIMIT $2
+    ) o
+    LIMIT $2)
+`
+
+type RemoveUnorderedHeadsParams struct {
+	Deleted []int64
+	MaxRows int32
+}
+
+// Removes up to @max_rows packages' places in the order of subscriptions that are no
+// longer ordered, or among @deleted (deleted subscriptions).
+// One index range per such subscription, not a scan of every head.
+func (q *Queries) RemoveUnorderedHeads(ctx context.Context, arg RemoveUnorderedHeadsParams) (int64, error) {
+	result, err := q.db.Exec(ctx, removeUnorderedHeads, arg.Deleted, arg.MaxRows)
 	if err != nil {
 		return 0, err
 	}
