@@ -93,7 +93,12 @@ func writeError(c *gin.Context, log *slog.Logger, pages Pages, err error) {
 	}
 	closeIfBodyUnread(c)
 	if isAPI(c) {
-		c.AbortWithStatusJSON(status, gin.H{"detail": detail})
+		body := gin.H{"detail": detail}
+		var sh *app.ScanHeldError
+		if errors.As(err, &sh) {
+			body["scan"] = sh.Scan // a download the malware scan holds back
+		}
+		c.AbortWithStatusJSON(status, body)
 		return
 	}
 	c.Abort()
