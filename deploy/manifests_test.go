@@ -459,7 +459,7 @@ func TestConfigMapVariables(t *testing.T) {
 
 // TestTrustedProxiesNarrow: the base trusts no proxy (SHIPFILE_TRUSTED_PROXIES empty,
 // as the gateway's default), and the production overlay names a narrow range for its
-// ingress controller, never a whole private block (SPEC "Hostile clients", proxies):
+// ingress controller, never a whole private block (docs/OPERATIONS.md, "Behind TLS"):
 // every address inside a trusted range may claim any client IP.
 func TestTrustedProxiesNarrow(t *testing.T) {
 	t.Parallel()

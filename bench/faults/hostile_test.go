@@ -24,7 +24,7 @@ import (
 	"github.com/shipfile/shipfile/pkg/servicetest"
 )
 
-// The hostile-client scenarios (SPEC "Hostile clients"): one client on loopback,
+// The hostile-client scenarios (docs/API.md, "Hostile clients"): one client on loopback,
 // against the real gateway binary with its default limits except where a scenario
 // names one. Memory figures are peaks measured in the run: VmHWM after clear_refs 5
 // at the start of the scenario, next to the idle VmRSS.
@@ -313,7 +313,7 @@ func TestHostileStalledUploads(t *testing.T) {
 // TestHostileLinkHits: 1,000 requests from one IP to a link route (unknown links, as
 // a guesser sends them), 20 at a time, with the default rate of 20/s and burst 40:
 // the rest get 429 with Retry-After before the link is looked up, and the admitted
-// ones are counted in one audit row per IP and hour (SPEC "Hostile clients"), not one
+// ones are counted in one audit row per IP and hour (docs/API.md, "Hostile clients"), not one
 // row each.
 func TestHostileLinkHits(t *testing.T) {
 	ns := rig.StartNATS(t)

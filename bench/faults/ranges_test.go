@@ -23,7 +23,7 @@ import (
 )
 
 // TestHostileRangeGames: a recipient who tries every trick against a link with
-// max_downloads = 1, 2 and 5 (SPEC "Download limit"): HEADs, downloads cut midway and
+// max_downloads = 1, 2 and 5 (docs/API.md, "Download limit"): HEADs, downloads cut midway and
 // resumed with Range, halves, suffix ranges past the size, bytes=00-, multi-ranges, a
 // stale If-Range, archives read whole and archives cut after their first entry, eight
 // parallel downloads, then plain GETs until 410. Each file's bytes that reached the

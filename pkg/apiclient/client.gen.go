@@ -1000,7 +1000,7 @@ type CreatedWebhook struct {
 	Url string `json:"url"`
 }
 
-// Encryption `age`: the package is end-to-end encrypted (SPEC "End-to-end encryption (age)"). Every file is an
+// Encryption `age`: the package is end-to-end encrypted (docs/ENCRYPTION.md). Every file is an
 // age v1 file the client encrypted before sending it (the server checks it starts with
 // `age-encryption.org/v1\n`, else 422, and keeps nothing); files get neutral names (`file-1.age`, …),
 // type `application/octet-stream`, `encrypted: true` and `scan: skipped`; names, types and sizes travel
@@ -1087,7 +1087,7 @@ type FinalizedPackage struct {
 	CreatedAt time.Time                 `json:"created_at"`
 	Direction FinalizedPackageDirection `json:"direction"`
 
-	// Encryption `age`: the package is end-to-end encrypted (SPEC "End-to-end encryption (age)"). Every file is an
+	// Encryption `age`: the package is end-to-end encrypted (docs/ENCRYPTION.md). Every file is an
 	// age v1 file the client encrypted before sending it (the server checks it starts with
 	// `age-encryption.org/v1\n`, else 422, and keeps nothing); files get neutral names (`file-1.age`, …),
 	// type `application/octet-stream`, `encrypted: true` and `scan: skipped`; names, types and sizes travel
@@ -1132,7 +1132,7 @@ type FinalizedPackage struct {
 	// RecipientName The first recipient's name.
 	RecipientName string `json:"recipient_name"`
 
-	// Recipients Every recipient, the first first, each with a link of their own (SPEC "Several recipients").
+	// Recipients Every recipient, the first first, each with a link of their own (docs/API.md, "Several recipients").
 	Recipients []Recipient `json:"recipients"`
 	RevokedAt  *time.Time  `json:"revoked_at"`
 
@@ -1243,7 +1243,7 @@ type LinkGrant struct {
 type LinkPackage struct {
 	Direction LinkPackageDirection `json:"direction"`
 
-	// Encryption `age`: the package is end-to-end encrypted (SPEC "End-to-end encryption (age)"). Every file is an
+	// Encryption `age`: the package is end-to-end encrypted (docs/ENCRYPTION.md). Every file is an
 	// age v1 file the client encrypted before sending it (the server checks it starts with
 	// `age-encryption.org/v1\n`, else 422, and keeps nothing); files get neutral names (`file-1.age`, …),
 	// type `application/octet-stream`, `encrypted: true` and `scan: skipped`; names, types and sizes travel
@@ -1288,7 +1288,7 @@ type Package struct {
 	CreatedAt time.Time        `json:"created_at"`
 	Direction PackageDirection `json:"direction"`
 
-	// Encryption `age`: the package is end-to-end encrypted (SPEC "End-to-end encryption (age)"). Every file is an
+	// Encryption `age`: the package is end-to-end encrypted (docs/ENCRYPTION.md). Every file is an
 	// age v1 file the client encrypted before sending it (the server checks it starts with
 	// `age-encryption.org/v1\n`, else 422, and keeps nothing); files get neutral names (`file-1.age`, …),
 	// type `application/octet-stream`, `encrypted: true` and `scan: skipped`; names, types and sizes travel
@@ -1323,7 +1323,7 @@ type Package struct {
 	// RecipientName The first recipient's name.
 	RecipientName string `json:"recipient_name"`
 
-	// Recipients Every recipient, the first first, each with a link of their own (SPEC "Several recipients").
+	// Recipients Every recipient, the first first, each with a link of their own (docs/API.md, "Several recipients").
 	Recipients []Recipient `json:"recipients"`
 	RevokedAt  *time.Time  `json:"revoked_at"`
 
@@ -1351,7 +1351,7 @@ type PackageDetail struct {
 	CreatedAt time.Time              `json:"created_at"`
 	Direction PackageDetailDirection `json:"direction"`
 
-	// Encryption `age`: the package is end-to-end encrypted (SPEC "End-to-end encryption (age)"). Every file is an
+	// Encryption `age`: the package is end-to-end encrypted (docs/ENCRYPTION.md). Every file is an
 	// age v1 file the client encrypted before sending it (the server checks it starts with
 	// `age-encryption.org/v1\n`, else 422, and keeps nothing); files get neutral names (`file-1.age`, …),
 	// type `application/octet-stream`, `encrypted: true` and `scan: skipped`; names, types and sizes travel
@@ -1387,7 +1387,7 @@ type PackageDetail struct {
 	// RecipientName The first recipient's name.
 	RecipientName string `json:"recipient_name"`
 
-	// Recipients Every recipient, the first first, each with a link of their own (SPEC "Several recipients").
+	// Recipients Every recipient, the first first, each with a link of their own (docs/API.md, "Several recipients").
 	Recipients []Recipient `json:"recipients"`
 	RevokedAt  *time.Time  `json:"revoked_at"`
 

@@ -140,8 +140,8 @@ func Retryable(err error) bool {
 			http.StatusBadGateway, http.StatusServiceUnavailable, http.StatusGatewayTimeout:
 			return true
 		case http.StatusConflict:
-			// With Retry-After: a file still being checked for malware (SPEC "Malware
-			// scanning", block mode); other conflicts (a package's state) carry none.
+			// With Retry-After: a file still being checked for malware (docs/SCANNING.md,
+			// block mode); other conflicts (a package's state) carry none.
 			return e.RetryAfter > 0
 		}
 		return false

@@ -255,8 +255,8 @@ func (a *app) gotAll(out getResult, title string, total int64, decrypted bool, i
 	})
 }
 
-// leaveOutInfected takes the files recorded infected out of files (never served: SPEC
-// "Malware scanning"), saying so, and names each with its signature for notDownloaded.
+// leaveOutInfected takes the files recorded infected out of files (never served:
+// docs/SCANNING.md), saying so, and names each with its signature for notDownloaded.
 func leaveOutInfected(a *app, files []apiclient.LinkFile) (ok []apiclient.LinkFile, infected []string) {
 	for _, f := range files {
 		if f.Scan != apiclient.LinkFileScanInfected {

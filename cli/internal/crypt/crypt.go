@@ -1,5 +1,5 @@
-// Package crypt is the command line's end-to-end encryption (SPEC "End-to-end encryption
-// (age)"): every file of an encrypted package is an age v1 file (filippo.io/age), made
+// Package crypt is the command line's end-to-end encryption (docs/ENCRYPTION.md): every
+// file of an encrypted package is an age v1 file (filippo.io/age), made
 // for a fresh X25519 identity of the package or with a passphrase (age's scrypt); the
 // names, types and sizes travel in an encrypted manifest. The server only ever sees
 // ciphertext, and `age -d` decrypts any stored object.

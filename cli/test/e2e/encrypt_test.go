@@ -25,7 +25,7 @@ import (
 )
 
 // TestEncrypted drives `send --encrypt` / `--passphrase-stdin` and `get` of encrypted
-// links (SPEC "End-to-end encryption (age)") through one system.
+// links (docs/ENCRYPTION.md) through one system.
 func TestEncrypted(t *testing.T) {
 	sys := startSystem(t)
 	u := newUser(t)

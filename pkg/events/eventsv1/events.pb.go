@@ -354,8 +354,8 @@ type PackageCreated struct {
 	Package   *Package               `protobuf:"bytes,1,opt,name=package,proto3" json:"package,omitempty"`
 	TtlDays   int32                  `protobuf:"varint,2,opt,name=ttl_days,json=ttlDays,proto3" json:"ttl_days,omitempty"`
 	ExpiresAt *timestamppb.Timestamp `protobuf:"bytes,3,opt,name=expires_at,json=expiresAt,proto3" json:"expires_at,omitempty"`
-	// The e-mails of every recipient, in order, when the package has several (SPEC
-	// "Several recipients"); empty, and left out of the webhook body, for one.
+	// The e-mails of every recipient, in order, when the package has several
+	// (docs/API.md, "Several recipients"); empty, and left out of the webhook body, for one.
 	Recipients    []string `protobuf:"bytes,4,rep,name=recipients,proto3" json:"recipients,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -1042,7 +1042,7 @@ type MailJob struct {
 	OwnerEmail     string                 `protobuf:"bytes,9,opt,name=owner_email,json=ownerEmail,proto3" json:"owner_email,omitempty"`
 	MagicLink      string                 `protobuf:"bytes,10,opt,name=magic_link,json=magicLink,proto3" json:"magic_link,omitempty"` // secret: never logged, erased from the outbox once published
 	ExpiresAt      *timestamppb.Timestamp `protobuf:"bytes,11,opt,name=expires_at,json=expiresAt,proto3" json:"expires_at,omitempty"`
-	// The package is end-to-end encrypted (SPEC "End-to-end encryption (age)"): the e-mail
+	// The package is end-to-end encrypted (docs/ENCRYPTION.md): the e-mail
 	// says so, and that the key or passphrase comes from the sender separately.
 	Encrypted     bool `protobuf:"varint,12,opt,name=encrypted,proto3" json:"encrypted,omitempty"`
 	unknownFields protoimpl.UnknownFields

@@ -1,5 +1,5 @@
 -- +goose Up
--- Webhook throughput (SPEC "Webhook throughput and fairness"): nothing on the hot path
+-- Webhook throughput (docs/ARCHITECTURE.md, "The services"): nothing on the hot path
 -- of a delivery locks or writes a row shared by all deliveries of a subscription.
 --
 -- 1. The deliveries' foreign key to webhook_subscriptions goes: each delivery insert

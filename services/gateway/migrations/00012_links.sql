@@ -1,5 +1,6 @@
 -- +goose Up
--- Protecting a link, limiting downloads, telling the owner (SPEC).
+-- Protecting a link, limiting downloads, telling the owner (docs/API.md,
+-- "Protected links", "Download limit", "Owner notifications").
 ALTER TABLE packages
     -- argon2id of the link's password; NULL: no password. Grants of the link are keyed
     -- by it, so a new password (or none) ends every grant at once.

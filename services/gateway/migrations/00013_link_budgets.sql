@@ -1,5 +1,5 @@
 -- +goose Up
--- The download limit as a byte budget (SPEC "Download limit"). Each file has, per link,
+-- The download limit as a byte budget (docs/API.md, "Download limit"). Each file has, per link,
 -- max_downloads × its size (an empty file: max_downloads, one per whole copy) to give;
 -- taken is what the link's answers have taken of it: each answer takes the bytes it
 -- will send when it starts (one conditional UPDATE, so gateways never take past the
@@ -18,7 +18,7 @@ SELECT f.id, p.link_hash, f.download_count::bigint * GREATEST(f.size, 1)
 FROM files f JOIN packages p ON p.id = f.package_id
 WHERE p.link_hash IS NOT NULL AND f.download_count > 0;
 
--- Anonymous failures (SPEC "Hostile clients"): hits of unknown or dead links are one
+-- Anonymous failures (docs/API.md, "Hostile clients"): hits of unknown or dead links are one
 -- row per action, IP and hour (hour set), counted in hits, not one row per hit.
 ALTER TABLE audit_log
     ADD COLUMN hits int NOT NULL DEFAULT 1 CHECK (hits >= 1),

@@ -1,5 +1,5 @@
 -- +goose Up
--- Malware scanning (SPEC "Malware scanning"): the scanner service records one verdict
+-- Malware scanning (docs/SCANNING.md): the scanner service records one verdict
 -- per file. A file starts 'pending'; the scanner moves it once, with a conditional
 -- UPDATE (WHERE scan = 'pending'), so a redelivered upload event or a second scanner
 -- instance never records a second verdict. Files stored before scanning existed were

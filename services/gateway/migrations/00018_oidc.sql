@@ -1,6 +1,6 @@
 -- +goose Up
--- Sign-in through the organization's OpenID provider (SPEC "Signing in with the
--- organization's accounts"): a user is found by (issuer, sub), stored with the user.
+-- Sign-in through the organization's OpenID provider (docs/WEB-UI.md, "Signing in
+-- with the organization's accounts"): a user is found by (issuer, sub), stored with the user.
 ALTER TABLE users ADD COLUMN oidc_issuer text, ADD COLUMN oidc_subject text,
     ADD CONSTRAINT users_oidc_both CHECK ((oidc_issuer IS NULL) = (oidc_subject IS NULL));
 CREATE UNIQUE INDEX users_oidc_key ON users (oidc_issuer, oidc_subject) WHERE oidc_subject IS NOT NULL;

@@ -1,5 +1,5 @@
 -- +goose Up
--- Several recipients, each with a link of their own (SPEC "Several recipients"). A
+-- Several recipients, each with a link of their own (docs/API.md, "Several recipients"). A
 -- package's links move from columns of the package to rows of their own, one per
 -- recipient; packages.recipient_email and recipient_name stay as the first
 -- recipient's (what events, the mailer and the expiry service read).

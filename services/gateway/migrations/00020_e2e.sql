@@ -1,5 +1,5 @@
 -- +goose Up
--- End-to-end encryption with age (SPEC "End-to-end encryption (age)", issue 26). The
+-- End-to-end encryption with age (docs/ENCRYPTION.md). The
 -- server stores ciphertext only: what it keeps here is what it needs to serve it.
 
 -- A package's encryption, fixed at creation: 'age' packages hold only age v1 files.

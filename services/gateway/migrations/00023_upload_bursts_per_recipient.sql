@@ -1,6 +1,6 @@
 -- +goose Up
 -- An inbound package's upload notifications: one open burst per recipient, so that the
--- owner's e-mail "Bob uploaded 2 files" lists Bob's files alone (SPEC "Several
+-- owner's e-mail "Bob uploaded 2 files" lists Bob's files alone (docs/API.md, "Several
 -- recipients": notifications name the recipient). A package with one recipient has
 -- one burst, as before.
 DROP INDEX owner_notifications_open_burst_idx;

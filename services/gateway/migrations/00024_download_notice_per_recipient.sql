@@ -1,7 +1,7 @@
 -- +goose Up
 -- An outbound package's 'downloaded' notification: one per recipient, at that
 -- recipient's first download ("Bob downloaded Q3 report", then "Carol downloaded Q3
--- report"), instead of one per package naming whoever came first (SPEC "Several
+-- report"), instead of one per package naming whoever came first (docs/API.md, "Several
 -- recipients": each link is its recipient's). A package with one recipient gets one, as
 -- before. Rows written before 00019 have no address: they are the first recipient's, so
 -- that recipient's next download adds no second e-mail.

@@ -75,7 +75,7 @@ func TestTwoInstancesRaceOver1000Packages(t *testing.T) {
 		servicetest.WaitReady(t, addr)
 	}
 
-	// Every package's time is up at once, as the SPEC's acceptance path does it.
+	// Every package's time is up at once: expires_at moved into the past (docs/EXPIRY.md).
 	began := time.Now()
 	if _, err := pool.Exec(context.Background(), `UPDATE packages SET expires_at = now() - interval '1 minute'`); err != nil {
 		t.Fatal(err)
@@ -133,8 +133,8 @@ func TestTwoInstancesRaceOver1000Packages(t *testing.T) {
 		n, took.Round(time.Millisecond), expired, deleted)
 }
 
-// TestExpiresWithinOneIntervalThroughTheGateway is the SPEC's acceptance path with the
-// real gateway and expiry binaries: a finalized package and a draft, each with a file;
+// TestExpiresWithinOneIntervalThroughTheGateway checks docs/EXPIRY.md with the real
+// gateway and expiry binaries: a finalized package and a draft, each with a file;
 // their expires_at moved into the past; both are expired within one interval, the link
 // answers 410, the objects are gone, the owner still sees the files listed (and gets a
 // 409 for their bytes), package.expired is on the stream and in the audit log.

@@ -1,4 +1,4 @@
-// Package agetest makes owners' sealed identities (SPEC "End-to-end encryption (age)")
+// Package agetest makes owners' sealed identities (docs/ENCRYPTION.md)
 // for the gateway's tests.
 package agetest
 

@@ -6,7 +6,7 @@ import (
 	"github.com/google/uuid"
 )
 
-// The download limit as a byte budget (SPEC "Download limit"): with max_downloads = N
+// The download limit as a byte budget (docs/API.md, "Download limit"): with max_downloads = N
 // each file has, per link, N × its size bytes to give. Every answer through the link
 // (a whole file, one range, its entry in the archive) takes the bytes it will send
 // when it starts and gives back what it did not send when it ends, so a broken

@@ -16,7 +16,7 @@ import (
 	"github.com/google/uuid"
 )
 
-// End-to-end encryption with age (SPEC "End-to-end encryption (age)"): the server
+// End-to-end encryption with age (docs/ENCRYPTION.md): the server
 // stores and serves ciphertext only. What it checks is the format (every object, the
 // manifests and the sealed identity are age v1 files), never the contents.
 

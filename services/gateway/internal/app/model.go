@@ -29,7 +29,8 @@ type User struct {
 }
 
 // AuthMethods is how the user signs in to the web UI: "password" when a password
-// is set, "oidc" when an identity of the provider is linked (SPEC: `auth`).
+// is set, "oidc" when an identity of the provider is linked (the user record's `auth`:
+// docs/WEB-UI.md, "Signing in with the organization's accounts").
 func (u User) AuthMethods() []string {
 	out := []string{}
 	if u.PasswordHash != "" {

@@ -212,7 +212,7 @@ type PackagePatch struct {
 	NotifyOwner  *bool
 }
 
-// Bounds of a package's recipient list (SPEC "Several recipients").
+// Bounds of a package's recipient list (docs/API.md, "Several recipients").
 const (
 	MinRecipients = 1
 	MaxRecipients = 50

@@ -61,7 +61,7 @@ type Package struct {
 	// LinkUseCount and LinkLastUsedAt sum up the uses of every recipient's link.
 	LinkUseCount   int64
 	LinkLastUsedAt *time.Time
-	// Recipients are the package's recipients in order (SPEC "Several recipients"):
+	// Recipients are the package's recipients in order (docs/API.md, "Several recipients"):
 	// RecipientEmail and RecipientName are the first's. Loaded for the owner's reads
 	// and changes, not for reads through a link.
 	Recipients []Recipient
@@ -79,7 +79,7 @@ type Package struct {
 	// head carries them (eventPackage copies them whole): a new head field is declared
 	// there, in pkg/events, and the store fills it from its column.
 	events.PackageFields
-	// Encryption is fixed at creation (SPEC "End-to-end encryption (age)"); FileSeq
+	// Encryption is fixed at creation (docs/ENCRYPTION.md); FileSeq
 	// counts the files the package has recorded (the N of an encrypted file-N.age).
 	Encryption Encryption
 	FileSeq    int
@@ -172,7 +172,7 @@ type File struct {
 	ScanReleasedBy *int64
 	ScanReleasedAt *time.Time
 	// LinkTaken is what answers through the link have taken of the file's budget
-	// there (SPEC "Download limit"): bytes, or whole copies of an empty file.
+	// there (docs/API.md, "Download limit"): bytes, or whole copies of an empty file.
 	LinkTaken int64
 	// Encrypted: the file is an age file of an encrypted package; Manifest is the
 	// encrypted manifest entry its uploader sent with it (request uploads), or nil.
@@ -197,7 +197,7 @@ type AuditEntry struct {
 	// server's rejection (written by the mailer).
 	Detail string
 	// Hourly: the entry is counted in the one row of its action, IP and hour (Hits
-	// says how many), for anonymous failures (SPEC "Hostile clients").
+	// says how many), for anonymous failures (docs/API.md, "Hostile clients").
 	Hourly bool
 	Hits   int
 }

@@ -6,7 +6,7 @@ import (
 )
 
 // The texts of a package are checked by these rules on create and on every edit
-// (SPEC "Hostile clients": an edit refuses what create refuses).
+// (docs/API.md, "Hostile clients": an edit refuses what create refuses).
 
 // ValidateTitle accepts a package title: 1 to MaxTitleLen characters of valid
 // UTF-8, not blank, without control characters or Unicode format characters.

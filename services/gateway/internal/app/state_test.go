@@ -16,7 +16,7 @@ var tableStates = []State{StateDraft, StateActive, StateRevoked, StateExpired}
 var allOps = []Op{OpOwnerUpload, OpRemoveFile, OpFinalize, OpRecipientUpload, OpRevoke, OpUseLink, OpOwnerDownload, OpEdit}
 
 // TestUnitStateTable checks every state × operation of apply against the table of
-// SPEC.md "Packages", written out here on its own: what is allowed, and the state it
+// docs/API.md, "States and errors", written out here on its own: what is allowed, and the state it
 // leads to; anything else is a 409 naming the state, and leaves the package as it was.
 func TestUnitStateTable(t *testing.T) {
 	t.Parallel()

@@ -63,8 +63,8 @@ type Config struct {
 	Scan            ScanConfig
 }
 
-// OIDCConfig is the organization's OpenID provider (SPEC "Signing in with the
-// organization's accounts").
+// OIDCConfig is the organization's OpenID provider (docs/WEB-UI.md, "Signing in with
+// the organization's accounts").
 type OIDCConfig struct {
 	Issuer        string        `env:"SHIPFILE_OIDC_ISSUER" default:"" help:"OpenID provider's issuer URL (discovery at {issuer}/.well-known/openid-configuration); unset: no sign-in through a provider"`
 	ClientID      string        `env:"SHIPFILE_OIDC_CLIENT_ID" default:"" help:"client id registered at the provider (redirect URI {SHIPFILE_PUBLIC_URL}/auth/oidc/callback)"`
@@ -95,14 +95,14 @@ func (c OIDCConfig) Web(publicURL string) *web.OIDCConfig {
 	}
 }
 
-// ScanConfig is what the gateway needs of malware scanning (SPEC "Malware scanning"):
+// ScanConfig is what the gateway needs of malware scanning (docs/SCANNING.md):
 // the mode its link routes follow. The scanner service does the scanning.
 type ScanConfig struct {
 	Mode      string `env:"SHIPFILE_SCAN" default:"" help:"off, flag (files served while pending) or block (through the link a file is served once clean); default: block when SHIPFILE_CLAMD_ADDR is set, else off"`
 	ClamdAddr string `env:"SHIPFILE_CLAMD_ADDR" default:"" help:"clamd's address (the scanner's); the gateway only reads whether it is set, for SHIPFILE_SCAN's default"`
 }
 
-// EdgeConfig bounds what one client can hold of the gateway (SPEC "Hostile clients").
+// EdgeConfig bounds what one client can hold of the gateway (docs/API.md, "Hostile clients").
 type EdgeConfig struct {
 	OpsAddr             string        `env:"SHIPFILE_OPS_ADDR" default:"127.0.0.1:8084" help:"address of /readyz, /metrics and /healthz (never the public address)"`
 	HashConcurrency     int           `env:"SHIPFILE_HASH_CONCURRENCY" default:"0" help:"password hashes (argon2id, 19 MiB each) at once; 0: the CPU count"`
@@ -272,7 +272,7 @@ func New(_ context.Context, cfg Config, deps Deps) (*Service, error) {
 	s := &Service{Registry: reg, cfg: cfg, log: log, secrets: secrets}
 	// Mail jobs carry magic links: the store seals them under SHIPFILE_SECRET_KEY
 	// before they are written to the outbox, and the relay opens them as it publishes,
-	// so that no raw link is ever readable in the database (SPEC "Hostile clients").
+	// so that no raw link is ever readable in the database (docs/API.md, "Hostile clients").
 	storeOpts := []store.Option{store.WithSealer(sealPayload(secrets)), store.WithRegisterer(reg)}
 	switch {
 	case deps.JS != nil:

@@ -13,8 +13,8 @@ import (
 
 var _ links.Store = (*Postgres)(nil)
 
-// TakeLinkBytes takes costs[i] from the budget of fileIDs[i] through the link (SPEC
-// "Download limit") and returns the files taken: one conditional UPDATE, which
+// TakeLinkBytes takes costs[i] from the budget of fileIDs[i] through the link
+// (docs/API.md, "Download limit") and returns the files taken: one conditional UPDATE, which
 // PostgreSQL serialises on each budget row, so concurrent answers on any number of
 // gateways never take past a budget. A file's first answer through the link makes its
 // budget row first.

@@ -31,7 +31,7 @@ type CountAuditHourlyParams struct {
 }
 
 // Counts a hit in the one row of its action, IP and hour (the database's clock, UTC),
-// for anonymous failures such as hits of unknown or dead links (SPEC "Hostile
+// for anonymous failures such as hits of unknown or dead links (docs/API.md, "Hostile
 // clients"): a guesser adds one row per hour, not one per hit.
 func (q *Queries) CountAuditHourly(ctx context.Context, arg CountAuditHourlyParams) error {
 	_, err := q.db.Exec(ctx, countAuditHourly,

@@ -156,9 +156,9 @@ func (u *cliUser) get(stdin, what string, files []*sentFile) {
 	}
 }
 
-// TestEndToEndCLI is SPEC "End-to-end encryption (age)": "the CLI and the browser read
-// each other's packages", against the real gateway, with the real command line
-// (cli/cmd/shipfile) and Chromium. Packages the CLI encrypts (`send --encrypt`, and
+// TestEndToEndCLI checks that the command line and the browser open each other's
+// encrypted packages (docs/ENCRYPTION.md, docs/CLI.md), against the real gateway, with
+// the real command line (cli/cmd/shipfile) and Chromium. Packages the CLI encrypts (`send --encrypt`, and
 // `send --passphrase-stdin`) open on the recipient's page, which shows the manifest's
 // names and saves the originals; a package the page encrypts comes back whole through
 // `shipfile get` of its full link; the uploads to an encrypted file request made in

@@ -129,8 +129,8 @@ func inboundSum(b []byte) string {
 	return hex.EncodeToString(s[:])
 }
 
-// TestE2EInboundRequest is SPEC "End-to-end encryption (age)" for file requests in a
-// real browser: the owner makes a key sealed by a passphrase on the account page, asks
+// TestE2EInboundRequest checks end-to-end encrypted file requests (docs/WEB-UI.md,
+// "End-to-end encrypted file requests") in a real browser: the owner makes a key sealed by a passphrase on the account page, asks
 // for files with an encrypted request, the recipient's page encrypts two uploads to
 // the owner's key, the bucket holds age files that filippo.io/age decrypts with the
 // owner's identity (unsealed in Go from the server's copy, and exported from the

@@ -402,7 +402,7 @@ func TestEndToEndOutbound(t *testing.T) {
 		t.Fatalf("zip entries = %v", got)
 	}
 
-	// A package an API client made without a manifest (SPEC allows it): the page shows
+	// A package an API client made without a manifest (optional: docs/ENCRYPTION.md): the page shows
 	// the neutral names and still decrypts with the link's key.
 	goID, _ := age.GenerateX25519Identity()
 	goPlain := []byte("made by a script\n")

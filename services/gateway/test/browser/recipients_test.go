@@ -10,7 +10,7 @@ import (
 	"github.com/chromedp/chromedp"
 )
 
-// TestSeveralRecipientsInBrowser (SPEC "Several recipients", web UI): the send form
+// TestSeveralRecipientsInBrowser (docs/API.md, "Several recipients", web UI): the send form
 // takes three addresses; finalize shows each recipient's own link; two of them
 // download in their own browsers and the package page lists every recipient with the
 // link's state and their downloads, and names whose link was used; revoking one

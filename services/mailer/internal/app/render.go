@@ -103,7 +103,7 @@ type view struct {
 	Button        string
 	Expires       string // ExpiryLayout, in UTC
 	// Encrypted: the package is end-to-end encrypted; the link mailed here carries no
-	// key (SPEC "End-to-end encryption (age)").
+	// key (docs/ENCRYPTION.md).
 	Encrypted bool
 }
 

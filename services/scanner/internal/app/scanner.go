@@ -20,7 +20,7 @@ import (
 	"github.com/shipfile/shipfile/pkg/msgerr"
 )
 
-// Scan states of a file (files.scan): SPEC "Malware scanning".
+// Scan states of a file (files.scan): docs/SCANNING.md.
 const (
 	ScanPending  = "pending"
 	ScanClean    = "clean"

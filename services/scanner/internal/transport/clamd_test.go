@@ -166,8 +166,8 @@ func (r *patternReader) Read(p []byte) (int, error) {
 
 // TestScanMemoryFlat streams 4 MiB and then 64 MiB to the clamd of make test and
 // counts the bytes the client allocates for each (runtime.MemStats.TotalAlloc): a few
-// chunk buffers at most, and no more for the file 16 times as big (SPEC "Malware
-// scanning": never a whole file in memory).
+// chunk buffers at most, and no more for the file 16 times as big (never a whole
+// file in memory: docs/CONFIGURATION.md, SHIPFILE_SCAN_CHUNK_SIZE).
 func TestScanMemoryFlat(t *testing.T) {
 	addr := os.Getenv("SHIPFILE_TEST_CLAMD_ADDR")
 	if addr == "" {

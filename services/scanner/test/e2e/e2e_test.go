@@ -264,7 +264,7 @@ func withEICAR(n int) []byte {
 	return append(append(b[:len(b)/2:len(b)/2], eicar...), b[len(b)/2:]...)
 }
 
-// TestEICARIsFlaggedNeverServedAndRemoved is SPEC "Malware scanning" in block mode: an
+// TestEICARIsFlaggedNeverServedAndRemoved checks docs/SCANNING.md's block mode: an
 // owner's EICAR file and a clean one; before the scan the link answers 409 with
 // Retry-After for each and the archive leaves both out, saying so; after it, the clean
 // file is served and alone in the archive, the EICAR file is infected with its

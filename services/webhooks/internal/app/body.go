@@ -33,7 +33,7 @@ const (
 //   - a repeated string field (a JSON array) or a proto3 optional field, left out when
 //     empty or unset.
 // Adding an event type whose body follows this needs no edit here; bodyRules holds the
-// few per-type extras SPEC asks for.
+// few per-type extras docs/WEBHOOKS.md lists ("What a delivery carries").
 
 // packageHead lists the Package fields every package.* body starts with, in order.
 var packageHead = []protoreflect.Name{"package_id", "title", "recipient_email", "owner_user_id"}
@@ -48,7 +48,8 @@ type bodyRule struct {
 	positive []protoreflect.Name
 }
 
-// bodyRules holds the per-type extras of SPEC "Events".
+// bodyRules holds the per-type extras of the bodies (docs/WEBHOOKS.md, "What a delivery
+// carries").
 var bodyRules = map[string]bodyRule{
 	events.TypePackageCreated:    {fromPackage: []protoreflect.Name{"direction"}},
 	events.TypePackageDownloaded: {nullIfEmpty: []protoreflect.Name{"file_id"}}, // null for the zip of all files

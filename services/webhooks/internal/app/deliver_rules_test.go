@@ -10,7 +10,8 @@ import (
 	"github.com/shipfile/shipfile/pkg/events/eventsv1"
 )
 
-// schedule is SPEC's default retry schedule: 8 attempts a round.
+// schedule is the default SHIPFILE_WEBHOOK_RETRY_SCHEDULE (docs/CONFIGURATION.md): 8
+// attempts a round.
 var schedule = []time.Duration{10 * time.Second, time.Minute, 5 * time.Minute, 30 * time.Minute, 2 * time.Hour, 6 * time.Hour, 12 * time.Hour}
 
 // within reports whether d is base ± the schedule's jitter.
@@ -162,7 +163,7 @@ func TestFailureText(t *testing.T) {
 }
 
 // TestDisableReason: the health pass disables with a reason naming the configured
-// period (SPEC: 5 days by default).
+// period (SHIPFILE_WEBHOOK_DISABLE_AFTER, 5 days by default: docs/WEBHOOKS.md).
 func TestDisableReason(t *testing.T) {
 	for _, c := range []struct {
 		after time.Duration

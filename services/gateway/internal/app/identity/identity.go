@@ -296,7 +296,7 @@ func (s *Identity) CreateToken(ctx context.Context, userID int64, name string, e
 
 // TokenExpiryWithin is the expiry of a token created with a token that expires at
 // parent (nil: never): the expiry asked for, but no later than parent's, so a token
-// that expires cannot mint one that outlives it (SPEC "Hostile clients", token
+// that expires cannot mint one that outlives it (docs/API.md, "Hostile clients", token
 // lifetime). A token asked for without an expiry gets parent's.
 func TokenExpiryWithin(requested, parent *time.Time) *time.Time {
 	if parent == nil || (requested != nil && !requested.After(*parent)) {

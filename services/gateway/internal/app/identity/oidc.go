@@ -12,7 +12,7 @@ import (
 )
 
 // OIDCStore is the persistence of sign-ins through the organization's OpenID
-// provider (SPEC "Signing in with the organization's accounts").
+// provider (docs/WEB-UI.md, "Signing in with the organization's accounts").
 type OIDCStore interface {
 	GetUserByOIDC(ctx context.Context, issuer, subject string) (app.User, error)
 	GetUserByEmail(ctx context.Context, email string) (app.User, error)

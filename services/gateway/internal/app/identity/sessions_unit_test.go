@@ -30,8 +30,8 @@ func (s *sweepStore) DeleteStaleLoginFailures(_ context.Context, now, windowStar
 }
 
 // TestUnitSessionSweeper: the sweeper forgets ended sessions and past sign-in counts
-// on its own, at every tick, with nobody signing in (SPEC "Hostile clients", sign-in
-// input: the table does not grow with the addresses tried).
+// on its own, at every tick, with nobody signing in (docs/WEB-UI.md, "Sessions": the
+// table does not grow with the addresses tried).
 func TestUnitSessionSweeper(t *testing.T) {
 	st := &sweepStore{}
 	s := NewSessions(st, nil, SessionConfig{Lockout: time.Minute, MaxFailures: 5})

@@ -14,7 +14,7 @@ import (
 	"github.com/shipfile/shipfile/services/gateway/internal/app/packages"
 )
 
-// Rules of grants and the unlock throttle (SPEC "Protecting a link").
+// Rules of grants and the unlock throttle (docs/API.md, "Protected links").
 const (
 	// GrantLifetime is how long a grant (and its cookie) opens a protected link.
 	GrantLifetime = 12 * time.Hour

@@ -28,7 +28,7 @@ type Store interface {
 	RecordLinkUse(ctx context.Context, linkHash []byte, fx app.Effects) error
 	WriteEffects(ctx context.Context, fx app.Effects) error
 	// TakeLinkBytes takes costs[i] from the budget of fileIDs[i] through the link
-	// linkHash (SPEC "Download limit") where it is not spent and holds that much, in
+	// linkHash (docs/API.md, "Download limit") where it is not spent and holds that much, in
 	// one conditional UPDATE, and returns the files taken; with counted, each of them
 	// counts a download. Without a limit nothing is refused, but the bytes are still
 	// recorded (a limit set later counts them).

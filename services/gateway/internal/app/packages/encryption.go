@@ -11,8 +11,8 @@ import (
 	"github.com/shipfile/shipfile/services/gateway/internal/app"
 )
 
-// The package service's side of end-to-end encryption (SPEC "End-to-end encryption
-// (age)"); the format rules are in internal/app (encryption.go).
+// The package service's side of end-to-end encryption (docs/ENCRYPTION.md); the format
+// rules are in internal/app (encryption.go).
 
 // PutManifest stores the encrypted manifest of a draft encrypted package.
 func (s *Packages) PutManifest(ctx context.Context, u app.User, client app.Client, id uuid.UUID, data []byte) error {

@@ -7,7 +7,7 @@ import (
 	"github.com/shipfile/shipfile/services/gateway/internal/app"
 )
 
-// What the owner sets of a link's protection (SPEC "Protecting a link"): its password,
+// What the owner sets of a link's protection (docs/API.md, "Protected links"): its password,
 // its download limit, and the rules of an edit's new expiry.
 const (
 	MinLinkPasswordLen = 8

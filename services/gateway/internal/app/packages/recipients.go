@@ -11,7 +11,8 @@ import (
 	"github.com/shipfile/shipfile/services/gateway/internal/app"
 )
 
-// ResolveRecipients applies SPEC's rules to the recipient fields of a create (or an
+// ResolveRecipients applies the rules of docs/API.md, "Several recipients", to the
+// recipient fields of a create (or an
 // edit that sets the list): list nil means recipient_email (required then) and
 // recipient_name name the one recipient; a list holds 1–50 entries with valid,
 // case-insensitively unique addresses, and recipient_email / recipient_name, when

@@ -53,7 +53,7 @@ func TestAuditListShowsDetail(t *testing.T) {
 }
 
 // TestDeadLinkHitsCountedPerIPAndHour: hits of unknown, malformed and dead links are
-// counted in one audit row per IP and hour (SPEC "Hostile clients"), not one row each;
+// counted in one audit row per IP and hour (docs/API.md, "Hostile clients"), not one row each;
 // the admin audit list shows the count.
 func TestDeadLinkHitsCountedPerIPAndHour(t *testing.T) {
 	t.Parallel()

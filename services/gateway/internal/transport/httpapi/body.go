@@ -15,7 +15,8 @@ import (
 )
 
 // BodyLimits bound how a request body of every route but the uploads may arrive
-// (SPEC "Hostile clients", slow request bodies): JSON and forms are small, so a
+// (408: docs/API.md, "States and errors"; SHIPFILE_HTTP_BODY_TIMEOUT in
+// docs/CONFIGURATION.md): JSON and forms are small, so a
 // client that trickles one holds a connection and a goroutine for nothing.
 type BodyLimits struct {
 	// MinRate bytes a second over every RateWindow, as for uploads (0: no minimum).

@@ -13,7 +13,7 @@ import (
 	"github.com/shipfile/shipfile/services/gateway/internal/app"
 )
 
-// End-to-end encryption (SPEC "End-to-end encryption (age)"): the package manifest
+// End-to-end encryption (docs/ENCRYPTION.md): the package manifest
 // (an age file, stored and served as bytes), and the user's key pair for file requests.
 
 // fileManifest is a file's own encrypted manifest entry as the API shows it: the

@@ -20,7 +20,7 @@ import (
 )
 
 // TestEditRefusesWhatCreateRefuses: PATCH /api/v1/packages/{id} refuses the control
-// and format characters that create refuses (SPEC "Hostile clients", edits): 422,
+// and format characters that create refuses (docs/API.md, "Hostile clients", edits): 422,
 // and the package keeps its texts.
 func TestEditRefusesWhatCreateRefuses(t *testing.T) {
 	t.Parallel()
@@ -59,7 +59,7 @@ func TestEditRefusesWhatCreateRefuses(t *testing.T) {
 }
 
 // TestTokenLifetimeBoundByParent: a token created with a token expires no later than
-// that token (SPEC "Hostile clients", token lifetime); the record shows the expiry
+// that token (docs/API.md, "Hostile clients", token lifetime); the record shows the expiry
 // it got. A session or a token that never expires mints what it asks for.
 func TestTokenLifetimeBoundByParent(t *testing.T) {
 	t.Parallel()
@@ -116,7 +116,7 @@ func TestTokenLifetimeBoundByParent(t *testing.T) {
 
 // TestGrantCookieSecure: with SHIPFILE_COOKIE_SECURE on, the API's link grant cookie
 // is Secure although the request came over plain HTTP (TLS ends at the ingress), as
-// every other cookie of shipfile (SPEC "Hostile clients", cookies); off, it is not.
+// every other cookie of shipfile (docs/CONFIGURATION.md, SHIPFILE_COOKIE_SECURE); off, it is not.
 func TestGrantCookieSecure(t *testing.T) {
 	t.Parallel()
 	for _, secure := range []bool{true, false} {
@@ -183,9 +183,8 @@ func (a *testAPI) trickle(method, path, token, contentType string, body []byte, 
 
 // TestSlowBodiesEveryRoute: JSON and form bodies that take longer than the time
 // limit (SHIPFILE_HTTP_BODY_TIMEOUT) or come slower than the minimum rate are cut
-// off with 408 {"detail"} on every route, the anonymous ones first (SPEC "Hostile
-// clients", slow request bodies); uploads keep their own rules and are not cut by the
-// time limit.
+// off with 408 {"detail"} on every route, the anonymous ones first (docs/API.md, "States and
+// errors": 408); uploads keep their own rules and are not cut by the time limit.
 func TestSlowBodiesEveryRoute(t *testing.T) {
 	t.Parallel()
 	cfg := defaultConfig()
@@ -262,7 +261,7 @@ func TestSlowBodiesMinRate(t *testing.T) {
 }
 
 // TestMagicLinkSealedAtRest: after a package is finalized, no row of the outbox
-// holds its raw magic link (SPEC "Hostile clients", magic links at rest): the mail
+// holds its raw magic link (docs/API.md, "Hostile clients", magic links at rest): the mail
 // job's payload is sealed under SHIPFILE_SECRET_KEY, and opens to the job with the
 // link (what the relay publishes to the mailer).
 func TestMagicLinkSealedAtRest(t *testing.T) {

@@ -25,10 +25,10 @@ type linkResponse struct {
 	FileCount int                `json:"file_count"`
 	TotalSize int64              `json:"total_size"`
 	Files     []linkFileResponse `json:"files"`
-	// PasswordProtected and MaxDownloads: SPEC "Protecting a link".
+	// PasswordProtected and MaxDownloads: docs/API.md, "Protected links".
 	PasswordProtected bool `json:"password_protected"`
 	MaxDownloads      *int `json:"max_downloads"`
-	// Encryption and PublicKey: SPEC "End-to-end encryption (age)" (the owner's age
+	// Encryption and PublicKey: docs/ENCRYPTION.md (the owner's age
 	// public key of an encrypted file request, to which uploads are encrypted).
 	Encryption string  `json:"encryption"`
 	PublicKey  *string `json:"public_key"`
@@ -38,7 +38,7 @@ type linkFileResponse struct {
 	fileResponse
 	DownloadURL string `json:"download_url"`
 	// DownloadsLeft is the file's budget left through the link in whole copies
-	// (SPEC "Download limit"); null: no limit.
+	// (docs/API.md, "Download limit"); null: no limit.
 	DownloadsLeft *int `json:"downloads_left"`
 }
 
@@ -220,7 +220,7 @@ func (h *handlers) uploadViaLink(c *gin.Context) {
 	c.JSON(http.StatusCreated, toFileResponse(f))
 }
 
-// The link grant's header and cookie (SPEC "Protecting a link").
+// The link grant's header and cookie (docs/API.md, "Protected links").
 const (
 	LinkGrantHeader = "Shipfile-Link-Grant"
 	LinkCookie      = "shipfile_link"

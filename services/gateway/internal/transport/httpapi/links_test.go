@@ -316,7 +316,7 @@ func (a *testAPI) linkFiles(link string, headers ...string) map[string]map[strin
 }
 
 // TestDownloadLimit: each file has a budget of max_downloads × its size through the
-// link (SPEC "Download limit"); answers take what they send, downloads_left is the
+// link (docs/API.md, "Download limit"); answers take what they send, downloads_left is the
 // budget in whole copies, a spent file is 410 and left out of the archive, and once
 // every file's is, the whole link is 410.
 func TestDownloadLimit(t *testing.T) {

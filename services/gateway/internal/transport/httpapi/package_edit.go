@@ -36,7 +36,7 @@ type updatePackageRequest struct {
 	Note          *string `json:"note"`
 	RecipientName *string `json:"recipient_name"`
 	// RecipientEmail is read beside recipients only, where it must name the first
-	// entry (SPEC "Several recipients"); alone it changes nothing, as before.
+	// entry (docs/API.md, "Several recipients"); alone it changes nothing.
 	RecipientEmail *string               `json:"recipient_email"`
 	Recipients     *[]app.RecipientInput `json:"recipients"`
 	ExpiresAt      *string               `json:"expires_at"`

@@ -40,13 +40,13 @@ type packageResponse struct {
 	RevokedAt      *time.Time `json:"revoked_at"`
 	LinkUseCount   int64      `json:"link_use_count"`
 	LinkLastUsedAt *time.Time `json:"link_last_used_at"`
-	// PasswordProtected, MaxDownloads and NotifyOwner: SPEC "Protecting a link".
+	// PasswordProtected, MaxDownloads and NotifyOwner: docs/API.md, "Protected links".
 	PasswordProtected bool `json:"password_protected"`
 	MaxDownloads      *int `json:"max_downloads"`
 	NotifyOwner       bool `json:"notify_owner"`
-	// Encryption: SPEC "End-to-end encryption (age)".
+	// Encryption: docs/ENCRYPTION.md.
 	Encryption string `json:"encryption"`
-	// Recipients: SPEC "Several recipients" (recipient_email and recipient_name are
+	// Recipients: docs/API.md, "Several recipients" (recipient_email and recipient_name are
 	// the first's).
 	Recipients []recipientResponse `json:"recipients"`
 	Files      []fileResponse      `json:"files,omitempty"`
@@ -76,7 +76,7 @@ type fileResponse struct {
 	ScannedAt      *time.Time `json:"scanned_at"`
 	ScanReleasedBy *int64     `json:"scan_released_by"`
 	ScanReleasedAt *time.Time `json:"scan_released_at"`
-	// Encrypted and Manifest: SPEC "End-to-end encryption (age)" (the manifest is the
+	// Encrypted and Manifest: docs/ENCRYPTION.md (the manifest is the
 	// base64 of the uploader's encrypted manifest entry, null for none).
 	Encrypted bool    `json:"encrypted"`
 	Manifest  *string `json:"manifest"`
@@ -375,7 +375,7 @@ func (h *handlers) withUpload(c *gin.Context, store func(app.Upload) (app.File, 
 		}
 		if part.FormName() == "manifest" {
 			// An encrypted file request's upload carries its own manifest entry, before
-			// the file part (SPEC "End-to-end encryption (age)").
+			// the file part (docs/ENCRYPTION.md).
 			b, err := io.ReadAll(io.LimitReader(part, maxManifestField+1))
 			part.Close()
 			if err != nil {

@@ -14,7 +14,7 @@ import (
 	"github.com/shipfile/shipfile/services/gateway/internal/app"
 )
 
-// On link routes the gateway answers Range itself (SPEC "Download limit"), so what an
+// On link routes the gateway answers Range itself (docs/API.md, "Download limit"), so what an
 // answer sends is decided before it takes its bytes from the file's budget: one range
 // (bytes=a-b, bytes=a-, bytes=-n) is a 206; several ranges, an If-Range that does not
 // match, a Range it cannot parse or of another unit are the whole file (200); a range
@@ -184,11 +184,11 @@ func serveSpan(c *gin.Context, f app.File, span app.Span, obj app.Object) delive
 }
 
 // copyBufferSize is how much an answer reads from its object before it writes, at
-// most. Full writes are what made downloads cheaper for the gateway and its client:
-// with io.Copy's 32 KiB (a read and a write syscall per 32 KiB, each write waking the
-// client for a little data) the gateway and the client spent a fifth more CPU per GiB
-// between them than the baseline reading MinIO directly; with the buffer filled to
-// 2 MiB before each write, about the same (docs/BENCHMARKS.md, "Download, issue 21").
+// most. Full writes keep downloads cheap for the gateway and its client: io.Copy's
+// 32 KiB costs a read and a write syscall per 32 KiB, each write waking the client for a
+// little data, so the two spend more CPU per GiB than a client reading MinIO directly;
+// with the buffer filled to 2 MiB before each write they spend about the same (the
+// measurements: docs/BENCHMARKS.md, "Download, issue 21").
 // It is also the memory of one download under way (pooled).
 const copyBufferSize = 2 << 20
 

@@ -9,7 +9,7 @@ import (
 	"github.com/shipfile/shipfile/services/gateway/internal/app"
 )
 
-// recipientResponse is one recipient of a package record (SPEC "Several recipients").
+// recipientResponse is one recipient of a package record (docs/API.md, "Several recipients").
 type recipientResponse struct {
 	ID            string     `json:"id"`
 	Email         string     `json:"email"`

@@ -10,7 +10,7 @@ import (
 )
 
 // ArchiveOmittedHeader counts the files a link's archive leaves out because of the
-// malware scan; the zip's comment names them (SPEC "Malware scanning").
+// malware scan; the zip's comment names them (docs/SCANNING.md).
 const ArchiveOmittedHeader = "Shipfile-Archive-Omitted"
 
 // maxZipComment is the most a zip comment holds.

@@ -18,7 +18,7 @@ import (
 	"github.com/shipfile/shipfile/services/gateway/internal/app/transfers"
 )
 
-// tus 1.0.0 (SPEC "Resumable uploads"): a focused implementation of the core protocol
+// tus 1.0.0 (docs/UPLOADS.md): a focused implementation of the core protocol
 // and the creation, creation-with-upload, termination, expiration and checksum
 // extensions. The answers are written here and errors go through the one error
 // middleware, so they stay {"detail"}; the credential of each route is ours (token or

@@ -43,7 +43,7 @@ func ageEncrypt(t *testing.T, to age.Recipient, plain []byte) []byte {
 }
 
 // TestEncryptedRequestPages covers the web UI's share of end-to-end encrypted file
-// requests (SPEC "End-to-end encryption (age)") without a browser: the session can
+// requests (docs/ENCRYPTION.md) without a browser: the session can
 // store its key through the API (with the CSRF header), the request form offers
 // encryption only with a key, the request page hands the browser the owner's public
 // key and no plain upload zone, and the owner's page lists the files with neutral

@@ -14,9 +14,8 @@ import (
 )
 
 // TestLoginLongEmail: an e-mail address over 254 bytes is a failed sign-in like any
-// other, 401 and then 429, never a 500 (SPEC "Hostile clients", sign-in input: its
-// throttle key once overflowed PostgreSQL's index row limit); every key stored stays
-// short.
+// other, 401 and then 429, never a 500 (docs/WEB-UI.md, "Sessions"); every throttle key
+// stored stays short, well within PostgreSQL's index row limit.
 func TestLoginLongEmail(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, func(o *options) { o.maxFailures = 3 })
@@ -51,7 +50,7 @@ func TestLoginLongEmail(t *testing.T) {
 }
 
 // TestLoginThrottleSwept: counts of the past go without anyone signing in
-// successfully (SPEC "Hostile clients", sign-in input): the gateway's sweeper
+// successfully (docs/WEB-UI.md, "Sessions"): the gateway's sweeper
 // forgets every count whose window and lock are over, and keeps those still running.
 func TestLoginThrottleSwept(t *testing.T) {
 	t.Parallel()
@@ -89,7 +88,7 @@ func TestLoginThrottleSwept(t *testing.T) {
 }
 
 // TestLoginIPv6Prefix: the per-IP count of failed sign-ins keys an IPv6 client by its
-// /64 (SPEC "Hostile clients", sign-in from many addresses): guesses from many
+// /64 (docs/WEB-UI.md, "Sessions"): guesses from many
 // addresses of one /64 lock that /64, not another.
 func TestLoginIPv6Prefix(t *testing.T) {
 	t.Parallel()

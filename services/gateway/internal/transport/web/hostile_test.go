@@ -18,7 +18,7 @@ import (
 // TestLinkCookieSecureOnPage: with SHIPFILE_COOKIE_SECURE on, the link grant cookie
 // that the recipient page's password form sets is Secure although the request came
 // over plain HTTP (TLS ends at the ingress), like every other cookie of shipfile
-// (SPEC "Hostile clients", cookies); off, it is not.
+// (docs/CONFIGURATION.md, SHIPFILE_COOKIE_SECURE); off, it is not.
 func TestLinkCookieSecureOnPage(t *testing.T) {
 	t.Parallel()
 	for _, on := range []bool{true, false} {
@@ -69,8 +69,7 @@ func TestLinkCookieSecureOnPage(t *testing.T) {
 }
 
 // TestBrowserUserOpenUploads: a browser user (the session, no token) has at most
-// SHIPFILE_UPLOAD_MAX_OPEN unfinished tus uploads at once (SPEC "Hostile clients",
-// unfinished uploads): the next creation is 429 with Retry-After; ending one makes
+// SHIPFILE_UPLOAD_MAX_OPEN unfinished tus uploads at once (docs/UPLOADS.md): the next creation is 429 with Retry-After; ending one makes
 // room; the same user's API token counts on its own.
 func TestBrowserUserOpenUploads(t *testing.T) {
 	t.Parallel()

@@ -22,8 +22,8 @@ import (
 	"github.com/shipfile/shipfile/services/gateway/internal/app/identity"
 )
 
-// OIDCConfig is the organization's OpenID provider (SPEC "Signing in with the
-// organization's accounts").
+// OIDCConfig is the organization's OpenID provider (docs/WEB-UI.md, "Signing in with
+// the organization's accounts").
 type OIDCConfig struct {
 	Issuer, ClientID, ClientSecret string
 	// Name is the button's label: "Sign in with {Name}".

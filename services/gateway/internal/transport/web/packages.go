@@ -119,7 +119,7 @@ type packageFormData struct {
 	MinTTL    int
 	MaxTTL    int
 	// HasKey: the user has an encryption key, so a file request may be encrypted end
-	// to end (SPEC "End-to-end encryption (age)").
+	// to end (docs/ENCRYPTION.md).
 	HasKey bool
 }
 

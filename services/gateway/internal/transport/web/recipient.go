@@ -38,7 +38,7 @@ type unlockData struct {
 	Token string
 }
 
-// linkCookie is the cookie holding a protected link's grant (SPEC "Protecting a link").
+// linkCookie is the cookie holding a protected link's grant (docs/API.md, "Protected links").
 const linkCookie = "shipfile_link"
 
 // recipient is the page behind a magic link: the note and the files to download

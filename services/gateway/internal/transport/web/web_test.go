@@ -613,8 +613,8 @@ func ptr[T any](v T) *T { return &v }
 
 // TestSetupRace submits the setup form from several browsers at once: exactly one
 // admin is created and the others find the page gone (or, on a loaded machine, are told
-// to come back: 503 when no password-hashing slot frees within 2 s, SPEC "Hostile
-// clients"), and none gets an error.
+// to come back: 503 when no password-hashing slot frees within 2 s, docs/WEB-UI.md,
+// "Sessions"), and none gets an error.
 func TestSetupRace(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)

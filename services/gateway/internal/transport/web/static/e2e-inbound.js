@@ -1,5 +1,5 @@
-// shipfile web UI: end-to-end encryption of file requests (SPEC "End-to-end
-// encryption (age)"). Three parts, each active only on its page:
+// shipfile web UI: end-to-end encryption of file requests (docs/WEB-UI.md,
+// "End-to-end encrypted file requests"). Three parts, each active only on its page:
 //
 //   - the account page's "Encryption key" section: makes the owner's age X25519
 //     identity in the browser, seals it with a passphrase (age scrypt, armored) and

@@ -1,4 +1,4 @@
-// shipfile end-to-end encryption helpers (SPEC "End-to-end encryption (age)"), shared by
+// shipfile end-to-end encryption helpers (docs/ENCRYPTION.md), shared by
 // the outbound pages (send, the recipient's link page), the inbound ones (account key,
 // request page) and the service worker /sw-e2e.js. Needs /static/docs/e2e.bundle.js
 // (self.shipfileVendor: age-encryption and client-zip) loaded first. Sets
