@@ -22,8 +22,8 @@ type Config struct {
 // A statement first run while its table is nearly empty (a fresh database, or one whose
 // statistics are stale: autovacuum off, as on CI machines) can thereby settle on a
 // sequential scan and keep it while the table grows to millions of rows: every
-// execution then reads the whole table (issue 21 measured the dispatcher's group commit
-// go quadratic that way). A custom plan is made from the actual parameters and the
+// execution then reads the whole table (the dispatcher's group commit goes quadratic that
+// way: docs/BENCHMARKS.md, "Dispatcher, issue 21 (2026-11-25): stale plans"). A custom plan is made from the actual parameters and the
 // table's current size every time, so the hot statements stay index lookups whatever
 // the statistics say, for a planning cost of tens of microseconds per statement.
 const PlanCacheMode = "force_custom_plan"

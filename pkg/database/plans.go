@@ -11,8 +11,8 @@ import "github.com/jackc/pgx/v5"
 // Only for statements whose generic plan cannot go bad on stale statistics: an INSERT of
 // given values, an upsert through its arbiter index, a lookup by primary key. Planning
 // such a statement afresh on each execution costs PostgreSQL tens to hundreds of
-// microseconds for nothing (issue 21 measured a third of its CPU per package creation in
-// the gateway, and 0.4 ms per group commit of the webhook dispatcher).
+// microseconds for nothing (what it costs the gateway's package creations and the
+// dispatcher's group commits: docs/BENCHMARKS.md, "API create, issue 21 (2026-11-26)").
 func QueueGenericPlans(b *pgx.Batch) {
 	b.Queue(`SELECT set_config('plan_cache_mode', 'force_generic_plan', true)`)
 }

@@ -52,10 +52,10 @@ type groupMember struct {
 
 func newGroupCommit(pool *pgxpool.Pool) *groupCommit {
 	// As many rounds in flight as the gateway has CPUs, and at most half the pool, so
-	// that they leave connections to every other request. Past that the rounds only get
-	// smaller: on 2 cores, 2 rounds gave 1.19–1.21× the bare handler's creations per
-	// second, 4 rounds 1.09–1.17×, 8 rounds 0.99–1.00×; on 16 cores 8 rounds did 1.39×
-	// what 4 did (docs/BENCHMARKS.md, "API create, issue 21 (2026-11-27, night)").
+	// that they leave connections to every other request. Fewer rounds make larger ones,
+	// which suits a PostgreSQL with few cores; more rounds use more of its backends where
+	// it has many, and the gateway's CPUs stand in for both (the measurements:
+	// docs/BENCHMARKS.md, "How many rounds in flight").
 	return &groupCommit{
 		pool: pool, limit: max(1, min(int(pool.Config().MaxConns)/2, runtime.GOMAXPROCS(0))),
 		rounds: prometheus.NewCounter(prometheus.CounterOpts{

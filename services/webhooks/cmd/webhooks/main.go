@@ -23,10 +23,10 @@ var dispatchOptions = transport.DefaultOptions
 
 // gcPercent is the dispatcher's GOGC when the environment sets none. Its live heap is
 // small (subscriptions, the batches under way, connections) and nearly everything else
-// it allocates lives for one delivery, so at Go's default of 100 the collector ran often;
-// at 400 the make bench dispatch row measured 0.88× the dispatcher's CPU per delivery
-// (0.097 against 0.111 ms; issue 21, docs/BENCHMARKS.md), for a heap that may grow to
-// five times the live one instead of twice. GOGC (and GOMEMLIMIT) in the environment win.
+// it allocates lives for one delivery, so at Go's default of 100 the collector runs
+// often; 400 takes less CPU per delivery (docs/BENCHMARKS.md, "Dispatcher, issue 21,
+// fourth pass": the collector), for a heap that may grow to five times the live one
+// instead of twice. GOGC (and GOMEMLIMIT) in the environment win.
 const gcPercent = 400
 
 func main() {

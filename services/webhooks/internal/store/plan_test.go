@@ -17,7 +17,7 @@ import (
 	"github.com/shipfile/shipfile/services/webhooks/internal/webhooktest"
 )
 
-// TestHotPlansStayIndexLookups is issue 21's trap: the dispatcher's pool prepares its
+// TestHotPlansStayIndexLookups sets the stale-plan trap: the dispatcher's pool prepares its
 // per-delivery statements while webhook_deliveries is empty and never analyzed (as on a
 // fresh database, or a server with autovacuum off), runs them more than five times (when
 // PostgreSQL's default plan cache would switch to a generic plan), and then the table

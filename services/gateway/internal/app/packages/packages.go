@@ -189,8 +189,8 @@ func (s *Packages) Get(ctx context.Context, u app.User, id uuid.UUID) (app.Packa
 	if err != nil {
 		return app.Package{}, nil, err
 	}
-	// With one recipient the owner sees the files through that link, as before there
-	// were several: the same counts, and what the link has taken of each budget.
+	// With one recipient the owner sees the files through that link: its counts, and
+	// what the link has taken of each budget.
 	var through []byte
 	if len(p.Recipients) == 1 {
 		through = p.Recipients[0].LinkHash

@@ -8,9 +8,10 @@ import (
 	"github.com/shipfile/shipfile/services/gateway/internal/app"
 )
 
-// TestWebhookURLRefusedWhereTheDispatcherWouldRefuseIt: http://100.64.0.1/ used to be
-// saved and then refused at every delivery attempt; now saving it (or changing a
-// subscription to it) is a 422 that says why, and nothing is stored.
+// TestWebhookURLRefusedWhereTheDispatcherWouldRefuseIt: a URL whose address the
+// dispatcher refuses at every delivery attempt (http://100.64.0.1/) is refused when it
+// is saved too: creating a subscription with it, or changing one to it, is a 422 that
+// says why, and nothing is stored.
 func TestWebhookURLRefusedWhereTheDispatcherWouldRefuseIt(t *testing.T) {
 	t.Parallel()
 	a := newTestAPI(t, defaultConfig())

@@ -179,9 +179,10 @@ func (a *testAPI) cutPatch(url, token string, offset int, content []byte, n int)
 	}
 }
 
-// TestTusCutPatchResumesAtOnce is the case of issue 19: a PATCH cut after 24 MiB, a
-// HEAD at once, then a PATCH from the offset it reports: 204, never 423 (the first
-// PATCH may still be storing its tail when the HEAD comes; the HEAD waits for it).
+// TestTusCutPatchResumesAtOnce is a client's retry after a dropped connection: a PATCH
+// cut after 24 MiB, a HEAD at once, then a PATCH from the offset it reports: 204, never
+// 423 (the first PATCH may still be storing its tail when the HEAD comes; the HEAD
+// waits for it).
 func TestTusCutPatchResumesAtOnce(t *testing.T) {
 	t.Parallel()
 	cfg := tusConfig()
