@@ -33,8 +33,7 @@ var (
 
 	// Types lists every package event type subscriptions can select (every field of
 	// Envelope.data not marked synthetic), in the order of the oneof in
-	// proto/events/v1/events.proto, which is the order of the seed's table. Treat it as
-	// read-only.
+	// proto/events/v1/events.proto. Treat it as read-only.
 	Types []string
 
 	// AllTypes lists every event type an Envelope can carry: Types and the synthetic

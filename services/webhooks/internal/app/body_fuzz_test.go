@@ -71,7 +71,7 @@ func FuzzRenderBody(f *testing.F) {
 }
 
 // FuzzBodyStringsAsEncodingJSON: a string field of a body is encoded byte for byte as
-// encoding/json encodes it without HTML escaping (the seed's bodies were written so).
+// encoding/json encodes it without HTML escaping (as the golden bodies in testdata are).
 func FuzzBodyStringsAsEncodingJSON(f *testing.F) {
 	for _, s := range []string{"", "plain", `Q4 <report> & "notes" — Zoë`, "tab\tnl\n\x00\x1f\x7f", "\xff\xfe bad utf-8", "\u2028\u2029", `back\slash`} {
 		f.Add(s)

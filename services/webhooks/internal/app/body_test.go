@@ -69,9 +69,9 @@ func TestRenderBodyGolden(t *testing.T) {
 	}
 }
 
-// TestFinalizedBodyIsTheSeedsTable checks package.finalized against the seed's table:
-// exactly these 8 fields, in this order, with these JSON types.
-func TestFinalizedBodyIsTheSeedsTable(t *testing.T) {
+// TestFinalizedBodyFields checks package.finalized against docs/WEBHOOKS.md ("What a
+// delivery carries"): exactly these 8 fields, in this order, with these JSON types.
+func TestFinalizedBodyFields(t *testing.T) {
 	_, body, err := app.RenderBody(loadEnvelope(t, "package.finalized"))
 	if err != nil {
 		t.Fatal(err)

@@ -555,10 +555,11 @@ func failureText(resp Response) string {
 	}
 }
 
-// Headers returns the headers of an attempt of del sent at now: the seed's headers
-// (X-Service-Signature keyed by the current secret only), X-Service-Delivery,
-// X-Service-Sequence for a package's event, and the Standard Webhooks headers, whose signature also uses the previous secret while a
-// rotation's grace period runs.
+// Headers returns the headers of an attempt of del sent at now (docs/WEBHOOKS.md, "What a
+// delivery carries"): X-Service-Event, X-Service-Hook-Id, X-Service-Signature (keyed by
+// the current secret only), X-Service-Delivery, X-Service-Sequence for a package's event,
+// and the Standard Webhooks headers, whose signature also uses the previous secret while
+// a rotation's grace period runs.
 func Headers(del Delivery, now time.Time) http.Header {
 	sub := del.Subscription
 	ts := now.Unix()

@@ -1,4 +1,4 @@
-// Package signing computes and checks the signatures of webhook requests: the seed's
+// Package signing computes and checks the signatures of webhook requests:
 // X-Service-Signature (sha256=<hex HMAC-SHA256 of the raw body>, keyed by the whole
 // secret string) and the Standard Webhooks webhook-signature (v1,<base64 HMAC-SHA256 of
 // "{id}.{timestamp}.{body}">, keyed by the base64-decoded part of the secret after

@@ -201,7 +201,7 @@ func TestWebhooksEndToEnd(t *testing.T) {
 		}
 	}
 
-	// Every request is signed, both ways, and carries the seed's headers.
+	// Every request is signed, both ways, and carries the headers of docs/WEBHOOKS.md.
 	check := func(hook string, d delivery) {
 		t.Helper()
 		h := d.headers

@@ -374,7 +374,7 @@ func TestRecipientsRules(t *testing.T) {
 	if p["recipient_email"] != "ann@example.com" || p["recipient_name"] != "Ann" || len(p["recipients"].([]any)) != 2 {
 		t.Fatalf("created: %v", p)
 	}
-	// One recipient is the seed's record with a list of one.
+	// One recipient is the record of recipient_email and recipient_name, with a list of one.
 	one := a.createPackage(token, map[string]any{"title": "T", "recipient_email": "r@example.com", "recipient_name": "R"})
 	if rs := one["recipients"].([]any); len(rs) != 1 || rs[0].(map[string]any)["email"] != "r@example.com" || rs[0].(map[string]any)["link_state"] != "none" {
 		t.Fatalf("one recipient: %v", one["recipients"])
