@@ -194,8 +194,9 @@ func (r *Resumable) Create(ctx context.Context, t TusTarget, in NewTusUpload) (C
 	return r.Write(ctx, t, id, Chunk{Offset: 0, Body: strings.NewReader("")})
 }
 
-// checkOpen is the rule of a new upload's counts (docs/UPLOADS.md): unfinished uploads count toward the package's file limit, and a token, a
-// browser user or a link has at most MaxOpen unfinished at once.
+// checkOpen is the rule of a new upload's counts (docs/UPLOADS.md): unfinished uploads
+// count toward the package's file limit, and a token, a browser user or a link has at
+// most MaxOpen unfinished at once.
 func (r *Resumable) checkOpen(o OpenUploads) error {
 	if o.Files+o.InPackage >= r.p.Limits().MaxFiles {
 		return app.Conflict("package already has the maximum of %d files, counting unfinished uploads", r.p.Limits().MaxFiles)
