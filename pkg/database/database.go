@@ -16,16 +16,17 @@ type Config struct {
 // PlanCacheMode is the plan_cache_mode every pooled connection runs with, unless the URL
 // names one (options=-c%20plan_cache_mode%3D... or plan_cache_mode=...).
 //
-// pgx prepares each statement once per connection. In PostgreSQL's default mode ("auto")
-// a prepared statement switches to a generic plan after five executions when that plan
-// looks no dearer than the custom ones, and keeps it until the table's statistics change.
-// A statement first run while its table is nearly empty (a fresh database, or one whose
+// pgx prepares each statement once per connection. In PostgreSQL's default mode ("auto") a
+// prepared statement switches to a generic plan after five executions when that plan looks
+// no dearer than the custom ones, and keeps it until the table's statistics change. A
+// statement first run while its table is nearly empty (a fresh database, or one whose
 // statistics are stale: autovacuum off, as on CI machines) can thereby settle on a
-// sequential scan and keep it while the table grows to millions of rows: every
-// execution then reads the whole table (the dispatcher's group commit goes quadratic that
-// way: docs/BENCHMARKS.md, "Dispatcher, issue 21 (2026-11-25): stale plans"). A custom plan is made from the actual parameters and the
-// table's current size every time, so the hot statements stay index lookups whatever
-// the statistics say, for a planning cost of tens of microseconds per statement.
+// sequential scan and keep it while the table grows to millions of rows: every execution
+// then reads the whole table (the dispatcher's group commit goes quadratic that way:
+// docs/BENCHMARKS.md, "Dispatcher, issue 21 (2026-11-25): stale plans"). A custom plan is
+// made from the actual parameters and the table's current size every time, so the hot
+// statements stay index lookups whatever the statistics say, for a planning cost of tens of
+// microseconds per statement.
 const PlanCacheMode = "force_custom_plan"
 
 // Open creates a pool and checks that the database answers. Its connections plan every

@@ -590,11 +590,11 @@ func stopped(name string, err error) error {
 	return fmt.Errorf("%s: %w", name, err)
 }
 
-// createPackage creates the package. With several recipients it sends the `recipients`
-// list (docs/API.md, "Several recipients"; recipient_email naming its first entry); a
-// server without recipient lists ignores that field and answers a package without
-// `recipients`: that draft is deleted again and the send fails, rather than going to the
-// first address alone. The same for a server that answers another `encryption` than the one asked for.
+// createPackage creates the package. With several recipients it sends the `recipients` list
+// (docs/API.md, "Several recipients"; recipient_email naming its first entry); a server
+// without recipient lists ignores that field and answers a package without `recipients`:
+// that draft is deleted again and the send fails, rather than going to the first address
+// alone. The same for a server that answers another `encryption` than the one asked for.
 func createPackage(ctx context.Context, c *api.Client, body apiclient.CreatePackage, to []string) (uuid.UUID, error) {
 	if len(to) == 1 {
 		r, err := c.API.CreatePackageWithResponse(ctx, body)

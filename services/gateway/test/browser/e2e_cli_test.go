@@ -156,14 +156,14 @@ func (u *cliUser) get(stdin, what string, files []*sentFile) {
 	}
 }
 
-// TestEndToEndCLI checks that the command line and the browser open each other's
-// encrypted packages (docs/ENCRYPTION.md, docs/CLI.md), against the real gateway, with
-// the real command line (cli/cmd/shipfile) and Chromium. Packages the CLI encrypts (`send --encrypt`, and
-// `send --passphrase-stdin`) open on the recipient's page, which shows the manifest's
-// names and saves the originals; a package the page encrypts comes back whole through
-// `shipfile get` of its full link; the uploads to an encrypted file request made in
-// the browser, encrypted by the request page to the key the owner made on the account
-// page, come back through `shipfile get ID` with the owner's passphrase.
+// TestEndToEndCLI checks that the command line and the browser open each other's encrypted
+// packages (docs/ENCRYPTION.md, docs/CLI.md), against the real gateway, with the real
+// command line (cli/cmd/shipfile) and Chromium. Packages the CLI encrypts
+// (`send --encrypt`, and `send --passphrase-stdin`) open on the recipient's page, which shows the
+// manifest's names and saves the originals; a package the page encrypts comes back whole
+// through `shipfile get` of its full link; the uploads to an encrypted file request made in
+// the browser, encrypted by the request page to the key the owner made on the account page,
+// come back through `shipfile get ID` with the owner's passphrase.
 func TestEndToEndCLI(t *testing.T) {
 	sys, bctx, owner, api := outSession(t, 3*time.Minute)
 	cli := newCLIUser(t, sys.base, api.Token)

@@ -130,12 +130,12 @@ func inboundSum(b []byte) string {
 }
 
 // TestE2EInboundRequest checks end-to-end encrypted file requests (docs/WEB-UI.md,
-// "End-to-end encrypted file requests") in a real browser: the owner makes a key sealed by a passphrase on the account page, asks
-// for files with an encrypted request, the recipient's page encrypts two uploads to
-// the owner's key, the bucket holds age files that filippo.io/age decrypts with the
-// owner's identity (unsealed in Go from the server's copy, and exported from the
-// page), and the owner, on another browser profile, types the passphrase and downloads
-// the originals; a wrong passphrase says so.
+// "End-to-end encrypted file requests") in a real browser: the owner makes a key sealed by
+// a passphrase on the account page, asks for files with an encrypted request, the
+// recipient's page encrypts two uploads to the owner's key, the bucket holds age files that
+// filippo.io/age decrypts with the owner's identity (unsealed in Go from the server's copy,
+// and exported from the page), and the owner, on another browser profile, types the
+// passphrase and downloads the originals; a wrong passphrase says so.
 func TestE2EInboundRequest(t *testing.T) {
 	sys := startOutSystem(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)

@@ -69,8 +69,9 @@ func TestLinkCookieSecureOnPage(t *testing.T) {
 }
 
 // TestBrowserUserOpenUploads: a browser user (the session, no token) has at most
-// SHIPFILE_UPLOAD_MAX_OPEN unfinished tus uploads at once (docs/UPLOADS.md): the next creation is 429 with Retry-After; ending one makes
-// room; the same user's API token counts on its own.
+// SHIPFILE_UPLOAD_MAX_OPEN unfinished tus uploads at once (docs/UPLOADS.md): the next
+// creation is 429 with Retry-After; ending one makes room; the same user's API token counts
+// on its own.
 func TestBrowserUserOpenUploads(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, func(o *options) { o.edge = service.EdgeConfig{UploadMaxOpen: 2} })

@@ -1,9 +1,9 @@
 // shipfile: end-to-end encryption of OUTBOUND packages in the browser (docs/WEB-UI.md,
-// "End-to-end encryption in the browser"): the send form's option, the draft's upload zone (every file
-// encrypted here before it leaves, the encrypted manifest PUT after each), the full
-// link with its key after sending, and the recipient's page (decrypting to disk through
-// the service worker, "Download all" zipped here). Uses self.shipfileE2E (static/e2e.js).
-// The key and the passphrase never go to the server.
+// "End-to-end encryption in the browser"): the send form's option, the draft's upload zone
+// (every file encrypted here before it leaves, the encrypted manifest PUT after each), the
+// full link with its key after sending, and the recipient's page (decrypting to disk
+// through the service worker, "Download all" zipped here). Uses self.shipfileE2E
+// (static/e2e.js). The key and the passphrase never go to the server.
 (function () {
   "use strict";
 
