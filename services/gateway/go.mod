@@ -93,6 +93,11 @@ require (
 	gopkg.in/yaml.v3 v3.0.1
 )
 
-require filippo.io/hpke v0.4.0 // indirect
+require (
+	filippo.io/hpke v0.4.0 // indirect
+	github.com/makiuchi-d/gozxing v0.1.1 // indirect
+	github.com/skip2/go-qrcode v0.0.0-20200617195104-da1b6568686e // indirect
+	golang.org/x/xerrors v0.0.0-20200804184101-5ec99f83aff1 // indirect
+)
 
 replace github.com/shipfile/shipfile/proto => ../../proto

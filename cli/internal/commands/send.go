@@ -23,6 +23,7 @@ import (
 	"github.com/shipfile/shipfile/cli/internal/progress"
 	"github.com/shipfile/shipfile/cli/internal/transfer"
 	"github.com/shipfile/shipfile/pkg/apiclient"
+	"github.com/shipfile/shipfile/pkg/qrcode"
 )
 
 // link is one recipient's link in the outputs of send and request.
@@ -81,6 +82,7 @@ type packageFlags struct {
 	title, note    string
 	days, maxDown  int
 	passwordFromIn bool
+	qr             bool // print each link's QR code on standard error
 }
 
 func (a *app) sendCmd() *cobra.Command {
@@ -138,6 +140,24 @@ func (a *app) packageFlags(cmd *cobra.Command, pf *packageFlags, titleHelp strin
 	f.StringVar(&pf.note, "note", "", "a note shown in the e-mail and on the link's page")
 	f.IntVar(&pf.days, "days", 0, "days until the package expires (1-90; default the server's, 7)")
 	f.BoolVar(&pf.passwordFromIn, "password-stdin", false, "protect the link with a password read from standard input")
+	f.BoolVar(&pf.qr, "qr", false, "also print each link's QR code (half blocks) on standard error, for a phone to scan")
+}
+
+// printQR writes the QR code of each link on standard error, under the address it
+// is for: the link itself stays alone on standard output, for scripts.
+func (a *app) printQR(links []link) error {
+	for _, l := range links {
+		s := l.MagicLink
+		if l.FullLink != "" {
+			s = l.FullLink
+		}
+		code, err := qrcode.Terminal(s)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(a.io.Err, "QR code of the link for %s:\n%s\n", l.Email, code)
+	}
+	return nil
 }
 
 // createBody is the package to create.
@@ -422,6 +442,11 @@ func (a *app) send(ctx context.Context, args []string, to []string, pf packageFl
 			fmt.Fprintln(a.io.Err, "End-to-end encrypted with your passphrase. The e-mailed link works with it: pass the passphrase on separately.")
 		}
 	}
+	if pf.qr {
+		if err := a.printQR(out.Links); err != nil {
+			return err
+		}
+	}
 	return a.output(out, func(w io.Writer) {
 		for _, l := range out.Links {
 			if l.FullLink != "" {
@@ -566,6 +591,11 @@ func (a *app) requestCmd() *cobra.Command {
 			p := fr.JSON200
 			out := sendResult{Package: p, Links: linksOf(p, fr.Body)}
 			a.note("Upload link for %s (package %s, expires %s):", p.RecipientEmail, p.Id, day(&p.ExpiresAt))
+			if pf.qr {
+				if err := a.printQR(out.Links); err != nil {
+					return err
+				}
+			}
 			return a.output(out, func(w io.Writer) { fmt.Fprintln(w, p.MagicLink) })
 		}),
 	}

@@ -18,6 +18,7 @@ import (
 
 	"github.com/gin-gonic/gin"
 
+	"github.com/shipfile/shipfile/pkg/qrcode"
 	"github.com/shipfile/shipfile/services/gateway/internal/app"
 )
 
@@ -88,6 +89,19 @@ var funcs = template.FuncMap{
 		return *p
 	},
 	"list": func(s ...string) []string { return s },
+	"qr":   qrSVG,
+}
+
+// qrSVG is the QR code of a link as an inline <svg>, drawn here so that the link
+// never leaves the page: nothing fetches it and nothing logs it. A link too long
+// for a QR code gets none.
+func qrSVG(link, label string) template.HTML {
+	svg, err := qrcode.SVG(link, label)
+	if err != nil {
+		return ""
+	}
+	// The SVG holds numbers and the label, which qrcode.SVG escapes.
+	return template.HTML(svg) //nolint:gosec // built by qrcode.SVG from numbers and an escaped label
 }
 
 // parseTemplates parses every page with the layout.

@@ -203,6 +203,8 @@
         inp.value = inp.value.split("#")[0] + "#" + sentry.identity;
         inp.setAttribute("data-e2e", "key");
       });
+      // The server drew the QR codes of the links without the key: they would not open the files.
+      sent.querySelectorAll(".qr-box").forEach(function (el) { el.hidden = true; });
       show(note, "Pass on this full link yourself: the part after # is the key that decrypts the files. The e-mailed link lacks it and cannot open them; the server never saw it.", "key");
     } else if (sentry && sentry.passphrase) {
       show(note, "The e-mailed link works, but the recipient needs your passphrase to decrypt the files: tell it to them another way.", "passphrase");
