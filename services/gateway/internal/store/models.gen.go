@@ -52,6 +52,12 @@ type AuditLog struct {
 	RecipientID *uuid.UUID
 }
 
+type DefaultPolicy struct {
+	ID        bool
+	Policy    []byte
+	UpdatedAt time.Time
+}
+
 type File struct {
 	ID             uuid.UUID
 	PackageID      uuid.UUID
@@ -207,6 +213,32 @@ type PackageManifest struct {
 	UpdatedAt time.Time
 }
 
+type PolicyGroup struct {
+	ID         int64
+	Name       string
+	Policy     []byte
+	OidcGroups []string
+	CreatedAt  time.Time
+	UpdatedAt  time.Time
+}
+
+type PolicyGroupMember struct {
+	GroupID   int64
+	UserID    int64
+	Source    string
+	CreatedAt time.Time
+}
+
+type QuotaHold struct {
+	ID          uuid.UUID
+	UserID      int64
+	Bytes       int64
+	TusUploadID *uuid.UUID
+	ObjectKey   *string
+	ExpiresAt   *time.Time
+	CreatedAt   time.Time
+}
+
 type Recipient struct {
 	ID            uuid.UUID
 	PackageID     uuid.UUID
@@ -266,6 +298,14 @@ type UserKey struct {
 	PublicKey      string
 	SealedIdentity string
 	CreatedAt      time.Time
+}
+
+type UserUsage struct {
+	UserID         int64
+	UsedBytes      int64
+	ReservedBytes  int64
+	ActivePackages int32
+	NotifiedAt     *time.Time
 }
 
 type WebSession struct {
