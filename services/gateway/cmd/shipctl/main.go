@@ -1,5 +1,5 @@
-// Command shipctl administers shipfile from the shell: users, API tokens and the
-// database schema. It reads SHIPFILE_DATABASE_URL like the gateway.
+// Command shipctl administers shipfile from the shell: users, API tokens, the
+// database schema and the audit chain's verification. It reads SHIPFILE_DATABASE_URL like the gateway.
 package main
 
 import (
@@ -18,6 +18,7 @@ import (
 	"github.com/shipfile/shipfile/pkg/database"
 	"github.com/shipfile/shipfile/pkg/service"
 	"github.com/shipfile/shipfile/services/gateway/internal/app"
+	"github.com/shipfile/shipfile/services/gateway/internal/app/audit"
 	"github.com/shipfile/shipfile/services/gateway/internal/app/identity"
 	"github.com/shipfile/shipfile/services/gateway/internal/store"
 	"github.com/shipfile/shipfile/services/gateway/migrations"
@@ -27,6 +28,10 @@ const usage = `Usage:
   shipctl user create --email E --name N [--role admin|regular] [--password-stdin]
   shipctl token create --email E --name N [--expires-in 720h]
   shipctl migrate
+  shipctl audit verify [--from SEQ]   recompute the audit chain in the database
+  shipctl audit verify --file F       verify an export (JSONL or CSV) offline
+
+audit verify exits 1 naming the first entry deleted, changed or reordered.
 
 A password is read from standard input with --password-stdin (its first line):
   shipctl user create --email E --name N --password-stdin < password.txt
@@ -53,6 +58,17 @@ func main() {
 func run(ctx context.Context, args []string, in io.Reader, out io.Writer) error {
 	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
 		return flag.ErrHelp
+	}
+	var file string
+	var from int64
+	if len(args) >= 2 && args[0] == "audit" && args[1] == "verify" {
+		var err error
+		if file, from, err = auditFlags(args[2:]); err != nil {
+			return err
+		}
+		if file != "" {
+			return auditVerifyFile(file, out)
+		}
 	}
 	var db database.Config
 	if err := config.Load(&db); err != nil {
@@ -81,6 +97,8 @@ func run(ctx context.Context, args []string, in io.Reader, out io.Writer) error 
 		return userCreate(ctx, identity, args[2:], in, out)
 	case "token create":
 		return tokenCreate(ctx, identity, args[2:], out)
+	case "audit verify":
+		return auditVerify(ctx, audit.NewChain(store.NewPostgres(conns.Pool)), from, out)
 	default:
 		return flag.ErrHelp
 	}

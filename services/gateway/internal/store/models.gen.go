@@ -36,6 +36,18 @@ type ApiToken struct {
 	LastUsedAt *time.Time
 }
 
+type AuditChainAnchor struct {
+	One  bool
+	Seq  int64
+	Hash string
+}
+
+type AuditChainHead struct {
+	One  bool
+	Seq  int64
+	Hash string
+}
+
 type AuditLog struct {
 	ID          int64
 	CreatedAt   time.Time
@@ -50,6 +62,9 @@ type AuditLog struct {
 	Hits        int32
 	Hour        *time.Time
 	RecipientID *uuid.UUID
+	Seq         *int64
+	PrevHash    *string
+	Hash        *string
 }
 
 type DefaultPolicy struct {
@@ -78,6 +93,17 @@ type File struct {
 	Manifest       []byte
 	ScanReleasedBy *int64
 	ScanReleasedAt *time.Time
+}
+
+type LegalHold struct {
+	ID         uuid.UUID
+	PackageID  *uuid.UUID
+	UserID     *int64
+	Reason     string
+	CreatedBy  *int64
+	CreatedAt  time.Time
+	ReleasedBy *int64
+	ReleasedAt *time.Time
 }
 
 type LinkBudget struct {

@@ -693,7 +693,7 @@ func (q *Queries) InsertWebhook(ctx context.Context, arg InsertWebhookParams) (W
 }
 
 const listAudit = `-- name: ListAudit :many
-SELECT id, created_at, actor, actor_user_id, action, package_id, file_id, ip, user_agent, detail, hits, hour, recipient_id FROM audit_log
+SELECT id, created_at, actor, actor_user_id, action, package_id, file_id, ip, user_agent, detail, hits, hour, recipient_id, seq, prev_hash, hash FROM audit_log
 WHERE ($1::uuid IS NULL OR package_id = $1)
   AND ($2::bigint = 0 OR id < $2)
 ORDER BY id DESC
@@ -729,6 +729,9 @@ func (q *Queries) ListAudit(ctx context.Context, arg ListAuditParams) ([]AuditLo
 			&i.Hits,
 			&i.Hour,
 			&i.RecipientID,
+			&i.Seq,
+			&i.PrevHash,
+			&i.Hash,
 		); err != nil {
 			return nil, err
 		}

@@ -1,0 +1,138 @@
+package audit
+
+import (
+	"context"
+	"time"
+)
+
+// ChainReader reads the chain as of one moment (a snapshot): what retention or new
+// writers change meanwhile is not seen.
+type ChainReader interface {
+	// Head is the seq and hash of the last entry written (0 and GenesisHash before any).
+	Head(ctx context.Context) (int64, string, error)
+	// Anchor is the seq and hash of the last entry retention removed (0 and GenesisHash
+	// while none was).
+	Anchor(ctx context.Context) (int64, string, error)
+	// Entries are up to limit entries after afterSeq up to uptoSeq, in seq order.
+	Entries(ctx context.Context, afterSeq, uptoSeq int64, limit int) ([]Entry, error)
+	// SeqRange is the first and last seq of the entries written in [from, to) (0, 0
+	// when none).
+	SeqRange(ctx context.Context, from, to time.Time) (int64, int64, error)
+}
+
+// Store gives the chain's snapshots.
+type Store interface {
+	// ReadChain calls fn with a reader of one snapshot of the chain.
+	ReadChain(ctx context.Context, fn func(ChainReader) error) error
+}
+
+// pageSize is how many entries verification and export read at a time.
+const pageSize = 1000
+
+// Chain verifies and exports the audit chain.
+type Chain struct {
+	store Store
+}
+
+// NewChain returns the chain kept in store.
+func NewChain(store Store) *Chain { return &Chain{store: store} }
+
+// Result is what a verification found.
+type Result struct {
+	// From is the first seq verified, Head the chain's head; Count entries were verified.
+	From, Head int64
+	Count      int64
+	// Break is the first broken entry, nil when the chain is whole.
+	Break *Break
+}
+
+// Verify recomputes the chain from the database: from its anchor, or from the entry
+// from (when > 0), whose prev_hash is then taken as it is.
+func (c *Chain) Verify(ctx context.Context, from int64) (Result, error) {
+	var res Result
+	err := c.store.ReadChain(ctx, func(r ChainReader) error {
+		headSeq, headHash, err := r.Head(ctx)
+		if err != nil {
+			return err
+		}
+		anchorSeq, anchorHash, err := r.Anchor(ctx)
+		if err != nil {
+			return err
+		}
+		if from > anchorSeq+1 {
+			first, err := r.Entries(ctx, from-1, from, 1)
+			if err != nil {
+				return err
+			}
+			anchorSeq, anchorHash = from-1, ""
+			if len(first) == 1 {
+				anchorHash = first[0].PrevHash
+			}
+		}
+		res.From, res.Head = anchorSeq+1, headSeq
+		v := NewVerifier(anchorSeq, anchorHash)
+		for after := anchorSeq; after < headSeq; {
+			page, err := r.Entries(ctx, after, headSeq, pageSize)
+			if err != nil {
+				return err
+			}
+			if len(page) == 0 {
+				break
+			}
+			for _, e := range page {
+				if b := v.Add(e); b != nil {
+					res.Count, res.Break = v.Count(), b
+					return nil
+				}
+			}
+			after = page[len(page)-1].Seq
+		}
+		res.Break = v.End(headSeq, headHash)
+		res.Count = v.Count()
+		return nil
+	})
+	return res, err
+}
+
+// Export calls fn with every entry written in [from, to) and those between them in the
+// chain, in seq order, a page at a time (memory stays flat whatever the range). A zero
+// from or to leaves that end open.
+func (c *Chain) Export(ctx context.Context, from, to time.Time, fn func(Entry) error) error {
+	if from.IsZero() {
+		from = time.Unix(0, 0)
+	}
+	if to.IsZero() {
+		to = time.Date(9999, 1, 1, 0, 0, 0, 0, time.UTC)
+	}
+	return c.store.ReadChain(ctx, func(r ChainReader) error {
+		first, last, err := r.SeqRange(ctx, from, to)
+		if err != nil || first == 0 {
+			return err
+		}
+		for after := first - 1; after < last; {
+			page, err := r.Entries(ctx, after, last, pageSize)
+			if err != nil {
+				return err
+			}
+			if len(page) == 0 {
+				return nil
+			}
+			for _, e := range page {
+				if err := fn(e); err != nil {
+					return err
+				}
+			}
+			after = page[len(page)-1].Seq
+		}
+		return nil
+	})
+}
+
+// Head is the chain's head now.
+func (c *Chain) Head(ctx context.Context) (seq int64, hash string, err error) {
+	err = c.store.ReadChain(ctx, func(r ChainReader) error {
+		seq, hash, err = r.Head(ctx)
+		return err
+	})
+	return seq, hash, err
+}
