@@ -180,7 +180,9 @@ WHERE status = 'pending' AND package_seq IS NOT NULL;
 -- webhook_order_finish: the event p_seq of package p_pkg is done for subscription
 -- p_sub. When it is the one next_seq names, next_seq moves past it and past the waiting
 -- events the subscription does not take, up to the next waiting delivery, which is
--- marked released and returned (NULL: none waits yet). Otherwise nothing changes.
+-- marked released and returned (NULL: none waits yet). A package without a place yet
+-- (nothing of it ever waited: its first event goes without one) gets one after p_seq.
+-- Otherwise nothing changes.
 -- +goose StatementBegin
 CREATE FUNCTION webhook_order_finish(p_sub bigint, p_pkg text, p_seq bigint) RETURNS uuid
 LANGUAGE plpgsql AS $$
@@ -191,7 +193,16 @@ DECLARE
 BEGIN
     SELECT next_seq INTO head FROM webhook_order_heads
     WHERE subscription_id = p_sub AND package_id = p_pkg FOR UPDATE;
-    IF NOT FOUND OR head <> p_seq THEN
+    IF NOT FOUND THEN
+        INSERT INTO webhook_order_heads (subscription_id, package_id, next_seq) VALUES (p_sub, p_pkg, p_seq + 1)
+        ON CONFLICT DO NOTHING;
+        IF FOUND THEN
+            RETURN NULL;
+        END IF;
+        SELECT next_seq INTO head FROM webhook_order_heads
+        WHERE subscription_id = p_sub AND package_id = p_pkg FOR UPDATE;
+    END IF;
+    IF head <> p_seq THEN
         RETURN NULL;
     END IF;
     DELETE FROM webhook_order_waits WHERE subscription_id = p_sub AND package_id = p_pkg AND seq = p_seq;
@@ -215,6 +226,100 @@ END
 $$;
 -- +goose StatementEnd
 
+-- webhook_order_release: the package's next waiting delivery, from next_seq on (past
+-- the waiting events the subscription does not take), marked released and returned;
+-- NULL when the next is not waiting (under way, released already, or not come).
+-- +goose StatementBegin
+CREATE FUNCTION webhook_order_release(p_sub bigint, p_pkg text) RETURNS uuid
+LANGUAGE plpgsql AS $$
+DECLARE
+    nxt bigint;
+    del uuid;
+    rel timestamptz;
+BEGIN
+    SELECT next_seq INTO nxt FROM webhook_order_heads
+    WHERE subscription_id = p_sub AND package_id = p_pkg FOR UPDATE;
+    IF NOT FOUND THEN
+        RETURN NULL;
+    END IF;
+    LOOP
+        SELECT delivery_id, released_at INTO del, rel FROM webhook_order_waits
+        WHERE subscription_id = p_sub AND package_id = p_pkg AND seq = nxt;
+        EXIT WHEN NOT FOUND;
+        IF del IS NOT NULL THEN
+            IF rel IS NOT NULL THEN
+                del := NULL;
+            ELSE
+                UPDATE webhook_order_waits SET released_at = now()
+                WHERE subscription_id = p_sub AND package_id = p_pkg AND seq = nxt;
+            END IF;
+            EXIT;
+        END IF;
+        DELETE FROM webhook_order_waits WHERE subscription_id = p_sub AND package_id = p_pkg AND seq = nxt;
+        nxt := nxt + 1;
+    END LOOP;
+    UPDATE webhook_order_heads SET next_seq = nxt, updated_at = now()
+    WHERE subscription_id = p_sub AND package_id = p_pkg AND next_seq <> nxt;
+    RETURN del;
+END
+$$;
+-- +goose StatementEnd
+
+-- webhook_order_finish_many: webhook_order_finish of each (p_subs[i], p_pkgs[i],
+-- p_seqs[i]), in one statement of the dispatcher's group commit of attempts (the caller
+-- sorts them by subscription and package, so that concurrent calls lock in one order);
+-- returns the released deliveries, '' where none, in the same order. The packages
+-- without waiting events (most) move on in one statement; the others one by one.
+-- +goose StatementBegin
+CREATE FUNCTION webhook_order_finish_many(p_subs bigint[], p_pkgs text[], p_seqs bigint[]) RETURNS text[]
+LANGUAGE plpgsql AS $$
+DECLARE
+    n    int := coalesce(array_length(p_subs, 1), 0);
+    out  text[];
+    slow int[];
+    r    record;
+BEGIN
+    IF n = 0 THEN
+        RETURN '{}';
+    END IF;
+    out := array_fill(''::text, ARRAY[n]);
+    -- The places that exist, locked in the caller's order.
+    PERFORM 1 FROM webhook_order_heads h
+    JOIN unnest(p_subs) WITH ORDINALITY AS u (s, i) ON h.subscription_id = u.s AND h.package_id = p_pkgs[u.i]
+    ORDER BY h.subscription_id, h.package_id
+    FOR UPDATE OF h;
+    -- Packages with events waiting, or twice in the call, go one by one.
+    SELECT array_agg(x.i) INTO slow FROM (
+        SELECT u.i, u.s, p_pkgs[u.i] AS p, count(*) OVER (PARTITION BY u.s, p_pkgs[u.i]) AS c
+        FROM unnest(p_subs) WITH ORDINALITY AS u (s, i)) x
+    WHERE x.c > 1
+       OR EXISTS (SELECT 1 FROM webhook_order_waits w WHERE w.subscription_id = x.s AND w.package_id = x.p);
+    slow := coalesce(slow, '{}');
+    -- The others: each package's place moves past its event, or is made after it.
+    INSERT INTO webhook_order_heads AS h (subscription_id, package_id, next_seq)
+    SELECT u.s, p_pkgs[u.i], p_seqs[u.i] + 1
+    FROM unnest(p_subs) WITH ORDINALITY AS u (s, i)
+    WHERE u.i <> ALL (slow)
+    ORDER BY u.i
+    ON CONFLICT (subscription_id, package_id) DO UPDATE SET next_seq = excluded.next_seq, updated_at = now()
+    WHERE h.next_seq = excluded.next_seq - 1;
+    -- An event that came to wait while this ran (its gate made the place first) is
+    -- released: a fresh look at what waits.
+    FOR r IN
+        SELECT u.i, u.s, p_pkgs[u.i] AS p FROM unnest(p_subs) WITH ORDINALITY AS u (s, i)
+        WHERE u.i <> ALL (slow)
+          AND EXISTS (SELECT 1 FROM webhook_order_waits w WHERE w.subscription_id = u.s AND w.package_id = p_pkgs[u.i])
+    LOOP
+        out[r.i] := coalesce(webhook_order_release(r.s, r.p)::text, '');
+    END LOOP;
+    FOR r IN SELECT x.i FROM unnest(slow) AS x (i) ORDER BY x.i LOOP
+        out[r.i] := coalesce(webhook_order_finish(p_subs[r.i], p_pkgs[r.i], p_seqs[r.i])::text, '');
+    END LOOP;
+    RETURN out;
+END
+$$;
+-- +goose StatementEnd
+
 -- webhook_order_gate: may event p_seq of package p_pkg go to subscription p_sub now?
 -- A package seen for the first time starts at its first event when that was written
 -- after the subscription became ordered (or is not on record: an event published
@@ -234,6 +339,14 @@ LANGUAGE plpgsql AS $$
 DECLARE
     head bigint;
 BEGIN
+    -- Most events are their package's next: a read decides it, with no lock and no
+    -- write (only a finish moves next_seq past p_seq, and that comes after it).
+    SELECT next_seq INTO head FROM webhook_order_heads
+    WHERE subscription_id = p_sub AND package_id = p_pkg;
+    IF FOUND AND p_seq <= head AND (p_seq < head OR p_delivery IS NOT NULL) THEN
+        decision := CASE WHEN p_seq < head THEN 'late' ELSE 'go' END;
+        RETURN;
+    END IF;
     SELECT next_seq INTO head FROM webhook_order_heads
     WHERE subscription_id = p_sub AND package_id = p_pkg FOR UPDATE;
     IF NOT FOUND THEN
@@ -318,6 +431,8 @@ $$;
 
 -- +goose Down
 DROP FUNCTION webhook_order_unstick(interval, int);
+DROP FUNCTION webhook_order_finish_many(bigint[], text[], bigint[]);
+DROP FUNCTION webhook_order_release(bigint, text);
 DROP FUNCTION webhook_order_gate(bigint, text, bigint, uuid, text, text, bytea, timestamptz);
 DROP FUNCTION webhook_order_finish(bigint, text, bigint);
 DROP TABLE webhook_order_waits;

@@ -101,10 +101,10 @@ type DeliveryStore interface {
 	// MarkFailed sets an unsucceeded delivery failed with reason, without an attempt,
 	// writing its row if it has none yet; ErrNotFound when it had succeeded.
 	MarkFailed(ctx context.Context, d Delivery, reason string) error
-	// RecordAttempts writes the attempts in one statement (a group commit), each
-	// delivery's row with its first attempt, and returns each one's number by
-	// delivery id.
-	RecordAttempts(ctx context.Context, recs []AttemptRecord) (map[string]int, error)
+	// RecordAttempts writes the attempts in one transaction (a group commit), each
+	// delivery's row with its first attempt, moves the packages of the FinishOrder
+	// records on, and returns each one's number (and release) by delivery id.
+	RecordAttempts(ctx context.Context, recs []AttemptRecord) (map[string]Recorded, error)
 	// DisableSubscription disables an active subscription with reason.
 	DisableSubscription(ctx context.Context, id int64, reason string) error
 	// OldestPending returns the age of the oldest pending delivery, 0 when none is.
@@ -145,8 +145,9 @@ type loaded struct {
 }
 
 type recorded struct {
-	attempt int
-	ok      bool
+	attempt  int
+	released string
+	ok       bool
 }
 
 // loadRunners is how many loads of delivery rows may run at once per instance.
@@ -193,7 +194,8 @@ func NewDeliverer(store DeliveryStore, subs *Subscriptions, rates *RateLimiter, 
 		}
 		out := make([]recorded, len(recs))
 		for i, r := range recs {
-			out[i].attempt, out[i].ok = m[r.DeliveryID]
+			rec, ok := m[r.DeliveryID]
+			out[i].attempt, out[i].released, out[i].ok = rec.Attempt, rec.Released, ok
 		}
 		return out, nil
 	})
@@ -237,9 +239,14 @@ func (d *Deliverer) Deliver(ctx context.Context, data []byte, numDelivered uint6
 // while an earlier event of its package is not done; once it is done, delivered or
 // failed for good, the next one of its package is released (Order).
 func (d *Deliverer) DeliverJob(ctx context.Context, job *eventsv1.WebhookJob, numDelivered uint64, seenBefore bool) error {
-	del, end, err := d.deliverJob(ctx, job, numDelivered, seenBefore)
+	del, end, od, err := d.deliverJob(ctx, job, numDelivered, seenBefore)
 	if err != nil || end == endOpen || d.opts.Order == nil || del.PackageSeq == 0 {
 		return err
+	}
+	if od.done {
+		// Its package was moved on in the attempt's commit.
+		d.opts.Order.Released(ctx, del, od.released, end == endFailed)
+		return nil
 	}
 	if del.Subscription.ID == 0 {
 		// Done before its subscription was read (a duplicate job).
@@ -257,6 +264,13 @@ func (d *Deliverer) DeliverJob(ctx context.Context, job *eventsv1.WebhookJob, nu
 	return nil
 }
 
+// orderDone says that an attempt's commit moved its package on (an ordered delivery
+// done) and which delivery it released ("" when none waits yet).
+type orderDone struct {
+	done     bool
+	released string
+}
+
 // deliveryEnd says whether a delivery job left its delivery done.
 type deliveryEnd int
 
@@ -268,9 +282,9 @@ const (
 
 // deliverJob is DeliverJob up to the delivery's end: it returns the delivery and
 // whether the job left it done.
-func (d *Deliverer) deliverJob(ctx context.Context, job *eventsv1.WebhookJob, numDelivered uint64, seenBefore bool) (Delivery, deliveryEnd, error) {
+func (d *Deliverer) deliverJob(ctx context.Context, job *eventsv1.WebhookJob, numDelivered uint64, seenBefore bool) (Delivery, deliveryEnd, orderDone, error) {
 	if _, err := uuid.Parse(job.GetDeliveryId()); err != nil {
-		return Delivery{}, endOpen, fmt.Errorf("%w: webhook job with delivery id %q: %w", ErrPoison, job.GetDeliveryId(), err)
+		return Delivery{}, endOpen, orderDone{}, fmt.Errorf("%w: webhook job with delivery id %q: %w", ErrPoison, job.GetDeliveryId(), err)
 	}
 	log := &deliveryLog{base: d.log, id: job.GetDeliveryId(), hook: job.GetHookId()}
 
@@ -282,21 +296,21 @@ func (d *Deliverer) deliverJob(ctx context.Context, job *eventsv1.WebhookJob, nu
 		l, err := d.loads.Do(ctx, job.GetDeliveryId())
 		switch {
 		case err != nil && ctx.Err() != nil:
-			return del, endOpen, retry(0, err) // stopping: another instance takes it at once
+			return del, endOpen, orderDone{}, retry(0, err) // stopping: another instance takes it at once
 		case err != nil:
 			log.get().Warn("load delivery", "err", err)
-			return del, endOpen, retry(backoff.TransientDelay(numDelivered), err)
+			return del, endOpen, orderDone{}, retry(backoff.TransientDelay(numDelivered), err)
 		case !l.ok && !fresh:
 			log.get().Info("delivery gone (subscription or delivery deleted); job dropped")
-			return del, endOpen, nil
+			return del, endOpen, orderDone{}, nil
 		case l.ok:
 			del = l.d
 			if dup := duplicateJob(del); dup != "" {
 				log.get().Info(dup+"; duplicate job dropped", "event", del.Event)
 				if del.Status == StatusSucceeded {
-					return del, endDone, nil
+					return del, endDone, orderDone{}, nil
 				}
-				return del, endFailed, nil
+				return del, endFailed, orderDone{}, nil
 			}
 		}
 	}
@@ -305,12 +319,12 @@ func (d *Deliverer) deliverJob(ctx context.Context, job *eventsv1.WebhookJob, nu
 	switch {
 	case errors.Is(err, ErrNotFound):
 		log.get().Info("subscription deleted; job dropped")
-		return del, endOpen, nil
+		return del, endOpen, orderDone{}, nil
 	case err != nil && ctx.Err() != nil:
-		return del, endOpen, retry(0, err)
+		return del, endOpen, orderDone{}, retry(0, err)
 	case err != nil:
 		log.get().Warn("load subscription", "err", err)
-		return del, endOpen, retry(backoff.TransientDelay(numDelivered), err)
+		return del, endOpen, orderDone{}, retry(backoff.TransientDelay(numDelivered), err)
 	}
 	del.Subscription = sub
 	if fresh && d.opts.Order.Applies(sub, del) {
@@ -319,31 +333,31 @@ func (d *Deliverer) deliverJob(ctx context.Context, job *eventsv1.WebhookJob, nu
 		decision, err := d.opts.Order.Gate(ctx, del)
 		switch {
 		case err != nil && ctx.Err() != nil:
-			return del, endOpen, retry(0, err)
+			return del, endOpen, orderDone{}, retry(0, err)
 		case err != nil:
 			log.get().Warn("ordered delivery", "err", err)
-			return del, endOpen, retry(backoff.TransientDelay(numDelivered), err)
+			return del, endOpen, orderDone{}, retry(backoff.TransientDelay(numDelivered), err)
 		case decision == GateWait:
 			log.get().Debug("ordered delivery waits for an earlier event of its package", "package_seq", del.PackageSeq)
-			return del, endOpen, nil
+			return del, endOpen, orderDone{}, nil
 		}
 	}
 	if sub.SecretError != nil {
 		log.get().Error("cannot open the subscription's signing secret; delivery waits", "err", sub.SecretError)
-		return del, endOpen, retry(backoff.TransientDelay(numDelivered), sub.SecretError)
+		return del, endOpen, orderDone{}, retry(backoff.TransientDelay(numDelivered), sub.SecretError)
 	}
 	if failsWithoutAttempt(sub, del.Event) {
 		if err := d.store.MarkFailed(ctx, del, ReasonSubscriptionDisabled); err != nil && !errors.Is(err, ErrNotFound) {
 			log.get().Warn("mark delivery failed", "err", err)
-			return del, endOpen, retry(backoff.TransientDelay(numDelivered), err)
+			return del, endOpen, orderDone{}, retry(backoff.TransientDelay(numDelivered), err)
 		}
 		log.get().Info("subscription disabled; delivery failed without an attempt")
 		d.metrics.Deliveries.WithLabelValues(OutcomeFailed).Inc()
-		return del, endFailed, nil
+		return del, endFailed, orderDone{}, nil
 	}
 	if d.rates != nil {
 		if err := d.rates.Wait(ctx, sub); err != nil {
-			return del, endOpen, retry(0, err)
+			return del, endOpen, orderDone{}, retry(0, err)
 		}
 	}
 
@@ -355,16 +369,16 @@ func (d *Deliverer) deliverJob(ctx context.Context, job *eventsv1.WebhookJob, nu
 	})
 	if resp.StatusCode == 0 && ctx.Err() != nil {
 		log.get().Info("attempt abandoned at shutdown; job requeued")
-		return del, endOpen, retry(0, errAbandoned)
+		return del, endOpen, orderDone{}, retry(0, errAbandoned)
 	}
 	d.metrics.AttemptDuration.Observe(resp.Duration.Seconds())
-	end, err := d.record(ctx, log, del, resp, numDelivered)
-	return del, end, err
+	end, od, err := d.record(ctx, log, del, resp, numDelivered)
+	return del, end, od, err
 }
 
 // record decides the attempt's consequences and writes them, and says whether the
 // delivery is done.
-func (d *Deliverer) record(ctx context.Context, log *deliveryLog, del Delivery, resp Response, numDelivered uint64) (deliveryEnd, error) {
+func (d *Deliverer) record(ctx context.Context, log *deliveryLog, del Delivery, resp Response, numDelivered uint64) (deliveryEnd, orderDone, error) {
 	rec := AttemptRecord{
 		DeliveryID:     del.ID,
 		SubscriptionID: del.SubscriptionID,
@@ -383,9 +397,12 @@ func (d *Deliverer) record(ctx context.Context, log *deliveryLog, del Delivery, 
 	o := DecideAttempt(resp, round, d.opts.Schedule)
 	rec.Succeeded, rec.Status, rec.DisableReason, rec.Error = o.Status == StatusSucceeded, o.Status, o.DisableReason, o.Error
 	outcome, wait := o.Outcome, o.Wait
-	if rec.Status == StatusFailed && d.opts.Order.Applies(del.Subscription, del) {
-		// The delivery log says what its end does to the package's later events.
-		rec.Error += "; " + ReasonOrderReleased
+	if rec.Status != StatusPending && d.opts.Order.Applies(del.Subscription, del) {
+		rec.FinishOrder = true
+		if rec.Status == StatusFailed {
+			// The delivery log says what its end does to the package's later events.
+			rec.Error += "; " + ReasonOrderReleased
+		}
 	}
 
 	// Written even when ctx is cancelled (shutdown): the attempt happened. (The group
@@ -402,18 +419,18 @@ func (d *Deliverer) record(ctx context.Context, log *deliveryLog, del Delivery, 
 		cancel()
 		if err != nil {
 			log.get().Warn("disable subscription", "err", err)
-			return endOpen, retry(backoff.TransientDelay(numDelivered), err)
+			return endOpen, orderDone{}, retry(backoff.TransientDelay(numDelivered), err)
 		}
 	}
 	r, err := d.records.Do(rctx, rec)
 	if err == nil && !r.ok {
 		log.get().Info("delivery deleted during its attempt; job dropped")
-		return endOpen, nil
+		return endOpen, orderDone{}, nil
 	}
 	if err != nil {
 		// The attempt happened but is not on record: the job comes back and tries again.
 		log.get().Warn("record attempt", "err", err, "status_code", resp.StatusCode)
-		return endOpen, retry(backoff.TransientDelay(numDelivered), err)
+		return endOpen, orderDone{}, retry(backoff.TransientDelay(numDelivered), err)
 	}
 	d.metrics.Deliveries.WithLabelValues(outcome).Inc()
 
@@ -430,16 +447,17 @@ func (d *Deliverer) record(ctx context.Context, log *deliveryLog, del Delivery, 
 		log.get().Warn("webhook attempt failed; subscription disabled", attrs("reason", rec.DisableReason)...)
 	case rec.Status == StatusPending:
 		log.get().Info("webhook attempt failed; will retry", attrs("retry_in", wait.String())...)
-		return endOpen, retry(wait, errors.New(rec.Error))
+		return endOpen, orderDone{}, retry(wait, errors.New(rec.Error))
 	case rec.Status == StatusFailed:
 		log.get().Warn("webhook attempt failed; delivery failed after the last attempt", attrs()...)
 	case d.log.Enabled(ctx, slog.LevelDebug):
 		log.get().Debug("webhook delivered", attrs()...)
 	}
+	od := orderDone{done: rec.FinishOrder, released: r.released}
 	if rec.Status == StatusFailed {
-		return endFailed, nil
+		return endFailed, od, nil
 	}
-	return endDone, nil
+	return endDone, od, nil
 }
 
 // deliveryLog is the logger of one delivery, made only when something is logged (most

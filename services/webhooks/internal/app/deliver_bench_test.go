@@ -28,10 +28,10 @@ func (s *benchStore) Deliveries(context.Context, []string) (map[string]Delivery,
 	return nil, nil
 }
 func (s *benchStore) MarkFailed(context.Context, Delivery, string) error { return nil }
-func (s *benchStore) RecordAttempts(_ context.Context, recs []AttemptRecord) (map[string]int, error) {
-	out := make(map[string]int, len(recs))
+func (s *benchStore) RecordAttempts(_ context.Context, recs []AttemptRecord) (map[string]Recorded, error) {
+	out := make(map[string]Recorded, len(recs))
 	for _, r := range recs {
-		out[r.DeliveryID] = 1
+		out[r.DeliveryID] = Recorded{Attempt: 1}
 	}
 	return out, nil
 }

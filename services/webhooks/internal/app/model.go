@@ -153,4 +153,15 @@ type AttemptRecord struct {
 	// DisableReason, when set, disables the subscription (if still active) with this
 	// reason once the attempt is recorded (410 Gone: rare).
 	DisableReason string
+	// FinishOrder: the delivery is done (Status succeeded or failed) on an ordered
+	// subscription; the same commit moves its package on (OrderStore.Finish) and says
+	// which delivery goes next.
+	FinishOrder bool
+}
+
+// Recorded is what recording an attempt gave: its number, and for a FinishOrder
+// record, the delivery of its package released next ("" when none waits yet).
+type Recorded struct {
+	Attempt  int
+	Released string
 }

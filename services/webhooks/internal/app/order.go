@@ -38,6 +38,9 @@ type OrderStore interface {
 	// attempted (the instance that released them stopped first), up to limit, and
 	// marks them released now.
 	StalledReleases(ctx context.Context, after time.Duration, limit int) ([]Release, error)
+	// Heads returns the next event of each (subs[i], pkgs[i]) in the order, 0 where the
+	// package has no place yet: a read, which decides most gates.
+	Heads(ctx context.Context, subs []int64, pkgs []string) ([]uint64, error)
 	// Unstick moves the packages whose next event has not come for after (it never
 	// will: written while the dispatchers did not yet know the subscription was
 	// ordered) past that event, up to limit, and returns the deliveries released.
@@ -67,11 +70,38 @@ type Order struct {
 	store    OrderStore
 	releaser Releaser
 	log      *slog.Logger
+	// heads reads the places of many deliveries' packages at once.
+	heads *batcher[orderKey, uint64]
 }
 
-// NewOrder returns an Order on store, handing released deliveries to releaser.
+// orderKey is a package's place in a subscription's order.
+type orderKey struct {
+	sub int64
+	pkg string
+}
+
+// orderRunners is how many reads of places may run at once per instance.
+const orderRunners = 4
+
+// NewOrder returns an Order on store, handing released deliveries to releaser; Close
+// stops it.
 func NewOrder(store OrderStore, releaser Releaser, log *slog.Logger) *Order {
-	return &Order{store: store, releaser: releaser, log: log}
+	o := &Order{store: store, releaser: releaser, log: log}
+	o.heads = newBatcher(orderRunners, 256, func(ctx context.Context, keys []orderKey) ([]uint64, error) {
+		subs, pkgs := make([]int64, len(keys)), make([]string, len(keys))
+		for i, k := range keys {
+			subs[i], pkgs[i] = k.sub, k.pkg
+		}
+		return store.Heads(ctx, subs, pkgs)
+	})
+	return o
+}
+
+// Close stops the reads of places; call it once no delivery runs any more.
+func (o *Order) Close() {
+	if o != nil {
+		o.heads.Close()
+	}
 }
 
 // Applies reports whether del's delivery is kept in order: its subscription asks for
@@ -81,7 +111,22 @@ func (o *Order) Applies(sub Subscription, del Delivery) bool {
 }
 
 // Gate decides whether del may be attempted now (GateGo, GateLate) or waits (GateWait).
+// A package's first event never waits, and asks nothing of the database.
 func (o *Order) Gate(ctx context.Context, del Delivery) (string, error) {
+	if del.PackageSeq == 1 {
+		return GateGo, nil
+	}
+	// Most events are their package's next: a read (shared with other deliveries)
+	// decides, with no lock (only the end of this event moves its package past it).
+	head, err := o.heads.Do(ctx, orderKey{del.SubscriptionID, del.PackageID})
+	switch {
+	case err != nil:
+		return "", fmt.Errorf("order of delivery %s: %w", del.ID, err)
+	case head > 0 && del.PackageSeq == head:
+		return GateGo, nil
+	case head > 0 && del.PackageSeq < head:
+		return GateLate, nil
+	}
 	decision, _, err := o.store.Gate(ctx, del, true)
 	if err != nil {
 		return "", fmt.Errorf("order of delivery %s: %w", del.ID, err)
@@ -107,12 +152,18 @@ func (o *Order) Finish(ctx context.Context, del Delivery, failed bool) error {
 	if err != nil {
 		return fmt.Errorf("end of delivery %s in its package's order: %w", del.ID, err)
 	}
+	o.Released(ctx, del, released, failed)
+	return nil
+}
+
+// Released hands over the delivery released ("" for none) by the end of del, which
+// failed for good when failed.
+func (o *Order) Released(ctx context.Context, del Delivery, released string, failed bool) {
 	why := ""
 	if failed {
 		why = "the previous event of its package failed for good"
 	}
 	o.release(ctx, del.SubscriptionID, released, why)
-	return nil
 }
 
 // release hands deliveryID ("" for none) to its subscription's consumer. A release

@@ -196,3 +196,64 @@ func TestOrderGate(t *testing.T) {
 		t.Fatalf("%d rows of the order left (%v)", left, err)
 	}
 }
+
+// TestAttemptsCommitMovesTheOrder: the group commit of attempts moves the packages of
+// the ordered deliveries it ends on, in its own transaction, and says which delivery
+// each released; a package's first event, which had no place yet, gets one.
+func TestAttemptsCommitMovesTheOrder(t *testing.T) {
+	t.Parallel()
+	pool, _ := schematest.Pool(t)
+	st := store.New(pool, servicetest.Keyring(t))
+	ctx := context.Background()
+	hook := webhooktest.InsertSubscription(t, pool, webhooktest.Subscription{URL: "https://a.example/hook", Secret: "whsec_a", Ordering: app.OrderingPackage})
+	a, b := uuid.NewString(), uuid.NewString()
+	del := func(pkg string, seq uint64) app.Delivery {
+		ev := uuid.NewString()
+		return app.Delivery{ID: app.DeliveryID(ev, hook), SubscriptionID: hook, EventID: ev, Event: events.TypePackageFinalized,
+			Body: []byte(`{}`), PackageID: pkg, PackageSeq: seq}
+	}
+	rec := func(d app.Delivery, status string) app.AttemptRecord {
+		return app.AttemptRecord{DeliveryID: d.ID, SubscriptionID: hook, EventID: d.EventID, Event: d.Event, Body: d.Body,
+			PackageID: d.PackageID, PackageSeq: d.PackageSeq, StatusCode: 200, HasResponse: true, Status: status,
+			Succeeded: status == app.StatusSucceeded, FinishOrder: status != app.StatusPending}
+	}
+	a1, a2, b1, b2 := del(a, 1), del(a, 2), del(b, 1), del(b, 2)
+	if d, _, err := st.Gate(ctx, a2, true); err != nil || d != app.GateWait {
+		t.Fatalf("a2: %q %v", d, err)
+	}
+	got, err := st.RecordAttempts(ctx, []app.AttemptRecord{rec(b1, app.StatusSucceeded), rec(a1, app.StatusSucceeded)})
+	if err != nil || got[a1.ID].Attempt != 1 || got[a1.ID].Released != a2.ID || got[b1.ID].Released != "" {
+		t.Fatalf("recorded %+v %v, want a1 to release %s", got, err, a2.ID)
+	}
+	// b had no place: its first event's end gives it one, so its second goes at once.
+	if d, _, err := st.Gate(ctx, b2, true); err != nil || d != app.GateGo {
+		t.Fatalf("b2: %q %v, want go", d, err)
+	}
+	// A retry to come does not move the package on.
+	got, err = st.RecordAttempts(ctx, []app.AttemptRecord{rec(b2, app.StatusPending)})
+	if err != nil || got[b2.ID].Released != "" {
+		t.Fatalf("pending: %+v %v", got, err)
+	}
+	b3 := del(b, 3)
+	if d, _, err := st.Gate(ctx, b3, true); err != nil || d != app.GateWait {
+		t.Fatalf("b3 while b2 is retried: %q %v, want wait", d, err)
+	}
+	// b2 succeeds: b3 goes. c, whose events never waited, moves on in one statement;
+	// a late record of c changes nothing.
+	c1 := del(uuid.NewString(), 1)
+	c2 := del(c1.PackageID, 2)
+	got, err = st.RecordAttempts(ctx, []app.AttemptRecord{rec(b2, app.StatusSucceeded), rec(c1, app.StatusSucceeded)})
+	if err != nil || got[b2.ID].Released != b3.ID || got[c1.ID].Released != "" {
+		t.Fatalf("recorded %+v %v, want b2 to release %s", got, err, b3.ID)
+	}
+	if _, err := st.RecordAttempts(ctx, []app.AttemptRecord{rec(c2, app.StatusSucceeded)}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.RecordAttempts(ctx, []app.AttemptRecord{rec(c1, app.StatusSucceeded)}); err != nil {
+		t.Fatal(err)
+	}
+	heads, err := st.Heads(ctx, []int64{hook, hook, hook}, []string{b, c1.PackageID, uuid.NewString()})
+	if err != nil || heads[0] != 3 || heads[1] != 3 || heads[2] != 0 {
+		t.Fatalf("heads %v %v, want [3 3 0]", heads, err)
+	}
+}

@@ -286,3 +286,15 @@ WHERE (h.subscription_id, h.package_id) IN (
         LIMIT @max_rows
     ) o
     LIMIT @max_rows);
+
+-- name: OrderFinishMany :one
+-- OrderFinish of many (webhook_order_finish_many), in the group commit of attempts:
+-- the released deliveries, empty where none, in the order given.
+SELECT webhook_order_finish_many(@subscription_ids::bigint[], @package_ids::text[], @seqs::bigint[])::text[];
+
+-- name: OrderHeads :many
+-- The next event of each (@subscription_ids[i], @package_ids[i]) that has a place in the
+-- order, by i (1-based); a read, for the gates of many deliveries at once.
+SELECT u.i::int AS i, h.next_seq
+FROM unnest(@subscription_ids::bigint[]) WITH ORDINALITY AS u (s, i)
+JOIN webhook_order_heads h ON h.subscription_id = u.s AND h.package_id = (@package_ids::text[])[u.i];

@@ -4,6 +4,7 @@
 package store
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -227,8 +228,8 @@ func createdAt(t time.Time) time.Time {
 // per group of distinct deliveries (one, unless a delivery appears twice), the row of a
 // delivery with it when it has none yet, and returns each attempt's number by delivery
 // id.
-func (p *Postgres) RecordAttempts(ctx context.Context, recs []app.AttemptRecord) (map[string]int, error) {
-	out := make(map[string]int, len(recs))
+func (p *Postgres) RecordAttempts(ctx context.Context, recs []app.AttemptRecord) (map[string]app.Recorded, error) {
+	out := make(map[string]app.Recorded, len(recs))
 	for len(recs) > 0 {
 		// Rows in id order, the same lock order in every statement; a second attempt of
 		// one delivery goes to the next statement.
@@ -259,7 +260,7 @@ func (p *Postgres) RecordAttempts(ctx context.Context, recs []app.AttemptRecord)
 	return out, nil
 }
 
-func (p *Postgres) recordAttempts(ctx context.Context, recs []app.AttemptRecord, out map[string]int) error {
+func (p *Postgres) recordAttempts(ctx context.Context, recs []app.AttemptRecord, out map[string]app.Recorded) error {
 	n := len(recs)
 	arg := db.RecordAttemptsParams{
 		DeliveryIds: make([]string, n), SubscriptionIds: make([]int64, n), StatusCodes: make([]int32, n),
@@ -281,10 +282,45 @@ func (p *Postgres) recordAttempts(ctx context.Context, recs []app.AttemptRecord,
 		arg.DurationsMs[i] = int32(min(r.Duration.Milliseconds(), 1<<31-1))
 		arg.Excerpts[i], arg.HasResponse[i] = r.Excerpt, r.HasResponse
 	}
-	if err := p.recordPipelined(ctx, arg, out); err != nil {
+	if err := p.recordPipelined(ctx, arg, finishesOf(recs), out); err != nil {
 		return fmt.Errorf("store: record %d attempts: %w", n, err)
 	}
 	return nil
+}
+
+// finishes are the packages that a group commit moves on (OrderFinishMany), each with
+// the delivery whose end moves it.
+type finishes struct {
+	arg        db.OrderFinishManyParams
+	deliveries []string
+}
+
+// finishesOf returns the FinishOrder records' packages, sorted by subscription, package
+// and number: every group commit locks their places in one order.
+func finishesOf(recs []app.AttemptRecord) finishes {
+	var done []app.AttemptRecord
+	for _, r := range recs {
+		if r.FinishOrder && r.PackageSeq > 0 {
+			done = append(done, r)
+		}
+	}
+	slices.SortFunc(done, func(a, b app.AttemptRecord) int {
+		if c := cmp.Compare(a.SubscriptionID, b.SubscriptionID); c != 0 {
+			return c
+		}
+		if c := cmp.Compare(a.PackageID, b.PackageID); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.PackageSeq, b.PackageSeq)
+	})
+	var f finishes
+	for _, r := range done {
+		f.arg.SubscriptionIds = append(f.arg.SubscriptionIds, r.SubscriptionID)
+		f.arg.PackageIds = append(f.arg.PackageIds, r.PackageID)
+		f.arg.Seqs = append(f.arg.Seqs, int64(r.PackageSeq))
+		f.deliveries = append(f.deliveries, r.DeliveryID)
+	}
+	return f
 }
 
 // recordPipelined runs RecordAttempts under PostgreSQL's generic plan, in one round
@@ -297,13 +333,19 @@ func (p *Postgres) recordAttempts(ctx context.Context, recs []app.AttemptRecord,
 // at 16 deliveries a commit. Its generic plan cannot go bad: it reads no table but
 // through the upsert's arbiter index (webhook_deliveries_pkey), whatever the statistics
 // (plan_test.go checks it on a table filled after the plan was made).
-func (p *Postgres) recordPipelined(ctx context.Context, arg db.RecordAttemptsParams, out map[string]int) error {
+//
+// The packages of ordered deliveries done move on in the same transaction (fin), so an
+// ordered delivery costs no commit of its own.
+func (p *Postgres) recordPipelined(ctx context.Context, arg db.RecordAttemptsParams, fin finishes, out map[string]app.Recorded) error {
 	b := &pgx.Batch{}
 	b.Queue("BEGIN")
 	database.QueueGenericPlans(b)
 	b.Queue(db.RecordAttemptsSQL, arg.DeliveryIds, arg.SubscriptionIds, arg.EventIds, arg.Events, arg.Bodies,
 		arg.CreatedAts, arg.StatusCodes, arg.Errors, arg.Statuses, arg.DurationsMs, arg.Excerpts, arg.HasResponse,
 		arg.PackageIds, arg.PackageSeqs)
+	if len(fin.deliveries) > 0 {
+		b.Queue(db.OrderFinishManySQL, fin.arg.SubscriptionIds, fin.arg.PackageIds, fin.arg.Seqs)
+	}
 	b.Queue("COMMIT")
 	br := p.pool.SendBatch(ctx, b)
 	defer br.Close()
@@ -323,11 +365,23 @@ func (p *Postgres) recordPipelined(ctx context.Context, arg db.RecordAttemptsPar
 			rows.Close()
 			return err
 		}
-		out[id] = int(attempt)
+		out[id] = app.Recorded{Attempt: int(attempt)}
 	}
 	rows.Close()
 	if err := rows.Err(); err != nil {
 		return err
+	}
+	if len(fin.deliveries) > 0 {
+		var released []string
+		if err := br.QueryRow().Scan(&released); err != nil {
+			return err
+		}
+		for i, id := range fin.deliveries {
+			if r, ok := out[id]; ok && i < len(released) {
+				r.Released = released[i]
+				out[id] = r
+			}
+		}
 	}
 	if _, err := br.Exec(); err != nil { // COMMIT
 		return err
@@ -481,6 +535,22 @@ func (p *Postgres) Gate(ctx context.Context, del app.Delivery, take bool) (decis
 		return "", "", fmt.Errorf("store: order gate: %w", err)
 	}
 	return row.Decision, row.Released, nil
+}
+
+// Heads returns the next event of each (subs[i], pkgs[i]) in the order, 0 where the
+// package has no place yet.
+func (p *Postgres) Heads(ctx context.Context, subs []int64, pkgs []string) ([]uint64, error) {
+	rows, err := p.q.OrderHeads(ctx, db.OrderHeadsParams{SubscriptionIds: subs, PackageIds: pkgs})
+	if err != nil {
+		return nil, fmt.Errorf("store: order heads: %w", err)
+	}
+	out := make([]uint64, len(subs))
+	for _, r := range rows {
+		if i := int(r.I) - 1; i >= 0 && i < len(out) {
+			out[i] = uint64(r.NextSeq)
+		}
+	}
+	return out, nil
 }
 
 // Finish records that event seq of package pkg is done for subscription sub and

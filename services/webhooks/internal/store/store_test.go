@@ -93,7 +93,7 @@ func TestStore(t *testing.T) {
 			// The same delivery twice in one batch: both counted, in order.
 			{DeliveryID: id, SubscriptionID: only, Error: "refused", Status: app.StatusPending},
 		})
-		if err != nil || n[id] != 2 || n[fresh] != 1 || len(n) != 2 {
+		if err != nil || n[id].Attempt != 2 || n[fresh].Attempt != 1 || len(n) != 2 {
 			t.Fatalf("%v %v", n, err)
 		}
 		ds, err := st.Deliveries(ctx, []string{fresh})
@@ -106,7 +106,7 @@ func TestStore(t *testing.T) {
 		}
 		n, err = st.RecordAttempts(ctx, []app.AttemptRecord{{DeliveryID: id, SubscriptionID: only, StatusCode: 200, HasResponse: true,
 			Succeeded: true, Status: app.StatusSucceeded}})
-		if err != nil || n[id] != 3 {
+		if err != nil || n[id].Attempt != 3 {
 			t.Fatalf("third: %v %v", n, err)
 		}
 		as := webhooktest.Attempts(t, pool, id)

@@ -463,6 +463,7 @@ loop:
 	}
 	d.settler.Close() // the messages handled last are settled
 	d.p.Deliverer.Close()
+	d.p.Order.Close()
 	lctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
 	defer cancel()
 	d.p.Health.Leave(lctx)

@@ -348,6 +348,25 @@ func (q *Queries) OrderFinish(ctx context.Context, arg OrderFinishParams) (strin
 	return column_1, err
 }
 
+const orderFinishMany = `-- name: OrderFinishMany :one
+SELECT webhook_order_finish_many($1::bigint[], $2::text[], $3::bigint[])::text[]
+`
+
+type OrderFinishManyParams struct {
+	SubscriptionIds []int64
+	PackageIds      []string
+	Seqs            []int64
+}
+
+// OrderFinish of many (webhook_order_finish_many), in the group commit of attempts:
+// the released deliveries, empty where none, in the order given.
+func (q *Queries) OrderFinishMany(ctx context.Context, arg OrderFinishManyParams) ([]string, error) {
+	row := q.db.QueryRow(ctx, orderFinishMany, arg.SubscriptionIds, arg.PackageIds, arg.Seqs)
+	var column_1 []string
+	err := row.Scan(&column_1)
+	return column_1, err
+}
+
 const orderGate = `-- name: OrderGate :one
 SELECT g.decision::text AS decision, coalesce(g.p_released::text, '')::text AS released
 FROM webhook_order_gate($1::bigint, $2::text, $3::bigint,
@@ -390,6 +409,44 @@ func (q *Queries) OrderGate(ctx context.Context, arg OrderGateParams) (OrderGate
 	var i OrderGateRow
 	err := row.Scan(&i.Decision, &i.Released)
 	return i, err
+}
+
+const orderHeads = `-- name: OrderHeads :many
+SELECT u.i::int AS i, h.next_seq
+FROM unnest($1::bigint[]) WITH ORDINALITY AS u (s, i)
+JOIN webhook_order_heads h ON h.subscription_id = u.s AND h.package_id = ($2::text[])[u.i]
+`
+
+type OrderHeadsParams struct {
+	SubscriptionIds []int64
+	PackageIds      []string
+}
+
+type OrderHeadsRow struct {
+	I       int32
+	NextSeq int64
+}
+
+// The next event of each (@subscription_ids[i], @package_ids[i]) that has a place in the
+// order, by i (1-based); a read, for the gates of many deliveries at once.
+func (q *Queries) OrderHeads(ctx context.Context, arg OrderHeadsParams) ([]OrderHeadsRow, error) {
+	rows, err := q.db.Query(ctx, orderHeads, arg.SubscriptionIds, arg.PackageIds)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []OrderHeadsRow
+	for rows.Next() {
+		var i OrderHeadsRow
+		if err := rows.Scan(&i.I, &i.NextSeq); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
 }
 
 const recordAttempts = `-- name: RecordAttempts :many
