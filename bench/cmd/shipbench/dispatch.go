@@ -19,6 +19,7 @@ import (
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/shipfile/shipfile/bench/internal/rig"
+	"github.com/shipfile/shipfile/pkg/apiclient"
 	"github.com/shipfile/shipfile/pkg/events"
 	"github.com/shipfile/shipfile/pkg/events/eventsv1"
 )
@@ -34,14 +35,24 @@ const dispatcherWorkers = 16
 // row measures deliveries per second until the receiver has them all (from the start of
 // the processes to the last new delivery). The baseline is a plain http.Client POSTing
 // the bodies the first run delivered to the same receiver, dispatcherWorkers at a time.
+// The events belong to many packages, eventsPerPackage each (numbered as the outbox
+// numbers them), spread over the stream; one more run, with one instance, delivers them
+// to subscriptions with "ordering": "package", and its row compares it with the
+// unordered run of one instance.
 func dispatchRows(ctx context.Context, t testing.TB, c config, bins rig.Bins, rep *Report) {
 	rcv := rig.StartReceiver(t)
 	want := c.events * c.subscriptions
 	var bodies []rig.Delivery
 	rates := map[int]float64{}
-	for k, inst := range c.instances {
+	runs := append(append([]int{}, c.instances...), orderedRun)
+	var orderedRate float64
+	for k, inst := range runs {
+		ordered := inst == orderedRun
+		if ordered {
+			inst = 1
+		}
 		// What is left of the budget is shared by the runs still to go and the baseline.
-		runEnd := time.Now().Add(time.Until(deadlineOf(ctx)) / time.Duration(len(c.instances)-k+1))
+		runEnd := time.Now().Add(time.Until(deadlineOf(ctx)) / time.Duration(len(runs)-k+1))
 		prefix := fmt.Sprintf("run%d-", k+1)
 		var got int64
 		var took time.Duration
@@ -52,20 +63,25 @@ func dispatchRows(ctx context.Context, t testing.TB, c config, bins rig.Bins, re
 		// Each run has a stack of its own, so that what one run left undelivered does
 		// not count against the next.
 		err := rig.Run(fmt.Sprintf("dispatch run %d", k+1), os.Stderr, func(t testing.TB) {
-			res = dispatchRun(ctx, t, c, bins, rcv, prefix, inst, k == 0, runEnd)
+			res = dispatchRun(ctx, t, c, bins, rcv, prefix, inst, k == 0, ordered, runEnd)
 			got, took, busy, used, waits = res.got, res.took, res.busy, res.used, res.waits
 		})
 		if err != nil {
 			t.Fatalf("dispatch run %d: %v", k+1, err)
 		}
 		rate := float64(got) / took.Seconds()
-		rates[inst] = rate
+		what := fmt.Sprintf("%d instance(s)", inst)
+		if ordered {
+			orderedRate, what = rate, "ordered per package, 1 instance"
+		} else {
+			rates[inst] = rate
+		}
 		cnt := rig.Count(rcv.Deliveries())
-		rep.Rawf("dispatch, %d instance(s): %d of %d deliveries in %s = %.0f deliveries/s (%d requests, %d duplicates); machine CPU %.0f%% busy, the dispatchers used %s of CPU (%.2f ms a delivery)%s; PostgreSQL waits: %s",
-			inst, got, want, took.Round(time.Millisecond), rate, cnt.Requests, cnt.Duplicates, 100*busy, used.Round(10*time.Millisecond),
+		rep.Rawf("dispatch, %s: %d of %d deliveries in %s = %.0f deliveries/s (%d requests, %d duplicates); machine CPU %.0f%% busy, the dispatchers used %s of CPU (%.2f ms a delivery)%s; PostgreSQL waits: %s",
+			what, got, want, took.Round(time.Millisecond), rate, cnt.Requests, cnt.Duplicates, 100*busy, used.Round(10*time.Millisecond),
 			perRequest(used, int(got)), unfinished(got, int64(want)), waits)
-		rep.Rawf("dispatch, %d instance(s), CPU per delivery: dispatchers %.3f ms, PostgreSQL (all its processes) %.3f ms, NATS %.3f ms, shipbench (the receiver) %.3f ms; first delivery %s after the processes' start; rate in the first tenth %s, in the last tenth %s; by tenth: %s",
-			inst, perRequest(used, int(got)), perRequest(res.pg, int(got)), perRequest(res.nats, int(got)), perRequest(res.self, int(got)),
+		rep.Rawf("dispatch, %s, CPU per delivery: dispatchers %.3f ms, PostgreSQL (all its processes) %.3f ms, NATS %.3f ms, shipbench (the receiver) %.3f ms; first delivery %s after the processes' start; rate in the first tenth %s, in the last tenth %s; by tenth: %s",
+			what, perRequest(used, int(got)), perRequest(res.pg, int(got)), perRequest(res.nats, int(got)), perRequest(res.self, int(got)),
 			res.startup.Round(time.Millisecond), tenthRate(res.tenths, 0), tenthRate(res.tenths, 9), perSecond(res.tenths))
 		if k == 0 {
 			bodies = rcv.Deliveries()
@@ -107,15 +123,38 @@ func dispatchRows(ctx context.Context, t testing.TB, c config, bins rig.Bins, re
 		prev = r
 		rep.Add(row)
 	}
+	first := 1 // the unordered run it is compared with: the first, or one instance
+	if len(c.instances) > 0 {
+		first = c.instances[0]
+	}
+	unordered := rates[first]
+	rep.Add(Row{
+		What: fmt.Sprintf("dispatcher, ordered per package: %d events of %d packages × %d subscriptions, 1 instance",
+			c.events, max(1, c.events/eventsPerPackage), c.subscriptions),
+		Measured: fmt.Sprintf("%.0f deliveries/s", orderedRate),
+		Baseline: fmt.Sprintf("%.0f deliveries/s unordered (%d instance(s), same run)", unordered, first),
+		Ratio:    ratio(orderedRate, unordered),
+		Target:   "≥ 0.5× unordered",
+		Verdict:  verdict(orderedRate >= 0.5*unordered, "%.2f×", orderedRate/unordered),
+	})
 }
+
+// orderedRun marks, among the dispatcher runs, the one with ordered subscriptions.
+const orderedRun = -1
+
+// eventsPerPackage is how many of the dispatcher rows' events each package has: event i
+// is number i/packages+1 of package i%packages, so a package's events lie far apart on
+// the stream, as a package's life spreads its events over time.
+const eventsPerPackage = 4
 
 // baselineSamples is how many times the dispatcher rows' baseline POSTs its requests.
 const baselineSamples = 3
 
-// dispatchRun publishes the events for fresh subscriptions named prefix+"h<n>" while no
-// dispatcher runs, starts inst dispatchers and returns how many distinct deliveries
-// arrived by end, and the time from the processes' start to the last one.
-func dispatchRun(ctx context.Context, t testing.TB, c config, bins rig.Bins, rcv *rig.Receiver, prefix string, inst int, keep bool, end time.Time) (r runResult) {
+// dispatchRun publishes the events for fresh subscriptions named prefix+"h<n>" (ordered
+// per package when ordered) while no dispatcher runs, starts inst dispatchers and
+// returns how many distinct deliveries arrived by end, and the time from the processes'
+// start to the last one.
+func dispatchRun(ctx context.Context, t testing.TB, c config, bins rig.Bins, rcv *rig.Receiver, prefix string, inst int, keep, ordered bool, end time.Time) (r runResult) {
 	ns := rig.StartNATS(t)
 	s := rig.NewStack(t, bins, rig.StackOptions{NATSURL: ns.URL})
 	s.StartGateway("SHIPFILE_RATE_LIMIT=0")
@@ -124,6 +163,10 @@ func dispatchRun(ctx context.Context, t testing.TB, c config, bins rig.Bins, rcv
 		sub := rig.Webhook(fmt.Sprintf("%s/%sh%d", rcv.URL, prefix, j+1), events.TypePackageCreated)
 		if c.maxInFlight > 0 {
 			sub.MaxInFlight = &c.maxInFlight
+		}
+		if ordered {
+			o := apiclient.WebhookOrderingPackage
+			sub.Ordering = &o
 		}
 		if _, err := s.API.CreateWebhook(ctx, sub); err != nil {
 			t.Fatal(err)
@@ -261,15 +304,22 @@ func unfinished(got, want int64) string {
 	return ""
 }
 
-// publishCreated publishes n package.created events of new packages, as the gateway's
-// relay would (Nats-Msg-Id = event id), and waits for the stream's acks.
+// publishCreated publishes n package.created events of n/eventsPerPackage packages
+// (event i is number i/packages+1 of package i%packages, Envelope.package_seq as the
+// outbox's trigger sets it), as the gateway's relay would (Nats-Msg-Id = event id), and
+// waits for the stream's acks.
 func publishCreated(ctx context.Context, js jetstream.JetStream, n int) error {
 	now := time.Now()
+	packages := make([]string, max(1, n/eventsPerPackage))
+	for i := range packages {
+		packages[i] = uuid.NewString()
+	}
 	for i := range n {
 		env := events.NewEnvelope(events.TypePackageCreated, time.Now())
+		env.PackageSeq = uint64(i/len(packages) + 1)
 		env.Data = &eventsv1.Envelope_PackageCreated{PackageCreated: &eventsv1.PackageCreated{
 			Package: &eventsv1.Package{
-				PackageId: uuid.NewString(), Title: fmt.Sprintf("bench %d", i), RecipientEmail: "recipient@example.com",
+				PackageId: packages[i%len(packages)], Title: fmt.Sprintf("bench %d", i), RecipientEmail: "recipient@example.com",
 				OwnerUserId: 1, Direction: "outbound",
 			},
 			TtlDays:   7,
