@@ -28,6 +28,7 @@ import (
 	"github.com/shipfile/shipfile/services/gateway/internal/app/identity"
 	"github.com/shipfile/shipfile/services/gateway/internal/app/links"
 	"github.com/shipfile/shipfile/services/gateway/internal/app/packages"
+	"github.com/shipfile/shipfile/services/gateway/internal/app/policies"
 	"github.com/shipfile/shipfile/services/gateway/internal/app/transfers"
 	"github.com/shipfile/shipfile/services/gateway/internal/app/webhookadmin"
 	"github.com/shipfile/shipfile/services/gateway/internal/store"
@@ -47,6 +48,7 @@ type Config struct {
 	MaxJSONBytes    int64         `env:"SHIPFILE_MAX_JSON_BYTES" default:"1048576" help:"largest accepted JSON request body"`
 	MaxFileSize     int64         `env:"SHIPFILE_MAX_FILE_SIZE" default:"10737418240" help:"largest accepted file, in bytes (10 GiB)"`
 	MaxFiles        int           `env:"SHIPFILE_MAX_FILES" default:"500" help:"most files in one package"`
+	StorageCap      int64         `env:"SHIPFILE_STORAGE_CAP" default:"0" help:"bytes all users' packages and uploads under way may hold together (0: no bound); per-user limits are policies (docs/POLICIES.md)"`
 	UploadPartSize  int64         `env:"SHIPFILE_UPLOAD_PART_SIZE" default:"16777216" help:"multipart part size of uploads to S3, in bytes; bounds memory per upload (min 5 MiB)"`
 	ResumeWindow    time.Duration `env:"SHIPFILE_UPLOAD_RESUME_WINDOW" default:"24h" help:"an unfinished resumable (tus) upload expires this long after its last PATCH"`
 	UploadLease     time.Duration `env:"SHIPFILE_UPLOAD_LOCK_LEASE" default:"30s" help:"how long a tus PATCH's hold on its upload lasts without renewal (what a crashed gateway's PATCH blocks)"`
@@ -239,6 +241,7 @@ type Service struct {
 	Packages   *packages.Packages
 	Links      *links.Links
 	Resumable  *transfers.Resumable
+	Policies   *policies.Policies
 	Webhooks   *webhookadmin.Service
 	// Sessions signs browsers in; Start runs its sweeper.
 	Sessions *identity.Sessions
@@ -303,7 +306,9 @@ func New(_ context.Context, cfg Config, deps Deps) (*Service, error) {
 	}
 	rate := links.NewLinkRate(db, linkRate, cfg.Edge.LinkBurst)
 	objectStore := store.NewObjects(deps.Objects, uint64(cfg.UploadPartSize))
-	s.Packages = packages.NewPackages(db, objectStore, app.Limits{MaxFileSize: cfg.MaxFileSize, MaxFiles: cfg.MaxFiles}, cfg.PublicURL)
+	s.Policies = policies.New(db, policies.WithStorageCap(cfg.StorageCap))
+	s.Packages = packages.NewPackages(db, objectStore, app.Limits{MaxFileSize: cfg.MaxFileSize, MaxFiles: cfg.MaxFiles}, cfg.PublicURL,
+		packages.WithPolicies(s.Policies, cfg.UploadPartSize))
 	s.Packages.UseHasher(hasher)
 	scanMode, err := app.ParseScanMode(cfg.Scan.Mode, cfg.Scan.ClamdAddr)
 	if err != nil {
@@ -313,6 +318,7 @@ func New(_ context.Context, cfg Config, deps Deps) (*Service, error) {
 	s.Links = links.New(s.Packages, db)
 	s.Resumable = transfers.NewResumable(s.Packages, s.Links, db, objectStore, transfers.TusConfig{
 		ResumeWindow: cfg.ResumeWindow, Lease: cfg.UploadLease, LockWait: cfg.UploadLockWait, MaxOpen: cfg.Edge.UploadMaxOpen,
+		Quotas: s.Policies,
 	}, log)
 	s.Webhooks = webhookadmin.New(db, secrets, cfg.WebhookPrivate)
 	s.Sessions = identity.NewSessions(db, s.Identity, identity.SessionConfig{
@@ -341,6 +347,7 @@ func New(_ context.Context, cfg Config, deps Deps) (*Service, error) {
 		Packages:  s.Packages,
 		Links:     s.Links,
 		Webhooks:  s.Webhooks,
+		Policies:  s.Policies,
 		Resumable: s.Resumable,
 		Registry:  reg,
 		Pages:     ui,
@@ -386,6 +393,9 @@ func (s *Service) Start(ctx context.Context) (stop func()) {
 	bg.Go(func() { s.DB.FollowUploadReleases(bgCtx, s.Resumable.AskRelease, s.log) })
 	if s.cfg.UploadSweep > 0 {
 		bg.Go(func() { s.Resumable.RunSweeper(bgCtx, s.cfg.UploadSweep) })
+		bg.Go(func() {
+			s.Policies.RunSweeper(bgCtx, s.cfg.UploadSweep, func(err error) { s.log.Warn("sweep lapsed quota holds", "err", err) })
+		})
 	}
 	if s.Recheck != nil {
 		bg.Go(func() { s.Recheck.Run(bgCtx) })

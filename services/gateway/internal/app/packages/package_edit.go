@@ -15,7 +15,12 @@ import (
 // or none, ends every grant of the link at once (grants are keyed by the password
 // hash).
 func (s *Packages) Update(ctx context.Context, u app.User, client app.Client, id uuid.UUID, in app.PackagePatch) (app.Package, error) {
-	if _, err := s.visible(ctx, u, id); err != nil {
+	current, err := s.visible(ctx, u, id)
+	if err != nil {
+		return app.Package{}, err
+	}
+	terms, err := s.termsCheck(ctx, current.OwnerUserID)
+	if err != nil {
 		return app.Package{}, err
 	}
 	// The same rules as Create's.
@@ -105,6 +110,11 @@ func (s *Packages) Update(ctx context.Context, u app.User, client app.Client, id
 		}
 		if in.NotifyOwner != nil {
 			p.NotifyOwner = *in.NotifyOwner
+		}
+		if terms != nil {
+			if err := terms(*p, in.ExpiresAt != nil); err != nil {
+				return app.Effects{}, err
+			}
 		}
 		return app.Effects{Audit: []app.AuditEntry{app.UserAudit(u, client, "package.update", id, nil)}}, nil
 	})

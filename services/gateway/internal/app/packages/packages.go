@@ -71,12 +71,20 @@ type Packages struct {
 	// openUploads counts a package's unfinished resumable uploads (set by
 	// transfers.NewResumable); they count toward its file limit.
 	openUploads func(ctx context.Context, packageID uuid.UUID) (int, error)
+	// policies is the owners' policies (WithPolicies; nil: none apply), meterStep the
+	// least bytes an upload reserves at a time.
+	policies  Policies
+	meterStep int64
 }
 
 // NewPackages returns the package service.
-func NewPackages(store Store, objects app.ObjectStore, limits app.Limits, publicURL string) *Packages {
-	return &Packages{store: store, objects: objects, limits: limits, publicURL: strings.TrimRight(publicURL, "/"), now: time.Now,
+func NewPackages(store Store, objects app.ObjectStore, limits app.Limits, publicURL string, opts ...Option) *Packages {
+	s := &Packages{store: store, objects: objects, limits: limits, publicURL: strings.TrimRight(publicURL, "/"), now: time.Now,
 		hasher: app.DirectHasher{}, reservationRenewal: ObjectReservationRenewal}
+	for _, o := range opts {
+		o(s)
+	}
+	return s
 }
 
 // UseClock makes the package service read the time from now instead of time.Now (a
@@ -173,6 +181,9 @@ func (s *Packages) Create(ctx context.Context, owner app.User, client app.Client
 		return app.Package{}, err
 	}
 	p.SetRecipients(recipients)
+	if err := s.checkNew(ctx, p); err != nil {
+		return app.Package{}, err
+	}
 	fx := app.Effects{
 		Events: []*eventsv1.Envelope{packageCreated(p)},
 		Audit:  []app.AuditEntry{app.UserAudit(owner, client, "package.create", p.ID, nil)},
@@ -306,8 +317,26 @@ func (s *Packages) upload(ctx context.Context, p app.Package, up app.Upload, by 
 	if err != nil {
 		return app.File{}, err
 	}
+	m, err := s.meter(ctx, p, f.ObjectKey)
+	if err != nil {
+		release()
+		return app.File{}, err
+	}
+	var metered *meteredReader
+	if m != nil {
+		metered = &meteredReader{ctx: ctx, r: body, m: m}
+		body = metered
+	}
 	size, err := s.objects.Put(ctx, f.ObjectKey, body, f.ContentType)
 	release()
+	if metered != nil && metered.err != nil {
+		// Refused by the owner's policy: nothing of it is kept, its bytes go back.
+		m.Release(ctx)
+		if rmErr := s.discardObject(ctx, f.ObjectKey); rmErr != nil {
+			return app.File{}, errors.Join(metered.err, rmErr)
+		}
+		return app.File{}, metered.err
+	}
 	bodyFailed := limited.over || limited.readErr != nil
 	switch {
 	case err == nil && bodyFailed:
@@ -318,6 +347,7 @@ func (s *Packages) upload(ctx context.Context, p app.Package, up app.Upload, by 
 		s.storeFailed(ctx, f.ObjectKey)
 	}
 	if err != nil {
+		m.Release(ctx)
 		if limited.over {
 			return app.File{}, &app.Error{Kind: app.KindTooLarge, Detail: fmt.Sprintf("file is larger than the limit of %d bytes", s.limits.MaxFileSize)}
 		}
@@ -337,10 +367,15 @@ func (s *Packages) upload(ctx context.Context, p app.Package, up app.Upload, by 
 	recorded, err := s.recordFile(ctx, f, op, audit, s.store.AddFile)
 	if err != nil {
 		// The row was not written: the object must not stay behind.
+		m.Release(ctx)
 		if rmErr := s.discardObject(ctx, f.ObjectKey); rmErr != nil {
 			err = errors.Join(err, rmErr)
 		}
 		return app.File{}, err
+	}
+	// The file's commit gave its reservation back (the object key's, ON DELETE CASCADE).
+	if m != nil {
+		s.policies.Committed(ctx, p.OwnerUserID)
 	}
 	return recorded, nil
 }
@@ -465,10 +500,19 @@ func (s *Packages) Finalize(ctx context.Context, u app.User, client app.Client, 
 	if err := mint(max(len(current.Recipients), 1)); err != nil {
 		return app.Package{}, nil, err
 	}
+	terms, err := s.termsCheck(ctx, current.OwnerUserID)
+	if err != nil {
+		return app.Package{}, nil, err
+	}
 	var links []app.LinkMint
 	p, err := s.store.ChangePackage(ctx, id, func(p *app.Package) (app.Effects, error) {
 		if err := p.Apply(app.OpFinalize, s.now()); err != nil {
 			return app.Effects{}, err
+		}
+		if terms != nil {
+			if err := terms(*p, false); err != nil {
+				return app.Effects{}, err
+			}
 		}
 		if p.Direction == app.Outbound && p.FileCount == 0 {
 			return app.Effects{}, app.Conflict("package has no files")

@@ -9,6 +9,7 @@ import (
 
 	"github.com/shipfile/shipfile/pkg/events/eventsv1"
 	"github.com/shipfile/shipfile/services/gateway/internal/app"
+	"github.com/shipfile/shipfile/services/gateway/internal/app/policies"
 )
 
 // ResolveRecipients applies the rules of docs/API.md, "Several recipients", to the
@@ -98,6 +99,13 @@ func (s *Packages) AddRecipient(ctx context.Context, u app.User, client app.Clie
 	owner, err := s.store.GetUser(ctx, current.OwnerUserID)
 	if err != nil {
 		return app.Package{}, app.Recipient{}, "", err
+	}
+	if pol, ok, err := s.policyOf(ctx, current.OwnerUserID); err != nil {
+		return app.Package{}, app.Recipient{}, "", err
+	} else if ok {
+		if err := policies.CheckRecipient(pol, rs[0].Email); err != nil {
+			return app.Package{}, app.Recipient{}, "", err
+		}
 	}
 	token, hash, err := newLinkToken()
 	if err != nil {

@@ -69,11 +69,15 @@ func apply(g *Group, in GroupInput) error {
 func (s *Policies) Groups(ctx context.Context) ([]Group, error) { return s.store.ListGroups(ctx) }
 
 // Group returns a group.
-func (s *Policies) Group(ctx context.Context, id int64) (Group, error) { return s.store.GetGroup(ctx, id) }
+func (s *Policies) Group(ctx context.Context, id int64) (Group, error) {
+	return s.store.GetGroup(ctx, id)
+}
 
 // DeleteGroup deletes a group; its members fall back on their other groups or the
 // default policy.
-func (s *Policies) DeleteGroup(ctx context.Context, id int64) error { return s.store.DeleteGroup(ctx, id) }
+func (s *Policies) DeleteGroup(ctx context.Context, id int64) error {
+	return s.store.DeleteGroup(ctx, id)
+}
 
 // PutMember makes a user a member of a group.
 func (s *Policies) PutMember(ctx context.Context, groupID, userID int64) error {
@@ -86,7 +90,9 @@ func (s *Policies) DeleteMember(ctx context.Context, groupID, userID int64) erro
 }
 
 // DefaultPolicy returns the policy of users in no group.
-func (s *Policies) DefaultPolicy(ctx context.Context) (Policy, error) { return s.store.DefaultPolicy(ctx) }
+func (s *Policies) DefaultPolicy(ctx context.Context) (Policy, error) {
+	return s.store.DefaultPolicy(ctx)
+}
 
 // SetDefaultPolicy validates and stores the policy of users in no group.
 func (s *Policies) SetDefaultPolicy(ctx context.Context, p Policy) (Policy, error) {

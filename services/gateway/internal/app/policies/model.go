@@ -6,6 +6,8 @@
 package policies
 
 import (
+	"bytes"
+	"encoding/json"
 	"time"
 
 	"github.com/google/uuid"
@@ -29,6 +31,20 @@ type Policy struct {
 	AllowedRecipientDomains []string `json:"allowed_recipient_domains"`
 	// MayRequestFiles: false forbids inbound packages (requests).
 	MayRequestFiles *bool `json:"may_request_files"`
+}
+
+// UnmarshalJSON reads a policy, refusing fields it does not know (a misspelt limit
+// would otherwise be no limit).
+func (p *Policy) UnmarshalJSON(b []byte) error {
+	type plain Policy
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	var out plain
+	if err := dec.Decode(&out); err != nil {
+		return err
+	}
+	*p = Policy(out)
+	return nil
 }
 
 // Group is a set of users who share a policy.

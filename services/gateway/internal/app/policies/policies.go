@@ -287,3 +287,19 @@ func (m *Meter) Release(ctx context.Context) {
 		_ = m.s.Release(ctx, m.r)
 	}
 }
+
+// RunSweeper gives back the lapsed holds every interval until ctx ends.
+func (s *Policies) RunSweeper(ctx context.Context, every time.Duration, onErr func(error)) {
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			if _, err := s.Sweep(ctx); err != nil && ctx.Err() == nil {
+				onErr(err)
+			}
+		}
+	}
+}

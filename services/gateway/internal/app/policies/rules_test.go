@@ -9,8 +9,8 @@ import (
 )
 
 func i64(n int64) *int64 { return &n }
-func iv(n int) *int       { return &n }
-func bv(b bool) *bool     { return &b }
+func iv(n int) *int      { return &n }
+func bv(b bool) *bool    { return &b }
 
 func TestEffective(t *testing.T) {
 	def := Policy{StorageQuotaBytes: i64(10)}
@@ -67,7 +67,10 @@ func TestCheckPackage(t *testing.T) {
 		{"domain allowed, any case", Policy{AllowedRecipientDomains: []string{"corp.example"}},
 			func(t PackageTerms) PackageTerms { t.Recipients = []string{"Bob@CORP.example"}; return t }, ""},
 		{"second recipient not allowed", Policy{AllowedRecipientDomains: []string{"corp.example"}},
-			func(t PackageTerms) PackageTerms { t.Recipients = []string{"a@corp.example", "b@evil.example"}; return t },
+			func(t PackageTerms) PackageTerms {
+				t.Recipients = []string{"a@corp.example", "b@evil.example"}
+				return t
+			},
 			"allowed_recipient_domains: evil.example"},
 		{"request forbidden", Policy{MayRequestFiles: bv(false)}, func(t PackageTerms) PackageTerms { t.Inbound = true; return t },
 			"may_request_files"},

@@ -50,6 +50,8 @@ type TusConfig struct {
 	// MaxOpen is how many unfinished uploads a token, a browser user or a link may
 	// have at once (0: no limit).
 	MaxOpen int
+	// Quotas reserves uploads' lengths against their owners' quotas (nil: none).
+	Quotas Quotas
 }
 
 // openRetryAfter is the Retry-After of a creation refused for too many unfinished
@@ -185,7 +187,15 @@ func (r *Resumable) Create(ctx context.Context, t TusTarget, in NewTusUpload) (C
 	} else {
 		u.LinkHash = p.LinkHash
 	}
+	res, err := r.reserve(ctx, p, in.Length)
+	if err != nil {
+		return ChunkResult{}, err
+	}
 	if err := r.store.CreateUpload(ctx, u, r.checkOpen); err != nil {
+		r.release(ctx, res)
+		return ChunkResult{}, err
+	}
+	if err := r.attach(ctx, res, u); err != nil {
 		return ChunkResult{}, err
 	}
 	if in.Length > 0 {
@@ -329,6 +339,9 @@ func (r *Resumable) Write(ctx context.Context, t TusTarget, id uuid.UUID, c Chun
 	}
 	if c.Offset != u.Offset {
 		return ChunkResult{}, app.Conflict("Upload-Offset %d does not match the upload's offset %d", c.Offset, u.Offset)
+	}
+	if err := r.checkSizes(ctx, p, u); err != nil {
+		return ChunkResult{}, err
 	}
 	stop := r.keepLease(ctx, id, owner, l)
 	defer stop() // before the unlock: deferred calls run last first

@@ -16,6 +16,7 @@ import (
 	"github.com/shipfile/shipfile/services/gateway/internal/app/identity"
 	"github.com/shipfile/shipfile/services/gateway/internal/app/links"
 	"github.com/shipfile/shipfile/services/gateway/internal/app/packages"
+	"github.com/shipfile/shipfile/services/gateway/internal/app/policies"
 	"github.com/shipfile/shipfile/services/gateway/internal/app/transfers"
 	"github.com/shipfile/shipfile/services/gateway/internal/app/webhookadmin"
 	"github.com/shipfile/shipfile/services/gateway/internal/docs"
@@ -47,6 +48,8 @@ type Deps struct {
 	// Links serves the recipient's side: what a magic link opens.
 	Links    *links.Links
 	Webhooks *webhookadmin.Service
+	// Policies serves groups, the default policy and usage.
+	Policies *policies.Policies
 	// Resumable serves tus uploads.
 	Resumable *transfers.Resumable
 	Registry  *prometheus.Registry
@@ -75,6 +78,7 @@ type handlers struct {
 	packages    *packages.Packages
 	links       *links.Links
 	webhooks    *webhookadmin.Service
+	policies    *policies.Policies
 	resumable   *transfers.Resumable
 	maxJSON     int64
 	maxFileSize int64
@@ -90,7 +94,7 @@ func New(d Deps) (*gin.Engine, error) {
 		return nil, err
 	}
 	h := &handlers{
-		log: d.Log, identity: d.Identity, packages: d.Packages, links: d.Links, webhooks: d.Webhooks, resumable: d.Resumable,
+		log: d.Log, identity: d.Identity, packages: d.Packages, links: d.Links, webhooks: d.Webhooks, policies: d.Policies, resumable: d.Resumable,
 		maxJSON: d.Config.MaxJSONBytes, maxFileSize: d.Config.MaxFileSize, spec: spec,
 		secureCookies: d.Config.SecureCookies,
 	}
@@ -156,6 +160,7 @@ func New(d Deps) (*gin.Engine, error) {
 	authed.DELETE("/me/tokens/:id", h.deleteToken)
 	authed.GET("/me/key", h.getKey)
 	authed.PUT("/me/key", h.putKey)
+	authed.GET("/me/usage", h.myUsage)
 
 	authed.GET("/packages", h.listPackages)
 	authed.POST("/packages", h.createPackage)
@@ -178,6 +183,16 @@ func New(d Deps) (*gin.Engine, error) {
 	admin.GET("/users", h.listUsers)
 	admin.POST("/users", h.createUser)
 	admin.PATCH("/users/:id", h.updateUser)
+	admin.GET("/groups", h.listGroups)
+	admin.POST("/groups", h.createGroup)
+	admin.GET("/groups/:id", h.getGroup)
+	admin.PATCH("/groups/:id", h.updateGroup)
+	admin.DELETE("/groups/:id", h.deleteGroup)
+	admin.PUT("/groups/:id/members/:user_id", h.putGroupMember)
+	admin.DELETE("/groups/:id/members/:user_id", h.deleteGroupMember)
+	admin.GET("/policies/default", h.getDefaultPolicy)
+	admin.PUT("/policies/default", h.putDefaultPolicy)
+	admin.GET("/usage", h.listUsage)
 	admin.GET("/webhooks", h.listWebhooks)
 	admin.POST("/webhooks", h.createWebhook)
 	admin.GET("/webhooks/:id", h.getWebhook)
