@@ -171,6 +171,10 @@ type File struct {
 	// not judge, and when (nil: not released).
 	ScanReleasedBy *int64
 	ScanReleasedAt *time.Time
+	// PreviewKey is the object key of the file's image preview ("" when it has none),
+	// PreviewWidth and PreviewHeight its size (internal/app/previews).
+	PreviewKey                  string
+	PreviewWidth, PreviewHeight int
 	// LinkTaken is what answers through the link have taken of the file's budget
 	// there (docs/API.md, "Download limit"): bytes, or whole copies of an empty file.
 	LinkTaken int64

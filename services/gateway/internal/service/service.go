@@ -298,15 +298,15 @@ func New(_ context.Context, cfg Config, deps Deps) (*Service, error) {
 	// channel) is current; last_used_at is written in batches.
 	s.TokenCache = identity.NewTokenCache(identity.DefaultTokenCacheTTL, identity.DefaultTokenFeedWindow)
 	s.tokenUsage = identity.NewTokenUsage(db, identity.DefaultTokenUsageInterval)
+	s.Policies = policies.New(db, policies.WithStorageCap(cfg.StorageCap))
 	s.Identity = identity.NewIdentity(db, identity.WithTokenCache(s.TokenCache), identity.WithTokenUsage(s.tokenUsage), identity.WithHasher(hasher),
-		identity.WithLogger(log))
+		identity.WithLogger(log), identity.WithGroupSync(s.Policies))
 	linkRate := float64(cfg.Edge.LinkRate)
 	if deps.LinkRate > 0 {
 		linkRate = deps.LinkRate
 	}
 	rate := links.NewLinkRate(db, linkRate, cfg.Edge.LinkBurst)
 	objectStore := store.NewObjects(deps.Objects, uint64(cfg.UploadPartSize))
-	s.Policies = policies.New(db, policies.WithStorageCap(cfg.StorageCap))
 	s.Packages = packages.NewPackages(db, objectStore, app.Limits{MaxFileSize: cfg.MaxFileSize, MaxFiles: cfg.MaxFiles}, cfg.PublicURL,
 		packages.WithPolicies(s.Policies, cfg.UploadPartSize))
 	s.Packages.UseHasher(hasher)

@@ -93,6 +93,9 @@ type File struct {
 	Manifest       []byte
 	ScanReleasedBy *int64
 	ScanReleasedAt *time.Time
+	PreviewKey     *string
+	PreviewWidth   *int32
+	PreviewHeight  *int32
 }
 
 type LegalHold struct {

@@ -321,7 +321,8 @@ func encryptionOf(p app.Package) string {
 	return string(p.Encryption)
 }
 
-// RemoveFile deletes a file's row and queues its object for deletion.
+// RemoveFile deletes a file's row and queues its object for deletion (its preview's
+// too, by the trigger of migration 00034).
 func (s *Postgres) RemoveFile(ctx context.Context, packageID, fileID uuid.UUID, change func(p *app.Package, f app.File) (app.Effects, error)) error {
 	return s.withLocked(ctx, packageID, func(q *Queries, p *app.Package) (app.Effects, error) {
 		row, err := q.GetFile(ctx, GetFileParams{PackageID: packageID, ID: fileID})
@@ -354,6 +355,11 @@ func (s *Postgres) DeletePackage(ctx context.Context, id uuid.UUID, change func(
 		if keys, err = q.FileKeys(ctx, id); err != nil {
 			return fx, err
 		}
+		previewKeys, err := q.PackagePreviewKeys(ctx, id)
+		if err != nil {
+			return fx, err
+		}
+		keys = append(keys, previewKeys...)
 		if err := q.QueueObjectDeletion(ctx, keys); err != nil {
 			return fx, err
 		}
@@ -528,5 +534,13 @@ func toFile(r File) app.File {
 		Scan: app.ScanState(r.Scan), ScanSignature: r.ScanSignature, ScannedAt: r.ScannedAt,
 		ScanReleasedBy: r.ScanReleasedBy, ScanReleasedAt: r.ScanReleasedAt,
 		Encrypted: r.Encrypted, Manifest: r.Manifest,
+		PreviewKey: deref(r.PreviewKey), PreviewWidth: int(deref32(r.PreviewWidth)), PreviewHeight: int(deref32(r.PreviewHeight)),
 	}
+}
+
+func deref32(p *int32) int32 {
+	if p == nil {
+		return 0
+	}
+	return *p
 }

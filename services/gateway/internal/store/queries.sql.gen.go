@@ -292,7 +292,7 @@ func (q *Queries) ForgetOldUnlockFailures(ctx context.Context, arg ForgetOldUnlo
 }
 
 const getFile = `-- name: GetFile :one
-SELECT files.id, files.package_id, files.filename, files.size, files.content_type, files.sha256, files.object_key, files.uploaded_by, files.created_at, files.download_count, files.scan, files.scan_signature, files.scanned_at, files.scan_attempts, files.recipient_id, files.encrypted, files.manifest, files.scan_released_by, files.scan_released_at, coalesce(b.taken, 0)::bigint AS link_taken, coalesce(b.download_count, 0)::int AS link_downloads
+SELECT files.id, files.package_id, files.filename, files.size, files.content_type, files.sha256, files.object_key, files.uploaded_by, files.created_at, files.download_count, files.scan, files.scan_signature, files.scanned_at, files.scan_attempts, files.recipient_id, files.encrypted, files.manifest, files.scan_released_by, files.scan_released_at, files.preview_key, files.preview_width, files.preview_height, coalesce(b.taken, 0)::bigint AS link_taken, coalesce(b.download_count, 0)::int AS link_downloads
 FROM files
 LEFT JOIN link_budgets b ON b.file_id = files.id AND b.link_hash = $1::bytea
 WHERE files.package_id = $2 AND files.id = $3
@@ -333,6 +333,9 @@ func (q *Queries) GetFile(ctx context.Context, arg GetFileParams) (GetFileRow, e
 		&i.File.Manifest,
 		&i.File.ScanReleasedBy,
 		&i.File.ScanReleasedAt,
+		&i.File.PreviewKey,
+		&i.File.PreviewWidth,
+		&i.File.PreviewHeight,
 		&i.LinkTaken,
 		&i.LinkDownloads,
 	)
@@ -744,7 +747,7 @@ func (q *Queries) ListAudit(ctx context.Context, arg ListAuditParams) ([]AuditLo
 }
 
 const listFiles = `-- name: ListFiles :many
-SELECT files.id, files.package_id, files.filename, files.size, files.content_type, files.sha256, files.object_key, files.uploaded_by, files.created_at, files.download_count, files.scan, files.scan_signature, files.scanned_at, files.scan_attempts, files.recipient_id, files.encrypted, files.manifest, files.scan_released_by, files.scan_released_at, coalesce(b.taken, 0)::bigint AS link_taken, coalesce(b.download_count, 0)::int AS link_downloads
+SELECT files.id, files.package_id, files.filename, files.size, files.content_type, files.sha256, files.object_key, files.uploaded_by, files.created_at, files.download_count, files.scan, files.scan_signature, files.scanned_at, files.scan_attempts, files.recipient_id, files.encrypted, files.manifest, files.scan_released_by, files.scan_released_at, files.preview_key, files.preview_width, files.preview_height, coalesce(b.taken, 0)::bigint AS link_taken, coalesce(b.download_count, 0)::int AS link_downloads
 FROM files
 LEFT JOIN link_budgets b ON b.file_id = files.id AND b.link_hash = $1::bytea
 WHERE files.package_id = $2 ORDER BY files.created_at, files.id
@@ -793,6 +796,9 @@ func (q *Queries) ListFiles(ctx context.Context, arg ListFilesParams) ([]ListFil
 			&i.File.Manifest,
 			&i.File.ScanReleasedBy,
 			&i.File.ScanReleasedAt,
+			&i.File.PreviewKey,
+			&i.File.PreviewWidth,
+			&i.File.PreviewHeight,
 			&i.LinkTaken,
 			&i.LinkDownloads,
 		); err != nil {

@@ -15,7 +15,7 @@ const releaseFileScan = `-- name: ReleaseFileScan :one
 
 UPDATE files SET scan_released_by = $1, scan_released_at = now()
 WHERE package_id = $2 AND id = $3 AND scan IN ('unscannable', 'error')
-RETURNING id, package_id, filename, size, content_type, sha256, object_key, uploaded_by, created_at, download_count, scan, scan_signature, scanned_at, scan_attempts, recipient_id, encrypted, manifest, scan_released_by, scan_released_at
+RETURNING id, package_id, filename, size, content_type, sha256, object_key, uploaded_by, created_at, download_count, scan, scan_signature, scanned_at, scan_attempts, recipient_id, encrypted, manifest, scan_released_by, scan_released_at, preview_key, preview_width, preview_height
 `
 
 type ReleaseFileScanParams struct {
@@ -52,6 +52,9 @@ func (q *Queries) ReleaseFileScan(ctx context.Context, arg ReleaseFileScanParams
 		&i.Manifest,
 		&i.ScanReleasedBy,
 		&i.ScanReleasedAt,
+		&i.PreviewKey,
+		&i.PreviewWidth,
+		&i.PreviewHeight,
 	)
 	return i, err
 }

@@ -47,6 +47,8 @@ type Identity struct {
 	cache  *TokenCache // nil: every request reads the token from the store
 	usage  *TokenUsage // nil: last_used_at is written on the request path
 	log    *slog.Logger
+	// groups is told SSO users' groups claims (WithGroupSync; nil: nobody).
+	groups GroupSync
 }
 
 // IdentityOption configures an Identity.

@@ -137,7 +137,12 @@ func (s *Identity) SignInOIDC(ctx context.Context, st OIDCStore, c OIDCClaims, p
 		return app.User{}, refuse(refusedDisabled)
 	}
 	if role, ok := p.Role(c.Groups); ok && role != u.Role {
-		return s.syncRole(ctx, st, u, role, System)
+		if u, err = s.syncRole(ctx, st, u, role, System); err != nil {
+			return app.User{}, err
+		}
+	}
+	if err := s.syncGroups(ctx, u.ID, c.Groups); err != nil {
+		return app.User{}, err
 	}
 	return u, nil
 }

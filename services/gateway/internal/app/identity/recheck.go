@@ -152,6 +152,9 @@ func (r *OIDCRecheck) check(ctx context.Context, s Session) error {
 			return err
 		}
 	}
+	if err := r.identity.syncGroups(ctx, s.UserID, claims.Groups); err != nil {
+		return err
+	}
 	role, ok := r.policy.Role(claims.Groups)
 	if !ok {
 		return nil

@@ -448,20 +448,23 @@ func (s *Packages) RemoveFile(ctx context.Context, u app.User, client app.Client
 	if _, err := s.visible(ctx, u, id); err != nil {
 		return err
 	}
-	var key string
+	var keys []string
 	err := s.store.RemoveFile(ctx, id, fileID, func(p *app.Package, f app.File) (app.Effects, error) {
 		if err := p.Apply(app.OpRemoveFile, s.now()); err != nil {
 			return app.Effects{}, err
 		}
 		p.FileCount--
 		p.TotalSize -= f.Size
-		key = f.ObjectKey
+		keys = append(keys, f.ObjectKey)
+		if f.PreviewKey != "" {
+			keys = append(keys, f.PreviewKey)
+		}
 		return app.Effects{Audit: []app.AuditEntry{app.UserAudit(u, client, "file.remove", id, &fileID)}}, nil
 	})
 	if err != nil {
 		return err
 	}
-	s.removeObjects(ctx, []string{key})
+	s.removeObjects(ctx, keys)
 	return nil
 }
 

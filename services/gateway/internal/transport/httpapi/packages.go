@@ -80,6 +80,8 @@ type fileResponse struct {
 	// base64 of the uploader's encrypted manifest entry, null for none).
 	Encrypted bool    `json:"encrypted"`
 	Manifest  *string `json:"manifest"`
+	// Preview: the file has an image preview (proto/openapi.yaml, File).
+	Preview bool `json:"preview"`
 }
 
 func toPackageResponse(p app.Package) packageResponse {
@@ -108,7 +110,7 @@ func toFileResponse(f app.File) fileResponse {
 		UploadedBy: string(f.UploadedBy), RecipientID: uuidString(f.RecipientID), CreatedAt: f.CreatedAt.UTC(), DownloadCount: f.DownloadCount,
 		Scan: string(f.Scan), ScanSignature: scanSignature(f), ScannedAt: utcPtr(f.ScannedAt),
 		ScanReleasedBy: f.ScanReleasedBy, ScanReleasedAt: utcPtr(f.ScanReleasedAt),
-		Encrypted: f.Encrypted, Manifest: fileManifest(f),
+		Encrypted: f.Encrypted, Manifest: fileManifest(f), Preview: f.PreviewKey != "",
 	}
 }
 

@@ -18,9 +18,11 @@ import (
 	"github.com/shipfile/shipfile/pkg/ops"
 	"github.com/shipfile/shipfile/pkg/pgtest"
 	"github.com/shipfile/shipfile/pkg/servicetest"
+	"github.com/shipfile/shipfile/pkg/storage"
 	"github.com/shipfile/shipfile/services/gateway/internal/app"
 	"github.com/shipfile/shipfile/services/gateway/internal/app/identity"
 	"github.com/shipfile/shipfile/services/gateway/internal/app/packages"
+	"github.com/shipfile/shipfile/services/gateway/internal/app/previews"
 	"github.com/shipfile/shipfile/services/gateway/internal/service"
 	"github.com/shipfile/shipfile/services/gateway/internal/transport/httpapi"
 	"github.com/shipfile/shipfile/services/gateway/migrations"
@@ -35,6 +37,8 @@ type env struct {
 	packages *packages.Packages
 	hasher   *app.Hasher
 	sessions *identity.Sessions
+	previews *previews.Maker
+	objects  *storage.Store
 }
 
 type options struct {
@@ -69,6 +73,7 @@ func newEnv(t *testing.T, opts ...func(*options)) *env {
 	if o.secure {
 		cookies = "true"
 	}
+	objects := servicetest.Bucket(t)
 	// Built as the gateway's main builds it (service.New), without an outbox relay.
 	svc, err := service.New(ctx, service.Config{
 		PublicURL:      "http://shipfile.test",
@@ -85,7 +90,7 @@ func newEnv(t *testing.T, opts ...func(*options)) *env {
 		Edge: o.edge,
 		Scan: service.ScanConfig{Mode: string(o.scanMode)},
 	}, service.Deps{
-		Pool: pool, Objects: servicetest.Bucket(t), Registry: ops.NewRegistry(), Secrets: servicetest.Keyring(t), Hasher: o.hasher,
+		Pool: pool, Objects: objects, Registry: ops.NewRegistry(), Secrets: servicetest.Keyring(t), Hasher: o.hasher,
 		API: &httpapi.Config{MaxJSONBytes: 1 << 20, MaxFileSize: 1 << 20, RatePerSecond: 1000, RateBurst: 1000, TrustedProxies: o.trustedProxies},
 	})
 	if err != nil {
@@ -95,7 +100,8 @@ func newEnv(t *testing.T, opts ...func(*options)) *env {
 	identity, packages, engine := svc.Identity, svc.Packages, svc.Handler
 	srv := httptest.NewServer(engine)
 	t.Cleanup(srv.Close)
-	return &env{t: t, url: srv.URL, pool: pool, identity: identity, packages: packages, hasher: o.hasher, sessions: svc.Sessions}
+	return &env{t: t, url: srv.URL, pool: pool, identity: identity, packages: packages, hasher: o.hasher, sessions: svc.Sessions,
+		previews: svc.Previews, objects: objects}
 }
 
 func secure(o *options) { o.secure = true }

@@ -1,0 +1,51 @@
+package store
+
+import (
+	"context"
+	"errors"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+
+	"github.com/shipfile/shipfile/services/gateway/internal/app"
+	"github.com/shipfile/shipfile/services/gateway/internal/app/previews"
+)
+
+var _ previews.Store = (*Postgres)(nil)
+
+// PreviewSource returns what decides whether a file gets a preview.
+func (s *Postgres) PreviewSource(ctx context.Context, fileID uuid.UUID) (previews.Source, error) {
+	r, err := s.q.PreviewSource(ctx, fileID)
+	if err != nil {
+		return previews.Source{}, notFound(err, "file")
+	}
+	return previews.Source{
+		FileID: r.ID, ObjectKey: r.ObjectKey, Size: r.Size, Scan: app.ScanState(r.Scan),
+		Encrypted: r.Encrypted, State: app.State(r.State), PreviewKey: r.PreviewKey,
+	}, nil
+}
+
+// SetPreview records a file's preview while holding its package (FOR SHARE): an
+// expiry or a deletion waits for it and then queues the preview with the object
+// (the triggers of migration 00034), or came first and nothing is recorded.
+func (s *Postgres) SetPreview(ctx context.Context, fileID uuid.UUID, key string, width, height int) (bool, error) {
+	recorded := false
+	err := s.inTx(ctx, func(tx pgx.Tx) error {
+		q := s.q.WithTx(tx)
+		state, err := q.LockPackageOfFile(ctx, fileID)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		if st := app.State(state); st != app.StateDraft && st != app.StateActive {
+			return nil
+		}
+		w, h := int32(width), int32(height)
+		n, err := q.SetPreview(ctx, SetPreviewParams{ID: fileID, PreviewKey: &key, Width: &w, Height: &h})
+		recorded = n == 1
+		return err
+	})
+	return recorded, err
+}

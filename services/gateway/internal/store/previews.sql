@@ -1,0 +1,23 @@
+-- Image previews (internal/app/previews).
+
+-- name: PreviewSource :one
+-- A file and what decides whether it gets a preview.
+SELECT f.id, f.object_key, f.size, f.scan, (f.encrypted OR p.encryption <> 'none')::bool AS encrypted,
+       p.state, coalesce(f.preview_key, '')::text AS preview_key
+FROM files f JOIN packages p ON p.id = f.package_id
+WHERE f.id = @id;
+
+-- name: LockPackageOfFile :one
+-- Holds the package of a file against deletion and state changes (expiry) until the
+-- transaction ends, and returns its state.
+SELECT p.state FROM packages p JOIN files f ON f.package_id = p.id
+WHERE f.id = @id
+FOR SHARE OF p;
+
+-- name: SetPreview :execrows
+UPDATE files SET preview_key = @preview_key, preview_width = @width, preview_height = @height
+WHERE id = @id;
+
+-- name: PackagePreviewKeys :many
+-- The preview keys of a package's files.
+SELECT preview_key::text FROM files WHERE package_id = @package_id AND preview_key IS NOT NULL;

@@ -1,0 +1,54 @@
+package httpapi
+
+import (
+	"net/http"
+
+	"github.com/gin-gonic/gin"
+
+	"github.com/shipfile/shipfile/services/gateway/internal/app"
+)
+
+// previewViaLink answers a file's image preview through a link: the link's rules
+// (password, revocation, scan state), but no download counted and no budget taken.
+func (h *handlers) previewViaLink(c *gin.Context) {
+	fileID, err := pathUUID(c, "file_id", "file")
+	if err != nil {
+		_ = c.Error(err)
+		return
+	}
+	f, obj, err := h.links.PreviewViaLink(c.Request.Context(), c.Param("token"), client(c), fileID)
+	if err != nil {
+		_ = c.Error(err)
+		return
+	}
+	defer obj.Close()
+	servePreview(c, f, obj)
+}
+
+// previewFile answers a file's image preview to its package's owner (or an admin).
+func (h *handlers) previewFile(c *gin.Context) {
+	id, fileID, err := fileParams(c)
+	if err != nil {
+		_ = c.Error(err)
+		return
+	}
+	f, obj, err := h.packages.OpenPreview(c.Request.Context(), currentUser(c), id, fileID)
+	if err != nil {
+		_ = c.Error(err)
+		return
+	}
+	defer obj.Close()
+	servePreview(c, f, obj)
+}
+
+// servePreview answers a preview's JPEG, shown in the page (inline), never cached by
+// a shared cache.
+func servePreview(c *gin.Context, f app.File, obj app.Object) {
+	w := c.Writer
+	w.Header().Set("Content-Type", "image/jpeg")
+	w.Header().Set("Content-Disposition", "inline")
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	w.Header().Set("Cache-Control", "private, no-store")
+	w.Header().Set("Content-Security-Policy", "default-src 'none'; sandbox")
+	http.ServeContent(w, c.Request, "", f.CreatedAt, obj)
+}
