@@ -28,11 +28,13 @@ import (
 	"github.com/shipfile/shipfile/services/gateway/internal/app/identity"
 	"github.com/shipfile/shipfile/services/gateway/internal/app/links"
 	"github.com/shipfile/shipfile/services/gateway/internal/app/packages"
+	"github.com/shipfile/shipfile/services/gateway/internal/app/previews"
 	"github.com/shipfile/shipfile/services/gateway/internal/app/policies"
 	"github.com/shipfile/shipfile/services/gateway/internal/app/transfers"
 	"github.com/shipfile/shipfile/services/gateway/internal/app/webhookadmin"
 	"github.com/shipfile/shipfile/services/gateway/internal/store"
 	"github.com/shipfile/shipfile/services/gateway/internal/transport/httpapi"
+	"github.com/shipfile/shipfile/services/gateway/internal/transport/previewconsumer"
 	"github.com/shipfile/shipfile/services/gateway/internal/transport/web"
 )
 
@@ -250,6 +252,10 @@ type Service struct {
 	Recheck *identity.OIDCRecheck
 	// Relay publishes the outbox; nil without Deps.JS.
 	Relay *outbox.Relay
+	// Previews makes the image previews; Start runs its consumer of
+	// package.file_uploaded when there is a Deps.JS.
+	Previews        *previews.Maker
+	previewConsumer *previewconsumer.Consumer
 
 	cfg        Config
 	log        *slog.Logger
@@ -316,6 +322,10 @@ func New(_ context.Context, cfg Config, deps Deps) (*Service, error) {
 	}
 	s.Packages.UseScanMode(scanMode)
 	s.Links = links.New(s.Packages, db)
+	s.Previews = previews.New(db, objectStore, previews.Options{Scan: scanMode, Log: log})
+	if deps.JS != nil {
+		s.previewConsumer = previewconsumer.New(deps.JS, s.Previews, previewconsumer.Options{Log: log})
+	}
 	s.Resumable = transfers.NewResumable(s.Packages, s.Links, db, objectStore, transfers.TusConfig{
 		ResumeWindow: cfg.ResumeWindow, Lease: cfg.UploadLease, LockWait: cfg.UploadLockWait, MaxOpen: cfg.Edge.UploadMaxOpen,
 		Quotas: s.Policies,
@@ -380,8 +390,8 @@ func (s *Service) ResealSecrets(ctx context.Context) error {
 
 // Start runs the background work beside the HTTP servers: the auth change feed, the
 // sweeper of sessions and sign-in counts, the listener of asks to let go of tus uploads,
-// the tokens' last_used_at writer, the tus sweeper (when cfg.UploadSweep is positive) and
-// the outbox relay (when there is one). The returned stop ends them, the usage writer
+// the tokens' last_used_at writer, the tus sweeper (when cfg.UploadSweep is positive), the
+// preview consumer and the outbox relay (when there is a bus). The returned stop ends them, the usage writer
 // and the relay last (after the HTTP server drained, so the last requests' writes and
 // events go out too; rows the relay leaves are published by another instance or at
 // the next start). The feed and the sweeper also end with ctx.
@@ -399,6 +409,13 @@ func (s *Service) Start(ctx context.Context) (stop func()) {
 	}
 	if s.Recheck != nil {
 		bg.Go(func() { s.Recheck.Run(bgCtx) })
+	}
+	if s.previewConsumer != nil {
+		bg.Go(func() {
+			if err := s.previewConsumer.Run(bgCtx); err != nil {
+				s.log.Error("preview consumer", "err", err)
+			}
+		})
 	}
 	// Ended sessions and sign-in counts of the past go whether or not anyone signs in.
 	bg.Go(func() {
