@@ -128,7 +128,7 @@ Settings: SHIPFILE_URL and SHIPFILE_TOKEN override what 'shipfile login' stored.
 	root.PersistentFlags().BoolVarP(&a.quiet, "quiet", "q", false, "no progress output")
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageErr("%v", err) })
 	root.AddCommand(a.loginCmd(), a.whoamiCmd(), a.sendCmd(), a.requestCmd(), a.getCmd(),
-		a.lsCmd(), a.showCmd(), a.releaseCmd(), a.revokeCmd(), a.rmCmd(), a.tokensCmd(), a.keyCmd())
+		a.lsCmd(), a.showCmd(), a.releaseCmd(), a.revokeCmd(), a.rmCmd(), a.tokensCmd(), a.keyCmd(), a.quotaCmd())
 	root.SetVersionTemplate("shipfile {{.Version}}\n")
 	// cobra's completion command, shipfile completion bash|zsh|fish|powershell; without
 	// a shell it is a usage error (exit 2), not its help.
