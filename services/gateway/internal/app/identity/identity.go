@@ -231,6 +231,11 @@ func CheckLastAdmin(activeAdmins []int64, target int64) error {
 // ListUsers returns every user, oldest first.
 func (s *Identity) ListUsers(ctx context.Context) ([]app.User, error) { return s.store.ListUsers(ctx) }
 
+// User returns the user with that id (app.ErrNotFound when none).
+func (s *Identity) User(ctx context.Context, id int64) (app.User, error) {
+	return s.store.GetUser(ctx, id)
+}
+
 // UserByEmail finds a user by e-mail address, in any case.
 func (s *Identity) UserByEmail(ctx context.Context, email string) (app.User, error) {
 	return s.store.GetUserByEmail(ctx, email)

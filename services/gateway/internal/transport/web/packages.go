@@ -184,14 +184,15 @@ func (w *Web) createFromForm(c *gin.Context, dir app.Direction) (app.Package, bo
 		list := append([]app.RecipientInput{{Email: ptr(form["recipient_email"]), Name: ptr(form["recipient_name"])}}, more...)
 		in.Recipients, in.RecipientEmail, in.RecipientName = &list, nil, nil
 	}
+	// Every field's error is shown at once, each beside its field.
+	errs := map[string]string{}
 	if form["ttl_days"] != "" {
 		n, err := strconv.Atoi(form["ttl_days"])
 		if err != nil {
-			v.Errors = map[string]string{"ttl_days": fmt.Sprintf("Must be a whole number of days from %d to %d.", app.MinTTLDays, app.MaxTTLDays)}
-			w.render(c, http.StatusUnprocessableEntity, "package_new", v)
-			return app.Package{}, false
+			errs["ttl_days"] = fmt.Sprintf("Must be a whole number of days from %d to %d.", app.MinTTLDays, app.MaxTTLDays)
+		} else {
+			in.TTLDays = &n
 		}
-		in.TTLDays = &n
 	}
 	if form["password"] != "" {
 		in.Password = ptr(form["password"])
@@ -199,17 +200,37 @@ func (w *Web) createFromForm(c *gin.Context, dir app.Direction) (app.Package, bo
 	if form["max_downloads"] != "" {
 		n, err := strconv.Atoi(form["max_downloads"])
 		if err != nil {
-			v.Errors = map[string]string{"max_downloads": fmt.Sprintf("Must be a whole number from %d to %d, or empty for no limit.", packages.MinMaxDownloads, packages.MaxMaxDownloads)}
-			w.render(c, http.StatusUnprocessableEntity, "package_new", v)
-			return app.Package{}, false
+			errs["max_downloads"] = fmt.Sprintf("Must be a whole number from %d to %d, or empty for no limit.", packages.MinMaxDownloads, packages.MaxMaxDownloads)
+		} else {
+			in.MaxDownloads = &n
 		}
-		in.MaxDownloads = &n
 	}
 	in.NotifyOwner = ptr(form["notify_owner"] == "1")
 	// End-to-end encryption (the send form's box, the request form's option): the keys
 	// stay in the browser.
 	if form["encryption"] != "" {
 		in.Encryption = ptr(form["encryption"])
+	}
+	for _, err := range packages.CheckNew(in) {
+		field, msg, ok := recipientError(err)
+		if !ok {
+			var fe map[string]string
+			if fe, msg, ok = formErrors(err, append(packageFields, "encryption")...); ok {
+				for f, m := range fe {
+					field, msg = f, m
+				}
+			}
+		}
+		if _, seen := errs[field]; ok && field != "" && !seen {
+			errs[field] = msg
+		} else if ok && field == "" && v.Error == "" {
+			v.Error = msg
+		}
+	}
+	if len(errs) > 0 || v.Error != "" {
+		v.Errors = errs
+		w.render(c, http.StatusUnprocessableEntity, "package_new", v)
+		return app.Package{}, false
 	}
 	p, err := w.packages.Create(c.Request.Context(), u, client(c), in)
 	if field, msg, ok := recipientError(err); ok {

@@ -22,10 +22,15 @@ type recipientData struct {
 	// PublicKey is the owner's age public key an encrypted request's uploads are
 	// encrypted to in the browser ("" otherwise).
 	PublicKey string
+	// Sender is the package's owner; nil when unknown.
+	Sender *sender
 }
 
 // recipientFile is a file on the recipient's page with the downloads the link has left
 // for it.
+// sender is the package's owner as the recipient's page names them.
+type sender struct{ Name, Email string }
+
 type recipientFile struct {
 	app.File
 	Limited bool // the package has a download limit
@@ -63,6 +68,11 @@ func (w *Web) recipient(c *gin.Context) {
 		return
 	}
 	d := recipientData{Package: p, Token: token, MaxFileSize: w.cfg.MaxFileSize, Files: make([]recipientFile, len(files)), PublicKey: p.OwnerPublicKey}
+	// Who sent the files (or asked for them): the owner's name and address. A page
+	// without it is still a page: the files matter more.
+	if owner, err := w.identity.User(c.Request.Context(), p.OwnerUserID); err == nil {
+		d.Sender = &sender{Name: owner.Name, Email: owner.Email}
+	}
 	for i, f := range files {
 		d.Files[i] = recipientFile{File: f, fileScan: fileScan{ScanText: app.ScanText(f), Held: scanHeld(w.packages.LinkScanCheck(f))}}
 		if left := f.DownloadsLeft(p.MaxDownloads); left != nil {
