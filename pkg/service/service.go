@@ -20,18 +20,33 @@ import (
 	"github.com/shipfile/shipfile/pkg/config"
 	"github.com/shipfile/shipfile/pkg/logging"
 	"github.com/shipfile/shipfile/pkg/ops"
+	"github.com/shipfile/shipfile/pkg/tracing"
 )
+
+// tracingFlushTimeout bounds exporting the spans still buffered when a binary stops.
+const tracingFlushTimeout = 5 * time.Second
 
 // RunFunc is a service's body: it runs until ctx is cancelled, then drains and returns.
 type RunFunc func(ctx context.Context, log *slog.Logger, args []string) error
 
 // Main runs fn with the process arguments and exits non-zero when it fails. A
-// config.ErrHelp from fn (after --help printed the usage) exits 0.
+// config.ErrHelp from fn (after --help printed the usage) exits 0. Tracing is set up
+// from the OTEL_* variables before fn runs (tracing.Setup) and flushed after it returns.
 func Main(name string, fn RunFunc) {
 	log := logging.New(name)
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	err := fn(ctx, log, os.Args[1:])
+	shutdownTracing, err := tracing.Setup(ctx, name)
+	if err != nil {
+		log.Error(name+" stopped", "err", err)
+		os.Exit(1)
+	}
+	err = fn(ctx, log, os.Args[1:])
 	stop()
+	flushCtx, cancel := context.WithTimeout(context.Background(), tracingFlushTimeout)
+	if ferr := shutdownTracing(flushCtx); ferr != nil {
+		log.Warn("tracing: flush", "err", ferr)
+	}
+	cancel()
 	if err != nil && !errors.Is(err, config.ErrHelp) {
 		log.Error(name+" stopped", "err", err)
 		os.Exit(1)
