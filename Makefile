@@ -17,7 +17,7 @@ STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
 KUSTOMIZE_VERSION := v5.8.2
 KUSTOMIZE := $(HOME)/.cache/shipfile/bin/kustomize
 
-.PHONY: help up down test test-race test-faults test-scale bench lint fmt generate check-generated migrate assets build clean check-modules k8s
+.PHONY: help up down reset test test-race test-faults test-scale bench lint fmt generate check-generated migrate assets build clean check-modules k8s
 
 help: ## list the targets
 	@echo "usage: make <target>"
@@ -26,8 +26,11 @@ help: ## list the targets
 up: ## start PostgreSQL, NATS, MinIO, maildev, clamd and the five services in the background
 	@bash scripts/dev.sh up
 
-down: ## stop what `make up` / `make test` started (and nothing else)
+down: ## stop what `make up` / `make test` started (and nothing else); the database stays
 	@bash scripts/dev.sh down
+
+reset: ## drop the development database of `make up` (asks first; `make reset YES=1` does not)
+	@bash scripts/dev.sh reset $(if $(YES),--yes)
 
 test: ## every test, with PostgreSQL, NATS, MinIO and SMTP started as by `make up`
 	@bash scripts/dev.sh test

@@ -4,7 +4,9 @@
 #   scripts/dev.sh infra   PostgreSQL, NATS JetStream and MinIO reachable; settings in .run/env
 #                          (with a SHIPFILE_SECRET_KEY made on the first run and kept)
 #   scripts/dev.sh up      infra + SMTP catcher (maildev) + a test OpenID provider + clamd + make build + the five services
-#   scripts/dev.sh down    stop what dev.sh started (pid files under .run/pids), nothing else
+#   scripts/dev.sh down    stop what dev.sh started (pid files under .run/pids), nothing else;
+#                          the database (users, packages, settings) stays for the next `up`
+#   scripts/dev.sh reset [--yes]  drop that development database (asks first; --yes does not)
 #   scripts/dev.sh test    infra + SMTP catcher + clamd, make test-race, then stop what this run started
 #   scripts/dev.sh clamd   infra + clamd reachable (SHIPFILE_TEST_CLAMD_ADDR written to .run/env)
 #   scripts/dev.sh status  what dev.sh started and whether it still runs
@@ -962,7 +964,7 @@ cmd_up() {
 shipfile is up.
   API            http://$gw/api/v1
   API docs       http://$gw/api/v1/docs  (Swagger UI)   http://$gw/api/v1/redoc  (ReDoc)
-  web UI         http://$gw/  (the first admin signs up at http://$gw/setup)
+  web UI         http://$gw/  $(first_user_line "$gw")
   mail view      $mail
   sign in        $(oidc_line)
   MinIO console  $(minio_console)
@@ -982,7 +984,27 @@ oidc_line() {
 	fi
 	printf '"Sign in with SSO" through the test OpenID provider %s; its users:\n' "$OIDC_ISSUER"
 	"$(oidc_provider_bin)" -print-users | sed 's/^/                   /'
-	printf '                 (or by password, after creating the first admin at /setup)\n'
+	if needs_setup "$(svc_addr gateway)"; then
+		printf '                 (or by password, after creating the first admin at /setup)\n'
+	else
+		printf '                 (or by password)\n'
+	fi
+}
+
+# needs_setup ADDR: whether the gateway at ADDR has no user yet (its /setup answers 200;
+# once a user exists it answers 404).
+needs_setup() {
+	[[ $(curl -s -o /dev/null -m 3 -w '%{http_code}' "http://$1/setup" 2>/dev/null) == 200 ]]
+}
+
+# first_user_line ADDR: `up`'s hint beside the web UI: /setup while no user exists,
+# otherwise that the database was kept.
+first_user_line() {
+	if needs_setup "$1"; then
+		printf '(no user yet: create the first admin at http://%s/setup)' "$1"
+	else
+		printf '(sign in: the database and its users are kept across down/up; dev.sh reset empties it)'
+	fi
 }
 
 minio_console() {
@@ -991,6 +1013,43 @@ minio_console() {
 	else
 		printf 'http://127.0.0.1:%s (not started by dev.sh; reused MinIO on :%s)\n' "$MINIO_CONSOLE_PORT" "$MINIO_PORT"
 	fi
+}
+
+# cmd_reset drops the development database (the one SHIPFILE_DATABASE_URL names in
+# .run/env) after asking, or at once with --yes, so that the next `up` starts empty
+# (/setup). The services must be stopped first (make down). Objects in the bucket stay:
+# nothing refers to them any more.
+cmd_reset() {
+	local yes=0 a url db admin s
+	for a in "$@"; do
+		case $a in
+		-y | --yes) yes=1 ;;
+		*) die "usage: dev.sh reset [--yes]" ;;
+		esac
+	done
+	for s in "${SERVICES[@]}"; do
+		[[ -z $(pid_of "$s") ]] || die "$s is running: stop the services first (make down), then reset"
+	done
+	load_env
+	url=${SHIPFILE_DATABASE_URL:-}
+	[[ -n $url ]] || die "no SHIPFILE_DATABASE_URL in $ENV_FILE: nothing to reset"
+	db=${url##*/}
+	db=${db%%\?*}
+	[[ $db =~ ^[A-Za-z_][A-Za-z0-9_]*$ && $db != postgres && $db != template0 && $db != template1 ]] ||
+		die "refusing to drop the database '$db' of SHIPFILE_DATABASE_URL"
+	admin=${url%/*}/postgres
+	[[ $url == *\?* ]] && admin+="?${url#*\?}"
+	if ((!yes)); then
+		[[ -t 0 ]] || die "reset asks before it drops the database '$db'; without a terminal pass --yes"
+		read -r -p "Drop the development database '$db' (every user, package and setting)? [y/N] " a
+		[[ $a == [yY]* ]] || {
+			log "nothing dropped"
+			return
+		}
+	fi
+	psql -d "$admin" -v ON_ERROR_STOP=1 -qc "DROP DATABASE IF EXISTS $db WITH (FORCE)" >/dev/null ||
+		die "could not drop the database '$db'"
+	log "dropped the database '$db': the next make up creates it again, empty (the first admin signs up at /setup)"
 }
 
 cmd_down() {
@@ -1107,7 +1166,7 @@ cmd_exec() {
 }
 
 usage() {
-	sed -n '2,11p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'
+	sed -n '2,13p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'
 }
 
 main() {
@@ -1118,6 +1177,7 @@ main() {
 	clamd) cmd_clamd ;;
 	up) cmd_up ;;
 	down) cmd_down ;;
+	reset) cmd_reset "$@" ;;
 	test) cmd_test ;;
 	status) cmd_status ;;
 	exec) cmd_exec "$@" ;;
