@@ -1091,6 +1091,13 @@ type File struct {
 	// are named by the package manifest).
 	Manifest *[]byte `json:"manifest"`
 
+	// Preview The file has an image preview (a JPEG of at most 1024 px a side): `GET
+	// /api/v1/packages/{id}/files/{file_id}/preview` for the owner, `GET
+	// /api/v1/links/{token}/files/{file_id}/preview` through a link. Made for PNG, JPEG, GIF and WebP
+	// images of at most 40 megapixels after the malware scan (at once with scanning off); never for an
+	// end-to-end encrypted package.
+	Preview bool `json:"preview"`
+
 	// RecipientId The recipient whose link the file was uploaded through; null for the owner's files.
 	RecipientId *openapi_types.UUID `json:"recipient_id"`
 
@@ -1262,6 +1269,13 @@ type LinkFile struct {
 	// `{"name":"a.pdf","type":"application/pdf","size":12345}`. Null otherwise (an outbound package's files
 	// are named by the package manifest).
 	Manifest *[]byte `json:"manifest"`
+
+	// Preview The file has an image preview (a JPEG of at most 1024 px a side): `GET
+	// /api/v1/packages/{id}/files/{file_id}/preview` for the owner, `GET
+	// /api/v1/links/{token}/files/{file_id}/preview` through a link. Made for PNG, JPEG, GIF and WebP
+	// images of at most 40 megapixels after the malware scan (at once with scanning off); never for an
+	// end-to-end encrypted package.
+	Preview bool `json:"preview"`
 
 	// RecipientId The recipient whose link the file was uploaded through; null for the owner's files.
 	RecipientId *openapi_types.UUID `json:"recipient_id"`
@@ -2071,6 +2085,12 @@ type HeadLinkFileParams struct {
 	IfNoneMatch *string `json:"If-None-Match,omitempty"`
 }
 
+// PreviewLinkFileParams defines parameters for PreviewLinkFile.
+type PreviewLinkFileParams struct {
+	// LinkGrantHeader The grant of a password-protected link (or send the `shipfile_link` cookie instead).
+	LinkGrantHeader *LinkGrantHeader `json:"Shipfile-Link-Grant,omitempty"`
+}
+
 // GetLinkManifestParams defines parameters for GetLinkManifest.
 type GetLinkManifestParams struct {
 	// LinkGrantHeader The grant of a password-protected link (or send the `shipfile_link` cookie instead).
@@ -2599,6 +2619,16 @@ type ClientInterface interface {
 	// Corresponds with HEAD /api/v1/links/{token}/files/{file_id} (the `HeadLinkFile` operationId).
 	HeadLinkFile(ctx context.Context, token string, fileId openapi_types.UUID, params *HeadLinkFileParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
+	// PreviewLinkFile A file's image preview through the link
+	//
+	// The preview of a file whose `preview` is true, as `image/jpeg` shown inline
+	// (`Cache-Control: private, no-store`). The link's rules apply as for a download (a live link, the
+	// password's grant, the malware scan), but a preview is not a download: it counts nothing in
+	// `download_count`, takes nothing from the download budget and fires no event.
+	//
+	// Corresponds with GET /api/v1/links/{token}/files/{file_id}/preview (the `PreviewLinkFile` operationId).
+	PreviewLinkFile(ctx context.Context, token string, fileId openapi_types.UUID, params *PreviewLinkFileParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// GetLinkManifest The encrypted manifest of an end-to-end encrypted package
 	//
 	// The age file the sender stored with `PUT /api/v1/packages/{id}/manifest`, as bytes; its plaintext is
@@ -2848,6 +2878,14 @@ type ClientInterface interface {
 	//
 	// Corresponds with GET /api/v1/packages/{id}/files/{file_id}/content (the `DownloadPackageFile` operationId).
 	DownloadPackageFile(ctx context.Context, id openapi_types.UUID, fileId openapi_types.UUID, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// PreviewPackageFile A file's image preview (owner or admin)
+	//
+	// The preview of a file whose `preview` is true, as `image/jpeg` shown inline. The rules of the owner's
+	// download apply (the package's state, the malware scan); it is not a download.
+	//
+	// Corresponds with GET /api/v1/packages/{id}/files/{file_id}/preview (the `PreviewPackageFile` operationId).
+	PreviewPackageFile(ctx context.Context, id openapi_types.UUID, fileId openapi_types.UUID, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// ReleasePackageFile Release a file the malware scan could not judge (owner or admin)
 	//
@@ -3616,6 +3654,26 @@ func (c *Client) HeadLinkFile(ctx context.Context, token string, fileId openapi_
 	return c.Client.Do(req)
 }
 
+// PreviewLinkFile A file's image preview through the link
+//
+// The preview of a file whose `preview` is true, as `image/jpeg` shown inline
+// (`Cache-Control: private, no-store`). The link's rules apply as for a download (a live link, the
+// password's grant, the malware scan), but a preview is not a download: it counts nothing in
+// `download_count`, takes nothing from the download budget and fires no event.
+//
+// Corresponds with GET /api/v1/links/{token}/files/{file_id}/preview (the `PreviewLinkFile` operationId).
+func (c *Client) PreviewLinkFile(ctx context.Context, token string, fileId openapi_types.UUID, params *PreviewLinkFileParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewPreviewLinkFileRequest(c.Server, token, fileId, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
 // GetLinkManifest The encrypted manifest of an end-to-end encrypted package
 //
 // The age file the sender stored with `PUT /api/v1/packages/{id}/manifest`, as bytes; its plaintext is
@@ -4146,6 +4204,24 @@ func (c *Client) DeletePackageFile(ctx context.Context, id openapi_types.UUID, f
 // Corresponds with GET /api/v1/packages/{id}/files/{file_id}/content (the `DownloadPackageFile` operationId).
 func (c *Client) DownloadPackageFile(ctx context.Context, id openapi_types.UUID, fileId openapi_types.UUID, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewDownloadPackageFileRequest(c.Server, id, fileId)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// PreviewPackageFile A file's image preview (owner or admin)
+//
+// The preview of a file whose `preview` is true, as `image/jpeg` shown inline. The rules of the owner's
+// download apply (the package's state, the malware scan); it is not a download.
+//
+// Corresponds with GET /api/v1/packages/{id}/files/{file_id}/preview (the `PreviewPackageFile` operationId).
+func (c *Client) PreviewPackageFile(ctx context.Context, id openapi_types.UUID, fileId openapi_types.UUID, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewPreviewPackageFileRequest(c.Server, id, fileId)
 	if err != nil {
 		return nil, err
 	}
@@ -5771,6 +5847,62 @@ func NewHeadLinkFileRequest(server string, token string, fileId openapi_types.UU
 	return req, nil
 }
 
+// NewPreviewLinkFileRequest constructs an http.Request for the PreviewLinkFile method
+func NewPreviewLinkFileRequest(server string, token string, fileId openapi_types.UUID, params *PreviewLinkFileParams) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "token", token, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	var pathParam1 string
+
+	pathParam1, err = runtime.StyleParamWithOptions("simple", false, "file_id", fileId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: "uuid"})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/v1/links/%s/files/%s/preview", pathParam0, pathParam1)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+
+		if params.LinkGrantHeader != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Shipfile-Link-Grant", *params.LinkGrantHeader, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Shipfile-Link-Grant", headerParam0)
+		}
+
+	}
+
+	return req, nil
+}
+
 // NewGetLinkManifestRequest constructs an http.Request for the GetLinkManifest method
 func NewGetLinkManifestRequest(server string, token string, params *GetLinkManifestParams) (*http.Request, error) {
 	var err error
@@ -6890,6 +7022,47 @@ func NewDownloadPackageFileRequest(server string, id openapi_types.UUID, fileId 
 	return req, nil
 }
 
+// NewPreviewPackageFileRequest constructs an http.Request for the PreviewPackageFile method
+func NewPreviewPackageFileRequest(server string, id openapi_types.UUID, fileId openapi_types.UUID) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: "uuid"})
+	if err != nil {
+		return nil, err
+	}
+
+	var pathParam1 string
+
+	pathParam1, err = runtime.StyleParamWithOptions("simple", false, "file_id", fileId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: "uuid"})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/v1/packages/%s/files/%s/preview", pathParam0, pathParam1)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
 // NewReleasePackageFileRequest constructs an http.Request for the ReleasePackageFile method
 func NewReleasePackageFileRequest(server string, id openapi_types.UUID, fileId openapi_types.UUID) (*http.Request, error) {
 	var err error
@@ -7874,6 +8047,18 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with HEAD /api/v1/links/{token}/files/{file_id} (the `HeadLinkFile` operationId).
 	HeadLinkFileWithResponse(ctx context.Context, token string, fileId openapi_types.UUID, params *HeadLinkFileParams, reqEditors ...RequestEditorFn) (*HeadLinkFileResponse, error)
 
+	// PreviewLinkFileWithResponse A file's image preview through the link
+	//
+	// The preview of a file whose `preview` is true, as `image/jpeg` shown inline
+	// (`Cache-Control: private, no-store`). The link's rules apply as for a download (a live link, the
+	// password's grant, the malware scan), but a preview is not a download: it counts nothing in
+	// `download_count`, takes nothing from the download budget and fires no event.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /api/v1/links/{token}/files/{file_id}/preview (the `PreviewLinkFile` operationId).
+	PreviewLinkFileWithResponse(ctx context.Context, token string, fileId openapi_types.UUID, params *PreviewLinkFileParams, reqEditors ...RequestEditorFn) (*PreviewLinkFileResponse, error)
+
 	// GetLinkManifestWithResponse The encrypted manifest of an end-to-end encrypted package
 	//
 	// The age file the sender stored with `PUT /api/v1/packages/{id}/manifest`, as bytes; its plaintext is
@@ -8155,6 +8340,16 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with GET /api/v1/packages/{id}/files/{file_id}/content (the `DownloadPackageFile` operationId).
 	DownloadPackageFileWithResponse(ctx context.Context, id openapi_types.UUID, fileId openapi_types.UUID, reqEditors ...RequestEditorFn) (*DownloadPackageFileResponse, error)
+
+	// PreviewPackageFileWithResponse A file's image preview (owner or admin)
+	//
+	// The preview of a file whose `preview` is true, as `image/jpeg` shown inline. The rules of the owner's
+	// download apply (the package's state, the malware scan); it is not a download.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /api/v1/packages/{id}/files/{file_id}/preview (the `PreviewPackageFile` operationId).
+	PreviewPackageFileWithResponse(ctx context.Context, id openapi_types.UUID, fileId openapi_types.UUID, reqEditors ...RequestEditorFn) (*PreviewPackageFileResponse, error)
 
 	// ReleasePackageFileWithResponse Release a file the malware scan could not judge (owner or admin)
 	//
@@ -10819,6 +11014,96 @@ func (r HeadLinkFileResponse) ContentType() string {
 	return ""
 }
 
+// PreviewLinkFileResponse409Headers the declared response headers of an HTTP 409 response for PreviewLinkFile
+type PreviewLinkFileResponse409Headers struct {
+	RetryAfter *int
+}
+
+// PreviewLinkFileResponse429Headers the declared response headers of an HTTP 429 response for PreviewLinkFile
+type PreviewLinkFileResponse429Headers struct {
+	RetryAfter *int
+}
+
+type PreviewLinkFileResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *LinkLocked
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *RecipientFile
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON409 the response for an HTTP 409 `application/json` response
+	JSON409 *ScanPending
+	// JSON410 the response for an HTTP 410 `application/json` response
+	JSON410 *Gone
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *LinkTooManyRequests
+	// Headers409 the parsed response headers for an HTTP 409 response
+	Headers409 *PreviewLinkFileResponse409Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *PreviewLinkFileResponse429Headers
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r PreviewLinkFileResponse) GetJSON401() *LinkLocked {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r PreviewLinkFileResponse) GetJSON403() *RecipientFile {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r PreviewLinkFileResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON409 returns the response for an HTTP 409 `application/json` response
+func (r PreviewLinkFileResponse) GetJSON409() *ScanPending {
+	return r.JSON409
+}
+
+// GetJSON410 returns the response for an HTTP 410 `application/json` response
+func (r PreviewLinkFileResponse) GetJSON410() *Gone {
+	return r.JSON410
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r PreviewLinkFileResponse) GetJSON429() *LinkTooManyRequests {
+	return r.JSON429
+}
+
+// GetBody returns the raw response body bytes
+func (r PreviewLinkFileResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r PreviewLinkFileResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r PreviewLinkFileResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r PreviewLinkFileResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 // GetLinkManifestResponse429Headers the declared response headers of an HTTP 429 response for GetLinkManifest
 type GetLinkManifestResponse429Headers struct {
 	RetryAfter *int
@@ -12969,6 +13254,96 @@ func (r DownloadPackageFileResponse) ContentType() string {
 	return ""
 }
 
+// PreviewPackageFileResponse401Headers the declared response headers of an HTTP 401 response for PreviewPackageFile
+type PreviewPackageFileResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+// PreviewPackageFileResponse429Headers the declared response headers of an HTTP 429 response for PreviewPackageFile
+type PreviewPackageFileResponse429Headers struct {
+	RetryAfter *int
+}
+
+type PreviewPackageFileResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON409 the response for an HTTP 409 `application/json` response
+	JSON409 *ScanHeld
+	// JSON410 the response for an HTTP 410 `application/json` response
+	JSON410 *Error
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *TooManyRequests
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *PreviewPackageFileResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *PreviewPackageFileResponse429Headers
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r PreviewPackageFileResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r PreviewPackageFileResponse) GetJSON403() *Forbidden {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r PreviewPackageFileResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON409 returns the response for an HTTP 409 `application/json` response
+func (r PreviewPackageFileResponse) GetJSON409() *ScanHeld {
+	return r.JSON409
+}
+
+// GetJSON410 returns the response for an HTTP 410 `application/json` response
+func (r PreviewPackageFileResponse) GetJSON410() *Error {
+	return r.JSON410
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r PreviewPackageFileResponse) GetJSON429() *TooManyRequests {
+	return r.JSON429
+}
+
+// GetBody returns the raw response body bytes
+func (r PreviewPackageFileResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r PreviewPackageFileResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r PreviewPackageFileResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r PreviewPackageFileResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 // ReleasePackageFileResponse401Headers the declared response headers of an HTTP 401 response for ReleasePackageFile
 type ReleasePackageFileResponse401Headers struct {
 	WWWAuthenticate *string
@@ -14855,6 +15230,24 @@ func (c *ClientWithResponses) HeadLinkFileWithResponse(ctx context.Context, toke
 	return ParseHeadLinkFileResponse(rsp)
 }
 
+// PreviewLinkFileWithResponse A file's image preview through the link
+//
+// The preview of a file whose `preview` is true, as `image/jpeg` shown inline
+// (`Cache-Control: private, no-store`). The link's rules apply as for a download (a live link, the
+// password's grant, the malware scan), but a preview is not a download: it counts nothing in
+// `download_count`, takes nothing from the download budget and fires no event.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /api/v1/links/{token}/files/{file_id}/preview (the `PreviewLinkFile` operationId).
+func (c *ClientWithResponses) PreviewLinkFileWithResponse(ctx context.Context, token string, fileId openapi_types.UUID, params *PreviewLinkFileParams, reqEditors ...RequestEditorFn) (*PreviewLinkFileResponse, error) {
+	rsp, err := c.PreviewLinkFile(ctx, token, fileId, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParsePreviewLinkFileResponse(rsp)
+}
+
 // GetLinkManifestWithResponse The encrypted manifest of an end-to-end encrypted package
 //
 // The age file the sender stored with `PUT /api/v1/packages/{id}/manifest`, as bytes; its plaintext is
@@ -15309,6 +15702,22 @@ func (c *ClientWithResponses) DownloadPackageFileWithResponse(ctx context.Contex
 		return nil, err
 	}
 	return ParseDownloadPackageFileResponse(rsp)
+}
+
+// PreviewPackageFileWithResponse A file's image preview (owner or admin)
+//
+// The preview of a file whose `preview` is true, as `image/jpeg` shown inline. The rules of the owner's
+// download apply (the package's state, the malware scan); it is not a download.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /api/v1/packages/{id}/files/{file_id}/preview (the `PreviewPackageFile` operationId).
+func (c *ClientWithResponses) PreviewPackageFileWithResponse(ctx context.Context, id openapi_types.UUID, fileId openapi_types.UUID, reqEditors ...RequestEditorFn) (*PreviewPackageFileResponse, error) {
+	rsp, err := c.PreviewPackageFile(ctx, id, fileId, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParsePreviewPackageFileResponse(rsp)
 }
 
 // ReleasePackageFileWithResponse Release a file the malware scan could not judge (owner or admin)
@@ -17874,6 +18283,93 @@ func ParseHeadLinkFileResponse(rsp *http.Response) (*HeadLinkFileResponse, error
 	return response, nil
 }
 
+// ParsePreviewLinkFileResponse parses an HTTP response from a PreviewLinkFileWithResponse call
+func ParsePreviewLinkFileResponse(rsp *http.Response) (*PreviewLinkFileResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &PreviewLinkFileResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case rsp.StatusCode == 304:
+		break // No content-type
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest LinkLocked
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest RecipientFile
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest ScanPending
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 410:
+		var dest Gone
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON410 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest LinkTooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 409:
+		var headers PreviewLinkFileResponse409Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers409 = &headers
+	case rsp.StatusCode == 429:
+		var headers PreviewLinkFileResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
+	}
+
+	return response, nil
+}
+
 // ParseGetLinkManifestResponse parses an HTTP response from a GetLinkManifestWithResponse call
 func ParseGetLinkManifestResponse(rsp *http.Response) (*GetLinkManifestResponse, error) {
 	bodyBytes, err := io.ReadAll(rsp.Body)
@@ -20059,6 +20555,93 @@ func ParseDownloadPackageFileResponse(rsp *http.Response) (*DownloadPackageFileR
 		response.Headers409 = &headers
 	case rsp.StatusCode == 429:
 		var headers DownloadPackageFileResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
+	}
+
+	return response, nil
+}
+
+// ParsePreviewPackageFileResponse parses an HTTP response from a PreviewPackageFileWithResponse call
+func ParsePreviewPackageFileResponse(rsp *http.Response) (*PreviewPackageFileResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &PreviewPackageFileResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case rsp.StatusCode == 304:
+		break // No content-type
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest ScanHeld
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 410:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON410 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers PreviewPackageFileResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers PreviewPackageFileResponse429Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
