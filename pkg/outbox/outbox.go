@@ -15,14 +15,17 @@ package outbox
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/shipfile/shipfile/pkg/tracing"
 )
 
-// The outbox table is the gateway's migrations services/gateway/migrations/00003_outbox.sql
-// and 00025, the one schema every service uses. Rows are published in id order and
+// The outbox table is the gateway's migrations services/gateway/migrations/00003_outbox.sql,
+// 00025 and 00036 (the trace column), the one schema every service uses. Rows are published in id order and
 // deleted once published (rows an earlier version marked published, published_at set,
 // wait for the relay's cleanup); a row is pending while published_at is NULL. The relay
 // never remembers a high-water mark, so a row whose transaction commits after a row with
@@ -47,13 +50,13 @@ type Message struct {
 
 // Insert writes messages in the caller's transaction, so they are published only if the
 // transaction commits. Once it has, the caller wakes its relay (Relay.Wake); otherwise a
-// relay's poll finds them.
+// relay's poll finds them. The rows carry ctx's trace context (see Queue).
 func Insert(ctx context.Context, tx pgx.Tx, msgs ...Message) error {
 	if len(msgs) == 0 {
 		return nil
 	}
 	b := &pgx.Batch{}
-	if err := Queue(b, msgs...); err != nil {
+	if err := Queue(ctx, b, msgs...); err != nil {
 		return err
 	}
 	if err := tx.SendBatch(ctx, b).Close(); err != nil {
@@ -65,10 +68,16 @@ func Insert(ctx context.Context, tx pgx.Tx, msgs ...Message) error {
 // Queue adds the statement that writes messages to b, for a caller that sends its own
 // change and its messages as one batch: a batch sent outside an explicit transaction
 // runs as one implicit transaction, so the change and its messages commit together in
-// one round trip. As with Insert, the caller wakes its relay after the commit.
-func Queue(b *pgx.Batch, msgs ...Message) error {
+// one round trip. As with Insert, the caller wakes its relay after the commit. ctx is
+// the context of the change: its trace context (traceparent, tracestate) is stored with
+// the rows, and the relay publishes it as the messages' headers.
+func Queue(ctx context.Context, b *pgx.Batch, msgs ...Message) error {
 	if len(msgs) == 0 {
 		return nil
+	}
+	trace, err := traceOf(ctx)
+	if err != nil {
+		return err
 	}
 	if len(msgs) == 1 {
 		// The common case (one event per change): a plain row, without the arrays that
@@ -78,8 +87,8 @@ func Queue(b *pgx.Batch, msgs ...Message) error {
 		if err != nil {
 			return err
 		}
-		b.Queue(`INSERT INTO outbox (msg_id, subject, payload, ephemeral) VALUES ($1, $2, $3, $4)`,
-			m.ID, m.Subject, payload, m.Ephemeral)
+		b.Queue(`INSERT INTO outbox (msg_id, subject, payload, ephemeral, trace) VALUES ($1, $2, $3, $4, $5::jsonb)`,
+			m.ID, m.Subject, payload, m.Ephemeral, trace)
 		return nil
 	}
 	ids := make([]string, len(msgs))
@@ -94,12 +103,27 @@ func Queue(b *pgx.Batch, msgs ...Message) error {
 		ids[i], subjects[i], payloads[i], ephemeral[i] = m.ID, m.Subject, payload, m.Ephemeral
 	}
 	// WITH ORDINALITY keeps the caller's order in the identity column, hence on the bus.
-	b.Queue(`INSERT INTO outbox (msg_id, subject, payload, ephemeral)
-		SELECT m.msg_id, m.subject, m.payload, m.ephemeral
+	b.Queue(`INSERT INTO outbox (msg_id, subject, payload, ephemeral, trace)
+		SELECT m.msg_id, m.subject, m.payload, m.ephemeral, $5::jsonb
 		FROM unnest($1::text[], $2::text[], $3::bytea[], $4::boolean[])
 			WITH ORDINALITY AS m (msg_id, subject, payload, ephemeral, n)
-		ORDER BY m.n`, ids, subjects, payloads, ephemeral)
+		ORDER BY m.n`, ids, subjects, payloads, ephemeral, trace)
 	return nil
+}
+
+// traceOf is the trace column of rows written in ctx: its W3C trace context as a JSON
+// object, or nil (NULL) when ctx holds none.
+func traceOf(ctx context.Context) (*string, error) {
+	c := tracing.Carrier(ctx)
+	if c == nil {
+		return nil, nil
+	}
+	b, err := json.Marshal(c)
+	if err != nil {
+		return nil, fmt.Errorf("outbox: trace context: %w", err)
+	}
+	s := string(b)
+	return &s, nil
 }
 
 // payloadOf checks the i-th message of a Queue and returns the payload its row stores.

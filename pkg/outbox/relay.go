@@ -11,8 +11,15 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/prometheus/client_golang/prometheus"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/propagation"
+	semconv "go.opentelemetry.io/otel/semconv/v1.37.0"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/shipfile/shipfile/pkg/tracing"
 )
 
 // Defaults of Options.
@@ -241,6 +248,7 @@ type row struct {
 	subject   string
 	payload   []byte
 	ephemeral bool
+	trace     map[string]string // the writer's W3C trace context; nil: none
 }
 
 // publishBatch publishes up to BatchSize pending rows in one transaction, in id order
@@ -252,7 +260,7 @@ func (r *Relay) publishBatch(ctx context.Context) (int, error) {
 	}
 	defer tx.Rollback(context.WithoutCancel(ctx)) //nolint:errcheck // a no-op after Commit
 
-	rows, err := tx.Query(ctx, `SELECT id, msg_id, subject, payload, ephemeral
+	rows, err := tx.Query(ctx, `SELECT id, msg_id, subject, payload, ephemeral, trace
 		FROM outbox
 		WHERE published_at IS NULL AND ($2 OR NOT ephemeral)
 		ORDER BY id
@@ -263,7 +271,7 @@ func (r *Relay) publishBatch(ctx context.Context) (int, error) {
 	}
 	batch, err := pgx.CollectRows(rows, func(rw pgx.CollectableRow) (row, error) {
 		var x row
-		err := rw.Scan(&x.id, &x.msgID, &x.subject, &x.payload, &x.ephemeral)
+		err := rw.Scan(&x.id, &x.msgID, &x.subject, &x.payload, &x.ephemeral, &x.trace)
 		return x, err
 	})
 	if err != nil {
@@ -309,11 +317,14 @@ func (r *Relay) publishBatch(ctx context.Context) (int, error) {
 // the first row that failed, with its error. A row whose payload cannot be opened stops
 // the batch before it is sent, so it stays first in line. A row the stream refused does
 // not stop the rows behind it, which were sent already: those that went through count as
-// published, and the failed row is tried again after them.
+// published, and the failed row is tried again after them. Each row's publish is a span
+// ("outbox publish <subject>"), a child of the trace context its writer stored, and the
+// message carries that span's traceparent (and tracestate) as headers.
 func (r *Relay) publish(ctx context.Context, batch []row) (published []int64, failed *row, err error) {
 	type sent struct {
-		row *row
-		ack jetstream.PubAckFuture
+		row  *row
+		ack  jetstream.PubAckFuture
+		span trace.Span
 	}
 	out := make([]sent, 0, len(batch))
 	for i := range batch {
@@ -326,13 +337,14 @@ func (r *Relay) publish(ctx context.Context, batch []row) (published []int64, fa
 				break
 			}
 		}
-		ack, perr := r.js.PublishAsync(m.subject, payload, jetstream.WithMsgID(m.msgID))
+		ack, span, perr := r.publishRow(ctx, m, payload)
 		if perr != nil {
+			endSpan(span, perr)
 			failed, err = m, perr
 			r.metrics.publishError()
 			break
 		}
-		out = append(out, sent{m, ack})
+		out = append(out, sent{m, ack, span})
 	}
 	wait := time.NewTimer(publishWait)
 	defer wait.Stop()
@@ -358,6 +370,7 @@ func (r *Relay) publish(ctx context.Context, batch []row) (published []int64, fa
 				perr = late
 			}
 		}
+		endSpan(s.span, perr)
 		if perr == nil {
 			published = append(published, s.row.id)
 			continue
@@ -369,6 +382,38 @@ func (r *Relay) publish(ctx context.Context, batch []row) (published []int64, fa
 		}
 	}
 	return published, failed, err
+}
+
+// publishRow sends one row (its payload opened) within its publish span, with the
+// span's trace context as the message's headers when it has one.
+func (r *Relay) publishRow(ctx context.Context, m *row, payload []byte) (jetstream.PubAckFuture, trace.Span, error) {
+	if m.trace != nil {
+		ctx = tracing.Extract(ctx, propagation.MapCarrier(m.trace))
+	}
+	ctx, span := tracing.Tracer().Start(ctx, "outbox publish "+m.subject,
+		trace.WithSpanKind(trace.SpanKindProducer),
+		trace.WithAttributes(
+			semconv.MessagingSystemKey.String("nats"),
+			semconv.MessagingDestinationName(m.subject),
+			semconv.MessagingMessageID(m.msgID),
+		))
+	if !span.SpanContext().IsValid() {
+		ack, err := r.js.PublishAsync(m.subject, payload, jetstream.WithMsgID(m.msgID))
+		return ack, span, err
+	}
+	msg := &nats.Msg{Subject: m.subject, Data: payload, Header: nats.Header{}}
+	tracing.Inject(ctx, tracing.Headers(msg.Header))
+	ack, err := r.js.PublishMsgAsync(msg, jetstream.WithMsgID(m.msgID))
+	return ack, span, err
+}
+
+// endSpan ends a publish span, recording err.
+func endSpan(span trace.Span, err error) {
+	if err != nil {
+		span.RecordError(err)
+		span.SetStatus(codes.Error, "publish failed")
+	}
+	span.End()
 }
 
 // cleanup deletes published rows older than Retention, a chunk at a time, and returns

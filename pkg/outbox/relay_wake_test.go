@@ -21,7 +21,7 @@ import (
 func TestQueueTakesNoCommitLock(t *testing.T) {
 	t.Parallel()
 	b := &pgx.Batch{}
-	if err := outbox.Queue(b, outbox.Message{ID: "a", Subject: "s.x", Data: []byte("x")}, outbox.Message{ID: "b", Subject: "s.x"}); err != nil {
+	if err := outbox.Queue(context.Background(), b, outbox.Message{ID: "a", Subject: "s.x", Data: []byte("x")}, outbox.Message{ID: "b", Subject: "s.x"}); err != nil {
 		t.Fatal(err)
 	}
 	if b.Len() != 1 {

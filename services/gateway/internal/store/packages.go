@@ -491,7 +491,7 @@ func (s *Postgres) queueEffects(ctx context.Context, b *pgx.Batch, fx app.Effect
 		}
 		msgs = append(msgs, m)
 	}
-	return outbox.Queue(b, msgs...)
+	return outbox.Queue(ctx, b, msgs...)
 }
 
 func notFound(err error, what string) error {
