@@ -142,6 +142,7 @@ const (
 	PackageFileUploaded EventType = "package.file_uploaded"
 	PackageFinalized    EventType = "package.finalized"
 	PackageRevoked      EventType = "package.revoked"
+	QuotaExceeded       EventType = "quota.exceeded"
 )
 
 // Valid indicates whether the value is a known member of the EventType enum.
@@ -162,6 +163,8 @@ func (e EventType) Valid() bool {
 	case PackageFinalized:
 		return true
 	case PackageRevoked:
+		return true
+	case QuotaExceeded:
 		return true
 	default:
 		return false
@@ -1067,7 +1070,7 @@ type Error struct {
 	Detail string `json:"detail"`
 }
 
-// EventType defines model for EventType.
+// EventType `quota.exceeded` (`user_id`, `limit`, `used_bytes`, `quota_bytes`, `needed_bytes`) is an upload refused by its owner's storage quota or `SHIPFILE_STORAGE_CAP` (docs/POLICIES.md); it has no package.
 type EventType string
 
 // File defines model for File.

@@ -24,4 +24,6 @@ const (
 	TypeWebhookTest = "webhook.test"
 	// TypePackageFileInfected is the type of Envelope.file_infected (FileInfected).
 	TypePackageFileInfected = "package.file_infected"
+	// TypeQuotaExceeded is the type of Envelope.quota_exceeded (QuotaExceeded).
+	TypeQuotaExceeded = "quota.exceeded"
 )

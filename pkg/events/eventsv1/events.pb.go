@@ -56,6 +56,7 @@ type Envelope struct {
 	//	*Envelope_PackageExpired
 	//	*Envelope_WebhookTest
 	//	*Envelope_FileInfected
+	//	*Envelope_QuotaExceeded
 	Data          isEnvelope_Data `protobuf_oneof:"data"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -214,6 +215,15 @@ func (x *Envelope) GetFileInfected() *FileInfected {
 	return nil
 }
 
+func (x *Envelope) GetQuotaExceeded() *QuotaExceeded {
+	if x != nil {
+		if x, ok := x.Data.(*Envelope_QuotaExceeded); ok {
+			return x.QuotaExceeded
+		}
+	}
+	return nil
+}
+
 type isEnvelope_Data interface {
 	isEnvelope_Data()
 }
@@ -254,6 +264,10 @@ type Envelope_FileInfected struct {
 	FileInfected *FileInfected `protobuf:"bytes,18,opt,name=file_infected,json=fileInfected,proto3,oneof"`
 }
 
+type Envelope_QuotaExceeded struct {
+	QuotaExceeded *QuotaExceeded `protobuf:"bytes,20,opt,name=quota_exceeded,json=quotaExceeded,proto3,oneof"`
+}
+
 func (*Envelope_PackageCreated) isEnvelope_Data() {}
 
 func (*Envelope_PackageFinalized) isEnvelope_Data() {}
@@ -271,6 +285,8 @@ func (*Envelope_PackageExpired) isEnvelope_Data() {}
 func (*Envelope_WebhookTest) isEnvelope_Data() {}
 
 func (*Envelope_FileInfected) isEnvelope_Data() {}
+
+func (*Envelope_QuotaExceeded) isEnvelope_Data() {}
 
 // Package is the part of a package every event carries.
 type Package struct {
@@ -861,6 +877,85 @@ func (x *FileInfected) GetSignature() string {
 	return ""
 }
 
+// QuotaExceeded is an upload refused because it does not fit its owner's storage quota
+// or the storage cap of all users (docs/POLICIES.md): whose, which limit and the numbers.
+// It has no package.
+type QuotaExceeded struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	UserId        int64                  `protobuf:"varint,1,opt,name=user_id,json=userId,proto3" json:"user_id,omitempty"`                // the package owner whose quota it is
+	Limit         string                 `protobuf:"bytes,2,opt,name=limit,proto3" json:"limit,omitempty"`                                 // "storage quota" | "storage cap"
+	UsedBytes     int64                  `protobuf:"varint,3,opt,name=used_bytes,json=usedBytes,proto3" json:"used_bytes,omitempty"`       // what was held (stored and reserved) when the upload was refused
+	QuotaBytes    int64                  `protobuf:"varint,4,opt,name=quota_bytes,json=quotaBytes,proto3" json:"quota_bytes,omitempty"`    // the limit's bytes
+	NeededBytes   int64                  `protobuf:"varint,5,opt,name=needed_bytes,json=neededBytes,proto3" json:"needed_bytes,omitempty"` // what the refused upload asked for
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *QuotaExceeded) Reset() {
+	*x = QuotaExceeded{}
+	mi := &file_events_v1_events_proto_msgTypes[10]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *QuotaExceeded) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*QuotaExceeded) ProtoMessage() {}
+
+func (x *QuotaExceeded) ProtoReflect() protoreflect.Message {
+	mi := &file_events_v1_events_proto_msgTypes[10]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use QuotaExceeded.ProtoReflect.Descriptor instead.
+func (*QuotaExceeded) Descriptor() ([]byte, []int) {
+	return file_events_v1_events_proto_rawDescGZIP(), []int{10}
+}
+
+func (x *QuotaExceeded) GetUserId() int64 {
+	if x != nil {
+		return x.UserId
+	}
+	return 0
+}
+
+func (x *QuotaExceeded) GetLimit() string {
+	if x != nil {
+		return x.Limit
+	}
+	return ""
+}
+
+func (x *QuotaExceeded) GetUsedBytes() int64 {
+	if x != nil {
+		return x.UsedBytes
+	}
+	return 0
+}
+
+func (x *QuotaExceeded) GetQuotaBytes() int64 {
+	if x != nil {
+		return x.QuotaBytes
+	}
+	return 0
+}
+
+func (x *QuotaExceeded) GetNeededBytes() int64 {
+	if x != nil {
+		return x.NeededBytes
+	}
+	return 0
+}
+
 // WebhookTest is the synthetic event an admin fires with a subscription's Test button
 // (type "webhook.test"). It goes to that one subscription, whatever its event selection.
 type WebhookTest struct {
@@ -873,7 +968,7 @@ type WebhookTest struct {
 
 func (x *WebhookTest) Reset() {
 	*x = WebhookTest{}
-	mi := &file_events_v1_events_proto_msgTypes[10]
+	mi := &file_events_v1_events_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -885,7 +980,7 @@ func (x *WebhookTest) String() string {
 func (*WebhookTest) ProtoMessage() {}
 
 func (x *WebhookTest) ProtoReflect() protoreflect.Message {
-	mi := &file_events_v1_events_proto_msgTypes[10]
+	mi := &file_events_v1_events_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -898,7 +993,7 @@ func (x *WebhookTest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WebhookTest.ProtoReflect.Descriptor instead.
 func (*WebhookTest) Descriptor() ([]byte, []int) {
-	return file_events_v1_events_proto_rawDescGZIP(), []int{10}
+	return file_events_v1_events_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *WebhookTest) GetHookId() int64 {
@@ -944,7 +1039,7 @@ type WebhookJob struct {
 
 func (x *WebhookJob) Reset() {
 	*x = WebhookJob{}
-	mi := &file_events_v1_events_proto_msgTypes[11]
+	mi := &file_events_v1_events_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -956,7 +1051,7 @@ func (x *WebhookJob) String() string {
 func (*WebhookJob) ProtoMessage() {}
 
 func (x *WebhookJob) ProtoReflect() protoreflect.Message {
-	mi := &file_events_v1_events_proto_msgTypes[11]
+	mi := &file_events_v1_events_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -969,7 +1064,7 @@ func (x *WebhookJob) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WebhookJob.ProtoReflect.Descriptor instead.
 func (*WebhookJob) Descriptor() ([]byte, []int) {
-	return file_events_v1_events_proto_rawDescGZIP(), []int{11}
+	return file_events_v1_events_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *WebhookJob) GetDeliveryId() string {
@@ -1051,7 +1146,7 @@ type MailJob struct {
 
 func (x *MailJob) Reset() {
 	*x = MailJob{}
-	mi := &file_events_v1_events_proto_msgTypes[12]
+	mi := &file_events_v1_events_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1063,7 +1158,7 @@ func (x *MailJob) String() string {
 func (*MailJob) ProtoMessage() {}
 
 func (x *MailJob) ProtoReflect() protoreflect.Message {
-	mi := &file_events_v1_events_proto_msgTypes[12]
+	mi := &file_events_v1_events_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1076,7 +1171,7 @@ func (x *MailJob) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MailJob.ProtoReflect.Descriptor instead.
 func (*MailJob) Descriptor() ([]byte, []int) {
-	return file_events_v1_events_proto_rawDescGZIP(), []int{12}
+	return file_events_v1_events_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *MailJob) GetJobId() string {
@@ -1200,7 +1295,7 @@ var File_events_v1_events_proto protoreflect.FileDescriptor
 
 const file_events_v1_events_proto_rawDesc = "" +
 	"\n" +
-	"\x16events/v1/events.proto\x12\x12shipfile.events.v1\x1a google/protobuf/descriptor.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xc9\b\n" +
+	"\x16events/v1/events.proto\x12\x12shipfile.events.v1\x1a google/protobuf/descriptor.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xa9\t\n" +
 	"\bEnvelope\x12\x19\n" +
 	"\bevent_id\x18\x01 \x01(\tR\aeventId\x12\x12\n" +
 	"\x04type\x18\x02 \x01(\tR\x04type\x12\x18\n" +
@@ -1218,7 +1313,8 @@ const file_events_v1_events_proto_rawDesc = "" +
 	"\x0fpackage_deleted\x18\x0f \x01(\v2\".shipfile.events.v1.PackageDeletedB\x13\xa2\xbb\x18\x0fpackage.deletedH\x00R\x0epackageDeleted\x12b\n" +
 	"\x0fpackage_expired\x18\x10 \x01(\v2\".shipfile.events.v1.PackageExpiredB\x13\xa2\xbb\x18\x0fpackage.expiredH\x00R\x0epackageExpired\x12Z\n" +
 	"\fwebhook_test\x18\x11 \x01(\v2\x1f.shipfile.events.v1.WebhookTestB\x14\xa2\xbb\x18\fwebhook.test\xa8\xbb\x18\x01H\x00R\vwebhookTest\x12b\n" +
-	"\rfile_infected\x18\x12 \x01(\v2 .shipfile.events.v1.FileInfectedB\x19\xa2\xbb\x18\x15package.file_infectedH\x00R\ffileInfectedB\x06\n" +
+	"\rfile_infected\x18\x12 \x01(\v2 .shipfile.events.v1.FileInfectedB\x19\xa2\xbb\x18\x15package.file_infectedH\x00R\ffileInfected\x12^\n" +
+	"\x0equota_exceeded\x18\x14 \x01(\v2!.shipfile.events.v1.QuotaExceededB\x12\xa2\xbb\x18\x0equota.exceededH\x00R\rquotaExceededB\x06\n" +
 	"\x04data\"\xa9\x01\n" +
 	"\aPackage\x12\x1d\n" +
 	"\n" +
@@ -1272,7 +1368,15 @@ const file_events_v1_events_proto_rawDesc = "" +
 	"\apackage\x18\x01 \x01(\v2\x1b.shipfile.events.v1.PackageR\apackage\x12\x17\n" +
 	"\afile_id\x18\x02 \x01(\tR\x06fileId\x12\x1a\n" +
 	"\bfilename\x18\x03 \x01(\tR\bfilename\x12\x1c\n" +
-	"\tsignature\x18\x04 \x01(\tR\tsignature\"@\n" +
+	"\tsignature\x18\x04 \x01(\tR\tsignature\"\xa1\x01\n" +
+	"\rQuotaExceeded\x12\x17\n" +
+	"\auser_id\x18\x01 \x01(\x03R\x06userId\x12\x14\n" +
+	"\x05limit\x18\x02 \x01(\tR\x05limit\x12\x1d\n" +
+	"\n" +
+	"used_bytes\x18\x03 \x01(\x03R\tusedBytes\x12\x1f\n" +
+	"\vquota_bytes\x18\x04 \x01(\x03R\n" +
+	"quotaBytes\x12!\n" +
+	"\fneeded_bytes\x18\x05 \x01(\x03R\vneededBytes\"@\n" +
 	"\vWebhookTest\x12\x17\n" +
 	"\ahook_id\x18\x01 \x01(\x03R\x06hookId\x12\x18\n" +
 	"\amessage\x18\x02 \x01(\tR\amessage\"\xf8\x01\n" +
@@ -1324,7 +1428,7 @@ func file_events_v1_events_proto_rawDescGZIP() []byte {
 	return file_events_v1_events_proto_rawDescData
 }
 
-var file_events_v1_events_proto_msgTypes = make([]protoimpl.MessageInfo, 13)
+var file_events_v1_events_proto_msgTypes = make([]protoimpl.MessageInfo, 14)
 var file_events_v1_events_proto_goTypes = []any{
 	(*Envelope)(nil),                  // 0: shipfile.events.v1.Envelope
 	(*Package)(nil),                   // 1: shipfile.events.v1.Package
@@ -1336,14 +1440,15 @@ var file_events_v1_events_proto_goTypes = []any{
 	(*PackageDeleted)(nil),            // 7: shipfile.events.v1.PackageDeleted
 	(*PackageExpired)(nil),            // 8: shipfile.events.v1.PackageExpired
 	(*FileInfected)(nil),              // 9: shipfile.events.v1.FileInfected
-	(*WebhookTest)(nil),               // 10: shipfile.events.v1.WebhookTest
-	(*WebhookJob)(nil),                // 11: shipfile.events.v1.WebhookJob
-	(*MailJob)(nil),                   // 12: shipfile.events.v1.MailJob
-	(*timestamppb.Timestamp)(nil),     // 13: google.protobuf.Timestamp
-	(*descriptorpb.FieldOptions)(nil), // 14: google.protobuf.FieldOptions
+	(*QuotaExceeded)(nil),             // 10: shipfile.events.v1.QuotaExceeded
+	(*WebhookTest)(nil),               // 11: shipfile.events.v1.WebhookTest
+	(*WebhookJob)(nil),                // 12: shipfile.events.v1.WebhookJob
+	(*MailJob)(nil),                   // 13: shipfile.events.v1.MailJob
+	(*timestamppb.Timestamp)(nil),     // 14: google.protobuf.Timestamp
+	(*descriptorpb.FieldOptions)(nil), // 15: google.protobuf.FieldOptions
 }
 var file_events_v1_events_proto_depIdxs = []int32{
-	13, // 0: shipfile.events.v1.Envelope.occurred_at:type_name -> google.protobuf.Timestamp
+	14, // 0: shipfile.events.v1.Envelope.occurred_at:type_name -> google.protobuf.Timestamp
 	2,  // 1: shipfile.events.v1.Envelope.package_created:type_name -> shipfile.events.v1.PackageCreated
 	3,  // 2: shipfile.events.v1.Envelope.package_finalized:type_name -> shipfile.events.v1.PackageFinalized
 	4,  // 3: shipfile.events.v1.Envelope.file_uploaded:type_name -> shipfile.events.v1.FileUploaded
@@ -1351,27 +1456,28 @@ var file_events_v1_events_proto_depIdxs = []int32{
 	6,  // 5: shipfile.events.v1.Envelope.package_revoked:type_name -> shipfile.events.v1.PackageRevoked
 	7,  // 6: shipfile.events.v1.Envelope.package_deleted:type_name -> shipfile.events.v1.PackageDeleted
 	8,  // 7: shipfile.events.v1.Envelope.package_expired:type_name -> shipfile.events.v1.PackageExpired
-	10, // 8: shipfile.events.v1.Envelope.webhook_test:type_name -> shipfile.events.v1.WebhookTest
+	11, // 8: shipfile.events.v1.Envelope.webhook_test:type_name -> shipfile.events.v1.WebhookTest
 	9,  // 9: shipfile.events.v1.Envelope.file_infected:type_name -> shipfile.events.v1.FileInfected
-	1,  // 10: shipfile.events.v1.PackageCreated.package:type_name -> shipfile.events.v1.Package
-	13, // 11: shipfile.events.v1.PackageCreated.expires_at:type_name -> google.protobuf.Timestamp
-	1,  // 12: shipfile.events.v1.PackageFinalized.package:type_name -> shipfile.events.v1.Package
-	13, // 13: shipfile.events.v1.PackageFinalized.expires_at:type_name -> google.protobuf.Timestamp
-	1,  // 14: shipfile.events.v1.FileUploaded.package:type_name -> shipfile.events.v1.Package
-	1,  // 15: shipfile.events.v1.PackageDownloaded.package:type_name -> shipfile.events.v1.Package
-	1,  // 16: shipfile.events.v1.PackageRevoked.package:type_name -> shipfile.events.v1.Package
-	1,  // 17: shipfile.events.v1.PackageDeleted.package:type_name -> shipfile.events.v1.Package
-	1,  // 18: shipfile.events.v1.PackageExpired.package:type_name -> shipfile.events.v1.Package
-	13, // 19: shipfile.events.v1.PackageExpired.expires_at:type_name -> google.protobuf.Timestamp
-	1,  // 20: shipfile.events.v1.FileInfected.package:type_name -> shipfile.events.v1.Package
-	13, // 21: shipfile.events.v1.MailJob.expires_at:type_name -> google.protobuf.Timestamp
-	14, // 22: shipfile.events.v1.event_type:extendee -> google.protobuf.FieldOptions
-	14, // 23: shipfile.events.v1.synthetic:extendee -> google.protobuf.FieldOptions
-	24, // [24:24] is the sub-list for method output_type
-	24, // [24:24] is the sub-list for method input_type
-	24, // [24:24] is the sub-list for extension type_name
-	22, // [22:24] is the sub-list for extension extendee
-	0,  // [0:22] is the sub-list for field type_name
+	10, // 10: shipfile.events.v1.Envelope.quota_exceeded:type_name -> shipfile.events.v1.QuotaExceeded
+	1,  // 11: shipfile.events.v1.PackageCreated.package:type_name -> shipfile.events.v1.Package
+	14, // 12: shipfile.events.v1.PackageCreated.expires_at:type_name -> google.protobuf.Timestamp
+	1,  // 13: shipfile.events.v1.PackageFinalized.package:type_name -> shipfile.events.v1.Package
+	14, // 14: shipfile.events.v1.PackageFinalized.expires_at:type_name -> google.protobuf.Timestamp
+	1,  // 15: shipfile.events.v1.FileUploaded.package:type_name -> shipfile.events.v1.Package
+	1,  // 16: shipfile.events.v1.PackageDownloaded.package:type_name -> shipfile.events.v1.Package
+	1,  // 17: shipfile.events.v1.PackageRevoked.package:type_name -> shipfile.events.v1.Package
+	1,  // 18: shipfile.events.v1.PackageDeleted.package:type_name -> shipfile.events.v1.Package
+	1,  // 19: shipfile.events.v1.PackageExpired.package:type_name -> shipfile.events.v1.Package
+	14, // 20: shipfile.events.v1.PackageExpired.expires_at:type_name -> google.protobuf.Timestamp
+	1,  // 21: shipfile.events.v1.FileInfected.package:type_name -> shipfile.events.v1.Package
+	14, // 22: shipfile.events.v1.MailJob.expires_at:type_name -> google.protobuf.Timestamp
+	15, // 23: shipfile.events.v1.event_type:extendee -> google.protobuf.FieldOptions
+	15, // 24: shipfile.events.v1.synthetic:extendee -> google.protobuf.FieldOptions
+	25, // [25:25] is the sub-list for method output_type
+	25, // [25:25] is the sub-list for method input_type
+	25, // [25:25] is the sub-list for extension type_name
+	23, // [23:25] is the sub-list for extension extendee
+	0,  // [0:23] is the sub-list for field type_name
 }
 
 func init() { file_events_v1_events_proto_init() }
@@ -1389,6 +1495,7 @@ func file_events_v1_events_proto_init() {
 		(*Envelope_PackageExpired)(nil),
 		(*Envelope_WebhookTest)(nil),
 		(*Envelope_FileInfected)(nil),
+		(*Envelope_QuotaExceeded)(nil),
 	}
 	file_events_v1_events_proto_msgTypes[6].OneofWrappers = []any{}
 	type x struct{}
@@ -1397,7 +1504,7 @@ func file_events_v1_events_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_events_v1_events_proto_rawDesc), len(file_events_v1_events_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   13,
+			NumMessages:   14,
 			NumExtensions: 2,
 			NumServices:   0,
 		},

@@ -76,6 +76,11 @@ CREATE INDEX quota_holds_tus_idx ON quota_holds (tus_upload_id) WHERE tus_upload
 CREATE INDEX quota_holds_object_idx ON quota_holds (object_key) WHERE object_key IS NOT NULL;
 CREATE INDEX quota_holds_expiry_idx ON quota_holds (expires_at) WHERE expires_at IS NOT NULL;
 
+-- The 90 % notice is an account notice the mailer sends (services/mailer, account.go).
+ALTER TABLE account_notices DROP CONSTRAINT account_notices_event_check,
+    ADD CONSTRAINT account_notices_event_check
+        CHECK (event IN ('sso_linked', 'sso_unlinked', 'role_changed', 'key_changed', 'quota_90'));
+
 -- +goose StatementBegin
 CREATE FUNCTION user_usage_for_user() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
@@ -154,6 +159,9 @@ CREATE TRIGGER tus_uploads_completed AFTER UPDATE OF file_completed ON tus_uploa
     EXECUTE FUNCTION quota_holds_of_completed_upload();
 
 -- +goose Down
+ALTER TABLE account_notices DROP CONSTRAINT account_notices_event_check,
+    ADD CONSTRAINT account_notices_event_check
+        CHECK (event IN ('sso_linked', 'sso_unlinked', 'role_changed', 'key_changed'));
 DROP TRIGGER tus_uploads_completed ON tus_uploads;
 DROP FUNCTION quota_holds_of_completed_upload();
 DROP TABLE quota_holds;

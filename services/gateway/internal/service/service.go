@@ -304,7 +304,7 @@ func New(_ context.Context, cfg Config, deps Deps) (*Service, error) {
 	// channel) is current; last_used_at is written in batches.
 	s.TokenCache = identity.NewTokenCache(identity.DefaultTokenCacheTTL, identity.DefaultTokenFeedWindow)
 	s.tokenUsage = identity.NewTokenUsage(db, identity.DefaultTokenUsageInterval)
-	s.Policies = policies.New(db, policies.WithStorageCap(cfg.StorageCap))
+	s.Policies = policies.New(db, policies.WithStorageCap(cfg.StorageCap), policies.WithNotifier(policies.OutboxNotifier{W: db}))
 	s.Identity = identity.NewIdentity(db, identity.WithTokenCache(s.TokenCache), identity.WithTokenUsage(s.tokenUsage), identity.WithHasher(hasher),
 		identity.WithLogger(log), identity.WithGroupSync(s.Policies))
 	linkRate := float64(cfg.Edge.LinkRate)

@@ -259,8 +259,8 @@ func (s *Postgres) ReleaseHold(ctx context.Context, id uuid.UUID) error {
 func (s *Postgres) SweepHolds(ctx context.Context) (int64, error) { return s.q.SweepQuotaHolds(ctx) }
 
 // MarkNotified sets or clears the user's 90 % mark (see policies.Store).
-func (s *Postgres) MarkNotified(ctx context.Context, userID int64, nearlyFull bool) (bool, error) {
-	due, err := s.q.MarkUsageNotified(ctx, MarkUsageNotifiedParams{NearlyFull: nearlyFull, UserID: userID})
+func (s *Postgres) MarkNotified(ctx context.Context, userID int64, nearlyFull bool, detail string) (bool, error) {
+	due, err := s.q.MarkUsageNotified(ctx, MarkUsageNotifiedParams{NearlyFull: nearlyFull, UserID: userID, Detail: detail})
 	if errors.Is(err, pgx.ErrNoRows) {
 		return false, nil
 	}

@@ -102,8 +102,16 @@ DELETE FROM quota_holds WHERE expires_at < now();
 
 -- name: MarkUsageNotified :one
 -- Sets notified_at when @nearly_full and it is not set (due: true), clears it when
--- not @nearly_full.
-WITH prev AS (SELECT notified_at FROM user_usage WHERE user_id = @user_id FOR UPDATE)
-UPDATE user_usage uu SET notified_at = CASE WHEN @nearly_full::boolean THEN COALESCE(uu.notified_at, now()) ELSE NULL END
-FROM prev WHERE uu.user_id = @user_id
-RETURNING (@nearly_full::boolean AND prev.notified_at IS NULL)::boolean AS due;
+-- not @nearly_full; when due, the user's 90 % notice (account_notices 'quota_90',
+-- naming @detail) is written in the same statement.
+WITH prev AS (SELECT p.notified_at FROM user_usage p WHERE p.user_id = @user_id FOR UPDATE),
+upd AS (
+    UPDATE user_usage uu SET notified_at = CASE WHEN @nearly_full::boolean THEN COALESCE(uu.notified_at, now()) ELSE NULL END
+    FROM prev WHERE uu.user_id = @user_id
+    RETURNING (@nearly_full::boolean AND prev.notified_at IS NULL)::boolean AS due
+),
+notice AS (
+    INSERT INTO account_notices (user_id, event, detail)
+    SELECT @user_id, 'quota_90', @detail::text FROM upd WHERE upd.due
+)
+SELECT due FROM upd;

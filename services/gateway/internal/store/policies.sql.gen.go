@@ -345,21 +345,30 @@ func (q *Queries) LockStorageCap(ctx context.Context) error {
 }
 
 const markUsageNotified = `-- name: MarkUsageNotified :one
-WITH prev AS (SELECT notified_at FROM user_usage WHERE user_id = $2 FOR UPDATE)
-UPDATE user_usage uu SET notified_at = CASE WHEN $1::boolean THEN COALESCE(uu.notified_at, now()) ELSE NULL END
-FROM prev WHERE uu.user_id = $2
-RETURNING ($1::boolean AND prev.notified_at IS NULL)::boolean AS due
+WITH prev AS (SELECT p.notified_at FROM user_usage p WHERE p.user_id = $1 FOR UPDATE),
+upd AS (
+    UPDATE user_usage uu SET notified_at = CASE WHEN $2::boolean THEN COALESCE(uu.notified_at, now()) ELSE NULL END
+    FROM prev WHERE uu.user_id = $1
+    RETURNING ($2::boolean AND prev.notified_at IS NULL)::boolean AS due
+),
+notice AS (
+    INSERT INTO account_notices (user_id, event, detail)
+    SELECT $1, 'quota_90', $3::text FROM upd WHERE upd.due
+)
+SELECT due FROM upd
 `
 
 type MarkUsageNotifiedParams struct {
-	NearlyFull bool
 	UserID     int64
+	NearlyFull bool
+	Detail     string
 }
 
 // Sets notified_at when @nearly_full and it is not set (due: true), clears it when
-// not @nearly_full.
+// not @nearly_full; when due, the user's 90 % notice (account_notices 'quota_90',
+// naming @detail) is written in the same statement.
 func (q *Queries) MarkUsageNotified(ctx context.Context, arg MarkUsageNotifiedParams) (bool, error) {
-	row := q.db.QueryRow(ctx, markUsageNotified, arg.NearlyFull, arg.UserID)
+	row := q.db.QueryRow(ctx, markUsageNotified, arg.UserID, arg.NearlyFull, arg.Detail)
 	var due bool
 	err := row.Scan(&due)
 	return due, err

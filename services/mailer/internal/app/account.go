@@ -18,6 +18,7 @@ const (
 	AccountSSOUnlinked = "sso_unlinked" // the identity unlinked; Detail: the provider
 	AccountRoleChanged = "role_changed" // Detail: "regular -> admin"
 	AccountKeyChanged  = "key_changed"  // the encryption key set or replaced; Detail: the new public key
+	AccountQuota90     = "quota_90"     // the user's packages hold 90 % of their storage quota; Detail: "9 GiB of 10 GiB"
 )
 
 // accountView is what the account notice templates see. Every field is one line.
@@ -59,6 +60,10 @@ func renderAccount(no Notification, publicURL string) (Email, error) {
 		v.Subject = "Your encryption key was changed"
 		v.What = fmt.Sprintf("The encryption key of your file requests was set or replaced: new requests are encrypted to %s.", detail)
 		v.IfNot = "If this was not you, someone with access to your account may read files sent to your new requests: replace the key on your account page, revoke your API tokens and tell your administrator."
+	case AccountQuota90:
+		v.Subject = "Your shipfile storage is 90 % full"
+		v.What = fmt.Sprintf("Your packages hold %s of your storage quota: uploads that do not fit are refused.", detail)
+		v.IfNot = "Delete packages you no longer need, or ask your administrator for a larger quota."
 	default:
 		return Email{}, fmt.Errorf("%w: unknown account notice %q", ErrPoison, no.AccountEvent)
 	}

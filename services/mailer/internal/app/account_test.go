@@ -23,6 +23,7 @@ func TestRenderAccountNotice(t *testing.T) {
 			[]string{"no longer linked to the identity provider https://id.example.com"}},
 		{AccountRoleChanged, "admin -> regular", "Your shipfile role changed", []string{"Your role in shipfile changed: admin -> regular."}},
 		{AccountKeyChanged, "age1xyz", "Your encryption key was changed", []string{"encrypted to age1xyz", "revoke your API tokens"}},
+		{AccountQuota90, "9.1 GiB of 10 GiB", "Your shipfile storage is 90 % full", []string{"hold 9.1 GiB of 10 GiB of your storage quota", "Delete packages"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.event, func(t *testing.T) {

@@ -2,6 +2,7 @@ package policies
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	"github.com/google/uuid"
@@ -45,19 +46,18 @@ type Store interface {
 	ReleaseHold(ctx context.Context, id uuid.UUID) error
 	// SweepHolds deletes the holds past their expiry.
 	SweepHolds(ctx context.Context) (int64, error)
-	// MarkNotified records that the user's 90 % notice is due when held bytes reach
-	// it and none went out since usage last fell below it, or clears the mark when
-	// held is below; due is true once, when the mark is set.
-	MarkNotified(ctx context.Context, userID int64, nearlyFull bool) (due bool, err error)
+	// MarkNotified records, when nearlyFull and no notice went out since usage last
+	// fell below 90 %, the user's 90 % notice (an account notice the mailer sends,
+	// naming detail) and the mark, in one transaction; without nearlyFull it clears the
+	// mark. due is true once, when the notice is written.
+	MarkNotified(ctx context.Context, userID int64, nearlyFull bool, detail string) (due bool, err error)
 }
 
-// Notifier tells people and webhooks about quotas: the 90 % e-mail and the
-// quota.exceeded event.
+// Notifier tells webhooks of uploads refused for their owner's quota (the
+// quota.exceeded event; OutboxNotifier).
 type Notifier interface {
 	// QuotaExceeded records that user was refused by limit with the numbers.
 	QuotaExceeded(ctx context.Context, userID int64, limit string, used, quota, need int64) error
-	// NearlyFull queues the user's 90 % e-mail.
-	NearlyFull(ctx context.Context, userID int64, used, quota int64) error
 }
 
 // Policies is the policies domain.
@@ -168,15 +168,16 @@ func (s *Policies) Reserve(ctx context.Context, userID, bytes, packageSize int64
 		return nil, err
 	}
 	r.ExpiresAt = s.now().Add(holdGrace)
-	if err := s.take(ctx, r, bytes, false); err != nil {
+	if err := s.take(ctx, r, bytes, false, true); err != nil {
 		return nil, err
 	}
 	r.active = true
 	return r, nil
 }
 
-// take holds bytes more for r, or answers the 413 of the limit that refused them.
-func (s *Policies) take(ctx context.Context, r *Reservation, bytes int64, grow bool) error {
+// take holds bytes more for r, or answers the 413 of the limit that refused them (and,
+// with tell, writes its quota.exceeded).
+func (s *Policies) take(ctx context.Context, r *Reservation, bytes int64, grow, tell bool) error {
 	u, total, ok, err := s.store.Reserve(ctx, *r, bytes, r.quota, s.cap, grow)
 	if err != nil {
 		return err
@@ -188,7 +189,7 @@ func (s *Policies) take(ctx context.Context, r *Reservation, bytes int64, grow b
 		} else {
 			limit, held, quota = LimitCap, total, s.cap
 		}
-		if s.notify != nil {
+		if tell && s.notify != nil {
 			// The refusal stands whether or not its event is written.
 			_ = s.notify.QuotaExceeded(context.WithoutCancel(ctx), r.UserID, limit, held, quota, bytes)
 		}
@@ -219,21 +220,20 @@ func (s *Policies) Release(ctx context.Context, r *Reservation) error {
 // between the reservation and the upload's record).
 func (s *Policies) Sweep(ctx context.Context) (int64, error) { return s.store.SweepHolds(ctx) }
 
-// Committed is called after a file of the user was recorded: when the user's held
-// bytes reach 90 % of the quota the 90 % e-mail goes out, once until usage falls
-// below 90 % again.
+// Committed is called after a file of the user was recorded: when the bytes the
+// user's packages hold reach 90 % of the quota, the 90 % e-mail is queued (an account
+// notice), once until usage falls below 90 % again.
 func (s *Policies) Committed(ctx context.Context, userID int64) {
-	if s.notify == nil {
-		return
-	}
 	u, pol, err := s.Usage(ctx, userID)
 	if err != nil || pol.StorageQuotaBytes == nil {
 		return
 	}
-	due, err := s.store.MarkNotified(ctx, userID, NearlyFull(pol.StorageQuotaBytes, u.UsedBytes))
-	if err == nil && due {
-		_ = s.notify.NearlyFull(context.WithoutCancel(ctx), userID, u.UsedBytes, *pol.StorageQuotaBytes)
+	full := NearlyFull(pol.StorageQuotaBytes, u.UsedBytes)
+	if !full && u.NotifiedAt == nil {
+		return
 	}
+	// A failure leaves the mark as it was: the next upload tries again.
+	_, _ = s.store.MarkNotified(context.WithoutCancel(ctx), userID, full, fmt.Sprintf("%s of %s", Bytes(u.UsedBytes), Bytes(*pol.StorageQuotaBytes)))
 }
 
 // Meter is the reservation of an upload whose size is known only as its bytes arrive
@@ -273,10 +273,13 @@ func (m *Meter) Take(ctx context.Context, n int64) error {
 		return nil
 	}
 	need := m.read - m.r.Bytes
-	err := m.s.take(ctx, m.r, max(need, m.step), true)
-	if err != nil && need < m.step && app.KindOf(err) == app.KindTooLarge {
+	if need >= m.step {
+		return m.s.take(ctx, m.r, need, true, true)
+	}
+	err := m.s.take(ctx, m.r, m.step, true, false)
+	if err != nil && app.KindOf(err) == app.KindTooLarge {
 		// The step does not fit; what the bytes need may.
-		err = m.s.take(ctx, m.r, need, true)
+		err = m.s.take(ctx, m.r, need, true, true)
 	}
 	return err
 }

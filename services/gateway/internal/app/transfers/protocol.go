@@ -370,6 +370,7 @@ func (r *Resumable) Write(ctx context.Context, t TusTarget, id uuid.UUID, c Chun
 	if err != nil {
 		return ChunkResult{}, err
 	}
+	r.committed(ctx, p)
 	res.File = &f
 	res.Upload.Completed = true
 	return res, nil

@@ -18,6 +18,8 @@ type Quotas interface {
 	Reserve(ctx context.Context, userID, bytes, packageSize int64, hold policies.Hold) (*policies.Reservation, error)
 	Attach(ctx context.Context, r *policies.Reservation, tusUploadID uuid.UUID) error
 	Release(ctx context.Context, r *policies.Reservation) error
+	// Committed is told after a file of the user was recorded (the 90 % notice).
+	Committed(ctx context.Context, userID int64)
 }
 
 // reserve holds an upload's length for the owner of p before the upload exists
@@ -47,6 +49,13 @@ func (r *Resumable) attach(ctx context.Context, res *policies.Reservation, u Tus
 func (r *Resumable) release(ctx context.Context, res *policies.Reservation) {
 	if res != nil {
 		_ = r.cfg.Quotas.Release(ctx, res)
+	}
+}
+
+// committed tells the policies that a file of p's owner was recorded.
+func (r *Resumable) committed(ctx context.Context, p app.Package) {
+	if r.cfg.Quotas != nil {
+		r.cfg.Quotas.Committed(ctx, p.OwnerUserID)
 	}
 }
 

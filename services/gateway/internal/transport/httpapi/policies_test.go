@@ -428,3 +428,72 @@ func TestQuotaTwoGateways(t *testing.T) {
 		t.Fatalf("reserved = %v after every upload ended, want 0", u["reserved_bytes"])
 	}
 }
+
+// TestQuotaNoticeAndEvent: reaching 90 % of the quota queues one e-mail (an account
+// notice) until usage falls below 90 % again; a refusal writes quota.exceeded to the
+// outbox.
+func TestQuotaNoticeAndEvent(t *testing.T) {
+	t.Parallel()
+	a := newTestAPI(t, tusConfig())
+	_, admin := a.user("admin@example.com", app.RoleAdmin)
+	bob, token := a.user("bob@example.com", app.RoleRegular)
+	a.setDefaultPolicy(admin, map[string]any{"storage_quota_bytes": 1000})
+	id := a.createPackage(token, map[string]any{"title": "t", "recipient_email": "r@example.com"})["id"].(string)
+	base := "/api/v1/packages/" + id
+	notices := func() []string {
+		t.Helper()
+		rows, err := a.pool.Query(context.Background(), `SELECT detail FROM account_notices WHERE user_id = $1 AND event = 'quota_90' ORDER BY id`, bob.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer rows.Close()
+		var out []string
+		for rows.Next() {
+			var d string
+			if err := rows.Scan(&d); err != nil {
+				t.Fatal(err)
+			}
+			out = append(out, d)
+		}
+		return out
+	}
+	expect(t, a.upload(base+"/files", token, "a.txt", bytes.Repeat([]byte("a"), 500)), http.StatusCreated)
+	if n := notices(); len(n) != 0 {
+		t.Fatalf("notices at 50 %%: %v", n)
+	}
+	r := a.tusUpload(base+"/uploads", token, meta("b.bin"), bytes.Repeat([]byte("b"), 420))
+	expect(t, r, http.StatusNoContent)
+	if n := notices(); len(n) != 1 || n[0] != "920 B of 1000 B" {
+		t.Fatalf("notices at 92 %%: %v, want one naming 920 B of 1000 B", n)
+	}
+	expect(t, a.upload(base+"/files", token, "c.txt", []byte("c")), http.StatusCreated)
+	if n := notices(); len(n) != 1 {
+		t.Fatalf("notices after another upload above 90 %%: %v, want still one", n)
+	}
+	var outbox int
+	count := func() int {
+		t.Helper()
+		if err := a.pool.QueryRow(context.Background(), `SELECT count(*) FROM outbox WHERE subject = 'shipfile.events.quota.exceeded'`).Scan(&outbox); err != nil {
+			t.Fatal(err)
+		}
+		return outbox
+	}
+	if count() != 0 {
+		t.Fatal("quota.exceeded written before any refusal")
+	}
+	expect(t, a.upload(base+"/files", token, "d.txt", bytes.Repeat([]byte("d"), 200)), http.StatusRequestEntityTooLarge)
+	if count() != 1 {
+		t.Fatalf("%d quota.exceeded events after one refusal, want 1", outbox)
+	}
+	// Below 90 % the mark goes; the next time past it, a new notice.
+	for _, f := range a.packageFiles(token, id) {
+		if f["filename"] == "a.txt" {
+			expect(t, a.do("DELETE", base+"/files/"+f["id"].(string), token, nil), http.StatusNoContent)
+		}
+	}
+	expect(t, a.upload(base+"/files", token, "e.txt", []byte("e")), http.StatusCreated)
+	expect(t, a.upload(base+"/files", token, "f.txt", bytes.Repeat([]byte("f"), 480)), http.StatusCreated)
+	if n := notices(); len(n) != 2 || n[1] != "902 B of 1000 B" {
+		t.Fatalf("notices = %v, want a second one naming 902 B of 1000 B", n)
+	}
+}
