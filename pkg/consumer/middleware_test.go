@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
@@ -25,10 +26,13 @@ type fakeMsg struct {
 	data      string
 	delivered uint64
 
+	header     nats.Header
 	mu         sync.Mutex
 	settled    []string // "ack", "nak", "nak 3s", "term"
 	inProgress int
 }
+
+func (m *fakeMsg) Headers() nats.Header { return m.header }
 
 func msg(data string, delivered uint64) *fakeMsg { return &fakeMsg{data: data, delivered: delivered} }
 

@@ -77,12 +77,16 @@ func NewSingle(h Handler, o Options) *Runtime { return New(Single(h), o) }
 func (r *Runtime) Name() string { return r.name }
 
 // Process runs the chain on msgs (with the work context ctx) and settles each message
-// as decided (or queues it to the runtime's Settler). It returns the decisions.
+// as decided (or queues it to the runtime's Settler). It returns the decisions. Each
+// message is handled in a span, a child of the trace context in its headers (see
+// startSpans).
 func (r *Runtime) Process(ctx context.Context, msgs ...jetstream.Msg) []Decision {
 	if len(msgs) == 0 {
 		return nil
 	}
+	ctx, spans := startSpans(ctx, r.name, msgs)
 	out := r.chain(ctx, msgs)
+	endSpans(spans, out)
 	if r.settler != nil {
 		for i, msg := range msgs {
 			r.settler.Settle(msg, out[i])

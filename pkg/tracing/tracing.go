@@ -100,5 +100,13 @@ func sampler(getenv func(string) string) (s sdktrace.Sampler, ok bool) {
 	return sdktrace.ParentBased(sdktrace.TraceIDRatioBased(ratio)), true
 }
 
+// Active reports whether the process's tracer provider records spans: false after
+// Setup with exporting off (a no-op provider), where instrumented code skips starting
+// spans and only passes trace context on.
+func Active() bool {
+	_, off := otel.GetTracerProvider().(noop.TracerProvider)
+	return !off
+}
+
 // Tracer is the tracer of shipfile's own spans, from the process's provider.
 func Tracer() trace.Tracer { return otel.Tracer(Instrumentation) }
