@@ -5,7 +5,10 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/exaring/otelpgx"
 	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/shipfile/shipfile/pkg/tracing"
 )
 
 // Config is the PostgreSQL part of a service's configuration.
@@ -58,7 +61,8 @@ func OpenAtLeast(ctx context.Context, url string, minConns int) (*pgxpool.Pool, 
 }
 
 // ParseConfig parses a pool URL and adds the settings every service's pool runs with
-// (PlanCacheMode, and uuid.UUID encoded as its 16 bytes: registerUUID), for the callers that tune the pool further before opening it.
+// (PlanCacheMode, uuid.UUID encoded as its 16 bytes: registerUUID, and the tracer of
+// its statements when tracing is on), for the callers that tune the pool further before opening it.
 func ParseConfig(url string) (*pgxpool.Config, error) {
 	cfg, err := pgxpool.ParseConfig(url)
 	if err != nil {
@@ -68,5 +72,11 @@ func ParseConfig(url string) (*pgxpool.Config, error) {
 		cfg.ConnConfig.RuntimeParams["plan_cache_mode"] = PlanCacheMode
 	}
 	cfg.AfterConnect = registerUUID
+	if tracing.Active() {
+		// A span per statement, batch, COPY and connect made within a sampled span
+		// (otelpgx starts none outside one), named for the operation; the statement's
+		// parameters are never recorded.
+		cfg.ConnConfig.Tracer = otelpgx.NewTracer()
+	}
 	return cfg, nil
 }

@@ -26,9 +26,14 @@ type Store struct {
 
 // Open creates the client and makes sure the bucket exists.
 func Open(ctx context.Context, cfg Config) (*Store, error) {
+	tr, err := transport(cfg.UseSSL)
+	if err != nil {
+		return nil, fmt.Errorf("storage: %w", err)
+	}
 	client, err := minio.New(cfg.Endpoint, &minio.Options{
-		Creds:  credentials.NewStaticV4(cfg.AccessKey, cfg.SecretKey, ""),
-		Secure: cfg.UseSSL,
+		Creds:     credentials.NewStaticV4(cfg.AccessKey, cfg.SecretKey, ""),
+		Secure:    cfg.UseSSL,
+		Transport: tr,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("storage: %w", err)
