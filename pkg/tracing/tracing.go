@@ -13,6 +13,9 @@
 // span is sampled with probability DefaultRatio, unless OTEL_TRACES_SAMPLER (and
 // OTEL_TRACES_SAMPLER_ARG) name another sampler, or OTEL_TRACES_SAMPLER_ARG alone
 // another ratio.
+//
+// No exported span holds a URL's raw path or query: the route template stands for the
+// path (a link route's path holds its token).
 package tracing
 
 import (
@@ -75,7 +78,11 @@ func Setup(ctx context.Context, name string) (Shutdown, error) {
 	if err != nil {
 		return nil, fmt.Errorf("tracing: resource: %w", err)
 	}
-	opts := []sdktrace.TracerProviderOption{sdktrace.WithBatcher(exp), sdktrace.WithResource(res)}
+	opts := []sdktrace.TracerProviderOption{
+		sdktrace.WithSpanProcessor(redactor{}),
+		sdktrace.WithBatcher(exp),
+		sdktrace.WithResource(res),
+	}
 	if s, ok := sampler(os.Getenv); ok {
 		opts = append(opts, sdktrace.WithSampler(s))
 	} // else the SDK reads OTEL_TRACES_SAMPLER and OTEL_TRACES_SAMPLER_ARG itself

@@ -5,7 +5,9 @@ import (
 	"strings"
 	"testing"
 
+	"go.opentelemetry.io/otel/attribute"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.opentelemetry.io/otel/trace"
 )
 
@@ -87,5 +89,35 @@ func TestEnsureSpanContext(t *testing.T) {
 	}
 	if again := trace.SpanContextFromContext(EnsureSpanContext(ctx)); again.TraceID() != sc.TraceID() {
 		t.Fatal("a valid span context was replaced")
+	}
+}
+
+func TestRedactor(t *testing.T) {
+	rec := tracetest.NewSpanRecorder()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(redactor{}), sdktrace.WithSpanProcessor(rec))
+	for _, tc := range []struct {
+		name  string
+		attrs []attribute.KeyValue
+		want  map[attribute.Key]string
+	}{
+		{"route", []attribute.KeyValue{urlPath.String("/api/v1/links/SECRET"), httpRoute.String("/api/v1/links/:token")},
+			map[attribute.Key]string{urlPath: "/api/v1/links/:token"}},
+		{"no route", []attribute.KeyValue{urlPath.String("/d/SECRET")}, map[attribute.Key]string{urlPath: Unmatched}},
+		{"full url and query", []attribute.KeyValue{urlFull.String("http://x/d/SECRET?t=SECRET"), urlQuery.String("t=SECRET")},
+			map[attribute.Key]string{urlFull: Redacted, urlQuery: Redacted}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, span := tp.Tracer("t").Start(context.Background(), "GET", trace.WithAttributes(tc.attrs...))
+			span.End()
+			ended := rec.Ended()
+			for _, a := range ended[len(ended)-1].Attributes() {
+				if strings.Contains(a.Value.Emit(), "SECRET") {
+					t.Errorf("%s = %q", a.Key, a.Value.Emit())
+				}
+				if want, ok := tc.want[a.Key]; ok && a.Value.AsString() != want {
+					t.Errorf("%s = %q, want %q", a.Key, a.Value.AsString(), want)
+				}
+			}
+		})
 	}
 }

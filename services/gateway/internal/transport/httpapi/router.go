@@ -110,6 +110,7 @@ func New(d Deps) (*gin.Engine, error) {
 	if bodies.MaxBytes == 0 {
 		bodies.MaxBytes = d.Config.MaxJSONBytes
 	}
+	r.Use(traced())
 	r.Use(observe(d.Log, d.Registry), securityHeaders, errorMiddleware(d.Log, d.Pages), recovery(d.Log, d.Pages), bodyGuard(bodies))
 	r.NoRoute(notFound)
 	r.NoMethod(methodNotAllowed)
