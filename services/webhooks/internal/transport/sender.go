@@ -97,7 +97,8 @@ func staleConn(err error) bool {
 		errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE)
 }
 
-// Send POSTs req and reports the answer. The whole exchange, reading the start of the
+// Send POSTs req, with the trace context of ctx as its traceparent header (startSend),
+// and reports the answer. The whole exchange, reading the start of the
 // body included, is bounded by the timeout (and by ctx's deadline, if sooner). When ctx
 // is cancelled first (the dispatcher's grace period is over), Send returns at once with
 // ctx's error, and the exchange goes on, to its deadline at most, on its own goroutine.
@@ -122,17 +123,22 @@ func (s *HTTPSender) Send(ctx context.Context, req app.Request) app.Response {
 		}
 	}
 	hreq.SetBody(req.Body)
+	span := startSend(ctx, u, hreq)
 	if ctx.Done() == nil {
-		return s.exchange(hreq, start, deadline)
+		resp := s.exchange(hreq, start, deadline)
+		endSend(span, resp)
+		return resp
 	}
 	done := make(chan app.Response, 1)
 	go func() { done <- s.exchange(hreq, start, deadline) }()
+	var resp app.Response
 	select {
-	case resp := <-done:
-		return resp
+	case resp = <-done:
 	case <-ctx.Done():
-		return app.Response{Err: ctx.Err(), Duration: time.Since(start)}
+		resp = app.Response{Err: ctx.Err(), Duration: time.Since(start)}
 	}
+	endSend(span, resp)
+	return resp
 }
 
 // exchange sends hreq (and releases it) and reads the answer.
