@@ -62,6 +62,8 @@ type config struct {
 
 	scanFiles int
 	scanSize  int64
+	// previewSlices is how many times the preview row runs each of its two passes.
+	previewSlices int
 
 	rows    string
 	budget  budgetFlag
@@ -75,7 +77,7 @@ type config struct {
 var prof *profiler
 
 // allRows are the rows in the order they run.
-var allRows = []string{"upload", "tus", "cli", "memory", "download", "api", "events", "expiry", "scan", "fairness", "dispatch"}
+var allRows = []string{"upload", "tus", "cli", "memory", "download", "api", "events", "expiry", "scan", "previews", "fairness", "dispatch"}
 
 // A group starts once the machine's CPU is less than quietBusy busy (or waiting for the
 // disk) over a second, or after quietMax.
@@ -97,6 +99,7 @@ var budgets = map[string]time.Duration{
 	"expiry":   150 * time.Second,
 	"fairness": 60 * time.Second,
 	"scan":     240 * time.Second,
+	"previews": 60 * time.Second,
 }
 
 func main() {
@@ -134,8 +137,9 @@ func main() {
 	fs.DurationVar(&c.expiryTarget, "expiry-target", 60*time.Second, "time the expiry row has to expire them all")
 	fs.IntVar(&c.scanFiles, "scan-files", 16, "files of the scanner row")
 	fs.Int64Var(&c.scanSize, "scan-size", 64<<20, "bytes of each file of the scanner row")
+	fs.IntVar(&c.previewSlices, "preview-slices", 8, "turns of the preview row (each: every image previewed, and every image decoded)")
 	fs.StringVar(&c.rows, "rows", strings.Join(allRows, ","), "rows to run, comma-separated: "+strings.Join(allRows, ","))
-	fs.Var(&c.budget, "budget", "time a row (or group: transfer, api, events, expiry, scan, fairness, dispatch) may take, as row=duration; repeat or comma-separate, e.g. api=3m,dispatch=8m (-timeout grows to fit unless given)")
+	fs.Var(&c.budget, "budget", "time a row (or group: transfer, api, events, expiry, scan, previews, fairness, dispatch) may take, as row=duration; repeat or comma-separate, e.g. api=3m,dispatch=8m (-timeout grows to fit unless given)")
 	fs.DurationVar(&c.timeout, "timeout", 12*time.Minute, "bound of the whole run; rows still running then are stopped and reported")
 	fs.StringVar(&c.out, "o", "", "also write the report as Markdown to this file")
 	fs.StringVar(&c.profile, "profile", "", "build the services with a pprof endpoint, save CPU profiles of the measured windows in this directory and list their top functions")
@@ -164,7 +168,7 @@ func main() {
 		quick := map[string]string{
 			"size": "16MiB", "big-size": "64MiB", "runs": "1", "concurrent": "4", "api-duration": "2s",
 			"event-rate": "50", "event-duration": "2s", "events": "500", "instances": "1,2", "expiry-packages": "1000",
-			"fair-duration": "3s", "scan-files": "4", "scan-size": "8388608",
+			"fair-duration": "3s", "scan-files": "4", "scan-size": "8388608", "preview-slices": "2",
 		}
 		for name, v := range quick {
 			if !set[name] {
@@ -291,6 +295,7 @@ func run(c config, command string) int {
 	group("events", []string{"events"}, func(ctx context.Context, t testing.TB) { eventsRow(ctx, t, c, bins, rep) })
 	group("expiry", []string{"expiry"}, func(ctx context.Context, t testing.TB) { expiryRow(ctx, t, c, bins, rep) })
 	group("scan", []string{"scan"}, func(ctx context.Context, t testing.TB) { scanRow(ctx, t, c, bins, rep) })
+	group("previews", []string{"previews"}, func(ctx context.Context, t testing.TB) { previewRow(ctx, t, c, rep) })
 	group("fairness", []string{"fairness"}, func(ctx context.Context, t testing.TB) { fairnessRow(ctx, t, c, bins, rep) })
 	// Last: it takes whatever is left of its budget (its runs stop at their share).
 	group("dispatch", []string{"dispatch"}, func(ctx context.Context, t testing.TB) { dispatchRows(ctx, t, c, bins, rep) })
@@ -340,7 +345,7 @@ func prebuilt(dir string, names []string) (rig.Bins, error) {
 // groupOf maps a row to the group whose budget bounds it.
 var groupOf = map[string]string{
 	"upload": "transfer", "tus": "transfer", "cli": "transfer", "memory": "transfer", "download": "transfer", "transfer": "transfer",
-	"api": "api", "events": "events", "expiry": "expiry", "scan": "scan", "fairness": "fairness", "dispatch": "dispatch",
+	"api": "api", "events": "events", "expiry": "expiry", "scan": "scan", "previews": "previews", "fairness": "fairness", "dispatch": "dispatch",
 }
 
 // budgetFlag is -budget: row=duration pairs, repeated or comma-separated, keyed by group.

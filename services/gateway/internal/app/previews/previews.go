@@ -1,35 +1,27 @@
 // Package previews makes the image previews of uploaded files: a JPEG of at most
 // MaxSide pixels a side, stored beside the file's object, shown as a thumbnail on the
-// owner's and the recipient's pages and as a larger view (docs/WEB-UI.md, "Previews").
+// owner's and the recipient's pages and as a larger view (docs/API.md, "Image previews").
 //
 // A file gets one when it is a PNG, JPEG, GIF or WebP image, its package is not
 // end-to-end encrypted, its scan allows it (Wanted), and the dimensions its header
-// declares stay within MaxPixels: those are read with image.DecodeConfig before
+// declares stay within MaxPixels: pkg/imagepreview reads them before
 // anything is decoded, so a decompression bomb costs a header read.
 package previews
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"errors"
 	"fmt"
-	"image"
-	"image/color"
-	"image/draw"
-	_ "image/gif" // GIF decoder
-	"image/jpeg"
-	_ "image/png" // PNG decoder
 	"io"
 	"log/slog"
 	"sync"
 	"time"
 
 	"github.com/google/uuid"
-	xdraw "golang.org/x/image/draw"
-	_ "golang.org/x/image/webp" // WebP decoder
 
 	"github.com/shipfile/shipfile/pkg/events"
+	"github.com/shipfile/shipfile/pkg/imagepreview"
 	"github.com/shipfile/shipfile/pkg/msgerr"
 	"github.com/shipfile/shipfile/services/gateway/internal/app"
 )
@@ -150,10 +142,10 @@ func Wanted(m app.ScanMode, s Source) Decision {
 }
 
 // ErrNotImage: the file is not an image of a kind previews are made of.
-var ErrNotImage = errors.New("previews: not a PNG, JPEG, GIF or WebP image")
+var ErrNotImage = imagepreview.ErrNotImage
 
 // ErrTooLarge: the image's declared dimensions (or the file) are over the limits.
-var ErrTooLarge = errors.New("previews: image over the pixel limit")
+var ErrTooLarge = imagepreview.ErrTooLarge
 
 // Handle handles one package.file_uploaded: it makes the file's preview when Wanted
 // says so, asks for the event again while the file waits for its verdict, and
@@ -226,61 +218,9 @@ func (m *Maker) Make(ctx context.Context, fileID uuid.UUID) error {
 	return err
 }
 
-// Render reads an image and returns its preview as a JPEG and the preview's size. It
-// reads the header first (image.DecodeConfig) and decodes nothing of an image over
-// the pixel limit. r must be at its start; it is read through once or twice (a
-// seeker is rewound after the header).
+// Render reads an image, at its start, and returns its preview as a JPEG and the
+// preview's size (pkg/imagepreview: the header's dimensions are checked before
+// anything is decoded).
 func (m *Maker) Render(r io.ReadSeeker) (jpg []byte, width, height int, err error) {
-	br := bufio.NewReaderSize(r, 64<<10)
-	cfg, format, err := image.DecodeConfig(br)
-	if err != nil {
-		return nil, 0, 0, fmt.Errorf("%w: %v", ErrNotImage, err)
-	}
-	if !Checked(cfg, m.opts.MaxPixels) {
-		return nil, 0, 0, fmt.Errorf("%w: %s of %d × %d", ErrTooLarge, format, cfg.Width, cfg.Height)
-	}
-	if _, err := r.Seek(0, io.SeekStart); err != nil {
-		return nil, 0, 0, err
-	}
-	br.Reset(r)
-	img, _, err := image.Decode(br)
-	if err != nil {
-		return nil, 0, 0, fmt.Errorf("%w: %v", ErrNotImage, err)
-	}
-	// The header was checked, but the decoded image is what counts.
-	if b := img.Bounds(); !Checked(image.Config{Width: b.Dx(), Height: b.Dy()}, m.opts.MaxPixels) {
-		return nil, 0, 0, ErrTooLarge
-	}
-	small := Scale(img, m.opts.MaxSide)
-	var out bytes.Buffer
-	if err := jpeg.Encode(&out, small, &jpeg.Options{Quality: m.opts.Quality}); err != nil {
-		return nil, 0, 0, err
-	}
-	b := small.Bounds()
-	return out.Bytes(), b.Dx(), b.Dy(), nil
-}
-
-// Checked says whether an image of cfg's dimensions may be decoded: positive and at
-// most maxPixels in all.
-func Checked(cfg image.Config, maxPixels int64) bool {
-	w, h := int64(cfg.Width), int64(cfg.Height)
-	return w > 0 && h > 0 && w <= maxPixels && h <= maxPixels && w*h <= maxPixels
-}
-
-// Scale returns img fitted within maxSide × maxSide (never enlarged) on white, so
-// transparent pixels come out white in the JPEG.
-func Scale(img image.Image, maxSide int) image.Image {
-	b := img.Bounds()
-	w, h := b.Dx(), b.Dy()
-	if w > maxSide || h > maxSide {
-		if w >= h {
-			w, h = maxSide, max(1, h*maxSide/w)
-		} else {
-			w, h = max(1, w*maxSide/h), maxSide
-		}
-	}
-	dst := image.NewRGBA(image.Rect(0, 0, w, h))
-	draw.Draw(dst, dst.Bounds(), image.NewUniform(color.White), image.Point{}, draw.Src)
-	xdraw.ApproxBiLinear.Scale(dst, dst.Bounds(), img, b, xdraw.Over, nil)
-	return dst
+	return imagepreview.Render(r, imagepreview.Options{MaxPixels: m.opts.MaxPixels, MaxSide: m.opts.MaxSide, Quality: m.opts.Quality})
 }
