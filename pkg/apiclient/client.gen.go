@@ -134,6 +134,7 @@ func (e Encryption) Valid() bool {
 
 // Defines values for EventType.
 const (
+	AuditCheckpoint     EventType = "audit.checkpoint"
 	PackageCreated      EventType = "package.created"
 	PackageDeleted      EventType = "package.deleted"
 	PackageDownloaded   EventType = "package.downloaded"
@@ -148,6 +149,8 @@ const (
 // Valid indicates whether the value is a known member of the EventType enum.
 func (e EventType) Valid() bool {
 	switch e {
+	case AuditCheckpoint:
+		return true
 	case PackageCreated:
 		return true
 	case PackageDeleted:
@@ -594,6 +597,24 @@ func (e TusResumable) Valid() bool {
 	}
 }
 
+// Defines values for ExportAuditParamsFormat.
+const (
+	Csv   ExportAuditParamsFormat = "csv"
+	Jsonl ExportAuditParamsFormat = "jsonl"
+)
+
+// Valid indicates whether the value is a known member of the ExportAuditParamsFormat enum.
+func (e ExportAuditParamsFormat) Valid() bool {
+	switch e {
+	case Csv:
+		return true
+	case Jsonl:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for ListUsageParamsSort.
 const (
 	UsageSortActivePackages ListUsageParamsSort = "active_packages"
@@ -829,7 +850,9 @@ type AuditEntry struct {
 	// sign-in whose address belongs to an account with a password or an admin), user.role (by an
 	// admin or by group sync), token.create, token.revoke, key.set (the encryption key set or
 	// replaced: the old and new public keys);
-	// by the mailer (actor `system`): mail.sent, mail.failed.
+	// by the mailer (actor `system`): mail.sent, mail.failed;
+	// audit.export (an export of the audit chain; the detail names the format and range), hold.create,
+	// hold.release (the detail names the hold, and the user for a user's hold).
 	//
 	//
 	// Example: file.download
@@ -1070,7 +1093,9 @@ type Error struct {
 	Detail string `json:"detail"`
 }
 
-// EventType `quota.exceeded` (`user_id`, `limit`, `used_bytes`, `quota_bytes`, `needed_bytes`) is an upload refused by its owner's storage quota or `SHIPFILE_STORAGE_CAP` (docs/POLICIES.md); it has no package.
+// EventType `audit.checkpoint` carries the audit chain's head (`seq`, `hash`) and anchor, published every
+// `SHIPFILE_AUDIT_CHECKPOINT` by one expiry instance (docs/SECURITY.md, "The audit chain"); it has no package.
+// `quota.exceeded` (`user_id`, `limit`, `used_bytes`, `quota_bytes`, `needed_bytes`) is an upload refused by its owner's storage quota or `SHIPFILE_STORAGE_CAP` (docs/POLICIES.md); it has no package.
 type EventType string
 
 // File defines model for File.
@@ -1183,7 +1208,10 @@ type FinalizedPackage struct {
 	Note         string `json:"note"`
 
 	// NotifyOwner The owner gets an e-mail at an outbound package's first download through each recipient's link (naming that recipient) and after each burst of a recipient's uploads.
-	NotifyOwner bool  `json:"notify_owner"`
+	NotifyOwner bool `json:"notify_owner"`
+
+	// OnHold A legal hold covers the package (its own or its owner's, see /api/v1/admin/holds): until it is released the package is not expired or deleted (owner or admin), nor are its files removed (409 "on legal hold").
+	OnHold      bool  `json:"on_hold"`
 	OwnerUserId int64 `json:"owner_user_id"`
 
 	// PasswordProtected The link asks for a password (the password itself is never returned).
@@ -1246,6 +1274,27 @@ type GroupList struct {
 type Health struct {
 	// Status Example: ok
 	Status string `json:"status"`
+}
+
+// Hold A legal hold on one package or on every package of a user (docs/API.md, "Legal holds").
+type Hold struct {
+	// Active The hold is not released.
+	Active    bool      `json:"active"`
+	CreatedAt time.Time `json:"created_at"`
+
+	// CreatedBy The admin who placed it.
+	CreatedBy  *int64              `json:"created_by"`
+	Id         openapi_types.UUID  `json:"id"`
+	PackageId  *openapi_types.UUID `json:"package_id"`
+	Reason     string              `json:"reason"`
+	ReleasedAt *time.Time          `json:"released_at"`
+	ReleasedBy *int64              `json:"released_by"`
+	UserId     *int64              `json:"user_id"`
+}
+
+// HoldList defines model for HoldList.
+type HoldList struct {
+	Items []Hold `json:"items"`
 }
 
 // LinkFile defines model for LinkFile.
@@ -1392,6 +1441,13 @@ type MyUsage struct {
 	UsedBytes     int64  `json:"used_bytes"`
 }
 
+// NewHold Exactly one of package_id and user_id, with a reason.
+type NewHold struct {
+	PackageId *openapi_types.UUID `json:"package_id,omitempty"`
+	Reason    string              `json:"reason"`
+	UserId    *int64              `json:"user_id,omitempty"`
+}
+
 // Package defines model for Package.
 type Package struct {
 	CreatedAt time.Time        `json:"created_at"`
@@ -1420,7 +1476,10 @@ type Package struct {
 	Note         string `json:"note"`
 
 	// NotifyOwner The owner gets an e-mail at an outbound package's first download through each recipient's link (naming that recipient) and after each burst of a recipient's uploads.
-	NotifyOwner bool  `json:"notify_owner"`
+	NotifyOwner bool `json:"notify_owner"`
+
+	// OnHold A legal hold covers the package (its own or its owner's, see /api/v1/admin/holds): until it is released the package is not expired or deleted (owner or admin), nor are its files removed (409 "on legal hold").
+	OnHold      bool  `json:"on_hold"`
 	OwnerUserId int64 `json:"owner_user_id"`
 
 	// PasswordProtected The link asks for a password (the password itself is never returned).
@@ -1484,7 +1543,10 @@ type PackageDetail struct {
 	Note         string `json:"note"`
 
 	// NotifyOwner The owner gets an e-mail at an outbound package's first download through each recipient's link (naming that recipient) and after each burst of a recipient's uploads.
-	NotifyOwner bool  `json:"notify_owner"`
+	NotifyOwner bool `json:"notify_owner"`
+
+	// OnHold A legal hold covers the package (its own or its owner's, see /api/v1/admin/holds): until it is released the package is not expired or deleted (owner or admin), nor are its files removed (409 "on legal hold").
+	OnHold      bool  `json:"on_hold"`
 	OwnerUserId int64 `json:"owner_user_id"`
 
 	// PasswordProtected The link asks for a password (the password itself is never returned).
@@ -2013,6 +2075,16 @@ type ListAuditEntriesParams struct {
 	Cursor    *string             `form:"cursor,omitempty" json:"cursor,omitempty"`
 }
 
+// ExportAuditParams defines parameters for ExportAudit.
+type ExportAuditParams struct {
+	From   *time.Time               `form:"from,omitempty" json:"from,omitempty"`
+	To     *time.Time               `form:"to,omitempty" json:"to,omitempty"`
+	Format *ExportAuditParamsFormat `form:"format,omitempty" json:"format,omitempty"`
+}
+
+// ExportAuditParamsFormat defines parameters for ExportAudit.
+type ExportAuditParamsFormat string
+
 // ListUsageParams defines parameters for ListUsage.
 type ListUsageParams struct {
 	// Sort used_bytes, reserved_bytes, active_packages (each largest first) or email.
@@ -2244,6 +2316,9 @@ type CreateGroupJSONRequestBody = CreateGroup
 // UpdateGroupJSONRequestBody defines body for UpdateGroup for application/json ContentType.
 type UpdateGroupJSONRequestBody = UpdateGroup
 
+// CreateHoldJSONRequestBody defines body for CreateHold for application/json ContentType.
+type CreateHoldJSONRequestBody = NewHold
+
 // PutDefaultPolicyJSONRequestBody defines body for PutDefaultPolicy for application/json ContentType.
 type PutDefaultPolicyJSONRequestBody = Policy
 
@@ -2362,6 +2437,16 @@ type ClientInterface interface {
 	// Corresponds with GET /api/v1/admin/audit (the `ListAuditEntries` operationId).
 	ListAuditEntries(ctx context.Context, params *ListAuditEntriesParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
+	// ExportAudit Export the audit chain, streamed (admin)
+	//
+	// The chained entries written in [`from`, `to`) and every entry between them in the chain, in
+	// `seq` order, one line each with its `prev_hash` and `hash` (docs/SECURITY.md, "The audit
+	// chain"). Streamed as read, so memory stays flat whatever the range. `shipctl audit verify
+	// --file` verifies it offline. The export is itself audited (`audit.export`).
+	//
+	// Corresponds with GET /api/v1/admin/audit/export (the `ExportAudit` operationId).
+	ExportAudit(ctx context.Context, params *ExportAuditParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// ListGroups List policy groups (admin)
 	//
 	// Corresponds with GET /api/v1/admin/groups (the `ListGroups` operationId).
@@ -2422,6 +2507,42 @@ type ClientInterface interface {
 	//
 	// Corresponds with PUT /api/v1/admin/groups/{id}/members/{user_id} (the `PutGroupMember` operationId).
 	PutGroupMember(ctx context.Context, id int64, userId int64, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ListHolds Legal holds, newest first, released ones included (admin)
+	//
+	// Corresponds with GET /api/v1/admin/holds (the `ListHolds` operationId).
+	ListHolds(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// CreateHoldWithBody Place a legal hold on a package or a user's packages (admin)
+	//
+	// While the hold is active the packages it covers are not expired or deleted (owner or admin),
+	// nor are their files removed (409 "on legal hold"), and audit retention stops before their
+	// entries. With `SHIPFILE_S3_OBJECT_LOCK=true` each of their objects also gets S3's legal hold.
+	// Audited (`hold.create`).
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /api/v1/admin/holds (the `CreateHold` operationId).
+	CreateHoldWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// CreateHold Place a legal hold on a package or a user's packages (admin)
+	//
+	// While the hold is active the packages it covers are not expired or deleted (owner or admin),
+	// nor are their files removed (409 "on legal hold"), and audit retention stops before their
+	// entries. With `SHIPFILE_S3_OBJECT_LOCK=true` each of their objects also gets S3's legal hold.
+	// Audited (`hold.create`).
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /api/v1/admin/holds (the `CreateHold` operationId).
+	CreateHold(ctx context.Context, body CreateHoldJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ReleaseHold Release a legal hold (admin)
+	//
+	// Expiry, deletion and retention act again on what no other hold covers. Audited (`hold.release`).
+	//
+	// Corresponds with POST /api/v1/admin/holds/{id}/release (the `ReleaseHold` operationId).
+	ReleaseHold(ctx context.Context, id openapi_types.UUID, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// GetDefaultPolicy The policy of users in no group (admin)
 	//
@@ -2824,7 +2945,7 @@ type ClientInterface interface {
 
 	// DeletePackage Delete a package permanently, in any state
 	//
-	// Its files' objects are deleted from storage; its link answers 410; later reads 404. Fires `package.deleted`.
+	// Its files' objects are deleted from storage; its link answers 410; later reads 404. Fires `package.deleted`. A package under a legal hold (`on_hold`) is not deleted (409 "on legal hold").
 	//
 	// Corresponds with DELETE /api/v1/packages/{id} (the `DeletePackage` operationId).
 	DeletePackage(ctx context.Context, id openapi_types.UUID, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -3037,6 +3158,26 @@ func (c *Client) ListAuditEntries(ctx context.Context, params *ListAuditEntriesP
 	return c.Client.Do(req)
 }
 
+// ExportAudit Export the audit chain, streamed (admin)
+//
+// The chained entries written in [`from`, `to`) and every entry between them in the chain, in
+// `seq` order, one line each with its `prev_hash` and `hash` (docs/SECURITY.md, "The audit
+// chain"). Streamed as read, so memory stays flat whatever the range. `shipctl audit verify
+// --file` verifies it offline. The export is itself audited (`audit.export`).
+//
+// Corresponds with GET /api/v1/admin/audit/export (the `ExportAudit` operationId).
+func (c *Client) ExportAudit(ctx context.Context, params *ExportAuditParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewExportAuditRequest(c.Server, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
 // ListGroups List policy groups (admin)
 //
 // Corresponds with GET /api/v1/admin/groups (the `ListGroups` operationId).
@@ -3178,6 +3319,82 @@ func (c *Client) DeleteGroupMember(ctx context.Context, id int64, userId int64, 
 // Corresponds with PUT /api/v1/admin/groups/{id}/members/{user_id} (the `PutGroupMember` operationId).
 func (c *Client) PutGroupMember(ctx context.Context, id int64, userId int64, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewPutGroupMemberRequest(c.Server, id, userId)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ListHolds Legal holds, newest first, released ones included (admin)
+//
+// Corresponds with GET /api/v1/admin/holds (the `ListHolds` operationId).
+func (c *Client) ListHolds(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewListHoldsRequest(c.Server)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// CreateHoldWithBody Place a legal hold on a package or a user's packages (admin)
+//
+// While the hold is active the packages it covers are not expired or deleted (owner or admin),
+// nor are their files removed (409 "on legal hold"), and audit retention stops before their
+// entries. With `SHIPFILE_S3_OBJECT_LOCK=true` each of their objects also gets S3's legal hold.
+// Audited (`hold.create`).
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /api/v1/admin/holds (the `CreateHold` operationId).
+func (c *Client) CreateHoldWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCreateHoldRequestWithBody(c.Server, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// CreateHold Place a legal hold on a package or a user's packages (admin)
+//
+// While the hold is active the packages it covers are not expired or deleted (owner or admin),
+// nor are their files removed (409 "on legal hold"), and audit retention stops before their
+// entries. With `SHIPFILE_S3_OBJECT_LOCK=true` each of their objects also gets S3's legal hold.
+// Audited (`hold.create`).
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /api/v1/admin/holds (the `CreateHold` operationId).
+func (c *Client) CreateHold(ctx context.Context, body CreateHoldJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCreateHoldRequest(c.Server, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ReleaseHold Release a legal hold (admin)
+//
+// Expiry, deletion and retention act again on what no other hold covers. Audited (`hold.release`).
+//
+// Corresponds with POST /api/v1/admin/holds/{id}/release (the `ReleaseHold` operationId).
+func (c *Client) ReleaseHold(ctx context.Context, id openapi_types.UUID, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewReleaseHoldRequest(c.Server, id)
 	if err != nil {
 		return nil, err
 	}
@@ -4089,7 +4306,7 @@ func (c *Client) CreatePackage(ctx context.Context, body CreatePackageJSONReques
 
 // DeletePackage Delete a package permanently, in any state
 //
-// Its files' objects are deleted from storage; its link answers 410; later reads 404. Fires `package.deleted`.
+// Its files' objects are deleted from storage; its link answers 410; later reads 404. Fires `package.deleted`. A package under a legal hold (`on_hold`) is not deleted (409 "on legal hold").
 //
 // Corresponds with DELETE /api/v1/packages/{id} (the `DeletePackage` operationId).
 func (c *Client) DeletePackage(ctx context.Context, id openapi_types.UUID, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -4594,6 +4811,84 @@ func NewListAuditEntriesRequest(server string, params *ListAuditEntriesParams) (
 	return req, nil
 }
 
+// NewExportAuditRequest constructs an http.Request for the ExportAudit method
+func NewExportAuditRequest(server string, params *ExportAuditParams) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/v1/admin/audit/export")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.From != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "from", *params.From, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: "date-time"}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.To != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "to", *params.To, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: "date-time"}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Format != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "format", *params.Format, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
 // NewListGroupsRequest constructs an http.Request for the ListGroups method
 func NewListGroupsRequest(server string) (*http.Request, error) {
 	var err error
@@ -4851,6 +5146,107 @@ func NewPutGroupMemberRequest(server string, id int64, userId int64) (*http.Requ
 	}
 
 	req, err := http.NewRequest(http.MethodPut, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewListHoldsRequest constructs an http.Request for the ListHolds method
+func NewListHoldsRequest(server string) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/v1/admin/holds")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewCreateHoldRequest calls the generic CreateHold builder with application/json body
+func NewCreateHoldRequest(server string, body CreateHoldJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewCreateHoldRequestWithBody(server, "application/json", bodyReader)
+}
+
+// NewCreateHoldRequestWithBody constructs an http.Request for the CreateHold method, with any body, and a specified content type
+func NewCreateHoldRequestWithBody(server string, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/v1/admin/holds")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
+// NewReleaseHoldRequest constructs an http.Request for the ReleaseHold method
+func NewReleaseHoldRequest(server string, id openapi_types.UUID) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: "uuid"})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/v1/admin/holds/%s/release", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), nil)
 	if err != nil {
 		return nil, err
 	}
@@ -7748,6 +8144,18 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with GET /api/v1/admin/audit (the `ListAuditEntries` operationId).
 	ListAuditEntriesWithResponse(ctx context.Context, params *ListAuditEntriesParams, reqEditors ...RequestEditorFn) (*ListAuditEntriesResponse, error)
 
+	// ExportAuditWithResponse Export the audit chain, streamed (admin)
+	//
+	// The chained entries written in [`from`, `to`) and every entry between them in the chain, in
+	// `seq` order, one line each with its `prev_hash` and `hash` (docs/SECURITY.md, "The audit
+	// chain"). Streamed as read, so memory stays flat whatever the range. `shipctl audit verify
+	// --file` verifies it offline. The export is itself audited (`audit.export`).
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /api/v1/admin/audit/export (the `ExportAudit` operationId).
+	ExportAuditWithResponse(ctx context.Context, params *ExportAuditParams, reqEditors ...RequestEditorFn) (*ExportAuditResponse, error)
+
 	// ListGroupsWithResponse List policy groups (admin)
 	//
 	// Returns a wrapper object for the known response body format(s).
@@ -7818,6 +8226,46 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with PUT /api/v1/admin/groups/{id}/members/{user_id} (the `PutGroupMember` operationId).
 	PutGroupMemberWithResponse(ctx context.Context, id int64, userId int64, reqEditors ...RequestEditorFn) (*PutGroupMemberResponse, error)
+
+	// ListHoldsWithResponse Legal holds, newest first, released ones included (admin)
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /api/v1/admin/holds (the `ListHolds` operationId).
+	ListHoldsWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*ListHoldsResponse, error)
+
+	// CreateHoldWithBodyWithResponse Place a legal hold on a package or a user's packages (admin)
+	//
+	// While the hold is active the packages it covers are not expired or deleted (owner or admin),
+	// nor are their files removed (409 "on legal hold"), and audit retention stops before their
+	// entries. With `SHIPFILE_S3_OBJECT_LOCK=true` each of their objects also gets S3's legal hold.
+	// Audited (`hold.create`).
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /api/v1/admin/holds (the `CreateHold` operationId).
+	CreateHoldWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CreateHoldResponse, error)
+
+	// CreateHoldWithResponse Place a legal hold on a package or a user's packages (admin)
+	//
+	// While the hold is active the packages it covers are not expired or deleted (owner or admin),
+	// nor are their files removed (409 "on legal hold"), and audit retention stops before their
+	// entries. With `SHIPFILE_S3_OBJECT_LOCK=true` each of their objects also gets S3's legal hold.
+	// Audited (`hold.create`).
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /api/v1/admin/holds (the `CreateHold` operationId).
+	CreateHoldWithResponse(ctx context.Context, body CreateHoldJSONRequestBody, reqEditors ...RequestEditorFn) (*CreateHoldResponse, error)
+
+	// ReleaseHoldWithResponse Release a legal hold (admin)
+	//
+	// Expiry, deletion and retention act again on what no other hold covers. Audited (`hold.release`).
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /api/v1/admin/holds/{id}/release (the `ReleaseHold` operationId).
+	ReleaseHoldWithResponse(ctx context.Context, id openapi_types.UUID, reqEditors ...RequestEditorFn) (*ReleaseHoldResponse, error)
 
 	// GetDefaultPolicyWithResponse The policy of users in no group (admin)
 	//
@@ -8278,7 +8726,7 @@ type ClientWithResponsesInterface interface {
 
 	// DeletePackageWithResponse Delete a package permanently, in any state
 	//
-	// Its files' objects are deleted from storage; its link answers 410; later reads 404. Fires `package.deleted`.
+	// Its files' objects are deleted from storage; its link answers 410; later reads 404. Fires `package.deleted`. A package under a legal hold (`on_hold`) is not deleted (409 "on legal hold").
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -8569,6 +9017,68 @@ func (r ListAuditEntriesResponse) StatusCode() int {
 
 // ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
 func (r ListAuditEntriesResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// ExportAuditResponse401Headers the declared response headers of an HTTP 401 response for ExportAudit
+type ExportAuditResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+type ExportAuditResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
+	// JSON422 the response for an HTTP 422 `application/json` response
+	JSON422 *Invalid
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *ExportAuditResponse401Headers
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r ExportAuditResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r ExportAuditResponse) GetJSON403() *Forbidden {
+	return r.JSON403
+}
+
+// GetJSON422 returns the response for an HTTP 422 `application/json` response
+func (r ExportAuditResponse) GetJSON422() *Invalid {
+	return r.JSON422
+}
+
+// GetBody returns the raw response body bytes
+func (r ExportAuditResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ExportAuditResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ExportAuditResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ExportAuditResponse) ContentType() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Header.Get("Content-Type")
 	}
@@ -9171,6 +9681,220 @@ func (r PutGroupMemberResponse) StatusCode() int {
 
 // ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
 func (r PutGroupMemberResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// ListHoldsResponse401Headers the declared response headers of an HTTP 401 response for ListHolds
+type ListHoldsResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+type ListHoldsResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *HoldList
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *ListHoldsResponse401Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r ListHoldsResponse) GetJSON200() *HoldList {
+	return r.JSON200
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r ListHoldsResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r ListHoldsResponse) GetJSON403() *Forbidden {
+	return r.JSON403
+}
+
+// GetBody returns the raw response body bytes
+func (r ListHoldsResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ListHoldsResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ListHoldsResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ListHoldsResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// CreateHoldResponse401Headers the declared response headers of an HTTP 401 response for CreateHold
+type CreateHoldResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+type CreateHoldResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON201 the response for an HTTP 201 `application/json` response
+	JSON201 *Hold
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON422 the response for an HTTP 422 `application/json` response
+	JSON422 *Invalid
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *CreateHoldResponse401Headers
+}
+
+// GetJSON201 returns the response for an HTTP 201 `application/json` response
+func (r CreateHoldResponse) GetJSON201() *Hold {
+	return r.JSON201
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r CreateHoldResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r CreateHoldResponse) GetJSON403() *Forbidden {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r CreateHoldResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON422 returns the response for an HTTP 422 `application/json` response
+func (r CreateHoldResponse) GetJSON422() *Invalid {
+	return r.JSON422
+}
+
+// GetBody returns the raw response body bytes
+func (r CreateHoldResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r CreateHoldResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r CreateHoldResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r CreateHoldResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// ReleaseHoldResponse401Headers the declared response headers of an HTTP 401 response for ReleaseHold
+type ReleaseHoldResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+type ReleaseHoldResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *Hold
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON409 the response for an HTTP 409 `application/json` response
+	JSON409 *Conflict
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *ReleaseHoldResponse401Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r ReleaseHoldResponse) GetJSON200() *Hold {
+	return r.JSON200
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r ReleaseHoldResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r ReleaseHoldResponse) GetJSON403() *Forbidden {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r ReleaseHoldResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON409 returns the response for an HTTP 409 `application/json` response
+func (r ReleaseHoldResponse) GetJSON409() *Conflict {
+	return r.JSON409
+}
+
+// GetBody returns the raw response body bytes
+func (r ReleaseHoldResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ReleaseHoldResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ReleaseHoldResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ReleaseHoldResponse) ContentType() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Header.Get("Content-Type")
 	}
@@ -12687,6 +13411,8 @@ type DeletePackageResponse struct {
 	JSON403 *Forbidden
 	// JSON404 the response for an HTTP 404 `application/json` response
 	JSON404 *NotFound
+	// JSON409 the response for an HTTP 409 `application/json` response
+	JSON409 *Conflict
 	// JSON429 the response for an HTTP 429 `application/json` response
 	JSON429 *TooManyRequests
 	// Headers401 the parsed response headers for an HTTP 401 response
@@ -12708,6 +13434,11 @@ func (r DeletePackageResponse) GetJSON403() *Forbidden {
 // GetJSON404 returns the response for an HTTP 404 `application/json` response
 func (r DeletePackageResponse) GetJSON404() *NotFound {
 	return r.JSON404
+}
+
+// GetJSON409 returns the response for an HTTP 409 `application/json` response
+func (r DeletePackageResponse) GetJSON409() *Conflict {
+	return r.JSON409
 }
 
 // GetJSON429 returns the response for an HTTP 429 `application/json` response
@@ -14715,6 +15446,24 @@ func (c *ClientWithResponses) ListAuditEntriesWithResponse(ctx context.Context, 
 	return ParseListAuditEntriesResponse(rsp)
 }
 
+// ExportAuditWithResponse Export the audit chain, streamed (admin)
+//
+// The chained entries written in [`from`, `to`) and every entry between them in the chain, in
+// `seq` order, one line each with its `prev_hash` and `hash` (docs/SECURITY.md, "The audit
+// chain"). Streamed as read, so memory stays flat whatever the range. `shipctl audit verify
+// --file` verifies it offline. The export is itself audited (`audit.export`).
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /api/v1/admin/audit/export (the `ExportAudit` operationId).
+func (c *ClientWithResponses) ExportAuditWithResponse(ctx context.Context, params *ExportAuditParams, reqEditors ...RequestEditorFn) (*ExportAuditResponse, error) {
+	rsp, err := c.ExportAudit(ctx, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseExportAuditResponse(rsp)
+}
+
 // ListGroupsWithResponse List policy groups (admin)
 //
 // Returns a wrapper object for the known response body format(s).
@@ -14838,6 +15587,70 @@ func (c *ClientWithResponses) PutGroupMemberWithResponse(ctx context.Context, id
 		return nil, err
 	}
 	return ParsePutGroupMemberResponse(rsp)
+}
+
+// ListHoldsWithResponse Legal holds, newest first, released ones included (admin)
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /api/v1/admin/holds (the `ListHolds` operationId).
+func (c *ClientWithResponses) ListHoldsWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*ListHoldsResponse, error) {
+	rsp, err := c.ListHolds(ctx, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseListHoldsResponse(rsp)
+}
+
+// CreateHoldWithBodyWithResponse Place a legal hold on a package or a user's packages (admin)
+//
+// While the hold is active the packages it covers are not expired or deleted (owner or admin),
+// nor are their files removed (409 "on legal hold"), and audit retention stops before their
+// entries. With `SHIPFILE_S3_OBJECT_LOCK=true` each of their objects also gets S3's legal hold.
+// Audited (`hold.create`).
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /api/v1/admin/holds (the `CreateHold` operationId).
+func (c *ClientWithResponses) CreateHoldWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CreateHoldResponse, error) {
+	rsp, err := c.CreateHoldWithBody(ctx, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseCreateHoldResponse(rsp)
+}
+
+// CreateHoldWithResponse Place a legal hold on a package or a user's packages (admin)
+//
+// While the hold is active the packages it covers are not expired or deleted (owner or admin),
+// nor are their files removed (409 "on legal hold"), and audit retention stops before their
+// entries. With `SHIPFILE_S3_OBJECT_LOCK=true` each of their objects also gets S3's legal hold.
+// Audited (`hold.create`).
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /api/v1/admin/holds (the `CreateHold` operationId).
+func (c *ClientWithResponses) CreateHoldWithResponse(ctx context.Context, body CreateHoldJSONRequestBody, reqEditors ...RequestEditorFn) (*CreateHoldResponse, error) {
+	rsp, err := c.CreateHold(ctx, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseCreateHoldResponse(rsp)
+}
+
+// ReleaseHoldWithResponse Release a legal hold (admin)
+//
+// Expiry, deletion and retention act again on what no other hold covers. Audited (`hold.release`).
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /api/v1/admin/holds/{id}/release (the `ReleaseHold` operationId).
+func (c *ClientWithResponses) ReleaseHoldWithResponse(ctx context.Context, id openapi_types.UUID, reqEditors ...RequestEditorFn) (*ReleaseHoldResponse, error) {
+	rsp, err := c.ReleaseHold(ctx, id, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseReleaseHoldResponse(rsp)
 }
 
 // GetDefaultPolicyWithResponse The policy of users in no group (admin)
@@ -15599,7 +16412,7 @@ func (c *ClientWithResponses) CreatePackageWithResponse(ctx context.Context, bod
 
 // DeletePackageWithResponse Delete a package permanently, in any state
 //
-// Its files' objects are deleted from storage; its link answers 410; later reads 404. Fires `package.deleted`.
+// Its files' objects are deleted from storage; its link answers 410; later reads 404. Fires `package.deleted`. A package under a legal hold (`on_hold`) is not deleted (409 "on legal hold").
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -16011,6 +16824,59 @@ func ParseListAuditEntriesResponse(rsp *http.Response) (*ListAuditEntriesRespons
 	switch {
 	case rsp.StatusCode == 401:
 		var headers ListAuditEntriesResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseExportAuditResponse parses an HTTP response from a ExportAuditWithResponse call
+func ParseExportAuditResponse(rsp *http.Response) (*ExportAuditResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ExportAuditResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest Invalid
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON422 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers ExportAuditResponse401Headers
 		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
 			var value string
 			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
@@ -16588,6 +17454,193 @@ func ParsePutGroupMemberResponse(rsp *http.Response) (*PutGroupMemberResponse, e
 			headers.RetryAfter = &value
 		}
 		response.Headers429 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseListHoldsResponse parses an HTTP response from a ListHoldsWithResponse call
+func ParseListHoldsResponse(rsp *http.Response) (*ListHoldsResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ListHoldsResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest HoldList
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers ListHoldsResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseCreateHoldResponse parses an HTTP response from a CreateHoldWithResponse call
+func ParseCreateHoldResponse(rsp *http.Response) (*CreateHoldResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &CreateHoldResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 201:
+		var dest Hold
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON201 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest Invalid
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON422 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers CreateHoldResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseReleaseHoldResponse parses an HTTP response from a ReleaseHoldWithResponse call
+func ParseReleaseHoldResponse(rsp *http.Response) (*ReleaseHoldResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ReleaseHoldResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest Hold
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Conflict
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers ReleaseHoldResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
 	}
 
 	return response, nil
@@ -20040,6 +21093,13 @@ func ParseDeletePackageResponse(rsp *http.Response) (*DeletePackageResponse, err
 			return nil, err
 		}
 		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Conflict
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
 		var dest TooManyRequests

@@ -24,6 +24,8 @@ const (
 	TypeWebhookTest = "webhook.test"
 	// TypePackageFileInfected is the type of Envelope.file_infected (FileInfected).
 	TypePackageFileInfected = "package.file_infected"
+	// TypeAuditCheckpoint is the type of Envelope.audit_checkpoint (AuditCheckpoint).
+	TypeAuditCheckpoint = "audit.checkpoint"
 	// TypeQuotaExceeded is the type of Envelope.quota_exceeded (QuotaExceeded).
 	TypeQuotaExceeded = "quota.exceeded"
 )

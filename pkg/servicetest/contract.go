@@ -41,6 +41,9 @@ func init() {
 	// The documentation pages (/api/v1/docs, /api/v1/redoc) are text/html documented as a
 	// string; kin-openapi decodes only text/plain as one out of the box.
 	openapi3filter.RegisterBodyDecoder("text/html", openapi3filter.PlainBodyDecoder)
+	// The audit export streams JSONL and CSV, documented as strings.
+	openapi3filter.RegisterBodyDecoder("application/x-ndjson", openapi3filter.PlainBodyDecoder)
+	openapi3filter.RegisterBodyDecoder("text/csv", openapi3filter.PlainBodyDecoder)
 }
 
 // LoadContract parses proto/openapi.yaml once per test binary.

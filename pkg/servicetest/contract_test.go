@@ -34,7 +34,7 @@ func TestContractChecksAnswers(t *testing.T) {
 		"recipient_name": "", "direction": "outbound", "state": "draft", "ttl_days": 7, "note": "", "owner_user_id": 1,
 		"file_count": 0, "total_size": 0, "created_at": "2026-01-02T03:04:05Z", "finalized_at": null,
 		"expires_at": "2026-01-09T03:04:05Z", "revoked_at": null, "link_use_count": 0, "link_last_used_at": null, "password_protected": false,
-		"max_downloads": null, "notify_owner": true, "encryption": "none", "recipients": [], "files": []}`
+		"max_downloads": null, "notify_owner": true, "encryption": "none", "on_hold": false, "recipients": [], "files": []}`
 	me := `{"id": 1, "email": "a@example.com", "name": "A", "role": "admin", "created_at": "2026-01-02T03:04:05Z"}`
 	tests := []struct {
 		name   string

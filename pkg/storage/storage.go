@@ -16,12 +16,17 @@ type Config struct {
 	SecretKey string `env:"SHIPFILE_S3_SECRET_KEY" default:"minioadmin" secret:"true" help:"S3 secret key"`
 	Bucket    string `env:"SHIPFILE_S3_BUCKET" default:"shipfile" help:"bucket holding package files"`
 	UseSSL    bool   `env:"SHIPFILE_S3_USE_SSL" default:"false" help:"use HTTPS to reach S3"`
+	// ObjectLock: the bucket is created with object locking, and the objects of a
+	// package under a legal hold get S3's legal hold (docs/CONFIGURATION.md).
+	ObjectLock bool `env:"SHIPFILE_S3_OBJECT_LOCK" default:"false" help:"create the bucket with object lock and put S3 legal holds on the objects of held packages"`
 }
 
 // Store is a client bound to one bucket.
 type Store struct {
 	Client *minio.Client
 	Bucket string
+	// ObjectLock says the bucket is made with object locking (Config.ObjectLock).
+	ObjectLock bool
 }
 
 // Open creates the client and makes sure the bucket exists.
@@ -38,14 +43,15 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("storage: %w", err)
 	}
-	s := &Store{Client: client, Bucket: cfg.Bucket}
+	s := &Store{Client: client, Bucket: cfg.Bucket, ObjectLock: cfg.ObjectLock}
 	if err := s.EnsureBucket(ctx); err != nil {
 		return nil, err
 	}
 	return s, nil
 }
 
-// EnsureBucket creates the bucket when it does not exist yet.
+// EnsureBucket creates the bucket when it does not exist yet (with object locking when
+// ObjectLock is set).
 func (s *Store) EnsureBucket(ctx context.Context) error {
 	ok, err := s.Client.BucketExists(ctx, s.Bucket)
 	if err != nil {
@@ -54,7 +60,7 @@ func (s *Store) EnsureBucket(ctx context.Context) error {
 	if ok {
 		return nil
 	}
-	if err := s.Client.MakeBucket(ctx, s.Bucket, minio.MakeBucketOptions{}); err != nil {
+	if err := s.Client.MakeBucket(ctx, s.Bucket, minio.MakeBucketOptions{ObjectLocking: s.ObjectLock}); err != nil {
 		// Another instance may have created it in the meantime.
 		if exists, err2 := s.Client.BucketExists(ctx, s.Bucket); err2 == nil && exists {
 			return nil

@@ -56,6 +56,7 @@ type Envelope struct {
 	//	*Envelope_PackageExpired
 	//	*Envelope_WebhookTest
 	//	*Envelope_FileInfected
+	//	*Envelope_AuditCheckpoint
 	//	*Envelope_QuotaExceeded
 	Data          isEnvelope_Data `protobuf_oneof:"data"`
 	unknownFields protoimpl.UnknownFields
@@ -215,6 +216,15 @@ func (x *Envelope) GetFileInfected() *FileInfected {
 	return nil
 }
 
+func (x *Envelope) GetAuditCheckpoint() *AuditCheckpoint {
+	if x != nil {
+		if x, ok := x.Data.(*Envelope_AuditCheckpoint); ok {
+			return x.AuditCheckpoint
+		}
+	}
+	return nil
+}
+
 func (x *Envelope) GetQuotaExceeded() *QuotaExceeded {
 	if x != nil {
 		if x, ok := x.Data.(*Envelope_QuotaExceeded); ok {
@@ -264,6 +274,10 @@ type Envelope_FileInfected struct {
 	FileInfected *FileInfected `protobuf:"bytes,18,opt,name=file_infected,json=fileInfected,proto3,oneof"`
 }
 
+type Envelope_AuditCheckpoint struct {
+	AuditCheckpoint *AuditCheckpoint `protobuf:"bytes,19,opt,name=audit_checkpoint,json=auditCheckpoint,proto3,oneof"`
+}
+
 type Envelope_QuotaExceeded struct {
 	QuotaExceeded *QuotaExceeded `protobuf:"bytes,20,opt,name=quota_exceeded,json=quotaExceeded,proto3,oneof"`
 }
@@ -285,6 +299,8 @@ func (*Envelope_PackageExpired) isEnvelope_Data() {}
 func (*Envelope_WebhookTest) isEnvelope_Data() {}
 
 func (*Envelope_FileInfected) isEnvelope_Data() {}
+
+func (*Envelope_AuditCheckpoint) isEnvelope_Data() {}
 
 func (*Envelope_QuotaExceeded) isEnvelope_Data() {}
 
@@ -956,6 +972,77 @@ func (x *QuotaExceeded) GetNeededBytes() int64 {
 	return 0
 }
 
+// AuditCheckpoint is the audit chain's head at a moment (docs/SECURITY.md, "The audit
+// chain"), published every SHIPFILE_AUDIT_CHECKPOINT by one expiry instance, so systems
+// outside keep copies of it that whoever holds the database cannot rewrite.
+type AuditCheckpoint struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Seq           int64                  `protobuf:"varint,1,opt,name=seq,proto3" json:"seq,omitempty"`                                // the last entry's seq (0 before the first)
+	Hash          string                 `protobuf:"bytes,2,opt,name=hash,proto3" json:"hash,omitempty"`                               // its hash, hex SHA-256
+	AnchorSeq     int64                  `protobuf:"varint,3,opt,name=anchor_seq,json=anchorSeq,proto3" json:"anchor_seq,omitempty"`   // the last entry retention removed (0: none)
+	AnchorHash    string                 `protobuf:"bytes,4,opt,name=anchor_hash,json=anchorHash,proto3" json:"anchor_hash,omitempty"` // its hash (64 zeros: none)
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *AuditCheckpoint) Reset() {
+	*x = AuditCheckpoint{}
+	mi := &file_events_v1_events_proto_msgTypes[11]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AuditCheckpoint) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AuditCheckpoint) ProtoMessage() {}
+
+func (x *AuditCheckpoint) ProtoReflect() protoreflect.Message {
+	mi := &file_events_v1_events_proto_msgTypes[11]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AuditCheckpoint.ProtoReflect.Descriptor instead.
+func (*AuditCheckpoint) Descriptor() ([]byte, []int) {
+	return file_events_v1_events_proto_rawDescGZIP(), []int{11}
+}
+
+func (x *AuditCheckpoint) GetSeq() int64 {
+	if x != nil {
+		return x.Seq
+	}
+	return 0
+}
+
+func (x *AuditCheckpoint) GetHash() string {
+	if x != nil {
+		return x.Hash
+	}
+	return ""
+}
+
+func (x *AuditCheckpoint) GetAnchorSeq() int64 {
+	if x != nil {
+		return x.AnchorSeq
+	}
+	return 0
+}
+
+func (x *AuditCheckpoint) GetAnchorHash() string {
+	if x != nil {
+		return x.AnchorHash
+	}
+	return ""
+}
+
 // WebhookTest is the synthetic event an admin fires with a subscription's Test button
 // (type "webhook.test"). It goes to that one subscription, whatever its event selection.
 type WebhookTest struct {
@@ -968,7 +1055,7 @@ type WebhookTest struct {
 
 func (x *WebhookTest) Reset() {
 	*x = WebhookTest{}
-	mi := &file_events_v1_events_proto_msgTypes[11]
+	mi := &file_events_v1_events_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -980,7 +1067,7 @@ func (x *WebhookTest) String() string {
 func (*WebhookTest) ProtoMessage() {}
 
 func (x *WebhookTest) ProtoReflect() protoreflect.Message {
-	mi := &file_events_v1_events_proto_msgTypes[11]
+	mi := &file_events_v1_events_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -993,7 +1080,7 @@ func (x *WebhookTest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WebhookTest.ProtoReflect.Descriptor instead.
 func (*WebhookTest) Descriptor() ([]byte, []int) {
-	return file_events_v1_events_proto_rawDescGZIP(), []int{11}
+	return file_events_v1_events_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *WebhookTest) GetHookId() int64 {
@@ -1039,7 +1126,7 @@ type WebhookJob struct {
 
 func (x *WebhookJob) Reset() {
 	*x = WebhookJob{}
-	mi := &file_events_v1_events_proto_msgTypes[12]
+	mi := &file_events_v1_events_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1051,7 +1138,7 @@ func (x *WebhookJob) String() string {
 func (*WebhookJob) ProtoMessage() {}
 
 func (x *WebhookJob) ProtoReflect() protoreflect.Message {
-	mi := &file_events_v1_events_proto_msgTypes[12]
+	mi := &file_events_v1_events_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1064,7 +1151,7 @@ func (x *WebhookJob) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WebhookJob.ProtoReflect.Descriptor instead.
 func (*WebhookJob) Descriptor() ([]byte, []int) {
-	return file_events_v1_events_proto_rawDescGZIP(), []int{12}
+	return file_events_v1_events_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *WebhookJob) GetDeliveryId() string {
@@ -1146,7 +1233,7 @@ type MailJob struct {
 
 func (x *MailJob) Reset() {
 	*x = MailJob{}
-	mi := &file_events_v1_events_proto_msgTypes[13]
+	mi := &file_events_v1_events_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1158,7 +1245,7 @@ func (x *MailJob) String() string {
 func (*MailJob) ProtoMessage() {}
 
 func (x *MailJob) ProtoReflect() protoreflect.Message {
-	mi := &file_events_v1_events_proto_msgTypes[13]
+	mi := &file_events_v1_events_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1171,7 +1258,7 @@ func (x *MailJob) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MailJob.ProtoReflect.Descriptor instead.
 func (*MailJob) Descriptor() ([]byte, []int) {
-	return file_events_v1_events_proto_rawDescGZIP(), []int{13}
+	return file_events_v1_events_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *MailJob) GetJobId() string {
@@ -1295,7 +1382,8 @@ var File_events_v1_events_proto protoreflect.FileDescriptor
 
 const file_events_v1_events_proto_rawDesc = "" +
 	"\n" +
-	"\x16events/v1/events.proto\x12\x12shipfile.events.v1\x1a google/protobuf/descriptor.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xa9\t\n" +
+	"\x16events/v1/events.proto\x12\x12shipfile.events.v1\x1a google/protobuf/descriptor.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\x91\n" +
+	"\n" +
 	"\bEnvelope\x12\x19\n" +
 	"\bevent_id\x18\x01 \x01(\tR\aeventId\x12\x12\n" +
 	"\x04type\x18\x02 \x01(\tR\x04type\x12\x18\n" +
@@ -1313,7 +1401,8 @@ const file_events_v1_events_proto_rawDesc = "" +
 	"\x0fpackage_deleted\x18\x0f \x01(\v2\".shipfile.events.v1.PackageDeletedB\x13\xa2\xbb\x18\x0fpackage.deletedH\x00R\x0epackageDeleted\x12b\n" +
 	"\x0fpackage_expired\x18\x10 \x01(\v2\".shipfile.events.v1.PackageExpiredB\x13\xa2\xbb\x18\x0fpackage.expiredH\x00R\x0epackageExpired\x12Z\n" +
 	"\fwebhook_test\x18\x11 \x01(\v2\x1f.shipfile.events.v1.WebhookTestB\x14\xa2\xbb\x18\fwebhook.test\xa8\xbb\x18\x01H\x00R\vwebhookTest\x12b\n" +
-	"\rfile_infected\x18\x12 \x01(\v2 .shipfile.events.v1.FileInfectedB\x19\xa2\xbb\x18\x15package.file_infectedH\x00R\ffileInfected\x12^\n" +
+	"\rfile_infected\x18\x12 \x01(\v2 .shipfile.events.v1.FileInfectedB\x19\xa2\xbb\x18\x15package.file_infectedH\x00R\ffileInfected\x12f\n" +
+	"\x10audit_checkpoint\x18\x13 \x01(\v2#.shipfile.events.v1.AuditCheckpointB\x14\xa2\xbb\x18\x10audit.checkpointH\x00R\x0fauditCheckpoint\x12^\n" +
 	"\x0equota_exceeded\x18\x14 \x01(\v2!.shipfile.events.v1.QuotaExceededB\x12\xa2\xbb\x18\x0equota.exceededH\x00R\rquotaExceededB\x06\n" +
 	"\x04data\"\xa9\x01\n" +
 	"\aPackage\x12\x1d\n" +
@@ -1376,7 +1465,14 @@ const file_events_v1_events_proto_rawDesc = "" +
 	"used_bytes\x18\x03 \x01(\x03R\tusedBytes\x12\x1f\n" +
 	"\vquota_bytes\x18\x04 \x01(\x03R\n" +
 	"quotaBytes\x12!\n" +
-	"\fneeded_bytes\x18\x05 \x01(\x03R\vneededBytes\"@\n" +
+	"\fneeded_bytes\x18\x05 \x01(\x03R\vneededBytes\"w\n" +
+	"\x0fAuditCheckpoint\x12\x10\n" +
+	"\x03seq\x18\x01 \x01(\x03R\x03seq\x12\x12\n" +
+	"\x04hash\x18\x02 \x01(\tR\x04hash\x12\x1d\n" +
+	"\n" +
+	"anchor_seq\x18\x03 \x01(\x03R\tanchorSeq\x12\x1f\n" +
+	"\vanchor_hash\x18\x04 \x01(\tR\n" +
+	"anchorHash\"@\n" +
 	"\vWebhookTest\x12\x17\n" +
 	"\ahook_id\x18\x01 \x01(\x03R\x06hookId\x12\x18\n" +
 	"\amessage\x18\x02 \x01(\tR\amessage\"\xf8\x01\n" +
@@ -1428,7 +1524,7 @@ func file_events_v1_events_proto_rawDescGZIP() []byte {
 	return file_events_v1_events_proto_rawDescData
 }
 
-var file_events_v1_events_proto_msgTypes = make([]protoimpl.MessageInfo, 14)
+var file_events_v1_events_proto_msgTypes = make([]protoimpl.MessageInfo, 15)
 var file_events_v1_events_proto_goTypes = []any{
 	(*Envelope)(nil),                  // 0: shipfile.events.v1.Envelope
 	(*Package)(nil),                   // 1: shipfile.events.v1.Package
@@ -1441,14 +1537,15 @@ var file_events_v1_events_proto_goTypes = []any{
 	(*PackageExpired)(nil),            // 8: shipfile.events.v1.PackageExpired
 	(*FileInfected)(nil),              // 9: shipfile.events.v1.FileInfected
 	(*QuotaExceeded)(nil),             // 10: shipfile.events.v1.QuotaExceeded
-	(*WebhookTest)(nil),               // 11: shipfile.events.v1.WebhookTest
-	(*WebhookJob)(nil),                // 12: shipfile.events.v1.WebhookJob
-	(*MailJob)(nil),                   // 13: shipfile.events.v1.MailJob
-	(*timestamppb.Timestamp)(nil),     // 14: google.protobuf.Timestamp
-	(*descriptorpb.FieldOptions)(nil), // 15: google.protobuf.FieldOptions
+	(*AuditCheckpoint)(nil),           // 11: shipfile.events.v1.AuditCheckpoint
+	(*WebhookTest)(nil),               // 12: shipfile.events.v1.WebhookTest
+	(*WebhookJob)(nil),                // 13: shipfile.events.v1.WebhookJob
+	(*MailJob)(nil),                   // 14: shipfile.events.v1.MailJob
+	(*timestamppb.Timestamp)(nil),     // 15: google.protobuf.Timestamp
+	(*descriptorpb.FieldOptions)(nil), // 16: google.protobuf.FieldOptions
 }
 var file_events_v1_events_proto_depIdxs = []int32{
-	14, // 0: shipfile.events.v1.Envelope.occurred_at:type_name -> google.protobuf.Timestamp
+	15, // 0: shipfile.events.v1.Envelope.occurred_at:type_name -> google.protobuf.Timestamp
 	2,  // 1: shipfile.events.v1.Envelope.package_created:type_name -> shipfile.events.v1.PackageCreated
 	3,  // 2: shipfile.events.v1.Envelope.package_finalized:type_name -> shipfile.events.v1.PackageFinalized
 	4,  // 3: shipfile.events.v1.Envelope.file_uploaded:type_name -> shipfile.events.v1.FileUploaded
@@ -1456,28 +1553,29 @@ var file_events_v1_events_proto_depIdxs = []int32{
 	6,  // 5: shipfile.events.v1.Envelope.package_revoked:type_name -> shipfile.events.v1.PackageRevoked
 	7,  // 6: shipfile.events.v1.Envelope.package_deleted:type_name -> shipfile.events.v1.PackageDeleted
 	8,  // 7: shipfile.events.v1.Envelope.package_expired:type_name -> shipfile.events.v1.PackageExpired
-	11, // 8: shipfile.events.v1.Envelope.webhook_test:type_name -> shipfile.events.v1.WebhookTest
+	12, // 8: shipfile.events.v1.Envelope.webhook_test:type_name -> shipfile.events.v1.WebhookTest
 	9,  // 9: shipfile.events.v1.Envelope.file_infected:type_name -> shipfile.events.v1.FileInfected
-	10, // 10: shipfile.events.v1.Envelope.quota_exceeded:type_name -> shipfile.events.v1.QuotaExceeded
-	1,  // 11: shipfile.events.v1.PackageCreated.package:type_name -> shipfile.events.v1.Package
-	14, // 12: shipfile.events.v1.PackageCreated.expires_at:type_name -> google.protobuf.Timestamp
-	1,  // 13: shipfile.events.v1.PackageFinalized.package:type_name -> shipfile.events.v1.Package
-	14, // 14: shipfile.events.v1.PackageFinalized.expires_at:type_name -> google.protobuf.Timestamp
-	1,  // 15: shipfile.events.v1.FileUploaded.package:type_name -> shipfile.events.v1.Package
-	1,  // 16: shipfile.events.v1.PackageDownloaded.package:type_name -> shipfile.events.v1.Package
-	1,  // 17: shipfile.events.v1.PackageRevoked.package:type_name -> shipfile.events.v1.Package
-	1,  // 18: shipfile.events.v1.PackageDeleted.package:type_name -> shipfile.events.v1.Package
-	1,  // 19: shipfile.events.v1.PackageExpired.package:type_name -> shipfile.events.v1.Package
-	14, // 20: shipfile.events.v1.PackageExpired.expires_at:type_name -> google.protobuf.Timestamp
-	1,  // 21: shipfile.events.v1.FileInfected.package:type_name -> shipfile.events.v1.Package
-	14, // 22: shipfile.events.v1.MailJob.expires_at:type_name -> google.protobuf.Timestamp
-	15, // 23: shipfile.events.v1.event_type:extendee -> google.protobuf.FieldOptions
-	15, // 24: shipfile.events.v1.synthetic:extendee -> google.protobuf.FieldOptions
-	25, // [25:25] is the sub-list for method output_type
-	25, // [25:25] is the sub-list for method input_type
-	25, // [25:25] is the sub-list for extension type_name
-	23, // [23:25] is the sub-list for extension extendee
-	0,  // [0:23] is the sub-list for field type_name
+	11, // 10: shipfile.events.v1.Envelope.audit_checkpoint:type_name -> shipfile.events.v1.AuditCheckpoint
+	10, // 11: shipfile.events.v1.Envelope.quota_exceeded:type_name -> shipfile.events.v1.QuotaExceeded
+	1,  // 12: shipfile.events.v1.PackageCreated.package:type_name -> shipfile.events.v1.Package
+	15, // 13: shipfile.events.v1.PackageCreated.expires_at:type_name -> google.protobuf.Timestamp
+	1,  // 14: shipfile.events.v1.PackageFinalized.package:type_name -> shipfile.events.v1.Package
+	15, // 15: shipfile.events.v1.PackageFinalized.expires_at:type_name -> google.protobuf.Timestamp
+	1,  // 16: shipfile.events.v1.FileUploaded.package:type_name -> shipfile.events.v1.Package
+	1,  // 17: shipfile.events.v1.PackageDownloaded.package:type_name -> shipfile.events.v1.Package
+	1,  // 18: shipfile.events.v1.PackageRevoked.package:type_name -> shipfile.events.v1.Package
+	1,  // 19: shipfile.events.v1.PackageDeleted.package:type_name -> shipfile.events.v1.Package
+	1,  // 20: shipfile.events.v1.PackageExpired.package:type_name -> shipfile.events.v1.Package
+	15, // 21: shipfile.events.v1.PackageExpired.expires_at:type_name -> google.protobuf.Timestamp
+	1,  // 22: shipfile.events.v1.FileInfected.package:type_name -> shipfile.events.v1.Package
+	15, // 23: shipfile.events.v1.MailJob.expires_at:type_name -> google.protobuf.Timestamp
+	16, // 24: shipfile.events.v1.event_type:extendee -> google.protobuf.FieldOptions
+	16, // 25: shipfile.events.v1.synthetic:extendee -> google.protobuf.FieldOptions
+	26, // [26:26] is the sub-list for method output_type
+	26, // [26:26] is the sub-list for method input_type
+	26, // [26:26] is the sub-list for extension type_name
+	24, // [24:26] is the sub-list for extension extendee
+	0,  // [0:24] is the sub-list for field type_name
 }
 
 func init() { file_events_v1_events_proto_init() }
@@ -1495,6 +1593,7 @@ func file_events_v1_events_proto_init() {
 		(*Envelope_PackageExpired)(nil),
 		(*Envelope_WebhookTest)(nil),
 		(*Envelope_FileInfected)(nil),
+		(*Envelope_AuditCheckpoint)(nil),
 		(*Envelope_QuotaExceeded)(nil),
 	}
 	file_events_v1_events_proto_msgTypes[6].OneofWrappers = []any{}
@@ -1504,7 +1603,7 @@ func file_events_v1_events_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_events_v1_events_proto_rawDesc), len(file_events_v1_events_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   14,
+			NumMessages:   15,
 			NumExtensions: 2,
 			NumServices:   0,
 		},

@@ -41,6 +41,14 @@ CREATE TABLE audit_chain_anchor (
     hash text    NOT NULL
 );
 
+-- When the last audit.checkpoint event was written: the expiry instance whose
+-- conditional update moves it publishes the next one (SHIPFILE_AUDIT_CHECKPOINT).
+CREATE TABLE audit_checkpoints (
+    one boolean     PRIMARY KEY DEFAULT true CHECK (one),
+    at  timestamptz NOT NULL
+);
+INSERT INTO audit_checkpoints (at) VALUES ('-infinity');
+
 -- +goose StatementBegin
 CREATE FUNCTION audit_canonical(e audit_log) RETURNS text LANGUAGE sql STABLE AS $$
 SELECT '{"seq":' || e.seq::text
@@ -142,13 +150,137 @@ SELECT EXISTS (
 $$;
 -- +goose StatementEnd
 
+-- packages.on_hold: whether a hold not released covers the package, kept by the
+-- triggers below (a hold placed or released; a package created by a held user), so
+-- that reading a package and refusing a change need no look-up of the holds.
+ALTER TABLE packages ADD COLUMN on_hold boolean NOT NULL DEFAULT false;
+
+-- +goose StatementBegin
+CREATE FUNCTION legal_holds_apply() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    UPDATE packages p SET on_hold = EXISTS (
+        SELECT 1 FROM legal_holds h
+        WHERE h.released_at IS NULL AND (h.package_id = p.id OR h.user_id = p.owner_user_id))
+    WHERE (NEW.package_id IS NOT NULL AND p.id = NEW.package_id)
+       OR (NEW.user_id IS NOT NULL AND p.owner_user_id = NEW.user_id);
+    RETURN NULL;
+END
+$$;
+-- +goose StatementEnd
+CREATE TRIGGER legal_holds_apply AFTER INSERT OR UPDATE OF released_at ON legal_holds
+FOR EACH ROW EXECUTE FUNCTION legal_holds_apply();
+
+-- +goose StatementBegin
+CREATE FUNCTION packages_hold_on_insert() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    NEW.on_hold := EXISTS (SELECT 1 FROM legal_holds h WHERE h.released_at IS NULL AND h.user_id = NEW.owner_user_id);
+    RETURN NEW;
+END
+$$;
+-- +goose StatementEnd
+CREATE TRIGGER packages_hold_on_insert BEFORE INSERT ON packages
+FOR EACH ROW EXECUTE FUNCTION packages_hold_on_insert();
+
+-- While held, a package is neither deleted nor expired, and none of its files removed,
+-- whoever asks (owner, admin, the expiry service, a script): the statement fails with
+-- SQLSTATE SH409, which the gateway answers 409 "on legal hold".
+-- +goose StatementBegin
+CREATE FUNCTION refuse_while_held() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    IF TG_TABLE_NAME = 'files' THEN
+        IF EXISTS (SELECT 1 FROM packages p WHERE p.id = OLD.package_id AND p.on_hold) THEN
+            RAISE EXCEPTION 'on legal hold' USING ERRCODE = 'SH409';
+        END IF;
+        RETURN OLD;
+    END IF;
+    IF OLD.on_hold AND (TG_OP = 'DELETE' OR (NEW.state = 'expired' AND OLD.state <> 'expired')) THEN
+        RAISE EXCEPTION 'on legal hold' USING ERRCODE = 'SH409';
+    END IF;
+    IF TG_OP = 'DELETE' THEN
+        RETURN OLD;
+    END IF;
+    RETURN NEW;
+END
+$$;
+-- +goose StatementEnd
+CREATE TRIGGER packages_refuse_while_held BEFORE DELETE OR UPDATE OF state ON packages
+FOR EACH ROW WHEN (OLD.on_hold) EXECUTE FUNCTION refuse_while_held();
+CREATE TRIGGER files_refuse_while_held BEFORE DELETE ON files
+FOR EACH ROW EXECUTE FUNCTION refuse_while_held();
+
+-- +goose StatementBegin
+-- audit_remove_before is the retention sweep (SHIPFILE_AUDIT_RETENTION, run by the
+-- expiry service): it removes up to max_rows entries written before cutoff and returns
+-- how many. The hourly counters go by their time; chained entries go from the front of
+-- the chain only, in seq order, and the sweep stops at the first entry that is younger
+-- or belongs to a package or user under a legal hold, so what remains is one stretch.
+-- The last entry removed becomes the anchor, in the same transaction, so the rest
+-- still verifies. The anchor's row lock keeps two sweeps apart.
+CREATE FUNCTION audit_remove_before(cutoff timestamptz, max_rows int) RETURNS int LANGUAGE plpgsql AS $$
+DECLARE
+    anchor    audit_chain_anchor%ROWTYPE;
+    last_seq  bigint;
+    last_hash text;
+    n         int;
+    m         int;
+BEGIN
+    DELETE FROM audit_log WHERE id IN (
+        SELECT id FROM audit_log
+        WHERE seq IS NULL AND created_at < cutoff
+        ORDER BY created_at
+        LIMIT max_rows
+        FOR UPDATE SKIP LOCKED);
+    GET DIAGNOSTICS n = ROW_COUNT;
+    IF n >= max_rows THEN
+        RETURN n;
+    END IF;
+    SELECT * INTO anchor FROM audit_chain_anchor FOR UPDATE;
+    SELECT r.seq, r.hash INTO last_seq, last_hash
+    FROM (
+        SELECT c.seq, c.hash, bool_and(c.removable) OVER (ORDER BY c.seq) AS prefix
+        FROM (
+            SELECT a.seq, a.hash,
+                   a.created_at < cutoff
+                   AND NOT (a.package_id IS NOT NULL AND package_on_hold(a.package_id))
+                   AND NOT (a.actor_user_id IS NOT NULL AND EXISTS (
+                       SELECT 1 FROM legal_holds h WHERE h.released_at IS NULL AND h.user_id = a.actor_user_id)) AS removable
+            FROM audit_log a
+            WHERE a.seq > anchor.seq
+            ORDER BY a.seq
+            LIMIT max_rows - n
+        ) c
+    ) r
+    WHERE r.prefix
+    ORDER BY r.seq DESC
+    LIMIT 1;
+    IF last_seq IS NULL THEN
+        RETURN n;
+    END IF;
+    DELETE FROM audit_log WHERE seq > anchor.seq AND seq <= last_seq;
+    GET DIAGNOSTICS m = ROW_COUNT;
+    UPDATE audit_chain_anchor SET seq = last_seq, hash = last_hash;
+    RETURN n + m;
+END
+$$;
+-- +goose StatementEnd
+
 -- +goose Down
+DROP FUNCTION audit_remove_before(timestamptz, int);
+DROP TRIGGER files_refuse_while_held ON files;
+DROP TRIGGER packages_refuse_while_held ON packages;
+DROP FUNCTION refuse_while_held();
+DROP TRIGGER packages_hold_on_insert ON packages;
+DROP FUNCTION packages_hold_on_insert();
+DROP TRIGGER legal_holds_apply ON legal_holds;
+DROP FUNCTION legal_holds_apply();
+ALTER TABLE packages DROP COLUMN on_hold;
 DROP FUNCTION package_on_hold(uuid);
 DROP TABLE legal_holds;
 DROP TRIGGER audit_chain_link ON audit_log;
 DROP FUNCTION audit_chain_link();
 DROP FUNCTION audit_hash(audit_log);
 DROP FUNCTION audit_canonical(audit_log);
+DROP TABLE audit_checkpoints;
 DROP TABLE audit_chain_anchor;
 DROP TABLE audit_chain_head;
 DROP INDEX audit_log_seq_idx;

@@ -23,6 +23,15 @@ func PackageExpired(p Package, now time.Time) *eventsv1.Envelope {
 	return e
 }
 
+// AuditCheckpoint is the audit.checkpoint envelope of c.
+func AuditCheckpoint(c Checkpoint) *eventsv1.Envelope {
+	e := events.NewEnvelope(events.TypeAuditCheckpoint, c.At.UTC())
+	e.Data = &eventsv1.Envelope_AuditCheckpoint{AuditCheckpoint: &eventsv1.AuditCheckpoint{
+		Seq: c.HeadSeq, Hash: c.HeadHash, AnchorSeq: c.AnchorSeq, AnchorHash: c.AnchorHash,
+	}}
+	return e
+}
+
 // expiryEffects are the effects of expiring ps: one package.expired event and one
 // audit entry each.
 func expiryEffects(ps []Package, now time.Time) Effects {

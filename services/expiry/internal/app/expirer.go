@@ -44,6 +44,9 @@ type Options struct {
 	// AuditRetention is the age after which audit log entries are removed
 	// (SHIPFILE_AUDIT_RETENTION); 0 keeps them for ever.
 	AuditRetention time.Duration
+	// AuditCheckpoint is how often an audit.checkpoint event carries the audit chain's
+	// head (one instance writes each); 0: never.
+	AuditCheckpoint time.Duration
 }
 
 // Expirer expires overdue packages and removes the objects queued for deletion.
@@ -106,6 +109,7 @@ type TickResult struct {
 	UploadsAborted   int   // stale multipart uploads aborted
 	OrphansRemoved   int   // objects of uploads that never committed removed
 	AuditRemoved     int   // audit entries past the retention removed
+	AuditCheckpoints int   // audit.checkpoint events written (0 or 1)
 	Err              error // the failures of the tick's steps, joined
 }
 
@@ -131,6 +135,9 @@ func (e *Expirer) Tick(ctx context.Context) TickResult {
 		errs = append(errs, err)
 	}
 	if err := e.sweepAudit(ctx, &r); err != nil {
+		errs = append(errs, err)
+	}
+	if err := e.checkpointAudit(ctx, &r); err != nil {
 		errs = append(errs, err)
 	}
 	if err := e.measure(ctx); err != nil {
@@ -258,8 +265,8 @@ func (e *Expirer) sweepOrphans(ctx context.Context, r *TickResult) error {
 	return nil
 }
 
-// sweepAudit removes audit entries older than AuditRetention, batch by batch (rows
-// another instance's sweep holds are skipped, so instances share the work).
+// sweepAudit removes audit entries older than AuditRetention, batch by batch, from the
+// front of the audit chain (the anchor's row lock takes instances in turn).
 func (e *Expirer) sweepAudit(ctx context.Context, r *TickResult) error {
 	if e.opts.AuditRetention <= 0 {
 		return nil
@@ -278,6 +285,24 @@ func (e *Expirer) sweepAudit(ctx context.Context, r *TickResult) error {
 		if n < e.opts.BatchSize {
 			return nil
 		}
+	}
+	return nil
+}
+
+// checkpointAudit writes an audit.checkpoint event when AuditCheckpoint has passed
+// since the last one (written by this instance or another).
+func (e *Expirer) checkpointAudit(ctx context.Context, r *TickResult) error {
+	if e.opts.AuditCheckpoint <= 0 || ctx.Err() != nil {
+		return nil
+	}
+	sctx, cancel := e.step(ctx)
+	defer cancel()
+	wrote, err := e.store.CheckpointAudit(sctx, e.opts.AuditCheckpoint, AuditCheckpoint)
+	if err != nil {
+		return fmt.Errorf("audit checkpoint: %w", err)
+	}
+	if wrote {
+		r.AuditCheckpoints++
 	}
 	return nil
 }

@@ -25,6 +25,13 @@ type Package struct {
 	ObjectKeys []string
 }
 
+// Checkpoint is the audit chain's head and anchor at a moment.
+type Checkpoint struct {
+	At                   time.Time
+	HeadSeq, AnchorSeq   int64
+	HeadHash, AnchorHash string
+}
+
 // AuditEntry is a row of the audit log written by the system.
 type AuditEntry struct {
 	Action    string
@@ -59,9 +66,14 @@ type Store interface {
 	// how many objects were removed; remove's error is returned (wrapped).
 	SweepOrphans(ctx context.Context, grace time.Duration, limit int, remove func(keys []string) (removed []string, err error)) (locked, removed int, err error)
 	// RemoveOldAudit removes up to limit audit entries older than retention (by the
-	// database's clock, oldest first, skipping rows another instance holds) and returns
+	// database's clock) from the front of the audit chain, up to the first younger or
+	// legally held one, keeping the last one's hash as the chain's anchor, and returns
 	// how many it removed.
 	RemoveOldAudit(ctx context.Context, retention time.Duration, limit int) (int, error)
+	// CheckpointAudit writes an audit.checkpoint event (checkpoint builds it from the
+	// chain's head and anchor and the claim's time) when every has passed since the
+	// last one, whichever instance wrote it; it reports whether it wrote one.
+	CheckpointAudit(ctx context.Context, every time.Duration, checkpoint func(Checkpoint) *eventsv1.Envelope) (bool, error)
 	// OverdueLag returns how long before now the oldest package overdue at now reached
 	// its expires_at; 0 when there is none.
 	OverdueLag(ctx context.Context, now time.Time) (time.Duration, error)

@@ -34,6 +34,7 @@ type Config struct {
 	StaleUploadAge  time.Duration `env:"SHIPFILE_EXPIRY_STALE_UPLOAD_AGE" default:"24h" help:"abort incomplete multipart uploads under packages/ older than this (0 turns it off)"`
 	OrphanGrace     time.Duration `env:"SHIPFILE_ORPHAN_GRACE" default:"1h" help:"remove the object of an upload whose file row did not commit (a crash, a failed insert) once its key has been reserved this long (at least 10m: a gateway renews the reservation of an upload in progress every 5m)"`
 	AuditRetention  time.Duration `env:"SHIPFILE_AUDIT_RETENTION" default:"365d" help:"remove audit log entries older than this (units up to d, e.g. 365d or 90d12h; 0 keeps them for ever)"`
+	AuditCheckpoint time.Duration `env:"SHIPFILE_AUDIT_CHECKPOINT" default:"1h" help:"publish the audit chain's head as an audit.checkpoint event this often (one instance each time; 0: never)"`
 	ShutdownTimeout time.Duration `env:"SHIPFILE_SHUTDOWN_TIMEOUT" default:"20s" help:"grace period for in-flight work on SIGTERM"`
 }
 
@@ -48,6 +49,9 @@ func (c *Config) Validate() error {
 	}
 	if c.StaleUploadAge < 0 {
 		errs = append(errs, errors.New("SHIPFILE_EXPIRY_STALE_UPLOAD_AGE must not be negative"))
+	}
+	if c.AuditCheckpoint < 0 {
+		errs = append(errs, errors.New("SHIPFILE_AUDIT_CHECKPOINT must not be negative"))
 	}
 	if c.AuditRetention < 0 {
 		errs = append(errs, errors.New("SHIPFILE_AUDIT_RETENTION must not be negative"))
@@ -108,11 +112,12 @@ func New(_ context.Context, cfg Config, deps Deps) (*Service, error) {
 		storeOpts = append(storeOpts, store.WithOutboxWake(s.Relay.Wake))
 	}
 	opts := app.Options{
-		Interval:       cfg.Interval,
-		BatchSize:      cfg.BatchSize,
-		StaleUploadAge: cfg.StaleUploadAge,
-		OrphanGrace:    cfg.OrphanGrace,
-		AuditRetention: cfg.AuditRetention,
+		Interval:        cfg.Interval,
+		BatchSize:       cfg.BatchSize,
+		StaleUploadAge:  cfg.StaleUploadAge,
+		OrphanGrace:     cfg.OrphanGrace,
+		AuditRetention:  cfg.AuditRetention,
+		AuditCheckpoint: cfg.AuditCheckpoint,
 	}
 	if deps.App != nil {
 		deps.App(&opts)

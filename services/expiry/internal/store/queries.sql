@@ -7,11 +7,12 @@
 -- two equal), oldest deadline first, skipping rows another transaction holds (another expiry instance, or a
 -- gateway request changing the package: the next batch or tick sees it again), and
 -- expires them. The state test is repeated on the locked row, so a package expired
--- meanwhile by another instance is never expired (nor announced) twice. It uses
+-- meanwhile by another instance is never expired (nor announced) twice. A package
+-- under a legal hold (on_hold) waits until the hold is released. It uses
 -- packages_expiring_idx.
 WITH due AS (
     SELECT o.id, o.state FROM packages o
-    WHERE (o.state <> 'expired' AND o.expires_at <= @now)
+    WHERE (o.state <> 'expired' AND o.expires_at <= @now) AND NOT o.on_hold
     ORDER BY o.expires_at
     LIMIT @max_rows
     FOR UPDATE SKIP LOCKED
@@ -53,11 +54,11 @@ DELETE FROM object_deletions WHERE object_key = ANY(@keys::text[]);
 
 -- name: OverdueLag :one
 -- The age at @now (the expiry service's clock) of the oldest package overdue at @now
--- (lifecycle.OverdueSQL) and not expired yet, in seconds (0 when none); it uses
--- packages_expiring_idx.
+-- (lifecycle.OverdueSQL), not expired yet and not under a legal hold, in seconds (0
+-- when none); it uses packages_expiring_idx.
 -- (sqlc.arg, as "@now::timestamptz - x" reads to sqlc as the operator @.)
 SELECT coalesce(extract(epoch FROM sqlc.arg(now)::timestamptz - min(expires_at)), 0)::float8 AS secs
-FROM packages WHERE (state <> 'expired' AND expires_at <= sqlc.arg(now));
+FROM packages WHERE (state <> 'expired' AND expires_at <= sqlc.arg(now)) AND NOT on_hold;
 
 -- name: PendingDeletions :one
 -- Counts queued object keys.
@@ -79,14 +80,21 @@ FOR UPDATE OF r SKIP LOCKED;
 -- Forgets reservations whose objects are gone or committed.
 DELETE FROM object_reservations WHERE object_key = ANY(@keys::text[]);
 
--- name: RemoveOldAudit :execrows
+-- name: RemoveOldAudit :one
 -- Removes up to @max_rows audit entries older than @retention_secs by the database's
--- clock (SHIPFILE_AUDIT_RETENTION), oldest first, skipping rows another instance's
--- sweep holds. It uses audit_log_created_idx (00013).
-DELETE FROM audit_log WHERE id IN (
-    SELECT a.id FROM audit_log a
-    WHERE a.created_at < now() - make_interval(secs => @retention_secs::float8)
-    ORDER BY a.created_at
-    LIMIT @max_rows
-    FOR UPDATE SKIP LOCKED
-);
+-- clock (SHIPFILE_AUDIT_RETENTION): the front of the audit chain in seq order, up to
+-- the first younger or legally held entry, keeping the last one's hash as the chain's
+-- anchor (audit_remove_before, migration 00033_audit_chain.sql).
+SELECT audit_remove_before(now() - make_interval(secs => @retention_secs::float8), @max_rows::int)::int AS removed;
+
+-- name: ClaimAuditCheckpoint :one
+-- Claims the next audit.checkpoint when @every_secs have passed since the last one (the
+-- instance whose update moves audit_checkpoints.at writes it; the others get no row),
+-- and returns the audit chain's head and anchor as committed.
+WITH claimed AS (
+    UPDATE audit_checkpoints SET at = now()
+    WHERE at <= now() - make_interval(secs => @every_secs::float8)
+    RETURNING at
+)
+SELECT c.at, h.seq AS head_seq, h.hash AS head_hash, a.seq AS anchor_seq, a.hash AS anchor_hash
+FROM claimed c, audit_chain_head h, audit_chain_anchor a;

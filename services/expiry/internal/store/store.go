@@ -6,6 +6,7 @@ package store
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"slices"
@@ -16,6 +17,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/shipfile/shipfile/pkg/events"
+	"github.com/shipfile/shipfile/pkg/events/eventsv1"
 	"github.com/shipfile/shipfile/pkg/outbox"
 	"github.com/shipfile/shipfile/services/expiry/internal/app"
 	"github.com/shipfile/shipfile/services/expiry/internal/store/db"
@@ -218,13 +220,45 @@ func (s *Postgres) SweepOrphans(ctx context.Context, grace time.Duration, limit 
 }
 
 // RemoveOldAudit removes up to limit audit entries older than retention (by the
-// database's clock), oldest first, and returns how many it removed.
+// database's clock) from the front of the audit chain, up to the first younger or
+// legally held one, keeps the last one's hash as the chain's anchor, and returns how
+// many it removed.
 func (s *Postgres) RemoveOldAudit(ctx context.Context, retention time.Duration, limit int) (int, error) {
 	n, err := s.q.RemoveOldAudit(ctx, db.RemoveOldAuditParams{RetentionSecs: retention.Seconds(), MaxRows: int32(min(limit, math.MaxInt32))})
 	if err != nil {
 		return 0, fmt.Errorf("store: remove old audit entries: %w", err)
 	}
 	return int(n), nil
+}
+
+// CheckpointAudit claims the next audit checkpoint when every has passed since the last
+// one and writes its event (built by checkpoint) to the outbox in the claim's
+// transaction; another instance's claim, or one too recent, writes nothing.
+func (s *Postgres) CheckpointAudit(ctx context.Context, every time.Duration, checkpoint func(app.Checkpoint) *eventsv1.Envelope) (bool, error) {
+	wrote := false
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		row, err := s.q.WithTx(tx).ClaimAuditCheckpoint(ctx, every.Seconds())
+		if errors.Is(err, pgx.ErrNoRows) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		m, err := events.EventMessage(checkpoint(app.Checkpoint{At: row.At, HeadSeq: row.HeadSeq, HeadHash: row.HeadHash,
+			AnchorSeq: row.AnchorSeq, AnchorHash: row.AnchorHash}))
+		if err != nil {
+			return err
+		}
+		wrote = true
+		return outbox.Insert(ctx, tx, m)
+	})
+	if err != nil {
+		return false, fmt.Errorf("store: audit checkpoint: %w", err)
+	}
+	if wrote {
+		s.wake()
+	}
+	return wrote, nil
 }
 
 // OverdueLag returns the age at now of the oldest package overdue at now that is not

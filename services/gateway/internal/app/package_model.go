@@ -72,6 +72,9 @@ type Package struct {
 	MaxDownloads *int
 	// NotifyOwner asks the mailer to tell the owner of downloads and uploads.
 	NotifyOwner bool
+	// OnHold: a legal hold covers the package (its own or its owner's); it is neither
+	// deleted nor expired, nor are its files removed, until released.
+	OnHold bool
 	// UsedUp is set when the package is read through its link: it has a download limit
 	// and every file has spent its budget through the link, so the link is dead.
 	UsedUp bool

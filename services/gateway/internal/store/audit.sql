@@ -32,3 +32,29 @@ SELECT seq::bigint AS seq, audit_canonical(a.*)::text AS canonical, audit_hash(a
 FROM audit_log a
 WHERE seq BETWEEN @first_seq::bigint AND @last_seq::bigint
 ORDER BY seq;
+
+-- name: InsertLegalHold :execrows
+-- Places a hold on a package or user that exists (0 rows: neither does).
+INSERT INTO legal_holds (id, package_id, user_id, reason, created_by, created_at)
+SELECT @id, sqlc.narg(package_id)::uuid, sqlc.narg(user_id)::bigint, @reason, @created_by, @created_at
+WHERE EXISTS (SELECT 1 FROM packages WHERE id = sqlc.narg(package_id)::uuid)
+   OR EXISTS (SELECT 1 FROM users WHERE id = sqlc.narg(user_id)::bigint);
+
+-- name: ListLegalHolds :many
+SELECT * FROM legal_holds ORDER BY created_at DESC, id DESC;
+
+-- name: GetLegalHoldForUpdate :one
+SELECT * FROM legal_holds WHERE id = $1 FOR UPDATE;
+
+-- name: ReleaseLegalHold :one
+UPDATE legal_holds SET released_by = @released_by, released_at = @released_at
+WHERE id = @id AND released_at IS NULL
+RETURNING *;
+
+-- name: HoldObjectKeys :many
+-- The objects of the packages the hold covers that are (@held true) or are no longer
+-- (@held false) under any hold.
+SELECT f.object_key FROM files f JOIN packages p ON p.id = f.package_id
+WHERE (p.id = sqlc.narg(package_id)::uuid OR p.owner_user_id = sqlc.narg(user_id)::bigint)
+  AND p.on_hold = @held::boolean
+ORDER BY f.object_key;

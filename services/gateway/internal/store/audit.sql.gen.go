@@ -114,6 +114,93 @@ func (q *Queries) AuditSeqRange(ctx context.Context, arg AuditSeqRangeParams) (A
 	return i, err
 }
 
+const getLegalHoldForUpdate = `-- name: GetLegalHoldForUpdate :one
+SELECT id, package_id, user_id, reason, created_by, created_at, released_by, released_at FROM legal_holds WHERE id = $1 FOR UPDATE
+`
+
+func (q *Queries) GetLegalHoldForUpdate(ctx context.Context, id uuid.UUID) (LegalHold, error) {
+	row := q.db.QueryRow(ctx, getLegalHoldForUpdate, id)
+	var i LegalHold
+	err := row.Scan(
+		&i.ID,
+		&i.PackageID,
+		&i.UserID,
+		&i.Reason,
+		&i.CreatedBy,
+		&i.CreatedAt,
+		&i.ReleasedBy,
+		&i.ReleasedAt,
+	)
+	return i, err
+}
+
+const holdObjectKeys = `-- name: HoldObjectKeys :many
+SELECT f.object_key FROM files f JOIN packages p ON p.id = f.package_id
+WHERE (p.id = $1::uuid OR p.owner_user_id = $2::bigint)
+  AND p.on_hold = $3::boolean
+ORDER BY f.object_key
+`
+
+type HoldObjectKeysParams struct {
+	PackageID *uuid.UUID
+	UserID    *int64
+	Held      bool
+}
+
+// The objects of the packages the hold covers that are (@held true) or are no longer
+// (@held false) under any hold.
+func (q *Queries) HoldObjectKeys(ctx context.Context, arg HoldObjectKeysParams) ([]string, error) {
+	rows, err := q.db.Query(ctx, holdObjectKeys, arg.PackageID, arg.UserID, arg.Held)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []string
+	for rows.Next() {
+		var object_key string
+		if err := rows.Scan(&object_key); err != nil {
+			return nil, err
+		}
+		items = append(items, object_key)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const insertLegalHold = `-- name: InsertLegalHold :execrows
+INSERT INTO legal_holds (id, package_id, user_id, reason, created_by, created_at)
+SELECT $1, $2::uuid, $3::bigint, $4, $5, $6
+WHERE EXISTS (SELECT 1 FROM packages WHERE id = $2::uuid)
+   OR EXISTS (SELECT 1 FROM users WHERE id = $3::bigint)
+`
+
+type InsertLegalHoldParams struct {
+	ID        uuid.UUID
+	PackageID *uuid.UUID
+	UserID    *int64
+	Reason    string
+	CreatedBy *int64
+	CreatedAt time.Time
+}
+
+// Places a hold on a package or user that exists (0 rows: neither does).
+func (q *Queries) InsertLegalHold(ctx context.Context, arg InsertLegalHoldParams) (int64, error) {
+	result, err := q.db.Exec(ctx, insertLegalHold,
+		arg.ID,
+		arg.PackageID,
+		arg.UserID,
+		arg.Reason,
+		arg.CreatedBy,
+		arg.CreatedAt,
+	)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected(), nil
+}
+
 const listAuditChain = `-- name: ListAuditChain :many
 SELECT seq::bigint AS seq, created_at, actor, actor_user_id, action, package_id, file_id, recipient_id,
        ip, user_agent, detail, prev_hash::text AS prev_hash, hash::text AS hash
@@ -178,4 +265,65 @@ func (q *Queries) ListAuditChain(ctx context.Context, arg ListAuditChainParams) 
 		return nil, err
 	}
 	return items, nil
+}
+
+const listLegalHolds = `-- name: ListLegalHolds :many
+SELECT id, package_id, user_id, reason, created_by, created_at, released_by, released_at FROM legal_holds ORDER BY created_at DESC, id DESC
+`
+
+func (q *Queries) ListLegalHolds(ctx context.Context) ([]LegalHold, error) {
+	rows, err := q.db.Query(ctx, listLegalHolds)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []LegalHold
+	for rows.Next() {
+		var i LegalHold
+		if err := rows.Scan(
+			&i.ID,
+			&i.PackageID,
+			&i.UserID,
+			&i.Reason,
+			&i.CreatedBy,
+			&i.CreatedAt,
+			&i.ReleasedBy,
+			&i.ReleasedAt,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const releaseLegalHold = `-- name: ReleaseLegalHold :one
+UPDATE legal_holds SET released_by = $1, released_at = $2
+WHERE id = $3 AND released_at IS NULL
+RETURNING id, package_id, user_id, reason, created_by, created_at, released_by, released_at
+`
+
+type ReleaseLegalHoldParams struct {
+	ReleasedBy *int64
+	ReleasedAt *time.Time
+	ID         uuid.UUID
+}
+
+func (q *Queries) ReleaseLegalHold(ctx context.Context, arg ReleaseLegalHoldParams) (LegalHold, error) {
+	row := q.db.QueryRow(ctx, releaseLegalHold, arg.ReleasedBy, arg.ReleasedAt, arg.ID)
+	var i LegalHold
+	err := row.Scan(
+		&i.ID,
+		&i.PackageID,
+		&i.UserID,
+		&i.Reason,
+		&i.CreatedBy,
+		&i.CreatedAt,
+		&i.ReleasedBy,
+		&i.ReleasedAt,
+	)
+	return i, err
 }

@@ -48,6 +48,11 @@ type AuditChainHead struct {
 	Hash string
 }
 
+type AuditCheckpoint struct {
+	One bool
+	At  time.Time
+}
+
 type AuditLog struct {
 	ID          int64
 	CreatedAt   time.Time
@@ -178,6 +183,7 @@ type Outbox struct {
 	PublishedAt *time.Time
 	Attempts    int32
 	LastError   *string
+	Trace       []byte
 }
 
 type OwnerNotification struct {
@@ -228,6 +234,7 @@ type Package struct {
 	Encryption     string
 	FileSeq        int32
 	PublicKey      *string
+	OnHold         bool
 }
 
 type PackageEventSeq struct {

@@ -509,6 +509,7 @@ func toPackage(r Package) app.Package {
 		CreatedAt: r.CreatedAt, FinalizedAt: r.FinalizedAt, ExpiresAt: r.ExpiresAt, RevokedAt: r.RevokedAt,
 		PasswordHash: deref(r.PasswordHash), MaxDownloads: intPtr(r.MaxDownloads), NotifyOwner: r.NotifyOwner,
 		Encryption: app.Encryption(r.Encryption), FileSeq: int(r.FileSeq), OwnerPublicKey: deref(r.PublicKey),
+		OnHold: r.OnHold,
 	}
 }
 

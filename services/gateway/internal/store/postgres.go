@@ -18,12 +18,16 @@ import (
 
 	"github.com/shipfile/shipfile/pkg/outbox"
 	"github.com/shipfile/shipfile/services/gateway/internal/app"
+	"github.com/shipfile/shipfile/services/gateway/internal/app/audit"
 	"github.com/shipfile/shipfile/services/gateway/internal/app/identity"
 )
 
 // PostgreSQL error codes the store maps to application errors.
 const (
 	pgUniqueViolation = "23505"
+	// pgOnLegalHold is raised by the triggers that refuse to delete, expire or remove
+	// the files of a package under a legal hold (migration 00033_audit_chain.sql).
+	pgOnLegalHold = "SH409"
 )
 
 // Postgres is the gateway's store on a pgx pool.
@@ -116,6 +120,10 @@ func (s *Postgres) inTx(ctx context.Context, fn func(tx pgx.Tx) error) error {
 	})
 	if err == nil && et != nil && et.wroteMessages {
 		s.wake()
+	}
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) && pgErr.Code == pgOnLegalHold {
+		return audit.ErrOnHold
 	}
 	return err
 }

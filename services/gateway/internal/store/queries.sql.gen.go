@@ -343,7 +343,7 @@ func (q *Queries) GetFile(ctx context.Context, arg GetFileParams) (GetFileRow, e
 }
 
 const getPackage = `-- name: GetPackage :one
-SELECT id, owner_user_id, title, recipient_email, recipient_name, direction, state, ttl_days, note, file_count, total_size, created_at, finalized_at, expires_at, revoked_at, password_hash, max_downloads, notify_owner, encryption, file_seq, public_key FROM packages WHERE id = $1
+SELECT id, owner_user_id, title, recipient_email, recipient_name, direction, state, ttl_days, note, file_count, total_size, created_at, finalized_at, expires_at, revoked_at, password_hash, max_downloads, notify_owner, encryption, file_seq, public_key, on_hold FROM packages WHERE id = $1
 `
 
 func (q *Queries) GetPackage(ctx context.Context, id uuid.UUID) (Package, error) {
@@ -371,6 +371,7 @@ func (q *Queries) GetPackage(ctx context.Context, id uuid.UUID) (Package, error)
 		&i.Encryption,
 		&i.FileSeq,
 		&i.PublicKey,
+		&i.OnHold,
 	)
 	return i, err
 }
@@ -813,7 +814,7 @@ func (q *Queries) ListFiles(ctx context.Context, arg ListFilesParams) ([]ListFil
 }
 
 const listPackages = `-- name: ListPackages :many
-SELECT id, owner_user_id, title, recipient_email, recipient_name, direction, state, ttl_days, note, file_count, total_size, created_at, finalized_at, expires_at, revoked_at, password_hash, max_downloads, notify_owner, encryption, file_seq, public_key FROM packages
+SELECT id, owner_user_id, title, recipient_email, recipient_name, direction, state, ttl_days, note, file_count, total_size, created_at, finalized_at, expires_at, revoked_at, password_hash, max_downloads, notify_owner, encryption, file_seq, public_key, on_hold FROM packages
 WHERE ($1::bigint IS NULL OR owner_user_id = $1)
   AND ($2::text IS NULL OR state = $2)
   AND ($3::text IS NULL OR direction = $3)
@@ -872,6 +873,7 @@ func (q *Queries) ListPackages(ctx context.Context, arg ListPackagesParams) ([]P
 			&i.Encryption,
 			&i.FileSeq,
 			&i.PublicKey,
+			&i.OnHold,
 		); err != nil {
 			return nil, err
 		}
@@ -1134,7 +1136,7 @@ func (q *Queries) LockActiveAdmins(ctx context.Context) ([]int64, error) {
 }
 
 const lockPackage = `-- name: LockPackage :one
-SELECT id, owner_user_id, title, recipient_email, recipient_name, direction, state, ttl_days, note, file_count, total_size, created_at, finalized_at, expires_at, revoked_at, password_hash, max_downloads, notify_owner, encryption, file_seq, public_key FROM packages WHERE id = $1 FOR UPDATE
+SELECT id, owner_user_id, title, recipient_email, recipient_name, direction, state, ttl_days, note, file_count, total_size, created_at, finalized_at, expires_at, revoked_at, password_hash, max_downloads, notify_owner, encryption, file_seq, public_key, on_hold FROM packages WHERE id = $1 FOR UPDATE
 `
 
 func (q *Queries) LockPackage(ctx context.Context, id uuid.UUID) (Package, error) {
@@ -1162,6 +1164,7 @@ func (q *Queries) LockPackage(ctx context.Context, id uuid.UUID) (Package, error
 		&i.Encryption,
 		&i.FileSeq,
 		&i.PublicKey,
+		&i.OnHold,
 	)
 	return i, err
 }
@@ -1228,7 +1231,7 @@ func (q *Queries) ObjectsDeleted(ctx context.Context, keys []string) error {
 }
 
 const packageByLink = `-- name: PackageByLink :one
-SELECT packages.id, packages.owner_user_id, packages.title, packages.recipient_email, packages.recipient_name, packages.direction, packages.state, packages.ttl_days, packages.note, packages.file_count, packages.total_size, packages.created_at, packages.finalized_at, packages.expires_at, packages.revoked_at, packages.password_hash, packages.max_downloads, packages.notify_owner, packages.encryption, packages.file_seq, packages.public_key, r.id, r.package_id, r.position, r.email, r.name, r.link_hash, r.link_state, r.use_count, r.last_used_at, r.download_count, r.created_at, r.revoked_at,
+SELECT packages.id, packages.owner_user_id, packages.title, packages.recipient_email, packages.recipient_name, packages.direction, packages.state, packages.ttl_days, packages.note, packages.file_count, packages.total_size, packages.created_at, packages.finalized_at, packages.expires_at, packages.revoked_at, packages.password_hash, packages.max_downloads, packages.notify_owner, packages.encryption, packages.file_seq, packages.public_key, packages.on_hold, r.id, r.package_id, r.position, r.email, r.name, r.link_hash, r.link_state, r.use_count, r.last_used_at, r.download_count, r.created_at, r.revoked_at,
        (packages.direction = 'outbound' AND packages.max_downloads IS NOT NULL AND packages.file_count > 0
         AND NOT EXISTS (SELECT 1 FROM files f
                         LEFT JOIN link_budgets b ON b.file_id = f.id AND b.link_hash = r.link_hash
@@ -1273,6 +1276,7 @@ func (q *Queries) PackageByLink(ctx context.Context, linkHash []byte) (PackageBy
 		&i.Package.Encryption,
 		&i.Package.FileSeq,
 		&i.Package.PublicKey,
+		&i.Package.OnHold,
 		&i.Recipient.ID,
 		&i.Recipient.PackageID,
 		&i.Recipient.Position,

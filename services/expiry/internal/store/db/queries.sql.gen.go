@@ -10,11 +10,45 @@ import (
 	"time"
 )
 
+const claimAuditCheckpoint = `-- name: ClaimAuditCheckpoint :one
+WITH claimed AS (
+    UPDATE audit_checkpoints SET at = now()
+    WHERE at <= now() - make_interval(secs => $1::float8)
+    RETURNING at
+)
+SELECT c.at, h.seq AS head_seq, h.hash AS head_hash, a.seq AS anchor_seq, a.hash AS anchor_hash
+FROM claimed c, audit_chain_head h, audit_chain_anchor a
+`
+
+type ClaimAuditCheckpointRow struct {
+	At         time.Time
+	HeadSeq    int64
+	HeadHash   string
+	AnchorSeq  int64
+	AnchorHash string
+}
+
+// Claims the next audit.checkpoint when @every_secs have passed since the last one (the
+// instance whose update moves audit_checkpoints.at writes it; the others get no row),
+// and returns the audit chain's head and anchor as committed.
+func (q *Queries) ClaimAuditCheckpoint(ctx context.Context, everySecs float64) (ClaimAuditCheckpointRow, error) {
+	row := q.db.QueryRow(ctx, claimAuditCheckpoint, everySecs)
+	var i ClaimAuditCheckpointRow
+	err := row.Scan(
+		&i.At,
+		&i.HeadSeq,
+		&i.HeadHash,
+		&i.AnchorSeq,
+		&i.AnchorHash,
+	)
+	return i, err
+}
+
 const expireDue = `-- name: ExpireDue :many
 
 WITH due AS (
     SELECT o.id, o.state FROM packages o
-    WHERE (o.state <> 'expired' AND o.expires_at <= $1)
+    WHERE (o.state <> 'expired' AND o.expires_at <= $1) AND NOT o.on_hold
     ORDER BY o.expires_at
     LIMIT $2
     FOR UPDATE SKIP LOCKED
@@ -44,7 +78,8 @@ type ExpireDueRow struct {
 // two equal), oldest deadline first, skipping rows another transaction holds (another expiry instance, or a
 // gateway request changing the package: the next batch or tick sees it again), and
 // expires them. The state test is repeated on the locked row, so a package expired
-// meanwhile by another instance is never expired (nor announced) twice. It uses
+// meanwhile by another instance is never expired (nor announced) twice. A package
+// under a legal hold (on_hold) waits until the hold is released. It uses
 // packages_expiring_idx.
 // The head of the package's events is read off its whole row (events.PackageHeadFromRow).
 func (q *Queries) ExpireDue(ctx context.Context, arg ExpireDueParams) ([]ExpireDueRow, error) {
@@ -187,12 +222,12 @@ func (q *Queries) LockOrphans(ctx context.Context, arg LockOrphansParams) ([]Loc
 
 const overdueLag = `-- name: OverdueLag :one
 SELECT coalesce(extract(epoch FROM $1::timestamptz - min(expires_at)), 0)::float8 AS secs
-FROM packages WHERE (state <> 'expired' AND expires_at <= $1)
+FROM packages WHERE (state <> 'expired' AND expires_at <= $1) AND NOT on_hold
 `
 
 // The age at @now (the expiry service's clock) of the oldest package overdue at @now
-// (lifecycle.OverdueSQL) and not expired yet, in seconds (0 when none); it uses
-// packages_expiring_idx.
+// (lifecycle.OverdueSQL), not expired yet and not under a legal hold, in seconds (0
+// when none); it uses packages_expiring_idx.
 // (sqlc.arg, as "@now::timestamptz - x" reads to sqlc as the operator @.)
 func (q *Queries) OverdueLag(ctx context.Context, now time.Time) (float64, error) {
 	row := q.db.QueryRow(ctx, overdueLag, now)
@@ -249,14 +284,8 @@ func (q *Queries) QueueFileObjects(ctx context.Context, packageIds []string) ([]
 	return items, nil
 }
 
-const removeOldAudit = `-- name: RemoveOldAudit :execrows
-DELETE FROM audit_log WHERE id IN (
-    SELECT a.id FROM audit_log a
-    WHERE a.created_at < now() - make_interval(secs => $1::float8)
-    ORDER BY a.created_at
-    LIMIT $2
-    FOR UPDATE SKIP LOCKED
-)
+const removeOldAudit = `-- name: RemoveOldAudit :one
+SELECT audit_remove_before(now() - make_interval(secs => $1::float8), $2::int)::int AS removed
 `
 
 type RemoveOldAuditParams struct {
@@ -265,12 +294,12 @@ type RemoveOldAuditParams struct {
 }
 
 // Removes up to @max_rows audit entries older than @retention_secs by the database's
-// clock (SHIPFILE_AUDIT_RETENTION), oldest first, skipping rows another instance's
-// sweep holds. It uses audit_log_created_idx (00013).
-func (q *Queries) RemoveOldAudit(ctx context.Context, arg RemoveOldAuditParams) (int64, error) {
-	result, err := q.db.Exec(ctx, removeOldAudit, arg.RetentionSecs, arg.MaxRows)
-	if err != nil {
-		return 0, err
-	}
-	return result.RowsAffected(), nil
+// clock (SHIPFILE_AUDIT_RETENTION): the front of the audit chain in seq order, up to
+// the first younger or legally held entry, keeping the last one's hash as the chain's
+// anchor (audit_remove_before, migration 00033_audit_chain.sql).
+func (q *Queries) RemoveOldAudit(ctx context.Context, arg RemoveOldAuditParams) (int32, error) {
+	row := q.db.QueryRow(ctx, removeOldAudit, arg.RetentionSecs, arg.MaxRows)
+	var removed int32
+	err := row.Scan(&removed)
+	return removed, err
 }

@@ -2,7 +2,10 @@ package audit
 
 import (
 	"context"
+	"fmt"
 	"time"
+
+	"github.com/shipfile/shipfile/services/gateway/internal/app"
 )
 
 // ChainReader reads the chain as of one moment (a snapshot): what retention or new
@@ -20,10 +23,12 @@ type ChainReader interface {
 	SeqRange(ctx context.Context, from, to time.Time) (int64, int64, error)
 }
 
-// Store gives the chain's snapshots.
+// Store gives the chain's snapshots and records entries of its own.
 type Store interface {
 	// ReadChain calls fn with a reader of one snapshot of the chain.
 	ReadChain(ctx context.Context, fn func(ChainReader) error) error
+	// RecordAudit writes one audit entry.
+	RecordAudit(ctx context.Context, a app.AuditEntry) error
 }
 
 // pageSize is how many entries verification and export read at a time.
@@ -135,4 +140,18 @@ func (c *Chain) Head(ctx context.Context) (seq int64, hash string, err error) {
 		return err
 	})
 	return seq, hash, err
+}
+
+// RecordExport writes the audit entry of an export asked by u, before it streams: an
+// export is itself audited.
+func (c *Chain) RecordExport(ctx context.Context, u app.User, cl app.Client, from, to time.Time, format string) error {
+	id := u.ID
+	stamp := func(t time.Time) string {
+		if t.IsZero() {
+			return "-"
+		}
+		return t.UTC().Format(time.RFC3339Nano)
+	}
+	return c.store.RecordAudit(ctx, app.AuditEntry{Actor: "user", ActorUserID: &id, Action: "audit.export", IP: cl.IP, UserAgent: cl.UserAgent,
+		Detail: fmt.Sprintf("format %s, from %s to %s", format, stamp(from), stamp(to))})
 }

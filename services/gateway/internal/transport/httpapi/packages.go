@@ -46,6 +46,8 @@ type packageResponse struct {
 	NotifyOwner       bool `json:"notify_owner"`
 	// Encryption: docs/ENCRYPTION.md.
 	Encryption string `json:"encryption"`
+	// OnHold: a legal hold covers the package (docs/API.md, "Legal holds").
+	OnHold bool `json:"on_hold"`
 	// Recipients: docs/API.md, "Several recipients" (recipient_email and recipient_name are
 	// the first's).
 	Recipients []recipientResponse `json:"recipients"`
@@ -92,7 +94,7 @@ func toPackageResponse(p app.Package) packageResponse {
 		FinalizedAt: utcPtr(p.FinalizedAt), ExpiresAt: p.ExpiresAt.UTC(), RevokedAt: utcPtr(p.RevokedAt),
 		LinkUseCount: p.LinkUseCount, LinkLastUsedAt: utcPtr(p.LinkLastUsedAt),
 		PasswordProtected: p.PasswordProtected(), MaxDownloads: p.MaxDownloads, NotifyOwner: p.NotifyOwner,
-		Recipients: toRecipientResponses(p.Recipients), Encryption: encryptionOf(p),
+		Recipients: toRecipientResponses(p.Recipients), Encryption: encryptionOf(p), OnHold: p.OnHold,
 	}
 }
 

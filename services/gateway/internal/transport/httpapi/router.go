@@ -13,6 +13,7 @@ import (
 
 	"github.com/shipfile/shipfile/pkg/ops"
 	"github.com/shipfile/shipfile/services/gateway/internal/app"
+	"github.com/shipfile/shipfile/services/gateway/internal/app/audit"
 	"github.com/shipfile/shipfile/services/gateway/internal/app/identity"
 	"github.com/shipfile/shipfile/services/gateway/internal/app/links"
 	"github.com/shipfile/shipfile/services/gateway/internal/app/packages"
@@ -50,6 +51,9 @@ type Deps struct {
 	Webhooks *webhookadmin.Service
 	// Policies serves groups, the default policy and usage.
 	Policies *policies.Policies
+	// Audit verifies and exports the audit chain; Holds places legal holds.
+	Audit *audit.Chain
+	Holds *audit.Holds
 	// Resumable serves tus uploads.
 	Resumable *transfers.Resumable
 	Registry  *prometheus.Registry
@@ -79,6 +83,8 @@ type handlers struct {
 	links       *links.Links
 	webhooks    *webhookadmin.Service
 	policies    *policies.Policies
+	audit       *audit.Chain
+	holds       *audit.Holds
 	resumable   *transfers.Resumable
 	maxJSON     int64
 	maxFileSize int64
@@ -95,6 +101,7 @@ func New(d Deps) (*gin.Engine, error) {
 	}
 	h := &handlers{
 		log: d.Log, identity: d.Identity, packages: d.Packages, links: d.Links, webhooks: d.Webhooks, policies: d.Policies, resumable: d.Resumable,
+		audit: d.Audit, holds: d.Holds,
 		maxJSON: d.Config.MaxJSONBytes, maxFileSize: d.Config.MaxFileSize, spec: spec,
 		secureCookies: d.Config.SecureCookies,
 	}
@@ -183,6 +190,10 @@ func New(d Deps) (*gin.Engine, error) {
 
 	admin := authed.Group("/admin", requireAdmin)
 	admin.GET("/audit", h.listAudit)
+	admin.GET("/audit/export", h.exportAudit)
+	admin.GET("/holds", h.listHolds)
+	admin.POST("/holds", h.createHold)
+	admin.POST("/holds/:id/release", h.releaseHold)
 	admin.GET("/users", h.listUsers)
 	admin.POST("/users", h.createUser)
 	admin.PATCH("/users/:id", h.updateUser)

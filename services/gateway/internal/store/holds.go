@@ -1,0 +1,103 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+
+	"github.com/shipfile/shipfile/services/gateway/internal/app"
+	"github.com/shipfile/shipfile/services/gateway/internal/app/audit"
+)
+
+var _ audit.HoldStore = (*Postgres)(nil)
+
+// writeAuditEntry writes one audit entry with q (in the caller's transaction).
+func writeAuditEntry(ctx context.Context, q *Queries, a app.AuditEntry) error {
+	return q.InsertAudit(ctx, InsertAuditParams{
+		Actor: a.Actor, ActorUserID: a.ActorUserID, Action: a.Action, PackageID: a.PackageID, FileID: a.FileID,
+		Ip: a.IP, UserAgent: a.UserAgent, Detail: a.Detail, RecipientID: a.RecipientID,
+	})
+}
+
+// RecordAudit writes one audit entry in a transaction of its own.
+func (s *Postgres) RecordAudit(ctx context.Context, a app.AuditEntry) error {
+	return writeAuditEntry(ctx, s.q, a)
+}
+
+// CreateLegalHold stores the hold and its audit entry in one transaction and returns the
+// object keys of the packages it covers.
+func (s *Postgres) CreateLegalHold(ctx context.Context, h audit.Hold, a app.AuditEntry) ([]string, error) {
+	var keys []string
+	err := s.inTx(ctx, func(tx pgx.Tx) error {
+		q := s.q.WithTx(tx)
+		n, err := q.InsertLegalHold(ctx, InsertLegalHoldParams{ID: h.ID, PackageID: h.PackageID, UserID: h.UserID, Reason: h.Reason, CreatedBy: h.CreatedBy, CreatedAt: h.CreatedAt})
+		if err != nil {
+			return err
+		}
+		if n == 0 {
+			if h.PackageID != nil {
+				return app.NotFound("package")
+			}
+			return app.NotFound("user")
+		}
+		if err := writeAuditEntry(ctx, q, a); err != nil {
+			return err
+		}
+		keys, err = q.HoldObjectKeys(ctx, HoldObjectKeysParams{PackageID: h.PackageID, UserID: h.UserID, Held: true})
+		return err
+	})
+	return keys, err
+}
+
+// LegalHolds returns every hold, newest first.
+func (s *Postgres) LegalHolds(ctx context.Context) ([]audit.Hold, error) {
+	rows, err := s.q.ListLegalHolds(ctx)
+	if err != nil {
+		return nil, err
+	}
+	hs := make([]audit.Hold, len(rows))
+	for i, r := range rows {
+		hs[i] = toHold(r)
+	}
+	return hs, nil
+}
+
+// ReleaseLegalHold releases the hold with its audit entry (naming the hold's package) in one
+// transaction and returns the object keys no hold covers any more.
+func (s *Postgres) ReleaseLegalHold(ctx context.Context, id uuid.UUID, by int64, at time.Time, a app.AuditEntry) (audit.Hold, []string, error) {
+	var h audit.Hold
+	var keys []string
+	err := s.inTx(ctx, func(tx pgx.Tx) error {
+		q := s.q.WithTx(tx)
+		cur, err := q.GetLegalHoldForUpdate(ctx, id)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return app.NotFound("hold")
+		}
+		if err != nil {
+			return err
+		}
+		if cur.ReleasedAt != nil {
+			return app.Conflict("the hold is released already")
+		}
+		row, err := q.ReleaseLegalHold(ctx, ReleaseLegalHoldParams{ID: id, ReleasedBy: &by, ReleasedAt: &at})
+		if err != nil {
+			return err
+		}
+		h = toHold(row)
+		a.PackageID = h.PackageID
+		if err := writeAuditEntry(ctx, q, a); err != nil {
+			return err
+		}
+		keys, err = q.HoldObjectKeys(ctx, HoldObjectKeysParams{PackageID: h.PackageID, UserID: h.UserID, Held: false})
+		return err
+	})
+	return h, keys, err
+}
+
+func toHold(r LegalHold) audit.Hold {
+	return audit.Hold{ID: r.ID, PackageID: r.PackageID, UserID: r.UserID, Reason: r.Reason, CreatedBy: r.CreatedBy,
+		CreatedAt: r.CreatedAt, ReleasedBy: r.ReleasedBy, ReleasedAt: r.ReleasedAt}
+}
