@@ -77,8 +77,8 @@ func Checked(cfg image.Config, maxPixels int64) bool {
 type opaque interface{ Opaque() bool }
 
 // Scale returns img fitted within maxSide × maxSide (never enlarged); transparent
-// pixels come out white, as a JPEG has none. A JPEG's YCbCr image, opaque by
-// construction, is scaled as it is, without the white underlay.
+// pixels come out white, as a JPEG has none. A JPEG's YCbCr image is scaled plane by
+// plane into a YCbCr image (scaleYCbCr), which the JPEG encoder takes without converting.
 func Scale(img image.Image, maxSide int) image.Image {
 	b := img.Bounds()
 	w, h := b.Dx(), b.Dy()
@@ -89,11 +89,10 @@ func Scale(img image.Image, maxSide int) image.Image {
 			w, h = max(1, w*maxSide/h), maxSide
 		}
 	}
-	dst := image.NewRGBA(image.Rect(0, 0, w, h))
-	if _, ycc := img.(*image.YCbCr); ycc {
-		xdraw.ApproxBiLinear.Scale(dst, dst.Bounds(), img, b, xdraw.Src, nil)
-		return dst
+	if ycc, ok := img.(*image.YCbCr); ok {
+		return scaleYCbCr(ycc, w, h)
 	}
+	dst := image.NewRGBA(image.Rect(0, 0, w, h))
 	if o, ok := img.(opaque); ok && o.Opaque() {
 		xdraw.ApproxBiLinear.Scale(dst, dst.Bounds(), img, b, xdraw.Src, nil)
 		return dst

@@ -6,6 +6,7 @@ import (
 	"image"
 	"image/color"
 	"image/gif"
+	"image/jpeg"
 	"image/png"
 	"testing"
 
@@ -102,5 +103,46 @@ func TestScale(t *testing.T) {
 				t.Fatalf("centre %v, want %v", got, tc.want)
 			}
 		})
+	}
+}
+
+// TestScaleYCbCrMatchesRGB: a JPEG's YCbCr image scaled plane by plane looks like the
+// same image scaled in RGB (mean difference of a channel under 3 of 255).
+func TestScaleYCbCrMatchesRGB(t *testing.T) {
+	src := image.NewRGBA(image.Rect(0, 0, 1203, 797))
+	for y := range 797 {
+		for x := range 1203 {
+			src.SetRGBA(x, y, color.RGBA{uint8(x * 255 / 1203), uint8(y * 255 / 797), uint8((x ^ y) & 0x3f), 255})
+		}
+	}
+	var b bytes.Buffer
+	if err := jpeg.Encode(&b, src, &jpeg.Options{Quality: 95}); err != nil {
+		t.Fatal(err)
+	}
+	img, err := jpeg.Decode(&b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := img.(*image.YCbCr); !ok {
+		t.Fatalf("decoded a %T", img)
+	}
+	got := imagepreview.Scale(img, 300)
+	want := imagepreview.Scale(src, 300)
+	if got.Bounds() != want.Bounds() || got.Bounds().Dx() != 300 || got.Bounds().Dy() != 198 {
+		t.Fatalf("bounds %v and %v", got.Bounds(), want.Bounds())
+	}
+	var sum, n float64
+	for y := range 198 {
+		for x := range 300 {
+			g := color.RGBAModel.Convert(got.At(x, y)).(color.RGBA)
+			w := want.At(x, y).(color.RGBA)
+			for _, d := range []int{int(g.R) - int(w.R), int(g.G) - int(w.G), int(g.B) - int(w.B)} {
+				sum += float64(max(d, -d))
+				n++
+			}
+		}
+	}
+	if mean := sum / n; mean > 3 {
+		t.Fatalf("mean difference %.2f", mean)
 	}
 }
