@@ -236,26 +236,43 @@ func (l *Localizer) T(id string, pairs ...any) string {
 	return s
 }
 
-// HTML returns a message whose text is HTML (its id ends in _html): the values filled
-// in are escaped, except those that are template.HTML already (Strong's).
+// HTML returns a message for an HTML page. A message whose id ends in _html is HTML
+// already; any other message's text is escaped. The values filled in are escaped,
+// except those that are template.HTML already (Strong's); a Count stays a number.
 func (l *Localizer) HTML(id string, pairs ...any) template.HTML {
-	esc := make([]any, len(pairs))
-	for i, v := range pairs {
-		switch x := v.(type) {
+	isHTML := strings.HasSuffix(id, "_html")
+	args := make([]any, len(pairs))
+	copy(args, pairs)
+	var values []string
+	for i := 1; i < len(args); i += 2 {
+		if fmt.Sprint(args[i-1]) == "Count" {
+			continue
+		}
+		var v string
+		switch x := args[i].(type) {
 		case template.HTML:
-			esc[i] = string(x)
-		case string:
-			if i%2 == 1 {
-				esc[i] = template.HTMLEscapeString(x)
-			} else {
-				esc[i] = x
-			}
+			v = string(x)
 		default:
-			esc[i] = v
+			v = template.HTMLEscapeString(fmt.Sprint(x))
+		}
+		if isHTML {
+			args[i] = v
+			continue
+		}
+		// A marker from Unicode's private use area stands in for the value while
+		// the message's own text is escaped.
+		args[i] = string(rune(0xE000 + len(values)))
+		values = append(values, v)
+	}
+	s := l.T(id, args...)
+	if !isHTML {
+		s = template.HTMLEscapeString(s)
+		for i, v := range values {
+			s = strings.ReplaceAll(s, string(rune(0xE000+i)), v)
 		}
 	}
 	// The catalogs are part of the repository, and every value is escaped above.
-	return template.HTML(l.T(id, esc...)) //nolint:gosec // catalog text with escaped values
+	return template.HTML(s) //nolint:gosec // catalog text with escaped values
 }
 
 // Strong is s, escaped, in <strong>: a value for HTML that is shown in bold.

@@ -128,3 +128,14 @@ func TestHTMLEscapesValues(t *testing.T) {
 		t.Errorf("Strong: %s", got)
 	}
 }
+
+func TestHTMLEscapesPlainMessages(t *testing.T) {
+	l := MustNew().Localizer("en")
+	got := string(l.HTML("mail.outbound.shared", "Owner", Strong("Ann <ann@x>"), "Title", "Q&A"))
+	if want := "<strong>Ann &lt;ann@x&gt;</strong> has shared files with you: Q&amp;A"; got != want {
+		t.Errorf("HTML: %s, want %s", got, want)
+	}
+	if got := string(MustNew().Localizer("fr").HTML("mail.wrote", "Owner", "O’Brien")); got != "O’Brien a écrit :" {
+		t.Errorf("HTML: %s", got)
+	}
+}

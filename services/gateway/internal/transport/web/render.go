@@ -18,6 +18,7 @@ import (
 
 	"github.com/gin-gonic/gin"
 
+	"github.com/shipfile/shipfile/pkg/i18n"
 	"github.com/shipfile/shipfile/pkg/qrcode"
 	"github.com/shipfile/shipfile/services/gateway/internal/app"
 )
@@ -43,6 +44,11 @@ type view struct {
 	Form    map[string]string // the submitted values, to fill the form again
 	Static  map[string]string // asset name → URL with its content hash
 	D       any               // the page's own data
+	// L says the page's words in its language (Lang, for <html lang>); Langs are
+	// the language switcher's links.
+	L     *i18n.Localizer
+	Lang  string
+	Langs []langLink
 }
 
 // pageTemplate is one page: the layout with the page's blocks.
@@ -147,6 +153,13 @@ func (w *Web) render(c *gin.Context, status int, name string, v view) {
 		v.D = w.loginOptions(v.Form["next"])
 	}
 	v.Static = assetURLs
+	v.Lang = w.language(c)
+	v.L = catalog.Localizer(v.Lang)
+	v.Langs = langLinks(c, v.Lang)
+	v.Title = localizeText(v.L, v.Title)
+	v.Error = localizeText(v.L, v.Error)
+	c.Header("Content-Language", v.Lang)
+	c.Header("Vary", "Accept-Language, Cookie")
 	var b bytes.Buffer
 	if err := p.t.Execute(&b, v); err != nil {
 		_ = c.Error(fmt.Errorf("web: render %s: %w", name, err))
@@ -163,7 +176,8 @@ func (w *Web) ErrorPage(rw http.ResponseWriter, status int, detail string) {
 		detail = "Something went wrong on our side. Please try again in a moment."
 	}
 	var b bytes.Buffer
-	v := view{Title: title, Static: assetURLs, D: map[string]any{"Status": status, "Detail": capitalize(detail)}}
+	v := view{Title: title, Static: assetURLs, D: map[string]any{"Status": status, "Detail": capitalize(detail)},
+		L: catalog.Localizer(i18n.Default), Lang: i18n.Default}
 	if err := w.pages["error"].t.Execute(&b, v); err != nil {
 		w.log.Error("render error page", "err", err)
 		http.Error(rw, title, status)

@@ -44,6 +44,14 @@
     });
   });
 
+  // The language switcher keeps the page's fragment: on an end-to-end encrypted
+  // package's page it holds the key, which never goes to the server.
+  document.querySelectorAll("a[data-lang]").forEach(function (a) {
+    a.addEventListener("click", function () {
+      if (location.hash) a.setAttribute("href", a.getAttribute("href").split("#")[0] + location.hash);
+    });
+  });
+
   function fallback(el) {
     el.focus();
     el.select();

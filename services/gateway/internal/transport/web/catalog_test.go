@@ -1,0 +1,105 @@
+package web
+
+import (
+	"regexp"
+	"strings"
+	"testing"
+	"unicode"
+)
+
+// translatedTemplates are the templates whose every word comes from the catalogs
+// (pkg/i18n/locales). Add a template here once it is converted: TestTemplatesUseCatalog
+// then keeps it so.
+var translatedTemplates = []string{
+	"layout.html",
+	"recipient.html",
+	"unlock.html",
+	"gone.html",
+	"error.html",
+}
+
+var (
+	// templateAction is one {{…}} action or comment, over several lines too.
+	templateAction = regexp.MustCompile(`(?s)\{\{.*?\}\}`)
+	// scriptOrStyle is an element whose content is not text for people.
+	scriptOrStyle = regexp.MustCompile(`(?is)<(script|style)\b.*?</(script|style)>`)
+	htmlTag       = regexp.MustCompile(`(?s)<[^>]*>`)
+	htmlEntity    = regexp.MustCompile(`&[a-zA-Z]+;|&#[0-9]+;`)
+	// userAttr is an attribute whose value people read or hear.
+	userAttr = regexp.MustCompile(`\b(placeholder|title|aria-label|alt|value)="([^"]*)"`)
+	// messageRef is a catalog message named in a template.
+	messageRef = regexp.MustCompile(`\.(?:T|HTML) "([^"]+)"`)
+)
+
+// untranslatable are the words a translated template may hold as they are.
+var untranslatable = map[string]bool{"shipfile": true}
+
+// TestTemplatesUseCatalog fails when a converted template holds text for people
+// outside the catalog (a text node, or a placeholder, title, aria-label, alt or value
+// attribute with words in it), or names a message the English catalog lacks.
+func TestTemplatesUseCatalog(t *testing.T) {
+	ids := map[string]bool{}
+	for _, id := range catalog.IDs() {
+		ids[id] = true
+	}
+	for _, name := range translatedTemplates {
+		t.Run(name, func(t *testing.T) {
+			b, err := templateFS.ReadFile("templates/" + name)
+			if err != nil {
+				t.Fatal(err)
+			}
+			src := string(b)
+			for _, m := range messageRef.FindAllStringSubmatch(src, -1) {
+				if !ids[m[1]] {
+					t.Errorf("message %q is not in the catalog", m[1])
+				}
+			}
+			// Actions become a NUL: what is left is the template's own text.
+			text := templateAction.ReplaceAllString(src, "\x00")
+			text = scriptOrStyle.ReplaceAllString(text, "")
+			for _, tag := range htmlTag.FindAllString(text, -1) {
+				for _, a := range userAttr.FindAllStringSubmatch(tag, -1) {
+					if words := wordsIn(a[2]); len(words) > 0 {
+						t.Errorf("attribute %s=%q holds text outside the catalog: %s", a[1], a[2], tag)
+					}
+				}
+			}
+			text = htmlTag.ReplaceAllString(text, " ")
+			text = htmlEntity.ReplaceAllString(text, " ")
+			if words := wordsIn(text); len(words) > 0 {
+				t.Errorf("text outside the catalog: %q", words)
+			}
+		})
+	}
+}
+
+// wordsIn lists the words (runs of letters) of s that are not untranslatable.
+func wordsIn(s string) []string {
+	var out []string
+	for _, w := range strings.FieldsFunc(s, func(r rune) bool { return !unicode.IsLetter(r) }) {
+		if !untranslatable[w] {
+			out = append(out, w)
+		}
+	}
+	return out
+}
+
+// TestTemplateScanCatchesText: the scan above sees a word in a text node and in a
+// title, and none in actions, tags and entities.
+func TestTemplateScanCatchesText(t *testing.T) {
+	for src, want := range map[string]int{
+		`<p>{{.L.T "x"}}</p>`:                          0,
+		`<p>Hello {{.Name}}</p>`:                       1,
+		`<a title="Open it" href="/">{{.L.T "x"}}</a>`: 0, // the attribute: checked apart
+		`<p>&lt;{{.Email}}&gt; · shipfile</p>`:         0,
+		`{{/* a comment with words */}}<br>`:           0,
+	} {
+		text := htmlEntity.ReplaceAllString(htmlTag.ReplaceAllString(templateAction.ReplaceAllString(src, "\x00"), " "), " ")
+		if got := len(wordsIn(text)); got != want {
+			t.Errorf("%s: %d words, want %d", src, got, want)
+		}
+	}
+	if a := userAttr.FindStringSubmatch(`<a title="Open it">`); a == nil || len(wordsIn(a[2])) != 2 {
+		t.Errorf("the title is not seen: %v", a)
+	}
+}

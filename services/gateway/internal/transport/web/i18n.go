@@ -1,0 +1,108 @@
+package web
+
+import (
+	"fmt"
+	"net/http"
+	"net/url"
+
+	"github.com/gin-gonic/gin"
+
+	"github.com/shipfile/shipfile/pkg/i18n"
+)
+
+// catalog holds the pages' messages in every language (pkg/i18n/locales).
+var catalog = i18n.MustNew()
+
+// langCookie remembers the language a visitor picked with the switcher.
+const langCookie = "shipfile_lang"
+
+// langLink is one entry of the language switcher on every page.
+type langLink struct {
+	Code, Name, URL string
+	Current         bool
+}
+
+// language picks the page's language: the switcher's ?lang= (then remembered in a
+// cookie for a year), else the cookie, else the best match of Accept-Language, else
+// English.
+func (w *Web) language(c *gin.Context) string {
+	if q := c.Query("lang"); i18n.Supported(q) {
+		http.SetCookie(c.Writer, &http.Cookie{
+			Name: langCookie, Value: q, Path: "/", MaxAge: 365 * 24 * 3600,
+			HttpOnly: true, Secure: w.cfg.SecureCookies, SameSite: http.SameSiteLaxMode,
+		})
+		return q
+	}
+	if v, err := c.Cookie(langCookie); err == nil && i18n.Supported(v) {
+		return v
+	}
+	return catalog.Match(c.GetHeader("Accept-Language"))
+}
+
+// langLinks are the switcher's links: this page, as a relative "?…" (a link's token
+// is not repeated), with ?lang= set and the other query parameters kept (a flash
+// message's ?msg= is dropped: it was shown once). static/app.js keeps the page's
+// fragment, where an encrypted package's key travels.
+func langLinks(c *gin.Context, current string) []langLink {
+	q := url.Values{}
+	for k, v := range c.Request.URL.Query() {
+		if k != "msg" {
+			q[k] = v
+		}
+	}
+	out := make([]langLink, len(i18n.Languages))
+	for i, l := range i18n.Languages {
+		q.Set("lang", l.Code)
+		out[i] = langLink{Code: l.Code, Name: l.Name, URL: "?" + q.Encode(), Current: l.Code == current}
+	}
+	return out
+}
+
+// scanMessages are the catalog ids of app.ScanText's and scanHeld's words.
+var scanMessages = map[string]string{
+	"being checked":                    "scan.pending",
+	"checked":                          "scan.clean",
+	"malware found":                    "scan.infected",
+	"released":                         "scan.released",
+	"could not be checked":             "scan.unjudged",
+	"not checked":                      "scan.skipped",
+	"malware found: removed":           "scan.held_infected",
+	"being checked for malware":        "scan.held_pending",
+	"could not be checked for malware": "scan.held_unjudged",
+}
+
+// scanText says a file's scan state (app.ScanText or scanHeld's words) in the
+// page's language.
+func scanText(l *i18n.Localizer, english string) string {
+	if id, ok := scanMessages[english]; ok {
+		return l.T(id)
+	}
+	return english
+}
+
+func init() {
+	funcs["scantext"] = scanText
+	funcs["strong"] = i18n.Strong
+}
+
+// pageTexts are the catalog ids of the fixed English titles and form errors that
+// handlers put in a view; render says them in the page's language.
+var pageTexts = map[string]string{
+	"Password required":        "unlock.title",
+	"Wrong password.":          "unlock.wrong",
+	"Link no longer available": "gone.title",
+}
+
+// localizeText says a handler's fixed English text in l's language: one of
+// pageTexts, or the unlock form's "Too many wrong passwords" with its minutes.
+// Other text (a package's title, an application error) is left as it is.
+func localizeText(l *i18n.Localizer, s string) string {
+	if id, ok := pageTexts[s]; ok {
+		return l.T(id)
+	}
+	var mins int
+	if _, err := fmt.Sscanf(s, "Too many wrong passwords. Try again in %d minute(s).", &mins); err == nil {
+		return l.T("unlock.too_many", "Count", mins)
+	}
+	return s
+}
