@@ -25,12 +25,11 @@ import (
 	pkgservice "github.com/shipfile/shipfile/pkg/service"
 	"github.com/shipfile/shipfile/pkg/storage"
 	"github.com/shipfile/shipfile/services/gateway/internal/app"
-	"github.com/shipfile/shipfile/services/gateway/internal/app/audit"
 	"github.com/shipfile/shipfile/services/gateway/internal/app/identity"
 	"github.com/shipfile/shipfile/services/gateway/internal/app/links"
 	"github.com/shipfile/shipfile/services/gateway/internal/app/packages"
-	"github.com/shipfile/shipfile/services/gateway/internal/app/previews"
 	"github.com/shipfile/shipfile/services/gateway/internal/app/policies"
+	"github.com/shipfile/shipfile/services/gateway/internal/app/previews"
 	"github.com/shipfile/shipfile/services/gateway/internal/app/transfers"
 	"github.com/shipfile/shipfile/services/gateway/internal/app/webhookadmin"
 	"github.com/shipfile/shipfile/services/gateway/internal/store"
@@ -246,10 +245,6 @@ type Service struct {
 	Resumable  *transfers.Resumable
 	Policies   *policies.Policies
 	Webhooks   *webhookadmin.Service
-	// Audit verifies and exports the audit chain; Holds places legal holds (and, on a
-	// bucket made with object lock, S3's legal hold on their objects).
-	Audit *audit.Chain
-	Holds *audit.Holds
 	// Sessions signs browsers in; Start runs its sweeper.
 	Sessions *identity.Sessions
 	// Recheck checks sessions begun through the OpenID provider again; nil without a
@@ -318,12 +313,6 @@ func New(_ context.Context, cfg Config, deps Deps) (*Service, error) {
 	}
 	rate := links.NewLinkRate(db, linkRate, cfg.Edge.LinkBurst)
 	objectStore := store.NewObjects(deps.Objects, uint64(cfg.UploadPartSize))
-	s.Audit = audit.NewChain(db)
-	var locker audit.ObjectLocker
-	if deps.Objects.ObjectLock {
-		locker = objectStore
-	}
-	s.Holds = audit.NewHolds(db, locker, log)
 	s.Packages = packages.NewPackages(db, objectStore, app.Limits{MaxFileSize: cfg.MaxFileSize, MaxFiles: cfg.MaxFiles}, cfg.PublicURL,
 		packages.WithPolicies(s.Policies, cfg.UploadPartSize))
 	s.Packages.UseHasher(hasher)
@@ -347,7 +336,7 @@ func New(_ context.Context, cfg Config, deps Deps) (*Service, error) {
 		MaxFailures: cfg.Web.LoginFailures, Lockout: cfg.Web.LoginLockout,
 	}, identity.WithOIDCRecheck(secrets, cfg.OIDC.Recheck))
 	ui, err := web.New(web.Deps{
-		Log: log, Identity: s.Identity, Sessions: s.Sessions, Packages: s.Packages, Links: s.Links, Webhooks: s.Webhooks, LinkRate: rate, OIDCStore: db,
+		Log: log, Identity: s.Identity, Sessions: s.Sessions, Packages: s.Packages, Links: s.Links, Webhooks: s.Webhooks, Policies: s.Policies, LinkRate: rate, OIDCStore: db,
 		LoginRate: links.NewLoginRate(db, cfg.Edge.LoginRate, cfg.Edge.LoginBurst),
 		Config: web.Config{SecureCookies: secure, SessionLifetime: cfg.Web.SessionLifetime, MaxFileSize: cfg.MaxFileSize,
 			NoPasswordLogin: cfg.OIDC.PasswordLoginOff(), OIDC: cfg.OIDC.Web(cfg.PublicURL)},
@@ -369,8 +358,6 @@ func New(_ context.Context, cfg Config, deps Deps) (*Service, error) {
 		Links:     s.Links,
 		Webhooks:  s.Webhooks,
 		Policies:  s.Policies,
-		Audit:     s.Audit,
-		Holds:     s.Holds,
 		Resumable: s.Resumable,
 		Registry:  reg,
 		Pages:     ui,

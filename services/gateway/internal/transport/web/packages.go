@@ -29,6 +29,8 @@ type dashboardData struct {
 	Dir      string
 	Owner    string
 	Next     string // query string of the next page, "" on the last
+	// Usage is the user's storage and quota (nil: no policies).
+	Usage *usageBar
 }
 
 // dashboard lists the user's packages (an admin's: everyone's, or one owner's).
@@ -89,6 +91,10 @@ func (w *Web) dashboard(c *gin.Context) {
 			d.Owners[o.ID] = o
 		}
 	}
+	if d.Usage, err = w.usageOf(ctx, u); err != nil {
+		_ = c.Error(err)
+		return
+	}
 	w.render(c, http.StatusOK, "dashboard", view{Title: "Packages", Section: "packages", D: d})
 }
 
@@ -121,12 +127,21 @@ type packageFormData struct {
 	// HasKey: the user has an encryption key, so a file request may be encrypted end
 	// to end (docs/ENCRYPTION.md).
 	HasKey bool
+	// Policy is what the user's policy asks of a package (nil: no policies); MaxTTL
+	// is then the policy's when lower.
+	Policy *policyHints
 }
 
 func (w *Web) sendForm(c *gin.Context) {
+	d := packageFormData{Direction: app.Outbound, MinTTL: app.MinTTLDays, MaxTTL: app.MaxTTLDays}
+	u, _ := currentUser(c)
+	if err := w.formPolicy(c.Request.Context(), u, &d); err != nil {
+		_ = c.Error(err)
+		return
+	}
 	w.render(c, http.StatusOK, "package_new", view{
-		Title: "Send files", Section: "send", Form: map[string]string{"ttl_days": strconv.Itoa(app.DefaultTTLDays), "notify_owner": "1"},
-		D: packageFormData{Direction: app.Outbound, MinTTL: app.MinTTLDays, MaxTTL: app.MaxTTLDays},
+		Title: "Send files", Section: "send", Form: map[string]string{"ttl_days": strconv.Itoa(min(app.DefaultTTLDays, d.MaxTTL)), "notify_owner": "1"},
+		D: d,
 	})
 }
 
@@ -136,9 +151,15 @@ func (w *Web) requestForm(c *gin.Context) {
 		_ = c.Error(err)
 		return
 	}
+	d := packageFormData{Direction: app.Inbound, MinTTL: app.MinTTLDays, MaxTTL: app.MaxTTLDays, HasKey: hasKey}
+	u, _ := currentUser(c)
+	if err := w.formPolicy(c.Request.Context(), u, &d); err != nil {
+		_ = c.Error(err)
+		return
+	}
 	w.render(c, http.StatusOK, "package_new", view{
-		Title: "Request files", Section: "request", Form: map[string]string{"ttl_days": strconv.Itoa(app.DefaultTTLDays), "notify_owner": "1"},
-		D: packageFormData{Direction: app.Inbound, MinTTL: app.MinTTLDays, MaxTTL: app.MaxTTLDays, HasKey: hasKey},
+		Title: "Request files", Section: "request", Form: map[string]string{"ttl_days": strconv.Itoa(min(app.DefaultTTLDays, d.MaxTTL)), "notify_owner": "1"},
+		D: d,
 	})
 }
 
@@ -167,6 +188,11 @@ func (w *Web) createFromForm(c *gin.Context, dir app.Direction) (app.Package, bo
 	form["encryption"] = c.PostForm("encryption")
 	title := map[app.Direction]string{app.Outbound: "Send files", app.Inbound: "Request files"}[dir]
 	d := packageFormData{Direction: dir, MinTTL: app.MinTTLDays, MaxTTL: app.MaxTTLDays}
+	cu, _ := currentUser(c)
+	if err := w.formPolicy(c.Request.Context(), cu, &d); err != nil {
+		_ = c.Error(err)
+		return app.Package{}, false
+	}
 	if dir == app.Inbound {
 		hasKey, err := w.hasKey(c)
 		if err != nil {

@@ -23,6 +23,7 @@ import (
 	"github.com/shipfile/shipfile/services/gateway/internal/app/identity"
 	"github.com/shipfile/shipfile/services/gateway/internal/app/links"
 	"github.com/shipfile/shipfile/services/gateway/internal/app/packages"
+	"github.com/shipfile/shipfile/services/gateway/internal/app/policies"
 	"github.com/shipfile/shipfile/services/gateway/internal/app/webhookadmin"
 )
 
@@ -52,6 +53,9 @@ type Deps struct {
 	// Links serves the recipient's page and its unlock.
 	Links    *links.Links
 	Webhooks *webhookadmin.Service
+	// Policies gives the usage bar, the forms' limits and the admin's policies page
+	// (nil: no policies).
+	Policies *policies.Policies
 	// LinkRate limits the recipient's page per client IP (nil: no limit).
 	LinkRate *links.LinkRate
 	// LoginRate limits sign-ins (POST /login) per client IP (nil: no limit).
@@ -69,6 +73,7 @@ type Web struct {
 	packages *packages.Packages
 	links    *links.Links
 	webhooks *webhookadmin.Service
+	policies *policies.Policies
 	linkRate *links.LinkRate
 	// loginRate is the request rate of POST /login per client IP.
 	loginRate *links.LinkRate
@@ -88,7 +93,7 @@ func New(d Deps) (*Web, error) {
 		return nil, err
 	}
 	w := &Web{
-		log: d.Log, identity: d.Identity, sessions: d.Sessions, packages: d.Packages, links: d.Links, webhooks: d.Webhooks, linkRate: d.LinkRate, loginRate: d.LoginRate,
+		log: d.Log, identity: d.Identity, sessions: d.Sessions, packages: d.Packages, links: d.Links, webhooks: d.Webhooks, policies: d.Policies, linkRate: d.LinkRate, loginRate: d.LoginRate,
 		cfg: d.Config, pages: pages, cookies: newCookieNames(d.Config.SecureCookies),
 		origin: http.NewCrossOriginProtection(),
 	}
@@ -159,6 +164,7 @@ func (w *Web) Mount(r *gin.Engine) {
 	a.POST("/webhooks/:id/delete", w.checkCSRF, w.deleteWebhook)
 	a.POST("/webhooks/:id/deliveries/:delivery_id/redeliver", w.checkCSRF, w.redeliver)
 	a.GET("/audit", w.audit)
+	a.GET("/policies", w.policiesPage)
 }
 
 func client(c *gin.Context) app.Client {
