@@ -1226,7 +1226,11 @@ type MailJob struct {
 	ExpiresAt      *timestamppb.Timestamp `protobuf:"bytes,11,opt,name=expires_at,json=expiresAt,proto3" json:"expires_at,omitempty"`
 	// The package is end-to-end encrypted (docs/ENCRYPTION.md): the e-mail
 	// says so, and that the key or passphrase comes from the sender separately.
-	Encrypted     bool `protobuf:"varint,12,opt,name=encrypted,proto3" json:"encrypted,omitempty"`
+	Encrypted bool `protobuf:"varint,12,opt,name=encrypted,proto3" json:"encrypted,omitempty"`
+	// The recipient's language, as the sender chose it (a code of pkg/i18n's
+	// Languages: "en", "de", "fr", "es", "pt"): the e-mail is written in it. Empty or
+	// unknown: English.
+	Language      string `protobuf:"bytes,13,opt,name=language,proto3" json:"language,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1343,6 +1347,13 @@ func (x *MailJob) GetEncrypted() bool {
 		return x.Encrypted
 	}
 	return false
+}
+
+func (x *MailJob) GetLanguage() string {
+	if x != nil {
+		return x.Language
+	}
+	return ""
 }
 
 var file_events_v1_events_proto_extTypes = []protoimpl.ExtensionInfo{
@@ -1488,7 +1499,7 @@ const file_events_v1_events_proto_rawDesc = "" +
 	"\n" +
 	"package_id\x18\a \x01(\tR\tpackageId\x12\x1f\n" +
 	"\vpackage_seq\x18\b \x01(\x04R\n" +
-	"packageSeq\"\x85\x03\n" +
+	"packageSeq\"\xa1\x03\n" +
 	"\aMailJob\x12\x15\n" +
 	"\x06job_id\x18\x01 \x01(\tR\x05jobId\x12\x12\n" +
 	"\x04kind\x18\x02 \x01(\tR\x04kind\x12\x1d\n" +
@@ -1507,7 +1518,8 @@ const file_events_v1_events_proto_rawDesc = "" +
 	" \x01(\tR\tmagicLink\x129\n" +
 	"\n" +
 	"expires_at\x18\v \x01(\v2\x1a.google.protobuf.TimestampR\texpiresAt\x12\x1c\n" +
-	"\tencrypted\x18\f \x01(\bR\tencrypted:>\n" +
+	"\tencrypted\x18\f \x01(\bR\tencrypted\x12\x1a\n" +
+	"\blanguage\x18\r \x01(\tR\blanguage:>\n" +
 	"\n" +
 	"event_type\x12\x1d.google.protobuf.FieldOptions\x18\xb4\x87\x03 \x01(\tR\teventType:=\n" +
 	"\tsynthetic\x12\x1d.google.protobuf.FieldOptions\x18\xb5\x87\x03 \x01(\bR\tsyntheticB;Z9github.com/shipfile/shipfile/pkg/events/eventsv1;eventsv1b\x06proto3"

@@ -57,6 +57,9 @@ type Job struct {
 	ExpiresAt time.Time
 	// Encrypted: the package is end-to-end encrypted (the e-mail says so).
 	Encrypted bool
+	// Language is the recipient's language (pkg/i18n); English when empty or not
+	// supported.
+	Language string
 }
 
 // Email is one rendered e-mail, ready for a Sender.
@@ -75,6 +78,8 @@ type Email struct {
 	Subject    string
 	Text       string // text/plain part
 	HTML       string // text/html part
+	// Language is the e-mail's language (its Content-Language header); empty: none.
+	Language string
 }
 
 // Address is a mailbox: a display name and an e-mail address. Both are single lines.

@@ -15,10 +15,14 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/shipfile/shipfile/pkg/events"
+	"github.com/shipfile/shipfile/pkg/i18n"
 )
 
-// ExpiryLayout formats a link's expiry for people: "Saturday, 28 November 2026 at 16:32 UTC".
-const ExpiryLayout = "Monday, 2 January 2006 at 15:04 MST"
+// catalog holds the e-mails' words in every language (pkg/i18n/locales, "mail.*").
+var catalog = i18n.MustNew()
+
+// mailFuncs are the HTML templates' helpers: strong puts a value in bold.
+var mailFuncs = htmltemplate.FuncMap{"strong": i18n.Strong}
 
 // SenderSuffix follows the owner's name in the From header's display name when the
 // configured sender has none of its own.
@@ -29,24 +33,24 @@ var templateFS embed.FS
 
 // kindSpec is what differs between the two kinds of e-mail.
 type kindSpec struct {
-	subject string // fmt format: owner name, title
-	button  string
+	subject string // the catalog message of the subject: Owner (the owner's name), Title
+	button  string // the catalog message of the button
 	text    *texttemplate.Template
 	html    *htmltemplate.Template
 }
 
 var kinds = map[string]kindSpec{
 	KindOutbound: {
-		subject: "%s has shared files with you: %s",
-		button:  "Download the files",
+		subject: "mail.outbound.shared",
+		button:  "mail.outbound.button",
 		text:    texttemplate.Must(texttemplate.ParseFS(templateFS, "templates/outbound.txt.tmpl")),
-		html:    htmltemplate.Must(htmltemplate.ParseFS(templateFS, "templates/layout.html.tmpl", "templates/outbound.html.tmpl")),
+		html:    htmltemplate.Must(htmltemplate.New("layout").Funcs(mailFuncs).ParseFS(templateFS, "templates/layout.html.tmpl", "templates/outbound.html.tmpl")),
 	},
 	KindInbound: {
-		subject: "%s requests files from you: %s",
-		button:  "Upload your files",
+		subject: "mail.inbound.shared",
+		button:  "mail.inbound.button",
 		text:    texttemplate.Must(texttemplate.ParseFS(templateFS, "templates/inbound.txt.tmpl")),
-		html:    htmltemplate.Must(htmltemplate.ParseFS(templateFS, "templates/layout.html.tmpl", "templates/inbound.html.tmpl")),
+		html:    htmltemplate.Must(htmltemplate.New("layout").Funcs(mailFuncs).ParseFS(templateFS, "templates/layout.html.tmpl", "templates/inbound.html.tmpl")),
 	},
 }
 
@@ -79,6 +83,7 @@ func ParseJob(data []byte) (Job, error) {
 		OwnerEmail:     m.GetOwnerEmail(),
 		MagicLink:      m.GetMagicLink(),
 		Encrypted:      m.GetEncrypted(),
+		Language:       m.GetLanguage(),
 	}
 	if m.GetExpiresAt() != nil {
 		job.ExpiresAt = m.GetExpiresAt().AsTime()
@@ -101,10 +106,12 @@ type view struct {
 	NoteLines     []string // the note's lines, for the HTML part
 	Link          string
 	Button        string
-	Expires       string // ExpiryLayout, in UTC
+	Expires       string // the expiry in words, in UTC (i18n.Localizer.DateLong)
 	// Encrypted: the package is end-to-end encrypted; the link mailed here carries no
 	// key (docs/ENCRYPTION.md).
 	Encrypted bool
+	// L says the e-mail's words in the recipient's language.
+	L *i18n.Localizer
 }
 
 // Render builds the e-mail of job. It fails (wrapping errUndeliverable) when the job
@@ -126,6 +133,7 @@ func Render(job Job) (Email, error) {
 		return Email{}, fmt.Errorf("%w: the job has no expiry", errUndeliverable)
 	}
 	to.Name = OneLine(job.RecipientName)
+	l := catalog.Localizer(job.Language)
 
 	ownerName := OneLine(job.OwnerName)
 	ownerEmail := OneLine(job.OwnerEmail)
@@ -137,7 +145,7 @@ func Render(job Job) (Email, error) {
 		ownerName = ownerEmail
 	}
 	if ownerName == "" {
-		ownerName = "Someone"
+		ownerName = l.T("mail.someone")
 	}
 	owner := ownerName
 	if ownerEmail != "" && ownerEmail != ownerName {
@@ -150,16 +158,17 @@ func Render(job Job) (Email, error) {
 
 	note := normaliseNote(job.Note)
 	v := view{
-		Subject:       OneLine(fmt.Sprintf(spec.subject, ownerName, OneLine(job.Title))),
+		Subject:       OneLine(l.T(spec.subject, "Owner", ownerName, "Title", OneLine(job.Title))),
 		RecipientName: to.Name,
 		OwnerName:     ownerName,
 		Owner:         owner,
 		Title:         OneLine(job.Title),
 		Note:          note,
 		Link:          job.MagicLink,
-		Button:        spec.button,
-		Expires:       job.ExpiresAt.UTC().Format(ExpiryLayout),
+		Button:        l.T(spec.button),
+		Expires:       l.DateLong(job.ExpiresAt),
 		Encrypted:     job.Encrypted,
+		L:             l,
 	}
 	if note != "" {
 		v.NoteLines = strings.Split(note, "\n")
@@ -179,6 +188,7 @@ func Render(job Job) (Email, error) {
 		Subject:    v.Subject,
 		Text:       text.String(),
 		HTML:       html.String(),
+		Language:   l.Lang,
 	}, nil
 }
 

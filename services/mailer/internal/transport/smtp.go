@@ -208,6 +208,9 @@ func (s *SMTP) Message(e app.Email) (*mail.Msg, error) {
 	m.SetMessageIDWithValue(e.JobID + "@" + domainOf(s.from.Address))
 	// RFC 3834: an automatic message; out-of-office replies are not wanted.
 	m.SetGenHeader(mail.Header("Auto-Submitted"), "auto-generated")
+	if e.Language != "" {
+		m.SetGenHeader(mail.Header("Content-Language"), e.Language)
+	}
 	m.SetGenHeader(mail.HeaderXAutoResponseSuppress, "All")
 	m.SetBodyString(mail.TypeTextPlain, e.Text)
 	m.AddAlternativeString(mail.TypeTextHTML, e.HTML)
