@@ -27,12 +27,19 @@ func (e *retryError) Error() string {
 
 func (e *retryError) Unwrap() error { return e.err }
 
+// ErrPoison is what every error of Poison matches under errors.Is, and the reason of
+// one given no cause.
+var ErrPoison = errors.New("poison message")
+
 // poisonError says the message can never be handled.
 type poisonError struct{ err error }
 
 func (e *poisonError) Error() string { return e.err.Error() }
 
 func (e *poisonError) Unwrap() error { return e.err }
+
+// Is makes a poisonError match ErrPoison.
+func (e *poisonError) Is(target error) bool { return target == ErrPoison }
 
 // RetryAfter returns an error asking for the message to be handled again after delay
 // (at once when 0), because of err. err may be nil when the handler has already
@@ -46,7 +53,7 @@ func RetryAfter(delay time.Duration, err error) error {
 // reported as "poison message".
 func Poison(err error) error {
 	if err == nil {
-		err = errors.New("poison message")
+		err = ErrPoison
 	}
 	return &poisonError{err: err}
 }
@@ -62,7 +69,4 @@ func Delay(err error) (delay time.Duration, cause error, ok bool) {
 }
 
 // IsPoison reports whether err (or an error it wraps) is a Poison.
-func IsPoison(err error) bool {
-	var p *poisonError
-	return errors.As(err, &p)
-}
+func IsPoison(err error) bool { return errors.Is(err, ErrPoison) }

@@ -46,4 +46,7 @@ func TestKinds(t *testing.T) {
 	if !errors.Is(msgerr.Poison(cause), cause) || !errors.Is(msgerr.RetryAfter(0, cause), cause) {
 		t.Error("the wrappers do not unwrap to their cause")
 	}
+	if !errors.Is(fmt.Errorf("job 7: %w", msgerr.Poison(cause)), msgerr.ErrPoison) || errors.Is(cause, msgerr.ErrPoison) {
+		t.Error("a poison error, and only one, matches ErrPoison")
+	}
 }

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	htmltemplate "html/template"
 	texttemplate "text/template"
+
+	"github.com/shipfile/shipfile/pkg/msgerr"
 )
 
 // NotifyAccount is the kind of an account notice: a security e-mail to a user about
@@ -65,7 +67,7 @@ func renderAccount(no Notification, publicURL string) (Email, error) {
 		v.What = fmt.Sprintf("Your packages hold %s of your storage quota: uploads that do not fit are refused.", detail)
 		v.IfNot = "Delete packages you no longer need, or ask your administrator for a larger quota."
 	default:
-		return Email{}, fmt.Errorf("%w: unknown account notice %q", ErrPoison, no.AccountEvent)
+		return Email{}, msgerr.Poison(fmt.Errorf("unknown account notice %q", no.AccountEvent))
 	}
 	var text, html bytes.Buffer
 	if err := accountText.Execute(&text, v); err != nil {

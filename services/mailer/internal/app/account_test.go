@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/shipfile/shipfile/pkg/msgerr"
 )
 
 func TestRenderAccountNotice(t *testing.T) {
@@ -48,7 +49,7 @@ func TestRenderAccountNotice(t *testing.T) {
 	}
 	bad := base
 	bad.AccountEvent = "made_up"
-	if _, err := RenderNotification(bad, "https://x"); !errors.Is(err, ErrPoison) {
+	if _, err := RenderNotification(bad, "https://x"); !msgerr.IsPoison(err) {
 		t.Errorf("unknown event: %v", err)
 	}
 	bad.AccountEvent, bad.OwnerEmail = AccountRoleChanged, "not an address"

@@ -35,8 +35,6 @@ const (
 
 // Errors of the mailer's parts.
 var (
-	// ErrPoison marks a message that can never be handled: it is terminated, not retried.
-	ErrPoison = errors.New("poison mail job")
 	// ErrBusy: another instance is sending the job right now.
 	ErrBusy = errors.New("mail job is being sent by another instance")
 )

@@ -296,7 +296,7 @@ func RenderNotification(no Notification, publicURL string) (Email, error) {
 		v.Infected, v.Signature = OneLine(no.Filename), OneLine(no.Signature)
 		v.Subject = fmt.Sprintf("Malware found in %s: %s", v.Title, v.Infected)
 	default:
-		return Email{}, fmt.Errorf("%w: unknown notification kind %q", ErrPoison, no.Kind)
+		return Email{}, msgerr.Poison(fmt.Errorf("unknown notification kind %q", no.Kind))
 	}
 	v.Subject = OneLine(v.Subject)
 	var text, html bytes.Buffer

@@ -16,6 +16,7 @@ import (
 
 	"github.com/shipfile/shipfile/pkg/events"
 	"github.com/shipfile/shipfile/pkg/i18n"
+	"github.com/shipfile/shipfile/pkg/msgerr"
 )
 
 // catalog holds the e-mails' words in every language (pkg/i18n/locales, "mail.*").
@@ -55,21 +56,21 @@ var kinds = map[string]kindSpec{
 }
 
 // ParseJob decodes a job message and checks what the mailer needs to know which job it
-// is: a job id and package id that are UUIDs, a known kind. Anything else wraps
-// ErrPoison. Whether the job can be sent (recipient address, link) is Render's question.
+// is: a job id and package id that are UUIDs, a known kind. Anything else is a
+// msgerr.Poison. Whether the job can be sent (recipient address, link) is Render's question.
 func ParseJob(data []byte) (Job, error) {
 	m, err := events.UnmarshalMailJob(data)
 	if err != nil {
-		return Job{}, fmt.Errorf("%w: %v", ErrPoison, err)
+		return Job{}, msgerr.Poison(fmt.Errorf("mail job: %w", err))
 	}
 	if _, err := uuid.Parse(m.GetJobId()); err != nil {
-		return Job{}, fmt.Errorf("%w: job_id %q is not a UUID", ErrPoison, m.GetJobId())
+		return Job{}, msgerr.Poison(fmt.Errorf("mail job: job_id %q is not a UUID", m.GetJobId()))
 	}
 	if _, err := uuid.Parse(m.GetPackageId()); err != nil {
-		return Job{}, fmt.Errorf("%w: job %s: package_id %q is not a UUID", ErrPoison, m.GetJobId(), m.GetPackageId())
+		return Job{}, msgerr.Poison(fmt.Errorf("mail job %s: package_id %q is not a UUID", m.GetJobId(), m.GetPackageId()))
 	}
 	if _, ok := kinds[m.GetKind()]; !ok {
-		return Job{}, fmt.Errorf("%w: job %s: unknown kind %q", ErrPoison, m.GetJobId(), m.GetKind())
+		return Job{}, msgerr.Poison(fmt.Errorf("mail job %s: unknown kind %q", m.GetJobId(), m.GetKind()))
 	}
 	job := Job{
 		ID:             m.GetJobId(),
@@ -120,7 +121,7 @@ type view struct {
 func Render(job Job) (Email, error) {
 	spec, ok := kinds[job.Kind]
 	if !ok {
-		return Email{}, fmt.Errorf("%w: unknown kind %q", ErrPoison, job.Kind)
+		return Email{}, msgerr.Poison(fmt.Errorf("mail job: unknown kind %q", job.Kind))
 	}
 	to, err := mailbox(job.RecipientEmail)
 	if err != nil {

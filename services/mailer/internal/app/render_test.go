@@ -10,6 +10,7 @@ import (
 
 	"github.com/shipfile/shipfile/pkg/events"
 	"github.com/shipfile/shipfile/pkg/events/eventsv1"
+	"github.com/shipfile/shipfile/pkg/msgerr"
 )
 
 const testLink = "https://files.example.com/p/abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQ"
@@ -201,8 +202,8 @@ func TestParseJob(t *testing.T) {
 		"unknown kind":   mustMarshal(t, func(m *eventsv1.MailJob) { m.Kind = "sideways" }),
 	} {
 		t.Run(name, func(t *testing.T) {
-			if _, err := ParseJob(data); !errors.Is(err, ErrPoison) {
-				t.Fatalf("ParseJob = %v, want ErrPoison", err)
+			if _, err := ParseJob(data); !msgerr.IsPoison(err) {
+				t.Fatalf("ParseJob = %v, want a msgerr.Poison", err)
 			}
 		})
 	}

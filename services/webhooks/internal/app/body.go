@@ -3,6 +3,7 @@ package app
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"strconv"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/shipfile/shipfile/pkg/events"
 	"github.com/shipfile/shipfile/pkg/events/eventsv1"
+	"github.com/shipfile/shipfile/pkg/msgerr"
 )
 
 // Formats of the body's times: timestamp is RFC 3339 UTC ending in Z, expires_at is
@@ -64,22 +66,22 @@ var (
 
 // RenderBody returns the event type and the exact JSON body of the webhook requests of
 // env. An envelope that cannot be rendered (no data, data of another type, a missing
-// package or time) yields an error wrapping ErrPoison.
+// package or time) yields a msgerr.Poison.
 func RenderBody(env *eventsv1.Envelope) (string, []byte, error) {
 	typ := env.GetType()
 	if env.GetEventId() == "" {
-		return typ, nil, fmt.Errorf("%w: envelope without event_id", ErrPoison)
+		return typ, nil, msgerr.Poison(errors.New("envelope without event_id"))
 	}
 	if got := events.TypeOf(env); got != typ {
-		return typ, nil, fmt.Errorf("%w: envelope %s of type %q carries data of %q", ErrPoison, env.GetEventId(), typ, got)
+		return typ, nil, msgerr.Poison(fmt.Errorf("envelope %s of type %q carries data of %q", env.GetEventId(), typ, got))
 	}
 	ts, err := formatTime(env.GetOccurredAt(), timestampLayout, "occurred_at")
 	if err != nil {
-		return typ, nil, fmt.Errorf("%w: envelope %s: %w", ErrPoison, env.GetEventId(), err)
+		return typ, nil, msgerr.Poison(fmt.Errorf("envelope %s: %w", env.GetEventId(), err))
 	}
 	b, err := body(env, typ, ts)
 	if err != nil {
-		return typ, nil, fmt.Errorf("%w: envelope %s (%s): %w", ErrPoison, env.GetEventId(), typ, err)
+		return typ, nil, msgerr.Poison(fmt.Errorf("envelope %s (%s): %w", env.GetEventId(), typ, err))
 	}
 	return typ, b, nil
 }

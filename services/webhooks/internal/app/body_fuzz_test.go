@@ -3,7 +3,6 @@ package app_test
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -14,6 +13,7 @@ import (
 
 	"github.com/shipfile/shipfile/pkg/events"
 	"github.com/shipfile/shipfile/pkg/events/eventsv1"
+	"github.com/shipfile/shipfile/pkg/msgerr"
 	"github.com/shipfile/shipfile/services/webhooks/internal/app"
 )
 
@@ -52,8 +52,8 @@ func FuzzRenderBody(f *testing.F) {
 		}
 		typ, body, err := app.RenderBody(env)
 		if err != nil {
-			if !errors.Is(err, app.ErrPoison) {
-				t.Fatalf("RenderBody error %v does not wrap ErrPoison", err)
+			if !msgerr.IsPoison(err) {
+				t.Fatalf("RenderBody error %v is not a msgerr.Poison", err)
 			}
 			return
 		}

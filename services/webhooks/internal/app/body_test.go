@@ -3,7 +3,6 @@ package app_test
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -15,6 +14,7 @@ import (
 
 	"github.com/shipfile/shipfile/pkg/events"
 	"github.com/shipfile/shipfile/pkg/events/eventsv1"
+	"github.com/shipfile/shipfile/pkg/msgerr"
 	"github.com/shipfile/shipfile/services/webhooks/internal/app"
 )
 
@@ -156,8 +156,8 @@ func TestRenderBodyPoison(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			if _, _, err := app.RenderBody(c.env); !errors.Is(err, app.ErrPoison) {
-				t.Errorf("err = %v, want ErrPoison", err)
+			if _, _, err := app.RenderBody(c.env); !msgerr.IsPoison(err) {
+				t.Errorf("err = %v, want a msgerr.Poison", err)
 			}
 		})
 	}

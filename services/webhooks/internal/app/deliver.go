@@ -14,6 +14,7 @@ import (
 	"github.com/shipfile/shipfile/pkg/backoff"
 	"github.com/shipfile/shipfile/pkg/events"
 	"github.com/shipfile/shipfile/pkg/events/eventsv1"
+	"github.com/shipfile/shipfile/pkg/msgerr"
 )
 
 // Request headers of every webhook POST.
@@ -45,27 +46,6 @@ const (
 // recordTimeout bounds writing an attempt's outcome, which happens even when the
 // handling context was cancelled while the request was under way.
 const recordTimeout = 10 * time.Second
-
-// RetryError is what Deliver returns for a job to be handled again after Delay (at
-// once when 0: the dispatcher is stopping, another instance takes it): its attempt
-// failed and the next one waits for the schedule, or a dependency (the database, the
-// subscription's secret) failed. Err says why. The transport turns it into a
-// NakWithDelay, or moves the job to the retry queue; Deliver returns nil for a job that
-// is done (delivered, finally failed, or nothing left to do) and an error wrapping
-// ErrPoison for a malformed job.
-type RetryError struct {
-	Delay time.Duration
-	Err   error
-}
-
-func (e *RetryError) Error() string {
-	return fmt.Sprintf("again in %s: %v", e.Delay, e.Err)
-}
-
-func (e *RetryError) Unwrap() error { return e.Err }
-
-// retry returns a RetryError.
-func retry(delay time.Duration, err error) error { return &RetryError{Delay: delay, Err: err} }
 
 // errAbandoned: the dispatcher stopped while the attempt was under way.
 var errAbandoned = errors.New("attempt abandoned at shutdown")
@@ -218,14 +198,16 @@ func (d *Deliverer) OldestPending(ctx context.Context) (time.Duration, error) {
 
 // Deliver handles one job message (an encoded eventsv1.WebhookJob) that JetStream has
 // delivered numDelivered times. The job may be acknowledged once Deliver returns nil:
-// its attempt is committed (or nothing is left to do). A *RetryError says when to
-// handle it again; an error wrapping ErrPoison, that it never can be. When ctx is
-// cancelled during the request (shutdown), the attempt is abandoned unrecorded and the
-// job goes back to the queue at once (a RetryError without delay).
+// its attempt is committed (or nothing is left to do). A msgerr.RetryAfter says when to
+// handle it again (its attempt failed and the next one waits for the schedule, or a
+// dependency failed: the database, the subscription's secret); a msgerr.Poison, that
+// it never can be. When ctx is cancelled during the request (shutdown), the attempt is
+// abandoned unrecorded and the job goes back to the queue at once (a msgerr.RetryAfter
+// without delay).
 func (d *Deliverer) Deliver(ctx context.Context, data []byte, numDelivered uint64) error {
 	job, err := events.UnmarshalWebhookJob(data)
 	if err != nil {
-		return fmt.Errorf("%w: %w", ErrPoison, err)
+		return msgerr.Poison(err)
 	}
 	return d.DeliverJob(ctx, job, numDelivered, false)
 }
@@ -259,7 +241,7 @@ func (d *Deliverer) DeliverJob(ctx context.Context, job *eventsv1.WebhookJob, nu
 	}
 	if err := d.opts.Order.Finish(context.WithoutCancel(ctx), del, end == endFailed); err != nil {
 		d.log.Warn("ordered delivery done; releasing the next of its package failed", "delivery_id", del.ID, "hook_id", del.SubscriptionID, "err", err)
-		return retry(backoff.TransientDelay(numDelivered), err)
+		return msgerr.RetryAfter(backoff.TransientDelay(numDelivered), err)
 	}
 	return nil
 }
@@ -284,7 +266,7 @@ const (
 // whether the job left it done.
 func (d *Deliverer) deliverJob(ctx context.Context, job *eventsv1.WebhookJob, numDelivered uint64, seenBefore bool) (Delivery, deliveryEnd, orderDone, error) {
 	if _, err := uuid.Parse(job.GetDeliveryId()); err != nil {
-		return Delivery{}, endOpen, orderDone{}, fmt.Errorf("%w: webhook job with delivery id %q: %w", ErrPoison, job.GetDeliveryId(), err)
+		return Delivery{}, endOpen, orderDone{}, msgerr.Poison(fmt.Errorf("webhook job with delivery id %q: %w", job.GetDeliveryId(), err))
 	}
 	log := &deliveryLog{base: d.log, id: job.GetDeliveryId(), hook: job.GetHookId()}
 
@@ -296,10 +278,10 @@ func (d *Deliverer) deliverJob(ctx context.Context, job *eventsv1.WebhookJob, nu
 		l, err := d.loads.Do(ctx, job.GetDeliveryId())
 		switch {
 		case err != nil && ctx.Err() != nil:
-			return del, endOpen, orderDone{}, retry(0, err) // stopping: another instance takes it at once
+			return del, endOpen, orderDone{}, msgerr.RetryAfter(0, err) // stopping: another instance takes it at once
 		case err != nil:
 			log.get().Warn("load delivery", "err", err)
-			return del, endOpen, orderDone{}, retry(backoff.TransientDelay(numDelivered), err)
+			return del, endOpen, orderDone{}, msgerr.RetryAfter(backoff.TransientDelay(numDelivered), err)
 		case !l.ok && !fresh:
 			log.get().Info("delivery gone (subscription or delivery deleted); job dropped")
 			return del, endOpen, orderDone{}, nil
@@ -321,10 +303,10 @@ func (d *Deliverer) deliverJob(ctx context.Context, job *eventsv1.WebhookJob, nu
 		log.get().Info("subscription deleted; job dropped")
 		return del, endOpen, orderDone{}, nil
 	case err != nil && ctx.Err() != nil:
-		return del, endOpen, orderDone{}, retry(0, err)
+		return del, endOpen, orderDone{}, msgerr.RetryAfter(0, err)
 	case err != nil:
 		log.get().Warn("load subscription", "err", err)
-		return del, endOpen, orderDone{}, retry(backoff.TransientDelay(numDelivered), err)
+		return del, endOpen, orderDone{}, msgerr.RetryAfter(backoff.TransientDelay(numDelivered), err)
 	}
 	del.Subscription = sub
 	if fresh && d.opts.Order.Applies(sub, del) {
@@ -333,10 +315,10 @@ func (d *Deliverer) deliverJob(ctx context.Context, job *eventsv1.WebhookJob, nu
 		decision, err := d.opts.Order.Gate(ctx, del)
 		switch {
 		case err != nil && ctx.Err() != nil:
-			return del, endOpen, orderDone{}, retry(0, err)
+			return del, endOpen, orderDone{}, msgerr.RetryAfter(0, err)
 		case err != nil:
 			log.get().Warn("ordered delivery", "err", err)
-			return del, endOpen, orderDone{}, retry(backoff.TransientDelay(numDelivered), err)
+			return del, endOpen, orderDone{}, msgerr.RetryAfter(backoff.TransientDelay(numDelivered), err)
 		case decision == GateWait:
 			log.get().Debug("ordered delivery waits for an earlier event of its package", "package_seq", del.PackageSeq)
 			return del, endOpen, orderDone{}, nil
@@ -344,12 +326,12 @@ func (d *Deliverer) deliverJob(ctx context.Context, job *eventsv1.WebhookJob, nu
 	}
 	if sub.SecretError != nil {
 		log.get().Error("cannot open the subscription's signing secret; delivery waits", "err", sub.SecretError)
-		return del, endOpen, orderDone{}, retry(backoff.TransientDelay(numDelivered), sub.SecretError)
+		return del, endOpen, orderDone{}, msgerr.RetryAfter(backoff.TransientDelay(numDelivered), sub.SecretError)
 	}
 	if failsWithoutAttempt(sub, del.Event) {
 		if err := d.store.MarkFailed(ctx, del, ReasonSubscriptionDisabled); err != nil && !errors.Is(err, ErrNotFound) {
 			log.get().Warn("mark delivery failed", "err", err)
-			return del, endOpen, orderDone{}, retry(backoff.TransientDelay(numDelivered), err)
+			return del, endOpen, orderDone{}, msgerr.RetryAfter(backoff.TransientDelay(numDelivered), err)
 		}
 		log.get().Info("subscription disabled; delivery failed without an attempt")
 		d.metrics.Deliveries.WithLabelValues(OutcomeFailed).Inc()
@@ -357,7 +339,7 @@ func (d *Deliverer) deliverJob(ctx context.Context, job *eventsv1.WebhookJob, nu
 	}
 	if d.rates != nil {
 		if err := d.rates.Wait(ctx, sub); err != nil {
-			return del, endOpen, orderDone{}, retry(0, err)
+			return del, endOpen, orderDone{}, msgerr.RetryAfter(0, err)
 		}
 	}
 
@@ -369,7 +351,7 @@ func (d *Deliverer) deliverJob(ctx context.Context, job *eventsv1.WebhookJob, nu
 	})
 	if resp.StatusCode == 0 && ctx.Err() != nil {
 		log.get().Info("attempt abandoned at shutdown; job requeued")
-		return del, endOpen, orderDone{}, retry(0, errAbandoned)
+		return del, endOpen, orderDone{}, msgerr.RetryAfter(0, errAbandoned)
 	}
 	d.metrics.AttemptDuration.Observe(resp.Duration.Seconds())
 	end, od, err := d.record(ctx, log, del, resp, numDelivered)
@@ -419,7 +401,7 @@ func (d *Deliverer) record(ctx context.Context, log *deliveryLog, del Delivery, 
 		cancel()
 		if err != nil {
 			log.get().Warn("disable subscription", "err", err)
-			return endOpen, orderDone{}, retry(backoff.TransientDelay(numDelivered), err)
+			return endOpen, orderDone{}, msgerr.RetryAfter(backoff.TransientDelay(numDelivered), err)
 		}
 	}
 	r, err := d.records.Do(rctx, rec)
@@ -430,7 +412,7 @@ func (d *Deliverer) record(ctx context.Context, log *deliveryLog, del Delivery, 
 	if err != nil {
 		// The attempt happened but is not on record: the job comes back and tries again.
 		log.get().Warn("record attempt", "err", err, "status_code", resp.StatusCode)
-		return endOpen, orderDone{}, retry(backoff.TransientDelay(numDelivered), err)
+		return endOpen, orderDone{}, msgerr.RetryAfter(backoff.TransientDelay(numDelivered), err)
 	}
 	d.metrics.Deliveries.WithLabelValues(outcome).Inc()
 
@@ -447,7 +429,7 @@ func (d *Deliverer) record(ctx context.Context, log *deliveryLog, del Delivery, 
 		log.get().Warn("webhook attempt failed; subscription disabled", attrs("reason", rec.DisableReason)...)
 	case rec.Status == StatusPending:
 		log.get().Info("webhook attempt failed; will retry", attrs("retry_in", wait.String())...)
-		return endOpen, orderDone{}, retry(wait, errors.New(rec.Error))
+		return endOpen, orderDone{}, msgerr.RetryAfter(wait, errors.New(rec.Error))
 	case rec.Status == StatusFailed:
 		log.get().Warn("webhook attempt failed; delivery failed after the last attempt", attrs()...)
 	case d.log.Enabled(ctx, slog.LevelDebug):

@@ -14,6 +14,7 @@ import (
 
 	"github.com/shipfile/shipfile/pkg/events"
 	"github.com/shipfile/shipfile/pkg/events/eventsv1"
+	"github.com/shipfile/shipfile/pkg/msgerr"
 )
 
 // DeliveryNamespace is the UUIDv5 namespace of delivery ids. Never change it: a delivery
@@ -73,8 +74,8 @@ func NewEventJobs(subs *Subscriptions, log *slog.Logger) *EventJobs {
 // subscription hookID; nil when the event does not go to it: a type it does not select
 // (its consumer's filter was being changed), an event from before it was created or
 // while it is disabled, the test of another subscription, or a subscription that is
-// gone. Such a message is acknowledged with nothing delivered. An error wrapping
-// ErrPoison: the message can never be handled; another error is transient.
+// gone. Such a message is acknowledged with nothing delivered. A msgerr.Poison: the
+// message can never be handled; another error is transient.
 //
 // The job carries what the delivery's row needs (event, body, event id, creation time),
 // so its first attempt reads nothing; its delivery id is DeliveryID(event id, hook id),
@@ -129,7 +130,7 @@ func (f *EventJobs) render(data []byte, seq uint64) (renderedEvent, error) {
 	}
 	env, err := events.UnmarshalEnvelope(data)
 	if err != nil {
-		return renderedEvent{}, fmt.Errorf("%w: %w", ErrPoison, err)
+		return renderedEvent{}, msgerr.Poison(err)
 	}
 	typ, body, err := RenderBody(env)
 	if err != nil {

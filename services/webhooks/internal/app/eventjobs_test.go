@@ -2,13 +2,13 @@ package app_test
 
 import (
 	"context"
-	"errors"
 	"io"
 	"log/slog"
 	"testing"
 	"time"
 
 	"github.com/shipfile/shipfile/pkg/events"
+	"github.com/shipfile/shipfile/pkg/msgerr"
 	"github.com/shipfile/shipfile/services/webhooks/internal/app"
 )
 
@@ -94,7 +94,7 @@ func TestEventJobs(t *testing.T) {
 		string(job.GetBody()) != string(body) || job.GetEventId() != env.GetEventId() || job.GetCreatedAtUnixMs() != published.UnixMilli() {
 		t.Errorf("job %v", job)
 	}
-	if _, err := f.Job(context.Background(), []byte("\xff\xff"), 1, published, 0); !errors.Is(err, app.ErrPoison) {
+	if _, err := f.Job(context.Background(), []byte("\xff\xff"), 1, published, 0); !msgerr.IsPoison(err) {
 		t.Errorf("garbage: %v, want poison", err)
 	}
 }

@@ -34,8 +34,6 @@ const (
 var (
 	// ErrNotFound: the delivery or subscription does not exist (any more).
 	ErrNotFound = errors.New("not found")
-	// ErrPoison marks a message that can never be handled: it is terminated, not retried.
-	ErrPoison = errors.New("poison message")
 )
 
 // NewDelivery is a delivery row to insert without an attempt (tests and tools): one

@@ -15,6 +15,7 @@ import (
 	"github.com/shipfile/shipfile/pkg/consumer"
 	"github.com/shipfile/shipfile/pkg/events"
 	"github.com/shipfile/shipfile/pkg/events/eventsv1"
+	"github.com/shipfile/shipfile/pkg/msgerr"
 	"github.com/shipfile/shipfile/services/webhooks/internal/app"
 )
 
@@ -45,7 +46,7 @@ func (d *Dispatcher) handleMsg(ctx context.Context, msg jetstream.Msg) consumer.
 	} else {
 		job, err = d.p.Events.Job(ctx, msg.Data(), hm.hook, ack.stored, ack.streamSeq)
 		switch {
-		case errors.Is(err, app.ErrPoison):
+		case msgerr.IsPoison(err):
 			return consumer.Poison(err.Error())
 		case err != nil:
 			return consumer.Failed(err) // after the back-off
@@ -55,20 +56,20 @@ func (d *Dispatcher) handleMsg(ctx context.Context, msg jetstream.Msg) consumer.
 		seenBefore = time.Since(ack.stored) > d.opts.FreshFor
 	}
 	err = d.p.Deliverer.DeliverJob(ctx, job, ack.delivered, seenBefore)
-	var again *app.RetryError
+	delay, _, again := msgerr.Delay(err)
 	switch {
 	case err == nil:
 		return consumer.Acked()
-	case errors.Is(err, app.ErrPoison):
+	case msgerr.IsPoison(err):
 		return consumer.Poison(err.Error())
-	case !errors.As(err, &again):
+	case !again:
 		return consumer.Failed(err) // not a delivery's error: after the back-off
-	case again.Delay <= 0:
+	case delay <= 0:
 		return consumer.NakAfter(0)
 	}
-	if err := d.scheduleRetry(ctx, job, ack.streamSeq, time.Now().Add(again.Delay)); err != nil {
+	if err := d.scheduleRetry(ctx, job, ack.streamSeq, time.Now().Add(delay)); err != nil {
 		d.log.Warn("move webhook job to the retry queue; it waits on its own consumer", "delivery_id", job.GetDeliveryId(), "err", err)
-		return consumer.NakAfter(again.Delay)
+		return consumer.NakAfter(delay)
 	}
 	return consumer.Acked()
 }
