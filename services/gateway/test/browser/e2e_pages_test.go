@@ -155,6 +155,11 @@ func sendEncrypted(t *testing.T, sys *outSystem, tb *tab, api servicetest.Client
 	}
 	tb.waitJS("the note about the key", `!document.getElementById('e2e-sent-note').hidden`)
 	link = tb.value("#magic-link")
+	// The server's QR code of the link lacks the key: the page hides it when the link
+	// to pass on carries one.
+	if hidden := run(tb, chromedp.Evaluate[bool](`document.querySelector('.qr-box').hidden`)); hidden != strings.Contains(link, "#") {
+		t.Fatalf("QR code hidden: %v, for a link %s a key", hidden, map[bool]string{true: "with", false: "without"}[strings.Contains(link, "#")])
+	}
 	return pkgID, link, id, upload
 }
 
