@@ -7,133 +7,13 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
-	"os"
-	"os/exec"
-	"path/filepath"
-	"strings"
-	"sync"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/shipfile/shipfile/bench/internal/rig"
 	"github.com/shipfile/shipfile/pkg/servicetest"
 )
-
-// eicar is the EICAR anti-virus test file, assembled here so that no file of the
-// repository holds it whole (a virus scanner on a developer's machine would flag it).
-var eicar = []byte(`X5O!P%@AP[4\PZX54(P^)7CC)7}$EICAR` + `-STANDARD-ANTIVIRUS-TEST-FILE!$H+H*`)
-
-// clamd is a private clamd (Debian's clamav-daemon) with a signature database of
-// EICAR's signature alone (made with sigtool), on a port of its own, which a scenario
-// stops and starts again (never the shared one of scripts/dev.sh).
-type clamd struct {
-	t    testing.TB
-	bin  string
-	conf string
-	addr string
-
-	mu  sync.Mutex
-	cmd *exec.Cmd
-}
-
-// startClamd writes the database and a clamd.conf with the Alert* options every shipped
-// configuration sets, starts clamd and returns once it answers PING. It is stopped when
-// the test ends.
-func startClamd(t testing.TB) *clamd {
-	t.Helper()
-	bin := os.Getenv("SHIPFILE_CLAMD_BIN")
-	if bin == "" {
-		if p, err := exec.LookPath("clamd"); err == nil {
-			bin = p
-		} else {
-			bin = "/usr/sbin/clamd"
-		}
-	}
-	if _, err := os.Stat(bin); err != nil {
-		t.Fatal("no clamd: scripts/dev.sh clamd installs clamav-daemon with apt-get, or set SHIPFILE_CLAMD_BIN")
-	}
-	sigtool, err := exec.LookPath("sigtool")
-	if err != nil {
-		t.Fatal("no sigtool: apt-get install clamav (scripts/dev.sh clamd does it)")
-	}
-	cmd := exec.Command(sigtool, "--hex-dump")
-	cmd.Stdin = bytes.NewReader(eicar)
-	hex, err := cmd.Output()
-	if err != nil || len(bytes.TrimSpace(hex)) == 0 {
-		t.Fatalf("sigtool --hex-dump: %v", err)
-	}
-	dir := t.TempDir()
-	db := filepath.Join(dir, "db")
-	if err := os.MkdirAll(db, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	ndb := fmt.Sprintf("Eicar-Test-Signature:0:*:%s\n", bytes.TrimSpace(hex))
-	if err := os.WriteFile(filepath.Join(db, "shipfile-test.ndb"), []byte(ndb), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	c := &clamd{t: t, bin: bin, conf: filepath.Join(dir, "clamd.conf"), addr: servicetest.FreeAddr(t)}
-	_, port, _ := net.SplitHostPort(c.addr)
-	conf := fmt.Sprintf("Foreground yes\nDatabaseDirectory %s\nTCPSocket %s\nTCPAddr 127.0.0.1\nLogFile %s\nMaxThreads 4\nSelfCheck 3600\n"+
-		"AlertExceedsMax yes\nAlertEncrypted yes\nAlertEncryptedArchive yes\nAlertEncryptedDoc yes\nAlertBrokenExecutables yes\n",
-		db, port, filepath.Join(dir, "clamd.log"))
-	if err := os.WriteFile(c.conf, []byte(conf), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	c.start()
-	t.Cleanup(c.stop)
-	return c
-}
-
-// start starts clamd (again) and waits until it answers PING.
-func (c *clamd) start() {
-	c.t.Helper()
-	c.mu.Lock()
-	c.cmd = exec.Command(c.bin, "-c", c.conf)
-	c.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if err := c.cmd.Start(); err != nil {
-		c.mu.Unlock()
-		c.t.Fatal(err)
-	}
-	c.mu.Unlock()
-	servicetest.WaitFor(c.t, 60*time.Second, "clamd to answer PING on "+c.addr, c.answers)
-}
-
-// stop stops clamd (SIGTERM, then SIGKILL) and waits until it is gone.
-func (c *clamd) stop() {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.cmd == nil {
-		return
-	}
-	_ = c.cmd.Process.Signal(syscall.SIGTERM)
-	done := make(chan struct{})
-	go func() { _ = c.cmd.Wait(); close(done) }()
-	select {
-	case <-done:
-	case <-time.After(10 * time.Second):
-		_ = c.cmd.Process.Kill()
-		<-done
-	}
-	c.cmd = nil
-}
-
-func (c *clamd) answers() bool {
-	conn, err := net.DialTimeout("tcp", c.addr, time.Second)
-	if err != nil {
-		return false
-	}
-	defer conn.Close()
-	_ = conn.SetDeadline(time.Now().Add(2 * time.Second))
-	if _, err := conn.Write([]byte("zPING\x00")); err != nil {
-		return false
-	}
-	b := make([]byte, 16)
-	n, _ := conn.Read(b)
-	return strings.HasPrefix(string(b[:n]), "PONG")
-}
 
 // download is an answer of the owner's download route: status, Retry-After, the JSON
 // error's scan field, and the bytes of a 200.
@@ -207,9 +87,9 @@ func scanStates(t *testing.T, s *rig.Stack, pkgs []string) map[string]string {
 // so nothing is served unscanned; once clamd is back every verdict arrives: EICAR
 // infected (its object gone, 410), the others clean and served whole.
 func TestClamdOutage(t *testing.T) {
-	cd := startClamd(t)
+	cd := servicetest.StartClamd(t, "")
 	ns := rig.StartNATS(t)
-	s := rig.NewStack(t, bins, rig.StackOptions{NATSURL: ns.URL, Env: []string{"SHIPFILE_CLAMD_ADDR=" + cd.addr}})
+	s := rig.NewStack(t, bins, rig.StackOptions{NATSURL: ns.URL, Env: []string{"SHIPFILE_CLAMD_ADDR=" + cd.Addr}})
 	s.StartGateway("SHIPFILE_SCAN=block", "SHIPFILE_RATE_LIMIT=0")
 	s.StartService("scanner", "SHIPFILE_SCAN_RETRY_MAX=1s", "SHIPFILE_SCAN_ACK_WAIT=5s")
 
@@ -225,10 +105,10 @@ func TestClamdOutage(t *testing.T) {
 	}
 
 	stopped := time.Now()
-	cd.stop()
+	cd.Stop()
 	content := map[string][]byte{}
 	for i, tok := range tokens {
-		linkUpload(t, s, tok, "invoice.pdf", eicar)
+		linkUpload(t, s, tok, "invoice.pdf", servicetest.EICAR)
 		for j := range cleanPerRequest {
 			name := fmt.Sprintf("report-%d-%d.txt", i, j)
 			content[name] = []byte(fmt.Sprintf("quarterly report %d of request %d\n", j, i))
@@ -288,7 +168,7 @@ func TestClamdOutage(t *testing.T) {
 
 	restarted := time.Now()
 	record(t, "clamd down for", restarted.Sub(stopped).Round(100*time.Millisecond).String())
-	cd.start()
+	cd.Start()
 	var states map[string]string
 	servicetest.WaitFor(t, 120*time.Second, "every verdict after clamd came back", func() bool {
 		states = scanStates(t, s, pkgs)

@@ -1,152 +1,21 @@
 package e2e
 
 import (
-	"bytes"
-	"fmt"
-	"net"
-	"os"
-	"os/exec"
-	"path/filepath"
-	"strings"
-	"sync"
-	"syscall"
 	"testing"
-	"time"
 
 	"github.com/shipfile/shipfile/pkg/servicetest"
 )
 
-// eicar is the EICAR anti-virus test file, assembled here so that no file of the
-// repository holds it whole (a virus scanner on a developer's machine would flag it).
-var eicar = []byte(`X5O!P%@AP[4\PZX54(P^)7CC)7}$EICAR` + `-STANDARD-ANTIVIRUS-TEST-FILE!$H+H*`)
-
-// clamd is a private clamd process (Debian's clamav-daemon) with the test signature
-// database (EICAR's signature, made with sigtool), on a port of its own, for tests that
-// stop, freeze and restart it (never the shared one of scripts/dev.sh).
-type clamd struct {
-	t    testing.TB
-	bin  string
-	conf string
-	Addr string
-
-	mu  sync.Mutex
-	cmd *exec.Cmd
-}
-
-// clamdBin finds clamd: SHIPFILE_CLAMD_BIN, PATH, or Debian's /usr/sbin/clamd.
-func clamdBin(t testing.TB) string {
-	t.Helper()
-	candidates := []string{os.Getenv("SHIPFILE_CLAMD_BIN")}
-	if p, err := exec.LookPath("clamd"); err == nil {
-		candidates = append(candidates, p)
-	}
-	for _, c := range append(candidates, "/usr/sbin/clamd") {
-		if fi, err := os.Stat(c); c != "" && err == nil && !fi.IsDir() {
-			return c
-		}
-	}
-	t.Fatal("no clamd: run make test (scripts/dev.sh installs clamav-daemon with apt-get) or set SHIPFILE_CLAMD_BIN")
-	return ""
-}
+// eicar is the EICAR anti-virus test file (servicetest.EICAR).
+var eicar = servicetest.EICAR
 
 // clamdLimits are the size limits of the tests' clamd: above every file of the tests
 // but those that are meant to exceed them.
 const clamdLimits = "StreamMaxLength 200M\nMaxScanSize 200M\nMaxFileSize 200M\n"
 
-// clamdAlerts are the options every shipped clamd.conf sets (scripts/dev.sh,
-// docker-compose.yml, deploy/k8s): clamd names what it could not judge.
-const clamdAlerts = "AlertExceedsMax yes\nAlertEncrypted yes\nAlertEncryptedArchive yes\nAlertEncryptedDoc yes\nAlertBrokenExecutables yes\n"
-
-// startClamd writes the test database and a clamd.conf with limits (clamd.conf lines)
-// and the shipped Alert* options into a temporary directory and starts clamd, returning
-// once it answers PING. It is stopped when the test ends.
-func startClamd(t testing.TB, limits string) *clamd {
+// startClamd starts a private clamd with limits (clamd.conf lines) and the shipped
+// Alert* options (servicetest.StartClamd).
+func startClamd(t testing.TB, limits string) *servicetest.Clamd {
 	t.Helper()
-	dir := t.TempDir()
-	sigtool, err := exec.LookPath("sigtool")
-	if err != nil {
-		t.Fatal("no sigtool: apt-get install clamav (scripts/dev.sh does it)")
-	}
-	cmd := exec.Command(sigtool, "--hex-dump")
-	cmd.Stdin = bytes.NewReader(eicar)
-	hex, err := cmd.Output()
-	if err != nil || len(bytes.TrimSpace(hex)) == 0 {
-		t.Fatalf("sigtool --hex-dump: %v", err)
-	}
-	if err := os.MkdirAll(filepath.Join(dir, "db"), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	ndb := fmt.Sprintf("Eicar-Test-Signature:0:*:%s\n", bytes.TrimSpace(hex))
-	if err := os.WriteFile(filepath.Join(dir, "db", "shipfile-test.ndb"), []byte(ndb), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	c := &clamd{t: t, bin: clamdBin(t), conf: filepath.Join(dir, "clamd.conf"), Addr: servicetest.FreeAddr(t)}
-	_, port, _ := net.SplitHostPort(c.Addr)
-	conf := fmt.Sprintf("Foreground yes\nDatabaseDirectory %s\nTCPSocket %s\nTCPAddr 127.0.0.1\nLogFile %s\nMaxThreads 4\n"+
-		"SelfCheck 3600\n%s%s",
-		filepath.Join(dir, "db"), port, filepath.Join(dir, "clamd.log"), limits, clamdAlerts)
-	if err := os.WriteFile(c.conf, []byte(conf), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	c.Start()
-	t.Cleanup(c.Stop)
-	return c
-}
-
-// Start starts clamd (again) and waits until it answers PING.
-func (c *clamd) Start() {
-	c.t.Helper()
-	c.mu.Lock()
-	c.cmd = exec.Command(c.bin, "-c", c.conf)
-	c.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if err := c.cmd.Start(); err != nil {
-		c.mu.Unlock()
-		c.t.Fatal(err)
-	}
-	c.mu.Unlock()
-	servicetest.WaitFor(c.t, 60*time.Second, "clamd to answer PING on "+c.Addr, c.answers)
-}
-
-// Stop stops clamd (SIGTERM, then SIGKILL) and waits until it is gone.
-func (c *clamd) Stop() {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.cmd == nil {
-		return
-	}
-	_ = c.cmd.Process.Signal(syscall.SIGCONT) // in case a test froze it
-	_ = c.cmd.Process.Signal(syscall.SIGTERM)
-	done := make(chan struct{})
-	go func() { _ = c.cmd.Wait(); close(done) }()
-	select {
-	case <-done:
-	case <-time.After(10 * time.Second):
-		_ = c.cmd.Process.Kill()
-		<-done
-	}
-	c.cmd = nil
-}
-
-// Signal sends sig to the running clamd (SIGSTOP freezes it, SIGCONT thaws it).
-func (c *clamd) Signal(sig syscall.Signal) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.cmd != nil {
-		_ = c.cmd.Process.Signal(sig)
-	}
-}
-
-func (c *clamd) answers() bool {
-	conn, err := net.DialTimeout("tcp", c.Addr, time.Second)
-	if err != nil {
-		return false
-	}
-	defer conn.Close()
-	_ = conn.SetDeadline(time.Now().Add(2 * time.Second))
-	if _, err := conn.Write([]byte("zPING\x00")); err != nil {
-		return false
-	}
-	b := make([]byte, 16)
-	n, _ := conn.Read(b)
-	return strings.HasPrefix(string(b[:n]), "PONG")
+	return servicetest.StartClamd(t, limits)
 }

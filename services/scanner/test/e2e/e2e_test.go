@@ -60,7 +60,7 @@ type system struct {
 	common []string
 	db     *pgxpool.Pool
 	bucket *storage.Store
-	clamd  *clamd
+	clamd  *servicetest.Clamd
 	js     jetstream.JetStream
 }
 
