@@ -46,15 +46,16 @@ func (o *Objects) PutPart(ctx context.Context, key, uploadID string, number int,
 // StreamPart sends part number, whose first filled bytes are in buf, while reading the
 // rest from r into buf (streamPart): the bytes go to the store as they arrive. A stored
 // part has its Size set.
-func (o *Objects) StreamPart(ctx context.Context, key, uploadID string, number int, r io.Reader, buf []byte, filled int) (transfers.TusPart, int, error, error) {
+func (o *Objects) StreamPart(ctx context.Context, key, uploadID string, number int, r io.Reader, buf []byte, filled int) (transfers.Streamed, error) {
 	part, stored, n, srcErr, err := o.streamPart(ctx, key, uploadID, number, r, buf, filled)
+	s := transfers.Streamed{N: n, BodyErr: srcErr}
 	if err != nil {
-		return transfers.TusPart{}, n, srcErr, fmt.Errorf("upload part %d: %w", number, err)
+		return s, fmt.Errorf("upload part %d: %w", number, err)
 	}
-	if !stored {
-		return transfers.TusPart{}, n, srcErr, nil
+	if stored {
+		s.Part = transfers.TusPart{Number: number, ETag: part.ETag, CRC32C: part.ChecksumCRC32C, Size: int64(n)}
 	}
-	return transfers.TusPart{Number: number, ETag: part.ETag, CRC32C: part.ChecksumCRC32C, Size: int64(n)}, n, srcErr, nil
+	return s, nil
 }
 
 // CompleteMultipart joins the parts into the object.

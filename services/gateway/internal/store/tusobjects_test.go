@@ -50,10 +50,11 @@ func TestStreamPart(t *testing.T) {
 			defer func() { _ = objects.AbortMultipart(ctx, key, id) }()
 			buf := make([]byte, partSize)
 			filled := copy(buf, data[:c.filled])
-			part, n, srcErr, err := objects.StreamPart(ctx, key, id, 1, &chunky{r: c.body}, buf, filled)
+			streamed, err := objects.StreamPart(ctx, key, id, 1, &chunky{r: c.body}, buf, filled)
 			if err != nil {
 				t.Fatalf("store error %v", err)
 			}
+			part, n, srcErr := streamed.Part, streamed.N, streamed.BodyErr
 			if n != c.n || !bytes.Equal(buf[:n], data[:n]) {
 				t.Fatalf("%d bytes in the buffer, want the body's first %d", n, c.n)
 			}

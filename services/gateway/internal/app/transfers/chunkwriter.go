@@ -152,24 +152,24 @@ func (w *chunkWriter) streamWhole(ctx context.Context) (stored bool, err error) 
 	for first == 0 && srcErr == nil {
 		first, srcErr = w.body.Read(w.buf)
 	}
-	s := streamed{n: first, bodyErr: srcErr}
+	s := Streamed{N: first, BodyErr: srcErr}
 	if srcErr == nil {
 		s, err = w.streamPart(ctx, first)
 	}
-	w.took(w.buf[:s.n])
+	w.took(w.buf[:s.N])
 	if err != nil {
 		return false, err
 	}
-	if s.bodyErr != nil {
-		w.bodyErr = s.bodyErr
-		if errors.Is(s.bodyErr, io.EOF) || errors.Is(s.bodyErr, io.ErrUnexpectedEOF) {
+	if s.BodyErr != nil {
+		w.bodyErr = s.BodyErr
+		if errors.Is(s.BodyErr, io.EOF) || errors.Is(s.BodyErr, io.ErrUnexpectedEOF) {
 			w.bodyErr = io.EOF
 		}
 	}
-	if s.part.Size == 0 {
+	if s.Part.Size == 0 {
 		return false, nil
 	}
-	w.next.Parts = append(append([]TusPart(nil), w.next.Parts...), s.part)
+	w.next.Parts = append(append([]TusPart(nil), w.next.Parts...), s.Part)
 	return true, w.sent(ctx)
 }
 
@@ -296,24 +296,14 @@ func (w *chunkWriter) brokeOff() error {
 	return nil
 }
 
-// streamed is what streamPart did: the part it stored (Size 0 when the body ended or
-// broke off inside it and nothing was stored), how many of the body's bytes buf holds,
-// and the body's error (io.EOF when it ended; nil while it goes on).
-type streamed struct {
-	part    TusPart
-	n       int
-	bodyErr error
-}
-
 // streamPart sends the next part, whose first filled bytes are in buf, while reading
 // the rest from the body into buf (ChunkStore's StreamPart), starting the multipart
 // upload first if needed. The error is the store's (or the lease's).
-func (w *chunkWriter) streamPart(ctx context.Context, filled int) (streamed, error) {
+func (w *chunkWriter) streamPart(ctx context.Context, filled int) (Streamed, error) {
 	if err := w.startPart(ctx); err != nil {
-		return streamed{n: filled}, err
+		return Streamed{N: filled}, err
 	}
-	part, n, srcErr, err := w.r.chunks.StreamPart(ctx, w.next.ObjectKey, w.next.S3UploadID, len(w.next.Parts)+1, w.body, w.buf, filled)
-	return streamed{part: part, n: n, bodyErr: srcErr}, err
+	return w.r.chunks.StreamPart(ctx, w.next.ObjectKey, w.next.S3UploadID, len(w.next.Parts)+1, w.body, w.buf, filled)
 }
 
 // putPart sends data as the next part, starting the multipart upload first if needed.

@@ -49,6 +49,16 @@ type TusPart struct {
 	Size   int64  `json:"size"`
 }
 
+// Streamed is what a part sent while it is read came to (ChunkStore's StreamPart): the
+// part stored (Size 0 when the body ended or broke off inside it and nothing was
+// stored), how many of the body's bytes the buffer holds, and the body's error (io.EOF
+// when it ended; nil while it goes on).
+type Streamed struct {
+	Part    TusPart
+	N       int
+	BodyErr error
+}
+
 // TusOwner is whom an upload belongs to: its package, and the user who created it
 // (owner uploads) or the link it was created through (recipient uploads).
 type TusOwner struct {

@@ -64,11 +64,11 @@ type ChunkStore interface {
 	PutPart(ctx context.Context, key, uploadID string, number int, data []byte) (TusPart, error)
 	// StreamPart sends part number of len(buf) bytes, the first filled of which are in
 	// buf already, while it reads the rest from r into buf, so that receiving and
-	// sending overlap. Every byte taken from r is kept in buf[:n], in order, whatever
-	// happens. A part with its Size set was full and is stored; srcErr is r's error
+	// sending overlap. Every byte taken from r is kept in buf[:N], in order, whatever
+	// happens. A Part with its Size set was full and is stored; BodyErr is r's error
 	// (io.EOF when it ended), which comes without a part when r ended or failed inside
-	// it, and may come with one. err is the store's.
-	StreamPart(ctx context.Context, key, uploadID string, number int, r io.Reader, buf []byte, filled int) (part TusPart, n int, srcErr, err error)
+	// it, and may come with one. The error is the store's.
+	StreamPart(ctx context.Context, key, uploadID string, number int, r io.Reader, buf []byte, filled int) (Streamed, error)
 	CompleteMultipart(ctx context.Context, key, uploadID string, parts []TusPart) error
 	AbortMultipart(ctx context.Context, key, uploadID string) error
 	// PutSmall stores data as one object.
