@@ -599,16 +599,34 @@ func (e TusResumable) Valid() bool {
 
 // Defines values for ExportAuditParamsFormat.
 const (
-	Csv   ExportAuditParamsFormat = "csv"
-	Jsonl ExportAuditParamsFormat = "jsonl"
+	ExportAuditParamsFormatCsv   ExportAuditParamsFormat = "csv"
+	ExportAuditParamsFormatJsonl ExportAuditParamsFormat = "jsonl"
 )
 
 // Valid indicates whether the value is a known member of the ExportAuditParamsFormat enum.
 func (e ExportAuditParamsFormat) Valid() bool {
 	switch e {
-	case Csv:
+	case ExportAuditParamsFormatCsv:
 		return true
-	case Jsonl:
+	case ExportAuditParamsFormatJsonl:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for ActivityReportParamsFormat.
+const (
+	ActivityReportParamsFormatCsv  ActivityReportParamsFormat = "csv"
+	ActivityReportParamsFormatJson ActivityReportParamsFormat = "json"
+)
+
+// Valid indicates whether the value is a known member of the ActivityReportParamsFormat enum.
+func (e ActivityReportParamsFormat) Valid() bool {
+	switch e {
+	case ActivityReportParamsFormatCsv:
+		return true
+	case ActivityReportParamsFormatJson:
 		return true
 	default:
 		return false
@@ -817,6 +835,22 @@ func (e TusWriteOwnerParamsTusResumable) Valid() bool {
 	default:
 		return false
 	}
+}
+
+// ActivityReport defines model for ActivityReport.
+type ActivityReport struct {
+	From  time.Time `json:"from"`
+	Items []struct {
+		BytesReceived    int64    `json:"bytes_received"`
+		BytesSent        int64    `json:"bytes_sent"`
+		Downloads        int64    `json:"downloads"`
+		Email            string   `json:"email"`
+		Name             string   `json:"name"`
+		PackagesSent     int64    `json:"packages_sent"`
+		RecipientDomains []string `json:"recipient_domains"`
+		UserId           int64    `json:"user_id"`
+	} `json:"items"`
+	To time.Time `json:"to"`
 }
 
 // AddedRecipient defines model for AddedRecipient.
@@ -2085,6 +2119,16 @@ type ExportAuditParams struct {
 // ExportAuditParamsFormat defines parameters for ExportAudit.
 type ExportAuditParamsFormat string
 
+// ActivityReportParams defines parameters for ActivityReport.
+type ActivityReportParams struct {
+	From   *time.Time                  `form:"from,omitempty" json:"from,omitempty"`
+	To     *time.Time                  `form:"to,omitempty" json:"to,omitempty"`
+	Format *ActivityReportParamsFormat `form:"format,omitempty" json:"format,omitempty"`
+}
+
+// ActivityReportParamsFormat defines parameters for ActivityReport.
+type ActivityReportParamsFormat string
+
 // ListUsageParams defines parameters for ListUsage.
 type ListUsageParams struct {
 	// Sort used_bytes, reserved_bytes, active_packages (each largest first) or email.
@@ -2562,6 +2606,16 @@ type ClientInterface interface {
 	//
 	// Corresponds with PUT /api/v1/admin/policies/default (the `PutDefaultPolicy` operationId).
 	PutDefaultPolicy(ctx context.Context, body PutDefaultPolicyJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ActivityReport Per-user activity in a range, JSON or CSV (admin)
+	//
+	// For each user with activity in [`from`, `to`) (default: the 30 days before now; at most 366
+	// days): outbound packages created and their bytes, inbound packages' bytes (received),
+	// downloads of the user's packages, and the domains of the outbound packages' recipients.
+	// Counts packages that still exist (a deleted package's bytes and recipients are gone).
+	//
+	// Corresponds with GET /api/v1/admin/reports/activity (the `ActivityReport` operationId).
+	ActivityReport(ctx context.Context, params *ActivityReportParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// ListUsage Every user's storage usage (admin)
 	//
@@ -3444,6 +3498,26 @@ func (c *Client) PutDefaultPolicyWithBody(ctx context.Context, contentType strin
 // Corresponds with PUT /api/v1/admin/policies/default (the `PutDefaultPolicy` operationId).
 func (c *Client) PutDefaultPolicy(ctx context.Context, body PutDefaultPolicyJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewPutDefaultPolicyRequest(c.Server, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ActivityReport Per-user activity in a range, JSON or CSV (admin)
+//
+// For each user with activity in [`from`, `to`) (default: the 30 days before now; at most 366
+// days): outbound packages created and their bytes, inbound packages' bytes (received),
+// downloads of the user's packages, and the domains of the outbound packages' recipients.
+// Counts packages that still exist (a deleted package's bytes and recipients are gone).
+//
+// Corresponds with GET /api/v1/admin/reports/activity (the `ActivityReport` operationId).
+func (c *Client) ActivityReport(ctx context.Context, params *ActivityReportParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewActivityReportRequest(c.Server, params)
 	if err != nil {
 		return nil, err
 	}
@@ -5317,6 +5391,84 @@ func NewPutDefaultPolicyRequestWithBody(server string, contentType string, body 
 	}
 
 	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
+// NewActivityReportRequest constructs an http.Request for the ActivityReport method
+func NewActivityReportRequest(server string, params *ActivityReportParams) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/v1/admin/reports/activity")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.From != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "from", *params.From, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: "date-time"}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.To != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "to", *params.To, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: "date-time"}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Format != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "format", *params.Format, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
 
 	return req, nil
 }
@@ -8288,6 +8440,18 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with PUT /api/v1/admin/policies/default (the `PutDefaultPolicy` operationId).
 	PutDefaultPolicyWithResponse(ctx context.Context, body PutDefaultPolicyJSONRequestBody, reqEditors ...RequestEditorFn) (*PutDefaultPolicyResponse, error)
 
+	// ActivityReportWithResponse Per-user activity in a range, JSON or CSV (admin)
+	//
+	// For each user with activity in [`from`, `to`) (default: the 30 days before now; at most 366
+	// days): outbound packages created and their bytes, inbound packages' bytes (received),
+	// downloads of the user's packages, and the domains of the outbound packages' recipients.
+	// Counts packages that still exist (a deleted package's bytes and recipients are gone).
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /api/v1/admin/reports/activity (the `ActivityReport` operationId).
+	ActivityReportWithResponse(ctx context.Context, params *ActivityReportParams, reqEditors ...RequestEditorFn) (*ActivityReportResponse, error)
+
 	// ListUsageWithResponse Every user's storage usage (admin)
 	//
 	// Returns a wrapper object for the known response body format(s).
@@ -10068,6 +10232,75 @@ func (r PutDefaultPolicyResponse) StatusCode() int {
 
 // ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
 func (r PutDefaultPolicyResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// ActivityReportResponse401Headers the declared response headers of an HTTP 401 response for ActivityReport
+type ActivityReportResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+type ActivityReportResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *ActivityReport
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
+	// JSON422 the response for an HTTP 422 `application/json` response
+	JSON422 *Invalid
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *ActivityReportResponse401Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r ActivityReportResponse) GetJSON200() *ActivityReport {
+	return r.JSON200
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r ActivityReportResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r ActivityReportResponse) GetJSON403() *Forbidden {
+	return r.JSON403
+}
+
+// GetJSON422 returns the response for an HTTP 422 `application/json` response
+func (r ActivityReportResponse) GetJSON422() *Invalid {
+	return r.JSON422
+}
+
+// GetBody returns the raw response body bytes
+func (r ActivityReportResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ActivityReportResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ActivityReportResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ActivityReportResponse) ContentType() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Header.Get("Content-Type")
 	}
@@ -15692,6 +15925,24 @@ func (c *ClientWithResponses) PutDefaultPolicyWithResponse(ctx context.Context, 
 	return ParsePutDefaultPolicyResponse(rsp)
 }
 
+// ActivityReportWithResponse Per-user activity in a range, JSON or CSV (admin)
+//
+// For each user with activity in [`from`, `to`) (default: the 30 days before now; at most 366
+// days): outbound packages created and their bytes, inbound packages' bytes (received),
+// downloads of the user's packages, and the domains of the outbound packages' recipients.
+// Counts packages that still exist (a deleted package's bytes and recipients are gone).
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /api/v1/admin/reports/activity (the `ActivityReport` operationId).
+func (c *ClientWithResponses) ActivityReportWithResponse(ctx context.Context, params *ActivityReportParams, reqEditors ...RequestEditorFn) (*ActivityReportResponse, error) {
+	rsp, err := c.ActivityReport(ctx, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseActivityReportResponse(rsp)
+}
+
 // ListUsageWithResponse Every user's storage usage (admin)
 //
 // Returns a wrapper object for the known response body format(s).
@@ -17802,6 +18053,69 @@ func ParsePutDefaultPolicyResponse(rsp *http.Response) (*PutDefaultPolicyRespons
 			headers.RetryAfter = &value
 		}
 		response.Headers429 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseActivityReportResponse parses an HTTP response from a ActivityReportWithResponse call
+func ParseActivityReportResponse(rsp *http.Response) (*ActivityReportResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ActivityReportResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest ActivityReport
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest Invalid
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON422 = &dest
+
+	case rsp.StatusCode == 200:
+		// Content-type (text/csv) unsupported
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers ActivityReportResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
 	}
 
 	return response, nil

@@ -25,6 +25,7 @@ import (
 	pkgservice "github.com/shipfile/shipfile/pkg/service"
 	"github.com/shipfile/shipfile/pkg/storage"
 	"github.com/shipfile/shipfile/services/gateway/internal/app"
+	"github.com/shipfile/shipfile/services/gateway/internal/app/audit"
 	"github.com/shipfile/shipfile/services/gateway/internal/app/identity"
 	"github.com/shipfile/shipfile/services/gateway/internal/app/links"
 	"github.com/shipfile/shipfile/services/gateway/internal/app/packages"
@@ -245,6 +246,11 @@ type Service struct {
 	Resumable  *transfers.Resumable
 	Policies   *policies.Policies
 	Webhooks   *webhookadmin.Service
+	// Audit verifies and exports the audit chain; Holds places legal holds (and, on a
+	// bucket made with object lock, S3's legal hold on their objects).
+	Audit   *audit.Chain
+	Holds   *audit.Holds
+	Reports *audit.Reports
 	// Sessions signs browsers in; Start runs its sweeper.
 	Sessions *identity.Sessions
 	// Recheck checks sessions begun through the OpenID provider again; nil without a
@@ -313,6 +319,13 @@ func New(_ context.Context, cfg Config, deps Deps) (*Service, error) {
 	}
 	rate := links.NewLinkRate(db, linkRate, cfg.Edge.LinkBurst)
 	objectStore := store.NewObjects(deps.Objects, uint64(cfg.UploadPartSize))
+	s.Audit = audit.NewChain(db)
+	var locker audit.ObjectLocker
+	if deps.Objects.ObjectLock {
+		locker = objectStore
+	}
+	s.Holds = audit.NewHolds(db, locker, log)
+	s.Reports = audit.NewReports(db)
 	s.Packages = packages.NewPackages(db, objectStore, app.Limits{MaxFileSize: cfg.MaxFileSize, MaxFiles: cfg.MaxFiles}, cfg.PublicURL,
 		packages.WithPolicies(s.Policies, cfg.UploadPartSize))
 	s.Packages.UseHasher(hasher)
@@ -358,6 +371,9 @@ func New(_ context.Context, cfg Config, deps Deps) (*Service, error) {
 		Links:     s.Links,
 		Webhooks:  s.Webhooks,
 		Policies:  s.Policies,
+		Audit:     s.Audit,
+		Holds:     s.Holds,
+		Reports:   s.Reports,
 		Resumable: s.Resumable,
 		Registry:  reg,
 		Pages:     ui,

@@ -58,3 +58,19 @@ func toAuditEntry(r ListAuditChainRow) audit.Entry {
 		PackageID: r.PackageID, FileID: r.FileID, RecipientID: r.RecipientID, IP: r.Ip, UserAgent: r.UserAgent,
 		Detail: r.Detail, PrevHash: r.PrevHash, Hash: r.Hash}
 }
+
+var _ audit.ReportStore = (*Postgres)(nil)
+
+// ActivityReport reads every user's activity in [from, to).
+func (s *Postgres) ActivityReport(ctx context.Context, from, to time.Time) ([]audit.Activity, error) {
+	rows, err := s.q.ActivityReport(ctx, ActivityReportParams{FromAt: from, ToAt: to})
+	if err != nil {
+		return nil, err
+	}
+	out := make([]audit.Activity, len(rows))
+	for i, r := range rows {
+		out[i] = audit.Activity{UserID: r.UserID, Email: r.Email, Name: r.Name, PackagesSent: r.PackagesSent, BytesSent: r.BytesSent,
+			BytesReceived: r.BytesReceived, Downloads: r.Downloads, RecipientDomains: r.RecipientDomains}
+	}
+	return out, nil
+}

@@ -58,3 +58,40 @@ SELECT f.object_key FROM files f JOIN packages p ON p.id = f.package_id
 WHERE (p.id = sqlc.narg(package_id)::uuid OR p.owner_user_id = sqlc.narg(user_id)::bigint)
   AND p.on_hold = @held::boolean
 ORDER BY f.object_key;
+
+-- name: ActivityReport :many
+-- Per user, the packages created in [@from_at, @to_at) that still exist: outbound ones
+-- sent and their bytes, inbound ones' bytes (received), their recipients' domains, and
+-- the downloads of the user's packages in the range (audit entries).
+WITH p AS (
+    SELECT pk.id, pk.owner_user_id, pk.direction, pk.total_size FROM packages pk
+    WHERE pk.created_at >= @from_at::timestamptz AND pk.created_at < @to_at::timestamptz
+), sent AS (
+    SELECT owner_user_id,
+           count(*) FILTER (WHERE direction = 'outbound')::bigint AS packages_sent,
+           coalesce(sum(total_size) FILTER (WHERE direction = 'outbound'), 0)::bigint AS bytes_sent,
+           coalesce(sum(total_size) FILTER (WHERE direction = 'inbound'), 0)::bigint AS bytes_received
+    FROM p GROUP BY owner_user_id
+), dl AS (
+    SELECT k.owner_user_id, count(*)::bigint AS downloads
+    FROM audit_log a JOIN packages k ON k.id = a.package_id
+    WHERE a.action IN ('file.download', 'archive.download') AND a.created_at >= @from_at::timestamptz AND a.created_at < @to_at::timestamptz
+    GROUP BY k.owner_user_id
+), dom AS (
+    SELECT p.owner_user_id, array_agg(DISTINCT lower(split_part(r.email, '@', 2)))::text[] AS domains
+    FROM p JOIN recipients r ON r.package_id = p.id
+    WHERE p.direction = 'outbound'
+    GROUP BY p.owner_user_id
+)
+SELECT u.id AS user_id, u.email, u.name,
+       coalesce(s.packages_sent, 0)::bigint AS packages_sent,
+       coalesce(s.bytes_sent, 0)::bigint AS bytes_sent,
+       coalesce(s.bytes_received, 0)::bigint AS bytes_received,
+       coalesce(dl.downloads, 0)::bigint AS downloads,
+       coalesce(dom.domains, '{}')::text[] AS recipient_domains
+FROM users u
+LEFT JOIN sent s ON s.owner_user_id = u.id
+LEFT JOIN dl ON dl.owner_user_id = u.id
+LEFT JOIN dom ON dom.owner_user_id = u.id
+WHERE s.owner_user_id IS NOT NULL OR dl.owner_user_id IS NOT NULL
+ORDER BY u.email;

@@ -12,6 +12,89 @@ import (
 	"github.com/google/uuid"
 )
 
+const activityReport = `-- name: ActivityReport :many
+WITH p AS (
+    SELECT pk.id, pk.owner_user_id, pk.direction, pk.total_size FROM packages pk
+    WHERE pk.created_at >= $1::timestamptz AND pk.created_at < $2::timestamptz
+), sent AS (
+    SELECT owner_user_id,
+           count(*) FILTER (WHERE direction = 'outbound')::bigint AS packages_sent,
+           coalesce(sum(total_size) FILTER (WHERE direction = 'outbound'), 0)::bigint AS bytes_sent,
+           coalesce(sum(total_size) FILTER (WHERE direction = 'inbound'), 0)::bigint AS bytes_received
+    FROM p GROUP BY owner_user_id
+), dl AS (
+    SELECT k.owner_user_id, count(*)::bigint AS downloads
+    FROM audit_log a JOIN packages k ON k.id = a.package_id
+    WHERE a.action IN ('file.download', 'archive.download') AND a.created_at >= $1::timestamptz AND a.created_at < $2::timestamptz
+    GROUP BY k.owner_user_id
+), dom AS (
+    SELECT p.owner_user_id, array_agg(DISTINCT lower(split_part(r.email, '@', 2)))::text[] AS domains
+    FROM p JOIN recipients r ON r.package_id = p.id
+    WHERE p.direction = 'outbound'
+    GROUP BY p.owner_user_id
+)
+SELECT u.id AS user_id, u.email, u.name,
+       coalesce(s.packages_sent, 0)::bigint AS packages_sent,
+       coalesce(s.bytes_sent, 0)::bigint AS bytes_sent,
+       coalesce(s.bytes_received, 0)::bigint AS bytes_received,
+       coalesce(dl.downloads, 0)::bigint AS downloads,
+       coalesce(dom.domains, '{}')::text[] AS recipient_domains
+FROM users u
+LEFT JOIN sent s ON s.owner_user_id = u.id
+LEFT JOIN dl ON dl.owner_user_id = u.id
+LEFT JOIN dom ON dom.owner_user_id = u.id
+WHERE s.owner_user_id IS NOT NULL OR dl.owner_user_id IS NOT NULL
+ORDER BY u.email
+`
+
+type ActivityReportParams struct {
+	FromAt time.Time
+	ToAt   time.Time
+}
+
+type ActivityReportRow struct {
+	UserID           int64
+	Email            string
+	Name             string
+	PackagesSent     int64
+	BytesSent        int64
+	BytesReceived    int64
+	Downloads        int64
+	RecipientDomains []string
+}
+
+// Per user, the packages created in [@from_at, @to_at) that still exist: outbound ones
+// sent and their bytes, inbound ones' bytes (received), their recipients' domains, and
+// the downloads of the user's packages in the range (audit entries).
+func (q *Queries) ActivityReport(ctx context.Context, arg ActivityReportParams) ([]ActivityReportRow, error) {
+	rows, err := q.db.Query(ctx, activityReport, arg.FromAt, arg.ToAt)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []ActivityReportRow
+	for rows.Next() {
+		var i ActivityReportRow
+		if err := rows.Scan(
+			&i.UserID,
+			&i.Email,
+			&i.Name,
+			&i.PackagesSent,
+			&i.BytesSent,
+			&i.BytesReceived,
+			&i.Downloads,
+			&i.RecipientDomains,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const auditCanonical = `-- name: AuditCanonical :many
 SELECT seq::bigint AS seq, audit_canonical(a.*)::text AS canonical, audit_hash(a.*)::text AS hash
 FROM audit_log a

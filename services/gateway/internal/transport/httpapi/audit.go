@@ -4,6 +4,8 @@ import (
 	"bufio"
 	"encoding/csv"
 	"net/http"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/gin-gonic/gin"
@@ -13,8 +15,8 @@ import (
 	"github.com/shipfile/shipfile/services/gateway/internal/app/audit"
 )
 
-// The audit chain's export and the legal holds (docs/API.md, "Audit export" and
-// "Legal holds"), admin routes.
+// The audit chain's export, the legal holds and the activity report (docs/API.md,
+// "Audit export", "Legal holds", "Activity report"), admin routes.
 
 // exportAudit streams the chained entries written in [from, to) and those between
 // them in the chain, one line each with its hash, as JSONL or CSV. Entries are read a
@@ -154,4 +156,64 @@ func (h *handlers) releaseHold(c *gin.Context) {
 		return
 	}
 	c.JSON(http.StatusOK, toHoldResponse(hold))
+}
+
+// activityResponse is one user's line of the activity report.
+type activityResponse struct {
+	UserID           int64    `json:"user_id"`
+	Email            string   `json:"email"`
+	Name             string   `json:"name"`
+	PackagesSent     int64    `json:"packages_sent"`
+	BytesSent        int64    `json:"bytes_sent"`
+	BytesReceived    int64    `json:"bytes_received"`
+	Downloads        int64    `json:"downloads"`
+	RecipientDomains []string `json:"recipient_domains"`
+}
+
+// activityReport answers the per-user activity in [from, to) as JSON, or as CSV with
+// format=csv (the domains joined by spaces).
+func (h *handlers) activityReport(c *gin.Context) {
+	from, err := queryTime(c, "from")
+	if err != nil {
+		_ = c.Error(err)
+		return
+	}
+	to, err := queryTime(c, "to")
+	if err != nil {
+		_ = c.Error(err)
+		return
+	}
+	format := c.DefaultQuery("format", "json")
+	if format != "json" && format != "csv" {
+		_ = c.Error(app.Invalid("format must be json or csv"))
+		return
+	}
+	rows, from, to, err := h.reports.Activity(c.Request.Context(), from, to)
+	if err != nil {
+		_ = c.Error(err)
+		return
+	}
+	items := make([]activityResponse, len(rows))
+	for i, r := range rows {
+		items[i] = activityResponse{UserID: r.UserID, Email: r.Email, Name: r.Name, PackagesSent: r.PackagesSent, BytesSent: r.BytesSent,
+			BytesReceived: r.BytesReceived, Downloads: r.Downloads, RecipientDomains: r.RecipientDomains}
+		if items[i].RecipientDomains == nil {
+			items[i].RecipientDomains = []string{}
+		}
+	}
+	if format == "json" {
+		c.JSON(http.StatusOK, gin.H{"from": from, "to": to, "items": items})
+		return
+	}
+	c.Header("Content-Type", "text/csv; charset=utf-8")
+	c.Header("Content-Disposition", `attachment; filename="activity.csv"`)
+	c.Status(http.StatusOK)
+	w := csv.NewWriter(c.Writer)
+	_ = w.Write([]string{"user_id", "email", "name", "packages_sent", "bytes_sent", "bytes_received", "downloads", "recipient_domains"})
+	for _, it := range items {
+		_ = w.Write([]string{strconv.FormatInt(it.UserID, 10), it.Email, it.Name, strconv.FormatInt(it.PackagesSent, 10),
+			strconv.FormatInt(it.BytesSent, 10), strconv.FormatInt(it.BytesReceived, 10), strconv.FormatInt(it.Downloads, 10),
+			strings.Join(it.RecipientDomains, " ")})
+	}
+	w.Flush()
 }

@@ -52,8 +52,9 @@ type Deps struct {
 	// Policies serves groups, the default policy and usage.
 	Policies *policies.Policies
 	// Audit verifies and exports the audit chain; Holds places legal holds.
-	Audit *audit.Chain
-	Holds *audit.Holds
+	Audit   *audit.Chain
+	Holds   *audit.Holds
+	Reports *audit.Reports
 	// Resumable serves tus uploads.
 	Resumable *transfers.Resumable
 	Registry  *prometheus.Registry
@@ -85,6 +86,7 @@ type handlers struct {
 	policies    *policies.Policies
 	audit       *audit.Chain
 	holds       *audit.Holds
+	reports     *audit.Reports
 	resumable   *transfers.Resumable
 	maxJSON     int64
 	maxFileSize int64
@@ -101,7 +103,7 @@ func New(d Deps) (*gin.Engine, error) {
 	}
 	h := &handlers{
 		log: d.Log, identity: d.Identity, packages: d.Packages, links: d.Links, webhooks: d.Webhooks, policies: d.Policies, resumable: d.Resumable,
-		audit: d.Audit, holds: d.Holds,
+		audit: d.Audit, holds: d.Holds, reports: d.Reports,
 		maxJSON: d.Config.MaxJSONBytes, maxFileSize: d.Config.MaxFileSize, spec: spec,
 		secureCookies: d.Config.SecureCookies,
 	}
@@ -194,6 +196,7 @@ func New(d Deps) (*gin.Engine, error) {
 	admin.GET("/holds", h.listHolds)
 	admin.POST("/holds", h.createHold)
 	admin.POST("/holds/:id/release", h.releaseHold)
+	admin.GET("/reports/activity", h.activityReport)
 	admin.GET("/users", h.listUsers)
 	admin.POST("/users", h.createUser)
 	admin.PATCH("/users/:id", h.updateUser)
