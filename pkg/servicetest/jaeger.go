@@ -79,7 +79,7 @@ func StartJaeger(t testing.TB) *Jaeger {
 
 // JaegerTrace is a trace as Jaeger's query API returns it.
 type JaegerTrace struct {
-	TraceID string `json:"traceID"`
+	TraceID string       `json:"traceID"`
 	Spans   []JaegerSpan `json:"spans"`
 	// Processes are the spans' processes by JaegerSpan.ProcessID.
 	Processes map[string]struct {
