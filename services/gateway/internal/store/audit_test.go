@@ -87,15 +87,22 @@ func TestAuditCanonicalMatchesDatabase(t *testing.T) {
 	verifyChain(t, pool, n)
 }
 
-// TestAuditChainConcurrentWriters: transactions writing entries at once, some rolled
-// back, and package creations in shared group commits make one gapless chain that
-// verifies; an hourly counter of anonymous failures stays outside it.
+// TestAuditChainConcurrentWriters: two gateway instances (stores on pools of their
+// own) creating packages in shared group commits, transactions writing entries at once
+// (some rolled back), and the expiry service's many-row insert, all at the same time,
+// make one gapless chain that verifies; an hourly counter of anonymous failures stays
+// outside it.
 func TestAuditChainConcurrentWriters(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	pool := newPool(t)
 	owner := insertUser(t, pool, "o@example.com", "O")
-	db := store.NewPostgres(pool)
+	other, err := pgxpool.New(ctx, pool.Config().ConnString())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(other.Close)
+	gateways := []*store.Postgres{store.NewPostgres(pool), store.NewPostgres(other)}
 	var wg sync.WaitGroup
 	var mu sync.Mutex
 	committed := 0
@@ -131,7 +138,23 @@ func TestAuditChainConcurrentWriters(t *testing.T) {
 			}
 		}()
 	}
-	for range 4 {
+	// The expiry service writes its entries in one statement per batch.
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for range 10 {
+			if _, err := other.Exec(ctx, `INSERT INTO audit_log (actor, action, package_id)
+				SELECT 'system', a.action, NULL FROM unnest(ARRAY['package.expired', 'package.expired', 'package.expired']) WITH ORDINALITY AS a (action, n) ORDER BY a.n`); err != nil {
+				errs <- err
+				return
+			}
+			mu.Lock()
+			committed += 3
+			mu.Unlock()
+		}
+	}()
+	for g := range 4 {
+		db := gateways[g%2]
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
