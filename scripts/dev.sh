@@ -40,6 +40,14 @@
 #                                  when the caller sets SHIPFILE_OIDC_ISSUER
 #   SHIPFILE_DEV_CLAMD_PORT        clamd TCP port on 127.0.0.1, reused (when it answers PING) or started (3310)
 #   SHIPFILE_DEV_TIMEOUT           seconds to wait for anything to come up (90)
+#   SHIPFILE_DEV_TRACING           on (default): `up` starts Jaeger (built from the Go module proxy into
+#                                  the cache, beside `make build`) and its services export traces to
+#                                  it, every trace sampled; off: no Jaeger, no tracing
+#   SHIPFILE_DEV_JAEGER_OTLP_PORT  Jaeger's OTLP/HTTP receiver (4318; OTLP/gRPC on 4317)
+#   SHIPFILE_DEV_JAEGER_UI_PORT    Jaeger's UI and query API (16686)
+#   SHIPFILE_DEV_JAEGER_UI_ASSETS  a directory with a jaeger-ui build, served as the UI (the module's
+#                                  source has none: without it the UI address shows a placeholder page
+#                                  and only the query API, /api/traces?service=…, is there)
 #   SHIPFILE_HTTP_ADDR, SHIPFILE_OPS_ADDR (the gateway's /readyz, /metrics), SHIPFILE_MAILER_ADDR, SHIPFILE_EXPIRY_ADDR, SHIPFILE_WEBHOOKS_ADDR,
 #   SHIPFILE_SCANNER_ADDR          where the services listen (127.0.0.1:8080 … :8083, scanner :8085)
 # shellcheck disable=SC2016 # the `bash -c '…'` probes expand their own $0 and $1.
@@ -59,6 +67,12 @@ NATS_MODULE=github.com/nats-io/nats-server/v2
 NATS_VERSION=v2.12.3
 MINIO_MODULE=github.com/minio/minio
 MINIO_VERSION=v0.0.0-20260212201848-7aac2a2c5b7c
+# Jaeger's all-in-one (collector receiving OTLP, in-memory storage, query API and UI). Its
+# go.mod has a replace directive, which `go install module@version` refuses: it is built
+# in the module's own directory of the module cache instead (jaeger_bin).
+JAEGER_MODULE=github.com/jaegertracing/jaeger
+JAEGER_VERSION=v1.76.0
+JAEGER_BIN=jaeger-all-in-one
 
 NATS_MIN_VERSION=${SHIPFILE_NATS_MIN_VERSION:-2.10.0}
 PG_PORT=${SHIPFILE_DEV_PG_PORT:-5432}
@@ -78,6 +92,9 @@ OIDC_CLIENT_ID=shipfile
 OIDC_CLIENT_SECRET=shipfile-dev-secret
 OIDC_ADMIN_GROUPS=shipfile-admins
 CLAMD_PORT=${SHIPFILE_DEV_CLAMD_PORT:-3310}
+TRACING=${SHIPFILE_DEV_TRACING:-on}
+JAEGER_OTLP_PORT=${SHIPFILE_DEV_JAEGER_OTLP_PORT:-4318}
+JAEGER_UI_PORT=${SHIPFILE_DEV_JAEGER_UI_PORT:-16686}
 TIMEOUT=${SHIPFILE_DEV_TIMEOUT:-90}
 STOP_TIMEOUT=20
 MINIO_USER=minioadmin
@@ -85,7 +102,7 @@ MINIO_PASSWORD=minioadmin
 
 SERVICES=(gateway mailer expiry webhooks scanner)
 # Stop order for `down`: services, then what they depend on.
-STOP_ORDER=(gateway mailer expiry webhooks scanner oidc maildev clamd minio nats pg pgbench)
+STOP_ORDER=(gateway mailer expiry webhooks scanner jaeger oidc maildev clamd minio nats pg pgbench)
 
 # The caller's own SHIPFILE_* variables, re-applied over .run/env wherever it is loaded.
 declare -A CALLER=()
@@ -98,6 +115,9 @@ unset _v
 STARTED=()
 # Resolved settings, written to .run/env.
 PG_URL_PORT="" NATS_URL="" S3_ENDPOINT="" SMTP_ADDR="" MAIL_WEB_URL="" OIDC_ISSUER="" CLAMD_ADDR=""
+# Jaeger's OTLP endpoint once `up` runs it (the services' OTEL_EXPORTER_OTLP_ENDPOINT), and
+# the pid of its build in the background.
+JAEGER_OTLP="" JAEGER_BUILD_PID="" JAEGER_PENDING=""
 
 log() { printf '==> %s\n' "$*" >&2; }
 warn() { printf 'dev.sh: %s\n' "$*" >&2; }
@@ -304,6 +324,102 @@ go_tool() {
 	(cd "$CACHE" && GOWORK=off GOBIN=$CACHE_BIN go install "$module@$version") >&2 ||
 		die "go install $module@$version failed"
 	printf '%s\n' "$bin"
+}
+
+# jaeger_bin: path of the pinned Jaeger all-in-one in the cache, built when absent or of
+# another version (the version is kept beside it: a binary built as its module's main
+# module records none). The build takes minutes the first time (docs/DEVELOPMENT.md).
+jaeger_bin() {
+	local bin=$CACHE_BIN/$JAEGER_BIN dir start
+	if [[ -x $bin && $(cat "$bin.version" 2>/dev/null) == "$JAEGER_VERSION" ]]; then
+		printf '%s\n' "$bin"
+		return
+	fi
+	have go || die "$JAEGER_BIN is not in $CACHE_BIN and Go is not installed to build it"
+	start=$SECONDS
+	log "building Jaeger all-in-one ($JAEGER_MODULE@$JAEGER_VERSION) into $CACHE_BIN"
+	mkdir -p "$CACHE_BIN"
+	dir=$(cd "$CACHE" && GOWORK=off GOFLAGS= go mod download -json "$JAEGER_MODULE@$JAEGER_VERSION" |
+		awk -F'"' '$2 == "Dir" { print $4 }') || true
+	[[ -n $dir && -d $dir ]] || die "go mod download $JAEGER_MODULE@$JAEGER_VERSION failed"
+	(cd "$dir" && GOWORK=off GOFLAGS=-mod=readonly go build -trimpath -ldflags='-s -w' -o "$bin.tmp" ./cmd/all-in-one) >&2 ||
+		die "go build $JAEGER_MODULE/cmd/all-in-one@$JAEGER_VERSION failed"
+	mv "$bin.tmp" "$bin"
+	printf '%s\n' "$JAEGER_VERSION" >"$bin.version"
+	log "Jaeger all-in-one built in $((SECONDS - start))s"
+	printf '%s\n' "$bin"
+}
+
+# build_jaeger_bg [start]: with tracing on, builds Jaeger in the background (beside
+# `make build`) unless the cache has it; with "start", the same background job then starts
+# it (ensure_jaeger), so that `up` need not wait for a first build. wait_jaeger_build waits
+# for the job.
+build_jaeger_bg() {
+	[[ $TRACING == off ]] && return
+	if [[ -x $CACHE_BIN/$JAEGER_BIN && $(cat "$CACHE_BIN/$JAEGER_BIN.version" 2>/dev/null) == "$JAEGER_VERSION" ]]; then
+		return
+	fi
+	log "building Jaeger all-in-one $JAEGER_VERSION in the background (log: $LOGS/jaeger-build.log)"
+	# fd 9 is the setup lock; the job must not keep holding it.
+	if [[ ${1:-} == start ]]; then
+		{ jaeger_bin >/dev/null && ensure_jaeger; } >"$LOGS/jaeger-build.log" 2>&1 9>&- &
+	else
+		jaeger_bin >"$LOGS/jaeger-build.log" 2>&1 9>&- &
+	fi
+	JAEGER_BUILD_PID=$!
+}
+
+jaeger_building() { [[ -n $JAEGER_BUILD_PID ]] && kill -0 "$JAEGER_BUILD_PID" 2>/dev/null; }
+
+wait_jaeger_build() {
+	[[ -n $JAEGER_BUILD_PID ]] || return 0
+	wait "$JAEGER_BUILD_PID" || die "building Jaeger failed; see $LOGS/jaeger-build.log"
+	JAEGER_BUILD_PID=""
+	grep -h '^==> Jaeger all-in-one built' "$LOGS/jaeger-build.log" >&2 || true
+}
+
+jaeger_up() { [[ $(http_status "http://127.0.0.1:$JAEGER_UI_PORT/api/services") == 200 ]]; }
+
+# ensure_jaeger: with tracing on, Jaeger on JAEGER_UI_PORT (reused when one answers there),
+# receiving OTLP on JAEGER_OTLP_PORT, its spans in memory.
+ensure_jaeger() {
+	local pid bin
+	[[ $TRACING == off ]] && return
+	pid=$(pid_of jaeger)
+	if [[ -n $pid ]]; then
+		log "Jaeger: ours, already running (UI http://127.0.0.1:$JAEGER_UI_PORT)"
+	elif jaeger_up; then
+		log "Jaeger: reusing http://127.0.0.1:$JAEGER_UI_PORT"
+	else
+		if port_open 127.0.0.1 "$JAEGER_OTLP_PORT"; then
+			die "127.0.0.1:$JAEGER_OTLP_PORT is taken by a process dev.sh did not start (set SHIPFILE_DEV_JAEGER_OTLP_PORT, or SHIPFILE_DEV_TRACING=off)"
+		fi
+		bin=$(jaeger_bin)
+		log "Jaeger: starting (UI http://127.0.0.1:$JAEGER_UI_PORT, OTLP/HTTP 127.0.0.1:$JAEGER_OTLP_PORT)"
+		# Jaeger traces itself over OTLP/gRPC (to its own receiver): nothing sampled.
+		SPAN_STORAGE_TYPE=memory OTEL_TRACES_SAMPLER=always_off start_bg jaeger "$JAEGER_BIN" "$bin" \
+			--collector.otlp.http.host-port="127.0.0.1:$JAEGER_OTLP_PORT" \
+			--collector.otlp.grpc.host-port="127.0.0.1:$((JAEGER_OTLP_PORT - 1))" \
+			--query.http-server.host-port="127.0.0.1:$JAEGER_UI_PORT" \
+			--query.grpc-server.host-port=127.0.0.1:16685 \
+			--collector.http-server.host-port=127.0.0.1:14268 \
+			--collector.grpc-server.host-port=127.0.0.1:14250 \
+			--admin.http.host-port=127.0.0.1:14269 \
+			${SHIPFILE_DEV_JAEGER_UI_ASSETS:+--query.static-files="$SHIPFILE_DEV_JAEGER_UI_ASSETS"}
+	fi
+	wait_for "Jaeger on 127.0.0.1:$JAEGER_UI_PORT" jaeger jaeger_up || die "Jaeger did not start; see $LOGS/jaeger.log"
+	JAEGER_OTLP=http://127.0.0.1:$JAEGER_OTLP_PORT
+}
+
+jaeger_line() {
+	if [[ -n $JAEGER_PENDING ]]; then
+		printf 'http://127.0.0.1:%s  (Jaeger, once its first build is done: %s)\n' "$JAEGER_UI_PORT" "$LOGS/jaeger-build.log"
+	elif [[ -n $JAEGER_OTLP ]]; then
+		printf 'http://127.0.0.1:%s  (Jaeger; the services export to %s, every trace sampled;\n' "$JAEGER_UI_PORT" "$JAEGER_OTLP"
+		printf '                 query API http://127.0.0.1:%s/api/traces?service=shipfile-gateway)\n' "$JAEGER_UI_PORT"
+	else
+		printf 'off (SHIPFILE_DEV_TRACING=off)\n'
+	fi
 }
 
 maildev_bin() {
@@ -850,6 +966,11 @@ start_service() {
 			SHIPFILE_PUBLIC_URL="http://$(svc_addr gateway)"
 			export SHIPFILE_PUBLIC_URL
 		fi
+		if [[ -n $JAEGER_OTLP ]]; then
+			# The caller's own OTEL_* settings win.
+			export OTEL_EXPORTER_OTLP_ENDPOINT=${OTEL_EXPORTER_OTLP_ENDPOINT:-$JAEGER_OTLP}
+			export OTEL_TRACES_SAMPLER=${OTEL_TRACES_SAMPLER:-parentbased_always_on}
+		fi
 		cd "$ROOT"
 		start_bg "$name" "bin/$name" "$ROOT/bin/$name"
 	)
@@ -941,16 +1062,29 @@ keep_mail_settings() {
 }
 
 cmd_up() {
-	local s
+	local s start
 	prepare
+	build_jaeger_bg start
 	infra
 	ensure_mail
 	ensure_oidc
 	ensure_clamd
 	write_env
 	unlock
-	log "building (make build)"
+	start=$SECONDS
+	log "building the five services and shipctl (make build)"
 	make -C "$ROOT" --no-print-directory build || die "make build failed"
+	log "make build took $((SECONDS - start))s"
+	if jaeger_building; then
+		# A first build of Jaeger takes longer than make build on a small machine: the
+		# services do not wait for it; its job starts Jaeger once built, and what the
+		# services export before then is dropped.
+		log "Jaeger is still building; it starts on its own once built (log: $LOGS/jaeger-build.log)"
+		JAEGER_OTLP=http://127.0.0.1:$JAEGER_OTLP_PORT JAEGER_PENDING=1
+	else
+		wait_jaeger_build
+		ensure_jaeger
+	fi
 	# The gateway applies the schema migrations at start; the others use that schema.
 	start_service gateway
 	wait_service gateway
@@ -968,6 +1102,7 @@ shipfile is up.
   mail view      $mail
   sign in        $(oidc_line)
   MinIO console  $(minio_console)
+  traces         $(jaeger_line)
   ops            gateway http://$(svc_ops_addr gateway)  mailer http://$(svc_addr mailer)  expiry http://$(svc_addr expiry)  webhooks http://$(svc_addr webhooks)  scanner http://$(svc_addr scanner)  (/healthz /readyz /metrics)
   clamd          $CLAMD_ADDR (test signatures only: the EICAR test file)
   settings       $ENV_FILE
@@ -1085,14 +1220,17 @@ cmd_test() {
 	trap 'exit 130' INT
 	trap 'exit 143' TERM
 	prepare
+	TRACING=on build_jaeger_bg
 	ensure_chromium
 	infra
 	ensure_mail
 	ensure_clamd
 	write_env
-	# The tests start their own OpenID providers from this binary.
+	wait_jaeger_build
+	# The tests start their own OpenID providers and Jaeger from these binaries.
 	SHIPFILE_OIDC_PROVIDER_BIN=$(oidc_provider_bin)
-	export SHIPFILE_OIDC_PROVIDER_BIN
+	SHIPFILE_JAEGER_BIN=$(jaeger_bin)
+	export SHIPFILE_OIDC_PROVIDER_BIN SHIPFILE_JAEGER_BIN
 	unlock
 	load_env
 	log "running the tests (make test-race)"
