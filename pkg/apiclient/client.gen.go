@@ -264,6 +264,33 @@ func (e FinalizedPackageState) Valid() bool {
 	}
 }
 
+// Defines values for Language.
+const (
+	De Language = "de"
+	En Language = "en"
+	Es Language = "es"
+	Fr Language = "fr"
+	Pt Language = "pt"
+)
+
+// Valid indicates whether the value is a known member of the Language enum.
+func (e Language) Valid() bool {
+	switch e {
+	case De:
+		return true
+	case En:
+		return true
+	case Es:
+		return true
+	case Fr:
+		return true
+	case Pt:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for LinkFileScan.
 const (
 	LinkFileScanClean       LinkFileScan = "clean"
@@ -860,6 +887,11 @@ type AddedRecipient struct {
 	Email         openapi_types.Email `json:"email"`
 	Id            openapi_types.UUID  `json:"id"`
 
+	// Language A recipient's language: their e-mail and the page their link opens are written in it (the
+	// visitor may pick another on the page). Absent on input: the language of the request's
+	// `Accept-Language` header (the sender's), else `en`.
+	Language Language `json:"language"`
+
 	// LastUsedAt The last hit on this recipient's link.
 	LastUsedAt *time.Time `json:"last_used_at"`
 
@@ -956,6 +988,9 @@ type CreatePackage struct {
 
 	// RecipientEmail Alone: the one recipient. Beside `recipients`: optional, and must be its first entry's address (else 422).
 	RecipientEmail *openapi_types.Email `json:"recipient_email,omitempty"`
+
+	// RecipientLanguage The one recipient's language (with `recipient_email` alone); each entry of `recipients` has its own `language`.
+	RecipientLanguage *Language `json:"recipient_language,omitempty"`
 
 	// RecipientName Beside `recipients`: must be its first entry's name (else 422).
 	RecipientName *string `json:"recipient_name,omitempty"`
@@ -1331,6 +1366,11 @@ type HoldList struct {
 	Items []Hold `json:"items"`
 }
 
+// Language A recipient's language: their e-mail and the page their link opens are written in it (the
+// visitor may pick another on the page). Absent on input: the language of the request's
+// `Accept-Language` header (the sender's), else `en`.
+type Language string
+
 // LinkFile defines model for LinkFile.
 type LinkFile struct {
 	ContentType string    `json:"content_type"`
@@ -1675,6 +1715,11 @@ type Recipient struct {
 	Email         openapi_types.Email `json:"email"`
 	Id            openapi_types.UUID  `json:"id"`
 
+	// Language A recipient's language: their e-mail and the page their link opens are written in it (the
+	// visitor may pick another on the page). Absent on input: the language of the request's
+	// `Accept-Language` header (the sender's), else `en`.
+	Language Language `json:"language"`
+
 	// LastUsedAt The last hit on this recipient's link.
 	LastUsedAt *time.Time `json:"last_used_at"`
 
@@ -1689,7 +1734,12 @@ type RecipientLinkState string
 // RecipientInput defines model for RecipientInput.
 type RecipientInput struct {
 	Email openapi_types.Email `json:"email"`
-	Name  *string             `json:"name,omitempty"`
+
+	// Language A recipient's language: their e-mail and the page their link opens are written in it (the
+	// visitor may pick another on the page). Absent on input: the language of the request's
+	// `Accept-Language` header (the sender's), else `en`.
+	Language *Language `json:"language,omitempty"`
+	Name     *string   `json:"name,omitempty"`
 }
 
 // Redelivery defines model for Redelivery.

@@ -222,6 +222,9 @@ const (
 type RecipientInput struct {
 	Email *string `json:"email"`
 	Name  *string `json:"name"`
+	// Language is the recipient's language (a code of pkg/i18n's Languages); nil:
+	// English.
+	Language *string `json:"language"`
 }
 
 // NewRecipient is the input of AddRecipient.

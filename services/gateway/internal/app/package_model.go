@@ -107,6 +107,9 @@ type Recipient struct {
 	ID    uuid.UUID
 	Email string
 	Name  string
+	// Language is the recipient's language (a code of pkg/i18n's Languages): their
+	// e-mail and, unless they pick another, their page are written in it.
+	Language string
 	// LinkHash is the SHA-256 of the recipient's link; nil while LinkState is none.
 	LinkHash      []byte
 	LinkState     LinkState

@@ -288,6 +288,7 @@ type Recipient struct {
 	DownloadCount int64
 	CreatedAt     time.Time
 	RevokedAt     *time.Time
+	Language      string
 }
 
 type TusUpload struct {

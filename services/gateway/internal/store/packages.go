@@ -42,8 +42,8 @@ func (s *Postgres) CreatePackage(ctx context.Context, p app.Package, fx app.Effe
 	})
 	for i, r := range p.Recipients {
 		_ = q.InsertRecipient(ctx, InsertRecipientParams{
-			ID: r.ID, PackageID: p.ID, Position: int32(i), Email: r.Email, Name: r.Name, LinkHash: r.LinkHash,
-			LinkState: string(r.LinkState), CreatedAt: r.CreatedAt, RevokedAt: r.RevokedAt,
+			ID: r.ID, PackageID: p.ID, Position: int32(i), Email: r.Email, Name: r.Name, Language: r.Language,
+			LinkHash: r.LinkHash, LinkState: string(r.LinkState), CreatedAt: r.CreatedAt, RevokedAt: r.RevokedAt,
 		})
 	}
 	if err := s.queueEffects(ctx, b, fx); err != nil {
@@ -94,7 +94,7 @@ func withRecipients(ctx context.Context, q *Queries, ps []app.Package) error {
 
 func toRecipient(r Recipient) app.Recipient {
 	return app.Recipient{
-		ID: r.ID, Email: r.Email, Name: r.Name, LinkHash: r.LinkHash, LinkState: app.LinkState(r.LinkState),
+		ID: r.ID, Email: r.Email, Name: r.Name, Language: r.Language, LinkHash: r.LinkHash, LinkState: app.LinkState(r.LinkState),
 		UseCount: r.UseCount, LastUsedAt: r.LastUsedAt, DownloadCount: r.DownloadCount, CreatedAt: r.CreatedAt,
 		RevokedAt: r.RevokedAt,
 	}
@@ -221,8 +221,8 @@ func saveRecipients(ctx context.Context, q *Queries, p app.Package, before []app
 			continue
 		}
 		if err := q.SaveRecipient(ctx, SaveRecipientParams{
-			ID: r.ID, PackageID: p.ID, Position: int32(i), Email: r.Email, Name: r.Name, LinkHash: r.LinkHash,
-			LinkState: string(r.LinkState), CreatedAt: r.CreatedAt, RevokedAt: r.RevokedAt,
+			ID: r.ID, PackageID: p.ID, Position: int32(i), Email: r.Email, Name: r.Name, Language: r.Language,
+			LinkHash: r.LinkHash, LinkState: string(r.LinkState), CreatedAt: r.CreatedAt, RevokedAt: r.RevokedAt,
 		}); err != nil {
 			return mapRecipientConflict(err)
 		}
@@ -236,7 +236,7 @@ func recipientsEqual(a, b []app.Recipient) bool {
 
 // recipientEqual compares what a change may set of a recipient.
 func recipientEqual(a, b app.Recipient) bool {
-	return a.ID == b.ID && a.Email == b.Email && a.Name == b.Name && bytes.Equal(a.LinkHash, b.LinkHash) &&
+	return a.ID == b.ID && a.Email == b.Email && a.Name == b.Name && a.Language == b.Language && bytes.Equal(a.LinkHash, b.LinkHash) &&
 		a.LinkState == b.LinkState && timePtrEqual(a.RevokedAt, b.RevokedAt)
 }
 

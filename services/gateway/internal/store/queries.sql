@@ -131,18 +131,19 @@ SELECT * FROM recipients WHERE package_id = ANY(@package_ids::uuid[]) ORDER BY p
 -- name: InsertRecipient :exec
 -- Inserts a new package's recipient: a plain INSERT, where SaveRecipient's upsert would
 -- make it a speculative insertion (one more WAL record and index probe a recipient).
-INSERT INTO recipients (id, package_id, position, email, name, link_hash, link_state, created_at, revoked_at)
-VALUES (@id, @package_id, @position, @email, @name, @link_hash, @link_state, @created_at, @revoked_at);
+INSERT INTO recipients (id, package_id, position, email, name, language, link_hash, link_state, created_at, revoked_at)
+VALUES (@id, @package_id, @position, @email, @name, @language, @link_hash, @link_state, @created_at, @revoked_at);
 
 -- name: SaveRecipient :exec
 -- Inserts or updates a recipient as the package's change left it; the use counts
 -- belong to the link routes and are never written here.
-INSERT INTO recipients (id, package_id, position, email, name, link_hash, link_state, created_at, revoked_at)
-VALUES (@id, @package_id, @position, @email, @name, @link_hash, @link_state, @created_at, @revoked_at)
+INSERT INTO recipients (id, package_id, position, email, name, language, link_hash, link_state, created_at, revoked_at)
+VALUES (@id, @package_id, @position, @email, @name, @language, @link_hash, @link_state, @created_at, @revoked_at)
 ON CONFLICT (id) DO UPDATE SET
     position   = excluded.position,
     email      = excluded.email,
     name       = excluded.name,
+    language   = excluded.language,
     link_hash  = excluded.link_hash,
     link_state = excluded.link_state,
     revoked_at = excluded.revoked_at;

@@ -584,8 +584,8 @@ func (q *Queries) InsertPackage(ctx context.Context, arg InsertPackageParams) er
 }
 
 const insertRecipient = `-- name: InsertRecipient :exec
-INSERT INTO recipients (id, package_id, position, email, name, link_hash, link_state, created_at, revoked_at)
-VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
+INSERT INTO recipients (id, package_id, position, email, name, language, link_hash, link_state, created_at, revoked_at)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)
 `
 
 type InsertRecipientParams struct {
@@ -594,6 +594,7 @@ type InsertRecipientParams struct {
 	Position  int32
 	Email     string
 	Name      string
+	Language  string
 	LinkHash  []byte
 	LinkState string
 	CreatedAt time.Time
@@ -609,6 +610,7 @@ func (q *Queries) InsertRecipient(ctx context.Context, arg InsertRecipientParams
 		arg.Position,
 		arg.Email,
 		arg.Name,
+		arg.Language,
 		arg.LinkHash,
 		arg.LinkState,
 		arg.CreatedAt,
@@ -886,7 +888,7 @@ func (q *Queries) ListPackages(ctx context.Context, arg ListPackagesParams) ([]P
 }
 
 const listRecipients = `-- name: ListRecipients :many
-SELECT id, package_id, position, email, name, link_hash, link_state, use_count, last_used_at, download_count, created_at, revoked_at FROM recipients WHERE package_id = ANY($1::uuid[]) ORDER BY package_id, position
+SELECT id, package_id, position, email, name, link_hash, link_state, use_count, last_used_at, download_count, created_at, revoked_at, language FROM recipients WHERE package_id = ANY($1::uuid[]) ORDER BY package_id, position
 `
 
 // The recipients of packages, each package's in list order.
@@ -912,6 +914,7 @@ func (q *Queries) ListRecipients(ctx context.Context, packageIds []uuid.UUID) ([
 			&i.DownloadCount,
 			&i.CreatedAt,
 			&i.RevokedAt,
+			&i.Language,
 		); err != nil {
 			return nil, err
 		}
@@ -1231,7 +1234,7 @@ func (q *Queries) ObjectsDeleted(ctx context.Context, keys []string) error {
 }
 
 const packageByLink = `-- name: PackageByLink :one
-SELECT packages.id, packages.owner_user_id, packages.title, packages.recipient_email, packages.recipient_name, packages.direction, packages.state, packages.ttl_days, packages.note, packages.file_count, packages.total_size, packages.created_at, packages.finalized_at, packages.expires_at, packages.revoked_at, packages.password_hash, packages.max_downloads, packages.notify_owner, packages.encryption, packages.file_seq, packages.public_key, packages.on_hold, r.id, r.package_id, r.position, r.email, r.name, r.link_hash, r.link_state, r.use_count, r.last_used_at, r.download_count, r.created_at, r.revoked_at,
+SELECT packages.id, packages.owner_user_id, packages.title, packages.recipient_email, packages.recipient_name, packages.direction, packages.state, packages.ttl_days, packages.note, packages.file_count, packages.total_size, packages.created_at, packages.finalized_at, packages.expires_at, packages.revoked_at, packages.password_hash, packages.max_downloads, packages.notify_owner, packages.encryption, packages.file_seq, packages.public_key, packages.on_hold, r.id, r.package_id, r.position, r.email, r.name, r.link_hash, r.link_state, r.use_count, r.last_used_at, r.download_count, r.created_at, r.revoked_at, r.language,
        (packages.direction = 'outbound' AND packages.max_downloads IS NOT NULL AND packages.file_count > 0
         AND NOT EXISTS (SELECT 1 FROM files f
                         LEFT JOIN link_budgets b ON b.file_id = f.id AND b.link_hash = r.link_hash
@@ -1289,6 +1292,7 @@ func (q *Queries) PackageByLink(ctx context.Context, linkHash []byte) (PackageBy
 		&i.Recipient.DownloadCount,
 		&i.Recipient.CreatedAt,
 		&i.Recipient.RevokedAt,
+		&i.Recipient.Language,
 		&i.UsedUp,
 	)
 	return i, err
@@ -1452,12 +1456,13 @@ func (q *Queries) SavePackage(ctx context.Context, arg SavePackageParams) error 
 }
 
 const saveRecipient = `-- name: SaveRecipient :exec
-INSERT INTO recipients (id, package_id, position, email, name, link_hash, link_state, created_at, revoked_at)
-VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
+INSERT INTO recipients (id, package_id, position, email, name, language, link_hash, link_state, created_at, revoked_at)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)
 ON CONFLICT (id) DO UPDATE SET
     position   = excluded.position,
     email      = excluded.email,
     name       = excluded.name,
+    language   = excluded.language,
     link_hash  = excluded.link_hash,
     link_state = excluded.link_state,
     revoked_at = excluded.revoked_at
@@ -1469,6 +1474,7 @@ type SaveRecipientParams struct {
 	Position  int32
 	Email     string
 	Name      string
+	Language  string
 	LinkHash  []byte
 	LinkState string
 	CreatedAt time.Time
@@ -1484,6 +1490,7 @@ func (q *Queries) SaveRecipient(ctx context.Context, arg SaveRecipientParams) er
 		arg.Position,
 		arg.Email,
 		arg.Name,
+		arg.Language,
 		arg.LinkHash,
 		arg.LinkState,
 		arg.CreatedAt,

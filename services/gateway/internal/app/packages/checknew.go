@@ -15,7 +15,7 @@ func CheckNew(in NewPackage) []error {
 	if in.RecipientEmail == nil && in.Recipients == nil {
 		add(app.Invalid("recipient_email is required"))
 	} else {
-		_, err := ResolveRecipients(in.Recipients, in.RecipientEmail, in.RecipientName)
+		_, err := ResolveRecipients(in.Recipients, in.RecipientEmail, in.RecipientName, in.RecipientLanguage)
 		add(err)
 	}
 	if in.Title == nil {

@@ -126,5 +126,6 @@ func mailJob(p app.Package, r app.Recipient, owner app.User, link string) *event
 		MagicLink:      link,
 		ExpiresAt:      timestamppb.New(p.ExpiresAt),
 		Encrypted:      p.Encrypted(),
+		Language:       r.Language,
 	}
 }

@@ -37,7 +37,7 @@ func (s *Packages) Update(ctx context.Context, u app.User, client app.Client, id
 	var recipients []app.Recipient
 	if in.Recipients != nil {
 		var err error
-		if recipients, err = ResolveRecipients(in.Recipients, in.RecipientEmail, in.RecipientName); err != nil {
+		if recipients, err = ResolveRecipients(in.Recipients, in.RecipientEmail, in.RecipientName, nil); err != nil {
 			return app.Package{}, err
 		}
 		if recipients, err = withIDs(recipients, s.now().UTC().Truncate(time.Microsecond)); err != nil {

@@ -96,14 +96,16 @@ type NewPackage struct {
 	Title          *string
 	RecipientEmail *string
 	RecipientName  *string
-	Recipients     *[]app.RecipientInput // nil: the one recipient of RecipientEmail
-	Direction      *string
-	TTLDays        *int
-	Note           *string
-	Password       *string // the link's password; nil: none
-	MaxDownloads   *int    // nil: no limit
-	NotifyOwner    *bool   // default true
-	Encryption     *string // none (default) or age
+	// RecipientLanguage is the one recipient's language (with RecipientEmail alone).
+	RecipientLanguage *string
+	Recipients        *[]app.RecipientInput // nil: the one recipient of RecipientEmail
+	Direction         *string
+	TTLDays           *int
+	Note              *string
+	Password          *string // the link's password; nil: none
+	MaxDownloads      *int    // nil: no limit
+	NotifyOwner       *bool   // default true
+	Encryption        *string // none (default) or age
 }
 
 // Create validates and stores a draft package, with its package.created event.
@@ -124,7 +126,7 @@ func (s *Packages) Create(ctx context.Context, owner app.User, client app.Client
 	if in.RecipientEmail == nil && in.Recipients == nil {
 		return app.Package{}, app.Invalid("recipient_email is required")
 	}
-	recipients, err := ResolveRecipients(in.Recipients, in.RecipientEmail, in.RecipientName)
+	recipients, err := ResolveRecipients(in.Recipients, in.RecipientEmail, in.RecipientName, in.RecipientLanguage)
 	if err != nil {
 		return app.Package{}, err
 	}

@@ -2,23 +2,25 @@ package packages
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"time"
 
 	"github.com/google/uuid"
 
 	"github.com/shipfile/shipfile/pkg/events/eventsv1"
+	"github.com/shipfile/shipfile/pkg/i18n"
 	"github.com/shipfile/shipfile/services/gateway/internal/app"
 	"github.com/shipfile/shipfile/services/gateway/internal/app/policies"
 )
 
 // ResolveRecipients applies the rules of docs/API.md, "Several recipients", to the
 // recipient fields of a create (or an
-// edit that sets the list): list nil means recipient_email (required then) and
-// recipient_name name the one recipient; a list holds 1–50 entries with valid,
+// edit that sets the list): list nil means recipient_email (required then),
+// recipient_name and lang name the one recipient; a list holds 1–50 entries with valid,
 // case-insensitively unique addresses, and recipient_email / recipient_name, when
 // given beside it, must name its first entry. The recipients it returns have no id.
-func ResolveRecipients(list *[]app.RecipientInput, email, name *string) ([]app.Recipient, error) {
+func ResolveRecipients(list *[]app.RecipientInput, email, name, lang *string) ([]app.Recipient, error) {
 	if list == nil {
 		if email == nil {
 			return nil, app.Invalid("recipient_email (or recipients) is required")
@@ -33,6 +35,9 @@ func ResolveRecipients(list *[]app.RecipientInput, email, name *string) ([]app.R
 				return nil, err
 			}
 			r.Name = *name
+		}
+		if r.Language, err = recipientLanguage(lang, "recipient_language"); err != nil {
+			return nil, err
 		}
 		return []app.Recipient{r}, nil
 	}
@@ -61,6 +66,9 @@ func ResolveRecipients(list *[]app.RecipientInput, email, name *string) ([]app.R
 			}
 			r.Name = *in.Name
 		}
+		if r.Language, err = recipientLanguage(in.Language, fmt.Sprintf("recipients[%d].language", i)); err != nil {
+			return nil, err
+		}
 		out = append(out, r)
 	}
 	if email != nil && !strings.EqualFold(strings.TrimSpace(*email), out[0].Email) {
@@ -70,6 +78,22 @@ func ResolveRecipients(list *[]app.RecipientInput, email, name *string) ([]app.R
 		return nil, app.Invalid("recipient_name must be the name of the first entry of recipients")
 	}
 	return out, nil
+}
+
+// recipientLanguage checks a recipient's language: one of pkg/i18n's Languages, or
+// English when nil.
+func recipientLanguage(lang *string, field string) (string, error) {
+	if lang == nil || *lang == "" {
+		return i18n.Default, nil
+	}
+	if !i18n.Supported(*lang) {
+		codes := make([]string, len(i18n.Languages))
+		for i, l := range i18n.Languages {
+			codes[i] = l.Code
+		}
+		return "", app.Invalid("%s must be one of %s", field, strings.Join(codes, ", "))
+	}
+	return *lang, nil
 }
 
 // withIDs gives each recipient a fresh id.
@@ -92,7 +116,7 @@ func (s *Packages) AddRecipient(ctx context.Context, u app.User, client app.Clie
 	if err != nil {
 		return app.Package{}, app.Recipient{}, "", err
 	}
-	rs, err := ResolveRecipients(&[]app.RecipientInput{in}, nil, nil)
+	rs, err := ResolveRecipients(&[]app.RecipientInput{in}, nil, nil, nil)
 	if err != nil {
 		return app.Package{}, app.Recipient{}, "", err
 	}

@@ -47,7 +47,7 @@ func TestResolveRecipients(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			got, err := ResolveRecipients(tc.list, tc.email, tc.nm)
+			got, err := ResolveRecipients(tc.list, tc.email, tc.nm, nil)
 			if tc.want == nil {
 				if app.KindOf(err) != app.KindInvalid {
 					t.Fatalf("got %v, %v; want 422", got, err)

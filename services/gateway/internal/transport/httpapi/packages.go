@@ -155,17 +155,20 @@ func fileParams(c *gin.Context) (id, fileID uuid.UUID, err error) {
 }
 
 type createPackageRequest struct {
-	Title          *string               `json:"title"`
-	RecipientEmail *string               `json:"recipient_email"`
-	RecipientName  *string               `json:"recipient_name"`
-	Recipients     *[]app.RecipientInput `json:"recipients"`
-	Direction      *string               `json:"direction"`
-	TTLDays        *int                  `json:"ttl_days"`
-	Note           *string               `json:"note"`
-	Password       *string               `json:"password"`
-	MaxDownloads   *int                  `json:"max_downloads"`
-	NotifyOwner    *bool                 `json:"notify_owner"`
-	Encryption     *string               `json:"encryption"`
+	Title          *string `json:"title"`
+	RecipientEmail *string `json:"recipient_email"`
+	RecipientName  *string `json:"recipient_name"`
+	// RecipientLanguage and each entry's language default to the sender's
+	// (senderLanguage).
+	RecipientLanguage *string               `json:"recipient_language"`
+	Recipients        *[]app.RecipientInput `json:"recipients"`
+	Direction         *string               `json:"direction"`
+	TTLDays           *int                  `json:"ttl_days"`
+	Note              *string               `json:"note"`
+	Password          *string               `json:"password"`
+	MaxDownloads      *int                  `json:"max_downloads"`
+	NotifyOwner       *bool                 `json:"notify_owner"`
+	Encryption        *string               `json:"encryption"`
 }
 
 func (h *handlers) createPackage(c *gin.Context) {
@@ -173,6 +176,13 @@ func (h *handlers) createPackage(c *gin.Context) {
 	if err := decodeJSON(c, h.maxJSON, &req); err != nil {
 		_ = c.Error(err)
 		return
+	}
+	lang := senderLanguage(c)
+	if req.RecipientLanguage == nil {
+		req.RecipientLanguage = &lang
+	}
+	if req.Recipients != nil {
+		defaultLanguages(*req.Recipients, lang)
 	}
 	p, err := h.packages.Create(c.Request.Context(), currentUser(c), client(c), packages.NewPackage(req))
 	if err != nil {

@@ -14,6 +14,7 @@ type recipientResponse struct {
 	ID            string     `json:"id"`
 	Email         string     `json:"email"`
 	Name          string     `json:"name"`
+	Language      string     `json:"language"`
 	LinkState     string     `json:"link_state"`
 	DownloadCount int64      `json:"download_count"`
 	LastUsedAt    *time.Time `json:"last_used_at"`
@@ -43,7 +44,7 @@ func toRecipientResponses(rs []app.Recipient) []recipientResponse {
 
 func toRecipientResponse(r app.Recipient) recipientResponse {
 	return recipientResponse{
-		ID: r.ID.String(), Email: r.Email, Name: r.Name, LinkState: string(r.LinkState),
+		ID: r.ID.String(), Email: r.Email, Name: r.Name, Language: r.Language, LinkState: string(r.LinkState),
 		DownloadCount: r.DownloadCount, LastUsedAt: utcPtr(r.LastUsedAt),
 	}
 }
@@ -67,6 +68,10 @@ func (h *handlers) addRecipient(c *gin.Context) {
 	if err := decodeJSON(c, h.maxJSON, &req); err != nil {
 		_ = c.Error(err)
 		return
+	}
+	if req.Language == nil {
+		lang := senderLanguage(c)
+		req.Language = &lang
 	}
 	_, r, link, err := h.packages.AddRecipient(c.Request.Context(), currentUser(c), client(c), id, req)
 	if err != nil {

@@ -186,6 +186,11 @@ func (w *Web) createFromForm(c *gin.Context, dir app.Direction) (app.Package, bo
 	form["notify_owner"] = c.PostForm("notify_owner")
 	form["more_recipients"] = c.PostForm("more_recipients")
 	form["encryption"] = c.PostForm("encryption")
+	// The recipients' language: the form's choice, which starts as the sender's.
+	form["recipient_language"] = c.PostForm("recipient_language")
+	if form["recipient_language"] == "" {
+		form["recipient_language"] = w.language(c)
+	}
 	title := map[app.Direction]string{app.Outbound: "Send files", app.Inbound: "Request files"}[dir]
 	d := packageFormData{Direction: dir, MinTTL: app.MinTTLDays, MaxTTL: app.MaxTTLDays}
 	cu, _ := currentUser(c)
@@ -204,10 +209,13 @@ func (w *Web) createFromForm(c *gin.Context, dir app.Direction) (app.Package, bo
 	v := view{Title: title, Section: map[app.Direction]string{app.Outbound: "send", app.Inbound: "request"}[dir], Form: form, D: d}
 	in := packages.NewPackage{
 		Title: ptr(form["title"]), RecipientEmail: ptr(form["recipient_email"]), RecipientName: ptr(form["recipient_name"]),
-		Note: ptr(form["note"]), Direction: ptr(string(dir)),
+		Note: ptr(form["note"]), Direction: ptr(string(dir)), RecipientLanguage: ptr(form["recipient_language"]),
 	}
 	if more := moreRecipients(form["more_recipients"]); len(more) > 0 {
 		list := append([]app.RecipientInput{{Email: ptr(form["recipient_email"]), Name: ptr(form["recipient_name"])}}, more...)
+		for i := range list {
+			list[i].Language = in.RecipientLanguage
+		}
 		in.Recipients, in.RecipientEmail, in.RecipientName = &list, nil, nil
 	}
 	// Every field's error is shown at once, each beside its field.
@@ -601,7 +609,8 @@ func (w *Web) addRecipient(c *gin.Context) {
 	}
 	u, _ := currentUser(c)
 	email, name := strings.TrimSpace(c.PostForm("email")), strings.TrimSpace(c.PostForm("name"))
-	p, r, link, err := w.packages.AddRecipient(c.Request.Context(), u, client(c), id, app.NewRecipient{Email: &email, Name: &name})
+	lang := w.language(c)
+	p, r, link, err := w.packages.AddRecipient(c.Request.Context(), u, client(c), id, app.NewRecipient{Email: &email, Name: &name, Language: &lang})
 	if k := app.KindOf(err); k == app.KindConflict || k == app.KindInvalid {
 		w.showPackageForm(c, id, http.StatusUnprocessableEntity, "", map[string]string{"add_recipient": capitalize(strings.TrimPrefix(err.Error(), "recipients[0]."))},
 			map[string]string{"add_email": email, "add_name": name})
