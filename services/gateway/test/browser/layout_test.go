@@ -37,6 +37,16 @@ func TestPackageListFitsAt1280(t *testing.T) {
 		if st := owner.submit(chromedp.Click(css("#package-form button[type=submit]"))); st != http.StatusCreated {
 			t.Fatalf("request %d: %d", i, st)
 		}
+		if i == 0 {
+			// The link, shown once, with its QR code beside it, within the width too.
+			owner.shot("request-sent-qr")
+			if n := run(owner, chromedp.Evaluate[int](`document.querySelectorAll('.qr-box svg.qr').length`)); n != 1 {
+				t.Fatalf("%d QR codes on the request's page", n)
+			}
+			if w := run(owner, chromedp.Evaluate[int](`document.documentElement.scrollWidth`)); w > 1280 {
+				t.Fatalf("the request's page is %d px wide", w)
+			}
+		}
 	}
 	owner.open("/")
 	owner.waitJS("the package list", `document.querySelectorAll('#packages tbody tr').length === 2`)
