@@ -65,7 +65,10 @@ type config struct {
 	// previewSlices is how many times the preview row runs each of its two passes.
 	previewSlices int
 
-	rows    string
+	rows string
+	// tracing, when set ("on" or "full"), runs the api and dispatch rows again with
+	// tracing on and compares them with their runs with tracing off.
+	tracing string
 	budget  budgetFlag
 	timeout time.Duration
 	out     string
@@ -138,6 +141,7 @@ func main() {
 	fs.IntVar(&c.scanFiles, "scan-files", 16, "files of the scanner row")
 	fs.Int64Var(&c.scanSize, "scan-size", 64<<20, "bytes of each file of the scanner row")
 	fs.IntVar(&c.previewSlices, "preview-slices", 8, "turns of the preview row (each: every image previewed, and every image decoded)")
+	fs.StringVar(&c.tracing, "tracing", "", "on or full: run the api and dispatch rows again with tracing on (the services export OTLP to a sink in shipbench; on: the default sampling, full: every trace sampled) and compare each with its run with tracing off (≥ 0.95×)")
 	fs.StringVar(&c.rows, "rows", strings.Join(allRows, ","), "rows to run, comma-separated: "+strings.Join(allRows, ","))
 	fs.Var(&c.budget, "budget", "time a row (or group: transfer, api, events, expiry, scan, previews, fairness, dispatch) may take, as row=duration; repeat or comma-separate, e.g. api=3m,dispatch=8m (-timeout grows to fit unless given)")
 	fs.DurationVar(&c.timeout, "timeout", 12*time.Minute, "bound of the whole run; rows still running then are stopped and reported")
@@ -161,6 +165,9 @@ func main() {
 			sum += d
 		}
 		c.timeout = max(c.timeout, sum+2*time.Minute)
+	}
+	if c.tracing != "" && !set["timeout"] {
+		c.timeout += budgets["api"] + budgets["dispatch"] // their second pass, tracing on
 	}
 	if c.quick {
 		set := map[string]bool{}
@@ -299,6 +306,15 @@ func run(c config, command string) int {
 	group("fairness", []string{"fairness"}, func(ctx context.Context, t testing.TB) { fairnessRow(ctx, t, c, bins, rep) })
 	// Last: it takes whatever is left of its budget (its runs stop at their share).
 	group("dispatch", []string{"dispatch"}, func(ctx context.Context, t testing.TB) { dispatchRows(ctx, t, c, bins, rep) })
+	if c.tracing == "on" || c.tracing == "full" {
+		fmt.Fprintf(log, "==> the api and dispatch rows again, tracing on (%s)\n", c.tracing)
+		sink, stop := startTracing(c.tracing)
+		traced := &Report{}
+		group("api", []string{"api"}, func(ctx context.Context, t testing.TB) { apiRow(ctx, t, c, bins, traced) })
+		group("dispatch", []string{"dispatch"}, func(ctx context.Context, t testing.TB) { dispatchRows(ctx, t, c, bins, traced) })
+		stop()
+		compareTraced(rep, traced, c.tracing, sink)
+	}
 
 	fmt.Println()
 	fmt.Printf("shipbench, %s, %s\n", rep.Start.UTC().Format("2006-01-02 15:04 UTC"), machine())
