@@ -124,6 +124,13 @@ func TestLanguagesInBrowser(t *testing.T) {
 		t.Errorf("German page:\n%s", b)
 	}
 	recipient.docsShot("recipient-de")
+	// The page's script writes sizes and its words in the page's language too.
+	if got := run(recipient, chromedp.Evaluate[string](`window.shipfileHuman(1572864)`)); got != "1,5 MiB" {
+		t.Errorf("the script's size in German: %q", got)
+	}
+	if got := run(recipient, chromedp.Evaluate[string](`JSON.parse(document.documentElement.getAttribute("data-messages")).uploaded`)); got != "hochgeladen" {
+		t.Errorf("the script's words in German: %q", got)
+	}
 	for _, lang := range []string{"en", "fr", "es"} {
 		recipient.open(link + "?lang=" + lang)
 		if got := recipient.htmlLang(); got != lang {

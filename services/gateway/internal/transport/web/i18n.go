@@ -1,6 +1,7 @@
 package web
 
 import (
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -78,6 +79,21 @@ func scanText(l *i18n.Localizer, english string) string {
 		return l.T(id)
 	}
 	return english
+}
+
+// jsMessageKeys are the messages of the catalog's js table that static/app.js shows.
+var jsMessageKeys = []string{"waiting", "failed", "retrying", "of", "encrypted", "uploaded", "encrypted_uploaded",
+	"in", "offline", "server_answered", "encrypting", "copied", "copy"}
+
+// jsMessages is the JSON object of static/app.js's words in l's language, for
+// <html data-messages>: the script has no catalog of its own.
+func jsMessages(l *i18n.Localizer) string {
+	m := make(map[string]string, len(jsMessageKeys))
+	for _, k := range jsMessageKeys {
+		m[k] = l.T("js." + k)
+	}
+	b, _ := json.Marshal(m)
+	return string(b)
 }
 
 func init() {

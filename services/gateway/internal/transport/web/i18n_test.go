@@ -44,7 +44,7 @@ func TestRecipientPageLanguages(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			p := get(e.browser(), "/p/"+c.token, c.accept)
 			expectStatus(t, p, http.StatusOK)
-			if !strings.Contains(p.body, `<html lang="`+c.lang+`">`) || p.header.Get("Content-Language") != c.lang {
+			if !strings.Contains(p.body, `<html lang="`+c.lang+`" `) || p.header.Get("Content-Language") != c.lang {
 				t.Errorf("lang: %q, Content-Language %q", regexp.MustCompile(`<html[^>]*>`).FindString(p.body), p.header.Get("Content-Language"))
 			}
 			for _, w := range c.want {
@@ -65,20 +65,23 @@ func TestRecipientPageLanguages(t *testing.T) {
 	if !strings.Contains(p.body, `<nav class="langs" aria-label="Sprache">`) || !strings.Contains(p.body, `href="?lang=pt" hreflang="pt" lang="pt" data-lang="pt">Português</a>`) {
 		t.Fatalf("no switcher:\n%s", p.body)
 	}
+	if !strings.Contains(p.body, `data-messages="{&#34;copied&#34;:&#34;Kopiert&#34;`) {
+		t.Errorf("the script's words are not German: %s", regexp.MustCompile(`<html[^>]*>`).FindString(p.body))
+	}
 	p = get(b, "/p/"+out+"?lang=pt", "de")
-	if !strings.Contains(p.body, `<html lang="pt">`) || !strings.Contains(p.body, "Enviado por") {
+	if !strings.Contains(p.body, `<html lang="pt" `) || !strings.Contains(p.body, "Enviado por") {
 		t.Fatalf("?lang=pt: %s", p.body)
 	}
 	if ck := b.cookie("shipfile_lang"); ck == nil || ck.Value != "pt" {
 		t.Fatalf("the choice is not remembered: %v", p.header["Set-Cookie"])
 	}
 	p = get(b, "/p/"+in, "de")
-	if !strings.Contains(p.body, `<html lang="pt">`) || !strings.Contains(p.body, "Escolha ficheiros") {
+	if !strings.Contains(p.body, `<html lang="pt" `) || !strings.Contains(p.body, "Escolha ficheiros") {
 		t.Fatalf("the cookie's language is not used: %s", p.body)
 	}
 	// A language that is not offered changes nothing and sets no cookie.
 	p = get(e.browser(), "/p/"+out+"?lang=xx", "de")
-	if !strings.Contains(p.body, `<html lang="de">`) || p.header.Get("Set-Cookie") != "" {
+	if !strings.Contains(p.body, `<html lang="de" `) || p.header.Get("Set-Cookie") != "" {
 		t.Fatalf("?lang=xx: %v %s", p.header["Set-Cookie"], p.body)
 	}
 

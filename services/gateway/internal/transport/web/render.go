@@ -49,6 +49,8 @@ type view struct {
 	L     *i18n.Localizer
 	Lang  string
 	Langs []langLink
+	// JS is static/app.js's words in the page's language (jsMessages).
+	JS string
 }
 
 // pageTemplate is one page: the layout with the page's blocks.
@@ -156,6 +158,7 @@ func (w *Web) render(c *gin.Context, status int, name string, v view) {
 	v.Lang = w.language(c)
 	v.L = catalog.Localizer(v.Lang)
 	v.Langs = langLinks(c, v.Lang)
+	v.JS = jsMessages(v.L)
 	v.Title = localizeText(v.L, v.Title)
 	v.Error = localizeText(v.L, v.Error)
 	c.Header("Content-Language", v.Lang)

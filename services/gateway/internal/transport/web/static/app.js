@@ -3,6 +3,13 @@
 (function () {
   "use strict";
 
+  // The page's words for what this script shows (the catalog's js table), English
+  // where the page gives none.
+  var messages = {};
+  try { messages = JSON.parse(document.documentElement.getAttribute("data-messages") || "{}"); } catch (e) { /* English */ }
+  function msg(key, english) { return messages[key] || english; }
+  var pageLang = document.documentElement.lang || "en";
+
   var meta = document.querySelector('meta[name="csrf-token"]');
   var csrf = meta ? meta.getAttribute("content") : "";
 
@@ -12,8 +19,8 @@
       var el = document.getElementById(btn.getAttribute("data-copy"));
       if (!el) return;
       var done = function () {
-        btn.textContent = "Copied";
-        setTimeout(function () { btn.textContent = "Copy"; }, 2000);
+        btn.textContent = msg("copied", "Copied");
+        setTimeout(function () { btn.textContent = msg("copy", "Copy"); }, 2000);
       };
       if (navigator.clipboard && window.isSecureContext) {
         navigator.clipboard.writeText(el.value).then(done, function () { fallback(el); done(); });
@@ -58,11 +65,15 @@
     try { document.execCommand("copy"); } catch (e) { /* the text stays selected */ }
   }
 
+  // human formats a byte count the way the page's language writes it: "1.5 MiB",
+  // "1,5 MiB", French "1,5 Mio" (pkg/i18n's Size).
   function human(n) {
-    var units = ["B", "KiB", "MiB", "GiB", "TiB"];
+    var units = pageLang === "fr" ? ["o", "Kio", "Mio", "Gio", "Tio"] : ["B", "KiB", "MiB", "GiB", "TiB"];
     var i = 0;
     while (n >= 1024 && i < units.length - 1) { n /= 1024; i++; }
-    return (i === 0 ? n : n.toFixed(1)) + " " + units[i];
+    var num = i === 0 ? String(Math.round(n)) : n.toFixed(1);
+    if (pageLang !== "en" && i > 0) num = n.toLocaleString(pageLang, { minimumFractionDigits: 1, maximumFractionDigits: 1, useGrouping: false });
+    return num + " " + units[i];
   }
 
   // shipfileUploadZone(zone, send) makes zone an upload zone: files chosen in its file
@@ -114,7 +125,7 @@
       bar.value = 0;
       var stats = document.createElement("div");
       stats.className = "stats";
-      stats.textContent = "waiting · " + human(file.size);
+      stats.textContent = msg("waiting", "waiting") + " · " + human(file.size);
       li.appendChild(name);
       li.appendChild(bar);
       li.appendChild(stats);
@@ -145,7 +156,7 @@
       }, function (err) {
         failed++;
         r.li.setAttribute("data-state", "error");
-        r.stats.textContent = "failed: " + ((err && err.message) || String(err));
+        r.stats.textContent = msg("failed", "failed:") + " " + ((err && err.message) || String(err));
       }).then(function () {
         busy = false;
         next();
@@ -160,7 +171,7 @@
 
   function uploaded(what, file, start) {
     var secs = seconds(start);
-    return what + " · " + human(file.size) + " in " + secs.toFixed(1) + " s · " + human(file.size / secs) + "/s";
+    return what + " · " + human(file.size) + " " + msg("in", "in") + " " + secs.toFixed(1) + " s · " + human(file.size / secs) + "/s";
   }
 
   function tusReady(zone) {
@@ -202,7 +213,7 @@
           var res = err.originalResponse;
           var status = res ? res.getStatus() : 0;
           r.li.setAttribute("data-retried", "1");
-          r.stats.textContent = "connection lost · retrying…";
+          r.stats.textContent = msg("retrying", "connection lost · retrying…");
           return status === 0 || status >= 500 || status === 409 || status === 423 || status === 429;
         },
         onProgress: function (sent, total) {
@@ -210,12 +221,12 @@
           r.bar.max = total || 1;
           r.bar.value = sent;
           r.li.setAttribute("data-sent", String(sent));
-          r.stats.textContent = (enc ? "encrypted · " : "") + human(sent) + " of " + human(total) + " · " + human(Math.max(sent - startBytes, 0) / seconds(start)) + "/s";
+          r.stats.textContent = (enc ? msg("encrypted", "encrypted") + " · " : "") + human(sent) + " " + msg("of", "of") + " " + human(total) + " · " + human(Math.max(sent - startBytes, 0) / seconds(start)) + "/s";
         },
         onSuccess: function (payload) {
           if (settled) return;
           settled = true;
-          var text = uploaded(enc ? "encrypted and uploaded" : "uploaded", file, start);
+          var text = uploaded(enc ? msg("encrypted_uploaded", "encrypted and uploaded") : msg("uploaded", "uploaded"), file, start);
           if (!enc || !enc.onUploaded) { resolve(text); return; }
           var res = payload && payload.lastResponse;
           Promise.resolve(enc.onUploaded(res ? res.getHeader("Shipfile-File-Id") : "")).then(function () { resolve(text); }, reject);
@@ -225,13 +236,13 @@
           var status = res ? res.getStatus() : 0;
           if (status === 0 && !/source|reader|stream|encrypt/i.test(String(err && err.message))) {
             // Still no network after every retry: go on when the browser is back online.
-            r.stats.textContent = "waiting for the network…";
+            r.stats.textContent = msg("offline", "waiting for the network…");
             window.addEventListener("online", function () { upload.start(); }, { once: true });
             return;
           }
           if (settled) return;
           settled = true;
-          var why = status ? "the server answered " + status : String(err && err.message ? err.message : err);
+          var why = status ? msg("server_answered", "the server answered") + " " + status : String(err && err.message ? err.message : err);
           try {
             var body = JSON.parse(res.getBody());
             if (body && body.detail) why = body.detail;
@@ -294,7 +305,7 @@
       var body = JSON.parse(xhr.responseText);
       if (body && body.detail) return body.detail;
     } catch (e) { /* not JSON */ }
-    return "the server answered " + xhr.status;
+    return msg("server_answered", "the server answered") + " " + xhr.status;
   }
 
   // The page's upload zones ([data-upload-url]): with tus-js-client loaded
@@ -309,7 +320,7 @@
         if (!zone.shipfileEncrypt) throw new Error("encryption is not ready in this page (reload it)");
         job.row.li.setAttribute("data-state", "encrypting");
         job.row.li.setAttribute("data-encrypted", "1");
-        job.row.stats.textContent = "encrypting…";
+        job.row.stats.textContent = msg("encrypting", "encrypting…");
         return Promise.resolve(zone.shipfileEncrypt(job.file)).then(tus);
       }
       return tusReady(zone) ? tus() : post(zone, job);
