@@ -19,6 +19,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/shipfile/shipfile/pkg/bus"
+	"github.com/shipfile/shipfile/pkg/consumer"
 	"github.com/shipfile/shipfile/pkg/database"
 	"github.com/shipfile/shipfile/pkg/outbox"
 	"github.com/shipfile/shipfile/pkg/secretbox"
@@ -337,7 +338,11 @@ func New(_ context.Context, cfg Config, deps Deps) (*Service, error) {
 	s.Links = links.New(s.Packages, db)
 	s.Previews = previews.New(db, objectStore, previews.Options{Scan: scanMode, Log: log})
 	if deps.JS != nil {
-		s.previewConsumer = previewconsumer.New(deps.JS, s.Previews, previewconsumer.Options{Log: log})
+		previewMetrics, err := consumer.NewMetrics(reg)
+		if err != nil {
+			return nil, err
+		}
+		s.previewConsumer = previewconsumer.New(deps.JS, s.Previews, previewconsumer.Options{Log: log, Metrics: previewMetrics})
 	}
 	s.Resumable = transfers.NewResumable(s.Packages, s.Links, db, objectStore, transfers.TusConfig{
 		ResumeWindow: cfg.ResumeWindow, Lease: cfg.UploadLease, LockWait: cfg.UploadLockWait, MaxOpen: cfg.Edge.UploadMaxOpen,
@@ -349,7 +354,7 @@ func New(_ context.Context, cfg Config, deps Deps) (*Service, error) {
 		MaxFailures: cfg.Web.LoginFailures, Lockout: cfg.Web.LoginLockout,
 	}, identity.WithOIDCRecheck(secrets, cfg.OIDC.Recheck))
 	ui, err := web.New(web.Deps{
-		Log: log, Identity: s.Identity, Sessions: s.Sessions, Packages: s.Packages, Links: s.Links, Webhooks: s.Webhooks, Policies: s.Policies, LinkRate: rate, OIDCStore: db,
+		Log: log, Identity: s.Identity, Sessions: s.Sessions, Packages: s.Packages, Links: s.Links, Webhooks: s.Webhooks, Policies: s.Policies, Reports: s.Reports, LinkRate: rate, OIDCStore: db,
 		LoginRate: links.NewLoginRate(db, cfg.Edge.LoginRate, cfg.Edge.LoginBurst),
 		Config: web.Config{SecureCookies: secure, SessionLifetime: cfg.Web.SessionLifetime, MaxFileSize: cfg.MaxFileSize,
 			NoPasswordLogin: cfg.OIDC.PasswordLoginOff(), OIDC: cfg.OIDC.Web(cfg.PublicURL)},

@@ -31,6 +31,8 @@ type Options struct {
 	// is done; then it is handed back.
 	ShutdownTimeout time.Duration
 	Log             *slog.Logger
+	// Metrics of the consumer runtime; nil: none.
+	Metrics *consumer.Metrics
 }
 
 // Consumer makes the previews of one gateway instance, one file at a time (a decoded
@@ -91,7 +93,7 @@ func (c *Consumer) Run(ctx context.Context) error {
 	}
 	rt := consumer.NewSingle(func(ctx context.Context, msg jetstream.Msg) consumer.Decision {
 		return consumer.Decide(c.maker.Handle(ctx, msg.Data(), consumer.NumDelivered(msg)))
-	}, consumer.Options{Name: c.opts.Consumer, Log: c.opts.Log, KeepAlive: c.opts.AckWait / 2})
+	}, consumer.Options{Name: c.opts.Consumer, Log: c.opts.Log, Metrics: c.opts.Metrics, KeepAlive: c.opts.AckWait / 2})
 	g := consumer.NewGroup(ctx)
 	g.Pull(rt, cons, 1, consumer.PullOptions{Batch: 1, Wait: c.opts.FetchWait})
 	if g.Wait(c.opts.ShutdownTimeout) {
