@@ -184,6 +184,9 @@ func (s *Postgres) Reserve(ctx context.Context, r policies.Reservation, bytes in
 		total int64
 		ok    bool
 	)
+	if cap == 0 {
+		return s.reserveAlone(ctx, r, bytes, quota, grow)
+	}
 	err := s.inTx(ctx, func(tx pgx.Tx) error {
 		q := s.q.WithTx(tx)
 		if cap > 0 {
@@ -243,6 +246,51 @@ func (s *Postgres) Reserve(ctx context.Context, r policies.Reservation, bytes in
 		return nil
 	})
 	return u, total, ok, err
+}
+
+// reserveAlone is Reserve without a storage cap: one statement, no transaction.
+func (s *Postgres) reserveAlone(ctx context.Context, r policies.Reservation, bytes int64, quota *int64, grow bool) (policies.Usage, int64, bool, error) {
+	var (
+		uid, used, reserved int64
+		active              int32
+		err                 error
+	)
+	if grow {
+		var row ReserveGrowHoldRow
+		row, err = s.q.ReserveGrowHold(ctx, ReserveGrowHoldParams{Bytes: bytes, UserID: r.UserID, ID: r.ID, Quota: quota})
+		uid, used, reserved, active = row.UserID, row.UsedBytes, row.ReservedBytes, row.ActivePackages
+	} else {
+		var obj *string
+		var expires *time.Time
+		if r.Hold.ObjectKey != "" {
+			obj = &r.Hold.ObjectKey
+		}
+		if r.Hold.TusUploadID == nil && obj == nil {
+			expires = &r.ExpiresAt
+		}
+		var row ReserveNewHoldRow
+		row, err = s.q.ReserveNewHold(ctx, ReserveNewHoldParams{Bytes: bytes, UserID: r.UserID, ID: r.ID, Quota: quota,
+			TusUploadID: r.Hold.TusUploadID, ObjectKey: obj, ExpiresAt: expires})
+		uid, used, reserved, active = row.UserID, row.UsedBytes, row.ReservedBytes, row.ActivePackages
+	}
+	if errors.Is(err, pgx.ErrNoRows) {
+		cur, err := s.Usage(ctx, r.UserID)
+		if err == nil && grow {
+			if exists, xerr := s.holdExists(ctx, r.ID); xerr == nil && !exists {
+				return policies.Usage{}, 0, false, app.Conflict("the upload's reservation is gone")
+			}
+		}
+		return cur, 0, false, err
+	}
+	if err != nil {
+		return policies.Usage{}, 0, false, err
+	}
+	return policies.Usage{UserID: uid, UsedBytes: used, ReservedBytes: reserved, ActivePackages: int(active)}, 0, true, nil
+}
+
+// holdExists reports whether the hold id is still there.
+func (s *Postgres) holdExists(ctx context.Context, id uuid.UUID) (bool, error) {
+	return s.q.QuotaHoldExists(ctx, id)
 }
 
 // AttachHold ties a hold to its resumable upload.

@@ -84,6 +84,33 @@ WHERE user_id = @user_id
   AND (sqlc.narg(quota)::bigint IS NULL OR used_bytes + reserved_bytes + @bytes <= sqlc.narg(quota)::bigint)
 RETURNING user_id, used_bytes, reserved_bytes, active_packages;
 
+-- name: ReserveNewHold :one
+-- ReserveUsage and InsertQuotaHold in one statement (no storage cap to serialise on):
+-- no row when the bytes do not fit.
+WITH r AS (
+    UPDATE user_usage u SET reserved_bytes = u.reserved_bytes + @bytes
+    WHERE u.user_id = @user_id
+      AND (sqlc.narg(quota)::bigint IS NULL OR u.used_bytes + u.reserved_bytes + @bytes <= sqlc.narg(quota)::bigint)
+    RETURNING u.user_id, u.used_bytes, u.reserved_bytes, u.active_packages
+), h AS (
+    INSERT INTO quota_holds (id, user_id, bytes, tus_upload_id, object_key, expires_at)
+    SELECT @id, r.user_id, @bytes, sqlc.narg(tus_upload_id)::uuid, sqlc.narg(object_key)::text, sqlc.narg(expires_at)::timestamptz FROM r
+)
+SELECT user_id, used_bytes, reserved_bytes, active_packages FROM r;
+
+-- name: ReserveGrowHold :one
+-- ReserveUsage and GrowQuotaHold in one statement: no row when the bytes do not fit
+-- (or the hold is gone).
+WITH r AS (
+    UPDATE user_usage u SET reserved_bytes = u.reserved_bytes + @bytes
+    WHERE u.user_id = @user_id AND EXISTS (SELECT 1 FROM quota_holds q WHERE q.id = @id)
+      AND (sqlc.narg(quota)::bigint IS NULL OR u.used_bytes + u.reserved_bytes + @bytes <= sqlc.narg(quota)::bigint)
+    RETURNING u.user_id, u.used_bytes, u.reserved_bytes, u.active_packages
+), h AS (
+    UPDATE quota_holds q SET bytes = q.bytes + @bytes FROM r WHERE q.id = @id
+)
+SELECT user_id, used_bytes, reserved_bytes, active_packages FROM r;
+
 -- name: InsertQuotaHold :exec
 INSERT INTO quota_holds (id, user_id, bytes, tus_upload_id, object_key, expires_at)
 VALUES (@id, @user_id, @bytes, sqlc.narg(tus_upload_id)::uuid, sqlc.narg(object_key)::text, sqlc.narg(expires_at)::timestamptz);
@@ -93,6 +120,9 @@ UPDATE quota_holds SET bytes = bytes + @bytes WHERE id = @id;
 
 -- name: AttachQuotaHold :exec
 UPDATE quota_holds SET tus_upload_id = @tus_upload_id, expires_at = NULL WHERE id = @id;
+
+-- name: QuotaHoldExists :one
+SELECT EXISTS (SELECT 1 FROM quota_holds WHERE id = @id)::boolean;
 
 -- name: DeleteQuotaHold :exec
 DELETE FROM quota_holds WHERE id = @id;

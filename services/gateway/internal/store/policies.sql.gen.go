@@ -390,6 +390,114 @@ func (q *Queries) PutPolicyGroupMember(ctx context.Context, arg PutPolicyGroupMe
 	return err
 }
 
+const quotaHoldExists = `-- name: QuotaHoldExists :one
+SELECT EXISTS (SELECT 1 FROM quota_holds WHERE id = $1)::boolean
+`
+
+func (q *Queries) QuotaHoldExists(ctx context.Context, id uuid.UUID) (bool, error) {
+	row := q.db.QueryRow(ctx, quotaHoldExists, id)
+	var column_1 bool
+	err := row.Scan(&column_1)
+	return column_1, err
+}
+
+const reserveGrowHold = `-- name: ReserveGrowHold :one
+WITH r AS (
+    UPDATE user_usage u SET reserved_bytes = u.reserved_bytes + $1
+    WHERE u.user_id = $2 AND EXISTS (SELECT 1 FROM quota_holds q WHERE q.id = $3)
+      AND ($4::bigint IS NULL OR u.used_bytes + u.reserved_bytes + $1 <= $4::bigint)
+    RETURNING u.user_id, u.used_bytes, u.reserved_bytes, u.active_packages
+), h AS (
+    UPDATE quota_holds q SET bytes = q.bytes + $1 FROM r WHERE q.id = $3
+)
+SELECT user_id, used_bytes, reserved_bytes, active_packages FROM r
+`
+
+type ReserveGrowHoldParams struct {
+	Bytes  int64
+	UserID int64
+	ID     uuid.UUID
+	Quota  *int64
+}
+
+type ReserveGrowHoldRow struct {
+	UserID         int64
+	UsedBytes      int64
+	ReservedBytes  int64
+	ActivePackages int32
+}
+
+// ReserveUsage and GrowQuotaHold in one statement: no row when the bytes do not fit
+// (or the hold is gone).
+func (q *Queries) ReserveGrowHold(ctx context.Context, arg ReserveGrowHoldParams) (ReserveGrowHoldRow, error) {
+	row := q.db.QueryRow(ctx, reserveGrowHold,
+		arg.Bytes,
+		arg.UserID,
+		arg.ID,
+		arg.Quota,
+	)
+	var i ReserveGrowHoldRow
+	err := row.Scan(
+		&i.UserID,
+		&i.UsedBytes,
+		&i.ReservedBytes,
+		&i.ActivePackages,
+	)
+	return i, err
+}
+
+const reserveNewHold = `-- name: ReserveNewHold :one
+WITH r AS (
+    UPDATE user_usage u SET reserved_bytes = u.reserved_bytes + $1
+    WHERE u.user_id = $2
+      AND ($3::bigint IS NULL OR u.used_bytes + u.reserved_bytes + $1 <= $3::bigint)
+    RETURNING u.user_id, u.used_bytes, u.reserved_bytes, u.active_packages
+), h AS (
+    INSERT INTO quota_holds (id, user_id, bytes, tus_upload_id, object_key, expires_at)
+    SELECT $4, r.user_id, $1, $5::uuid, $6::text, $7::timestamptz FROM r
+)
+SELECT user_id, used_bytes, reserved_bytes, active_packages FROM r
+`
+
+type ReserveNewHoldParams struct {
+	Bytes       int64
+	UserID      int64
+	Quota       *int64
+	ID          uuid.UUID
+	TusUploadID *uuid.UUID
+	ObjectKey   *string
+	ExpiresAt   *time.Time
+}
+
+type ReserveNewHoldRow struct {
+	UserID         int64
+	UsedBytes      int64
+	ReservedBytes  int64
+	ActivePackages int32
+}
+
+// ReserveUsage and InsertQuotaHold in one statement (no storage cap to serialise on):
+// no row when the bytes do not fit.
+func (q *Queries) ReserveNewHold(ctx context.Context, arg ReserveNewHoldParams) (ReserveNewHoldRow, error) {
+	row := q.db.QueryRow(ctx, reserveNewHold,
+		arg.Bytes,
+		arg.UserID,
+		arg.Quota,
+		arg.ID,
+		arg.TusUploadID,
+		arg.ObjectKey,
+		arg.ExpiresAt,
+	)
+	var i ReserveNewHoldRow
+	err := row.Scan(
+		&i.UserID,
+		&i.UsedBytes,
+		&i.ReservedBytes,
+		&i.ActivePackages,
+	)
+	return i, err
+}
+
 const reserveUsage = `-- name: ReserveUsage :one
 UPDATE user_usage SET reserved_bytes = reserved_bytes + $1
 WHERE user_id = $2

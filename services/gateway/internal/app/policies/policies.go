@@ -139,6 +139,8 @@ type Reservation struct {
 	quota     *int64
 	policy    Policy
 	active    bool
+	// held: a quota or the cap applies, so bytes are held in a quota_holds row.
+	held bool
 }
 
 // Active reports whether the reservation holds anything (false: no quota or cap
@@ -153,6 +155,19 @@ const holdGrace = 15 * time.Minute
 // and the storage cap. With neither quota nor cap nothing is recorded. A refusal is a
 // 413 naming the limit and the numbers (and a quota.exceeded event).
 func (s *Policies) Reserve(ctx context.Context, userID, bytes, packageSize int64, hold Hold) (*Reservation, error) {
+	r, err := s.prepare(ctx, userID, bytes, packageSize, hold)
+	if err != nil || !r.held {
+		return r, err
+	}
+	if err := s.take(ctx, r, bytes, false, true); err != nil {
+		return nil, err
+	}
+	return r, nil
+}
+
+// prepare reads the user's policy, checks the sizes and names the reservation, which
+// holds nothing yet.
+func (s *Policies) prepare(ctx context.Context, userID, bytes, packageSize int64, hold Hold) (*Reservation, error) {
 	pol, err := s.For(ctx, userID)
 	if err != nil {
 		return nil, err
@@ -160,18 +175,15 @@ func (s *Policies) Reserve(ctx context.Context, userID, bytes, packageSize int64
 	if err := CheckFileSize(pol, bytes, packageSize); err != nil {
 		return nil, err
 	}
-	r := &Reservation{UserID: userID, Hold: hold, quota: pol.StorageQuotaBytes, policy: pol}
-	if pol.StorageQuotaBytes == nil && s.cap == 0 {
+	r := &Reservation{UserID: userID, Hold: hold, quota: pol.StorageQuotaBytes, policy: pol,
+		held: pol.StorageQuotaBytes != nil || s.cap > 0}
+	if !r.held {
 		return r, nil
 	}
 	if r.ID, err = uuid.NewV7(); err != nil {
 		return nil, err
 	}
 	r.ExpiresAt = s.now().Add(holdGrace)
-	if err := s.take(ctx, r, bytes, false, true); err != nil {
-		return nil, err
-	}
-	r.active = true
 	return r, nil
 }
 
@@ -196,6 +208,7 @@ func (s *Policies) take(ctx context.Context, r *Reservation, bytes int64, grow, 
 		return QuotaError(limit, held, quota, bytes)
 	}
 	r.Bytes += bytes
+	r.active = true
 	return nil
 }
 
@@ -252,11 +265,11 @@ type Meter struct {
 // bytes, stored under objectKey (whose reservation is its hold's home); nil when
 // nothing is to be held or checked (no quota, cap or size limit applies).
 func (s *Policies) StartMeter(ctx context.Context, userID, packageSize int64, objectKey string, step int64) (*Meter, error) {
-	r, err := s.Reserve(ctx, userID, 0, packageSize, Hold{ObjectKey: objectKey})
+	r, err := s.prepare(ctx, userID, 0, packageSize, Hold{ObjectKey: objectKey})
 	if err != nil {
 		return nil, err
 	}
-	if !r.Active() && r.policy.MaxFileSize == nil && r.policy.MaxPackageSize == nil {
+	if !r.held && r.policy.MaxFileSize == nil && r.policy.MaxPackageSize == nil {
 		return nil, nil
 	}
 	return &Meter{s: s, r: r, step: max(step, 1), pkg: packageSize, limit: r.policy.MaxFileSize}, nil
@@ -269,17 +282,19 @@ func (m *Meter) Take(ctx context.Context, n int64) error {
 	if err := CheckFileSize(m.r.policy, m.read, m.pkg); err != nil {
 		return err
 	}
-	if !m.r.active || m.read <= m.r.Bytes {
+	if !m.r.held || m.read <= m.r.Bytes {
 		return nil
 	}
+	// The first bytes record the hold; later ones grow it.
+	grow := m.r.active
 	need := m.read - m.r.Bytes
 	if need >= m.step {
-		return m.s.take(ctx, m.r, need, true, true)
+		return m.s.take(ctx, m.r, need, grow, true)
 	}
-	err := m.s.take(ctx, m.r, m.step, true, false)
+	err := m.s.take(ctx, m.r, m.step, grow, false)
 	if err != nil && app.KindOf(err) == app.KindTooLarge {
 		// The step does not fit; what the bytes need may.
-		err = m.s.take(ctx, m.r, need, true, true)
+		err = m.s.take(ctx, m.r, need, grow, true)
 	}
 	return err
 }
