@@ -60,6 +60,9 @@ func TestPolicyPages(t *testing.T) {
 	e.user("admin@example.com", app.RoleAdmin)
 	ab := e.browser()
 	ab.login("admin@example.com")
+	if users := ab.get("/admin/users"); !strings.Contains(users.body, `href="/admin/policies"`) {
+		t.Fatal("the users page does not link to the policies page")
+	}
 	page := ab.get("/admin/policies")
 	expectStatus(t, page, http.StatusOK)
 	for _, want := range []string{"storage quota 1000 B", "links up to 5 days", "contractors", "files up to 2 KiB", "bob@example.com", "/api/v1/admin/usage?format=csv"} {
