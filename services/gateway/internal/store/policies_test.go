@@ -144,3 +144,38 @@ func TestReserveNeverOversubscribes(t *testing.T) {
 		}
 	})
 }
+
+// TestHoldGoesWithItsObjectKey: a multipart upload's hold lives as long as its object
+// key's reservation: a gateway killed mid-upload leaves the reservation to the orphan
+// sweep (which deletes it), and its bytes go back with it.
+func TestHoldGoesWithItsObjectKey(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	pool := newPool(t)
+	owner := insertUser(t, pool, "o@example.com", "O")
+	db := store.NewPostgres(pool)
+	key := "packages/" + uuid.NewString() + "/" + uuid.NewString()
+	if err := db.ReserveObjectKey(ctx, key); err != nil {
+		t.Fatal(err)
+	}
+	r := policies.Reservation{ID: uuid.New(), UserID: owner, Hold: policies.Hold{ObjectKey: key}}
+	if _, _, ok, err := db.Reserve(ctx, r, 400, nil, 0, false); err != nil || !ok {
+		t.Fatalf("Reserve: %v %v", ok, err)
+	}
+	if _, _, ok, err := db.Reserve(ctx, r, 100, nil, 0, true); err != nil || !ok {
+		t.Fatalf("grow: %v %v", ok, err)
+	}
+	if u, _ := db.Usage(ctx, owner); u.ReservedBytes != 500 {
+		t.Fatalf("reserved %d, want 500", u.ReservedBytes)
+	}
+	// What the expiry service's orphan sweep does.
+	if _, err := pool.Exec(ctx, `DELETE FROM object_reservations WHERE object_key = $1`, key); err != nil {
+		t.Fatal(err)
+	}
+	if u, _ := db.Usage(ctx, owner); u.ReservedBytes != 0 {
+		t.Fatalf("reserved %d after the key's reservation went, want 0", u.ReservedBytes)
+	}
+	if _, _, _, err := db.Reserve(ctx, r, 100, nil, 0, true); app.KindOf(err) != app.KindConflict {
+		t.Fatalf("growing a hold that is gone: %v, want a conflict", err)
+	}
+}
