@@ -20,6 +20,7 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"github.com/shipfile/shipfile/services/gateway/internal/app"
+	"github.com/shipfile/shipfile/services/gateway/internal/app/audit"
 	"github.com/shipfile/shipfile/services/gateway/internal/app/identity"
 	"github.com/shipfile/shipfile/services/gateway/internal/app/links"
 	"github.com/shipfile/shipfile/services/gateway/internal/app/packages"
@@ -56,6 +57,8 @@ type Deps struct {
 	// Policies gives the usage bar, the forms' limits and the admin's policies page
 	// (nil: no policies).
 	Policies *policies.Policies
+	// Reports gives the admins' activity report (nil: no report page).
+	Reports *audit.Reports
 	// LinkRate limits the recipient's page per client IP (nil: no limit).
 	LinkRate *links.LinkRate
 	// LoginRate limits sign-ins (POST /login) per client IP (nil: no limit).
@@ -74,6 +77,7 @@ type Web struct {
 	links    *links.Links
 	webhooks *webhookadmin.Service
 	policies *policies.Policies
+	reports  *audit.Reports
 	linkRate *links.LinkRate
 	// loginRate is the request rate of POST /login per client IP.
 	loginRate *links.LinkRate
@@ -93,7 +97,7 @@ func New(d Deps) (*Web, error) {
 		return nil, err
 	}
 	w := &Web{
-		log: d.Log, identity: d.Identity, sessions: d.Sessions, packages: d.Packages, links: d.Links, webhooks: d.Webhooks, policies: d.Policies, linkRate: d.LinkRate, loginRate: d.LoginRate,
+		log: d.Log, identity: d.Identity, sessions: d.Sessions, packages: d.Packages, links: d.Links, webhooks: d.Webhooks, policies: d.Policies, reports: d.Reports, linkRate: d.LinkRate, loginRate: d.LoginRate,
 		cfg: d.Config, pages: pages, cookies: newCookieNames(d.Config.SecureCookies),
 		origin: http.NewCrossOriginProtection(),
 	}
@@ -165,6 +169,7 @@ func (w *Web) Mount(r *gin.Engine) {
 	a.POST("/webhooks/:id/deliveries/:delivery_id/redeliver", w.checkCSRF, w.redeliver)
 	a.GET("/audit", w.audit)
 	a.GET("/policies", w.policiesPage)
+	a.GET("/reports/activity", w.activityPage)
 }
 
 func client(c *gin.Context) app.Client {
