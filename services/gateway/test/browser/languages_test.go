@@ -72,6 +72,15 @@ func TestLanguagesInBrowser(t *testing.T) {
 	if label := sender.text("label[for=recipient_language]"); label != "Sprache der Empfänger" {
 		t.Fatalf("language field label %q", label)
 	}
+	if label := sender.text("label[for=recipient_email]"); label != "E-Mail-Adresse des Empfängers" {
+		t.Fatalf("recipient label %q", label)
+	}
+	if h := sender.text("h1"); h != "Dateien senden" {
+		t.Fatalf("send form heading %q", h)
+	}
+	if b := sender.text("#package-form button[type=submit]"); b != "Weiter: Dateien hinzufügen" {
+		t.Fatalf("submit button %q", b)
+	}
 	if v := sender.value("#recipient_language"); v != "de" {
 		t.Fatalf("recipients' language starts at %q, want the sender's de", v)
 	}

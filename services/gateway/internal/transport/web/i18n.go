@@ -107,6 +107,9 @@ var pageTexts = map[string]string{
 	"Password required":        "unlock.title",
 	"Wrong password.":          "unlock.wrong",
 	"Link no longer available": "gone.title",
+	"Send files":               "form.page_send",
+	"Request files":            "form.page_request",
+	"This field is required.":  "form.required",
 }
 
 // localizeText says a handler's fixed English text in l's language: one of

@@ -161,6 +161,9 @@ func (w *Web) render(c *gin.Context, status int, name string, v view) {
 	v.JS = jsMessages(v.L)
 	v.Title = localizeText(v.L, v.Title)
 	v.Error = localizeText(v.L, v.Error)
+	for k, e := range v.Errors {
+		v.Errors[k] = localizeText(v.L, e)
+	}
 	c.Header("Content-Language", v.Lang)
 	c.Header("Vary", "Accept-Language, Cookie")
 	var b bytes.Buffer
