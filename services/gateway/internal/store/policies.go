@@ -340,3 +340,37 @@ func orEmpty(s []string) []string {
 	}
 	return s
 }
+
+// LockCreations holds the user's package creations (a session advisory lock, on a
+// connection of its own) until unlock is called, across gateway instances. It waits
+// without holding a connection, trying again every few milliseconds, so waiters never
+// starve the holder of connections; ctx bounds the wait.
+func (s *Postgres) LockCreations(ctx context.Context, userID int64) (unlock func(), err error) {
+	for wait := time.Millisecond; ; wait = min(wait*2, 50*time.Millisecond) {
+		conn, err := s.pool.Acquire(ctx)
+		if err != nil {
+			return nil, err
+		}
+		q := New(conn)
+		ok, err := q.TryLockUserCreations(ctx, userID)
+		if err != nil {
+			conn.Release()
+			return nil, err
+		}
+		if ok {
+			return func() {
+				if err := q.UnlockUserCreations(context.WithoutCancel(ctx), userID); err != nil {
+					// A connection that may still hold the lock is closed, not reused.
+					_ = conn.Conn().Close(context.WithoutCancel(ctx))
+				}
+				conn.Release()
+			}, nil
+		}
+		conn.Release()
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(wait):
+		}
+	}
+}

@@ -145,3 +145,11 @@ notice AS (
     SELECT @user_id, 'quota_90', @detail::text FROM upd WHERE upd.due
 )
 SELECT due FROM upd;
+
+-- name: TryLockUserCreations :one
+-- A session lock on the user's package creations while a max_active_packages policy
+-- counts them (released by UnlockUserCreations on the same connection).
+SELECT pg_try_advisory_lock(hashtextextended('shipfile package creations', @user_id::bigint))::boolean;
+
+-- name: UnlockUserCreations :exec
+SELECT pg_advisory_unlock(hashtextextended('shipfile package creations', @user_id::bigint));

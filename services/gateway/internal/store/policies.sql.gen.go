@@ -564,6 +564,28 @@ func (q *Queries) SweepQuotaHolds(ctx context.Context) (int64, error) {
 	return result.RowsAffected(), nil
 }
 
+const tryLockUserCreations = `-- name: TryLockUserCreations :one
+SELECT pg_try_advisory_lock(hashtextextended('shipfile package creations', $1::bigint))::boolean
+`
+
+// A session lock on the user's package creations while a max_active_packages policy
+// counts them (released by UnlockUserCreations on the same connection).
+func (q *Queries) TryLockUserCreations(ctx context.Context, userID int64) (bool, error) {
+	row := q.db.QueryRow(ctx, tryLockUserCreations, userID)
+	var column_1 bool
+	err := row.Scan(&column_1)
+	return column_1, err
+}
+
+const unlockUserCreations = `-- name: UnlockUserCreations :exec
+SELECT pg_advisory_unlock(hashtextextended('shipfile package creations', $1::bigint))
+`
+
+func (q *Queries) UnlockUserCreations(ctx context.Context, userID int64) error {
+	_, err := q.db.Exec(ctx, unlockUserCreations, userID)
+	return err
+}
+
 const updatePolicyGroup = `-- name: UpdatePolicyGroup :one
 UPDATE policy_groups SET name = $1, policy = $2, oidc_groups = $3, updated_at = now()
 WHERE id = $4

@@ -183,9 +183,11 @@ func (s *Packages) Create(ctx context.Context, owner app.User, client app.Client
 		return app.Package{}, err
 	}
 	p.SetRecipients(recipients)
-	if err := s.checkNew(ctx, p); err != nil {
+	unlock, err := s.checkNew(ctx, p)
+	if err != nil {
 		return app.Package{}, err
 	}
+	defer unlock()
 	fx := app.Effects{
 		Events: []*eventsv1.Envelope{packageCreated(p)},
 		Audit:  []app.AuditEntry{app.UserAudit(owner, client, "package.create", p.ID, nil)},

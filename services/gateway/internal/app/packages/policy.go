@@ -15,7 +15,9 @@ import (
 // upload's bytes as they arrive.
 type Policies interface {
 	For(ctx context.Context, userID int64) (policies.Policy, error)
-	ActivePackages(ctx context.Context, userID int64) (int, error)
+	// CheckActive holds the user's package creations and checks that one more fits
+	// under the policy's max_active_packages; unlock once the package is created.
+	CheckActive(ctx context.Context, userID int64, pol policies.Policy) (unlock func(), err error)
 	StartMeter(ctx context.Context, userID, packageSize int64, objectKey string, step int64) (*policies.Meter, error)
 	// Committed is told after a file of the user was recorded (the 90 % notice).
 	Committed(ctx context.Context, userID int64)
@@ -42,23 +44,17 @@ func (s *Packages) policyOf(ctx context.Context, userID int64) (policies.Policy,
 }
 
 // checkNew checks a new package against its owner's policy: its terms, and that the
-// owner may open one more.
-func (s *Packages) checkNew(ctx context.Context, p app.Package) error {
+// owner may open one more. Call unlock once the package is stored (the owner's other
+// creations wait for it while max_active_packages applies).
+func (s *Packages) checkNew(ctx context.Context, p app.Package) (unlock func(), err error) {
 	pol, ok, err := s.policyOf(ctx, p.OwnerUserID)
 	if !ok {
-		return err
+		return func() {}, err
 	}
 	if err := policies.CheckPackage(pol, policies.TermsOf(p)); err != nil {
-		return err
+		return nil, err
 	}
-	if pol.MaxActivePackages != nil {
-		n, err := s.policies.ActivePackages(ctx, p.OwnerUserID)
-		if err != nil {
-			return err
-		}
-		return policies.CheckActive(pol, n)
-	}
-	return nil
+	return s.policies.CheckActive(ctx, p.OwnerUserID, pol)
 }
 
 // termsCheck returns the check of a changed package's terms against its owner's

@@ -46,6 +46,9 @@ type Store interface {
 	ReleaseHold(ctx context.Context, id uuid.UUID) error
 	// SweepHolds deletes the holds past their expiry.
 	SweepHolds(ctx context.Context) (int64, error)
+	// LockCreations holds the user's package creations, on every gateway instance,
+	// until unlock is called.
+	LockCreations(ctx context.Context, userID int64) (unlock func(), err error)
 	// MarkNotified records, when nearlyFull and no notice went out since usage last
 	// fell below 90 %, the user's 90 % notice (an account notice the mailer sends,
 	// naming detail) and the mark, in one transaction; without nearlyFull it clears the
@@ -113,6 +116,33 @@ func (s *Policies) Usage(ctx context.Context, userID int64) (Usage, Policy, erro
 func (s *Policies) ActivePackages(ctx context.Context, userID int64) (int, error) {
 	u, err := s.store.Usage(ctx, userID)
 	return u.ActivePackages, err
+}
+
+// creationWait bounds how long a package creation waits for the user's others.
+const creationWait = 10 * time.Second
+
+// CheckActive holds the user's package creations and checks that one more fits under
+// max_active_packages (a 422 naming the numbers); the caller creates the package, then
+// calls unlock. So parallel creations, through any gateway, never pass the limit.
+func (s *Policies) CheckActive(ctx context.Context, userID int64, pol Policy) (unlock func(), err error) {
+	if pol.MaxActivePackages == nil {
+		return func() {}, nil
+	}
+	lctx, cancel := context.WithTimeout(ctx, creationWait)
+	defer cancel()
+	unlock, err = s.store.LockCreations(lctx, userID)
+	if err != nil {
+		return nil, err
+	}
+	n, err := s.ActivePackages(ctx, userID)
+	if err == nil {
+		err = CheckActive(pol, n)
+	}
+	if err != nil {
+		unlock()
+		return nil, err
+	}
+	return unlock, nil
 }
 
 // ListUsage returns every user's usage in the order asked.

@@ -497,3 +497,48 @@ func TestQuotaNoticeAndEvent(t *testing.T) {
 		t.Fatalf("notices = %v, want a second one naming 902 B of 1000 B", n)
 	}
 }
+
+// TestActivePackagesParallel: creations at once, through two gateways, never open
+// more packages than max_active_packages.
+func TestActivePackagesParallel(t *testing.T) {
+	t.Parallel()
+	url := pgtest.New(t, migrations.Version(), migrations.Up)
+	a := newTestAPI(t, defaultConfig(), onDatabase(url))
+	b := newTestAPI(t, defaultConfig(), onDatabase(url))
+	_, admin := a.user("admin@example.com", app.RoleAdmin)
+	_, token := a.user("bob@example.com", app.RoleRegular)
+	a.setDefaultPolicy(admin, map[string]any{"max_active_packages": 3})
+	var (
+		wg     sync.WaitGroup
+		mu     sync.Mutex
+		status = map[int]int{}
+	)
+	for i := range 8 {
+		gw := a
+		if i%2 == 1 {
+			gw = b
+		}
+		wg.Go(func() {
+			buf := strings.NewReader(`{"title":"t","recipient_email":"r@example.com"}`)
+			req, _ := http.NewRequest("POST", gw.url+"/api/v1/packages", buf)
+			req.Header.Set("Authorization", "Bearer "+token)
+			req.Header.Set("Content-Type", "application/json")
+			resp, err := gw.client(30 * time.Second).Do(req)
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			resp.Body.Close()
+			mu.Lock()
+			status[resp.StatusCode]++
+			mu.Unlock()
+		})
+	}
+	wg.Wait()
+	if status[http.StatusCreated] != 3 || status[http.StatusUnprocessableEntity] != 5 {
+		t.Fatalf("answers %v, want 3 × 201 and 5 × 422", status)
+	}
+	if u := a.usage(token); u["active_packages"] != float64(3) {
+		t.Fatalf("active packages = %v, want 3", u["active_packages"])
+	}
+}
