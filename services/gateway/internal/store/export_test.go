@@ -6,8 +6,4 @@ import "github.com/prometheus/client_golang/prometheus/testutil"
 func (s *Postgres) CreateRounds() int64 { return int64(testutil.ToFloat64(s.creates.rounds)) }
 
 // QueuedCreates is the number of package creations waiting for a round.
-func (s *Postgres) QueuedCreates() int {
-	s.creates.mu.Lock()
-	defer s.creates.mu.Unlock()
-	return len(s.creates.queue)
-}
+func (s *Postgres) QueuedCreates() int { return s.creates.c.Queued() }

@@ -14,6 +14,7 @@ import (
 	"github.com/shipfile/shipfile/pkg/backoff"
 	"github.com/shipfile/shipfile/pkg/events"
 	"github.com/shipfile/shipfile/pkg/events/eventsv1"
+	"github.com/shipfile/shipfile/pkg/groupcommit"
 	"github.com/shipfile/shipfile/pkg/msgerr"
 )
 
@@ -113,8 +114,8 @@ type Deliverer struct {
 	rates   *RateLimiter
 	sender  Sender
 	opts    DeliveryOptions
-	loads   *batcher[string, loaded]
-	records *batcher[AttemptRecord, recorded]
+	loads   *groupcommit.Committer[string, loaded]
+	records *groupcommit.Committer[AttemptRecord, recorded]
 	metrics *Metrics
 	log     *slog.Logger
 }
@@ -156,7 +157,7 @@ func NewDeliverer(store DeliveryStore, subs *Subscriptions, rates *RateLimiter, 
 		opts.Batch = 256
 	}
 	d := &Deliverer{store: store, subs: subs, rates: rates, sender: sender, opts: opts, metrics: metrics, log: log}
-	d.loads = newBatcher(loadRunners, opts.Batch, func(ctx context.Context, ids []string) ([]loaded, error) {
+	d.loads = groupcommit.New(groupcommit.Options{Runners: loadRunners, Max: opts.Batch, Timeout: recordTimeout}, func(ctx context.Context, ids []string) ([]loaded, error) {
 		m, err := store.Deliveries(ctx, ids)
 		if err != nil {
 			return nil, err
@@ -167,7 +168,7 @@ func NewDeliverer(store DeliveryStore, subs *Subscriptions, rates *RateLimiter, 
 		}
 		return out, nil
 	})
-	d.records = newSpillBatcher(recordRunners, opts.Batch, recordSpill, func(ctx context.Context, recs []AttemptRecord) ([]recorded, error) {
+	d.records = groupcommit.New(groupcommit.Options{Runners: recordRunners, Max: opts.Batch, Spill: recordSpill, Timeout: recordTimeout}, func(ctx context.Context, recs []AttemptRecord) ([]recorded, error) {
 		m, err := store.RecordAttempts(ctx, recs)
 		if err != nil {
 			return nil, err

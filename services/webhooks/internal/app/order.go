@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"log/slog"
 	"time"
+
+	"github.com/shipfile/shipfile/pkg/groupcommit"
 )
 
 // Gate decisions: what an event of a package may do on an ordered subscription now.
@@ -71,7 +73,7 @@ type Order struct {
 	releaser Releaser
 	log      *slog.Logger
 	// heads reads the places of many deliveries' packages at once.
-	heads *batcher[orderKey, uint64]
+	heads *groupcommit.Committer[orderKey, uint64]
 }
 
 // orderKey is a package's place in a subscription's order.
@@ -87,7 +89,7 @@ const orderRunners = 4
 // stops it.
 func NewOrder(store OrderStore, releaser Releaser, log *slog.Logger) *Order {
 	o := &Order{store: store, releaser: releaser, log: log}
-	o.heads = newBatcher(orderRunners, 256, func(ctx context.Context, keys []orderKey) ([]uint64, error) {
+	o.heads = groupcommit.New(groupcommit.Options{Runners: orderRunners, Max: 256, Timeout: recordTimeout}, func(ctx context.Context, keys []orderKey) ([]uint64, error) {
 		subs, pkgs := make([]int64, len(keys)), make([]string, len(keys))
 		for i, k := range keys {
 			subs[i], pkgs[i] = k.sub, k.pkg

@@ -1,10 +1,6 @@
 package app
 
 import (
-	"context"
-	"errors"
-	"slices"
-	"sync"
 	"testing"
 	"time"
 
@@ -69,60 +65,5 @@ func TestRateLimiterShare(t *testing.T) {
 				t.Errorf("another subscription waits %s: limits are per subscription", other)
 			}
 		})
-	}
-}
-
-// TestBatcherGroupsConcurrentCalls: calls made while a batch runs form the next batch
-// (one run for many), each caller gets its own result, and an error reaches them all.
-func TestBatcherGroupsConcurrentCalls(t *testing.T) {
-	var mu sync.Mutex
-	var sizes []int
-	release := make(chan struct{})
-	first := true
-	b := newBatcher(1, 100, func(_ context.Context, in []int) ([]int, error) {
-		mu.Lock()
-		sizes = append(sizes, len(in))
-		wait := first
-		first = false
-		mu.Unlock()
-		if wait {
-			<-release // hold the first batch while the others queue
-		}
-		if slices.Contains(in, -1) {
-			return nil, errors.New("boom")
-		}
-		out := make([]int, len(in))
-		for i, v := range in {
-			out[i] = v * 2
-		}
-		return out, nil
-	})
-	defer b.Close()
-	var wg sync.WaitGroup
-	wg.Go(func() {
-		if v, err := b.Do(context.Background(), 1); err != nil || v != 2 {
-			t.Errorf("first: %d %v", v, err)
-		}
-	})
-	for len(b.in) > 0 || func() bool { mu.Lock(); defer mu.Unlock(); return len(sizes) == 0 }() {
-		time.Sleep(time.Millisecond)
-	}
-	for i := 2; i <= 20; i++ {
-		wg.Go(func() {
-			if v, err := b.Do(context.Background(), i); err != nil || v != 2*i {
-				t.Errorf("%d: %d %v", i, v, err)
-			}
-		})
-	}
-	for len(b.in) < 19 {
-		time.Sleep(time.Millisecond)
-	}
-	close(release)
-	wg.Wait()
-	if !slices.Equal(sizes, []int{1, 19}) {
-		t.Errorf("batch sizes %v, want [1 19]", sizes)
-	}
-	if _, err := b.Do(context.Background(), -1); err == nil {
-		t.Error("an error of the batch did not reach its caller")
 	}
 }
