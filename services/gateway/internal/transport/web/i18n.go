@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"strings"
 
 	"github.com/gin-gonic/gin"
 
@@ -81,20 +82,28 @@ func scanText(l *i18n.Localizer, english string) string {
 	return english
 }
 
-// jsMessageKeys are the messages of the catalog's js table that static/app.js shows.
-var jsMessageKeys = []string{"waiting", "failed", "retrying", "of", "encrypted", "uploaded", "encrypted_uploaded",
-	"in", "offline", "server_answered", "encrypting", "copied", "copy"}
-
-// jsMessages is the JSON object of static/app.js's words in l's language, for
-// <html data-messages>: the script has no catalog of its own.
+// jsMessages is the JSON object of the catalog's js table (the words static/app.js
+// and the encrypted pages' scripts show) in l's language, for <html data-messages>:
+// the scripts have no catalog of their own. Built once per language.
 func jsMessages(l *i18n.Localizer) string {
-	m := make(map[string]string, len(jsMessageKeys))
-	for _, k := range jsMessageKeys {
-		m[k] = l.T("js." + k)
-	}
-	b, _ := json.Marshal(m)
-	return string(b)
+	return jsMessageJSON[l.Lang]
 }
+
+var jsMessageJSON = func() map[string]string {
+	out := map[string]string{}
+	for _, lang := range i18n.Languages {
+		l := catalog.Localizer(lang.Code)
+		m := map[string]string{}
+		for _, id := range catalog.IDs() {
+			if k, ok := strings.CutPrefix(id, "js."); ok {
+				m[k] = l.T(id)
+			}
+		}
+		b, _ := json.Marshal(m)
+		out[lang.Code] = string(b)
+	}
+	return out
+}()
 
 func init() {
 	funcs["scantext"] = scanText

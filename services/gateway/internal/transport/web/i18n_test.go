@@ -65,6 +65,9 @@ func TestRecipientPageLanguages(t *testing.T) {
 	if !strings.Contains(p.body, `<nav class="langs" aria-label="Sprache">`) || !strings.Contains(p.body, `href="?lang=pt" hreflang="pt" lang="pt" data-lang="pt">Português</a>`) {
 		t.Fatalf("no switcher:\n%s", p.body)
 	}
+	if !strings.Contains(p.body, `&#34;e2e_wrong_key&#34;:&#34;Dieser Schlüssel öffnet diese Dateien nicht`) {
+		t.Errorf("the encrypted pages' words are not German")
+	}
 	if !strings.Contains(p.body, `data-messages="{&#34;copied&#34;:&#34;Kopiert&#34;`) {
 		t.Errorf("the script's words are not German: %s", regexp.MustCompile(`<html[^>]*>`).FindString(p.body))
 	}

@@ -8,6 +8,8 @@
   var messages = {};
   try { messages = JSON.parse(document.documentElement.getAttribute("data-messages") || "{}"); } catch (e) { /* English */ }
   function msg(key, english) { return messages[key] || english; }
+  // shipfileMsg(key, english) is msg for the pages' other scripts.
+  window.shipfileMsg = msg;
   var pageLang = document.documentElement.lang || "en";
 
   var meta = document.querySelector('meta[name="csrf-token"]');

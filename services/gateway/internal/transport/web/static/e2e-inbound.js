@@ -252,7 +252,7 @@
       if (!window.tus || !window.tus.isSupported) throw new Error("this browser cannot upload here (no tus)");
       r.li.setAttribute("data-state", "encrypting");
       r.li.setAttribute("data-encrypted", "1");
-      r.stats.textContent = "encrypting · " + human(file.size);
+      r.stats.textContent = (window.shipfileMsg ? window.shipfileMsg("encrypting_short", "encrypting") : "encrypting") + " · " + human(file.size);
       var key = { recipients: [recipient] };
       var entry = JSON.stringify({ name: file.name, type: file.type || "application/octet-stream", size: file.size });
       return E2E.encryptBytes(entry, key).then(function (sealedEntry) {

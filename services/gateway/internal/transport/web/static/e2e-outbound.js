@@ -214,17 +214,19 @@
   }
 
   // ---- The recipient's page.
+  // T is the page's words (static/app.js's shipfileMsg), English where there are none.
+  var T = window.shipfileMsg || function (key, english) { return english; };
   function report(el, ev, total) {
     if (!el) return;
     el.hidden = false;
     el.setAttribute("data-state", ev.type);
     if (ev.type === "progress") {
-      el.textContent = "decrypting to disk · " + human(ev.bytes) + (total ? " of " + human(total) : "");
+      el.textContent = T("dl_decrypting", "decrypting to disk") + " · " + human(ev.bytes) + (total ? " " + T("of", "of") + " " + human(total) : "");
     } else if (ev.type === "done") {
-      el.textContent = "decrypted and saved · " + human(ev.bytes);
+      el.textContent = T("dl_saved", "decrypted and saved") + " · " + human(ev.bytes);
     } else if (ev.type === "error") {
       el.setAttribute("data-kind", ev.kind || "");
-      el.textContent = ev.message || "the download failed";
+      el.textContent = ev.message || T("dl_failed", "the download failed");
     }
   }
 
@@ -248,7 +250,7 @@
       page.setAttribute("data-e2e-state", "open");
       if (errBox) errBox.hidden = true;
       if (passForm) passForm.hidden = true;
-      show(state, "Decrypted in this browser: the server never sees these files, their names or the key.");
+      show(state, T("e2e_decrypted", "Decrypted in this browser: the server never sees these files, their names or the key."));
       var names = {};
       rows.forEach(function (li) {
         var m = manifest && manifest.files[li.getAttribute("data-file-id")];
@@ -296,7 +298,7 @@
     var fromFragment = location.hash.slice(1);
     fetch(page.getAttribute("data-manifest-url"), { credentials: "same-origin" }).then(function (res) {
       if (res.status === 404) return null;
-      if (!res.ok) throw new Error("the file list could not be fetched (the server answered " + res.status + ")");
+      if (!res.ok) throw new Error(T("e2e_list_failed", "the file list could not be fetched") + " (" + T("server_answered", "the server answered") + " " + res.status + ")");
       return res.arrayBuffer().then(function (b) { return new Uint8Array(b); });
     }).then(function (bytes) {
       var kind = bytes ? E2E.headerKind(bytes) : null;
@@ -305,7 +307,7 @@
         if (byPassphrase) {
           page.setAttribute("data-e2e-state", "passphrase");
           passForm.hidden = false;
-          show(state, "These files are end-to-end encrypted with a passphrase: the sender tells you what it is.");
+          show(state, T("e2e_passphrase_needed", "These files are end-to-end encrypted with a passphrase: the sender tells you what it is."));
           document.getElementById("e2e-passphrase").focus();
           passForm.addEventListener("submit", function (e) {
             e.preventDefault();
@@ -313,15 +315,15 @@
             if (!p) return;
             var btn = passForm.querySelector("button");
             btn.disabled = true;
-            show(state, "Checking the passphrase…");
+            show(state, T("e2e_checking_passphrase", "Checking the passphrase…"));
             var k = { passphrase: p };
             // Without a manifest the page cannot tell a key from a passphrase: a key opens too.
             var pasted = !bytes && keyOf(p);
             if (pasted) { k = { identity: pasted }; keepKey(pasted); }
             (bytes ? tryKey(k, bytes) : Promise.resolve().then(function () { key = k; open(); })).catch(function (err) {
               var e2 = E2E.classify(err);
-              fail(e2.kind, e2.kind === "key" ? "This passphrase does not open these files." : e2.message);
-              show(state, "These files are end-to-end encrypted with a passphrase: the sender tells you what it is.");
+              fail(e2.kind, e2.kind === "key" ? T("e2e_wrong_passphrase", "This passphrase does not open these files.") : e2.message);
+              show(state, T("e2e_passphrase_needed", "These files are end-to-end encrypted with a passphrase: the sender tells you what it is."));
             }).then(function () { btn.disabled = false; });
           });
           return;
@@ -331,7 +333,7 @@
           // in this browser, never sent.
           var keyForm = document.getElementById("e2e-keyform");
           var keyInput = document.getElementById("e2e-key");
-          var keyHint = "This link is missing its key (the part after #): paste the key the sender gave you (AGE-SECRET-KEY-1…), or the full link.";
+          var keyHint = T("e2e_missing_key", "This link is missing its key (the part after #): paste the key the sender gave you (AGE-SECRET-KEY-1…), or the full link.");
           page.setAttribute("data-e2e-state", "key");
           keyForm.hidden = false;
           show(state, keyHint);
@@ -340,20 +342,20 @@
             e.preventDefault();
             var id = keyOf(keyInput.value);
             if (!id) {
-              fail("nokey", "This is not a key: it starts with AGE-SECRET-KEY-1 (or paste the full link, with the part after #).");
+              fail("nokey", T("e2e_not_key", "This is not a key: it starts with AGE-SECRET-KEY-1 (or paste the full link, with the part after #)."));
               show(state, keyHint);
               return;
             }
             var btn = keyForm.querySelector("button");
             btn.disabled = true;
-            show(state, "Checking the key…");
+            show(state, T("e2e_checking_key", "Checking the key…"));
             tryKey({ identity: id }, bytes).then(function () {
               keyForm.hidden = true;
               keyInput.value = "";
               keepKey(id);
             }, function (err) {
               var e2 = E2E.classify(err);
-              fail(e2.kind, e2.kind === "key" ? "This key does not open these files: check that you pasted the whole key the sender gave you." : e2.message);
+              fail(e2.kind, e2.kind === "key" ? T("e2e_wrong_key", "This key does not open these files: check that you pasted the whole key the sender gave you.") : e2.message);
               show(state, keyHint);
             }).then(function () { btn.disabled = false; });
           });

@@ -23,11 +23,13 @@
     if (cause) e.cause = cause;
     return e;
   }
+  // The page's words (static/app.js's shipfileMsg), English where there are none (a worker).
+  var T = (typeof self !== "undefined" && self.shipfileMsg) || function (key, english) { return english; };
   var messages = {
-    key: "This key does not open these files. Check that you have the whole link, or the right passphrase.",
-    altered: "The file was altered after it was encrypted (or cut short): it failed the integrity check, so it was not saved.",
-    format: "This is not an end-to-end encrypted file.",
-    network: "The download broke off."
+    key: T("e2e_key", "This key does not open these files. Check that you have the whole link, or the right passphrase."),
+    altered: T("e2e_altered", "The file was altered after it was encrypted (or cut short): it failed the integrity check, so it was not saved."),
+    format: T("e2e_format", "This is not an end-to-end encrypted file."),
+    network: T("e2e_network", "The download broke off.")
   };
 
   // classify turns an error of age-encryption (or of a fetch) into an E2EError.
