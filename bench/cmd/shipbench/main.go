@@ -80,7 +80,7 @@ type config struct {
 var prof *profiler
 
 // allRows are the rows in the order they run.
-var allRows = []string{"upload", "tus", "cli", "memory", "download", "api", "events", "expiry", "scan", "previews", "fairness", "dispatch"}
+var allRows = []string{"upload", "tus", "cli", "memory", "download", "api", "events", "expiry", "scan", "previews", "languages", "fairness", "dispatch"}
 
 // A group starts once the machine's CPU is less than quietBusy busy (or waiting for the
 // disk) over a second, or after quietMax.
@@ -95,14 +95,15 @@ const dispatchReserve = 60 * time.Second
 
 // budgets bound each group of rows; the whole run is also bounded by -timeout.
 var budgets = map[string]time.Duration{
-	"transfer": 5 * time.Minute, // upload, tus, memory and download share one gateway and bucket
-	"api":      75 * time.Second,
-	"events":   80 * time.Second,
-	"dispatch": 150 * time.Second,
-	"expiry":   150 * time.Second,
-	"fairness": 60 * time.Second,
-	"scan":     240 * time.Second,
-	"previews": 60 * time.Second,
+	"transfer":  5 * time.Minute, // upload, tus, memory and download share one gateway and bucket
+	"api":       75 * time.Second,
+	"events":    80 * time.Second,
+	"dispatch":  150 * time.Second,
+	"expiry":    150 * time.Second,
+	"fairness":  60 * time.Second,
+	"scan":      240 * time.Second,
+	"previews":  60 * time.Second,
+	"languages": 60 * time.Second,
 }
 
 func main() {
@@ -143,7 +144,7 @@ func main() {
 	fs.IntVar(&c.previewSlices, "preview-slices", 8, "turns of the preview row (each: every image previewed, and every image decoded)")
 	fs.StringVar(&c.tracing, "tracing", "", "on or full: run the api and dispatch rows again with tracing on (the services export OTLP to a sink in shipbench; on: the default sampling, full: every trace sampled) and compare each with its run with tracing off (≥ 0.95×)")
 	fs.StringVar(&c.rows, "rows", strings.Join(allRows, ","), "rows to run, comma-separated: "+strings.Join(allRows, ","))
-	fs.Var(&c.budget, "budget", "time a row (or group: transfer, api, events, expiry, scan, previews, fairness, dispatch) may take, as row=duration; repeat or comma-separate, e.g. api=3m,dispatch=8m (-timeout grows to fit unless given)")
+	fs.Var(&c.budget, "budget", "time a row (or group: transfer, api, events, expiry, scan, previews, languages, fairness, dispatch) may take, as row=duration; repeat or comma-separate, e.g. api=3m,dispatch=8m (-timeout grows to fit unless given)")
 	fs.DurationVar(&c.timeout, "timeout", 12*time.Minute, "bound of the whole run; rows still running then are stopped and reported")
 	fs.StringVar(&c.out, "o", "", "also write the report as Markdown to this file")
 	fs.StringVar(&c.profile, "profile", "", "build the services with a pprof endpoint, save CPU profiles of the measured windows in this directory and list their top functions")
@@ -303,6 +304,7 @@ func run(c config, command string) int {
 	group("expiry", []string{"expiry"}, func(ctx context.Context, t testing.TB) { expiryRow(ctx, t, c, bins, rep) })
 	group("scan", []string{"scan"}, func(ctx context.Context, t testing.TB) { scanRow(ctx, t, c, bins, rep) })
 	group("previews", []string{"previews"}, func(ctx context.Context, t testing.TB) { previewRow(ctx, t, c, rep) })
+	group("languages", []string{"languages"}, func(ctx context.Context, t testing.TB) { languagesRow(ctx, t, c, bins, rep) })
 	group("fairness", []string{"fairness"}, func(ctx context.Context, t testing.TB) { fairnessRow(ctx, t, c, bins, rep) })
 	// Last: it takes whatever is left of its budget (its runs stop at their share).
 	group("dispatch", []string{"dispatch"}, func(ctx context.Context, t testing.TB) { dispatchRows(ctx, t, c, bins, rep) })
@@ -361,7 +363,7 @@ func prebuilt(dir string, names []string) (rig.Bins, error) {
 // groupOf maps a row to the group whose budget bounds it.
 var groupOf = map[string]string{
 	"upload": "transfer", "tus": "transfer", "cli": "transfer", "memory": "transfer", "download": "transfer", "transfer": "transfer",
-	"api": "api", "events": "events", "expiry": "expiry", "scan": "scan", "previews": "previews", "fairness": "fairness", "dispatch": "dispatch",
+	"api": "api", "events": "events", "expiry": "expiry", "scan": "scan", "previews": "previews", "languages": "languages", "fairness": "fairness", "dispatch": "dispatch",
 }
 
 // budgetFlag is -budget: row=duration pairs, repeated or comma-separated, keyed by group.
