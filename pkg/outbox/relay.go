@@ -19,6 +19,7 @@ import (
 	semconv "go.opentelemetry.io/otel/semconv/v1.37.0"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/shipfile/shipfile/pkg/clip"
 	"github.com/shipfile/shipfile/pkg/tracing"
 )
 
@@ -297,7 +298,7 @@ func (r *Relay) publishBatch(ctx context.Context) (int, error) {
 	}
 	if failed != nil {
 		if _, err := tx.Exec(mctx, `UPDATE outbox SET attempts = attempts + 1, last_error = $2 WHERE id = $1`,
-			failed.id, truncate(pubErr.Error(), lastErrorMax)); err != nil {
+			failed.id, clip.Bytes(pubErr.Error(), lastErrorMax)); err != nil {
 			return 0, fmt.Errorf("outbox: record failed publish of %s: %w", failed.msgID, err)
 		}
 	}
@@ -485,13 +486,6 @@ func (b *backoff) next() time.Duration {
 }
 
 func (b *backoff) reset() { b.cur = 0 }
-
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return s[:n]
-}
 
 // metrics are the relay's Prometheus collectors; a nil *metrics records nothing.
 type metrics struct {

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/shipfile/shipfile/pkg/backoff"
+	"github.com/shipfile/shipfile/pkg/clip"
 	"github.com/shipfile/shipfile/pkg/msgerr"
 )
 
@@ -188,14 +189,5 @@ func (m *Mailer) Handle(ctx context.Context, data []byte, numDelivered uint64) e
 	return nil
 }
 
-func truncate(s string) string {
-	if len(s) <= maxErrorLen {
-		return s
-	}
-	// Cut at a rune boundary.
-	cut := maxErrorLen
-	for cut > 0 && s[cut]&0xC0 == 0x80 {
-		cut--
-	}
-	return s[:cut] + "…"
-}
+// truncate shortens an error or audit detail to what its column keeps.
+func truncate(s string) string { return clip.Marked(s, maxErrorLen) }

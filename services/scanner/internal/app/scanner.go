@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/shipfile/shipfile/pkg/backoff"
+	"github.com/shipfile/shipfile/pkg/clip"
 	"github.com/shipfile/shipfile/pkg/events"
 	"github.com/shipfile/shipfile/pkg/events/eventsv1"
 	"github.com/shipfile/shipfile/pkg/msgerr"
@@ -289,7 +290,7 @@ func (s *Scanner) record(ctx context.Context, log *slog.Logger, f File, v Verdic
 		fx = InfectedEffects(f, v.Signature, s.now())
 	case ScanUnscannable:
 		fx = Effects{AuditAction: AuditActionUnscannable,
-			AuditDetail: truncate(fmt.Sprintf("could not be checked for malware: %s: %s", f.Filename, v.Signature), 1000)}
+			AuditDetail: clip.Bytes(fmt.Sprintf("could not be checked for malware: %s: %s", f.Filename, v.Signature), 1000)}
 	}
 	recorded, err := s.store.Record(ctx, f, v, fx)
 	if err != nil {
@@ -320,14 +321,7 @@ func InfectedEffects(f File, sig string, now time.Time) Effects {
 	return Effects{
 		Event:       e,
 		AuditAction: AuditActionInfected,
-		AuditDetail: truncate(fmt.Sprintf("malware found in %s: %s", f.Filename, sig), 1000),
+		AuditDetail: clip.Bytes(fmt.Sprintf("malware found in %s: %s", f.Filename, sig), 1000),
 		NotifyOwner: true,
 	}
-}
-
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return s[:n]
 }

@@ -16,6 +16,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/shipfile/shipfile/pkg/clip"
 	"github.com/shipfile/shipfile/services/scanner/internal/app"
 )
 
@@ -269,13 +270,6 @@ func parseReply(reply string) (string, error) {
 	case strings.HasSuffix(body, " ERROR"):
 		return "", &app.ScanFailedError{Reply: strings.TrimSuffix(body, " ERROR")}
 	default:
-		return "", &app.ScanFailedError{Reply: "unexpected answer: " + truncate(reply, 200)}
+		return "", &app.ScanFailedError{Reply: "unexpected answer: " + clip.Bytes(reply, 200)}
 	}
-}
-
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return s[:n]
 }

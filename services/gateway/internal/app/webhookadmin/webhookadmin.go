@@ -16,6 +16,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/shipfile/shipfile/pkg/clip"
 	"github.com/shipfile/shipfile/pkg/events"
 	"github.com/shipfile/shipfile/pkg/events/eventsv1"
 	"github.com/shipfile/shipfile/pkg/netguard"
@@ -328,7 +329,7 @@ func normalizeEvents(in []string) ([]string, error) {
 	}
 	for _, e := range in {
 		if !slices.Contains(events.Types, e) {
-			return nil, app.Invalid("events: unknown event %q; the known events are %s", truncate(e, 100), strings.Join(events.Types, ", "))
+			return nil, app.Invalid("events: unknown event %q; the known events are %s", clip.Marked(e, 100), strings.Join(events.Types, ", "))
 		}
 	}
 	out := make([]string, 0, len(in))
@@ -379,11 +380,4 @@ func (s *Service) newSecret() (secret, sealed string, err error) {
 		return "", "", fmt.Errorf("seal webhook secret: %w", err)
 	}
 	return secret, sealed, nil
-}
-
-func truncate(s string, n int) string {
-	if utf8.RuneCountInString(s) <= n {
-		return s
-	}
-	return string([]rune(s)[:n]) + "…"
 }
