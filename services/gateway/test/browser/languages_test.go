@@ -96,6 +96,12 @@ func TestLanguagesInBrowser(t *testing.T) {
 	sender.waitJS("the upload", `!!document.querySelector('#files-table') && document.querySelector('#files-table').textContent.includes('praia.jpg')`)
 	sender.submit(chromedp.Click(css("#finalize")))
 	link := sender.value("#magic-link")
+	if h := sender.text("h1"); h != "Paket gesendet" {
+		t.Errorf("the sent page's heading %q", h)
+	}
+	if label := run(sender, chromedp.Evaluate[string](`document.querySelector('.qr-box svg').getAttribute('aria-label') || document.querySelector('.qr-box svg title').textContent`)); label != "QR-Code des Links des Empfängers" {
+		t.Errorf("the QR code's label %q", label)
+	}
 
 	// The recipient asks for Brazilian Portuguese: the page is Portuguese.
 	recipient.speak("pt-BR,pt;q=0.9,en;q=0.5")

@@ -17,6 +17,8 @@ var translatedTemplates = []string{
 	"gone.html",
 	"error.html",
 	"package_new.html",
+	"login.html",
+	"sent.html",
 }
 
 var (

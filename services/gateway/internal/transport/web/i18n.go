@@ -119,6 +119,10 @@ var pageTexts = map[string]string{
 	"Send files":               "form.page_send",
 	"Request files":            "form.page_request",
 	"This field is required.":  "form.required",
+	"Sign in":                  "login.title",
+	"Request sent":             "sent.request_sent",
+	"Package sent":             "sent.package_sent",
+	"Recipient added":          "sent.recipient_added",
 }
 
 // localizeText says a handler's fixed English text in l's language: one of
