@@ -43,3 +43,16 @@ func TestStartNATSAnswersAsItself(t *testing.T) {
 		t.Fatal("a plain listener passed for the server")
 	}
 }
+
+// TestFreeAddrNeverRepeats: addresses handed out in a row are all different, though
+// the kernel may offer a port just released again.
+func TestFreeAddrNeverRepeats(t *testing.T) {
+	seen := map[string]bool{}
+	for range 500 {
+		a := FreeAddr(t)
+		if seen[a] {
+			t.Fatalf("FreeAddr returned %s twice", a)
+		}
+		seen[a] = true
+	}
+}

@@ -29,16 +29,34 @@ import (
 	"github.com/shipfile/shipfile/pkg/service"
 )
 
-// FreeAddr returns a 127.0.0.1 address with a port that was free a moment ago.
+// FreeAddr returns a 127.0.0.1 address with a port that was free a moment ago, and
+// never one it returned before in this process: the kernel may hand a port just
+// released to the next listener on :0, so two calls in a row (a service's HTTP and ops
+// addresses) could otherwise get the same port, and the service could not bind both.
 func FreeAddr(t testing.TB) string {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
+	for {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		addr := ln.Addr().String()
+		ln.Close()
+		freeAddrs.Lock()
+		seen := freeAddrs.given[addr]
+		freeAddrs.given[addr] = true
+		freeAddrs.Unlock()
+		if !seen {
+			return addr
+		}
 	}
-	defer ln.Close()
-	return ln.Addr().String()
 }
+
+// freeAddrs are the addresses FreeAddr has returned in this process.
+var freeAddrs = struct {
+	sync.Mutex
+	given map[string]bool
+}{given: map[string]bool{}}
 
 // Lifecycle runs fn (configured through the environment to listen on addr) and checks
 // readiness, liveness, metrics and graceful shutdown.
