@@ -229,14 +229,7 @@ func (s *Postgres) Reserve(ctx context.Context, r policies.Reservation, bytes in
 				return app.Conflict("the upload's reservation is gone")
 			}
 		} else {
-			var obj *string
-			var expires *time.Time
-			if r.Hold.ObjectKey != "" {
-				obj = &r.Hold.ObjectKey
-			}
-			if r.Hold.TusUploadID == nil && obj == nil {
-				expires = &r.ExpiresAt
-			}
+			obj, expires := holdColumns(r)
 			if err := q.InsertQuotaHold(ctx, InsertQuotaHoldParams{ID: r.ID, UserID: r.UserID, Bytes: bytes,
 				TusUploadID: r.Hold.TusUploadID, ObjectKey: obj, ExpiresAt: expires}); err != nil {
 				return err
@@ -246,6 +239,19 @@ func (s *Postgres) Reserve(ctx context.Context, r policies.Reservation, bytes in
 		return nil
 	})
 	return u, total, ok, err
+}
+
+// holdColumns are a new hold's object key and expiry columns: the key when the hold is an
+// object's (nil otherwise), and an expiry only for a hold tied to neither a tus upload nor
+// an object, which nothing else would ever give back.
+func holdColumns(r policies.Reservation) (obj *string, expires *time.Time) {
+	if r.Hold.ObjectKey != "" {
+		obj = &r.Hold.ObjectKey
+	}
+	if r.Hold.TusUploadID == nil && obj == nil {
+		expires = &r.ExpiresAt
+	}
+	return obj, expires
 }
 
 // reserveAlone is Reserve without a storage cap: one statement, no transaction.
@@ -260,14 +266,7 @@ func (s *Postgres) reserveAlone(ctx context.Context, r policies.Reservation, byt
 		row, err = s.q.ReserveGrowHold(ctx, ReserveGrowHoldParams{Bytes: bytes, UserID: r.UserID, ID: r.ID, Quota: quota})
 		uid, used, reserved, active = row.UserID, row.UsedBytes, row.ReservedBytes, row.ActivePackages
 	} else {
-		var obj *string
-		var expires *time.Time
-		if r.Hold.ObjectKey != "" {
-			obj = &r.Hold.ObjectKey
-		}
-		if r.Hold.TusUploadID == nil && obj == nil {
-			expires = &r.ExpiresAt
-		}
+		obj, expires := holdColumns(r)
 		var row ReserveNewHoldRow
 		row, err = s.q.ReserveNewHold(ctx, ReserveNewHoldParams{Bytes: bytes, UserID: r.UserID, ID: r.ID, Quota: quota,
 			TusUploadID: r.Hold.TusUploadID, ObjectKey: obj, ExpiresAt: expires})
