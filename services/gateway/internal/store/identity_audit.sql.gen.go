@@ -77,7 +77,7 @@ func (q *Queries) DeleteOIDCSessions(ctx context.Context, arg DeleteOIDCSessions
 }
 
 const getUserForUpdate = `-- name: GetUserForUpdate :one
-SELECT id, email, name, role, password_hash, disabled, created_at, oidc_issuer, oidc_subject FROM users WHERE id = $1 FOR UPDATE
+SELECT id, email, name, role, password_hash, disabled, created_at, oidc_issuer, oidc_subject, language FROM users WHERE id = $1 FOR UPDATE
 `
 
 func (q *Queries) GetUserForUpdate(ctx context.Context, id int64) (User, error) {
@@ -93,6 +93,7 @@ func (q *Queries) GetUserForUpdate(ctx context.Context, id int64) (User, error) 
 		&i.CreatedAt,
 		&i.OidcIssuer,
 		&i.OidcSubject,
+		&i.Language,
 	)
 	return i, err
 }
@@ -132,7 +133,7 @@ func (q *Queries) SetSessionRefresh(ctx context.Context, arg SetSessionRefreshPa
 const unlinkUserOIDC = `-- name: UnlinkUserOIDC :one
 UPDATE users SET oidc_issuer = NULL, oidc_subject = NULL
 WHERE id = $1 AND oidc_issuer = $2::text AND oidc_subject = $3::text AND password_hash IS NOT NULL
-RETURNING id, email, name, role, password_hash, disabled, created_at, oidc_issuer, oidc_subject
+RETURNING id, email, name, role, password_hash, disabled, created_at, oidc_issuer, oidc_subject, language
 `
 
 type UnlinkUserOIDCParams struct {
@@ -156,6 +157,7 @@ func (q *Queries) UnlinkUserOIDC(ctx context.Context, arg UnlinkUserOIDCParams) 
 		&i.CreatedAt,
 		&i.OidcIssuer,
 		&i.OidcSubject,
+		&i.Language,
 	)
 	return i, err
 }

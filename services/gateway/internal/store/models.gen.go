@@ -328,6 +328,7 @@ type User struct {
 	CreatedAt    time.Time
 	OidcIssuer   *string
 	OidcSubject  *string
+	Language     *string
 }
 
 type UserKey struct {

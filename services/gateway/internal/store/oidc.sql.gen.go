@@ -13,7 +13,7 @@ import (
 const createOIDCUser = `-- name: CreateOIDCUser :one
 INSERT INTO users (email, name, role, oidc_issuer, oidc_subject)
 VALUES ($1, $2, $3, $4::text, $5::text)
-RETURNING id, email, name, role, password_hash, disabled, created_at, oidc_issuer, oidc_subject
+RETURNING id, email, name, role, password_hash, disabled, created_at, oidc_issuer, oidc_subject, language
 `
 
 type CreateOIDCUserParams struct {
@@ -43,6 +43,7 @@ func (q *Queries) CreateOIDCUser(ctx context.Context, arg CreateOIDCUserParams) 
 		&i.CreatedAt,
 		&i.OidcIssuer,
 		&i.OidcSubject,
+		&i.Language,
 	)
 	return i, err
 }
@@ -57,7 +58,7 @@ func (q *Queries) DeleteStaleOIDCLogins(ctx context.Context, createdAt time.Time
 }
 
 const getUserByOIDC = `-- name: GetUserByOIDC :one
-SELECT id, email, name, role, password_hash, disabled, created_at, oidc_issuer, oidc_subject FROM users WHERE oidc_issuer = $1::text AND oidc_subject = $2::text
+SELECT id, email, name, role, password_hash, disabled, created_at, oidc_issuer, oidc_subject, language FROM users WHERE oidc_issuer = $1::text AND oidc_subject = $2::text
 `
 
 type GetUserByOIDCParams struct {
@@ -78,6 +79,7 @@ func (q *Queries) GetUserByOIDC(ctx context.Context, arg GetUserByOIDCParams) (U
 		&i.CreatedAt,
 		&i.OidcIssuer,
 		&i.OidcSubject,
+		&i.Language,
 	)
 	return i, err
 }
@@ -111,7 +113,7 @@ func (q *Queries) InsertOIDCLogin(ctx context.Context, arg InsertOIDCLoginParams
 const linkUserOIDC = `-- name: LinkUserOIDC :one
 UPDATE users SET oidc_issuer = $1::text, oidc_subject = $2::text
 WHERE id = $3 AND oidc_subject IS NULL
-RETURNING id, email, name, role, password_hash, disabled, created_at, oidc_issuer, oidc_subject
+RETURNING id, email, name, role, password_hash, disabled, created_at, oidc_issuer, oidc_subject, language
 `
 
 type LinkUserOIDCParams struct {
@@ -134,12 +136,13 @@ func (q *Queries) LinkUserOIDC(ctx context.Context, arg LinkUserOIDCParams) (Use
 		&i.CreatedAt,
 		&i.OidcIssuer,
 		&i.OidcSubject,
+		&i.Language,
 	)
 	return i, err
 }
 
 const setUserRole = `-- name: SetUserRole :one
-UPDATE users SET role = $1 WHERE id = $2 RETURNING id, email, name, role, password_hash, disabled, created_at, oidc_issuer, oidc_subject
+UPDATE users SET role = $1 WHERE id = $2 RETURNING id, email, name, role, password_hash, disabled, created_at, oidc_issuer, oidc_subject, language
 `
 
 type SetUserRoleParams struct {
@@ -160,6 +163,7 @@ func (q *Queries) SetUserRole(ctx context.Context, arg SetUserRoleParams) (User,
 		&i.CreatedAt,
 		&i.OidcIssuer,
 		&i.OidcSubject,
+		&i.Language,
 	)
 	return i, err
 }

@@ -25,6 +25,11 @@ UPDATE users SET
 WHERE id = @id
 RETURNING *;
 
+-- name: SetUserLanguage :one
+-- Sets the user's language (pkg/i18n's code), or clears it (NULL: the browser's).
+UPDATE users SET language = sqlc.narg(language) WHERE id = @id
+RETURNING *;
+
 -- name: LockSetup :exec
 -- Serialises first-user creation across gateway instances, until the transaction ends.
 SELECT pg_advisory_xact_lock(@key::bigint);

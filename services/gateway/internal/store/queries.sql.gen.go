@@ -107,7 +107,7 @@ func (q *Queries) CreateToken(ctx context.Context, arg CreateTokenParams) (Creat
 const createUser = `-- name: CreateUser :one
 INSERT INTO users (email, name, role, password_hash)
 VALUES ($1, $2, $3, $4)
-RETURNING id, email, name, role, password_hash, disabled, created_at, oidc_issuer, oidc_subject
+RETURNING id, email, name, role, password_hash, disabled, created_at, oidc_issuer, oidc_subject, language
 `
 
 type CreateUserParams struct {
@@ -135,6 +135,7 @@ func (q *Queries) CreateUser(ctx context.Context, arg CreateUserParams) (User, e
 		&i.CreatedAt,
 		&i.OidcIssuer,
 		&i.OidcSubject,
+		&i.Language,
 	)
 	return i, err
 }
@@ -377,7 +378,7 @@ func (q *Queries) GetPackage(ctx context.Context, id uuid.UUID) (Package, error)
 }
 
 const getUser = `-- name: GetUser :one
-SELECT id, email, name, role, password_hash, disabled, created_at, oidc_issuer, oidc_subject FROM users WHERE id = $1
+SELECT id, email, name, role, password_hash, disabled, created_at, oidc_issuer, oidc_subject, language FROM users WHERE id = $1
 `
 
 func (q *Queries) GetUser(ctx context.Context, id int64) (User, error) {
@@ -393,12 +394,13 @@ func (q *Queries) GetUser(ctx context.Context, id int64) (User, error) {
 		&i.CreatedAt,
 		&i.OidcIssuer,
 		&i.OidcSubject,
+		&i.Language,
 	)
 	return i, err
 }
 
 const getUserByEmail = `-- name: GetUserByEmail :one
-SELECT id, email, name, role, password_hash, disabled, created_at, oidc_issuer, oidc_subject FROM users WHERE lower(email) = lower($1::text)
+SELECT id, email, name, role, password_hash, disabled, created_at, oidc_issuer, oidc_subject, language FROM users WHERE lower(email) = lower($1::text)
 `
 
 func (q *Queries) GetUserByEmail(ctx context.Context, email string) (User, error) {
@@ -414,6 +416,7 @@ func (q *Queries) GetUserByEmail(ctx context.Context, email string) (User, error
 		&i.CreatedAt,
 		&i.OidcIssuer,
 		&i.OidcSubject,
+		&i.Language,
 	)
 	return i, err
 }
@@ -972,7 +975,7 @@ func (q *Queries) ListTokens(ctx context.Context, userID int64) ([]ListTokensRow
 }
 
 const listUsers = `-- name: ListUsers :many
-SELECT id, email, name, role, password_hash, disabled, created_at, oidc_issuer, oidc_subject FROM users ORDER BY id
+SELECT id, email, name, role, password_hash, disabled, created_at, oidc_issuer, oidc_subject, language FROM users ORDER BY id
 `
 
 func (q *Queries) ListUsers(ctx context.Context) ([]User, error) {
@@ -994,6 +997,7 @@ func (q *Queries) ListUsers(ctx context.Context) ([]User, error) {
 			&i.CreatedAt,
 			&i.OidcIssuer,
 			&i.OidcSubject,
+			&i.Language,
 		); err != nil {
 			return nil, err
 		}
@@ -1581,6 +1585,35 @@ func (q *Queries) SaveWebhook(ctx context.Context, arg SaveWebhookParams) (Webho
 	return i, err
 }
 
+const setUserLanguage = `-- name: SetUserLanguage :one
+UPDATE users SET language = $1 WHERE id = $2
+RETURNING id, email, name, role, password_hash, disabled, created_at, oidc_issuer, oidc_subject, language
+`
+
+type SetUserLanguageParams struct {
+	Language *string
+	ID       int64
+}
+
+// Sets the user's language (pkg/i18n's code), or clears it (NULL: the browser's).
+func (q *Queries) SetUserLanguage(ctx context.Context, arg SetUserLanguageParams) (User, error) {
+	row := q.db.QueryRow(ctx, setUserLanguage, arg.Language, arg.ID)
+	var i User
+	err := row.Scan(
+		&i.ID,
+		&i.Email,
+		&i.Name,
+		&i.Role,
+		&i.PasswordHash,
+		&i.Disabled,
+		&i.CreatedAt,
+		&i.OidcIssuer,
+		&i.OidcSubject,
+		&i.Language,
+	)
+	return i, err
+}
+
 const shiftRecipients = `-- name: ShiftRecipients :exec
 UPDATE recipients SET position = position + 1000 WHERE package_id = $1
 `
@@ -1748,7 +1781,7 @@ func (q *Queries) TakeLinkRate(ctx context.Context, arg TakeLinkRateParams) (Tak
 }
 
 const tokenOwner = `-- name: TokenOwner :one
-SELECT t.id AS token_id, t.expires_at, t.last_used_at, u.id, u.email, u.name, u.role, u.password_hash, u.disabled, u.created_at, u.oidc_issuer, u.oidc_subject
+SELECT t.id AS token_id, t.expires_at, t.last_used_at, u.id, u.email, u.name, u.role, u.password_hash, u.disabled, u.created_at, u.oidc_issuer, u.oidc_subject, u.language
 FROM api_tokens t
 JOIN users u ON u.id = t.user_id
 WHERE t.token_hash = $1
@@ -1777,6 +1810,7 @@ func (q *Queries) TokenOwner(ctx context.Context, tokenHash []byte) (TokenOwnerR
 		&i.User.CreatedAt,
 		&i.User.OidcIssuer,
 		&i.User.OidcSubject,
+		&i.User.Language,
 	)
 	return i, err
 }
@@ -1841,7 +1875,7 @@ UPDATE users SET
     disabled      = coalesce($4, disabled),
     password_hash = coalesce($5, password_hash)
 WHERE id = $6
-RETURNING id, email, name, role, password_hash, disabled, created_at, oidc_issuer, oidc_subject
+RETURNING id, email, name, role, password_hash, disabled, created_at, oidc_issuer, oidc_subject, language
 `
 
 type UpdateUserParams struct {
@@ -1873,6 +1907,7 @@ func (q *Queries) UpdateUser(ctx context.Context, arg UpdateUserParams) (User, e
 		&i.CreatedAt,
 		&i.OidcIssuer,
 		&i.OidcSubject,
+		&i.Language,
 	)
 	return i, err
 }

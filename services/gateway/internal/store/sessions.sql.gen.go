@@ -176,7 +176,7 @@ func (q *Queries) RefundLoginAttempt(ctx context.Context, arg RefundLoginAttempt
 }
 
 const sessionUser = `-- name: SessionUser :one
-SELECT s.id_hash, s.user_id, s.created_at, s.last_seen_at, s.expires_at, s.oidc_issuer, s.oidc_subject, s.oidc_refresh, s.oidc_check_at, u.id, u.email, u.name, u.role, u.password_hash, u.disabled, u.created_at, u.oidc_issuer, u.oidc_subject
+SELECT s.id_hash, s.user_id, s.created_at, s.last_seen_at, s.expires_at, s.oidc_issuer, s.oidc_subject, s.oidc_refresh, s.oidc_check_at, u.id, u.email, u.name, u.role, u.password_hash, u.disabled, u.created_at, u.oidc_issuer, u.oidc_subject, u.language
 FROM web_sessions s
 JOIN users u ON u.id = s.user_id
 WHERE s.id_hash = $1
@@ -209,6 +209,7 @@ func (q *Queries) SessionUser(ctx context.Context, idHash []byte) (SessionUserRo
 		&i.User.CreatedAt,
 		&i.User.OidcIssuer,
 		&i.User.OidcSubject,
+		&i.User.Language,
 	)
 	return i, err
 }
