@@ -225,7 +225,7 @@ func TestEndToEndCLI(t *testing.T) {
 	rita := newTab(t, bctx, sys.base, chromedp.WithNewBrowserContext())
 	rita.open(reqLink)
 	rita.do(chromedp.Evaluate[chromedp.Void](`document.getElementById('dropzone').removeAttribute('data-reload')`),
-		chromedp.SetUploadFiles(css("#files-input"), paths))
+		setFiles("#files-input", paths))
 	rita.waitJS("both encrypted uploads", `document.querySelectorAll('.uploads li[data-state=done][data-encrypted]').length === 2 || document.querySelector('.uploads li[data-state=error]')`)
 	if n := run(rita, chromedp.Evaluate[int](`document.querySelectorAll('.uploads li[data-state=done][data-encrypted]').length`)); n != 2 {
 		t.Fatalf("%d encrypted uploads done, want 2", n)

@@ -235,7 +235,7 @@ func TestE2EInboundRequest(t *testing.T) {
 	originals := map[string]string{"scan of the knee.pdf": scanSum, "letter.txt": letterSum}
 	sizes := map[string]int{"scan of the knee.pdf": 9<<20 + 123, "letter.txt": 20 << 10}
 	recipient.do(chromedp.Evaluate[chromedp.Void](`document.getElementById('dropzone').removeAttribute('data-reload')`),
-		chromedp.SetUploadFiles(css("#files-input"), []string{scan, letter}))
+		setFiles("#files-input", []string{scan, letter}))
 	recipient.waitJS("both encrypted uploads", `document.querySelectorAll('.uploads li[data-state=done][data-encrypted]').length === 2`)
 	if !run(recipient, chromedp.Evaluate[bool](`!!document.querySelector('.uploads li[data-retried]')`)) {
 		t.Fatal("the scan's upload did not see the connection drop (no retry)")
@@ -441,7 +441,7 @@ func TestE2EInboundRequest(t *testing.T) {
 		recipient.open(link)
 		recipient.do(chromedp.Evaluate[chromedp.Void](`document.getElementById('dropzone').removeAttribute('data-reload')`))
 		start := time.Now()
-		recipient.do(chromedp.SetUploadFiles(css("#files-input"), []string{big}))
+		recipient.do(setFiles("#files-input", []string{big}))
 		recipient.waitJS("the 32 MiB upload", `!!document.querySelector('.uploads li[data-state=done]')`)
 		return time.Since(start)
 	}

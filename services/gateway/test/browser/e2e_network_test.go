@@ -45,7 +45,7 @@ func TestEndToEndThroughput(t *testing.T) {
 	sender.submit(chromedp.Click(css("#package-form button[type=submit]")))
 	sender.do(chromedp.Evaluate[chromedp.Void](`document.getElementById('dropzone').removeAttribute('data-reload')`))
 	start := time.Now()
-	sender.do(chromedp.SetUploadFiles(css("#files"), []string{path}))
+	sender.do(setFiles("#files", []string{path}))
 	sender.waitJS("the plain upload", `document.querySelector('.uploads li[data-state=done]')`)
 	plainUp := time.Since(start)
 	sender.open(sender.location())
@@ -115,7 +115,7 @@ func TestEndToEndUploadSurvivesDrop(t *testing.T) {
 		t.Fatal(err)
 	}
 	sender.do(chromedp.Evaluate[chromedp.Void](`document.getElementById('dropzone').removeAttribute('data-reload')`),
-		chromedp.SetUploadFiles(css("#files"), []string{path}))
+		setFiles("#files", []string{path}))
 	sender.waitJS("2 MiB sent", `Number((document.querySelector('.uploads li') || {getAttribute: () => 0}).getAttribute('data-sent')) >= 2097152`)
 	throttle(true)
 	proxy.drop()

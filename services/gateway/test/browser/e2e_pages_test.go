@@ -60,7 +60,7 @@ func sendEncrypted(t *testing.T, sys *outSystem, tb *tab, api servicetest.Client
 	}
 	tb.do(chromedp.Evaluate[chromedp.Void](`document.getElementById('dropzone').removeAttribute('data-reload')`))
 	start := time.Now()
-	tb.do(chromedp.SetUploadFiles(css("#files"), paths))
+	tb.do(setFiles("#files", paths))
 	tb.waitJS("the encrypted uploads", `document.querySelectorAll('.uploads li[data-state=done]').length === `+strconv.Itoa(len(files))+` || document.querySelector('.uploads li[data-state=error]')`)
 	if errs := run(tb, chromedp.Evaluate[string](`Array.from(document.querySelectorAll('.uploads li[data-state=error] .stats')).map(e => e.textContent).join('; ')`)); errs != "" {
 		t.Fatalf("uploads failed: %s", errs)

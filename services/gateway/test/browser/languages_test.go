@@ -92,7 +92,7 @@ func TestLanguagesInBrowser(t *testing.T) {
 	sender.docsShot("send-de")
 	sender.submit(chromedp.Click(css("#package-form button[type=submit]")))
 	file, _ := writeFile(t, "praia.jpg", 3<<20/2)
-	sender.do(chromedp.SetUploadFiles(css("#files"), []string{file}))
+	sender.do(setFiles("#files", []string{file}))
 	sender.waitJS("the upload", `!!document.querySelector('#files-table') && document.querySelector('#files-table').textContent.includes('praia.jpg')`)
 	sender.submit(chromedp.Click(css("#finalize")))
 	link := sender.value("#magic-link")

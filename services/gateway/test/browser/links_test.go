@@ -47,7 +47,7 @@ func TestProtectedLinkInBrowser(t *testing.T) {
 	admin.submit(chromedp.Click(css("#package-form button[type=submit]")))
 	pkgURL := admin.location()
 	file, _ := writeFile(t, "plans.pdf", 64<<10)
-	admin.do(chromedp.SetUploadFiles(css("#files"), []string{file}))
+	admin.do(setFiles("#files", []string{file}))
 	admin.waitJS("the upload", `!!document.querySelector('#files-table') && document.querySelector('#files-table').textContent.includes('plans.pdf')`)
 	if badge := admin.text("#password-protected"); badge != "password protected" {
 		t.Fatalf("badge = %q", badge)

@@ -34,7 +34,7 @@ func TestPolicyPagesInChromium(t *testing.T) {
 	api := servicetest.Client{T: t, Base: sys.base, Token: admin.value("#token-value")}
 	api.Must("PUT", "/api/v1/admin/policies/default", map[string]any{"storage_quota_bytes": 10 << 20, "max_ttl_days": 30}, http.StatusOK)
 	api.Must("POST", "/api/v1/admin/groups", map[string]any{"name": "contractors",
-		"policy": map[string]any{"storage_quota_bytes": 2 << 30, "max_ttl_days": 7, "require_password": true, "allowed_recipient_domains": []string{"partner.example"}},
+		"policy":      map[string]any{"storage_quota_bytes": 2 << 30, "max_ttl_days": 7, "require_password": true, "allowed_recipient_domains": []string{"partner.example"}},
 		"oidc_groups": []string{"contractors"}}, http.StatusCreated)
 	p := api.Must("POST", "/api/v1/packages", map[string]any{"title": "Q3 report", "recipient_email": "bob@example.com"}, http.StatusCreated)
 	api.Upload("/api/v1/packages/"+p["id"].(string)+"/files", "report.pdf", bytes.Repeat([]byte("q"), 9<<20+300<<10))

@@ -48,7 +48,7 @@ func TestPreviewsInBrowser(t *testing.T) {
 	owner.submit(chromedp.Click(css("#package-form button[type=submit]")))
 	pkgURL := owner.location()
 	owner.waitJS("the draft's page", `document.readyState === 'complete' && document.querySelector('#files')`)
-	owner.do(chromedp.SetUploadFiles(css("#files"), []string{file}))
+	owner.do(setFiles("#files", []string{file}))
 	owner.waitJS("the upload", `!!document.querySelector('#files-table') && document.querySelector('#files-table').textContent.includes('photo.png')`)
 	if st := owner.submit(chromedp.Click(css("#finalize"))); st != http.StatusOK {
 		t.Fatalf("finalize: %d", st)

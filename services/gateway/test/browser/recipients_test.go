@@ -49,7 +49,7 @@ func TestSeveralRecipientsInBrowser(t *testing.T) {
 	// The page loaded whole first: a node chromedp found while it still loaded can be
 	// gone by the time the files are set ("No node with given id found", once in CI).
 	owner.waitJS("the draft's page", `document.readyState === 'complete' && document.querySelector('#files')`)
-	owner.do(chromedp.SetUploadFiles(css("#files"), []string{file}))
+	owner.do(setFiles("#files", []string{file}))
 	owner.waitJS("the upload", `!!document.querySelector('#files-table') && document.querySelector('#files-table').textContent.includes('contract.pdf')`)
 	if b := owner.text("#finalize"); b != "Send each of the 3 recipients their link" {
 		t.Fatalf("finalize button = %q", b)

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/chromedp/cdproto/cdp"
+	"github.com/chromedp/cdproto/dom"
 	cdplog "github.com/chromedp/cdproto/log"
 	"github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/chromedp"
@@ -237,3 +238,30 @@ func screenshotDir(t *testing.T) string {
 }
 
 func css(s string) chromedp.CSS { return chromedp.CSS(s) }
+
+// setFiles sets the files of the file input that the CSS selector sel finds, waiting
+// for it to appear. It hands the browser the element's JavaScript object, not a DOM
+// node id: chromedp's node ids come from its own copy of the DOM, which it refetches
+// in the background after a page loads, and a refetch invalidates every id it handed
+// out before ("No node with given id found"). An object id stays valid as long as the
+// page that made it.
+func setFiles(sel string, paths []string) chromedp.Action[chromedp.Void] {
+	return func(ctx context.Context, t *chromedp.Target) (chromedp.Void, error) {
+		find := chromedp.Evaluate[*runtime.RemoteObject](fmt.Sprintf("document.querySelector(%q)", sel))
+		for {
+			obj, err := find(ctx, t)
+			if err != nil {
+				return chromedp.Void{}, fmt.Errorf("find %s: %w", sel, err)
+			}
+			if obj.ObjectID != "" {
+				_, err = cdp.Call(ctx, t, dom.SetFileInputFiles, dom.SetFileInputFilesParams{Files: paths, ObjectID: runtime.RemoteObjectID(obj.ObjectID)})
+				return chromedp.Void{}, err
+			}
+			select {
+			case <-ctx.Done():
+				return chromedp.Void{}, fmt.Errorf("find %s: %w", sel, ctx.Err())
+			case <-time.After(50 * time.Millisecond):
+			}
+		}
+	}
+}

@@ -109,7 +109,7 @@ func TestWebUI(t *testing.T) {
 	// Keep the finished uploads on screen for the screenshot; the page reloads
 	// itself otherwise.
 	admin.do(chromedp.Evaluate[chromedp.Void](`document.getElementById('dropzone').removeAttribute('data-reload')`),
-		chromedp.SetUploadFiles(css("#files"), []string{big, small}))
+		setFiles("#files", []string{big, small}))
 	admin.waitJS("both uploads", `document.querySelectorAll('.uploads li[data-state=done]').length === 2`)
 	stats := admin.text(".uploads li:first-child .stats")
 	if !strings.Contains(stats, "6.0 MiB") || !strings.Contains(stats, "/s") {
@@ -234,7 +234,7 @@ func TestWebUI(t *testing.T) {
 	}
 	throttle(false)
 	recipient.do(chromedp.Evaluate[chromedp.Void](`document.getElementById('dropzone').removeAttribute('data-reload')`),
-		chromedp.SetUploadFiles(css("#files-input"), []string{contract}))
+		setFiles("#files-input", []string{contract}))
 	recipient.waitJS("2 MiB sent", `Number((document.querySelector('.uploads li') || {getAttribute: () => 0}).getAttribute('data-sent')) >= 2097152`)
 	throttle(true)
 	proxy.drop()
@@ -250,11 +250,11 @@ func TestWebUI(t *testing.T) {
 	slowLink := strings.Replace(inLink, sys.base, "http://"+proxy.addr, 1)
 	recipient.open(slowLink)
 	recipient.do(chromedp.Evaluate[chromedp.Void](`document.getElementById('dropzone').removeAttribute('data-reload')`),
-		chromedp.SetUploadFiles(css("#files-input"), []string{annex}))
+		setFiles("#files-input", []string{annex}))
 	recipient.waitJS("2 MiB of the annex sent", `Number((document.querySelector('.uploads li') || {getAttribute: () => 0}).getAttribute('data-sent')) >= 2097152`)
 	recipient.open(slowLink)
 	recipient.do(chromedp.Evaluate[chromedp.Void](`document.getElementById('dropzone').removeAttribute('data-reload')`),
-		chromedp.SetUploadFiles(css("#files-input"), []string{annex}))
+		setFiles("#files-input", []string{annex}))
 	recipient.waitJS("the annex to finish after the reload", `!!document.querySelector('.uploads li[data-state=done][data-resumed]')`)
 
 	recipient.open(inLink)
