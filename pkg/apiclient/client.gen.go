@@ -266,25 +266,25 @@ func (e FinalizedPackageState) Valid() bool {
 
 // Defines values for Language.
 const (
-	De Language = "de"
-	En Language = "en"
-	Es Language = "es"
-	Fr Language = "fr"
-	Pt Language = "pt"
+	LanguageDe Language = "de"
+	LanguageEn Language = "en"
+	LanguageEs Language = "es"
+	LanguageFr Language = "fr"
+	LanguagePt Language = "pt"
 )
 
 // Valid indicates whether the value is a known member of the Language enum.
 func (e Language) Valid() bool {
 	switch e {
-	case De:
+	case LanguageDe:
 		return true
-	case En:
+	case LanguageEn:
 		return true
-	case Es:
+	case LanguageEs:
 		return true
-	case Fr:
+	case LanguageFr:
 		return true
-	case Pt:
+	case LanguagePt:
 		return true
 	default:
 		return false
@@ -366,6 +366,36 @@ const (
 func (e LinkPackageState) Valid() bool {
 	switch e {
 	case LinkPackageStateActive:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for MeLanguage.
+const (
+	MeLanguageDe          MeLanguage = "de"
+	MeLanguageEn          MeLanguage = "en"
+	MeLanguageEs          MeLanguage = "es"
+	MeLanguageFr          MeLanguage = "fr"
+	MeLanguageLessThannil MeLanguage = "<nil>"
+	MeLanguagePt          MeLanguage = "pt"
+)
+
+// Valid indicates whether the value is a known member of the MeLanguage enum.
+func (e MeLanguage) Valid() bool {
+	switch e {
+	case MeLanguageDe:
+		return true
+	case MeLanguageEn:
+		return true
+	case MeLanguageEs:
+		return true
+	case MeLanguageFr:
+		return true
+	case MeLanguageLessThannil:
+		return true
+	case MeLanguagePt:
 		return true
 	default:
 		return false
@@ -468,6 +498,36 @@ func (e PackageDetailState) Valid() bool {
 	case PackageDetailStateExpired:
 		return true
 	case PackageDetailStateRevoked:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for PatchMeLanguage.
+const (
+	PatchMeLanguageDe          PatchMeLanguage = "de"
+	PatchMeLanguageEn          PatchMeLanguage = "en"
+	PatchMeLanguageEs          PatchMeLanguage = "es"
+	PatchMeLanguageFr          PatchMeLanguage = "fr"
+	PatchMeLanguageLessThannil PatchMeLanguage = "<nil>"
+	PatchMeLanguagePt          PatchMeLanguage = "pt"
+)
+
+// Valid indicates whether the value is a known member of the PatchMeLanguage enum.
+func (e PatchMeLanguage) Valid() bool {
+	switch e {
+	case PatchMeLanguageDe:
+		return true
+	case PatchMeLanguageEn:
+		return true
+	case PatchMeLanguageEs:
+		return true
+	case PatchMeLanguageFr:
+		return true
+	case PatchMeLanguageLessThannil:
+		return true
+	case PatchMeLanguagePt:
 		return true
 	default:
 		return false
@@ -1493,9 +1553,23 @@ type Me struct {
 	CreatedAt time.Time           `json:"created_at"`
 	Email     openapi_types.Email `json:"email"`
 	Id        int64               `json:"id"`
-	Name      string              `json:"name"`
-	Role      MeRole              `json:"role"`
+
+	// Language The language the user chose for the web UI and for the e-mails about their
+	// packages and account (downloads, uploads, malware found, the 90 % storage
+	// notice, sign-in and key changes). null: the pages follow the browser
+	// (`Accept-Language`, or the language switcher's cookie) and those e-mails are
+	// English. Set it with `PATCH /api/v1/me` or on the account page.
+	Language *MeLanguage `json:"language"`
+	Name     string      `json:"name"`
+	Role     MeRole      `json:"role"`
 }
+
+// MeLanguage The language the user chose for the web UI and for the e-mails about their
+// packages and account (downloads, uploads, malware found, the 90 % storage
+// notice, sign-in and key changes). null: the pages follow the browser
+// (`Accept-Language`, or the language switcher's cookie) and those e-mails are
+// English. Set it with `PATCH /api/v1/me` or on the account page.
+type MeLanguage string
 
 // MeRole defines model for Me.Role.
 type MeRole string
@@ -1662,6 +1736,15 @@ type PackageList struct {
 	// NextCursor Pass as `cursor` for the next page; null on the last page.
 	NextCursor *string `json:"next_cursor"`
 }
+
+// PatchMe defines model for PatchMe.
+type PatchMe struct {
+	// Language The user's language; null clears it (the browser's). Absent leaves it as it is.
+	Language *PatchMeLanguage `json:"language,omitempty"`
+}
+
+// PatchMeLanguage The user's language; null clears it (the browser's). Absent leaves it as it is.
+type PatchMeLanguage string
 
 // Policy What a group's members (or users in no group) may do. Every limit is optional; `null` (or absent) is
 // no limit. A user in several groups gets, limit by limit, the most generous value. Over a byte limit
@@ -2434,6 +2517,9 @@ type UploadLinkFileMultipartRequestBody = Upload
 // UnlockLinkJSONRequestBody defines body for UnlockLink for application/json ContentType.
 type UnlockLinkJSONRequestBody = Unlock
 
+// PatchMeJSONRequestBody defines body for PatchMe for application/json ContentType.
+type PatchMeJSONRequestBody = PatchMe
+
 // PutMyKeyJSONRequestBody defines body for PutMyKey for application/json ContentType.
 type PutMyKeyJSONRequestBody = PutUserKey
 
@@ -2953,6 +3039,20 @@ type ClientInterface interface {
 	//
 	// Corresponds with GET /api/v1/me (the `GetMe` operationId).
 	GetMe(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// PatchMeWithBody Change the current user's own settings (their language)
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with PATCH /api/v1/me (the `PatchMe` operationId).
+	PatchMeWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// PatchMe Change the current user's own settings (their language)
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with PATCH /api/v1/me (the `PatchMe` operationId).
+	PatchMe(ctx context.Context, body PatchMeJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// GetMyKey The caller's key pair for encrypted file requests
 	//
@@ -4205,6 +4305,40 @@ func (c *Client) TusWriteLinkWithBody(ctx context.Context, token string, uploadI
 // Corresponds with GET /api/v1/me (the `GetMe` operationId).
 func (c *Client) GetMe(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewGetMeRequest(c.Server)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// PatchMeWithBody Change the current user's own settings (their language)
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with PATCH /api/v1/me (the `PatchMe` operationId).
+func (c *Client) PatchMeWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewPatchMeRequestWithBody(c.Server, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// PatchMe Change the current user's own settings (their language)
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with PATCH /api/v1/me (the `PatchMe` operationId).
+func (c *Client) PatchMe(ctx context.Context, body PatchMeJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewPatchMeRequest(c.Server, body)
 	if err != nil {
 		return nil, err
 	}
@@ -7038,6 +7172,46 @@ func NewGetMeRequest(server string) (*http.Request, error) {
 	return req, nil
 }
 
+// NewPatchMeRequest calls the generic PatchMe builder with application/json body
+func NewPatchMeRequest(server string, body PatchMeJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewPatchMeRequestWithBody(server, "application/json", bodyReader)
+}
+
+// NewPatchMeRequestWithBody constructs an http.Request for the PatchMe method, with any body, and a specified content type
+func NewPatchMeRequestWithBody(server string, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/v1/me")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPatch, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
 // NewGetMyKeyRequest constructs an http.Request for the GetMyKey method
 func NewGetMyKeyRequest(server string) (*http.Request, error) {
 	var err error
@@ -8832,6 +9006,20 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with GET /api/v1/me (the `GetMe` operationId).
 	GetMeWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*GetMeResponse, error)
+
+	// PatchMeWithBodyWithResponse Change the current user's own settings (their language)
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with PATCH /api/v1/me (the `PatchMe` operationId).
+	PatchMeWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*PatchMeResponse, error)
+
+	// PatchMeWithResponse Change the current user's own settings (their language)
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with PATCH /api/v1/me (the `PatchMe` operationId).
+	PatchMeWithResponse(ctx context.Context, body PatchMeJSONRequestBody, reqEditors ...RequestEditorFn) (*PatchMeResponse, error)
 
 	// GetMyKeyWithResponse The caller's key pair for encrypted file requests
 	//
@@ -12998,6 +13186,96 @@ func (r GetMeResponse) ContentType() string {
 	return ""
 }
 
+// PatchMeResponse401Headers the declared response headers of an HTTP 401 response for PatchMe
+type PatchMeResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+// PatchMeResponse429Headers the declared response headers of an HTTP 429 response for PatchMe
+type PatchMeResponse429Headers struct {
+	RetryAfter *int
+}
+
+type PatchMeResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *Me
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *TooLarge
+	// JSON415 the response for an HTTP 415 `application/json` response
+	JSON415 *UnsupportedMediaType
+	// JSON422 the response for an HTTP 422 `application/json` response
+	JSON422 *Invalid
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *TooManyRequests
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *PatchMeResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *PatchMeResponse429Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r PatchMeResponse) GetJSON200() *Me {
+	return r.JSON200
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r PatchMeResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r PatchMeResponse) GetJSON413() *TooLarge {
+	return r.JSON413
+}
+
+// GetJSON415 returns the response for an HTTP 415 `application/json` response
+func (r PatchMeResponse) GetJSON415() *UnsupportedMediaType {
+	return r.JSON415
+}
+
+// GetJSON422 returns the response for an HTTP 422 `application/json` response
+func (r PatchMeResponse) GetJSON422() *Invalid {
+	return r.JSON422
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r PatchMeResponse) GetJSON429() *TooManyRequests {
+	return r.JSON429
+}
+
+// GetBody returns the raw response body bytes
+func (r PatchMeResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r PatchMeResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r PatchMeResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r PatchMeResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 // GetMyKeyResponse401Headers the declared response headers of an HTTP 401 response for GetMyKey
 type GetMyKeyResponse401Headers struct {
 	WWWAuthenticate *string
@@ -16532,6 +16810,32 @@ func (c *ClientWithResponses) GetMeWithResponse(ctx context.Context, reqEditors 
 		return nil, err
 	}
 	return ParseGetMeResponse(rsp)
+}
+
+// PatchMeWithBodyWithResponse Change the current user's own settings (their language)
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with PATCH /api/v1/me (the `PatchMe` operationId).
+func (c *ClientWithResponses) PatchMeWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*PatchMeResponse, error) {
+	rsp, err := c.PatchMeWithBody(ctx, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParsePatchMeResponse(rsp)
+}
+
+// PatchMeWithResponse Change the current user's own settings (their language)
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with PATCH /api/v1/me (the `PatchMe` operationId).
+func (c *ClientWithResponses) PatchMeWithResponse(ctx context.Context, body PatchMeJSONRequestBody, reqEditors ...RequestEditorFn) (*PatchMeResponse, error) {
+	rsp, err := c.PatchMe(ctx, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParsePatchMeResponse(rsp)
 }
 
 // GetMyKeyWithResponse The caller's key pair for encrypted file requests
@@ -20790,6 +21094,90 @@ func ParseGetMeResponse(rsp *http.Response) (*GetMeResponse, error) {
 		response.Headers401 = &headers
 	case rsp.StatusCode == 429:
 		var headers GetMeResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
+	}
+
+	return response, nil
+}
+
+// ParsePatchMeResponse parses an HTTP response from a PatchMeWithResponse call
+func ParsePatchMeResponse(rsp *http.Response) (*PatchMeResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &PatchMeResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest Me
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest TooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest UnsupportedMediaType
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON415 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest Invalid
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON422 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers PatchMeResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers PatchMeResponse429Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {

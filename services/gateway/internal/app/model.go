@@ -26,6 +26,9 @@ type User struct {
 	// OIDCIssuer and OIDCSubject are the identity at the OpenID provider the user
 	// signs in with (both empty: none linked).
 	OIDCIssuer, OIDCSubject string
+	// Language is the language the user chose (a pkg/i18n code) for the pages and the
+	// e-mails about their packages and account; "": the browser's, and English e-mails.
+	Language string
 }
 
 // AuthMethods is how the user signs in to the web UI: "password" when a password

@@ -331,6 +331,9 @@ func toUser(r User) app.User {
 	if r.OidcIssuer != nil && r.OidcSubject != nil {
 		u.OIDCIssuer, u.OIDCSubject = *r.OidcIssuer, *r.OidcSubject
 	}
+	if r.Language != nil {
+		u.Language = *r.Language
+	}
 	return u
 }
 

@@ -35,6 +35,8 @@ type IdentityStore interface {
 	DeleteToken(ctx context.Context, userID, id int64, ch AccountChange) error
 	TokenOwner(ctx context.Context, hash []byte) (app.TokenOwner, error)
 	TokenUsageStore
+	// SetUserLanguage sets the user's language, or clears it (nil).
+	SetUserLanguage(ctx context.Context, id int64, language *string) (app.User, error)
 	// DeleteUserSessions signs the user out of every browser.
 	DeleteUserSessions(ctx context.Context, userID int64) error
 }

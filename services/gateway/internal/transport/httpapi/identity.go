@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"encoding/json"
 	"net/http"
 	"time"
 
@@ -17,6 +18,8 @@ type meResponse struct {
 	Name      string    `json:"name"`
 	Role      string    `json:"role"`
 	CreatedAt time.Time `json:"created_at"`
+	// Language is the user's chosen language; null: the browser's.
+	Language *string `json:"language"`
 }
 
 // userResponse is a user record in the admin API.
@@ -65,9 +68,54 @@ func utcPtr(t *time.Time) *time.Time {
 	return &u
 }
 
+func toMeResponse(u app.User) meResponse {
+	m := meResponse{ID: u.ID, Email: u.Email, Name: u.Name, Role: string(u.Role), CreatedAt: u.CreatedAt.UTC()}
+	if u.Language != "" {
+		m.Language = &u.Language
+	}
+	return m
+}
+
 func (h *handlers) me(c *gin.Context) {
+	c.JSON(http.StatusOK, toMeResponse(currentUser(c)))
+}
+
+// patchMeRequest is PATCH /api/v1/me: the fields the user may change themselves.
+// Language is present-and-null to clear it, so it is decoded in two steps.
+type patchMeRequest struct {
+	Language json.RawMessage `json:"language"`
+}
+
+func (h *handlers) patchMe(c *gin.Context) {
+	var req patchMeRequest
+	if err := decodeJSON(c, h.maxJSON, &req); err != nil {
+		_ = c.Error(err)
+		return
+	}
 	u := currentUser(c)
-	c.JSON(http.StatusOK, meResponse{ID: u.ID, Email: u.Email, Name: u.Name, Role: string(u.Role), CreatedAt: u.CreatedAt.UTC()})
+	if req.Language == nil {
+		c.JSON(http.StatusOK, toMeResponse(u))
+		return
+	}
+	var lang *string
+	if err := json.Unmarshal(req.Language, &lang); err != nil {
+		_ = c.Error(app.Invalid("language must be a string or null"))
+		return
+	}
+	code := ""
+	if lang != nil {
+		code = *lang
+		if code == "" {
+			_ = c.Error(app.Invalid("language must be one of the supported codes, or null"))
+			return
+		}
+	}
+	u, err := h.identity.SetLanguage(c.Request.Context(), u.ID, code)
+	if err != nil {
+		_ = c.Error(err)
+		return
+	}
+	c.JSON(http.StatusOK, toMeResponse(u))
 }
 
 func (h *handlers) listTokens(c *gin.Context) {

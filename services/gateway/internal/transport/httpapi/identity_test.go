@@ -90,8 +90,11 @@ func TestMe(t *testing.T) {
 			t.Errorf("me[%q] = %v, want %v", k, m[k], v)
 		}
 	}
-	if len(m) != 5 {
-		t.Errorf("me has fields %v, want id, email, name, role, created_at", keys(m))
+	if v, ok := m["language"]; !ok || v != nil {
+		t.Errorf("me[language] = %v (present %v), want null", v, ok)
+	}
+	if len(m) != 6 {
+		t.Errorf("me has fields %v, want id, email, name, role, created_at, language", keys(m))
 	}
 	assertUTC(t, m["created_at"])
 }

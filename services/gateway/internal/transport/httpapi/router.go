@@ -166,6 +166,7 @@ func New(d Deps) (*gin.Engine, error) {
 
 	authed := v1.Group("", authenticate(d.Identity, d.Pages), rateLimit(lim))
 	authed.GET("/me", h.me)
+	authed.PATCH("/me", h.patchMe)
 	authed.GET("/me/tokens", h.listTokens)
 	authed.POST("/me/tokens", h.createToken)
 	authed.DELETE("/me/tokens/:id", h.deleteToken)
