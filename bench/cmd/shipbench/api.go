@@ -36,7 +36,9 @@ const baselineCommand = "baseline-api"
 // same row into the same packages table of the same database, with the same pool
 // settings. The same client drives both, one after the other. With -api-gateways N,
 // N gateways run on the one database (and N baseline processes), client i sending to
-// instance i mod N. PostgreSQL's wait events are sampled during both halves.
+// instance i mod N. PostgreSQL's wait events are sampled during both halves. With
+// -quota-duration, a third side takes its turns: the same gateways with a quota set
+// (quota.go), compared with their slices without one.
 func apiRow(ctx context.Context, t testing.TB, c config, bins rig.Bins, rep *Report) {
 	nats := rig.StartNATS(t)
 	s := rig.NewStack(t, bins, rig.StackOptions{NATSURL: nats.URL})
@@ -66,8 +68,8 @@ func apiRow(ctx context.Context, t testing.TB, c config, bins rig.Bins, rep *Rep
 		baseClients = append(baseClients, rig.NewClient(base.URL(""), s.Token))
 	}
 
-	half := c.apiDuration
-	if need := 2*half + 5*time.Second; time.Until(deadlineOf(ctx)) < need {
+	half, quotaHalf := c.apiDuration, c.quotaDuration
+	if need := 2*half + quotaHalf + 5*time.Second; time.Until(deadlineOf(ctx)) < need {
 		rep.Add(Row{What: "API", Verdict: "not run (budget too short for -api-duration)"})
 		return
 	}
@@ -86,6 +88,12 @@ func apiRow(ctx context.Context, t testing.TB, c config, bins rig.Bins, rep *Rep
 	pg := postmasterPid(ctx, s.DBURL)
 	base := &phase{procs: bases, clients: baseClients, postmaster: pg}
 	gate := &phase{procs: gateways, clients: gatewayClients, postmaster: pg}
+	quota := &phase{procs: gateways, clients: gatewayClients, postmaster: pg}
+	phases := []*phase{base, gate}
+	want := map[*phase]time.Duration{base: half, gate: half, quota: quotaHalf}
+	if quotaHalf > 0 {
+		phases = append(phases, quota)
+	}
 	prof.record(ctx, gateways[0], 2*half-time.Second, "api-gateway")
 	// After each gateway slice the outbox is let drain (not timed to either side): events
 	// the relays had not yet published would otherwise be published in the baseline's next
@@ -94,14 +102,21 @@ func apiRow(ctx context.Context, t testing.TB, c config, bins rig.Bins, rep *Rep
 	var maxLeft int64
 	var draining time.Duration
 	db := rig.DB(t, s.DBURL)
-	for base.elapsed() < half || gate.elapsed() < half {
-		for i, ph := range []*phase{base, gate} {
-			if d := min(slice, half-ph.elapsed()); d > 0 {
+	for base.elapsed() < half || gate.elapsed() < half || quota.elapsed() < quotaHalf {
+		for i, ph := range phases {
+			if d := min(slice, want[ph]-ph.elapsed()); d > 0 {
 				w0 := readWAL(ctx, db)
 				waits.set(i)
-				ph.run(ctx, c.apiClients, d)
+				if ph == quota {
+					// The body's size limits do not matter here: a creation carries no file.
+					if err := withQuota(ctx, s.API, 1<<30, func() { ph.run(ctx, c.apiClients, d) }); err != nil {
+						t.Fatal(err)
+					}
+				} else {
+					ph.run(ctx, c.apiClients, d)
+				}
 				waits.set(-1)
-				if ph == gate {
+				if ph != base {
 					left, took := rig.WaitOutboxPublished(t, db, time.Minute)
 					maxLeft, draining = max(maxLeft, left), draining+took
 				}
@@ -123,10 +138,11 @@ func apiRow(ctx context.Context, t testing.TB, c config, bins rig.Bins, rep *Rep
 	if g.ok == 0 || b.ok == 0 {
 		t.Fatalf("no request succeeded (gateway %s; baseline %s)", g, b)
 	}
-	what := fmt.Sprintf("API: POST /api/v1/packages, %d clients, %s", c.apiClients, half)
+	gatewaysText := ""
 	if c.apiGateways > 1 {
-		what = fmt.Sprintf("API: POST /api/v1/packages, %d clients, %d gateways, %s", c.apiClients, c.apiGateways, half)
+		gatewaysText = fmt.Sprintf(", %d gateways", c.apiGateways)
 	}
+	what := fmt.Sprintf("API: POST /api/v1/packages, %d clients%s, %s", c.apiClients, gatewaysText, half)
 	rep.Add(Row{
 		What:     what,
 		Measured: fmt.Sprintf("%.0f req/s, p50 %s, p99 %s", g.rps(), rig.Ms(g.p50), rig.Ms(g.p99)),
@@ -135,6 +151,22 @@ func apiRow(ctx context.Context, t testing.TB, c config, bins rig.Bins, rep *Rep
 		Target:   "≥ 0.70× req/s; p99 reported",
 		Verdict:  verdict(g.rps() >= 0.7*b.rps() && g.failed == 0, "%.0f%% below 0.70×, %d failed requests", max(0, (0.7-g.rps()/b.rps())/0.7*100), g.failed),
 	})
+	if quotaHalf > 0 {
+		q := quota.result()
+		rep.Rawf("API gateway with a quota set (%s)%s: %s%s; machine CPU %.0f%% busy, the gateway used %s of CPU (%.2f ms a request)%s; WAL %s; PostgreSQL waits: %s",
+			quotaPolicyText(1<<30), instances, q, how, 100*quota.busy(), quota.cpu.Round(10*time.Millisecond), perRequest(quota.cpu, q.ok), quota.pgCPU(q.ok), quota.wal.perRequest(q.ok), waits.summary(2))
+		if q.ok == 0 {
+			t.Fatalf("no request with a quota set succeeded (%s)", q)
+		}
+		rep.Add(Row{
+			What:     fmt.Sprintf("API with a quota set: POST /api/v1/packages, %d clients%s, %s", c.apiClients, gatewaysText, quotaHalf),
+			Measured: fmt.Sprintf("%.0f req/s, p50 %s, p99 %s", q.rps(), rig.Ms(q.p50), rig.Ms(q.p99)),
+			Baseline: fmt.Sprintf("%.0f req/s, p50 %s, p99 %s (the same gateway without a quota, slices taking turns)", g.rps(), rig.Ms(g.p50), rig.Ms(g.p99)),
+			Ratio:    ratio(q.rps(), g.rps()),
+			Target:   "≥ 0.95× of no quota",
+			Verdict:  verdict(q.rps() >= 0.95*g.rps() && q.failed == 0, "%.0f%% below 0.95×, %d failed requests", max(0, (0.95-q.rps()/g.rps())/0.95*100), q.failed),
+		})
+	}
 }
 
 // loadResult sums up a closed-loop load run.

@@ -44,6 +44,10 @@ type config struct {
 	apiDuration time.Duration
 	apiSlice    time.Duration
 
+	// quotaRuns and quotaDuration size the upload and API rows' sides with a quota set.
+	quotaRuns     int
+	quotaDuration time.Duration
+
 	eventRate     int
 	eventDuration time.Duration
 
@@ -95,8 +99,8 @@ const dispatchReserve = 60 * time.Second
 
 // budgets bound each group of rows; the whole run is also bounded by -timeout.
 var budgets = map[string]time.Duration{
-	"transfer":  5 * time.Minute, // upload, tus, memory and download share one gateway and bucket
-	"api":       75 * time.Second,
+	"transfer":  5 * time.Minute,   // upload, tus, memory and download share one gateway and bucket
+	"api":       100 * time.Second, // the baseline, the gateway, and the gateway with a quota
 	"events":    80 * time.Second,
 	"dispatch":  150 * time.Second,
 	"expiry":    150 * time.Second,
@@ -127,6 +131,8 @@ func main() {
 	fs.IntVar(&c.apiGateways, "api-gateways", 1, "gateway instances of the API row, on one database (the clients are spread over them; the baseline runs as many processes)")
 	fs.DurationVar(&c.apiDuration, "api-duration", 20*time.Second, "duration of each half of the API row")
 	fs.DurationVar(&c.apiSlice, "api-slice", 2*time.Second, "the API row alternates baseline and gateway in slices of this long until each had -api-duration (0: one whole half after the other)")
+	fs.IntVar(&c.quotaRuns, "quota-runs", 3, "runs of the upload row with a quota set (a default policy with a storage quota and size limits nothing reaches), taking turns with the runs without one (at most -runs; 0: not measured)")
+	fs.DurationVar(&c.quotaDuration, "quota-duration", 20*time.Second, "duration of the API row's side with a quota set, its slices taking turns with the others (0: not measured)")
 	fs.IntVar(&c.eventRate, "event-rate", 200, "finalizes per second of the event latency row")
 	fs.DurationVar(&c.eventDuration, "event-duration", 20*time.Second, "duration of the event latency row")
 	fs.IntVar(&c.events, "events", 20000, "events of each dispatcher run")
@@ -174,7 +180,7 @@ func main() {
 		set := map[string]bool{}
 		fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
 		quick := map[string]string{
-			"size": "16MiB", "big-size": "64MiB", "runs": "1", "concurrent": "4", "api-duration": "2s",
+			"size": "16MiB", "big-size": "64MiB", "runs": "1", "concurrent": "4", "api-duration": "2s", "quota-duration": "2s",
 			"event-rate": "50", "event-duration": "2s", "events": "500", "instances": "1,2", "expiry-packages": "1000",
 			"fair-duration": "3s", "scan-files": "4", "scan-size": "8388608", "preview-slices": "2",
 		}

@@ -33,7 +33,9 @@ type transfer struct {
 //
 // upload: one file of -size through POST /packages/{id}/files, against minio-go's
 // PutObject of the same bytes to the same MinIO, streamed (size unknown) with the same
-// part size and one thread, as the gateway does; runs alternate which goes first.
+// part size and one thread, as the gateway does; runs alternate which goes first. The
+// same uploads with a quota set (quota.go) take turns with them, against the gateway's
+// runs without one.
 //
 // download: that file through the magic link, against minio-go's GetObject of the
 // same object.
@@ -153,12 +155,45 @@ func (x *transfer) directPut(ctx context.Context, size int64) (time.Duration, er
 	return took, nil
 }
 
+// uploadRow runs the upload row: -runs times each, the baseline and the gateway, and
+// (for the first -quota-runs runs, when report is set) the gateway with a quota set
+// (quota.go), each run starting with a different one of them. It returns the package
+// and file of the gateway's last upload.
 func (x *transfer) uploadRow(ctx context.Context, report bool) (lastPkg, lastFile string) {
 	t, size := x.t, int64(x.c.size)
-	var gw, base []float64
+	var gw, base, quota []float64
+	// gateway uploads one file through the gateway, as the side named what, and records
+	// its rate in rates; false when the row's budget ended.
+	gateway := func(run int, what string, rates *[]float64) bool {
+		cpu, gwCPU := rig.ReadCPU(), rig.ProcCPU(x.s.Gateway.Pid())
+		pkg, file, took, err := x.upload(ctx, size)
+		if ctx.Err() != nil {
+			x.notFinished("upload", "download")
+			return false
+		}
+		if err != nil {
+			t.Fatalf("gateway upload (%s): %v", what, err)
+		}
+		*rates = append(*rates, float64(size)/took.Seconds())
+		x.rep.Rawf("upload run %d: %s POST /packages/{id}/files %d B in %s = %s; machine CPU %.0f%% busy, the gateway used %s of CPU",
+			run, what, size, took.Round(time.Millisecond), rig.MBps(float64(size)/took.Seconds()), 100*cpu.BusySince(),
+			(rig.ProcCPU(x.s.Gateway.Pid()) - gwCPU).Round(10*time.Millisecond))
+		if lastPkg != "" {
+			if err := x.s.API.DeletePackage(ctx, lastPkg); err != nil {
+				t.Fatal(err)
+			}
+		}
+		lastPkg, lastFile = pkg, file
+		return true
+	}
 	for i := range x.c.runs {
-		for j := range 2 {
-			if (i+j)%2 == 0 {
+		sides := []string{"baseline", "gateway"}
+		if report && i < x.c.quotaRuns {
+			sides = append(sides, "quota")
+		}
+		for j := range sides {
+			switch sides[(i+j)%len(sides)] {
+			case "baseline":
 				cpu := rig.ReadCPU()
 				took, err := x.directPut(ctx, size)
 				if ctx.Err() != nil {
@@ -171,30 +206,25 @@ func (x *transfer) uploadRow(ctx context.Context, report bool) (lastPkg, lastFil
 				base = append(base, float64(size)/took.Seconds())
 				x.rep.Rawf("upload run %d: baseline minio-go PutObject %d B in %s = %s; machine CPU %.0f%% busy",
 					i+1, size, took.Round(time.Millisecond), rig.MBps(float64(size)/took.Seconds()), 100*cpu.BusySince())
-				continue
-			}
-			if i == 0 && len(base) > 0 {
-				prof.record(ctx, x.s.Gateway, time.Duration(float64(size)/base[0]*float64(time.Second)), "upload-gateway")
-			}
-			cpu, gwCPU := rig.ReadCPU(), rig.ProcCPU(x.s.Gateway.Pid())
-			pkg, file, took, err := x.upload(ctx, size)
-			if ctx.Err() != nil {
-				x.notFinished("upload", "download")
-				return "", ""
-			}
-			if err != nil {
-				t.Fatalf("gateway upload: %v", err)
-			}
-			gw = append(gw, float64(size)/took.Seconds())
-			x.rep.Rawf("upload run %d: gateway POST /packages/{id}/files %d B in %s = %s; machine CPU %.0f%% busy, the gateway used %s of CPU",
-				i+1, size, took.Round(time.Millisecond), rig.MBps(float64(size)/took.Seconds()), 100*cpu.BusySince(),
-				(rig.ProcCPU(x.s.Gateway.Pid()) - gwCPU).Round(10*time.Millisecond))
-			if lastPkg != "" {
-				if err := x.s.API.DeletePackage(ctx, lastPkg); err != nil {
+			case "gateway":
+				if i == 0 && len(base) > 0 {
+					prof.record(ctx, x.s.Gateway, time.Duration(float64(size)/base[0]*float64(time.Second)), "upload-gateway")
+				}
+				if !gateway(i+1, "gateway", &gw) {
+					return "", ""
+				}
+			case "quota":
+				if i == 0 && len(base) > 0 {
+					prof.record(ctx, x.s.Gateway, time.Duration(float64(size)/base[0]*float64(time.Second)), "upload-gateway-quota")
+				}
+				ok := true
+				if err := withQuota(ctx, x.s.API, size, func() { ok = gateway(i+1, "gateway with a quota", &quota) }); err != nil && ctx.Err() == nil {
 					t.Fatal(err)
 				}
+				if !ok {
+					return "", ""
+				}
 			}
-			lastPkg, lastFile = pkg, file
 		}
 	}
 	x.multipartRate = rig.Median(gw)
@@ -206,6 +236,16 @@ func (x *transfer) uploadRow(ctx context.Context, report bool) (lastPkg, lastFil
 			Target:  "≥ 0.95×",
 			Verdict: verdict(g >= 0.95*b, "%.0f%% below 0.95×", (0.95-g/b)/0.95*100),
 		})
+		if len(quota) > 0 {
+			q := rig.Median(quota)
+			x.rep.Add(Row{
+				What: fmt.Sprintf("upload with a quota set, 1 file of %s, the same client (median of %d; %s)",
+					formatSize(size), len(quota), quotaPolicyText(size)),
+				Measured: rig.MBps(q), Baseline: rig.MBps(g) + " (the same gateway without a quota, runs taking turns)", Ratio: ratio(q, g),
+				Target:  "≥ 0.95× of no quota",
+				Verdict: verdict(q >= 0.95*g, "%.0f%% below 0.95×", (0.95-q/g)/0.95*100),
+			})
+		}
 	}
 	return lastPkg, lastFile
 }
