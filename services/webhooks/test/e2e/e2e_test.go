@@ -1,6 +1,7 @@
-// Package e2e runs the real gateway and two webhook dispatcher processes against real
-// PostgreSQL, a private NATS JetStream server and MinIO, and drives them the way a
-// user's systems would: through the REST API, the magic link and a webhook receiver.
+// Package e2e runs the real gateway and two webhook dispatcher processes (and, for the
+// audit checkpoints, the expiry service) against real PostgreSQL, a private NATS
+// JetStream server and MinIO, and drives them the way a user's systems would: through
+// the REST API, the magic link and a webhook receiver.
 package e2e
 
 import (
@@ -32,6 +33,7 @@ func TestMain(m *testing.M) {
 		"gateway":  "../../../gateway/cmd/gateway",
 		"shipctl":  "../../../gateway/cmd/shipctl",
 		"webhooks": "../../cmd/webhooks",
+		"expiry":   "../../../expiry/cmd/expiry",
 	})
 }
 
