@@ -64,6 +64,12 @@ type config struct {
 	expiryPackages int
 	expiryTarget   time.Duration
 
+	// auditEntries and auditEntriesSmall are the chain's sizes of the audit row's two
+	// exports; auditDuration and auditSlice size its create A/B like -api-duration and
+	// -api-slice.
+	auditEntries, auditEntriesSmall int64
+	auditDuration, auditSlice       time.Duration
+
 	scanFiles int
 	scanSize  int64
 	// previewSlices is how many times the preview row runs each of its two passes.
@@ -84,7 +90,7 @@ type config struct {
 var prof *profiler
 
 // allRows are the rows in the order they run.
-var allRows = []string{"upload", "tus", "cli", "memory", "download", "api", "events", "expiry", "scan", "previews", "languages", "fairness", "dispatch"}
+var allRows = []string{"upload", "tus", "cli", "memory", "download", "api", "audit", "events", "expiry", "scan", "previews", "languages", "fairness", "dispatch"}
 
 // A group starts once the machine's CPU is less than quietBusy busy (or waiting for the
 // disk) over a second, or after quietMax.
@@ -101,6 +107,7 @@ const dispatchReserve = 60 * time.Second
 var budgets = map[string]time.Duration{
 	"transfer":  5 * time.Minute,   // upload, tus, memory and download share one gateway and bucket
 	"api":       100 * time.Second, // the baseline, the gateway, and the gateway with a quota
+	"audit":     90 * time.Second,
 	"events":    80 * time.Second,
 	"dispatch":  150 * time.Second,
 	"expiry":    150 * time.Second,
@@ -133,6 +140,10 @@ func main() {
 	fs.DurationVar(&c.apiSlice, "api-slice", 2*time.Second, "the API row alternates baseline and gateway in slices of this long until each had -api-duration (0: one whole half after the other)")
 	fs.IntVar(&c.quotaRuns, "quota-runs", 3, "runs of the upload row with a quota set (a default policy with a storage quota and size limits nothing reaches), taking turns with the runs without one (at most -runs; 0: not measured)")
 	fs.DurationVar(&c.quotaDuration, "quota-duration", 20*time.Second, "duration of the API row's side with a quota set, its slices taking turns with the others (0: not measured)")
+	fs.Int64Var(&c.auditEntries, "audit-entries", 1_000_000, "audit chain entries of the audit row's large export")
+	fs.Int64Var(&c.auditEntriesSmall, "audit-entries-small", 100_000, "audit chain entries of the audit row's small export (the RSS growth it is compared with)")
+	fs.DurationVar(&c.auditDuration, "audit-duration", 10*time.Second, "duration of each side (chain on, chain off) of the audit row's create A/B")
+	fs.DurationVar(&c.auditSlice, "audit-slice", 2*time.Second, "the audit row's A/B alternates its sides in slices of this long")
 	fs.IntVar(&c.eventRate, "event-rate", 200, "finalizes per second of the event latency row")
 	fs.DurationVar(&c.eventDuration, "event-duration", 20*time.Second, "duration of the event latency row")
 	fs.IntVar(&c.events, "events", 20000, "events of each dispatcher run")
@@ -150,7 +161,7 @@ func main() {
 	fs.IntVar(&c.previewSlices, "preview-slices", 8, "turns of the preview row (each: every image previewed, and every image decoded)")
 	fs.StringVar(&c.tracing, "tracing", "", "on or full: run the api and dispatch rows again with tracing on (the services export OTLP to a sink in shipbench; on: the default sampling, full: every trace sampled) and compare each with its run with tracing off (≥ 0.95×)")
 	fs.StringVar(&c.rows, "rows", strings.Join(allRows, ","), "rows to run, comma-separated: "+strings.Join(allRows, ","))
-	fs.Var(&c.budget, "budget", "time a row (or group: transfer, api, events, expiry, scan, previews, languages, fairness, dispatch) may take, as row=duration; repeat or comma-separate, e.g. api=3m,dispatch=8m (-timeout grows to fit unless given)")
+	fs.Var(&c.budget, "budget", "time a row (or group: transfer, api, audit, events, expiry, scan, previews, languages, fairness, dispatch) may take, as row=duration; repeat or comma-separate, e.g. api=3m,dispatch=8m (-timeout grows to fit unless given)")
 	fs.DurationVar(&c.timeout, "timeout", 12*time.Minute, "bound of the whole run; rows still running then are stopped and reported")
 	fs.StringVar(&c.out, "o", "", "also write the report as Markdown to this file")
 	fs.StringVar(&c.profile, "profile", "", "build the services with a pprof endpoint, save CPU profiles of the measured windows in this directory and list their top functions")
@@ -182,7 +193,7 @@ func main() {
 		quick := map[string]string{
 			"size": "16MiB", "big-size": "64MiB", "runs": "1", "concurrent": "4", "api-duration": "2s", "quota-duration": "2s",
 			"event-rate": "50", "event-duration": "2s", "events": "500", "instances": "1,2", "expiry-packages": "1000",
-			"fair-duration": "3s", "scan-files": "4", "scan-size": "8388608", "preview-slices": "2",
+			"fair-duration": "3s", "scan-files": "4", "audit-entries": "20000", "audit-entries-small": "5000", "audit-duration": "2s", "scan-size": "8388608", "preview-slices": "2",
 		}
 		for name, v := range quick {
 			if !set[name] {
@@ -306,6 +317,7 @@ func run(c config, command string) int {
 		transferRows(ctx, t, c, bins, want, rep)
 	})
 	group("api", []string{"api"}, func(ctx context.Context, t testing.TB) { apiRow(ctx, t, c, bins, rep) })
+	group("audit", []string{"audit"}, func(ctx context.Context, t testing.TB) { auditRows(ctx, t, c, bins, rep) })
 	group("events", []string{"events"}, func(ctx context.Context, t testing.TB) { eventsRow(ctx, t, c, bins, rep) })
 	group("expiry", []string{"expiry"}, func(ctx context.Context, t testing.TB) { expiryRow(ctx, t, c, bins, rep) })
 	group("scan", []string{"scan"}, func(ctx context.Context, t testing.TB) { scanRow(ctx, t, c, bins, rep) })
@@ -369,7 +381,7 @@ func prebuilt(dir string, names []string) (rig.Bins, error) {
 // groupOf maps a row to the group whose budget bounds it.
 var groupOf = map[string]string{
 	"upload": "transfer", "tus": "transfer", "cli": "transfer", "memory": "transfer", "download": "transfer", "transfer": "transfer",
-	"api": "api", "events": "events", "expiry": "expiry", "scan": "scan", "previews": "previews", "languages": "languages", "fairness": "fairness", "dispatch": "dispatch",
+	"api": "api", "audit": "audit", "events": "events", "expiry": "expiry", "scan": "scan", "previews": "previews", "languages": "languages", "fairness": "fairness", "dispatch": "dispatch",
 }
 
 // budgetFlag is -budget: row=duration pairs, repeated or comma-separated, keyed by group.
