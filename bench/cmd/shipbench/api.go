@@ -38,7 +38,8 @@ const baselineCommand = "baseline-api"
 // N gateways run on the one database (and N baseline processes), client i sending to
 // instance i mod N. PostgreSQL's wait events are sampled during both halves. With
 // -quota-duration, a third side takes its turns: the same gateways with a quota set
-// (quota.go), compared with their slices without one.
+// (quota.go), compared with their slices without one; the two gateway sides take turns
+// at following the baseline.
 func apiRow(ctx context.Context, t testing.TB, c config, bins rig.Bins, rep *Report) {
 	nats := rig.StartNATS(t)
 	s := rig.NewStack(t, bins, rig.StackOptions{NATSURL: nats.URL})
@@ -102,8 +103,14 @@ func apiRow(ctx context.Context, t testing.TB, c config, bins rig.Bins, rep *Rep
 	var maxLeft int64
 	var draining time.Duration
 	db := rig.DB(t, s.DBURL)
-	for base.elapsed() < half || gate.elapsed() < half || quota.elapsed() < quotaHalf {
-		for i, ph := range phases {
+	for round := 0; base.elapsed() < half || gate.elapsed() < half || quota.elapsed() < quotaHalf; round++ {
+		order := phases
+		if round%2 == 1 && len(phases) == 3 {
+			// The gateway's two sides take turns at following the baseline's slice.
+			order = []*phase{base, quota, gate}
+		}
+		for _, ph := range order {
+			i := slices.Index(phases, ph)
 			if d := min(slice, want[ph]-ph.elapsed()); d > 0 {
 				w0 := readWAL(ctx, db)
 				waits.set(i)
