@@ -14,7 +14,8 @@ import (
 
 	"github.com/shipfile/shipfile/pkg/pgtest"
 	"github.com/shipfile/shipfile/services/gateway/internal/app/audit"
-	"github.com/shipfile/shipfile/services/gateway/internal/store"
+	"github.com/shipfile/shipfile/services/gateway/internal/store/auditdb"
+	"github.com/shipfile/shipfile/services/gateway/internal/store/sqldb"
 	"github.com/shipfile/shipfile/services/gateway/migrations"
 )
 
@@ -117,7 +118,7 @@ func TestAuditVerify(t *testing.T) {
 
 	// An export verifies offline, and fails when one line changes.
 	var export bytes.Buffer
-	if err := audit.NewChain(store.NewPostgres(pool)).Export(ctx, time.Time{}, time.Time{}, func(e audit.Entry) error {
+	if err := audit.NewChain(auditdb.NewStore(sqldb.NewDB(pool))).Export(ctx, time.Time{}, time.Time{}, func(e audit.Entry) error {
 		export.Write(audit.AppendJSONL(nil, e))
 		return nil
 	}); err != nil {
@@ -135,5 +136,47 @@ func TestAuditVerify(t *testing.T) {
 	}
 	if _, err := verify("--file", file); err == nil || !strings.Contains(err.Error(), "audit entry 9 changed") {
 		t.Fatalf("an export with line 9 changed: %v", err)
+	}
+}
+
+// TestAuditVerifyAfterRetention: retention (audit_remove_before, which the expiry
+// service runs for SHIPFILE_AUDIT_RETENTION) removes the old entries from the chain's
+// front and keeps the last one's hash as the anchor: `shipctl audit verify` passes
+// from the anchor, and still names an entry changed after it.
+func TestAuditVerifyAfterRetention(t *testing.T) {
+	url := pgtest.New(t, migrations.Version(), migrations.Up)
+	t.Setenv("SHIPFILE_DATABASE_URL", url)
+	ctx := context.Background()
+	pool, err := pgxpool.New(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pool.Close()
+	if _, err := pool.Exec(ctx, `INSERT INTO audit_log (actor, action, detail, created_at)
+		SELECT 'system', 'test.entry', 'entry ' || g, now() - interval '400 days' + g * interval '1 minute' FROM generate_series(1, 12) g`); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := pool.Exec(ctx, `INSERT INTO audit_log (actor, action, detail) SELECT 'system', 'test.entry', 'young ' || g FROM generate_series(1, 8) g`); err != nil {
+		t.Fatal(err)
+	}
+	var removed int
+	if err := pool.QueryRow(ctx, `SELECT audit_remove_before(now() - interval '365 days', 1000)`).Scan(&removed); err != nil || removed != 12 {
+		t.Fatalf("retention removed %d entries (%v), want the 12 old ones", removed, err)
+	}
+	verify := func() (string, error) {
+		var out bytes.Buffer
+		err := run(ctx, []string{"audit", "verify"}, strings.NewReader(""), &out)
+		return out.String(), err
+	}
+	if out, err := verify(); err != nil || !strings.Contains(out, "8 entries verified, 13 to 20") {
+		t.Fatalf("verify after retention: %q, %v; want entries 13 to 20 whole", out, err)
+	}
+	untriggered(t, pool, `UPDATE audit_log SET detail = 'forged' WHERE seq = 13`)
+	if _, err := verify(); err == nil || !strings.Contains(err.Error(), "audit entry 13 changed") {
+		t.Fatalf("verify with the first entry after the anchor changed: %v", err)
+	}
+	untriggered(t, pool, `UPDATE audit_log SET detail = 'young 1' WHERE seq = 13`)
+	if out, err := verify(); err != nil {
+		t.Fatalf("verify once restored: %q, %v", out, err)
 	}
 }
