@@ -92,3 +92,21 @@ func (w *Web) revokeToken(c *gin.Context) {
 	}
 	c.Redirect(http.StatusSeeOther, "/account?msg=token-revoked")
 }
+
+// setLanguage stores the language the user chose for the pages and the e-mails
+// about their packages and account ("": automatic), and sets this browser's
+// switcher cookie to it (or forgets the cookie), so the next page is in it at once.
+func (w *Web) setLanguage(c *gin.Context) {
+	u, _ := currentUser(c)
+	lang := strings.TrimSpace(c.PostForm("language"))
+	if _, err := w.identity.SetLanguage(c.Request.Context(), u.ID, lang); err != nil {
+		if fe, msg, ok := formErrors(err, "language"); ok {
+			w.showAccount(c, http.StatusUnprocessableEntity, view{Errors: fe, Error: msg}, accountData{})
+			return
+		}
+		_ = c.Error(err)
+		return
+	}
+	w.setLangCookie(c, lang)
+	c.Redirect(http.StatusSeeOther, "/account?msg=language-saved")
+}

@@ -1,24 +1,32 @@
 package web
 
 import (
+	"io/fs"
+	"path"
 	"regexp"
 	"strings"
 	"testing"
 	"unicode"
+
+	"github.com/shipfile/shipfile/services/gateway/internal/app"
+	"github.com/shipfile/shipfile/services/gateway/internal/app/webhookadmin"
 )
 
-// translatedTemplates are the templates whose every word comes from the catalogs
-// (pkg/i18n/locales). Add a template here once it is converted: TestTemplatesUseCatalog
-// then keeps it so.
-var translatedTemplates = []string{
-	"layout.html",
-	"recipient.html",
-	"unlock.html",
-	"gone.html",
-	"error.html",
-	"package_new.html",
-	"login.html",
-	"sent.html",
+// pageTemplates are every page template (templates/*.html): each must hold no text
+// for people outside the catalogs (pkg/i18n/locales).
+func pageTemplates(t *testing.T) []string {
+	t.Helper()
+	names, err := fs.Glob(templateFS, "templates/*.html")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(names) < 20 {
+		t.Fatalf("found %d templates: %v", len(names), names)
+	}
+	for i, n := range names {
+		names[i] = path.Base(n)
+	}
+	return names
 }
 
 var (
@@ -36,10 +44,11 @@ var (
 	messageRef = regexp.MustCompile(`\.(?:T|HTML) "([^"]+)"`)
 )
 
-// untranslatable are the words a translated template may hold as they are.
-var untranslatable = map[string]bool{"shipfile": true}
+// untranslatable are the words a template may hold as they are: the product's name
+// and abbreviations every language writes the same way.
+var untranslatable = map[string]bool{"shipfile": true, "IP": true, "SSO": true}
 
-// TestTemplatesUseCatalog fails when a converted template holds text for people
+// TestTemplatesUseCatalog fails when a page template holds text for people
 // outside the catalog (a text node, or a placeholder, title, aria-label or alt attribute,
 // or a button's value, with words in it), or names a message the English catalog lacks.
 func TestTemplatesUseCatalog(t *testing.T) {
@@ -47,7 +56,7 @@ func TestTemplatesUseCatalog(t *testing.T) {
 	for _, id := range catalog.IDs() {
 		ids[id] = true
 	}
-	for _, name := range translatedTemplates {
+	for _, name := range pageTemplates(t) {
 		t.Run(name, func(t *testing.T) {
 			b, err := templateFS.ReadFile("templates/" + name)
 			if err != nil {
@@ -66,6 +75,9 @@ func TestTemplatesUseCatalog(t *testing.T) {
 				for _, a := range userAttr.FindAllStringSubmatch(tag, -1) {
 					if a[1] == "value" && !buttonInput.MatchString(tag) {
 						continue
+					}
+					if isURL(a[2]) {
+						continue // an example address, the same in every language
 					}
 					if words := wordsIn(a[2]); len(words) > 0 {
 						t.Errorf("attribute %s=%q holds text outside the catalog: %s", a[1], a[2], tag)
@@ -112,5 +124,31 @@ func TestTemplateScanCatchesText(t *testing.T) {
 	}
 	if !buttonInput.MatchString(`<input type="submit" value="Send it">`) || buttonInput.MatchString(`<input type="radio" value="key">`) {
 		t.Error("a button's value is told apart wrongly from a radio's")
+	}
+}
+
+// isURL reports whether s is an absolute http(s) URL and nothing else.
+func isURL(s string) bool {
+	return (strings.HasPrefix(s, "https://") || strings.HasPrefix(s, "http://")) && !strings.ContainsAny(s, " \t\n")
+}
+
+// TestComputedMessages: the messages a template names by a value (state., linkstate.,
+// delivery., role., dir. followed by the value) exist for every value the
+// application gives.
+func TestComputedMessages(t *testing.T) {
+	ids := map[string]bool{}
+	for _, id := range catalog.IDs() {
+		ids[id] = true
+	}
+	for _, id := range []string{
+		"state." + string(app.StateDraft), "state." + string(app.StateActive), "state." + string(app.StateRevoked), "state." + string(app.StateExpired),
+		"linkstate." + string(app.LinkNone), "linkstate." + string(app.LinkActive), "linkstate." + string(app.LinkRevoked),
+		"delivery." + string(webhookadmin.DeliveryPending), "delivery." + string(webhookadmin.DeliverySucceeded), "delivery." + string(webhookadmin.DeliveryFailed),
+		"role." + string(app.RoleAdmin), "role." + string(app.RoleRegular),
+		"dir." + string(app.Outbound), "dir." + string(app.Inbound),
+	} {
+		if !ids[id] {
+			t.Errorf("message %q is not in the catalog", id)
+		}
 	}
 }

@@ -25,20 +25,34 @@ type langLink struct {
 }
 
 // language picks the page's language: the switcher's ?lang= (then remembered in a
-// cookie for a year), else the cookie, else the best match of Accept-Language, else
-// English.
+// cookie for a year), else the cookie, else the signed-in user's stored language (the
+// account page's), else the best match of Accept-Language, else English. The cookie
+// comes before the stored language so that the switcher works for a signed-in user
+// too; saving a language on the account page sets the cookie to it.
 func (w *Web) language(c *gin.Context) string {
 	if q := c.Query("lang"); i18n.Supported(q) {
-		http.SetCookie(c.Writer, &http.Cookie{
-			Name: langCookie, Value: q, Path: "/", MaxAge: 365 * 24 * 3600,
-			HttpOnly: true, Secure: w.cfg.SecureCookies, SameSite: http.SameSiteLaxMode,
-		})
+		w.setLangCookie(c, q)
 		return q
 	}
 	if v, err := c.Cookie(langCookie); err == nil && i18n.Supported(v) {
 		return v
 	}
+	if u, ok := currentUser(c); ok && i18n.Supported(u.Language) {
+		return u.Language
+	}
 	return catalog.Match(c.GetHeader("Accept-Language"))
+}
+
+// setLangCookie remembers lang in this browser for a year; "" forgets it.
+func (w *Web) setLangCookie(c *gin.Context, lang string) {
+	age := 365 * 24 * 3600
+	if lang == "" {
+		age = -1
+	}
+	http.SetCookie(c.Writer, &http.Cookie{
+		Name: langCookie, Value: lang, Path: "/", MaxAge: age,
+		HttpOnly: true, Secure: w.cfg.SecureCookies, SameSite: http.SameSiteLaxMode,
+	})
 }
 
 // langLinks are the switcher's links: this page, as a relative "?…" (a link's token
@@ -113,16 +127,34 @@ func init() {
 // pageTexts are the catalog ids of the fixed English titles and form errors that
 // handlers put in a view; render says them in the page's language.
 var pageTexts = map[string]string{
-	"Password required":        "unlock.title",
-	"Wrong password.":          "unlock.wrong",
-	"Link no longer available": "gone.title",
-	"Send files":               "form.page_send",
-	"Request files":            "form.page_request",
-	"This field is required.":  "form.required",
-	"Sign in":                  "login.title",
-	"Request sent":             "sent.request_sent",
-	"Package sent":             "sent.package_sent",
-	"Recipient added":          "sent.recipient_added",
+	"Password required":                  "unlock.title",
+	"Wrong password.":                    "unlock.wrong",
+	"Link no longer available":           "gone.title",
+	"Send files":                         "form.page_send",
+	"Request files":                      "form.page_request",
+	"This field is required.":            "form.required",
+	"Sign in":                            "login.title",
+	"Request sent":                       "sent.request_sent",
+	"Package sent":                       "sent.package_sent",
+	"Recipient added":                    "sent.recipient_added",
+	"Packages":                           "layout.packages",
+	"Users":                              "layout.users",
+	"Webhooks":                           "layout.webhooks",
+	"Account":                            "title.account",
+	"Audit log":                          "title.audit",
+	"Set up shipfile":                    "title.setup",
+	"Policies":                           "title.policies",
+	"Activity report":                    "title.activity",
+	"Delete the webhook":                 "title.delete_webhook",
+	"Revoke the link":                    "title.revoke_link",
+	"Delete the package":                 "title.delete_package",
+	"Must be a date such as 2027-01-31.": "formerr.date_example",
+	"Must be a date, e.g. 2027-01-31.":   "formerr.date_eg",
+	"Must be a date and time (UTC).":     "formerr.datetime",
+	"Must be a package id (a UUID).":     "formerr.package_id",
+	"You cannot disable your own account or take away your own admin role.": "formerr.own_account",
+	"The two passwords differ.":         "formerr.passwords_differ",
+	"Wrong e-mail address or password.": "formerr.wrong_login",
 }
 
 // localizeText says a handler's fixed English text in l's language: one of
@@ -132,9 +164,12 @@ func localizeText(l *i18n.Localizer, s string) string {
 	if id, ok := pageTexts[s]; ok {
 		return l.T(id)
 	}
-	var mins int
-	if _, err := fmt.Sscanf(s, "Too many wrong passwords. Try again in %d minute(s).", &mins); err == nil {
-		return l.T("unlock.too_many", "Count", mins)
+	var n int
+	if _, err := fmt.Sscanf(s, "Too many wrong passwords. Try again in %d minute(s).", &n); err == nil {
+		return l.T("unlock.too_many", "Count", n)
+	}
+	if _, err := fmt.Sscanf(s, "Webhook %d", &n); err == nil && s == fmt.Sprintf("Webhook %d", n) {
+		return l.T("title.webhook", "ID", n)
 	}
 	return s
 }

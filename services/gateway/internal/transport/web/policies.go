@@ -15,6 +15,9 @@ import (
 // usageBar is the packages page's view of the user's storage (docs/POLICIES.md).
 type usageBar struct {
 	Used, Reserved, Quota string
+	// UsedBytes, ReservedBytes and QuotaBytes are the same in bytes, for the page to
+	// write in its language (QuotaBytes 0 when Quota is "").
+	UsedBytes, ReservedBytes, QuotaBytes int64
 	// Percent of the quota held (used and reserved), 0–100; Quota "" when none.
 	Percent int
 	Full    bool // 90 % or more
@@ -45,12 +48,12 @@ func (w *Web) usageOf(ctx context.Context, u app.User) (*usageBar, error) {
 	if err != nil {
 		return nil, err
 	}
-	b := &usageBar{Used: policies.Bytes(us.UsedBytes), Active: us.ActivePackages, MaxActive: pol.MaxActivePackages}
+	b := &usageBar{Used: policies.Bytes(us.UsedBytes), UsedBytes: us.UsedBytes, Active: us.ActivePackages, MaxActive: pol.MaxActivePackages}
 	if us.ReservedBytes > 0 {
-		b.Reserved = policies.Bytes(us.ReservedBytes)
+		b.Reserved, b.ReservedBytes = policies.Bytes(us.ReservedBytes), us.ReservedBytes
 	}
 	if q := pol.StorageQuotaBytes; q != nil {
-		b.Quota = policies.Bytes(*q)
+		b.Quota, b.QuotaBytes = policies.Bytes(*q), *q
 		b.Percent = 100
 		if *q > 0 {
 			b.Percent = int(min(us.Held()*100 / *q, 100))

@@ -30,7 +30,7 @@ func TestPolicyPages(t *testing.T) {
 
 	home := b.get("/")
 	expectStatus(t, home, http.StatusOK)
-	for _, want := range []string{`id="usage-bar" max="100" value="`, "of 1000 B used", "1 packages in draft or active"} {
+	for _, want := range []string{`id="usage-bar" max="100" value="`, "of 1,000 B used", "1 package in draft or active"} {
 		if !strings.Contains(home.body, want) {
 			t.Fatalf("packages page lacks %q:\n%.3000s", want, home.body)
 		}

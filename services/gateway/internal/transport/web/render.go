@@ -148,15 +148,17 @@ func (w *Web) render(c *gin.Context, status int, name string, v view) {
 	if v.CSRF == "" && name != "recipient" && name != "gone" {
 		v.CSRF = w.csrfToken(c)
 	}
+	v.Lang = w.language(c)
+	v.L = catalog.Localizer(v.Lang)
 	if v.Flash == "" {
-		v.Flash = flashes[c.Query("msg")]
+		if id, ok := flashes[c.Query("msg")]; ok {
+			v.Flash = v.L.T(id)
+		}
 	}
 	if name == "login" && v.D == nil {
 		v.D = w.loginOptions(v.Form["next"])
 	}
 	v.Static = assetURLs
-	v.Lang = w.language(c)
-	v.L = catalog.Localizer(v.Lang)
 	v.Langs = langLinks(c, v.Lang)
 	v.JS = jsMessages(v.L)
 	v.Title = localizeText(v.L, v.Title)
@@ -221,26 +223,28 @@ func (w *Web) static(c *gin.Context) {
 	c.Data(http.StatusOK, ct, b)
 }
 
-// flashes are the messages a redirect may ask the next page to show (?msg=…): a fixed
-// set, so a link cannot put words on the page.
+// flashes are the messages a redirect may ask the next page to show (?msg=…), as
+// catalog ids (pkg/i18n/locales, table flash): a fixed set, so a link cannot put words
+// on the page.
 var flashes = map[string]string{
-	"admin-created":     "Administrator created. Sign in with your e-mail address and password.",
-	"signed-out":        "You are signed out.",
-	"deleted":           "Package deleted, with its files.",
-	"revoked":           "Link revoked: it stopped working at once.",
-	"recipient-revoked": "The recipient's link is revoked: it stopped working at once; the others still work.",
-	"file-removed":      "File removed.",
-	"file-released":     "File released: it is served although it could not be checked for malware.",
-	"saved":             "Package saved.",
-	"token-revoked":     "Token revoked.",
-	"sso-linked":        "Your organization's account is linked: you can sign in with it.",
-	"sso-unlinked":      "Your organization's account is unlinked: sign in with your password.",
-	"user-created":      "User created.",
-	"user-saved":        "User saved.",
-	"webhook-saved":     "Webhook saved.",
-	"webhook-deleted":   "Webhook deleted.",
-	"test-queued":       "Test event queued: it appears in the delivery log once sent.",
-	"redelivered":       "Redelivery queued.",
+	"admin-created":     "flash.admin-created",
+	"signed-out":        "flash.signed-out",
+	"deleted":           "flash.deleted",
+	"revoked":           "flash.revoked",
+	"recipient-revoked": "flash.recipient-revoked",
+	"file-removed":      "flash.file-removed",
+	"file-released":     "flash.file-released",
+	"saved":             "flash.saved",
+	"token-revoked":     "flash.token-revoked",
+	"sso-linked":        "flash.sso-linked",
+	"sso-unlinked":      "flash.sso-unlinked",
+	"user-created":      "flash.user-created",
+	"user-saved":        "flash.user-saved",
+	"webhook-saved":     "flash.webhook-saved",
+	"webhook-deleted":   "flash.webhook-deleted",
+	"test-queued":       "flash.test-queued",
+	"redelivered":       "flash.redelivered",
+	"language-saved":    "flash.language-saved",
 }
 
 // formErrors turns an application error about a form into messages beside its

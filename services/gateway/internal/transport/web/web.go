@@ -149,6 +149,7 @@ func (w *Web) Mount(r *gin.Engine) {
 	u.POST("/packages/:id/files/:file_id/release", w.checkCSRF, w.releaseFile)
 	u.GET("/account", w.account)
 	u.POST("/account/tokens", w.checkCSRF, w.createToken)
+	u.POST("/account/language", w.checkCSRF, w.setLanguage)
 	u.POST("/account/tokens/:id/revoke", w.checkCSRF, w.revokeToken)
 	u.POST("/account/sso/link", w.oidcRate, w.checkCSRF, w.linkSSO)
 	u.POST("/account/sso/unlink", w.checkCSRF, w.unlinkSSO)
