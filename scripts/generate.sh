@@ -7,15 +7,17 @@
 #      (buf generate with proto/buf.yaml + proto/buf.gen.yaml, plugin protoc-gen-go),
 #      then pkg/events/types.gen.go, the Type* constants of the event types, read off
 #      that descriptor (pkg/events/internal/typegen; a test of pkg/events fails when stale)
-#   2. sqlc:     every service's SQL (services/*/sqlc.yaml: the gateway's
-#      internal/store/*.sql → internal/store/*.gen.go; the mailer's, the expiry
-#      service's and the dispatcher's internal/store/queries.sql → internal/store/db),
-#      each compiled against the one schema, services/gateway/migrations
+#   2. sqlc:     every service's SQL (services/*/sqlc.yaml, every package it lists: the
+#      gateway's internal/store/*.sql → internal/store/*.gen.go and each store package's
+#      internal/store/<pkg>/queries.sql → internal/store/<pkg>/*.gen.go; the mailer's, the
+#      expiry service's and the dispatcher's internal/store/queries.sql →
+#      internal/store/db), each compiled against the one schema, services/gateway/migrations
 #   3. oapi-codegen: proto/openapi.yaml → pkg/apiclient/client.gen.go (the REST API's
 #      client and types, with pkg/apiclient/oapi-codegen.yaml)
 #
 # `generate.sh check` regenerates nothing: it fails when the sqlc code on disk differs
-# from what the queries and the migrations give (sqlc diff in each service), e.g. after
+# from what the queries and the migrations give (sqlc diff in each service, which
+# compares every package of its sqlc.yaml), e.g. after
 # a migration or a queries.sql edit without `make generate`. `make test-race` and
 # `make lint` run it; it takes well under a second once sqlc is in the cache.
 #

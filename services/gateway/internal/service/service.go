@@ -35,6 +35,8 @@ import (
 	"github.com/shipfile/shipfile/services/gateway/internal/app/transfers"
 	"github.com/shipfile/shipfile/services/gateway/internal/app/webhookadmin"
 	"github.com/shipfile/shipfile/services/gateway/internal/store"
+	"github.com/shipfile/shipfile/services/gateway/internal/store/policiesdb"
+	"github.com/shipfile/shipfile/services/gateway/internal/store/sqldb"
 	"github.com/shipfile/shipfile/services/gateway/internal/transport/httpapi"
 	"github.com/shipfile/shipfile/services/gateway/internal/transport/previewconsumer"
 	"github.com/shipfile/shipfile/services/gateway/internal/transport/web"
@@ -286,20 +288,22 @@ func New(_ context.Context, cfg Config, deps Deps) (*Service, error) {
 	}
 	reg := pkgservice.RegistryOr(deps.Registry)
 	s := &Service{Registry: reg, cfg: cfg, log: log, secrets: secrets}
-	// Mail jobs carry magic links: the store seals them under SHIPFILE_SECRET_KEY
+	// Mail jobs carry magic links: the stores seal them under SHIPFILE_SECRET_KEY
 	// before they are written to the outbox, and the relay opens them as it publishes,
 	// so that no raw link is ever readable in the database (docs/API.md, "Hostile clients").
-	storeOpts := []store.Option{store.WithSealer(sealPayload(secrets)), store.WithRegisterer(reg)}
+	sqlOpts := []sqldb.Option{sqldb.WithSealer(sealPayload(secrets))}
 	switch {
 	case deps.JS != nil:
-		// The relay publishes committed outbox rows; the store wakes it after each
+		// The relay publishes committed outbox rows; the stores wake it after each
 		// commit that wrote some.
 		s.Relay = outbox.NewRelay(deps.Pool, deps.JS, outbox.Options{Log: log, Registerer: reg, Open: openPayload(secrets)})
-		storeOpts = append(storeOpts, store.WithOutboxWake(s.Relay.Wake))
+		sqlOpts = append(sqlOpts, sqldb.WithOutboxWake(s.Relay.Wake))
 	case deps.OutboxWake != nil:
-		storeOpts = append(storeOpts, store.WithOutboxWake(deps.OutboxWake))
+		sqlOpts = append(sqlOpts, sqldb.WithOutboxWake(deps.OutboxWake))
 	}
-	db := store.NewPostgres(deps.Pool, storeOpts...)
+	// Every store writes its changes' effects through sql (one relay to wake, one key).
+	sql := sqldb.NewDB(deps.Pool, sqlOpts...)
+	db := store.NewPostgres(deps.Pool, store.WithDB(sql), store.WithRegisterer(reg))
 	s.DB = db
 	// Every password of this gateway (sign-in, setup, users, link passwords) is hashed
 	// through one Hasher: at most SHIPFILE_HASH_CONCURRENCY argon2id at once.
@@ -311,7 +315,7 @@ func New(_ context.Context, cfg Config, deps Deps) (*Service, error) {
 	// channel) is current; last_used_at is written in batches.
 	s.TokenCache = identity.NewTokenCache(identity.DefaultTokenCacheTTL, identity.DefaultTokenFeedWindow)
 	s.tokenUsage = identity.NewTokenUsage(db, identity.DefaultTokenUsageInterval)
-	s.Policies = policies.New(db, policies.WithStorageCap(cfg.StorageCap), policies.WithNotifier(policies.OutboxNotifier{W: db}))
+	s.Policies = policies.New(policiesdb.NewStore(sql), policies.WithStorageCap(cfg.StorageCap), policies.WithNotifier(policies.OutboxNotifier{W: db}))
 	s.Identity = identity.NewIdentity(db, identity.WithTokenCache(s.TokenCache), identity.WithTokenUsage(s.tokenUsage), identity.WithHasher(hasher),
 		identity.WithLogger(log), identity.WithGroupSync(s.Policies))
 	linkRate := float64(cfg.Edge.LinkRate)
@@ -412,10 +416,11 @@ func (s *Service) ResealSecrets(ctx context.Context) error {
 // Start runs the background work beside the HTTP servers: the auth change feed, the
 // sweeper of sessions and sign-in counts, the listener of asks to let go of tus uploads,
 // the tokens' last_used_at writer, the tus sweeper (when cfg.UploadSweep is positive), the
-// preview consumer and the outbox relay (when there is a bus). The returned stop ends them, the usage writer
-// and the relay last (after the HTTP server drained, so the last requests' writes and
-// events go out too; rows the relay leaves are published by another instance or at
-// the next start). The feed and the sweeper also end with ctx.
+// preview consumer and the outbox relay (when there is a bus). The returned stop ends them,
+// then the runners of the package creations' group commits (store.Postgres.Close), and the
+// usage writer and the relay last (after the HTTP server drained, so the last requests'
+// writes and events go out too; rows the relay leaves are published by another instance
+// or at the next start). The feed and the sweeper also end with ctx.
 func (s *Service) Start(ctx context.Context) (stop func()) {
 	var bg, tail sync.WaitGroup
 	bgCtx, stopBG := context.WithCancel(ctx)
@@ -455,6 +460,7 @@ func (s *Service) Start(ctx context.Context) (stop func()) {
 	return func() {
 		stopBG()
 		bg.Wait()
+		s.DB.Close()
 		stopTail()
 		tail.Wait()
 	}

@@ -6,6 +6,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/shipfile/shipfile/services/gateway/internal/app"
+	"github.com/shipfile/shipfile/services/gateway/internal/store/sqldb"
 )
 
 var _ app.EncryptionStore = (*Postgres)(nil)
@@ -25,7 +26,7 @@ func (s *Postgres) PutPackageManifest(ctx context.Context, id uuid.UUID, data []
 // GetPackageManifest returns a package's encrypted manifest.
 func (s *Postgres) GetPackageManifest(ctx context.Context, id uuid.UUID) ([]byte, error) {
 	b, err := s.q.GetPackageManifest(ctx, id)
-	return b, notFound(err, "manifest")
+	return b, sqldb.NotFound(err, "manifest")
 }
 
 // PutUserKey stores (or replaces) a user's key pair, with its audit entry and the
@@ -38,7 +39,7 @@ func (s *Postgres) PutUserKey(ctx context.Context, k app.UserKey, audit app.Audi
 func (s *Postgres) GetUserKey(ctx context.Context, userID int64) (app.UserKey, error) {
 	row, err := s.q.GetUserKey(ctx, userID)
 	if err != nil {
-		return app.UserKey{}, notFound(err, "encryption key")
+		return app.UserKey{}, sqldb.NotFound(err, "encryption key")
 	}
 	return toUserKey(row), nil
 }

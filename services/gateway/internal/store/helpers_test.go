@@ -1,61 +1,11 @@
 package store_test
 
-import (
-	"context"
-	"testing"
-	"time"
+import "github.com/shipfile/shipfile/services/gateway/internal/store/storetest"
 
-	"github.com/google/uuid"
-	"github.com/jackc/pgx/v5/pgxpool"
-
-	"github.com/shipfile/shipfile/pkg/database"
-	"github.com/shipfile/shipfile/pkg/pgtest"
-	"github.com/shipfile/shipfile/services/gateway/internal/app"
-	"github.com/shipfile/shipfile/services/gateway/migrations"
+// The set-up every test of this package shares (storetest).
+var (
+	newPool      = storetest.NewPool
+	newSmallPool = storetest.NewSmallPool
+	insertUser   = storetest.InsertUser
+	draftPackage = storetest.DraftPackage
 )
-
-// newPool returns a pool on a fresh database with the gateway's migrations, closed
-// when the test ends.
-func newPool(t *testing.T) *pgxpool.Pool {
-	t.Helper()
-	pool, err := pgxpool.New(context.Background(), pgtest.New(t, migrations.Version(), migrations.Up))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(pool.Close)
-	return pool
-}
-
-// newSmallPool is newPool with at most maxConns connections; it also returns the
-// database's URL.
-func newSmallPool(t *testing.T, maxConns int32) (*pgxpool.Pool, string) {
-	t.Helper()
-	url := pgtest.New(t, migrations.Version(), migrations.Up)
-	cfg, err := database.ParseConfig(url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg.MaxConns = maxConns
-	pool, err := pgxpool.NewWithConfig(context.Background(), cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(pool.Close)
-	return pool, url
-}
-
-// insertUser adds a regular user and returns its id.
-func insertUser(t *testing.T, pool *pgxpool.Pool, email, name string) int64 {
-	t.Helper()
-	var id int64
-	if err := pool.QueryRow(context.Background(), `INSERT INTO users (email, name, role) VALUES ($1, $2, 'regular') RETURNING id`, email, name).Scan(&id); err != nil {
-		t.Fatal(err)
-	}
-	return id
-}
-
-// draftPackage is a new outbound draft of owner's, created at now, with a new id.
-func draftPackage(owner int64, now time.Time) app.Package {
-	return app.Package{ID: uuid.New(), OwnerUserID: owner, Title: "T", RecipientEmail: "r@example.com",
-		Direction: app.Outbound, State: app.StateDraft, TTLDays: 7, CreatedAt: now, ExpiresAt: now.Add(time.Hour)}
-}

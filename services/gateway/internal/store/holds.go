@@ -10,28 +10,21 @@ import (
 
 	"github.com/shipfile/shipfile/services/gateway/internal/app"
 	"github.com/shipfile/shipfile/services/gateway/internal/app/audit"
+	"github.com/shipfile/shipfile/services/gateway/internal/store/sqldb"
 )
 
 var _ audit.HoldStore = (*Postgres)(nil)
 
-// writeAuditEntry writes one audit entry with q (in the caller's transaction).
-func writeAuditEntry(ctx context.Context, q *Queries, a app.AuditEntry) error {
-	return q.InsertAudit(ctx, InsertAuditParams{
-		Actor: a.Actor, ActorUserID: a.ActorUserID, Action: a.Action, PackageID: a.PackageID, FileID: a.FileID,
-		Ip: a.IP, UserAgent: a.UserAgent, Detail: a.Detail, RecipientID: a.RecipientID,
-	})
-}
-
 // RecordAudit writes one audit entry in a transaction of its own.
 func (s *Postgres) RecordAudit(ctx context.Context, a app.AuditEntry) error {
-	return writeAuditEntry(ctx, s.q, a)
+	return sqldb.WriteAudit(ctx, s.pool, a)
 }
 
 // CreateLegalHold stores the hold and its audit entry in one transaction and returns the
 // object keys of the packages it covers.
 func (s *Postgres) CreateLegalHold(ctx context.Context, h audit.Hold, a app.AuditEntry) ([]string, error) {
 	var keys []string
-	err := s.inTx(ctx, func(tx pgx.Tx) error {
+	err := s.sql.InTx(ctx, func(tx pgx.Tx) error {
 		q := s.q.WithTx(tx)
 		n, err := q.InsertLegalHold(ctx, InsertLegalHoldParams{ID: h.ID, PackageID: h.PackageID, UserID: h.UserID, Reason: h.Reason, CreatedBy: h.CreatedBy, CreatedAt: h.CreatedAt})
 		if err != nil {
@@ -43,7 +36,7 @@ func (s *Postgres) CreateLegalHold(ctx context.Context, h audit.Hold, a app.Audi
 			}
 			return app.NotFound("user")
 		}
-		if err := writeAuditEntry(ctx, q, a); err != nil {
+		if err := sqldb.WriteAudit(ctx, tx, a); err != nil {
 			return err
 		}
 		keys, err = q.HoldObjectKeys(ctx, HoldObjectKeysParams{PackageID: h.PackageID, UserID: h.UserID, Held: true})
@@ -70,7 +63,7 @@ func (s *Postgres) LegalHolds(ctx context.Context) ([]audit.Hold, error) {
 func (s *Postgres) ReleaseLegalHold(ctx context.Context, id uuid.UUID, by int64, at time.Time, a app.AuditEntry) (audit.Hold, []string, error) {
 	var h audit.Hold
 	var keys []string
-	err := s.inTx(ctx, func(tx pgx.Tx) error {
+	err := s.sql.InTx(ctx, func(tx pgx.Tx) error {
 		q := s.q.WithTx(tx)
 		cur, err := q.GetLegalHoldForUpdate(ctx, id)
 		if errors.Is(err, pgx.ErrNoRows) {
@@ -88,7 +81,7 @@ func (s *Postgres) ReleaseLegalHold(ctx context.Context, id uuid.UUID, by int64,
 		}
 		h = toHold(row)
 		a.PackageID = h.PackageID
-		if err := writeAuditEntry(ctx, q, a); err != nil {
+		if err := sqldb.WriteAudit(ctx, tx, a); err != nil {
 			return err
 		}
 		keys, err = q.HoldObjectKeys(ctx, HoldObjectKeysParams{PackageID: h.PackageID, UserID: h.UserID, Held: false})

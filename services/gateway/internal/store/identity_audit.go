@@ -10,28 +10,18 @@ import (
 
 	"github.com/shipfile/shipfile/services/gateway/internal/app"
 	"github.com/shipfile/shipfile/services/gateway/internal/app/identity"
+	"github.com/shipfile/shipfile/services/gateway/internal/store/sqldb"
 )
 
 var _ identity.RecheckStore = (*Postgres)(nil)
 
-// writeAccountChange writes an account change's audit entries and notices with q
-// (in the transaction of the change).
-func writeAccountChange(ctx context.Context, q *Queries, ch identity.AccountChange) error {
-	for _, a := range ch.Audit {
-		arg := InsertAuditParams{
-			Actor: a.Actor, ActorUserID: a.ActorUserID, Action: a.Action, PackageID: a.PackageID, FileID: a.FileID,
-			Ip: a.IP, UserAgent: a.UserAgent, Detail: a.Detail, RecipientID: a.RecipientID,
-		}
-		var err error
-		if a.Hourly {
-			err = q.CountAuditHourly(ctx, CountAuditHourlyParams(arg))
-		} else {
-			err = q.InsertAudit(ctx, arg)
-		}
-		if err != nil {
-			return err
-		}
+// writeAccountChange writes an account change's audit entries and notices in tx, the
+// transaction of the change.
+func writeAccountChange(ctx context.Context, tx pgx.Tx, ch identity.AccountChange) error {
+	if err := sqldb.WriteAudit(ctx, tx, ch.Audit...); err != nil {
+		return err
 	}
+	q := New(tx)
 	for _, n := range ch.Notices {
 		if err := q.InsertAccountNotice(ctx, InsertAccountNoticeParams{UserID: n.UserID, Event: n.Event, Detail: n.Detail}); err != nil {
 			return err
@@ -44,12 +34,11 @@ func writeAccountChange(ctx context.Context, q *Queries, ch identity.AccountChan
 // entries and notices) in the same transaction.
 func (s *Postgres) inAccountTx(ctx context.Context, fn func(q *Queries) (identity.AccountChange, error)) error {
 	return pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		q := s.q.WithTx(tx)
-		ch, err := fn(q)
+		ch, err := fn(s.q.WithTx(tx))
 		if err != nil {
 			return err
 		}
-		return writeAccountChange(ctx, q, ch)
+		return writeAccountChange(ctx, tx, ch)
 	})
 }
 

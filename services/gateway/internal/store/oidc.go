@@ -6,10 +6,10 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/shipfile/shipfile/services/gateway/internal/app"
 	"github.com/shipfile/shipfile/services/gateway/internal/app/identity"
+	"github.com/shipfile/shipfile/services/gateway/internal/store/sqldb"
 )
 
 var _ identity.OIDCStore = (*Postgres)(nil)
@@ -102,7 +102,4 @@ func (s *Postgres) DeleteStaleOIDCLogins(ctx context.Context, before time.Time) 
 	return s.q.DeleteStaleOIDCLogins(ctx, before)
 }
 
-func isUnique(err error) bool {
-	var pgErr *pgconn.PgError
-	return errors.As(err, &pgErr) && pgErr.Code == pgUniqueViolation
-}
+func isUnique(err error) bool { return sqldb.IsCode(err, sqldb.UniqueViolation) }

@@ -12,10 +12,9 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 
-	"github.com/shipfile/shipfile/pkg/events"
-	"github.com/shipfile/shipfile/pkg/outbox"
 	"github.com/shipfile/shipfile/services/gateway/internal/app"
 	"github.com/shipfile/shipfile/services/gateway/internal/app/packages"
+	"github.com/shipfile/shipfile/services/gateway/internal/store/sqldb"
 )
 
 var _ packages.Store = (*Postgres)(nil)
@@ -46,17 +45,17 @@ func (s *Postgres) CreatePackage(ctx context.Context, p app.Package, fx app.Effe
 			LinkHash: r.LinkHash, LinkState: string(r.LinkState), CreatedAt: r.CreatedAt, RevokedAt: r.RevokedAt,
 		})
 	}
-	if err := s.queueEffects(ctx, b, fx); err != nil {
+	if err := s.sql.QueueEffects(ctx, b, fx); err != nil {
 		return err
 	}
-	return s.committed(fx, s.creates.run(ctx, b.QueuedQueries))
+	return s.sql.Committed(fx, s.creates.run(ctx, b.QueuedQueries))
 }
 
 // GetPackage returns a package by id.
 func (s *Postgres) GetPackage(ctx context.Context, id uuid.UUID) (app.Package, error) {
 	row, err := s.q.GetPackage(ctx, id)
 	if err != nil {
-		return app.Package{}, notFound(err, "package")
+		return app.Package{}, sqldb.NotFound(err, "package")
 	}
 	ps := []app.Package{toPackage(row)}
 	if err := withRecipients(ctx, s.q, ps); err != nil {
@@ -105,7 +104,7 @@ func toRecipient(r Recipient) app.Recipient {
 func (s *Postgres) PackageByLink(ctx context.Context, hash []byte) (app.Package, error) {
 	row, err := s.q.PackageByLink(ctx, hash)
 	if err != nil {
-		return app.Package{}, notFound(err, "package")
+		return app.Package{}, sqldb.NotFound(err, "package")
 	}
 	p := toPackage(row.Package)
 	r := toRecipient(row.Recipient)
@@ -159,7 +158,7 @@ func (s *Postgres) ListFiles(ctx context.Context, packageID uuid.UUID, linkHash 
 func (s *Postgres) GetFile(ctx context.Context, packageID, fileID uuid.UUID, linkHash []byte) (app.File, error) {
 	row, err := s.q.GetFile(ctx, GetFileParams{PackageID: packageID, ID: fileID, LinkHash: linkHash})
 	if err != nil {
-		return app.File{}, notFound(err, "file")
+		return app.File{}, sqldb.NotFound(err, "file")
 	}
 	return throughLink(toFile(row.File), linkHash, row.LinkTaken, row.LinkDownloads), nil
 }
@@ -176,7 +175,7 @@ func throughLink(f app.File, linkHash []byte, taken int64, downloads int32) app.
 // withLocked runs fn in a transaction that holds the package's row lock, then writes
 // the effects fn returns in the same transaction. Every package change goes through it.
 func (s *Postgres) withLocked(ctx context.Context, id uuid.UUID, fn func(q *Queries, p *app.Package) (app.Effects, error)) error {
-	return s.inTx(ctx, func(tx pgx.Tx) error {
+	return s.sql.InTx(ctx, func(tx pgx.Tx) error {
 		p, err := s.locked(ctx, tx, id)
 		if err != nil {
 			return err
@@ -190,7 +189,7 @@ func (s *Postgres) withLocked(ctx context.Context, id uuid.UUID, fn func(q *Quer
 		if err := saveRecipients(ctx, q, p, before); err != nil {
 			return err
 		}
-		return s.writeEffects(ctx, tx, fx)
+		return s.sql.WriteEffects(ctx, tx, fx)
 	})
 }
 
@@ -327,7 +326,7 @@ func (s *Postgres) RemoveFile(ctx context.Context, packageID, fileID uuid.UUID, 
 	return s.withLocked(ctx, packageID, func(q *Queries, p *app.Package) (app.Effects, error) {
 		row, err := q.GetFile(ctx, GetFileParams{PackageID: packageID, ID: fileID})
 		if err != nil {
-			return app.Effects{}, notFound(err, "file")
+			return app.Effects{}, sqldb.NotFound(err, "file")
 		}
 		fx, err := change(p, toFile(row.File))
 		if err != nil {
@@ -370,22 +369,18 @@ func (s *Postgres) DeletePackage(ctx context.Context, id uuid.UUID, change func(
 
 // RecordLinkUse counts a use of the link that hashes to linkHash and writes the effects.
 func (s *Postgres) RecordLinkUse(ctx context.Context, linkHash []byte, fx app.Effects) error {
-	return s.inTx(ctx, func(tx pgx.Tx) error {
+	return s.sql.InTx(ctx, func(tx pgx.Tx) error {
 		if err := s.q.WithTx(tx).UseLink(ctx, linkHash); err != nil {
 			return err
 		}
-		return s.writeEffects(ctx, tx, fx)
+		return s.sql.WriteEffects(ctx, tx, fx)
 	})
 }
 
 // WriteEffects writes effects that belong to no package change, as one batch (one
 // implicit transaction, one round trip).
 func (s *Postgres) WriteEffects(ctx context.Context, fx app.Effects) error {
-	b := &pgx.Batch{}
-	if err := s.queueEffects(ctx, b, fx); err != nil || b.Len() == 0 {
-		return err
-	}
-	return s.committed(fx, s.pool.SendBatch(ctx, b).Close())
+	return s.sql.WriteEffectsAlone(ctx, fx)
 }
 
 // ObjectsDeleted forgets deletion requests whose objects are gone.
@@ -414,7 +409,7 @@ func (s *Postgres) locked(ctx context.Context, tx pgx.Tx, id uuid.UUID) (app.Pac
 	q := s.q.WithTx(tx)
 	row, err := q.LockPackage(ctx, id)
 	if err != nil {
-		return app.Package{}, notFound(err, "package")
+		return app.Package{}, sqldb.NotFound(err, "package")
 	}
 	ps := []app.Package{toPackage(row)}
 	if err := withRecipients(ctx, q, ps); err != nil {
@@ -431,74 +426,6 @@ func save(ctx context.Context, q *Queries, p app.Package) error {
 		MaxDownloads: int32Ptr(p.MaxDownloads), NotifyOwner: p.NotifyOwner, RecipientEmail: p.RecipientEmail,
 		FileSeq: int32(p.FileSeq),
 	})
-}
-
-// writeEffects writes audit entries, and events, mail jobs and webhook jobs as outbox
-// rows, in tx: a transaction of inTx, which wakes the outbox relay after the commit.
-func (s *Postgres) writeEffects(ctx context.Context, tx pgx.Tx, fx app.Effects) error {
-	b := &pgx.Batch{}
-	if err := s.queueEffects(ctx, b, fx); err != nil {
-		return err
-	}
-	if b.Len() == 0 {
-		return nil
-	}
-	if et, ok := tx.(*effectsTx); ok && hasMessages(fx) {
-		et.wroteMessages = true
-	}
-	return tx.SendBatch(ctx, b).Close()
-}
-
-// queueEffects adds the audit entries and outbox messages of a change to b. The
-// payloads of ephemeral messages (mail jobs, which carry magic links) are sealed
-// with the store's sealer, so that no raw link is readable in the outbox table; the
-// relay opens them as it publishes.
-func (s *Postgres) queueEffects(ctx context.Context, b *pgx.Batch, fx app.Effects) error {
-	q := batched(b)
-	for _, a := range fx.Audit {
-		arg := InsertAuditParams{
-			Actor: a.Actor, ActorUserID: a.ActorUserID, Action: a.Action, PackageID: a.PackageID, FileID: a.FileID,
-			Ip: a.IP, UserAgent: a.UserAgent, Detail: a.Detail, RecipientID: a.RecipientID,
-		}
-		if a.Hourly {
-			_ = q.CountAuditHourly(ctx, CountAuditHourlyParams(arg))
-		} else {
-			_ = q.InsertAudit(ctx, arg)
-		}
-	}
-	msgs := make([]outbox.Message, 0, len(fx.Events)+len(fx.Mail)+len(fx.WebhookJobs))
-	for _, e := range fx.Events {
-		m, err := events.EventMessage(e)
-		if err != nil {
-			return err
-		}
-		msgs = append(msgs, m)
-	}
-	for _, j := range fx.Mail {
-		m, err := events.MailMessage(j)
-		if err != nil {
-			return err
-		}
-		if m.Data, err = s.sealPayload(m); err != nil {
-			return err
-		}
-		msgs = append(msgs, m)
-	}
-	for _, j := range fx.WebhookJobs {
-		m, err := events.WebhookJobMessage(j.Job, j.MsgID)
-		if err != nil {
-			return err
-		}
-		msgs = append(msgs, m)
-	}
-	return outbox.Queue(ctx, b, msgs...)
-}
-
-func notFound(err error, what string) error {
-	if errors.Is(err, pgx.ErrNoRows) {
-		return app.NotFound(what)
-	}
-	return err
 }
 
 func toPackage(r Package) app.Package {

@@ -1,44 +1,37 @@
-// Package store implements the gateway's persistence on PostgreSQL. The SQL lives in
-// queries.sql and is compiled by sqlc (make generate) into the *.gen.go files; this
-// file adapts the generated code to the app package's types and errors.
+// Package store implements the gateway's persistence of users, tokens, packages,
+// sessions, OpenID sign-ins and encryption keys on PostgreSQL, and its objects on S3.
+// The SQL lives in queries.sql and the other *.sql files beside it and is compiled by
+// sqlc (make generate) into the *.gen.go files; the Go files adapt the generated code
+// to the app packages' types and errors. The other domains' stores are the <domain>db
+// packages under this directory; what they all share is sqldb.
 package store
 
 import (
 	"cmp"
 	"context"
 	"errors"
-	"fmt"
 	"slices"
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/shipfile/shipfile/pkg/outbox"
 	"github.com/shipfile/shipfile/services/gateway/internal/app"
-	"github.com/shipfile/shipfile/services/gateway/internal/app/audit"
 	"github.com/shipfile/shipfile/services/gateway/internal/app/identity"
+	"github.com/shipfile/shipfile/services/gateway/internal/store/sqldb"
 )
 
-// PostgreSQL error codes the store maps to application errors.
-const (
-	pgUniqueViolation = "23505"
-	// pgOnLegalHold is raised by the triggers that refuse to delete, expire or remove
-	// the files of a package under a legal hold (migration 00033_audit_chain.sql).
-	pgOnLegalHold = "SH409"
-)
-
-// Postgres is the gateway's store on a pgx pool.
+// Postgres is the gateway's store on a pgx pool: users, tokens, packages and their
+// files, recipients and links, sessions, OpenID sign-ins, encryption keys. The domains
+// with a store of their own (policies, audit, webhook administration, previews,
+// resumable uploads) are in the <domain>db packages beside it; every store writes its
+// changes' effects through one sqldb.DB.
 type Postgres struct {
 	pool *pgxpool.Pool
 	q    *Queries
-	// wake is called after a transaction that wrote outbox rows has committed.
-	wake func()
-	// seal seals the payloads of ephemeral outbox messages; nil: they are stored as
-	// they are.
-	seal func([]byte) ([]byte, error)
+	// sql runs the transactions that write effects and wakes the outbox relay.
+	sql *sqldb.DB
 	// creates shares round trips and commits between concurrent package creations.
 	creates *groupCommit
 }
@@ -48,10 +41,10 @@ var _ identity.IdentityStore = (*Postgres)(nil)
 // Option configures a Postgres store.
 type Option func(*Postgres)
 
-// WithOutboxWake has the store call wake (the outbox relay's Wake) after every
-// transaction that wrote outbox rows has committed, so they are published at once
-// instead of at the relay's next poll. Nothing in the transaction itself signals.
-func WithOutboxWake(wake func()) Option { return func(s *Postgres) { s.wake = wake } }
+// WithDB has the store write effects through d (its outbox wake-up and sealer), the
+// DB every other store of the gateway shares. Without it the store has a DB of its
+// own on its pool, which wakes nothing and seals nothing.
+func WithDB(d *sqldb.DB) Option { return func(s *Postgres) { s.sql = d } }
 
 // WithRegisterer registers the store's metrics with reg: how many package creations
 // share a round trip and a commit.
@@ -59,74 +52,21 @@ func WithRegisterer(reg prometheus.Registerer) Option {
 	return func(s *Postgres) { reg.MustRegister(s.creates.rounds, s.creates.creations) }
 }
 
-// WithSealer has the store seal the payload of every ephemeral outbox message (a
-// mail job, which carries a magic link) with seal before it is written, so that the
-// outbox table holds no raw link; the relay opens it (outbox.Options.Open) as it
-// publishes.
-func WithSealer(seal func([]byte) ([]byte, error)) Option {
-	return func(s *Postgres) { s.seal = seal }
-}
-
-// sealPayload is m's payload as the outbox stores it: sealed when m is ephemeral and
-// the store has a sealer.
-func (s *Postgres) sealPayload(m outbox.Message) ([]byte, error) {
-	if !m.Ephemeral || s.seal == nil {
-		return m.Data, nil
-	}
-	sealed, err := s.seal(m.Data)
-	if err != nil {
-		return nil, fmt.Errorf("seal outbox message %s: %w", m.ID, err)
-	}
-	return sealed, nil
-}
-
 // NewPostgres returns the store on pool.
 func NewPostgres(pool *pgxpool.Pool, opts ...Option) *Postgres {
-	s := &Postgres{pool: pool, q: New(pool), wake: func() {}, creates: newGroupCommit(pool)}
+	s := &Postgres{pool: pool, q: New(pool), creates: newGroupCommit(pool)}
 	for _, o := range opts {
 		o(s)
 	}
-	if s.wake == nil {
-		s.wake = func() {}
+	if s.sql == nil {
+		s.sql = sqldb.NewDB(pool)
 	}
 	return s
 }
 
-// committed wakes the outbox relay when err is nil and fx held outbox messages, and
-// returns err: the tail of every batch of effects sent outside a transaction.
-func (s *Postgres) committed(fx app.Effects, err error) error {
-	if err == nil && hasMessages(fx) {
-		s.wake()
-	}
-	return err
-}
-
-func hasMessages(fx app.Effects) bool { return len(fx.Events)+len(fx.Mail)+len(fx.WebhookJobs) > 0 }
-
-// effectsTx is the transaction inTx hands to its function: writeEffects notes on it
-// that outbox rows were written.
-type effectsTx struct {
-	pgx.Tx
-	wroteMessages bool
-}
-
-// inTx runs fn in a transaction (pgx.BeginFunc) and, once it has committed, wakes the
-// outbox relay if writeEffects wrote messages in it.
-func (s *Postgres) inTx(ctx context.Context, fn func(tx pgx.Tx) error) error {
-	var et *effectsTx
-	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		et = &effectsTx{Tx: tx}
-		return fn(et)
-	})
-	if err == nil && et != nil && et.wroteMessages {
-		s.wake()
-	}
-	var pgErr *pgconn.PgError
-	if errors.As(err, &pgErr) && pgErr.Code == pgOnLegalHold {
-		return audit.ErrOnHold
-	}
-	return err
-}
+// Close stops the runners of the package creations' group commits once the rounds
+// under way are done; a creation after Close fails (groupcommit.ErrClosed).
+func (s *Postgres) Close() { s.creates.c.Close() }
 
 // CreateUser inserts a user; a duplicate e-mail is a conflict.
 func (s *Postgres) CreateUser(ctx context.Context, u app.NewUser, passwordHash string) (app.User, error) {
@@ -316,8 +256,7 @@ func mapUserErr(err error) error {
 	if errors.Is(err, pgx.ErrNoRows) {
 		return app.NotFound("user")
 	}
-	var pgErr *pgconn.PgError
-	if errors.As(err, &pgErr) && pgErr.Code == pgUniqueViolation {
+	if sqldb.IsCode(err, sqldb.UniqueViolation) {
 		return app.Conflict("a user with that email already exists")
 	}
 	return err

@@ -9,6 +9,7 @@ import (
 
 	"github.com/shipfile/shipfile/services/gateway/internal/app"
 	"github.com/shipfile/shipfile/services/gateway/internal/app/previews"
+	"github.com/shipfile/shipfile/services/gateway/internal/store/sqldb"
 )
 
 var _ previews.Store = (*Postgres)(nil)
@@ -17,7 +18,7 @@ var _ previews.Store = (*Postgres)(nil)
 func (s *Postgres) PreviewSource(ctx context.Context, fileID uuid.UUID) (previews.Source, error) {
 	r, err := s.q.PreviewSource(ctx, fileID)
 	if err != nil {
-		return previews.Source{}, notFound(err, "file")
+		return previews.Source{}, sqldb.NotFound(err, "file")
 	}
 	return previews.Source{
 		FileID: r.ID, ObjectKey: r.ObjectKey, Size: r.Size, Scan: app.ScanState(r.Scan),
@@ -30,7 +31,7 @@ func (s *Postgres) PreviewSource(ctx context.Context, fileID uuid.UUID) (preview
 // (the triggers of migration 00034), or came first and nothing is recorded.
 func (s *Postgres) SetPreview(ctx context.Context, fileID uuid.UUID, key string, width, height int) (bool, error) {
 	recorded := false
-	err := s.inTx(ctx, func(tx pgx.Tx) error {
+	err := s.sql.InTx(ctx, func(tx pgx.Tx) error {
 		q := s.q.WithTx(tx)
 		state, err := q.LockPackageOfFile(ctx, fileID)
 		if errors.Is(err, pgx.ErrNoRows) {

@@ -296,18 +296,6 @@ SELECT EXISTS (SELECT 1 FROM up) AS taken,
 -- Forgets the buckets that have been full again for @idle_us microseconds.
 DELETE FROM link_rate WHERE tat < clock_timestamp() - (sqlc.arg(idle_us)::bigint * interval '1 microsecond');
 
--- name: InsertAudit :exec
-INSERT INTO audit_log (actor, actor_user_id, action, package_id, file_id, ip, user_agent, detail, recipient_id)
-VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9);
-
--- name: CountAuditHourly :exec
--- Counts a hit in the one row of its action, IP and hour (the database's clock, UTC),
--- for anonymous failures such as hits of unknown or dead links (docs/API.md, "Hostile
--- clients"): a guesser adds one row per hour, not one per hit.
-INSERT INTO audit_log (actor, actor_user_id, action, package_id, file_id, ip, user_agent, detail, recipient_id, hour)
-VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, date_trunc('hour', now() AT TIME ZONE 'UTC') AT TIME ZONE 'UTC')
-ON CONFLICT (action, ip, hour) WHERE hour IS NOT NULL DO UPDATE SET hits = audit_log.hits + 1;
-
 -- name: ListAudit :many
 SELECT * FROM audit_log
 WHERE (sqlc.narg(package_id)::uuid IS NULL OR package_id = sqlc.narg(package_id))

@@ -12,42 +12,6 @@ import (
 	"github.com/google/uuid"
 )
 
-const countAuditHourly = `-- name: CountAuditHourly :exec
-INSERT INTO audit_log (actor, actor_user_id, action, package_id, file_id, ip, user_agent, detail, recipient_id, hour)
-VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, date_trunc('hour', now() AT TIME ZONE 'UTC') AT TIME ZONE 'UTC')
-ON CONFLICT (action, ip, hour) WHERE hour IS NOT NULL DO UPDATE SET hits = audit_log.hits + 1
-`
-
-type CountAuditHourlyParams struct {
-	Actor       string
-	ActorUserID *int64
-	Action      string
-	PackageID   *uuid.UUID
-	FileID      *uuid.UUID
-	Ip          string
-	UserAgent   string
-	Detail      string
-	RecipientID *uuid.UUID
-}
-
-// Counts a hit in the one row of its action, IP and hour (the database's clock, UTC),
-// for anonymous failures such as hits of unknown or dead links (docs/API.md, "Hostile
-// clients"): a guesser adds one row per hour, not one per hit.
-func (q *Queries) CountAuditHourly(ctx context.Context, arg CountAuditHourlyParams) error {
-	_, err := q.db.Exec(ctx, countAuditHourly,
-		arg.Actor,
-		arg.ActorUserID,
-		arg.Action,
-		arg.PackageID,
-		arg.FileID,
-		arg.Ip,
-		arg.UserAgent,
-		arg.Detail,
-		arg.RecipientID,
-	)
-	return err
-}
-
 const countUsers = `-- name: CountUsers :one
 SELECT count(*) FROM users
 `
@@ -463,38 +427,6 @@ func (q *Queries) HoldWebhook(ctx context.Context, id int64) (int64, error) {
 	var id_2 int64
 	err := row.Scan(&id_2)
 	return id_2, err
-}
-
-const insertAudit = `-- name: InsertAudit :exec
-INSERT INTO audit_log (actor, actor_user_id, action, package_id, file_id, ip, user_agent, detail, recipient_id)
-VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
-`
-
-type InsertAuditParams struct {
-	Actor       string
-	ActorUserID *int64
-	Action      string
-	PackageID   *uuid.UUID
-	FileID      *uuid.UUID
-	Ip          string
-	UserAgent   string
-	Detail      string
-	RecipientID *uuid.UUID
-}
-
-func (q *Queries) InsertAudit(ctx context.Context, arg InsertAuditParams) error {
-	_, err := q.db.Exec(ctx, insertAudit,
-		arg.Actor,
-		arg.ActorUserID,
-		arg.Action,
-		arg.PackageID,
-		arg.FileID,
-		arg.Ip,
-		arg.UserAgent,
-		arg.Detail,
-		arg.RecipientID,
-	)
-	return err
 }
 
 const insertFile = `-- name: InsertFile :exec

@@ -8,6 +8,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/shipfile/shipfile/services/gateway/internal/app"
+	"github.com/shipfile/shipfile/services/gateway/internal/store/sqldb"
 )
 
 // ReleaseFile records that user released a file the scanner could not judge, in the
@@ -20,7 +21,7 @@ func (s *Postgres) ReleaseFile(ctx context.Context, packageID, fileID uuid.UUID,
 	err := s.withLocked(ctx, packageID, func(q *Queries, p *app.Package) (app.Effects, error) {
 		row, err := q.GetFile(ctx, GetFileParams{PackageID: packageID, ID: fileID})
 		if err != nil {
-			return app.Effects{}, notFound(err, "file")
+			return app.Effects{}, sqldb.NotFound(err, "file")
 		}
 		out = toFile(row.File)
 		if out.ScanReleased() && app.ScanReleasable(out) == nil {

@@ -15,6 +15,7 @@ import (
 
 	"github.com/shipfile/shipfile/services/gateway/internal/app"
 	"github.com/shipfile/shipfile/services/gateway/internal/app/transfers"
+	"github.com/shipfile/shipfile/services/gateway/internal/store/sqldb"
 )
 
 // The state of resumable uploads (tus): the statements of tus.sql.
@@ -44,7 +45,7 @@ func (s *Postgres) CreateUpload(ctx context.Context, u transfers.TusUpload, chec
 	if err != nil {
 		return err
 	}
-	return s.inTx(ctx, func(tx pgx.Tx) error {
+	return s.sql.InTx(ctx, func(tx pgx.Tx) error {
 		p, err := s.locked(ctx, tx, u.PackageID)
 		if err != nil {
 			return err
@@ -98,7 +99,7 @@ func creatorOf(q *Queries, u transfers.TusUpload) (string, func(context.Context)
 func (s *Postgres) GetUpload(ctx context.Context, id uuid.UUID) (transfers.TusUpload, error) {
 	row, err := s.q.GetUpload(ctx, id)
 	if err != nil {
-		return transfers.TusUpload{}, notFound(err, "upload")
+		return transfers.TusUpload{}, sqldb.NotFound(err, "upload")
 	}
 	u, err := toUpload(row.TusUpload)
 	u.Held = row.Held
@@ -119,7 +120,7 @@ func (s *Postgres) LockUpload(ctx context.Context, id, owner uuid.UUID, lease ti
 		})
 	}
 	if err != nil {
-		err = notFound(err, "upload")
+		err = sqldb.NotFound(err, "upload")
 		if errors.Is(err, app.ErrNotFound) {
 			// No row: another lease runs, or the upload is gone or not who's.
 			if u, getErr := s.GetUpload(ctx, id); getErr == nil && (who == nil || who.Owns(u)) {

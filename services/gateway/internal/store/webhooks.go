@@ -10,6 +10,7 @@ import (
 	"github.com/shipfile/shipfile/pkg/events"
 	"github.com/shipfile/shipfile/services/gateway/internal/app"
 	"github.com/shipfile/shipfile/services/gateway/internal/app/webhookadmin"
+	"github.com/shipfile/shipfile/services/gateway/internal/store/sqldb"
 )
 
 var _ webhookadmin.Store = (*Postgres)(nil)
@@ -53,7 +54,7 @@ func (s *Postgres) ListWebhooks(ctx context.Context) ([]webhookadmin.Webhook, er
 func (s *Postgres) GetWebhook(ctx context.Context, id int64) (webhookadmin.Webhook, error) {
 	row, err := s.q.GetWebhook(ctx, id)
 	if err != nil {
-		return webhookadmin.Webhook{}, notFound(err, "webhook")
+		return webhookadmin.Webhook{}, sqldb.NotFound(err, "webhook")
 	}
 	return toWebhook(row), nil
 }
@@ -63,11 +64,11 @@ func (s *Postgres) GetWebhook(ctx context.Context, id int64) (webhookadmin.Webho
 // (failures, disabling) from being lost.
 func (s *Postgres) ChangeWebhook(ctx context.Context, id int64, change func(w *webhookadmin.Webhook) (app.Effects, error)) (webhookadmin.Webhook, error) {
 	var out webhookadmin.Webhook
-	err := s.inTx(ctx, func(tx pgx.Tx) error {
+	err := s.sql.InTx(ctx, func(tx pgx.Tx) error {
 		q := s.q.WithTx(tx)
 		row, err := q.LockWebhook(ctx, id)
 		if err != nil {
-			return notFound(err, "webhook")
+			return sqldb.NotFound(err, "webhook")
 		}
 		w := toWebhook(row)
 		fx, err := change(&w)
@@ -90,7 +91,7 @@ func (s *Postgres) ChangeWebhook(ctx context.Context, id int64, change func(w *w
 			}
 		}
 		out = toWebhook(saved)
-		return s.writeEffects(ctx, tx, fx)
+		return s.sql.WriteEffects(ctx, tx, fx)
 	})
 	return out, err
 }
@@ -115,21 +116,21 @@ func (s *Postgres) DeleteWebhook(ctx context.Context, id int64) error {
 
 // WriteWebhookEffects writes effects that concern the subscription, which must exist.
 func (s *Postgres) WriteWebhookEffects(ctx context.Context, id int64, fx app.Effects) error {
-	return s.inTx(ctx, func(tx pgx.Tx) error {
+	return s.sql.InTx(ctx, func(tx pgx.Tx) error {
 		if _, err := s.q.WithTx(tx).HoldWebhook(ctx, id); err != nil {
-			return notFound(err, "webhook")
+			return sqldb.NotFound(err, "webhook")
 		}
-		return s.writeEffects(ctx, tx, fx)
+		return s.sql.WriteEffects(ctx, tx, fx)
 	})
 }
 
 // RedeliverWebhook resets a delivery of the subscription to pending with a fresh
 // round of attempts and writes the effects, in one transaction.
 func (s *Postgres) RedeliverWebhook(ctx context.Context, id int64, deliveryID uuid.UUID, fx app.Effects) error {
-	return s.inTx(ctx, func(tx pgx.Tx) error {
+	return s.sql.InTx(ctx, func(tx pgx.Tx) error {
 		q := s.q.WithTx(tx)
 		if _, err := q.HoldWebhook(ctx, id); err != nil {
-			return notFound(err, "webhook")
+			return sqldb.NotFound(err, "webhook")
 		}
 		n, err := q.RedeliverWebhookDelivery(ctx, RedeliverWebhookDeliveryParams{ID: deliveryID, SubscriptionID: id})
 		if err != nil {
@@ -138,7 +139,7 @@ func (s *Postgres) RedeliverWebhook(ctx context.Context, id int64, deliveryID uu
 		if n == 0 {
 			return app.NotFound("delivery")
 		}
-		return s.writeEffects(ctx, tx, fx)
+		return s.sql.WriteEffects(ctx, tx, fx)
 	})
 }
 

@@ -1,4 +1,4 @@
-package store_test
+package policiesdb_test
 
 import (
 	"context"
@@ -11,6 +11,9 @@ import (
 	"github.com/shipfile/shipfile/services/gateway/internal/app"
 	"github.com/shipfile/shipfile/services/gateway/internal/app/policies"
 	"github.com/shipfile/shipfile/services/gateway/internal/store"
+	"github.com/shipfile/shipfile/services/gateway/internal/store/policiesdb"
+	"github.com/shipfile/shipfile/services/gateway/internal/store/sqldb"
+	"github.com/shipfile/shipfile/services/gateway/internal/store/storetest"
 )
 
 // TestUsageRunningTotal: the running usage follows the files added and removed, the
@@ -18,13 +21,14 @@ import (
 func TestUsageRunningTotal(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	pool := newPool(t)
-	owner := insertUser(t, pool, "o@example.com", "O")
+	pool := storetest.NewPool(t)
+	owner := storetest.InsertUser(t, pool, "o@example.com", "O")
 	db := store.NewPostgres(pool)
+	pol := policiesdb.NewStore(sqldb.NewDB(pool))
 	now := time.Now()
 	want := func(used int64, active int) {
 		t.Helper()
-		u, err := db.Usage(ctx, owner)
+		u, err := pol.Usage(ctx, owner)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -33,7 +37,7 @@ func TestUsageRunningTotal(t *testing.T) {
 		}
 	}
 	want(0, 0)
-	a, b := draftPackage(owner, now), draftPackage(owner, now)
+	a, b := storetest.DraftPackage(owner, now), storetest.DraftPackage(owner, now)
 	for _, p := range []app.Package{a, b} {
 		if err := db.CreatePackage(ctx, p, app.Effects{}); err != nil {
 			t.Fatal(err)
@@ -83,9 +87,9 @@ func TestUsageRunningTotal(t *testing.T) {
 func TestReserveNeverOversubscribes(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	pool := newPool(t)
-	owner := insertUser(t, pool, "o@example.com", "O")
-	db := store.NewPostgres(pool)
+	pool := storetest.NewPool(t)
+	owner := storetest.InsertUser(t, pool, "o@example.com", "O")
+	db := policiesdb.NewStore(sqldb.NewDB(pool))
 	quota := int64(1000)
 	const n = 12
 	var (
@@ -133,7 +137,7 @@ func TestReserveNeverOversubscribes(t *testing.T) {
 	}
 
 	t.Run("the cap bounds every user", func(t *testing.T) {
-		other := insertUser(t, pool, "p@example.com", "P")
+		other := storetest.InsertUser(t, pool, "p@example.com", "P")
 		r := policies.Reservation{ID: uuid.New(), UserID: other, ExpiresAt: time.Now().Add(time.Minute)}
 		_, total, ok, err := db.Reserve(ctx, r, 800, nil, 1000, false)
 		if err != nil || ok || total != 300 {
@@ -151,31 +155,32 @@ func TestReserveNeverOversubscribes(t *testing.T) {
 func TestHoldGoesWithItsObjectKey(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	pool := newPool(t)
-	owner := insertUser(t, pool, "o@example.com", "O")
+	pool := storetest.NewPool(t)
+	owner := storetest.InsertUser(t, pool, "o@example.com", "O")
 	db := store.NewPostgres(pool)
+	pol := policiesdb.NewStore(sqldb.NewDB(pool))
 	key := "packages/" + uuid.NewString() + "/" + uuid.NewString()
 	if err := db.ReserveObjectKey(ctx, key); err != nil {
 		t.Fatal(err)
 	}
 	r := policies.Reservation{ID: uuid.New(), UserID: owner, Hold: policies.Hold{ObjectKey: key}}
-	if _, _, ok, err := db.Reserve(ctx, r, 400, nil, 0, false); err != nil || !ok {
+	if _, _, ok, err := pol.Reserve(ctx, r, 400, nil, 0, false); err != nil || !ok {
 		t.Fatalf("Reserve: %v %v", ok, err)
 	}
-	if _, _, ok, err := db.Reserve(ctx, r, 100, nil, 0, true); err != nil || !ok {
+	if _, _, ok, err := pol.Reserve(ctx, r, 100, nil, 0, true); err != nil || !ok {
 		t.Fatalf("grow: %v %v", ok, err)
 	}
-	if u, _ := db.Usage(ctx, owner); u.ReservedBytes != 500 {
+	if u, _ := pol.Usage(ctx, owner); u.ReservedBytes != 500 {
 		t.Fatalf("reserved %d, want 500", u.ReservedBytes)
 	}
 	// What the expiry service's orphan sweep does.
 	if _, err := pool.Exec(ctx, `DELETE FROM object_reservations WHERE object_key = $1`, key); err != nil {
 		t.Fatal(err)
 	}
-	if u, _ := db.Usage(ctx, owner); u.ReservedBytes != 0 {
+	if u, _ := pol.Usage(ctx, owner); u.ReservedBytes != 0 {
 		t.Fatalf("reserved %d after the key's reservation went, want 0", u.ReservedBytes)
 	}
-	if _, _, _, err := db.Reserve(ctx, r, 100, nil, 0, true); app.KindOf(err) != app.KindConflict {
+	if _, _, _, err := pol.Reserve(ctx, r, 100, nil, 0, true); app.KindOf(err) != app.KindConflict {
 		t.Fatalf("growing a hold that is gone: %v, want a conflict", err)
 	}
 }

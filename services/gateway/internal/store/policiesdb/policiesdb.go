@@ -1,4 +1,8 @@
-package store
+// Package policiesdb is the policies domain's store on PostgreSQL (policies.Store):
+// groups and their members, the default policy, usage and quota holds. Its SQL is
+// queries.sql, compiled by sqlc; the running totals it reads are kept by the triggers
+// of migration 00032.
+package policiesdb
 
 import (
 	"context"
@@ -13,16 +17,22 @@ import (
 
 	"github.com/shipfile/shipfile/services/gateway/internal/app"
 	"github.com/shipfile/shipfile/services/gateway/internal/app/policies"
+	"github.com/shipfile/shipfile/services/gateway/internal/store/sqldb"
 )
 
-// The policies domain's store: policies.sql (migration 00032).
+// Store implements policies.Store.
+type Store struct {
+	sql *sqldb.DB
+	q   *Queries
+}
 
-var _ policies.Store = (*Postgres)(nil)
+var _ policies.Store = (*Store)(nil)
 
-const pgForeignKeyViolation = "23503"
+// NewStore returns the store on d's pool.
+func NewStore(d *sqldb.DB) *Store { return &Store{sql: d, q: New(d.Pool)} }
 
 // CreateGroup inserts a group; a name taken (case-insensitively) is a conflict.
-func (s *Postgres) CreateGroup(ctx context.Context, g policies.Group) (policies.Group, error) {
+func (s *Store) CreateGroup(ctx context.Context, g policies.Group) (policies.Group, error) {
 	pol, err := json.Marshal(g.Policy)
 	if err != nil {
 		return policies.Group{}, err
@@ -35,7 +45,7 @@ func (s *Postgres) CreateGroup(ctx context.Context, g policies.Group) (policies.
 }
 
 // ListGroups returns every group with its members, by name.
-func (s *Postgres) ListGroups(ctx context.Context) ([]policies.Group, error) {
+func (s *Store) ListGroups(ctx context.Context) ([]policies.Group, error) {
 	rows, err := s.q.ListPolicyGroups(ctx)
 	if err != nil {
 		return nil, err
@@ -52,16 +62,16 @@ func (s *Postgres) ListGroups(ctx context.Context) ([]policies.Group, error) {
 }
 
 // GetGroup returns a group with its members.
-func (s *Postgres) GetGroup(ctx context.Context, id int64) (policies.Group, error) {
+func (s *Store) GetGroup(ctx context.Context, id int64) (policies.Group, error) {
 	r, err := s.q.GetPolicyGroup(ctx, id)
 	if err != nil {
-		return policies.Group{}, notFound(err, "group")
+		return policies.Group{}, sqldb.NotFound(err, "group")
 	}
 	return toGroup(r.ID, r.Name, r.Policy, r.OidcGroups, r.Members, r.CreatedAt, r.UpdatedAt)
 }
 
 // UpdateGroup writes a group's name, policy and oidc_groups.
-func (s *Postgres) UpdateGroup(ctx context.Context, g policies.Group) (policies.Group, error) {
+func (s *Store) UpdateGroup(ctx context.Context, g policies.Group) (policies.Group, error) {
 	pol, err := json.Marshal(g.Policy)
 	if err != nil {
 		return policies.Group{}, err
@@ -77,7 +87,7 @@ func (s *Postgres) UpdateGroup(ctx context.Context, g policies.Group) (policies.
 }
 
 // DeleteGroup deletes a group and its memberships.
-func (s *Postgres) DeleteGroup(ctx context.Context, id int64) error {
+func (s *Store) DeleteGroup(ctx context.Context, id int64) error {
 	n, err := s.q.DeletePolicyGroup(ctx, id)
 	if err == nil && n == 0 {
 		return app.NotFound("group")
@@ -86,17 +96,17 @@ func (s *Postgres) DeleteGroup(ctx context.Context, id int64) error {
 }
 
 // PutMember makes the user a member of the group, put by an admin.
-func (s *Postgres) PutMember(ctx context.Context, groupID, userID int64) error {
+func (s *Store) PutMember(ctx context.Context, groupID, userID int64) error {
 	err := s.q.PutPolicyGroupMember(ctx, PutPolicyGroupMemberParams{GroupID: groupID, UserID: userID})
 	var pgErr *pgconn.PgError
-	if errors.As(err, &pgErr) && pgErr.Code == pgForeignKeyViolation {
+	if errors.As(err, &pgErr) && pgErr.Code == sqldb.ForeignKeyViolation {
 		return app.NotFound("group or user")
 	}
 	return err
 }
 
 // DeleteMember ends a membership.
-func (s *Postgres) DeleteMember(ctx context.Context, groupID, userID int64) error {
+func (s *Store) DeleteMember(ctx context.Context, groupID, userID int64) error {
 	n, err := s.q.DeletePolicyGroupMember(ctx, DeletePolicyGroupMemberParams{GroupID: groupID, UserID: userID})
 	if err == nil && n == 0 {
 		return app.NotFound("membership")
@@ -105,9 +115,9 @@ func (s *Postgres) DeleteMember(ctx context.Context, groupID, userID int64) erro
 }
 
 // SyncOIDCMembers makes the claim's memberships of the user those its groups name.
-func (s *Postgres) SyncOIDCMembers(ctx context.Context, userID int64, claim []string) error {
+func (s *Store) SyncOIDCMembers(ctx context.Context, userID int64, claim []string) error {
 	claim = orEmpty(claim)
-	return s.inTx(ctx, func(tx pgx.Tx) error {
+	return s.sql.InTx(ctx, func(tx pgx.Tx) error {
 		q := s.q.WithTx(tx)
 		if err := q.DropOIDCMemberships(ctx, DropOIDCMembershipsParams{UserID: userID, Claim: claim}); err != nil {
 			return err
@@ -117,7 +127,7 @@ func (s *Postgres) SyncOIDCMembers(ctx context.Context, userID int64, claim []st
 }
 
 // DefaultPolicy returns the policy of users in no group.
-func (s *Postgres) DefaultPolicy(ctx context.Context) (policies.Policy, error) {
+func (s *Store) DefaultPolicy(ctx context.Context) (policies.Policy, error) {
 	raw, err := s.q.GetDefaultPolicy(ctx)
 	if err != nil {
 		return policies.Policy{}, err
@@ -127,7 +137,7 @@ func (s *Postgres) DefaultPolicy(ctx context.Context) (policies.Policy, error) {
 }
 
 // SetDefaultPolicy writes the policy of users in no group.
-func (s *Postgres) SetDefaultPolicy(ctx context.Context, p policies.Policy) error {
+func (s *Store) SetDefaultPolicy(ctx context.Context, p policies.Policy) error {
 	raw, err := json.Marshal(p)
 	if err != nil {
 		return err
@@ -136,7 +146,7 @@ func (s *Postgres) SetDefaultPolicy(ctx context.Context, p policies.Policy) erro
 }
 
 // UserPolicies returns the policies of the user's groups and the default policy.
-func (s *Postgres) UserPolicies(ctx context.Context, userID int64) ([]policies.Policy, policies.Policy, error) {
+func (s *Store) UserPolicies(ctx context.Context, userID int64) ([]policies.Policy, policies.Policy, error) {
 	row, err := s.q.UserPolicies(ctx, userID)
 	if err != nil {
 		return nil, policies.Policy{}, err
@@ -153,17 +163,17 @@ func (s *Postgres) UserPolicies(ctx context.Context, userID int64) ([]policies.P
 }
 
 // Usage returns the user's running usage.
-func (s *Postgres) Usage(ctx context.Context, userID int64) (policies.Usage, error) {
+func (s *Store) Usage(ctx context.Context, userID int64) (policies.Usage, error) {
 	r, err := s.q.GetUsage(ctx, userID)
 	if err != nil {
-		return policies.Usage{}, notFound(err, "user")
+		return policies.Usage{}, sqldb.NotFound(err, "user")
 	}
 	return policies.Usage{UserID: r.UserID, Email: r.Email, Name: r.Name, UsedBytes: r.UsedBytes, ReservedBytes: r.ReservedBytes,
 		ActivePackages: int(r.ActivePackages), NotifiedAt: r.NotifiedAt}, nil
 }
 
 // ListUsage returns every user's usage in the order asked.
-func (s *Postgres) ListUsage(ctx context.Context, sort policies.UsageSort) ([]policies.Usage, error) {
+func (s *Store) ListUsage(ctx context.Context, sort policies.UsageSort) ([]policies.Usage, error) {
 	rows, err := s.q.ListUsage(ctx, string(sort))
 	if err != nil {
 		return nil, err
@@ -178,7 +188,7 @@ func (s *Postgres) ListUsage(ctx context.Context, sort policies.UsageSort) ([]po
 
 // Reserve holds bytes of the user's quota, and of the cap when cap > 0, in one
 // transaction: the conditional update of the user's running total and the hold's row.
-func (s *Postgres) Reserve(ctx context.Context, r policies.Reservation, bytes int64, quota *int64, cap int64, grow bool) (policies.Usage, int64, bool, error) {
+func (s *Store) Reserve(ctx context.Context, r policies.Reservation, bytes int64, quota *int64, cap int64, grow bool) (policies.Usage, int64, bool, error) {
 	var (
 		u     policies.Usage
 		total int64
@@ -187,7 +197,7 @@ func (s *Postgres) Reserve(ctx context.Context, r policies.Reservation, bytes in
 	if cap == 0 {
 		return s.reserveAlone(ctx, r, bytes, quota, grow)
 	}
-	err := s.inTx(ctx, func(tx pgx.Tx) error {
+	err := s.sql.InTx(ctx, func(tx pgx.Tx) error {
 		q := s.q.WithTx(tx)
 		if cap > 0 {
 			if err := q.LockStorageCap(ctx); err != nil {
@@ -201,7 +211,7 @@ func (s *Postgres) Reserve(ctx context.Context, r policies.Reservation, bytes in
 			if held+bytes > cap {
 				cur, err := q.GetUsage(ctx, r.UserID)
 				if err != nil {
-					return notFound(err, "user")
+					return sqldb.NotFound(err, "user")
 				}
 				u = policies.Usage{UserID: cur.UserID, UsedBytes: cur.UsedBytes, ReservedBytes: cur.ReservedBytes, ActivePackages: int(cur.ActivePackages)}
 				return nil
@@ -211,7 +221,7 @@ func (s *Postgres) Reserve(ctx context.Context, r policies.Reservation, bytes in
 		if errors.Is(err, pgx.ErrNoRows) {
 			cur, err := q.GetUsage(ctx, r.UserID)
 			if err != nil {
-				return notFound(err, "user")
+				return sqldb.NotFound(err, "user")
 			}
 			u = policies.Usage{UserID: cur.UserID, UsedBytes: cur.UsedBytes, ReservedBytes: cur.ReservedBytes, ActivePackages: int(cur.ActivePackages)}
 			return nil
@@ -255,7 +265,7 @@ func holdColumns(r policies.Reservation) (obj *string, expires *time.Time) {
 }
 
 // reserveAlone is Reserve without a storage cap: one statement, no transaction.
-func (s *Postgres) reserveAlone(ctx context.Context, r policies.Reservation, bytes int64, quota *int64, grow bool) (policies.Usage, int64, bool, error) {
+func (s *Store) reserveAlone(ctx context.Context, r policies.Reservation, bytes int64, quota *int64, grow bool) (policies.Usage, int64, bool, error) {
 	var (
 		uid, used, reserved int64
 		active              int32
@@ -288,25 +298,25 @@ func (s *Postgres) reserveAlone(ctx context.Context, r policies.Reservation, byt
 }
 
 // holdExists reports whether the hold id is still there.
-func (s *Postgres) holdExists(ctx context.Context, id uuid.UUID) (bool, error) {
+func (s *Store) holdExists(ctx context.Context, id uuid.UUID) (bool, error) {
 	return s.q.QuotaHoldExists(ctx, id)
 }
 
 // AttachHold ties a hold to its resumable upload.
-func (s *Postgres) AttachHold(ctx context.Context, id, tusUploadID uuid.UUID) error {
+func (s *Store) AttachHold(ctx context.Context, id, tusUploadID uuid.UUID) error {
 	return s.q.AttachQuotaHold(ctx, AttachQuotaHoldParams{ID: id, TusUploadID: &tusUploadID})
 }
 
 // ReleaseHold deletes a hold; its trigger gives the bytes back.
-func (s *Postgres) ReleaseHold(ctx context.Context, id uuid.UUID) error {
+func (s *Store) ReleaseHold(ctx context.Context, id uuid.UUID) error {
 	return s.q.DeleteQuotaHold(ctx, id)
 }
 
 // SweepHolds deletes the holds past their expiry.
-func (s *Postgres) SweepHolds(ctx context.Context) (int64, error) { return s.q.SweepQuotaHolds(ctx) }
+func (s *Store) SweepHolds(ctx context.Context) (int64, error) { return s.q.SweepQuotaHolds(ctx) }
 
 // MarkNotified sets or clears the user's 90 % mark (see policies.Store).
-func (s *Postgres) MarkNotified(ctx context.Context, userID int64, nearlyFull bool, detail string) (bool, error) {
+func (s *Store) MarkNotified(ctx context.Context, userID int64, nearlyFull bool, detail string) (bool, error) {
 	due, err := s.q.MarkUsageNotified(ctx, MarkUsageNotifiedParams{NearlyFull: nearlyFull, UserID: userID, Detail: detail})
 	if errors.Is(err, pgx.ErrNoRows) {
 		return false, nil
@@ -327,7 +337,7 @@ func toGroup(id int64, name string, raw []byte, oidc []string, members []int64, 
 
 func groupErr(err error) error {
 	var pgErr *pgconn.PgError
-	if errors.As(err, &pgErr) && pgErr.Code == pgUniqueViolation {
+	if errors.As(err, &pgErr) && pgErr.Code == sqldb.UniqueViolation {
 		return app.Conflict("a group with that name exists")
 	}
 	return err
@@ -344,9 +354,9 @@ func orEmpty(s []string) []string {
 // connection of its own) until unlock is called, across gateway instances. It waits
 // without holding a connection, trying again every few milliseconds, so waiters never
 // starve the holder of connections; ctx bounds the wait.
-func (s *Postgres) LockCreations(ctx context.Context, userID int64) (unlock func(), err error) {
+func (s *Store) LockCreations(ctx context.Context, userID int64) (unlock func(), err error) {
 	for wait := time.Millisecond; ; wait = min(wait*2, 50*time.Millisecond) {
-		conn, err := s.pool.Acquire(ctx)
+		conn, err := s.sql.Pool.Acquire(ctx)
 		if err != nil {
 			return nil, err
 		}
