@@ -21,6 +21,8 @@ import (
 	"github.com/shipfile/shipfile/services/gateway/internal/app/audit"
 	"github.com/shipfile/shipfile/services/gateway/internal/app/identity"
 	"github.com/shipfile/shipfile/services/gateway/internal/store"
+	"github.com/shipfile/shipfile/services/gateway/internal/store/auditdb"
+	"github.com/shipfile/shipfile/services/gateway/internal/store/sqldb"
 	"github.com/shipfile/shipfile/services/gateway/migrations"
 )
 
@@ -98,7 +100,7 @@ func run(ctx context.Context, args []string, in io.Reader, out io.Writer) error 
 	case "token create":
 		return tokenCreate(ctx, identity, args[2:], out)
 	case "audit verify":
-		return auditVerify(ctx, audit.NewChain(store.NewPostgres(conns.Pool)), from, out)
+		return auditVerify(ctx, audit.NewChain(auditdb.NewStore(sqldb.NewDB(conns.Pool))), from, out)
 	default:
 		return flag.ErrHelp
 	}

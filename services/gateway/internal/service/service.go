@@ -35,6 +35,7 @@ import (
 	"github.com/shipfile/shipfile/services/gateway/internal/app/transfers"
 	"github.com/shipfile/shipfile/services/gateway/internal/app/webhookadmin"
 	"github.com/shipfile/shipfile/services/gateway/internal/store"
+	"github.com/shipfile/shipfile/services/gateway/internal/store/auditdb"
 	"github.com/shipfile/shipfile/services/gateway/internal/store/policiesdb"
 	"github.com/shipfile/shipfile/services/gateway/internal/store/sqldb"
 	"github.com/shipfile/shipfile/services/gateway/internal/transport/httpapi"
@@ -324,13 +325,14 @@ func New(_ context.Context, cfg Config, deps Deps) (*Service, error) {
 	}
 	rate := links.NewLinkRate(db, linkRate, cfg.Edge.LinkBurst)
 	objectStore := store.NewObjects(deps.Objects, uint64(cfg.UploadPartSize))
-	s.Audit = audit.NewChain(db)
+	auditDB := auditdb.NewStore(sql)
+	s.Audit = audit.NewChain(auditDB)
 	var locker audit.ObjectLocker
 	if deps.Objects.ObjectLock {
 		locker = objectStore
 	}
-	s.Holds = audit.NewHolds(db, locker, log)
-	s.Reports = audit.NewReports(db)
+	s.Holds = audit.NewHolds(auditDB, locker, log)
+	s.Reports = audit.NewReports(auditDB)
 	s.Packages = packages.NewPackages(db, objectStore, app.Limits{MaxFileSize: cfg.MaxFileSize, MaxFiles: cfg.MaxFiles}, cfg.PublicURL,
 		packages.WithPolicies(s.Policies, cfg.UploadPartSize))
 	s.Packages.UseHasher(hasher)

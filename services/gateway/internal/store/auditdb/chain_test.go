@@ -1,4 +1,4 @@
-package store_test
+package auditdb_test
 
 import (
 	"context"
@@ -14,12 +14,15 @@ import (
 	"github.com/shipfile/shipfile/services/gateway/internal/app"
 	"github.com/shipfile/shipfile/services/gateway/internal/app/audit"
 	"github.com/shipfile/shipfile/services/gateway/internal/store"
+	"github.com/shipfile/shipfile/services/gateway/internal/store/auditdb"
+	"github.com/shipfile/shipfile/services/gateway/internal/store/sqldb"
+	"github.com/shipfile/shipfile/services/gateway/internal/store/storetest"
 )
 
 // verifyChain verifies the whole chain and fails the test on a break.
 func verifyChain(t *testing.T, pool *pgxpool.Pool, wantCount int64) {
 	t.Helper()
-	res, err := audit.NewChain(store.NewPostgres(pool)).Verify(context.Background(), 0)
+	res, err := audit.NewChain(auditdb.NewStore(sqldb.NewDB(pool))).Verify(context.Background(), 0)
 	if err != nil || res.Break != nil || res.Count != wantCount || res.Head != wantCount {
 		t.Fatalf("verify: %+v, %v; want %d entries whole", res, err, wantCount)
 	}
@@ -32,7 +35,7 @@ func verifyChain(t *testing.T, pool *pgxpool.Pool, wantCount int64) {
 func TestAuditCanonicalMatchesDatabase(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	pool := newPool(t)
+	pool := storetest.NewPool(t)
 	rng := rand.New(rand.NewPCG(1, 2))
 	text := func() string {
 		alphabet := []rune("ab \"\\/\b\f\n\r\t\x01\x1f\x7fé€😀<>&\u2028'")
@@ -63,13 +66,13 @@ func TestAuditCanonicalMatchesDatabase(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	q := store.New(pool)
-	rows, err := q.AuditCanonical(ctx, store.AuditCanonicalParams{FirstSeq: 1, LastSeq: n})
+	q := auditdb.New(pool)
+	rows, err := q.AuditCanonical(ctx, auditdb.AuditCanonicalParams{FirstSeq: 1, LastSeq: n})
 	if err != nil || len(rows) != n {
 		t.Fatalf("%d canonical rows, %v", len(rows), err)
 	}
 	var entries []audit.Entry
-	err = store.NewPostgres(pool).ReadChain(ctx, func(r audit.ChainReader) error {
+	err = auditdb.NewStore(sqldb.NewDB(pool)).ReadChain(ctx, func(r audit.ChainReader) error {
 		entries, err = r.Entries(ctx, 0, n, n)
 		return err
 	})
@@ -95,8 +98,8 @@ func TestAuditCanonicalMatchesDatabase(t *testing.T) {
 func TestAuditChainConcurrentWriters(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	pool := newPool(t)
-	owner := insertUser(t, pool, "o@example.com", "O")
+	pool := storetest.NewPool(t)
+	owner := storetest.InsertUser(t, pool, "o@example.com", "O")
 	other, err := pgxpool.New(ctx, pool.Config().ConnString())
 	if err != nil {
 		t.Fatal(err)
@@ -159,7 +162,7 @@ func TestAuditChainConcurrentWriters(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			for range 20 {
-				p := draftPackage(owner, time.Now())
+				p := storetest.DraftPackage(owner, time.Now())
 				uid := owner
 				a := app.AuditEntry{Actor: "user", ActorUserID: &uid, Action: "package.create", PackageID: &p.ID}
 				if err := db.CreatePackage(ctx, p, app.Effects{Audit: []app.AuditEntry{a}}); err != nil {

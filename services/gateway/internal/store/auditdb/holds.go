@@ -1,4 +1,4 @@
-package store
+package auditdb
 
 import (
 	"context"
@@ -13,16 +13,14 @@ import (
 	"github.com/shipfile/shipfile/services/gateway/internal/store/sqldb"
 )
 
-var _ audit.HoldStore = (*Postgres)(nil)
-
 // RecordAudit writes one audit entry in a transaction of its own.
-func (s *Postgres) RecordAudit(ctx context.Context, a app.AuditEntry) error {
-	return sqldb.WriteAudit(ctx, s.pool, a)
+func (s *Store) RecordAudit(ctx context.Context, a app.AuditEntry) error {
+	return sqldb.WriteAudit(ctx, s.sql.Pool, a)
 }
 
 // CreateLegalHold stores the hold and its audit entry in one transaction and returns the
 // object keys of the packages it covers.
-func (s *Postgres) CreateLegalHold(ctx context.Context, h audit.Hold, a app.AuditEntry) ([]string, error) {
+func (s *Store) CreateLegalHold(ctx context.Context, h audit.Hold, a app.AuditEntry) ([]string, error) {
 	var keys []string
 	err := s.sql.InTx(ctx, func(tx pgx.Tx) error {
 		q := s.q.WithTx(tx)
@@ -46,7 +44,7 @@ func (s *Postgres) CreateLegalHold(ctx context.Context, h audit.Hold, a app.Audi
 }
 
 // LegalHolds returns every hold, newest first.
-func (s *Postgres) LegalHolds(ctx context.Context) ([]audit.Hold, error) {
+func (s *Store) LegalHolds(ctx context.Context) ([]audit.Hold, error) {
 	rows, err := s.q.ListLegalHolds(ctx)
 	if err != nil {
 		return nil, err
@@ -60,7 +58,7 @@ func (s *Postgres) LegalHolds(ctx context.Context) ([]audit.Hold, error) {
 
 // ReleaseLegalHold releases the hold with its audit entry (naming the hold's package) in one
 // transaction and returns the object keys no hold covers any more.
-func (s *Postgres) ReleaseLegalHold(ctx context.Context, id uuid.UUID, by int64, at time.Time, a app.AuditEntry) (audit.Hold, []string, error) {
+func (s *Store) ReleaseLegalHold(ctx context.Context, id uuid.UUID, by int64, at time.Time, a app.AuditEntry) (audit.Hold, []string, error) {
 	var h audit.Hold
 	var keys []string
 	err := s.sql.InTx(ctx, func(tx pgx.Tx) error {

@@ -1,4 +1,4 @@
-package store
+package auditdb
 
 import (
 	"context"
@@ -9,11 +9,9 @@ import (
 	"github.com/shipfile/shipfile/services/gateway/internal/app/audit"
 )
 
-var _ audit.Store = (*Postgres)(nil)
-
 // ReadChain runs fn on one read-only, repeatable-read snapshot of the audit chain.
-func (s *Postgres) ReadChain(ctx context.Context, fn func(audit.ChainReader) error) error {
-	tx, err := s.pool.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly})
+func (s *Store) ReadChain(ctx context.Context, fn func(audit.ChainReader) error) error {
+	tx, err := s.sql.Pool.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly})
 	if err != nil {
 		return err
 	}
@@ -59,10 +57,8 @@ func toAuditEntry(r ListAuditChainRow) audit.Entry {
 		Detail: r.Detail, PrevHash: r.PrevHash, Hash: r.Hash}
 }
 
-var _ audit.ReportStore = (*Postgres)(nil)
-
 // ActivityReport reads every user's activity in [from, to).
-func (s *Postgres) ActivityReport(ctx context.Context, from, to time.Time) ([]audit.Activity, error) {
+func (s *Store) ActivityReport(ctx context.Context, from, to time.Time) ([]audit.Activity, error) {
 	rows, err := s.q.ActivityReport(ctx, ActivityReportParams{FromAt: from, ToAt: to})
 	if err != nil {
 		return nil, err

@@ -1,4 +1,4 @@
-package store_test
+package auditdb_test
 
 import (
 	"bytes"
@@ -16,6 +16,9 @@ import (
 	"github.com/shipfile/shipfile/services/gateway/internal/app"
 	"github.com/shipfile/shipfile/services/gateway/internal/app/audit"
 	"github.com/shipfile/shipfile/services/gateway/internal/store"
+	"github.com/shipfile/shipfile/services/gateway/internal/store/auditdb"
+	"github.com/shipfile/shipfile/services/gateway/internal/store/sqldb"
+	"github.com/shipfile/shipfile/services/gateway/internal/store/storetest"
 )
 
 // lockedBucket makes a bucket with object locking on the test MinIO, removed (every
@@ -53,12 +56,12 @@ func lockedBucket(t *testing.T) *storage.Store {
 func TestLegalHoldLocksObjects(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	pool := newPool(t)
+	pool := storetest.NewPool(t)
 	bucket := lockedBucket(t)
 	objects := store.NewObjects(bucket, 5<<20)
 	db := store.NewPostgres(pool)
-	owner := insertUser(t, pool, "o@example.com", "O")
-	p := draftPackage(owner, time.Now())
+	owner := storetest.InsertUser(t, pool, "o@example.com", "O")
+	p := storetest.DraftPackage(owner, time.Now())
 	if err := db.CreatePackage(ctx, p, app.Effects{}); err != nil {
 		t.Fatal(err)
 	}
@@ -72,7 +75,7 @@ func TestLegalHoldLocksObjects(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	holds := audit.NewHolds(db, objects, nil)
+	holds := audit.NewHolds(auditdb.NewStore(sqldb.NewDB(pool)), objects, nil)
 	admin := app.User{ID: owner, Role: app.RoleAdmin}
 	h, err := holds.Place(ctx, admin, app.Client{}, audit.NewHold{PackageID: &p.ID, Reason: "case 7"})
 	if err != nil {
