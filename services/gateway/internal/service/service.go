@@ -38,6 +38,7 @@ import (
 	"github.com/shipfile/shipfile/services/gateway/internal/store/auditdb"
 	"github.com/shipfile/shipfile/services/gateway/internal/store/policiesdb"
 	"github.com/shipfile/shipfile/services/gateway/internal/store/sqldb"
+	"github.com/shipfile/shipfile/services/gateway/internal/store/webhookadmindb"
 	"github.com/shipfile/shipfile/services/gateway/internal/transport/httpapi"
 	"github.com/shipfile/shipfile/services/gateway/internal/transport/previewconsumer"
 	"github.com/shipfile/shipfile/services/gateway/internal/transport/web"
@@ -271,6 +272,7 @@ type Service struct {
 	log        *slog.Logger
 	secrets    *secretbox.Keyring
 	tokenUsage *identity.TokenUsage
+	webhookDB  *webhookadmindb.Store
 }
 
 // New builds the gateway's graph from cfg on deps. It starts nothing: Start does.
@@ -354,7 +356,8 @@ func New(_ context.Context, cfg Config, deps Deps) (*Service, error) {
 		ResumeWindow: cfg.ResumeWindow, Lease: cfg.UploadLease, LockWait: cfg.UploadLockWait, MaxOpen: cfg.Edge.UploadMaxOpen,
 		Quotas: s.Policies,
 	}, log)
-	s.Webhooks = webhookadmin.New(db, secrets, cfg.WebhookPrivate)
+	s.webhookDB = webhookadmindb.NewStore(sql)
+	s.Webhooks = webhookadmin.New(s.webhookDB, secrets, cfg.WebhookPrivate)
 	s.Sessions = identity.NewSessions(db, s.Identity, identity.SessionConfig{
 		Lifetime: cfg.Web.SessionLifetime, IdleTimeout: cfg.Web.SessionIdle,
 		MaxFailures: cfg.Web.LoginFailures, Lockout: cfg.Web.LoginLockout,
@@ -401,7 +404,7 @@ func New(_ context.Context, cfg Config, deps Deps) (*Service, error) {
 // ResealSecrets seals the webhook secrets stored in clear or under
 // SHIPFILE_SECRET_KEY_PREVIOUS under SHIPFILE_SECRET_KEY.
 func (s *Service) ResealSecrets(ctx context.Context) error {
-	rep, err := s.DB.ResealWebhookSecrets(ctx, s.secrets)
+	rep, err := s.webhookDB.ResealWebhookSecrets(ctx, s.secrets)
 	if err != nil {
 		return err
 	}

@@ -94,3 +94,11 @@ func int32Ptr(n *int) *int32 {
 	v := int32(*n)
 	return &v
 }
+
+func intPtr(v *int32) *int {
+	if v == nil {
+		return nil
+	}
+	n := int(*v)
+	return &n
+}

@@ -163,32 +163,6 @@ func (q *Queries) DeleteUnlockFailure(ctx context.Context, id int64) error {
 	return err
 }
 
-const deleteWebhook = `-- name: DeleteWebhook :execrows
-DELETE FROM webhook_subscriptions WHERE id = $1
-`
-
-func (q *Queries) DeleteWebhook(ctx context.Context, id int64) (int64, error) {
-	result, err := q.db.Exec(ctx, deleteWebhook, id)
-	if err != nil {
-		return 0, err
-	}
-	return result.RowsAffected(), nil
-}
-
-const deleteWebhookDeliveries = `-- name: DeleteWebhookDeliveries :execrows
-DELETE FROM webhook_deliveries WHERE subscription_id = $1
-`
-
-// No foreign key ties deliveries to their subscription (00007): they go with it, and
-// their attempts with them.
-func (q *Queries) DeleteWebhookDeliveries(ctx context.Context, subscriptionID int64) (int64, error) {
-	result, err := q.db.Exec(ctx, deleteWebhookDeliveries, subscriptionID)
-	if err != nil {
-		return 0, err
-	}
-	return result.RowsAffected(), nil
-}
-
 const ensureLinkBudgets = `-- name: EnsureLinkBudgets :exec
 INSERT INTO link_budgets (file_id, link_hash)
 SELECT unnest($1::uuid[]), $2::bytea
@@ -385,50 +359,6 @@ func (q *Queries) GetUserByEmail(ctx context.Context, email string) (User, error
 	return i, err
 }
 
-const getWebhook = `-- name: GetWebhook :one
-SELECT id, url, description, events, secret, previous_secret, previous_secret_until, active, disabled_reason, disabled_at, failing_since, last_success_at, created_at, updated_at, max_in_flight, rate_limit, failures_counted_from, ordering, ordered_since FROM webhook_subscriptions WHERE id = $1
-`
-
-func (q *Queries) GetWebhook(ctx context.Context, id int64) (WebhookSubscription, error) {
-	row := q.db.QueryRow(ctx, getWebhook, id)
-	var i WebhookSubscription
-	err := row.Scan(
-		&i.ID,
-		&i.Url,
-		&i.Description,
-		&i.Events,
-		&i.Secret,
-		&i.PreviousSecret,
-		&i.PreviousSecretUntil,
-		&i.Active,
-		&i.DisabledReason,
-		&i.DisabledAt,
-		&i.FailingSince,
-		&i.LastSuccessAt,
-		&i.CreatedAt,
-		&i.UpdatedAt,
-		&i.MaxInFlight,
-		&i.RateLimit,
-		&i.FailuresCountedFrom,
-		&i.Ordering,
-		&i.OrderedSince,
-	)
-	return i, err
-}
-
-const holdWebhook = `-- name: HoldWebhook :one
-SELECT id FROM webhook_subscriptions WHERE id = $1 FOR KEY SHARE
-`
-
-// Keeps the subscription from being deleted until the transaction ends, without
-// blocking the dispatcher's updates of its delivery state.
-func (q *Queries) HoldWebhook(ctx context.Context, id int64) (int64, error) {
-	row := q.db.QueryRow(ctx, holdWebhook, id)
-	var id_2 int64
-	err := row.Scan(&id_2)
-	return id_2, err
-}
-
 const insertFile = `-- name: InsertFile :exec
 INSERT INTO files (id, package_id, filename, size, content_type, sha256, object_key, uploaded_by, created_at, recipient_id,
                    scan, encrypted, manifest)
@@ -574,62 +504,6 @@ func (q *Queries) InsertUnlockFailure(ctx context.Context, arg InsertUnlockFailu
 	row := q.db.QueryRow(ctx, insertUnlockFailure, arg.PackageID, arg.RecipientID)
 	var i InsertUnlockFailureRow
 	err := row.Scan(&i.ID, &i.FailedAt)
-	return i, err
-}
-
-const insertWebhook = `-- name: InsertWebhook :one
-INSERT INTO webhook_subscriptions (url, description, events, secret, active, max_in_flight, rate_limit, created_at, updated_at)
-VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
-RETURNING id, url, description, events, secret, previous_secret, previous_secret_until, active, disabled_reason, disabled_at, failing_since, last_success_at, created_at, updated_at, max_in_flight, rate_limit, failures_counted_from, ordering, ordered_since
-`
-
-type InsertWebhookParams struct {
-	Url         string
-	Description string
-	Events      []string
-	Secret      string
-	Active      bool
-	MaxInFlight int32
-	RateLimit   *int32
-	CreatedAt   time.Time
-	UpdatedAt   time.Time
-}
-
-// events NULL: every event type, those added later included.
-func (q *Queries) InsertWebhook(ctx context.Context, arg InsertWebhookParams) (WebhookSubscription, error) {
-	row := q.db.QueryRow(ctx, insertWebhook,
-		arg.Url,
-		arg.Description,
-		arg.Events,
-		arg.Secret,
-		arg.Active,
-		arg.MaxInFlight,
-		arg.RateLimit,
-		arg.CreatedAt,
-		arg.UpdatedAt,
-	)
-	var i WebhookSubscription
-	err := row.Scan(
-		&i.ID,
-		&i.Url,
-		&i.Description,
-		&i.Events,
-		&i.Secret,
-		&i.PreviousSecret,
-		&i.PreviousSecretUntil,
-		&i.Active,
-		&i.DisabledReason,
-		&i.DisabledAt,
-		&i.FailingSince,
-		&i.LastSuccessAt,
-		&i.CreatedAt,
-		&i.UpdatedAt,
-		&i.MaxInFlight,
-		&i.RateLimit,
-		&i.FailuresCountedFrom,
-		&i.Ordering,
-		&i.OrderedSince,
-	)
 	return i, err
 }
 
@@ -941,113 +815,6 @@ func (q *Queries) ListUsers(ctx context.Context) ([]User, error) {
 	return items, nil
 }
 
-const listWebhookAttempts = `-- name: ListWebhookAttempts :many
-SELECT a.id, a.delivery_id, d.event_id, d.event, a.attempt, a.status_code, a.error, a.duration_ms,
-       a.response_excerpt, a.created_at, d.status AS delivery_status
-FROM webhook_attempts a
-JOIN webhook_deliveries d ON d.id = a.delivery_id
-WHERE a.subscription_id = $1
-  AND ($2::bigint = 0 OR a.id < $2)
-ORDER BY a.id DESC
-LIMIT $3
-`
-
-type ListWebhookAttemptsParams struct {
-	SubscriptionID int64
-	BeforeID       int64
-	MaxRows        int32
-}
-
-type ListWebhookAttemptsRow struct {
-	ID              int64
-	DeliveryID      uuid.UUID
-	EventID         string
-	Event           string
-	Attempt         int32
-	StatusCode      *int32
-	Error           *string
-	DurationMs      int32
-	ResponseExcerpt *string
-	CreatedAt       time.Time
-	DeliveryStatus  string
-}
-
-func (q *Queries) ListWebhookAttempts(ctx context.Context, arg ListWebhookAttemptsParams) ([]ListWebhookAttemptsRow, error) {
-	rows, err := q.db.Query(ctx, listWebhookAttempts, arg.SubscriptionID, arg.BeforeID, arg.MaxRows)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var items []ListWebhookAttemptsRow
-	for rows.Next() {
-		var i ListWebhookAttemptsRow
-		if err := rows.Scan(
-			&i.ID,
-			&i.DeliveryID,
-			&i.EventID,
-			&i.Event,
-			&i.Attempt,
-			&i.StatusCode,
-			&i.Error,
-			&i.DurationMs,
-			&i.ResponseExcerpt,
-			&i.CreatedAt,
-			&i.DeliveryStatus,
-		); err != nil {
-			return nil, err
-		}
-		items = append(items, i)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, err
-	}
-	return items, nil
-}
-
-const listWebhooks = `-- name: ListWebhooks :many
-SELECT id, url, description, events, secret, previous_secret, previous_secret_until, active, disabled_reason, disabled_at, failing_since, last_success_at, created_at, updated_at, max_in_flight, rate_limit, failures_counted_from, ordering, ordered_since FROM webhook_subscriptions ORDER BY id
-`
-
-func (q *Queries) ListWebhooks(ctx context.Context) ([]WebhookSubscription, error) {
-	rows, err := q.db.Query(ctx, listWebhooks)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var items []WebhookSubscription
-	for rows.Next() {
-		var i WebhookSubscription
-		if err := rows.Scan(
-			&i.ID,
-			&i.Url,
-			&i.Description,
-			&i.Events,
-			&i.Secret,
-			&i.PreviousSecret,
-			&i.PreviousSecretUntil,
-			&i.Active,
-			&i.DisabledReason,
-			&i.DisabledAt,
-			&i.FailingSince,
-			&i.LastSuccessAt,
-			&i.CreatedAt,
-			&i.UpdatedAt,
-			&i.MaxInFlight,
-			&i.RateLimit,
-			&i.FailuresCountedFrom,
-			&i.Ordering,
-			&i.OrderedSince,
-		); err != nil {
-			return nil, err
-		}
-		items = append(items, i)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, err
-	}
-	return items, nil
-}
-
 const lockActiveAdmins = `-- name: LockActiveAdmins :many
 SELECT id FROM users WHERE role = 'admin' AND NOT disabled ORDER BY id FOR UPDATE
 `
@@ -1127,37 +894,6 @@ SELECT pg_advisory_xact_lock(hashtextextended('link-unlock:' || $1::text, 0))
 func (q *Queries) LockUnlockAttempts(ctx context.Context, recipientID string) error {
 	_, err := q.db.Exec(ctx, lockUnlockAttempts, recipientID)
 	return err
-}
-
-const lockWebhook = `-- name: LockWebhook :one
-SELECT id, url, description, events, secret, previous_secret, previous_secret_until, active, disabled_reason, disabled_at, failing_since, last_success_at, created_at, updated_at, max_in_flight, rate_limit, failures_counted_from, ordering, ordered_since FROM webhook_subscriptions WHERE id = $1 FOR UPDATE
-`
-
-func (q *Queries) LockWebhook(ctx context.Context, id int64) (WebhookSubscription, error) {
-	row := q.db.QueryRow(ctx, lockWebhook, id)
-	var i WebhookSubscription
-	err := row.Scan(
-		&i.ID,
-		&i.Url,
-		&i.Description,
-		&i.Events,
-		&i.Secret,
-		&i.PreviousSecret,
-		&i.PreviousSecretUntil,
-		&i.Active,
-		&i.DisabledReason,
-		&i.DisabledAt,
-		&i.FailingSince,
-		&i.LastSuccessAt,
-		&i.CreatedAt,
-		&i.UpdatedAt,
-		&i.MaxInFlight,
-		&i.RateLimit,
-		&i.FailuresCountedFrom,
-		&i.Ordering,
-		&i.OrderedSince,
-	)
-	return i, err
 }
 
 const objectsDeleted = `-- name: ObjectsDeleted :exec
@@ -1243,24 +979,6 @@ func (q *Queries) QueueObjectDeletion(ctx context.Context, keys []string) error 
 	return err
 }
 
-const redeliverWebhookDelivery = `-- name: RedeliverWebhookDelivery :execrows
-UPDATE webhook_deliveries SET status = 'pending', round_attempts = 0, updated_at = now()
-WHERE id = $1 AND subscription_id = $2
-`
-
-type RedeliverWebhookDeliveryParams struct {
-	ID             uuid.UUID
-	SubscriptionID int64
-}
-
-func (q *Queries) RedeliverWebhookDelivery(ctx context.Context, arg RedeliverWebhookDeliveryParams) (int64, error) {
-	result, err := q.db.Exec(ctx, redeliverWebhookDelivery, arg.ID, arg.SubscriptionID)
-	if err != nil {
-		return 0, err
-	}
-	return result.RowsAffected(), nil
-}
-
 const releaseObjectKey = `-- name: ReleaseObjectKey :execrows
 DELETE FROM object_reservations WHERE object_key = $1
 `
@@ -1268,36 +986,6 @@ DELETE FROM object_reservations WHERE object_key = $1
 // Forgets a key whose file row is being committed.
 func (q *Queries) ReleaseObjectKey(ctx context.Context, objectKey string) (int64, error) {
 	result, err := q.db.Exec(ctx, releaseObjectKey, objectKey)
-	if err != nil {
-		return 0, err
-	}
-	return result.RowsAffected(), nil
-}
-
-const resealWebhookSecret = `-- name: ResealWebhookSecret :execrows
-UPDATE webhook_subscriptions SET secret = $1, previous_secret = $2
-WHERE id = $3 AND secret = $4::text AND previous_secret IS NOT DISTINCT FROM $5::text
-`
-
-type ResealWebhookSecretParams struct {
-	Secret            string
-	PreviousSecret    *string
-	ID                int64
-	OldSecret         string
-	OldPreviousSecret *string
-}
-
-// Replaces a subscription's secrets only if they are still what was read (compare and
-// swap): another gateway starting at once, or a rotation meanwhile, wins and the row
-// is left to it.
-func (q *Queries) ResealWebhookSecret(ctx context.Context, arg ResealWebhookSecretParams) (int64, error) {
-	result, err := q.db.Exec(ctx, resealWebhookSecret,
-		arg.Secret,
-		arg.PreviousSecret,
-		arg.ID,
-		arg.OldSecret,
-		arg.OldPreviousSecret,
-	)
 	if err != nil {
 		return 0, err
 	}
@@ -1435,88 +1123,6 @@ func (q *Queries) SaveRecipient(ctx context.Context, arg SaveRecipientParams) er
 	return err
 }
 
-const saveWebhook = `-- name: SaveWebhook :one
-UPDATE webhook_subscriptions SET
-    url                   = $1,
-    description           = $2,
-    events                = $3,
-    secret                = $4,
-    previous_secret       = $5,
-    previous_secret_until = $6,
-    active                = $7,
-    disabled_reason       = $8,
-    disabled_at           = $9,
-    failing_since         = $10,
-    failures_counted_from = $11,
-    max_in_flight         = $12,
-    rate_limit            = $13,
-    updated_at            = $14
-WHERE id = $15
-RETURNING id, url, description, events, secret, previous_secret, previous_secret_until, active, disabled_reason, disabled_at, failing_since, last_success_at, created_at, updated_at, max_in_flight, rate_limit, failures_counted_from, ordering, ordered_since
-`
-
-type SaveWebhookParams struct {
-	Url                 string
-	Description         string
-	Events              []string
-	Secret              string
-	PreviousSecret      *string
-	PreviousSecretUntil *time.Time
-	Active              bool
-	DisabledReason      *string
-	DisabledAt          *time.Time
-	FailingSince        *time.Time
-	FailuresCountedFrom *time.Time
-	MaxInFlight         int32
-	RateLimit           *int32
-	UpdatedAt           time.Time
-	ID                  int64
-}
-
-// last_success_at belongs to the dispatcher alone.
-func (q *Queries) SaveWebhook(ctx context.Context, arg SaveWebhookParams) (WebhookSubscription, error) {
-	row := q.db.QueryRow(ctx, saveWebhook,
-		arg.Url,
-		arg.Description,
-		arg.Events,
-		arg.Secret,
-		arg.PreviousSecret,
-		arg.PreviousSecretUntil,
-		arg.Active,
-		arg.DisabledReason,
-		arg.DisabledAt,
-		arg.FailingSince,
-		arg.FailuresCountedFrom,
-		arg.MaxInFlight,
-		arg.RateLimit,
-		arg.UpdatedAt,
-		arg.ID,
-	)
-	var i WebhookSubscription
-	err := row.Scan(
-		&i.ID,
-		&i.Url,
-		&i.Description,
-		&i.Events,
-		&i.Secret,
-		&i.PreviousSecret,
-		&i.PreviousSecretUntil,
-		&i.Active,
-		&i.DisabledReason,
-		&i.DisabledAt,
-		&i.FailingSince,
-		&i.LastSuccessAt,
-		&i.CreatedAt,
-		&i.UpdatedAt,
-		&i.MaxInFlight,
-		&i.RateLimit,
-		&i.FailuresCountedFrom,
-		&i.Ordering,
-		&i.OrderedSince,
-	)
-	return i, err
-}
-
 const setUserLanguage = `-- name: SetUserLanguage :one
 UPDATE users SET language = $1 WHERE id = $2
 RETURNING id, email, name, role, password_hash, disabled, created_at, oidc_issuer, oidc_subject, language
@@ -1555,46 +1161,6 @@ UPDATE recipients SET position = position + 1000 WHERE package_id = $1
 func (q *Queries) ShiftRecipients(ctx context.Context, packageID uuid.UUID) error {
 	_, err := q.db.Exec(ctx, shiftRecipients, packageID)
 	return err
-}
-
-const staleWebhookSecrets = `-- name: StaleWebhookSecrets :many
-SELECT id, secret, previous_secret FROM webhook_subscriptions
-WHERE id > $1 AND (left(secret, length($2::text)) <> $2::text OR left(previous_secret, length($2::text)) <> $2::text)
-ORDER BY id LIMIT $3
-`
-
-type StaleWebhookSecretsParams struct {
-	AfterID int64
-	Prefix  string
-	MaxRows int32
-}
-
-type StaleWebhookSecretsRow struct {
-	ID             int64
-	Secret         string
-	PreviousSecret *string
-}
-
-// Pages the subscriptions with a secret not sealed under the key whose prefix is
-// @prefix (plaintext or another key), by id after @after_id.
-func (q *Queries) StaleWebhookSecrets(ctx context.Context, arg StaleWebhookSecretsParams) ([]StaleWebhookSecretsRow, error) {
-	rows, err := q.db.Query(ctx, staleWebhookSecrets, arg.AfterID, arg.Prefix, arg.MaxRows)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var items []StaleWebhookSecretsRow
-	for rows.Next() {
-		var i StaleWebhookSecretsRow
-		if err := rows.Scan(&i.ID, &i.Secret, &i.PreviousSecret); err != nil {
-			return nil, err
-		}
-		items = append(items, i)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, err
-	}
-	return items, nil
 }
 
 const sweepLinkRates = `-- name: SweepLinkRates :exec

@@ -30,6 +30,8 @@ import (
 	"github.com/shipfile/shipfile/services/gateway/internal/app/transfers"
 	"github.com/shipfile/shipfile/services/gateway/internal/app/webhookadmin"
 	"github.com/shipfile/shipfile/services/gateway/internal/store"
+	"github.com/shipfile/shipfile/services/gateway/internal/store/sqldb"
+	"github.com/shipfile/shipfile/services/gateway/internal/store/webhookadmindb"
 	"github.com/shipfile/shipfile/services/gateway/internal/transport/httpapi"
 )
 
@@ -566,7 +568,7 @@ func (a *testAPI) secondInstance() *testAPI {
 	})
 	engine, err := httpapi.New(httpapi.Deps{
 		Log: slog.New(slog.DiscardHandler), Identity: identity.NewIdentity(db), Packages: packages, Links: linkService, Resumable: resumable,
-		Webhooks: webhookadmin.New(db, servicetest.Keyring(a.t), false), Registry: ops.NewRegistry(), Config: cfg,
+		Webhooks: webhookadmin.New(webhookadmindb.NewStore(sqldb.NewDB(a.pool)), servicetest.Keyring(a.t), false), Registry: ops.NewRegistry(), Config: cfg,
 	})
 	if err != nil {
 		a.t.Fatal(err)

@@ -1,4 +1,4 @@
-package store_test
+package webhookadmindb_test
 
 import (
 	"bytes"
@@ -8,7 +8,9 @@ import (
 	"testing"
 
 	"github.com/shipfile/shipfile/pkg/secretbox"
-	"github.com/shipfile/shipfile/services/gateway/internal/store"
+	"github.com/shipfile/shipfile/services/gateway/internal/store/sqldb"
+	"github.com/shipfile/shipfile/services/gateway/internal/store/storetest"
+	"github.com/shipfile/shipfile/services/gateway/internal/store/webhookadmindb"
 )
 
 // TestResealWebhookSecrets: secrets stored in clear (before encryption) or under the
@@ -17,7 +19,7 @@ import (
 func TestResealWebhookSecrets(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	pool := newPool(t)
+	pool := storetest.NewPool(t)
 	key := func(b byte) []byte { return bytes.Repeat([]byte{b}, secretbox.KeySize) }
 	mustRing := func(cur, prev []byte) *secretbox.Keyring {
 		r, err := secretbox.New(cur, prev)
@@ -58,9 +60,9 @@ func TestResealWebhookSecrets(t *testing.T) {
 	}
 	strangerID := insert(seal(strangerRing, "whsec_stranger"), nil)
 
-	db := store.NewPostgres(pool)
+	db := webhookadmindb.NewStore(sqldb.NewDB(pool))
 	var wg sync.WaitGroup
-	reports := make([]store.ResealReport, 3)
+	reports := make([]webhookadmindb.ResealReport, 3)
 	errs := make([]error, 3)
 	for i := range reports {
 		wg.Go(func() { reports[i], errs[i] = db.ResealWebhookSecrets(ctx, ring) })

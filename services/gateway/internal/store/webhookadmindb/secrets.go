@@ -1,4 +1,4 @@
-package store
+package webhookadmindb
 
 import (
 	"context"
@@ -22,7 +22,7 @@ type ResealReport struct {
 // and safe with several instances running it at once: each row is replaced only if it
 // is still what was read. Rows sealed under a key the ring does not hold are left
 // alone and reported. It never logs or returns a secret.
-func (s *Postgres) ResealWebhookSecrets(ctx context.Context, ring *secretbox.Keyring) (ResealReport, error) {
+func (s *Store) ResealWebhookSecrets(ctx context.Context, ring *secretbox.Keyring) (ResealReport, error) {
 	var rep ResealReport
 	prefix := secretbox.Prefix + ring.CurrentID() + ":"
 	var after int64

@@ -1,4 +1,7 @@
-package store
+// Package webhookadmindb is the webhook administration's store on PostgreSQL
+// (webhookadmin.Store): subscriptions, their secrets, redelivery and the attempt log.
+// Its SQL is queries.sql, compiled by sqlc.
+package webhookadmindb
 
 import (
 	"context"
@@ -13,13 +16,22 @@ import (
 	"github.com/shipfile/shipfile/services/gateway/internal/store/sqldb"
 )
 
-var _ webhookadmin.Store = (*Postgres)(nil)
+// Store implements webhookadmin.Store.
+type Store struct {
+	sql *sqldb.DB
+	q   *Queries
+}
+
+var _ webhookadmin.Store = (*Store)(nil)
+
+// NewStore returns the store on d's pool.
+func NewStore(d *sqldb.DB) *Store { return &Store{sql: d, q: New(d.Pool)} }
 
 // CreateWebhook inserts a subscription and returns it with its id. Its ordering is
 // set in the same transaction, so no dispatcher sees it without.
-func (s *Postgres) CreateWebhook(ctx context.Context, w webhookadmin.Webhook) (webhookadmin.Webhook, error) {
+func (s *Store) CreateWebhook(ctx context.Context, w webhookadmin.Webhook) (webhookadmin.Webhook, error) {
 	var out webhookadmin.Webhook
-	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+	err := pgx.BeginFunc(ctx, s.sql.Pool, func(tx pgx.Tx) error {
 		q := s.q.WithTx(tx)
 		row, err := q.InsertWebhook(ctx, InsertWebhookParams{
 			Url: w.URL, Description: w.Description, Events: toEventsRow(w), Secret: w.Secret, Active: w.Active,
@@ -38,7 +50,7 @@ func (s *Postgres) CreateWebhook(ctx context.Context, w webhookadmin.Webhook) (w
 }
 
 // ListWebhooks returns every subscription, oldest first.
-func (s *Postgres) ListWebhooks(ctx context.Context) ([]webhookadmin.Webhook, error) {
+func (s *Store) ListWebhooks(ctx context.Context) ([]webhookadmin.Webhook, error) {
 	rows, err := s.q.ListWebhooks(ctx)
 	if err != nil {
 		return nil, err
@@ -51,7 +63,7 @@ func (s *Postgres) ListWebhooks(ctx context.Context) ([]webhookadmin.Webhook, er
 }
 
 // GetWebhook returns a subscription by id.
-func (s *Postgres) GetWebhook(ctx context.Context, id int64) (webhookadmin.Webhook, error) {
+func (s *Store) GetWebhook(ctx context.Context, id int64) (webhookadmin.Webhook, error) {
 	row, err := s.q.GetWebhook(ctx, id)
 	if err != nil {
 		return webhookadmin.Webhook{}, sqldb.NotFound(err, "webhook")
@@ -62,7 +74,7 @@ func (s *Postgres) GetWebhook(ctx context.Context, id int64) (webhookadmin.Webho
 // ChangeWebhook locks the subscription's row, lets change mutate it, saves it and
 // writes the effects, in one transaction. The lock keeps the dispatcher's own updates
 // (failures, disabling) from being lost.
-func (s *Postgres) ChangeWebhook(ctx context.Context, id int64, change func(w *webhookadmin.Webhook) (app.Effects, error)) (webhookadmin.Webhook, error) {
+func (s *Store) ChangeWebhook(ctx context.Context, id int64, change func(w *webhookadmin.Webhook) (app.Effects, error)) (webhookadmin.Webhook, error) {
 	var out webhookadmin.Webhook
 	err := s.sql.InTx(ctx, func(tx pgx.Tx) error {
 		q := s.q.WithTx(tx)
@@ -99,8 +111,8 @@ func (s *Postgres) ChangeWebhook(ctx context.Context, id int64, change func(w *w
 // DeleteWebhook deletes a subscription with its deliveries and their attempts, in one
 // transaction (no foreign key does it: it would lock the subscription's row on every
 // delivery). The dispatchers sweep deliveries a fan-out wrote meanwhile.
-func (s *Postgres) DeleteWebhook(ctx context.Context, id int64) error {
-	return pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+func (s *Store) DeleteWebhook(ctx context.Context, id int64) error {
+	return pgx.BeginFunc(ctx, s.sql.Pool, func(tx pgx.Tx) error {
 		q := s.q.WithTx(tx)
 		n, err := q.DeleteWebhook(ctx, id)
 		if err != nil {
@@ -115,7 +127,7 @@ func (s *Postgres) DeleteWebhook(ctx context.Context, id int64) error {
 }
 
 // WriteWebhookEffects writes effects that concern the subscription, which must exist.
-func (s *Postgres) WriteWebhookEffects(ctx context.Context, id int64, fx app.Effects) error {
+func (s *Store) WriteWebhookEffects(ctx context.Context, id int64, fx app.Effects) error {
 	return s.sql.InTx(ctx, func(tx pgx.Tx) error {
 		if _, err := s.q.WithTx(tx).HoldWebhook(ctx, id); err != nil {
 			return sqldb.NotFound(err, "webhook")
@@ -126,7 +138,7 @@ func (s *Postgres) WriteWebhookEffects(ctx context.Context, id int64, fx app.Eff
 
 // RedeliverWebhook resets a delivery of the subscription to pending with a fresh
 // round of attempts and writes the effects, in one transaction.
-func (s *Postgres) RedeliverWebhook(ctx context.Context, id int64, deliveryID uuid.UUID, fx app.Effects) error {
+func (s *Store) RedeliverWebhook(ctx context.Context, id int64, deliveryID uuid.UUID, fx app.Effects) error {
 	return s.sql.InTx(ctx, func(tx pgx.Tx) error {
 		q := s.q.WithTx(tx)
 		if _, err := q.HoldWebhook(ctx, id); err != nil {
@@ -144,7 +156,7 @@ func (s *Postgres) RedeliverWebhook(ctx context.Context, id int64, deliveryID uu
 }
 
 // ListWebhookAttempts returns a page of the subscription's attempts, newest first.
-func (s *Postgres) ListWebhookAttempts(ctx context.Context, f webhookadmin.WebhookAttemptFilter) ([]webhookadmin.WebhookAttempt, error) {
+func (s *Store) ListWebhookAttempts(ctx context.Context, f webhookadmin.WebhookAttemptFilter) ([]webhookadmin.WebhookAttempt, error) {
 	rows, err := s.q.ListWebhookAttempts(ctx, ListWebhookAttemptsParams{
 		SubscriptionID: f.WebhookID, BeforeID: f.BeforeID, MaxRows: int32(f.Limit),
 	})
