@@ -37,6 +37,7 @@ import (
 	"github.com/shipfile/shipfile/services/gateway/internal/store"
 	"github.com/shipfile/shipfile/services/gateway/internal/store/auditdb"
 	"github.com/shipfile/shipfile/services/gateway/internal/store/policiesdb"
+	"github.com/shipfile/shipfile/services/gateway/internal/store/previewsdb"
 	"github.com/shipfile/shipfile/services/gateway/internal/store/sqldb"
 	"github.com/shipfile/shipfile/services/gateway/internal/store/webhookadmindb"
 	"github.com/shipfile/shipfile/services/gateway/internal/transport/httpapi"
@@ -344,7 +345,7 @@ func New(_ context.Context, cfg Config, deps Deps) (*Service, error) {
 	}
 	s.Packages.UseScanMode(scanMode)
 	s.Links = links.New(s.Packages, db)
-	s.Previews = previews.New(db, objectStore, previews.Options{Scan: scanMode, Log: log})
+	s.Previews = previews.New(previewsdb.NewStore(sql), objectStore, previews.Options{Scan: scanMode, Log: log})
 	if deps.JS != nil {
 		previewMetrics, err := consumer.NewMetrics(reg)
 		if err != nil {

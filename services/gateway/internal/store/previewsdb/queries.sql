@@ -17,7 +17,3 @@ FOR SHARE OF p;
 -- name: SetPreview :execrows
 UPDATE files SET preview_key = @preview_key, preview_width = @width, preview_height = @height
 WHERE id = @id;
-
--- name: PackagePreviewKeys :many
--- The preview keys of a package's files.
-SELECT preview_key::text FROM files WHERE package_id = @package_id AND preview_key IS NOT NULL;

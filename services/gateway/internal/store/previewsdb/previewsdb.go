@@ -1,4 +1,7 @@
-package store
+// Package previewsdb is the image previews' store on PostgreSQL (previews.Store):
+// what decides whether a file gets a preview, and the preview recorded. Its SQL is
+// queries.sql, compiled by sqlc.
+package previewsdb
 
 import (
 	"context"
@@ -12,10 +15,19 @@ import (
 	"github.com/shipfile/shipfile/services/gateway/internal/store/sqldb"
 )
 
-var _ previews.Store = (*Postgres)(nil)
+// Store implements previews.Store.
+type Store struct {
+	sql *sqldb.DB
+	q   *Queries
+}
+
+var _ previews.Store = (*Store)(nil)
+
+// NewStore returns the store on d's pool.
+func NewStore(d *sqldb.DB) *Store { return &Store{sql: d, q: New(d.Pool)} }
 
 // PreviewSource returns what decides whether a file gets a preview.
-func (s *Postgres) PreviewSource(ctx context.Context, fileID uuid.UUID) (previews.Source, error) {
+func (s *Store) PreviewSource(ctx context.Context, fileID uuid.UUID) (previews.Source, error) {
 	r, err := s.q.PreviewSource(ctx, fileID)
 	if err != nil {
 		return previews.Source{}, sqldb.NotFound(err, "file")
@@ -29,7 +41,7 @@ func (s *Postgres) PreviewSource(ctx context.Context, fileID uuid.UUID) (preview
 // SetPreview records a file's preview while holding its package (FOR SHARE): an
 // expiry or a deletion waits for it and then queues the preview with the object
 // (the triggers of migration 00034), or came first and nothing is recorded.
-func (s *Postgres) SetPreview(ctx context.Context, fileID uuid.UUID, key string, width, height int) (bool, error) {
+func (s *Store) SetPreview(ctx context.Context, fileID uuid.UUID, key string, width, height int) (bool, error) {
 	recorded := false
 	err := s.sql.InTx(ctx, func(tx pgx.Tx) error {
 		q := s.q.WithTx(tx)
