@@ -4,7 +4,12 @@ import (
 	"bytes"
 	"fmt"
 	htmltemplate "html/template"
+	"math"
+	"strconv"
+	"strings"
 	texttemplate "text/template"
+
+	"github.com/shipfile/shipfile/pkg/i18n"
 
 	"github.com/shipfile/shipfile/pkg/msgerr"
 )
@@ -30,42 +35,45 @@ type accountView struct {
 	// What happened, in a sentence, and what to do if it was not the user.
 	What, IfNot string
 	Link        string
+	// L says the e-mail's words in the user's language.
+	L *i18n.Localizer
 }
 
 var (
 	accountText = texttemplate.Must(texttemplate.ParseFS(templateFS, "templates/account.txt.tmpl"))
-	accountHTML = htmltemplate.Must(htmltemplate.ParseFS(templateFS, "templates/account.html.tmpl"))
+	accountHTML = htmltemplate.Must(htmltemplate.New("account.html.tmpl").Funcs(mailFuncs).ParseFS(templateFS, "templates/account.html.tmpl"))
 )
 
-// renderAccount builds the e-mail of an account notice: what changed on the user's
-// account, and what to do when it was not them. It links to the account page.
+// renderAccount builds the e-mail of an account notice, in the user's language: what
+// changed on the user's account, and what to do when it was not them. It links to the
+// account page.
 func renderAccount(no Notification, publicURL string) (Email, error) {
 	to, err := mailbox(OneLine(no.OwnerEmail))
 	if err != nil {
 		return Email{}, fmt.Errorf("%w: invalid user address: %v", errUndeliverable, err)
 	}
 	to.Name = OneLine(no.OwnerName)
+	l := catalog.Localizer(no.OwnerLanguage)
 	detail := OneLine(no.AccountDetail)
-	v := accountView{Name: to.Name, Link: publicURL + "/account",
-		IfNot: "If this was not you, tell your administrator at once."}
+	v := accountView{Name: to.Name, Link: publicURL + "/account", L: l, IfNot: l.T("mail.account.ifnot")}
 	switch no.AccountEvent {
 	case AccountSSOLinked:
-		v.Subject = "An SSO sign-in was linked to your shipfile account"
-		v.What = fmt.Sprintf("Your shipfile account was linked to an account at the identity provider %s: it can now sign in to shipfile.", detail)
+		v.Subject = l.T("mail.account.sso_linked_subject")
+		v.What = l.T("mail.account.sso_linked", "Detail", detail)
 	case AccountSSOUnlinked:
-		v.Subject = "The SSO sign-in of your shipfile account was unlinked"
-		v.What = fmt.Sprintf("Your shipfile account is no longer linked to the identity provider %s: sign in with your password.", detail)
+		v.Subject = l.T("mail.account.sso_unlinked_subject")
+		v.What = l.T("mail.account.sso_unlinked", "Detail", detail)
 	case AccountRoleChanged:
-		v.Subject = "Your shipfile role changed"
-		v.What = fmt.Sprintf("Your role in shipfile changed: %s.", detail)
+		v.Subject = l.T("mail.account.role_subject")
+		v.What = l.T("mail.account.role", "Detail", roleChange(l, detail))
 	case AccountKeyChanged:
-		v.Subject = "Your encryption key was changed"
-		v.What = fmt.Sprintf("The encryption key of your file requests was set or replaced: new requests are encrypted to %s.", detail)
-		v.IfNot = "If this was not you, someone with access to your account may read files sent to your new requests: replace the key on your account page, revoke your API tokens and tell your administrator."
+		v.Subject = l.T("mail.account.key_subject")
+		v.What = l.T("mail.account.key", "Detail", detail)
+		v.IfNot = l.T("mail.account.key_ifnot")
 	case AccountQuota90:
-		v.Subject = "Your shipfile storage is 90 % full"
-		v.What = fmt.Sprintf("Your packages hold %s of your storage quota: uploads that do not fit are refused.", detail)
-		v.IfNot = "Delete packages you no longer need, or ask your administrator for a larger quota."
+		v.Subject = l.T("mail.account.quota_subject")
+		v.What = l.T("mail.account.quota", "Detail", quotaDetail(l, detail))
+		v.IfNot = l.T("mail.account.quota_ifnot")
 	default:
 		return Email{}, msgerr.Poison(fmt.Errorf("unknown account notice %q", no.AccountEvent))
 	}
@@ -83,5 +91,55 @@ func renderAccount(no Notification, publicURL string) (Email, error) {
 		Subject:    v.Subject,
 		Text:       text.String(),
 		HTML:       html.String(),
+		Language:   l.Lang,
 	}, nil
+}
+
+// roleChange says a role change's detail ("regular -> admin") with the roles in l's
+// language; a detail of another shape is left as it is.
+func roleChange(l *i18n.Localizer, detail string) string {
+	from, to, ok := strings.Cut(detail, " -> ")
+	if !ok || l.Lang == i18n.Default {
+		return detail
+	}
+	name := func(role string) string {
+		if role != "admin" && role != "regular" {
+			return role
+		}
+		return l.T("role." + role)
+	}
+	return name(from) + " → " + name(to)
+}
+
+// quotaDetail says a 90 % notice's detail ("9.1 GiB of 10 GiB", the gateway's sizes in
+// English) in l's language, with its sizes written the language's way; a detail of
+// another shape is left as it is.
+func quotaDetail(l *i18n.Localizer, detail string) string {
+	used, quota, ok := strings.Cut(detail, " of ")
+	if !ok || l.Lang == i18n.Default {
+		return detail
+	}
+	u, okU := parseSize(used)
+	q, okQ := parseSize(quota)
+	if !okU || !okQ {
+		return detail
+	}
+	return l.T("mail.account.used_of", "Used", l.Size(u), "Quota", l.Size(q))
+}
+
+// parseSize reads a size as the gateway writes it ("9.1 GiB", "512 B") back into bytes.
+func parseSize(s string) (int64, bool) {
+	num, unit, ok := strings.Cut(strings.TrimSpace(s), " ")
+	if !ok || unit == "" {
+		return 0, false
+	}
+	f, err := strconv.ParseFloat(num, 64)
+	if err != nil || f < 0 {
+		return 0, false
+	}
+	exp := strings.Index("BKMGTPE", strings.TrimSuffix(unit, "iB")[:1])
+	if exp < 0 || (exp > 0 && !strings.HasSuffix(unit, "iB")) || (exp == 0 && unit != "B") {
+		return 0, false
+	}
+	return int64(math.Round(f * math.Pow(1024, float64(exp)))), true
 }

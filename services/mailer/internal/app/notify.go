@@ -14,6 +14,7 @@ import (
 	"github.com/shipfile/shipfile/pkg/backoff"
 	"github.com/shipfile/shipfile/pkg/events"
 	"github.com/shipfile/shipfile/pkg/events/eventsv1"
+	"github.com/shipfile/shipfile/pkg/i18n"
 	"github.com/shipfile/shipfile/pkg/msgerr"
 )
 
@@ -76,8 +77,11 @@ type Notification struct {
 	RecipientName  string
 	OwnerEmail     string
 	OwnerName      string
-	NotifyOwner    bool
-	Files          []NotifiedFile // the burst's files, oldest first (uploads)
+	// OwnerLanguage is the language the owner chose (pkg/i18n): the e-mail is written
+	// in it; English when empty or not supported.
+	OwnerLanguage string
+	NotifyOwner   bool
+	Files         []NotifiedFile // the burst's files, oldest first (uploads)
 	// Filename and Signature: the infected file and what clamd found (infected).
 	Filename  string
 	Signature string
@@ -250,6 +254,8 @@ type notifyView struct {
 	// Infected is the infected file's name and Signature what clamd found (infected).
 	Infected  string
 	Signature string
+	// L says the e-mail's words in the owner's language.
+	L *i18n.Localizer
 }
 
 type notifyFile struct {
@@ -259,12 +265,12 @@ type notifyFile struct {
 
 var (
 	notifyText = texttemplate.Must(texttemplate.ParseFS(templateFS, "templates/notify.txt.tmpl"))
-	notifyHTML = htmltemplate.Must(htmltemplate.ParseFS(templateFS, "templates/notify.html.tmpl"))
+	notifyHTML = htmltemplate.Must(htmltemplate.New("notify.html.tmpl").Funcs(mailFuncs).ParseFS(templateFS, "templates/notify.html.tmpl"))
 )
 
-// RenderNotification builds the owner's e-mail of a notification: "{recipient}
-// downloaded {title}", or the files of an upload burst, with a link to the package's
-// page. It fails when the owner has no usable address.
+// RenderNotification builds the owner's e-mail of a notification, in the owner's
+// language: "{recipient} downloaded {title}", or the files of an upload burst, with a
+// link to the package's page. It fails when the owner has no usable address.
 func RenderNotification(no Notification, publicURL string) (Email, error) {
 	if no.Kind == NotifyAccount {
 		return renderAccount(no, publicURL)
@@ -278,23 +284,20 @@ func RenderNotification(no Notification, publicURL string) (Email, error) {
 	if recipient == "" {
 		recipient = OneLine(no.RecipientEmail)
 	}
+	l := catalog.Localizer(no.OwnerLanguage)
 	v := notifyView{OwnerName: to.Name, Recipient: recipient, Title: OneLine(no.Title),
-		Link: publicURL + "/packages/" + no.PackageID}
+		Link: publicURL + "/packages/" + no.PackageID, L: l}
 	switch no.Kind {
 	case NotifyDownloaded:
-		v.Subject = fmt.Sprintf("%s downloaded %s", recipient, v.Title)
+		v.Subject = l.T("mail.notify.downloaded", "Recipient", recipient, "Title", v.Title)
 	case NotifyUploads:
-		noun := "files"
-		if len(no.Files) == 1 {
-			noun = "file"
-		}
-		v.Subject = fmt.Sprintf("%s uploaded %d %s to %s", recipient, len(no.Files), noun, v.Title)
+		v.Subject = l.T("mail.notify.uploaded", "Recipient", recipient, "Count", len(no.Files), "Title", v.Title)
 		for _, f := range no.Files {
-			v.Files = append(v.Files, notifyFile{Name: OneLine(f.Name), Size: humanSize(f.Size)})
+			v.Files = append(v.Files, notifyFile{Name: OneLine(f.Name), Size: l.Size(f.Size)})
 		}
 	case NotifyInfected:
 		v.Infected, v.Signature = OneLine(no.Filename), OneLine(no.Signature)
-		v.Subject = fmt.Sprintf("Malware found in %s: %s", v.Title, v.Infected)
+		v.Subject = l.T("mail.notify.infected_subject", "Title", v.Title, "File", v.Infected)
 	default:
 		return Email{}, msgerr.Poison(fmt.Errorf("unknown notification kind %q", no.Kind))
 	}
@@ -313,19 +316,6 @@ func RenderNotification(no Notification, publicURL string) (Email, error) {
 		Subject:    v.Subject,
 		Text:       text.String(),
 		HTML:       html.String(),
+		Language:   l.Lang,
 	}, nil
-}
-
-// humanSize writes a byte count for people: "1.5 MiB".
-func humanSize(n int64) string {
-	const unit = 1024
-	if n < unit {
-		return fmt.Sprintf("%d B", n)
-	}
-	div, exp := int64(unit), 0
-	for m := n / unit; m >= unit && exp < 4; m /= unit {
-		div *= unit
-		exp++
-	}
-	return fmt.Sprintf("%.1f %ciB", float64(n)/float64(div), "KMGTP"[exp])
 }

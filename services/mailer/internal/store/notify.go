@@ -67,7 +67,7 @@ func (p *Postgres) SendDue(ctx context.Context, fn func(app.Notification) app.Ou
 	n := app.Notification{
 		ID: row.ID, Kind: row.Kind, PackageID: row.PackageID, Attempts: int(row.Attempts), Title: row.Title,
 		RecipientEmail: row.RecipientEmail, RecipientName: row.RecipientName,
-		OwnerEmail: row.OwnerEmail, OwnerName: row.OwnerName, NotifyOwner: row.NotifyOwner,
+		OwnerEmail: row.OwnerEmail, OwnerName: row.OwnerName, OwnerLanguage: row.OwnerLanguage, NotifyOwner: row.NotifyOwner,
 		Filename: row.Filename, Signature: row.Signature,
 	}
 	files, err := q.NotificationFiles(ctx, n.ID)
@@ -126,7 +126,7 @@ func (p *Postgres) SendDueAccount(ctx context.Context, fn func(app.Notification)
 	}
 	out := fn(app.Notification{
 		ID: row.ID, Kind: app.NotifyAccount, Attempts: int(row.Attempts), OwnerEmail: row.UserEmail, OwnerName: row.UserName,
-		AccountEvent: row.Event, AccountDetail: row.Detail,
+		OwnerLanguage: row.UserLanguage, AccountEvent: row.Event, AccountDetail: row.Detail,
 	})
 	if out.State == "" {
 		return false, nil // stopping: the rollback leaves it due

@@ -76,10 +76,12 @@ WHERE kind = 'uploads' AND state = 'open' AND due_at <= now();
 
 -- name: LockDueNotification :one
 -- Locks one due notification no other instance holds, with what its e-mail needs: the
--- recipient is the one whose link was used (gateway migration 00019), else the first.
+-- recipient is the one whose link was used (gateway migration 00019), else the first;
+-- the owner's language (gateway migration 00037; '' when they chose none).
 SELECT n.id, n.kind, n.package_id, n.attempts, p.title,
        coalesce(r.email, p.recipient_email)::text AS recipient_email, coalesce(r.name, p.recipient_name)::text AS recipient_name,
-       u.email AS owner_email, u.name AS owner_name, p.notify_owner, n.filename, n.signature
+       u.email AS owner_email, u.name AS owner_name, coalesce(u.language, '')::text AS owner_language,
+       p.notify_owner, n.filename, n.signature
 FROM owner_notifications n
 JOIN packages p ON p.id = n.package_id
 JOIN users u ON u.id = p.owner_user_id
@@ -106,8 +108,10 @@ WHERE id = @id;
 
 -- name: LockDueAccountNotice :one
 -- Locks one due account notice no other instance holds, with its user's address
--- (gateway migration 00029): a security e-mail about the user's own account.
-SELECT n.id, n.event, n.detail, n.attempts, u.email AS user_email, u.name AS user_name
+-- (gateway migration 00029) and language (00037; '' when they chose none): a security
+-- e-mail about the user's own account.
+SELECT n.id, n.event, n.detail, n.attempts, u.email AS user_email, u.name AS user_name,
+       coalesce(u.language, '')::text AS user_language
 FROM account_notices n
 JOIN users u ON u.id = n.user_id
 WHERE n.state = 'pending' AND n.due_at <= now()

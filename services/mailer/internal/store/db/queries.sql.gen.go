@@ -101,7 +101,8 @@ func (q *Queries) LockDelivery(ctx context.Context, jobID string) (LockDeliveryR
 }
 
 const lockDueAccountNotice = `-- name: LockDueAccountNotice :one
-SELECT n.id, n.event, n.detail, n.attempts, u.email AS user_email, u.name AS user_name
+SELECT n.id, n.event, n.detail, n.attempts, u.email AS user_email, u.name AS user_name,
+       coalesce(u.language, '')::text AS user_language
 FROM account_notices n
 JOIN users u ON u.id = n.user_id
 WHERE n.state = 'pending' AND n.due_at <= now()
@@ -111,16 +112,18 @@ FOR UPDATE OF n SKIP LOCKED
 `
 
 type LockDueAccountNoticeRow struct {
-	ID        int64
-	Event     string
-	Detail    string
-	Attempts  int32
-	UserEmail string
-	UserName  string
+	ID           int64
+	Event        string
+	Detail       string
+	Attempts     int32
+	UserEmail    string
+	UserName     string
+	UserLanguage string
 }
 
 // Locks one due account notice no other instance holds, with its user's address
-// (gateway migration 00029): a security e-mail about the user's own account.
+// (gateway migration 00029) and language (00037; ” when they chose none): a security
+// e-mail about the user's own account.
 func (q *Queries) LockDueAccountNotice(ctx context.Context) (LockDueAccountNoticeRow, error) {
 	row := q.db.QueryRow(ctx, lockDueAccountNotice)
 	var i LockDueAccountNoticeRow
@@ -131,6 +134,7 @@ func (q *Queries) LockDueAccountNotice(ctx context.Context) (LockDueAccountNotic
 		&i.Attempts,
 		&i.UserEmail,
 		&i.UserName,
+		&i.UserLanguage,
 	)
 	return i, err
 }
@@ -138,7 +142,8 @@ func (q *Queries) LockDueAccountNotice(ctx context.Context) (LockDueAccountNotic
 const lockDueNotification = `-- name: LockDueNotification :one
 SELECT n.id, n.kind, n.package_id, n.attempts, p.title,
        coalesce(r.email, p.recipient_email)::text AS recipient_email, coalesce(r.name, p.recipient_name)::text AS recipient_name,
-       u.email AS owner_email, u.name AS owner_name, p.notify_owner, n.filename, n.signature
+       u.email AS owner_email, u.name AS owner_name, coalesce(u.language, '')::text AS owner_language,
+       p.notify_owner, n.filename, n.signature
 FROM owner_notifications n
 JOIN packages p ON p.id = n.package_id
 JOIN users u ON u.id = p.owner_user_id
@@ -159,13 +164,15 @@ type LockDueNotificationRow struct {
 	RecipientName  string
 	OwnerEmail     string
 	OwnerName      string
+	OwnerLanguage  string
 	NotifyOwner    bool
 	Filename       string
 	Signature      string
 }
 
 // Locks one due notification no other instance holds, with what its e-mail needs: the
-// recipient is the one whose link was used (gateway migration 00019), else the first.
+// recipient is the one whose link was used (gateway migration 00019), else the first;
+// the owner's language (gateway migration 00037; ” when they chose none).
 func (q *Queries) LockDueNotification(ctx context.Context) (LockDueNotificationRow, error) {
 	row := q.db.QueryRow(ctx, lockDueNotification)
 	var i LockDueNotificationRow
@@ -179,6 +186,7 @@ func (q *Queries) LockDueNotification(ctx context.Context) (LockDueNotificationR
 		&i.RecipientName,
 		&i.OwnerEmail,
 		&i.OwnerName,
+		&i.OwnerLanguage,
 		&i.NotifyOwner,
 		&i.Filename,
 		&i.Signature,
