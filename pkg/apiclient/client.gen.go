@@ -1323,11 +1323,7 @@ type FinalizedPackage struct {
 	LinkUseCount int64 `json:"link_use_count"`
 
 	// Links One link per recipient, in the recipients' order, shown here once; each is e-mailed to its recipient.
-	Links []struct {
-		Email       openapi_types.Email `json:"email"`
-		MagicLink   string              `json:"magic_link"`
-		RecipientId openapi_types.UUID  `json:"recipient_id"`
-	} `json:"links"`
+	Links []RecipientLink `json:"links"`
 
 	// MagicLink `{SHIPFILE_PUBLIC_URL}/p/{token}`: the first recipient's. Shown here once; only the token's SHA-256 is stored.
 	MagicLink string `json:"magic_link"`
@@ -1729,6 +1725,20 @@ type PackageDetailDirection string
 // answers 409 naming the state.
 type PackageDetailState string
 
+// PackageFiles What PackageDetail adds to a Package.
+type PackageFiles struct {
+	Files []File `json:"files"`
+}
+
+// PackageLinks What FinalizedPackage adds to a Package.
+type PackageLinks struct {
+	// Links One link per recipient, in the recipients' order, shown here once; each is e-mailed to its recipient.
+	Links []RecipientLink `json:"links"`
+
+	// MagicLink `{SHIPFILE_PUBLIC_URL}/p/{token}`: the first recipient's. Shown here once; only the token's SHA-256 is stored.
+	MagicLink string `json:"magic_link"`
+}
+
 // PackageList defines model for PackageList.
 type PackageList struct {
 	Items []Package `json:"items"`
@@ -1823,6 +1833,19 @@ type RecipientInput struct {
 	// `Accept-Language` header (the sender's), else `en`.
 	Language *Language `json:"language,omitempty"`
 	Name     *string   `json:"name,omitempty"`
+}
+
+// RecipientLink defines model for RecipientLink.
+type RecipientLink struct {
+	Email       openapi_types.Email `json:"email"`
+	MagicLink   string              `json:"magic_link"`
+	RecipientId openapi_types.UUID  `json:"recipient_id"`
+}
+
+// RecipientMagicLink What AddedRecipient adds to a Recipient.
+type RecipientMagicLink struct {
+	// MagicLink The new recipient's link, shown here once (and e-mailed to them).
+	MagicLink string `json:"magic_link"`
 }
 
 // Redelivery defines model for Redelivery.

@@ -1,7 +1,6 @@
 package httpapi
 
 import (
-	"encoding/base64"
 	"errors"
 	"io"
 	"mime"
@@ -16,14 +15,13 @@ import (
 // End-to-end encryption (docs/ENCRYPTION.md): the package manifest
 // (an age file, stored and served as bytes), and the user's key pair for file requests.
 
-// fileManifest is a file's own encrypted manifest entry as the API shows it: the
-// standard base64 of the age file, null when it has none.
-func fileManifest(f app.File) *string {
+// fileManifest is a file's own encrypted manifest entry as the API shows it (the
+// File schema's byte format: the standard base64 of the age file), null when it has none.
+func fileManifest(f app.File) *[]byte {
 	if f.Manifest == nil {
 		return nil
 	}
-	s := base64.StdEncoding.EncodeToString(f.Manifest)
-	return &s
+	return &f.Manifest
 }
 
 // nullIfEmpty is s, or null when it is empty.

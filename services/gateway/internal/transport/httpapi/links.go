@@ -11,6 +11,7 @@ import (
 	"github.com/gin-gonic/gin"
 	"github.com/google/uuid"
 
+	api "github.com/shipfile/shipfile/pkg/apiclient"
 	"github.com/shipfile/shipfile/services/gateway/internal/app"
 )
 
@@ -35,7 +36,7 @@ type linkResponse struct {
 }
 
 type linkFileResponse struct {
-	fileResponse
+	api.File
 	DownloadURL string `json:"download_url"`
 	// DownloadsLeft is the file's budget left through the link in whole copies
 	// (docs/API.md, "Download limit"); null: no limit.
@@ -50,7 +51,7 @@ func toLinkResponse(token string, p app.Package, files []app.File) linkResponse 
 		Encryption: encryptionOf(p), PublicKey: nullIfEmpty(p.OwnerPublicKey),
 	}
 	for i, f := range files {
-		out.Files[i] = linkFileResponse{toFileResponse(f), "/api/v1/links/" + token + "/files/" + f.ID.String(), f.DownloadsLeft(p.MaxDownloads)}
+		out.Files[i] = linkFileResponse{toAPIFile(f), "/api/v1/links/" + token + "/files/" + f.ID.String(), f.DownloadsLeft(p.MaxDownloads)}
 	}
 	return out
 }
@@ -217,7 +218,7 @@ func (h *handlers) uploadViaLink(c *gin.Context) {
 		_ = c.Error(err)
 		return
 	}
-	c.JSON(http.StatusCreated, toFileResponse(f))
+	c.JSON(http.StatusCreated, toAPIFile(f))
 }
 
 // The link grant's header and cookie (docs/API.md, "Protected links").

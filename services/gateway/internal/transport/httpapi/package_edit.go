@@ -79,5 +79,5 @@ func (h *handlers) updatePackage(c *gin.Context) {
 		_ = c.Error(err)
 		return
 	}
-	c.JSON(http.StatusOK, toPackageResponse(p))
+	c.JSON(http.StatusOK, toAPIPackage(p))
 }

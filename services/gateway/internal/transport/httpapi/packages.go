@@ -17,100 +17,57 @@ import (
 	"github.com/gin-gonic/gin"
 	"github.com/google/uuid"
 
+	api_types "github.com/oapi-codegen/runtime/types"
+
+	api "github.com/shipfile/shipfile/pkg/apiclient"
 	"github.com/shipfile/shipfile/services/gateway/internal/app"
 	"github.com/shipfile/shipfile/services/gateway/internal/app/packages"
 )
 
-// packageResponse is a package record.
-type packageResponse struct {
-	ID             string     `json:"id"`
-	Title          string     `json:"title"`
-	RecipientEmail string     `json:"recipient_email"`
-	RecipientName  string     `json:"recipient_name"`
-	Direction      string     `json:"direction"`
-	State          string     `json:"state"`
-	TTLDays        int        `json:"ttl_days"`
-	Note           string     `json:"note"`
-	OwnerUserID    int64      `json:"owner_user_id"`
-	FileCount      int        `json:"file_count"`
-	TotalSize      int64      `json:"total_size"`
-	CreatedAt      time.Time  `json:"created_at"`
-	FinalizedAt    *time.Time `json:"finalized_at"`
-	ExpiresAt      time.Time  `json:"expires_at"`
-	RevokedAt      *time.Time `json:"revoked_at"`
-	LinkUseCount   int64      `json:"link_use_count"`
-	LinkLastUsedAt *time.Time `json:"link_last_used_at"`
-	// PasswordProtected, MaxDownloads and NotifyOwner: docs/API.md, "Protected links".
-	PasswordProtected bool `json:"password_protected"`
-	MaxDownloads      *int `json:"max_downloads"`
-	NotifyOwner       bool `json:"notify_owner"`
-	// Encryption: docs/ENCRYPTION.md.
-	Encryption string `json:"encryption"`
-	// OnHold: a legal hold covers the package (docs/API.md, "Legal holds").
-	OnHold bool `json:"on_hold"`
-	// Recipients: docs/API.md, "Several recipients" (recipient_email and recipient_name are
-	// the first's).
-	Recipients []recipientResponse `json:"recipients"`
-	Files      []fileResponse      `json:"files,omitempty"`
-	MagicLink  string              `json:"magic_link,omitempty"`
-	// Links is the finalize answer's one link per recipient, shown once.
-	Links []linkResponseItem `json:"links,omitempty"`
+// The package domain's answers are proto/openapi.yaml's schemas, generated into
+// pkg/apiclient (api): Package, File, Recipient, and the compositions below of a
+// generated schema with the generated schema of what an answer adds to it.
+
+// packageDetail is a PackageDetail: the package and its files (always listed, [] for none).
+type packageDetail struct {
+	api.Package
+	api.PackageFiles
 }
 
-// fileResponse is a file record.
-type fileResponse struct {
-	ID          string `json:"id"`
-	Filename    string `json:"filename"`
-	Size        int64  `json:"size"`
-	ContentType string `json:"content_type"`
-	SHA256      string `json:"sha256"`
-	UploadedBy  string `json:"uploaded_by"`
-	// RecipientID is the recipient whose link the file was uploaded through; null for
-	// the owner's files.
-	RecipientID *string   `json:"recipient_id"`
-	CreatedAt   time.Time `json:"created_at"`
-	// DownloadCount is the number of downloads through the link.
-	DownloadCount int `json:"download_count"`
-	// Scan, ScanSignature, ScannedAt, and who released a file the scanner could not
-	// judge and when (proto/openapi.yaml, File).
-	Scan           string     `json:"scan"`
-	ScanSignature  *string    `json:"scan_signature"`
-	ScannedAt      *time.Time `json:"scanned_at"`
-	ScanReleasedBy *int64     `json:"scan_released_by"`
-	ScanReleasedAt *time.Time `json:"scan_released_at"`
-	// Encrypted and Manifest: docs/ENCRYPTION.md (the manifest is the
-	// base64 of the uploader's encrypted manifest entry, null for none).
-	Encrypted bool    `json:"encrypted"`
-	Manifest  *string `json:"manifest"`
-	// Preview: the file has an image preview (proto/openapi.yaml, File).
-	Preview bool `json:"preview"`
+// finalizedPackage is a FinalizedPackage: the package and its recipients' links.
+type finalizedPackage struct {
+	api.Package
+	api.PackageLinks
 }
 
-func toPackageResponse(p app.Package) packageResponse {
-	return packageResponse{
-		ID: p.ID.String(), Title: p.Title, RecipientEmail: p.RecipientEmail, RecipientName: p.RecipientName,
-		Direction: string(p.Direction), State: string(p.State), TTLDays: p.TTLDays, Note: p.Note,
-		OwnerUserID: p.OwnerUserID, FileCount: p.FileCount, TotalSize: p.TotalSize, CreatedAt: p.CreatedAt.UTC(),
+// toAPIPackage is a package as the API shows it; timestamps are UTC.
+func toAPIPackage(p app.Package) api.Package {
+	return api.Package{
+		Id: p.ID, Title: p.Title, RecipientEmail: api_types.Email(p.RecipientEmail), RecipientName: p.RecipientName,
+		Direction: api.PackageDirection(p.Direction), State: api.PackageState(p.State), TtlDays: p.TTLDays, Note: p.Note,
+		OwnerUserId: p.OwnerUserID, FileCount: p.FileCount, TotalSize: p.TotalSize, CreatedAt: p.CreatedAt.UTC(),
 		FinalizedAt: utcPtr(p.FinalizedAt), ExpiresAt: p.ExpiresAt.UTC(), RevokedAt: utcPtr(p.RevokedAt),
 		LinkUseCount: p.LinkUseCount, LinkLastUsedAt: utcPtr(p.LinkLastUsedAt),
 		PasswordProtected: p.PasswordProtected(), MaxDownloads: p.MaxDownloads, NotifyOwner: p.NotifyOwner,
-		Recipients: toRecipientResponses(p.Recipients), Encryption: encryptionOf(p), OnHold: p.OnHold,
+		Recipients: toAPIRecipients(p.Recipients), Encryption: api.Encryption(encryptionOf(p)), OnHold: p.OnHold,
 	}
 }
 
-func toFileResponses(files []app.File) []fileResponse {
-	out := make([]fileResponse, len(files))
+// toAPIFiles is files as the API lists them: [] for none.
+func toAPIFiles(files []app.File) []api.File {
+	out := make([]api.File, len(files))
 	for i, f := range files {
-		out[i] = toFileResponse(f)
+		out[i] = toAPIFile(f)
 	}
 	return out
 }
 
-func toFileResponse(f app.File) fileResponse {
-	return fileResponse{
-		ID: f.ID.String(), Filename: f.Filename, Size: f.Size, ContentType: f.ContentType, SHA256: f.SHA256,
-		UploadedBy: string(f.UploadedBy), RecipientID: uuidString(f.RecipientID), CreatedAt: f.CreatedAt.UTC(), DownloadCount: f.DownloadCount,
-		Scan: string(f.Scan), ScanSignature: scanSignature(f), ScannedAt: utcPtr(f.ScannedAt),
+// toAPIFile is a file as the API shows it; timestamps are UTC.
+func toAPIFile(f app.File) api.File {
+	return api.File{
+		Id: f.ID, Filename: f.Filename, Size: f.Size, ContentType: f.ContentType, Sha256: f.SHA256,
+		UploadedBy: api.FileUploadedBy(f.UploadedBy), RecipientId: f.RecipientID, CreatedAt: f.CreatedAt.UTC(), DownloadCount: f.DownloadCount,
+		Scan: api.FileScan(f.Scan), ScanSignature: scanSignature(f), ScannedAt: utcPtr(f.ScannedAt),
 		ScanReleasedBy: f.ScanReleasedBy, ScanReleasedAt: utcPtr(f.ScanReleasedAt),
 		Encrypted: f.Encrypted, Manifest: fileManifest(f), Preview: f.PreviewKey != "",
 	}
@@ -189,7 +146,7 @@ func (h *handlers) createPackage(c *gin.Context) {
 		_ = c.Error(err)
 		return
 	}
-	c.JSON(http.StatusCreated, toPackageResponse(p))
+	c.JSON(http.StatusCreated, toAPIPackage(p))
 }
 
 func (h *handlers) listPackages(c *gin.Context) {
@@ -231,11 +188,11 @@ func (h *handlers) listPackages(c *gin.Context) {
 	pkgs, next := page(pkgs, limit, func(last app.Package) string {
 		return encodeCursor(app.PackageCursor{CreatedAt: last.CreatedAt, ID: last.ID})
 	})
-	items := make([]packageResponse, len(pkgs))
+	items := make([]api.Package, len(pkgs))
 	for i, p := range pkgs {
-		items[i] = toPackageResponse(p)
+		items[i] = toAPIPackage(p)
 	}
-	c.JSON(http.StatusOK, gin.H{"items": items, "next_cursor": next})
+	c.JSON(http.StatusOK, api.PackageList{Items: items, NextCursor: next})
 }
 
 func encodeCursor(cur app.PackageCursor) string {
@@ -274,18 +231,7 @@ func (h *handlers) getPackage(c *gin.Context) {
 		_ = c.Error(err)
 		return
 	}
-	resp := toPackageResponse(p)
-	resp.Files = toFileResponses(files)
-	if resp.Files == nil {
-		resp.Files = []fileResponse{}
-	}
-	c.JSON(http.StatusOK, detailResponse{resp, resp.Files})
-}
-
-// detailResponse is a package with its files, always listed (even when empty).
-type detailResponse struct {
-	packageResponse
-	Files []fileResponse `json:"files"`
+	c.JSON(http.StatusOK, packageDetail{toAPIPackage(p), api.PackageFiles{Files: toAPIFiles(files)}})
 }
 
 func (h *handlers) deletePackage(c *gin.Context) {
@@ -312,11 +258,10 @@ func (h *handlers) finalizePackage(c *gin.Context) {
 		_ = c.Error(err)
 		return
 	}
-	resp := toPackageResponse(p)
+	resp := finalizedPackage{toAPIPackage(p), api.PackageLinks{Links: toAPIRecipientLinks(links)}}
 	if len(links) > 0 {
 		resp.MagicLink = links[0].MagicLink
 	}
-	resp.Links = toLinkItems(links)
 	c.JSON(http.StatusOK, resp)
 }
 
@@ -331,7 +276,7 @@ func (h *handlers) revokePackage(c *gin.Context) {
 		_ = c.Error(err)
 		return
 	}
-	c.JSON(http.StatusOK, toPackageResponse(p))
+	c.JSON(http.StatusOK, toAPIPackage(p))
 }
 
 func (h *handlers) uploadFile(c *gin.Context) {
@@ -347,7 +292,7 @@ func (h *handlers) uploadFile(c *gin.Context) {
 		_ = c.Error(err)
 		return
 	}
-	c.JSON(http.StatusCreated, toFileResponse(f))
+	c.JSON(http.StatusCreated, toAPIFile(f))
 }
 
 // bodyBufferSize is how much of an upload's body one read of the socket may take.

@@ -2,57 +2,43 @@ package httpapi
 
 import (
 	"net/http"
-	"time"
 
 	"github.com/gin-gonic/gin"
+	api_types "github.com/oapi-codegen/runtime/types"
 
+	api "github.com/shipfile/shipfile/pkg/apiclient"
 	"github.com/shipfile/shipfile/services/gateway/internal/app"
 )
 
-// recipientResponse is one recipient of a package record (docs/API.md, "Several recipients").
-type recipientResponse struct {
-	ID            string     `json:"id"`
-	Email         string     `json:"email"`
-	Name          string     `json:"name"`
-	Language      string     `json:"language"`
-	LinkState     string     `json:"link_state"`
-	DownloadCount int64      `json:"download_count"`
-	LastUsedAt    *time.Time `json:"last_used_at"`
+// addedRecipient is an AddedRecipient: the recipient and their link, shown this once.
+type addedRecipient struct {
+	api.Recipient
+	api.RecipientMagicLink
 }
 
-// addedRecipientResponse answers POST …/recipients: the recipient and their link,
-// shown this once.
-type addedRecipientResponse struct {
-	recipientResponse
-	MagicLink string `json:"magic_link"`
-}
-
-// linkResponseItem is one entry of a finalize answer's links.
-type linkResponseItem struct {
-	RecipientID string `json:"recipient_id"`
-	Email       string `json:"email"`
-	MagicLink   string `json:"magic_link"`
-}
-
-func toRecipientResponses(rs []app.Recipient) []recipientResponse {
-	out := make([]recipientResponse, len(rs))
+// toAPIRecipients is a package's recipients as the API lists them: [] for none.
+func toAPIRecipients(rs []app.Recipient) []api.Recipient {
+	out := make([]api.Recipient, len(rs))
 	for i, r := range rs {
-		out[i] = toRecipientResponse(r)
+		out[i] = toAPIRecipient(r)
 	}
 	return out
 }
 
-func toRecipientResponse(r app.Recipient) recipientResponse {
-	return recipientResponse{
-		ID: r.ID.String(), Email: r.Email, Name: r.Name, Language: r.Language, LinkState: string(r.LinkState),
-		DownloadCount: r.DownloadCount, LastUsedAt: utcPtr(r.LastUsedAt),
+// toAPIRecipient is one recipient of a package as the API shows it (docs/API.md,
+// "Several recipients").
+func toAPIRecipient(r app.Recipient) api.Recipient {
+	return api.Recipient{
+		Id: r.ID, Email: api_types.Email(r.Email), Name: r.Name, Language: api.Language(r.Language),
+		LinkState: api.RecipientLinkState(r.LinkState), DownloadCount: r.DownloadCount, LastUsedAt: utcPtr(r.LastUsedAt),
 	}
 }
 
-func toLinkItems(links []app.LinkMint) []linkResponseItem {
-	out := make([]linkResponseItem, len(links))
+// toAPIRecipientLinks is a finalize answer's links, one per recipient: [] for none.
+func toAPIRecipientLinks(links []app.LinkMint) []api.RecipientLink {
+	out := make([]api.RecipientLink, len(links))
 	for i, l := range links {
-		out[i] = linkResponseItem{RecipientID: l.RecipientID.String(), Email: l.Email, MagicLink: l.MagicLink}
+		out[i] = api.RecipientLink{RecipientId: l.RecipientID, Email: api_types.Email(l.Email), MagicLink: l.MagicLink}
 	}
 	return out
 }
@@ -79,7 +65,7 @@ func (h *handlers) addRecipient(c *gin.Context) {
 		return
 	}
 	c.Header("Cache-Control", "no-store")
-	c.JSON(http.StatusCreated, addedRecipientResponse{toRecipientResponse(r), link})
+	c.JSON(http.StatusCreated, addedRecipient{toAPIRecipient(r), api.RecipientMagicLink{MagicLink: link}})
 }
 
 // revokeRecipient is POST /api/v1/packages/{id}/recipients/{recipient_id}/revoke.
@@ -99,5 +85,5 @@ func (h *handlers) revokeRecipient(c *gin.Context) {
 		_ = c.Error(err)
 		return
 	}
-	c.JSON(http.StatusOK, toPackageResponse(p))
+	c.JSON(http.StatusOK, toAPIPackage(p))
 }

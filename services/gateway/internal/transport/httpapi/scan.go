@@ -45,5 +45,5 @@ func (h *handlers) releaseFile(c *gin.Context) {
 		_ = c.Error(err)
 		return
 	}
-	c.JSON(http.StatusOK, toFileResponse(f))
+	c.JSON(http.StatusOK, toAPIFile(f))
 }
