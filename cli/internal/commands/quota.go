@@ -11,6 +11,7 @@ import (
 	"github.com/shipfile/shipfile/cli/internal/api"
 	"github.com/shipfile/shipfile/cli/internal/printable"
 	"github.com/shipfile/shipfile/pkg/apiclient"
+	"github.com/shipfile/shipfile/pkg/bytesize"
 )
 
 func (a *app) quotaCmd() *cobra.Command {
@@ -41,16 +42,16 @@ not shown is no limit. --json prints the API's answer (GET /api/v1/me/usage).`,
 // writeQuota writes the usage and the policy's limits, one a line.
 func writeQuota(w io.Writer, u apiclient.MyUsage) {
 	if u.QuotaBytes == nil {
-		fmt.Fprintf(w, "Used:      %s (no quota)\n", sizeText(u.UsedBytes))
+		fmt.Fprintf(w, "Used:      %s (no quota)\n", bytesize.IEC(u.UsedBytes))
 	} else {
 		pct := 0.0
 		if *u.QuotaBytes > 0 {
 			pct = float64(u.UsedBytes+u.ReservedBytes) * 100 / float64(*u.QuotaBytes)
 		}
-		fmt.Fprintf(w, "Used:      %s of %s (%.0f %%)\n", sizeText(u.UsedBytes), sizeText(*u.QuotaBytes), pct)
+		fmt.Fprintf(w, "Used:      %s of %s (%.0f %%)\n", bytesize.IEC(u.UsedBytes), bytesize.IEC(*u.QuotaBytes), pct)
 	}
 	if u.ReservedBytes > 0 {
-		fmt.Fprintf(w, "Reserved:  %s by uploads under way\n", sizeText(u.ReservedBytes))
+		fmt.Fprintf(w, "Reserved:  %s by uploads under way\n", bytesize.IEC(u.ReservedBytes))
 	}
 	p := u.Policy
 	if p.MaxActivePackages != nil {
@@ -60,10 +61,10 @@ func writeQuota(w io.Writer, u apiclient.MyUsage) {
 	}
 	limit := func(name, value string) { fmt.Fprintf(w, "%-24s %s\n", name+":", value) }
 	if p.MaxFileSize != nil {
-		limit("Largest file", sizeText(*p.MaxFileSize))
+		limit("Largest file", bytesize.IEC(*p.MaxFileSize))
 	}
 	if p.MaxPackageSize != nil {
-		limit("Largest package", sizeText(*p.MaxPackageSize))
+		limit("Largest package", bytesize.IEC(*p.MaxPackageSize))
 	}
 	if p.MaxTtlDays != nil {
 		limit("Longest expiry", fmt.Sprintf("%d days", *p.MaxTtlDays))
@@ -89,16 +90,3 @@ func writeQuota(w io.Writer, u apiclient.MyUsage) {
 	}
 }
 
-// sizeText writes n bytes the way people read sizes: 1.2 GiB, 340 KiB, 12 B.
-func sizeText(n int64) string {
-	const unit = 1024
-	if n < unit {
-		return fmt.Sprintf("%d B", n)
-	}
-	div, exp := int64(unit), 0
-	for m := n / unit; m >= unit && exp < 5; m /= unit {
-		div *= unit
-		exp++
-	}
-	return strings.TrimSuffix(fmt.Sprintf("%.1f", float64(n)/float64(div)), ".0") + " " + string("KMGTPE"[exp]) + "iB"
-}

@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/shipfile/shipfile/pkg/bytesize"
 	"github.com/shipfile/shipfile/services/gateway/internal/app"
 )
 
@@ -212,21 +213,8 @@ func tooLarge(format string, args ...any) error {
 	return &app.Error{Kind: app.KindTooLarge, Detail: fmt.Sprintf(format, args...)}
 }
 
-// Bytes writes n the way people read sizes: 1.2 GiB, 340 KiB, 12 B.
-func Bytes(n int64) string {
-	const unit = 1024
-	if n < unit {
-		return fmt.Sprintf("%d B", n)
-	}
-	div, exp := int64(unit), 0
-	for m := n / unit; m >= unit && exp < 5; m /= unit {
-		div *= unit
-		exp++
-	}
-	s := fmt.Sprintf("%.1f", float64(n)/float64(div))
-	s = strings.TrimSuffix(s, ".0")
-	return s + " " + string("KMGTPE"[exp]) + "iB"
-}
+// Bytes writes n the way the limits' details do (bytesize.IEC): 1.2 GiB, 340 KiB, 12 B.
+func Bytes(n int64) string { return bytesize.IEC(n) }
 
 // NearlyFull reports whether held bytes reach 90 % of quota (nil: no quota).
 func NearlyFull(quota *int64, held int64) bool {

@@ -126,13 +126,6 @@ func TestSizes(t *testing.T) {
 		checkErr(t, CheckActive(Policy{MaxActivePackages: iv(2)}, 2), app.KindInvalid, "max_active_packages: 2 of 2")
 		checkErr(t, CheckActive(Policy{MaxActivePackages: iv(2)}, 1), 0, "")
 	})
-	t.Run("bytes", func(t *testing.T) {
-		for n, want := range map[int64]string{0: "0 B", 1023: "1023 B", 1024: "1 KiB", 1536: "1.5 KiB", 5 << 20: "5 MiB", 10 * gib: "10 GiB"} {
-			if got := Bytes(n); got != want {
-				t.Errorf("Bytes(%d) = %q, want %q", n, got, want)
-			}
-		}
-	})
 	t.Run("nearly full", func(t *testing.T) {
 		if NearlyFull(nil, 100) || NearlyFull(i64(100), 89) || !NearlyFull(i64(100), 90) {
 			t.Fatal("90 % mark misplaced")
