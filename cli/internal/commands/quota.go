@@ -89,4 +89,3 @@ func writeQuota(w io.Writer, u apiclient.MyUsage) {
 		limit("File requests", "not allowed")
 	}
 }
-
