@@ -39,6 +39,7 @@ import (
 	"github.com/shipfile/shipfile/services/gateway/internal/store/policiesdb"
 	"github.com/shipfile/shipfile/services/gateway/internal/store/previewsdb"
 	"github.com/shipfile/shipfile/services/gateway/internal/store/sqldb"
+	"github.com/shipfile/shipfile/services/gateway/internal/store/transfersdb"
 	"github.com/shipfile/shipfile/services/gateway/internal/store/webhookadmindb"
 	"github.com/shipfile/shipfile/services/gateway/internal/transport/httpapi"
 	"github.com/shipfile/shipfile/services/gateway/internal/transport/previewconsumer"
@@ -269,11 +270,12 @@ type Service struct {
 	Previews        *previews.Maker
 	previewConsumer *previewconsumer.Consumer
 
-	cfg        Config
-	log        *slog.Logger
-	secrets    *secretbox.Keyring
-	tokenUsage *identity.TokenUsage
-	webhookDB  *webhookadmindb.Store
+	cfg         Config
+	log         *slog.Logger
+	secrets     *secretbox.Keyring
+	tokenUsage  *identity.TokenUsage
+	webhookDB   *webhookadmindb.Store
+	transfersDB *transfersdb.Store
 }
 
 // New builds the gateway's graph from cfg on deps. It starts nothing: Start does.
@@ -353,7 +355,8 @@ func New(_ context.Context, cfg Config, deps Deps) (*Service, error) {
 		}
 		s.previewConsumer = previewconsumer.New(deps.JS, s.Previews, previewconsumer.Options{Log: log, Metrics: previewMetrics})
 	}
-	s.Resumable = transfers.NewResumable(s.Packages, s.Links, db, objectStore, transfers.TusConfig{
+	s.transfersDB = transfersdb.NewStore(sql, db)
+	s.Resumable = transfers.NewResumable(s.Packages, s.Links, s.transfersDB, objectStore, transfers.TusConfig{
 		ResumeWindow: cfg.ResumeWindow, Lease: cfg.UploadLease, LockWait: cfg.UploadLockWait, MaxOpen: cfg.Edge.UploadMaxOpen,
 		Quotas: s.Policies,
 	}, log)
@@ -432,7 +435,7 @@ func (s *Service) Start(ctx context.Context) (stop func()) {
 	bgCtx, stopBG := context.WithCancel(ctx)
 	tailCtx, stopTail := context.WithCancel(context.WithoutCancel(ctx))
 	bg.Go(func() { s.DB.FollowAuthChanges(bgCtx, s.TokenCache, s.log) })
-	bg.Go(func() { s.DB.FollowUploadReleases(bgCtx, s.Resumable.AskRelease, s.log) })
+	bg.Go(func() { s.transfersDB.FollowUploadReleases(bgCtx, s.Resumable.AskRelease, s.log) })
 	if s.cfg.UploadSweep > 0 {
 		bg.Go(func() { s.Resumable.RunSweeper(bgCtx, s.cfg.UploadSweep) })
 		bg.Go(func() {

@@ -12,6 +12,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/shipfile/shipfile/services/gateway/internal/app/identity"
+	"github.com/shipfile/shipfile/services/gateway/internal/store/sqldb"
 )
 
 // AuthChannel is the PostgreSQL notification channel on which the triggers of
@@ -31,9 +32,6 @@ const (
 	probePrefix = "probe "
 	// authFeedPingTimeout bounds one ping; past it the connection is given up.
 	authFeedPingTimeout = 2 * time.Second
-	// Back-off between reconnects.
-	authFeedMinBackoff = 100 * time.Millisecond
-	authFeedMaxBackoff = 5 * time.Second
 )
 
 var _ AuthFeed = (*identity.TokenCache)(nil)
@@ -60,7 +58,7 @@ type AuthFeed interface {
 // first Live. The probes are the only notifications a healthy installation sends all
 // the time: 5 a second per gateway, none on a request's path.
 func (s *Postgres) FollowAuthChanges(ctx context.Context, feed AuthFeed, log *slog.Logger) {
-	followListener(ctx, log, "auth feed: connection lost; token look-ups bypass the cache until it is back",
+	sqldb.FollowListener(ctx, log, "auth feed: connection lost; token look-ups bypass the cache until it is back",
 		func(ctx context.Context) (bool, error) {
 			connected, err := s.followAuthOnce(ctx, feed)
 			feed.Lost()
@@ -78,7 +76,7 @@ func (s *Postgres) followAuthOnce(ctx context.Context, feed AuthFeed) (connected
 	var heard bool
 	// The feed's probe is not in queries.sql either: it runs on the listener's bare
 	// connection.
-	conn, closeConn, err := s.listen(ctx, AuthFeedAppName, AuthChannel, func(cfg *pgconn.Config) {
+	conn, closeConn, err := s.sql.Listen(ctx, AuthFeedAppName, AuthChannel, func(cfg *pgconn.Config) {
 		cfg.OnNotification = func(_ *pgconn.PgConn, n *pgconn.Notification) {
 			if probe, ok := strings.CutPrefix(n.Payload, probePrefix); ok {
 				heard = heard || probe == expect // another gateway's probe is no change

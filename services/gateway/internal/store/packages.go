@@ -175,6 +175,11 @@ func throughLink(f app.File, linkHash []byte, taken int64, downloads int32) app.
 // withLocked runs fn in a transaction that holds the package's row lock, then writes
 // the effects fn returns in the same transaction. Every package change goes through it.
 func (s *Postgres) withLocked(ctx context.Context, id uuid.UUID, fn func(q *Queries, p *app.Package) (app.Effects, error)) error {
+	return s.withLockedTx(ctx, id, func(_ pgx.Tx, q *Queries, p *app.Package) (app.Effects, error) { return fn(q, p) })
+}
+
+// withLockedTx is withLocked that hands fn the transaction too.
+func (s *Postgres) withLockedTx(ctx context.Context, id uuid.UUID, fn func(tx pgx.Tx, q *Queries, p *app.Package) (app.Effects, error)) error {
 	return s.sql.InTx(ctx, func(tx pgx.Tx) error {
 		p, err := s.locked(ctx, tx, id)
 		if err != nil {
@@ -182,7 +187,7 @@ func (s *Postgres) withLocked(ctx context.Context, id uuid.UUID, fn func(q *Quer
 		}
 		before := slices.Clone(p.Recipients)
 		q := s.q.WithTx(tx)
-		fx, err := fn(q, &p)
+		fx, err := fn(tx, q, &p)
 		if err != nil {
 			return err
 		}
@@ -274,11 +279,23 @@ func (s *Postgres) ChangePackage(ctx context.Context, id uuid.UUID, change func(
 // AddFile records a stored file in its package and ends its object key's reservation
 // (ReserveObjectKey), in one transaction.
 func (s *Postgres) AddFile(ctx context.Context, f app.File, change func(p *app.Package) (app.Effects, error)) (app.Package, error) {
+	return s.AddFileTx(ctx, f, change, nil)
+}
+
+// AddFileTx is AddFile that also runs also (when not nil) in the transaction, after
+// change and before the file's row: the statements of another store that commit with
+// the file (transfersdb: a resumable upload's completion).
+func (s *Postgres) AddFileTx(ctx context.Context, f app.File, change func(p *app.Package) (app.Effects, error), also func(tx pgx.Tx) error) (app.Package, error) {
 	var out app.Package
-	err := s.withLocked(ctx, f.PackageID, func(q *Queries, p *app.Package) (app.Effects, error) {
+	err := s.withLockedTx(ctx, f.PackageID, func(tx pgx.Tx, q *Queries, p *app.Package) (app.Effects, error) {
 		fx, err := change(p)
 		if err != nil {
 			return fx, err
+		}
+		if also != nil {
+			if err := also(tx); err != nil {
+				return fx, err
+			}
 		}
 		// The name an encrypted package gives the file once it counted it, as the
 		// change's answer and event have it.
@@ -403,6 +420,19 @@ func (s *Postgres) ListAudit(ctx context.Context, f app.AuditFilter) ([]app.Audi
 		}
 	}
 	return out, nil
+}
+
+// InPackageTx runs fn in a transaction that holds the package's row lock: the
+// statements of another store that must not race the package's changes (transfersdb:
+// a resumable upload's creation, which counts the package's files).
+func (s *Postgres) InPackageTx(ctx context.Context, id uuid.UUID, fn func(tx pgx.Tx, p app.Package) error) error {
+	return s.sql.InTx(ctx, func(tx pgx.Tx) error {
+		p, err := s.locked(ctx, tx, id)
+		if err != nil {
+			return err
+		}
+		return fn(tx, p)
+	})
 }
 
 func (s *Postgres) locked(ctx context.Context, tx pgx.Tx, id uuid.UUID) (app.Package, error) {

@@ -231,9 +231,6 @@ DELETE FROM link_unlock_failures WHERE recipient_id = @recipient_id AND failed_a
 -- name: DeleteUnlockFailure :exec
 DELETE FROM link_unlock_failures WHERE id = $1;
 
--- name: FileExists :one
-SELECT EXISTS (SELECT 1 FROM files WHERE id = $1);
-
 -- name: InsertFile :exec
 INSERT INTO files (id, package_id, filename, size, content_type, sha256, object_key, uploaded_by, created_at, recipient_id,
                    scan, encrypted, manifest)

@@ -180,17 +180,6 @@ func (q *Queries) EnsureLinkBudgets(ctx context.Context, arg EnsureLinkBudgetsPa
 	return err
 }
 
-const fileExists = `-- name: FileExists :one
-SELECT EXISTS (SELECT 1 FROM files WHERE id = $1)
-`
-
-func (q *Queries) FileExists(ctx context.Context, id uuid.UUID) (bool, error) {
-	row := q.db.QueryRow(ctx, fileExists, id)
-	var exists bool
-	err := row.Scan(&exists)
-	return exists, err
-}
-
 const fileKeys = `-- name: FileKeys :many
 SELECT object_key FROM files WHERE package_id = $1
 `

@@ -1,9 +1,10 @@
 // Package sqldb is what the gateway's store packages share on PostgreSQL: the
 // transaction of a change, which writes the change's effects (audit entries and outbox
 // rows) beside it and wakes the outbox relay once it has committed; the PostgreSQL
-// error codes the stores map to the app's errors; and sqlc's queries over a batch.
-// Each domain's store (policiesdb, auditdb, …) and the store package take one *DB, so
-// every transaction of the gateway wakes the same relay and seals with the same key.
+// error codes the stores map to the app's errors; sqlc's queries over a batch; and the
+// dedicated connections that LISTEN for notifications (listen.go). Each domain's store
+// (policiesdb, auditdb, …) and the store package take one *DB, so every transaction of
+// the gateway wakes the same relay and seals with the same key.
 package sqldb
 
 import (

@@ -31,6 +31,7 @@ import (
 	"github.com/shipfile/shipfile/services/gateway/internal/app/webhookadmin"
 	"github.com/shipfile/shipfile/services/gateway/internal/store"
 	"github.com/shipfile/shipfile/services/gateway/internal/store/sqldb"
+	"github.com/shipfile/shipfile/services/gateway/internal/store/transfersdb"
 	"github.com/shipfile/shipfile/services/gateway/internal/store/webhookadmindb"
 	"github.com/shipfile/shipfile/services/gateway/internal/transport/httpapi"
 )
@@ -553,14 +554,15 @@ func (a *testAPI) secondInstance() *testAPI {
 	cfg := tusConfig()
 	packages := packages.NewPackages(db, objectStore, app.Limits{MaxFileSize: cfg.MaxFileSize, MaxFiles: 5}, "http://shipfile.test")
 	linkService := links.New(packages, db)
-	resumable := transfers.NewResumable(packages, linkService, db, objectStore, transfers.TusConfig{ResumeWindow: time.Hour, Lease: 2 * time.Second}, nil)
+	uploads := transfersdb.NewStore(sqldb.NewDB(a.pool), db)
+	resumable := transfers.NewResumable(packages, linkService, uploads, objectStore, transfers.TusConfig{ResumeWindow: time.Hour, Lease: 2 * time.Second}, nil)
 	// Its listener of asks to let go runs as in the gateway (service.Start); it stops
 	// before the pool closes (cleanups run last first).
 	ctx, cancel := context.WithCancel(context.Background())
 	listening := make(chan struct{})
 	go func() {
 		defer close(listening)
-		db.FollowUploadReleases(ctx, resumable.AskRelease, nil)
+		uploads.FollowUploadReleases(ctx, resumable.AskRelease, nil)
 	}()
 	a.t.Cleanup(func() {
 		cancel()
@@ -604,7 +606,7 @@ func TestTusSweepAbortsOrphans(t *testing.T) {
 	db := store.NewPostgres(a.pool)
 	objectStore := store.NewObjects(a.objects, 5<<20)
 	packages := packages.NewPackages(db, objectStore, app.Limits{MaxFileSize: 24 << 20, MaxFiles: 5}, "http://shipfile.test")
-	sweeper := transfers.NewResumable(packages, links.New(packages, db), db, objectStore, transfers.TusConfig{OrphanGrace: time.Nanosecond}, nil)
+	sweeper := transfers.NewResumable(packages, links.New(packages, db), transfersdb.NewStore(sqldb.NewDB(a.pool), db), objectStore, transfers.TusConfig{OrphanGrace: time.Nanosecond}, nil)
 	time.Sleep(10 * time.Millisecond)
 	if n, err := sweeper.Sweep(context.Background()); err != nil || n != 1 {
 		t.Fatalf("sweep ended %d (%v), want the orphan alone", n, err)

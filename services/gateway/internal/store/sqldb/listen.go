@@ -1,4 +1,4 @@
-package store
+package sqldb
 
 import (
 	"context"
@@ -11,11 +11,17 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 )
 
-// followListener runs once, a listener's connection, until ctx is cancelled: again
-// after each failure, with a jittered back-off between authFeedMinBackoff and
-// authFeedMaxBackoff that starts over once a connection was LISTENing (connected).
-// Each failure is logged as lost, with its error and the wait before the next try.
-func followListener(ctx context.Context, log *slog.Logger, lost string, once func(context.Context) (connected bool, err error)) {
+// Back-off between a listener's reconnects (FollowListener).
+const (
+	listenMinBackoff = 100 * time.Millisecond
+	listenMaxBackoff = 5 * time.Second
+)
+
+// FollowListener runs once, a listener's connection, until ctx is cancelled: again
+// after each failure, with a jittered back-off between 100 ms and 5 s that starts over
+// once a connection was LISTENing (connected). Each failure is logged as lost, with
+// its error and the wait before the next try.
+func FollowListener(ctx context.Context, log *slog.Logger, lost string, once func(context.Context) (connected bool, err error)) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
@@ -28,7 +34,7 @@ func followListener(ctx context.Context, log *slog.Logger, lost string, once fun
 		if connected {
 			backoff = 0
 		}
-		backoff = min(max(2*backoff, authFeedMinBackoff), authFeedMaxBackoff)
+		backoff = min(max(2*backoff, listenMinBackoff), listenMaxBackoff)
 		wait := backoff/2 + mrand.N(backoff/2+1)
 		log.Warn(lost, "err", err, "retry_in", wait)
 		t := time.NewTimer(wait)
@@ -41,13 +47,13 @@ func followListener(ctx context.Context, log *slog.Logger, lost string, once fun
 	}
 }
 
-// listen opens a dedicated connection named appName (in pg_stat_activity) on the
+// Listen opens a dedicated connection named appName (in pg_stat_activity) on the
 // pool's configuration, adjusted by configure (which sets OnNotification), and LISTENs
 // on channel. The caller defers closeConn. The statements of a listener run on a bare
 // pgconn.PgConn (simple protocol, the notifications read by OnNotification), which
 // sqlc's DBTX does not fit; LISTEN takes no parameters.
-func (s *Postgres) listen(ctx context.Context, appName, channel string, configure func(*pgconn.Config)) (conn *pgconn.PgConn, closeConn func(), err error) {
-	cfg := s.pool.Config().ConnConfig.Config.Copy()
+func (d *DB) Listen(ctx context.Context, appName, channel string, configure func(*pgconn.Config)) (conn *pgconn.PgConn, closeConn func(), err error) {
+	cfg := d.Pool.Config().ConnConfig.Config.Copy()
 	if cfg.RuntimeParams == nil {
 		cfg.RuntimeParams = map[string]string{}
 	}

@@ -126,3 +126,7 @@ SELECT * FROM tus_uploads WHERE package_id = $1;
 -- name: KnownMultipart :many
 -- Which of the multipart upload ids an upload row names.
 SELECT s3_upload_id FROM tus_uploads WHERE s3_upload_id = ANY(@ids::text[]);
+
+-- name: FileExists :one
+-- Whether a file row with that id exists (an upload's file was recorded).
+SELECT EXISTS (SELECT 1 FROM files WHERE id = $1);

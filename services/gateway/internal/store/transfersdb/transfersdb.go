@@ -1,4 +1,8 @@
-package store
+// Package transfersdb is the resumable uploads' store on PostgreSQL (transfers.Store):
+// the uploads' rows, their leases and the asks to let go (release.go). Its SQL is
+// queries.sql, compiled by sqlc. An upload is created and completed in a transaction
+// of its package, which the packages' store runs (Packages).
+package transfersdb
 
 import (
 	"context"
@@ -18,9 +22,29 @@ import (
 	"github.com/shipfile/shipfile/services/gateway/internal/store/sqldb"
 )
 
-// The state of resumable uploads (tus): the statements of tus.sql.
+// Packages runs the package transactions an upload's rows join: store.Postgres.
+type Packages interface {
+	// InPackageTx runs fn in a transaction that holds the package's row lock.
+	InPackageTx(ctx context.Context, id uuid.UUID, fn func(tx pgx.Tx, p app.Package) error) error
+	// AddFileTx records a stored file in its package (as AddFile does) and runs also in
+	// the same transaction, after change and before the file's row.
+	AddFileTx(ctx context.Context, f app.File, change func(p *app.Package) (app.Effects, error), also func(tx pgx.Tx) error) (app.Package, error)
+}
 
-var _ transfers.Store = (*Postgres)(nil)
+// Store implements transfers.Store.
+type Store struct {
+	sql      *sqldb.DB
+	q        *Queries
+	packages Packages
+}
+
+var _ transfers.Store = (*Store)(nil)
+
+// NewStore returns the store on d's pool, whose uploads join the package transactions
+// of packages.
+func NewStore(d *sqldb.DB, packages Packages) *Store {
+	return &Store{sql: d, q: New(d.Pool), packages: packages}
+}
 
 // toUpload turns a row of tus_uploads into an upload.
 func toUpload(r TusUpload) (transfers.TusUpload, error) {
@@ -40,16 +64,12 @@ func toUpload(r TusUpload) (transfers.TusUpload, error) {
 // CreateUpload inserts a new upload once check accepts the counts of unfinished
 // uploads, in one transaction that holds the package's row and an advisory lock on
 // the creator (token, browser user or link), so parallel creations cannot both pass.
-func (s *Postgres) CreateUpload(ctx context.Context, u transfers.TusUpload, check func(transfers.OpenUploads) error) error {
+func (s *Store) CreateUpload(ctx context.Context, u transfers.TusUpload, check func(transfers.OpenUploads) error) error {
 	parts, err := json.Marshal(partsOrEmpty(u.Parts))
 	if err != nil {
 		return err
 	}
-	return s.sql.InTx(ctx, func(tx pgx.Tx) error {
-		p, err := s.locked(ctx, tx, u.PackageID)
-		if err != nil {
-			return err
-		}
+	return s.packages.InPackageTx(ctx, u.PackageID, func(tx pgx.Tx, p app.Package) error {
 		q := s.q.WithTx(tx)
 		key, count := creatorOf(q, u)
 		if err := q.LockUploadCreator(ctx, key); err != nil {
@@ -96,7 +116,7 @@ func creatorOf(q *Queries, u transfers.TusUpload) (string, func(context.Context)
 }
 
 // GetUpload returns an upload by id, with whether a running request holds it.
-func (s *Postgres) GetUpload(ctx context.Context, id uuid.UUID) (transfers.TusUpload, error) {
+func (s *Store) GetUpload(ctx context.Context, id uuid.UUID) (transfers.TusUpload, error) {
 	row, err := s.q.GetUpload(ctx, id)
 	if err != nil {
 		return transfers.TusUpload{}, sqldb.NotFound(err, "upload")
@@ -108,7 +128,7 @@ func (s *Postgres) GetUpload(ctx context.Context, id uuid.UUID) (transfers.TusUp
 
 // LockUpload takes the upload's lease for owner when no other lease runs; with who,
 // only when who owns the upload (else ErrNotFound, and no lease is taken).
-func (s *Postgres) LockUpload(ctx context.Context, id, owner uuid.UUID, lease time.Duration, who *transfers.TusOwner) (transfers.TusUpload, error) {
+func (s *Store) LockUpload(ctx context.Context, id, owner uuid.UUID, lease time.Duration, who *transfers.TusOwner) (transfers.TusUpload, error) {
 	var row TusUpload
 	var err error
 	if who == nil {
@@ -134,7 +154,7 @@ func (s *Postgres) LockUpload(ctx context.Context, id, owner uuid.UUID, lease ti
 
 // AskRelease marks the ask to let go in the upload's row and notifies it to the
 // holder's gateway (FollowUploadReleases); ok is false when no lease runs.
-func (s *Postgres) AskRelease(ctx context.Context, id uuid.UUID) (uuid.UUID, bool, error) {
+func (s *Store) AskRelease(ctx context.Context, id uuid.UUID) (uuid.UUID, bool, error) {
 	row, err := s.q.AskUploadRelease(ctx, id)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return uuid.Nil, false, nil
@@ -147,7 +167,7 @@ func (s *Postgres) AskRelease(ctx context.Context, id uuid.UUID) (uuid.UUID, boo
 
 // RenewLease extends owner's lease and says whether it was asked to let go;
 // ErrUploadLocked when owner holds no lease any more.
-func (s *Postgres) RenewLease(ctx context.Context, id, owner uuid.UUID, lease time.Duration) (bool, error) {
+func (s *Store) RenewLease(ctx context.Context, id, owner uuid.UUID, lease time.Duration) (bool, error) {
 	asked, err := s.q.RenewUploadLease(ctx, RenewUploadLeaseParams{ID: id, Owner: owner, LeaseUs: lease.Microseconds()})
 	if errors.Is(err, pgx.ErrNoRows) {
 		return false, transfers.ErrUploadLocked
@@ -157,7 +177,7 @@ func (s *Postgres) RenewLease(ctx context.Context, id, owner uuid.UUID, lease ti
 
 // SaveUpload stores where the upload stands and renews owner's lease, or gives it back
 // when release is set.
-func (s *Postgres) SaveUpload(ctx context.Context, u transfers.TusUpload, owner uuid.UUID, lease time.Duration, release bool) error {
+func (s *Store) SaveUpload(ctx context.Context, u transfers.TusUpload, owner uuid.UUID, lease time.Duration, release bool) error {
 	parts, err := json.Marshal(partsOrEmpty(u.Parts))
 	if err != nil {
 		return err
@@ -177,47 +197,37 @@ func (s *Postgres) SaveUpload(ctx context.Context, u transfers.TusUpload, owner 
 }
 
 // UnlockUpload gives up owner's lease.
-func (s *Postgres) UnlockUpload(ctx context.Context, id, owner uuid.UUID) error {
+func (s *Store) UnlockUpload(ctx context.Context, id, owner uuid.UUID) error {
 	return s.q.UnlockUpload(ctx, UnlockUploadParams{ID: id, Owner: owner})
 }
 
 // CompleteUpload records the file in its package's transaction (as AddFile does) and
 // marks the upload complete in the same transaction.
-func (s *Postgres) CompleteUpload(ctx context.Context, u transfers.TusUpload, owner uuid.UUID, f app.File, change func(p *app.Package) (app.Effects, error)) (app.Package, error) {
-	var out app.Package
+func (s *Store) CompleteUpload(ctx context.Context, u transfers.TusUpload, owner uuid.UUID, f app.File, change func(p *app.Package) (app.Effects, error)) (app.Package, error) {
 	parts, err := json.Marshal(partsOrEmpty(u.Parts))
 	if err != nil {
-		return out, err
+		return app.Package{}, err
 	}
-	err = s.withLocked(ctx, f.PackageID, func(q *Queries, p *app.Package) (app.Effects, error) {
-		fx, err := change(p)
+	return s.packages.AddFileTx(ctx, f, change, func(tx pgx.Tx) error {
+		n, err := s.q.WithTx(tx).CompleteUpload(ctx, CompleteUploadParams{ID: u.ID, Owner: owner, S3UploadID: u.S3UploadID, Parts: parts})
 		if err != nil {
-			return fx, err
-		}
-		n, err := q.CompleteUpload(ctx, CompleteUploadParams{ID: u.ID, Owner: owner, S3UploadID: u.S3UploadID, Parts: parts})
-		if err != nil {
-			return fx, err
+			return err
 		}
 		if n == 0 {
-			return fx, transfers.ErrUploadLocked
+			return transfers.ErrUploadLocked
 		}
-		if err := addFileRow(ctx, q, app.AsRecorded(f, *p)); err != nil {
-			return fx, err
-		}
-		out = *p
-		return fx, save(ctx, q, *p)
+		return nil
 	})
-	return out, err
 }
 
 // DeleteUpload forgets an upload.
-func (s *Postgres) DeleteUpload(ctx context.Context, id uuid.UUID) error {
+func (s *Store) DeleteUpload(ctx context.Context, id uuid.UUID) error {
 	return s.q.DeleteUpload(ctx, id)
 }
 
 // UploadsToEnd lists uploads no PATCH holds that are past their expiry, or whose
 // package is gone, overdue, or in a state that takes no uploads of their kind.
-func (s *Postgres) UploadsToEnd(ctx context.Context, limit int) ([]transfers.TusUpload, error) {
+func (s *Store) UploadsToEnd(ctx context.Context, limit int) ([]transfers.TusUpload, error) {
 	rows, err := s.q.UploadsToEnd(ctx, int32(min(limit, math.MaxInt32)))
 	if err != nil {
 		return nil, err
@@ -234,7 +244,7 @@ func (s *Postgres) UploadsToEnd(ctx context.Context, limit int) ([]transfers.Tus
 }
 
 // PackageUploads lists a package's uploads.
-func (s *Postgres) PackageUploads(ctx context.Context, packageID uuid.UUID) ([]transfers.TusUpload, error) {
+func (s *Store) PackageUploads(ctx context.Context, packageID uuid.UUID) ([]transfers.TusUpload, error) {
 	rows, err := s.q.PackageUploads(ctx, packageID)
 	if err != nil {
 		return nil, err
@@ -251,18 +261,18 @@ func (s *Postgres) PackageUploads(ctx context.Context, packageID uuid.UUID) ([]t
 }
 
 // OpenUploads counts a package's unfinished uploads, not past their expiry.
-func (s *Postgres) OpenUploads(ctx context.Context, packageID uuid.UUID) (int, error) {
+func (s *Store) OpenUploads(ctx context.Context, packageID uuid.UUID) (int, error) {
 	n, err := s.q.CountPackageOpenUploads(ctx, packageID)
 	return int(n), err
 }
 
 // FileExists reports whether a file row with that id exists.
-func (s *Postgres) FileExists(ctx context.Context, id uuid.UUID) (bool, error) {
+func (s *Store) FileExists(ctx context.Context, id uuid.UUID) (bool, error) {
 	return s.q.FileExists(ctx, id)
 }
 
 // KnownMultipart returns which of the multipart upload ids an upload row names.
-func (s *Postgres) KnownMultipart(ctx context.Context, ids []string) (map[string]bool, error) {
+func (s *Store) KnownMultipart(ctx context.Context, ids []string) (map[string]bool, error) {
 	known, err := s.q.KnownMultipart(ctx, ids)
 	if err != nil {
 		return nil, err
