@@ -1503,6 +1503,14 @@ type LinkFileScan string
 // LinkFileUploadedBy defines model for LinkFile.UploadedBy.
 type LinkFileUploadedBy string
 
+// LinkFileAccess What LinkFile adds to a File.
+type LinkFileAccess struct {
+	DownloadUrl string `json:"download_url"`
+
+	// DownloadsLeft The file's download budget left through the link, in whole copies (rounded down: a broken download's rest may still be fetched with Range when this is 0); null: no limit.
+	DownloadsLeft *int `json:"downloads_left"`
+}
+
 // LinkGrant defines model for LinkGrant.
 type LinkGrant struct {
 	// ExpiresAt 12 hours from now.

@@ -15,43 +15,38 @@ import (
 	"github.com/shipfile/shipfile/services/gateway/internal/app"
 )
 
-// linkResponse is what a recipient sees of a package through its link.
-type linkResponse struct {
-	ID        string             `json:"id"`
-	Title     string             `json:"title"`
-	Note      string             `json:"note"`
-	Direction string             `json:"direction"`
-	State     string             `json:"state"`
-	ExpiresAt time.Time          `json:"expires_at"`
-	FileCount int                `json:"file_count"`
-	TotalSize int64              `json:"total_size"`
-	Files     []linkFileResponse `json:"files"`
-	// PasswordProtected and MaxDownloads: docs/API.md, "Protected links".
-	PasswordProtected bool `json:"password_protected"`
-	MaxDownloads      *int `json:"max_downloads"`
-	// Encryption and PublicKey: docs/ENCRYPTION.md (the owner's age
-	// public key of an encrypted file request, to which uploads are encrypted).
-	Encryption string  `json:"encryption"`
-	PublicKey  *string `json:"public_key"`
+// linkPackage is a LinkPackage, what a recipient sees of a package through its link:
+// the generated LinkPackage with its files as LinkFiles.
+type linkPackage struct {
+	api.LinkPackage
+	// Files is LinkPackage.files: its items are linkFiles, so that a LinkFile is composed
+	// of the generated File and LinkFileAccess rather than a second mapping of File.
+	Files []linkFile `json:"files"`
 }
 
-type linkFileResponse struct {
+// linkFile is a LinkFile: a file and how to download it through the link.
+type linkFile struct {
 	api.File
-	DownloadURL string `json:"download_url"`
-	// DownloadsLeft is the file's budget left through the link in whole copies
-	// (docs/API.md, "Download limit"); null: no limit.
-	DownloadsLeft *int `json:"downloads_left"`
+	api.LinkFileAccess
 }
 
-func toLinkResponse(token string, p app.Package, files []app.File) linkResponse {
-	out := linkResponse{
-		ID: p.ID.String(), Title: p.Title, Note: p.Note, Direction: string(p.Direction), State: string(p.State),
-		ExpiresAt: p.ExpiresAt.UTC(), FileCount: p.FileCount, TotalSize: p.TotalSize, Files: make([]linkFileResponse, len(files)),
-		PasswordProtected: p.PasswordProtected(), MaxDownloads: p.MaxDownloads,
-		Encryption: encryptionOf(p), PublicKey: nullIfEmpty(p.OwnerPublicKey),
+func toAPILinkPackage(token string, p app.Package, files []app.File) linkPackage {
+	out := linkPackage{
+		LinkPackage: api.LinkPackage{
+			Id: p.ID, Title: p.Title, Note: p.Note, Direction: api.LinkPackageDirection(p.Direction), State: api.LinkPackageState(p.State),
+			ExpiresAt: p.ExpiresAt.UTC(), FileCount: p.FileCount, TotalSize: p.TotalSize,
+			PasswordProtected: p.PasswordProtected(), MaxDownloads: p.MaxDownloads,
+			Encryption: api.Encryption(encryptionOf(p)), PublicKey: nullIfEmpty(p.OwnerPublicKey),
+		},
+		Files: make([]linkFile, len(files)),
 	}
 	for i, f := range files {
-		out.Files[i] = linkFileResponse{toAPIFile(f), "/api/v1/links/" + token + "/files/" + f.ID.String(), f.DownloadsLeft(p.MaxDownloads)}
+		// DownloadsLeft: the file's budget left through the link in whole copies
+		// (docs/API.md, "Download limit"); null: no limit.
+		out.Files[i] = linkFile{toAPIFile(f), api.LinkFileAccess{
+			DownloadUrl:   "/api/v1/links/" + token + "/files/" + f.ID.String(),
+			DownloadsLeft: f.DownloadsLeft(p.MaxDownloads),
+		}}
 	}
 	return out
 }
@@ -64,7 +59,7 @@ func (h *handlers) viewLink(c *gin.Context) {
 		return
 	}
 	c.Header("Cache-Control", "private, no-store")
-	c.JSON(http.StatusOK, toLinkResponse(token, p, files))
+	c.JSON(http.StatusOK, toAPILinkPackage(token, p, files))
 }
 
 func (h *handlers) downloadViaLink(c *gin.Context) {
@@ -227,14 +222,10 @@ const (
 	LinkCookie      = "shipfile_link"
 )
 
-type unlockRequest struct {
-	Password *string `json:"password"`
-}
-
 // unlockLink checks a protected link's password and answers a grant, also set as the
 // shipfile_link cookie for the link's page and API paths alone.
 func (h *handlers) unlockLink(c *gin.Context) {
-	var req unlockRequest
+	var req api.Unlock
 	if err := decodeJSON(c, h.maxJSON, &req); err != nil {
 		_ = c.Error(err)
 		return
@@ -251,7 +242,7 @@ func (h *handlers) unlockLink(c *gin.Context) {
 	}
 	SetLinkCookie(c.Writer, c.Request, token, grant, exp, h.secureCookies)
 	c.Header("Cache-Control", "no-store")
-	c.JSON(http.StatusOK, gin.H{"grant": grant, "expires_at": exp.UTC()})
+	c.JSON(http.StatusOK, api.LinkGrant{Grant: grant, ExpiresAt: exp.UTC()})
 }
 
 // SetLinkCookie sets the shipfile_link cookie holding grant for the link token alone:
