@@ -3,70 +3,40 @@ package httpapi
 import (
 	"net/http"
 	"strconv"
-	"time"
 
 	"github.com/gin-gonic/gin"
+	"github.com/google/uuid"
 
+	api "github.com/shipfile/shipfile/pkg/apiclient"
 	"github.com/shipfile/shipfile/services/gateway/internal/app/webhookadmin"
 )
 
-// webhookResponse is a webhook subscription record. It never carries the secret.
-type webhookResponse struct {
-	ID             int64      `json:"id"`
-	URL            string     `json:"url"`
-	Description    string     `json:"description"`
-	Events         []string   `json:"events"`
-	Active         bool       `json:"active"`
-	DisabledReason *string    `json:"disabled_reason"`
-	DisabledAt     *time.Time `json:"disabled_at"`
-	FailingSince   *time.Time `json:"failing_since"`
-	LastSuccessAt  *time.Time `json:"last_success_at"`
-	MaxInFlight    int        `json:"max_in_flight"`
-	RateLimit      *int       `json:"rate_limit"`
-	Ordering       string     `json:"ordering"`
-	CreatedAt      time.Time  `json:"created_at"`
-	UpdatedAt      time.Time  `json:"updated_at"`
+// createdWebhook is a CreatedWebhook: the subscription and, this once, its secret.
+type createdWebhook struct {
+	api.Webhook
+	api.WebhookSecret
 }
 
-// createdWebhookResponse is the creation answer: the record and, this once, its secret.
-type createdWebhookResponse struct {
-	webhookResponse
-	Secret string `json:"secret"`
-}
-
-// webhookAttemptResponse is one line of a subscription's delivery log.
-type webhookAttemptResponse struct {
-	ID              int64     `json:"id"`
-	DeliveryID      string    `json:"delivery_id"`
-	EventID         string    `json:"event_id"`
-	Event           string    `json:"event"`
-	Attempt         int       `json:"attempt"`
-	StatusCode      *int      `json:"status_code"`
-	Error           *string   `json:"error"`
-	DurationMS      int       `json:"duration_ms"`
-	ResponseExcerpt *string   `json:"response_excerpt"`
-	CreatedAt       time.Time `json:"created_at"`
-	DeliveryStatus  string    `json:"delivery_status"`
-}
-
-func toWebhookResponse(w webhookadmin.Webhook) webhookResponse {
-	evs := w.Events
-	if evs == nil {
-		evs = []string{}
+// toAPIWebhook is a webhook subscription as the API shows it; it never carries the secret.
+func toAPIWebhook(w webhookadmin.Webhook) api.Webhook {
+	evs := make([]api.EventType, len(w.Events))
+	for i, e := range w.Events {
+		evs[i] = api.EventType(e)
 	}
-	return webhookResponse{
-		ID: w.ID, URL: w.URL, Description: w.Description, Events: evs, Active: w.Active,
+	return api.Webhook{
+		Id: w.ID, Url: w.URL, Description: w.Description, Events: evs, Active: w.Active,
 		DisabledReason: w.DisabledReason, DisabledAt: utcPtr(w.DisabledAt), FailingSince: utcPtr(w.FailingSince),
 		LastSuccessAt: utcPtr(w.LastSuccessAt), MaxInFlight: w.MaxInFlight, RateLimit: w.RateLimit,
-		Ordering: w.Ordering, CreatedAt: w.CreatedAt.UTC(), UpdatedAt: w.UpdatedAt.UTC(),
+		Ordering: api.WebhookOrdering(w.Ordering), CreatedAt: w.CreatedAt.UTC(), UpdatedAt: w.UpdatedAt.UTC(),
 	}
 }
 
-func toWebhookAttemptResponse(a webhookadmin.WebhookAttempt) webhookAttemptResponse {
-	return webhookAttemptResponse{
-		ID: a.ID, DeliveryID: a.DeliveryID.String(), EventID: a.EventID, Event: a.Event, Attempt: a.Attempt,
-		StatusCode: a.StatusCode, Error: a.Error, DurationMS: a.DurationMS, ResponseExcerpt: a.ResponseExcerpt,
-		CreatedAt: a.CreatedAt.UTC(), DeliveryStatus: string(a.DeliveryStatus),
+// toAPIWebhookAttempt is one line of a subscription's delivery log.
+func toAPIWebhookAttempt(a webhookadmin.WebhookAttempt) api.WebhookAttempt {
+	return api.WebhookAttempt{
+		Id: a.ID, DeliveryId: a.DeliveryID, EventId: a.EventID, Event: a.Event, Attempt: a.Attempt,
+		StatusCode: a.StatusCode, Error: a.Error, DurationMs: a.DurationMS, ResponseExcerpt: a.ResponseExcerpt,
+		CreatedAt: a.CreatedAt.UTC(), DeliveryStatus: api.WebhookAttemptDeliveryStatus(a.DeliveryStatus),
 	}
 }
 
@@ -76,11 +46,11 @@ func (h *handlers) listWebhooks(c *gin.Context) {
 		_ = c.Error(err)
 		return
 	}
-	out := make([]webhookResponse, 0, len(hooks))
-	for _, w := range hooks {
-		out = append(out, toWebhookResponse(w))
+	out := make([]api.Webhook, len(hooks))
+	for i, w := range hooks {
+		out[i] = toAPIWebhook(w)
 	}
-	c.JSON(http.StatusOK, listResponse[webhookResponse]{Items: out})
+	c.JSON(http.StatusOK, api.WebhookList{Items: out})
 }
 
 type createWebhookRequest struct {
@@ -106,7 +76,7 @@ func (h *handlers) createWebhook(c *gin.Context) {
 		_ = c.Error(err)
 		return
 	}
-	c.JSON(http.StatusCreated, createdWebhookResponse{webhookResponse: toWebhookResponse(w), Secret: w.Secret})
+	c.JSON(http.StatusCreated, createdWebhook{toAPIWebhook(w), api.WebhookSecret{Secret: w.Secret}})
 }
 
 func (h *handlers) getWebhook(c *gin.Context) {
@@ -120,7 +90,7 @@ func (h *handlers) getWebhook(c *gin.Context) {
 		_ = c.Error(err)
 		return
 	}
-	c.JSON(http.StatusOK, toWebhookResponse(w))
+	c.JSON(http.StatusOK, toAPIWebhook(w))
 }
 
 type updateWebhookRequest struct {
@@ -149,7 +119,7 @@ func (h *handlers) updateWebhook(c *gin.Context) {
 		_ = c.Error(err)
 		return
 	}
-	c.JSON(http.StatusOK, toWebhookResponse(w))
+	c.JSON(http.StatusOK, toAPIWebhook(w))
 }
 
 func toWebhookPatch(req updateWebhookRequest) webhookadmin.WebhookPatch {
@@ -183,7 +153,12 @@ func (h *handlers) testWebhook(c *gin.Context) {
 		_ = c.Error(err)
 		return
 	}
-	c.JSON(http.StatusAccepted, gin.H{"event_id": eventID})
+	queued, err := uuid.Parse(eventID)
+	if err != nil {
+		_ = c.Error(err)
+		return
+	}
+	c.JSON(http.StatusAccepted, api.WebhookTestQueued{EventId: queued})
 }
 
 func (h *handlers) rotateWebhookSecret(c *gin.Context) {
@@ -197,7 +172,7 @@ func (h *handlers) rotateWebhookSecret(c *gin.Context) {
 		_ = c.Error(err)
 		return
 	}
-	c.JSON(http.StatusOK, gin.H{"secret": secret})
+	c.JSON(http.StatusOK, api.WebhookSecret{Secret: secret})
 }
 
 func (h *handlers) listWebhookDeliveries(c *gin.Context) {
@@ -223,11 +198,11 @@ func (h *handlers) listWebhookDeliveries(c *gin.Context) {
 		return
 	}
 	attempts, next := page(attempts, limit, func(last webhookadmin.WebhookAttempt) string { return strconv.FormatInt(last.ID, 10) })
-	items := make([]webhookAttemptResponse, len(attempts))
+	items := make([]api.WebhookAttempt, len(attempts))
 	for i, a := range attempts {
-		items[i] = toWebhookAttemptResponse(a)
+		items[i] = toAPIWebhookAttempt(a)
 	}
-	c.JSON(http.StatusOK, gin.H{"items": items, "next_cursor": next})
+	c.JSON(http.StatusOK, api.WebhookAttemptList{Items: items, NextCursor: next})
 }
 
 func (h *handlers) redeliverWebhook(c *gin.Context) {
@@ -245,5 +220,5 @@ func (h *handlers) redeliverWebhook(c *gin.Context) {
 		_ = c.Error(err)
 		return
 	}
-	c.JSON(http.StatusAccepted, gin.H{"delivery_id": deliveryID.String()})
+	c.JSON(http.StatusAccepted, api.Redelivery{DeliveryId: deliveryID})
 }
