@@ -40,7 +40,8 @@ var (
 // subscription to audit.checkpoint gets the chain's head, signed, as the database and
 // `shipctl audit verify` know it, and a later head once more entries were written. A
 // rewrite of the whole chain from one entry on, with every hash recomputed, passes
-// verify, and the checkpoint the receiver kept still tells it apart.
+// verify, and the checkpoint the receiver kept still tells it apart; an entry edited
+// without the hashes makes shipctl exit 1 naming it, and 0 once restored.
 func TestAuditCheckpointsReachAWebhook(t *testing.T) {
 	common, token, gwAddr := startGateway(t)
 	dispatcher := servicetest.FreeAddr(t)
@@ -154,6 +155,40 @@ func TestAuditCheckpointsReachAWebhook(t *testing.T) {
 	if now == later.Hash || before != first.Hash {
 		t.Fatalf("after the rewrite from %d: entry %d's hash %s (checkpoint %s), entry %d's %s (checkpoint %s); want only the later one to differ",
 			first.Seq+1, later.Seq, now, later.Hash, first.Seq, before, first.Hash)
+	}
+
+	// An entry edited without the hashes recomputed: the binary exits 1 naming it, and
+	// 0 once it is restored.
+	edit := func(detail string) {
+		t.Helper()
+		tx, err := db.Begin(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer tx.Rollback(ctx)
+		if _, err := tx.Exec(ctx, `SET LOCAL session_replication_role = replica`); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := tx.Exec(ctx, `UPDATE audit_log SET detail = $1 WHERE seq = $2`, detail, first.Seq); err != nil {
+			t.Fatal(err)
+		}
+		if err := tx.Commit(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var detail string
+	if err := db.QueryRow(ctx, `SELECT detail FROM audit_log WHERE seq = $1`, first.Seq).Scan(&detail); err != nil {
+		t.Fatal(err)
+	}
+	edit(detail + " (edited)")
+	out, err = shipctlVerify(common)
+	var exit *exec.ExitError
+	if !errors.As(err, &exit) || exit.ExitCode() != 1 || !strings.Contains(out, fmt.Sprintf("audit entry %d changed", first.Seq)) {
+		t.Fatalf("verify with entry %d edited: %v %s; want exit 1 naming it", first.Seq, err, out)
+	}
+	edit(detail)
+	if out, err := shipctlVerify(common); err != nil || !verifyWhole.MatchString(out) {
+		t.Fatalf("verify once entry %d is restored: %v %s", first.Seq, err, out)
 	}
 }
 
