@@ -1023,8 +1023,9 @@ type CreateGroup struct {
 	OidcGroups *[]string `json:"oidc_groups,omitempty"`
 
 	// Policy What a group's members (or users in no group) may do. Every limit is optional; `null` (or absent) is
-	// no limit. A user in several groups gets, limit by limit, the most generous value. Over a byte limit
-	// an upload answers 413, against a rule a request answers 422, each naming the limit and the numbers.
+	// no limit; an answer names every limit, `null` where there is none. A user in several groups gets,
+	// limit by limit, the most generous value. Over a byte limit an upload answers 413, against a rule a
+	// request answers 422, each naming the limit and the numbers.
 	Policy *Policy `json:"policy,omitempty"`
 }
 
@@ -1384,8 +1385,9 @@ type Group struct {
 	OidcGroups []string `json:"oidc_groups"`
 
 	// Policy What a group's members (or users in no group) may do. Every limit is optional; `null` (or absent) is
-	// no limit. A user in several groups gets, limit by limit, the most generous value. Over a byte limit
-	// an upload answers 413, against a rule a request answers 422, each naming the limit and the numbers.
+	// no limit; an answer names every limit, `null` where there is none. A user in several groups gets,
+	// limit by limit, the most generous value. Over a byte limit an upload answers 413, against a rule a
+	// request answers 422, each naming the limit and the numbers.
 	Policy    Policy    `json:"policy"`
 	UpdatedAt time.Time `json:"updated_at"`
 }
@@ -1583,8 +1585,9 @@ type MyUsage struct {
 	ActivePackages int `json:"active_packages"`
 
 	// Policy What a group's members (or users in no group) may do. Every limit is optional; `null` (or absent) is
-	// no limit. A user in several groups gets, limit by limit, the most generous value. Over a byte limit
-	// an upload answers 413, against a rule a request answers 422, each naming the limit and the numbers.
+	// no limit; an answer names every limit, `null` where there is none. A user in several groups gets,
+	// limit by limit, the most generous value. Over a byte limit an upload answers 413, against a rule a
+	// request answers 422, each naming the limit and the numbers.
 	Policy Policy `json:"policy"`
 
 	// QuotaBytes The effective storage_quota_bytes; null: no quota.
@@ -1765,38 +1768,39 @@ type PatchMe struct {
 type PatchMeLanguage string
 
 // Policy What a group's members (or users in no group) may do. Every limit is optional; `null` (or absent) is
-// no limit. A user in several groups gets, limit by limit, the most generous value. Over a byte limit
-// an upload answers 413, against a rule a request answers 422, each naming the limit and the numbers.
+// no limit; an answer names every limit, `null` where there is none. A user in several groups gets,
+// limit by limit, the most generous value. Over a byte limit an upload answers 413, against a rule a
+// request answers 422, each naming the limit and the numbers.
 type Policy struct {
 	// AllowedRecipientDomains The recipients' e-mail domains allowed; empty or null allows any.
-	AllowedRecipientDomains *[]string `json:"allowed_recipient_domains,omitempty"`
+	AllowedRecipientDomains *[]string `json:"allowed_recipient_domains"`
 
 	// MaxActivePackages Packages in draft or active at once.
-	MaxActivePackages *int `json:"max_active_packages,omitempty"`
+	MaxActivePackages *int `json:"max_active_packages"`
 
 	// MaxDownloadsCeiling A sent package's max_downloads must be set and at most this.
-	MaxDownloadsCeiling *int `json:"max_downloads_ceiling,omitempty"`
+	MaxDownloadsCeiling *int `json:"max_downloads_ceiling"`
 
 	// MaxFileSize Bytes per file.
-	MaxFileSize *int64 `json:"max_file_size,omitempty"`
+	MaxFileSize *int64 `json:"max_file_size"`
 
 	// MaxPackageSize Bytes per package.
-	MaxPackageSize *int64 `json:"max_package_size,omitempty"`
+	MaxPackageSize *int64 `json:"max_package_size"`
 
 	// MaxTtlDays The largest ttl_days.
-	MaxTtlDays *int `json:"max_ttl_days,omitempty"`
+	MaxTtlDays *int `json:"max_ttl_days"`
 
 	// MayRequestFiles false: no inbound packages (file requests).
-	MayRequestFiles *bool `json:"may_request_files,omitempty"`
+	MayRequestFiles *bool `json:"may_request_files"`
 
 	// RequireEncryption true: packages must be end-to-end encrypted (encryption: age).
-	RequireEncryption *bool `json:"require_encryption,omitempty"`
+	RequireEncryption *bool `json:"require_encryption"`
 
 	// RequirePassword true: a sent package's link needs a password.
-	RequirePassword *bool `json:"require_password,omitempty"`
+	RequirePassword *bool `json:"require_password"`
 
 	// StorageQuotaBytes What the user's packages may hold together (files of packages not expired or deleted, uploads under way included).
-	StorageQuotaBytes *int64 `json:"storage_quota_bytes,omitempty"`
+	StorageQuotaBytes *int64 `json:"storage_quota_bytes"`
 }
 
 // PutUserKey defines model for PutUserKey.
@@ -1906,8 +1910,9 @@ type UpdateGroup struct {
 	OidcGroups *[]string `json:"oidc_groups,omitempty"`
 
 	// Policy What a group's members (or users in no group) may do. Every limit is optional; `null` (or absent) is
-	// no limit. A user in several groups gets, limit by limit, the most generous value. Over a byte limit
-	// an upload answers 413, against a rule a request answers 422, each naming the limit and the numbers.
+	// no limit; an answer names every limit, `null` where there is none. A user in several groups gets,
+	// limit by limit, the most generous value. Over a byte limit an upload answers 413, against a rule a
+	// request answers 422, each naming the limit and the numbers.
 	Policy *Policy `json:"policy,omitempty"`
 }
 

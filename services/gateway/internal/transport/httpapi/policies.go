@@ -4,28 +4,18 @@ import (
 	"encoding/csv"
 	"net/http"
 	"strconv"
-	"time"
 
 	"github.com/gin-gonic/gin"
 
+	api "github.com/shipfile/shipfile/pkg/apiclient"
 	"github.com/shipfile/shipfile/services/gateway/internal/app"
 	"github.com/shipfile/shipfile/services/gateway/internal/app/policies"
 )
 
 // The policies and quotas routes: groups, members, the default policy (admins) and
-// usage (everyone their own, admins everyone's). A policy's JSON form is
-// policies.Policy's (proto/openapi.yaml Policy), the one the store keeps.
-
-// groupResponse is a group's record.
-type groupResponse struct {
-	ID         int64           `json:"id"`
-	Name       string          `json:"name"`
-	Policy     policies.Policy `json:"policy"`
-	OIDCGroups []string        `json:"oidc_groups"`
-	Members    []int64         `json:"members"`
-	CreatedAt  time.Time       `json:"created_at"`
-	UpdatedAt  time.Time       `json:"updated_at"`
-}
+// usage (everyone their own, admins everyone's). The answers are proto/openapi.yaml's
+// Group, Policy, MyUsage and UserUsage (pkg/apiclient); a policy in a request body
+// decodes into policies.Policy, which refuses fields it does not know.
 
 // groupRequest is the body of a group's creation or change.
 type groupRequest struct {
@@ -34,28 +24,21 @@ type groupRequest struct {
 	OIDCGroups *[]string        `json:"oidc_groups"`
 }
 
-// usageResponse is a user's usage (GET /api/v1/admin/usage).
-type usageResponse struct {
-	UserID         int64  `json:"user_id"`
-	Email          string `json:"email"`
-	Name           string `json:"name"`
-	UsedBytes      int64  `json:"used_bytes"`
-	ReservedBytes  int64  `json:"reserved_bytes"`
-	QuotaBytes     *int64 `json:"quota_bytes"`
-	ActivePackages int    `json:"active_packages"`
+// toAPIPolicy is a policy as the API shows it: every limit, null where there is none.
+func toAPIPolicy(p policies.Policy) api.Policy {
+	out := api.Policy{
+		StorageQuotaBytes: p.StorageQuotaBytes, MaxFileSize: p.MaxFileSize, MaxPackageSize: p.MaxPackageSize,
+		MaxTtlDays: p.MaxTTLDays, MaxActivePackages: p.MaxActivePackages, MaxDownloadsCeiling: p.MaxDownloadsCeiling,
+		RequirePassword: p.RequirePassword, RequireEncryption: p.RequireEncryption, MayRequestFiles: p.MayRequestFiles,
+	}
+	if p.AllowedRecipientDomains != nil {
+		out.AllowedRecipientDomains = &p.AllowedRecipientDomains
+	}
+	return out
 }
 
-// myUsageResponse is the caller's usage (GET /api/v1/me/usage).
-type myUsageResponse struct {
-	UsedBytes      int64           `json:"used_bytes"`
-	ReservedBytes  int64           `json:"reserved_bytes"`
-	QuotaBytes     *int64          `json:"quota_bytes"`
-	ActivePackages int             `json:"active_packages"`
-	Policy         policies.Policy `json:"policy"`
-}
-
-func toGroupResponse(g policies.Group) groupResponse {
-	return groupResponse{ID: g.ID, Name: g.Name, Policy: g.Policy, OIDCGroups: g.OIDCGroups, Members: g.Members,
+func toAPIGroup(g policies.Group) api.Group {
+	return api.Group{Id: g.ID, Name: g.Name, Policy: toAPIPolicy(g.Policy), OidcGroups: g.OIDCGroups, Members: g.Members,
 		CreatedAt: g.CreatedAt.UTC(), UpdatedAt: g.UpdatedAt.UTC()}
 }
 
@@ -69,8 +52,8 @@ func (h *handlers) myUsage(c *gin.Context) {
 		_ = c.Error(err)
 		return
 	}
-	c.JSON(http.StatusOK, myUsageResponse{UsedBytes: u.UsedBytes, ReservedBytes: u.ReservedBytes,
-		QuotaBytes: pol.StorageQuotaBytes, ActivePackages: u.ActivePackages, Policy: pol})
+	c.JSON(http.StatusOK, api.MyUsage{UsedBytes: u.UsedBytes, ReservedBytes: u.ReservedBytes,
+		QuotaBytes: pol.StorageQuotaBytes, ActivePackages: u.ActivePackages, Policy: toAPIPolicy(pol)})
 }
 
 func (h *handlers) listGroups(c *gin.Context) {
@@ -79,11 +62,11 @@ func (h *handlers) listGroups(c *gin.Context) {
 		_ = c.Error(err)
 		return
 	}
-	items := make([]groupResponse, 0, len(gs))
-	for _, g := range gs {
-		items = append(items, toGroupResponse(g))
+	items := make([]api.Group, len(gs))
+	for i, g := range gs {
+		items[i] = toAPIGroup(g)
 	}
-	c.JSON(http.StatusOK, gin.H{"items": items})
+	c.JSON(http.StatusOK, api.GroupList{Items: items})
 }
 
 func (h *handlers) createGroup(c *gin.Context) {
@@ -97,7 +80,7 @@ func (h *handlers) createGroup(c *gin.Context) {
 		_ = c.Error(err)
 		return
 	}
-	c.JSON(http.StatusCreated, toGroupResponse(g))
+	c.JSON(http.StatusCreated, toAPIGroup(g))
 }
 
 func (h *handlers) getGroup(c *gin.Context) {
@@ -111,7 +94,7 @@ func (h *handlers) getGroup(c *gin.Context) {
 		_ = c.Error(err)
 		return
 	}
-	c.JSON(http.StatusOK, toGroupResponse(g))
+	c.JSON(http.StatusOK, toAPIGroup(g))
 }
 
 func (h *handlers) updateGroup(c *gin.Context) {
@@ -130,7 +113,7 @@ func (h *handlers) updateGroup(c *gin.Context) {
 		_ = c.Error(err)
 		return
 	}
-	c.JSON(http.StatusOK, toGroupResponse(g))
+	c.JSON(http.StatusOK, toAPIGroup(g))
 }
 
 func (h *handlers) deleteGroup(c *gin.Context) {
@@ -185,7 +168,7 @@ func (h *handlers) getDefaultPolicy(c *gin.Context) {
 		_ = c.Error(err)
 		return
 	}
-	c.JSON(http.StatusOK, p)
+	c.JSON(http.StatusOK, toAPIPolicy(p))
 }
 
 func (h *handlers) putDefaultPolicy(c *gin.Context) {
@@ -199,7 +182,7 @@ func (h *handlers) putDefaultPolicy(c *gin.Context) {
 		_ = c.Error(err)
 		return
 	}
-	c.JSON(http.StatusOK, p)
+	c.JSON(http.StatusOK, toAPIPolicy(p))
 }
 
 func (h *handlers) listUsage(c *gin.Context) {
@@ -214,18 +197,18 @@ func (h *handlers) listUsage(c *gin.Context) {
 		_ = c.Error(err)
 		return
 	}
-	items := make([]usageResponse, 0, len(us))
+	items := make([]api.UserUsage, 0, len(us))
 	for _, u := range us {
 		pol, err := h.policies.For(ctx, u.UserID)
 		if err != nil {
 			_ = c.Error(err)
 			return
 		}
-		items = append(items, usageResponse{UserID: u.UserID, Email: u.Email, Name: u.Name, UsedBytes: u.UsedBytes,
+		items = append(items, api.UserUsage{UserId: u.UserID, Email: u.Email, Name: u.Name, UsedBytes: u.UsedBytes,
 			ReservedBytes: u.ReservedBytes, QuotaBytes: pol.StorageQuotaBytes, ActivePackages: u.ActivePackages})
 	}
 	if format == "json" {
-		c.JSON(http.StatusOK, gin.H{"items": items})
+		c.JSON(http.StatusOK, api.UsageList{Items: items})
 		return
 	}
 	c.Header("Content-Type", "text/csv; charset=utf-8")
@@ -238,7 +221,7 @@ func (h *handlers) listUsage(c *gin.Context) {
 		if it.QuotaBytes != nil {
 			quota = strconv.FormatInt(*it.QuotaBytes, 10)
 		}
-		_ = w.Write([]string{strconv.FormatInt(it.UserID, 10), csvCell(it.Email), csvCell(it.Name), strconv.FormatInt(it.UsedBytes, 10),
+		_ = w.Write([]string{strconv.FormatInt(it.UserId, 10), csvCell(it.Email), csvCell(it.Name), strconv.FormatInt(it.UsedBytes, 10),
 			strconv.FormatInt(it.ReservedBytes, 10), quota, strconv.Itoa(it.ActivePackages)})
 	}
 	w.Flush()
