@@ -2,6 +2,7 @@ package i18n
 
 import (
 	"fmt"
+	"math"
 	"time"
 
 	"golang.org/x/text/number"
@@ -31,6 +32,29 @@ func (l *Localizer) Size(n int64) string {
 		exp++
 	}
 	return l.p.Sprintf("%v %s", number.Decimal(float64(n)/float64(div), number.Scale(1)), units[exp+1])
+}
+
+// SizeCompact is Size without a decimal that rounds to zero, the way quotas and
+// limits are written: "10 MiB", "1.5 MiB", "10 Mio", "1,5 Mio".
+func (l *Localizer) SizeCompact(n int64) string {
+	units, ok := sizeUnits[l.Lang]
+	if !ok {
+		units = defaultUnits
+	}
+	const unit = 1024
+	if n < unit {
+		return l.Size(n)
+	}
+	div, exp := int64(unit), 0
+	for m := n / unit; m >= unit && exp < 4; m /= unit {
+		div *= unit
+		exp++
+	}
+	v := math.Round(float64(n)/float64(div)*10) / 10
+	if v != math.Trunc(v) {
+		return l.Size(n)
+	}
+	return l.p.Sprintf("%v %s", number.Decimal(int64(v)), units[exp+1])
 }
 
 // Number formats an integer with the language's grouping: "12,345", "12.345".

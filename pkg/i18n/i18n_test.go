@@ -139,3 +139,25 @@ func TestHTMLEscapesPlainMessages(t *testing.T) {
 		t.Errorf("HTML: %s", got)
 	}
 }
+
+func TestSizeCompact(t *testing.T) {
+	b := MustNew()
+	for _, c := range []struct {
+		lang string
+		n    int64
+		want string
+	}{
+		{"en", 10 << 20, "10 MiB"},
+		{"en", 3 << 19, "1.5 MiB"},
+		{"en", 10<<30 + 1, "10 GiB"},
+		{"de", 10 << 30, "10 GiB"},
+		{"de", 3 << 19, "1,5 MiB"},
+		{"fr", 2 << 10, "2 Kio"},
+		{"en", 1000, "1,000 B"},
+		{"en", 2 << 50, "2 PiB"},
+	} {
+		if got := b.Localizer(c.lang).SizeCompact(c.n); got != c.want {
+			t.Errorf("%s SizeCompact(%d) = %q, want %q", c.lang, c.n, got, c.want)
+		}
+	}
+}

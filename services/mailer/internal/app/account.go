@@ -124,7 +124,7 @@ func quotaDetail(l *i18n.Localizer, detail string) string {
 	if !okU || !okQ {
 		return detail
 	}
-	return l.T("mail.account.used_of", "Used", l.Size(u), "Quota", l.Size(q))
+	return l.T("mail.account.used_of", "Used", l.SizeCompact(u), "Quota", l.SizeCompact(q))
 }
 
 // parseSize reads a size as the gateway writes it ("9.1 GiB", "512 B") back into bytes.

@@ -31,7 +31,7 @@ func TestRenderOwnerLanguages(t *testing.T) {
 			text: []string{"El antivirus encontró Eicar en el archivo a.pdf de Q3 report.", "se ha quitado del almacenamiento"}},
 		{name: "de quota", lang: "de", kind: NotifyAccount, event: AccountQuota90, detail: "9.1 GiB of 10 GiB",
 			subject: "Ihr shipfile-Speicher ist zu 90 % voll",
-			text:    []string{"Ihre Pakete belegen 9,1 GiB von 10,0 GiB Ihres Speicherkontingents", "Ihr Konto:\nhttps://x/account", "Sicherheitshinweis"},
+			text:    []string{"Ihre Pakete belegen 9,1 GiB von 10 GiB Ihres Speicherkontingents", "Ihr Konto:\nhttps://x/account", "Sicherheitshinweis"},
 			html:    []string{`<html lang="de">`, ">Ihr Konto öffnen</a>"}},
 		{name: "fr role", lang: "fr", kind: NotifyAccount, event: AccountRoleChanged, detail: "regular -> admin",
 			subject: "Votre rôle dans shipfile a changé", text: []string{"Votre rôle dans shipfile a changé : standard → administrateur."}},

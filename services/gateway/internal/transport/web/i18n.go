@@ -119,9 +119,36 @@ var jsMessageJSON = func() map[string]string {
 	return out
 }()
 
+// message is a catalog message with its values, said in a page's language by the
+// template function tr: what a handler hands a page that has no localizer yet.
+type message struct {
+	ID   string
+	Args []any // name/value pairs, as i18n.Localizer.T takes them
+}
+
+// msg is a message of id with its name/value pairs.
+func msg(id string, pairs ...any) message { return message{ID: id, Args: pairs} }
+
+// size is a byte count in a message's values: tr writes it the way the page's language
+// writes a limit (i18n.Localizer.SizeCompact).
+type size int64
+
+// tr says m in l's language.
+func tr(l *i18n.Localizer, m message) string {
+	args := make([]any, len(m.Args))
+	for i, a := range m.Args {
+		if s, ok := a.(size); ok {
+			a = l.SizeCompact(int64(s))
+		}
+		args[i] = a
+	}
+	return l.T(m.ID, args...)
+}
+
 func init() {
 	funcs["scantext"] = scanText
 	funcs["strong"] = i18n.Strong
+	funcs["tr"] = tr
 }
 
 // pageTexts are the catalog ids of the fixed English titles and form errors that

@@ -2,7 +2,6 @@ package web
 
 import (
 	"context"
-	"fmt"
 	"net/http"
 	"strings"
 
@@ -35,8 +34,8 @@ type policyHints struct {
 	DownloadsCeiling int
 	MayRequest       bool
 	Domains          string // the allowed recipients' domains, "" for any
-	// Why lists, in words, what the policy asks of a package.
-	Why []string
+	// Why lists what the policy asks of a package, as catalog messages.
+	Why []message
 }
 
 // usageOf returns the user's usage bar; nil without policies.
@@ -75,26 +74,26 @@ func (w *Web) formPolicy(ctx context.Context, u app.User, d *packageFormData) er
 	h := &policyHints{MayRequest: pol.MayRequestFiles == nil || *pol.MayRequestFiles}
 	if pol.MaxTTLDays != nil && *pol.MaxTTLDays < d.MaxTTL {
 		d.MaxTTL = *pol.MaxTTLDays
-		h.Why = append(h.Why, fmt.Sprintf("links work for at most %d days", d.MaxTTL))
+		h.Why = append(h.Why, msg("why.ttl", "Count", d.MaxTTL))
 	}
 	if pol.RequirePassword != nil && *pol.RequirePassword && d.Direction == app.Outbound {
 		h.RequirePassword = true
-		h.Why = append(h.Why, "a link needs a password")
+		h.Why = append(h.Why, msg("why.password"))
 	}
 	if pol.MaxDownloadsCeiling != nil && d.Direction == app.Outbound {
 		h.DownloadsCeiling = *pol.MaxDownloadsCeiling
-		h.Why = append(h.Why, fmt.Sprintf("a download limit is required, at most %d", h.DownloadsCeiling))
+		h.Why = append(h.Why, msg("why.downloads", "N", h.DownloadsCeiling))
 	}
 	if pol.RequireEncryption != nil && *pol.RequireEncryption {
 		h.RequireEncryption = true
-		h.Why = append(h.Why, "packages must be encrypted end to end")
+		h.Why = append(h.Why, msg("why.encryption"))
 	}
 	if len(pol.AllowedRecipientDomains) > 0 {
 		h.Domains = strings.Join(pol.AllowedRecipientDomains, ", ")
-		h.Why = append(h.Why, "recipients only at "+h.Domains)
+		h.Why = append(h.Why, msg("why.domains", "Domains", h.Domains))
 	}
 	if pol.MaxFileSize != nil {
-		h.Why = append(h.Why, "files of at most "+policies.Bytes(*pol.MaxFileSize))
+		h.Why = append(h.Why, msg("why.file", "Size", size(*pol.MaxFileSize)))
 	}
 	d.Policy = h
 	return nil
@@ -102,22 +101,23 @@ func (w *Web) formPolicy(ctx context.Context, u app.User, d *packageFormData) er
 
 // policiesData is the admin's policies page.
 type policiesData struct {
-	Default []string // the default policy's limits in words
+	Default []message // the default policy's limits
 	Groups  []groupRow
 	Usage   []usageRow
-	Cap     string
+	Cap     int64 // SHIPFILE_STORAGE_CAP; 0: none
 }
 
-// groupRow is one group's line: its policy's limits in words.
+// groupRow is one group's line: its policy's limits.
 type groupRow struct {
 	policies.Group
-	Limits, SSO string
+	Limits []message
+	SSO    string
 }
 
 // usageRow is one user's line of the usage table.
 type usageRow struct {
 	policies.Usage
-	Used, Reserved, Quota string
+	Quota *int64 // the user's storage quota; nil: none
 }
 
 // policiesPage shows the groups, the default policy and every user's usage (admins;
@@ -143,12 +143,9 @@ func (w *Web) policiesPage(c *gin.Context) {
 		_ = c.Error(err)
 		return
 	}
-	d := policiesData{Default: policyLines(def)}
+	d := policiesData{Default: policyLines(def), Cap: max(w.policies.StorageCap(), 0)}
 	for _, g := range groups {
-		d.Groups = append(d.Groups, groupRow{Group: g, Limits: strings.Join(policyLines(g.Policy), "; "), SSO: strings.Join(g.OIDCGroups, ", ")})
-	}
-	if cp := w.policies.StorageCap(); cp > 0 {
-		d.Cap = policies.Bytes(cp)
+		d.Groups = append(d.Groups, groupRow{Group: g, Limits: policyLines(g.Policy), SSO: strings.Join(g.OIDCGroups, ", ")})
 	}
 	for _, u := range us {
 		pol, err := w.policies.For(ctx, u.UserID)
@@ -156,51 +153,47 @@ func (w *Web) policiesPage(c *gin.Context) {
 			_ = c.Error(err)
 			return
 		}
-		row := usageRow{Usage: u, Used: policies.Bytes(u.UsedBytes), Reserved: policies.Bytes(u.ReservedBytes)}
-		if pol.StorageQuotaBytes != nil {
-			row.Quota = policies.Bytes(*pol.StorageQuotaBytes)
-		}
-		d.Usage = append(d.Usage, row)
+		d.Usage = append(d.Usage, usageRow{Usage: u, Quota: pol.StorageQuotaBytes})
 	}
 	w.render(c, http.StatusOK, "policies", view{Title: "Policies", Section: "policies", D: d})
 }
 
-// policyLines writes a policy's limits in words, one an entry ("no limits" when none).
-func policyLines(p policies.Policy) []string {
-	var out []string
-	add := func(s string) { out = append(out, s) }
+// policyLines says a policy's limits, one a message ("no limits" when none).
+func policyLines(p policies.Policy) []message {
+	var out []message
+	add := func(id string, pairs ...any) { out = append(out, msg(id, pairs...)) }
 	if p.StorageQuotaBytes != nil {
-		add("storage quota " + policies.Bytes(*p.StorageQuotaBytes))
+		add("policy.quota", "Size", size(*p.StorageQuotaBytes))
 	}
 	if p.MaxFileSize != nil {
-		add("files up to " + policies.Bytes(*p.MaxFileSize))
+		add("policy.file", "Size", size(*p.MaxFileSize))
 	}
 	if p.MaxPackageSize != nil {
-		add("packages up to " + policies.Bytes(*p.MaxPackageSize))
+		add("policy.package", "Size", size(*p.MaxPackageSize))
 	}
 	if p.MaxTTLDays != nil {
-		add(fmt.Sprintf("links up to %d days", *p.MaxTTLDays))
+		add("policy.ttl", "Count", *p.MaxTTLDays)
 	}
 	if p.MaxActivePackages != nil {
-		add(fmt.Sprintf("at most %d packages in draft or active", *p.MaxActivePackages))
+		add("policy.active", "Count", *p.MaxActivePackages)
 	}
 	if p.MaxDownloadsCeiling != nil {
-		add(fmt.Sprintf("download limit required, at most %d", *p.MaxDownloadsCeiling))
+		add("policy.downloads", "N", *p.MaxDownloadsCeiling)
 	}
 	if p.RequirePassword != nil && *p.RequirePassword {
-		add("password required")
+		add("policy.password")
 	}
 	if p.RequireEncryption != nil && *p.RequireEncryption {
-		add("encryption required")
+		add("policy.encryption")
 	}
 	if len(p.AllowedRecipientDomains) > 0 {
-		add("recipients at " + strings.Join(p.AllowedRecipientDomains, ", "))
+		add("policy.domains", "Domains", strings.Join(p.AllowedRecipientDomains, ", "))
 	}
 	if p.MayRequestFiles != nil && !*p.MayRequestFiles {
-		add("no file requests")
+		add("policy.no_requests")
 	}
 	if len(out) == 0 {
-		add("no limits")
+		add("policy.none")
 	}
 	return out
 }

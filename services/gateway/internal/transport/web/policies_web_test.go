@@ -65,7 +65,7 @@ func TestPolicyPages(t *testing.T) {
 	}
 	page := ab.get("/admin/policies")
 	expectStatus(t, page, http.StatusOK)
-	for _, want := range []string{"storage quota 1000 B", "links up to 5 days", "contractors", "files up to 2 KiB", "bob@example.com", "/api/v1/admin/usage?format=csv"} {
+	for _, want := range []string{"storage quota 1,000 B", "links up to 5 days", "contractors", "files up to 2 KiB", "bob@example.com", "/api/v1/admin/usage?format=csv"} {
 		if !strings.Contains(page.body, want) {
 			t.Fatalf("policies page lacks %q:\n%.4000s", want, page.body)
 		}
