@@ -16,6 +16,7 @@ import (
 	"github.com/shipfile/shipfile/pkg/events"
 	"github.com/shipfile/shipfile/pkg/events/eventsv1"
 	"github.com/shipfile/shipfile/pkg/msgerr"
+	"github.com/shipfile/shipfile/pkg/tracing"
 	"github.com/shipfile/shipfile/services/webhooks/internal/app"
 )
 
@@ -87,6 +88,9 @@ func (d *Dispatcher) scheduleRetry(ctx context.Context, job *eventsv1.WebhookJob
 	}
 	out.Header.Set(HeaderNotBefore, strconv.FormatInt(notBefore.UnixMilli(), 10))
 	out.Header.Set(jetstream.MsgIDHeader, fmt.Sprintf("%s:retry:%d", job.GetDeliveryId(), seq))
+	// The retry stays in the delivery's trace: its attempts are spans of the same trace
+	// and send the receiver the same trace id.
+	tracing.Inject(ctx, tracing.Headers(out.Header))
 	pctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 	defer cancel()
 	_, err = d.js.PublishMsg(pctx, out)
@@ -119,8 +123,10 @@ func (d *Dispatcher) handleRetry(ctx context.Context, msg jetstream.Msg) consume
 	}
 	pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
-	_, err = d.js.Publish(pctx, d.opts.DueSubject(job.GetHookId()), msg.Data(),
-		jetstream.WithMsgID(fmt.Sprintf("%s:due:%d", job.GetDeliveryId(), md.Sequence.Stream)))
+	due := nats.NewMsg(d.opts.DueSubject(job.GetHookId()))
+	due.Data = msg.Data()
+	tracing.Inject(ctx, tracing.Headers(due.Header))
+	_, err = d.js.PublishMsg(pctx, due, jetstream.WithMsgID(fmt.Sprintf("%s:due:%d", job.GetDeliveryId(), md.Sequence.Stream)))
 	if err != nil {
 		if ctx.Err() == nil {
 			d.log.Warn("move webhook job to its due subject", "delivery_id", job.GetDeliveryId(), "err", err)

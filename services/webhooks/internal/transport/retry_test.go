@@ -8,7 +8,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
 	"github.com/shipfile/shipfile/pkg/events"
+	"github.com/shipfile/shipfile/pkg/tracing"
 	"github.com/shipfile/shipfile/services/webhooks/internal/app"
 	"github.com/shipfile/shipfile/services/webhooks/internal/webhooktest"
 )
@@ -54,6 +58,40 @@ func TestRetriesUntilSuccess(t *testing.T) {
 	}
 	if got := counter(t, in.Registry, "shipfile_webhook_deliveries_total", "retried"); got != 2 {
 		t.Errorf("retried = %v, want 2", got)
+	}
+}
+
+// TestRetriesKeepTheTrace: each attempt of a delivery, the retries too, sends the
+// receiver the trace id of the event's message.
+func TestRetriesKeepTheTrace(t *testing.T) {
+	if _, err := tracing.Setup(context.Background(), "webhooks-test"); err != nil { // the W3C propagator; exporting off
+		t.Fatal(err)
+	}
+	f := setup(t)
+	rc := webhooktest.NewReceiver(t, webhooktest.NewSecret(), answers(500, 500, 200))
+	f.subscribe(t, rc, nil)
+	f.start(t, webhooktest.Config{Schedule: webhooktest.Schedule(200*time.Millisecond, 7)})
+
+	const traceID = "4bf92f3577b34da6a3ce929d0e0e4736"
+	env := webhooktest.Envelope(events.TypePackageCreated, 0)
+	data, err := events.MarshalEnvelope(env)
+	if err != nil {
+		t.Fatal(err)
+	}
+	msg := nats.NewMsg(f.streams.EventsPrefix + "." + env.GetType())
+	msg.Data = data
+	msg.Header.Set("traceparent", "00-"+traceID+"-00f067aa0ba902b7-01")
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if _, err := f.js.PublishMsg(ctx, msg, jetstream.WithMsgID(env.GetEventId())); err != nil {
+		t.Fatal(err)
+	}
+	reqs := rc.WaitN(t, 3, 20*time.Second)
+	for i, r := range reqs {
+		tp := r.Header.Get("Traceparent")
+		if parts := strings.Split(tp, "-"); len(parts) != 4 || parts[1] != traceID {
+			t.Errorf("attempt %d: traceparent %q, want trace %s", i+1, tp, traceID)
+		}
 	}
 }
 
