@@ -926,18 +926,21 @@ func (e TusWriteOwnerParamsTusResumable) Valid() bool {
 
 // ActivityReport defines model for ActivityReport.
 type ActivityReport struct {
-	From  time.Time `json:"from"`
-	Items []struct {
-		BytesReceived    int64    `json:"bytes_received"`
-		BytesSent        int64    `json:"bytes_sent"`
-		Downloads        int64    `json:"downloads"`
-		Email            string   `json:"email"`
-		Name             string   `json:"name"`
-		PackagesSent     int64    `json:"packages_sent"`
-		RecipientDomains []string `json:"recipient_domains"`
-		UserId           int64    `json:"user_id"`
-	} `json:"items"`
-	To time.Time `json:"to"`
+	From  time.Time     `json:"from"`
+	Items []ActivityRow `json:"items"`
+	To    time.Time     `json:"to"`
+}
+
+// ActivityRow One user's line of the activity report.
+type ActivityRow struct {
+	BytesReceived    int64    `json:"bytes_received"`
+	BytesSent        int64    `json:"bytes_sent"`
+	Downloads        int64    `json:"downloads"`
+	Email            string   `json:"email"`
+	Name             string   `json:"name"`
+	PackagesSent     int64    `json:"packages_sent"`
+	RecipientDomains []string `json:"recipient_domains"`
+	UserId           int64    `json:"user_id"`
 }
 
 // AddedRecipient defines model for AddedRecipient.

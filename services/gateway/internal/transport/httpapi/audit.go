@@ -11,6 +11,7 @@ import (
 	"github.com/gin-gonic/gin"
 	"github.com/google/uuid"
 
+	api "github.com/shipfile/shipfile/pkg/apiclient"
 	"github.com/shipfile/shipfile/services/gateway/internal/app"
 	"github.com/shipfile/shipfile/services/gateway/internal/app/audit"
 )
@@ -88,47 +89,24 @@ func queryTime(c *gin.Context, name string) (time.Time, error) {
 	return t, nil
 }
 
-type holdRequest struct {
-	PackageID *uuid.UUID `json:"package_id"`
-	UserID    *int64     `json:"user_id"`
-	Reason    string     `json:"reason"`
-}
-
-// holdResponse is a legal hold's record.
-type holdResponse struct {
-	ID         uuid.UUID  `json:"id"`
-	PackageID  *uuid.UUID `json:"package_id"`
-	UserID     *int64     `json:"user_id"`
-	Reason     string     `json:"reason"`
-	Active     bool       `json:"active"`
-	CreatedBy  *int64     `json:"created_by"`
-	CreatedAt  time.Time  `json:"created_at"`
-	ReleasedBy *int64     `json:"released_by"`
-	ReleasedAt *time.Time `json:"released_at"`
-}
-
-func toHoldResponse(h audit.Hold) holdResponse {
-	r := holdResponse{ID: h.ID, PackageID: h.PackageID, UserID: h.UserID, Reason: h.Reason, Active: h.ReleasedAt == nil,
-		CreatedBy: h.CreatedBy, CreatedAt: h.CreatedAt.UTC(), ReleasedBy: h.ReleasedBy}
-	if h.ReleasedAt != nil {
-		at := h.ReleasedAt.UTC()
-		r.ReleasedAt = &at
-	}
-	return r
+// toAPIHold is a legal hold as the API shows it; timestamps are UTC.
+func toAPIHold(h audit.Hold) api.Hold {
+	return api.Hold{Id: h.ID, PackageId: h.PackageID, UserId: h.UserID, Reason: h.Reason, Active: h.ReleasedAt == nil,
+		CreatedBy: h.CreatedBy, CreatedAt: h.CreatedAt.UTC(), ReleasedBy: h.ReleasedBy, ReleasedAt: utcPtr(h.ReleasedAt)}
 }
 
 func (h *handlers) createHold(c *gin.Context) {
-	var req holdRequest
+	var req api.NewHold
 	if err := decodeJSON(c, h.maxJSON, &req); err != nil {
 		_ = c.Error(err)
 		return
 	}
-	hold, err := h.holds.Place(c.Request.Context(), currentUser(c), client(c), audit.NewHold{PackageID: req.PackageID, UserID: req.UserID, Reason: req.Reason})
+	hold, err := h.holds.Place(c.Request.Context(), currentUser(c), client(c), audit.NewHold{PackageID: req.PackageId, UserID: req.UserId, Reason: req.Reason})
 	if err != nil {
 		_ = c.Error(err)
 		return
 	}
-	c.JSON(http.StatusCreated, toHoldResponse(hold))
+	c.JSON(http.StatusCreated, toAPIHold(hold))
 }
 
 func (h *handlers) listHolds(c *gin.Context) {
@@ -137,11 +115,11 @@ func (h *handlers) listHolds(c *gin.Context) {
 		_ = c.Error(err)
 		return
 	}
-	items := make([]holdResponse, len(hs))
+	items := make([]api.Hold, len(hs))
 	for i, x := range hs {
-		items[i] = toHoldResponse(x)
+		items[i] = toAPIHold(x)
 	}
-	c.JSON(http.StatusOK, gin.H{"items": items})
+	c.JSON(http.StatusOK, api.HoldList{Items: items})
 }
 
 func (h *handlers) releaseHold(c *gin.Context) {
@@ -155,19 +133,7 @@ func (h *handlers) releaseHold(c *gin.Context) {
 		_ = c.Error(err)
 		return
 	}
-	c.JSON(http.StatusOK, toHoldResponse(hold))
-}
-
-// activityResponse is one user's line of the activity report.
-type activityResponse struct {
-	UserID           int64    `json:"user_id"`
-	Email            string   `json:"email"`
-	Name             string   `json:"name"`
-	PackagesSent     int64    `json:"packages_sent"`
-	BytesSent        int64    `json:"bytes_sent"`
-	BytesReceived    int64    `json:"bytes_received"`
-	Downloads        int64    `json:"downloads"`
-	RecipientDomains []string `json:"recipient_domains"`
+	c.JSON(http.StatusOK, toAPIHold(hold))
 }
 
 // activityReport answers the per-user activity in [from, to) as JSON, or as CSV with
@@ -193,16 +159,16 @@ func (h *handlers) activityReport(c *gin.Context) {
 		_ = c.Error(err)
 		return
 	}
-	items := make([]activityResponse, len(rows))
+	items := make([]api.ActivityRow, len(rows))
 	for i, r := range rows {
-		items[i] = activityResponse{UserID: r.UserID, Email: r.Email, Name: r.Name, PackagesSent: r.PackagesSent, BytesSent: r.BytesSent,
+		items[i] = api.ActivityRow{UserId: r.UserID, Email: r.Email, Name: r.Name, PackagesSent: r.PackagesSent, BytesSent: r.BytesSent,
 			BytesReceived: r.BytesReceived, Downloads: r.Downloads, RecipientDomains: r.RecipientDomains}
 		if items[i].RecipientDomains == nil {
 			items[i].RecipientDomains = []string{}
 		}
 	}
 	if format == "json" {
-		c.JSON(http.StatusOK, gin.H{"from": from, "to": to, "items": items})
+		c.JSON(http.StatusOK, api.ActivityReport{From: from, To: to, Items: items})
 		return
 	}
 	c.Header("Content-Type", "text/csv; charset=utf-8")
@@ -211,7 +177,7 @@ func (h *handlers) activityReport(c *gin.Context) {
 	w := csv.NewWriter(c.Writer)
 	_ = w.Write([]string{"user_id", "email", "name", "packages_sent", "bytes_sent", "bytes_received", "downloads", "recipient_domains"})
 	for _, it := range items {
-		_ = w.Write([]string{strconv.FormatInt(it.UserID, 10), it.Email, it.Name, strconv.FormatInt(it.PackagesSent, 10),
+		_ = w.Write([]string{strconv.FormatInt(it.UserId, 10), it.Email, it.Name, strconv.FormatInt(it.PackagesSent, 10),
 			strconv.FormatInt(it.BytesSent, 10), strconv.FormatInt(it.BytesReceived, 10), strconv.FormatInt(it.Downloads, 10),
 			strings.Join(it.RecipientDomains, " ")})
 	}

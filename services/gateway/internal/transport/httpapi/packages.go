@@ -421,24 +421,13 @@ func rfc5987(s string) string {
 	return b.String()
 }
 
-// auditResponse is an audit log entry.
-type auditResponse struct {
-	ID          int64     `json:"id"`
-	CreatedAt   time.Time `json:"created_at"`
-	Actor       string    `json:"actor"`
-	ActorUserID *int64    `json:"actor_user_id"`
-	Action      string    `json:"action"`
-	PackageID   *string   `json:"package_id"`
-	FileID      *string   `json:"file_id"`
-	// RecipientID: the recipient whose link was used (actor "link"), or whom an
-	// owner's change of one recipient concerned.
-	RecipientID *string `json:"recipient_id"`
-	IP          string  `json:"ip"`
-	UserAgent   string  `json:"user_agent"`
-	Detail      string  `json:"detail"`
-	// Hits: how many times the entry happened; more than 1 only for entries counted
-	// per IP and hour (link.invalid).
-	Hits int `json:"hits"`
+// toAPIAuditEntry is an audit log entry as the API shows it; Hits is at least 1.
+func toAPIAuditEntry(e app.AuditEntry) api.AuditEntry {
+	return api.AuditEntry{
+		Id: e.ID, CreatedAt: e.CreatedAt.UTC(), Actor: api.AuditEntryActor(e.Actor), ActorUserId: e.ActorUserID, Action: e.Action,
+		PackageId: e.PackageID, FileId: e.FileID, RecipientId: e.RecipientID, Ip: e.IP, UserAgent: e.UserAgent,
+		Detail: e.Detail, Hits: max(e.Hits, 1),
+	}
 }
 
 func (h *handlers) listAudit(c *gin.Context) {
@@ -468,21 +457,9 @@ func (h *handlers) listAudit(c *gin.Context) {
 		return
 	}
 	entries, next := page(entries, limit, func(last app.AuditEntry) string { return strconv.FormatInt(last.ID, 10) })
-	items := make([]auditResponse, len(entries))
+	items := make([]api.AuditEntry, len(entries))
 	for i, e := range entries {
-		items[i] = auditResponse{
-			ID: e.ID, CreatedAt: e.CreatedAt.UTC(), Actor: e.Actor, ActorUserID: e.ActorUserID, Action: e.Action,
-			PackageID: uuidString(e.PackageID), FileID: uuidString(e.FileID), RecipientID: uuidString(e.RecipientID), IP: e.IP, UserAgent: e.UserAgent,
-			Detail: e.Detail, Hits: max(e.Hits, 1),
-		}
+		items[i] = toAPIAuditEntry(e)
 	}
-	c.JSON(http.StatusOK, gin.H{"items": items, "next_cursor": next})
-}
-
-func uuidString(id *uuid.UUID) *string {
-	if id == nil {
-		return nil
-	}
-	s := id.String()
-	return &s
+	c.JSON(http.StatusOK, api.AuditList{Items: items, NextCursor: next})
 }
