@@ -185,7 +185,8 @@ var pageTexts = map[string]string{
 }
 
 // localizeText says a handler's fixed English text in l's language: one of
-// pageTexts, or the unlock form's "Too many wrong passwords" with its minutes.
+// pageTexts, the unlock form's "Too many wrong passwords" or the sign-in form's "Too
+// many failed sign-ins" with its minutes, or a webhook page's title.
 // Other text (a package's title, an application error) is left as it is.
 func localizeText(l *i18n.Localizer, s string) string {
 	if id, ok := pageTexts[s]; ok {
@@ -194,6 +195,9 @@ func localizeText(l *i18n.Localizer, s string) string {
 	var n int
 	if _, err := fmt.Sscanf(s, "Too many wrong passwords. Try again in %d minute(s).", &n); err == nil {
 		return l.T("unlock.too_many", "Count", n)
+	}
+	if _, err := fmt.Sscanf(s, "Too many failed sign-ins. Try again in %d minute", &n); err == nil {
+		return l.T("login.too_many", "Count", n)
 	}
 	if _, err := fmt.Sscanf(s, "Webhook %d", &n); err == nil && s == fmt.Sprintf("Webhook %d", n) {
 		return l.T("title.webhook", "ID", n)
