@@ -66,9 +66,10 @@ type config struct {
 
 	// auditEntries and auditEntriesSmall are the chain's sizes of the audit row's two
 	// exports; auditDuration and auditSlice size its create A/B like -api-duration and
-	// -api-slice.
+	// -api-slice, auditOwners is how many users its clients send as.
 	auditEntries, auditEntriesSmall int64
 	auditDuration, auditSlice       time.Duration
+	auditOwners                     int
 
 	scanFiles int
 	scanSize  int64
@@ -144,6 +145,7 @@ func main() {
 	fs.Int64Var(&c.auditEntriesSmall, "audit-entries-small", 100_000, "audit chain entries of the audit row's small export (the RSS growth it is compared with)")
 	fs.DurationVar(&c.auditDuration, "audit-duration", 10*time.Second, "duration of each side (chain on, chain off) of the audit row's create A/B")
 	fs.DurationVar(&c.auditSlice, "audit-slice", 2*time.Second, "the audit row's A/B alternates its sides in slices of this long")
+	fs.IntVar(&c.auditOwners, "audit-owners", 1, "users the audit row's A/B clients send as (client i as user i mod N; 1: the admin, as in the API row)")
 	fs.IntVar(&c.eventRate, "event-rate", 200, "finalizes per second of the event latency row")
 	fs.DurationVar(&c.eventDuration, "event-duration", 20*time.Second, "duration of the event latency row")
 	fs.IntVar(&c.events, "events", 20000, "events of each dispatcher run")
