@@ -10,9 +10,13 @@ import (
 // languages matches a request's Accept-Language to the supported languages.
 var languages = i18n.MustNew()
 
-// senderLanguage is the language of the sender's request (its Accept-Language),
-// English when it names none of pkg/i18n's: the default of a recipient's language.
+// senderLanguage is the sender's language, the default of a recipient's: the one the
+// user chose (users.language, PATCH /api/v1/me), else the best match of the request's
+// Accept-Language, English when it names none of pkg/i18n's.
 func senderLanguage(c *gin.Context) string {
+	if u := currentUser(c); i18n.Supported(u.Language) {
+		return u.Language
+	}
 	return languages.Match(c.GetHeader("Accept-Language"))
 }
 

@@ -44,3 +44,26 @@ func TestPatchMeLanguage(t *testing.T) {
 		})
 	}
 }
+
+// TestStoredLanguageIsTheSenders: a sender who chose a language gives it to the
+// recipients that name none, whatever the request's Accept-Language; one who chose
+// none gives the Accept-Language's.
+func TestStoredLanguageIsTheSenders(t *testing.T) {
+	t.Parallel()
+	a := newTestAPI(t, defaultConfig())
+	_, token := a.user("sender@example.com", app.RoleRegular)
+	expect(t, a.do("PATCH", "/api/v1/me", token, map[string]any{"language": "pt"}), http.StatusOK)
+	for _, accept := range []string{"", "fr-FR,fr;q=0.9"} {
+		r := a.do("POST", "/api/v1/packages", token, map[string]any{"title": "Fotos", "recipient_email": "bob@example.com"}, "Accept-Language", accept)
+		expect(t, r, http.StatusCreated)
+		if got := a.recipientsByEmail(token, r.json(t)["id"].(string))["bob@example.com"]["language"]; got != "pt" {
+			t.Errorf("Accept-Language %q: recipient's language %v, want the sender's pt", accept, got)
+		}
+	}
+	expect(t, a.do("PATCH", "/api/v1/me", token, map[string]any{"language": nil}), http.StatusOK)
+	r := a.do("POST", "/api/v1/packages", token, map[string]any{"title": "Fotos", "recipient_email": "bob@example.com"}, "Accept-Language", "fr-FR")
+	expect(t, r, http.StatusCreated)
+	if got := a.recipientsByEmail(token, r.json(t)["id"].(string))["bob@example.com"]["language"]; got != "fr" {
+		t.Errorf("no stored language: recipient's language %v, want fr", got)
+	}
+}
