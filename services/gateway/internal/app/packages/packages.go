@@ -333,6 +333,8 @@ func (s *Packages) upload(ctx context.Context, p app.Package, up app.Upload, by 
 	}
 	size, err := s.objects.Put(ctx, f.ObjectKey, body, f.ContentType)
 	release()
+	// A step the meter was reserving ahead ends before the file's commit gives the hold back.
+	m.Settle()
 	if metered != nil && metered.err != nil {
 		// Refused by the owner's policy: nothing of it is kept, its bytes go back.
 		m.Release(ctx)

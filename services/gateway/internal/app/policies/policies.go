@@ -279,63 +279,6 @@ func (s *Policies) Committed(ctx context.Context, userID int64) {
 	_, _ = s.store.MarkNotified(context.WithoutCancel(ctx), userID, full, fmt.Sprintf("%s of %s", Bytes(u.UsedBytes), Bytes(*pol.StorageQuotaBytes)))
 }
 
-// Meter is the reservation of an upload whose size is known only as its bytes arrive
-// (multipart): it holds them in steps of at least Step bytes ahead of the bytes read,
-// so parallel uploads pass the quota by at most nothing.
-type Meter struct {
-	s     *Policies
-	r     *Reservation
-	read  int64
-	step  int64
-	pkg   int64
-	limit *int64 // max_file_size
-}
-
-// StartMeter starts the reservation of an upload into a package holding packageSize
-// bytes, stored under objectKey (whose reservation is its hold's home); nil when
-// nothing is to be held or checked (no quota, cap or size limit applies).
-func (s *Policies) StartMeter(ctx context.Context, userID, packageSize int64, objectKey string, step int64) (*Meter, error) {
-	r, err := s.prepare(ctx, userID, 0, packageSize, Hold{ObjectKey: objectKey})
-	if err != nil {
-		return nil, err
-	}
-	if !r.held && r.policy.MaxFileSize == nil && r.policy.MaxPackageSize == nil {
-		return nil, nil
-	}
-	return &Meter{s: s, r: r, step: max(step, 1), pkg: packageSize, limit: r.policy.MaxFileSize}, nil
-}
-
-// Take accounts for n more bytes of the upload before they are stored: a 413 when
-// they pass a size limit or do not fit the quota.
-func (m *Meter) Take(ctx context.Context, n int64) error {
-	m.read += n
-	if err := CheckFileSize(m.r.policy, m.read, m.pkg); err != nil {
-		return err
-	}
-	if !m.r.held || m.read <= m.r.Bytes {
-		return nil
-	}
-	// The first bytes record the hold; later ones grow it.
-	grow := m.r.active
-	need := m.read - m.r.Bytes
-	if need >= m.step {
-		return m.s.take(ctx, m.r, need, grow, true)
-	}
-	err := m.s.take(ctx, m.r, m.step, grow, false)
-	if err != nil && app.KindOf(err) == app.KindTooLarge {
-		// The step does not fit; what the bytes need may.
-		err = m.s.take(ctx, m.r, need, grow, true)
-	}
-	return err
-}
-
-// Release gives the meter's bytes back (the upload failed).
-func (m *Meter) Release(ctx context.Context) {
-	if m != nil {
-		_ = m.s.Release(ctx, m.r)
-	}
-}
-
 // RunSweeper gives back the lapsed holds every interval until ctx ends.
 func (s *Policies) RunSweeper(ctx context.Context, every time.Duration, onErr func(error)) {
 	t := time.NewTicker(every)
