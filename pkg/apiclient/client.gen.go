@@ -1816,6 +1816,12 @@ type PutUserKey struct {
 	SealedIdentity string `json:"sealed_identity"`
 }
 
+// RawToken What CreatedToken adds to a Token.
+type RawToken struct {
+	// Token The raw token. Shown here once and never again; only its SHA-256 is stored.
+	Token string `json:"token"`
+}
+
 // Recipient defines model for Recipient.
 type Recipient struct {
 	// DownloadCount Answers through this recipient's link that started at byte 0.

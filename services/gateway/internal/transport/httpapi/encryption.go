@@ -5,10 +5,10 @@ import (
 	"io"
 	"mime"
 	"net/http"
-	"time"
 
 	"github.com/gin-gonic/gin"
 
+	api "github.com/shipfile/shipfile/pkg/apiclient"
 	"github.com/shipfile/shipfile/services/gateway/internal/app"
 )
 
@@ -98,13 +98,6 @@ func writeManifest(c *gin.Context, data []byte) {
 	c.Data(http.StatusOK, "application/octet-stream", data)
 }
 
-// keyResponse is a user's key pair for encrypted file requests.
-type keyResponse struct {
-	PublicKey      string    `json:"public_key"`
-	SealedIdentity string    `json:"sealed_identity"`
-	CreatedAt      time.Time `json:"created_at"`
-}
-
 type putKeyRequest struct {
 	PublicKey      *string `json:"public_key"`
 	SealedIdentity *string `json:"sealed_identity"`
@@ -125,7 +118,7 @@ func (h *handlers) putKey(c *gin.Context) {
 		_ = c.Error(err)
 		return
 	}
-	c.JSON(http.StatusOK, toKeyResponse(k))
+	c.JSON(http.StatusOK, toAPIUserKey(k))
 }
 
 func (h *handlers) getKey(c *gin.Context) {
@@ -135,11 +128,12 @@ func (h *handlers) getKey(c *gin.Context) {
 		return
 	}
 	c.Header("Cache-Control", "private, no-store")
-	c.JSON(http.StatusOK, toKeyResponse(k))
+	c.JSON(http.StatusOK, toAPIUserKey(k))
 }
 
-func toKeyResponse(k app.UserKey) keyResponse {
-	return keyResponse{PublicKey: k.PublicKey, SealedIdentity: k.SealedIdentity, CreatedAt: k.CreatedAt.UTC()}
+// toAPIUserKey is a user's key pair for encrypted file requests.
+func toAPIUserKey(k app.UserKey) api.UserKey {
+	return api.UserKey{PublicKey: k.PublicKey, SealedIdentity: k.SealedIdentity, CreatedAt: k.CreatedAt.UTC()}
 }
 
 // maxManifestField is the most of a multipart manifest field read: the base64 of

@@ -6,56 +6,34 @@ import (
 	"time"
 
 	"github.com/gin-gonic/gin"
+	api_types "github.com/oapi-codegen/runtime/types"
 
+	api "github.com/shipfile/shipfile/pkg/apiclient"
 	"github.com/shipfile/shipfile/services/gateway/internal/app"
 	"github.com/shipfile/shipfile/services/gateway/internal/app/identity"
 )
 
-// meResponse is GET /api/v1/me.
-type meResponse struct {
-	ID        int64     `json:"id"`
-	Email     string    `json:"email"`
-	Name      string    `json:"name"`
-	Role      string    `json:"role"`
-	CreatedAt time.Time `json:"created_at"`
-	// Language is the user's chosen language; null: the browser's.
-	Language *string `json:"language"`
+// createdToken is a CreatedToken: the token's record and, this once, the raw token.
+type createdToken struct {
+	api.Token
+	api.RawToken
 }
 
-// userResponse is a user record in the admin API.
-type userResponse struct {
-	ID        int64     `json:"id"`
-	Email     string    `json:"email"`
-	Name      string    `json:"name"`
-	Role      string    `json:"role"`
-	Disabled  bool      `json:"disabled"`
-	CreatedAt time.Time `json:"created_at"`
-	// Auth is how the user signs in to the web UI: "password", "oidc", both or none.
-	Auth []string `json:"auth"`
+// toAPIUser is a user record in the admin API; timestamps are UTC.
+func toAPIUser(u app.User) api.User {
+	methods := u.AuthMethods()
+	auth := make([]api.UserAuth, len(methods))
+	for i, m := range methods {
+		auth[i] = api.UserAuth(m)
+	}
+	return api.User{Id: u.ID, Email: api_types.Email(u.Email), Name: u.Name, Role: api.UserRole(u.Role), Disabled: u.Disabled,
+		CreatedAt: u.CreatedAt.UTC(), Auth: auth}
 }
 
-// tokenResponse is an API token record; Token is set only in the creation answer.
-type tokenResponse struct {
-	ID         int64      `json:"id"`
-	Name       string     `json:"name"`
-	Prefix     string     `json:"prefix"`
-	Token      string     `json:"token,omitempty"`
-	CreatedAt  time.Time  `json:"created_at"`
-	ExpiresAt  *time.Time `json:"expires_at"`
-	LastUsedAt *time.Time `json:"last_used_at"`
-}
-
-type listResponse[T any] struct {
-	Items []T `json:"items"`
-}
-
-func toUserResponse(u app.User) userResponse {
-	return userResponse{ID: u.ID, Email: u.Email, Name: u.Name, Role: string(u.Role), Disabled: u.Disabled, CreatedAt: u.CreatedAt.UTC(), Auth: u.AuthMethods()}
-}
-
-func toTokenResponse(t app.Token, raw string) tokenResponse {
-	return tokenResponse{
-		ID: t.ID, Name: t.Name, Prefix: t.Prefix, Token: raw,
+// toAPIToken is an API token's record; the raw token is never in it.
+func toAPIToken(t app.Token) api.Token {
+	return api.Token{
+		Id: t.ID, Name: t.Name, Prefix: t.Prefix,
 		CreatedAt: t.CreatedAt.UTC(), ExpiresAt: utcPtr(t.ExpiresAt), LastUsedAt: utcPtr(t.LastUsedAt),
 	}
 }
@@ -68,16 +46,18 @@ func utcPtr(t *time.Time) *time.Time {
 	return &u
 }
 
-func toMeResponse(u app.User) meResponse {
-	m := meResponse{ID: u.ID, Email: u.Email, Name: u.Name, Role: string(u.Role), CreatedAt: u.CreatedAt.UTC()}
+// toAPIMe is GET /api/v1/me; Language is null when the user has chosen none.
+func toAPIMe(u app.User) api.Me {
+	m := api.Me{Id: u.ID, Email: api_types.Email(u.Email), Name: u.Name, Role: api.MeRole(u.Role), CreatedAt: u.CreatedAt.UTC()}
 	if u.Language != "" {
-		m.Language = &u.Language
+		lang := api.MeLanguage(u.Language)
+		m.Language = &lang
 	}
 	return m
 }
 
 func (h *handlers) me(c *gin.Context) {
-	c.JSON(http.StatusOK, toMeResponse(currentUser(c)))
+	c.JSON(http.StatusOK, toAPIMe(currentUser(c)))
 }
 
 // patchMeRequest is PATCH /api/v1/me: the fields the user may change themselves.
@@ -94,7 +74,7 @@ func (h *handlers) patchMe(c *gin.Context) {
 	}
 	u := currentUser(c)
 	if req.Language == nil {
-		c.JSON(http.StatusOK, toMeResponse(u))
+		c.JSON(http.StatusOK, toAPIMe(u))
 		return
 	}
 	var lang *string
@@ -115,7 +95,7 @@ func (h *handlers) patchMe(c *gin.Context) {
 		_ = c.Error(err)
 		return
 	}
-	c.JSON(http.StatusOK, toMeResponse(u))
+	c.JSON(http.StatusOK, toAPIMe(u))
 }
 
 func (h *handlers) listTokens(c *gin.Context) {
@@ -124,11 +104,11 @@ func (h *handlers) listTokens(c *gin.Context) {
 		_ = c.Error(err)
 		return
 	}
-	out := make([]tokenResponse, 0, len(tokens))
-	for _, t := range tokens {
-		out = append(out, toTokenResponse(t, ""))
+	out := make([]api.Token, len(tokens))
+	for i, t := range tokens {
+		out[i] = toAPIToken(t)
 	}
-	c.JSON(http.StatusOK, listResponse[tokenResponse]{Items: out})
+	c.JSON(http.StatusOK, api.TokenList{Items: out})
 }
 
 type createTokenRequest struct {
@@ -161,7 +141,7 @@ func (h *handlers) createToken(c *gin.Context) {
 		_ = c.Error(err)
 		return
 	}
-	c.JSON(http.StatusCreated, toTokenResponse(t, raw))
+	c.JSON(http.StatusCreated, createdToken{toAPIToken(t), api.RawToken{Token: raw}})
 }
 
 func (h *handlers) deleteToken(c *gin.Context) {
@@ -183,11 +163,11 @@ func (h *handlers) listUsers(c *gin.Context) {
 		_ = c.Error(err)
 		return
 	}
-	out := make([]userResponse, 0, len(users))
-	for _, u := range users {
-		out = append(out, toUserResponse(u))
+	out := make([]api.User, len(users))
+	for i, u := range users {
+		out[i] = toAPIUser(u)
 	}
-	c.JSON(http.StatusOK, listResponse[userResponse]{Items: out})
+	c.JSON(http.StatusOK, api.UserList{Items: out})
 }
 
 type createUserRequest struct {
@@ -228,7 +208,7 @@ func (h *handlers) createUser(c *gin.Context) {
 		_ = c.Error(err)
 		return
 	}
-	c.JSON(http.StatusCreated, toUserResponse(u))
+	c.JSON(http.StatusCreated, toAPIUser(u))
 }
 
 type updateUserRequest struct {
@@ -260,5 +240,5 @@ func (h *handlers) updateUser(c *gin.Context) {
 		_ = c.Error(err)
 		return
 	}
-	c.JSON(http.StatusOK, toUserResponse(u))
+	c.JSON(http.StatusOK, toAPIUser(u))
 }
