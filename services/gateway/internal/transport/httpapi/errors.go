@@ -11,6 +11,7 @@ import (
 
 	"github.com/gin-gonic/gin"
 
+	api "github.com/shipfile/shipfile/pkg/apiclient"
 	"github.com/shipfile/shipfile/pkg/database"
 	"github.com/shipfile/shipfile/pkg/storage"
 	"github.com/shipfile/shipfile/services/gateway/internal/app"
@@ -93,12 +94,14 @@ func writeError(c *gin.Context, log *slog.Logger, pages Pages, err error) {
 	}
 	closeIfBodyUnread(c)
 	if isAPI(c) {
-		body := gin.H{"detail": detail}
 		var sh *app.ScanHeldError
 		if errors.As(err, &sh) {
-			body["scan"] = sh.Scan // a download the malware scan holds back
+			// A download the malware scan holds back names the scan's state.
+			scan := api.ScanHeldScan(sh.Scan)
+			c.AbortWithStatusJSON(status, api.ScanHeld{Detail: detail, Scan: &scan})
+			return
 		}
-		c.AbortWithStatusJSON(status, body)
+		c.AbortWithStatusJSON(status, api.Error{Detail: detail})
 		return
 	}
 	c.Abort()
