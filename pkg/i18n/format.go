@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"golang.org/x/text/number"
+
+	"github.com/shipfile/shipfile/pkg/bytesize"
 )
 
 // sizeUnits are the byte units of each language: French writes octets.
@@ -18,43 +20,35 @@ var defaultUnits = [6]string{"B", "KiB", "MiB", "GiB", "TiB", "PiB"}
 // Size formats a number of bytes in binary units with one decimal, with the
 // language's decimal separator: "1.5 MiB", "1,5 MiB", "1,5 Mio".
 func (l *Localizer) Size(n int64) string {
-	units, ok := sizeUnits[l.Lang]
-	if !ok {
-		units = defaultUnits
-	}
-	const unit = 1024
-	if n < unit {
+	units := l.sizeUnits()
+	v, exp := bytesize.Scale(n, len(units)-1)
+	if exp == 0 {
 		return l.p.Sprintf("%v %s", number.Decimal(n), units[0])
 	}
-	div, exp := int64(unit), 0
-	for m := n / unit; m >= unit && exp < 4; m /= unit {
-		div *= unit
-		exp++
-	}
-	return l.p.Sprintf("%v %s", number.Decimal(float64(n)/float64(div), number.Scale(1)), units[exp+1])
+	return l.p.Sprintf("%v %s", number.Decimal(v, number.Scale(1)), units[exp])
 }
 
 // SizeCompact is Size without a decimal that rounds to zero, the way quotas and
 // limits are written: "10 MiB", "1.5 MiB", "10 Mio", "1,5 Mio".
 func (l *Localizer) SizeCompact(n int64) string {
-	units, ok := sizeUnits[l.Lang]
-	if !ok {
-		units = defaultUnits
-	}
-	const unit = 1024
-	if n < unit {
+	units := l.sizeUnits()
+	v, exp := bytesize.Scale(n, len(units)-1)
+	if exp == 0 {
 		return l.Size(n)
 	}
-	div, exp := int64(unit), 0
-	for m := n / unit; m >= unit && exp < 4; m /= unit {
-		div *= unit
-		exp++
-	}
-	v := math.Round(float64(n)/float64(div)*10) / 10
+	v = math.Round(v*10) / 10
 	if v != math.Trunc(v) {
 		return l.Size(n)
 	}
-	return l.p.Sprintf("%v %s", number.Decimal(int64(v)), units[exp+1])
+	return l.p.Sprintf("%v %s", number.Decimal(int64(v)), units[exp])
+}
+
+// sizeUnits are the language's byte units, bytes first.
+func (l *Localizer) sizeUnits() [6]string {
+	if units, ok := sizeUnits[l.Lang]; ok {
+		return units
+	}
+	return defaultUnits
 }
 
 // Number formats an integer with the language's grouping: "12,345", "12.345".

@@ -7,6 +7,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/shipfile/shipfile/pkg/bytesize"
 	"github.com/shipfile/shipfile/services/gateway/internal/app"
 )
 
@@ -276,7 +277,7 @@ func (s *Policies) Committed(ctx context.Context, userID int64) {
 		return
 	}
 	// A failure leaves the mark as it was: the next upload tries again.
-	_, _ = s.store.MarkNotified(context.WithoutCancel(ctx), userID, full, fmt.Sprintf("%s of %s", Bytes(u.UsedBytes), Bytes(*pol.StorageQuotaBytes)))
+	_, _ = s.store.MarkNotified(context.WithoutCancel(ctx), userID, full, fmt.Sprintf("%s of %s", bytesize.IEC(u.UsedBytes), bytesize.IEC(*pol.StorageQuotaBytes)))
 }
 
 // RunSweeper gives back the lapsed holds every interval until ctx ends.

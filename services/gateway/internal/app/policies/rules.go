@@ -189,10 +189,10 @@ func CheckActive(pol Policy, active int) error {
 // max_package_size: KindTooLarge (413) with the numbers.
 func CheckFileSize(pol Policy, size, packageSize int64) error {
 	if pol.MaxFileSize != nil && size > *pol.MaxFileSize {
-		return tooLarge("max_file_size: this file is %s, your policy allows at most %s a file", Bytes(size), Bytes(*pol.MaxFileSize))
+		return tooLarge("max_file_size: this file is %s, your policy allows at most %s a file", bytesize.IEC(size), bytesize.IEC(*pol.MaxFileSize))
 	}
 	if pol.MaxPackageSize != nil && packageSize+size > *pol.MaxPackageSize {
-		return tooLarge("max_package_size: the package holds %s of %s, this file needs %s", Bytes(packageSize), Bytes(*pol.MaxPackageSize), Bytes(size))
+		return tooLarge("max_package_size: the package holds %s of %s, this file needs %s", bytesize.IEC(packageSize), bytesize.IEC(*pol.MaxPackageSize), bytesize.IEC(size))
 	}
 	return nil
 }
@@ -200,7 +200,7 @@ func CheckFileSize(pol Policy, size, packageSize int64) error {
 // QuotaError is the 413 of a reservation that does not fit: the limit (storage quota
 // or the storage cap) and the numbers.
 func QuotaError(limit string, held, quota, need int64) error {
-	return tooLarge("%s: %s of %s used, this file needs %s", limit, Bytes(held), Bytes(quota), Bytes(need))
+	return tooLarge("%s: %s of %s used, this file needs %s", limit, bytesize.IEC(held), bytesize.IEC(quota), bytesize.IEC(need))
 }
 
 // The names of the byte limits in QuotaError.
@@ -212,9 +212,6 @@ const (
 func tooLarge(format string, args ...any) error {
 	return &app.Error{Kind: app.KindTooLarge, Detail: fmt.Sprintf(format, args...)}
 }
-
-// Bytes writes n the way the limits' details do (bytesize.IEC): 1.2 GiB, 340 KiB, 12 B.
-func Bytes(n int64) string { return bytesize.IEC(n) }
 
 // NearlyFull reports whether held bytes reach 90 % of quota (nil: no quota).
 func NearlyFull(quota *int64, held int64) bool {

@@ -7,6 +7,7 @@ import (
 
 	"github.com/gin-gonic/gin"
 
+	"github.com/shipfile/shipfile/pkg/bytesize"
 	"github.com/shipfile/shipfile/services/gateway/internal/app"
 	"github.com/shipfile/shipfile/services/gateway/internal/app/policies"
 )
@@ -47,12 +48,12 @@ func (w *Web) usageOf(ctx context.Context, u app.User) (*usageBar, error) {
 	if err != nil {
 		return nil, err
 	}
-	b := &usageBar{Used: policies.Bytes(us.UsedBytes), UsedBytes: us.UsedBytes, Active: us.ActivePackages, MaxActive: pol.MaxActivePackages}
+	b := &usageBar{Used: bytesize.IEC(us.UsedBytes), UsedBytes: us.UsedBytes, Active: us.ActivePackages, MaxActive: pol.MaxActivePackages}
 	if us.ReservedBytes > 0 {
-		b.Reserved, b.ReservedBytes = policies.Bytes(us.ReservedBytes), us.ReservedBytes
+		b.Reserved, b.ReservedBytes = bytesize.IEC(us.ReservedBytes), us.ReservedBytes
 	}
 	if q := pol.StorageQuotaBytes; q != nil {
-		b.Quota, b.QuotaBytes = policies.Bytes(*q), *q
+		b.Quota, b.QuotaBytes = bytesize.IEC(*q), *q
 		b.Percent = 100
 		if *q > 0 {
 			b.Percent = int(min(us.Held()*100 / *q, 100))

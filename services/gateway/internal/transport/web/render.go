@@ -77,7 +77,6 @@ var assetURLs = func() map[string]string {
 
 var funcs = template.FuncMap{
 	"sub":    func(a, b int) int { return a - b },
-	"size":   humanSize,
 	"date":   func(t time.Time) string { return t.UTC().Format("2006-01-02 15:04 UTC") },
 	"datep":  datePtr,
 	"iso":    func(t time.Time) string { return t.UTC().Format(time.RFC3339) },
@@ -290,19 +289,6 @@ func capitalize(s string) string {
 		s += "."
 	}
 	return s
-}
-
-func humanSize(n int64) string {
-	const unit = 1024
-	if n < unit {
-		return fmt.Sprintf("%d B", n)
-	}
-	div, exp := int64(unit), 0
-	for m := n / unit; m >= unit && exp < 4; m /= unit {
-		div *= unit
-		exp++
-	}
-	return fmt.Sprintf("%.1f %ciB", float64(n)/float64(div), "KMGTP"[exp])
 }
 
 func datePtr(t *time.Time) string {
