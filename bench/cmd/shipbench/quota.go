@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"strings"
 
 	"github.com/shipfile/shipfile/bench/internal/rig"
 )
@@ -57,4 +58,27 @@ func withQuota(ctx context.Context, api *rig.Client, fileSize int64, fn func()) 
 	}
 	fn()
 	return putDefaultPolicy(context.WithoutCancel(ctx), api, nil)
+}
+
+// pairedRatio is the median of quota[i]/plain[i] over the pairs of runs or slices that
+// took turns: each pair saw the machine of its moment, where the ratio of the totals
+// also carries the load that other work put on the machine in some slices and not in
+// others. It returns the ratio and how many pairs it had.
+func pairedRatio(quota, plain []float64) (float64, int) {
+	var rs []float64
+	for i := range min(len(quota), len(plain)) {
+		if plain[i] > 0 {
+			rs = append(rs, quota[i]/plain[i])
+		}
+	}
+	return rig.Median(rs), len(rs)
+}
+
+// sliceRatios lists quota[i]/plain[i] for the raw figures.
+func sliceRatios(quota, plain []float64) string {
+	var parts []string
+	for i := range min(len(quota), len(plain)) {
+		parts = append(parts, ratio(quota[i], plain[i]))
+	}
+	return strings.Join(parts, " ")
 }
