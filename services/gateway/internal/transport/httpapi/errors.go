@@ -106,7 +106,7 @@ func writeError(c *gin.Context, log *slog.Logger, pages Pages, err error) {
 	}
 	c.Abort()
 	if pages != nil {
-		pages.ErrorPage(c.Writer, status, detail)
+		pages.ErrorPage(c, status, detail)
 		return
 	}
 	c.Status(status)

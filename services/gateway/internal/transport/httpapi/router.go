@@ -74,8 +74,8 @@ type Pages interface {
 	// UI's session cookie: ok is false without a session; an unsafe method without
 	// the session's CSRF token in X-CSRF-Token is an error.
 	SessionUser(c *gin.Context) (u app.User, ok bool, err error)
-	// ErrorPage writes an HTML error page.
-	ErrorPage(w http.ResponseWriter, status int, detail string)
+	// ErrorPage writes an HTML error page in the language of the request's pages.
+	ErrorPage(c *gin.Context, status int, detail string)
 }
 
 type handlers struct {

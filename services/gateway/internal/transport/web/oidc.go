@@ -198,7 +198,7 @@ func (w *Web) oidcFail(c *gin.Context, status int, detail string, err error) {
 		w.log.Warn("OpenID sign-in refused", "why", detail, "err", err)
 	}
 	w.setCookie(c, w.oidcStateCookie(), "", -1)
-	w.ErrorPage(c.Writer, status, detail)
+	w.ErrorPage(c, status, detail)
 	c.Abort()
 }
 

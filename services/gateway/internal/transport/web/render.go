@@ -11,6 +11,7 @@ import (
 	"io/fs"
 	"net/http"
 	"path"
+	"strconv"
 	"strings"
 	"time"
 	"unicode"
@@ -176,21 +177,32 @@ func (w *Web) render(c *gin.Context, status int, name string, v view) {
 }
 
 // ErrorPage writes an HTML error page (httpapi calls it for every error outside the
-// API).
-func (w *Web) ErrorPage(rw http.ResponseWriter, status int, detail string) {
+// API), in the language the request's pages are in: its title is the status's, and a
+// detail the catalog knows is translated (the rest stays as the application wrote it).
+func (w *Web) ErrorPage(c *gin.Context, status int, detail string) {
+	lang := w.language(c)
+	l := catalog.Localizer(lang)
 	title := http.StatusText(status)
+	if id := "error.status_" + strconv.Itoa(status); l.T(id) != id {
+		title = l.T(id)
+	}
 	if status == http.StatusInternalServerError {
-		detail = "Something went wrong on our side. Please try again in a moment."
+		detail = l.T("error.internal")
+	} else {
+		detail = capitalize(localizeText(l, detail))
 	}
 	var b bytes.Buffer
-	v := view{Title: title, Static: assetURLs, D: map[string]any{"Status": status, "Detail": capitalize(detail)},
-		L: catalog.Localizer(i18n.Default), Lang: i18n.Default}
+	v := view{Title: title, Static: assetURLs, D: map[string]any{"Status": status, "Detail": detail},
+		L: l, Lang: lang}
+	rw := c.Writer
 	if err := w.pages["error"].t.Execute(&b, v); err != nil {
 		w.log.Error("render error page", "err", err)
 		http.Error(rw, title, status)
 		return
 	}
 	rw.Header().Set("Content-Type", "text/html; charset=utf-8")
+	rw.Header().Set("Content-Language", lang)
+	rw.Header().Set("Vary", "Accept-Language, Cookie")
 	rw.Header().Set("Cache-Control", "no-store")
 	rw.WriteHeader(status)
 	_, _ = rw.Write(b.Bytes())
