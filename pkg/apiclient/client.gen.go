@@ -951,8 +951,9 @@ type AddedRecipient struct {
 	Id            openapi_types.UUID  `json:"id"`
 
 	// Language A recipient's language: their e-mail and the page their link opens are written in it (the
-	// visitor may pick another on the page). Absent on input: the language of the request's
-	// `Accept-Language` header (the sender's), else `en`.
+	// visitor may pick another on the page). Absent on input: the sender's stored language
+	// (`PATCH /api/v1/me`), else the language of the request's `Accept-Language` header, else
+	// `en`.
 	Language Language `json:"language"`
 
 	// LastUsedAt The last hit on this recipient's link.
@@ -1428,8 +1429,9 @@ type HoldList struct {
 }
 
 // Language A recipient's language: their e-mail and the page their link opens are written in it (the
-// visitor may pick another on the page). Absent on input: the language of the request's
-// `Accept-Language` header (the sender's), else `en`.
+// visitor may pick another on the page). Absent on input: the sender's stored language
+// (`PATCH /api/v1/me`), else the language of the request's `Accept-Language` header, else
+// `en`.
 type Language string
 
 // LinkFile defines model for LinkFile.
@@ -1830,8 +1832,9 @@ type Recipient struct {
 	Id            openapi_types.UUID  `json:"id"`
 
 	// Language A recipient's language: their e-mail and the page their link opens are written in it (the
-	// visitor may pick another on the page). Absent on input: the language of the request's
-	// `Accept-Language` header (the sender's), else `en`.
+	// visitor may pick another on the page). Absent on input: the sender's stored language
+	// (`PATCH /api/v1/me`), else the language of the request's `Accept-Language` header, else
+	// `en`.
 	Language Language `json:"language"`
 
 	// LastUsedAt The last hit on this recipient's link.
@@ -1850,8 +1853,9 @@ type RecipientInput struct {
 	Email openapi_types.Email `json:"email"`
 
 	// Language A recipient's language: their e-mail and the page their link opens are written in it (the
-	// visitor may pick another on the page). Absent on input: the language of the request's
-	// `Accept-Language` header (the sender's), else `en`.
+	// visitor may pick another on the page). Absent on input: the sender's stored language
+	// (`PATCH /api/v1/me`), else the language of the request's `Accept-Language` header, else
+	// `en`.
 	Language *Language `json:"language,omitempty"`
 	Name     *string   `json:"name,omitempty"`
 }
