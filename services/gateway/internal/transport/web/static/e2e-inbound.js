@@ -318,7 +318,26 @@
         show(allBox, root.querySelectorAll('tr[data-e2e="open"]').length > 1);
         var others = root.querySelectorAll('tr[data-e2e="other-key"]').length;
         say(status, others ? others + " file(s) are sealed to another key (an earlier one?): download them as they are and decrypt them with that key." : "", others ? "warn" : null);
+        previews(id);
       });
+    }
+
+    // previews draws the thumbnails of the opened images (static/e2e.js): the owner's
+    // downloads count nothing, so they are fetched at once. Locking drops them.
+    function previews(id) {
+      var items = [];
+      rows().forEach(function (tr) {
+        var a = tr.querySelector("a.e2e-download");
+        var nameEl = tr.querySelector(".e2e-name");
+        var m = { name: tr.getAttribute("data-name"), type: tr.getAttribute("data-type"), size: Number(tr.getAttribute("data-plain-size")) };
+        if (tr.getAttribute("data-e2e") !== "open" || !a || !nameEl || !E2E.previewable(m)) return;
+        items.push({ el: tr, url: a.href, name: m.name, place: function (c) {
+          if (identity !== id) return false;
+          nameEl.parentNode.insertBefore(c, nameEl);
+          nameEl.parentNode.insertBefore(document.createTextNode(" "), nameEl);
+        } });
+      });
+      if (items.length) E2E.showPreviews(items, { identity: id });
     }
 
     function relock() {
@@ -326,8 +345,14 @@
       sessionStorage.removeItem(identityKey);
       root.removeAttribute("data-unlocked");
       root.removeAttribute("data-names");
+      root.querySelectorAll("canvas.e2e-preview").forEach(function (c) {
+        if (c.nextSibling && c.nextSibling.nodeType === 3) c.nextSibling.remove();
+        c.remove();
+      });
       rows().forEach(function (tr) {
         tr.removeAttribute("data-e2e");
+        tr.removeAttribute("data-preview");
+        tr.removeAttribute("data-preview-why");
         tr.querySelector(".e2e-name").textContent = tr.getAttribute("data-neutral");
         var sizeEl = tr.querySelector(".e2e-size");
         if (sizeEl) sizeEl.textContent = sizeEl.getAttribute("data-neutral");

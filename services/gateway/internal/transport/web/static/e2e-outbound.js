@@ -18,6 +18,8 @@
   // human is app.js's size format (app.js runs first: both are deferred, it comes
   // earlier in the page).
   var human = self.shipfileHuman;
+  // T is the page's words (static/app.js's shipfileMsg), English where there are none.
+  var T = window.shipfileMsg || function (key, english) { return english; };
 
   function show(el, text, kind) {
     if (!el) return;
@@ -172,6 +174,9 @@
     } else if (!oentry) {
       show(document.getElementById("e2e-owner-status"), "This browser does not hold the key of this encrypted package: the names and contents stay hidden here.", "nokey");
     }
+    // The owner's downloads count nothing and take nothing of a link's budget, so the
+    // previews of this browser's images are drawn at once.
+    var ownerPreviews = [];
     ownerFiles.querySelectorAll("tr[data-file-id]").forEach(function (tr) {
       var m = oentry && oentry.files && oentry.files[tr.getAttribute("data-file-id")];
       var a = tr.querySelector("a[data-e2e-download]");
@@ -183,6 +188,12 @@
       if (!a) return;
       // Without the key here the link gives the ciphertext (for age -d).
       if (!oentry) return;
+      if (E2E.previewable(m)) {
+        ownerPreviews.push({ el: tr, url: a.getAttribute("data-e2e-download"), name: m.name, place: function (c) {
+          a.parentNode.insertBefore(c, a);
+          a.parentNode.insertBefore(document.createTextNode(" "), a);
+        } });
+      }
       a.addEventListener("click", function (e) {
         e.preventDefault();
         var st = tr.querySelector(".file-status");
@@ -190,6 +201,7 @@
           function (ev) { report(st, ev, m ? m.size : 0); }).catch(function (err) { report(st, { type: "error", kind: err.kind, message: err.message }); });
       });
     });
+    if (oentry && ownerPreviews.length) E2E.showPreviews(ownerPreviews, oentry);
   }
 
   // ---- After sending: the link to pass on carries the key in its fragment.
@@ -214,8 +226,6 @@
   }
 
   // ---- The recipient's page.
-  // T is the page's words (static/app.js's shipfileMsg), English where there are none.
-  var T = window.shipfileMsg || function (key, english) { return english; };
   function report(el, ev, total) {
     if (!el) return;
     el.hidden = false;
@@ -269,6 +279,52 @@
         li.setAttribute("data-zip-name", name);
       });
       if (all) all.disabled = false;
+      offerPreviews();
+    };
+
+    // Every answer of a file through the link from its first byte counts a download (the
+    // sender's download count, package.downloaded, the owner's e-mail) and, under a
+    // download limit, takes a whole copy of the file's budget (docs/API.md, "Download
+    // limit"): the page cannot fetch an image for its preview without that. So it fetches
+    // previews only when the recipient asks for them, saying what it costs, and offers
+    // none under a limit, saying why.
+    var offerPreviews = function () {
+      if (document.getElementById("e2e-previews") || !manifest) return;
+      var imgs = rows.filter(function (li) {
+        return li.querySelector("[data-e2e-download]") && E2E.previewable(manifest.files[li.getAttribute("data-file-id")]);
+      });
+      if (!imgs.length) return;
+      var box = document.createElement("p");
+      box.id = "e2e-previews";
+      box.className = "muted";
+      var list = document.getElementById("files");
+      list.parentNode.insertBefore(box, list);
+      if (imgs.some(function (li) { return li.querySelector(".downloads-left"); })) {
+        box.setAttribute("data-previews", "limited");
+        box.textContent = T("e2e_previews_limited", "No previews of the images: this link has a download limit, and a preview would use up one of its downloads.");
+        return;
+      }
+      box.setAttribute("data-previews", "offered");
+      var btn = document.createElement("button");
+      btn.type = "button";
+      btn.className = "btn small";
+      btn.id = "e2e-show-previews";
+      btn.textContent = T("e2e_show_previews", "Show previews");
+      box.appendChild(btn);
+      box.appendChild(document.createTextNode(" " + T("e2e_previews_cost", "The images are fetched and decrypted in this browser: the sender sees that as a download of each.")));
+      btn.addEventListener("click", function () {
+        if (!key) return;
+        btn.disabled = true;
+        box.setAttribute("data-previews", "loading");
+        E2E.showPreviews(imgs.map(function (li) {
+          return { el: li, url: li.getAttribute("data-url"), name: li.getAttribute("data-name"), status: li.querySelector(".file-status"), place: function (c) {
+            li.insertBefore(c, li.firstChild);
+          } };
+        }), key).then(function () {
+          box.setAttribute("data-previews", "done");
+          box.hidden = true;
+        });
+      });
     };
 
     // keyOf reads what the recipient pasted: a key AGE-SECRET-KEY-1…, or a full link

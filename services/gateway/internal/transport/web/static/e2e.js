@@ -291,6 +291,185 @@
     return id;
   }
 
+  // ---- Previews of encrypted images, made in the page from the decrypted bytes ----
+  //
+  // The server cannot make them (it holds ciphertext only), so the page that has the key
+  // fetches the file, decrypts it here and draws a thumbnail on a <canvas>: no URL of the
+  // decrypted bytes exists, so the Content-Security-Policy (img-src 'self' data:, no blob:)
+  // stays as it is, there is no object URL to revoke, and nothing decrypted leaves the
+  // page. Only files
+  // of at most previewMaxBytes whose header declares at most previewMaxPixels get one; the
+  // header is read from the first decrypted bytes, before anything is decoded, so a
+  // decompression bomb costs a few kilobytes and no decoding (the server's limit for the
+  // previews it makes, docs/API.md "Image previews").
+  var previewMaxBytes = 20 << 20;
+  var previewMaxPixels = 40000000;
+  var previewBox = 160; // the thumbnail's longer side in canvas pixels (app.css shows it at 4rem)
+
+  // imageKind says whether a manifest entry {name, type, size} is an image the page can
+  // preview: "png", "jpeg", "gif", "webp", or "" (by its type, else its name).
+  function imageKind(m) {
+    if (!m) return "";
+    var t = String(m.type || "").toLowerCase();
+    var byType = { "image/png": "png", "image/jpeg": "jpeg", "image/jpg": "jpeg", "image/pjpeg": "jpeg", "image/gif": "gif", "image/webp": "webp" }[t];
+    if (byType) return byType;
+    if (t && t !== "application/octet-stream") return "";
+    var ext = /\.([a-z0-9]+)$/i.exec(String(m.name || ""));
+    return ext ? ({ png: "png", jpg: "jpeg", jpeg: "jpeg", jpe: "jpeg", gif: "gif", webp: "webp" }[ext[1].toLowerCase()] || "") : "";
+  }
+
+  // previewable reports whether a manifest entry gets a preview at all (an image of at
+  // most previewMaxBytes).
+  function previewable(m) {
+    return !!imageKind(m) && typeof m.size === "number" && m.size > 0 && m.size <= previewMaxBytes;
+  }
+
+  function u16be(b, i) { return (b[i] << 8) | b[i + 1]; }
+  function u32be(b, i) { return ((b[i] << 24) >>> 0) + (b[i + 1] << 16) + (b[i + 2] << 8) + b[i + 3]; }
+  function u16le(b, i) { return b[i] | (b[i + 1] << 8); }
+  function u24le(b, i) { return b[i] | (b[i + 1] << 8) | (b[i + 2] << 16); }
+
+  // imageSize reads an image's dimensions from its first bytes: {kind, width, height};
+  // null while more bytes are needed; false when b is no PNG, JPEG, GIF or WebP it can read.
+  function imageSize(b) {
+    if (b.length < 12) return null;
+    if (b[0] === 0x89 && b[1] === 0x50 && b[2] === 0x4e && b[3] === 0x47) {
+      if (b.length < 24) return null;
+      // The signature, then IHDR first: length, "IHDR", width, height.
+      if (b[12] !== 0x49 || b[13] !== 0x48 || b[14] !== 0x44 || b[15] !== 0x52) return false;
+      return { kind: "png", width: u32be(b, 16), height: u32be(b, 20) };
+    }
+    if (b[0] === 0xff && b[1] === 0xd8) {
+      // Walk the markers to the first start of frame (SOF0…SOF15 less DHT, JPG, DAC).
+      var i = 2;
+      for (;;) {
+        if (i + 4 > b.length) return null;
+        if (b[i] !== 0xff) return false;
+        var mk = b[i + 1];
+        if (mk === 0xff) { i++; continue; }
+        if (mk === 0xd8 || mk === 0x01 || (mk >= 0xd0 && mk <= 0xd7)) { i += 2; continue; }
+        if (mk === 0xd9 || mk === 0xda) return false; // end or scan before any frame
+        var len = u16be(b, i + 2);
+        if (len < 2) return false;
+        if (mk >= 0xc0 && mk <= 0xcf && mk !== 0xc4 && mk !== 0xc8 && mk !== 0xcc) {
+          if (i + 9 > b.length) return null;
+          return { kind: "jpeg", width: u16be(b, i + 7), height: u16be(b, i + 5) };
+        }
+        i += 2 + len;
+      }
+    }
+    if (b[0] === 0x47 && b[1] === 0x49 && b[2] === 0x46 && b[3] === 0x38) {
+      return { kind: "gif", width: u16le(b, 6), height: u16le(b, 8) };
+    }
+    if (b[0] === 0x52 && b[1] === 0x49 && b[2] === 0x46 && b[3] === 0x46 && b[8] === 0x57 && b[9] === 0x45 && b[10] === 0x42 && b[11] === 0x50) {
+      if (b.length < 30) return null;
+      var fourcc = String.fromCharCode(b[12], b[13], b[14], b[15]);
+      if (fourcc === "VP8X") return { kind: "webp", width: u24le(b, 24) + 1, height: u24le(b, 27) + 1 };
+      if (fourcc === "VP8L") {
+        if (b[20] !== 0x2f) return false;
+        var bits = b[21] | (b[22] << 8) | (b[23] << 16) | (b[24] << 24);
+        return { kind: "webp", width: (bits & 0x3fff) + 1, height: ((bits >>> 14) & 0x3fff) + 1 };
+      }
+      if (fourcc === "VP8 ") {
+        if (b[23] !== 0x9d || b[24] !== 0x01 || b[25] !== 0x2a) return false;
+        return { kind: "webp", width: u16le(b, 26) & 0x3fff, height: u16le(b, 28) & 0x3fff };
+      }
+      return false;
+    }
+    return false;
+  }
+
+  // saneSize reports whether dimensions {width, height} may be decoded.
+  function saneSize(d) {
+    return !!d && d.width > 0 && d.height > 0 && d.width * d.height <= previewMaxPixels;
+  }
+
+  // previewImage fetches url, decrypts it with key and draws a thumbnail of the image into
+  // a new <canvas> (data-natural-width and -height: the image's own size). It reads at
+  // most previewMaxBytes and stops at the header when it declares more than
+  // previewMaxPixels (or is not an image): those reject with an E2EError of kind
+  // "too-large" or "not-image", having decoded nothing.
+  async function previewImage(url, key, label) {
+    var d = await fetchDecrypt(url, key);
+    var reader = d.stream.getReader();
+    var parts = [];
+    var got = 0;
+    var head = new Uint8Array(0);
+    var dims = null;
+    try {
+      for (;;) {
+        var r = await reader.read();
+        if (r.done) break;
+        got += r.value.length;
+        if (got > previewMaxBytes) throw E2EError("too-large", "the file is too large for a preview");
+        parts.push(r.value);
+        if (dims === null) {
+          if (head.length < 1 << 20) {
+            var n = new Uint8Array(head.length + r.value.length);
+            n.set(head); n.set(r.value, head.length);
+            head = n;
+          }
+          dims = imageSize(head);
+          if (dims === false) throw E2EError("not-image", "the file is not an image the page can show");
+          if (dims && !saneSize(dims)) throw E2EError("too-large", "the image declares " + dims.width + " × " + dims.height + " pixels");
+        }
+      }
+    } catch (err) {
+      reader.cancel().catch(function () {});
+      throw err;
+    }
+    if (!dims) throw E2EError("not-image", "the file is not an image the page can show");
+    var scale = Math.min(1, previewBox / Math.max(dims.width, dims.height));
+    var w = Math.max(1, Math.round(dims.width * scale));
+    var h = Math.max(1, Math.round(dims.height * scale));
+    var bitmap;
+    try {
+      bitmap = await createImageBitmap(new Blob(parts, { type: "image/" + dims.kind }), { resizeWidth: w, resizeHeight: h, resizeQuality: "high" });
+    } catch (err) {
+      throw E2EError("not-image", "the image could not be decoded", err);
+    }
+    parts = null;
+    var c = document.createElement("canvas");
+    c.width = w;
+    c.height = h;
+    c.className = "e2e-preview";
+    c.setAttribute("role", "img");
+    if (label) c.setAttribute("aria-label", label);
+    c.setAttribute("data-natural-width", String(dims.width));
+    c.setAttribute("data-natural-height", String(dims.height));
+    c.getContext("2d").drawImage(bitmap, 0, 0);
+    bitmap.close();
+    return c;
+  }
+
+  // showPreviews draws, one file after another, the thumbnail of each item {el, url,
+  // name, place, status} from its decrypted bytes (previewImage). place(canvas) puts it
+  // in the page, or returns false when the page no longer wants it (its key was
+  // locked), which ends the run; status, when given, says "no preview" on a failure.
+  // el's data-preview says how it went: loading, shown, or none (with data-preview-why:
+  // too-large, not-image, or the error's kind).
+  function showPreviews(items, key) {
+    return items.reduce(function (done, it) {
+      return done.then(function () {
+        it.el.setAttribute("data-preview", "loading");
+        return previewImage(it.url, key, T("e2e_preview_of", "Preview of") + " " + it.name).then(function (c) {
+          if (it.place(c) === false) {
+            it.el.removeAttribute("data-preview");
+            throw E2EError("cancelled", "previews stopped");
+          }
+          it.el.setAttribute("data-preview", "shown");
+        }, function (err) {
+          it.el.setAttribute("data-preview", "none");
+          it.el.setAttribute("data-preview-why", (err && err.kind) || "error");
+          if (it.status) {
+            it.status.hidden = false;
+            it.status.textContent = T("e2e_no_preview", "no preview");
+          }
+        });
+      });
+    }, Promise.resolve()).catch(function () { /* stopped by place */ });
+  }
+
   // Keys the sender's browser keeps, by package id (never sent to the server): the
   // identity in localStorage (the package page shows the full link again), a passphrase
   // only in sessionStorage (this tab). The manifest entries of the files sent so far sit
@@ -331,6 +510,12 @@
     saveViaWorker: saveViaWorker,
     loadKey: loadKey,
     saveKey: saveKey,
-    forgetKey: forgetKey
+    forgetKey: forgetKey,
+    imageKind: imageKind,
+    imageSize: imageSize,
+    previewable: previewable,
+    previewImage: previewImage,
+    showPreviews: showPreviews,
+    previewMaxBytes: previewMaxBytes
   };
 })();
