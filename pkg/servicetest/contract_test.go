@@ -35,7 +35,7 @@ func TestContractChecksAnswers(t *testing.T) {
 		"file_count": 0, "total_size": 0, "created_at": "2026-01-02T03:04:05Z", "finalized_at": null,
 		"expires_at": "2026-01-09T03:04:05Z", "revoked_at": null, "link_use_count": 0, "link_last_used_at": null, "password_protected": false,
 		"max_downloads": null, "notify_owner": true, "encryption": "none", "on_hold": false, "recipients": [], "files": []}`
-	me := `{"id": 1, "email": "a@example.com", "name": "A", "role": "admin", "created_at": "2026-01-02T03:04:05Z"}`
+	me := `{"id": 1, "email": "a@example.com", "name": "A", "role": "admin", "created_at": "2026-01-02T03:04:05Z", "language": null}`
 	tests := []struct {
 		name   string
 		path   string
