@@ -164,7 +164,7 @@ func main() {
 	fs.StringVar(&c.tracing, "tracing", "", "on or full: run the api and dispatch rows again with tracing on (the services export OTLP to a sink in shipbench; on: the default sampling, full: every trace sampled) and compare each with its run with tracing off (≥ 0.95×)")
 	fs.StringVar(&c.rows, "rows", strings.Join(allRows, ","), "rows to run, comma-separated: "+strings.Join(allRows, ","))
 	fs.Var(&c.budget, "budget", "time a row (or group: transfer, api, audit, events, expiry, scan, previews, languages, fairness, dispatch) may take, as row=duration; repeat or comma-separate, e.g. api=3m,dispatch=8m (-timeout grows to fit unless given)")
-	fs.DurationVar(&c.timeout, "timeout", 12*time.Minute, "bound of the whole run; rows still running then are stopped and reported")
+	fs.DurationVar(&c.timeout, "timeout", 0, "bound of the whole run; rows still running then are stopped and reported (default: the budgets of the groups, added up, and 2 minutes)")
 	fs.StringVar(&c.out, "o", "", "also write the report as Markdown to this file")
 	fs.StringVar(&c.profile, "profile", "", "build the services with a pprof endpoint, save CPU profiles of the measured windows in this directory and list their top functions")
 	fs.BoolVar(&c.quick, "quick", false, "tiny sizes and durations, for development (flags given explicitly still win)")
@@ -178,8 +178,9 @@ func main() {
 	for group, d := range c.budget {
 		budgets[group] = d
 	}
-	if len(c.budget) > 0 && !set["timeout"] {
-		// The whole run may take what its rows' budgets add up to, and a build.
+	if !set["timeout"] {
+		// The whole run may take what its rows' budgets add up to, and a build: a default
+		// run gives every row its budget, so each reaches its verdict.
 		var sum time.Duration
 		for _, d := range budgets {
 			sum += d
