@@ -16,7 +16,9 @@ type ChainReader interface {
 	// Anchor is the seq and hash of the last entry retention removed (0 and GenesisHash
 	// while none was).
 	Anchor(ctx context.Context) (int64, string, error)
-	// Entries are up to limit entries after afterSeq up to uptoSeq, in seq order.
+	// Entries are the entries numbered after afterSeq up to uptoSeq and at most
+	// afterSeq+limit, in seq order: one page of the chain's numbers, empty where none
+	// of them is in the table.
 	Entries(ctx context.Context, afterSeq, uptoSeq int64, limit int) ([]Entry, error)
 	// SeqRange is the first and last seq of the entries written in [from, to) (0, 0
 	// when none).
@@ -76,13 +78,10 @@ func (c *Chain) Verify(ctx context.Context, from int64) (Result, error) {
 		}
 		res.From, res.Head = anchorSeq+1, headSeq
 		v := NewVerifier(anchorSeq, anchorHash)
-		for after := anchorSeq; after < headSeq; {
+		for after := anchorSeq; after < headSeq; after = min(headSeq, after+pageSize) {
 			page, err := r.Entries(ctx, after, headSeq, pageSize)
 			if err != nil {
 				return err
-			}
-			if len(page) == 0 {
-				break
 			}
 			for _, e := range page {
 				if b := v.Add(e); b != nil {
@@ -90,7 +89,6 @@ func (c *Chain) Verify(ctx context.Context, from int64) (Result, error) {
 					return nil
 				}
 			}
-			after = page[len(page)-1].Seq
 		}
 		res.Break = v.End(headSeq, headHash)
 		res.Count = v.Count()
@@ -114,20 +112,16 @@ func (c *Chain) Export(ctx context.Context, from, to time.Time, fn func(Entry) e
 		if err != nil || first == 0 {
 			return err
 		}
-		for after := first - 1; after < last; {
+		for after := first - 1; after < last; after = min(last, after+pageSize) {
 			page, err := r.Entries(ctx, after, last, pageSize)
 			if err != nil {
 				return err
-			}
-			if len(page) == 0 {
-				return nil
 			}
 			for _, e := range page {
 				if err := fn(e); err != nil {
 					return err
 				}
 			}
-			after = page[len(page)-1].Seq
 		}
 		return nil
 	})

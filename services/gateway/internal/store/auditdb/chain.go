@@ -34,7 +34,12 @@ func (r chainReader) Anchor(ctx context.Context) (int64, string, error) {
 	return a.Seq, a.Hash, err
 }
 
+// Entries reads the numbers (afterSeq, min(uptoSeq, afterSeq+limit)]: a page's range is
+// never wider than the page, so PostgreSQL reads it by an index range scan even with no
+// statistics or stale ones (after a bulk load, before autovacuum analyzes the table),
+// where a range up to uptoSeq can be planned as a scan and sort of all the rest.
 func (r chainReader) Entries(ctx context.Context, afterSeq, uptoSeq int64, limit int) ([]audit.Entry, error) {
+	uptoSeq = min(uptoSeq, afterSeq+int64(limit))
 	rows, err := r.q.ListAuditChain(ctx, ListAuditChainParams{AfterSeq: afterSeq, UptoSeq: uptoSeq, MaxRows: int32(limit)})
 	if err != nil {
 		return nil, err

@@ -10,6 +10,8 @@ SELECT seq, hash FROM audit_chain_anchor;
 
 -- name: ListAuditChain :many
 -- The chained entries after @after_seq up to @upto_seq, in seq order (keyset pages).
+-- The chain reader bounds @upto_seq to one page of numbers past @after_seq, so a page
+-- never reads a wider range than it returns, whatever the statistics of the table say.
 SELECT seq::bigint AS seq, created_at, actor, actor_user_id, action, package_id, file_id, recipient_id,
        ip, user_agent, detail, prev_hash::text AS prev_hash, hash::text AS hash
 FROM audit_log

@@ -316,6 +316,8 @@ type ListAuditChainRow struct {
 }
 
 // The chained entries after @after_seq up to @upto_seq, in seq order (keyset pages).
+// The chain reader bounds @upto_seq to one page of numbers past @after_seq, so a page
+// never reads a wider range than it returns, whatever the statistics of the table say.
 func (q *Queries) ListAuditChain(ctx context.Context, arg ListAuditChainParams) ([]ListAuditChainRow, error) {
 	rows, err := q.db.Query(ctx, listAuditChain, arg.AfterSeq, arg.UptoSeq, arg.MaxRows)
 	if err != nil {
