@@ -20,7 +20,7 @@ import (
 //
 //   - The API create row with the chain against the same row without it: POST
 //     /api/v1/packages from -api-clients clients (as -audit-owners users), the chain's
-//     trigger (audit_chain_link)
+//     triggers (audit_chain_link, audit_chain_head_write)
 //     enabled for half of the slices and disabled for the other half, interleaved in
 //     slices of -audit-slice until each side had -audit-duration. Without the trigger the
 //     creations write the same audit rows, unchained. Target ≥ 0.90×.
@@ -47,14 +47,15 @@ func auditRows(ctx context.Context, t testing.TB, c config, bins rig.Bins, rep *
 	auditExport(ctx, t, c, s, g, db, rep)
 }
 
-// setChain enables or disables the chain's trigger.
+// setChain enables or disables the chain's triggers: the one that links each entry
+// (audit_chain_link) and the one that writes the head at commit (audit_chain_head_write).
 func setChain(ctx context.Context, t testing.TB, db *pgxpool.Pool, on bool) {
 	t.Helper()
 	verb := "DISABLE"
 	if on {
 		verb = "ENABLE"
 	}
-	if _, err := db.Exec(ctx, `ALTER TABLE audit_log `+verb+` TRIGGER audit_chain_link`); err != nil {
+	if _, err := db.Exec(ctx, `ALTER TABLE audit_log `+verb+` TRIGGER audit_chain_link, `+verb+` TRIGGER audit_chain_head_write`); err != nil {
 		t.Fatalf("%s the audit chain's trigger: %v", verb, err)
 	}
 }
