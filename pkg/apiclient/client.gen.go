@@ -2409,7 +2409,7 @@ type TusCreateLinkParams struct {
 	// TusResumable Required on every tus request but OPTIONS, else 412.
 	TusResumable TusCreateLinkParamsTusResumable `json:"Tus-Resumable"`
 
-	// UploadLength The file's size in bytes; over the file size limit → 413. (`Upload-Defer-Length` is not supported → 400.)
+	// UploadLength The file's size in bytes; over the file size limit, or over the package owner's `storage_quota_bytes` (the whole length is reserved at creation), `max_file_size` or `max_package_size` → 413. (`Upload-Defer-Length` is not supported → 400.)
 	UploadLength int64 `json:"Upload-Length"`
 
 	// UploadMetadata Comma-separated `key base64(value)` pairs: `filename` (required, the multipart upload's filename rules, else 422; ignored with `filetype` for an `age` package, whose file is recorded as `file-N.age`) and `filetype` (optional, the content type); for an encrypted file request (inbound `age`) optionally `manifest`, the standard base64 of the upload's encrypted manifest entry (see the multipart `Upload.manifest`; 422 when invalid). An `age` package's upload must be an age v1 file: a chunk whose bytes differ from `age-encryption.org/v1\n` (or an `Upload-Length` shorter than it) answers 422 and the upload ends, nothing kept.
@@ -2492,7 +2492,7 @@ type TusCreateOwnerParams struct {
 	// TusResumable Required on every tus request but OPTIONS, else 412.
 	TusResumable TusCreateOwnerParamsTusResumable `json:"Tus-Resumable"`
 
-	// UploadLength The file's size in bytes; over the file size limit → 413. (`Upload-Defer-Length` is not supported → 400.)
+	// UploadLength The file's size in bytes; over the file size limit, or over the package owner's `storage_quota_bytes` (the whole length is reserved at creation), `max_file_size` or `max_package_size` → 413. (`Upload-Defer-Length` is not supported → 400.)
 	UploadLength int64 `json:"Upload-Length"`
 
 	// UploadMetadata Comma-separated `key base64(value)` pairs: `filename` (required, the multipart upload's filename rules, else 422; ignored with `filetype` for an `age` package, whose file is recorded as `file-N.age`) and `filetype` (optional, the content type); for an encrypted file request (inbound `age`) optionally `manifest`, the standard base64 of the upload's encrypted manifest entry (see the multipart `Upload.manifest`; 422 when invalid). An `age` package's upload must be an age v1 file: a chunk whose bytes differ from `age-encryption.org/v1\n` (or an `Upload-Length` shorter than it) answers 422 and the upload ends, nothing kept.
@@ -3234,7 +3234,9 @@ type ClientInterface interface {
 	//
 	// The part named `file` is streamed to object storage while its SHA-256 is computed; memory per
 	// upload stays about one multipart part whatever the file size. Files over the size limit
-	// (10 GiB by default) answer 413 and nothing is kept. Fires `package.file_uploaded`.
+	// (10 GiB by default) answer 413 and nothing is kept; so do files over the owner's policy
+	// (`storage_quota_bytes`, against which the bytes are reserved as they stream, `max_file_size`,
+	// `max_package_size`). Fires `package.file_uploaded`.
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -4689,7 +4691,9 @@ func (c *Client) UpdatePackage(ctx context.Context, id openapi_types.UUID, body 
 //
 // The part named `file` is streamed to object storage while its SHA-256 is computed; memory per
 // upload stays about one multipart part whatever the file size. Files over the size limit
-// (10 GiB by default) answer 413 and nothing is kept. Fires `package.file_uploaded`.
+// (10 GiB by default) answer 413 and nothing is kept; so do files over the owner's policy
+// (`storage_quota_bytes`, against which the bytes are reserved as they stream, `max_file_size`,
+// `max_package_size`). Fires `package.file_uploaded`.
 //
 // Takes any type of body and a specified content type.
 //
@@ -9217,7 +9221,9 @@ type ClientWithResponsesInterface interface {
 	//
 	// The part named `file` is streamed to object storage while its SHA-256 is computed; memory per
 	// upload stays about one multipart part whatever the file size. Files over the size limit
-	// (10 GiB by default) answer 413 and nothing is kept. Fires `package.file_uploaded`.
+	// (10 GiB by default) answer 413 and nothing is kept; so do files over the owner's policy
+	// (`storage_quota_bytes`, against which the bytes are reserved as they stream, `max_file_size`,
+	// `max_package_size`). Fires `package.file_uploaded`.
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -17130,7 +17136,9 @@ func (c *ClientWithResponses) UpdatePackageWithResponse(ctx context.Context, id 
 //
 // The part named `file` is streamed to object storage while its SHA-256 is computed; memory per
 // upload stays about one multipart part whatever the file size. Files over the size limit
-// (10 GiB by default) answer 413 and nothing is kept. Fires `package.file_uploaded`.
+// (10 GiB by default) answer 413 and nothing is kept; so do files over the owner's policy
+// (`storage_quota_bytes`, against which the bytes are reserved as they stream, `max_file_size`,
+// `max_package_size`). Fires `package.file_uploaded`.
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
