@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/shipfile/shipfile/services/gateway/internal/app"
-	"github.com/shipfile/shipfile/services/gateway/internal/app/links"
 )
 
 // SessionStore is the persistence of web UI sessions and of the login throttle.
@@ -154,7 +153,7 @@ func (s *Sessions) Login(ctx context.Context, email, password string, client app
 	ipKey := ""
 	if client.IP != "" {
 		// An IPv6 client by its /64, as the request rates count it.
-		ipKey = "ip:" + links.RateKey(client.IP)
+		ipKey = "ip:" + app.RateKey(client.IP)
 		keys = append(keys, ipKey)
 	}
 	count, err := s.store.CountLoginAttempt(ctx, keys, now, now.Add(-s.cfg.Lockout), now.Add(s.cfg.Lockout), s.cfg.MaxFailures)

@@ -73,7 +73,7 @@ func (s *Links) liveLink(ctx context.Context, token string, client app.Client) (
 	// row of its own).
 	invalid := app.LinkAudit(client, "link.invalid", nil, nil)
 	invalid.Hourly = true
-	invalid.IP = RateKey(client.IP)
+	invalid.IP = app.RateKey(client.IP)
 	_ = s.store.WriteEffects(ctx, app.Effects{Audit: []app.AuditEntry{invalid}})
 	return app.Package{}, ErrLinkGone
 }

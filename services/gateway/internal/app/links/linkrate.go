@@ -2,7 +2,6 @@ package links
 
 import (
 	"context"
-	"net/netip"
 	"sync/atomic"
 	"time"
 
@@ -72,7 +71,7 @@ func (l *LinkRate) Take(ctx context.Context, ip string) error {
 	if last := l.lastSweep.Load(); now.UnixNano()-last > int64(sweepEvery) && l.lastSweep.CompareAndSwap(last, now.UnixNano()) {
 		_ = l.store.SweepRates(context.WithoutCancel(ctx), sweepEvery)
 	}
-	ok, wait, err := l.store.TakeRate(ctx, l.prefix+RateKey(ip), l.interval, l.tolerance)
+	ok, wait, err := l.store.TakeRate(ctx, l.prefix+app.RateKey(ip), l.interval, l.tolerance)
 	if err != nil {
 		return err
 	}
@@ -80,20 +79,4 @@ func (l *LinkRate) Take(ctx context.Context, ip string) error {
 		return app.TooMany(wait, "%s", l.detail)
 	}
 	return nil
-}
-
-// RateKey is the key a client IP address is counted under: an IPv4 address as
-// itself, an IPv6 address by its /64 (one machine is usually given a whole /64, so
-// counting single IPv6 addresses would let it use 2^64 of them).
-func RateKey(ip string) string {
-	a, err := netip.ParseAddr(ip)
-	if err != nil {
-		return ip
-	}
-	a = a.Unmap()
-	if a.Is6() {
-		p, _ := a.Prefix(64)
-		return p.String()
-	}
-	return a.String()
 }

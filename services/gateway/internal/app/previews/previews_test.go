@@ -36,4 +36,3 @@ func TestWanted(t *testing.T) {
 		})
 	}
 }
-
