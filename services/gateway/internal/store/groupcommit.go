@@ -29,13 +29,19 @@ const groupRoundMax = 1024
 // with the queue, with no timer. Each batch's statements are INSERTs of given values
 // (see CreatePackage), run with generic plans.
 //
+// A round sends every member's statements first and every member's audit entries last,
+// so the audit chain's head (migration 00038), which a transaction takes at its first
+// chained entry and keeps until it commits, is held by a round for its audit entries
+// and its commit only: rounds of different owners write their packages, recipients and
+// outbox rows side by side and take turns on the head for the rest.
+//
 // A round that fails is run again one member at a time, so each member gets its own
 // outcome and one member's error (a constraint it breaks, say) does not fail the others:
 // the shared transaction rolled back as a whole, so nothing of it was written. A member
 // whose client went away while it queued is not written; one a round has taken waits
 // for that round's outcome.
 type groupCommit struct {
-	c *groupcommit.Committer[[]*pgx.QueuedQuery, struct{}]
+	c *groupcommit.Committer[creation, struct{}]
 
 	// rounds counts the round trips sent, creations the creations they carried (their
 	// ratio: creations a commit); exported through WithRegisterer.
@@ -65,7 +71,7 @@ func newGroupCommit(pool *pgxpool.Pool) *groupCommit {
 		Timeout: groupRoundTimeout,
 		Split:   true,
 		Exact:   true,
-	}, func(ctx context.Context, members [][]*pgx.QueuedQuery) ([]struct{}, error) {
+	}, func(ctx context.Context, members []creation) ([]struct{}, error) {
 		if err := g.exec(ctx, pool, members); err != nil {
 			return nil, err
 		}
@@ -74,24 +80,36 @@ func newGroupCommit(pool *pgxpool.Pool) *groupCommit {
 	return g
 }
 
-// run commits stmts, alone or with the statements of concurrent calls, and returns
-// the outcome of stmts. A call still queued when ctx ends returns ctx's error and
-// writes nothing; once a round has taken it, it waits for that round's outcome.
-func (g *groupCommit) run(ctx context.Context, stmts []*pgx.QueuedQuery) error {
-	_, err := g.c.Do(ctx, stmts)
+// creation is one member of a round: its statements, and its audit entries, which the
+// round sends after every member's statements.
+type creation struct {
+	stmts, audit []*pgx.QueuedQuery
+}
+
+// run commits c, alone or with the statements of concurrent calls, and returns the
+// outcome of c. A call still queued when ctx ends returns ctx's error and writes
+// nothing; once a round has taken it, it waits for that round's outcome.
+func (g *groupCommit) run(ctx context.Context, c creation) error {
+	_, err := g.c.Do(ctx, c)
 	return err
 }
 
-// exec runs the members' statements in one batch, an implicit transaction.
-func (g *groupCommit) exec(ctx context.Context, pool *pgxpool.Pool, members [][]*pgx.QueuedQuery) error {
+// exec runs the members' statements, then their audit entries, in one batch, an
+// implicit transaction.
+func (g *groupCommit) exec(ctx context.Context, pool *pgxpool.Pool, members []creation) error {
 	g.rounds.Inc()
 	g.creations.Add(float64(len(members)))
 	b := &pgx.Batch{}
 	database.QueueGenericPlans(b)
-	for _, stmts := range members {
-		for _, q := range stmts {
-			// Queued afresh: pgx notes on a queued statement the prepared statement it ran
-			// as, which a failed round's connection has deallocated by the retry.
+	// Queued afresh: pgx notes on a queued statement the prepared statement it ran as,
+	// which a failed round's connection has deallocated by the retry.
+	for _, m := range members {
+		for _, q := range m.stmts {
+			b.Queue(q.SQL, q.Arguments...)
+		}
+	}
+	for _, m := range members {
+		for _, q := range m.audit {
 			b.Queue(q.SQL, q.Arguments...)
 		}
 	}

@@ -24,8 +24,9 @@ var _ packages.Store = (*Postgres)(nil)
 // commit together in a single round trip. Under load, concurrent creations share their
 // round trip and commit (groupCommit); each still commits whole or not at all.
 //
-// Its statements are INSERTs of given values (the package, its recipients, audit entries,
-// outbox rows), whose plan is the same whatever the statistics: the batch runs them with
+// Its statements are INSERTs of given values (the package, its recipients, outbox rows,
+// and its audit entries, which a round sends last: groupCommit), whose plan is the same
+// whatever the statistics: the batch runs them with
 // generic plans (database.QueueGenericPlans), which PostgreSQL makes once per connection, instead of
 // planning each of them on every execution as the pool's plan_cache_mode has it.
 func (s *Postgres) CreatePackage(ctx context.Context, p app.Package, fx app.Effects) error {
@@ -45,10 +46,14 @@ func (s *Postgres) CreatePackage(ctx context.Context, p app.Package, fx app.Effe
 			LinkHash: r.LinkHash, LinkState: string(r.LinkState), CreatedAt: r.CreatedAt, RevokedAt: r.RevokedAt,
 		})
 	}
-	if err := s.sql.QueueEffects(ctx, b, fx); err != nil {
+	rest := fx
+	rest.Audit = nil
+	if err := s.sql.QueueEffects(ctx, b, rest); err != nil {
 		return err
 	}
-	return s.sql.Committed(fx, s.creates.run(ctx, b.QueuedQueries))
+	audit := &pgx.Batch{}
+	_ = sqldb.WriteAudit(ctx, sqldb.Batched(audit), fx.Audit...)
+	return s.sql.Committed(fx, s.creates.run(ctx, creation{stmts: b.QueuedQueries, audit: audit.QueuedQueries}))
 }
 
 // GetPackage returns a package by id.
