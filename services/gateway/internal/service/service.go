@@ -338,8 +338,11 @@ func New(_ context.Context, cfg Config, deps Deps) (*Service, error) {
 	}
 	s.Holds = audit.NewHolds(auditDB, locker, log)
 	s.Reports = audit.NewReports(auditDB)
-	s.Packages = packages.NewPackages(db, objectStore, app.Limits{MaxFileSize: cfg.MaxFileSize, MaxFiles: cfg.MaxFiles}, cfg.PublicURL,
-		packages.WithPolicies(s.Policies, cfg.UploadPartSize))
+	pkgOpts := []packages.Option{packages.WithPolicies(s.Policies, cfg.UploadPartSize)}
+	if deps.Objects.ObjectLock {
+		pkgOpts = append(pkgOpts, packages.WithObjectLock(objectStore))
+	}
+	s.Packages = packages.NewPackages(db, objectStore, app.Limits{MaxFileSize: cfg.MaxFileSize, MaxFiles: cfg.MaxFiles}, cfg.PublicURL, pkgOpts...)
 	s.Packages.UseHasher(hasher)
 	scanMode, err := app.ParseScanMode(cfg.Scan.Mode, cfg.Scan.ClamdAddr)
 	if err != nil {

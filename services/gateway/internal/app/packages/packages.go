@@ -75,6 +75,9 @@ type Packages struct {
 	// least bytes an upload reserves at a time.
 	policies  Policies
 	meterStep int64
+	// locker holds the objects of files recorded in held packages (WithObjectLock;
+	// nil: no S3 object lock).
+	locker ObjectLocker
 }
 
 // NewPackages returns the package service.
@@ -392,7 +395,8 @@ type addFileFunc func(ctx context.Context, f app.File, change func(p *app.Packag
 
 // recordFile is the commit of every upload, multipart or resumable: in the package's
 // transaction it checks the state and the file count again, counts the file and writes
-// its audit entry and package.file_uploaded event.
+// its audit entry and package.file_uploaded event; with object lock, a held package's
+// new object gets S3's legal hold there (holdObject).
 // The file as recorded (AsRecorded: an encrypted package's neutral name) is returned.
 func (s *Packages) recordFile(ctx context.Context, f app.File, op app.Op, audit app.AuditEntry, add addFileFunc) (app.File, error) {
 	audit.FileID = &f.ID
@@ -411,6 +415,9 @@ func (s *Packages) recordFile(ctx context.Context, f app.File, op app.Op, audit 
 		p.FileSeq++
 		p.TotalSize += f.Size
 		recorded = app.AsRecorded(f, *p)
+		if err := s.holdObject(ctx, p, f.ObjectKey); err != nil {
+			return app.Effects{}, err
+		}
 		return app.Effects{Events: []*eventsv1.Envelope{fileUploaded(*p, recorded)}, Audit: []app.AuditEntry{audit}}, nil
 	})
 	if err != nil {
