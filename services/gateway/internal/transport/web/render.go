@@ -182,9 +182,11 @@ func (w *Web) render(c *gin.Context, status int, name string, v view) {
 func (w *Web) ErrorPage(c *gin.Context, status int, detail string) {
 	lang := w.language(c)
 	l := catalog.Localizer(lang)
-	title := http.StatusText(status)
-	if id := "error.status_" + strconv.Itoa(status); l.T(id) != id {
-		title = l.T(id)
+	// T answers a status missing from the catalogs with its id.
+	id := "error.status_" + strconv.Itoa(status)
+	title := l.T(id)
+	if title == id {
+		title = http.StatusText(status)
 	}
 	if status == http.StatusInternalServerError {
 		detail = l.T("error.internal")
