@@ -23,39 +23,11 @@ var _ app.Objects = (*Objects)(nil)
 // NewObjects returns the object store.
 func NewObjects(s *storage.Store) *Objects { return &Objects{s: s} }
 
-// Remove deletes the objects with S3 multi-object deletes (1000 keys a request). A key
-// whose object is already missing counts as removed.
+// Remove deletes the objects for good with S3 multi-object deletes (1000 keys a
+// request), every version of each in a bucket with object lock (storage.RemoveObjects).
+// A key whose object is already missing counts as removed.
 func (o *Objects) Remove(ctx context.Context, keys []string) ([]string, error) {
-	ch := make(chan minio.ObjectInfo, len(keys))
-	for _, k := range keys {
-		ch <- minio.ObjectInfo{Key: k}
-	}
-	close(ch)
-	removed := make([]string, 0, len(keys))
-	var (
-		failed   int
-		firstErr error
-	)
-	for res := range o.s.Client.RemoveObjectsWithResult(ctx, o.s.Bucket, ch, minio.RemoveObjectsOptions{}) {
-		if res.Err == nil || minio.ToErrorResponse(res.Err).Code == minio.NoSuchKey {
-			if res.ObjectName != "" {
-				removed = append(removed, res.ObjectName)
-			}
-			continue
-		}
-		failed++
-		if firstErr == nil {
-			firstErr = res.Err
-		}
-	}
-	if failed > 0 {
-		return removed, fmt.Errorf("%d of %d objects not removed: %w", failed, len(keys), firstErr)
-	}
-	if len(removed) != len(keys) {
-		// A result per key is the contract; anything else must not be taken for success.
-		return removed, errors.New("storage answered for fewer objects than it was asked to remove")
-	}
-	return removed, nil
+	return o.s.RemoveObjects(ctx, keys)
 }
 
 // AbortStaleUploads aborts the incomplete multipart uploads of keys under prefix that

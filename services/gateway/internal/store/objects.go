@@ -128,7 +128,7 @@ var crc32cTable = crc32.MakeTable(crc32.Castagnoli)
 
 // removeObject deletes whatever a failed Put may have left under key.
 func (o *Objects) removeObject(ctx context.Context, key string) {
-	_ = o.s.Client.RemoveObject(context.WithoutCancel(ctx), o.s.Bucket, key, minio.RemoveObjectOptions{})
+	_ = o.s.RemoveObject(context.WithoutCancel(ctx), key)
 }
 
 // Open returns a seekable reader of the object's bytes.
@@ -186,9 +186,11 @@ func (o *object) Close() error {
 	return err
 }
 
-// Remove deletes the object; a missing object is not an error.
+// Remove deletes the object for good, every version of it in a bucket with object
+// lock (storage.RemoveObject), where S3 refuses while the object is under a legal hold;
+// a missing object is not an error.
 func (o *Objects) Remove(ctx context.Context, key string) error {
-	return o.s.Client.RemoveObject(ctx, o.s.Bucket, key, minio.RemoveObjectOptions{})
+	return o.s.RemoveObject(ctx, key)
 }
 
 // unwrapReadErr surfaces an application error raised by the reader (a file over its

@@ -10,6 +10,7 @@ import (
 
 	"github.com/minio/minio-go/v7"
 
+	"github.com/shipfile/shipfile/pkg/storage"
 	"github.com/shipfile/shipfile/services/gateway/internal/app/transfers"
 )
 
@@ -106,14 +107,15 @@ func (o *Objects) ReadSmall(ctx context.Context, key string, buf []byte) (int, e
 	return n, nil
 }
 
-// RemovePrefix removes every object under prefix.
+// RemovePrefix removes every object under prefix, every version of each in a bucket
+// with object lock (pkg/storage, "Removing objects for good").
 func (o *Objects) RemovePrefix(ctx context.Context, prefix string) error {
 	lctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	objs := o.s.Client.ListObjects(lctx, o.s.Bucket, minio.ListObjectsOptions{Prefix: prefix, Recursive: true})
+	objs := o.s.Client.ListObjects(lctx, o.s.Bucket, minio.ListObjectsOptions{Prefix: prefix, Recursive: true, WithVersions: o.s.ObjectLock})
 	var errs []error
 	for res := range o.s.Client.RemoveObjectsWithResult(ctx, o.s.Bucket, objs, minio.RemoveObjectsOptions{}) {
-		if res.Err != nil && minio.ToErrorResponse(res.Err).Code != minio.NoSuchKey {
+		if res.Err != nil && !storage.IsMissing(res.Err) {
 			errs = append(errs, res.Err)
 		}
 	}
