@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/minio/minio-go/v7"
 
@@ -20,8 +21,8 @@ import (
 
 // TestLegalHoldCoversNewUploads: with SHIPFILE_S3_OBJECT_LOCK=true, an object written
 // after a hold was placed gets S3's legal hold when the hold covers its package: a file
-// uploaded (multipart and tus) to a held draft, and a file uploaded to a package a held
-// user creates afterwards. A package nobody holds gets none, and releasing the holds
+// uploaded (multipart and tus) to a held draft and the preview of an image uploaded
+// there, and a file uploaded to a package a held user creates afterwards. A package nobody holds gets none, and releasing the holds
 // lifts them from the new objects too.
 func TestLegalHoldCoversNewUploads(t *testing.T) {
 	_, natsURL := servicetest.StartNATS(t)
@@ -125,6 +126,18 @@ func TestLegalHoldCoversNewUploads(t *testing.T) {
 	heldPkg := draft(owner, "held draft")
 	pkgHold := admin.Must("POST", "/api/v1/admin/holds", map[string]any{"package_id": heldPkg, "reason": "case 8"}, http.StatusCreated)
 	heldKeys := []string{multipart(owner, heldPkg, "after-hold.pdf"), tus(owner, heldPkg, "after-hold-tus.pdf")}
+	// An image uploaded to the held draft: its preview, made while the hold lasts, is
+	// held as well.
+	photoID := owner.Upload("/api/v1/packages/"+heldPkg+"/files", "after-hold.png", pngImage(t))["id"].(string)
+	var photoKey, previewKey string
+	servicetest.WaitFor(t, 20*time.Second, "the held image's preview", func() bool {
+		err := db.QueryRow(ctx, `SELECT object_key, coalesce(preview_key, '') FROM files WHERE id = $1`, photoID).Scan(&photoKey, &previewKey)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return previewKey != ""
+	})
+	heldKeys = append(heldKeys, photoKey, previewKey)
 	// A user held, who then creates a package and uploads to it.
 	var suspectID int64
 	if err := db.QueryRow(ctx, `SELECT id FROM users WHERE email = 'suspect@example.com'`).Scan(&suspectID); err != nil {

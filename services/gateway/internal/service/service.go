@@ -350,7 +350,7 @@ func New(_ context.Context, cfg Config, deps Deps) (*Service, error) {
 	}
 	s.Packages.UseScanMode(scanMode)
 	s.Links = links.New(s.Packages, db)
-	s.Previews = previews.New(previewsdb.NewStore(sql), objectStore, previews.Options{Scan: scanMode, Log: log})
+	s.Previews = previews.New(previewsdb.NewStore(sql), objectStore, previews.Options{Scan: scanMode, Log: log, Locker: locker})
 	if deps.JS != nil {
 		previewMetrics, err := consumer.NewMetrics(reg)
 		if err != nil {

@@ -54,7 +54,8 @@ func (n NewHold) Validate() error {
 
 // HoldStore keeps the holds. Placing and releasing write their audit entry in the
 // same transaction, and return the object keys whose S3 legal hold changes: every
-// object of the packages the hold covers (on release, of those no other hold covers).
+// object of the packages the hold covers, each file's and its preview's (on release, of
+// those no other hold covers).
 type HoldStore interface {
 	// CreateLegalHold stores h; a package or user that does not exist is app.ErrNotFound.
 	CreateLegalHold(ctx context.Context, h Hold, a app.AuditEntry) (keys []string, err error)

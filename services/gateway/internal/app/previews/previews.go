@@ -60,8 +60,15 @@ type Store interface {
 	PreviewSource(ctx context.Context, fileID uuid.UUID) (Source, error)
 	// SetPreview records the preview of the file, holding its package so that a
 	// deletion or expiry either comes before (recorded is false: nothing recorded) or
-	// after (the preview is queued for deletion with the file's object).
-	SetPreview(ctx context.Context, fileID uuid.UUID, key string, width, height int) (recorded bool, err error)
+	// after (the preview is queued for deletion with the file's object). When a legal
+	// hold covers the package and held is not nil, held runs in that transaction, the
+	// package held, before the record commits; its error undoes the record.
+	SetPreview(ctx context.Context, fileID uuid.UUID, key string, width, height int, held func(context.Context) error) (recorded bool, err error)
+}
+
+// ObjectLocker puts S3's legal hold on an object (SHIPFILE_S3_OBJECT_LOCK).
+type ObjectLocker interface {
+	SetLegalHold(ctx context.Context, key string, on bool) error
 }
 
 // Objects reads and writes objects.
@@ -81,6 +88,9 @@ type Options struct {
 	// otherwise after the verdict.
 	Scan app.ScanMode
 	Log  *slog.Logger
+	// Locker (nil: no S3 object lock) puts S3's legal hold on the preview of a package
+	// under a legal hold, as the hold does on the file objects (audit.Holds).
+	Locker ObjectLocker
 }
 
 // Maker makes previews, one at a time per Maker so that at most one decoded image is
@@ -210,12 +220,30 @@ func (m *Maker) Make(ctx context.Context, fileID uuid.UUID) error {
 	if _, err := m.objects.Put(ctx, key, bytes.NewReader(jpg), "image/jpeg"); err != nil {
 		return err
 	}
-	recorded, err := m.store.SetPreview(ctx, fileID, key, w, h)
+	recorded, err := m.store.SetPreview(ctx, fileID, key, w, h, m.holdPreview(key))
 	if err != nil || !recorded {
 		// The file went meanwhile (or the record failed): its preview goes too.
 		_ = m.objects.Remove(context.WithoutCancel(ctx), key)
 	}
 	return err
+}
+
+// holdPreview is what SetPreview runs for a held package: with object lock, S3's legal
+// hold on the preview at key. It runs while the record's transaction holds the package,
+// so a hold placed meanwhile either committed before (the package is held) or waits for
+// the record and finds the preview among the objects it holds; a release waits likewise,
+// and lifts the hold from the preview too. A preview held and then not recorded (the
+// commit failed) keeps its S3 legal hold until it is lifted by hand.
+func (m *Maker) holdPreview(key string) func(context.Context) error {
+	if m.opts.Locker == nil {
+		return nil
+	}
+	return func(ctx context.Context) error {
+		if err := m.opts.Locker.SetLegalHold(ctx, key, true); err != nil {
+			return fmt.Errorf("the package is on legal hold, and its preview could not be held: %w", err)
+		}
+		return nil
+	}
 }
 
 // Render reads an image, at its start, and returns its preview as a JPEG and the

@@ -19,7 +19,7 @@ func (s *Store) RecordAudit(ctx context.Context, a app.AuditEntry) error {
 }
 
 // CreateLegalHold stores the hold and its audit entry in one transaction and returns the
-// object keys of the packages it covers.
+// object keys (files and previews) of the packages it covers.
 func (s *Store) CreateLegalHold(ctx context.Context, h audit.Hold, a app.AuditEntry) ([]string, error) {
 	var keys []string
 	err := s.sql.InTx(ctx, func(tx pgx.Tx) error {

@@ -54,12 +54,16 @@ WHERE id = @id AND released_at IS NULL
 RETURNING *;
 
 -- name: HoldObjectKeys :many
--- The objects of the packages the hold covers that are (@held true) or are no longer
--- (@held false) under any hold.
+-- The objects (each file's, and its preview's) of the packages the hold covers that are
+-- (@held true) or are no longer (@held false) under any hold.
 SELECT f.object_key FROM files f JOIN packages p ON p.id = f.package_id
 WHERE (p.id = sqlc.narg(package_id)::uuid OR p.owner_user_id = sqlc.narg(user_id)::bigint)
   AND p.on_hold = @held::boolean
-ORDER BY f.object_key;
+UNION ALL
+SELECT f.preview_key FROM files f JOIN packages p ON p.id = f.package_id
+WHERE (p.id = sqlc.narg(package_id)::uuid OR p.owner_user_id = sqlc.narg(user_id)::bigint)
+  AND p.on_hold = @held::boolean AND f.preview_key IS NOT NULL
+ORDER BY object_key;
 
 -- name: ActivityReport :many
 -- Per user, the packages created in [@from_at, @to_at) that still exist: outbound ones

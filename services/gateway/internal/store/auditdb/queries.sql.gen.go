@@ -221,7 +221,11 @@ const holdObjectKeys = `-- name: HoldObjectKeys :many
 SELECT f.object_key FROM files f JOIN packages p ON p.id = f.package_id
 WHERE (p.id = $1::uuid OR p.owner_user_id = $2::bigint)
   AND p.on_hold = $3::boolean
-ORDER BY f.object_key
+UNION ALL
+SELECT f.preview_key FROM files f JOIN packages p ON p.id = f.package_id
+WHERE (p.id = $1::uuid OR p.owner_user_id = $2::bigint)
+  AND p.on_hold = $3::boolean AND f.preview_key IS NOT NULL
+ORDER BY object_key
 `
 
 type HoldObjectKeysParams struct {
@@ -230,8 +234,8 @@ type HoldObjectKeysParams struct {
 	Held      bool
 }
 
-// The objects of the packages the hold covers that are (@held true) or are no longer
-// (@held false) under any hold.
+// The objects (each file's, and its preview's) of the packages the hold covers that are
+// (@held true) or are no longer (@held false) under any hold.
 func (q *Queries) HoldObjectKeys(ctx context.Context, arg HoldObjectKeysParams) ([]string, error) {
 	rows, err := q.db.Query(ctx, holdObjectKeys, arg.PackageID, arg.UserID, arg.Held)
 	if err != nil {

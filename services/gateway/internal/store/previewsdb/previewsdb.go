@@ -40,25 +40,35 @@ func (s *Store) PreviewSource(ctx context.Context, fileID uuid.UUID) (previews.S
 
 // SetPreview records a file's preview while holding its package (FOR SHARE): an
 // expiry or a deletion waits for it and then queues the preview with the object
-// (the triggers of migration 00034), or came first and nothing is recorded.
-func (s *Store) SetPreview(ctx context.Context, fileID uuid.UUID, key string, width, height int) (bool, error) {
+// (the triggers of migration 00034), or came first and nothing is recorded. The lock
+// also orders it with a legal hold placed or released on the package (whose UPDATE of
+// packages.on_hold waits for it): held runs when the package is on hold.
+func (s *Store) SetPreview(ctx context.Context, fileID uuid.UUID, key string, width, height int, held func(context.Context) error) (bool, error) {
 	recorded := false
 	err := s.sql.InTx(ctx, func(tx pgx.Tx) error {
 		q := s.q.WithTx(tx)
-		state, err := q.LockPackageOfFile(ctx, fileID)
+		pkg, err := q.LockPackageOfFile(ctx, fileID)
 		if errors.Is(err, pgx.ErrNoRows) {
 			return nil
 		}
 		if err != nil {
 			return err
 		}
-		if st := app.State(state); st != app.StateDraft && st != app.StateActive {
+		if st := app.State(pkg.State); st != app.StateDraft && st != app.StateActive {
 			return nil
 		}
 		w, h := int32(width), int32(height)
 		n, err := q.SetPreview(ctx, SetPreviewParams{ID: fileID, PreviewKey: &key, Width: &w, Height: &h})
-		recorded = n == 1
-		return err
+		if err != nil || n != 1 {
+			return err
+		}
+		if pkg.OnHold && held != nil {
+			if err := held(ctx); err != nil {
+				return err
+			}
+		}
+		recorded = true
+		return nil
 	})
 	return recorded, err
 }

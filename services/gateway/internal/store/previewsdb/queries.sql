@@ -8,9 +8,10 @@ FROM files f JOIN packages p ON p.id = f.package_id
 WHERE f.id = @id;
 
 -- name: LockPackageOfFile :one
--- Holds the package of a file against deletion and state changes (expiry) until the
--- transaction ends, and returns its state.
-SELECT p.state FROM packages p JOIN files f ON f.package_id = p.id
+-- Holds the package of a file against deletion, state changes (expiry) and legal holds
+-- placed or released until the transaction ends, and returns its state and whether a
+-- hold covers it.
+SELECT p.state, p.on_hold FROM packages p JOIN files f ON f.package_id = p.id
 WHERE f.id = @id
 FOR SHARE OF p;
 

@@ -12,18 +12,24 @@ import (
 )
 
 const lockPackageOfFile = `-- name: LockPackageOfFile :one
-SELECT p.state FROM packages p JOIN files f ON f.package_id = p.id
+SELECT p.state, p.on_hold FROM packages p JOIN files f ON f.package_id = p.id
 WHERE f.id = $1
 FOR SHARE OF p
 `
 
-// Holds the package of a file against deletion and state changes (expiry) until the
-// transaction ends, and returns its state.
-func (q *Queries) LockPackageOfFile(ctx context.Context, id uuid.UUID) (string, error) {
+type LockPackageOfFileRow struct {
+	State  string
+	OnHold bool
+}
+
+// Holds the package of a file against deletion, state changes (expiry) and legal holds
+// placed or released until the transaction ends, and returns its state and whether a
+// hold covers it.
+func (q *Queries) LockPackageOfFile(ctx context.Context, id uuid.UUID) (LockPackageOfFileRow, error) {
 	row := q.db.QueryRow(ctx, lockPackageOfFile, id)
-	var state string
-	err := row.Scan(&state)
-	return state, err
+	var i LockPackageOfFileRow
+	err := row.Scan(&i.State, &i.OnHold)
+	return i, err
 }
 
 const previewSource = `-- name: PreviewSource :one
