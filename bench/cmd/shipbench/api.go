@@ -39,8 +39,10 @@ const baselineCommand = "baseline-api"
 // instance i mod N. PostgreSQL's wait events are sampled during both halves. With
 // -quota-duration, a third side takes its turns: the same gateways with a quota set
 // (quota.go), compared with their slices without one; the two gateway sides take turns
-// at following the baseline.
-func apiRow(ctx context.Context, t testing.TB, c config, bins rig.Bins, rep *Report) {
+// at following the baseline. With a sink (-tracing), a fourth side takes its turns too:
+// as many gateways again, exporting their traces to the sink, compared slice by slice
+// with the gateways without tracing.
+func apiRow(ctx context.Context, t testing.TB, c config, bins rig.Bins, rep *Report, sink *otlpSink) {
 	nats := rig.StartNATS(t)
 	s := rig.NewStack(t, bins, rig.StackOptions{NATSURL: nats.URL})
 	var gateways, bases []*rig.Proc
@@ -49,6 +51,15 @@ func apiRow(ctx context.Context, t testing.TB, c config, bins rig.Bins, rep *Rep
 		g := s.StartGateway("SHIPFILE_RATE_LIMIT=0")
 		gateways = append(gateways, g)
 		gatewayClients = append(gatewayClients, rig.NewClient("http://"+g.Addr, s.Token))
+	}
+	var tracedGateways []*rig.Proc
+	var tracedClients []*rig.Client
+	if sink != nil {
+		for range c.apiGateways {
+			g := s.StartGateway(append([]string{"SHIPFILE_RATE_LIMIT=0"}, sink.env(c.tracing)...)...)
+			tracedGateways = append(tracedGateways, g)
+			tracedClients = append(tracedClients, rig.NewClient("http://"+g.Addr, s.Token))
+		}
 	}
 	me, err := s.API.Me(ctx)
 	if err != nil {
@@ -69,8 +80,11 @@ func apiRow(ctx context.Context, t testing.TB, c config, bins rig.Bins, rep *Rep
 		baseClients = append(baseClients, rig.NewClient(base.URL(""), s.Token))
 	}
 
-	half, quotaHalf := c.apiDuration, c.quotaDuration
-	if need := 2*half + quotaHalf + 5*time.Second; time.Until(deadlineOf(ctx)) < need {
+	half, quotaHalf, tracedHalf := c.apiDuration, c.quotaDuration, time.Duration(0)
+	if sink != nil {
+		tracedHalf = half
+	}
+	if need := 2*half + quotaHalf + tracedHalf + 5*time.Second; time.Until(deadlineOf(ctx)) < need {
 		rep.Add(Row{What: "API", Verdict: "not run (budget too short for -api-duration)"})
 		return
 	}
@@ -90,10 +104,14 @@ func apiRow(ctx context.Context, t testing.TB, c config, bins rig.Bins, rep *Rep
 	base := &phase{procs: bases, clients: baseClients, postmaster: pg}
 	gate := &phase{procs: gateways, clients: gatewayClients, postmaster: pg}
 	quota := &phase{procs: gateways, clients: gatewayClients, postmaster: pg}
+	traced := &phase{procs: tracedGateways, clients: tracedClients, postmaster: pg}
 	phases := []*phase{base, gate}
-	want := map[*phase]time.Duration{base: half, gate: half, quota: quotaHalf}
+	want := map[*phase]time.Duration{base: half, gate: half, quota: quotaHalf, traced: tracedHalf}
 	if quotaHalf > 0 {
 		phases = append(phases, quota)
+	}
+	if tracedHalf > 0 {
+		phases = append(phases, traced)
 	}
 	prof.record(ctx, gateways[0], 2*half-time.Second, "api-gateway")
 	// After each gateway slice the outbox is let drain (not timed to either side): events
@@ -103,11 +121,12 @@ func apiRow(ctx context.Context, t testing.TB, c config, bins rig.Bins, rep *Rep
 	var maxLeft int64
 	var draining time.Duration
 	db := rig.DB(t, s.DBURL)
-	for round := 0; base.elapsed() < half || gate.elapsed() < half || quota.elapsed() < quotaHalf; round++ {
+	for round := 0; base.elapsed() < half || gate.elapsed() < half || quota.elapsed() < quotaHalf || traced.elapsed() < tracedHalf; round++ {
 		order := phases
-		if round%2 == 1 && len(phases) == 3 {
-			// The gateway's two sides take turns at following the baseline's slice.
-			order = []*phase{base, quota, gate}
+		if round%2 == 1 {
+			// The gateway's sides take turns at following the baseline's slice.
+			order = append([]*phase{base}, phases[1:]...)
+			slices.Reverse(order[1:])
 		}
 		for _, ph := range order {
 			i := slices.Index(phases, ph)
@@ -174,6 +193,24 @@ func apiRow(ctx context.Context, t testing.TB, c config, bins rig.Bins, rep *Rep
 			Ratio:    fmt.Sprintf("%.2f× (median of %d slices' ratios; totals %s)", paired, pairs, ratio(q.rps(), g.rps())),
 			Target:   "≥ 0.95× of no quota",
 			Verdict:  verdict(paired >= 0.95 && q.failed == 0, "%.0f%% below 0.95×, %d failed requests", max(0, (0.95-paired)/0.95*100), q.failed),
+		})
+	}
+	if tracedHalf > 0 {
+		tr := traced.result()
+		rep.Rawf("API gateway with tracing on (%s)%s: %s%s; machine CPU %.0f%% busy, the gateway used %s of CPU (%.2f ms a request)%s; WAL %s; PostgreSQL waits: %s",
+			samplingText(c.tracing), instances, tr, how, 100*traced.busy(), traced.cpu.Round(10*time.Millisecond), perRequest(traced.cpu, tr.ok), traced.pgCPU(tr.ok), traced.wal.perRequest(tr.ok), waits.summary(slices.Index(phases, traced)))
+		if tr.ok == 0 {
+			t.Fatalf("no request with tracing on succeeded (%s)", tr)
+		}
+		paired, pairs := pairedRatio(traced.rates, gate.rates)
+		rep.Rawf("API with tracing on against off, slice by slice: %s", sliceRatios(traced.rates, gate.rates))
+		rep.Add(Row{
+			What:     fmt.Sprintf("API, tracing on (%s): POST /api/v1/packages, %d clients%s, %s", samplingText(c.tracing), c.apiClients, gatewaysText, tracedHalf),
+			Measured: fmt.Sprintf("%.0f req/s, p50 %s, p99 %s", tr.rps(), rig.Ms(tr.p50), rig.Ms(tr.p99)),
+			Baseline: fmt.Sprintf("%.0f req/s, p50 %s, p99 %s (gateways of the same build, tracing off, slices taking turns)", g.rps(), rig.Ms(g.p50), rig.Ms(g.p99)),
+			Ratio:    fmt.Sprintf("%.2f× (median of %d slices' ratios; totals %s)", paired, pairs, ratio(tr.rps(), g.rps())),
+			Target:   "≥ 0.95× of tracing off",
+			Verdict:  verdict(paired >= 0.95 && tr.failed == 0, "%.0f%% below 0.95×, %d failed requests", max(0, (0.95-paired)/0.95*100), tr.failed),
 		})
 	}
 }

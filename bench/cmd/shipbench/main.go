@@ -161,7 +161,7 @@ func main() {
 	fs.IntVar(&c.scanFiles, "scan-files", 16, "files of the scanner row")
 	fs.Int64Var(&c.scanSize, "scan-size", 64<<20, "bytes of each file of the scanner row")
 	fs.IntVar(&c.previewSlices, "preview-slices", 8, "turns of the preview row (each: every image previewed, and every image decoded)")
-	fs.StringVar(&c.tracing, "tracing", "", "on or full: run the api and dispatch rows again with tracing on (the services export OTLP to a sink in shipbench; on: the default sampling, full: every trace sampled) and compare each with its run with tracing off (≥ 0.95×)")
+	fs.StringVar(&c.tracing, "tracing", "", "on or full: measure tracing's cost (the services export OTLP to a sink in shipbench; on: the default sampling, full: every trace sampled): the API row gets a side with tracing on, its slices taking turns with the others, and the dispatch row runs again with tracing on; each compared with tracing off (≥ 0.95×)")
 	fs.StringVar(&c.rows, "rows", strings.Join(allRows, ","), "rows to run, comma-separated: "+strings.Join(allRows, ","))
 	fs.Var(&c.budget, "budget", "time a row (or group: transfer, api, audit, events, expiry, scan, previews, languages, fairness, dispatch) may take, as row=duration; repeat or comma-separate, e.g. api=3m,dispatch=8m (-timeout grows to fit unless given)")
 	fs.DurationVar(&c.timeout, "timeout", 0, "bound of the whole run; rows still running then are stopped and reported (default: the budgets of the groups, added up, and 2 minutes)")
@@ -178,6 +178,10 @@ func main() {
 	for group, d := range c.budget {
 		budgets[group] = d
 	}
+	if c.tracing != "" && c.budget["api"] == 0 {
+		// The API row's fourth side: the gateway with tracing on, taking its turns.
+		budgets["api"] += c.apiDuration + 15*time.Second
+	}
 	if !set["timeout"] {
 		// The whole run may take what its rows' budgets add up to, and a build: a default
 		// run gives every row its budget, so each reaches its verdict.
@@ -188,7 +192,7 @@ func main() {
 		c.timeout = max(c.timeout, sum+2*time.Minute)
 	}
 	if c.tracing != "" && !set["timeout"] {
-		c.timeout += budgets["api"] + budgets["dispatch"] // their second pass, tracing on
+		c.timeout += budgets["dispatch"] // its second pass, tracing on
 	}
 	if c.quick {
 		set := map[string]bool{}
@@ -319,7 +323,12 @@ func run(c config, command string) int {
 	group("transfer", []string{"upload", "tus", "cli", "memory", "download"}, func(ctx context.Context, t testing.TB) {
 		transferRows(ctx, t, c, bins, want, rep)
 	})
-	group("api", []string{"api"}, func(ctx context.Context, t testing.TB) { apiRow(ctx, t, c, bins, rep) })
+	var sink *otlpSink
+	if c.tracing == "on" || c.tracing == "full" {
+		sink = newOTLPSink()
+		defer sink.close()
+	}
+	group("api", []string{"api"}, func(ctx context.Context, t testing.TB) { apiRow(ctx, t, c, bins, rep, sink) })
 	group("audit", []string{"audit"}, func(ctx context.Context, t testing.TB) { auditRows(ctx, t, c, bins, rep) })
 	group("events", []string{"events"}, func(ctx context.Context, t testing.TB) { eventsRow(ctx, t, c, bins, rep) })
 	group("expiry", []string{"expiry"}, func(ctx context.Context, t testing.TB) { expiryRow(ctx, t, c, bins, rep) })
@@ -329,11 +338,12 @@ func run(c config, command string) int {
 	group("fairness", []string{"fairness"}, func(ctx context.Context, t testing.TB) { fairnessRow(ctx, t, c, bins, rep) })
 	// Last: it takes whatever is left of its budget (its runs stop at their share).
 	group("dispatch", []string{"dispatch"}, func(ctx context.Context, t testing.TB) { dispatchRows(ctx, t, c, bins, rep) })
-	if c.tracing == "on" || c.tracing == "full" {
-		fmt.Fprintf(log, "==> the api and dispatch rows again, tracing on (%s)\n", c.tracing)
-		sink, stop := startTracing(c.tracing)
+	if sink != nil {
+		// The API row compared its sides slice by slice; the dispatcher's runs are
+		// repeated whole, tracing on.
+		fmt.Fprintf(log, "==> the dispatch row again, tracing on (%s)\n", c.tracing)
+		stop := startTracing(sink, c.tracing)
 		traced := &Report{}
-		group("api", []string{"api"}, func(ctx context.Context, t testing.TB) { apiRow(ctx, t, c, bins, traced) })
 		group("dispatch", []string{"dispatch"}, func(ctx context.Context, t testing.TB) { dispatchRows(ctx, t, c, bins, traced) })
 		stop()
 		compareTraced(rep, traced, c.tracing, sink)

@@ -18,11 +18,8 @@ type otlpSink struct {
 	requests, bytes atomic.Int64
 }
 
-// startTracing turns tracing on for the processes started from now on (they inherit
-// the environment): OTEL_EXPORTER_OTLP_ENDPOINT points at a sink, and with mode "full"
-// every trace is sampled (otherwise the services' default sampling applies). The
-// returned function turns it off again.
-func startTracing(mode string) (*otlpSink, func()) {
+// newOTLPSink starts an OTLP/HTTP receiver on loopback.
+func newOTLPSink() *otlpSink {
 	s := &otlpSink{}
 	s.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		n, _ := io.Copy(io.Discard, r.Body)
@@ -31,24 +28,46 @@ func startTracing(mode string) (*otlpSink, func()) {
 		w.Header().Set("Content-Type", "application/x-protobuf")
 		w.WriteHeader(http.StatusOK) // an empty ExportTraceServiceResponse
 	}))
-	os.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", s.srv.URL)
+	return s
+}
+
+// env is what a service process needs to export its traces to the sink: with mode
+// "full" every trace is sampled, otherwise the services' default sampling applies.
+func (s *otlpSink) env(mode string) []string {
+	env := []string{"OTEL_EXPORTER_OTLP_ENDPOINT=" + s.srv.URL}
 	if mode == "full" {
-		os.Setenv("OTEL_TRACES_SAMPLER", "parentbased_always_on")
+		env = append(env, "OTEL_TRACES_SAMPLER=parentbased_always_on")
 	}
-	return s, func() {
+	return env
+}
+
+func (s *otlpSink) close() { s.srv.Close() }
+
+// startTracing turns tracing on for the processes started from now on (they inherit
+// the environment), exporting to sink. The returned function turns it off again.
+func startTracing(sink *otlpSink, mode string) func() {
+	for _, kv := range sink.env(mode) {
+		k, v, _ := strings.Cut(kv, "=")
+		os.Setenv(k, v)
+	}
+	return func() {
 		os.Unsetenv("OTEL_EXPORTER_OTLP_ENDPOINT")
 		os.Unsetenv("OTEL_TRACES_SAMPLER")
-		s.srv.Close()
 	}
+}
+
+// samplingText names a -tracing mode's sampling in the report.
+func samplingText(mode string) string {
+	if mode == "full" {
+		return "every trace sampled"
+	}
+	return "default sampling"
 }
 
 // compareTraced adds, for each row of traced (the rows run again with tracing on), a
 // row comparing its rate with the same row of rep (tracing off, same run): ≥ 0.95×.
 func compareTraced(rep, traced *Report, mode string, sink *otlpSink) {
-	sampling := "default sampling"
-	if mode == "full" {
-		sampling = "every trace sampled"
-	}
+	sampling := samplingText(mode)
 	off := map[string]string{}
 	for _, r := range rep.Rows {
 		off[r.What] = r.Measured
