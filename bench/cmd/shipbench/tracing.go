@@ -1,14 +1,18 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
-	"strconv"
 	"strings"
 	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/shipfile/shipfile/bench/internal/rig"
 )
 
 // otlpSink is an OTLP/HTTP receiver that reads and discards what the services export,
@@ -64,36 +68,55 @@ func samplingText(mode string) string {
 	return "default sampling"
 }
 
-// compareTraced adds, for each row of traced (the rows run again with tracing on), a
-// row comparing its rate with the same row of rep (tracing off, same run): ≥ 0.95×.
-func compareTraced(rep, traced *Report, mode string, sink *otlpSink) {
-	sampling := samplingText(mode)
-	off := map[string]string{}
-	for _, r := range rep.Rows {
-		off[r.What] = r.Measured
-	}
-	for _, r := range traced.Rows {
-		row := Row{What: r.What + ", tracing on (" + sampling + ")", Measured: r.Measured, Target: "≥ 0.95× of tracing off"}
-		base, ok := off[r.What]
-		on, okOn := leadingRate(r.Measured)
-		offRate, okOff := leadingRate(base)
-		switch {
-		case !ok || !okOn || !okOff:
-			row.Verdict = "not compared (" + firstLine(r.Verdict) + ")"
-		default:
-			row.Baseline = base + " (tracing off, same run)"
-			row.Ratio = ratio(on, offRate)
-			row.Verdict = verdict(on >= 0.95*offRate, "%.2f× of tracing off", on/offRate)
-		}
-		rep.Add(row)
-	}
-	rep.Raw = append(rep.Raw, fmt.Sprintf("tracing on (%s): the services sent %d OTLP export requests, %d bytes, to shipbench's sink",
-		sampling, sink.requests.Load(), sink.bytes.Load()))
-}
+// tracedPairs is how many pairs of one-dispatcher runs (tracing off, tracing on) the
+// tracing comparison of the dispatch row takes; the pairs swap which side goes first.
+const tracedPairs = 3
 
-// leadingRate is the number a row's Measured starts with ("1234 req/s, p50 …").
-func leadingRate(measured string) (float64, bool) {
-	f, _, _ := strings.Cut(measured, " ")
-	v, err := strconv.ParseFloat(f, 64)
-	return v, err == nil && v > 0
+// tracedDispatchRow compares one dispatcher with tracing on (exporting to sink) with one
+// dispatcher without, in runs that alternate, each on a fresh stack as the dispatch row's
+// runs are: the median of the pairs' ratios, ≥ 0.95×.
+func tracedDispatchRow(ctx context.Context, t testing.TB, c config, bins rig.Bins, rep *Report, sink *otlpSink) {
+	rcv := rig.StartReceiver(t)
+	var on, off []float64
+	runs := 2 * tracedPairs
+	for k := 0; k < runs && ctx.Err() == nil; k++ {
+		traced := (k%2 == 0) == (k/2%2 == 1) // off, on; on, off; off, on
+		runEnd := time.Now().Add(time.Until(deadlineOf(ctx)) / time.Duration(runs-k))
+		var res runResult
+		err := rig.Run(fmt.Sprintf("dispatch, tracing run %d", k+1), os.Stderr, func(t testing.TB) {
+			if traced {
+				defer startTracing(sink, c.tracing)()
+			}
+			res = dispatchRun(ctx, t, c, bins, rcv, fmt.Sprintf("trace%d-", k+1), 1, false, false, runEnd)
+		})
+		if err != nil {
+			t.Fatalf("dispatch, tracing run %d: %v", k+1, err)
+		}
+		want := int64(c.events * c.subscriptions)
+		if res.got < want {
+			break // a run cut short by the budget says nothing of tracing's cost
+		}
+		rate := float64(res.got) / res.took.Seconds()
+		rep.Rawf("dispatch, 1 instance, tracing %s: %d deliveries in %s = %.0f/s; the dispatcher used %.3f ms of CPU a delivery",
+			map[bool]string{true: "on (" + samplingText(c.tracing) + ")", false: "off"}[traced], res.got, res.took.Round(time.Millisecond), rate, perRequest(res.used, int(res.got)))
+		if traced {
+			on = append(on, rate)
+		} else {
+			off = append(off, rate)
+		}
+	}
+	what := fmt.Sprintf("dispatcher, tracing on (%s): %d events × %d subscriptions, 1 instance", samplingText(c.tracing), c.events, c.subscriptions)
+	paired, pairs := pairedRatio(on, off)
+	if pairs == 0 {
+		rep.Add(Row{What: what, Verdict: "not run (the row's budget ended first)"})
+		return
+	}
+	rep.Add(Row{
+		What:     what,
+		Measured: fmt.Sprintf("%.0f deliveries/s (median)", rig.Median(on)),
+		Baseline: fmt.Sprintf("%.0f deliveries/s (median; tracing off, runs taking turns)", rig.Median(off)),
+		Ratio:    fmt.Sprintf("%.2f× (median of %d pairs' ratios: %s)", paired, pairs, sliceRatios(on, off)),
+		Target:   "≥ 0.95× of tracing off",
+		Verdict:  verdict(paired >= 0.95, "%.2f× of tracing off", paired),
+	})
 }
