@@ -238,9 +238,10 @@ type Package struct {
 }
 
 type PackageEventSeq struct {
-	PackageID string
-	Seq       int64
-	FirstAt   time.Time
+	PackageID    string
+	Seq          int64
+	FirstAt      time.Time
+	OrderDoneSeq *int64
 }
 
 type PackageManifest struct {

@@ -257,3 +257,151 @@ func TestAttemptsCommitMovesTheOrder(t *testing.T) {
 		t.Fatalf("heads %v %v, want [3 3 0]", heads, err)
 	}
 }
+
+// TestOrderForgetDone: the places of packages with nothing left to do that have not
+// moved for a while leave the order, and the others stay (an event waiting, a delivery
+// pending, an event numbered but not done, a place that moved lately); a package's
+// events after its place left go in their order, at once, and an earlier one goes as
+// late, whichever way its end is recorded. A pass removes no more than it is told.
+func TestOrderForgetDone(t *testing.T) {
+	t.Parallel()
+	pool, _ := schematest.Pool(t)
+	st := store.New(pool, servicetest.Keyring(t))
+	ctx := context.Background()
+	hook := webhooktest.InsertSubscription(t, pool, webhooktest.Subscription{URL: "https://a.example/hook", Secret: "whsec_a", Ordering: app.OrderingPackage})
+	del := func(pkg string, seq uint64) app.Delivery {
+		ev := uuid.NewString()
+		return app.Delivery{ID: app.DeliveryID(ev, hook), SubscriptionID: hook, EventID: ev, Event: events.TypePackageFinalized,
+			Body: []byte(`{}`), PackageID: pkg, PackageSeq: seq}
+	}
+	// numbered says the outbox numbered seq events of pkg (its trigger's counter).
+	numbered := func(pkg string, seq int64) {
+		t.Helper()
+		if _, err := pool.Exec(ctx, `INSERT INTO package_event_seqs (package_id, seq) VALUES ($1, $2)
+			ON CONFLICT (package_id) DO UPDATE SET seq = excluded.seq`, pkg, seq); err != nil {
+			t.Fatal(err)
+		}
+	}
+	gate := func(d app.Delivery, want string) {
+		t.Helper()
+		if got, _, err := st.Gate(ctx, d, true); err != nil || got != want {
+			t.Fatalf("gate of %s event %d: %q %v, want %q", d.PackageID, d.PackageSeq, got, err, want)
+		}
+	}
+	finish := func(pkg string, seq uint64, want string) {
+		t.Helper()
+		if got, err := st.Finish(ctx, hook, pkg, seq); err != nil || got != want {
+			t.Fatalf("finish of %s event %d: released %q %v, want %q", pkg, seq, got, err, want)
+		}
+	}
+	record := func(d app.Delivery, status string) app.Recorded {
+		t.Helper()
+		got, err := st.RecordAttempts(ctx, []app.AttemptRecord{{DeliveryID: d.ID, SubscriptionID: hook, EventID: d.EventID,
+			Event: d.Event, Body: d.Body, PackageID: d.PackageID, PackageSeq: d.PackageSeq, StatusCode: 200, HasResponse: true,
+			Status: status, Succeeded: status == app.StatusSucceeded, FinishOrder: status != app.StatusPending}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return got[d.ID]
+	}
+	head := func(pkg string) uint64 {
+		t.Helper()
+		h, err := st.Heads(ctx, []int64{hook}, []string{pkg})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return h[0]
+	}
+	idle := func() {
+		t.Helper()
+		if _, err := pool.Exec(ctx, `UPDATE webhook_order_heads SET updated_at = now() - interval '2 hours'`); err != nil {
+			t.Fatal(err)
+		}
+	}
+	forget := func(limit, want int) {
+		t.Helper()
+		if n, err := st.ForgetDone(ctx, time.Hour, limit); err != nil || n != want {
+			t.Fatalf("forget: %d %v, want %d", n, err, want)
+		}
+	}
+
+	done, waiting, pending, behind, recent := uuid.NewString(), uuid.NewString(), uuid.NewString(), uuid.NewString(), uuid.NewString()
+	// done: its three events delivered.
+	numbered(done, 3)
+	for seq := uint64(1); seq <= 3; seq++ {
+		finish(done, seq, "")
+	}
+	// waiting: event 3 waits for event 2.
+	numbered(waiting, 3)
+	finish(waiting, 1, "")
+	gate(del(waiting, 3), app.GateWait)
+	// pending: its events done, but a redelivery of event 1 is being retried.
+	numbered(pending, 2)
+	finish(pending, 1, "")
+	finish(pending, 2, "")
+	record(del(pending, 1), app.StatusPending)
+	// behind: event 2 numbered and not done yet.
+	numbered(behind, 2)
+	finish(behind, 1, "")
+	idle()
+	// recent: done, but its place moved just now.
+	numbered(recent, 1)
+	finish(recent, 1, "")
+
+	if n, err := st.ForgetDone(ctx, 3*time.Hour, 100); err != nil || n != 0 {
+		t.Fatalf("forget before its time: %d %v", n, err)
+	}
+	forget(100, 1)
+	for pkg, want := range map[string]uint64{done: 0, waiting: 2, pending: 3, behind: 2, recent: 2} {
+		if got := head(pkg); got != want {
+			t.Errorf("after the pass, package %s's place: %d, want %d", pkg, got, want)
+		}
+	}
+	var doneSeq *int64
+	if err := pool.QueryRow(ctx, `SELECT order_done_seq FROM package_event_seqs WHERE package_id = $1`, done).Scan(&doneSeq); err != nil || doneSeq == nil || *doneSeq != 3 {
+		t.Fatalf("order_done_seq of the package removed: %v %v, want 3", doneSeq, err)
+	}
+
+	// Two more events of done come, the later first: it waits for the earlier, which
+	// goes at once and releases it; a redelivery of an old one goes as late.
+	numbered(done, 5)
+	d4, d5 := del(done, 4), del(done, 5)
+	gate(d5, app.GateWait)
+	gate(d4, app.GateGo)
+	gate(del(done, 2), app.GateLate)
+	if got := record(d4, app.StatusSucceeded); got.Released != d5.ID {
+		t.Fatalf("event 4 done released %q, want event 5 (%s)", got.Released, d5.ID)
+	}
+	if got := record(d5, app.StatusSucceeded); got.Released != "" || head(done) != 6 {
+		t.Fatalf("event 5 done: released %q, place %d, want none and 6", got.Released, head(done))
+	}
+
+	// Its place leaves again (recent's too, idle now); the end of a late event, recorded
+	// alone or in the group commit of attempts, puts it back after what is done, not
+	// after the late event.
+	idle()
+	forget(100, 2)
+	finish(done, 2, "")
+	if got := head(done); got != 6 {
+		t.Fatalf("after a late event's finish: place %d, want 6", got)
+	}
+	idle()
+	forget(100, 1)
+	record(del(done, 3), app.StatusSucceeded)
+	if got := head(done); got != 6 {
+		t.Fatalf("after a late event's recorded end: place %d, want 6", got)
+	}
+	gate(del(done, 6), app.GateGo)
+
+	// A pass removes at most its limit.
+	many := make([]string, 5)
+	for i := range many {
+		many[i] = uuid.NewString()
+		numbered(many[i], 1)
+		finish(many[i], 1, "")
+	}
+	idle()
+	forget(2, 2)
+	forget(100, 4) // the three others and done
+	forget(100, 0)
+}

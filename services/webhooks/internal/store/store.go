@@ -590,3 +590,14 @@ func (p *Postgres) Unstick(ctx context.Context, after time.Duration, limit int) 
 	}
 	return out, nil
 }
+
+// ForgetDone removes up to limit places in the order of packages with nothing left to do
+// for their subscription and untouched for after, recording how far each package was
+// done, and returns how many it removed (ForgetDoneOrder, migration 00040).
+func (p *Postgres) ForgetDone(ctx context.Context, after time.Duration, limit int) (int, error) {
+	n, err := p.q.ForgetDoneOrder(ctx, db.ForgetDoneOrderParams{After: after, MaxRows: int32(min(limit, math.MaxInt32))})
+	if err != nil {
+		return 0, fmt.Errorf("store: remove the order of finished packages: %w", err)
+	}
+	return int(n), nil
+}

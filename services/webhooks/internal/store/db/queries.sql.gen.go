@@ -131,6 +131,50 @@ func (q *Queries) DisableSubscription(ctx context.Context, arg DisableSubscripti
 	return err
 }
 
+const forgetDoneOrder = `-- name: ForgetDoneOrder :execrows
+WITH done AS (
+    SELECT h.subscription_id, h.package_id, e.seq
+    FROM webhook_order_heads h
+    JOIN package_event_seqs e ON e.package_id = h.package_id
+    WHERE h.updated_at < now() - $1::interval
+      AND h.next_seq > e.seq
+      AND NOT EXISTS (SELECT 1 FROM webhook_order_waits w
+                      WHERE w.subscription_id = h.subscription_id AND w.package_id = h.package_id)
+      AND NOT EXISTS (SELECT 1 FROM webhook_deliveries d
+                      WHERE d.subscription_id = h.subscription_id AND d.package_id = h.package_id
+                        AND d.status = 'pending' AND d.package_seq IS NOT NULL)
+    LIMIT $2
+    FOR UPDATE OF h, e SKIP LOCKED
+), marked AS (
+    UPDATE package_event_seqs e SET order_done_seq = m.seq
+    FROM (SELECT done.package_id, max(done.seq) AS seq FROM done GROUP BY done.package_id) m
+    WHERE e.package_id = m.package_id AND e.order_done_seq IS DISTINCT FROM m.seq
+)
+DELETE FROM webhook_order_heads h
+USING done
+WHERE h.subscription_id = done.subscription_id AND h.package_id = done.package_id
+`
+
+type ForgetDoneOrderParams struct {
+	After   time.Duration
+	MaxRows int32
+}
+
+// Removes up to @max_rows places in the order of packages with nothing left to do for
+// their subscription: every event of the package numbered so far is done for it (next_seq
+// is past the package's counter), nothing of it waits or is pending, and the place has not
+// moved for @after. The package's order_done_seq records how far it was done, so that its
+// next event, if one ever comes, starts there (webhook_order_gate, migration 00040). The
+// places and the counters are locked, skipping those another transaction holds: an event
+// being numbered keeps its package's places.
+func (q *Queries) ForgetDoneOrder(ctx context.Context, arg ForgetDoneOrderParams) (int64, error) {
+	result, err := q.db.Exec(ctx, forgetDoneOrder, arg.After, arg.MaxRows)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected(), nil
+}
+
 const health = `-- name: Health :exec
 WITH a AS (
     SELECT subscription_id, max(created_at) FILTER (WHERE status_code BETWEEN 200 AND 299) AS last_ok
