@@ -25,6 +25,9 @@ type Metrics struct {
 	// LogRemoved counts the attempts and deliveries past SHIPFILE_WEBHOOK_LOG_RETENTION
 	// this instance removed, by kind.
 	LogRemoved *prometheus.CounterVec
+	// OrderForgotten counts the places of finished packages this instance removed from
+	// the order of ordered subscriptions (Order.ForgetDone).
+	OrderForgotten prometheus.Counter
 }
 
 // NewMetrics creates the metrics and registers them on reg.
@@ -51,13 +54,17 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 			Name: "shipfile_webhook_log_removed_total",
 			Help: "Webhook attempts and deliveries older than SHIPFILE_WEBHOOK_LOG_RETENTION that this instance removed, by kind (attempts, deliveries).",
 		}, []string{"kind"}),
+		OrderForgotten: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "shipfile_webhook_order_places_removed_total",
+			Help: "Places of packages with nothing left to do that this instance removed from the order of ordered webhook subscriptions.",
+		}),
 	}
 	m.LogRemoved.WithLabelValues(LogAttempts)
 	m.LogRemoved.WithLabelValues(LogDeliveries)
 	for _, o := range []string{OutcomeSucceeded, OutcomeRetried, OutcomeFailed, OutcomeDisabled} {
 		m.Deliveries.WithLabelValues(o)
 	}
-	for _, c := range []prometheus.Collector{m.Deliveries, m.AttemptDuration, m.QueueDepth, m.OldestPending, m.LogRemoved} {
+	for _, c := range []prometheus.Collector{m.Deliveries, m.AttemptDuration, m.QueueDepth, m.OldestPending, m.LogRemoved, m.OrderForgotten} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}

@@ -50,6 +50,11 @@ type OrderStore interface {
 	// ReleaseUnordered forgets the order of subscriptions no longer ordered (or gone),
 	// up to limit rows, and returns the deliveries that waited in it.
 	ReleaseUnordered(ctx context.Context, limit int) ([]Release, error)
+	// ForgetDone removes up to limit places of packages with nothing left to do for
+	// their subscription (every event numbered so far done, nothing waiting or pending)
+	// that have not moved for after, and returns how many it removed. A later event of
+	// such a package starts where the package was done.
+	ForgetDone(ctx context.Context, after time.Duration, limit int) (int, error)
 }
 
 // Release is a delivery whose turn came: it is handed to its subscription's consumer.
@@ -72,8 +77,33 @@ type Order struct {
 	store    OrderStore
 	releaser Releaser
 	log      *slog.Logger
+	opts     OrderOptions
 	// heads reads the places of many deliveries' packages at once.
 	heads *groupcommit.Committer[orderKey, uint64]
+	// forgot is when this instance last removed the places of finished packages.
+	forgot time.Time
+}
+
+// OrderOptions tune an Order.
+type OrderOptions struct {
+	// ForgetAfter: the place of a package with nothing left to do for its subscription
+	// is removed once it has not moved for this long (0: never; OrderForgetAfter gives
+	// the bound for a retry schedule).
+	ForgetAfter time.Duration
+	// Metrics, when not nil, counts the places removed.
+	Metrics *Metrics
+}
+
+// OrderForgetAfter is how long the place of a package with nothing left to do stays in
+// the order for a retry schedule: three times the schedule's total, and at least three
+// days, so that every subscription is done with the package's events (delivered, or
+// failed for good) long before.
+func OrderForgetAfter(schedule []time.Duration) time.Duration {
+	var total time.Duration
+	for _, d := range schedule {
+		total += d
+	}
+	return max(3*24*time.Hour, 3*total)
 }
 
 // orderKey is a package's place in a subscription's order.
@@ -87,8 +117,8 @@ const orderRunners = 4
 
 // NewOrder returns an Order on store, handing released deliveries to releaser; Close
 // stops it.
-func NewOrder(store OrderStore, releaser Releaser, log *slog.Logger) *Order {
-	o := &Order{store: store, releaser: releaser, log: log}
+func NewOrder(store OrderStore, releaser Releaser, log *slog.Logger, opts OrderOptions) *Order {
+	o := &Order{store: store, releaser: releaser, log: log, opts: opts}
 	o.heads = groupcommit.New(groupcommit.Options{Runners: orderRunners, Max: 256, Timeout: recordTimeout}, func(ctx context.Context, keys []orderKey) ([]uint64, error) {
 		subs, pkgs := make([]int64, len(keys)), make([]string, len(keys))
 		for i, k := range keys {
@@ -192,7 +222,8 @@ const (
 
 // ReleaseStalled hands over again the released deliveries not attempted for a while,
 // releases the next waiting delivery of the packages whose next event has not come for
-// that long, and every waiting delivery of the subscriptions no longer ordered.
+// that long, and every waiting delivery of the subscriptions no longer ordered; every
+// forgetEvery it also removes the places of finished packages (ForgetDone).
 func (o *Order) ReleaseStalled(ctx context.Context) error {
 	if o == nil {
 		return nil
@@ -221,5 +252,45 @@ func (o *Order) ReleaseStalled(ctx context.Context) error {
 	if len(rs) > 0 {
 		o.log.Info("released ordered deliveries handed over again", "deliveries", len(rs))
 	}
+	if o.opts.ForgetAfter > 0 && time.Since(o.forgot) >= forgetEvery {
+		o.forgot = time.Now()
+		n, err := o.ForgetDone(ctx)
+		switch {
+		case err != nil && ctx.Err() == nil:
+			o.log.Warn("remove the order of finished packages", "err", err)
+		case n > 0:
+			o.log.Info("removed the order of finished packages", "places", n)
+		}
+	}
 	return nil
+}
+
+// forgetEvery is how often an instance removes the places of finished packages, and
+// forgetBatch and forgetMax how many one statement and one pass remove at most.
+const (
+	forgetEvery = 10 * time.Minute
+	forgetBatch = 1000
+	forgetMax   = 20 * forgetBatch
+)
+
+// ForgetDone removes the places in the order of the packages with nothing left to do
+// for their subscription that have not moved for ForgetAfter, forgetBatch at a time and
+// up to forgetMax in one call (a backlog goes over several), and returns how many it
+// removed.
+func (o *Order) ForgetDone(ctx context.Context) (int, error) {
+	removed := 0
+	for removed < forgetMax {
+		n, err := o.store.ForgetDone(ctx, o.opts.ForgetAfter, min(forgetBatch, forgetMax-removed))
+		removed += n
+		if o.opts.Metrics != nil {
+			o.opts.Metrics.OrderForgotten.Add(float64(n))
+		}
+		if err != nil {
+			return removed, err
+		}
+		if n < forgetBatch {
+			break
+		}
+	}
+	return removed, nil
 }

@@ -164,7 +164,8 @@ func New(_ context.Context, cfg Config, deps Deps) (*Service, error) {
 	subs := app.NewSubscriptions(st)
 	rates := app.NewRateLimiter()
 	sender := transport.NewSender(transport.SenderOptions{Timeout: cfg.Timeout, AllowPrivate: cfg.AllowPrivate})
-	order := app.NewOrder(st, transport.NewReleaser(deps.JS, opts), log)
+	order := app.NewOrder(st, transport.NewReleaser(deps.JS, opts), log,
+		app.OrderOptions{ForgetAfter: app.OrderForgetAfter(cfg.RetrySchedule), Metrics: metrics})
 	d := transport.NewDispatcher(deps.JS, transport.Parts{
 		Subscriptions: subs,
 		Listener:      st,

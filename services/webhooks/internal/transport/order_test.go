@@ -1,6 +1,7 @@
 package transport_test
 
 import (
+	"context"
 	"fmt"
 	"net/http"
 	"strconv"
@@ -13,7 +14,9 @@ import (
 
 	"github.com/shipfile/shipfile/pkg/events"
 	"github.com/shipfile/shipfile/pkg/events/eventsv1"
+	"github.com/shipfile/shipfile/pkg/servicetest"
 	"github.com/shipfile/shipfile/services/webhooks/internal/app"
+	"github.com/shipfile/shipfile/services/webhooks/internal/store"
 	"github.com/shipfile/shipfile/services/webhooks/internal/webhooktest"
 )
 
@@ -309,5 +312,78 @@ func TestOrderHoldsWhenAnInstanceStops(t *testing.T) {
 			}
 		}
 		return len(ds) == len(envs)
+	})
+}
+
+// TestOrderAfterThePlaceLeft: a package whose events were all delivered loses its place
+// in the order (Order.ForgetDone's statement); its next events, published later one
+// first, still go at once and in their order, the earlier's retry holding the later.
+func TestOrderAfterThePlaceLeft(t *testing.T) {
+	f := setup(t)
+	pkg := uuid.NewString()
+	var mu sync.Mutex
+	failed := false
+	rc := webhooktest.NewReceiver(t, webhooktest.NewSecret(), func(_ int, r webhooktest.Request) webhooktest.Answer {
+		mu.Lock()
+		defer mu.Unlock()
+		if r.Header.Get("X-Service-Sequence") == "4" && !failed {
+			failed = true
+			return webhooktest.Answer{Status: http.StatusServiceUnavailable}
+		}
+		return webhooktest.Answer{}
+	})
+	hook := f.subscribe(t, rc, func(s *webhooktest.Subscription) { s.Ordering = app.OrderingPackage })
+	f.start(t, webhooktest.Config{Schedule: webhooktest.Schedule(300*time.Millisecond, 7)})
+	ctx := context.Background()
+	// numbered says the outbox numbered seq events of pkg (its trigger's counter; the
+	// test publishes the events itself).
+	numbered := func(seq int) {
+		t.Helper()
+		if _, err := f.pool.Exec(ctx, `INSERT INTO package_event_seqs (package_id, seq) VALUES ($1, $2)
+			ON CONFLICT (package_id) DO UPDATE SET seq = excluded.seq`, pkg, seq); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	numbered(3)
+	for i, typ := range []string{events.TypePackageCreated, events.TypePackageFinalized, events.TypePackageDownloaded} {
+		f.streams.Publish(t, f.js, webhooktest.PackageEnvelope(typ, pkg, uint64(i+1)))
+	}
+	rc.WaitN(t, 3, 20*time.Second)
+	st := store.New(f.pool, servicetest.Keyring(t))
+	webhooktest.Eventually(t, 10*time.Second, "the package's place is after event 3", func() bool {
+		h, err := st.Heads(ctx, []int64{hook}, []string{pkg})
+		return err == nil && h[0] == 4
+	})
+	if _, err := f.pool.Exec(ctx, `UPDATE webhook_order_heads SET updated_at = now() - interval '2 hours' WHERE package_id = $1`, pkg); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := st.ForgetDone(ctx, time.Hour, 100); err != nil || n != 1 {
+		t.Fatalf("forget: %d %v, want 1", n, err)
+	}
+	if h, err := st.Heads(ctx, []int64{hook}, []string{pkg}); err != nil || h[0] != 0 {
+		t.Fatalf("the place after the pass: %v %v, want none", h, err)
+	}
+
+	numbered(5)
+	f.streams.Publish(t, f.js, webhooktest.PackageEnvelope(events.TypePackageRevoked, pkg, 5))
+	f.streams.Publish(t, f.js, webhooktest.PackageEnvelope(events.TypePackageDownloaded, pkg, 4))
+	// Well within the minute after which a package whose next event never came moves on.
+	reqs := rc.WaitN(t, 6, 20*time.Second)
+	var order []uint64
+	for _, r := range reqs {
+		order = append(order, seqOf(t, r))
+	}
+	if got, want := fmt.Sprint(order), "[1 2 3 4 4 5]"; got != want {
+		t.Fatalf("X-Service-Sequence of the requests: %s, want %s", got, want)
+	}
+	webhooktest.Eventually(t, 10*time.Second, "all succeeded", func() bool {
+		ds := webhooktest.Deliveries(t, f.pool, hook)
+		for _, d := range ds {
+			if d.Status != app.StatusSucceeded {
+				return false
+			}
+		}
+		return len(ds) == 5
 	})
 }
