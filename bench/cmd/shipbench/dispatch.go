@@ -220,8 +220,8 @@ func dispatchRun(ctx context.Context, t testing.TB, c config, bins rig.Bins, rcv
 	}
 	sampled := sampleWaits(ctx, t, s.DBURL)
 	window := min(10*time.Second, time.Until(end)-time.Second)
-	prof.record(ctx, procs[0], window, fmt.Sprintf("dispatch-%d-instances", inst))
-	prof.recordNATS(ctx, ns, window, fmt.Sprintf("dispatch-%d-instances-nats", inst))
+	prof.record(ctx, procs[0], window, fmt.Sprintf("dispatch-%s%d-instances", prefix, inst))
+	prof.recordNATS(ctx, ns, window, fmt.Sprintf("dispatch-%s%d-instances-nats", prefix, inst))
 	for unique.Load() < want && time.Now().Before(end) && ctx.Err() == nil {
 		time.Sleep(20 * time.Millisecond)
 	}
