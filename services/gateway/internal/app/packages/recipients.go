@@ -80,10 +80,10 @@ func ResolveRecipients(list *[]app.RecipientInput, email, name, lang *string) ([
 	return out, nil
 }
 
-// recipientLanguage checks a recipient's language: one of pkg/i18n's Languages, or
-// English when nil.
+// recipientLanguage checks a recipient's language: one of pkg/i18n's Languages (""
+// is none of them), or English when nil.
 func recipientLanguage(lang *string, field string) (string, error) {
-	if lang == nil || *lang == "" {
+	if lang == nil {
 		return i18n.Default, nil
 	}
 	if !i18n.Supported(*lang) {
