@@ -3,6 +3,7 @@ package policies
 import (
 	"context"
 	"strings"
+	"unicode"
 	"unicode/utf8"
 
 	"github.com/shipfile/shipfile/services/gateway/internal/app"
@@ -38,8 +39,8 @@ func (s *Policies) UpdateGroup(ctx context.Context, id int64, in GroupInput) (Gr
 func apply(g *Group, in GroupInput) error {
 	if in.Name != nil {
 		name := strings.TrimSpace(*in.Name)
-		if name == "" || utf8.RuneCountInString(name) > MaxGroupNameLen {
-			return app.Invalid("name must be 1 to %d characters", MaxGroupNameLen)
+		if name == "" || utf8.RuneCountInString(name) > MaxGroupNameLen || !utf8.ValidString(name) || strings.ContainsFunc(name, isHidden) {
+			return app.Invalid("name must be 1 to %d characters without control or format characters", MaxGroupNameLen)
 		}
 		g.Name = name
 	}
@@ -52,8 +53,8 @@ func apply(g *Group, in GroupInput) error {
 	if in.OIDCGroups != nil {
 		var names []string
 		for _, n := range *in.OIDCGroups {
-			if n = strings.TrimSpace(n); n == "" || len(n) > 200 {
-				return app.Invalid("oidc_groups: each name must be 1 to 200 characters")
+			if n = strings.TrimSpace(n); n == "" || len(n) > 200 || !utf8.ValidString(n) || strings.ContainsFunc(n, unicode.IsControl) {
+				return app.Invalid("oidc_groups: each name must be 1 to 200 characters without control characters")
 			}
 			names = append(names, n)
 		}
@@ -64,6 +65,10 @@ func apply(g *Group, in GroupInput) error {
 	}
 	return nil
 }
+
+// isHidden reports the characters a group's name may not hold: control characters and
+// Unicode format characters (bidi overrides, zero-width spaces), as in a package title.
+func isHidden(r rune) bool { return unicode.IsControl(r) || unicode.Is(unicode.Cf, r) }
 
 // Groups returns every group.
 func (s *Policies) Groups(ctx context.Context) ([]Group, error) { return s.store.ListGroups(ctx) }

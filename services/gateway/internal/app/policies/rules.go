@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/shipfile/shipfile/pkg/bytesize"
 	"github.com/shipfile/shipfile/services/gateway/internal/app"
@@ -88,11 +90,20 @@ func Validate(p Policy) error {
 		return app.Invalid("policy: max_downloads_ceiling must be 1 or more")
 	}
 	for _, d := range p.AllowedRecipientDomains {
-		if d == "" || strings.ContainsAny(d, "@ \t") || len(d) > 253 {
+		if !isDomain(d) {
 			return app.Invalid("policy: allowed_recipient_domains: %q is not a domain", d)
 		}
 	}
 	return nil
+}
+
+// isDomain accepts what may be the domain of an e-mail address: 1 to 253 bytes of
+// valid UTF-8 (internationalized names are letters too), without "@", spaces, control
+// or format characters.
+func isDomain(d string) bool {
+	return d != "" && len(d) <= 253 && utf8.ValidString(d) && !strings.ContainsFunc(d, func(r rune) bool {
+		return r == '@' || unicode.IsSpace(r) || unicode.IsControl(r) || unicode.Is(unicode.Cf, r)
+	})
 }
 
 // Normalize lower-cases the domains and drops repeats.

@@ -172,12 +172,18 @@ func (h *handlers) getDefaultPolicy(c *gin.Context) {
 }
 
 func (h *handlers) putDefaultPolicy(c *gin.Context) {
-	var req policies.Policy
+	// A pointer, so that a body of null (which would decode as a policy of no limit at
+	// all) is told apart and refused.
+	var req *policies.Policy
 	if err := decodeJSON(c, h.maxJSON, &req); err != nil {
 		_ = c.Error(err)
 		return
 	}
-	p, err := h.policies.SetDefaultPolicy(c.Request.Context(), req)
+	if req == nil {
+		_ = c.Error(app.Invalid("request body must be a policy object"))
+		return
+	}
+	p, err := h.policies.SetDefaultPolicy(c.Request.Context(), *req)
 	if err != nil {
 		_ = c.Error(err)
 		return
