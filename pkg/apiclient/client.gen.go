@@ -2671,7 +2671,8 @@ type ClientInterface interface {
 	// The chained entries written in [`from`, `to`) and every entry between them in the chain, in
 	// `seq` order, one line each with its `prev_hash` and `hash` (docs/SECURITY.md, "The audit
 	// chain"). Streamed as read, so memory stays flat whatever the range. `shipctl audit verify
-	// --file` verifies it offline. The export is itself audited (`audit.export`).
+	// --file` verifies it offline. The export is itself audited (`audit.export`). A `from` that is
+	// not before `to`, a date-time that is not RFC 3339 or a `format` not in the list (lower case) is 422.
 	//
 	// Corresponds with GET /api/v1/admin/audit/export (the `ExportAudit` operationId).
 	ExportAudit(ctx context.Context, params *ExportAuditParams, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -2987,7 +2988,8 @@ type ClientInterface interface {
 	// The preview of a file whose `preview` is true, as `image/jpeg` shown inline
 	// (`Cache-Control: private, no-store`). The link's rules apply as for a download (a live link, the
 	// password's grant, the malware scan), but a preview is not a download: it counts nothing in
-	// `download_count`, takes nothing from the download budget and fires no event.
+	// `download_count`, takes nothing from the download budget and fires no event. A preview is
+	// answered whole: `Range`, `If-Range`, `If-Match` and `If-Unmodified-Since` are ignored.
 	//
 	// Corresponds with GET /api/v1/links/{token}/files/{file_id}/preview (the `PreviewLinkFile` operationId).
 	PreviewLinkFile(ctx context.Context, token string, fileId openapi_types.UUID, params *PreviewLinkFileParams, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -3261,7 +3263,8 @@ type ClientInterface interface {
 	// PreviewPackageFile A file's image preview (owner or admin)
 	//
 	// The preview of a file whose `preview` is true, as `image/jpeg` shown inline. The rules of the owner's
-	// download apply (the package's state, the malware scan); it is not a download.
+	// download apply (the package's state, the malware scan); it is not a download. A preview is answered
+	// whole: `Range`, `If-Range`, `If-Match` and `If-Unmodified-Since` are ignored.
 	//
 	// Corresponds with GET /api/v1/packages/{id}/files/{file_id}/preview (the `PreviewPackageFile` operationId).
 	PreviewPackageFile(ctx context.Context, id openapi_types.UUID, fileId openapi_types.UUID, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -3418,7 +3421,8 @@ func (c *Client) ListAuditEntries(ctx context.Context, params *ListAuditEntriesP
 // The chained entries written in [`from`, `to`) and every entry between them in the chain, in
 // `seq` order, one line each with its `prev_hash` and `hash` (docs/SECURITY.md, "The audit
 // chain"). Streamed as read, so memory stays flat whatever the range. `shipctl audit verify
-// --file` verifies it offline. The export is itself audited (`audit.export`).
+// --file` verifies it offline. The export is itself audited (`audit.export`). A `from` that is
+// not before `to`, a date-time that is not RFC 3339 or a `format` not in the list (lower case) is 422.
 //
 // Corresponds with GET /api/v1/admin/audit/export (the `ExportAudit` operationId).
 func (c *Client) ExportAudit(ctx context.Context, params *ExportAuditParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -4154,7 +4158,8 @@ func (c *Client) HeadLinkFile(ctx context.Context, token string, fileId openapi_
 // The preview of a file whose `preview` is true, as `image/jpeg` shown inline
 // (`Cache-Control: private, no-store`). The link's rules apply as for a download (a live link, the
 // password's grant, the malware scan), but a preview is not a download: it counts nothing in
-// `download_count`, takes nothing from the download budget and fires no event.
+// `download_count`, takes nothing from the download budget and fires no event. A preview is
+// answered whole: `Range`, `If-Range`, `If-Match` and `If-Unmodified-Since` are ignored.
 //
 // Corresponds with GET /api/v1/links/{token}/files/{file_id}/preview (the `PreviewLinkFile` operationId).
 func (c *Client) PreviewLinkFile(ctx context.Context, token string, fileId openapi_types.UUID, params *PreviewLinkFileParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -4748,7 +4753,8 @@ func (c *Client) DownloadPackageFile(ctx context.Context, id openapi_types.UUID,
 // PreviewPackageFile A file's image preview (owner or admin)
 //
 // The preview of a file whose `preview` is true, as `image/jpeg` shown inline. The rules of the owner's
-// download apply (the package's state, the malware scan); it is not a download.
+// download apply (the package's state, the malware scan); it is not a download. A preview is answered
+// whole: `Range`, `If-Range`, `If-Match` and `If-Unmodified-Since` are ignored.
 //
 // Corresponds with GET /api/v1/packages/{id}/files/{file_id}/preview (the `PreviewPackageFile` operationId).
 func (c *Client) PreviewPackageFile(ctx context.Context, id openapi_types.UUID, fileId openapi_types.UUID, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -8578,7 +8584,8 @@ type ClientWithResponsesInterface interface {
 	// The chained entries written in [`from`, `to`) and every entry between them in the chain, in
 	// `seq` order, one line each with its `prev_hash` and `hash` (docs/SECURITY.md, "The audit
 	// chain"). Streamed as read, so memory stays flat whatever the range. `shipctl audit verify
-	// --file` verifies it offline. The export is itself audited (`audit.export`).
+	// --file` verifies it offline. The export is itself audited (`audit.export`). A `from` that is
+	// not before `to`, a date-time that is not RFC 3339 or a `format` not in the list (lower case) is 422.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -8944,7 +8951,8 @@ type ClientWithResponsesInterface interface {
 	// The preview of a file whose `preview` is true, as `image/jpeg` shown inline
 	// (`Cache-Control: private, no-store`). The link's rules apply as for a download (a live link, the
 	// password's grant, the malware scan), but a preview is not a download: it counts nothing in
-	// `download_count`, takes nothing from the download budget and fires no event.
+	// `download_count`, takes nothing from the download budget and fires no event. A preview is
+	// answered whole: `Range`, `If-Range`, `If-Match` and `If-Unmodified-Since` are ignored.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -9252,7 +9260,8 @@ type ClientWithResponsesInterface interface {
 	// PreviewPackageFileWithResponse A file's image preview (owner or admin)
 	//
 	// The preview of a file whose `preview` is true, as `image/jpeg` shown inline. The rules of the owner's
-	// download apply (the package's state, the malware scan); it is not a download.
+	// download apply (the package's state, the malware scan); it is not a download. A preview is answered
+	// whole: `Range`, `If-Range`, `If-Match` and `If-Unmodified-Since` are ignored.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -10222,6 +10231,10 @@ type CreateHoldResponse struct {
 	JSON403 *Forbidden
 	// JSON404 the response for an HTTP 404 `application/json` response
 	JSON404 *NotFound
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *TooLarge
+	// JSON415 the response for an HTTP 415 `application/json` response
+	JSON415 *UnsupportedMediaType
 	// JSON422 the response for an HTTP 422 `application/json` response
 	JSON422 *Invalid
 	// Headers401 the parsed response headers for an HTTP 401 response
@@ -10246,6 +10259,16 @@ func (r CreateHoldResponse) GetJSON403() *Forbidden {
 // GetJSON404 returns the response for an HTTP 404 `application/json` response
 func (r CreateHoldResponse) GetJSON404() *NotFound {
 	return r.JSON404
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r CreateHoldResponse) GetJSON413() *TooLarge {
+	return r.JSON413
+}
+
+// GetJSON415 returns the response for an HTTP 415 `application/json` response
+func (r CreateHoldResponse) GetJSON415() *UnsupportedMediaType {
+	return r.JSON415
 }
 
 // GetJSON422 returns the response for an HTTP 422 `application/json` response
@@ -16067,7 +16090,8 @@ func (c *ClientWithResponses) ListAuditEntriesWithResponse(ctx context.Context, 
 // The chained entries written in [`from`, `to`) and every entry between them in the chain, in
 // `seq` order, one line each with its `prev_hash` and `hash` (docs/SECURITY.md, "The audit
 // chain"). Streamed as read, so memory stays flat whatever the range. `shipctl audit verify
-// --file` verifies it offline. The export is itself audited (`audit.export`).
+// --file` verifies it offline. The export is itself audited (`audit.export`). A `from` that is
+// not before `to`, a date-time that is not RFC 3339 or a `format` not in the list (lower case) is 422.
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -16685,7 +16709,8 @@ func (c *ClientWithResponses) HeadLinkFileWithResponse(ctx context.Context, toke
 // The preview of a file whose `preview` is true, as `image/jpeg` shown inline
 // (`Cache-Control: private, no-store`). The link's rules apply as for a download (a live link, the
 // password's grant, the malware scan), but a preview is not a download: it counts nothing in
-// `download_count`, takes nothing from the download budget and fires no event.
+// `download_count`, takes nothing from the download budget and fires no event. A preview is
+// answered whole: `Range`, `If-Range`, `If-Match` and `If-Unmodified-Since` are ignored.
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -17185,7 +17210,8 @@ func (c *ClientWithResponses) DownloadPackageFileWithResponse(ctx context.Contex
 // PreviewPackageFileWithResponse A file's image preview (owner or admin)
 //
 // The preview of a file whose `preview` is true, as `image/jpeg` shown inline. The rules of the owner's
-// download apply (the package's state, the malware scan); it is not a download.
+// download apply (the package's state, the malware scan); it is not a download. A preview is answered
+// whole: `Range`, `If-Range`, `If-Match` and `If-Unmodified-Since` are ignored.
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -18215,6 +18241,20 @@ func ParseCreateHoldResponse(rsp *http.Response) (*CreateHoldResponse, error) {
 			return nil, err
 		}
 		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest TooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest UnsupportedMediaType
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON415 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
 		var dest Invalid

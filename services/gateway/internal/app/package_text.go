@@ -31,11 +31,16 @@ func ValidateRecipientName(n string) error {
 // ValidateNote accepts a note: at most MaxNoteLen characters of valid UTF-8, lines
 // and tabs allowed, no other control characters and no bidi overrides.
 func ValidateNote(n string) error {
-	if utf8.RuneCountInString(n) > MaxNoteLen || !utf8.ValidString(n) ||
-		strings.ContainsFunc(n, func(r rune) bool { return IsNoteControl(r) || isBidiOverride(r) }) {
+	if utf8.RuneCountInString(n) > MaxNoteLen || !utf8.ValidString(n) || HasHiddenText(n) {
 		return Invalid("note must be at most %d characters without control characters or bidi overrides", MaxNoteLen)
 	}
 	return nil
+}
+
+// HasHiddenText reports whether a free text (a note, a hold's reason) holds what it
+// may not: a control character other than a line break or a tab, or a bidi override.
+func HasHiddenText(s string) bool {
+	return strings.ContainsFunc(s, func(r rune) bool { return IsNoteControl(r) || isBidiOverride(r) })
 }
 
 // isNameHidden reports the characters a name may not hold: every control character

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"strings"
 	"time"
 	"unicode/utf8"
 
@@ -38,16 +39,21 @@ type NewHold struct {
 	Reason    string
 }
 
-// Validate checks that exactly one of package and user is named, with a reason.
+// Validate checks that exactly one of package and user is named, with a reason: not
+// blank, at most MaxReasonLen characters, without the control characters and bidi
+// overrides a note may not hold either.
 func (n NewHold) Validate() error {
 	if (n.PackageID == nil) == (n.UserID == nil) {
 		return app.Invalid("name either package_id or user_id")
 	}
-	if n.Reason == "" {
+	if strings.TrimSpace(n.Reason) == "" {
 		return app.Invalid("reason is required")
 	}
 	if utf8.RuneCountInString(n.Reason) > MaxReasonLen {
 		return app.Invalid("reason is longer than %d characters", MaxReasonLen)
+	}
+	if !utf8.ValidString(n.Reason) || app.HasHiddenText(n.Reason) {
+		return app.Invalid("reason must be text without control characters (but line breaks and tabs) or bidi overrides")
 	}
 	return nil
 }

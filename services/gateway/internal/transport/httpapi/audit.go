@@ -33,6 +33,10 @@ func (h *handlers) exportAudit(c *gin.Context) {
 		_ = c.Error(err)
 		return
 	}
+	if !from.IsZero() && !to.IsZero() && !from.Before(to) {
+		_ = c.Error(app.Invalid("from must be before to"))
+		return
+	}
 	format := c.DefaultQuery("format", "jsonl")
 	if format != "jsonl" && format != "csv" {
 		_ = c.Error(app.Invalid("format must be jsonl or csv"))
@@ -137,7 +141,8 @@ func (h *handlers) releaseHold(c *gin.Context) {
 }
 
 // activityReport answers the per-user activity in [from, to) as JSON, or as CSV with
-// format=csv (the domains joined by spaces).
+// format=csv (the domains joined by spaces; a cell a spreadsheet would take for a
+// formula is written as text, as in the usage list).
 func (h *handlers) activityReport(c *gin.Context) {
 	from, err := queryTime(c, "from")
 	if err != nil {
@@ -177,9 +182,9 @@ func (h *handlers) activityReport(c *gin.Context) {
 	w := csv.NewWriter(c.Writer)
 	_ = w.Write([]string{"user_id", "email", "name", "packages_sent", "bytes_sent", "bytes_received", "downloads", "recipient_domains"})
 	for _, it := range items {
-		_ = w.Write([]string{strconv.FormatInt(it.UserId, 10), it.Email, it.Name, strconv.FormatInt(it.PackagesSent, 10),
+		_ = w.Write([]string{strconv.FormatInt(it.UserId, 10), csvCell(it.Email), csvCell(it.Name), strconv.FormatInt(it.PackagesSent, 10),
 			strconv.FormatInt(it.BytesSent, 10), strconv.FormatInt(it.BytesReceived, 10), strconv.FormatInt(it.Downloads, 10),
-			strings.Join(it.RecipientDomains, " ")})
+			csvCell(strings.Join(it.RecipientDomains, " "))})
 	}
 	w.Flush()
 }

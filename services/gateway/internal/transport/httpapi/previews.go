@@ -42,8 +42,14 @@ func (h *handlers) previewFile(c *gin.Context) {
 }
 
 // servePreview answers a preview's JPEG, shown in the page (inline), never cached by
-// a shared cache.
+// a shared cache. A preview is small and answered whole: a Range (and If-Range) is
+// ignored, as HTTP lets a server do, and so are If-Match and If-Unmodified-Since (a
+// preview has no ETag), so that the answers are the ones proto/openapi.yaml names
+// (200, or 304 for If-Modified-Since), never a 206, 412 or a plain-text 416.
 func servePreview(c *gin.Context, f app.File, obj app.Object) {
+	for _, h := range []string{"Range", "If-Range", "If-Match", "If-Unmodified-Since"} {
+		c.Request.Header.Del(h)
+	}
 	w := c.Writer
 	w.Header().Set("Content-Type", "image/jpeg")
 	w.Header().Set("Content-Disposition", "inline")
