@@ -25,6 +25,7 @@ import (
 	"github.com/shipfile/shipfile/pkg/storage"
 	"github.com/shipfile/shipfile/services/gateway/internal/app"
 	"github.com/shipfile/shipfile/services/gateway/internal/app/identity"
+	"github.com/shipfile/shipfile/services/gateway/internal/app/previews"
 	"github.com/shipfile/shipfile/services/gateway/internal/app/transfers"
 	"github.com/shipfile/shipfile/services/gateway/internal/service"
 	"github.com/shipfile/shipfile/services/gateway/internal/store"
@@ -47,6 +48,8 @@ type testAPI struct {
 	// resumable is the tus upload service (its sweep is run by tests, not a ticker).
 	resumable *transfers.Resumable
 	db        *store.Postgres
+	// previews makes image previews (no consumer runs in tests: they call Make).
+	previews *previews.Maker
 }
 
 // answered counts the requests the gateway finished on route with status.
@@ -235,7 +238,7 @@ func newTestAPI(t testing.TB, cfg httpapi.Config, opts ...testOption) *testAPI {
 	// tests sweep themselves); registered after pool.Close, so they stop before it.
 	t.Cleanup(svc.Start(context.Background()))
 	db, identity, tokenCache, resumable, engine, registry := svc.DB, svc.Identity, svc.TokenCache, svc.Resumable, svc.Handler, svc.Registry
-	a := &testAPI{t: t, pool: pool, dbURL: url, identity: identity, tokenCache: tokenCache, engine: engine, objects: objects, registry: registry, resumable: resumable, db: db}
+	a := &testAPI{t: t, pool: pool, dbURL: url, identity: identity, tokenCache: tokenCache, engine: engine, objects: objects, registry: registry, resumable: resumable, db: db, previews: svc.Previews}
 	srv := httptest.NewUnstartedServer(engine)
 	httpapi.WithConnContext(srv.Config)
 	srv.Start()
