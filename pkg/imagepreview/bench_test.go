@@ -5,7 +5,8 @@ import (
 	"image"
 	"image/color"
 	"image/jpeg"
-	"io"
+	"image/png"
+	"math/rand/v2"
 	"testing"
 
 	"github.com/shipfile/shipfile/pkg/imagepreview"
@@ -26,12 +27,11 @@ func photoJPEG(b *testing.B, w, h int) []byte {
 	return out.Bytes()
 }
 
-// BenchmarkPhoto: a 12-megapixel JPEG decoded alone, scaled alone, encoded alone, and
-// previewed whole.
+// BenchmarkPhoto: a 12-megapixel JPEG decoded alone, scaled alone, and previewed
+// whole (the encoder alone: BenchmarkEncode).
 func BenchmarkPhoto(b *testing.B) {
 	f := photoJPEG(b, 4000, 3000)
 	img, _, _ := image.Decode(bytes.NewReader(f))
-	small := imagepreview.Scale(img, 1024)
 	o := imagepreview.Options{MaxPixels: 40_000_000, MaxSide: 1024, Quality: 82}
 	b.Run("decode", func(b *testing.B) {
 		for b.Loop() {
@@ -43,9 +43,91 @@ func BenchmarkPhoto(b *testing.B) {
 			imagepreview.Scale(img, 1024)
 		}
 	})
-	b.Run("encode", func(b *testing.B) {
+	b.Run("render", func(b *testing.B) {
 		for b.Loop() {
-			_ = jpeg.Encode(io.Discard, small, &jpeg.Options{Quality: 82})
+			_, _, _, _ = imagepreview.Render(bytes.NewReader(f), o)
+		}
+	})
+}
+
+// rowFiles are the files of shipbench's preview row (bench/cmd/shipbench/preview.go,
+// previewFiles): photo-like JPEGs with grain, 12 and 3 megapixels, two each, and two
+// screenshot-like 1080p PNGs.
+func rowFiles(b *testing.B) [][]byte {
+	rng := rand.New(rand.NewPCG(7, 11))
+	photo := func(w, h int) []byte {
+		img := image.NewRGBA(image.Rect(0, 0, w, h))
+		for y := range h {
+			for x := range w {
+				n := uint8(rng.IntN(24))
+				img.SetRGBA(x, y, color.RGBA{uint8(x*200/w) + n, uint8(y*200/h) + n, uint8((x+y)*100/(w+h)) + n, 255})
+			}
+		}
+		var out bytes.Buffer
+		if err := jpeg.Encode(&out, img, &jpeg.Options{Quality: 90}); err != nil {
+			b.Fatal(err)
+		}
+		return out.Bytes()
+	}
+	screen := func(w, h int) []byte {
+		img := image.NewRGBA(image.Rect(0, 0, w, h))
+		for y := range h {
+			for x := range w {
+				c := color.RGBA{245, 246, 248, 255}
+				if (y/20)%3 == 0 && (x/7+y/20)%5 != 0 && x%7 != 0 {
+					c = color.RGBA{30, 30, 40, 255}
+				} else if x < w/5 {
+					c = color.RGBA{40, 70, 160, 255}
+				}
+				img.SetRGBA(x, y, c)
+			}
+		}
+		var out bytes.Buffer
+		if err := png.Encode(&out, img); err != nil {
+			b.Fatal(err)
+		}
+		return out.Bytes()
+	}
+	return [][]byte{photo(4000, 3000), photo(4000, 3000), photo(2000, 1500), photo(2000, 1500), screen(1920, 1080), screen(1920, 1080)}
+}
+
+// BenchmarkRow: shipbench's preview row as benchmarks, one iteration every file: the
+// standard library's decode alone (the row's baseline) and the whole preview.
+func BenchmarkRow(b *testing.B) {
+	files := rowFiles(b)
+	o := imagepreview.Options{MaxPixels: 40_000_000, MaxSide: 1024, Quality: 82}
+	b.Run("decode", func(b *testing.B) {
+		for b.Loop() {
+			for _, f := range files {
+				if _, _, err := image.Decode(bytes.NewReader(f)); err != nil {
+					b.Fatal(err)
+				}
+			}
+		}
+	})
+	b.Run("render", func(b *testing.B) {
+		for b.Loop() {
+			for _, f := range files {
+				if _, _, _, err := imagepreview.Render(bytes.NewReader(f), o); err != nil {
+					b.Fatal(err)
+				}
+			}
+		}
+	})
+}
+
+// BenchmarkScreenshot: a 1080p PNG screenshot (an RGBA image) scaled alone and
+// previewed whole.
+func BenchmarkScreenshot(b *testing.B) {
+	f := rowFiles(b)[4]
+	img, _, err := image.Decode(bytes.NewReader(f))
+	if err != nil {
+		b.Fatal(err)
+	}
+	o := imagepreview.Options{MaxPixels: 40_000_000, MaxSide: 1024, Quality: 82}
+	b.Run("scale", func(b *testing.B) {
+		for b.Loop() {
+			imagepreview.Scale(img, 1024)
 		}
 	})
 	b.Run("render", func(b *testing.B) {

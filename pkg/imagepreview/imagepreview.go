@@ -6,15 +6,14 @@ package imagepreview
 
 import (
 	"bufio"
-	"bytes"
 	"errors"
 	"fmt"
 	"image"
 	"image/color"
 	"image/draw"
-	_ "image/gif" // GIF decoder
-	"image/jpeg"
-	_ "image/png" // PNG decoder
+	_ "image/gif"  // GIF decoder
+	_ "image/jpeg" // JPEG decoder
+	_ "image/png"  // PNG decoder
 	"io"
 
 	xdraw "golang.org/x/image/draw"
@@ -57,13 +56,9 @@ func Render(r io.ReadSeeker, o Options) (jpg []byte, width, height int, err erro
 	if b := img.Bounds(); !Checked(image.Config{Width: b.Dx(), Height: b.Dy()}, o.MaxPixels) {
 		return nil, 0, 0, ErrTooLarge
 	}
-	small := Scale(img, o.MaxSide)
-	var out bytes.Buffer
-	if err := jpeg.Encode(&out, small, &jpeg.Options{Quality: o.Quality}); err != nil {
-		return nil, 0, 0, err
-	}
-	b := small.Bounds()
-	return out.Bytes(), b.Dx(), b.Dy(), nil
+	small := scale(img, o.MaxSide)
+	w, h := small.Rect.Dx(), small.Rect.Dy()
+	return encodeJPEG(make([]byte, 0, w*h/4+1024), small, o.Quality), w, h, nil
 }
 
 // Checked says whether an image of cfg's dimensions may be decoded: positive and at
@@ -76,10 +71,17 @@ func Checked(cfg image.Config, maxPixels int64) bool {
 // opaque is what an image that knows it has no transparent pixel says.
 type opaque interface{ Opaque() bool }
 
-// Scale returns img fitted within maxSide × maxSide (never enlarged); transparent
-// pixels come out white, as a JPEG has none. A JPEG's YCbCr image is scaled plane by
-// plane into a YCbCr image (scaleYCbCr), which the JPEG encoder takes without converting.
+// Scale returns img fitted within maxSide × maxSide (never enlarged) as a 4:2:0 YCbCr
+// image, which the JPEG encoder takes without converting; transparent pixels come out
+// white, as a JPEG has none. A JPEG's YCbCr image is scaled plane by plane
+// (scaleYCbCr); an RGBA or NRGBA image (a PNG's) is converted while it is scaled, only
+// the output's pixels (scaleRGBA); any other is drawn at the output size first.
 func Scale(img image.Image, maxSide int) image.Image {
+	return scale(img, maxSide)
+}
+
+// scale is Scale, typed for encodeJPEG.
+func scale(img image.Image, maxSide int) *image.YCbCr {
 	b := img.Bounds()
 	w, h := b.Dx(), b.Dy()
 	if w > maxSide || h > maxSide {
@@ -89,15 +91,23 @@ func Scale(img image.Image, maxSide int) image.Image {
 			w, h = max(1, w*maxSide/h), maxSide
 		}
 	}
-	if ycc, ok := img.(*image.YCbCr); ok {
-		return scaleYCbCr(ycc, w, h)
+	if w <= 0 || h <= 0 {
+		return image.NewYCbCr(image.Rectangle{}, image.YCbCrSubsampleRatio420)
+	}
+	switch m := img.(type) {
+	case *image.YCbCr:
+		return scaleYCbCr(m, w, h)
+	case *image.RGBA:
+		return scaleRGBA(m.Pix[m.PixOffset(b.Min.X, b.Min.Y):], m.Stride, b.Dx(), b.Dy(), true, w, h)
+	case *image.NRGBA:
+		return scaleRGBA(m.Pix[m.PixOffset(b.Min.X, b.Min.Y):], m.Stride, b.Dx(), b.Dy(), false, w, h)
 	}
 	dst := image.NewRGBA(image.Rect(0, 0, w, h))
 	if o, ok := img.(opaque); ok && o.Opaque() {
 		xdraw.ApproxBiLinear.Scale(dst, dst.Bounds(), img, b, xdraw.Src, nil)
-		return dst
+	} else {
+		draw.Draw(dst, dst.Bounds(), image.NewUniform(color.White), image.Point{}, draw.Src)
+		xdraw.ApproxBiLinear.Scale(dst, dst.Bounds(), img, b, xdraw.Over, nil)
 	}
-	draw.Draw(dst, dst.Bounds(), image.NewUniform(color.White), image.Point{}, draw.Src)
-	xdraw.ApproxBiLinear.Scale(dst, dst.Bounds(), img, b, xdraw.Over, nil)
-	return dst
+	return scaleRGBA(dst.Pix, dst.Stride, w, h, true, w, h)
 }
