@@ -33,19 +33,22 @@ func startSpans(ctx context.Context, name string, msgs []jetstream.Msg) (context
 	}
 	tracer := tracing.Tracer()
 	spans := make([]trace.Span, len(msgs), len(msgs)+1)
+	spanName := "consume " + name
 	var first context.Context
 	for i, m := range msgs {
 		mctx := ctx
 		if h := m.Headers(); len(h) > 0 {
 			mctx = tracing.Extract(ctx, tracing.Headers(h))
 		}
-		mctx, spans[i] = tracer.Start(mctx, "consume "+name,
-			trace.WithSpanKind(trace.SpanKindConsumer),
-			trace.WithAttributes(
+		// Attributes only on a span that records: most are not sampled.
+		mctx, spans[i] = tracer.Start(mctx, spanName, trace.WithSpanKind(trace.SpanKindConsumer))
+		if spans[i].IsRecording() {
+			spans[i].SetAttributes(
 				semconv.MessagingSystemKey.String("nats"),
 				semconv.MessagingDestinationName(m.Subject()),
 				semconv.MessagingConsumerGroupName(name),
-			))
+			)
+		}
 		if i == 0 {
 			first = mctx
 		}

@@ -24,6 +24,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"sync/atomic"
 
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
@@ -115,5 +116,23 @@ func Active() bool {
 	return !off
 }
 
-// Tracer is the tracer of shipfile's own spans, from the process's provider.
-func Tracer() trace.Tracer { return otel.Tracer(Instrumentation) }
+// Tracer is the tracer of shipfile's own spans, from the process's provider. It is
+// looked up once per provider: instrumented code asks for it once per message or
+// request, and the SDK's provider answers under a lock.
+func Tracer() trace.Tracer {
+	p := otel.GetTracerProvider()
+	if c := tracerCache.Load(); c != nil && c.provider == p {
+		return c.tracer
+	}
+	t := p.Tracer(Instrumentation)
+	tracerCache.Store(&cachedTracer{provider: p, tracer: t})
+	return t
+}
+
+// cachedTracer is Tracer's answer for one provider.
+type cachedTracer struct {
+	provider trace.TracerProvider
+	tracer   trace.Tracer
+}
+
+var tracerCache atomic.Pointer[cachedTracer]

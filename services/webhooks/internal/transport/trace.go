@@ -25,12 +25,13 @@ const sendSpanName = "webhook POST"
 func startSend(ctx context.Context, u *url.URL, hreq *fasthttp.Request) trace.Span {
 	var span trace.Span
 	if tracing.Active() {
-		ctx, span = tracing.Tracer().Start(ctx, sendSpanName,
-			trace.WithSpanKind(trace.SpanKindClient),
-			trace.WithAttributes(
+		ctx, span = tracing.Tracer().Start(ctx, sendSpanName, trace.WithSpanKind(trace.SpanKindClient))
+		if span.IsRecording() { // attributes only on a span that records: most are not sampled
+			span.SetAttributes(
 				semconv.HTTPRequestMethodKey.String("POST"),
 				semconv.ServerAddress(u.Hostname()),
-			))
+			)
+		}
 	} else {
 		span = trace.SpanFromContext(ctx) // a no-op span
 	}
