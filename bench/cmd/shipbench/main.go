@@ -163,7 +163,7 @@ func main() {
 	fs.IntVar(&c.previewSlices, "preview-slices", 8, "turns of the preview row (each: every image previewed, and every image decoded)")
 	fs.StringVar(&c.tracing, "tracing", "", "on or full: measure tracing's cost (the services export OTLP to a sink in shipbench; on: the default sampling, full: every trace sampled): the API row gets a side with tracing on, its slices taking turns with the others, and the dispatch row runs again with tracing on; each compared with tracing off (≥ 0.95×)")
 	fs.StringVar(&c.rows, "rows", strings.Join(allRows, ","), "rows to run, comma-separated: "+strings.Join(allRows, ","))
-	fs.Var(&c.budget, "budget", "time a row (or group: transfer, api, audit, events, expiry, scan, previews, languages, fairness, dispatch) may take, as row=duration; repeat or comma-separate, e.g. api=3m,dispatch=8m (-timeout grows to fit unless given)")
+	fs.Var(&c.budget, "budget", "time a row (or group: transfer, api, audit, events, expiry, scan, previews, languages, fairness, dispatch, tracing) may take, as row=duration; repeat or comma-separate, e.g. api=3m,dispatch=8m (-timeout grows to fit unless given)")
 	fs.DurationVar(&c.timeout, "timeout", 0, "bound of the whole run; rows still running then are stopped and reported (default: the budgets of the groups, added up, and 2 minutes)")
 	fs.StringVar(&c.out, "o", "", "also write the report as Markdown to this file")
 	fs.StringVar(&c.profile, "profile", "", "build the services with a pprof endpoint, save CPU profiles of the measured windows in this directory and list their top functions")
@@ -178,9 +178,15 @@ func main() {
 	for group, d := range c.budget {
 		budgets[group] = d
 	}
-	if c.tracing != "" && c.budget["api"] == 0 {
-		// The API row's fourth side: the gateway with tracing on, taking its turns.
-		budgets["api"] += c.apiDuration + 15*time.Second
+	if c.tracing != "" {
+		if c.budget["api"] == 0 {
+			// The API row's fourth side: the gateway with tracing on, taking its turns.
+			budgets["api"] += c.apiDuration + 15*time.Second
+		}
+		if _, set := c.budget["tracing"]; !set {
+			// After the dispatch row: six runs of one dispatcher, tracing off and on.
+			budgets["tracing"] = 4 * time.Minute
+		}
 	}
 	if !set["timeout"] {
 		// The whole run may take what its rows' budgets add up to, and a build: a default
@@ -190,9 +196,6 @@ func main() {
 			sum += d
 		}
 		c.timeout = max(c.timeout, sum+2*time.Minute)
-	}
-	if c.tracing != "" && !set["timeout"] {
-		c.timeout += budgets["dispatch"] // its tracing comparison
 	}
 	if c.quick {
 		set := map[string]bool{}
@@ -287,7 +290,7 @@ func run(c config, command string) int {
 		// background (the expiry row's object removals in MinIO, autovacuum) would be
 		// measured as the next group's cost. The wait is reported, and bounded.
 		last := deadline
-		if name != "dispatch" && want["dispatch"] {
+		if name != "dispatch" && name != "tracing" && want["dispatch"] {
 			last = deadline.Add(-dispatchReserve)
 		}
 		qctx, qcancel := context.WithDeadline(context.Background(), last)
@@ -341,7 +344,7 @@ func run(c config, command string) int {
 	if sink != nil {
 		// The API row compared its sides slice by slice; one dispatcher is compared in
 		// runs taking turns, tracing off and on.
-		group("dispatch", []string{"dispatch"}, func(ctx context.Context, t testing.TB) { tracedDispatchRow(ctx, t, c, bins, rep, sink) })
+		group("tracing", []string{"dispatch"}, func(ctx context.Context, t testing.TB) { tracedDispatchRow(ctx, t, c, bins, rep, sink) })
 		rep.Rawf("tracing on (%s): the services sent %d OTLP export requests, %d bytes, to shipbench's sink", samplingText(c.tracing), sink.requests.Load(), sink.bytes.Load())
 	}
 
@@ -391,6 +394,7 @@ func prebuilt(dir string, names []string) (rig.Bins, error) {
 var groupOf = map[string]string{
 	"upload": "transfer", "tus": "transfer", "cli": "transfer", "memory": "transfer", "download": "transfer", "transfer": "transfer",
 	"api": "api", "audit": "audit", "events": "events", "expiry": "expiry", "scan": "scan", "previews": "previews", "languages": "languages", "fairness": "fairness", "dispatch": "dispatch",
+	"tracing": "tracing", // -tracing's dispatcher comparison
 }
 
 // budgetFlag is -budget: row=duration pairs, repeated or comma-separated, keyed by group.
