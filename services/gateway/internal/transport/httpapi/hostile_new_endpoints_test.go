@@ -521,6 +521,9 @@ func TestHostilePreviews(t *testing.T) {
 				if _, format, err := image.DecodeConfig(bytes.NewReader(r.body)); err != nil || format != "jpeg" {
 					t.Fatalf("body is not a JPEG: %v %s", err, format)
 				}
+				if got := r.header.Get("Accept-Ranges"); got != "none" {
+					t.Errorf("Accept-Ranges = %q, want none (a preview is answered whole)", got)
+				}
 			})
 		}
 	}

@@ -56,5 +56,15 @@ func servePreview(c *gin.Context, f app.File, obj app.Object) {
 	w.Header().Set("X-Content-Type-Options", "nosniff")
 	w.Header().Set("Cache-Control", "private, no-store")
 	w.Header().Set("Content-Security-Policy", "default-src 'none'; sandbox")
-	http.ServeContent(w, c.Request, "", f.CreatedAt, obj)
+	http.ServeContent(wholeOnly{w}, c.Request, "", f.CreatedAt, obj)
+}
+
+// wholeOnly says "Accept-Ranges: none" in place of the "bytes" http.ServeContent
+// announces, since a preview's ranges are ignored. ServeContent writes the status
+// line itself before any body, so WriteHeader is the one place to say it.
+type wholeOnly struct{ http.ResponseWriter }
+
+func (w wholeOnly) WriteHeader(code int) {
+	w.Header().Set("Accept-Ranges", "none")
+	w.ResponseWriter.WriteHeader(code)
 }
