@@ -2989,7 +2989,7 @@ type ClientInterface interface {
 	// (`Cache-Control: private, no-store`). The link's rules apply as for a download (a live link, the
 	// password's grant, the malware scan), but a preview is not a download: it counts nothing in
 	// `download_count`, takes nothing from the download budget and fires no event. A preview is
-	// answered whole: `Range`, `If-Range`, `If-Match` and `If-Unmodified-Since` are ignored.
+	// answered whole: `Range`, `If-Range`, `If-Match` and `If-Unmodified-Since` are ignored, and the answer says `Accept-Ranges: none`.
 	//
 	// Corresponds with GET /api/v1/links/{token}/files/{file_id}/preview (the `PreviewLinkFile` operationId).
 	PreviewLinkFile(ctx context.Context, token string, fileId openapi_types.UUID, params *PreviewLinkFileParams, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -3264,7 +3264,7 @@ type ClientInterface interface {
 	//
 	// The preview of a file whose `preview` is true, as `image/jpeg` shown inline. The rules of the owner's
 	// download apply (the package's state, the malware scan); it is not a download. A preview is answered
-	// whole: `Range`, `If-Range`, `If-Match` and `If-Unmodified-Since` are ignored.
+	// whole: `Range`, `If-Range`, `If-Match` and `If-Unmodified-Since` are ignored, and the answer says `Accept-Ranges: none`.
 	//
 	// Corresponds with GET /api/v1/packages/{id}/files/{file_id}/preview (the `PreviewPackageFile` operationId).
 	PreviewPackageFile(ctx context.Context, id openapi_types.UUID, fileId openapi_types.UUID, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -4159,7 +4159,7 @@ func (c *Client) HeadLinkFile(ctx context.Context, token string, fileId openapi_
 // (`Cache-Control: private, no-store`). The link's rules apply as for a download (a live link, the
 // password's grant, the malware scan), but a preview is not a download: it counts nothing in
 // `download_count`, takes nothing from the download budget and fires no event. A preview is
-// answered whole: `Range`, `If-Range`, `If-Match` and `If-Unmodified-Since` are ignored.
+// answered whole: `Range`, `If-Range`, `If-Match` and `If-Unmodified-Since` are ignored, and the answer says `Accept-Ranges: none`.
 //
 // Corresponds with GET /api/v1/links/{token}/files/{file_id}/preview (the `PreviewLinkFile` operationId).
 func (c *Client) PreviewLinkFile(ctx context.Context, token string, fileId openapi_types.UUID, params *PreviewLinkFileParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -4754,7 +4754,7 @@ func (c *Client) DownloadPackageFile(ctx context.Context, id openapi_types.UUID,
 //
 // The preview of a file whose `preview` is true, as `image/jpeg` shown inline. The rules of the owner's
 // download apply (the package's state, the malware scan); it is not a download. A preview is answered
-// whole: `Range`, `If-Range`, `If-Match` and `If-Unmodified-Since` are ignored.
+// whole: `Range`, `If-Range`, `If-Match` and `If-Unmodified-Since` are ignored, and the answer says `Accept-Ranges: none`.
 //
 // Corresponds with GET /api/v1/packages/{id}/files/{file_id}/preview (the `PreviewPackageFile` operationId).
 func (c *Client) PreviewPackageFile(ctx context.Context, id openapi_types.UUID, fileId openapi_types.UUID, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -8952,7 +8952,7 @@ type ClientWithResponsesInterface interface {
 	// (`Cache-Control: private, no-store`). The link's rules apply as for a download (a live link, the
 	// password's grant, the malware scan), but a preview is not a download: it counts nothing in
 	// `download_count`, takes nothing from the download budget and fires no event. A preview is
-	// answered whole: `Range`, `If-Range`, `If-Match` and `If-Unmodified-Since` are ignored.
+	// answered whole: `Range`, `If-Range`, `If-Match` and `If-Unmodified-Since` are ignored, and the answer says `Accept-Ranges: none`.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -9261,7 +9261,7 @@ type ClientWithResponsesInterface interface {
 	//
 	// The preview of a file whose `preview` is true, as `image/jpeg` shown inline. The rules of the owner's
 	// download apply (the package's state, the malware scan); it is not a download. A preview is answered
-	// whole: `Range`, `If-Range`, `If-Match` and `If-Unmodified-Since` are ignored.
+	// whole: `Range`, `If-Range`, `If-Match` and `If-Unmodified-Since` are ignored, and the answer says `Accept-Ranges: none`.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -16710,7 +16710,7 @@ func (c *ClientWithResponses) HeadLinkFileWithResponse(ctx context.Context, toke
 // (`Cache-Control: private, no-store`). The link's rules apply as for a download (a live link, the
 // password's grant, the malware scan), but a preview is not a download: it counts nothing in
 // `download_count`, takes nothing from the download budget and fires no event. A preview is
-// answered whole: `Range`, `If-Range`, `If-Match` and `If-Unmodified-Since` are ignored.
+// answered whole: `Range`, `If-Range`, `If-Match` and `If-Unmodified-Since` are ignored, and the answer says `Accept-Ranges: none`.
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -17211,7 +17211,7 @@ func (c *ClientWithResponses) DownloadPackageFileWithResponse(ctx context.Contex
 //
 // The preview of a file whose `preview` is true, as `image/jpeg` shown inline. The rules of the owner's
 // download apply (the package's state, the malware scan); it is not a download. A preview is answered
-// whole: `Range`, `If-Range`, `If-Match` and `If-Unmodified-Since` are ignored.
+// whole: `Range`, `If-Range`, `If-Match` and `If-Unmodified-Since` are ignored, and the answer says `Accept-Ranges: none`.
 //
 // Returns a wrapper object for the known response body format(s).
 //
