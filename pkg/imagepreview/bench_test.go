@@ -5,11 +5,10 @@ import (
 	"image"
 	"image/color"
 	"image/jpeg"
-	"image/png"
-	"math/rand/v2"
 	"testing"
 
 	"github.com/shipfile/shipfile/pkg/imagepreview"
+	"github.com/shipfile/shipfile/pkg/imagepreview/sampleimages"
 )
 
 func photoJPEG(b *testing.B, w, h int) []byte {
@@ -50,45 +49,13 @@ func BenchmarkPhoto(b *testing.B) {
 	})
 }
 
-// rowFiles are the files of shipbench's preview row (bench/cmd/shipbench/preview.go,
-// previewFiles): photo-like JPEGs with grain, 12 and 3 megapixels, two each, and two
-// screenshot-like 1080p PNGs.
+// rowFiles are the files of shipbench's preview row.
 func rowFiles(b *testing.B) [][]byte {
-	rng := rand.New(rand.NewPCG(7, 11))
-	photo := func(w, h int) []byte {
-		img := image.NewRGBA(image.Rect(0, 0, w, h))
-		for y := range h {
-			for x := range w {
-				n := uint8(rng.IntN(24))
-				img.SetRGBA(x, y, color.RGBA{uint8(x*200/w) + n, uint8(y*200/h) + n, uint8((x+y)*100/(w+h)) + n, 255})
-			}
-		}
-		var out bytes.Buffer
-		if err := jpeg.Encode(&out, img, &jpeg.Options{Quality: 90}); err != nil {
-			b.Fatal(err)
-		}
-		return out.Bytes()
+	files, err := sampleimages.Set(false)
+	if err != nil {
+		b.Fatal(err)
 	}
-	screen := func(w, h int) []byte {
-		img := image.NewRGBA(image.Rect(0, 0, w, h))
-		for y := range h {
-			for x := range w {
-				c := color.RGBA{245, 246, 248, 255}
-				if (y/20)%3 == 0 && (x/7+y/20)%5 != 0 && x%7 != 0 {
-					c = color.RGBA{30, 30, 40, 255}
-				} else if x < w/5 {
-					c = color.RGBA{40, 70, 160, 255}
-				}
-				img.SetRGBA(x, y, c)
-			}
-		}
-		var out bytes.Buffer
-		if err := png.Encode(&out, img); err != nil {
-			b.Fatal(err)
-		}
-		return out.Bytes()
-	}
-	return [][]byte{photo(4000, 3000), photo(4000, 3000), photo(2000, 1500), photo(2000, 1500), screen(1920, 1080), screen(1920, 1080)}
+	return files
 }
 
 // BenchmarkRow: shipbench's preview row as benchmarks, one iteration every file: the

@@ -5,14 +5,11 @@ import (
 	"context"
 	"fmt"
 	"image"
-	"image/color"
-	"image/jpeg"
-	"image/png"
-	"math/rand/v2"
 	"testing"
 	"time"
 
 	"github.com/shipfile/shipfile/pkg/imagepreview"
+	"github.com/shipfile/shipfile/pkg/imagepreview/sampleimages"
 )
 
 // previewOptions are the gateway's (services/gateway/internal/app/previews defaults).
@@ -72,45 +69,12 @@ func previewRow(ctx context.Context, t testing.TB, c config, rep *Report) {
 	})
 }
 
-// previewFiles makes the row's images: photo-like JPEGs (smooth gradients with grain)
-// and screenshot-like PNGs (flat areas and text-like detail).
+// previewFiles are the row's images (pkg/imagepreview/sampleimages): photo-like JPEGs
+// and screenshot-like PNGs.
 func previewFiles(t testing.TB, quick bool) [][]byte {
-	rng := rand.New(rand.NewPCG(7, 11))
-	photo := func(w, h int) []byte {
-		img := image.NewRGBA(image.Rect(0, 0, w, h))
-		for y := range h {
-			for x := range w {
-				n := uint8(rng.IntN(24))
-				img.SetRGBA(x, y, color.RGBA{uint8(x*200/w) + n, uint8(y*200/h) + n, uint8((x+y)*100/(w+h)) + n, 255})
-			}
-		}
-		var b bytes.Buffer
-		if err := jpeg.Encode(&b, img, &jpeg.Options{Quality: 90}); err != nil {
-			t.Fatal(err)
-		}
-		return b.Bytes()
+	files, err := sampleimages.Set(quick)
+	if err != nil {
+		t.Fatal(err)
 	}
-	screen := func(w, h int) []byte {
-		img := image.NewRGBA(image.Rect(0, 0, w, h))
-		for y := range h {
-			for x := range w {
-				c := color.RGBA{245, 246, 248, 255}
-				if (y/20)%3 == 0 && (x/7+y/20)%5 != 0 && x%7 != 0 {
-					c = color.RGBA{30, 30, 40, 255} // "text"
-				} else if x < w/5 {
-					c = color.RGBA{40, 70, 160, 255} // a sidebar
-				}
-				img.SetRGBA(x, y, c)
-			}
-		}
-		var b bytes.Buffer
-		if err := png.Encode(&b, img); err != nil {
-			t.Fatal(err)
-		}
-		return b.Bytes()
-	}
-	if quick {
-		return [][]byte{photo(1600, 1200), screen(1280, 800)}
-	}
-	return [][]byte{photo(4000, 3000), photo(4000, 3000), photo(2000, 1500), photo(2000, 1500), screen(1920, 1080), screen(1920, 1080)}
+	return files
 }
