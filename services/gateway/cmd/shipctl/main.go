@@ -20,8 +20,8 @@ import (
 	"github.com/shipfile/shipfile/services/gateway/internal/app"
 	"github.com/shipfile/shipfile/services/gateway/internal/app/audit"
 	"github.com/shipfile/shipfile/services/gateway/internal/app/identity"
-	"github.com/shipfile/shipfile/services/gateway/internal/store"
 	"github.com/shipfile/shipfile/services/gateway/internal/store/auditdb"
+	"github.com/shipfile/shipfile/services/gateway/internal/store/identitydb"
 	"github.com/shipfile/shipfile/services/gateway/internal/store/sqldb"
 	"github.com/shipfile/shipfile/services/gateway/migrations"
 )
@@ -92,7 +92,7 @@ func run(ctx context.Context, args []string, in io.Reader, out io.Writer) error 
 		return err
 	}
 	defer conns.Close()
-	identity := identity.NewIdentity(store.NewPostgres(conns.Pool))
+	identity := identity.NewIdentity(identitydb.NewStore(sqldb.NewDB(conns.Pool)))
 
 	switch args[0] + " " + args[1] {
 	case "user create":

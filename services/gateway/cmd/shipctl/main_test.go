@@ -12,7 +12,8 @@ import (
 	"github.com/shipfile/shipfile/pkg/pgtest"
 	"github.com/shipfile/shipfile/services/gateway/internal/app"
 	"github.com/shipfile/shipfile/services/gateway/internal/app/identity"
-	"github.com/shipfile/shipfile/services/gateway/internal/store"
+	"github.com/shipfile/shipfile/services/gateway/internal/store/identitydb"
+	"github.com/shipfile/shipfile/services/gateway/internal/store/sqldb"
 	"github.com/shipfile/shipfile/services/gateway/migrations"
 )
 
@@ -44,7 +45,7 @@ func TestUserAndTokenCreate(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer pool.Close()
-	identity := identity.NewIdentity(store.NewPostgres(pool))
+	identity := identity.NewIdentity(identitydb.NewStore(sqldb.NewDB(pool)))
 	u, _, err := identity.Authenticate(ctx, raw)
 	if err != nil || u.Email != "root@example.com" || u.Role != app.RoleAdmin {
 		t.Fatalf("token authenticates as %+v, %v", u, err)

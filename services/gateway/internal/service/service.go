@@ -36,6 +36,7 @@ import (
 	"github.com/shipfile/shipfile/services/gateway/internal/app/webhookadmin"
 	"github.com/shipfile/shipfile/services/gateway/internal/store"
 	"github.com/shipfile/shipfile/services/gateway/internal/store/auditdb"
+	"github.com/shipfile/shipfile/services/gateway/internal/store/identitydb"
 	"github.com/shipfile/shipfile/services/gateway/internal/store/policiesdb"
 	"github.com/shipfile/shipfile/services/gateway/internal/store/previewsdb"
 	"github.com/shipfile/shipfile/services/gateway/internal/store/sqldb"
@@ -274,6 +275,7 @@ type Service struct {
 	log         *slog.Logger
 	secrets     *secretbox.Keyring
 	tokenUsage  *identity.TokenUsage
+	identityDB  *identitydb.Store
 	webhookDB   *webhookadmindb.Store
 	transfersDB *transfersdb.Store
 }
@@ -311,6 +313,7 @@ func New(_ context.Context, cfg Config, deps Deps) (*Service, error) {
 	sql := sqldb.NewDB(deps.Pool, sqlOpts...)
 	db := store.NewPostgres(deps.Pool, store.WithDB(sql), store.WithRegisterer(reg))
 	s.DB = db
+	s.identityDB = identitydb.NewStore(sql)
 	// Every password of this gateway (sign-in, setup, users, link passwords) is hashed
 	// through one Hasher: at most SHIPFILE_HASH_CONCURRENCY argon2id at once.
 	hasher := deps.Hasher
@@ -320,9 +323,9 @@ func New(_ context.Context, cfg Config, deps Deps) (*Service, error) {
 	// Token look-ups are cached while the change feed (LISTEN on the triggers'
 	// channel) is current; last_used_at is written in batches.
 	s.TokenCache = identity.NewTokenCache(identity.DefaultTokenCacheTTL, identity.DefaultTokenFeedWindow)
-	s.tokenUsage = identity.NewTokenUsage(db, identity.DefaultTokenUsageInterval)
+	s.tokenUsage = identity.NewTokenUsage(s.identityDB, identity.DefaultTokenUsageInterval)
 	s.Policies = policies.New(policiesdb.NewStore(sql), policies.WithStorageCap(cfg.StorageCap), policies.WithNotifier(policies.OutboxNotifier{W: db}))
-	s.Identity = identity.NewIdentity(db, identity.WithTokenCache(s.TokenCache), identity.WithTokenUsage(s.tokenUsage), identity.WithHasher(hasher),
+	s.Identity = identity.NewIdentity(s.identityDB, identity.WithTokenCache(s.TokenCache), identity.WithTokenUsage(s.tokenUsage), identity.WithHasher(hasher),
 		identity.WithLogger(log), identity.WithGroupSync(s.Policies))
 	linkRate := float64(cfg.Edge.LinkRate)
 	if deps.LinkRate > 0 {
@@ -365,12 +368,12 @@ func New(_ context.Context, cfg Config, deps Deps) (*Service, error) {
 	}, log)
 	s.webhookDB = webhookadmindb.NewStore(sql)
 	s.Webhooks = webhookadmin.New(s.webhookDB, secrets, cfg.WebhookPrivate)
-	s.Sessions = identity.NewSessions(db, s.Identity, identity.SessionConfig{
+	s.Sessions = identity.NewSessions(s.identityDB, s.Identity, identity.SessionConfig{
 		Lifetime: cfg.Web.SessionLifetime, IdleTimeout: cfg.Web.SessionIdle,
 		MaxFailures: cfg.Web.LoginFailures, Lockout: cfg.Web.LoginLockout,
 	}, identity.WithOIDCRecheck(secrets, cfg.OIDC.Recheck))
 	ui, err := web.New(web.Deps{
-		Log: log, Identity: s.Identity, Sessions: s.Sessions, Packages: s.Packages, Links: s.Links, Webhooks: s.Webhooks, Policies: s.Policies, Reports: s.Reports, LinkRate: rate, OIDCStore: db,
+		Log: log, Identity: s.Identity, Sessions: s.Sessions, Packages: s.Packages, Links: s.Links, Webhooks: s.Webhooks, Policies: s.Policies, Reports: s.Reports, LinkRate: rate, OIDCStore: s.identityDB,
 		LoginRate: links.NewLoginRate(db, cfg.Edge.LoginRate, cfg.Edge.LoginBurst),
 		Config: web.Config{SecureCookies: secure, SessionLifetime: cfg.Web.SessionLifetime, MaxFileSize: cfg.MaxFileSize,
 			NoPasswordLogin: cfg.OIDC.PasswordLoginOff(), OIDC: cfg.OIDC.Web(cfg.PublicURL)},
@@ -379,7 +382,7 @@ func New(_ context.Context, cfg Config, deps Deps) (*Service, error) {
 		return nil, fmt.Errorf("web UI: %w", err)
 	}
 	if refresher := ui.OIDCRefresher(); refresher != nil {
-		s.Recheck = identity.NewOIDCRecheck(db, db, s.Identity, refresher, secrets, cfg.OIDC.Web(cfg.PublicURL).Policy, cfg.OIDC.Recheck, log)
+		s.Recheck = identity.NewOIDCRecheck(s.identityDB, s.identityDB, s.Identity, refresher, secrets, cfg.OIDC.Web(cfg.PublicURL).Policy, cfg.OIDC.Recheck, log)
 	}
 	api := cfg.API()
 	if deps.API != nil {
@@ -437,7 +440,7 @@ func (s *Service) Start(ctx context.Context) (stop func()) {
 	var bg, tail sync.WaitGroup
 	bgCtx, stopBG := context.WithCancel(ctx)
 	tailCtx, stopTail := context.WithCancel(context.WithoutCancel(ctx))
-	bg.Go(func() { s.DB.FollowAuthChanges(bgCtx, s.TokenCache, s.log) })
+	bg.Go(func() { s.identityDB.FollowAuthChanges(bgCtx, s.TokenCache, s.log) })
 	bg.Go(func() { s.transfersDB.FollowUploadReleases(bgCtx, s.Resumable.AskRelease, s.log) })
 	if s.cfg.UploadSweep > 0 {
 		bg.Go(func() { s.Resumable.RunSweeper(bgCtx, s.cfg.UploadSweep) })

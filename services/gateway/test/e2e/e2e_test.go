@@ -28,7 +28,8 @@ import (
 	"github.com/shipfile/shipfile/pkg/storage"
 	"github.com/shipfile/shipfile/services/gateway/internal/app"
 	"github.com/shipfile/shipfile/services/gateway/internal/app/identity"
-	"github.com/shipfile/shipfile/services/gateway/internal/store"
+	"github.com/shipfile/shipfile/services/gateway/internal/store/identitydb"
+	"github.com/shipfile/shipfile/services/gateway/internal/store/sqldb"
 	"github.com/shipfile/shipfile/services/gateway/migrations"
 )
 
@@ -116,7 +117,7 @@ func newEnv(t testing.TB, natsURL string) env {
 		t.Fatal(err)
 	}
 	defer pool.Close()
-	id := identity.NewIdentity(store.NewPostgres(pool))
+	id := identity.NewIdentity(identitydb.NewStore(sqldb.NewDB(pool)))
 	u, err := id.CreateUser(ctx, app.NewUser{Email: "e2e@example.com", Name: "E2E", Role: app.RoleRegular})
 	if err != nil {
 		t.Fatal(err)

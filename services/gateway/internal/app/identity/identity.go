@@ -57,7 +57,7 @@ type Identity struct {
 type IdentityOption func(*Identity)
 
 // WithTokenCache serves token look-ups from c while its change feed is current (see
-// TokenCache); the gateway runs the feed (store.FollowAuthChanges) beside it.
+// TokenCache); the gateway runs the feed (identitydb.Store.FollowAuthChanges) beside it.
 func WithTokenCache(c *TokenCache) IdentityOption { return func(s *Identity) { s.cache = c } }
 
 // WithTokenUsage records token uses in u, which writes last_used_at in batches

@@ -15,9 +15,9 @@ const (
 	DefaultTokenCacheTTL = 10 * time.Second
 	// DefaultTokenFeedWindow is how recently the change feed must have proved itself
 	// current for a cached owner to be served. A feed that checks in more often than
-	// this (store.FollowAuthChanges probes itself every 200 ms) keeps the cache on; a
-	// stalled or lost feed turns it off within the window, and every request reads
-	// the database again. A change committed at T is therefore honoured on every
+	// this (identitydb.Store.FollowAuthChanges probes itself every 200 ms) keeps the
+	// cache on; a stalled or lost feed turns it off within the window, and every
+	// request reads the database again. A change committed at T is therefore honoured on every
 	// instance by T + the window at the latest.
 	DefaultTokenFeedWindow = 750 * time.Millisecond
 	// maxCachedTokens bounds the cache's memory: past it, the cache starts over.
@@ -41,12 +41,12 @@ const (
 
 // TokenCache keeps the owners of recently used API tokens in memory, so a busy token
 // costs no database look-up per request. It serves an entry only while its change feed
-// is current: the feed (store.FollowAuthChanges, on PostgreSQL LISTEN) calls Forget for
-// every committed change to a token or user (revoked, expiry changed, user disabled,
-// role or password changed), Live after each proof that its connection is up to date,
-// and Lost when the connection drops (the cache then empties and serves nothing until
-// the feed is back). Expiry is checked at every use by Identity.Authenticate, cached or
-// not. Failed look-ups are never cached.
+// is current: the feed (identitydb.Store.FollowAuthChanges, on PostgreSQL LISTEN) calls
+// Forget for every committed change to a token or user (revoked, expiry changed, user
+// disabled, role or password changed), Live after each proof that its connection is up
+// to date, and Lost when the connection drops (the cache then empties and serves
+// nothing until the feed is back). Expiry is checked at every use by
+// Identity.Authenticate, cached or not. Failed look-ups are never cached.
 //
 // The zero value is not usable; call NewTokenCache. A nil *TokenCache caches nothing.
 type TokenCache struct {

@@ -9,7 +9,7 @@ import (
 
 	"github.com/shipfile/shipfile/services/gateway/internal/app"
 	"github.com/shipfile/shipfile/services/gateway/internal/app/identity"
-	"github.com/shipfile/shipfile/services/gateway/internal/store"
+	"github.com/shipfile/shipfile/services/gateway/internal/store/identitydb"
 )
 
 // revocationDeadline is how soon a change made through one gateway (or in the database)
@@ -159,7 +159,7 @@ func TestTokenCacheFailsSafeWhenFeedDrops(t *testing.T) {
 	feedPID := func() int {
 		var pid int
 		if err := a.pool.QueryRow(context.Background(), `SELECT coalesce(max(pid), 0) FROM pg_stat_activity
-			WHERE datname = current_database() AND application_name = $1`, store.AuthFeedAppName).Scan(&pid); err != nil {
+			WHERE datname = current_database() AND application_name = $1`, identitydb.AuthFeedAppName).Scan(&pid); err != nil {
 			t.Fatal(err)
 		}
 		return pid

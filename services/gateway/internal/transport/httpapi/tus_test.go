@@ -30,6 +30,7 @@ import (
 	"github.com/shipfile/shipfile/services/gateway/internal/app/transfers"
 	"github.com/shipfile/shipfile/services/gateway/internal/app/webhookadmin"
 	"github.com/shipfile/shipfile/services/gateway/internal/store"
+	"github.com/shipfile/shipfile/services/gateway/internal/store/identitydb"
 	"github.com/shipfile/shipfile/services/gateway/internal/store/sqldb"
 	"github.com/shipfile/shipfile/services/gateway/internal/store/transfersdb"
 	"github.com/shipfile/shipfile/services/gateway/internal/store/webhookadmindb"
@@ -569,7 +570,7 @@ func (a *testAPI) secondInstance() *testAPI {
 		<-listening
 	})
 	engine, err := httpapi.New(httpapi.Deps{
-		Log: slog.New(slog.DiscardHandler), Identity: identity.NewIdentity(db), Packages: packages, Links: linkService, Resumable: resumable,
+		Log: slog.New(slog.DiscardHandler), Identity: identity.NewIdentity(identitydb.NewStore(sqldb.NewDB(a.pool))), Packages: packages, Links: linkService, Resumable: resumable,
 		Webhooks: webhookadmin.New(webhookadmindb.NewStore(sqldb.NewDB(a.pool)), servicetest.Keyring(a.t), false), Registry: ops.NewRegistry(), Config: cfg,
 	})
 	if err != nil {
