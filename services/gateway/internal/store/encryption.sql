@@ -1,5 +1,7 @@
 -- End-to-end encryption (migration 00020): a package's encrypted manifest and a
 -- user's age key pair. The server stores both as it gets them and cannot read them.
+-- A changed key pair is noticed to its user in the same transaction (account_notices,
+-- migration 00029_identity_audit.sql, whose other notices identitydb writes).
 
 -- name: PutPackageManifest :exec
 INSERT INTO package_manifests (package_id, data, updated_at) VALUES (@package_id, @data, now())
@@ -16,3 +18,6 @@ RETURNING *;
 
 -- name: GetUserKey :one
 SELECT * FROM user_keys WHERE user_id = @user_id;
+
+-- name: InsertAccountNotice :exec
+INSERT INTO account_notices (user_id, event, detail) VALUES (@user_id, @event, @detail);

@@ -38,6 +38,21 @@ func (q *Queries) GetUserKey(ctx context.Context, userID int64) (UserKey, error)
 	return i, err
 }
 
+const insertAccountNotice = `-- name: InsertAccountNotice :exec
+INSERT INTO account_notices (user_id, event, detail) VALUES ($1, $2, $3)
+`
+
+type InsertAccountNoticeParams struct {
+	UserID int64
+	Event  string
+	Detail string
+}
+
+func (q *Queries) InsertAccountNotice(ctx context.Context, arg InsertAccountNoticeParams) error {
+	_, err := q.db.Exec(ctx, insertAccountNotice, arg.UserID, arg.Event, arg.Detail)
+	return err
+}
+
 const putPackageManifest = `-- name: PutPackageManifest :exec
 
 INSERT INTO package_manifests (package_id, data, updated_at) VALUES ($1, $2, now())
@@ -51,6 +66,8 @@ type PutPackageManifestParams struct {
 
 // End-to-end encryption (migration 00020): a package's encrypted manifest and a
 // user's age key pair. The server stores both as it gets them and cannot read them.
+// A changed key pair is noticed to its user in the same transaction (account_notices,
+// migration 00029_identity_audit.sql, whose other notices identitydb writes).
 func (q *Queries) PutPackageManifest(ctx context.Context, arg PutPackageManifestParams) error {
 	_, err := q.db.Exec(ctx, putPackageManifest, arg.PackageID, arg.Data)
 	return err

@@ -12,98 +12,6 @@ import (
 	"github.com/google/uuid"
 )
 
-const countUsers = `-- name: CountUsers :one
-SELECT count(*) FROM users
-`
-
-func (q *Queries) CountUsers(ctx context.Context) (int64, error) {
-	row := q.db.QueryRow(ctx, countUsers)
-	var count int64
-	err := row.Scan(&count)
-	return count, err
-}
-
-const createToken = `-- name: CreateToken :one
-INSERT INTO api_tokens (user_id, name, prefix, token_hash, expires_at)
-VALUES ($1, $2, $3, $4, $5)
-RETURNING id, user_id, name, prefix, created_at, expires_at, last_used_at
-`
-
-type CreateTokenParams struct {
-	UserID    int64
-	Name      string
-	Prefix    string
-	TokenHash []byte
-	ExpiresAt *time.Time
-}
-
-type CreateTokenRow struct {
-	ID         int64
-	UserID     int64
-	Name       string
-	Prefix     string
-	CreatedAt  time.Time
-	ExpiresAt  *time.Time
-	LastUsedAt *time.Time
-}
-
-func (q *Queries) CreateToken(ctx context.Context, arg CreateTokenParams) (CreateTokenRow, error) {
-	row := q.db.QueryRow(ctx, createToken,
-		arg.UserID,
-		arg.Name,
-		arg.Prefix,
-		arg.TokenHash,
-		arg.ExpiresAt,
-	)
-	var i CreateTokenRow
-	err := row.Scan(
-		&i.ID,
-		&i.UserID,
-		&i.Name,
-		&i.Prefix,
-		&i.CreatedAt,
-		&i.ExpiresAt,
-		&i.LastUsedAt,
-	)
-	return i, err
-}
-
-const createUser = `-- name: CreateUser :one
-INSERT INTO users (email, name, role, password_hash)
-VALUES ($1, $2, $3, $4)
-RETURNING id, email, name, role, password_hash, disabled, created_at, oidc_issuer, oidc_subject, language
-`
-
-type CreateUserParams struct {
-	Email        string
-	Name         string
-	Role         string
-	PasswordHash *string
-}
-
-func (q *Queries) CreateUser(ctx context.Context, arg CreateUserParams) (User, error) {
-	row := q.db.QueryRow(ctx, createUser,
-		arg.Email,
-		arg.Name,
-		arg.Role,
-		arg.PasswordHash,
-	)
-	var i User
-	err := row.Scan(
-		&i.ID,
-		&i.Email,
-		&i.Name,
-		&i.Role,
-		&i.PasswordHash,
-		&i.Disabled,
-		&i.CreatedAt,
-		&i.OidcIssuer,
-		&i.OidcSubject,
-		&i.Language,
-	)
-	return i, err
-}
-
 const deleteFileRow = `-- name: DeleteFileRow :exec
 DELETE FROM files WHERE id = $1
 `
@@ -135,23 +43,6 @@ DELETE FROM packages WHERE id = $1
 func (q *Queries) DeletePackageRow(ctx context.Context, id uuid.UUID) error {
 	_, err := q.db.Exec(ctx, deletePackageRow, id)
 	return err
-}
-
-const deleteToken = `-- name: DeleteToken :execrows
-DELETE FROM api_tokens WHERE id = $1 AND user_id = $2
-`
-
-type DeleteTokenParams struct {
-	ID     int64
-	UserID int64
-}
-
-func (q *Queries) DeleteToken(ctx context.Context, arg DeleteTokenParams) (int64, error) {
-	result, err := q.db.Exec(ctx, deleteToken, arg.ID, arg.UserID)
-	if err != nil {
-		return 0, err
-	}
-	return result.RowsAffected(), nil
 }
 
 const deleteUnlockFailure = `-- name: DeleteUnlockFailure :exec
@@ -308,30 +199,10 @@ const getUser = `-- name: GetUser :one
 SELECT id, email, name, role, password_hash, disabled, created_at, oidc_issuer, oidc_subject, language FROM users WHERE id = $1
 `
 
+// A package's owner, read by the package service (packages.Store); the identity
+// domain's own statements on users are in identitydb/queries.sql.
 func (q *Queries) GetUser(ctx context.Context, id int64) (User, error) {
 	row := q.db.QueryRow(ctx, getUser, id)
-	var i User
-	err := row.Scan(
-		&i.ID,
-		&i.Email,
-		&i.Name,
-		&i.Role,
-		&i.PasswordHash,
-		&i.Disabled,
-		&i.CreatedAt,
-		&i.OidcIssuer,
-		&i.OidcSubject,
-		&i.Language,
-	)
-	return i, err
-}
-
-const getUserByEmail = `-- name: GetUserByEmail :one
-SELECT id, email, name, role, password_hash, disabled, created_at, oidc_issuer, oidc_subject, language FROM users WHERE lower(email) = lower($1::text)
-`
-
-func (q *Queries) GetUserByEmail(ctx context.Context, email string) (User, error) {
-	row := q.db.QueryRow(ctx, getUserByEmail, email)
 	var i User
 	err := row.Scan(
 		&i.ID,
@@ -724,112 +595,6 @@ func (q *Queries) ListRecipients(ctx context.Context, packageIds []uuid.UUID) ([
 	return items, nil
 }
 
-const listTokens = `-- name: ListTokens :many
-SELECT id, user_id, name, prefix, created_at, expires_at, last_used_at
-FROM api_tokens
-WHERE user_id = $1
-ORDER BY id DESC
-`
-
-type ListTokensRow struct {
-	ID         int64
-	UserID     int64
-	Name       string
-	Prefix     string
-	CreatedAt  time.Time
-	ExpiresAt  *time.Time
-	LastUsedAt *time.Time
-}
-
-func (q *Queries) ListTokens(ctx context.Context, userID int64) ([]ListTokensRow, error) {
-	rows, err := q.db.Query(ctx, listTokens, userID)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var items []ListTokensRow
-	for rows.Next() {
-		var i ListTokensRow
-		if err := rows.Scan(
-			&i.ID,
-			&i.UserID,
-			&i.Name,
-			&i.Prefix,
-			&i.CreatedAt,
-			&i.ExpiresAt,
-			&i.LastUsedAt,
-		); err != nil {
-			return nil, err
-		}
-		items = append(items, i)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, err
-	}
-	return items, nil
-}
-
-const listUsers = `-- name: ListUsers :many
-SELECT id, email, name, role, password_hash, disabled, created_at, oidc_issuer, oidc_subject, language FROM users ORDER BY id
-`
-
-func (q *Queries) ListUsers(ctx context.Context) ([]User, error) {
-	rows, err := q.db.Query(ctx, listUsers)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var items []User
-	for rows.Next() {
-		var i User
-		if err := rows.Scan(
-			&i.ID,
-			&i.Email,
-			&i.Name,
-			&i.Role,
-			&i.PasswordHash,
-			&i.Disabled,
-			&i.CreatedAt,
-			&i.OidcIssuer,
-			&i.OidcSubject,
-			&i.Language,
-		); err != nil {
-			return nil, err
-		}
-		items = append(items, i)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, err
-	}
-	return items, nil
-}
-
-const lockActiveAdmins = `-- name: LockActiveAdmins :many
-SELECT id FROM users WHERE role = 'admin' AND NOT disabled ORDER BY id FOR UPDATE
-`
-
-// Locks every active admin's row, so that two changes that would each take one away
-// run one after the other.
-func (q *Queries) LockActiveAdmins(ctx context.Context) ([]int64, error) {
-	rows, err := q.db.Query(ctx, lockActiveAdmins)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var items []int64
-	for rows.Next() {
-		var id int64
-		if err := rows.Scan(&id); err != nil {
-			return nil, err
-		}
-		items = append(items, id)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, err
-	}
-	return items, nil
-}
-
 const lockPackage = `-- name: LockPackage :one
 SELECT id, owner_user_id, title, recipient_email, recipient_name, direction, state, ttl_days, note, file_count, total_size, created_at, finalized_at, expires_at, revoked_at, password_hash, max_downloads, notify_owner, encryption, file_seq, public_key, on_hold FROM packages WHERE id = $1 FOR UPDATE
 `
@@ -862,16 +627,6 @@ func (q *Queries) LockPackage(ctx context.Context, id uuid.UUID) (Package, error
 		&i.OnHold,
 	)
 	return i, err
-}
-
-const lockSetup = `-- name: LockSetup :exec
-SELECT pg_advisory_xact_lock($1::bigint)
-`
-
-// Serialises first-user creation across gateway instances, until the transaction ends.
-func (q *Queries) LockSetup(ctx context.Context, key int64) error {
-	_, err := q.db.Exec(ctx, lockSetup, key)
-	return err
 }
 
 const lockUnlockAttempts = `-- name: LockUnlockAttempts :exec
@@ -1112,35 +867,6 @@ func (q *Queries) SaveRecipient(ctx context.Context, arg SaveRecipientParams) er
 	return err
 }
 
-const setUserLanguage = `-- name: SetUserLanguage :one
-UPDATE users SET language = $1 WHERE id = $2
-RETURNING id, email, name, role, password_hash, disabled, created_at, oidc_issuer, oidc_subject, language
-`
-
-type SetUserLanguageParams struct {
-	Language *string
-	ID       int64
-}
-
-// Sets the user's language (pkg/i18n's code), or clears it (NULL: the browser's).
-func (q *Queries) SetUserLanguage(ctx context.Context, arg SetUserLanguageParams) (User, error) {
-	row := q.db.QueryRow(ctx, setUserLanguage, arg.Language, arg.ID)
-	var i User
-	err := row.Scan(
-		&i.ID,
-		&i.Email,
-		&i.Name,
-		&i.Role,
-		&i.PasswordHash,
-		&i.Disabled,
-		&i.CreatedAt,
-		&i.OidcIssuer,
-		&i.OidcSubject,
-		&i.Language,
-	)
-	return i, err
-}
-
 const shiftRecipients = `-- name: ShiftRecipients :exec
 UPDATE recipients SET position = position + 1000 WHERE package_id = $1
 `
@@ -1267,60 +993,6 @@ func (q *Queries) TakeLinkRate(ctx context.Context, arg TakeLinkRateParams) (Tak
 	return i, err
 }
 
-const tokenOwner = `-- name: TokenOwner :one
-SELECT t.id AS token_id, t.expires_at, t.last_used_at, u.id, u.email, u.name, u.role, u.password_hash, u.disabled, u.created_at, u.oidc_issuer, u.oidc_subject, u.language
-FROM api_tokens t
-JOIN users u ON u.id = t.user_id
-WHERE t.token_hash = $1
-`
-
-type TokenOwnerRow struct {
-	TokenID    int64
-	ExpiresAt  *time.Time
-	LastUsedAt *time.Time
-	User       User
-}
-
-func (q *Queries) TokenOwner(ctx context.Context, tokenHash []byte) (TokenOwnerRow, error) {
-	row := q.db.QueryRow(ctx, tokenOwner, tokenHash)
-	var i TokenOwnerRow
-	err := row.Scan(
-		&i.TokenID,
-		&i.ExpiresAt,
-		&i.LastUsedAt,
-		&i.User.ID,
-		&i.User.Email,
-		&i.User.Name,
-		&i.User.Role,
-		&i.User.PasswordHash,
-		&i.User.Disabled,
-		&i.User.CreatedAt,
-		&i.User.OidcIssuer,
-		&i.User.OidcSubject,
-		&i.User.Language,
-	)
-	return i, err
-}
-
-const touchTokens = `-- name: TouchTokens :exec
-UPDATE api_tokens t SET last_used_at = u.at
-FROM (SELECT unnest($1::bigint[]) AS id, unnest($2::timestamptz[]) AS at) AS u
-WHERE t.id = u.id AND (t.last_used_at IS NULL OR t.last_used_at < u.at)
-`
-
-type TouchTokensParams struct {
-	Ids []int64
-	Ats []time.Time
-}
-
-// Writes a batch of tokens' last uses; never moves last_used_at back. The arrays are
-// zipped by unnest in one select list (set-returning functions there advance
-// together): sqlc knows no multi-argument unnest in FROM.
-func (q *Queries) TouchTokens(ctx context.Context, arg TouchTokensParams) error {
-	_, err := q.db.Exec(ctx, touchTokens, arg.Ids, arg.Ats)
-	return err
-}
-
 const unlockFailures = `-- name: UnlockFailures :many
 SELECT failed_at FROM link_unlock_failures
 WHERE recipient_id = $1 AND failed_at > $2 AND id < $3
@@ -1352,51 +1024,6 @@ func (q *Queries) UnlockFailures(ctx context.Context, arg UnlockFailuresParams) 
 		return nil, err
 	}
 	return items, nil
-}
-
-const updateUser = `-- name: UpdateUser :one
-UPDATE users SET
-    email         = coalesce($1, email),
-    name          = coalesce($2, name),
-    role          = coalesce($3, role),
-    disabled      = coalesce($4, disabled),
-    password_hash = coalesce($5, password_hash)
-WHERE id = $6
-RETURNING id, email, name, role, password_hash, disabled, created_at, oidc_issuer, oidc_subject, language
-`
-
-type UpdateUserParams struct {
-	Email        *string
-	Name         *string
-	Role         *string
-	Disabled     *bool
-	PasswordHash *string
-	ID           int64
-}
-
-func (q *Queries) UpdateUser(ctx context.Context, arg UpdateUserParams) (User, error) {
-	row := q.db.QueryRow(ctx, updateUser,
-		arg.Email,
-		arg.Name,
-		arg.Role,
-		arg.Disabled,
-		arg.PasswordHash,
-		arg.ID,
-	)
-	var i User
-	err := row.Scan(
-		&i.ID,
-		&i.Email,
-		&i.Name,
-		&i.Role,
-		&i.PasswordHash,
-		&i.Disabled,
-		&i.CreatedAt,
-		&i.OidcIssuer,
-		&i.OidcSubject,
-		&i.Language,
-	)
-	return i, err
 }
 
 const useLink = `-- name: UseLink :exec
