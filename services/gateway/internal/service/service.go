@@ -352,7 +352,7 @@ func New(_ context.Context, cfg Config, deps Deps) (*Service, error) {
 		return nil, err
 	}
 	s.Packages.UseScanMode(scanMode)
-	s.Links = links.New(s.Packages, db)
+	s.Links = links.New(s.Packages, db, db)
 	s.Previews = previews.New(previewsdb.NewStore(sql), objectStore, previews.Options{Scan: scanMode, Log: log, Locker: locker})
 	if deps.JS != nil {
 		previewMetrics, err := consumer.NewMetrics(reg)

@@ -13,11 +13,17 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/shipfile/shipfile/services/gateway/internal/app"
+	"github.com/shipfile/shipfile/services/gateway/internal/app/links"
 	"github.com/shipfile/shipfile/services/gateway/internal/app/packages"
 	"github.com/shipfile/shipfile/services/gateway/internal/store/sqldb"
 )
 
-var _ packages.Store = (*Postgres)(nil)
+var (
+	_ packages.Store = (*Postgres)(nil)
+	// The link routes read files through the package store: ListFiles and GetFile
+	// answer both the owner and a link.
+	_ links.Files = (*Postgres)(nil)
+)
 
 // CreatePackage inserts a draft and writes its effects: one batch, which PostgreSQL runs
 // as one implicit transaction, so the package, its audit entry and its outbox rows

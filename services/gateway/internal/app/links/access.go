@@ -84,7 +84,7 @@ func (s *Links) ViewLink(ctx context.Context, token string, client app.Client) (
 	if err != nil {
 		return app.Package{}, nil, err
 	}
-	files, err := s.store.ListFiles(ctx, p.ID, p.LinkHash)
+	files, err := s.files.ListFiles(ctx, p.ID, p.LinkHash)
 	if err != nil {
 		return app.Package{}, nil, err
 	}
@@ -113,7 +113,7 @@ func (s *Links) DownloadViaLink(ctx context.Context, token string, client app.Cl
 	if err != nil {
 		return app.File{}, app.Span{}, nil, nil, err
 	}
-	f, err := s.store.GetFile(ctx, p.ID, fileID, p.LinkHash)
+	f, err := s.files.GetFile(ctx, p.ID, fileID, p.LinkHash)
 	if err != nil {
 		return app.File{}, app.Span{}, nil, nil, err
 	}
@@ -192,7 +192,7 @@ func (s *Links) ArchiveViaLink(ctx context.Context, token string, client app.Cli
 	if p.Encrypted() {
 		return app.Package{}, nil, nil, nil, app.ErrEncryptedArchive
 	}
-	all, err := s.store.ListFiles(ctx, p.ID, p.LinkHash)
+	all, err := s.files.ListFiles(ctx, p.ID, p.LinkHash)
 	if err != nil {
 		return app.Package{}, nil, nil, nil, err
 	}

@@ -18,7 +18,7 @@ func (s *Links) PreviewViaLink(ctx context.Context, token string, client app.Cli
 	if err != nil {
 		return app.File{}, nil, err
 	}
-	f, err := s.store.GetFile(ctx, p.ID, fileID, p.LinkHash)
+	f, err := s.files.GetFile(ctx, p.ID, fileID, p.LinkHash)
 	if err != nil {
 		return app.File{}, nil, err
 	}

@@ -20,10 +20,6 @@ type Store interface {
 	// PackageByLink returns the package with the link that hashes to hash, with Link
 	// and LinkHash set to that link's.
 	PackageByLink(ctx context.Context, hash []byte) (app.Package, error)
-	// ListFiles and GetFile read files with what the link that hashes to linkHash has
-	// taken of their budgets and its downloads of them.
-	ListFiles(ctx context.Context, packageID uuid.UUID, linkHash []byte) ([]app.File, error)
-	GetFile(ctx context.Context, packageID, fileID uuid.UUID, linkHash []byte) (app.File, error)
 	// RecordLinkUse counts a use of the link that hashes to linkHash and writes fx.
 	RecordLinkUse(ctx context.Context, linkHash []byte, fx app.Effects) error
 	WriteEffects(ctx context.Context, fx app.Effects) error
@@ -44,16 +40,26 @@ type Store interface {
 	DeleteUnlockAttempt(ctx context.Context, id int64) error
 }
 
+// Files reads a package's files as a link sees them: with what the link that hashes
+// to linkHash has taken of their budgets and its downloads of them. The package
+// domain's store answers it, whose same statements (linkHash nil) read the owner's view.
+type Files interface {
+	ListFiles(ctx context.Context, packageID uuid.UUID, linkHash []byte) ([]app.File, error)
+	GetFile(ctx context.Context, packageID, fileID uuid.UUID, linkHash []byte) (app.File, error)
+}
+
 // Links is the link routes' service.
 type Links struct {
 	p       *packages.Packages
 	store   Store
+	files   Files
 	objects app.ObjectStore
 }
 
-// New returns the link service on the package service p.
-func New(p *packages.Packages, store Store) *Links {
-	return &Links{p: p, store: store, objects: p.Objects()}
+// New returns the link service on the package service p, its store and the files
+// read through the package store.
+func New(p *packages.Packages, store Store, files Files) *Links {
+	return &Links{p: p, store: store, files: files, objects: p.Objects()}
 }
 
 // now is the package service's clock.

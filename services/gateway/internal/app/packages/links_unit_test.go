@@ -8,5 +8,7 @@ import (
 // The unit table of the package service (state_unit_test.go) runs the link routes'
 // operations too, through app/links on the same fakes.
 func init() {
-	packages.NewLinkOps = func(p *packages.Packages, store any) packages.LinkOps { return links.New(p, store.(links.Store)) }
+	packages.NewLinkOps = func(p *packages.Packages, store any) packages.LinkOps {
+		return links.New(p, store.(links.Store), store.(links.Files))
+	}
 }

@@ -554,7 +554,7 @@ func (a *testAPI) secondInstance() *testAPI {
 	objectStore := store.NewObjects(a.objects, 5<<20)
 	cfg := tusConfig()
 	packages := packages.NewPackages(db, objectStore, app.Limits{MaxFileSize: cfg.MaxFileSize, MaxFiles: 5}, "http://shipfile.test")
-	linkService := links.New(packages, db)
+	linkService := links.New(packages, db, db)
 	uploads := transfersdb.NewStore(sqldb.NewDB(a.pool), db)
 	resumable := transfers.NewResumable(packages, linkService, uploads, objectStore, transfers.TusConfig{ResumeWindow: time.Hour, Lease: 2 * time.Second}, nil)
 	// Its listener of asks to let go runs as in the gateway (service.Start); it stops
@@ -607,7 +607,7 @@ func TestTusSweepAbortsOrphans(t *testing.T) {
 	db := store.NewPostgres(a.pool)
 	objectStore := store.NewObjects(a.objects, 5<<20)
 	packages := packages.NewPackages(db, objectStore, app.Limits{MaxFileSize: 24 << 20, MaxFiles: 5}, "http://shipfile.test")
-	sweeper := transfers.NewResumable(packages, links.New(packages, db), transfersdb.NewStore(sqldb.NewDB(a.pool), db), objectStore, transfers.TusConfig{OrphanGrace: time.Nanosecond}, nil)
+	sweeper := transfers.NewResumable(packages, links.New(packages, db, db), transfersdb.NewStore(sqldb.NewDB(a.pool), db), objectStore, transfers.TusConfig{OrphanGrace: time.Nanosecond}, nil)
 	time.Sleep(10 * time.Millisecond)
 	if n, err := sweeper.Sweep(context.Background()); err != nil || n != 1 {
 		t.Fatalf("sweep ended %d (%v), want the orphan alone", n, err)
