@@ -20,8 +20,8 @@ import (
 )
 
 // TestKillGatewayMidTusPatch: SIGKILL the gateway while a tus PATCH streams a file
-// through it. Once it is back, HEAD says how far the upload got (at most one part was
-// lost), a PATCH from there completes it, and the file has the right sha256 with no
+// through it. Once it is back, HEAD says how far the upload got (at least what was
+// saved before the kill), a PATCH from there completes it, and the file has the right sha256 with no
 // multipart upload, part or tail object left behind.
 func TestKillGatewayMidTusPatch(t *testing.T) {
 	ns := rig.StartNATS(t)

@@ -41,6 +41,17 @@ type chunkWriter struct {
 	body    *io.LimitedReader // the body, cut one byte past the upload's length
 	read    int64             // bytes of this body read so far
 	bodyErr error             // why the body stopped: nil while it goes on (and once it ended)
+	// saving is the save of the state after the last part sent, under way while the
+	// next part is read and sent (saveBehind); nil when none is.
+	saving *pendingSave
+}
+
+// pendingSave is a save of the state under way: its state, and its outcome once done
+// is closed.
+type pendingSave struct {
+	next TusUpload
+	done chan struct{}
+	err  error
 }
 
 // write reads the body into the part buffer (after the stored tail), sends every full
@@ -55,7 +66,11 @@ func (w *chunkWriter) write(ctx context.Context, body io.Reader) (ChunkResult, e
 		return ChunkResult{}, err
 	}
 	oldTail := w.u.TailKey
-	if err := w.receive(ctx); err != nil {
+	err = w.receive(ctx)
+	if saveErr := w.settle(); err == nil {
+		err = saveErr
+	}
+	if err != nil {
 		return ChunkResult{Upload: w.u}, err
 	}
 	if err := w.verify(); err != nil {
@@ -209,14 +224,18 @@ func (w *chunkWriter) took(b []byte) {
 func (w *chunkWriter) left() int64 { return w.next.Length - w.next.Offset }
 
 // sent records that the buffer went out as a part (the stored tail with it). Without a
-// checksum to match, the state is saved at once.
+// checksum to match, the state is saved: the PATCH's last save at once (it answers once
+// that is durable), any other while the next part is read and sent (saveBehind).
 func (w *chunkWriter) sent(ctx context.Context) error {
 	w.n = 0
 	w.next.TailKey, w.next.TailSize = "", 0
 	if w.sum != nil {
 		return nil
 	}
-	return w.save(ctx, w.size >= 0 && w.read == w.size)
+	if w.size >= 0 && w.read == w.size {
+		return w.save(ctx, true)
+	}
+	return w.saveBehind(ctx)
 }
 
 // verify says whether what the body brought may be stored: not once the lease is lost,
@@ -327,6 +346,9 @@ func (w *chunkWriter) startPart(ctx context.Context) error {
 		return err
 	}
 	if w.next.S3UploadID == "" {
+		if err := w.settle(); err != nil {
+			return err
+		}
 		id, err := w.r.chunks.StartMultipart(ctx, w.next.ObjectKey, w.next.ContentType)
 		if err != nil {
 			return err
@@ -375,21 +397,74 @@ func (w *chunkWriter) finish(ctx context.Context, data []byte) error {
 }
 
 // save stores the state of next, with the digest of its first Offset bytes and a new
-// expiry, and renews the lease (gives it back when final).
+// expiry, and renews the lease (gives it back when final), once the save under way, if
+// any, is done.
 func (w *chunkWriter) save(ctx context.Context, final bool) error {
-	state, err := w.digest.(encoding.BinaryMarshaler).MarshalBinary()
+	if err := w.settle(); err != nil {
+		return err
+	}
+	next, err := w.toSave()
 	if err != nil {
 		return err
 	}
-	next := w.next
-	next.SHA256State = state
-	next.ExpiresAt = w.r.p.Now().UTC().Truncate(time.Microsecond).Add(w.r.cfg.ResumeWindow)
 	if err := w.r.store.SaveUpload(ctx, next, w.owner, w.r.cfg.Lease, final); err != nil {
 		return err
 	}
 	w.u = next
 	w.released = final
 	return nil
+}
+
+// saveBehind starts the save of the state of next (never final) once the save under
+// way, if any, is done, and returns without waiting for it: the database's commit
+// overlaps the next part's bytes instead of holding them up. What a PATCH answers is
+// saved before it answers (settle), so only a gateway that dies mid-PATCH loses more
+// than its last part of what reached it, and nothing it acknowledged.
+func (w *chunkWriter) saveBehind(ctx context.Context) error {
+	if err := w.settle(); err != nil {
+		return err
+	}
+	next, err := w.toSave()
+	if err != nil {
+		return err
+	}
+	// Not cancelled with the request: what reached the gateway is kept, as by keep.
+	ctx = context.WithoutCancel(ctx)
+	s := &pendingSave{next: next, done: make(chan struct{})}
+	w.saving = s
+	go func() {
+		defer close(s.done)
+		s.err = w.r.store.SaveUpload(ctx, next, w.owner, w.r.cfg.Lease, false)
+	}()
+	return nil
+}
+
+// settle waits for the save under way, if any, and records its outcome.
+func (w *chunkWriter) settle() error {
+	s := w.saving
+	if s == nil {
+		return nil
+	}
+	<-s.done
+	w.saving = nil
+	if s.err != nil {
+		return s.err
+	}
+	w.u = s.next
+	return nil
+}
+
+// toSave is the state of next as it is saved: with the digest of its first Offset
+// bytes and a new expiry.
+func (w *chunkWriter) toSave() (TusUpload, error) {
+	state, err := w.digest.(encoding.BinaryMarshaler).MarshalBinary()
+	if err != nil {
+		return TusUpload{}, err
+	}
+	next := w.next
+	next.SHA256State = state
+	next.ExpiresAt = w.r.p.Now().UTC().Truncate(time.Microsecond).Add(w.r.cfg.ResumeWindow)
+	return next, nil
 }
 
 // restoreDigest is the SHA-256 digest whose state was saved as state.

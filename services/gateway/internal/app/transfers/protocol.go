@@ -282,8 +282,8 @@ func (r *Resumable) Terminate(ctx context.Context, t TusTarget, id uuid.UUID) er
 }
 
 // Write is a PATCH: it appends the chunk at its offset. Bytes go out part by part;
-// without a checksum the state is saved after every part, so a broken request keeps
-// what reached the gateway less at most one part. With a checksum nothing of the chunk
+// without a checksum the state is saved after every part (while the next part goes
+// out, and before the answer), so a broken request keeps what reached the gateway. With a checksum nothing of the chunk
 // counts until the whole chunk matches. The chunk that reaches the length completes the
 // upload: the file is recorded as after a multipart upload.
 //
