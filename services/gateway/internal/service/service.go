@@ -37,6 +37,7 @@ import (
 	"github.com/shipfile/shipfile/services/gateway/internal/store"
 	"github.com/shipfile/shipfile/services/gateway/internal/store/auditdb"
 	"github.com/shipfile/shipfile/services/gateway/internal/store/identitydb"
+	"github.com/shipfile/shipfile/services/gateway/internal/store/linksdb"
 	"github.com/shipfile/shipfile/services/gateway/internal/store/policiesdb"
 	"github.com/shipfile/shipfile/services/gateway/internal/store/previewsdb"
 	"github.com/shipfile/shipfile/services/gateway/internal/store/sqldb"
@@ -331,7 +332,8 @@ func New(_ context.Context, cfg Config, deps Deps) (*Service, error) {
 	if deps.LinkRate > 0 {
 		linkRate = deps.LinkRate
 	}
-	rate := links.NewLinkRate(db, linkRate, cfg.Edge.LinkBurst)
+	linksDB := linksdb.NewStore(sql)
+	rate := links.NewLinkRate(linksDB, linkRate, cfg.Edge.LinkBurst)
 	objectStore := store.NewObjects(deps.Objects, uint64(cfg.UploadPartSize))
 	auditDB := auditdb.NewStore(sql)
 	s.Audit = audit.NewChain(auditDB)
@@ -352,7 +354,7 @@ func New(_ context.Context, cfg Config, deps Deps) (*Service, error) {
 		return nil, err
 	}
 	s.Packages.UseScanMode(scanMode)
-	s.Links = links.New(s.Packages, db, db)
+	s.Links = links.New(s.Packages, linksDB, db)
 	s.Previews = previews.New(previewsdb.NewStore(sql), objectStore, previews.Options{Scan: scanMode, Log: log, Locker: locker})
 	if deps.JS != nil {
 		previewMetrics, err := consumer.NewMetrics(reg)
@@ -374,7 +376,7 @@ func New(_ context.Context, cfg Config, deps Deps) (*Service, error) {
 	}, identity.WithOIDCRecheck(secrets, cfg.OIDC.Recheck))
 	ui, err := web.New(web.Deps{
 		Log: log, Identity: s.Identity, Sessions: s.Sessions, Packages: s.Packages, Links: s.Links, Webhooks: s.Webhooks, Policies: s.Policies, Reports: s.Reports, LinkRate: rate, OIDCStore: s.identityDB,
-		LoginRate: links.NewLoginRate(db, cfg.Edge.LoginRate, cfg.Edge.LoginBurst),
+		LoginRate: links.NewLoginRate(linksDB, cfg.Edge.LoginRate, cfg.Edge.LoginBurst),
 		Config: web.Config{SecureCookies: secure, SessionLifetime: cfg.Web.SessionLifetime, MaxFileSize: cfg.MaxFileSize,
 			NoPasswordLogin: cfg.OIDC.PasswordLoginOff(), OIDC: cfg.OIDC.Web(cfg.PublicURL)},
 	})

@@ -31,6 +31,7 @@ import (
 	"github.com/shipfile/shipfile/services/gateway/internal/app/webhookadmin"
 	"github.com/shipfile/shipfile/services/gateway/internal/store"
 	"github.com/shipfile/shipfile/services/gateway/internal/store/identitydb"
+	"github.com/shipfile/shipfile/services/gateway/internal/store/linksdb"
 	"github.com/shipfile/shipfile/services/gateway/internal/store/sqldb"
 	"github.com/shipfile/shipfile/services/gateway/internal/store/transfersdb"
 	"github.com/shipfile/shipfile/services/gateway/internal/store/webhookadmindb"
@@ -554,7 +555,7 @@ func (a *testAPI) secondInstance() *testAPI {
 	objectStore := store.NewObjects(a.objects, 5<<20)
 	cfg := tusConfig()
 	packages := packages.NewPackages(db, objectStore, app.Limits{MaxFileSize: cfg.MaxFileSize, MaxFiles: 5}, "http://shipfile.test")
-	linkService := links.New(packages, db, db)
+	linkService := links.New(packages, linksdb.NewStore(sqldb.NewDB(a.pool)), db)
 	uploads := transfersdb.NewStore(sqldb.NewDB(a.pool), db)
 	resumable := transfers.NewResumable(packages, linkService, uploads, objectStore, transfers.TusConfig{ResumeWindow: time.Hour, Lease: 2 * time.Second}, nil)
 	// Its listener of asks to let go runs as in the gateway (service.Start); it stops
@@ -607,7 +608,7 @@ func TestTusSweepAbortsOrphans(t *testing.T) {
 	db := store.NewPostgres(a.pool)
 	objectStore := store.NewObjects(a.objects, 5<<20)
 	packages := packages.NewPackages(db, objectStore, app.Limits{MaxFileSize: 24 << 20, MaxFiles: 5}, "http://shipfile.test")
-	sweeper := transfers.NewResumable(packages, links.New(packages, db, db), transfersdb.NewStore(sqldb.NewDB(a.pool), db), objectStore, transfers.TusConfig{OrphanGrace: time.Nanosecond}, nil)
+	sweeper := transfers.NewResumable(packages, links.New(packages, linksdb.NewStore(sqldb.NewDB(a.pool)), db), transfersdb.NewStore(sqldb.NewDB(a.pool), db), objectStore, transfers.TusConfig{OrphanGrace: time.Nanosecond}, nil)
 	time.Sleep(10 * time.Millisecond)
 	if n, err := sweeper.Sweep(context.Background()); err != nil || n != 1 {
 		t.Fatalf("sweep ended %d (%v), want the orphan alone", n, err)
