@@ -110,21 +110,6 @@ func toRecipient(r Recipient) app.Recipient {
 	}
 }
 
-// PackageByLink returns the package with the magic link that hashes to hash, with
-// the link's recipient (the package's other recipients are not loaded).
-func (s *Postgres) PackageByLink(ctx context.Context, hash []byte) (app.Package, error) {
-	row, err := s.q.PackageByLink(ctx, hash)
-	if err != nil {
-		return app.Package{}, sqldb.NotFound(err, "package")
-	}
-	p := toPackage(row.Package)
-	r := toRecipient(row.Recipient)
-	p.Link, p.LinkHash = &r, r.LinkHash
-	p.LinkUseCount, p.LinkLastUsedAt = r.UseCount, r.LastUsedAt
-	p.UsedUp = row.UsedUp
-	return p, nil
-}
-
 // ListPackages returns a page of packages, newest first, after the cursor; each filter
 // left nil selects every value.
 func (s *Postgres) ListPackages(ctx context.Context, f app.PackageFilter) ([]app.Package, error) {
@@ -395,16 +380,6 @@ func (s *Postgres) DeletePackage(ctx context.Context, id uuid.UUID, change func(
 	return keys, err
 }
 
-// RecordLinkUse counts a use of the link that hashes to linkHash and writes the effects.
-func (s *Postgres) RecordLinkUse(ctx context.Context, linkHash []byte, fx app.Effects) error {
-	return s.sql.InTx(ctx, func(tx pgx.Tx) error {
-		if err := s.q.WithTx(tx).UseLink(ctx, linkHash); err != nil {
-			return err
-		}
-		return s.sql.WriteEffects(ctx, tx, fx)
-	})
-}
-
 // WriteEffects writes effects that belong to no package change, as one batch (one
 // implicit transaction, one round trip).
 func (s *Postgres) WriteEffects(ctx context.Context, fx app.Effects) error {
@@ -505,6 +480,22 @@ func toFile(r File) app.File {
 		Encrypted: r.Encrypted, Manifest: r.Manifest,
 		PreviewKey: deref(r.PreviewKey), PreviewWidth: int(deref32(r.PreviewWidth)), PreviewHeight: int(deref32(r.PreviewHeight)),
 	}
+}
+
+func int32Ptr(n *int) *int32 {
+	if n == nil {
+		return nil
+	}
+	v := int32(*n)
+	return &v
+}
+
+func intPtr(v *int32) *int {
+	if v == nil {
+		return nil
+	}
+	n := int(*v)
+	return &n
 }
 
 func deref32(p *int32) int32 {

@@ -1,10 +1,11 @@
-// Package store implements the gateway's persistence of packages (their files,
-// recipients, links and budgets) and encryption keys on PostgreSQL, and its objects on
-// S3. The SQL lives in queries.sql and the other *.sql files beside it and is compiled
-// by sqlc (make generate) into the *.gen.go files; the Go files adapt the generated
-// code to the app packages' types and errors. The other domains' stores (identity,
-// policies, audit, webhook administration, previews, resumable uploads) are the
-// <domain>db packages under this directory; what they all share is sqldb.
+// Package store implements the gateway's persistence of packages (their files and
+// recipients, and the files as a link sees them) and encryption keys on PostgreSQL, and
+// its objects on S3. The SQL lives in queries.sql and the other *.sql files beside it
+// and is compiled by sqlc (make generate) into the *.gen.go files; the Go files adapt
+// the generated code to the app packages' types and errors. The other domains' stores
+// (identity, links, policies, audit, webhook administration, previews, resumable
+// uploads) are the <domain>db packages under this directory; what they all share is
+// sqldb.
 package store
 
 import (
@@ -17,8 +18,8 @@ import (
 	"github.com/shipfile/shipfile/services/gateway/internal/store/sqldb"
 )
 
-// Postgres is the gateway's store on a pgx pool: packages and their files, recipients
-// and links, encryption keys. The domains with a store of their own (identity,
+// Postgres is the gateway's store on a pgx pool: packages and their files and
+// recipients, encryption keys. The domains with a store of their own (identity, links,
 // policies, audit, webhook administration, previews, resumable uploads) are in the
 // <domain>db packages beside it; every store writes its changes' effects through one
 // sqldb.DB.

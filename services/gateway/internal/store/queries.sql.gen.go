@@ -45,32 +45,6 @@ func (q *Queries) DeletePackageRow(ctx context.Context, id uuid.UUID) error {
 	return err
 }
 
-const deleteUnlockFailure = `-- name: DeleteUnlockFailure :exec
-DELETE FROM link_unlock_failures WHERE id = $1
-`
-
-func (q *Queries) DeleteUnlockFailure(ctx context.Context, id int64) error {
-	_, err := q.db.Exec(ctx, deleteUnlockFailure, id)
-	return err
-}
-
-const ensureLinkBudgets = `-- name: EnsureLinkBudgets :exec
-INSERT INTO link_budgets (file_id, link_hash)
-SELECT unnest($1::uuid[]), $2::bytea
-ON CONFLICT DO NOTHING
-`
-
-type EnsureLinkBudgetsParams struct {
-	FileIds  []uuid.UUID
-	LinkHash []byte
-}
-
-// Makes the budget rows of files through a link, so TakeLinkBytes has a row to lock.
-func (q *Queries) EnsureLinkBudgets(ctx context.Context, arg EnsureLinkBudgetsParams) error {
-	_, err := q.db.Exec(ctx, ensureLinkBudgets, arg.FileIds, arg.LinkHash)
-	return err
-}
-
 const fileKeys = `-- name: FileKeys :many
 SELECT object_key FROM files WHERE package_id = $1
 `
@@ -93,21 +67,6 @@ func (q *Queries) FileKeys(ctx context.Context, packageID uuid.UUID) ([]string, 
 		return nil, err
 	}
 	return items, nil
-}
-
-const forgetOldUnlockFailures = `-- name: ForgetOldUnlockFailures :exec
-DELETE FROM link_unlock_failures WHERE recipient_id = $1 AND failed_at <= $2
-`
-
-type ForgetOldUnlockFailuresParams struct {
-	RecipientID *uuid.UUID
-	Since       time.Time
-}
-
-// Wrong passwords older than the window count no more.
-func (q *Queries) ForgetOldUnlockFailures(ctx context.Context, arg ForgetOldUnlockFailuresParams) error {
-	_, err := q.db.Exec(ctx, forgetOldUnlockFailures, arg.RecipientID, arg.Since)
-	return err
 }
 
 const getFile = `-- name: GetFile :one
@@ -342,29 +301,6 @@ func (q *Queries) InsertRecipient(ctx context.Context, arg InsertRecipientParams
 		arg.RevokedAt,
 	)
 	return err
-}
-
-const insertUnlockFailure = `-- name: InsertUnlockFailure :one
-INSERT INTO link_unlock_failures (package_id, recipient_id, failed_at) VALUES ($1, $2, clock_timestamp()) RETURNING id, failed_at
-`
-
-type InsertUnlockFailureParams struct {
-	PackageID   uuid.UUID
-	RecipientID *uuid.UUID
-}
-
-type InsertUnlockFailureRow struct {
-	ID       int64
-	FailedAt time.Time
-}
-
-// An unlock attempt at the database's time once the link's lock is held (not the
-// transaction's start, which came before the wait): every gateway counts on one clock.
-func (q *Queries) InsertUnlockFailure(ctx context.Context, arg InsertUnlockFailureParams) (InsertUnlockFailureRow, error) {
-	row := q.db.QueryRow(ctx, insertUnlockFailure, arg.PackageID, arg.RecipientID)
-	var i InsertUnlockFailureRow
-	err := row.Scan(&i.ID, &i.FailedAt)
-	return i, err
 }
 
 const listAudit = `-- name: ListAudit :many
@@ -629,17 +565,6 @@ func (q *Queries) LockPackage(ctx context.Context, id uuid.UUID) (Package, error
 	return i, err
 }
 
-const lockUnlockAttempts = `-- name: LockUnlockAttempts :exec
-SELECT pg_advisory_xact_lock(hashtextextended('link-unlock:' || $1::text, 0))
-`
-
-// Serialises the unlock attempts of one link, on every gateway, until the transaction
-// ends (a transaction-level advisory lock keyed by the link's recipient).
-func (q *Queries) LockUnlockAttempts(ctx context.Context, recipientID string) error {
-	_, err := q.db.Exec(ctx, lockUnlockAttempts, recipientID)
-	return err
-}
-
 const objectsDeleted = `-- name: ObjectsDeleted :exec
 DELETE FROM object_deletions WHERE object_key = ANY($1::text[])
 `
@@ -647,71 +572,6 @@ DELETE FROM object_deletions WHERE object_key = ANY($1::text[])
 func (q *Queries) ObjectsDeleted(ctx context.Context, keys []string) error {
 	_, err := q.db.Exec(ctx, objectsDeleted, keys)
 	return err
-}
-
-const packageByLink = `-- name: PackageByLink :one
-SELECT packages.id, packages.owner_user_id, packages.title, packages.recipient_email, packages.recipient_name, packages.direction, packages.state, packages.ttl_days, packages.note, packages.file_count, packages.total_size, packages.created_at, packages.finalized_at, packages.expires_at, packages.revoked_at, packages.password_hash, packages.max_downloads, packages.notify_owner, packages.encryption, packages.file_seq, packages.public_key, packages.on_hold, r.id, r.package_id, r.position, r.email, r.name, r.link_hash, r.link_state, r.use_count, r.last_used_at, r.download_count, r.created_at, r.revoked_at, r.language,
-       (packages.direction = 'outbound' AND packages.max_downloads IS NOT NULL AND packages.file_count > 0
-        AND NOT EXISTS (SELECT 1 FROM files f
-                        LEFT JOIN link_budgets b ON b.file_id = f.id AND b.link_hash = r.link_hash
-                        WHERE f.package_id = packages.id
-                          AND coalesce(b.taken, 0) < packages.max_downloads::bigint * GREATEST(f.size, 1)))::boolean AS used_up
-FROM recipients r JOIN packages ON packages.id = r.package_id
-WHERE r.link_hash = $1
-`
-
-type PackageByLinkRow struct {
-	Package   Package
-	Recipient Recipient
-	UsedUp    bool
-}
-
-// The package and the recipient whose link hashes to $1 (00019: one link per
-// recipient). used_up: the package has a download limit and every file the recipient
-// may download (an outbound package's) has spent its budget through this link
-// (link_budgets, 00013).
-func (q *Queries) PackageByLink(ctx context.Context, linkHash []byte) (PackageByLinkRow, error) {
-	row := q.db.QueryRow(ctx, packageByLink, linkHash)
-	var i PackageByLinkRow
-	err := row.Scan(
-		&i.Package.ID,
-		&i.Package.OwnerUserID,
-		&i.Package.Title,
-		&i.Package.RecipientEmail,
-		&i.Package.RecipientName,
-		&i.Package.Direction,
-		&i.Package.State,
-		&i.Package.TtlDays,
-		&i.Package.Note,
-		&i.Package.FileCount,
-		&i.Package.TotalSize,
-		&i.Package.CreatedAt,
-		&i.Package.FinalizedAt,
-		&i.Package.ExpiresAt,
-		&i.Package.RevokedAt,
-		&i.Package.PasswordHash,
-		&i.Package.MaxDownloads,
-		&i.Package.NotifyOwner,
-		&i.Package.Encryption,
-		&i.Package.FileSeq,
-		&i.Package.PublicKey,
-		&i.Package.OnHold,
-		&i.Recipient.ID,
-		&i.Recipient.PackageID,
-		&i.Recipient.Position,
-		&i.Recipient.Email,
-		&i.Recipient.Name,
-		&i.Recipient.LinkHash,
-		&i.Recipient.LinkState,
-		&i.Recipient.UseCount,
-		&i.Recipient.LastUsedAt,
-		&i.Recipient.DownloadCount,
-		&i.Recipient.CreatedAt,
-		&i.Recipient.RevokedAt,
-		&i.Recipient.Language,
-		&i.UsedUp,
-	)
-	return i, err
 }
 
 const queueObjectDeletion = `-- name: QueueObjectDeletion :exec
@@ -744,24 +604,6 @@ ON CONFLICT (object_key) DO UPDATE SET reserved_at = now()
 // Records (or renews) an object key about to be written (migration 00010).
 func (q *Queries) ReserveObjectKey(ctx context.Context, objectKey string) error {
 	_, err := q.db.Exec(ctx, reserveObjectKey, objectKey)
-	return err
-}
-
-const returnLinkBytes = `-- name: ReturnLinkBytes :exec
-UPDATE link_budgets b SET taken = GREATEST(b.taken - ($1::bigint[])[r.n], 0)
-FROM unnest($3::uuid[]) WITH ORDINALITY AS r (file_id, n)
-WHERE b.file_id = r.file_id AND b.link_hash = $2::bytea
-`
-
-type ReturnLinkBytesParams struct {
-	Amounts  []int64
-	LinkHash []byte
-	FileIds  []uuid.UUID
-}
-
-// Gives back what answers through a link took and did not send.
-func (q *Queries) ReturnLinkBytes(ctx context.Context, arg ReturnLinkBytesParams) error {
-	_, err := q.db.Exec(ctx, returnLinkBytes, arg.Amounts, arg.LinkHash, arg.FileIds)
 	return err
 }
 
@@ -875,162 +717,5 @@ UPDATE recipients SET position = position + 1000 WHERE package_id = $1
 // (position is unique per package).
 func (q *Queries) ShiftRecipients(ctx context.Context, packageID uuid.UUID) error {
 	_, err := q.db.Exec(ctx, shiftRecipients, packageID)
-	return err
-}
-
-const sweepLinkRates = `-- name: SweepLinkRates :exec
-DELETE FROM link_rate WHERE tat < clock_timestamp() - ($1::bigint * interval '1 microsecond')
-`
-
-// Forgets the buckets that have been full again for @idle_us microseconds.
-func (q *Queries) SweepLinkRates(ctx context.Context, idleUs int64) error {
-	_, err := q.db.Exec(ctx, sweepLinkRates, idleUs)
-	return err
-}
-
-const takeLinkBytes = `-- name: TakeLinkBytes :many
-WITH want AS (
-    SELECT w.file_id, ($1::bigint[])[w.n] AS cost FROM unnest($2::uuid[]) WITH ORDINALITY AS w (file_id, n)
-), taken AS (
-    UPDATE link_budgets b SET taken = b.taken + want.cost,
-        download_count = b.download_count + CASE WHEN $3::boolean THEN 1 ELSE 0 END
-    FROM want, files f, packages p
-    WHERE b.file_id = want.file_id AND b.link_hash = $4::bytea
-      AND f.id = b.file_id AND f.package_id = $5 AND p.id = f.package_id
-      AND (p.max_downloads IS NULL
-           OR (b.taken < p.max_downloads::bigint * GREATEST(f.size, 1)
-               AND b.taken + want.cost <= p.max_downloads::bigint * GREATEST(f.size, 1)))
-    RETURNING b.file_id
-)
-, counted AS (
-    UPDATE files SET download_count = files.download_count + 1
-    FROM taken WHERE files.id = taken.file_id AND $3::boolean
-)
-, recipient_counted AS (
-    UPDATE recipients SET download_count = recipients.download_count + (SELECT count(*) FROM taken)
-    WHERE recipients.link_hash = $4::bytea AND $3::boolean AND EXISTS (SELECT 1 FROM taken)
-)
-SELECT taken.file_id FROM taken
-`
-
-type TakeLinkBytesParams struct {
-	Costs     []int64
-	FileIds   []uuid.UUID
-	Counted   bool
-	LinkHash  []byte
-	PackageID uuid.UUID
-}
-
-// Takes what answers through a link will send from each file's budget there
-// (max_downloads × size, an empty file max_downloads × 1; no limit: no budget, but the
-// bytes are still recorded, so a limit set later counts them): a file is taken only
-// when its budget is not spent and holds all it asks for. One conditional UPDATE:
-// PostgreSQL serialises it on each budget row and checks the condition again on the
-// row it locked, so concurrent answers on any number of gateways never take past the
-// budget. Each file taken with counted set also counts one download (an answer from
-// byte 0): in the file's total, in the link's count of it and in the recipient's.
-// (The link's count is set by the same UPDATE that takes the bytes: a statement
-// updates a row once.) The files returned are the ones taken.
-func (q *Queries) TakeLinkBytes(ctx context.Context, arg TakeLinkBytesParams) ([]uuid.UUID, error) {
-	rows, err := q.db.Query(ctx, takeLinkBytes,
-		arg.Costs,
-		arg.FileIds,
-		arg.Counted,
-		arg.LinkHash,
-		arg.PackageID,
-	)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var items []uuid.UUID
-	for rows.Next() {
-		var file_id uuid.UUID
-		if err := rows.Scan(&file_id); err != nil {
-			return nil, err
-		}
-		items = append(items, file_id)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, err
-	}
-	return items, nil
-}
-
-const takeLinkRate = `-- name: TakeLinkRate :one
-WITH cur AS (
-    SELECT greatest(link_rate.tat, clock_timestamp()) AS base FROM link_rate WHERE link_rate.client = $3
-), up AS (
-    INSERT INTO link_rate AS r (client, tat) VALUES ($3, clock_timestamp() + ($1::bigint * interval '1 microsecond'))
-    ON CONFLICT (client) DO UPDATE
-        SET tat = greatest(r.tat, clock_timestamp()) + ($1::bigint * interval '1 microsecond')
-        WHERE greatest(r.tat, clock_timestamp()) + ($1::bigint * interval '1 microsecond') - clock_timestamp() <= ($2::bigint * interval '1 microsecond')
-    RETURNING 1
-)
-SELECT EXISTS (SELECT 1 FROM up) AS taken,
-       coalesce((SELECT extract(epoch FROM cur.base + ($1::bigint * interval '1 microsecond') - ($2::bigint * interval '1 microsecond') - clock_timestamp()) FROM cur), 0)::float8 AS wait_secs
-`
-
-type TakeLinkRateParams struct {
-	IntervalUs  int64
-	ToleranceUs int64
-	Client      string
-}
-
-type TakeLinkRateRow struct {
-	Taken    bool
-	WaitSecs float64
-}
-
-// One GCRA step in one statement (migration 00009): a client's theoretical arrival
-// time (tat) moves on by one emission interval from max(tat, now) when that stays
-// within the burst tolerance of now; otherwise the row is left alone and the statement
-// reports how long until it would fit, in seconds. Durations are in microseconds.
-func (q *Queries) TakeLinkRate(ctx context.Context, arg TakeLinkRateParams) (TakeLinkRateRow, error) {
-	row := q.db.QueryRow(ctx, takeLinkRate, arg.IntervalUs, arg.ToleranceUs, arg.Client)
-	var i TakeLinkRateRow
-	err := row.Scan(&i.Taken, &i.WaitSecs)
-	return i, err
-}
-
-const unlockFailures = `-- name: UnlockFailures :many
-SELECT failed_at FROM link_unlock_failures
-WHERE recipient_id = $1 AND failed_at > $2 AND id < $3
-ORDER BY failed_at DESC
-`
-
-type UnlockFailuresParams struct {
-	RecipientID *uuid.UUID
-	Since       time.Time
-	BeforeID    int64
-}
-
-// The link's wrong passwords within the window recorded before an attempt, newest first.
-func (q *Queries) UnlockFailures(ctx context.Context, arg UnlockFailuresParams) ([]time.Time, error) {
-	rows, err := q.db.Query(ctx, unlockFailures, arg.RecipientID, arg.Since, arg.BeforeID)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var items []time.Time
-	for rows.Next() {
-		var failed_at time.Time
-		if err := rows.Scan(&failed_at); err != nil {
-			return nil, err
-		}
-		items = append(items, failed_at)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, err
-	}
-	return items, nil
-}
-
-const useLink = `-- name: UseLink :exec
-UPDATE recipients SET use_count = use_count + 1, last_used_at = now() WHERE link_hash = $1::bytea
-`
-
-func (q *Queries) UseLink(ctx context.Context, linkHash []byte) error {
-	_, err := q.db.Exec(ctx, useLink, linkHash)
 	return err
 }
