@@ -43,9 +43,20 @@ func TestPackageByLinkMapsThePackage(t *testing.T) {
 	if err := packages.CreatePackage(ctx, p, app.Effects{}); err != nil {
 		t.Fatal(err)
 	}
+	// Every column a draft leaves empty gets a value, so that both mappings are compared
+	// on every field.
+	if _, err := pool.Exec(ctx, `UPDATE packages SET state = 'revoked', file_count = 2, total_size = 1234, file_seq = 2,
+		finalized_at = $2, revoked_at = $2, on_hold = true, direction = 'inbound', encryption = 'age', public_key = 'age1example' WHERE id = $1`, p.ID, now); err != nil {
+		t.Fatal(err)
+	}
 	want, err := packages.GetPackage(ctx, p.ID)
 	if err != nil {
 		t.Fatal(err)
+	}
+	// The comparison below catches a field one mapping leaves out only when the package
+	// has a value for it: a field added to the package fails here until the fixture sets it.
+	if zero := zeroFields(reflect.ValueOf(want), ""); !reflect.DeepEqual(zero, unsetInFixture) {
+		t.Fatalf("fields the fixture leaves unset: %v, want exactly %v (give a new field a value above)", zero, unsetInFixture)
 	}
 
 	got, err := links.PackageByLink(ctx, hashes[1])
@@ -72,4 +83,28 @@ func TestPackageByLinkMapsThePackage(t *testing.T) {
 func hash(token string) []byte {
 	h := sha256.Sum256([]byte(token))
 	return h[:]
+}
+
+// unsetInFixture are the fields the packages' store leaves empty: what only a package
+// read through a link has.
+var unsetInFixture = []string{"LinkHash", "Link", "LinkUseCount", "LinkLastUsedAt", "UsedUp"}
+
+// zeroFields lists the fields of the struct v (those of embedded structs by their own
+// names) that hold their zero value.
+func zeroFields(v reflect.Value, prefix string) []string {
+	var out []string
+	for i := range v.NumField() {
+		f := v.Type().Field(i)
+		if !f.IsExported() {
+			continue
+		}
+		if f.Anonymous && f.Type.Kind() == reflect.Struct {
+			out = append(out, zeroFields(v.Field(i), prefix)...)
+			continue
+		}
+		if v.Field(i).IsZero() {
+			out = append(out, prefix+f.Name)
+		}
+	}
+	return out
 }
