@@ -44,7 +44,7 @@ func (o *Objects) Open(ctx context.Context, key string) (io.ReadCloser, error) {
 	}
 	if _, err := obj.Stat(); err != nil {
 		obj.Close()
-		if isNotFound(err) {
+		if storage.IsMissing(err) {
 			return nil, app.ErrNotFound
 		}
 		return nil, fmt.Errorf("store: stat object: %w", err)
@@ -59,23 +59,15 @@ func (o *Objects) Quarantine(ctx context.Context, key string) error {
 		_, err := o.s.Client.CopyObject(ctx,
 			minio.CopyDestOptions{Bucket: o.quarantine, Object: key},
 			minio.CopySrcOptions{Bucket: o.s.Bucket, Object: key})
-		if isNotFound(err) {
+		if storage.IsMissing(err) {
 			return nil // moved by an earlier attempt
 		}
 		if err != nil {
 			return fmt.Errorf("store: copy to quarantine: %w", err)
 		}
 	}
-	if err := o.s.Client.RemoveObject(ctx, o.s.Bucket, key, minio.RemoveObjectOptions{}); err != nil && !isNotFound(err) {
+	if err := o.s.Client.RemoveObject(ctx, o.s.Bucket, key, minio.RemoveObjectOptions{}); err != nil && !storage.IsMissing(err) {
 		return fmt.Errorf("store: remove object: %w", err)
 	}
 	return nil
-}
-
-func isNotFound(err error) bool {
-	if err == nil {
-		return false
-	}
-	code := minio.ToErrorResponse(err).Code
-	return code == "NoSuchKey" || code == "NotFound"
 }
