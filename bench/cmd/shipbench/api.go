@@ -177,41 +177,33 @@ func apiRow(ctx context.Context, t testing.TB, c config, bins rig.Bins, rep *Rep
 		Target:   "≥ 0.70× req/s; p99 reported",
 		Verdict:  verdict(g.rps() >= 0.7*b.rps() && g.failed == 0, "%.0f%% below 0.70×, %d failed requests", max(0, (0.7-g.rps()/b.rps())/0.7*100), g.failed),
 	})
-	if quotaHalf > 0 {
-		q := quota.result()
-		rep.Rawf("API gateway with a quota set (%s)%s: %s%s; machine CPU %.0f%% busy, the gateway used %s of CPU (%.2f ms a request)%s; WAL %s; PostgreSQL waits: %s",
-			quotaPolicyText(1<<30), instances, q, how, 100*quota.busy(), quota.cpu.Round(10*time.Millisecond), perRequest(quota.cpu, q.ok), quota.pgCPU(q.ok), quota.wal.perRequest(q.ok), waits.summary(2))
-		if q.ok == 0 {
-			t.Fatalf("no request with a quota set succeeded (%s)", q)
+	// The other gateway sides, each against the gateway slices it took turns with.
+	sideRow := func(ph *phase, half time.Duration, label, against, whatPrefix, baseline, target string) {
+		r := ph.result()
+		rep.Rawf("API gateway %s%s: %s%s; machine CPU %.0f%% busy, the gateway used %s of CPU (%.2f ms a request)%s; WAL %s; PostgreSQL waits: %s",
+			label, instances, r, how, 100*ph.busy(), ph.cpu.Round(10*time.Millisecond), perRequest(ph.cpu, r.ok), ph.pgCPU(r.ok), ph.wal.perRequest(r.ok), waits.summary(slices.Index(phases, ph)))
+		if r.ok == 0 {
+			t.Fatalf("no request %s succeeded (%s)", label, r)
 		}
-		paired, pairs := pairedRatio(quota.rates, gate.rates)
-		rep.Rawf("API with a quota set against without, slice by slice: %s", sliceRatios(quota.rates, gate.rates))
+		paired, pairs := pairedRatio(ph.rates, gate.rates)
+		rep.Rawf("API %s, slice by slice: %s", against, sliceRatios(ph.rates, gate.rates))
 		rep.Add(Row{
-			What:     fmt.Sprintf("API with a quota set: POST /api/v1/packages, %d clients%s, %s", c.apiClients, gatewaysText, quotaHalf),
-			Measured: fmt.Sprintf("%.0f req/s, p50 %s, p99 %s", q.rps(), rig.Ms(q.p50), rig.Ms(q.p99)),
-			Baseline: fmt.Sprintf("%.0f req/s, p50 %s, p99 %s (the same gateway without a quota, slices taking turns)", g.rps(), rig.Ms(g.p50), rig.Ms(g.p99)),
-			Ratio:    fmt.Sprintf("%.2f× (median of %d slices' ratios; totals %s)", paired, pairs, ratio(q.rps(), g.rps())),
-			Target:   "≥ 0.95× of no quota",
-			Verdict:  verdict(paired >= 0.95 && q.failed == 0, "%.0f%% below 0.95×, %d failed requests", max(0, (0.95-paired)/0.95*100), q.failed),
+			What:     fmt.Sprintf("%s: POST /api/v1/packages, %d clients%s, %s", whatPrefix, c.apiClients, gatewaysText, half),
+			Measured: fmt.Sprintf("%.0f req/s, p50 %s, p99 %s", r.rps(), rig.Ms(r.p50), rig.Ms(r.p99)),
+			Baseline: fmt.Sprintf("%.0f req/s, p50 %s, p99 %s (%s, slices taking turns)", g.rps(), rig.Ms(g.p50), rig.Ms(g.p99), baseline),
+			Ratio:    fmt.Sprintf("%.2f× (median of %d slices' ratios; totals %s)", paired, pairs, ratio(r.rps(), g.rps())),
+			Target:   target,
+			Verdict:  verdict(paired >= 0.95 && r.failed == 0, "%.0f%% below 0.95×, %d failed requests", max(0, (0.95-paired)/0.95*100), r.failed),
 		})
 	}
+	if quotaHalf > 0 {
+		sideRow(quota, quotaHalf, "with a quota set ("+quotaPolicyText(1<<30)+")", "with a quota set against without",
+			"API with a quota set", "the same gateway without a quota", "≥ 0.95× of no quota")
+	}
 	if tracedHalf > 0 {
-		tr := traced.result()
-		rep.Rawf("API gateway with tracing on (%s)%s: %s%s; machine CPU %.0f%% busy, the gateway used %s of CPU (%.2f ms a request)%s; WAL %s; PostgreSQL waits: %s",
-			samplingText(c.tracing), instances, tr, how, 100*traced.busy(), traced.cpu.Round(10*time.Millisecond), perRequest(traced.cpu, tr.ok), traced.pgCPU(tr.ok), traced.wal.perRequest(tr.ok), waits.summary(slices.Index(phases, traced)))
-		if tr.ok == 0 {
-			t.Fatalf("no request with tracing on succeeded (%s)", tr)
-		}
-		paired, pairs := pairedRatio(traced.rates, gate.rates)
-		rep.Rawf("API with tracing on against off, slice by slice: %s", sliceRatios(traced.rates, gate.rates))
-		rep.Add(Row{
-			What:     fmt.Sprintf("API, tracing on (%s): POST /api/v1/packages, %d clients%s, %s", samplingText(c.tracing), c.apiClients, gatewaysText, tracedHalf),
-			Measured: fmt.Sprintf("%.0f req/s, p50 %s, p99 %s", tr.rps(), rig.Ms(tr.p50), rig.Ms(tr.p99)),
-			Baseline: fmt.Sprintf("%.0f req/s, p50 %s, p99 %s (gateways of the same build, tracing off, slices taking turns)", g.rps(), rig.Ms(g.p50), rig.Ms(g.p99)),
-			Ratio:    fmt.Sprintf("%.2f× (median of %d slices' ratios; totals %s)", paired, pairs, ratio(tr.rps(), g.rps())),
-			Target:   "≥ 0.95× of tracing off",
-			Verdict:  verdict(paired >= 0.95 && tr.failed == 0, "%.0f%% below 0.95×, %d failed requests", max(0, (0.95-paired)/0.95*100), tr.failed),
-		})
+		sampling := samplingText(c.tracing)
+		sideRow(traced, tracedHalf, "with tracing on ("+sampling+")", "with tracing on against off",
+			"API, tracing on ("+sampling+")", "gateways of the same build, tracing off", "≥ 0.95× of tracing off")
 	}
 }
 
