@@ -29,16 +29,36 @@ const (
 // carries it), in the order of the message's fields: "event" and "timestamp", then for
 // each field of the payload its JSON value under its proto name, except
 //   - the field "package" (a Package), which must be set with a package_id and stands
-//     for the package head: package_id, title, recipient_email, owner_user_id (and the
-//     type's fromPackage fields),
+//     for the package head (packageHead, then the type's fromPackage fields),
 //   - a google.protobuf.Timestamp, which must be set and is formatted like expires_at,
 //   - a repeated string field (a JSON array) or a proto3 optional field, left out when
 //     empty or unset.
 // Adding an event type whose body follows this needs no edit here; bodyRules holds the
 // few per-type extras docs/WEBHOOKS.md lists ("What a delivery carries").
 
-// packageHead lists the Package fields every package.* body starts with, in order.
-var packageHead = []protoreflect.Name{"package_id", "title", "recipient_email", "owner_user_id"}
+// packageHead lists the Package fields every package.* body starts with: the message's
+// fields in their order, under their proto names, less those a type places itself
+// (bodyRule.fromPackage). A field added to Package reaches every package.* body with no
+// edit here; an unset optional one is left out.
+var packageHead = headFields()
+
+// headFields returns the fields of packageHead, read once off the descriptor.
+func headFields() []protoreflect.FieldDescriptor {
+	placed := map[protoreflect.Name]bool{}
+	for _, r := range bodyRules {
+		for _, n := range r.fromPackage {
+			placed[n] = true
+		}
+	}
+	fields := (&eventsv1.Package{}).ProtoReflect().Descriptor().Fields()
+	head := make([]protoreflect.FieldDescriptor, 0, fields.Len())
+	for i := range fields.Len() {
+		if fd := fields.Get(i); !placed[fd.Name()] {
+			head = append(head, fd)
+		}
+	}
+	return head
+}
 
 // bodyRule is what one event type's body needs beyond the mechanical mapping.
 type bodyRule struct {
@@ -110,13 +130,14 @@ func body(env *eventsv1.Envelope, typ, ts string) ([]byte, error) {
 			if !m.Has(fd) || pkg.Get(pfs.ByName("package_id")).String() == "" {
 				return nil, fmt.Errorf("no package")
 			}
-			for _, list := range [][]protoreflect.Name{packageHead, rule.fromPackage} {
-				for _, n := range list {
-					pfd := pfs.ByName(n)
-					o.key(string(n))
-					if err := o.scalar(pfd, pkg.Get(pfd)); err != nil {
-						return nil, err
-					}
+			for _, pfd := range packageHead {
+				if err := o.field(pkg, pfd); err != nil {
+					return nil, err
+				}
+			}
+			for _, n := range rule.fromPackage {
+				if err := o.field(pkg, pfs.ByName(n)); err != nil {
+					return nil, err
 				}
 			}
 		case fd.Message() != nil && fd.Message().FullName() == timestampMessage:
@@ -134,11 +155,7 @@ func body(env *eventsv1.Envelope, typ, ts string) ([]byte, error) {
 			// Fields only some packages carry (docs/API.md, "Several recipients": recipients,
 			// all_links): left out when empty or unset, so a package with one
 			// recipient publishes the bodies it always did.
-			if !m.Has(fd) {
-				continue
-			}
-			o.key(string(name))
-			if err := o.value(fd, m.Get(fd)); err != nil {
+			if err := o.field(m, fd); err != nil {
 				return nil, fmt.Errorf("%w of %s", err, m.Descriptor().FullName())
 			}
 		default:
@@ -185,6 +202,16 @@ func (o *objectWriter) key(k string) {
 // string writes s as a JSON string, escaped as encoding/json does without HTML escaping.
 func (o *objectWriter) string(s string) {
 	o.buf = appendJSONString(o.buf, s)
+}
+
+// field writes the member of m's field fd, a scalar or a list of strings; a list that
+// is empty or a proto3 optional field that is unset is left out.
+func (o *objectWriter) field(m protoreflect.Message, fd protoreflect.FieldDescriptor) error {
+	if (fd.IsList() || fd.HasOptionalKeyword()) && !m.Has(fd) {
+		return nil
+	}
+	o.key(string(fd.Name()))
+	return o.value(fd, m.Get(fd))
 }
 
 // value writes v, a list of scalars as a JSON array, or a scalar.

@@ -5,11 +5,14 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"google.golang.org/protobuf/encoding/protojson"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/reflect/protoreflect"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/shipfile/shipfile/pkg/events"
@@ -22,7 +25,7 @@ import (
 // <name>.body.json (the exact body, no trailing newline).
 const bodiesDir = "../../testdata/bodies"
 
-func loadEnvelope(t *testing.T, name string) *eventsv1.Envelope {
+func loadEnvelope(t testing.TB, name string) *eventsv1.Envelope {
 	t.Helper()
 	b, err := os.ReadFile(filepath.Join(bodiesDir, name+".envelope.json"))
 	if err != nil {
@@ -130,6 +133,127 @@ func TestFinalizedBodyFields(t *testing.T) {
 	if strings.ContainsAny(exp, "Z+") {
 		t.Errorf("expires_at %q carries a zone", exp)
 	}
+}
+
+// placedByType lists the Package fields a type places after the head itself (the
+// fromPackage of bodyRules in body.go); every other field of Package is in the head of
+// every package.* body.
+var placedByType = map[string][]string{events.TypePackageCreated: {"direction"}}
+
+// TestBodyCarriesEveryPackageField gives every field of Package a value, read off the
+// descriptor, and renders each package.* golden envelope with that package: the body
+// starts with the head, every field of the message in its order under its proto name
+// (less the fields some type places), followed by those its own type places. A field of
+// the message that does not reach the bodies, one they cannot render, or one whose name
+// a payload field takes too, fails it.
+func TestBodyCarriesEveryPackageField(t *testing.T) {
+	pkg := &eventsv1.Package{}
+	pm := pkg.ProtoReflect()
+	placed := map[string]bool{}
+	for _, names := range placedByType {
+		for _, n := range names {
+			placed[n] = true
+		}
+	}
+	var head []string
+	fields := pm.Descriptor().Fields()
+	for i := range fields.Len() {
+		fd := fields.Get(i)
+		setTestValue(t, pm, fd)
+		if !placed[string(fd.Name())] {
+			head = append(head, string(fd.Name()))
+		}
+	}
+	paths, err := filepath.Glob(filepath.Join(bodiesDir, "package.*.envelope.json"))
+	if err != nil || len(paths) == 0 {
+		t.Fatalf("no package.* golden envelopes in %s: %v", bodiesDir, err)
+	}
+	for _, path := range paths {
+		name := strings.TrimSuffix(filepath.Base(path), ".envelope.json")
+		t.Run(name, func(t *testing.T) {
+			env := loadEnvelope(t, name)
+			data := events.Data(env).ProtoReflect()
+			fd := data.Descriptor().Fields().ByName("package")
+			if fd == nil {
+				t.Fatalf("%s has no field package", data.Descriptor().FullName())
+			}
+			data.Set(fd, protoreflect.ValueOfMessage(proto.Clone(pkg).ProtoReflect()))
+			_, body, err := app.RenderBody(env)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var members map[string]any
+			if err := json.Unmarshal(body, &members); err != nil {
+				t.Fatalf("%v: %s", err, body)
+			}
+			keys := bodyKeys(t, body)
+			if len(members) != len(keys) {
+				t.Fatalf("a key repeats in %q", keys)
+			}
+			want := append(append([]string{"event", "timestamp"}, head...), placedByType[env.GetType()]...)
+			if len(keys) < len(want) || !slices.Equal(keys[:len(want)], want) {
+				t.Fatalf("body starts with %q, want %q", keys, want)
+			}
+			for _, n := range want[2:] {
+				v := pm.Get(fields.ByName(protoreflect.Name(n)))
+				if got, ok := members[n].(string); ok && got != v.String() {
+					t.Errorf("%s = %q, want %q", n, got, v.String())
+				}
+			}
+		})
+	}
+}
+
+// setTestValue sets fd of m to a value that is not its zero value.
+func setTestValue(t *testing.T, m protoreflect.Message, fd protoreflect.FieldDescriptor) {
+	t.Helper()
+	if fd.IsList() && fd.Kind() == protoreflect.StringKind {
+		m.Mutable(fd).List().Append(protoreflect.ValueOfString("v-" + string(fd.Name())))
+		return
+	}
+	if fd.IsList() || fd.IsMap() {
+		t.Fatalf("no test value for field %s: a webhook body has no mapping for it", fd.Name())
+	}
+	var v protoreflect.Value
+	switch fd.Kind() {
+	case protoreflect.StringKind:
+		v = protoreflect.ValueOfString("v-" + string(fd.Name()))
+	case protoreflect.Int32Kind, protoreflect.Sint32Kind, protoreflect.Sfixed32Kind:
+		v = protoreflect.ValueOfInt32(7)
+	case protoreflect.Int64Kind, protoreflect.Sint64Kind, protoreflect.Sfixed64Kind:
+		v = protoreflect.ValueOfInt64(7)
+	case protoreflect.Uint32Kind, protoreflect.Fixed32Kind:
+		v = protoreflect.ValueOfUint32(7)
+	case protoreflect.Uint64Kind, protoreflect.Fixed64Kind:
+		v = protoreflect.ValueOfUint64(7)
+	case protoreflect.BoolKind:
+		v = protoreflect.ValueOfBool(true)
+	default:
+		t.Fatalf("no test value for field %s (%s): a webhook body has no mapping for it", fd.Name(), fd.Kind())
+	}
+	m.Set(fd, v)
+}
+
+// bodyKeys returns the keys of the JSON object body, in order.
+func bodyKeys(t *testing.T, body []byte) []string {
+	t.Helper()
+	dec := json.NewDecoder(bytes.NewReader(body))
+	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
+		t.Fatalf("not an object: %s", body)
+	}
+	var keys []string
+	for dec.More() {
+		tok, err := dec.Token()
+		if err != nil {
+			t.Fatal(err)
+		}
+		keys = append(keys, tok.(string))
+		var v json.RawMessage
+		if err := dec.Decode(&v); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return keys
 }
 
 func TestRenderBodyPoison(t *testing.T) {
