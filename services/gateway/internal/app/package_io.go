@@ -195,23 +195,6 @@ type Nullable[T any] struct {
 	Value *T
 }
 
-// PackagePatch is the input of Update: nil (or unset) fields stay as they are.
-type PackagePatch struct {
-	Title         *string
-	Note          *string
-	RecipientName *string
-	// RecipientEmail, beside Recipients, must be its first entry's address (else
-	// 422); alone it is not an edit.
-	RecipientEmail *string
-	// Recipients replaces a draft's recipient list (an active package's grows one by
-	// one: AddRecipient).
-	Recipients   *[]RecipientInput
-	ExpiresAt    *time.Time
-	Password     Nullable[string] // null removes the password
-	MaxDownloads Nullable[int]    // null removes the limit
-	NotifyOwner  *bool
-}
-
 // Bounds of a package's recipient list (docs/API.md, "Several recipients").
 const (
 	MinRecipients = 1

@@ -94,74 +94,13 @@ func NewPackages(store Store, objects app.ObjectStore, limits app.Limits, public
 // test's gateway whose clock is off, say). Call it before the service is used.
 func (s *Packages) UseClock(now func() time.Time) { s.now = now }
 
-// NewPackage is the input of Create. Nil fields take their defaults.
-type NewPackage struct {
-	Title          *string
-	RecipientEmail *string
-	RecipientName  *string
-	// RecipientLanguage is the one recipient's language (with RecipientEmail alone).
-	RecipientLanguage *string
-	Recipients        *[]app.RecipientInput // nil: the one recipient of RecipientEmail
-	Direction         *string
-	TTLDays           *int
-	Note              *string
-	Password          *string // the link's password; nil: none
-	MaxDownloads      *int    // nil: no limit
-	NotifyOwner       *bool   // default true
-	Encryption        *string // none (default) or age
-}
-
 // Create validates and stores a draft package, with its package.created event.
 func (s *Packages) Create(ctx context.Context, owner app.User, client app.Client, in NewPackage) (app.Package, error) {
-	p := app.Package{
-		OwnerUserID: owner.ID,
-		Direction:   app.Outbound,
-		State:       app.StateDraft,
-		TTLDays:     app.DefaultTTLDays,
+	p := newDraft(owner.ID)
+	if errs := in.fill(&p, false); len(errs) > 0 {
+		return app.Package{}, errs[0]
 	}
-	if in.Title == nil {
-		return app.Package{}, app.Invalid("title is required")
-	}
-	p.Title = *in.Title
-	if err := app.ValidateTitle(p.Title); err != nil {
-		return app.Package{}, err
-	}
-	if in.RecipientEmail == nil && in.Recipients == nil {
-		return app.Package{}, app.Invalid("recipient_email is required")
-	}
-	recipients, err := ResolveRecipients(in.Recipients, in.RecipientEmail, in.RecipientName, in.RecipientLanguage)
-	if err != nil {
-		return app.Package{}, err
-	}
-	if in.Direction != nil {
-		p.Direction = app.Direction(*in.Direction)
-		if p.Direction != app.Outbound && p.Direction != app.Inbound {
-			return app.Package{}, app.Invalid("direction must be outbound or inbound")
-		}
-	}
-	if in.TTLDays != nil {
-		p.TTLDays = *in.TTLDays
-		if p.TTLDays < app.MinTTLDays || p.TTLDays > app.MaxTTLDays {
-			return app.Package{}, app.Invalid("ttl_days must be between %d and %d", app.MinTTLDays, app.MaxTTLDays)
-		}
-	}
-	if in.Note != nil {
-		p.Note = *in.Note
-		if err := app.ValidateNote(p.Note); err != nil {
-			return app.Package{}, err
-		}
-	}
-	if err := ValidateMaxDownloads(in.MaxDownloads); err != nil {
-		return app.Package{}, err
-	}
-	p.MaxDownloads = in.MaxDownloads
-	p.NotifyOwner = in.NotifyOwner == nil || *in.NotifyOwner
-	p.Encryption = app.EncryptionNone
-	if in.Encryption != nil {
-		if p.Encryption, err = app.ValidateEncryption(*in.Encryption); err != nil {
-			return app.Package{}, err
-		}
-	}
+	var err error
 	if p.Encrypted() && p.Direction == app.Inbound {
 		if p.OwnerPublicKey, err = s.requestKey(ctx, owner); err != nil {
 			return app.Package{}, err
@@ -182,7 +121,8 @@ func (s *Packages) Create(ctx context.Context, owner app.User, client app.Client
 	now := s.now().UTC().Truncate(time.Microsecond)
 	p.CreatedAt = now
 	p.ExpiresAt = now.Add(time.Duration(p.TTLDays) * 24 * time.Hour)
-	if recipients, err = withIDs(recipients, now); err != nil {
+	recipients, err := withIDs(p.Recipients, now)
+	if err != nil {
 		return app.Package{}, err
 	}
 	p.SetRecipients(recipients)

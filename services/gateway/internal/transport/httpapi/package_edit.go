@@ -8,6 +8,7 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"github.com/shipfile/shipfile/services/gateway/internal/app"
+	"github.com/shipfile/shipfile/services/gateway/internal/app/packages"
 )
 
 // nullable is a JSON field that may be absent, null or a value.
@@ -71,7 +72,7 @@ func (h *handlers) updatePackage(c *gin.Context) {
 		_ = c.Error(err)
 		return
 	}
-	p, err := h.packages.Update(c.Request.Context(), currentUser(c), client(c), id, app.PackagePatch{
+	p, err := h.packages.Update(c.Request.Context(), currentUser(c), client(c), id, packages.PackagePatch{
 		Title: req.Title, Note: req.Note, RecipientName: req.RecipientName, RecipientEmail: req.RecipientEmail, Recipients: req.Recipients, ExpiresAt: expires,
 		Password: req.Password.Nullable, MaxDownloads: req.MaxDownloads.Nullable, NotifyOwner: req.NotifyOwner,
 	})

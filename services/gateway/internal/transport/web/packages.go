@@ -494,7 +494,7 @@ func (w *Web) editPackage(c *gin.Context) {
 	fail := func(field, msg string) {
 		w.showPackageForm(c, id, http.StatusUnprocessableEntity, "", map[string]string{field: msg}, form)
 	}
-	in := app.PackagePatch{
+	in := packages.PackagePatch{
 		Title: ptr(form["title"]), Note: ptr(form["note"]), RecipientName: ptr(form["recipient_name"]),
 		NotifyOwner: ptr(form["notify_owner"] == "1"),
 	}
