@@ -17,8 +17,6 @@ import (
 	"github.com/gin-gonic/gin"
 	"github.com/google/uuid"
 
-	api_types "github.com/oapi-codegen/runtime/types"
-
 	api "github.com/shipfile/shipfile/pkg/apiclient"
 	"github.com/shipfile/shipfile/services/gateway/internal/app"
 	"github.com/shipfile/shipfile/services/gateway/internal/app/packages"
@@ -38,19 +36,6 @@ type packageDetail struct {
 type finalizedPackage struct {
 	api.Package
 	api.PackageLinks
-}
-
-// toAPIPackage is a package as the API shows it; timestamps are UTC.
-func toAPIPackage(p app.Package) api.Package {
-	return api.Package{
-		Id: p.ID, Title: p.Title, RecipientEmail: api_types.Email(p.RecipientEmail), RecipientName: p.RecipientName,
-		Direction: api.PackageDirection(p.Direction), State: api.PackageState(p.State), TtlDays: p.TTLDays, Note: p.Note,
-		OwnerUserId: p.OwnerUserID, FileCount: p.FileCount, TotalSize: p.TotalSize, CreatedAt: p.CreatedAt.UTC(),
-		FinalizedAt: utcPtr(p.FinalizedAt), ExpiresAt: p.ExpiresAt.UTC(), RevokedAt: utcPtr(p.RevokedAt),
-		LinkUseCount: p.LinkUseCount, LinkLastUsedAt: utcPtr(p.LinkLastUsedAt),
-		PasswordProtected: p.PasswordProtected(), MaxDownloads: p.MaxDownloads, NotifyOwner: p.NotifyOwner,
-		Recipients: toAPIRecipients(p.Recipients), Encryption: api.Encryption(encryptionOf(p)), OnHold: p.OnHold,
-	}
 }
 
 // toAPIFiles is files as the API lists them: [] for none.
@@ -111,23 +96,6 @@ func fileParams(c *gin.Context) (id, fileID uuid.UUID, err error) {
 	return id, fileID, err
 }
 
-type createPackageRequest struct {
-	Title          *string `json:"title"`
-	RecipientEmail *string `json:"recipient_email"`
-	RecipientName  *string `json:"recipient_name"`
-	// RecipientLanguage and each entry's language default to the sender's
-	// (senderLanguage).
-	RecipientLanguage *string               `json:"recipient_language"`
-	Recipients        *[]app.RecipientInput `json:"recipients"`
-	Direction         *string               `json:"direction"`
-	TTLDays           *int                  `json:"ttl_days"`
-	Note              *string               `json:"note"`
-	Password          *string               `json:"password"`
-	MaxDownloads      *int                  `json:"max_downloads"`
-	NotifyOwner       *bool                 `json:"notify_owner"`
-	Encryption        *string               `json:"encryption"`
-}
-
 func (h *handlers) createPackage(c *gin.Context) {
 	var req createPackageRequest
 	if err := decodeJSON(c, h.maxJSON, &req); err != nil {
@@ -147,6 +115,35 @@ func (h *handlers) createPackage(c *gin.Context) {
 		return
 	}
 	c.JSON(http.StatusCreated, toAPIPackage(p))
+}
+
+// updatePackage is PATCH /api/v1/packages/{id}.
+func (h *handlers) updatePackage(c *gin.Context) {
+	id, err := pathUUID(c, "id", "package")
+	if err != nil {
+		_ = c.Error(err)
+		return
+	}
+	req := newUpdatePackageRequest()
+	if err := decodeJSON(c, h.maxJSON, &req); err != nil {
+		_ = c.Error(err)
+		return
+	}
+	if req.Encryption != nil {
+		_ = c.Error(app.Invalid("encryption is fixed when the package is created"))
+		return
+	}
+	expires, err := parseTime("expires_at", req.ExpiresAt)
+	if err != nil {
+		_ = c.Error(err)
+		return
+	}
+	p, err := h.packages.Update(c.Request.Context(), currentUser(c), client(c), id, req.patch(expires))
+	if err != nil {
+		_ = c.Error(err)
+		return
+	}
+	c.JSON(http.StatusOK, toAPIPackage(p))
 }
 
 func (h *handlers) listPackages(c *gin.Context) {
