@@ -15,6 +15,7 @@ import (
 	"github.com/shipfile/shipfile/services/gateway/internal/app"
 	"github.com/shipfile/shipfile/services/gateway/internal/app/links"
 	"github.com/shipfile/shipfile/services/gateway/internal/app/packages"
+	"github.com/shipfile/shipfile/services/gateway/internal/store/packagerow"
 	"github.com/shipfile/shipfile/services/gateway/internal/store/sqldb"
 )
 
@@ -39,13 +40,7 @@ func (s *Postgres) CreatePackage(ctx context.Context, p app.Package, fx app.Effe
 	b := &pgx.Batch{}
 	q := batched(b)
 	// The batch's statements cannot fail when queued: their errors come with Close.
-	_ = q.InsertPackage(ctx, InsertPackageParams{
-		ID: p.ID, OwnerUserID: p.OwnerUserID, Title: p.Title, RecipientEmail: p.RecipientEmail,
-		RecipientName: p.RecipientName, Direction: string(p.Direction), State: string(p.State),
-		TtlDays: int32(p.TTLDays), Note: p.Note, CreatedAt: p.CreatedAt, ExpiresAt: p.ExpiresAt,
-		PasswordHash: nullString(p.PasswordHash), MaxDownloads: int32Ptr(p.MaxDownloads), NotifyOwner: p.NotifyOwner,
-		Encryption: encryptionOf(p), PublicKey: nullString(p.OwnerPublicKey),
-	})
+	_ = packagerow.Insert(ctx, sqldb.Batched(b), p)
 	for i, r := range p.Recipients {
 		_ = q.InsertRecipient(ctx, InsertRecipientParams{
 			ID: r.ID, PackageID: p.ID, Position: int32(i), Email: r.Email, Name: r.Name, Language: r.Language,
@@ -64,11 +59,11 @@ func (s *Postgres) CreatePackage(ctx context.Context, p app.Package, fx app.Effe
 
 // GetPackage returns a package by id.
 func (s *Postgres) GetPackage(ctx context.Context, id uuid.UUID) (app.Package, error) {
-	row, err := s.q.GetPackage(ctx, id)
+	p, err := packagerow.Get(ctx, s.sql.Pool, id)
 	if err != nil {
 		return app.Package{}, sqldb.NotFound(err, "package")
 	}
-	ps := []app.Package{toPackage(row)}
+	ps := []app.Package{p}
 	if err := withRecipients(ctx, s.q, ps); err != nil {
 		return app.Package{}, err
 	}
@@ -129,7 +124,7 @@ func (s *Postgres) ListPackages(ctx context.Context, f app.PackageFilter) ([]app
 	}
 	ps := make([]app.Package, len(rows))
 	for i, r := range rows {
-		ps[i] = toPackage(r)
+		ps[i] = packagerow.ToPackage(packagerow.Package(r))
 	}
 	return ps, withRecipients(ctx, s.q, ps)
 }
@@ -261,13 +256,13 @@ func mapRecipientConflict(err error) error {
 // effects, in one transaction.
 func (s *Postgres) ChangePackage(ctx context.Context, id uuid.UUID, change func(p *app.Package) (app.Effects, error)) (app.Package, error) {
 	var out app.Package
-	err := s.withLocked(ctx, id, func(q *Queries, p *app.Package) (app.Effects, error) {
+	err := s.withLockedTx(ctx, id, func(tx pgx.Tx, _ *Queries, p *app.Package) (app.Effects, error) {
 		fx, err := change(p)
 		if err != nil {
 			return fx, err
 		}
 		out = *p
-		return fx, save(ctx, q, *p)
+		return fx, packagerow.Save(ctx, tx, *p)
 	})
 	return out, err
 }
@@ -299,7 +294,7 @@ func (s *Postgres) AddFileTx(ctx context.Context, f app.File, change func(p *app
 			return fx, err
 		}
 		out = *p
-		return fx, save(ctx, q, *p)
+		return fx, packagerow.Save(ctx, tx, *p)
 	})
 	return out, err
 }
@@ -325,18 +320,10 @@ func scanOf(f app.File) string {
 	return string(f.Scan)
 }
 
-// encryptionOf is a package's encryption column: none unless it says otherwise.
-func encryptionOf(p app.Package) string {
-	if p.Encryption == "" {
-		return string(app.EncryptionNone)
-	}
-	return string(p.Encryption)
-}
-
 // RemoveFile deletes a file's row and queues its object for deletion (its preview's
 // too, by the trigger of migration 00034).
 func (s *Postgres) RemoveFile(ctx context.Context, packageID, fileID uuid.UUID, change func(p *app.Package, f app.File) (app.Effects, error)) error {
-	return s.withLocked(ctx, packageID, func(q *Queries, p *app.Package) (app.Effects, error) {
+	return s.withLockedTx(ctx, packageID, func(tx pgx.Tx, q *Queries, p *app.Package) (app.Effects, error) {
 		row, err := q.GetFile(ctx, GetFileParams{PackageID: packageID, ID: fileID})
 		if err != nil {
 			return app.Effects{}, sqldb.NotFound(err, "file")
@@ -351,7 +338,7 @@ func (s *Postgres) RemoveFile(ctx context.Context, packageID, fileID uuid.UUID, 
 		if err := q.QueueObjectDeletion(ctx, []string{row.File.ObjectKey}); err != nil {
 			return fx, err
 		}
-		return fx, save(ctx, q, *p)
+		return fx, packagerow.Save(ctx, tx, *p)
 	})
 }
 
@@ -422,45 +409,15 @@ func (s *Postgres) InPackageTx(ctx context.Context, id uuid.UUID, fn func(tx pgx
 }
 
 func (s *Postgres) locked(ctx context.Context, tx pgx.Tx, id uuid.UUID) (app.Package, error) {
-	q := s.q.WithTx(tx)
-	row, err := q.LockPackage(ctx, id)
+	p, err := packagerow.Lock(ctx, tx, id)
 	if err != nil {
 		return app.Package{}, sqldb.NotFound(err, "package")
 	}
-	ps := []app.Package{toPackage(row)}
-	if err := withRecipients(ctx, q, ps); err != nil {
+	ps := []app.Package{p}
+	if err := withRecipients(ctx, s.q.WithTx(tx), ps); err != nil {
 		return app.Package{}, err
 	}
 	return ps[0], nil
-}
-
-func save(ctx context.Context, q *Queries, p app.Package) error {
-	return q.SavePackage(ctx, SavePackageParams{
-		ID: p.ID, State: string(p.State), FileCount: int32(p.FileCount), TotalSize: p.TotalSize,
-		FinalizedAt: p.FinalizedAt, ExpiresAt: p.ExpiresAt, RevokedAt: p.RevokedAt,
-		Title: p.Title, Note: p.Note, RecipientName: p.RecipientName, PasswordHash: nullString(p.PasswordHash),
-		MaxDownloads: int32Ptr(p.MaxDownloads), NotifyOwner: p.NotifyOwner, RecipientEmail: p.RecipientEmail,
-		FileSeq: int32(p.FileSeq),
-	})
-}
-
-func toPackage(r Package) app.Package {
-	return app.Package{
-		ID: r.ID, OwnerUserID: r.OwnerUserID, Title: r.Title, RecipientEmail: r.RecipientEmail,
-		RecipientName: r.RecipientName, Direction: app.Direction(r.Direction), State: app.State(r.State),
-		TTLDays: int(r.TtlDays), Note: r.Note, FileCount: int(r.FileCount), TotalSize: r.TotalSize,
-		CreatedAt: r.CreatedAt, FinalizedAt: r.FinalizedAt, ExpiresAt: r.ExpiresAt, RevokedAt: r.RevokedAt,
-		PasswordHash: deref(r.PasswordHash), MaxDownloads: intPtr(r.MaxDownloads), NotifyOwner: r.NotifyOwner,
-		Encryption: app.Encryption(r.Encryption), FileSeq: int(r.FileSeq), OwnerPublicKey: deref(r.PublicKey),
-		OnHold: r.OnHold,
-	}
-}
-
-func nullString(s string) *string {
-	if s == "" {
-		return nil
-	}
-	return &s
 }
 
 func deref(s *string) string {
@@ -480,22 +437,6 @@ func toFile(r File) app.File {
 		Encrypted: r.Encrypted, Manifest: r.Manifest,
 		PreviewKey: deref(r.PreviewKey), PreviewWidth: int(deref32(r.PreviewWidth)), PreviewHeight: int(deref32(r.PreviewHeight)),
 	}
-}
-
-func int32Ptr(n *int) *int32 {
-	if n == nil {
-		return nil
-	}
-	v := int32(*n)
-	return &v
-}
-
-func intPtr(v *int32) *int {
-	if v == nil {
-		return nil
-	}
-	n := int(*v)
-	return &n
 }
 
 func deref32(p *int32) int32 {

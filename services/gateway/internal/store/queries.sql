@@ -3,12 +3,6 @@
 -- domain's own statements on users are in identitydb/queries.sql.
 SELECT * FROM users WHERE id = $1;
 
--- name: InsertPackage :exec
-INSERT INTO packages (id, owner_user_id, title, recipient_email, recipient_name, direction, state,
-                      ttl_days, note, created_at, expires_at, password_hash, max_downloads, notify_owner, encryption,
-                      public_key)
-VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16);
-
 -- name: ListPackages :many
 -- A page of packages, newest first, after the cursor (@after_created_at, @after_id);
 -- a NULL filter selects every value.
@@ -20,30 +14,6 @@ WHERE (sqlc.narg(owner_user_id)::bigint IS NULL OR owner_user_id = sqlc.narg(own
        OR (created_at, id) < (sqlc.narg(after_created_at), sqlc.narg(after_id)::uuid))
 ORDER BY created_at DESC, id DESC
 LIMIT sqlc.arg(max_rows);
-
--- name: GetPackage :one
-SELECT * FROM packages WHERE id = $1;
-
--- name: LockPackage :one
-SELECT * FROM packages WHERE id = $1 FOR UPDATE;
-
--- name: SavePackage :exec
-UPDATE packages SET
-    state           = $2,
-    file_count      = $3,
-    total_size      = $4,
-    finalized_at    = $5,
-    expires_at      = $6,
-    revoked_at      = $7,
-    title           = $8,
-    note            = $9,
-    recipient_name  = $10,
-    password_hash   = $11,
-    max_downloads   = $12,
-    notify_owner    = $13,
-    recipient_email = $14,
-    file_seq        = $15
-WHERE id = $1;
 
 -- name: DeletePackageRow :exec
 DELETE FROM packages WHERE id = $1;

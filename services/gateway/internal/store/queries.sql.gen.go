@@ -120,40 +120,6 @@ func (q *Queries) GetFile(ctx context.Context, arg GetFileParams) (GetFileRow, e
 	return i, err
 }
 
-const getPackage = `-- name: GetPackage :one
-SELECT id, owner_user_id, title, recipient_email, recipient_name, direction, state, ttl_days, note, file_count, total_size, created_at, finalized_at, expires_at, revoked_at, password_hash, max_downloads, notify_owner, encryption, file_seq, public_key, on_hold FROM packages WHERE id = $1
-`
-
-func (q *Queries) GetPackage(ctx context.Context, id uuid.UUID) (Package, error) {
-	row := q.db.QueryRow(ctx, getPackage, id)
-	var i Package
-	err := row.Scan(
-		&i.ID,
-		&i.OwnerUserID,
-		&i.Title,
-		&i.RecipientEmail,
-		&i.RecipientName,
-		&i.Direction,
-		&i.State,
-		&i.TtlDays,
-		&i.Note,
-		&i.FileCount,
-		&i.TotalSize,
-		&i.CreatedAt,
-		&i.FinalizedAt,
-		&i.ExpiresAt,
-		&i.RevokedAt,
-		&i.PasswordHash,
-		&i.MaxDownloads,
-		&i.NotifyOwner,
-		&i.Encryption,
-		&i.FileSeq,
-		&i.PublicKey,
-		&i.OnHold,
-	)
-	return i, err
-}
-
 const getUser = `-- name: GetUser :one
 SELECT id, email, name, role, password_hash, disabled, created_at, oidc_issuer, oidc_subject, language FROM users WHERE id = $1
 `
@@ -215,54 +181,6 @@ func (q *Queries) InsertFile(ctx context.Context, arg InsertFileParams) error {
 		arg.Scan,
 		arg.Encrypted,
 		arg.Manifest,
-	)
-	return err
-}
-
-const insertPackage = `-- name: InsertPackage :exec
-INSERT INTO packages (id, owner_user_id, title, recipient_email, recipient_name, direction, state,
-                      ttl_days, note, created_at, expires_at, password_hash, max_downloads, notify_owner, encryption,
-                      public_key)
-VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16)
-`
-
-type InsertPackageParams struct {
-	ID             uuid.UUID
-	OwnerUserID    int64
-	Title          string
-	RecipientEmail string
-	RecipientName  string
-	Direction      string
-	State          string
-	TtlDays        int32
-	Note           string
-	CreatedAt      time.Time
-	ExpiresAt      time.Time
-	PasswordHash   *string
-	MaxDownloads   *int32
-	NotifyOwner    bool
-	Encryption     string
-	PublicKey      *string
-}
-
-func (q *Queries) InsertPackage(ctx context.Context, arg InsertPackageParams) error {
-	_, err := q.db.Exec(ctx, insertPackage,
-		arg.ID,
-		arg.OwnerUserID,
-		arg.Title,
-		arg.RecipientEmail,
-		arg.RecipientName,
-		arg.Direction,
-		arg.State,
-		arg.TtlDays,
-		arg.Note,
-		arg.CreatedAt,
-		arg.ExpiresAt,
-		arg.PasswordHash,
-		arg.MaxDownloads,
-		arg.NotifyOwner,
-		arg.Encryption,
-		arg.PublicKey,
 	)
 	return err
 }
@@ -531,40 +449,6 @@ func (q *Queries) ListRecipients(ctx context.Context, packageIds []uuid.UUID) ([
 	return items, nil
 }
 
-const lockPackage = `-- name: LockPackage :one
-SELECT id, owner_user_id, title, recipient_email, recipient_name, direction, state, ttl_days, note, file_count, total_size, created_at, finalized_at, expires_at, revoked_at, password_hash, max_downloads, notify_owner, encryption, file_seq, public_key, on_hold FROM packages WHERE id = $1 FOR UPDATE
-`
-
-func (q *Queries) LockPackage(ctx context.Context, id uuid.UUID) (Package, error) {
-	row := q.db.QueryRow(ctx, lockPackage, id)
-	var i Package
-	err := row.Scan(
-		&i.ID,
-		&i.OwnerUserID,
-		&i.Title,
-		&i.RecipientEmail,
-		&i.RecipientName,
-		&i.Direction,
-		&i.State,
-		&i.TtlDays,
-		&i.Note,
-		&i.FileCount,
-		&i.TotalSize,
-		&i.CreatedAt,
-		&i.FinalizedAt,
-		&i.ExpiresAt,
-		&i.RevokedAt,
-		&i.PasswordHash,
-		&i.MaxDownloads,
-		&i.NotifyOwner,
-		&i.Encryption,
-		&i.FileSeq,
-		&i.PublicKey,
-		&i.OnHold,
-	)
-	return i, err
-}
-
 const objectsDeleted = `-- name: ObjectsDeleted :exec
 DELETE FROM object_deletions WHERE object_key = ANY($1::text[])
 `
@@ -604,64 +488,6 @@ ON CONFLICT (object_key) DO UPDATE SET reserved_at = now()
 // Records (or renews) an object key about to be written (migration 00010).
 func (q *Queries) ReserveObjectKey(ctx context.Context, objectKey string) error {
 	_, err := q.db.Exec(ctx, reserveObjectKey, objectKey)
-	return err
-}
-
-const savePackage = `-- name: SavePackage :exec
-UPDATE packages SET
-    state           = $2,
-    file_count      = $3,
-    total_size      = $4,
-    finalized_at    = $5,
-    expires_at      = $6,
-    revoked_at      = $7,
-    title           = $8,
-    note            = $9,
-    recipient_name  = $10,
-    password_hash   = $11,
-    max_downloads   = $12,
-    notify_owner    = $13,
-    recipient_email = $14,
-    file_seq        = $15
-WHERE id = $1
-`
-
-type SavePackageParams struct {
-	ID             uuid.UUID
-	State          string
-	FileCount      int32
-	TotalSize      int64
-	FinalizedAt    *time.Time
-	ExpiresAt      time.Time
-	RevokedAt      *time.Time
-	Title          string
-	Note           string
-	RecipientName  string
-	PasswordHash   *string
-	MaxDownloads   *int32
-	NotifyOwner    bool
-	RecipientEmail string
-	FileSeq        int32
-}
-
-func (q *Queries) SavePackage(ctx context.Context, arg SavePackageParams) error {
-	_, err := q.db.Exec(ctx, savePackage,
-		arg.ID,
-		arg.State,
-		arg.FileCount,
-		arg.TotalSize,
-		arg.FinalizedAt,
-		arg.ExpiresAt,
-		arg.RevokedAt,
-		arg.Title,
-		arg.Note,
-		arg.RecipientName,
-		arg.PasswordHash,
-		arg.MaxDownloads,
-		arg.NotifyOwner,
-		arg.RecipientEmail,
-		arg.FileSeq,
-	)
 	return err
 }
 

@@ -10,8 +10,8 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/shipfile/shipfile/services/gateway/internal/store"
 	"github.com/shipfile/shipfile/services/gateway/internal/store/auditdb"
+	"github.com/shipfile/shipfile/services/gateway/internal/store/packagerow"
 	"github.com/shipfile/shipfile/services/gateway/internal/store/storetest"
 )
 
@@ -28,7 +28,7 @@ type raceStep func(ctx context.Context, tx pgx.Tx, r holdRace) error
 
 func createPackage(ctx context.Context, tx pgx.Tx, r holdRace) error {
 	p := storetest.DraftPackage(r.owner, time.Now())
-	return store.New(tx).InsertPackage(ctx, store.InsertPackageParams{
+	return packagerow.New(tx).InsertPackage(ctx, packagerow.InsertPackageParams{
 		ID: r.pkg, OwnerUserID: p.OwnerUserID, Title: p.Title, RecipientEmail: p.RecipientEmail, Direction: string(p.Direction),
 		State: string(p.State), TtlDays: int32(p.TTLDays), CreatedAt: p.CreatedAt, ExpiresAt: p.ExpiresAt, Encryption: "none",
 	})

@@ -16,6 +16,7 @@ import (
 
 	"github.com/shipfile/shipfile/services/gateway/internal/app"
 	"github.com/shipfile/shipfile/services/gateway/internal/app/links"
+	"github.com/shipfile/shipfile/services/gateway/internal/store/packagerow"
 	"github.com/shipfile/shipfile/services/gateway/internal/store/sqldb"
 )
 
@@ -37,7 +38,7 @@ func (s *Store) PackageByLink(ctx context.Context, hash []byte) (app.Package, er
 	if err != nil {
 		return app.Package{}, sqldb.NotFound(err, "package")
 	}
-	p := toPackage(row.Package)
+	p := packagerow.ToPackage(packagerow.Package(row.Package))
 	r := toRecipient(row.Recipient)
 	p.Link, p.LinkHash = &r, r.LinkHash
 	p.LinkUseCount, p.LinkLastUsedAt = r.UseCount, r.LastUsedAt
@@ -135,37 +136,10 @@ func (s *Store) DeleteUnlockAttempt(ctx context.Context, id int64) error {
 	return s.q.DeleteUnlockFailure(ctx, id)
 }
 
-func toPackage(r Package) app.Package {
-	return app.Package{
-		ID: r.ID, OwnerUserID: r.OwnerUserID, Title: r.Title, RecipientEmail: r.RecipientEmail,
-		RecipientName: r.RecipientName, Direction: app.Direction(r.Direction), State: app.State(r.State),
-		TTLDays: int(r.TtlDays), Note: r.Note, FileCount: int(r.FileCount), TotalSize: r.TotalSize,
-		CreatedAt: r.CreatedAt, FinalizedAt: r.FinalizedAt, ExpiresAt: r.ExpiresAt, RevokedAt: r.RevokedAt,
-		PasswordHash: deref(r.PasswordHash), MaxDownloads: intPtr(r.MaxDownloads), NotifyOwner: r.NotifyOwner,
-		Encryption: app.Encryption(r.Encryption), FileSeq: int(r.FileSeq), OwnerPublicKey: deref(r.PublicKey),
-		OnHold: r.OnHold,
-	}
-}
-
 func toRecipient(r Recipient) app.Recipient {
 	return app.Recipient{
 		ID: r.ID, Email: r.Email, Name: r.Name, Language: r.Language, LinkHash: r.LinkHash, LinkState: app.LinkState(r.LinkState),
 		UseCount: r.UseCount, LastUsedAt: r.LastUsedAt, DownloadCount: r.DownloadCount, CreatedAt: r.CreatedAt,
 		RevokedAt: r.RevokedAt,
 	}
-}
-
-func deref(s *string) string {
-	if s == nil {
-		return ""
-	}
-	return *s
-}
-
-func intPtr(v *int32) *int {
-	if v == nil {
-		return nil
-	}
-	n := int(*v)
-	return &n
 }

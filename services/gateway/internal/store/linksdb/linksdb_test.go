@@ -18,7 +18,7 @@ import (
 )
 
 // TestPackageByLinkMapsThePackage: the package a link opens is the package the
-// packages' store reads (linksdb maps the package's row with its own toPackage), with
+// packages' store reads (both map the package's row with packagerow.ToPackage), with
 // the link's recipient and nothing of the other recipients; an unknown link is
 // ErrNotFound.
 func TestPackageByLinkMapsThePackage(t *testing.T) {
