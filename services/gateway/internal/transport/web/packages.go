@@ -447,9 +447,9 @@ func (w *Web) showPackageForm(c *gin.Context, id uuid.UUID, status int, errMsg s
 	d.Owner = d.Users[p.OwnerUserID]
 	d.Editable = p.State == app.StateDraft || p.State == app.StateActive
 	if form == nil {
-		form = map[string]string{
-			"title": p.Title, "note": p.Note, "recipient_name": p.RecipientName,
-			"expires_at": p.ExpiresAt.UTC().Format(datetimeLocal),
+		form = map[string]string{"expires_at": p.ExpiresAt.UTC().Format(datetimeLocal)}
+		for _, f := range packages.EditTexts {
+			form[f.Name] = f.Text(p)
 		}
 		if p.MaxDownloads != nil {
 			form["max_downloads"] = strconv.Itoa(*p.MaxDownloads)
@@ -474,8 +474,17 @@ type packageFile struct {
 // datetimeLocal is the value format of an <input type="datetime-local"> (read as UTC).
 const datetimeLocal = "2006-01-02T15:04"
 
-// editFields are the edit form's fields, named as in the API.
-var editFields = []string{"title", "note", "recipient_name", "expires_at", "password", "max_downloads"}
+// editFields are the edit form's fields, named as in the API: the package's texts
+// (packages.EditTexts), then those read here.
+var editFields = append(textNames(packages.EditTexts), "expires_at", "password", "max_downloads")
+
+func textNames(fields []packages.TextField) []string {
+	names := make([]string, len(fields))
+	for i, f := range fields {
+		names[i] = f.Name
+	}
+	return names
+}
 
 // editPackage takes the package page's edit form (PATCH in the API).
 func (w *Web) editPackage(c *gin.Context) {
@@ -494,9 +503,9 @@ func (w *Web) editPackage(c *gin.Context) {
 	fail := func(field, msg string) {
 		w.showPackageForm(c, id, http.StatusUnprocessableEntity, "", map[string]string{field: msg}, form)
 	}
-	in := packages.PackagePatch{
-		Title: ptr(form["title"]), Note: ptr(form["note"]), RecipientName: ptr(form["recipient_name"]),
-		NotifyOwner: ptr(form["notify_owner"] == "1"),
+	in := packages.PackagePatch{NotifyOwner: ptr(form["notify_owner"] == "1")}
+	for _, f := range packages.EditTexts {
+		f.Set(&in, form[f.Name])
 	}
 	if form["expires_at"] != "" {
 		t, err := time.Parse(datetimeLocal, form["expires_at"])
