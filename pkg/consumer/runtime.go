@@ -128,6 +128,10 @@ type PullOptions struct {
 	// loop's fetch waits for the first message only and takes the rest that are there
 	// (FetchNoWait), so a lone message is not held back for Wait.
 	Together bool
+	// Linger, for a together loop, is how long it lets messages gather after the first
+	// before it takes the rest: fewer, larger batches for a handler whose cost is per
+	// batch (a commit) and whose messages may wait that long.
+	Linger time.Duration
 }
 
 // Pull fetches from cons and processes what it gets with the work context workCtx,
@@ -142,7 +146,7 @@ func (r *Runtime) Pull(ctx, workCtx context.Context, cons Fetcher, o PullOptions
 		o.Wait = 2 * time.Second
 	}
 	for ctx.Err() == nil {
-		msgs, err := fetch(cons, o)
+		msgs, err := fetch(ctx, cons, o)
 		switch {
 		case len(msgs) == 0:
 		case ctx.Err() != nil:
@@ -167,8 +171,8 @@ func (r *Runtime) Pull(ctx, workCtx context.Context, cons Fetcher, o PullOptions
 }
 
 // fetch takes one batch: Batch messages waiting up to Wait, or for a together loop
-// the first message waiting up to Wait and then what else is there.
-func fetch(cons Fetcher, o PullOptions) ([]jetstream.Msg, error) {
+// the first message waiting up to Wait and then, after Linger, what else is there.
+func fetch(ctx context.Context, cons Fetcher, o PullOptions) ([]jetstream.Msg, error) {
 	n := o.Batch
 	if o.Together {
 		n = 1
@@ -183,6 +187,9 @@ func fetch(cons Fetcher, o PullOptions) ([]jetstream.Msg, error) {
 	}
 	err = b.Error()
 	if o.Together && len(msgs) > 0 && o.Batch > 1 {
+		if o.Linger > 0 {
+			sleep(ctx, o.Linger)
+		}
 		if more, merr := cons.FetchNoWait(o.Batch - 1); merr == nil {
 			for m := range more.Messages() {
 				msgs = append(msgs, m)

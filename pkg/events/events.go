@@ -40,10 +40,13 @@ const (
 	// StreamWebhooks is the work queue of webhook delivery jobs waiting for their next
 	// attempt (shipfile.webhooks.retry.<hook id>) and of redeliveries asked through the
 	// API (shipfile.webhooks.<hook id>): the dispatcher moves each to its
-	// subscription's due subject when it is due.
+	// subscription's due subject when it is due. It also holds the dispatcher's attempt
+	// journal (shipfile.webhooks.journal.attempts): attempt records on their way to the
+	// delivery log.
 	StreamWebhooks = "SHIPFILE_WEBHOOKS"
-	// WebhookSubjectPrefix starts the subject of every webhook job on SHIPFILE_WEBHOOKS:
-	// shipfile.webhooks.<hook id>, shipfile.webhooks.retry.<hook id>.
+	// WebhookSubjectPrefix starts the subject of every message on SHIPFILE_WEBHOOKS:
+	// shipfile.webhooks.<hook id>, shipfile.webhooks.retry.<hook id>,
+	// shipfile.webhooks.journal.attempts.
 	WebhookSubjectPrefix = "shipfile.webhooks."
 	// WebhookDueSubjectPrefix starts the subject of a delivery job that is due, on
 	// SHIPFILE_EVENTS: shipfile.webhook-due.<hook id>. A subscription's consumer of

@@ -62,7 +62,7 @@ func MailStream() jetstream.StreamConfig {
 func WebhooksStream() jetstream.StreamConfig {
 	return jetstream.StreamConfig{
 		Name:        StreamWebhooks,
-		Description: "shipfile webhook delivery jobs waiting to be due (eventsv1.WebhookJob)",
+		Description: "shipfile webhook delivery jobs waiting to be due (eventsv1.WebhookJob) and the dispatcher's attempt journal",
 		Subjects:    []string{WebhookSubjectPrefix + ">"},
 		Retention:   jetstream.WorkQueuePolicy,
 		Storage:     jetstream.FileStorage,

@@ -103,6 +103,31 @@ type DeliveryOptions struct {
 	// Order keeps the deliveries of ordered subscriptions in their packages' order;
 	// nil: every delivery goes as it comes.
 	Order *Order
+	// Journal keeps the attempts that end a delivery at its first try until the store
+	// has them (AttemptJournal); nil: every attempt waits for the store's commit.
+	Journal AttemptJournal
+}
+
+// AttemptJournal holds attempt records durably on their way to the store, so that an
+// attempt which leaves nothing for a later step to read is written to the database
+// off the delivery path: with the records of every instance, in commits of their own,
+// whatever the number of instances. Append returns once the record is durable (it
+// outlives this process); the store has it a moment later.
+type AttemptJournal interface {
+	Append(ctx context.Context, rec AttemptRecord) error
+}
+
+// ErrNotJournaled is Append's error for a record the journal does not take (its body
+// is too large for a journal message): it is committed on the delivery path instead.
+var ErrNotJournaled = errors.New("attempt record not taken by the journal")
+
+// journaled says whether an attempt's record may go through the journal: the first
+// attempt of a delivery that has no row yet, which delivered it, on an unordered
+// subscription. Nothing reads such a delivery's row on the way: no retry loads it, no
+// package waits for it, no subscription is disabled by it. Every other record is
+// committed before its job is acknowledged.
+func journaled(rec AttemptRecord, rowless bool) bool {
+	return rowless && rec.Status == StatusSucceeded && !rec.FinishOrder && rec.DisableReason == ""
 }
 
 // Deliverer handles delivery jobs: one signed attempt per job message. Loading
@@ -272,6 +297,9 @@ func (d *Deliverer) deliverJob(ctx context.Context, job *eventsv1.WebhookJob, nu
 	log := &deliveryLog{base: d.log, id: job.GetDeliveryId(), hook: job.GetHookId()}
 
 	del, fresh := jobDelivery(job)
+	// rowless: the delivery has no row yet (its first attempt's job, the row not read or
+	// not found).
+	rowless := fresh
 	if !fresh || numDelivered != 1 || seenBefore {
 		// Handed out again, a retry or a redelivery: the row says what is left to do.
 		// A first attempt's job whose delivery has no row yet (no attempt committed: a
@@ -287,7 +315,7 @@ func (d *Deliverer) deliverJob(ctx context.Context, job *eventsv1.WebhookJob, nu
 			log.get().Info("delivery gone (subscription or delivery deleted); job dropped")
 			return del, endOpen, orderDone{}, nil
 		case l.ok:
-			del = l.d
+			del, rowless = l.d, false
 			if dup := duplicateJob(del); dup != "" {
 				log.get().Info(dup+"; duplicate job dropped", "event", del.Event)
 				if del.Status == StatusSucceeded {
@@ -355,13 +383,13 @@ func (d *Deliverer) deliverJob(ctx context.Context, job *eventsv1.WebhookJob, nu
 		return del, endOpen, orderDone{}, msgerr.RetryAfter(0, errAbandoned)
 	}
 	d.metrics.AttemptDuration.Observe(resp.Duration.Seconds())
-	end, od, err := d.record(ctx, log, del, resp, numDelivered)
+	end, od, err := d.record(ctx, log, del, resp, numDelivered, rowless)
 	return del, end, od, err
 }
 
 // record decides the attempt's consequences and writes them, and says whether the
 // delivery is done.
-func (d *Deliverer) record(ctx context.Context, log *deliveryLog, del Delivery, resp Response, numDelivered uint64) (deliveryEnd, orderDone, error) {
+func (d *Deliverer) record(ctx context.Context, log *deliveryLog, del Delivery, resp Response, numDelivered uint64, rowless bool) (deliveryEnd, orderDone, error) {
 	rec := AttemptRecord{
 		DeliveryID:     del.ID,
 		SubscriptionID: del.SubscriptionID,
@@ -405,7 +433,18 @@ func (d *Deliverer) record(ctx context.Context, log *deliveryLog, del Delivery, 
 			return endOpen, orderDone{}, msgerr.RetryAfter(backoff.TransientDelay(numDelivered), err)
 		}
 	}
-	r, err := d.records.Do(rctx, rec)
+	var r recorded
+	var err error
+	journal := d.opts.Journal != nil && journaled(rec, rowless)
+	if journal {
+		r = recorded{attempt: 1, ok: true}
+		if err = d.opts.Journal.Append(rctx, rec); errors.Is(err, ErrNotJournaled) {
+			journal = false
+		}
+	}
+	if !journal {
+		r, err = d.records.Do(rctx, rec)
+	}
 	if err == nil && !r.ok {
 		log.get().Info("delivery deleted during its attempt; job dropped")
 		return endOpen, orderDone{}, nil

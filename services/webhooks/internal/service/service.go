@@ -148,6 +148,7 @@ func New(_ context.Context, cfg Config, deps Deps) (*Service, error) {
 		opts.DeliverConsumer = cfg.DeliverConsumer
 		opts.RetryConsumer = cfg.DeliverConsumer + "-retry"
 		opts.QueuedConsumer = cfg.DeliverConsumer + "-queued"
+		opts.JournalConsumer = cfg.DeliverConsumer + "-journal"
 	}
 	opts.Metrics = consumerMetrics
 	if opts.JobSubjectPrefix == "" {
@@ -166,12 +167,16 @@ func New(_ context.Context, cfg Config, deps Deps) (*Service, error) {
 	sender := transport.NewSender(transport.SenderOptions{Timeout: cfg.Timeout, AllowPrivate: cfg.AllowPrivate})
 	order := app.NewOrder(st, transport.NewReleaser(deps.JS, opts), log,
 		app.OrderOptions{ForgetAfter: app.OrderForgetAfter(cfg.RetrySchedule), Metrics: metrics})
+	journal := transport.NewJournal(deps.JS, opts)
 	d := transport.NewDispatcher(deps.JS, transport.Parts{
 		Subscriptions: subs,
 		Listener:      st,
 		Events:        app.NewEventJobs(subs, log),
-		Deliverer:     app.NewDeliverer(st, subs, rates, sender, metrics, log, app.DeliveryOptions{Schedule: cfg.RetrySchedule, Order: order}),
-		Order:         order,
+		Deliverer: app.NewDeliverer(st, subs, rates, sender, metrics, log,
+			app.DeliveryOptions{Schedule: cfg.RetrySchedule, Order: order, Journal: journal}),
+		Order:        order,
+		Journal:      journal,
+		JournalStore: st,
 		Health: app.NewHealth(st, subs, rates, log, app.HealthOptions{
 			Interval: cfg.HealthInterval, DisableAfter: cfg.DisableAfter, InstanceID: instance,
 			LogRetention: cfg.LogRetention, Metrics: metrics,

@@ -36,6 +36,11 @@ SELECT id, subscription_id, event_id, event, body, status, attempts, round_attem
 FROM webhook_deliveries
 WHERE id = ANY (CAST(@ids::text[] AS uuid[]));
 
+-- name: StoredDeliveries :many
+-- The ids among @ids whose delivery has a row.
+SELECT id::text FROM webhook_deliveries
+WHERE id = ANY (CAST(@ids::text[] AS uuid[]));
+
 -- name: MarkFailed :execrows
 -- Sets a delivery that has not succeeded failed with @reason, without an attempt (its
 -- subscription is disabled), writing its row if it has none yet (a delivery's row is

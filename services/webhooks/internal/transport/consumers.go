@@ -15,14 +15,14 @@ import (
 	"github.com/shipfile/shipfile/services/webhooks/internal/app"
 )
 
-// EnsureConsumers creates the durable retry and queued consumers, or updates them to
+// EnsureConsumers creates the durable retry, queued and journal consumers, or updates them to
 // the current configuration, after deleting the consumers of earlier versions whose
 // filters overlap theirs on the work-queue stream (the shared delivery consumer, and
 // the per-subscription job consumers before the one hop: their queued jobs stay on the
 // stream and the queued consumer moves them). Every instance calls it at start; they
 // share the consumers. Requests a NATS cluster drops or refuses for a while are retried
 // (events.EnsureConsumer).
-func (d *Dispatcher) EnsureConsumers(ctx context.Context) (retry, queued jetstream.Consumer, err error) {
+func (d *Dispatcher) EnsureConsumers(ctx context.Context) (retry, queued, journal jetstream.Consumer, err error) {
 	old := []string{d.opts.DeliverConsumer}
 	if stream, err := d.js.Stream(ctx, d.opts.JobsStream); err == nil {
 		names := stream.ConsumerNames(ctx)
@@ -32,14 +32,14 @@ func (d *Dispatcher) EnsureConsumers(ctx context.Context) (retry, queued jetstre
 			}
 		}
 		if err := names.Err(); err != nil {
-			return nil, nil, fmt.Errorf("list the consumers of %s: %w", d.opts.JobsStream, err)
+			return nil, nil, nil, fmt.Errorf("list the consumers of %s: %w", d.opts.JobsStream, err)
 		}
 	} else if !errors.Is(err, jetstream.ErrStreamNotFound) {
-		return nil, nil, fmt.Errorf("stream %s: %w", d.opts.JobsStream, err)
+		return nil, nil, nil, fmt.Errorf("stream %s: %w", d.opts.JobsStream, err)
 	}
 	for _, name := range old {
 		if err := d.js.DeleteConsumer(ctx, d.opts.JobsStream, name); err != nil && !errors.Is(err, jetstream.ErrConsumerNotFound) {
-			return nil, nil, fmt.Errorf("delete the job consumer %s of an earlier version: %w", name, err)
+			return nil, nil, nil, fmt.Errorf("delete the job consumer %s of an earlier version: %w", name, err)
 		}
 	}
 	// Both move jobs on to a due subject, held in the consumer while they wait: no
@@ -53,13 +53,17 @@ func (d *Dispatcher) EnsureConsumers(ctx context.Context) (retry, queued jetstre
 	}
 	if retry, err = jobConsumer(d.opts.RetryConsumer, "webhook dispatcher: holds delivery jobs until their next attempt",
 		d.opts.RetrySubjectPrefix+">", d.opts.MaxAckPending); err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	if queued, err = jobConsumer(d.opts.QueuedConsumer, "webhook dispatcher: moves redeliveries to their subscription's due jobs",
 		d.opts.JobSubjectPrefix+"*", 1000); err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
-	return retry, queued, nil
+	if journal, err = jobConsumer(d.opts.JournalConsumer, "webhook dispatcher: writes the attempt journal into the delivery log",
+		d.opts.JournalSubject(), 4*journalFetch); err != nil {
+		return nil, nil, nil, err
+	}
+	return retry, queued, journal, nil
 }
 
 // hookOf returns the subscription id of the delivery consumer named name.

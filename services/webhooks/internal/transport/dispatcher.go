@@ -5,8 +5,8 @@
 // The Dispatcher and its Run loop are in this file; its names and knobs in options.go;
 // creating, reconciling and removing the durable consumers in consumers.go; a
 // subscription's workers in workers.go; turning a message into its fate in handlers.go;
-// the queue gauges in stats.go; an ordered subscription's releases in release.go; and
-// the webhook POST (HTTPSender.Send) in sender.go.
+// the queue gauges in stats.go; an ordered subscription's releases in release.go; the
+// attempt journal in journal.go; and the webhook POST (HTTPSender.Send) in sender.go.
 package transport
 
 import (
@@ -37,10 +37,14 @@ type Parts struct {
 	// Order is the Deliverer's order of ordered subscriptions' deliveries (nil: none):
 	// the events such a subscription does not take are passed over in it, and its
 	// released deliveries that went unattempted are handed over again.
-	Order   *app.Order
-	Health  *app.Health
-	Metrics *app.Metrics
-	Log     *slog.Logger
+	Order *app.Order
+	// Journal is the Deliverer's attempt journal and JournalStore where its consumer
+	// writes the records (both nil: none).
+	Journal      *Journal
+	JournalStore JournalStore
+	Health       *app.Health
+	Metrics      *app.Metrics
+	Log          *slog.Logger
 }
 
 // Dispatcher runs the deliveries of one instance on the shared durable consumers: one
@@ -58,9 +62,9 @@ type Dispatcher struct {
 	sem      chan struct{} // the instance's attempts in flight (Workers)
 	inflight sync.WaitGroup
 
-	// The runtimes settling the messages of the delivery (every subscription's), retry
-	// and queued consumers.
-	deliver, retry, queued *consumer.Runtime
+	// The runtimes settling the messages of the delivery (every subscription's), retry,
+	// queued and journal consumers.
+	deliver, retry, queued, journal *consumer.Runtime
 	// settler acknowledges the delivery consumers' messages: those of one group commit
 	// together (one write to NATS instead of one per message).
 	settler *consumer.Settler
@@ -83,6 +87,7 @@ func NewDispatcher(js jetstream.JetStream, p Parts, opts Options) *Dispatcher {
 	})
 	d.retry = consumer.NewSingle(d.handleRetry, consumer.Options{Name: opts.RetryConsumer, Log: p.Log, Metrics: opts.Metrics})
 	d.queued = consumer.NewSingle(d.handleRetry, consumer.Options{Name: opts.QueuedConsumer, Log: p.Log, Metrics: opts.Metrics})
+	d.journal = consumer.New(d.handleJournal, consumer.Options{Name: opts.JournalConsumer, Log: p.Log, Metrics: opts.Metrics})
 	return d
 }
 
@@ -96,7 +101,7 @@ func (d *Dispatcher) Options() Options { return d.opts }
 // messages returned to the queue. It returns nil after a clean stop.
 func (d *Dispatcher) Run(ctx context.Context) error {
 	defer d.settler.Close() // on every return; after a clean stop it is closed below
-	retryCons, queuedCons, err := d.EnsureConsumers(ctx)
+	retryCons, queuedCons, journalCons, err := d.EnsureConsumers(ctx)
 	if err == nil {
 		err = d.readLegacyFloor(ctx)
 	}
@@ -119,6 +124,9 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 	g.Go(func() { d.listen(ctx) })
 	g.Pull(d.retry, retryCons, 1, consumer.PullOptions{Batch: 256, Wait: d.opts.FetchWait})
 	g.Pull(d.queued, queuedCons, 1, consumer.PullOptions{Batch: 256, Wait: d.opts.FetchWait})
+	if d.p.JournalStore != nil {
+		g.Pull(d.journal, journalCons, 1, consumer.PullOptions{Batch: journalFetch, Wait: d.opts.FetchWait, Together: true, Linger: JournalLinger})
+	}
 	g.Go(func() { consumer.Every(ctx, d.opts.StatsInterval, d.refreshStats) })
 	g.Go(func() { consumer.Every(ctx, d.p.Health.Interval(), d.p.Health.Pass) })
 	g.Go(func() { consumer.Every(ctx, d.p.Health.Interval(), d.p.Health.Heartbeat) })
@@ -168,6 +176,12 @@ loop:
 	d.p.Order.Close()
 	lctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
 	defer cancel()
+	if d.p.Journal != nil {
+		d.p.Journal.Close()
+	}
+	if d.p.JournalStore != nil {
+		d.drainJournal(lctx, journalCons)
+	}
 	d.p.Health.Leave(lctx)
 	return nil
 }

@@ -24,6 +24,8 @@ const (
 	DeliverConsumer = "webhooks-deliver"
 	// RetryConsumer holds the jobs waiting for their next attempt.
 	RetryConsumer = "webhooks-retry"
+	// JournalConsumer writes the attempt journal into the database (journal.go).
+	JournalConsumer = "webhooks-journal"
 	// QueuedConsumer moves the jobs queued on a subscription's subject of
 	// SHIPFILE_WEBHOOKS (redeliveries asked through the API, and the jobs the fan-out
 	// of earlier versions queued) to its due subject.
@@ -54,6 +56,7 @@ type Options struct {
 	RetrySubjectPrefix string
 	RetryConsumer      string // webhooks-retry
 	QueuedConsumer     string // webhooks-queued
+	JournalConsumer    string // webhooks-journal: the attempt journal, on JournalSubject()
 
 	// AckWait of the delivery consumers: longer than one attempt (timeout + margin).
 	// A handler also reports progress every AckWait/2. A killed instance's slots of a
@@ -98,6 +101,7 @@ func DefaultOptions() Options {
 		DeliverConsumer:   DeliverConsumer,
 		RetryConsumer:     RetryConsumer,
 		QueuedConsumer:    QueuedConsumer,
+		JournalConsumer:   JournalConsumer,
 		AckWait:           15 * time.Second,
 		MaxAckPending:     100000,
 		Workers:           256,
@@ -126,6 +130,7 @@ func (o *Options) defaults() {
 	set(&o.RetrySubjectPrefix, o.JobSubjectPrefix+"retry.")
 	set(&o.RetryConsumer, d.RetryConsumer)
 	set(&o.QueuedConsumer, d.QueuedConsumer)
+	set(&o.JournalConsumer, d.JournalConsumer)
 	pos := func(v *time.Duration, def time.Duration) {
 		if *v <= 0 {
 			*v = def
@@ -149,6 +154,10 @@ func (o *Options) defaults() {
 func (o Options) HookConsumer(id int64) string {
 	return o.DeliverConsumer + "-" + strconv.FormatInt(id, 10)
 }
+
+// JournalSubject is the attempt journal's subject on JobsStream (two tokens after
+// JobSubjectPrefix, so no subscription's subject and no retry subject matches it).
+func (o Options) JournalSubject() string { return o.JobSubjectPrefix + "journal.attempts" }
 
 // DueSubject is the subject of subscription id's due jobs on EventsStream.
 func (o Options) DueSubject(id int64) string {

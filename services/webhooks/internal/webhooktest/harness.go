@@ -150,7 +150,7 @@ func Start(t testing.TB, cfg Config) *Instance {
 	// Consumers exist once Start returns, so events published next are not missed.
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	if _, _, err := svc.Dispatcher.EnsureConsumers(ctx); err != nil {
+	if _, _, _, err := svc.Dispatcher.EnsureConsumers(ctx); err != nil {
 		t.Fatal(err)
 	}
 	return &Instance{Metrics: svc.Metrics, Registry: svc.Registry, Background: servicetest.RunInBackground(t, "dispatcher", svc.Run)}

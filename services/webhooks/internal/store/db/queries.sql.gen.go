@@ -778,6 +778,32 @@ func (q *Queries) StalledReleases(ctx context.Context, arg StalledReleasesParams
 	return items, nil
 }
 
+const storedDeliveries = `-- name: StoredDeliveries :many
+SELECT id::text FROM webhook_deliveries
+WHERE id = ANY (CAST($1::text[] AS uuid[]))
+`
+
+// The ids among @ids whose delivery has a row.
+func (q *Queries) StoredDeliveries(ctx context.Context, ids []string) ([]string, error) {
+	rows, err := q.db.Query(ctx, storedDeliveries, ids)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []string
+	for rows.Next() {
+		var id string
+		if err := rows.Scan(&id); err != nil {
+			return nil, err
+		}
+		items = append(items, id)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const subscription = `-- name: Subscription :one
 SELECT id, url, events, secret, previous_secret, previous_secret_until, active, created_at,
        max_in_flight, rate_limit, ordering
