@@ -71,24 +71,38 @@ func (j *Journal) Close() { j.c.Close() }
 
 // publish writes recs in as few messages as journalMessageBytes allows.
 func (j *Journal) publish(ctx context.Context, recs []app.AttemptRecord) ([]struct{}, error) {
+	err := journalMessages(recs, func(msg []byte) error {
+		_, err := j.js.Publish(ctx, j.subject, msg)
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("publish to the attempt journal: %w", err)
+	}
+	return make([]struct{}, len(recs)), nil
+}
+
+// journalMessages encodes recs as JSON lists of at most journalMessageBytes each (a
+// record alone may be larger by its own size: Append takes none with a body over
+// journalMaxBody) and hands each to send; the slice is reused after send returns.
+func journalMessages(recs []app.AttemptRecord, send func([]byte) error) error {
 	var buf bytes.Buffer
 	flush := func() error {
 		if buf.Len() == 0 {
 			return nil
 		}
 		buf.WriteByte(']')
-		_, err := j.js.Publish(ctx, j.subject, buf.Bytes())
+		err := send(buf.Bytes())
 		buf.Reset()
 		return err
 	}
 	for _, r := range recs {
 		b, err := json.Marshal(r)
 		if err != nil {
-			return nil, err
+			return err
 		}
-		if buf.Len() > 0 && buf.Len()+len(b) >= journalMessageBytes {
+		if buf.Len() > 0 && buf.Len()+len(b)+2 > journalMessageBytes {
 			if err := flush(); err != nil {
-				return nil, fmt.Errorf("publish to the attempt journal: %w", err)
+				return err
 			}
 		}
 		if buf.Len() == 0 {
@@ -98,10 +112,7 @@ func (j *Journal) publish(ctx context.Context, recs []app.AttemptRecord) ([]stru
 		}
 		buf.Write(b)
 	}
-	if err := flush(); err != nil {
-		return nil, fmt.Errorf("publish to the attempt journal: %w", err)
-	}
-	return make([]struct{}, len(recs)), nil
+	return flush()
 }
 
 // decodeJournal reads the records of one journal message.
