@@ -1,14 +1,14 @@
 package transport
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
+	"errors"
 	"fmt"
 	"time"
 
 	"github.com/google/uuid"
 	"github.com/nats-io/nats.go/jetstream"
+	"google.golang.org/protobuf/encoding/protowire"
 
 	"github.com/shipfile/shipfile/pkg/consumer"
 	"github.com/shipfile/shipfile/pkg/groupcommit"
@@ -81,55 +81,154 @@ func (j *Journal) publish(ctx context.Context, recs []app.AttemptRecord) ([]stru
 	return make([]struct{}, len(recs)), nil
 }
 
-// journalMessages encodes recs as JSON lists of at most journalMessageBytes each (a
+// journalMessages encodes recs into messages of at most journalMessageBytes each (a
 // record alone may be larger by its own size: Append takes none with a body over
 // journalMaxBody) and hands each to send; the slice is reused after send returns.
+//
+// A message is a protobuf message (written with protowire: the journal is internal to
+// the dispatcher and has no .proto of its own) whose field 1 repeats the records:
+//
+//	1 delivery_id string   5 body bytes                 9 status_code int64
+//	2 hook_id int64        6 created_at_unix_ms int64  10 duration_ns int64
+//	3 event_id string      7 package_id string         11 excerpt string
+//	4 event string         8 package_seq uint64        12 has_response bool
+//
+// Every record is a delivered attempt (status succeeded, no error).
 func journalMessages(recs []app.AttemptRecord, send func([]byte) error) error {
-	var buf bytes.Buffer
-	flush := func() error {
-		if buf.Len() == 0 {
-			return nil
-		}
-		buf.WriteByte(']')
-		err := send(buf.Bytes())
-		buf.Reset()
-		return err
-	}
+	var msg, rec []byte
 	for _, r := range recs {
-		b, err := json.Marshal(r)
-		if err != nil {
-			return err
-		}
-		if buf.Len() > 0 && buf.Len()+len(b)+2 > journalMessageBytes {
-			if err := flush(); err != nil {
+		rec = appendJournalRecord(rec[:0], r)
+		size := protowire.SizeTag(1) + protowire.SizeBytes(len(rec))
+		if len(msg) > 0 && len(msg)+size > journalMessageBytes {
+			if err := send(msg); err != nil {
 				return err
 			}
+			msg = msg[:0]
 		}
-		if buf.Len() == 0 {
-			buf.WriteByte('[')
-		} else {
-			buf.WriteByte(',')
-		}
-		buf.Write(b)
+		msg = protowire.AppendTag(msg, 1, protowire.BytesType)
+		msg = protowire.AppendBytes(msg, rec)
 	}
-	return flush()
+	if len(msg) == 0 {
+		return nil
+	}
+	return send(msg)
+}
+
+func appendJournalRecord(b []byte, r app.AttemptRecord) []byte {
+	str := func(n protowire.Number, v string) {
+		if v != "" {
+			b = protowire.AppendTag(b, n, protowire.BytesType)
+			b = protowire.AppendString(b, v)
+		}
+	}
+	num := func(n protowire.Number, v uint64) {
+		if v != 0 {
+			b = protowire.AppendTag(b, n, protowire.VarintType)
+			b = protowire.AppendVarint(b, v)
+		}
+	}
+	str(1, r.DeliveryID)
+	num(2, uint64(r.SubscriptionID))
+	str(3, r.EventID)
+	str(4, r.Event)
+	b = protowire.AppendTag(b, 5, protowire.BytesType)
+	b = protowire.AppendBytes(b, r.Body)
+	if !r.CreatedAt.IsZero() {
+		num(6, uint64(r.CreatedAt.UnixMilli()))
+	}
+	str(7, r.PackageID)
+	num(8, r.PackageSeq)
+	num(9, uint64(int64(r.StatusCode)))
+	num(10, uint64(r.Duration))
+	str(11, r.Excerpt)
+	if r.HasResponse {
+		num(12, 1)
+	}
+	return b
 }
 
 // decodeJournal reads the records of one journal message.
 func decodeJournal(data []byte) ([]app.AttemptRecord, error) {
 	var recs []app.AttemptRecord
-	if err := json.Unmarshal(data, &recs); err != nil {
-		return nil, fmt.Errorf("attempt journal message: %w", err)
+	for len(data) > 0 {
+		num, typ, n := protowire.ConsumeTag(data)
+		if n < 0 || num != 1 || typ != protowire.BytesType {
+			return nil, errors.New("attempt journal message: not a list of records")
+		}
+		data = data[n:]
+		v, n := protowire.ConsumeBytes(data)
+		if n < 0 {
+			return nil, errors.New("attempt journal message: a record cut short")
+		}
+		data = data[n:]
+		r, err := decodeJournalRecord(v)
+		if err != nil {
+			return nil, err
+		}
+		recs = append(recs, r)
 	}
-	for _, r := range recs {
-		if _, err := uuid.Parse(r.DeliveryID); err != nil {
-			return nil, fmt.Errorf("attempt journal record with delivery id %q: %w", r.DeliveryID, err)
-		}
-		if r.Status != app.StatusSucceeded || r.SubscriptionID <= 0 {
-			return nil, fmt.Errorf("attempt journal record of delivery %s: status %q, hook %d", r.DeliveryID, r.Status, r.SubscriptionID)
-		}
+	if len(recs) == 0 {
+		return nil, errors.New("attempt journal message: no record")
 	}
 	return recs, nil
+}
+
+func decodeJournalRecord(b []byte) (app.AttemptRecord, error) {
+	r := app.AttemptRecord{Status: app.StatusSucceeded, Succeeded: true}
+	for len(b) > 0 {
+		num, typ, n := protowire.ConsumeTag(b)
+		if n < 0 {
+			return r, errors.New("attempt journal record: a bad tag")
+		}
+		b = b[n:]
+		var v uint64
+		var raw []byte
+		switch typ {
+		case protowire.VarintType:
+			v, n = protowire.ConsumeVarint(b)
+		case protowire.BytesType:
+			raw, n = protowire.ConsumeBytes(b)
+		default:
+			n = protowire.ConsumeFieldValue(num, typ, b)
+		}
+		if n < 0 {
+			return r, fmt.Errorf("attempt journal record: field %d cut short", num)
+		}
+		b = b[n:]
+		switch num {
+		case 1:
+			r.DeliveryID = string(raw)
+		case 2:
+			r.SubscriptionID = int64(v)
+		case 3:
+			r.EventID = string(raw)
+		case 4:
+			r.Event = string(raw)
+		case 5:
+			r.Body = append([]byte{}, raw...)
+		case 6:
+			r.CreatedAt = time.UnixMilli(int64(v))
+		case 7:
+			r.PackageID = string(raw)
+		case 8:
+			r.PackageSeq = v
+		case 9:
+			r.StatusCode = int(int64(v))
+		case 10:
+			r.Duration = time.Duration(v)
+		case 11:
+			r.Excerpt = string(raw)
+		case 12:
+			r.HasResponse = v != 0
+		}
+	}
+	if _, err := uuid.Parse(r.DeliveryID); err != nil {
+		return r, fmt.Errorf("attempt journal record with delivery id %q: %w", r.DeliveryID, err)
+	}
+	if r.SubscriptionID <= 0 || r.Body == nil {
+		return r, fmt.Errorf("attempt journal record of delivery %s: hook %d, body given %t", r.DeliveryID, r.SubscriptionID, r.Body != nil)
+	}
+	return r, nil
 }
 
 // JournalStore writes the journal's records into the database.

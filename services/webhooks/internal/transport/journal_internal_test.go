@@ -1,28 +1,47 @@
 package transport
 
 import (
+	"reflect"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/shipfile/shipfile/services/webhooks/internal/app"
 )
 
-// TestDecodeJournal: a journal message is a JSON list of delivered attempts; anything
-// else is refused (the consumer terminates it as poison).
+// TestDecodeJournal: a journal message reads back as the records written into it;
+// anything else is refused (the consumer terminates it as poison).
 func TestDecodeJournal(t *testing.T) {
 	const id = "0193a0b2-7c4e-7d1a-9c3b-2f1e0d9c8b7a"
-	good := `[{"DeliveryID":"` + id + `","SubscriptionID":7,"Status":"succeeded","Body":"e30="}]`
-	recs, err := decodeJournal([]byte(good))
-	if err != nil || len(recs) != 1 || recs[0].DeliveryID != id || string(recs[0].Body) != "{}" {
-		t.Fatalf("decode %s: %+v, %v", good, recs, err)
+	want := app.AttemptRecord{DeliveryID: id, SubscriptionID: 7, EventID: "ev", Event: "package.created",
+		Body: []byte(`{}`), CreatedAt: time.UnixMilli(1700000000123), PackageID: "pkg", PackageSeq: 3,
+		StatusCode: 204, Duration: 1500 * time.Microsecond, Excerpt: "ok", HasResponse: true,
+		Status: app.StatusSucceeded, Succeeded: true}
+	encode := func(recs ...app.AttemptRecord) []byte {
+		var out []byte
+		if err := journalMessages(recs, func(b []byte) error { out = append([]byte(nil), b...); return nil }); err != nil {
+			t.Fatal(err)
+		}
+		return out
 	}
-	for _, bad := range []string{
-		``, `{}`, `[{"DeliveryID":"x","SubscriptionID":7,"Status":"succeeded"}]`,
-		`[{"DeliveryID":"` + id + `","SubscriptionID":7,"Status":"pending"}]`,
-		`[{"DeliveryID":"` + id + `","SubscriptionID":0,"Status":"succeeded"}]`,
+	good := encode(want)
+	got, err := decodeJournal(good)
+	if err != nil || len(got) != 1 || !reflect.DeepEqual(got[0], want) {
+		t.Fatalf("decoded %+v, %v; want %+v", got, err, want)
+	}
+	noBody := want
+	noBody.Body = []byte{}
+	if got, err := decodeJournal(encode(noBody)); err != nil || got[0].Body == nil || len(got[0].Body) != 0 {
+		t.Fatalf("an empty body: %+v, %v", got, err)
+	}
+	badID, noHook := want, want
+	badID.DeliveryID, noHook.SubscriptionID = "x", 0
+	for name, bad := range map[string][]byte{
+		"empty": nil, "not protobuf": []byte("{}"), "cut short": good[:len(good)-3],
+		"bad delivery id": encode(badID), "no hook": encode(noHook),
 	} {
-		if _, err := decodeJournal([]byte(bad)); err == nil {
-			t.Errorf("decode %q: no error", bad)
+		if _, err := decodeJournal(bad); err == nil {
+			t.Errorf("%s: no error", name)
 		}
 	}
 }
