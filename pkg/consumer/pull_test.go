@@ -249,3 +249,65 @@ func TestPullTogetherHandsTheBatchAtOnce(t *testing.T) {
 		t.Fatalf("batch sizes %v, want the four published messages in the first batch", sizes)
 	}
 }
+
+// TestPullLingersOnlyWhenBusy: a together loop with a Linger handles a lone message at
+// once, and when others wait beside the first, takes what arrives within the Linger
+// in the same batch.
+func TestPullLingersOnlyWhenBusy(t *testing.T) {
+	t.Parallel()
+	js := eventstest.Connect(t)
+	s, prefix := eventstest.Stream(t, js, events.MailStream())
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	cons, err := events.EnsureConsumer(ctx, js, s.CachedInfo().Config.Name, jetstream.ConsumerConfig{
+		Durable: "worker", AckPolicy: jetstream.AckExplicitPolicy, AckWait: 30 * time.Second, MaxDeliver: -1,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	publish := func(n int) {
+		for range n {
+			if _, err := js.Publish(ctx, prefix+".job", []byte("job")); err != nil {
+				t.Error(err)
+			}
+		}
+	}
+	batches := make(chan int, 16)
+	rt := consumer.New(func(_ context.Context, msgs []jetstream.Msg) []consumer.Decision {
+		batches <- len(msgs)
+		out := make([]consumer.Decision, len(msgs))
+		for i := range out {
+			out[i] = consumer.Acked()
+		}
+		return out
+	}, consumer.Options{Name: "worker", Log: discard})
+	const linger = 3 * time.Second
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		rt.Pull(ctx, ctx, cons, consumer.PullOptions{Batch: 100, Wait: 200 * time.Millisecond, Together: true, Linger: linger})
+	}()
+	defer func() { cancel(); <-done }()
+
+	publish(1)
+	start := time.Now()
+	select {
+	case n := <-batches:
+		if n != 1 || time.Since(start) >= linger {
+			t.Fatalf("a lone message: a batch of %d after %s, want 1 before the linger (%s)", n, time.Since(start), linger)
+		}
+	case <-time.After(linger):
+		t.Fatalf("a lone message was held back for the linger")
+	}
+
+	publish(2)
+	time.AfterFunc(300*time.Millisecond, func() { publish(3) })
+	select {
+	case n := <-batches:
+		if n != 5 {
+			t.Fatalf("a busy queue: a batch of %d, want the 5 published within the linger", n)
+		}
+	case <-time.After(2 * linger):
+		t.Fatal("no batch")
+	}
+}

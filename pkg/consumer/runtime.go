@@ -128,9 +128,10 @@ type PullOptions struct {
 	// loop's fetch waits for the first message only and takes the rest that are there
 	// (FetchNoWait), so a lone message is not held back for Wait.
 	Together bool
-	// Linger, for a together loop, is how long it lets messages gather after the first
-	// before it takes the rest: fewer, larger batches for a handler whose cost is per
-	// batch (a commit) and whose messages may wait that long.
+	// Linger, for a together loop, is how long it lets messages gather when others were
+	// waiting beside the first (a busy queue) before it takes the rest: fewer, larger
+	// batches under load for a handler whose cost is per batch (a commit) and whose
+	// messages may wait that long; a lone message is not held back.
 	Linger time.Duration
 }
 
@@ -171,7 +172,8 @@ func (r *Runtime) Pull(ctx, workCtx context.Context, cons Fetcher, o PullOptions
 }
 
 // fetch takes one batch: Batch messages waiting up to Wait, or for a together loop
-// the first message waiting up to Wait and then, after Linger, what else is there.
+// the first message waiting up to Wait and then what else is there (after Linger,
+// when others were there already).
 func fetch(ctx context.Context, cons Fetcher, o PullOptions) ([]jetstream.Msg, error) {
 	n := o.Batch
 	if o.Together {
@@ -187,16 +189,24 @@ func fetch(ctx context.Context, cons Fetcher, o PullOptions) ([]jetstream.Msg, e
 	}
 	err = b.Error()
 	if o.Together && len(msgs) > 0 && o.Batch > 1 {
-		if o.Linger > 0 {
+		n := len(msgs)
+		msgs = fetchNoWait(cons, o.Batch-len(msgs), msgs)
+		if o.Linger > 0 && len(msgs) > n && len(msgs) < o.Batch {
 			sleep(ctx, o.Linger)
-		}
-		if more, merr := cons.FetchNoWait(o.Batch - 1); merr == nil {
-			for m := range more.Messages() {
-				msgs = append(msgs, m)
-			}
+			msgs = fetchNoWait(cons, o.Batch-len(msgs), msgs)
 		}
 	}
 	return msgs, err
+}
+
+// fetchNoWait appends to msgs up to n messages that are there.
+func fetchNoWait(cons Fetcher, n int, msgs []jetstream.Msg) []jetstream.Msg {
+	if more, err := cons.FetchNoWait(n); err == nil {
+		for m := range more.Messages() {
+			msgs = append(msgs, m)
+		}
+	}
+	return msgs
 }
 
 // HandBack returns messages at once (Nak) without handling them, for another
