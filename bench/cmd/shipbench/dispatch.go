@@ -44,6 +44,9 @@ func dispatchRows(ctx context.Context, t testing.TB, c config, bins rig.Bins, re
 	want := c.events * c.subscriptions
 	var bodies []rig.Delivery
 	rates := map[int]float64{}
+	// cpu is the CPU a delivery of the dispatchers, PostgreSQL and NATS together, by
+	// instance count.
+	cpu := map[int]float64{}
 	runs := append(append([]int{}, c.instances...), orderedRun)
 	var orderedRate float64
 	for k, inst := range runs {
@@ -75,6 +78,9 @@ func dispatchRows(ctx context.Context, t testing.TB, c config, bins rig.Bins, re
 			orderedRate, what = rate, "ordered per package, 1 instance"
 		} else {
 			rates[inst] = rate
+			if got > 0 {
+				cpu[inst] = (res.used + res.pg + res.nats).Seconds() * 1000 / float64(got)
+			}
 		}
 		cnt := rig.Count(rcv.Deliveries())
 		rep.Rawf("dispatch, %s: %d of %d deliveries in %s = %.0f deliveries/s (%d requests, %d duplicates); machine CPU %.0f%% busy, the dispatchers used %s of CPU (%.2f ms a delivery)%s; PostgreSQL waits: %s",
@@ -126,6 +132,19 @@ func dispatchRows(ctx context.Context, t testing.TB, c config, bins rig.Bins, re
 	first := 1 // the unordered run it is compared with: the first, or one instance
 	if len(c.instances) > 0 {
 		first = c.instances[0]
+	}
+	if most := c.instances[len(c.instances)-1]; len(c.instances) > 1 && cpu[first] > 0 && cpu[most] > 0 {
+		// What each instance adds to the work of a delivery: the same deliveries cost
+		// the same CPU whatever the number of instances sharing them.
+		r := cpu[most] / cpu[first]
+		rep.Add(Row{
+			What:     fmt.Sprintf("dispatcher CPU a delivery (dispatchers + PostgreSQL + NATS), %d instances", most),
+			Measured: fmt.Sprintf("%.3f ms", cpu[most]),
+			Baseline: fmt.Sprintf("%.3f ms with %d instance(s), same run", cpu[first], first),
+			Ratio:    fmt.Sprintf("%.2f×", r),
+			Target:   fmt.Sprintf("≤ 1.15× of %d instance(s)", first),
+			Verdict:  verdict(r <= 1.15, "%.2f×", r),
+		})
 	}
 	unordered := rates[first]
 	rep.Add(Row{

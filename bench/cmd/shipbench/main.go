@@ -110,7 +110,7 @@ var budgets = map[string]time.Duration{
 	"api":       100 * time.Second, // the baseline, the gateway, and the gateway with a quota
 	"audit":     105 * time.Second, // the A/B (2 × 10 s), the fill of 1,000,000 entries (about 45 s on 2 busy cores) and two exports
 	"events":    80 * time.Second,
-	"dispatch":  150 * time.Second,
+	"dispatch":  210 * time.Second, // runs of 1, 2 and 4 instances and the ordered run (each 10–20 s and its stack's start), the baseline
 	"expiry":    240 * time.Second, // the fill of 100,000 packages of one owner (its usage row updated for each) takes 1–2 min on 2 cores, then ≤ 60 s to expire them
 	"fairness":  60 * time.Second,
 	"scan":      240 * time.Second,
@@ -128,7 +128,7 @@ func main() {
 	}
 	var c config
 	c.size, c.bigSize, c.partSize = 1<<30, 8<<30, 16<<20
-	c.instances = intList{1, 2}
+	c.instances = intList{1, 2, 4}
 	fs := flag.NewFlagSet("shipbench", flag.ExitOnError)
 	fs.Var(&c.size, "size", "file size of the upload and download rows, and of each of the concurrent uploads")
 	fs.Var(&c.bigSize, "big-size", "file size of the single large upload of the memory row")
