@@ -65,19 +65,30 @@ func errHashBusy(wait time.Duration) error {
 func (h *Hasher) acquire(ctx context.Context) (func(), error) {
 	select {
 	case h.slots <- struct{}{}:
-		return func() { <-h.slots }, nil
+		return h.release, nil
 	default:
 	}
 	t := time.NewTimer(h.wait)
 	defer t.Stop()
 	select {
 	case h.slots <- struct{}{}:
-		return func() { <-h.slots }, nil
+		return h.release, nil
 	case <-t.C:
 		return nil, errHashBusy(h.wait)
 	case <-ctx.Done():
 		return nil, ctx.Err()
 	}
+}
+
+// release frees a slot once the run's memory is collected. argon2id allocates its 19 MiB
+// afresh in every run and drops them when it returns; left to the garbage collector's
+// pace, dead runs pile up until the heap reaches its goal (twice the live heap), so a
+// burst of sign-ins took the gateway's memory up by its live heap again, more or less
+// depending on when a collection came. Collecting before the slot is free keeps a burst
+// at the slots' runs (19 MiB each) whatever the live heap, for a collection a run.
+func (h *Hasher) release() {
+	runtime.GC()
+	<-h.slots
 }
 
 // Hash returns the argon2id hash of pw in the PHC string format. The caller applies
