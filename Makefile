@@ -49,7 +49,7 @@ test-race: check-modules check-generated assets ## go test -race in each module 
 # It runs on a PostgreSQL configured like production: the shared one when it is, else a
 # cluster of its own that scripts/dev.sh bench starts (and `dev.sh down` stops).
 BENCH_FLAGS ?=
-bench: check-modules assets ## measure speed against baselines of the same run (bench/cmd/shipbench, 10–12 min)
+bench: check-modules assets ## measure speed against baselines of the same run (bench/cmd/shipbench, 18–22 min)
 	@bash scripts/dev.sh clamd >/dev/null
 	@bash scripts/dev.sh bench bash -c 'cd bench && $(GO) run ./cmd/shipbench -o "$(CURDIR)/.run/bench.md" $(BENCH_FLAGS)'
 
