@@ -174,14 +174,16 @@ loop:
 	d.settler.Close() // the messages handled last are settled
 	d.p.Deliverer.Close()
 	d.p.Order.Close()
-	lctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
-	defer cancel()
 	if d.p.Journal != nil {
 		d.p.Journal.Close()
 	}
 	if d.p.JournalStore != nil {
-		d.drainJournal(lctx, journalCons)
+		jctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), journalDrainTimeout)
+		d.drainJournal(jctx, journalCons)
+		cancel()
 	}
+	lctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
+	defer cancel()
 	d.p.Health.Leave(lctx)
 	return nil
 }

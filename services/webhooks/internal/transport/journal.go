@@ -289,5 +289,9 @@ func (d *Dispatcher) drainJournal(ctx context.Context, cons jetstream.Consumer) 
 	}
 }
 
-// journalFetch is the most journal messages one write takes.
-const journalFetch = 256
+// journalFetch is the most journal messages one write takes; journalDrainTimeout bounds
+// the writes of a stopping instance.
+const (
+	journalFetch        = 256
+	journalDrainTimeout = 5 * time.Second
+)
