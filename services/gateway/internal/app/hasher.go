@@ -82,9 +82,9 @@ func (h *Hasher) acquire(ctx context.Context) (func(), error) {
 
 // release frees a slot once the run's memory is collected. argon2id allocates its 19 MiB
 // afresh in every run and drops them when it returns; left to the garbage collector's
-// pace, dead runs pile up until the heap reaches its goal (twice the live heap), so a
-// burst of sign-ins took the gateway's memory up by its live heap again, more or less
-// depending on when a collection came. Collecting before the slot is free keeps a burst
+// pace, dead runs would pile up until the heap reaches its goal (twice the live heap), so
+// a burst of sign-ins would take the gateway's memory up by as much as its live heap,
+// depending on when a collection comes. Collecting before the slot is free keeps a burst
 // at the slots' runs (19 MiB each) whatever the live heap, for a collection a run.
 func (h *Hasher) release() {
 	runtime.GC()
