@@ -23,11 +23,13 @@ import (
 // costs then depend on the journal, not on how many instances share the
 // subscriptions' max_in_flight (each instance's own group commits hold its share of
 // the slots only). A record reaches the delivery log within about JournalLinger plus
-// a commit; an instance killed after the publish leaves its records to the others.
+// a commit; a stopping instance writes what is left (drainJournal), and one killed
+// after the publish leaves its records to the others.
 
-// JournalLinger is how long the journal consumer lets records gather after the first
-// one before it writes them: the longest a delivered attempt waits to show in the
-// delivery log, and what keeps the journal's commits few whatever the rate.
+// JournalLinger is how long the journal consumer lets records gather, when others wait
+// beside the first, before it writes them (a lone record is written at once): the
+// longest a delivered attempt waits to show in the delivery log, and what keeps the
+// journal's commits few whatever the rate.
 const JournalLinger = 50 * time.Millisecond
 
 // journalMessageBytes bounds one journal message (NATS refuses payloads over its
