@@ -199,6 +199,24 @@ func fetch(ctx context.Context, cons Fetcher, o PullOptions) ([]jetstream.Msg, e
 	return msgs, err
 }
 
+// Drain processes, batch messages at a time, what is waiting on cons until nothing is
+// left, ctx is done, or a message of a batch is not settled for good (Ack or Term: its
+// handler's dependency fails, so what remains is left to another consumer): a stopping
+// process's last pass over a queue it alone may be serving.
+func (r *Runtime) Drain(ctx context.Context, cons Fetcher, batch int) {
+	for ctx.Err() == nil {
+		msgs := fetchNoWait(cons, batch, nil)
+		if len(msgs) == 0 {
+			return
+		}
+		for _, d := range r.Process(ctx, msgs...) {
+			if d.Action != Ack && d.Action != Term {
+				return
+			}
+		}
+	}
+}
+
 // fetchNoWait appends to msgs up to n messages that are there.
 func fetchNoWait(cons Fetcher, n int, msgs []jetstream.Msg) []jetstream.Msg {
 	if more, err := cons.FetchNoWait(n); err == nil {

@@ -179,7 +179,9 @@ loop:
 	}
 	if d.p.JournalStore != nil {
 		jctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), journalDrainTimeout)
-		d.drainJournal(jctx, journalCons)
+		// What is left in the journal is written before this instance exits: a dispatcher
+		// that stops last leaves no delivered attempt out of the log until the next starts.
+		d.journal.Drain(jctx, journalCons, journalFetch)
 		cancel()
 	}
 	lctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)

@@ -23,7 +23,7 @@ import (
 // costs then depend on the journal, not on how many instances share the
 // subscriptions' max_in_flight (each instance's own group commits hold its share of
 // the slots only). A record reaches the delivery log within about JournalLinger plus
-// a commit; a stopping instance writes what is left (drainJournal), and one killed
+// a commit; a stopping instance writes what is left (Runtime.Drain), and one killed
 // after the publish leaves its records to the others.
 
 // JournalLinger is how long the journal consumer lets records gather, when others wait
@@ -264,31 +264,6 @@ func (d *Dispatcher) handleJournal(ctx context.Context, msgs []jetstream.Msg) []
 		}
 	}
 	return out
-}
-
-// drainJournal writes what is left in the journal before a stopping instance exits,
-// until the journal is empty or ctx is done: a dispatcher that stops last leaves no
-// delivered attempt out of the log until the next one starts.
-func (d *Dispatcher) drainJournal(ctx context.Context, cons jetstream.Consumer) {
-	for ctx.Err() == nil {
-		b, err := cons.FetchNoWait(journalFetch)
-		if err != nil {
-			return
-		}
-		var msgs []jetstream.Msg
-		for m := range b.Messages() {
-			msgs = append(msgs, m)
-		}
-		if len(msgs) == 0 {
-			return
-		}
-		decisions := d.journal.Process(ctx, msgs...)
-		for _, dec := range decisions {
-			if dec.Action != consumer.Ack && dec.Action != consumer.Term {
-				return // the database fails: the next instance writes them
-			}
-		}
-	}
 }
 
 // journalFetch is the most journal messages one write takes; journalDrainTimeout bounds
