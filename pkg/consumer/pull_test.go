@@ -282,13 +282,28 @@ func TestPullLingersOnlyWhenBusy(t *testing.T) {
 		return out
 	}, consumer.Options{Name: "worker", Log: discard})
 	const linger = 3 * time.Second
+	// Busy: two messages wait before the loop starts, so its first fetch takes one and
+	// finds the other beside it; three more come within the linger.
+	publish(2)
+	late := make(chan struct{})
+	time.AfterFunc(300*time.Millisecond, func() { defer close(late); publish(3) })
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
 		rt.Pull(ctx, ctx, cons, consumer.PullOptions{Batch: 100, Wait: 200 * time.Millisecond, Together: true, Linger: linger})
 	}()
-	defer func() { cancel(); <-done }()
+	defer func() { cancel(); <-done; <-late }()
+	select {
+	case n := <-batches:
+		if n != 5 {
+			t.Fatalf("a busy queue: a batch of %d, want the 5 published within the linger", n)
+		}
+	case <-time.After(2 * linger):
+		t.Fatal("no batch")
+	}
 
+	// Quiet: a lone message is handled at once.
+	<-late
 	publish(1)
 	start := time.Now()
 	select {
@@ -298,16 +313,5 @@ func TestPullLingersOnlyWhenBusy(t *testing.T) {
 		}
 	case <-time.After(linger):
 		t.Fatalf("a lone message was held back for the linger")
-	}
-
-	publish(2)
-	time.AfterFunc(300*time.Millisecond, func() { publish(3) })
-	select {
-	case n := <-batches:
-		if n != 5 {
-			t.Fatalf("a busy queue: a batch of %d, want the 5 published within the linger", n)
-		}
-	case <-time.After(2 * linger):
-		t.Fatal("no batch")
 	}
 }
