@@ -41,7 +41,7 @@ func TestKillDispatcherAndRestartNATS(t *testing.T) {
 	l := startCreating(s.API, 6, 20*time.Millisecond)
 	time.Sleep(*load / 4)
 	d1.Kill()
-	record(t, "dispatcher 1 SIGKILLed after (s)", (*load / 4).Seconds())
+	record(t, "dispatcher 1 SIGKILLed after", (*load / 4).Round(100*time.Millisecond))
 	time.Sleep(*load / 4)
 	d1.Start()
 	d1.WaitReady(60 * time.Second)

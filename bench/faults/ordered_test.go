@@ -78,7 +78,7 @@ func TestKillDispatcherMidRetryOrdered(t *testing.T) {
 	}
 	time.Sleep(*load / 3)
 	d1.Kill()
-	record(t, "dispatcher 1 SIGKILLed after (s)", (*load / 3).Seconds())
+	record(t, "dispatcher 1 SIGKILLed after", (*load / 3).Round(100*time.Millisecond))
 	time.Sleep(*load / 3)
 	d1.Start()
 	d1.WaitReady(60 * time.Second)
