@@ -159,7 +159,7 @@ func New(store Store, objects Objects, clamd Clamd, metrics *Metrics, log *slog.
 		opts.PackageShare = max(1, opts.Workers/2)
 	}
 	return &Scanner{store: store, objects: objects, clamd: clamd, metrics: metrics, log: log, opts: opts,
-		slots: NewSlots(opts.Workers, opts.PackageShare), now: time.Now}
+		slots: NewSlots(opts.Workers, opts.PackageShare, SlotLinger), now: time.Now}
 }
 
 // retry is the error that hands a message back, to be tried again after the back-off
@@ -172,8 +172,9 @@ func (s *Scanner) retry(numDelivered uint64, reason string) error {
 // acknowledged at once). The message is acknowledged once the file has its verdict
 // (recorded now, or before by another instance or an earlier delivery). It first takes
 // a scan slot for the file's package; a package that holds its share of the slots
-// while another's file waits, or finds none free, has its message handed back for a
-// moment (deferDelay), so one package's backlog never holds every other file pending.
+// while another's file waits, or finds none free by the end of its linger
+// (SlotLinger), has its message handed back for a moment (deferDelay), so one package's
+// backlog never holds every other file pending.
 //
 // It returns nil when the message is done, a msgerr.Poison when it is not an envelope,
 // and a msgerr.RetryAfter when it is to be handled again; the transport turns these

@@ -35,7 +35,7 @@ func TestAdmit(t *testing.T) {
 // package waits and takes the first slot freed, before the first package's next file.
 func TestSlotsShareAmongPackages(t *testing.T) {
 	ctx := context.Background()
-	s := app.NewSlots(4, 2)
+	s := app.NewSlots(4, 2, 0)
 	var held []func()
 	for i := range 4 {
 		release, err := s.Acquire(ctx, "a")
@@ -79,7 +79,7 @@ func TestSlotsShareAmongPackages(t *testing.T) {
 }
 
 func TestSlotsWaitEndsWithContext(t *testing.T) {
-	s := app.NewSlots(1, 1)
+	s := app.NewSlots(1, 1, 0)
 	release, err := s.Acquire(context.Background(), "a")
 	if err != nil {
 		t.Fatal(err)

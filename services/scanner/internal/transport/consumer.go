@@ -103,9 +103,10 @@ func (c *Consumer) Run(ctx context.Context) error {
 		return consumer.Decide(c.scanner.Handle(ctx, msg.Data(), consumer.NumDelivered(msg)))
 	}, consumer.Options{Name: c.opts.Consumer, Log: c.log, Metrics: c.opts.Metrics, KeepAlive: c.opts.AckWait / 2})
 	g := consumer.NewGroup(ctx)
-	// One loop more than the scan slots (app.Slots): while every slot scans, it hands
-	// back the files of the packages that hold them and finds those of the others.
-	g.Pull(rt, cons, c.opts.Workers+1, consumer.PullOptions{Batch: 1, Wait: c.opts.FetchWait})
+	// A loop for each scan slot (app.Slots), one for each file that may linger for a
+	// slot, and one more: while every slot scans and as many files linger, it hands back
+	// the files of the packages that hold them and finds those of the others.
+	g.Pull(rt, cons, 2*c.opts.Workers+1, consumer.PullOptions{Batch: 1, Wait: c.opts.FetchWait})
 	c.log.Info("scanner running", "workers", c.opts.Workers, "consumer", c.opts.Consumer, "stream", c.opts.Stream)
 	if g.Wait(c.opts.ShutdownTimeout) {
 		c.log.Warn("scans in flight outlived the shutdown timeout; handed back", "timeout", c.opts.ShutdownTimeout)
