@@ -30,6 +30,20 @@ func untilQueued(t *testing.T, s *Slots, waiting, lingering int) {
 	}
 }
 
+// take acquires n slots for files of pkg, each at once, and returns their releases.
+func take(t *testing.T, s *Slots, pkg string, n int) []func() {
+	t.Helper()
+	var held []func()
+	for i := range n {
+		release, err := s.Acquire(context.Background(), pkg)
+		if err != nil {
+			t.Fatalf("%s's file %d: %v, want a free slot", pkg, i, err)
+		}
+		held = append(held, release)
+	}
+	return held
+}
+
 type acquired struct {
 	release func()
 	err     error
@@ -48,16 +62,10 @@ func acquireAsync(s *Slots, pkg string) <-chan acquired {
 // slot freed, so no slot stays idle while its messages are handed back.
 func TestSlotsLingeringFileTakesTheSlotFreed(t *testing.T) {
 	s := NewSlots(2, 1, time.Minute)
-	first, err := s.Acquire(context.Background(), "a")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := s.Acquire(context.Background(), "a"); err != nil {
-		t.Fatal(err)
-	}
+	held := take(t, s, "a", 2)
 	third := acquireAsync(s, "a")
 	untilQueued(t, s, 0, 1)
-	first()
+	held[0]()
 	select {
 	case r := <-third:
 		if r.err != nil {
@@ -75,14 +83,7 @@ func TestSlotsLingeringFileTakesTheSlotFreed(t *testing.T) {
 // which takes the next one.
 func TestSlotsWaitingFileBeforeALingeringOne(t *testing.T) {
 	s := NewSlots(2, 1, time.Minute)
-	var held []func()
-	for range 2 {
-		release, err := s.Acquire(context.Background(), "a")
-		if err != nil {
-			t.Fatal(err)
-		}
-		held = append(held, release)
-	}
+	held := take(t, s, "a", 2)
 	lingering := acquireAsync(s, "a")
 	untilQueued(t, s, 0, 1)
 	waiting := acquireAsync(s, "b")
@@ -126,14 +127,7 @@ func TestSlotsLingerEnds(t *testing.T) {
 // loop is left to look past the package's files.
 func TestSlotsLingerAsManyAsSlots(t *testing.T) {
 	s := NewSlots(2, 1, time.Minute)
-	var held []func()
-	for range 2 {
-		release, err := s.Acquire(context.Background(), "a")
-		if err != nil {
-			t.Fatal(err)
-		}
-		held = append(held, release)
-	}
+	held := take(t, s, "a", 2)
 	first, second := acquireAsync(s, "a"), acquireAsync(s, "a")
 	untilQueued(t, s, 0, 2)
 	if _, err := s.Acquire(context.Background(), "a"); !errors.Is(err, ErrNoSlot) {
